@@ -1,0 +1,70 @@
+# Transformer and Grassmann language models in C.
+#   make            build the programs into bin/
+#   make demo       the main job: deps, build, corpus, train, eval, sample
+#   make test       every test (unit, gradient checks, CLI, PyTorch parity)
+#   make bench      throughput and memory benchmarks
+#   make data       fetch and prepare the default corpus (Moby Dick)
+#   make asan       the test suite under AddressSanitizer + UBSan
+CC      ?= cc
+OPT     ?= -O3 -march=native
+CFLAGS  += -std=c11 $(OPT) -fopenmp -Wall -Wextra -Wno-format-truncation -D_DEFAULT_SOURCE -D_GNU_SOURCE \
+           -Iinclude -I/usr/include/stb
+LDLIBS  += -lopenblas -lm
+BUILD   ?= build
+BIN     ?= bin
+
+LIB_SRC  := $(wildcard src/*.c)
+LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/%.o)
+LIB      := $(BUILD)/liblm.a
+PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample
+TESTS    := $(patsubst tests/%.c,$(BUILD)/%,$(wildcard tests/test_*.c))
+
+.PHONY: all test unit-test bench demo data clean asan deps
+all: $(PROGRAMS)
+
+$(BUILD)/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	ar rcs $@ $^
+
+$(BIN)/prepare: data/prepare.c $(LIB) | $(BIN)
+	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDLIBS)
+$(BIN)/train: train/train.c $(LIB) | $(BIN)
+	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDLIBS)
+$(BIN)/%: eval/%.c $(LIB) | $(BIN)
+	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDLIBS)
+
+$(BUILD)/test_%: tests/test_%.c tests/testutil.h $(LIB) | $(BUILD)
+	$(CC) $(CFLAGS) -Itests $< $(LIB) -o $@ $(LDLIBS) -lcmocka
+
+$(BUILD) $(BIN):
+	mkdir -p $@
+
+# Unit tests and gradient checks (cmocka), then the programs from outside:
+# bad input, resume, checkpoints, and parity with PyTorch autograd.
+unit-test: $(TESTS)
+	@for t in $(TESTS); do echo "== $$t"; OMP_NUM_THREADS=2 $$t || exit 1; done
+
+test: unit-test $(PROGRAMS)
+	bash tests/cli_test.sh
+	/usr/bin/python3 tests/parity.py
+
+bench: $(PROGRAMS)
+	bash eval/bench.sh
+
+data: $(BIN)/prepare
+	bash data/fetch_moby_dick.sh
+
+demo: 
+	bash scripts/demo.sh
+
+deps:
+	bash scripts/install-deps.sh
+
+asan:
+	$(MAKE) BUILD=build-asan BIN=bin-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
+	        LDFLAGS="-fsanitize=address,undefined" unit-test
+
+clean:
+	rm -rf build build-asan bin bin-asan

@@ -1,0 +1,20 @@
+/* Small helpers shared by the programs under data/, train/ and eval/. None
+ * of them exits: a program returns cli_error(...) from main. */
+#ifndef LM_CLI_H
+#define LM_CLI_H
+
+#include <stddef.h>
+
+/* Exit status for bad input: usage errors, unreadable or invalid files. */
+#define EXIT_BAD_INPUT 2
+
+/* Prints "<prog>: error: <message>" on one line to stderr; returns EXIT_BAD_INPUT. */
+int cli_error(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Sets the OpenMP (and so OpenBLAS) thread count; 0 keeps the default. */
+void cli_set_threads(size_t n);
+size_t cli_threads(void);
+double cli_now(void); /* monotonic seconds */
+/* "1h02m", "3m05s", "42s" */
+void cli_duration(double seconds, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,33 @@
+/* Error reporting shared by the whole library.
+ *
+ * The library never exits or asserts on user input: a function that can fail
+ * takes an Error* and returns -1 (or NULL) with a one-line message in it; the
+ * program that called it prints the message and chooses the exit status. */
+#ifndef LM_COMMON_H
+#define LM_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct Error {
+    char msg[512];
+} Error;
+
+/* printf-style; always returns -1 so callers can write `return err_set(...)`. */
+int err_set(Error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* calloc that reports failure through err instead of aborting. */
+void *lm_calloc(size_t count, size_t size, Error *err);
+
+/* 64-bit FNV-1a; `h` is the running hash (start with FNV_OFFSET). */
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+uint64_t fnv1a(uint64_t h, const void *data, size_t len);
+
+/* Reads a whole file into a malloc'd buffer (NUL-terminated for text use). */
+char *read_file(const char *path, size_t *len, Error *err);
+
+/* Writes `len` bytes to path via path.tmp + rename, so a failure never leaves
+ * a half-written file where a good one was. */
+int write_file_atomic(const char *path, const void *data, size_t len, Error *err);
+
+#endif

@@ -1,0 +1,48 @@
+/* Shared kernels: every matrix multiply in the project goes through
+ * matmul_forward/matmul_backward (cblas_sgemm); every other loop here is
+ * OpenMP-parallel and deterministic for a given thread count.
+ *
+ * Weights are stored [out, in] row-major (nn.Linear): out = in W^T + b.
+ * Backward functions ACCUMULATE (+=) into every gradient they produce, so
+ * that a tensor used twice (or over several micro-batches) sums correctly;
+ * callers zero what must start at zero. */
+#ifndef LM_OPS_H
+#define LM_OPS_H
+
+#include <stddef.h>
+
+/* out (n, out_dim) = in (n, in_dim) . w^T (out_dim, in_dim) + bias (out_dim, may be NULL) */
+void matmul_forward(float *out, const float *in, const float *w, const float *bias,
+                    size_t n, size_t in_dim, size_t out_dim);
+
+/* din += dout . w;  dw += dout^T . in;  dbias += column sums of dout.
+ * Any of din, dw, dbias may be NULL when not wanted. */
+void matmul_backward(float *din, float *dw, float *dbias, const float *dout,
+                     const float *in, const float *w, size_t n, size_t in_dim, size_t out_dim);
+
+/* Thin row-major sgemm wrapper for the strided per-head products in attention:
+ * C (m,n) = alpha * op(A) op(B) + beta * C, with explicit leading dimensions. */
+void gemm(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha,
+          const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc);
+
+/* out[i] = softmax(in)[i] over `len` entries (out may equal in). */
+void softmax(float *out, const float *in, size_t len);
+
+/* GELU, tanh form. Backward: din += gelu'(in) * dout. */
+void gelu_forward(float *out, const float *in, size_t n);
+void gelu_backward(float *din, const float *in, const float *dout, size_t n);
+
+/* dst[c] += sum over rows r of src[r * cols + c]  (bias and gain gradients). */
+void column_sum_add(float *dst, const float *src, size_t rows, size_t cols);
+
+/* out = a + b elementwise (out may alias a or b). */
+void add_forward(float *out, const float *a, const float *b, size_t n);
+/* dst += src */
+void add_inplace(float *dst, const float *src, size_t n);
+
+/* Sum of squares / plain sum in double, in fixed-size chunks combined in a
+ * fixed order: the result does not depend on the number of threads. */
+double sum_squares(const float *x, size_t n);
+double sum_floats(const float *x, size_t n);
+
+#endif

@@ -1,0 +1,450 @@
+/* bin/train: trains a model on a prepared data directory.
+ * forward -> backward -> (all-reduce slot) -> clip -> AdamW, with warm-up +
+ * cosine schedule, gradient accumulation, periodic validation, logging and
+ * checkpoints (atomic), Ctrl-C that saves, and exact resume. */
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "cli.h"
+#include "config.h"
+#include "data.h"
+#include "json.h"
+#include "model.h"
+#include "optim.h"
+#include "rng.h"
+
+static const char *prog = "train";
+
+typedef struct TrainOpts {
+    const char *data, *out, *resume, *log, *dump, *mixer, *pos, *windows;
+    size_t batch_size, grad_accum, max_iters, stop_at, warmup_iters, eval_interval, eval_iters;
+    size_t log_interval, ckpt_interval, seed, threads;
+    float lr, min_lr, weight_decay, grad_clip, beta1, beta2, eps;
+    ModelConfig cfg;
+} TrainOpts;
+
+/* One row per numeric option: parsing, --help, and which of them a
+ * checkpoint remembers (RUN) or fixes (ARCH: refused with --resume). */
+enum { RUN = 1, ARCH = 2, OTHER = 0 };
+typedef struct NumOpt {
+    const char *name;
+    int is_float;
+    size_t off;
+    double lo, hi;
+    int kind;
+    const char *help;
+    int set;
+} NumOpt;
+
+#define SZ(field) 0, offsetof(TrainOpts, field)
+#define FL(field) 1, offsetof(TrainOpts, field)
+static NumOpt num_opts[] = {
+    {"n-layer", SZ(cfg.n_layer), 1, MAX_LAYERS, ARCH, "transformer blocks (4)", 0},
+    {"n-head", SZ(cfg.n_head), 1, 256, ARCH, "attention heads (4)", 0},
+    {"n-embd", SZ(cfg.n_embd), 1, 8192, ARCH, "embedding width C (128)", 0},
+    {"block-size", SZ(cfg.block_size), 2, 16384, ARCH, "context length T (64)", 0},
+    {"dropout", FL(cfg.dropout), 0, 0.95, ARCH, "dropout on the residual branches (0)", 0},
+    {"grassmann-rank", SZ(cfg.grassmann_rank), 0, 1024, ARCH, "Grassmann reduced rank r (32)", 0},
+    {"batch-size", SZ(batch_size), 1, 65536, RUN, "sequences per micro-batch B (12)", 0},
+    {"grad-accum", SZ(grad_accum), 1, 4096, RUN, "micro-batches per optimizer step (1)", 0},
+    {"max-iters", SZ(max_iters), 1, 100000000, RUN, "optimizer steps; defines the schedule (2000)", 0},
+    {"stop-at", SZ(stop_at), 1, 100000000, OTHER, "stop after this step with a checkpoint (max-iters)", 0},
+    {"lr", FL(lr), 0, 10, RUN, "peak learning rate (1e-3)", 0},
+    {"min-lr", FL(min_lr), 0, 10, RUN, "final learning rate of the cosine decay (1e-4)", 0},
+    {"warmup-iters", SZ(warmup_iters), 0, 100000000, RUN, "linear warm-up steps (100)", 0},
+    {"weight-decay", FL(weight_decay), 0, 10, RUN, "AdamW decoupled weight decay, matrices only (0.1)", 0},
+    {"grad-clip", FL(grad_clip), 0, 1e6, RUN, "global gradient-norm clip, 0 = off (1.0)", 0},
+    {"beta1", FL(beta1), 0, 0.999999, RUN, "AdamW beta1 (0.9)", 0},
+    {"beta2", FL(beta2), 0, 0.999999, RUN, "AdamW beta2 (0.99)", 0},
+    {"adam-eps", FL(eps), 1e-30, 1, RUN, "AdamW epsilon (1e-8)", 0},
+    {"eval-interval", SZ(eval_interval), 0, 100000000, RUN, "validate every N steps, 0 = only at the end (250)", 0},
+    {"eval-iters", SZ(eval_iters), 1, 100000, RUN, "validation batches per estimate (20)", 0},
+    {"log-interval", SZ(log_interval), 1, 100000000, RUN, "progress line every N steps (10)", 0},
+    {"ckpt-interval", SZ(ckpt_interval), 0, 100000000, RUN, "checkpoint every N steps, 0 = only at the end (0)", 0},
+    {"seed", SZ(seed), 0, 1e18, RUN, "seed for weights, batches and dropout (1337)", 0},
+    {"threads", SZ(threads), 0, 1024, OTHER, "OpenMP/OpenBLAS threads, 0 = all cores (0)", 0},
+};
+#define N_NUM (sizeof num_opts / sizeof num_opts[0])
+
+static void defaults(TrainOpts *o) {
+    memset(o, 0, sizeof *o);
+    config_defaults(&o->cfg);
+    o->batch_size = 12;
+    o->grad_accum = 1;
+    o->max_iters = 2000;
+    o->lr = 1e-3f;
+    o->min_lr = 1e-4f;
+    o->warmup_iters = 100;
+    o->weight_decay = 0.1f;
+    o->grad_clip = 1.0f;
+    o->beta1 = 0.9f;
+    o->beta2 = 0.99f;
+    o->eps = 1e-8f;
+    o->eval_interval = 250;
+    o->eval_iters = 20;
+    o->log_interval = 10;
+    o->seed = 1337;
+}
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: bin/train --data DIR --out CKPT [options]\n"
+            "       bin/train --data DIR --out CKPT --resume CKPT [options]\n"
+            "Trains a Transformer, Grassmann or hybrid language model on DIR (from bin/prepare).\n"
+            "\n"
+            "  -d, --data DIR             prepared data directory (train.bin, val.bin, tokenizer.txt)\n"
+            "  -o, --out CKPT             checkpoint to write (safetensors; written atomically)\n"
+            "      --resume CKPT          continue a run exactly where CKPT stopped; the model and\n"
+            "                             the run's options come from CKPT (run options given here win)\n"
+            "      --mixer M              attention | grassmann | a comma list, one per layer (attention)\n"
+            "      --pos P                learned | sinusoidal positions (learned)\n"
+            "      --grassmann-windows L  Grassmann window offsets (1,2,4,8,12,16)\n"
+            "      --log FILE             per-step log for plotting: CSV, or JSON lines if FILE ends in .jsonl\n"
+            "      --dump-grads FILE      write weights, gradients, loss and the first batch, then exit\n");
+    for (size_t i = 0; i < N_NUM; i++) fprintf(f, "      --%-20s %s\n", num_opts[i].name, num_opts[i].help);
+    fprintf(f, "  -h, --help                 this help\n");
+}
+
+static NumOpt *find_num(const char *name) {
+    for (size_t i = 0; i < N_NUM; i++)
+        if (strcmp(num_opts[i].name, name) == 0) return &num_opts[i];
+    return NULL;
+}
+
+static int set_num(TrainOpts *o, NumOpt *n, const char *arg, Error *err) {
+    char what[64];
+    snprintf(what, sizeof what, "--%s", n->name);
+    void *p = (char *)o + n->off;
+    if (n->is_float) return parse_float(arg, n->lo, n->hi, (float *)p, what, err);
+    size_t v;
+    if (parse_size(arg, (size_t)n->hi, &v, what, err)) return -1;
+    if ((double)v < n->lo) return err_set(err, "%s must be at least %g (got %zu)", what, n->lo, v);
+    *(size_t *)p = v;
+    return 0;
+}
+
+/* The run's options as JSON, stored in checkpoints so --resume needs none. */
+static char *run_json(const TrainOpts *o) {
+    char *sb = NULL;
+    sb_appendf(&sb, "{");
+    int first = 1;
+    for (size_t i = 0; i < N_NUM; i++) {
+        if (num_opts[i].kind != RUN) continue;
+        const void *p = (const char *)o + num_opts[i].off;
+        if (num_opts[i].is_float) sb_appendf(&sb, "%s\"%s\":%.9g", first ? "" : ",", num_opts[i].name, *(const float *)p);
+        else sb_appendf(&sb, "%s\"%s\":%zu", first ? "" : ",", num_opts[i].name, *(const size_t *)p);
+        first = 0;
+    }
+    sb_appendf(&sb, "}");
+    char *out = strdup(sb);
+    sb_free(&sb);
+    return out;
+}
+
+static int apply_run_json(TrainOpts *o, const char *json, Error *err) {
+    Json *root = json_parse(json, strlen(json), err);
+    if (!root) return -1;
+    for (size_t i = 0; i < N_NUM; i++) {
+        if (num_opts[i].kind != RUN || num_opts[i].set) continue; /* the command line wins */
+        const Json *v = json_get(root, num_opts[i].name);
+        if (!v || v->type != JSON_NUMBER) continue;
+        void *p = (char *)o + num_opts[i].off;
+        if (num_opts[i].is_float) *(float *)p = (float)v->num;
+        else *(size_t *)p = (size_t)v->num;
+    }
+    json_free(root);
+    return 0;
+}
+
+static volatile sig_atomic_t interrupted = 0;
+static void on_signal(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+/* Mean loss over eval_iters fixed validation batches (the same ones every
+ * time, so the curve is comparable along the run). */
+static float estimate_val_loss(Model *m, const TokenFile *val, const TrainOpts *o, int32_t *in, int32_t *tg) {
+    Rng rng;
+    rng_seed(&rng, o->seed ^ 0x76616cULL);
+    double total = 0.0;
+    for (size_t i = 0; i < o->eval_iters; i++) {
+        batch_sample(val, &rng, in, tg, o->batch_size, o->cfg.block_size);
+        model_forward(m, in, tg, o->batch_size, o->cfg.block_size, NULL);
+        total += m->loss;
+    }
+    return (float)(total / (double)o->eval_iters);
+}
+
+static FILE *open_log(const char *path, int append, Error *err) {
+    FILE *f = fopen(path, append ? "a" : "w");
+    if (!f) {
+        err_set(err, "cannot open log '%s'", path);
+        return NULL;
+    }
+    size_t n = strlen(path);
+    int jsonl = n > 6 && strcmp(path + n - 6, ".jsonl") == 0;
+    if (!jsonl && ftell(f) == 0) fprintf(f, "step,tokens,train_loss,val_loss,lr,grad_norm,ms_per_step,elapsed_s\n");
+    return f;
+}
+
+static void log_row(FILE *f, const char *path, size_t step, size_t tokens, float loss, float val, float lr,
+                    float norm, double ms, double elapsed) {
+    if (!f) return;
+    size_t n = strlen(path);
+    char vbuf[32] = "";
+    if (!isnan(val)) snprintf(vbuf, sizeof vbuf, "%.6f", val);
+    if (n > 6 && strcmp(path + n - 6, ".jsonl") == 0)
+        fprintf(f, "{\"step\":%zu,\"tokens\":%zu,\"train_loss\":%.6f,\"val_loss\":%s,\"lr\":%.6g,\"grad_norm\":%.6g,"
+                   "\"ms_per_step\":%.3f,\"elapsed_s\":%.3f}\n",
+                step, tokens, loss, *vbuf ? vbuf : "null", lr, norm, ms, elapsed);
+    else
+        fprintf(f, "%zu,%zu,%.6f,%s,%.6g,%.6g,%.3f,%.3f\n", step, tokens, loss, vbuf, lr, norm, ms, elapsed);
+    fflush(f);
+}
+
+static int save(const char *path, const Model *m, const Dataset *ds, const TrainOpts *o, size_t step, Rng rng,
+                Error *err) {
+    CkptState s = {.step = step, .data_rng = rng.state};
+    memcpy(s.tokenizer, ds->tok.hash, 17);
+    s.tokenizer_text = tokenizer_to_text(&ds->tok);
+    s.train = run_json(o);
+    int rc = ckpt_save(path, m, &s, err);
+    ckpt_state_free(&s);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    TrainOpts o;
+    defaults(&o);
+    Error err;
+    int arch_string_set = 0;
+    enum { OPT_RESUME = 1, OPT_MIXER, OPT_POS, OPT_WINDOWS, OPT_LOG, OPT_DUMP, OPT_NUM = 100 };
+    struct option opts[N_NUM + 16];
+    size_t no = 0;
+    opts[no++] = (struct option){"data", required_argument, 0, 'd'};
+    opts[no++] = (struct option){"out", required_argument, 0, 'o'};
+    opts[no++] = (struct option){"resume", required_argument, 0, OPT_RESUME};
+    opts[no++] = (struct option){"mixer", required_argument, 0, OPT_MIXER};
+    opts[no++] = (struct option){"pos", required_argument, 0, OPT_POS};
+    opts[no++] = (struct option){"grassmann-windows", required_argument, 0, OPT_WINDOWS};
+    opts[no++] = (struct option){"log", required_argument, 0, OPT_LOG};
+    opts[no++] = (struct option){"dump-grads", required_argument, 0, OPT_DUMP};
+    opts[no++] = (struct option){"help", no_argument, 0, 'h'};
+    for (size_t i = 0; i < N_NUM; i++) opts[no++] = (struct option){num_opts[i].name, required_argument, 0, OPT_NUM + (int)i};
+    opts[no] = (struct option){0, 0, 0, 0};
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":d:o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd': o.data = optarg; break;
+        case 'o': o.out = optarg; break;
+        case 'h': usage(stdout); return 0;
+        case OPT_RESUME: o.resume = optarg; break;
+        case OPT_MIXER: o.mixer = optarg; arch_string_set = 1; break;
+        case OPT_POS: o.pos = optarg; arch_string_set = 1; break;
+        case OPT_WINDOWS: o.windows = optarg; arch_string_set = 1; break;
+        case OPT_LOG: o.log = optarg; break;
+        case OPT_DUMP: o.dump = optarg; break;
+        case ':': return cli_error(prog, "option '%s' needs a value (see --help)", argv[optind - 1]);
+        case '?': return cli_error(prog, "unknown option '%s' (see --help)", argv[optind - 1]);
+        default:
+            if (c >= OPT_NUM && c < OPT_NUM + (int)N_NUM) {
+                NumOpt *n = &num_opts[c - OPT_NUM];
+                if (set_num(&o, n, optarg, &err)) return cli_error(prog, "%s", err.msg);
+                n->set = 1;
+            }
+        }
+    }
+    if (optind < argc) return cli_error(prog, "unexpected argument '%s' (see --help)", argv[optind]);
+    if (!o.data) return cli_error(prog, "--data DIR is required (see --help)");
+    if (!o.out && !o.dump) return cli_error(prog, "--out CKPT is required (see --help)");
+    cli_set_threads(o.threads);
+
+    Dataset ds;
+    if (dataset_open(&ds, o.data, 0, &err)) return cli_error(prog, "%s", err.msg);
+
+    Model model;
+    size_t start_step = 0;
+    Rng data_rng;
+    int rc = 0;
+    if (o.resume) {
+        int arch_set = arch_string_set;
+        for (size_t i = 0; i < N_NUM; i++) arch_set |= num_opts[i].set && num_opts[i].kind == ARCH;
+        if (arch_set) {
+            dataset_free(&ds);
+            return cli_error(prog, "model options cannot be changed with --resume: the model comes from the checkpoint");
+        }
+        CkptState st;
+        if (ckpt_load(o.resume, &model, &st, 1, &err)) {
+            dataset_free(&ds);
+            return cli_error(prog, "%s", err.msg);
+        }
+        if (strcmp(st.tokenizer, ds.tok.hash) != 0) {
+            rc = cli_error(prog, "checkpoint '%s' was trained with tokenizer %s but '%s' has tokenizer %s", o.resume,
+                           st.tokenizer, o.data, ds.tok.hash);
+        } else if (apply_run_json(&o, st.train, &err)) {
+            rc = cli_error(prog, "'%s': bad run options: %s", o.resume, err.msg);
+        }
+        o.cfg = model.cfg;
+        start_step = st.step;
+        data_rng.state = st.data_rng;
+        ckpt_state_free(&st);
+        if (rc) goto out_model;
+    } else {
+        o.cfg.vocab_size = ds.tok.vocab_size;
+        if (o.pos && strcmp(o.pos, "learned") && strcmp(o.pos, "sinusoidal")) {
+            dataset_free(&ds);
+            return cli_error(prog, "--pos must be learned or sinusoidal (got '%s')", o.pos);
+        }
+        if (o.pos) o.cfg.pos = strcmp(o.pos, "learned") == 0 ? POS_LEARNED : POS_SINUSOIDAL;
+        if ((o.mixer && config_set_mixers(&o.cfg, o.mixer, &err)) ||
+            (o.windows && config_set_windows(&o.cfg, o.windows, &err)) || model_init(&model, &o.cfg, o.seed, &err)) {
+            dataset_free(&ds);
+            return cli_error(prog, "%s", err.msg);
+        }
+        if (model_alloc_training(&model, &err)) {
+            rc = cli_error(prog, "%s", err.msg);
+            goto out_model;
+        }
+        rng_seed(&data_rng, o.seed);
+    }
+    size_t B = o.batch_size, T = o.cfg.block_size;
+    if (!find_num("stop-at")->set) o.stop_at = o.max_iters; /* --stop-at defaults to the end of the schedule */
+    if (o.stop_at > o.max_iters) o.stop_at = o.max_iters;
+    if (ds.train.n <= T || ds.val.n <= T) {
+        rc = cli_error(prog, "'%s' is too small for block_size %zu (train %zu, val %zu tokens)", o.data, T, ds.train.n,
+                       ds.val.n);
+        goto out_model;
+    }
+    if (o.min_lr > o.lr) {
+        rc = cli_error(prog, "--min-lr (%g) must not exceed --lr (%g)", o.min_lr, o.lr);
+        goto out_model;
+    }
+    if (model_alloc_acts(&model, B, T, &err)) {
+        rc = cli_error(prog, "%s", err.msg);
+        goto out_model;
+    }
+    int32_t *inputs = calloc(B * T, sizeof(int32_t)), *targets = calloc(B * T, sizeof(int32_t));
+    if (!inputs || !targets) {
+        rc = cli_error(prog, "out of memory");
+        goto out_batch;
+    }
+
+    if (o.dump) {
+        model_zero_grads(&model);
+        batch_sample(&ds.train, &data_rng, inputs, targets, B, T);
+        model_forward(&model, inputs, targets, B, T, NULL);
+        model_backward(&model, 1.0f);
+        if (grads_dump(o.dump, &model, &err)) rc = cli_error(prog, "%s", err.msg);
+        else printf("wrote %s: loss %.6f, %zu parameters, batch %zu x %zu\n", o.dump, model.loss, model.n_params, B, T);
+        goto out_batch;
+    }
+
+    AdamWConfig adam = {o.beta1, o.beta2, o.eps, o.weight_decay};
+    FILE *logf = NULL;
+    if (o.log && !(logf = open_log(o.log, start_step > 0, &err))) {
+        rc = cli_error(prog, "%s", err.msg);
+        goto out_batch;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    char mixers[256] = "";
+    for (size_t l = 0; l < o.cfg.n_layer; l++)
+        snprintf(mixers + strlen(mixers), sizeof mixers - strlen(mixers), "%s%s", l ? "," : "", o.cfg.mixers[l]->name);
+    printf("model: %zu parameters | n_layer %zu, n_head %zu, n_embd %zu, block %zu, vocab %zu | mixers %s | pos %s\n",
+           model.n_params, o.cfg.n_layer, o.cfg.n_head, o.cfg.n_embd, T, o.cfg.vocab_size, mixers,
+           o.cfg.pos == POS_LEARNED ? "learned" : "sinusoidal");
+    printf("train: %zu tokens, val %zu | batch %zu x %zu x accum %zu | steps %zu..%zu of %zu | %zu threads\n",
+           ds.train.n, ds.val.n, B, T, o.grad_accum, start_step, o.stop_at, o.max_iters, cli_threads());
+    fflush(stdout);
+
+    size_t tokens_per_step = B * T * o.grad_accum;
+    double t_start = cli_now(), t_last = t_start;
+    size_t last_logged = start_step;
+    float loss = NAN;
+    size_t step = start_step;
+    for (; step < o.stop_at; step++) {
+        float val = NAN;
+        if (o.eval_interval && step % o.eval_interval == 0) {
+            val = estimate_val_loss(&model, &ds.val, &o, inputs, targets);
+            printf("step %5zu | val loss %.4f\n", step, val);
+        }
+        double t0 = cli_now();
+        model_zero_grads(&model);
+        double total = 0.0;
+        for (size_t micro = 0; micro < o.grad_accum; micro++) {
+            batch_sample(&ds.train, &data_rng, inputs, targets, B, T);
+            uint64_t key = rng_hash(o.seed, step * o.grad_accum + micro);
+            model_forward(&model, inputs, targets, B, T, &key);
+            total += model.loss;
+            model_backward(&model, 1.0f / (float)o.grad_accum);
+        }
+        loss = (float)(total / (double)o.grad_accum);
+        float norm = clip_grad_norm(model.grads, model.n_params, o.grad_clip);
+        if (!isfinite(loss) || !isfinite(norm)) {
+            fprintf(stderr, "%s: error: training diverged at step %zu (loss %g, gradient norm %g); stopping without "
+                            "saving, the last good checkpoint is kept\n", prog, step, loss, norm);
+            rc = 1;
+            break;
+        }
+        float lr = lr_schedule(step, o.warmup_iters, o.max_iters, o.lr, o.min_lr);
+        model_adamw_step(&model, &adam, lr, step + 1);
+        double now = cli_now(), ms = 1e3 * (now - t0);
+        log_row(logf, o.log, step + 1, (step + 1) * tokens_per_step, loss, val, lr, norm, ms, now - t_start);
+        if ((step + 1) % o.log_interval == 0 || step + 1 == o.stop_at) {
+            double dt = now - t_last, per = dt / (double)(step + 1 - last_logged);
+            char eta[32];
+            cli_duration(per * (double)(o.stop_at - step - 1), eta, sizeof eta);
+            printf("step %5zu/%zu | loss %.4f | lr %.2e | norm %6.3f | %7.0f tok/s | %6.1f ms/step | ETA %s\n", step + 1,
+                   o.max_iters, loss, lr, norm, (double)tokens_per_step / per, 1e3 * per, eta);
+            fflush(stdout);
+            t_last = now;
+            last_logged = step + 1;
+        }
+        if (o.ckpt_interval && (step + 1) % o.ckpt_interval == 0 && step + 1 < o.stop_at) {
+            if (save(o.out, &model, &ds, &o, step + 1, data_rng, &err)) {
+                rc = cli_error(prog, "%s", err.msg);
+                break;
+            }
+        }
+        if (interrupted) {
+            step++;
+            break;
+        }
+    }
+    if (rc == 0) {
+        if (step == o.max_iters && !interrupted) {
+            float val = estimate_val_loss(&model, &ds.val, &o, inputs, targets);
+            printf("step %5zu | val loss %.4f (final)\n", step, val);
+            log_row(logf, o.log, step, step * tokens_per_step, loss, val, NAN, NAN, NAN, cli_now() - t_start);
+        }
+        if (save(o.out, &model, &ds, &o, step, data_rng, &err)) {
+            rc = cli_error(prog, "%s", err.msg);
+        } else if (interrupted) {
+            printf("interrupted: checkpoint at step %zu saved to %s (continue with --resume %s)\n", step, o.out, o.out);
+            rc = 130;
+        } else {
+            char took[32];
+            cli_duration(cli_now() - t_start, took, sizeof took);
+            printf("saved %s at step %zu (%s)\n", o.out, step, took);
+        }
+    }
+    if (logf) fclose(logf);
+out_batch:
+    free(inputs);
+    free(targets);
+out_model:
+    model_free(&model);
+    dataset_free(&ds);
+    return rc;
+}
