@@ -1,0 +1,456 @@
+/* Finite-difference checks of every backward pass: each layer alone, the
+ * Grassmann layer's parts, and whole models. An objective is sum(out * w)
+ * for a fixed random w, so backward is run with dout = w. */
+#include "testutil.h"
+
+#include "attention.h"
+#include "dropout.h"
+#include "embedding.h"
+#include "grassmann.h"
+#include "layernorm.h"
+#include "loss.h"
+#include "mlp.h"
+#include "model.h"
+#include "ops.h"
+
+#define TOL 1e-2
+
+/* ---- embedding ----------------------------------------------------------- */
+
+typedef struct {
+    size_t B, T, C, V;
+    int32_t *tok;
+    float *wte, *pos, *out, *w;
+} EmbCtx;
+
+static double emb_obj(void *p) {
+    EmbCtx *c = p;
+    embedding_forward(c->out, c->tok, c->wte, c->pos, c->B, c->T, c->C);
+    return dot_objective(c->out, c->w, c->B * c->T * c->C);
+}
+
+static void run_embedding(int learned) {
+    EmbCtx c = {2, 5, 6, 7, NULL, NULL, NULL, NULL, NULL};
+    size_t N = c.B * c.T;
+    int32_t tok[10] = {1, 3, 3, 0, 6, 2, 1, 1, 5, 3}; /* repeats: scatter-add must sum */
+    c.tok = tok;
+    c.wte = rand_tensor(c.V * c.C, 1.0f, 1);
+    c.pos = learned ? rand_tensor(c.T * c.C, 1.0f, 2) : zeros(c.T * c.C);
+    if (!learned) sinusoidal_table(c.pos, c.T, c.C);
+    c.out = zeros(N * c.C);
+    c.w = rand_tensor(N * c.C, 1.0f, 3);
+    float *dwte = zeros(c.V * c.C), *dwpe = zeros(c.T * c.C);
+    embedding_backward(dwte, learned ? dwpe : NULL, c.w, c.tok, c.B, c.T, c.C);
+    CHECK_GRAD(emb_obj, &c, c.wte, dwte, c.V * c.C, 1000, 1e-2f, TOL, "embedding wte");
+    if (learned) CHECK_GRAD(emb_obj, &c, c.pos, dwpe, c.T * c.C, 1000, 1e-2f, TOL, "embedding wpe");
+    free(c.wte), free(c.pos), free(c.out), free(c.w), free(dwte), free(dwpe);
+}
+
+static void test_embedding_learned(void **s) { (void)s; run_embedding(1); }
+static void test_embedding_sinusoidal(void **s) {
+    (void)s;
+    run_embedding(0);
+    float pe[8 * 6];
+    sinusoidal_table(pe, 8, 6);
+    for (size_t t = 0; t < 8; t++)
+        for (size_t i = 0; i < 3; i++) {
+            double angle = (double)t / pow(10000.0, 2.0 * (double)i / 6.0);
+            assert_true(fabs(pe[t * 6 + 2 * i] - sin(angle)) < 1e-6);
+            assert_true(fabs(pe[t * 6 + 2 * i + 1] - cos(angle)) < 1e-6);
+        }
+}
+
+/* ---- LayerNorm --------------------------------------------------------------- */
+
+typedef struct {
+    size_t N, C;
+    float *in, *wt, *bs, *out, *mean, *rstd, *w;
+} LnCtx;
+
+static double ln_obj(void *p) {
+    LnCtx *c = p;
+    layernorm_forward(c->out, c->mean, c->rstd, c->in, c->wt, c->bs, c->N, c->C);
+    return dot_objective(c->out, c->w, c->N * c->C);
+}
+
+static void test_layernorm(void **s) {
+    (void)s;
+    LnCtx c = {6, 10, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    c.in = rand_tensor(60, 1.0f, 4);
+    c.wt = rand_tensor(10, 1.0f, 5);
+    c.bs = rand_tensor(10, 1.0f, 6);
+    c.out = zeros(60), c.mean = zeros(6), c.rstd = zeros(6);
+    c.w = rand_tensor(60, 1.0f, 7);
+    float *din = zeros(60), *dw = zeros(10), *db = zeros(10);
+    ln_obj(&c);
+    layernorm_backward(din, dw, db, c.w, c.in, c.wt, c.mean, c.rstd, c.N, c.C);
+    CHECK_GRAD(ln_obj, &c, c.in, din, 60, 60, 1e-2f, TOL, "layernorm in");
+    CHECK_GRAD(ln_obj, &c, c.wt, dw, 10, 10, 1e-2f, TOL, "layernorm weight");
+    CHECK_GRAD(ln_obj, &c, c.bs, db, 10, 10, 1e-2f, TOL, "layernorm bias");
+    free(c.in), free(c.wt), free(c.bs), free(c.out), free(c.mean), free(c.rstd), free(c.w), free(din), free(dw), free(db);
+}
+
+/* ---- mixers, through the interface ----------------------------------------- */
+
+typedef struct {
+    const Mixer *mx;
+    ModelConfig cfg;
+    size_t B, T, np;
+    float *params, *acts, *in, *out, *w;
+} MixCtx;
+
+static double mix_obj(void *p) {
+    MixCtx *c = p;
+    c->mx->forward(&c->cfg, c->params, c->acts, c->out, c->in, c->B, c->T);
+    return dot_objective(c->out, c->w, c->B * c->T * c->cfg.n_embd);
+}
+
+static void run_mixer(const Mixer *mx, ModelConfig cfg, size_t B, size_t T, float pscale) {
+    MixCtx c = {mx, cfg, B, T, mixer_param_count(mx, &cfg), NULL, NULL, NULL, NULL, NULL};
+    size_t C = cfg.n_embd, N = B * T;
+    c.params = rand_tensor(c.np, pscale, 8);
+    c.acts = zeros(mx->act_size(&cfg, B, T));
+    c.in = rand_tensor(N * C, 1.0f, 9);
+    c.out = zeros(N * C);
+    c.w = rand_tensor(N * C, 1.0f, 10);
+    float *dp = zeros(c.np), *din = zeros(N * C);
+    mix_obj(&c);
+    mx->backward(&cfg, c.params, dp, c.acts, c.in, c.w, din, B, T);
+    char what[64];
+    snprintf(what, sizeof what, "%s input", mx->name);
+    CHECK_GRAD(mix_obj, &c, c.in, din, N * C, 400, 1e-2f, TOL, what);
+    /* Each tensor separately, so a dropped term in any one of them shows. */
+    TensorSpec specs[MIXER_MAX_TENSORS];
+    size_t ns = mx->tensors(&cfg, specs), off = 0;
+    for (size_t i = 0; i < ns; i++) {
+        size_t n = specs[i].rows * (specs[i].cols ? specs[i].cols : 1);
+        snprintf(what, sizeof what, "%s %s", mx->name, specs[i].name);
+        CHECK_GRAD(mix_obj, &c, c.params + off, dp + off, n, 300, 1e-2f, TOL, what);
+        off += n;
+    }
+    free(c.params), free(c.acts), free(c.in), free(c.out), free(c.w), free(dp), free(din);
+}
+
+static void test_attention(void **s) {
+    (void)s;
+    ModelConfig cfg;
+    config_defaults(&cfg);
+    cfg.n_embd = 12, cfg.n_head = 3, cfg.block_size = 8, cfg.vocab_size = 5;
+    run_mixer(&attention_mixer, cfg, 2, 7, 0.3f);
+}
+
+static void test_grassmann_layer(void **s) {
+    (void)s;
+    ModelConfig cfg;
+    config_defaults(&cfg);
+    cfg.n_embd = 8, cfg.block_size = 12, cfg.vocab_size = 5, cfg.grassmann_rank = 5;
+    size_t w[] = {1, 2, 4};
+    memcpy(cfg.windows, w, sizeof w);
+    cfg.n_windows = 3;
+    run_mixer(&grassmann_mixer, cfg, 2, 9, 0.3f);
+}
+
+/* ---- Grassmann parts ---------------------------------------------------------- */
+
+typedef struct {
+    size_t r;
+    float eps, scale;
+    float *zc, *zp, *q, *w;
+} PairCtx;
+
+static double pair_obj(void *p) {
+    PairCtx *c = p;
+    size_t P = c->r * (c->r - 1) / 2;
+    memset(c->q, 0, P * sizeof(float));
+    grassmann_pair_forward(c->q, c->zc, c->zp, c->scale, c->eps, c->r);
+    return dot_objective(c->q, c->w, P);
+}
+
+static void run_pair(float zscale, float eps, const char *what) {
+    PairCtx c = {6, eps, 0.5f, NULL, NULL, NULL, NULL};
+    size_t P = 15;
+    c.zc = rand_tensor(6, zscale, 11);
+    c.zp = rand_tensor(6, zscale, 12);
+    c.q = zeros(P);
+    c.w = rand_tensor(P, 1.0f, 13);
+    float *dzc = zeros(6), *dzp = zeros(6);
+    grassmann_pair_backward(dzc, dzp, c.zc, c.zp, c.w, c.scale, c.eps, c.r);
+    char name[64];
+    snprintf(name, sizeof name, "%s (current)", what);
+    CHECK_GRAD(pair_obj, &c, c.zc, dzc, 6, 6, zscale * 1e-2f, TOL, name);
+    snprintf(name, sizeof name, "%s (past)", what);
+    CHECK_GRAD(pair_obj, &c, c.zp, dzp, 6, 6, zscale * 1e-2f, TOL, name);
+    free(c.zc), free(c.zp), free(c.q), free(c.w), free(dzc), free(dzp);
+}
+
+static void test_grassmann_plucker_normalised(void **s) {
+    (void)s;
+    run_pair(1.0f, GRASSMANN_EPS, "plucker + normalisation");
+}
+
+static void test_grassmann_clamp(void **s) {
+    (void)s;
+    /* |p| ~ 1e-2 here, so eps = 1 puts the pair at the clamp: q = p / eps. */
+    run_pair(0.1f, 1.0f, "plucker at the eps clamp");
+    PairCtx c = {6, 1.0f, 1.0f, rand_tensor(6, 0.1f, 11), rand_tensor(6, 0.1f, 12), zeros(15), NULL};
+    grassmann_pair_forward(c.q, c.zc, c.zp, 1.0f, 1.0f, 6);
+    size_t k = 0;
+    for (size_t i = 0; i < 6; i++)
+        for (size_t j = i + 1; j < 6; j++, k++) assert_float_equal(c.q[k], c.zc[i] * c.zp[j] - c.zc[j] * c.zp[i], 1e-7);
+    free(c.zc), free(c.zp), free(c.q);
+}
+
+typedef struct {
+    size_t B, T, r, nw;
+    const size_t *win;
+    float *z, *qbar, *w;
+} MeanCtx;
+
+static double mean_obj(void *p) {
+    MeanCtx *c = p;
+    grassmann_mean_forward(c->qbar, c->z, c->win, c->nw, c->B, c->T, c->r, GRASSMANN_EPS);
+    return dot_objective(c->qbar, c->w, c->B * c->T * c->r * (c->r - 1) / 2);
+}
+
+static void test_grassmann_offset_mean(void **s) {
+    (void)s;
+    /* T = 6 with offsets 1, 3, 5: positions 0..5 have 0,1,1,2,2,3 valid offsets. */
+    static const size_t win[] = {1, 3, 5};
+    MeanCtx c = {2, 6, 4, 3, win, NULL, NULL, NULL};
+    size_t N = 12, P = 6;
+    c.z = rand_tensor(N * 4, 1.0f, 14);
+    c.qbar = zeros(N * P);
+    c.w = rand_tensor(N * P, 1.0f, 15);
+    float *dz = zeros(N * 4);
+    mean_obj(&c);
+    for (size_t b = 0; b < 2; b++)
+        for (size_t k = 0; k < P; k++) assert_true(c.qbar[b * 6 * P + k] == 0.0f); /* position 0: nothing */
+    grassmann_mean_backward(dz, c.w, c.z, win, 3, 2, 6, 4, GRASSMANN_EPS);
+    CHECK_GRAD(mean_obj, &c, c.z, dz, N * 4, N * 4, 1e-2f, TOL, "grassmann offset mean");
+    free(c.z), free(c.qbar), free(c.w), free(dz);
+}
+
+typedef struct {
+    size_t n;
+    float *apre, *a, *x, *g, *m, *w;
+} GateCtx;
+
+static double gate_obj(void *p) {
+    GateCtx *c = p;
+    memcpy(c->a, c->apre, c->n * sizeof(float));
+    grassmann_gate_forward(c->m, c->a, c->x, c->g, c->n);
+    return dot_objective(c->m, c->w, c->n);
+}
+
+static void test_grassmann_gate(void **s) {
+    (void)s;
+    GateCtx c = {20, rand_tensor(20, 1.0f, 16), zeros(20), rand_tensor(20, 1.0f, 17), rand_tensor(20, 1.0f, 18),
+                 zeros(20), rand_tensor(20, 1.0f, 19)};
+    float *dx = zeros(20), *dg = zeros(20), *dapre = zeros(20);
+    gate_obj(&c);
+    grassmann_gate_backward(dx, dg, dapre, c.w, c.a, c.x, c.g, c.n);
+    CHECK_GRAD(gate_obj, &c, c.apre, dapre, 20, 20, 1e-2f, TOL, "gate pre-activation");
+    CHECK_GRAD(gate_obj, &c, c.x, dx, 20, 20, 1e-2f, TOL, "gate x");
+    CHECK_GRAD(gate_obj, &c, c.g, dg, 20, 20, 1e-2f, TOL, "gate g");
+    free(c.apre), free(c.a), free(c.x), free(c.g), free(c.m), free(c.w), free(dx), free(dg), free(dapre);
+}
+
+/* ---- MLP, GELU, dropout, cross-entropy ---------------------------------------- */
+
+typedef struct {
+    size_t N, C;
+    float *in, *params, *fc, *act, *out, *w;
+} MlpCtx;
+
+static MlpParams mlp_p(const MlpCtx *c) {
+    size_t C = c->C;
+    return (MlpParams){c->params, c->params + 4 * C * C, c->params + 4 * C * C + 4 * C,
+                       c->params + 8 * C * C + 4 * C};
+}
+
+static double mlp_obj(void *p) {
+    MlpCtx *c = p;
+    mlp_forward(c->out, c->fc, c->act, c->in, mlp_p(c), c->N, c->C);
+    return dot_objective(c->out, c->w, c->N * c->C);
+}
+
+static void test_mlp(void **s) {
+    (void)s;
+    size_t N = 5, C = 6, np = 8 * C * C + 5 * C;
+    MlpCtx c = {N, C, rand_tensor(N * C, 1.0f, 20), rand_tensor(np, 0.4f, 21), zeros(N * 4 * C), zeros(N * 4 * C),
+                zeros(N * C), rand_tensor(N * C, 1.0f, 22)};
+    float *dp = zeros(np), *din = zeros(N * C), *dact = zeros(N * 4 * C), *dfc = zeros(N * 4 * C);
+    mlp_obj(&c);
+    MlpGrads g = {dp, dp + 4 * C * C, dp + 4 * C * C + 4 * C, dp + 8 * C * C + 4 * C};
+    mlp_backward(din, g, dact, dfc, c.w, c.in, c.fc, c.act, mlp_p(&c), N, C);
+    CHECK_GRAD(mlp_obj, &c, c.in, din, N * C, 100, 1e-2f, TOL, "mlp input");
+    CHECK_GRAD(mlp_obj, &c, c.params, dp, 4 * C * C, 100, 1e-2f, TOL, "mlp fc.weight");
+    CHECK_GRAD(mlp_obj, &c, c.params + 4 * C * C, dp + 4 * C * C, 4 * C, 100, 1e-2f, TOL, "mlp fc.bias");
+    CHECK_GRAD(mlp_obj, &c, c.params + 4 * C * C + 4 * C, dp + 4 * C * C + 4 * C, 4 * C * C, 100, 1e-2f, TOL, "mlp proj.weight");
+    CHECK_GRAD(mlp_obj, &c, c.params + 8 * C * C + 4 * C, dp + 8 * C * C + 4 * C, C, 100, 1e-2f, TOL, "mlp proj.bias");
+    free(c.in), free(c.params), free(c.fc), free(c.act), free(c.out), free(c.w), free(dp), free(din), free(dact), free(dfc);
+}
+
+typedef struct {
+    size_t n;
+    float *in, *out, *w;
+} GeluCtx;
+
+static double gelu_obj(void *p) {
+    GeluCtx *c = p;
+    gelu_forward(c->out, c->in, c->n);
+    return dot_objective(c->out, c->w, c->n);
+}
+
+static void test_gelu(void **s) {
+    (void)s;
+    GeluCtx c = {50, rand_tensor(50, 2.0f, 23), zeros(50), rand_tensor(50, 1.0f, 24)};
+    float *din = zeros(50);
+    gelu_backward(din, c.in, c.w, 50);
+    CHECK_GRAD(gelu_obj, &c, c.in, din, 50, 50, 1e-2f, TOL, "gelu");
+    /* GELU(x) = x * Phi(x) in its tanh form: known values. */
+    float x[3] = {-1.0f, 0.0f, 2.0f}, y[3];
+    gelu_forward(y, x, 3);
+    assert_float_equal(y[0], -0.158808f, 1e-5);
+    assert_float_equal(y[1], 0.0f, 1e-7);
+    assert_float_equal(y[2], 1.954598f, 1e-5);
+    free(c.in), free(c.out), free(c.w), free(din);
+}
+
+typedef struct {
+    size_t n;
+    float *in, *x, *mask, *w;
+} DropCtx;
+
+static double drop_obj(void *p) {
+    DropCtx *c = p;
+    memcpy(c->x, c->in, c->n * sizeof(float));
+    dropout_forward(c->x, c->mask, c->n);
+    return dot_objective(c->x, c->w, c->n);
+}
+
+static void test_dropout(void **s) {
+    (void)s;
+    size_t n = 4000;
+    DropCtx c = {n, rand_tensor(n, 1.0f, 25), zeros(n), zeros(n), rand_tensor(n, 1.0f, 26)};
+    dropout_mask(c.mask, n, 0.25f, 99);
+    size_t dropped = 0;
+    for (size_t i = 0; i < n; i++) {
+        assert_true(c.mask[i] == 0.0f || fabsf(c.mask[i] - 1.0f / 0.75f) < 1e-6f);
+        dropped += c.mask[i] == 0.0f;
+    }
+    assert_true(dropped > 850 && dropped < 1150); /* ~1000 expected */
+    float *again = zeros(n);
+    dropout_mask(again, n, 0.25f, 99); /* the same key gives the same mask */
+    assert_memory_equal(again, c.mask, n * sizeof(float));
+    float *din = zeros(n);
+    dropout_backward(din, c.w, c.mask, n);
+    CHECK_GRAD(drop_obj, &c, c.in, din, n, 200, 1e-2f, TOL, "dropout (fixed mask)");
+    free(c.in), free(c.x), free(c.mask), free(c.w), free(din), free(again);
+}
+
+typedef struct {
+    size_t N, V;
+    float *logits, *probs, *losses;
+    int32_t *tg;
+} CeCtx;
+
+static double ce_obj(void *p) {
+    CeCtx *c = p;
+    crossentropy_forward(c->losses, c->probs, c->logits, c->tg, c->N, c->V);
+    double s = 0.0;
+    for (size_t i = 0; i < c->N; i++) s += c->losses[i];
+    return s / (double)c->N;
+}
+
+static void test_crossentropy(void **s) {
+    (void)s;
+    int32_t tg[4] = {0, 3, 6, 3};
+    CeCtx c = {4, 7, rand_tensor(28, 2.0f, 27), zeros(28), zeros(4), tg};
+    ce_obj(&c);
+    float *dl = zeros(28);
+    crossentropy_backward(dl, c.probs, tg, 1.0f / 4.0f, 4, 7);
+    CHECK_GRAD(ce_obj, &c, c.logits, dl, 28, 28, 1e-2f, TOL, "cross-entropy");
+    free(c.logits), free(c.probs), free(c.losses), free(dl);
+}
+
+/* ---- whole models ---------------------------------------------------------------- */
+
+typedef struct {
+    Model *m;
+    int32_t *in, *tg;
+    size_t B, T;
+    uint64_t key;
+} ModelCtx;
+
+static double model_obj(void *p) {
+    ModelCtx *c = p;
+    model_forward(c->m, c->in, c->tg, c->B, c->T, &c->key);
+    return c->m->loss;
+}
+
+static void run_model(const char *mixers, PosKind pos, float dropout) {
+    ModelConfig cfg;
+    config_defaults(&cfg);
+    cfg.vocab_size = 11, cfg.block_size = 8, cfg.n_layer = 2, cfg.n_head = 2, cfg.n_embd = 8;
+    cfg.pos = pos, cfg.dropout = dropout, cfg.grassmann_rank = 4;
+    size_t w[] = {1, 2, 3};
+    memcpy(cfg.windows, w, sizeof w);
+    cfg.n_windows = 3;
+    Error err;
+    Model m;
+    assert_int_equal(config_set_mixers(&cfg, mixers, &err), 0);
+    assert_int_equal(model_init(&m, &cfg, 5, &err), 0);
+    assert_int_equal(model_alloc_training(&m, &err), 0);
+    assert_int_equal(model_alloc_acts(&m, 2, 8, &err), 0);
+    /* Bigger weights than the 0.02 init, so that every path carries signal. */
+    Rng r;
+    rng_seed(&r, 77);
+    for (size_t i = 0; i < m.n_tensors; i++) {
+        const ParamTensor *t = &m.tensors[i];
+        if (t->init == INIT_ONE || t->init == INIT_ZERO) continue;
+        for (size_t j = 0; j < t->rows * (t->cols ? t->cols : 1); j++) m.params[t->offset + j] = 0.3f * rng_normal(&r);
+    }
+    int32_t in[16], tg[16];
+    for (size_t i = 0; i < 16; i++) in[i] = (int32_t)((i * 7 + 3) % 11), tg[i] = (int32_t)((i * 5 + 1) % 11);
+    ModelCtx c = {&m, in, tg, 2, 8, 1234};
+    model_zero_grads(&m);
+    model_obj(&c);
+    model_backward(&m, 1.0f);
+    for (size_t i = 0; i < m.n_tensors; i++) {
+        const ParamTensor *t = &m.tensors[i];
+        char what[160];
+        snprintf(what, sizeof what, "model[%s] %s", mixers, t->name);
+        CHECK_GRAD(model_obj, &c, m.params + t->offset, m.grads + t->offset, t->rows * (t->cols ? t->cols : 1), 24,
+                   1e-2f, 2e-2, what);
+    }
+    model_free(&m);
+}
+
+static void test_model_attention(void **s) { (void)s; run_model("attention", POS_LEARNED, 0.0f); }
+static void test_model_sinusoidal_dropout(void **s) { (void)s; run_model("attention", POS_SINUSOIDAL, 0.2f); }
+static void test_model_grassmann(void **s) { (void)s; run_model("grassmann", POS_LEARNED, 0.0f); }
+static void test_model_hybrid(void **s) { (void)s; run_model("grassmann,attention", POS_LEARNED, 0.1f); }
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_embedding_learned),
+        cmocka_unit_test(test_embedding_sinusoidal),
+        cmocka_unit_test(test_layernorm),
+        cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_mlp),
+        cmocka_unit_test(test_gelu),
+        cmocka_unit_test(test_dropout),
+        cmocka_unit_test(test_crossentropy),
+        cmocka_unit_test(test_grassmann_plucker_normalised),
+        cmocka_unit_test(test_grassmann_clamp),
+        cmocka_unit_test(test_grassmann_offset_mean),
+        cmocka_unit_test(test_grassmann_gate),
+        cmocka_unit_test(test_grassmann_layer),
+        cmocka_unit_test(test_model_attention),
+        cmocka_unit_test(test_model_sinusoidal_dropout),
+        cmocka_unit_test(test_model_grassmann),
+        cmocka_unit_test(test_model_hybrid),
+    };
+    return cmocka_run_group_tests_name("gradient checks", tests, NULL, NULL);
+}

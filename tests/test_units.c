@@ -1,0 +1,438 @@
+/* Unit tests: causality, optimizer and schedule, tokenizer, checkpoints,
+ * evaluation, learning, the Plücker relations and incremental decoding. */
+#include "testutil.h"
+
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "config.h"
+#include "data.h"
+#include "ds.h"
+#include "evaluate.h"
+#include "grassmann.h"
+#include "model.h"
+#include "optim.h"
+#include "tokenizer.h"
+
+static void small_config(ModelConfig *cfg, const char *mixers) {
+    Error err;
+    config_defaults(cfg);
+    cfg->vocab_size = 13, cfg->block_size = 20, cfg->n_layer = 2, cfg->n_head = 2, cfg->n_embd = 16;
+    cfg->grassmann_rank = 6;
+    size_t w[] = {1, 2, 4, 8};
+    memcpy(cfg->windows, w, sizeof w);
+    cfg->n_windows = 4;
+    assert_int_equal(config_set_mixers(cfg, mixers, &err), 0);
+}
+
+static void make_model(Model *m, const char *mixers, size_t B, size_t T) {
+    ModelConfig cfg;
+    Error err;
+    small_config(&cfg, mixers);
+    assert_int_equal(model_init(m, &cfg, 42, &err), 0);
+    assert_int_equal(model_alloc_acts(m, B, T, &err), 0);
+    /* Larger weights than the init so that mixing is far from negligible. */
+    Rng r;
+    rng_seed(&r, 9);
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        const ParamTensor *t = &m->tensors[i];
+        if (t->init == INIT_NORMAL || t->init == INIT_RESIDUAL)
+            for (size_t j = 0; j < t->rows * (t->cols ? t->cols : 1); j++) m->params[t->offset + j] = 0.2f * rng_normal(&r);
+    }
+}
+
+/* ---- causality --------------------------------------------------------------- */
+
+static void check_causality(const char *mixers) {
+    size_t T = 16, V = 13;
+    Model m;
+    make_model(&m, mixers, 1, T);
+    int32_t a[16], b[16];
+    for (size_t i = 0; i < T; i++) a[i] = b[i] = (int32_t)((i * 5 + 2) % V);
+    model_forward(&m, a, NULL, 1, T, NULL);
+    float *ref = malloc(T * V * sizeof(float));
+    memcpy(ref, m.logits, T * V * sizeof(float));
+    for (size_t t = 0; t + 1 < T; t++) {
+        for (size_t k = t + 1; k < T; k++) {
+            memcpy(b, a, sizeof a);
+            b[k] = (a[k] + 1 + (int32_t)(k % (V - 1))) % (int32_t)V; /* never a no-op */
+            model_forward(&m, b, NULL, 1, T, NULL);
+            for (size_t i = 0; i <= t * V + V - 1; i++)
+                if (m.logits[i] != ref[i]) fail_msg("%s: changing position %zu changed logits at position %zu", mixers, k, i / V);
+            int changed = 0;
+            for (size_t i = k * V; i < (k + 1) * V; i++) changed |= m.logits[i] != ref[i];
+            if (!changed) fail_msg("%s: changing position %zu changed nothing at %zu", mixers, k, k);
+        }
+    }
+    free(ref);
+    model_free(&m);
+}
+
+static void test_causality_attention(void **s) { (void)s; check_causality("attention"); }
+static void test_causality_grassmann(void **s) { (void)s; check_causality("grassmann"); }
+
+/* ---- incremental decoding equals the full forward ----------------------------- */
+
+static void check_step_matches_forward(const char *mixers, PosKind pos) {
+    size_t T = 20, V = 13;
+    Model m;
+    ModelConfig cfg;
+    Error err;
+    make_model(&m, mixers, 1, T);
+    cfg = m.cfg;
+    (void)cfg;
+    if (pos == POS_SINUSOIDAL) {
+        ModelConfig c2 = m.cfg;
+        c2.pos = POS_SINUSOIDAL;
+        model_free(&m);
+        assert_int_equal(model_init(&m, &c2, 42, &err), 0);
+        assert_int_equal(model_alloc_acts(&m, 1, T, &err), 0);
+    }
+    int32_t tok[20];
+    for (size_t i = 0; i < T; i++) tok[i] = (int32_t)((i * 7 + 1) % V);
+    model_forward(&m, tok, NULL, 1, T, NULL);
+    ModelState st;
+    assert_int_equal(model_state_init(&m, &st, &err), 0);
+    float logits[13];
+    double worst = 0.0;
+    for (size_t t = 0; t < T; t++) {
+        model_step(&m, &st, tok[t], logits);
+        for (size_t v = 0; v < V; v++) {
+            double d = fabs((double)logits[v] - m.logits[t * V + v]) / (1.0 + fabs(m.logits[t * V + v]));
+            worst = d > worst ? d : worst;
+        }
+    }
+    if (worst > 1e-5) fail_msg("%s: incremental logits differ from the full forward by %.3e", mixers, worst);
+    model_state_free(&st);
+    model_free(&m);
+}
+
+static void test_step_attention(void **s) { (void)s; check_step_matches_forward("attention", POS_LEARNED); }
+static void test_step_grassmann(void **s) { (void)s; check_step_matches_forward("grassmann", POS_LEARNED); }
+static void test_step_hybrid(void **s) { (void)s; check_step_matches_forward("attention,grassmann", POS_SINUSOIDAL); }
+
+/* ---- Plücker relations ------------------------------------------------------- */
+
+static void test_plucker_relations(void **s) {
+    (void)s;
+    size_t r = 7, P = 21;
+    float idx[7][7];
+    for (int trial = 0; trial < 20; trial++) {
+        float *u = rand_tensor(r, 1.0f, 100 + trial), *w = rand_tensor(r, 1.0f, 200 + trial), q[21] = {0};
+        /* eps = huge => q = p / eps exactly, i.e. the un-normalised p scaled. */
+        grassmann_pair_forward(q, u, w, 1.0f, 1e30f, r);
+        size_t k = 0;
+        for (size_t i = 0; i < r; i++)
+            for (size_t j = i + 1; j < r; j++) idx[i][j] = q[k++] * 1e30f;
+        assert_int_equal(k, P);
+        for (size_t i = 0; i < r; i++)
+            for (size_t j = i + 1; j < r; j++)
+                for (size_t a = j + 1; a < r; a++)
+                    for (size_t b = a + 1; b < r; b++) {
+                        double rel = (double)idx[i][j] * idx[a][b] - (double)idx[i][a] * idx[j][b] + (double)idx[i][b] * idx[j][a];
+                        double scale = fabs((double)idx[i][j] * idx[a][b]) + fabs((double)idx[i][a] * idx[j][b]) + 1e-6;
+                        if (fabs(rel) > 1e-5 * scale) fail_msg("Plücker relation off by %.3e", rel);
+                    }
+        /* The normalised coordinates have unit norm. */
+        float qn[21] = {0};
+        grassmann_pair_forward(qn, u, w, 1.0f, GRASSMANN_EPS, r);
+        double n2 = 0;
+        for (size_t i = 0; i < P; i++) n2 += (double)qn[i] * qn[i];
+        assert_float_equal(n2, 1.0, 1e-5);
+        free(u), free(w);
+    }
+}
+
+/* ---- optimizer and schedule -------------------------------------------------- */
+
+static void test_adamw_step(void **s) {
+    (void)s;
+    /* Hand-computed: p=1, g=0.5, lr=0.1, wd=0.1, b1=0.9, b2=0.99, eps=1e-8.
+     * step 1: m=0.05, v=0.0025, mhat=0.5, vhat=0.25 -> update 1.0
+     *         p = 1*(1-0.01) - 0.1*1.0 = 0.89
+     * step 2 with g=-0.25: m=0.045-0.025=0.02, v=0.002475+0.000625=0.0031,
+     *         mhat=0.02/0.19=0.105263, vhat=0.0031/0.0199=0.155779 -> 0.266696
+     *         p = 0.89*0.99 - 0.1*0.266696 = 0.854430 */
+    AdamWConfig cfg = {0.9f, 0.99f, 1e-8f, 0.1f};
+    float p = 1.0f, g = 0.5f, m = 0, v = 0;
+    adamw_update(&p, &g, &m, &v, 1, 0.1f, 0.1f, &cfg, 1);
+    assert_float_equal(p, 0.89f, 1e-6);
+    g = -0.25f;
+    adamw_update(&p, &g, &m, &v, 1, 0.1f, 0.1f, &cfg, 2);
+    assert_float_equal(m, 0.02f, 1e-7);
+    assert_float_equal(v, 0.0031f, 1e-8);
+    assert_float_equal(p, 0.854430f, 2e-6);
+    /* No decay: a vector (bias) with wd 0 moves only by the Adam step. */
+    float q = 1.0f, gq = 0.5f, mq = 0, vq = 0;
+    adamw_update(&q, &gq, &mq, &vq, 1, 0.1f, 0.0f, &cfg, 1);
+    assert_float_equal(q, 0.9f, 1e-6);
+}
+
+static void test_lr_schedule(void **s) {
+    (void)s;
+    /* lr 1e-3, min 1e-4, warm-up 100, max 2000 */
+    assert_float_equal(lr_schedule(0, 100, 2000, 1e-3f, 1e-4f), 1e-5f, 1e-9);
+    assert_float_equal(lr_schedule(49, 100, 2000, 1e-3f, 1e-4f), 5e-4f, 1e-9);
+    assert_float_equal(lr_schedule(99, 100, 2000, 1e-3f, 1e-4f), 1e-3f, 1e-9);
+    assert_float_equal(lr_schedule(100, 100, 2000, 1e-3f, 1e-4f), 1e-3f, 1e-9);
+    assert_float_equal(lr_schedule(1050, 100, 2000, 1e-3f, 1e-4f), 5.5e-4f, 1e-8); /* half-way: mean */
+    assert_float_equal(lr_schedule(1525, 100, 2000, 1e-3f, 1e-4f), 1e-4f + 0.9e-3f * 0.5 * (1 + cos(M_PI * 0.75)), 1e-8);
+    assert_float_equal(lr_schedule(2000, 100, 2000, 1e-3f, 1e-4f), 1e-4f, 1e-9);
+}
+
+static void test_clip(void **s) {
+    (void)s;
+    float g[4] = {3, 0, 4, 0};
+    assert_float_equal(clip_grad_norm(g, 4, 1.0f), 5.0f, 1e-6);
+    assert_float_equal(g[0], 0.6f, 1e-5);
+    assert_float_equal(g[2], 0.8f, 1e-5);
+    float h[2] = {0.3f, 0.4f};
+    clip_grad_norm(h, 2, 1.0f); /* below the bound: unchanged */
+    assert_float_equal(h[0], 0.3f, 0);
+}
+
+/* ---- tokenizer ----------------------------------------------------------------- */
+
+static void test_tokenizer_roundtrip(void **s) {
+    (void)s;
+    const char *text = "Call me Ishmael — naïve “whale” 🐋!\n";
+    Tokenizer tok, back;
+    Error err;
+    assert_int_equal(tokenizer_build_char(&tok, text, strlen(text), &err), 0);
+    uint32_t *ids = NULL;
+    tokenizer_encode(&tok, text, strlen(text), &ids);
+    char *dec = tokenizer_decode(&tok, ids, arrlenu(ids));
+    assert_string_equal(dec, text);
+    for (size_t i = 0; i < arrlenu(ids); i++) assert_true(ids[i] > 0 && ids[i] < tok.vocab_size);
+    /* Unseen characters become the unknown token 0. */
+    uint32_t *unk = NULL;
+    tokenizer_encode(&tok, "Z", 1, &unk);
+    assert_int_equal(unk[0], 0);
+    /* Saved and loaded: same vocabulary, same hash. */
+    char path[] = "/tmp/lm-tok-XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    assert_int_equal(tokenizer_save(&tok, path, &err), 0);
+    assert_int_equal(tokenizer_load(&back, path, &err), 0);
+    assert_string_equal(back.hash, tok.hash);
+    assert_int_equal(back.vocab_size, tok.vocab_size);
+    unlink(path);
+    /* Byte tokenizer: any bytes, including invalid UTF-8. */
+    Tokenizer bt;
+    tokenizer_init_byte(&bt);
+    const char raw[] = "a\xff\x80z";
+    uint32_t *bids = NULL;
+    tokenizer_encode(&bt, raw, 4, &bids);
+    char *bdec = tokenizer_decode(&bt, bids, arrlenu(bids));
+    assert_memory_equal(bdec, raw, 4);
+    assert_string_not_equal(bt.hash, tok.hash);
+    free(dec), free(bdec);
+    arrfree(ids), arrfree(unk), arrfree(bids);
+    tokenizer_free(&tok), tokenizer_free(&back), tokenizer_free(&bt);
+}
+
+/* ---- checkpoints ----------------------------------------------------------------- */
+
+static void test_checkpoint_roundtrip_and_corruption(void **s) {
+    (void)s;
+    Model m, back;
+    Error err;
+    make_model(&m, "attention,grassmann", 1, 4);
+    assert_int_equal(model_alloc_training(&m, &err), 0);
+    for (size_t i = 0; i < m.n_params; i++) m.m[i] = (float)i * 1e-3f, m.v[i] = (float)i * 1e-6f;
+    CkptState st = {.step = 123, .data_rng = 0xdeadbeefcafef00dULL, .tokenizer = "0123456789abcdef"};
+    st.train = "{\"lr\":0.001}";
+    char path[] = "/tmp/lm-ckpt-XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    assert_int_equal(ckpt_save(path, &m, &st, &err), 0);
+    CkptState got;
+    assert_int_equal(ckpt_load(path, &back, &got, 1, &err), 0);
+    assert_int_equal(got.step, 123);
+    assert_true(got.data_rng == 0xdeadbeefcafef00dULL);
+    assert_string_equal(got.tokenizer, "0123456789abcdef");
+    assert_string_equal(got.train, "{\"lr\":0.001}");
+    assert_int_equal(back.n_params, m.n_params);
+    assert_ptr_equal(back.cfg.mixers[1], m.cfg.mixers[1]);
+    assert_memory_equal(back.params, m.params, m.n_params * sizeof(float));
+    assert_memory_equal(back.m, m.m, m.n_params * sizeof(float));
+    assert_memory_equal(back.v, m.v, m.n_params * sizeof(float));
+    ckpt_state_free(&got);
+    model_free(&back);
+
+    /* Flip one bit at many places, header and data alike: every one is caught. */
+    size_t len;
+    char *good = read_file(path, &len, &err);
+    assert_non_null(good);
+    size_t step = len / 97 + 1;
+    for (size_t at = 0; at < len; at += step) {
+        good[at] ^= 0x10;
+        assert_int_equal(write_file_atomic(path, good, len, &err), 0);
+        if (ckpt_load(path, &back, &got, 1, &err) == 0) fail_msg("a flipped bit at byte %zu of %zu went unnoticed", at, len);
+        good[at] ^= 0x10;
+    }
+    /* Truncated anywhere. */
+    for (size_t cut = 0; cut < len; cut += len / 13 + 1) {
+        assert_int_equal(write_file_atomic(path, good, cut, &err), 0);
+        assert_int_equal(ckpt_load(path, &back, &got, 1, &err), -1);
+    }
+    free(good);
+    unlink(path);
+    model_free(&m);
+}
+
+/* ---- evaluation ------------------------------------------------------------------ */
+
+static void test_eval_uniform_is_vocab_size(void **s) {
+    (void)s;
+    Model m;
+    make_model(&m, "attention", 1, 20);
+    memset(m.params, 0, m.n_params * sizeof(float)); /* all-zero weights: logits 0, uniform */
+    uint32_t toks[301];
+    for (size_t i = 0; i < 301; i++) toks[i] = (uint32_t)((i * i + 3) % 13);
+    EvalResult r;
+    Error err;
+    assert_int_equal(evaluate_tokens(&m, toks, 301, 0, 4, NULL, &r, &err), 0);
+    assert_int_equal(r.scored, 300);
+    assert_float_equal(exp(r.loss), 13.0, 1e-4);
+    /* Strided windows still score every token exactly once. */
+    assert_int_equal(evaluate_tokens(&m, toks, 301, 7, 3, NULL, &r, &err), 0);
+    assert_int_equal(r.scored, 300);
+    assert_float_equal(exp(r.loss), 13.0, 1e-4);
+    /* Ids outside the vocabulary are an error, not a crash. */
+    toks[100] = 13;
+    assert_int_equal(evaluate_tokens(&m, toks, 301, 0, 4, NULL, &r, &err), -1);
+    assert_non_null(strstr(err.msg, "outside"));
+    model_free(&m);
+}
+
+static void test_stride_matches_direct_scoring(void **s) {
+    (void)s;
+    /* With stride S every scored token in a later window must see exactly the
+     * context the planner promises: compare against scoring each token alone. */
+    Model m;
+    make_model(&m, "attention", 1, 20);
+    uint32_t toks[47];
+    for (size_t i = 0; i < 47; i++) toks[i] = (uint32_t)((i * 3 + 1) % 13);
+    EvalResult r;
+    Error err;
+    assert_int_equal(evaluate_tokens(&m, toks, 47, 5, 2, NULL, &r, &err), 0);
+    double want = 0.0;
+    int32_t in[20], tg[20];
+    for (size_t j = 1; j < 47; j++) {
+        /* target j: first window covers 1..20 with start 0; later ones end at
+         * 25, 30, ..., 46 with start end - 20. */
+        size_t end = j <= 20 ? 20 : (j - 21) / 5 * 5 + 25;
+        if (end > 46) end = 46;
+        size_t start = end - 20;
+        for (size_t t = 0; t < 20; t++) in[t] = (int32_t)toks[start + t], tg[t] = (int32_t)toks[start + t + 1];
+        model_alloc_acts(&m, 1, 20, &err);
+        model_forward(&m, in, tg, 1, 20, NULL);
+        want += m.losses[j - start - 1];
+    }
+    assert_float_equal(r.loss, want / 46.0, 1e-5);
+    model_free(&m);
+}
+
+/* ---- learning --------------------------------------------------------------------- */
+
+static void overfit(const char *mixers) {
+    ModelConfig cfg;
+    Error err;
+    small_config(&cfg, mixers);
+    cfg.vocab_size = 4;
+    Model m;
+    assert_int_equal(model_init(&m, &cfg, 1, &err), 0);
+    assert_int_equal(model_alloc_training(&m, &err), 0);
+    size_t B = 4, T = 16, n = 400;
+    assert_int_equal(model_alloc_acts(&m, B, T, &err), 0);
+    uint32_t *text = malloc(n * sizeof(uint32_t));
+    const char *pattern = "abcabdabcacd"; /* needs context: what follows 'ab' alternates */
+    for (size_t i = 0; i < n; i++) text[i] = (uint32_t)(pattern[i % 12] - 'a');
+    TokenFile tf = {text, n, 4};
+    Rng rng;
+    rng_seed(&rng, 3);
+    int32_t in[64], tg[64];
+    AdamWConfig ac = {0.9f, 0.99f, 1e-8f, 0.0f};
+    float loss = 0;
+    for (size_t step = 0; step < 600; step++) {
+        batch_sample(&tf, &rng, in, tg, B, T);
+        model_zero_grads(&m);
+        model_forward(&m, in, tg, B, T, NULL);
+        model_backward(&m, 1.0f);
+        clip_grad_norm(m.grads, m.n_params, 1.0f);
+        model_adamw_step(&m, &ac, lr_schedule(step, 20, 600, 1e-2f, 1e-3f), step + 1);
+        loss = m.loss;
+    }
+    if (!(loss < 0.1f)) fail_msg("%s: loss on a repeating text is still %.4f after 600 steps", mixers, loss);
+    free(text);
+    model_free(&m);
+}
+
+static void test_overfit_attention(void **s) { (void)s; overfit("attention"); }
+static void test_overfit_grassmann(void **s) { (void)s; overfit("grassmann"); }
+
+/* ---- configuration errors ------------------------------------------------------- */
+
+static void test_config_errors(void **s) {
+    (void)s;
+    ModelConfig cfg;
+    Error err;
+    Model m;
+    small_config(&cfg, "attention");
+    cfg.n_head = 3; /* 16 % 3 != 0 */
+    assert_int_equal(model_init(&m, &cfg, 1, &err), -1);
+    assert_non_null(strstr(err.msg, "divisible"));
+    small_config(&cfg, "attention");
+    assert_int_equal(config_set_mixers(&cfg, "attention,grassmann,attention", &err), -1);
+    assert_non_null(strstr(err.msg, "n_layer"));
+    assert_int_equal(config_set_mixers(&cfg, "attention,mamba", &err), -1);
+    assert_non_null(strstr(err.msg, "unknown mixer"));
+    assert_int_equal(config_set_windows(&cfg, "", &err), -1);
+    assert_int_equal(config_set_windows(&cfg, "1,x", &err), -1);
+    assert_int_equal(config_set_windows(&cfg, "1,0", &err), -1);
+    assert_int_equal(config_set_windows(&cfg, "1,,2", &err), -1);
+    small_config(&cfg, "grassmann");
+    assert_int_equal(config_set_windows(&cfg, "1,20", &err), 0); /* 20 >= block_size 20 */
+    assert_int_equal(config_validate(&cfg, &err), -1);
+    small_config(&cfg, "grassmann");
+    cfg.grassmann_rank = 1;
+    assert_int_equal(config_validate(&cfg, &err), -1);
+    small_config(&cfg, "attention");
+    cfg.n_embd = 0;
+    assert_int_equal(config_validate(&cfg, &err), -1);
+    small_config(&cfg, "attention");
+    cfg.block_size = 1000000;
+    assert_int_equal(config_validate(&cfg, &err), -1);
+    /* The config JSON round-trips. */
+    small_config(&cfg, "grassmann,attention");
+    cfg.pos = POS_SINUSOIDAL, cfg.dropout = 0.1f;
+    char *j = config_to_json(&cfg);
+    ModelConfig back;
+    assert_int_equal(config_from_json(&back, j, &err), 0);
+    char *j2 = config_to_json(&back);
+    assert_string_equal(j, j2);
+    free(j), free(j2);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_causality_attention),
+        cmocka_unit_test(test_causality_grassmann),
+        cmocka_unit_test(test_step_attention),
+        cmocka_unit_test(test_step_grassmann),
+        cmocka_unit_test(test_step_hybrid),
+        cmocka_unit_test(test_plucker_relations),
+        cmocka_unit_test(test_adamw_step),
+        cmocka_unit_test(test_lr_schedule),
+        cmocka_unit_test(test_clip),
+        cmocka_unit_test(test_tokenizer_roundtrip),
+        cmocka_unit_test(test_checkpoint_roundtrip_and_corruption),
+        cmocka_unit_test(test_eval_uniform_is_vocab_size),
+        cmocka_unit_test(test_stride_matches_direct_scoring),
+        cmocka_unit_test(test_overfit_attention),
+        cmocka_unit_test(test_overfit_grassmann),
+        cmocka_unit_test(test_config_errors),
+    };
+    return cmocka_run_group_tests_name("units", tests, NULL, NULL);
+}

@@ -1,0 +1,73 @@
+/* Helpers for the cmocka tests: random tensors and a finite-difference
+ * gradient check against a scalar objective. */
+#ifndef LM_TESTUTIL_H
+#define LM_TESTUTIL_H
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rng.h"
+
+static inline float *rand_tensor(size_t n, float scale, uint64_t seed) {
+    float *x = malloc(n * sizeof(float));
+    Rng r;
+    rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++) x[i] = scale * rng_normal(&r);
+    return x;
+}
+
+static inline float *zeros(size_t n) { return calloc(n, sizeof(float)); }
+
+/* sum(out * w) in double: the scalar whose gradient with respect to out is w. */
+static inline double dot_objective(const float *out, const float *w, size_t n) {
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++) s += (double)out[i] * w[i];
+    return s;
+}
+
+/* Compares an analytic gradient `grad` of `x` (n entries) with central
+ * differences of objective(ctx) at up to `samples` entries (all if fewer).
+ * Returns the relative error |fd - grad| / max(|fd|, |grad|) over the
+ * sampled entries, as vectors. */
+typedef double (*Objective)(void *ctx);
+static inline double fd_rel_error(Objective f, void *ctx, float *x, const float *grad, size_t n, size_t samples,
+                                  float h, const char *what) {
+    double num = 0.0, den_fd = 0.0, den_an = 0.0;
+    size_t step = n > samples ? n / samples : 1;
+    for (size_t i = 0; i < n; i += step) {
+        float orig = x[i];
+        x[i] = orig + h;
+        double up = f(ctx);
+        x[i] = orig - h;
+        double down = f(ctx);
+        x[i] = orig;
+        double fd = (up - down) / (2.0 * (double)h);
+        num += (fd - grad[i]) * (fd - grad[i]);
+        den_fd += fd * fd;
+        den_an += (double)grad[i] * grad[i];
+    }
+    double den = sqrt(den_fd > den_an ? den_fd : den_an);
+    double rel = den > 0 ? sqrt(num) / den : sqrt(num);
+    if (getenv("VERBOSE")) printf("  %-28s rel err %.2e (|grad| %.3e)\n", what, rel, sqrt(den_an));
+    return rel;
+}
+
+/* Fails the test (with the name) when the relative error exceeds tol, or when
+ * the gradient is identically zero (a check that cannot fail proves nothing). */
+#define CHECK_GRAD(f, ctx, x, grad, n, samples, h, tol, what)                                      \
+    do {                                                                                           \
+        double _e = fd_rel_error(f, ctx, x, grad, n, samples, h, what);                            \
+        double _g = 0.0;                                                                           \
+        for (size_t _i = 0; _i < (n); _i++) _g += fabs((grad)[_i]);                                \
+        if (!(_e <= (tol)) || _g == 0.0) fail_msg("%s: relative error %.3e (tol %.1e), |grad|_1 %.3e", what, _e, (double)(tol), _g); \
+    } while (0)
+
+#endif
