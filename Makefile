@@ -8,7 +8,7 @@
 CC      ?= cc
 OPT     ?= -O3 -march=native
 CFLAGS  += -std=c11 $(OPT) -fopenmp -Wall -Wextra -Wno-format-truncation -D_DEFAULT_SOURCE -D_GNU_SOURCE \
-           -Iinclude -I/usr/include/stb
+           -Iinclude -I/usr/include/stb $(EXTRA_CFLAGS)
 LDLIBS  += -lopenblas -lm
 BUILD   ?= build
 BIN     ?= bin
@@ -29,14 +29,14 @@ $(LIB): $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(BIN)/prepare: data/prepare.c $(LIB) | $(BIN)
-	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 $(BIN)/train: train/train.c $(LIB) | $(BIN)
-	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 $(BIN)/%: eval/%.c $(LIB) | $(BIN)
-	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/test_%: tests/test_%.c tests/testutil.h $(LIB) | $(BUILD)
-	$(CC) $(CFLAGS) -Itests $< $(LIB) -o $@ $(LDLIBS) -lcmocka
+	$(CC) $(CFLAGS) -Itests $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS) -lcmocka
 
 $(BUILD) $(BIN):
 	mkdir -p $@

@@ -224,7 +224,7 @@ int main(int argc, char **argv) {
     defaults(&o);
     Error err;
     int arch_string_set = 0;
-    enum { OPT_RESUME = 1, OPT_MIXER, OPT_POS, OPT_WINDOWS, OPT_LOG, OPT_DUMP, OPT_NUM = 100 };
+    enum { OPT_RESUME = 1, OPT_MIXER, OPT_POS, OPT_WINDOWS, OPT_LOG, OPT_DUMP, OPT_NUM = 1000 }; /* clear of every short-option character */
     struct option opts[N_NUM + 16];
     size_t no = 0;
     opts[no++] = (struct option){"data", required_argument, 0, 'd'};

