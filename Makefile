@@ -7,7 +7,7 @@
 #   make asan       the test suite under AddressSanitizer + UBSan
 CC      ?= cc
 OPT     ?= -O3 -march=native
-CFLAGS  += -std=c11 $(OPT) -fopenmp -Wall -Wextra -Wno-format-truncation -D_DEFAULT_SOURCE -D_GNU_SOURCE \
+CFLAGS  += -std=c11 $(OPT) -fno-trapping-math -fopenmp -Wall -Wextra -Wno-format-truncation -D_DEFAULT_SOURCE -D_GNU_SOURCE \
            -Iinclude -I/usr/include/stb $(EXTRA_CFLAGS)
 LDLIBS  += -lopenblas -lm
 BUILD   ?= build
@@ -51,7 +51,7 @@ test: unit-test $(PROGRAMS)
 	/usr/bin/python3 tests/parity.py
 
 bench: $(PROGRAMS)
-	bash eval/bench.sh
+	/usr/bin/python3 eval/bench.py
 
 data: $(BIN)/prepare
 	bash data/fetch_moby_dick.sh

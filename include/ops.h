@@ -25,6 +25,27 @@ void matmul_backward(float *din, float *dw, float *dbias, const float *dout,
 void gemm(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha,
           const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc);
 
+/* exp(x) to about 2 ulp, written so that loops calling it vectorise (libm's
+ * expf and tanhf are scalar calls and dominated the GELU and softmax loops).
+ * Range reduction x = n ln2 + r, then the Cephes minimax polynomial for e^r. */
+static inline float fast_expf(float x) {
+    x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+    float n = __builtin_floorf(x * 1.44269504088896341f + 0.5f);
+    float r = x - n * 0.693359375f + n * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    union { float f; int i; } scale = {.i = ((int)n + 127) << 23};
+    return p * scale.f;
+}
+
+/* tanh through fast_expf: 1 - 2 / (e^{2u} + 1), exact at both saturations. */
+static inline float fast_tanhf(float u) { return 1.0f - 2.0f / (fast_expf(2.0f * u) + 1.0f); }
+
 /* out[i] = softmax(in)[i] over `len` entries (out may equal in). */
 void softmax(float *out, const float *in, size_t len);
 

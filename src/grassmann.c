@@ -180,7 +180,7 @@ void grassmann_mean_backward(float *dz, const float *dqbar, const float *z, cons
 void grassmann_gate_forward(float *m, float *a, const float *x, const float *g, size_t n) {
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) {
-        a[i] = 1.0f / (1.0f + expf(-a[i]));
+        a[i] = 1.0f / (1.0f + fast_expf(-a[i]));
         m[i] = a[i] * x[i] + (1.0f - a[i]) * g[i];
     }
 }

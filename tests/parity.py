@@ -10,101 +10,18 @@ gradient tensor: |c - torch| / |torch| over the whole tensor.
 Run from the project root after `make`: /usr/bin/python3 tests/parity.py
 """
 import json
-import math
 import os
-import struct
 import subprocess
 import sys
 import tempfile
 
-import numpy as np
 import torch
-import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_ref import model_loss, read_safetensors  # noqa: E402
 
 TOL = 1e-4
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    (hlen,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + hlen])
-    meta = header.pop("__metadata__", {})
-    data = raw[8 + hlen:]
-    tensors = {}
-    for name, info in header.items():
-        a, b = info["data_offsets"]
-        dtype = {"F32": np.float32, "I32": np.int32}[info["dtype"]]
-        tensors[name] = np.frombuffer(data[a:b], dtype=dtype).reshape(info["shape"])
-    return tensors, meta
-
-
-def sinusoidal(T, C):
-    pe = torch.zeros(T, C, dtype=torch.float64)
-    t = torch.arange(T, dtype=torch.float64)[:, None]
-    i = torch.arange(0, C, 2, dtype=torch.float64)
-    angle = t / torch.pow(10000.0, i / C)
-    pe[:, 0::2] = torch.sin(angle)
-    pe[:, 1::2] = torch.cos(angle[:, : C // 2])
-    return pe
-
-
-def attention(W, p, h, H):
-    B, T, C = h.shape
-    hs = C // H
-    q, k, v = F.linear(h, W[p + "attn.qkv.weight"], W[p + "attn.qkv.bias"]).split(C, dim=2)
-    q, k, v = (x.view(B, T, H, hs).transpose(1, 2) for x in (q, k, v))
-    att = q @ k.transpose(-2, -1) / math.sqrt(hs)
-    mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
-    att = torch.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
-    y = (att @ v).transpose(1, 2).reshape(B, T, C)
-    return F.linear(y, W[p + "attn.proj.weight"], W[p + "attn.proj.bias"])
-
-
-def grassmann(W, p, h, r, windows, eps=1e-8):
-    """The causal Grassmann layer exactly as DESIGN.md states it."""
-    B, T, C = h.shape
-    z = F.linear(h, W[p + "grassmann.red.weight"], W[p + "grassmann.red.bias"])
-    iu = torch.triu_indices(r, r, 1)  # (0,1), (0,2), ..., (1,2), ...: row-major i < j
-    P = iu.shape[1]
-    qsum = torch.zeros(B, T, P, dtype=h.dtype)
-    count = torch.zeros(T, dtype=h.dtype)
-    for d in windows:
-        if d >= T:
-            continue
-        zc, zp = z[:, d:, :], z[:, :-d, :]
-        outer = zc.unsqueeze(-1) * zp.unsqueeze(-2)  # [i, j] = zc_i zp_j
-        pl = (outer - outer.transpose(-1, -2))[..., iu[0], iu[1]]
-        q = pl / pl.norm(dim=-1, keepdim=True).clamp(min=eps)
-        qsum = qsum + F.pad(q, (0, 0, d, 0))
-        count[d:] += 1
-    mean = qsum / count.clamp(min=1)[None, :, None]
-    g = F.linear(mean, W[p + "grassmann.plu.weight"], W[p + "grassmann.plu.bias"])
-    g = g * (count > 0).to(h.dtype)[None, :, None]
-    a = torch.sigmoid(F.linear(torch.cat([h, g], dim=-1), W[p + "grassmann.gate.weight"], W[p + "grassmann.gate.bias"]))
-    m = a * h + (1 - a) * g
-    return F.layer_norm(m, (C,), W[p + "grassmann.ln.weight"], W[p + "grassmann.ln.bias"], 1e-5)
-
-
-def model_loss(W, cfg, inputs, targets):
-    C, V = cfg["n_embd"], cfg["vocab_size"]
-    B, T = inputs.shape
-    x = W["wte"][inputs]
-    x = x + (W["wpe"][:T] if cfg["pos"] == "learned" else sinusoidal(T, C))
-    for l, mixer in enumerate(cfg["mixers"]):
-        p = f"h.{l}."
-        h = F.layer_norm(x, (C,), W[p + "ln1.weight"], W[p + "ln1.bias"], 1e-5)
-        if mixer == "attention":
-            x = x + attention(W, p, h, cfg["n_head"])
-        else:
-            x = x + grassmann(W, p, h, cfg["grassmann_rank"], cfg["grassmann_windows"])
-        h = F.layer_norm(x, (C,), W[p + "ln2.weight"], W[p + "ln2.bias"], 1e-5)
-        h = F.gelu(F.linear(h, W[p + "mlp.fc.weight"], W[p + "mlp.fc.bias"]), approximate="tanh")
-        x = x + F.linear(h, W[p + "mlp.proj.weight"], W[p + "mlp.proj.bias"])
-    x = F.layer_norm(x, (C,), W["ln_f.weight"], W["ln_f.bias"], 1e-5)
-    logits = x @ W["wte"].T
-    return F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))
 
 
 def check(name, dump):

@@ -1,0 +1,128 @@
+"""The PyTorch reference model: the same architecture as the C code, written
+with torch operations, from a dict of weights named as in DESIGN.md. Used by
+tests/parity.py (autograd gradients) and eval/bench.py (speed)."""
+import json
+import math
+import struct
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    (hlen,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + hlen])
+    meta = header.pop("__metadata__", {})
+    data = raw[8 + hlen:]
+    tensors = {}
+    for name, info in header.items():
+        a, b = info["data_offsets"]
+        dtype = {"F32": np.float32, "I32": np.int32}[info["dtype"]]
+        tensors[name] = np.frombuffer(data[a:b], dtype=dtype).reshape(info["shape"])
+    return tensors, meta
+
+
+def sinusoidal(T, C):
+    pe = torch.zeros(T, C, dtype=torch.float64)
+    t = torch.arange(T, dtype=torch.float64)[:, None]
+    i = torch.arange(0, C, 2, dtype=torch.float64)
+    angle = t / torch.pow(10000.0, i / C)
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle[:, : C // 2])
+    return pe
+
+
+def attention(W, p, h, H):
+    B, T, C = h.shape
+    hs = C // H
+    q, k, v = F.linear(h, W[p + "attn.qkv.weight"], W[p + "attn.qkv.bias"]).split(C, dim=2)
+    q, k, v = (x.view(B, T, H, hs).transpose(1, 2) for x in (q, k, v))
+    att = q @ k.transpose(-2, -1) / math.sqrt(hs)
+    mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    att = torch.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
+    y = (att @ v).transpose(1, 2).reshape(B, T, C)
+    return F.linear(y, W[p + "attn.proj.weight"], W[p + "attn.proj.bias"])
+
+
+def grassmann(W, p, h, r, windows, eps=1e-8):
+    """The causal Grassmann layer exactly as DESIGN.md states it."""
+    B, T, C = h.shape
+    z = F.linear(h, W[p + "grassmann.red.weight"], W[p + "grassmann.red.bias"])
+    iu = torch.triu_indices(r, r, 1)  # (0,1), (0,2), ..., (1,2), ...: row-major i < j
+    P = iu.shape[1]
+    qsum = torch.zeros(B, T, P, dtype=h.dtype)
+    count = torch.zeros(T, dtype=h.dtype)
+    for d in windows:
+        if d >= T:
+            continue
+        zc, zp = z[:, d:, :], z[:, :-d, :]
+        outer = zc.unsqueeze(-1) * zp.unsqueeze(-2)  # [i, j] = zc_i zp_j
+        pl = (outer - outer.transpose(-1, -2))[..., iu[0], iu[1]]
+        q = pl / pl.norm(dim=-1, keepdim=True).clamp(min=eps)
+        qsum = qsum + F.pad(q, (0, 0, d, 0))
+        count[d:] += 1
+    mean = qsum / count.clamp(min=1)[None, :, None]
+    g = F.linear(mean, W[p + "grassmann.plu.weight"], W[p + "grassmann.plu.bias"])
+    g = g * (count > 0).to(h.dtype)[None, :, None]
+    a = torch.sigmoid(F.linear(torch.cat([h, g], dim=-1), W[p + "grassmann.gate.weight"], W[p + "grassmann.gate.bias"]))
+    m = a * h + (1 - a) * g
+    return F.layer_norm(m, (C,), W[p + "grassmann.ln.weight"], W[p + "grassmann.ln.bias"], 1e-5)
+
+
+def model_loss(W, cfg, inputs, targets):
+    C, V = cfg["n_embd"], cfg["vocab_size"]
+    B, T = inputs.shape
+    x = W["wte"][inputs]
+    x = x + (W["wpe"][:T] if cfg["pos"] == "learned" else sinusoidal(T, C))
+    for l, mixer in enumerate(cfg["mixers"]):
+        p = f"h.{l}."
+        h = F.layer_norm(x, (C,), W[p + "ln1.weight"], W[p + "ln1.bias"], 1e-5)
+        if mixer == "attention":
+            x = x + attention(W, p, h, cfg["n_head"])
+        else:
+            x = x + grassmann(W, p, h, cfg["grassmann_rank"], cfg["grassmann_windows"])
+        h = F.layer_norm(x, (C,), W[p + "ln2.weight"], W[p + "ln2.bias"], 1e-5)
+        h = F.gelu(F.linear(h, W[p + "mlp.fc.weight"], W[p + "mlp.fc.bias"]), approximate="tanh")
+        x = x + F.linear(h, W[p + "mlp.proj.weight"], W[p + "mlp.proj.bias"])
+    x = F.layer_norm(x, (C,), W["ln_f.weight"], W["ln_f.bias"], 1e-5)
+    logits = x @ W["wte"].T
+    return F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))
+
+
+def init_weights(cfg, dtype=torch.float32, seed=0):
+    """Random weights of the right shapes (for benchmarks; values do not matter)."""
+    g = torch.Generator().manual_seed(seed)
+    C, V, T = cfg["n_embd"], cfg["vocab_size"], cfg["block_size"]
+    r = cfg.get("grassmann_rank", 32)
+    P = r * (r - 1) // 2
+    shapes = {"wte": (V, C), "ln_f.weight": (C,), "ln_f.bias": (C,)}
+    if cfg["pos"] == "learned":
+        shapes["wpe"] = (T, C)
+    for l, mixer in enumerate(cfg["mixers"]):
+        p = f"h.{l}."
+        for n in ("ln1", "ln2"):
+            shapes[p + n + ".weight"] = (C,)
+            shapes[p + n + ".bias"] = (C,)
+        if mixer == "attention":
+            shapes.update({p + "attn.qkv.weight": (3 * C, C), p + "attn.qkv.bias": (3 * C,),
+                           p + "attn.proj.weight": (C, C), p + "attn.proj.bias": (C,)})
+        else:
+            shapes.update({p + "grassmann.red.weight": (r, C), p + "grassmann.red.bias": (r,),
+                           p + "grassmann.plu.weight": (C, P), p + "grassmann.plu.bias": (C,),
+                           p + "grassmann.gate.weight": (C, 2 * C), p + "grassmann.gate.bias": (C,),
+                           p + "grassmann.ln.weight": (C,), p + "grassmann.ln.bias": (C,)})
+        shapes.update({p + "mlp.fc.weight": (4 * C, C), p + "mlp.fc.bias": (4 * C,),
+                       p + "mlp.proj.weight": (C, 4 * C), p + "mlp.proj.bias": (C,)})
+    W = {}
+    for k, shape in shapes.items():
+        if k.endswith(".weight") and len(shape) == 1:
+            W[k] = torch.ones(shape, dtype=dtype)
+        elif len(shape) == 1:
+            W[k] = torch.zeros(shape, dtype=dtype)
+        else:
+            W[k] = 0.02 * torch.randn(shape, generator=g, dtype=dtype)
+        W[k].requires_grad_(True)
+    return W
