@@ -34,7 +34,8 @@ void grassmann_pair_backward(float *dzc, float *dzp, const float *zc, const floa
  * zero rows where no offset fits. Backward: dz (B,T,r) accumulates. */
 void grassmann_mean_forward(float *qbar, const float *z, const size_t *windows, size_t n_windows,
                             size_t B, size_t T, size_t r, float eps);
-void grassmann_mean_backward(float *dz, const float *dqbar, const float *z, const size_t *windows,
+/* coef: scratch of B*T*n_windows*2 floats. */
+void grassmann_mean_backward(float *dz, float *coef, const float *dqbar, const float *z, const size_t *windows,
                              size_t n_windows, size_t B, size_t T, size_t r, float eps);
 
 /* m = a * x + (1 - a) * g with a = sigmoid(apre), all (N, C); a overwrites apre.

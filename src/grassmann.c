@@ -14,7 +14,7 @@ typedef struct GrParams {
  * backward uses the d* regions as scratch. */
 typedef struct GrActs {
     float *z, *qbar, *g, *xg, *a, *m, *mean, *rstd;
-    float *dm, *dg, *dxg, *dapre, *dqbar, *dz;
+    float *dm, *dg, *dxg, *dapre, *dqbar, *dz, *coef;
 } GrActs;
 
 static size_t n_pairs(size_t r) { return r * (r - 1) / 2; }
@@ -52,6 +52,7 @@ static GrActs gr_acts(float *acts, const ModelConfig *cfg, size_t N) {
     TAKE(dapre, N * C);
     TAKE(dqbar, N * P);
     TAKE(dz, N * r);
+    TAKE(coef, N * cfg->n_windows * 2);
 #undef TAKE
     return a;
 }
@@ -82,58 +83,109 @@ static size_t grassmann_tensors(const ModelConfig *cfg, TensorSpec *out) {
 
 static size_t grassmann_act_size(const ModelConfig *cfg, size_t B, size_t T) {
     size_t N = B * T, C = cfg->n_embd, r = cfg->grassmann_rank, P = n_pairs(r);
-    return 2 * (N * r + N * P) + 10 * N * C + 2 * N; /* exactly what gr_acts takes */
+    return 2 * (N * r + N * P) + 10 * N * C + 2 * N + 2 * N * cfg->n_windows; /* exactly what gr_acts takes */
 }
 
 /* ---- the parts ---------------------------------------------------------- */
 
-static float pair_norm(const float *zc, const float *zp, size_t r) {
-    float ss = 0.0f;
-    for (size_t i = 0; i < r; i++)
-        for (size_t j = i + 1; j < r; j++) {
-            float p = zc[i] * zp[j] - zc[j] * zp[i];
-            ss += p * p;
+/* The inner loops run over j for a fixed i, where the Plücker index k of
+ * (i, j) is contiguous; `omp simd` lets the float reductions vectorise in a
+ * fixed order, so results stay deterministic. */
+static size_t pair_index(size_t i, size_t r) { return i * (2 * r - i - 1) / 2; } /* k of (i, i+1) */
+
+/* |p|^2, and p . dq in the same pass when dq is given; two loops so that
+ * neither carries a branch. */
+static void pair_norm_dot(const float *zc, const float *zp, const float *dq, size_t r, float *ss_out, float *dot_out) {
+    float ss = 0.0f, dot = 0.0f;
+    for (size_t i = 0; i < r; i++) {
+        const float ci = zc[i], pi = zp[i];
+        if (dq) {
+            const float *dqi = dq + pair_index(i, r) - (i + 1);
+#pragma omp simd reduction(+ : ss, dot)
+            for (size_t j = i + 1; j < r; j++) {
+                float p = ci * zp[j] - zc[j] * pi;
+                ss += p * p;
+                dot += p * dqi[j];
+            }
+        } else {
+#pragma omp simd reduction(+ : ss)
+            for (size_t j = i + 1; j < r; j++) {
+                float p = ci * zp[j] - zc[j] * pi;
+                ss += p * p;
+            }
         }
-    return sqrtf(ss);
+    }
+    *ss_out = ss;
+    *dot_out = dot;
 }
 
 void grassmann_pair_forward(float *qbar, const float *zc, const float *zp, float scale,
                             float eps, size_t r) {
-    float nrm = pair_norm(zc, zp, r);
+    float ss, unused;
+    pair_norm_dot(zc, zp, NULL, r, &ss, &unused);
+    float nrm = sqrtf(ss);
     float s = scale / (nrm > eps ? nrm : eps);
-    size_t k = 0;
-    for (size_t i = 0; i < r; i++)
-        for (size_t j = i + 1; j < r; j++, k++) qbar[k] += s * (zc[i] * zp[j] - zc[j] * zp[i]);
+    for (size_t i = 0; i < r; i++) {
+        const float ci = zc[i], pi = zp[i];
+        float *qi = qbar + pair_index(i, r) - (i + 1);
+#pragma omp simd
+        for (size_t j = i + 1; j < r; j++) qi[j] += s * (ci * zp[j] - zc[j] * pi);
+    }
+}
+
+/* The gradient of scale * p / max(|p|, eps) with respect to p, given dq, is
+ * dp = A dq - B p: above the clamp A = scale/|p| and B = scale (p.dq)/|p|^3
+ * (the projection off the unit sphere); at the clamp the divisor is a
+ * constant, A = scale/eps and B = 0. */
+static void pair_coef(const float *zc, const float *zp, const float *dq, float scale, float eps, size_t r,
+                      float *A, float *Bc) {
+    float ss, dot;
+    pair_norm_dot(zc, zp, dq, r, &ss, &dot);
+    float nrm = sqrtf(ss);
+    if (nrm > eps) {
+        *A = scale / nrm;
+        *Bc = scale * dot / (nrm * nrm * nrm);
+    } else {
+        *A = scale / eps;
+        *Bc = 0.0f;
+    }
+}
+
+/* p_ij = zc_i zp_j - zc_j zp_i, so with dp as above:
+ * dzc_i += dp_ij zp_j, dzc_j -= dp_ij zp_i, dzp_j += dp_ij zc_i, dzp_i -= dp_ij zc_j.
+ * Either of dzc, dzp may be NULL. */
+static void pair_accumulate(float *dzc, float *dzp, const float *zc, const float *zp, const float *dq, float A,
+                            float Bc, size_t r) {
+    for (size_t i = 0; i < r; i++) {
+        const float ci = zc[i], pi = zp[i];
+        const float *dqi = dq + pair_index(i, r) - (i + 1);
+        float acc = 0.0f;
+        if (dzc) {
+#pragma omp simd reduction(+ : acc)
+            for (size_t j = i + 1; j < r; j++) {
+                float dp = A * dqi[j] - Bc * (ci * zp[j] - zc[j] * pi);
+                acc += dp * zp[j];
+                dzc[j] -= dp * pi;
+            }
+            dzc[i] += acc;
+        } else {
+#pragma omp simd reduction(+ : acc)
+            for (size_t j = i + 1; j < r; j++) {
+                float dp = A * dqi[j] - Bc * (ci * zp[j] - zc[j] * pi);
+                acc += dp * zc[j];
+                dzp[j] += dp * ci;
+            }
+            dzp[i] -= acc;
+        }
+    }
 }
 
 void grassmann_pair_backward(float *dzc, float *dzp, const float *zc, const float *zp,
                              const float *dqbar, float scale, float eps, size_t r) {
-    float nrm = pair_norm(zc, zp, r);
-    /* q = p / max(|p|, eps): above the clamp dp = (dq - q (q.dq)) / |p|;
-     * at the clamp the divisor is a constant and dp = dq / eps. */
-    float proj = 0.0f;
-    if (nrm > eps) {
-        size_t k = 0;
-        for (size_t i = 0; i < r; i++)
-            for (size_t j = i + 1; j < r; j++, k++) proj += (zc[i] * zp[j] - zc[j] * zp[i]) * dqbar[k];
-        proj /= nrm * nrm;
-    }
-    float inv = scale / (nrm > eps ? nrm : eps);
-    size_t k = 0;
-    for (size_t i = 0; i < r; i++)
-        for (size_t j = i + 1; j < r; j++, k++) {
-            float p = zc[i] * zp[j] - zc[j] * zp[i];
-            float dp = inv * (dqbar[k] - p * proj);
-            /* p_ij = zc_i zp_j - zc_j zp_i */
-            if (dzc) {
-                dzc[i] += dp * zp[j];
-                dzc[j] -= dp * zp[i];
-            }
-            if (dzp) {
-                dzp[j] += dp * zc[i];
-                dzp[i] -= dp * zc[j];
-            }
-        }
+    float A, Bc;
+    pair_coef(zc, zp, dqbar, scale, eps, r, &A, &Bc);
+    if (dzc) pair_accumulate(dzc, NULL, zc, zp, dqbar, A, Bc, r);
+    if (dzp) pair_accumulate(NULL, dzp, zc, zp, dqbar, A, Bc, r);
 }
 
 static size_t n_valid(const size_t *windows, size_t n_windows, size_t t) {
@@ -156,23 +208,30 @@ void grassmann_mean_forward(float *qbar, const float *z, const size_t *windows, 
     }
 }
 
-void grassmann_mean_backward(float *dz, const float *dqbar, const float *z, const size_t *windows,
+void grassmann_mean_backward(float *dz, float *coef, const float *dqbar, const float *z, const size_t *windows,
                              size_t n_windows, size_t B, size_t T, size_t r, float eps) {
     size_t P = n_pairs(r);
-    /* z_s enters position s (as the current vector) and positions s + d (as
-     * the past one); gathering both here keeps each dz row to one thread. */
+    /* Phase 1: each pair's (A, B) once. */
+#pragma omp parallel for schedule(static)
+    for (size_t n = 0; n < B * T; n++) {
+        size_t t = n % T, cnt = n_valid(windows, n_windows, t);
+        for (size_t w = 0; w < n_windows; w++)
+            if (windows[w] <= t)
+                pair_coef(z + n * r, z + (n - windows[w]) * r, dqbar + n * P, 1.0f / (float)cnt, eps, r,
+                          &coef[(n * n_windows + w) * 2], &coef[(n * n_windows + w) * 2 + 1]);
+    }
+    /* Phase 2: z_s enters position s (as the current vector) and positions
+     * s + d (as the past one); gathering both here keeps each dz row to one
+     * thread and its sum in a fixed order. */
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < B * T; n++) {
         size_t t = n % T;
-        size_t cnt = n_valid(windows, n_windows, t);
         for (size_t w = 0; w < n_windows; w++) {
             size_t d = windows[w];
-            if (d <= t)
-                grassmann_pair_backward(dz + n * r, NULL, z + n * r, z + (n - d) * r, dqbar + n * P,
-                                        1.0f / (float)cnt, eps, r);
+            const float *c = coef + (n * n_windows + w) * 2, *cp = coef + ((n + d) * n_windows + w) * 2;
+            if (d <= t) pair_accumulate(dz + n * r, NULL, z + n * r, z + (n - d) * r, dqbar + n * P, c[0], c[1], r);
             if (t + d < T)
-                grassmann_pair_backward(NULL, dz + n * r, z + (n + d) * r, z + n * r, dqbar + (n + d) * P,
-                                        1.0f / (float)n_valid(windows, n_windows, t + d), eps, r);
+                pair_accumulate(NULL, dz + n * r, z + (n + d) * r, z + n * r, dqbar + (n + d) * P, cp[0], cp[1], r);
         }
     }
 }
@@ -256,7 +315,7 @@ static void grassmann_backward(const ModelConfig *cfg, const float *params, floa
         if (n % T < dmin) memset(dg, 0, C * sizeof(float)); /* g was held at 0 there */
     }
     matmul_backward(a.dqbar, (float *)g.plu_w, (float *)g.plu_b, a.dg, a.qbar, p.plu_w, N, P, C);
-    grassmann_mean_backward(a.dz, a.dqbar, a.z, cfg->windows, cfg->n_windows, B, T, r, GRASSMANN_EPS);
+    grassmann_mean_backward(a.dz, a.coef, a.dqbar, a.z, cfg->windows, cfg->n_windows, B, T, r, GRASSMANN_EPS);
     matmul_backward(din, (float *)g.red_w, (float *)g.red_b, a.dz, in, p.red_w, N, C, r);
 }
 

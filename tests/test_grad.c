@@ -221,13 +221,13 @@ static void test_grassmann_offset_mean(void **s) {
     c.z = rand_tensor(N * 4, 1.0f, 14);
     c.qbar = zeros(N * P);
     c.w = rand_tensor(N * P, 1.0f, 15);
-    float *dz = zeros(N * 4);
+    float *dz = zeros(N * 4), *coef = zeros(N * 3 * 2);
     mean_obj(&c);
     for (size_t b = 0; b < 2; b++)
         for (size_t k = 0; k < P; k++) assert_true(c.qbar[b * 6 * P + k] == 0.0f); /* position 0: nothing */
-    grassmann_mean_backward(dz, c.w, c.z, win, 3, 2, 6, 4, GRASSMANN_EPS);
+    grassmann_mean_backward(dz, coef, c.w, c.z, win, 3, 2, 6, 4, GRASSMANN_EPS);
     CHECK_GRAD(mean_obj, &c, c.z, dz, N * 4, N * 4, 1e-2f, TOL, "grassmann offset mean");
-    free(c.z), free(c.qbar), free(c.w), free(dz);
+    free(c.z), free(c.qbar), free(c.w), free(dz), free(coef);
 }
 
 typedef struct {
