@@ -4,6 +4,7 @@
 #   make test       every test (unit, gradient checks, CLI, PyTorch parity)
 #   make bench      throughput and memory benchmarks
 #   make data       fetch and prepare the default corpus (Moby Dick)
+#   make compare    Transformer vs Grassmann, matched size (COMPARE_ARGS=...)
 #   make asan       the test suite under AddressSanitizer + UBSan
 CC      ?= cc
 OPT     ?= -O3 -march=native
@@ -19,7 +20,7 @@ LIB      := $(BUILD)/liblm.a
 PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample
 TESTS    := $(patsubst tests/%.c,$(BUILD)/%,$(wildcard tests/test_*.c))
 
-.PHONY: all test unit-test bench demo data clean asan deps
+.PHONY: all test unit-test bench demo data compare clean asan deps
 all: $(PROGRAMS)
 
 $(BUILD)/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)
@@ -58,6 +59,10 @@ data: $(BIN)/prepare
 
 demo: 
 	bash scripts/demo.sh
+
+compare: $(PROGRAMS)
+	@[ -s data/moby/test.bin ] || bash data/fetch_moby_dick.sh
+	python3 eval/compare.py $(COMPARE_ARGS)
 
 deps:
 	bash scripts/install-deps.sh

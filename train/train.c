@@ -105,7 +105,8 @@ static void usage(FILE *f) {
             "      --pos P                learned | sinusoidal positions (learned)\n"
             "      --grassmann-windows L  Grassmann window offsets (1,2,4,8,12,16)\n"
             "      --log FILE             per-step log for plotting: CSV, or JSON lines if FILE ends in .jsonl\n"
-            "      --dump-grads FILE      write weights, gradients, loss and the first batch, then exit\n");
+            "      --dump-grads FILE      write weights, gradients, loss and the first batch, then exit\n"
+            "      --count-params         print the model's parameter count and exit\n");
     for (size_t i = 0; i < N_NUM; i++) fprintf(f, "      --%-20s %s\n", num_opts[i].name, num_opts[i].help);
     fprintf(f, "  -h, --help                 this help\n");
 }
@@ -223,8 +224,8 @@ int main(int argc, char **argv) {
     TrainOpts o;
     defaults(&o);
     Error err;
-    int arch_string_set = 0;
-    enum { OPT_RESUME = 1, OPT_MIXER, OPT_POS, OPT_WINDOWS, OPT_LOG, OPT_DUMP, OPT_NUM = 1000 }; /* clear of every short-option character */
+    int arch_string_set = 0, count_only = 0;
+    enum { OPT_RESUME = 1, OPT_MIXER, OPT_POS, OPT_WINDOWS, OPT_LOG, OPT_DUMP, OPT_COUNT, OPT_NUM = 1000 }; /* clear of every short-option character */
     struct option opts[N_NUM + 16];
     size_t no = 0;
     opts[no++] = (struct option){"data", required_argument, 0, 'd'};
@@ -235,6 +236,7 @@ int main(int argc, char **argv) {
     opts[no++] = (struct option){"grassmann-windows", required_argument, 0, OPT_WINDOWS};
     opts[no++] = (struct option){"log", required_argument, 0, OPT_LOG};
     opts[no++] = (struct option){"dump-grads", required_argument, 0, OPT_DUMP};
+    opts[no++] = (struct option){"count-params", no_argument, 0, OPT_COUNT};
     opts[no++] = (struct option){"help", no_argument, 0, 'h'};
     for (size_t i = 0; i < N_NUM; i++) opts[no++] = (struct option){num_opts[i].name, required_argument, 0, OPT_NUM + (int)i};
     opts[no] = (struct option){0, 0, 0, 0};
@@ -251,6 +253,7 @@ int main(int argc, char **argv) {
         case OPT_WINDOWS: o.windows = optarg; arch_string_set = 1; break;
         case OPT_LOG: o.log = optarg; break;
         case OPT_DUMP: o.dump = optarg; break;
+        case OPT_COUNT: count_only = 1; break;
         case ':': return cli_error(prog, "option '%s' needs a value (see --help)", argv[optind - 1]);
         case '?': return cli_error(prog, "unknown option '%s' (see --help)", argv[optind - 1]);
         default:
@@ -263,7 +266,7 @@ int main(int argc, char **argv) {
     }
     if (optind < argc) return cli_error(prog, "unexpected argument '%s' (see --help)", argv[optind]);
     if (!o.data) return cli_error(prog, "--data DIR is required (see --help)");
-    if (!o.out && !o.dump) return cli_error(prog, "--out CKPT is required (see --help)");
+    if (!o.out && !o.dump && !count_only) return cli_error(prog, "--out CKPT is required (see --help)");
     cli_set_threads(o.threads);
 
     Dataset ds;
@@ -313,6 +316,10 @@ int main(int argc, char **argv) {
             goto out_model;
         }
         rng_seed(&data_rng, o.seed);
+    }
+    if (count_only) {
+        printf("%zu\n", model.n_params);
+        goto out_model;
     }
     size_t B = o.batch_size, T = o.cfg.block_size;
     if (!find_num("stop-at")->set) o.stop_at = o.max_iters; /* --stop-at defaults to the end of the schedule */
