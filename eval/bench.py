@@ -53,6 +53,25 @@ def torch_step_ms(args, cfg, batch, tmp):
         return json.load(f)[WARMUP:], rss
 
 
+def scaling(args, tmp):
+    """Training cost per token as the sequence grows, B*T held at 4096 tokens:
+    attention's per-token work grows with T (the T x T scores), the Grassmann
+    layer's does not (|D| pairs per token)."""
+    print(f"\nper-token training cost vs sequence length (B*T = 4096 tokens, n_layer 2, n_embd 128; "
+          f"{args.threads} threads)")
+    print(f"{'T':>5} {'B':>4} {'attention us/tok':>17} {'grassmann us/tok':>17} {'attention RSS MiB':>18} "
+          f"{'grassmann RSS MiB':>18}")
+    for T in (64, 128, 256, 512):
+        B = 4096 // T
+        res = []
+        for mixer in ("attention", "grassmann"):
+            cfg = ["--mixer", mixer, "--n-layer", "2", "--n-head", "4", "--n-embd", "128", "--block-size", str(T),
+                   "--batch-size", str(B)]
+            ms, rss = c_step_ms(argparse.Namespace(**{**vars(args), "steps": 12}), cfg, tmp)
+            res.append((1e3 * statistics.median(ms) / 4096, rss))
+        print(f"{T:>5} {B:>4} {res[0][0]:>17.2f} {res[1][0]:>17.2f} {res[0][1]:>18.1f} {res[1][1]:>18.1f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=40)
@@ -93,6 +112,8 @@ def main():
           f"{'torch/C':>8} {'C RSS MiB':>10} {'torch RSS MiB':>14}")
     for name, c, t, ctok, ttok, crss, trss in rows:
         print(f"{name:<16} {c:>10.2f} {t:>14.2f} {ctok:>9.0f} {ttok:>12.0f} {t / c:>7.2f}x {crss:>10.1f} {trss:>14.1f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        scaling(args, tmp)
 
 
 if __name__ == "__main__":

@@ -50,23 +50,28 @@ int config_validate(const ModelConfig *cfg, Error *err) {
     return 0;
 }
 
+/* Copies the next comma-separated item of *s into item and advances *s past
+ * it (to NULL after the last). Returns -1 for an empty or over-long item. */
+static int next_item(const char **s, char *item, size_t cap) {
+    const char *comma = strchr(*s, ',');
+    size_t len = comma ? (size_t)(comma - *s) : strlen(*s);
+    if (len == 0 || len >= cap) return -1;
+    memcpy(item, *s, len);
+    item[len] = '\0';
+    *s = comma ? comma + 1 : NULL;
+    return 0;
+}
+
 int config_set_mixers(ModelConfig *cfg, const char *spec, Error *err) {
     const Mixer *list[MAX_LAYERS + 1];
     size_t n = 0;
-    const char *s = spec;
-    for (;;) {
-        const char *comma = strchr(s, ',');
-        size_t len = comma ? (size_t)(comma - s) : strlen(s);
-        char name[64];
-        if (len == 0 || len >= sizeof name) return err_set(err, "bad mixer list '%s'", spec);
-        memcpy(name, s, len);
-        name[len] = '\0';
+    char name[64];
+    for (const char *s = spec; s;) {
+        if (next_item(&s, name, sizeof name)) return err_set(err, "bad mixer list '%s'", spec);
         const Mixer *mx = mixer_find(name);
         if (!mx) return err_set(err, "unknown mixer '%s' (known: %s)", name, mixer_names());
         if (n == MAX_LAYERS) return err_set(err, "mixer list has more than %d entries", MAX_LAYERS);
         list[n++] = mx;
-        if (!comma) break;
-        s = comma + 1;
     }
     if (n == 1) {
         for (size_t l = 0; l < MAX_LAYERS; l++) cfg->mixers[l] = list[0];
@@ -104,20 +109,13 @@ int parse_float(const char *s, double lo, double hi, float *out, const char *wha
 int config_set_windows(ModelConfig *cfg, const char *spec, Error *err) {
     if (!*spec) return err_set(err, "grassmann window list is empty");
     size_t n = 0;
-    const char *s = spec;
-    for (;;) {
-        const char *comma = strchr(s, ',');
-        size_t len = comma ? (size_t)(comma - s) : strlen(s);
-        char num[32];
-        if (len == 0 || len >= sizeof num) return err_set(err, "bad grassmann window list '%s'", spec);
-        memcpy(num, s, len);
-        num[len] = '\0';
+    char num[32];
+    for (const char *s = spec; s;) {
+        if (next_item(&s, num, sizeof num)) return err_set(err, "bad grassmann window list '%s'", spec);
         if (n == MAX_WINDOWS) return err_set(err, "grassmann window list has more than %d offsets", MAX_WINDOWS);
         if (parse_size(num, MAX_BLOCK, &cfg->windows[n], "grassmann window offset", err)) return -1;
         if (cfg->windows[n] == 0) return err_set(err, "grassmann window offset must be positive (got 0)");
         n++;
-        if (!comma) break;
-        s = comma + 1;
     }
     cfg->n_windows = n;
     return 0;
