@@ -5,7 +5,7 @@
 #   make bench      throughput and memory benchmarks
 #   make data       fetch and prepare the default corpus (Moby Dick)
 #   make compare    Transformer vs Grassmann, matched size (COMPARE_ARGS=...)
-#   make asan       the test suite under AddressSanitizer + UBSan
+#   make asan       unit and CLI tests under AddressSanitizer + UBSan
 CC      ?= cc
 OPT     ?= -O3 -march=native
 CFLAGS  += -std=c11 $(OPT) -fno-trapping-math -fopenmp -Wall -Wextra -Wno-format-truncation -D_DEFAULT_SOURCE -D_GNU_SOURCE \
@@ -69,7 +69,8 @@ deps:
 
 asan:
 	$(MAKE) BUILD=build-asan BIN=bin-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
-	        LDFLAGS="-fsanitize=address,undefined" unit-test
+	        LDFLAGS="-fsanitize=address,undefined" unit-test all
+	BIN=bin-asan bash tests/cli_test.sh
 
 clean:
 	rm -rf build build-asan bin bin-asan

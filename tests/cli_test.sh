@@ -5,7 +5,7 @@
 # diverging run stops and keeps the last good checkpoint.
 set -u
 cd "$(dirname "$0")/.."
-B=bin
+B=${BIN:-bin}  # BIN=bin-asan runs the same checks on the sanitizer build
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=2
