@@ -63,11 +63,13 @@ int model_init(Model *m, const ModelConfig *cfg, uint64_t seed, Error *err) {
     if (!m->tensors) return -1;
     build_layout(m);
     m->params = lm_calloc(m->n_params, sizeof(float), err);
-    if (!m->params) return -1;
-    if (cfg->pos == POS_SINUSOIDAL) {
+    if (m->params && cfg->pos == POS_SINUSOIDAL) {
         m->pos_table = lm_calloc(cfg->block_size * cfg->n_embd, sizeof(float), err);
-        if (!m->pos_table) return -1;
-        sinusoidal_table(m->pos_table, cfg->block_size, cfg->n_embd);
+        if (m->pos_table) sinusoidal_table(m->pos_table, cfg->block_size, cfg->n_embd);
+    }
+    if (!m->params || (cfg->pos == POS_SINUSOIDAL && !m->pos_table)) {
+        model_free(m);
+        return -1;
     }
     Rng rng;
     rng_seed(&rng, seed);

@@ -139,6 +139,16 @@ for drop in 0 0.1; do
     done
 done
 
+# Gradient accumulation: two micro-batches of 4 draw the same 8 sequences as
+# one batch of 8, so the runs agree up to float summation order.
+ACC=(--data "$tmp/a" --n-layer 2 --n-head 2 --n-embd 16 --block-size 16 --max-iters 6 --eval-interval 0 --eval-iters 1)
+$B/train "${ACC[@]}" --batch-size 8 --out "$tmp/acc1.ckpt" >/dev/null 2>&1
+$B/train "${ACC[@]}" --batch-size 4 --grad-accum 2 --out "$tmp/acc2.ckpt" >/dev/null 2>&1
+l1=$($B/eval --model "$tmp/acc1.ckpt" --data "$tmp/a" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["loss"])')
+l2=$($B/eval --model "$tmp/acc2.ckpt" --data "$tmp/a" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["loss"])')
+python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); sys.exit(0 if abs(a-b) <= 1e-4*abs(a) and a != 0 else 1)" "$l1" "$l2" \
+    && ok || bad "--grad-accum 2 x batch 4 ($l2) differs from batch 8 ($l1)"
+
 # Ctrl-C saves a checkpoint that resumes
 $B/train --data "$tmp/a" --out "$tmp/int.ckpt" "${SMALL[@]}" --max-iters 1000000 --eval-interval 0 >"$tmp/int.out" 2>&1 &
 pid=$!

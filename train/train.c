@@ -17,6 +17,7 @@
 #include "model.h"
 #include "optim.h"
 #include "rng.h"
+#include "trainer.h"
 
 static const char *prog = "train";
 
@@ -166,20 +167,6 @@ static volatile sig_atomic_t interrupted = 0;
 static void on_signal(int sig) {
     (void)sig;
     interrupted = 1;
-}
-
-/* Mean loss over eval_iters fixed validation batches (the same ones every
- * time, so the curve is comparable along the run). */
-static float estimate_val_loss(Model *m, const TokenFile *val, const TrainOpts *o, int32_t *in, int32_t *tg) {
-    Rng rng;
-    rng_seed(&rng, o->seed ^ 0x76616cULL);
-    double total = 0.0;
-    for (size_t i = 0; i < o->eval_iters; i++) {
-        batch_sample(val, &rng, in, tg, o->batch_size, o->cfg.block_size);
-        model_forward(m, in, tg, o->batch_size, o->cfg.block_size, NULL);
-        total += m->loss;
-    }
-    return (float)(total / (double)o->eval_iters);
 }
 
 static FILE *open_log(const char *path, int append, Error *err) {
@@ -353,7 +340,9 @@ int main(int argc, char **argv) {
         goto out_batch;
     }
 
-    AdamWConfig adam = {o.beta1, o.beta2, o.eps, o.weight_decay};
+    TrainHyper hyper = {.batch_size = B, .grad_accum = o.grad_accum, .max_iters = o.max_iters,
+                        .warmup_iters = o.warmup_iters, .eval_iters = o.eval_iters, .lr = o.lr, .min_lr = o.min_lr,
+                        .grad_clip = o.grad_clip, .adam = {o.beta1, o.beta2, o.eps, o.weight_decay}, .seed = o.seed};
     FILE *logf = NULL;
     if (o.log && !(logf = open_log(o.log, start_step > 0, &err))) {
         rc = cli_error(prog, "%s", err.msg);
@@ -383,37 +372,26 @@ int main(int argc, char **argv) {
     for (; step < o.stop_at; step++) {
         float val = NAN;
         if (o.eval_interval && step % o.eval_interval == 0) {
-            val = estimate_val_loss(&model, &ds.val, &o, inputs, targets);
+            val = estimate_loss(&model, &ds.val, &hyper, inputs, targets);
             printf("step %5zu | val loss %.4f\n", step, val);
         }
         double t0 = cli_now();
-        model_zero_grads(&model);
-        double total = 0.0;
-        for (size_t micro = 0; micro < o.grad_accum; micro++) {
-            batch_sample(&ds.train, &data_rng, inputs, targets, B, T);
-            uint64_t key = rng_hash(o.seed, step * o.grad_accum + micro);
-            model_forward(&model, inputs, targets, B, T, &key);
-            total += model.loss;
-            model_backward(&model, 1.0f / (float)o.grad_accum);
-        }
-        loss = (float)(total / (double)o.grad_accum);
-        float norm = clip_grad_norm(model.grads, model.n_params, o.grad_clip);
-        if (!isfinite(loss) || !isfinite(norm)) {
-            fprintf(stderr, "%s: error: training diverged at step %zu (loss %g, gradient norm %g); stopping without "
-                            "saving, the last good checkpoint is kept\n", prog, step, loss, norm);
+        StepStats st;
+        if (train_step(&model, &ds.train, &data_rng, &hyper, step, inputs, targets, &st, &err)) {
+            fprintf(stderr, "%s: error: %s; stopping without saving, the last good checkpoint is kept\n", prog,
+                    err.msg);
             rc = 1;
             break;
         }
-        float lr = lr_schedule(step, o.warmup_iters, o.max_iters, o.lr, o.min_lr);
-        model_adamw_step(&model, &adam, lr, step + 1);
+        loss = st.loss;
         double now = cli_now(), ms = 1e3 * (now - t0);
-        log_row(logf, o.log, step + 1, (step + 1) * tokens_per_step, loss, val, lr, norm, ms, now - t_start);
+        log_row(logf, o.log, step + 1, (step + 1) * tokens_per_step, loss, val, st.lr, st.grad_norm, ms, now - t_start);
         if ((step + 1) % o.log_interval == 0 || step + 1 == o.stop_at) {
             double dt = now - t_last, per = dt / (double)(step + 1 - last_logged);
             char eta[32];
             cli_duration(per * (double)(o.stop_at - step - 1), eta, sizeof eta);
             printf("step %5zu/%zu | loss %.4f | lr %.2e | norm %6.3f | %7.0f tok/s | %6.1f ms/step | ETA %s\n", step + 1,
-                   o.max_iters, loss, lr, norm, (double)tokens_per_step / per, 1e3 * per, eta);
+                   o.max_iters, loss, st.lr, st.grad_norm, (double)tokens_per_step / per, 1e3 * per, eta);
             fflush(stdout);
             t_last = now;
             last_logged = step + 1;
@@ -431,7 +409,7 @@ int main(int argc, char **argv) {
     }
     if (rc == 0) {
         if (step == o.max_iters && !interrupted) {
-            float val = estimate_val_loss(&model, &ds.val, &o, inputs, targets);
+            float val = estimate_loss(&model, &ds.val, &hyper, inputs, targets);
             printf("step %5zu | val loss %.4f (final)\n", step, val);
             log_row(logf, o.log, step, step * tokens_per_step, loss, val, NAN, NAN, NAN, cli_now() - t_start);
         }

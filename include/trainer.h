@@ -1,0 +1,40 @@
+/* One training step and the validation estimate, as bin/train runs them:
+ *   forward -> backward over grad_accum micro-batches -> (all-reduce slot)
+ *   -> clip -> AdamW at the scheduled learning rate.
+ * The batch RNG is the caller's, so a checkpoint can carry the data position;
+ * dropout keys come from (seed, step, micro-batch), so a resumed run draws the
+ * same masks as an uninterrupted one. */
+#ifndef LM_TRAINER_H
+#define LM_TRAINER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "data.h"
+#include "model.h"
+#include "optim.h"
+#include "rng.h"
+
+typedef struct TrainHyper {
+    size_t batch_size, grad_accum, max_iters, warmup_iters, eval_iters;
+    float lr, min_lr, grad_clip;
+    AdamWConfig adam;
+    uint64_t seed;
+} TrainHyper;
+
+typedef struct StepStats {
+    float loss;      /* mean over the micro-batches */
+    float lr;        /* the rate the step used */
+    float grad_norm; /* before clipping */
+} StepStats;
+
+/* Step `step` (0-based). inputs/targets: scratch of batch_size * block_size.
+ * A non-finite loss or gradient returns -1 before the weights change. */
+int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper *h, size_t step,
+               int32_t *inputs, int32_t *targets, StepStats *out, Error *err);
+
+/* Mean loss over eval_iters batches drawn from a fixed seed: the same batches
+ * every time, so successive estimates along a run are comparable. */
+float estimate_loss(Model *m, const TokenFile *tf, const TrainHyper *h, int32_t *inputs, int32_t *targets);
+
+#endif

@@ -1,0 +1,38 @@
+#include "trainer.h"
+
+#include <math.h>
+
+int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper *h, size_t step,
+               int32_t *inputs, int32_t *targets, StepStats *out, Error *err) {
+    size_t B = h->batch_size, T = m->cfg.block_size;
+    model_zero_grads(m);
+    double total = 0.0;
+    for (size_t micro = 0; micro < h->grad_accum; micro++) {
+        batch_sample(train, data_rng, inputs, targets, B, T);
+        uint64_t key = rng_hash(h->seed, step * h->grad_accum + micro);
+        model_forward(m, inputs, targets, B, T, &key);
+        total += m->loss;
+        model_backward(m, 1.0f / (float)h->grad_accum);
+    }
+    /* A data-parallel all-reduce of m->grads belongs here. */
+    out->loss = (float)(total / (double)h->grad_accum);
+    out->grad_norm = clip_grad_norm(m->grads, m->n_params, h->grad_clip);
+    if (!isfinite(out->loss) || !isfinite(out->grad_norm))
+        return err_set(err, "training diverged at step %zu (loss %g, gradient norm %g)", step, out->loss,
+                       out->grad_norm);
+    out->lr = lr_schedule(step, h->warmup_iters, h->max_iters, h->lr, h->min_lr);
+    model_adamw_step(m, &h->adam, out->lr, step + 1);
+    return 0;
+}
+
+float estimate_loss(Model *m, const TokenFile *tf, const TrainHyper *h, int32_t *inputs, int32_t *targets) {
+    Rng rng;
+    rng_seed(&rng, h->seed ^ 0x76616cULL);
+    double total = 0.0;
+    for (size_t i = 0; i < h->eval_iters; i++) {
+        batch_sample(tf, &rng, inputs, targets, h->batch_size, m->cfg.block_size);
+        model_forward(m, inputs, targets, h->batch_size, m->cfg.block_size, NULL);
+        total += m->loss;
+    }
+    return (float)(total / (double)h->eval_iters);
+}
