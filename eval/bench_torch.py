@@ -8,23 +8,16 @@ import os
 import sys
 import time
 
-import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from torch_ref import init_weights, model_loss  # noqa: E402
-
-
-def load_tokens(path):
-    raw = open(path, "rb").read()
-    width = int.from_bytes(raw[12:16], "little")
-    return np.frombuffer(raw[32:], dtype=np.uint16 if width == 2 else np.uint32).astype(np.int64)
+from torch_ref import init_weights, model_loss, read_tokens  # noqa: E402
 
 
 def main(cfg_json, data, batch, steps, threads):
     torch.set_num_threads(int(threads))
     cfg = json.loads(cfg_json)
-    tokens = torch.from_numpy(load_tokens(os.path.join(data, "train.bin")))
+    tokens, _ = read_tokens(os.path.join(data, "train.bin"))
     B, T = int(batch), cfg["block_size"]
     W = init_weights(cfg)
     opt = torch.optim.AdamW(W.values(), lr=1e-3, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.1)

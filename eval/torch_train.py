@@ -14,19 +14,10 @@ import os
 import sys
 import time
 
-import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from torch_ref import init_weights, model_loss  # noqa: E402
-
-
-def load_tokens(path):
-    raw = open(path, "rb").read()
-    width = int.from_bytes(raw[12:16], "little")
-    vocab = int.from_bytes(raw[16:24], "little")
-    toks = np.frombuffer(raw[32:], dtype=np.uint16 if width == 2 else np.uint32).astype(np.int64)
-    return torch.from_numpy(toks), vocab
+from torch_ref import init_weights, model_loss, read_tokens  # noqa: E402
 
 
 def lr_at(step, a):
@@ -50,31 +41,11 @@ def evaluate(W, cfg, toks, B=16):
         chunk = wins[i:i + B]
         x = torch.stack([toks[s:s + T] for s, _ in chunk])
         y = torch.stack([toks[s + 1:s + T + 1] for s, _ in chunk])
-        losses = per_token_loss(W, cfg, x, y)
+        losses = model_loss(W, cfg, x, y, reduction="none")
         for b, (_, first) in enumerate(chunk):
             total += losses[b, first:].sum().item()
             scored += T - first
     return total / scored, scored
-
-
-def per_token_loss(W, cfg, x, y):
-    # model_loss returns the mean; score each position by evaluating the
-    # reference with reduction done here instead.
-    import torch.nn.functional as F
-    from torch_ref import sinusoidal, attention, grassmann
-    C, V = cfg["n_embd"], cfg["vocab_size"]
-    h = W["wte"][x] + (W["wpe"][: x.shape[1]] if cfg["pos"] == "learned" else sinusoidal(x.shape[1], C))
-    for l, mixer in enumerate(cfg["mixers"]):
-        p = f"h.{l}."
-        a = F.layer_norm(h, (C,), W[p + "ln1.weight"], W[p + "ln1.bias"], 1e-5)
-        h = h + (attention(W, p, a, cfg["n_head"]) if mixer == "attention"
-                 else grassmann(W, p, a, cfg["grassmann_rank"], cfg["grassmann_windows"]))
-        a = F.layer_norm(h, (C,), W[p + "ln2.weight"], W[p + "ln2.bias"], 1e-5)
-        a = F.gelu(F.linear(a, W[p + "mlp.fc.weight"], W[p + "mlp.fc.bias"]), approximate="tanh")
-        h = h + F.linear(a, W[p + "mlp.proj.weight"], W[p + "mlp.proj.bias"])
-    h = F.layer_norm(h, (C,), W["ln_f.weight"], W["ln_f.bias"], 1e-5)
-    logits = h @ W["wte"].T
-    return F.cross_entropy(logits.reshape(-1, V), y.reshape(-1), reduction="none").view(y.shape)
 
 
 def main():
@@ -89,8 +60,8 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
-    train, vocab = load_tokens(os.path.join(a.data, "train.bin"))
-    val, _ = load_tokens(os.path.join(a.data, "val.bin"))
+    train, vocab = read_tokens(os.path.join(a.data, "train.bin"))
+    val, _ = read_tokens(os.path.join(a.data, "val.bin"))
     cfg = {"vocab_size": vocab, "block_size": a.block_size, "n_layer": a.n_layer, "n_head": a.n_head,
            "n_embd": a.n_embd, "mixers": [a.mixer] * a.n_layer, "pos": "learned", "grassmann_rank": 32,
            "grassmann_windows": [1, 2, 4, 8, 12, 16], "dropout": 0.0}

@@ -72,8 +72,8 @@ def grassmann(W, p, h, r, windows, eps=1e-8):
     return F.layer_norm(m, (C,), W[p + "grassmann.ln.weight"], W[p + "grassmann.ln.bias"], 1e-5)
 
 
-def model_loss(W, cfg, inputs, targets):
-    C, V = cfg["n_embd"], cfg["vocab_size"]
+def model_logits(W, cfg, inputs):
+    C = cfg["n_embd"]
     B, T = inputs.shape
     x = W["wte"][inputs]
     x = x + (W["wpe"][:T] if cfg["pos"] == "learned" else sinusoidal(T, C))
@@ -88,8 +88,25 @@ def model_loss(W, cfg, inputs, targets):
         h = F.gelu(F.linear(h, W[p + "mlp.fc.weight"], W[p + "mlp.fc.bias"]), approximate="tanh")
         x = x + F.linear(h, W[p + "mlp.proj.weight"], W[p + "mlp.proj.bias"])
     x = F.layer_norm(x, (C,), W["ln_f.weight"], W["ln_f.bias"], 1e-5)
-    logits = x @ W["wte"].T
-    return F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))
+    return x @ W["wte"].T
+
+
+def model_loss(W, cfg, inputs, targets, reduction="mean"):
+    """Cross-entropy of the model; reduction "none" gives one loss per position, shaped like targets."""
+    logits = model_logits(W, cfg, inputs)
+    loss = F.cross_entropy(logits.reshape(-1, cfg["vocab_size"]), targets.reshape(-1), reduction=reduction)
+    return loss.view(targets.shape) if reduction == "none" else loss
+
+
+def read_tokens(path):
+    """A token file (bin/prepare) as an int64 tensor, and its vocabulary size."""
+    raw = open(path, "rb").read()
+    if raw[:8] != b"LMTOKENS":
+        raise ValueError(f"{path} is not a token file")
+    width = int.from_bytes(raw[12:16], "little")
+    vocab = int.from_bytes(raw[16:24], "little")
+    toks = np.frombuffer(raw[32:], dtype=np.uint16 if width == 2 else np.uint32).astype(np.int64)
+    return torch.from_numpy(toks), vocab
 
 
 def init_weights(cfg, dtype=torch.float32, seed=0):
