@@ -108,7 +108,11 @@ static void usage(FILE *f) {
             "      --log FILE             per-step log for plotting: CSV, or JSON lines if FILE ends in .jsonl\n"
             "      --dump-grads FILE      write weights, gradients, loss and the first batch, then exit\n"
             "      --count-params         print the model's parameter count and exit\n");
-    for (size_t i = 0; i < N_NUM; i++) fprintf(f, "      --%-20s %s\n", num_opts[i].name, num_opts[i].help);
+    for (size_t i = 0; i < N_NUM; i++) {
+        char flag[48];
+        snprintf(flag, sizeof flag, "%s %s", num_opts[i].name, num_opts[i].is_float ? "X" : "N");
+        fprintf(f, "      --%-20s %s\n", flag, num_opts[i].help);
+    }
     fprintf(f, "  -h, --help                 this help\n");
 }
 
