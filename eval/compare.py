@@ -111,11 +111,7 @@ def main():
         tokens = int(train_rows[-1]["tokens"])
         last = train_rows[-50:]
         final_train = sum(float(r["train_loss"]) for r in last) / len(last)
-        # A validation estimate logged with step k was taken before that step,
-        # after (k-1) batches; the final one (no step time) after all of them.
-        tpb = a.batch_size * a.block_size
-        curve = [(int(r["tokens"]) - (tpb if r["ms_per_step"] not in ("", "nan") else 0), float(r["val_loss"]))
-                 for r in steps if r["val_loss"] not in ("", "nan")]
+        curve = [(int(r["tokens"]), float(r["val_loss"])) for r in steps if r["val_loss"] not in ("", "nan")]
         ev = {}
         for split in ("val", "test"):
             ev[split] = json.loads(run([os.path.join(BIN, "eval"), "--model", ckpt, "--data", a.data,

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "data.h"
 #include "evaluate.h"
+#include "json.h"
 
 static const char *prog = "eval";
 
@@ -121,14 +122,18 @@ int main(int argc, char **argv) {
     if (rc == 0) {
         double ppl = exp(r.loss), bits = r.loss / log(2.0);
         size_t used_stride = stride && stride < m.cfg.block_size ? stride : m.cfg.block_size;
-        if (json)
-            printf("{\"file\":\"%s\",\"tokens\":%zu,\"scored\":%zu,\"windows\":%zu,\"block_size\":%zu,\"stride\":%zu,"
+        if (json) {
+            char *file = NULL;
+            sb_append_json_string(&file, path);
+            printf("{\"file\":%s,\"tokens\":%zu,\"scored\":%zu,\"windows\":%zu,\"block_size\":%zu,\"stride\":%zu,"
                    "\"loss\":%.6f,\"perplexity\":%.6f,\"bits_per_%s\":%.6f}\n",
-                   path, tf.n, r.scored, r.windows, m.cfg.block_size, used_stride, r.loss, ppl, tokenizer_unit(&tok), bits);
-        else
+                   file, tf.n, r.scored, r.windows, m.cfg.block_size, used_stride, r.loss, ppl, tokenizer_unit(&tok), bits);
+            sb_free(&file);
+        } else {
             printf("%s: %zu tokens scored in %zu windows (block %zu, stride %zu)\n"
                    "loss %.4f nats | perplexity %.4f | %.4f bits per %s\n",
                    path, r.scored, r.windows, m.cfg.block_size, used_stride, r.loss, ppl, bits, tokenizer_unit(&tok));
+        }
     }
     tokenizer_free(&tok);
     model_free(&m);

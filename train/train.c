@@ -173,31 +173,43 @@ static void on_signal(int sig) {
     interrupted = 1;
 }
 
-static FILE *open_log(const char *path, int append, Error *err) {
-    FILE *f = fopen(path, append ? "a" : "w");
-    if (!f) {
-        err_set(err, "cannot open log '%s'", path);
-        return NULL;
-    }
+/* The per-step log: CSV, or JSON lines when the name ends in .jsonl. */
+typedef struct RunLog {
+    FILE *f;
+    int jsonl;
+} RunLog;
+
+static int open_log(RunLog *log, const char *path, int append, Error *err) {
     size_t n = strlen(path);
-    int jsonl = n > 6 && strcmp(path + n - 6, ".jsonl") == 0;
-    if (!jsonl && ftell(f) == 0) fprintf(f, "step,tokens,train_loss,val_loss,lr,grad_norm,ms_per_step,elapsed_s\n");
-    return f;
+    log->jsonl = n > 6 && strcmp(path + n - 6, ".jsonl") == 0;
+    log->f = fopen(path, append ? "a" : "w");
+    if (!log->f) return err_set(err, "cannot open log '%s'", path);
+    if (!log->jsonl && ftell(log->f) == 0)
+        fprintf(log->f, "step,tokens,train_loss,val_loss,lr,grad_norm,ms_per_step,elapsed_s\n");
+    return 0;
 }
 
-static void log_row(FILE *f, const char *path, size_t step, size_t tokens, float loss, float val, float lr,
-                    float norm, double ms, double elapsed) {
-    if (!f) return;
-    size_t n = strlen(path);
-    char vbuf[32] = "";
-    if (!isnan(val)) snprintf(vbuf, sizeof vbuf, "%.6f", val);
-    if (n > 6 && strcmp(path + n - 6, ".jsonl") == 0)
-        fprintf(f, "{\"step\":%zu,\"tokens\":%zu,\"train_loss\":%.6f,\"val_loss\":%s,\"lr\":%.6g,\"grad_norm\":%.6g,"
-                   "\"ms_per_step\":%.3f,\"elapsed_s\":%.3f}\n",
-                step, tokens, loss, *vbuf ? vbuf : "null", lr, norm, ms, elapsed);
-    else
-        fprintf(f, "%zu,%zu,%.6f,%s,%.6g,%.6g,%.3f,%.3f\n", step, tokens, loss, vbuf, lr, norm, ms, elapsed);
-    fflush(f);
+/* NaN (a value a row does not have) is written as an empty CSV field or null. */
+static void put_num(FILE *f, const char *fmt, double v, int jsonl) {
+    if (isnan(v)) fputs(jsonl ? "null" : "", f);
+    else fprintf(f, fmt, v);
+}
+
+static void log_row(const RunLog *log, size_t step, size_t tokens, float loss, float val, float lr, float norm,
+                    double ms, double elapsed) {
+    if (!log->f) return;
+    static const char *const names[] = {"train_loss", "val_loss", "lr", "grad_norm", "ms_per_step", "elapsed_s"};
+    static const char *const fmts[] = {"%.6f", "%.6f", "%.6g", "%.6g", "%.3f", "%.3f"};
+    double vals[] = {loss, val, lr, norm, ms, elapsed};
+    if (log->jsonl) fprintf(log->f, "{\"step\":%zu,\"tokens\":%zu", step, tokens);
+    else fprintf(log->f, "%zu,%zu", step, tokens);
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+        if (log->jsonl) fprintf(log->f, ",\"%s\":", names[i]);
+        else fputc(',', log->f);
+        put_num(log->f, fmts[i], vals[i], log->jsonl);
+    }
+    fputs(log->jsonl ? "}\n" : "\n", log->f);
+    fflush(log->f);
 }
 
 static int save(const char *path, const Model *m, const Dataset *ds, const TrainOpts *o, size_t step, Rng rng,
@@ -347,8 +359,8 @@ int main(int argc, char **argv) {
     TrainHyper hyper = {.batch_size = B, .grad_accum = o.grad_accum, .max_iters = o.max_iters,
                         .warmup_iters = o.warmup_iters, .eval_iters = o.eval_iters, .lr = o.lr, .min_lr = o.min_lr,
                         .grad_clip = o.grad_clip, .adam = {o.beta1, o.beta2, o.eps, o.weight_decay}, .seed = o.seed};
-    FILE *logf = NULL;
-    if (o.log && !(logf = open_log(o.log, start_step > 0, &err))) {
+    RunLog logf = {NULL, 0};
+    if (o.log && open_log(&logf, o.log, start_step > 0, &err)) {
         rc = cli_error(prog, "%s", err.msg);
         goto out_batch;
     }
@@ -369,16 +381,19 @@ int main(int argc, char **argv) {
     fflush(stdout);
 
     size_t tokens_per_step = B * T * o.grad_accum;
-    double t_start = cli_now(), t_last = t_start;
+    double t_start = cli_now(), t_last = t_start, step_secs = 0.0; /* step_secs: training only, no validation */
     size_t last_logged = start_step;
     float loss = NAN;
     size_t step = start_step;
+    /* Validation is measured after a step, so a log row's val_loss belongs to
+     * its step and token count: the untrained model first, then every
+     * eval_interval steps and at the end of the schedule. */
+    if (start_step == 0) {
+        float val = estimate_loss(&model, &ds.val, &hyper, inputs, targets);
+        printf("step %5d | val loss %.4f\n", 0, val);
+        log_row(&logf, 0, 0, NAN, val, NAN, NAN, NAN, 0.0);
+    }
     for (; step < o.stop_at; step++) {
-        float val = NAN;
-        if (o.eval_interval && step % o.eval_interval == 0) {
-            val = estimate_loss(&model, &ds.val, &hyper, inputs, targets);
-            printf("step %5zu | val loss %.4f\n", step, val);
-        }
         double t0 = cli_now();
         StepStats st;
         if (train_step(&model, &ds.train, &data_rng, &hyper, step, inputs, targets, &st, &err)) {
@@ -389,17 +404,24 @@ int main(int argc, char **argv) {
         }
         loss = st.loss;
         double now = cli_now(), ms = 1e3 * (now - t0);
-        log_row(logf, o.log, step + 1, (step + 1) * tokens_per_step, loss, val, st.lr, st.grad_norm, ms, now - t_start);
+        step_secs += now - t0;
+        size_t done = step + 1;
+        float val = NAN;
+        if ((o.eval_interval && done % o.eval_interval == 0) || done == o.max_iters)
+            val = estimate_loss(&model, &ds.val, &hyper, inputs, targets);
+        log_row(&logf, done, done * tokens_per_step, loss, val, st.lr, st.grad_norm, ms, cli_now() - t_start);
         if ((step + 1) % o.log_interval == 0 || step + 1 == o.stop_at) {
-            double dt = now - t_last, per = dt / (double)(step + 1 - last_logged);
+            double n = (double)(step + 1 - last_logged), per = step_secs / n, wall = (cli_now() - t_last) / n;
             char eta[32];
-            cli_duration(per * (double)(o.stop_at - step - 1), eta, sizeof eta);
+            cli_duration(wall * (double)(o.stop_at - step - 1), eta, sizeof eta);
             printf("step %5zu/%zu | loss %.4f | lr %.2e | norm %6.3f | %7.0f tok/s | %6.1f ms/step | ETA %s\n", step + 1,
                    o.max_iters, loss, st.lr, st.grad_norm, (double)tokens_per_step / per, 1e3 * per, eta);
             fflush(stdout);
-            t_last = now;
+            t_last = cli_now();
+            step_secs = 0.0;
             last_logged = step + 1;
         }
+        if (!isnan(val)) printf("step %5zu | val loss %.4f%s\n", done, val, done == o.max_iters ? " (final)" : "");
         if (o.ckpt_interval && (step + 1) % o.ckpt_interval == 0 && step + 1 < o.stop_at) {
             if (save(o.out, &model, &ds, &o, step + 1, data_rng, &err)) {
                 rc = cli_error(prog, "%s", err.msg);
@@ -412,11 +434,6 @@ int main(int argc, char **argv) {
         }
     }
     if (rc == 0) {
-        if (step == o.max_iters && !interrupted) {
-            float val = estimate_loss(&model, &ds.val, &hyper, inputs, targets);
-            printf("step %5zu | val loss %.4f (final)\n", step, val);
-            log_row(logf, o.log, step, step * tokens_per_step, loss, val, NAN, NAN, NAN, cli_now() - t_start);
-        }
         if (save(o.out, &model, &ds, &o, step, data_rng, &err)) {
             rc = cli_error(prog, "%s", err.msg);
         } else if (interrupted) {
@@ -428,7 +445,7 @@ int main(int argc, char **argv) {
             printf("saved %s at step %zu (%s)\n", o.out, step, took);
         }
     }
-    if (logf) fclose(logf);
+    if (logf.f) fclose(logf.f);
 out_batch:
     free(inputs);
     free(targets);
