@@ -6,8 +6,9 @@
  * activation region of act_size floats that it uses for whatever forward must
  * keep for backward and for backward's own scratch.
  *
- * Adding a mixer: write src/<name>.c exporting a `const Mixer`, and list it
- * in mixer_registry (src/mixer.c). No other layer changes. */
+ * Adding a mixer: write src/<name>.c (and include/<name>.h) exporting a
+ * `const Mixer`, and list it in the registry in src/mixer.c, the one place
+ * that names the implementations. No other layer changes. */
 #ifndef LM_MIXER_H
 #define LM_MIXER_H
 
@@ -53,8 +54,5 @@ const Mixer *mixer_find(const char *name);
 /* "attention, grassmann" for messages. */
 const char *mixer_names(void);
 size_t mixer_param_count(const Mixer *mx, const ModelConfig *cfg);
-
-extern const Mixer attention_mixer;
-extern const Mixer grassmann_mixer;
 
 #endif

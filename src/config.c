@@ -22,7 +22,8 @@ void config_defaults(ModelConfig *cfg) {
     cfg->n_head = 4;
     cfg->n_embd = 128;
     cfg->pos = POS_LEARNED;
-    for (size_t l = 0; l < MAX_LAYERS; l++) cfg->mixers[l] = &attention_mixer;
+    const Mixer *attention = mixer_find("attention");
+    for (size_t l = 0; l < MAX_LAYERS; l++) cfg->mixers[l] = attention;
     cfg->grassmann_rank = 32;
     static const size_t windows[] = {1, 2, 4, 8, 12, 16};
     cfg->n_windows = sizeof windows / sizeof windows[0];

@@ -1,5 +1,8 @@
 #include "mixer.h"
 
+#include "attention.h"
+#include "grassmann.h"
+
 #include <string.h>
 
 static const Mixer *const mixer_registry[] = {&attention_mixer, &grassmann_mixer};
