@@ -63,7 +63,7 @@ static NumOpt num_opts[] = {
     {"beta1", FL(beta1), 0, 0.999999, RUN, "AdamW beta1 (0.9)", 0},
     {"beta2", FL(beta2), 0, 0.999999, RUN, "AdamW beta2 (0.99)", 0},
     {"adam-eps", FL(eps), 1e-30, 1, RUN, "AdamW epsilon (1e-8)", 0},
-    {"eval-interval", SZ(eval_interval), 0, 100000000, RUN, "validate every N steps, 0 = only at the end (250)", 0},
+    {"eval-interval", SZ(eval_interval), 0, 100000000, RUN, "validate at step 0, every N steps and at the end; 0 = start and end (250)", 0},
     {"eval-iters", SZ(eval_iters), 1, 100000, RUN, "validation batches per estimate (20)", 0},
     {"log-interval", SZ(log_interval), 1, 100000000, RUN, "progress line every N steps (10)", 0},
     {"ckpt-interval", SZ(ckpt_interval), 0, 100000000, RUN, "checkpoint every N steps, 0 = only at the end (0)", 0},
