@@ -228,10 +228,14 @@ void grassmann_mean_backward(float *dz, float *coef, const float *dqbar, const f
         size_t t = n % T;
         for (size_t w = 0; w < n_windows; w++) {
             size_t d = windows[w];
-            const float *c = coef + (n * n_windows + w) * 2, *cp = coef + ((n + d) * n_windows + w) * 2;
-            if (d <= t) pair_accumulate(dz + n * r, NULL, z + n * r, z + (n - d) * r, dqbar + n * P, c[0], c[1], r);
-            if (t + d < T)
-                pair_accumulate(NULL, dz + n * r, z + (n + d) * r, z + n * r, dqbar + (n + d) * P, cp[0], cp[1], r);
+            if (d <= t) {
+                const float *c = coef + (n * n_windows + w) * 2;
+                pair_accumulate(dz + n * r, NULL, z + n * r, z + (n - d) * r, dqbar + n * P, c[0], c[1], r);
+            }
+            if (t + d < T) { /* only then does position n + d exist */
+                const float *c = coef + ((n + d) * n_windows + w) * 2;
+                pair_accumulate(NULL, dz + n * r, z + (n + d) * r, z + n * r, dqbar + (n + d) * P, c[0], c[1], r);
+            }
         }
     }
 }

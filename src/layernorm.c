@@ -2,6 +2,8 @@
 
 #include <math.h>
 
+#include "ops.h"
+
 void layernorm_forward(float *out, float *mean, float *rstd, const float *in,
                        const float *weight, const float *bias, size_t N, size_t C) {
 #pragma omp parallel for schedule(static)
@@ -42,24 +44,20 @@ void layernorm_backward(float *din, float *dweight, float *dbias, const float *d
             dx[c] += s * (dy[c] * weight[c] - sum_d - xhat * sum_dx);
         }
     }
-    /* Parameter gradients: blocks of columns in parallel, rows in order
-     * inside (deterministic for any thread count, contiguous reads). */
+    /* dweight: blocks of columns in parallel, rows in order inside
+     * (deterministic for any thread count, contiguous reads); dbias is the
+     * plain column sum of dout. */
     enum { CB = 64 };
 #pragma omp parallel for schedule(static)
     for (size_t c0 = 0; c0 < C; c0 += CB) {
         size_t nc = C - c0 < CB ? C - c0 : CB;
-        float dw[CB] = {0}, db[CB] = {0};
+        float dw[CB] = {0};
         for (size_t n = 0; n < N; n++) {
             const float *dy = dout + n * C + c0, *x = in + n * C + c0;
             float m = mean[n], s = rstd[n];
-            for (size_t c = 0; c < nc; c++) {
-                dw[c] += dy[c] * (x[c] - m) * s;
-                db[c] += dy[c];
-            }
+            for (size_t c = 0; c < nc; c++) dw[c] += dy[c] * (x[c] - m) * s;
         }
-        for (size_t c = 0; c < nc; c++) {
-            dweight[c0 + c] += dw[c];
-            dbias[c0 + c] += db[c];
-        }
+        for (size_t c = 0; c < nc; c++) dweight[c0 + c] += dw[c];
     }
+    column_sum_add(dbias, dout, N, C);
 }
