@@ -23,6 +23,9 @@ void *lm_calloc(size_t count, size_t size, Error *err);
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 uint64_t fnv1a(uint64_t h, const void *data, size_t len);
 
+/* Monotonic wall-clock seconds (for rates and profiles, never for results). */
+double wall_seconds(void);
+
 /* Reads a whole file into a malloc'd buffer (NUL-terminated for text use). */
 char *read_file(const char *path, size_t *len, Error *err);
 

@@ -20,6 +20,7 @@
 #include "common.h"
 #include "config.h"
 #include "mixer.h"
+#include "profile.h"
 
 typedef struct ParamTensor {
     char name[TENSOR_NAME_MAX];
@@ -65,7 +66,9 @@ typedef struct Model {
     /* What the last forward did, for backward. */
     size_t B, T;
     int dropout_on;
+    uint64_t dropout_key; /* the step's key, when dropout_on */
     float loss; /* mean loss of the last forward with targets */
+    Profile *prof; /* NULL, or where forward and backward charge their time per part */
 } Model;
 
 /* Builds the layout and initialises weights from `seed` (DESIGN.md init). */

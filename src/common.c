@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 int err_set(Error *err, const char *fmt, ...) {
@@ -31,6 +32,12 @@ uint64_t fnv1a(uint64_t h, const void *data, size_t len) {
         h *= 0x100000001b3ULL;
     }
     return h;
+}
+
+double wall_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 char *read_file(const char *path, size_t *len, Error *err) {

@@ -183,36 +183,47 @@ static const float *positions(const Model *m) {
     return m->cfg.pos == POS_LEARNED ? m->params + m->wpe : m->pos_table;
 }
 
+/* out = stream + dropout(branch), the branch's mask drawn from the step's
+ * dropout key and the branch's index (identity when dropout is off). */
+static void residual_forward(float *out, const float *stream, float *branch, float *mask, const Model *m,
+                             size_t branch_index) {
+    size_t n = m->B * m->T * m->cfg.n_embd;
+    if (m->dropout_on) {
+        dropout_mask(mask, n, m->cfg.dropout, rng_hash(m->dropout_key, branch_index));
+        dropout_forward(branch, mask, n);
+    }
+    add_forward(out, stream, branch, n);
+}
+
 void model_forward(Model *m, const int32_t *inputs, const int32_t *targets, size_t B, size_t T,
                    const uint64_t *dropout_key) {
     const ModelConfig *c = &m->cfg;
     size_t N = B * T, C = c->n_embd, V = c->vocab_size;
     const float *P = m->params;
+    Profile *pr = m->prof;
+    const Pass F = PASS_FORWARD;
     m->B = B;
     m->T = T;
     m->dropout_on = dropout_key && c->dropout > 0.0f;
+    m->dropout_key = m->dropout_on ? *dropout_key : 0;
     memcpy(m->inputs, inputs, N * sizeof(int32_t));
-    embedding_forward(m->la[0].resid, inputs, P + m->wte, positions(m), B, T, C);
+    PROFILED(pr, "embedding", F, embedding_forward(m->la[0].resid, inputs, P + m->wte, positions(m), B, T, C));
     for (size_t l = 0; l < c->n_layer; l++) {
         LayerActs *L = &m->la[l];
         const LayerOffsets *lo = &m->layer[l];
         float *next = l + 1 < c->n_layer ? m->la[l + 1].resid : m->resid_out;
-        layernorm_forward(L->ln1, L->ln1_mean, L->ln1_rstd, L->resid, P + lo->ln1_w, P + lo->ln1_b, N, C);
-        c->mixers[l]->forward(c, P + lo->mixer, L->mixer, L->mix, L->ln1, B, T);
-        if (m->dropout_on) {
-            dropout_mask(L->drop1, N * C, c->dropout, rng_hash(*dropout_key, 2 * l));
-            dropout_forward(L->mix, L->drop1, N * C);
-        }
-        add_forward(L->resid_mid, L->resid, L->mix, N * C);
-        layernorm_forward(L->ln2, L->ln2_mean, L->ln2_rstd, L->resid_mid, P + lo->ln2_w, P + lo->ln2_b, N, C);
-        mlp_forward(L->mlp, L->fc, L->act, L->ln2, mlp_params(P, lo), N, C);
-        if (m->dropout_on) {
-            dropout_mask(L->drop2, N * C, c->dropout, rng_hash(*dropout_key, 2 * l + 1));
-            dropout_forward(L->mlp, L->drop2, N * C);
-        }
-        add_forward(next, L->resid_mid, L->mlp, N * C);
+        PROFILED(pr, "layernorm", F,
+                 layernorm_forward(L->ln1, L->ln1_mean, L->ln1_rstd, L->resid, P + lo->ln1_w, P + lo->ln1_b, N, C));
+        PROFILED(pr, c->mixers[l]->name, F, c->mixers[l]->forward(c, P + lo->mixer, L->mixer, L->mix, L->ln1, B, T));
+        PROFILED(pr, "residual", F, residual_forward(L->resid_mid, L->resid, L->mix, L->drop1, m, 2 * l));
+        PROFILED(pr, "layernorm", F,
+                 layernorm_forward(L->ln2, L->ln2_mean, L->ln2_rstd, L->resid_mid, P + lo->ln2_w, P + lo->ln2_b, N, C));
+        PROFILED(pr, "mlp", F, mlp_forward(L->mlp, L->fc, L->act, L->ln2, mlp_params(P, lo), N, C));
+        PROFILED(pr, "residual", F, residual_forward(next, L->resid_mid, L->mlp, L->drop2, m, 2 * l + 1));
     }
-    layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->resid_out, P + m->lnf_w, P + m->lnf_b, N, C);
+    PROFILED(pr, "layernorm", F,
+             layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->resid_out, P + m->lnf_w, P + m->lnf_b, N, C));
+    double t0 = profile_start(pr);
     matmul_forward(m->logits, m->lnf, P + m->wte, NULL, N, C, V);
     m->loss = NAN;
     if (targets) {
@@ -220,6 +231,7 @@ void model_forward(Model *m, const int32_t *inputs, const int32_t *targets, size
         crossentropy_forward(m->losses, m->probs, m->logits, targets, N, V);
         m->loss = (float)(sum_floats(m->losses, N) / (double)N);
     }
+    profile_stop(pr, "head", F, t0);
 }
 
 /* dbranch = d(stream) through the branch's dropout (identity when off). */
@@ -237,29 +249,41 @@ void model_backward(Model *m, float loss_scale) {
     size_t B = m->B, T = m->T, N = B * T, C = c->n_embd, V = c->vocab_size;
     const float *P = m->params;
     float *G = m->grads;
+    Profile *pr = m->prof;
+    const Pass Bk = PASS_BACKWARD;
+    double t0 = profile_start(pr);
     crossentropy_backward(m->dlogits, m->probs, m->targets, loss_scale / (float)N, N, V);
     memset(m->dresid, 0, N * C * sizeof(float));
     memset(m->dln, 0, N * C * sizeof(float));
     matmul_backward(m->dln, G + m->wte, NULL, m->dlogits, m->lnf, P + m->wte, N, C, V);
-    layernorm_backward(m->dresid, G + m->lnf_w, G + m->lnf_b, m->dln, m->resid_out, P + m->lnf_w,
-                       m->lnf_mean, m->lnf_rstd, N, C);
+    profile_stop(pr, "head", Bk, t0);
+    PROFILED(pr, "layernorm", Bk,
+             layernorm_backward(m->dresid, G + m->lnf_w, G + m->lnf_b, m->dln, m->resid_out, P + m->lnf_w,
+                                m->lnf_mean, m->lnf_rstd, N, C));
     /* m->dresid carries d(loss)/d(stream) down the layers: each branch adds to it. */
     for (size_t l = c->n_layer; l-- > 0;) {
         LayerActs *L = &m->la[l];
         const LayerOffsets *lo = &m->layer[l];
         MlpGrads mg = {G + lo->fc_w, G + lo->fc_b, G + lo->proj_w, G + lo->proj_b};
-        branch_grad(m->dbranch, m->dresid, L->drop2, m->dropout_on, N * C);
-        memset(m->dln, 0, N * C * sizeof(float));
-        mlp_backward(m->dln, mg, m->dact, m->dfc, m->dbranch, L->ln2, L->fc, L->act, mlp_params(P, lo), N, C);
-        layernorm_backward(m->dresid, G + lo->ln2_w, G + lo->ln2_b, m->dln, L->resid_mid, P + lo->ln2_w,
-                           L->ln2_mean, L->ln2_rstd, N, C);
-        branch_grad(m->dbranch, m->dresid, L->drop1, m->dropout_on, N * C);
-        memset(m->dln, 0, N * C * sizeof(float));
-        c->mixers[l]->backward(c, P + lo->mixer, G + lo->mixer, L->mixer, L->ln1, m->dbranch, m->dln, B, T);
-        layernorm_backward(m->dresid, G + lo->ln1_w, G + lo->ln1_b, m->dln, L->resid, P + lo->ln1_w,
-                           L->ln1_mean, L->ln1_rstd, N, C);
+        PROFILED(pr, "residual", Bk, branch_grad(m->dbranch, m->dresid, L->drop2, m->dropout_on, N * C));
+        PROFILED(pr, "mlp", Bk, {
+            memset(m->dln, 0, N * C * sizeof(float));
+            mlp_backward(m->dln, mg, m->dact, m->dfc, m->dbranch, L->ln2, L->fc, L->act, mlp_params(P, lo), N, C);
+        });
+        PROFILED(pr, "layernorm", Bk,
+                 layernorm_backward(m->dresid, G + lo->ln2_w, G + lo->ln2_b, m->dln, L->resid_mid, P + lo->ln2_w,
+                                    L->ln2_mean, L->ln2_rstd, N, C));
+        PROFILED(pr, "residual", Bk, branch_grad(m->dbranch, m->dresid, L->drop1, m->dropout_on, N * C));
+        PROFILED(pr, c->mixers[l]->name, Bk, {
+            memset(m->dln, 0, N * C * sizeof(float));
+            c->mixers[l]->backward(c, P + lo->mixer, G + lo->mixer, L->mixer, L->ln1, m->dbranch, m->dln, B, T);
+        });
+        PROFILED(pr, "layernorm", Bk,
+                 layernorm_backward(m->dresid, G + lo->ln1_w, G + lo->ln1_b, m->dln, L->resid, P + lo->ln1_w,
+                                    L->ln1_mean, L->ln1_rstd, N, C));
     }
-    embedding_backward(G + m->wte, c->pos == POS_LEARNED ? G + m->wpe : NULL, m->dresid, m->inputs, B, T, C);
+    PROFILED(pr, "embedding", Bk,
+             embedding_backward(G + m->wte, c->pos == POS_LEARNED ? G + m->wpe : NULL, m->dresid, m->inputs, B, T, C));
 }
 
 void model_zero_grads(Model *m) { memset(m->grads, 0, m->n_params * sizeof(float)); }

@@ -107,7 +107,8 @@ static void usage(FILE *f) {
             "      --grassmann-windows L  Grassmann window offsets (1,2,4,8,12,16)\n"
             "      --log FILE             per-step log for plotting: CSV, or JSON lines if FILE ends in .jsonl\n"
             "      --dump-grads FILE      write weights, gradients, loss and the first batch, then exit\n"
-            "      --count-params         print the model's parameter count and exit\n");
+            "      --count-params         print the model's parameter count and exit\n"
+            "      --profile              at the end, print where a step's time went, per part\n");
     for (size_t i = 0; i < N_NUM; i++) {
         char flag[48];
         snprintf(flag, sizeof flag, "%s %s", num_opts[i].name, num_opts[i].is_float ? "X" : "N");
@@ -227,8 +228,8 @@ int main(int argc, char **argv) {
     TrainOpts o;
     defaults(&o);
     Error err;
-    int arch_string_set = 0, count_only = 0;
-    enum { OPT_RESUME = 1, OPT_MIXER, OPT_POS, OPT_WINDOWS, OPT_LOG, OPT_DUMP, OPT_COUNT, OPT_NUM = 1000 }; /* clear of every short-option character */
+    int arch_string_set = 0, count_only = 0, profile_on = 0;
+    enum { OPT_RESUME = 1, OPT_MIXER, OPT_POS, OPT_WINDOWS, OPT_LOG, OPT_DUMP, OPT_COUNT, OPT_PROFILE, OPT_NUM = 1000 }; /* clear of every short-option character */
     struct option opts[N_NUM + 16];
     size_t no = 0;
     opts[no++] = (struct option){"data", required_argument, 0, 'd'};
@@ -240,6 +241,7 @@ int main(int argc, char **argv) {
     opts[no++] = (struct option){"log", required_argument, 0, OPT_LOG};
     opts[no++] = (struct option){"dump-grads", required_argument, 0, OPT_DUMP};
     opts[no++] = (struct option){"count-params", no_argument, 0, OPT_COUNT};
+    opts[no++] = (struct option){"profile", no_argument, 0, OPT_PROFILE};
     opts[no++] = (struct option){"help", no_argument, 0, 'h'};
     for (size_t i = 0; i < N_NUM; i++) opts[no++] = (struct option){num_opts[i].name, required_argument, 0, OPT_NUM + (int)i};
     opts[no] = (struct option){0, 0, 0, 0};
@@ -257,6 +259,7 @@ int main(int argc, char **argv) {
         case OPT_LOG: o.log = optarg; break;
         case OPT_DUMP: o.dump = optarg; break;
         case OPT_COUNT: count_only = 1; break;
+        case OPT_PROFILE: profile_on = 1; break;
         case ':': return cli_error(prog, "option '%s' needs a value (see --help)", argv[optind - 1]);
         case '?': return cli_error(prog, "unknown option '%s' (see --help)", argv[optind - 1]);
         default:
@@ -382,6 +385,8 @@ int main(int argc, char **argv) {
 
     size_t tokens_per_step = B * T * o.grad_accum;
     double t_start = cli_now(), t_last = t_start, step_secs = 0.0; /* step_secs: training only, no validation */
+    double train_secs = 0.0;                                            /* the same, over the whole run */
+    Profile prof = {0};
     size_t last_logged = start_step;
     float loss = NAN;
     size_t step = start_step;
@@ -396,7 +401,10 @@ int main(int argc, char **argv) {
     for (; step < o.stop_at; step++) {
         double t0 = cli_now();
         StepStats st;
-        if (train_step(&model, &ds.train, &data_rng, &hyper, step, inputs, targets, &st, &err)) {
+        model.prof = profile_on ? &prof : NULL; /* validation is not charged to the profile */
+        int failed = train_step(&model, &ds.train, &data_rng, &hyper, step, inputs, targets, &st, &err);
+        model.prof = NULL;
+        if (failed) {
             fprintf(stderr, "%s: error: %s; stopping without saving, the last good checkpoint is kept\n", prog,
                     err.msg);
             rc = 1;
@@ -405,6 +413,7 @@ int main(int argc, char **argv) {
         loss = st.loss;
         double now = cli_now(), ms = 1e3 * (now - t0);
         step_secs += now - t0;
+        train_secs += now - t0;
         size_t done = step + 1;
         float val = NAN;
         if ((o.eval_interval && done % o.eval_interval == 0) || done == o.max_iters)
@@ -445,6 +454,7 @@ int main(int argc, char **argv) {
             printf("saved %s at step %zu (%s)\n", o.out, step, took);
         }
     }
+    if (profile_on) profile_print(stdout, &prof, train_secs);
     if (logf.f) fclose(logf.f);
 out_batch:
     free(inputs);
