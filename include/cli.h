@@ -10,7 +10,8 @@
 
 /* Prints "<prog>: error: <message>" on one line to stderr; returns EXIT_BAD_INPUT. */
 int cli_error(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Sets the OpenMP (and so OpenBLAS) thread count; 0 keeps the default. */
+/* Sets the OpenMP thread count (0 keeps the default: OMP_NUM_THREADS or all
+ * cores) and fixes the run's parallel width to it (ops_set_parallel_width). */
 void cli_set_threads(size_t n);
 size_t cli_threads(void);
 double cli_now(void); /* monotonic seconds */

@@ -11,9 +11,21 @@
 
 #include <stddef.h>
 
+/* How many tiles a large product is cut into (and so the most threads it can
+ * use): set once per run to the largest thread count the run may use. Results
+ * depend on it, never on the number of threads that actually run; 0 (the
+ * default) means the current OpenMP thread count. */
+void ops_set_parallel_width(size_t width);
+size_t ops_parallel_width(void);
+
 /* out (n, out_dim) = in (n, in_dim) . w^T (out_dim, in_dim) + bias (out_dim, may be NULL) */
 void matmul_forward(float *out, const float *in, const float *w, const float *bias,
                     size_t n, size_t in_dim, size_t out_dim);
+
+/* The same with w a column block of a wider matrix: row o of w starts at
+ * w + o * ldw (ldw >= in_dim). */
+void matmul_forward_strided(float *out, const float *in, const float *w, size_t ldw, const float *bias,
+                            size_t n, size_t in_dim, size_t out_dim);
 
 /* din += dout . w;  dw += dout^T . in;  dbias += column sums of dout.
  * Any of din, dw, dbias may be NULL when not wanted. */

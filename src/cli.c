@@ -3,7 +3,9 @@
 #include <omp.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <time.h>
+
+#include "common.h"
+#include "ops.h"
 
 int cli_error(const char *prog, const char *fmt, ...) {
     char msg[1024];
@@ -19,15 +21,12 @@ int cli_error(const char *prog, const char *fmt, ...) {
 
 void cli_set_threads(size_t n) {
     if (n > 0) omp_set_num_threads((int)n);
+    ops_set_parallel_width((size_t)omp_get_max_threads()); /* fixed for the run: see ops.h */
 }
 
 size_t cli_threads(void) { return (size_t)omp_get_max_threads(); }
 
-double cli_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+double cli_now(void) { return wall_seconds(); }
 
 void cli_duration(double s, char *buf, size_t len) {
     long t = (long)(s + 0.5);

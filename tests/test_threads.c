@@ -1,0 +1,130 @@
+/* The thread count never changes a result, and the tuner that changes it
+ * follows the load: training steps computed with 1 or 2 threads (and with a
+ * width that is not their count) are bit-identical, and the tuner, fed step
+ * times of a simulated machine, moves to one thread while another process
+ * holds a core and back to two when it leaves. */
+#include "testutil.h"
+
+#include <omp.h>
+
+#include "config.h"
+#include "model.h"
+#include "ops.h"
+#include "optim.h"
+#include "threads.h"
+
+/* A model big enough that its products are cut into several tiles. */
+static void train_steps(const char *mixers, size_t threads, Model *m) {
+    ModelConfig cfg;
+    Error err;
+    config_defaults(&cfg);
+    cfg.vocab_size = 50, cfg.block_size = 64, cfg.n_layer = 2, cfg.n_head = 4, cfg.n_embd = 64;
+    cfg.grassmann_rank = 12;
+    assert_int_equal(config_set_mixers(&cfg, mixers, &err), 0);
+    assert_int_equal(model_init(m, &cfg, 7, &err), 0);
+    assert_int_equal(model_alloc_training(m, &err), 0);
+    size_t B = 6, T = 64;
+    assert_int_equal(model_alloc_acts(m, B, T, &err), 0);
+    int32_t in[6 * 64], tg[6 * 64];
+    Rng r;
+    rng_seed(&r, 3);
+    AdamWConfig adam = {0.9f, 0.99f, 1e-8f, 0.1f};
+    omp_set_num_threads((int)threads);
+    for (size_t step = 0; step < 3; step++) {
+        for (size_t i = 0; i < B * T; i++) in[i] = (int32_t)rng_below(&r, 50), tg[i] = (int32_t)rng_below(&r, 50);
+        model_zero_grads(m);
+        model_forward(m, in, tg, B, T, NULL);
+        model_backward(m, 1.0f);
+        model_adamw_step(m, &adam, 1e-3f, step + 1, clip_scale(grad_norm(m->grads, m->n_params), 1.0f));
+    }
+    omp_set_num_threads(2);
+}
+
+static void check_invariance(const char *mixers, size_t width) {
+    Model a, b;
+    ops_set_parallel_width(width);
+    train_steps(mixers, 1, &a);
+    train_steps(mixers, 2, &b);
+    ops_set_parallel_width(0);
+    assert_int_equal(a.n_params, b.n_params);
+    assert_memory_equal(a.params, b.params, a.n_params * sizeof(float));
+    assert_memory_equal(a.grads, b.grads, a.n_params * sizeof(float));
+    assert_memory_equal(a.m, b.m, a.n_params * sizeof(float));
+    model_free(&a);
+    model_free(&b);
+}
+
+static void test_invariance_attention(void **s) { (void)s; check_invariance("attention", 2); }
+static void test_invariance_grassmann(void **s) { (void)s; check_invariance("grassmann", 2); }
+static void test_invariance_width3(void **s) { (void)s; check_invariance("grassmann,attention", 3); }
+
+/* ---- the tuner on a simulated machine ------------------------------------------ */
+
+/* Step seconds with n threads: two cores, 30 ms with two threads and 55 ms with
+ * one when quiet; while another process is busy, one thread keeps its core
+ * (58 ms) and two threads wait on each other (110 ms). A little noise. */
+static double simulated_step(size_t threads, int loaded, Rng *r) {
+    double base = loaded ? (threads == 2 ? 0.110 : 0.058) : (threads == 2 ? 0.030 : 0.055);
+    return base * (1.0 + 0.04 * rng_uniform(r));
+}
+
+static void test_tuner_follows_load(void **s) {
+    (void)s;
+    ThreadTuner t;
+    thread_tuner_init(&t, 2, 1);
+    assert_int_equal(t.n_cand, 2);
+    Rng r;
+    rng_seed(&r, 5);
+    size_t two_quiet = 0, one_loaded = 0, back_at = 0;
+    double spent_loaded = 0.0;
+    for (size_t step = 0; step < 1200; step++) {
+        int loaded = step >= 300 && step < 700;
+        size_t n = thread_tuner_begin(&t);
+        double sec = simulated_step(n, loaded, &r);
+        thread_tuner_record(&t, sec);
+        if (step >= 20 && step < 300) two_quiet += n == 2;
+        if (step >= 320 && step < 700) {
+            one_loaded += n == 1;
+            spent_loaded += sec;
+        }
+        if (step >= 700 && !back_at && n == 2 && t.cand[t.cur] == 2) back_at = step;
+    }
+    omp_set_num_threads(2);
+    /* Quiet: two threads but for the occasional probe step. */
+    assert_true(two_quiet >= 280 * 9 / 10);
+    /* Loaded: within 20 steps on one thread, and the probes cost little. */
+    assert_true(one_loaded >= 380 * 9 / 10);
+    assert_true(spent_loaded <= 1.05 * 380 * 0.058 * 1.02);
+    /* Quiet again: back to two threads within the longest probe interval. */
+    assert_true(back_at > 0 && back_at < 700 + 260);
+}
+
+static void test_tuner_candidates(void **s) {
+    (void)s;
+    ThreadTuner t;
+    thread_tuner_init(&t, 8, 1);
+    assert_int_equal(t.n_cand, 4);
+    assert_int_equal(t.cand[0], 8);
+    assert_int_equal(t.cand[3], 1);
+    thread_tuner_init(&t, 3, 1);
+    assert_int_equal(t.n_cand, 3); /* 3, 2, 1 */
+    thread_tuner_init(&t, 1, 1);
+    assert_false(t.adaptive);
+    thread_tuner_init(&t, 4, 0);
+    for (int i = 0; i < 50; i++) {
+        assert_int_equal(thread_tuner_begin(&t), 4); /* pinned */
+        thread_tuner_record(&t, i < 25 ? 0.01 : 1.0);
+    }
+    omp_set_num_threads(2);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_invariance_attention),
+        cmocka_unit_test(test_invariance_grassmann),
+        cmocka_unit_test(test_invariance_width3),
+        cmocka_unit_test(test_tuner_follows_load),
+        cmocka_unit_test(test_tuner_candidates),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
