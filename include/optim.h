@@ -11,18 +11,23 @@ typedef struct AdamWConfig {
     float beta1, beta2, eps, weight_decay;
 } AdamWConfig;
 
-/* One AdamW update of n parameters; t is the 1-based step count. */
-void adamw_update(float *params, const float *grads, float *m, float *v, size_t n, float lr,
+/* One AdamW update of n parameters with gradient grads * grad_scale (the
+ * clipping factor, applied here rather than in a pass of its own); t is the
+ * 1-based step count. */
+void adamw_update(float *params, const float *grads, float grad_scale, float *m, float *v, size_t n, float lr,
                   float weight_decay, const AdamWConfig *cfg, size_t t);
 /* adamw_update over every tensor of the model, decaying only matrices. */
-void model_adamw_step(Model *model, const AdamWConfig *cfg, float lr, size_t t);
+void model_adamw_step(Model *model, const AdamWConfig *cfg, float lr, size_t t, float grad_scale);
 
 /* lr at 0-based step: (step+1)/warmup * lr during warm-up, then cosine from lr
  * down to min_lr at max_iters. */
 float lr_schedule(size_t step, size_t warmup, size_t max_iters, float lr, float min_lr);
 
-/* Scales grads so that their global L2 norm is at most max_norm (no-op when
- * max_norm <= 0); returns the norm before clipping. */
-float clip_grad_norm(float *grads, size_t n, float max_norm);
+/* The global L2 norm of n gradients (independent of the thread count). */
+float grad_norm(const float *grads, size_t n);
+/* The factor that scales a gradient of global norm `norm` down to max_norm,
+ * as torch.nn.utils.clip_grad_norm_ does; 1 within the bound or when
+ * max_norm <= 0. */
+float clip_scale(float norm, float max_norm);
 
 #endif

@@ -4,26 +4,36 @@
 
 #include "ops.h"
 
-void adamw_update(float *params, const float *grads, float *m, float *v, size_t n, float lr,
-                  float weight_decay, const AdamWConfig *cfg, size_t t) {
+/* The update of one span of parameters, shared among the threads of the
+ * enclosing parallel region (an orphaned `omp for`: one region serves all
+ * tensors). Each element's result is the same whichever thread computes it. */
+static void adamw_span(float *params, const float *grads, float grad_scale, float *m, float *v, size_t n, float lr,
+                       float weight_decay, const AdamWConfig *cfg, size_t t) {
     float b1 = cfg->beta1, b2 = cfg->beta2;
     float c1 = 1.0f - powf(b1, (float)t), c2 = 1.0f - powf(b2, (float)t);
-#pragma omp parallel for schedule(static)
+    float decay = 1.0f - lr * weight_decay; /* decoupled, as torch.optim.AdamW */
+#pragma omp for schedule(static) nowait
     for (size_t i = 0; i < n; i++) {
-        float g = grads[i];
+        float g = grads[i] * grad_scale;
         m[i] = b1 * m[i] + (1.0f - b1) * g;
         v[i] = b2 * v[i] + (1.0f - b2) * g * g;
-        float p = params[i] * (1.0f - lr * weight_decay); /* decoupled decay, as torch.optim.AdamW */
-        params[i] = p - lr * (m[i] / c1) / (sqrtf(v[i] / c2) + cfg->eps);
+        params[i] = params[i] * decay - lr * (m[i] / c1) / (sqrtf(v[i] / c2) + cfg->eps);
     }
 }
 
-void model_adamw_step(Model *model, const AdamWConfig *cfg, float lr, size_t t) {
+void adamw_update(float *params, const float *grads, float grad_scale, float *m, float *v, size_t n, float lr,
+                  float weight_decay, const AdamWConfig *cfg, size_t t) {
+#pragma omp parallel
+    adamw_span(params, grads, grad_scale, m, v, n, lr, weight_decay, cfg, t);
+}
+
+void model_adamw_step(Model *model, const AdamWConfig *cfg, float lr, size_t t, float grad_scale) {
+#pragma omp parallel
     for (size_t i = 0; i < model->n_tensors; i++) {
         const ParamTensor *pt = &model->tensors[i];
         size_t off = pt->offset, n = pt->rows * (pt->cols ? pt->cols : 1);
-        adamw_update(model->params + off, model->grads + off, model->m + off, model->v + off, n, lr,
-                     pt->cols ? cfg->weight_decay : 0.0f, cfg, t);
+        adamw_span(model->params + off, model->grads + off, grad_scale, model->m + off, model->v + off, n, lr,
+                   pt->cols ? cfg->weight_decay : 0.0f, cfg, t);
     }
 }
 
@@ -35,12 +45,8 @@ float lr_schedule(size_t step, size_t warmup, size_t max_iters, float lr, float 
     return (float)(min_lr + coeff * (lr - min_lr));
 }
 
-float clip_grad_norm(float *grads, size_t n, float max_norm) {
-    float norm = (float)sqrt(sum_squares(grads, n));
-    if (max_norm > 0.0f && norm > max_norm) {
-        float s = max_norm / (norm + 1e-6f);
-#pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < n; i++) grads[i] *= s;
-    }
-    return norm;
+float grad_norm(const float *grads, size_t n) { return (float)sqrt(sum_squares(grads, n)); }
+
+float clip_scale(float norm, float max_norm) {
+    return max_norm > 0.0f && norm > max_norm ? max_norm / (norm + 1e-6f) : 1.0f;
 }

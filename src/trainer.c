@@ -16,12 +16,15 @@ int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper
     }
     /* A data-parallel all-reduce of m->grads belongs here. */
     out->loss = (float)(total / (double)h->grad_accum);
-    out->grad_norm = clip_grad_norm(m->grads, m->n_params, h->grad_clip);
+    double t0 = profile_start(m->prof);
+    out->grad_norm = grad_norm(m->grads, m->n_params);
     if (!isfinite(out->loss) || !isfinite(out->grad_norm))
         return err_set(err, "training diverged at step %zu (loss %g, gradient norm %g)", step, out->loss,
                        out->grad_norm);
     out->lr = lr_schedule(step, h->warmup_iters, h->max_iters, h->lr, h->min_lr);
-    model_adamw_step(m, &h->adam, out->lr, step + 1);
+    model_adamw_step(m, &h->adam, out->lr, step + 1, clip_scale(out->grad_norm, h->grad_clip));
+    profile_stop(m->prof, "optimizer", PASS_FORWARD, t0);
+    if (m->prof) m->prof->steps++;
     return 0;
 }
 

@@ -155,16 +155,16 @@ static void test_adamw_step(void **s) {
      *         p = 0.89*0.99 - 0.1*0.266696 = 0.854430 */
     AdamWConfig cfg = {0.9f, 0.99f, 1e-8f, 0.1f};
     float p = 1.0f, g = 0.5f, m = 0, v = 0;
-    adamw_update(&p, &g, &m, &v, 1, 0.1f, 0.1f, &cfg, 1);
+    adamw_update(&p, &g, 1.0f, &m, &v, 1, 0.1f, 0.1f, &cfg, 1);
     assert_float_equal(p, 0.89f, 1e-6);
     g = -0.25f;
-    adamw_update(&p, &g, &m, &v, 1, 0.1f, 0.1f, &cfg, 2);
+    adamw_update(&p, &g, 1.0f, &m, &v, 1, 0.1f, 0.1f, &cfg, 2);
     assert_float_equal(m, 0.02f, 1e-7);
     assert_float_equal(v, 0.0031f, 1e-8);
     assert_float_equal(p, 0.854430f, 2e-6);
     /* No decay: a vector (bias) with wd 0 moves only by the Adam step. */
     float q = 1.0f, gq = 0.5f, mq = 0, vq = 0;
-    adamw_update(&q, &gq, &mq, &vq, 1, 0.1f, 0.0f, &cfg, 1);
+    adamw_update(&q, &gq, 1.0f, &mq, &vq, 1, 0.1f, 0.0f, &cfg, 1);
     assert_float_equal(q, 0.9f, 1e-6);
 }
 
@@ -183,12 +183,18 @@ static void test_lr_schedule(void **s) {
 static void test_clip(void **s) {
     (void)s;
     float g[4] = {3, 0, 4, 0};
-    assert_float_equal(clip_grad_norm(g, 4, 1.0f), 5.0f, 1e-6);
-    assert_float_equal(g[0], 0.6f, 1e-5);
-    assert_float_equal(g[2], 0.8f, 1e-5);
+    float norm = grad_norm(g, 4);
+    assert_float_equal(norm, 5.0f, 1e-6);
+    assert_float_equal(g[0] * clip_scale(norm, 1.0f), 0.6f, 1e-5);
+    assert_float_equal(g[2] * clip_scale(norm, 1.0f), 0.8f, 1e-5);
     float h[2] = {0.3f, 0.4f};
-    clip_grad_norm(h, 2, 1.0f); /* below the bound: unchanged */
-    assert_float_equal(h[0], 0.3f, 0);
+    assert_float_equal(clip_scale(grad_norm(h, 2), 1.0f), 1.0f, 0); /* below the bound: unchanged */
+    assert_float_equal(clip_scale(5.0f, 0.0f), 1.0f, 0);               /* clipping off */
+    /* The factor reaches AdamW: a gradient clipped 10x moves m by a tenth. */
+    AdamWConfig cfg = {0.9f, 0.99f, 1e-8f, 0.0f};
+    float p = 1.0f, gr = 5.0f, m = 0, v = 0;
+    adamw_update(&p, &gr, 0.1f, &m, &v, 1, 0.1f, 0.0f, &cfg, 1);
+    assert_float_equal(m, 0.05f, 1e-7);
 }
 
 /* ---- tokenizer ----------------------------------------------------------------- */
@@ -360,8 +366,8 @@ static void overfit(const char *mixers) {
         model_zero_grads(&m);
         model_forward(&m, in, tg, B, T, NULL);
         model_backward(&m, 1.0f);
-        clip_grad_norm(m.grads, m.n_params, 1.0f);
-        model_adamw_step(&m, &ac, lr_schedule(step, 20, 600, 1e-2f, 1e-3f), step + 1);
+        model_adamw_step(&m, &ac, lr_schedule(step, 20, 600, 1e-2f, 1e-3f), step + 1,
+                         clip_scale(grad_norm(m.grads, m.n_params), 1.0f));
         loss = m.loss;
     }
     if (!(loss < 0.1f)) fail_msg("%s: loss on a repeating text is still %.4f after 600 steps", mixers, loss);
