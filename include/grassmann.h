@@ -18,25 +18,27 @@
 #include "mixer.h"
 
 #define GRASSMANN_EPS 1e-8f
+#define GRASSMANN_MAX_RANK 1024
 
 extern const Mixer grassmann_mixer;
 
-/* The parts, exposed so tests can check each one alone. */
+/* The parts, exposed so tests (and inspection) can use each one alone. */
 
-/* qbar (P) += scale * normalised Plücker coordinates of (zc, zp). */
+/* p (P) = the Plücker coordinates of (a, b): p_ij = a_i b_j - a_j b_i, i < j,
+ * packed row by row (ij = 01, 02, ..., 12, ...). */
+void grassmann_wedge(float *p, const float *a, const float *b, size_t r);
+/* qbar (P) += scale * (zc ^ zp) / max(|zc ^ zp|, eps): one pair, normalised. */
 void grassmann_pair_forward(float *qbar, const float *zc, const float *zp, float scale,
                             float eps, size_t r);
-/* Backward of the above given dqbar: dzc and dzp (either may be NULL) accumulate. */
-void grassmann_pair_backward(float *dzc, float *dzp, const float *zc, const float *zp,
-                             const float *dqbar, float scale, float eps, size_t r);
 
-/* qbar (B,T,P) = mean over valid offsets of the normalised coordinates of z (B,T,r);
- * zero rows where no offset fits. Backward: dz (B,T,r) accumulates. */
-void grassmann_mean_forward(float *qbar, const float *z, const size_t *windows, size_t n_windows,
-                            size_t B, size_t T, size_t r, float eps);
-/* coef: scratch of B*T*n_windows*2 floats. */
-void grassmann_mean_backward(float *dz, float *coef, const float *dqbar, const float *z, const size_t *windows,
-                             size_t n_windows, size_t B, size_t T, size_t r, float eps);
+/* qbar (B,T,P) = mean over valid offsets of the normalised coordinates of
+ * (z_t, z_{t-d}) for z (B,T,r); zero rows where no offset fits. */
+void grassmann_mix_forward(float *qbar, const float *z, const size_t *windows, size_t n_windows,
+                           size_t B, size_t T, size_t r, float eps);
+/* Backward: dz (B,T,r) accumulates. Scratch: u (B,T,r) and coef,
+ * B*T*(3*n_windows + 1) floats. */
+void grassmann_mix_backward(float *dz, float *u, float *coef, const float *dqbar, const float *z,
+                            const size_t *windows, size_t n_windows, size_t B, size_t T, size_t r, float eps);
 
 /* m = a * x + (1 - a) * g with a = sigmoid(apre), all (N, C); a overwrites apre.
  * Backward: dx and dg accumulate, dapre is written. */

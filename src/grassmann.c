@@ -10,14 +10,20 @@ typedef struct GrParams {
     const float *red_w, *red_b, *plu_w, *plu_b, *gate_w, *gate_b, *ln_w, *ln_b;
 } GrParams;
 
-/* Forward keeps z, qbar, g, xg = [x ; g], a (the gate), m and LN statistics;
- * backward uses the d* regions as scratch. */
+/* Forward keeps z, qbar, g, the gate a, m and the LayerNorm statistics;
+ * backward uses the d* regions, u and coef as scratch. */
 typedef struct GrActs {
-    float *z, *qbar, *g, *xg, *a, *m, *mean, *rstd;
-    float *dm, *dg, *dxg, *dapre, *dqbar, *dz, *coef;
+    float *z, *qbar, *g, *a, *m, *mean, *rstd;
+    float *dm, *dg, *dapre, *dqbar, *dz, *u, *coef;
 } GrActs;
 
+/* Per (position, offset) the backward keeps s, kappa and a.b (see
+ * grassmann_mix_backward), and per position |a|^2. */
+#define COEF_PER_OFFSET 3
+
 static size_t n_pairs(size_t r) { return r * (r - 1) / 2; }
+
+static size_t coef_size(const ModelConfig *cfg, size_t N) { return N * (cfg->n_windows * COEF_PER_OFFSET + 1); }
 
 static GrParams gr_params(const float *p, const ModelConfig *cfg) {
     size_t C = cfg->n_embd, r = cfg->grassmann_rank, P = n_pairs(r);
@@ -33,33 +39,38 @@ static GrParams gr_params(const float *p, const ModelConfig *cfg) {
     return g;
 }
 
-static GrActs gr_acts(float *acts, const ModelConfig *cfg, size_t N) {
-    size_t C = cfg->n_embd, r = cfg->grassmann_rank, P = n_pairs(r);
-    GrActs a;
-    float *cur = acts;
-#define TAKE(field, count) (a.field = cur, cur += (count))
+/* With base == NULL it only measures (the activation size). */
+static size_t gr_layout(float *base, const ModelConfig *cfg, size_t N, GrActs *a) {
+    size_t C = cfg->n_embd, r = cfg->grassmann_rank, P = n_pairs(r), used = 0;
+#define TAKE(field, count) (a->field = base ? base + used : NULL, used += (count))
     TAKE(z, N * r);
     TAKE(qbar, N * P);
     TAKE(g, N * C);
-    TAKE(xg, N * 2 * C);
     TAKE(a, N * C);
     TAKE(m, N * C);
     TAKE(mean, N);
     TAKE(rstd, N);
     TAKE(dm, N * C);
     TAKE(dg, N * C);
-    TAKE(dxg, N * 2 * C);
     TAKE(dapre, N * C);
     TAKE(dqbar, N * P);
     TAKE(dz, N * r);
-    TAKE(coef, N * cfg->n_windows * 2);
+    TAKE(u, N * r);
+    TAKE(coef, coef_size(cfg, N));
 #undef TAKE
+    return used;
+}
+
+static GrActs gr_acts(float *acts, const ModelConfig *cfg, size_t N) {
+    GrActs a;
+    gr_layout(acts, cfg, N, &a);
     return a;
 }
 
 static int grassmann_validate(const ModelConfig *cfg, Error *err) {
     if (cfg->grassmann_rank < 2) return err_set(err, "grassmann rank must be at least 2 (got %zu)", cfg->grassmann_rank);
-    if (cfg->grassmann_rank > 1024) return err_set(err, "grassmann rank %zu is too large (max 1024)", cfg->grassmann_rank);
+    if (cfg->grassmann_rank > GRASSMANN_MAX_RANK)
+        return err_set(err, "grassmann rank %zu is too large (max %d)", cfg->grassmann_rank, GRASSMANN_MAX_RANK);
     if (cfg->n_windows == 0) return err_set(err, "grassmann window list is empty");
     for (size_t i = 0; i < cfg->n_windows; i++)
         if (cfg->windows[i] == 0 || cfg->windows[i] >= cfg->block_size)
@@ -82,110 +93,60 @@ static size_t grassmann_tensors(const ModelConfig *cfg, TensorSpec *out) {
 }
 
 static size_t grassmann_act_size(const ModelConfig *cfg, size_t B, size_t T) {
-    size_t N = B * T, C = cfg->n_embd, r = cfg->grassmann_rank, P = n_pairs(r);
-    return 2 * (N * r + N * P) + 10 * N * C + 2 * N + 2 * N * cfg->n_windows; /* exactly what gr_acts takes */
+    GrActs unused;
+    return gr_layout(NULL, cfg, B * T, &unused);
 }
 
-/* ---- the parts ---------------------------------------------------------- */
+/* ---- the mixing: normalised Plücker coordinates, averaged over offsets ----
+ *
+ * For a = z_t and the valid past vectors b_d = z_{t-d} (cnt of them):
+ *   qbar_t = (1/cnt) sum_d (a ^ b_d) / max(|a ^ b_d|, eps)
+ * where (a ^ b)_ij = a_i b_j - a_j b_i, i < j, are the Plücker coordinates.
+ * Two identities make this cheap:
+ * - a ^ b is linear in b, so the sum over offsets is a single wedge:
+ *     qbar_t = a ^ c,  c = sum_d s_d b_d,  s_d = 1 / (cnt max(|a ^ b_d|, eps));
+ * - |a ^ b|^2 = |a|^2 |b|^2 - (a.b)^2 (Lagrange's identity): O(r), not O(r^2).
+ * Dot products are taken in double, so the difference keeps float accuracy
+ * down to angles far smaller than a float computation of the coordinates
+ * themselves would resolve. Per position: one wedge (r^2 work) instead of
+ * one per offset. */
 
-/* The inner loops run over j for a fixed i, where the Plücker index k of
- * (i, j) is contiguous; `omp simd` lets the float reductions vectorise in a
- * fixed order, so results stay deterministic. */
-static size_t pair_index(size_t i, size_t r) { return i * (2 * r - i - 1) / 2; } /* k of (i, i+1) */
+static double dot_d(const float *x, const float *y, size_t r) {
+    double s = 0.0;
+#pragma omp simd reduction(+ : s)
+    for (size_t i = 0; i < r; i++) s += (double)x[i] * y[i];
+    return s;
+}
 
-/* |p|^2, and p . dq in the same pass when dq is given; two loops so that
- * neither carries a branch. */
-static void pair_norm_dot(const float *zc, const float *zp, const float *dq, size_t r, float *ss_out, float *dot_out) {
-    float ss = 0.0f, dot = 0.0f;
+/* |a ^ b| from |a|^2, |b|^2 and a.b (never negative: round-off can make the
+ * difference a hair below zero for parallel vectors). */
+static double wedge_norm(double aa, double bb, double ab) {
+    double n2 = aa * bb - ab * ab;
+    return n2 > 0.0 ? sqrt(n2) : 0.0;
+}
+
+/* The offset of coordinate (i, i+1) in the packed i < j order; the
+ * coordinates (i, j), j > i, follow it contiguously. */
+static size_t pair_row(size_t i, size_t r) { return i * (2 * r - i - 1) / 2; }
+
+void grassmann_wedge(float *p, const float *a, const float *b, size_t r) {
     for (size_t i = 0; i < r; i++) {
-        const float ci = zc[i], pi = zp[i];
-        if (dq) {
-            const float *dqi = dq + pair_index(i, r) - (i + 1);
-#pragma omp simd reduction(+ : ss, dot)
-            for (size_t j = i + 1; j < r; j++) {
-                float p = ci * zp[j] - zc[j] * pi;
-                ss += p * p;
-                dot += p * dqi[j];
-            }
-        } else {
-#pragma omp simd reduction(+ : ss)
-            for (size_t j = i + 1; j < r; j++) {
-                float p = ci * zp[j] - zc[j] * pi;
-                ss += p * p;
-            }
-        }
+        const float ai = a[i], bi = b[i];
+        float *pi = p + pair_row(i, r) - (i + 1);
+#pragma omp simd
+        for (size_t j = i + 1; j < r; j++) pi[j] = ai * b[j] - a[j] * bi;
     }
-    *ss_out = ss;
-    *dot_out = dot;
 }
 
-void grassmann_pair_forward(float *qbar, const float *zc, const float *zp, float scale,
-                            float eps, size_t r) {
-    float ss, unused;
-    pair_norm_dot(zc, zp, NULL, r, &ss, &unused);
-    float nrm = sqrtf(ss);
-    float s = scale / (nrm > eps ? nrm : eps);
+void grassmann_pair_forward(float *qbar, const float *zc, const float *zp, float scale, float eps, size_t r) {
+    double nrm = wedge_norm(dot_d(zc, zc, r), dot_d(zp, zp, r), dot_d(zc, zp, r));
+    float s = (float)(scale / (nrm > eps ? nrm : eps));
     for (size_t i = 0; i < r; i++) {
         const float ci = zc[i], pi = zp[i];
-        float *qi = qbar + pair_index(i, r) - (i + 1);
+        float *qi = qbar + pair_row(i, r) - (i + 1);
 #pragma omp simd
         for (size_t j = i + 1; j < r; j++) qi[j] += s * (ci * zp[j] - zc[j] * pi);
     }
-}
-
-/* The gradient of scale * p / max(|p|, eps) with respect to p, given dq, is
- * dp = A dq - B p: above the clamp A = scale/|p| and B = scale (p.dq)/|p|^3
- * (the projection off the unit sphere); at the clamp the divisor is a
- * constant, A = scale/eps and B = 0. */
-static void pair_coef(const float *zc, const float *zp, const float *dq, float scale, float eps, size_t r,
-                      float *A, float *Bc) {
-    float ss, dot;
-    pair_norm_dot(zc, zp, dq, r, &ss, &dot);
-    float nrm = sqrtf(ss);
-    if (nrm > eps) {
-        *A = scale / nrm;
-        *Bc = scale * dot / (nrm * nrm * nrm);
-    } else {
-        *A = scale / eps;
-        *Bc = 0.0f;
-    }
-}
-
-/* p_ij = zc_i zp_j - zc_j zp_i, so with dp as above:
- * dzc_i += dp_ij zp_j, dzc_j -= dp_ij zp_i, dzp_j += dp_ij zc_i, dzp_i -= dp_ij zc_j.
- * Either of dzc, dzp may be NULL. */
-static void pair_accumulate(float *dzc, float *dzp, const float *zc, const float *zp, const float *dq, float A,
-                            float Bc, size_t r) {
-    for (size_t i = 0; i < r; i++) {
-        const float ci = zc[i], pi = zp[i];
-        const float *dqi = dq + pair_index(i, r) - (i + 1);
-        float acc = 0.0f;
-        if (dzc) {
-#pragma omp simd reduction(+ : acc)
-            for (size_t j = i + 1; j < r; j++) {
-                float dp = A * dqi[j] - Bc * (ci * zp[j] - zc[j] * pi);
-                acc += dp * zp[j];
-                dzc[j] -= dp * pi;
-            }
-            dzc[i] += acc;
-        } else {
-#pragma omp simd reduction(+ : acc)
-            for (size_t j = i + 1; j < r; j++) {
-                float dp = A * dqi[j] - Bc * (ci * zp[j] - zc[j] * pi);
-                acc += dp * zc[j];
-                dzp[j] += dp * ci;
-            }
-            dzp[i] -= acc;
-        }
-    }
-}
-
-void grassmann_pair_backward(float *dzc, float *dzp, const float *zc, const float *zp,
-                             const float *dqbar, float scale, float eps, size_t r) {
-    float A, Bc;
-    pair_coef(zc, zp, dqbar, scale, eps, r, &A, &Bc);
-    if (dzc) pair_accumulate(dzc, NULL, zc, zp, dqbar, A, Bc, r);
-    if (dzp) pair_accumulate(NULL, dzp, zc, zp, dqbar, A, Bc, r);
 }
 
 static size_t n_valid(const size_t *windows, size_t n_windows, size_t t) {
@@ -194,48 +155,121 @@ static size_t n_valid(const size_t *windows, size_t n_windows, size_t t) {
     return n;
 }
 
-void grassmann_mean_forward(float *qbar, const float *z, const size_t *windows, size_t n_windows,
-                            size_t B, size_t T, size_t r, float eps) {
+/* c = sum over valid offsets of s_d b_d for the row at position t, whose past
+ * vectors are past(w) (z rows); returns cnt. s_out[w] (may be NULL) gets s_d. */
+static size_t combine_past(float *c, float *s_out, const float *a, const float *const *past, const size_t *windows,
+                           size_t n_windows, size_t t, float eps, size_t r) {
+    size_t cnt = n_valid(windows, n_windows, t);
+    memset(c, 0, r * sizeof(float));
+    if (cnt == 0) return 0;
+    double aa = dot_d(a, a, r), w = 1.0 / (double)cnt;
+    for (size_t k = 0; k < n_windows; k++) {
+        if (windows[k] > t) continue;
+        const float *b = past[k];
+        double nrm = wedge_norm(aa, dot_d(b, b, r), dot_d(a, b, r));
+        float s = (float)(w / (nrm > eps ? nrm : eps));
+        if (s_out) s_out[k] = s;
+#pragma omp simd
+        for (size_t i = 0; i < r; i++) c[i] += s * b[i];
+    }
+    return cnt;
+}
+
+/* The past vectors of row n (position t) of z: z_{n-d} where d <= t. */
+static void past_rows(const float **past, const float *z, size_t n, size_t t, const size_t *windows,
+                      size_t n_windows, size_t r) {
+    for (size_t k = 0; k < n_windows; k++) past[k] = windows[k] <= t ? z + (n - windows[k]) * r : NULL;
+}
+
+void grassmann_mix_forward(float *qbar, const float *z, const size_t *windows, size_t n_windows, size_t B, size_t T,
+                           size_t r, float eps) {
     size_t P = n_pairs(r);
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < B * T; n++) {
-        size_t t = n % T, cnt = n_valid(windows, n_windows, t);
-        float *qb = qbar + n * P;
-        memset(qb, 0, P * sizeof(float));
-        for (size_t w = 0; w < n_windows; w++)
-            if (windows[w] <= t)
-                grassmann_pair_forward(qb, z + n * r, z + (n - windows[w]) * r, 1.0f / (float)cnt, eps, r);
+        const float *past[MAX_WINDOWS];
+        float c[GRASSMANN_MAX_RANK];
+        size_t t = n % T;
+        past_rows(past, z, n, t, windows, n_windows, r);
+        if (combine_past(c, NULL, z + n * r, past, windows, n_windows, t, eps, r) == 0)
+            memset(qbar + n * P, 0, P * sizeof(float));
+        else
+            grassmann_wedge(qbar + n * P, z + n * r, c, r);
     }
 }
 
-void grassmann_mean_backward(float *dz, float *coef, const float *dqbar, const float *z, const size_t *windows,
-                             size_t n_windows, size_t B, size_t T, size_t r, float eps) {
-    size_t P = n_pairs(r);
-    /* Phase 1: each pair's (A, B) once. */
-#pragma omp parallel for schedule(static)
-    for (size_t n = 0; n < B * T; n++) {
-        size_t t = n % T, cnt = n_valid(windows, n_windows, t);
-        for (size_t w = 0; w < n_windows; w++)
-            if (windows[w] <= t)
-                pair_coef(z + n * r, z + (n - windows[w]) * r, dqbar + n * P, 1.0f / (float)cnt, eps, r,
-                          &coef[(n * n_windows + w) * 2], &coef[(n * n_windows + w) * 2 + 1]);
+/* With dQ the antisymmetric matrix of dq (dQ_ij = dq_ij for i < j), the
+ * products u = -dQ a and v = dQ c in one pass over the packed triangle. */
+static void antisym_matvecs(float *u, float *v, const float *dq, const float *a, const float *c, size_t r) {
+    memset(u, 0, r * sizeof(float));
+    memset(v, 0, r * sizeof(float));
+    for (size_t i = 0; i < r; i++) {
+        const float *row = dq + pair_row(i, r) - (i + 1), ai = a[i], ci = c[i];
+        float ui = 0.0f, vi = 0.0f;
+#pragma omp simd reduction(+ : ui, vi)
+        for (size_t j = i + 1; j < r; j++) {
+            vi += row[j] * c[j];
+            v[j] -= row[j] * ci;
+            ui -= row[j] * a[j];
+            u[j] += row[j] * ai;
+        }
+        u[i] += ui;
+        v[i] += vi;
     }
-    /* Phase 2: z_s enters position s (as the current vector) and positions
-     * s + d (as the past one); gathering both here keeps each dz row to one
-     * thread and its sum in a fixed order. */
+}
+
+/* Backward, for the loss L = sum_t dqbar_t . qbar_t = sum_t a^T dQ_t c:
+ *   dL/da = dQ c + sum_d kappa_d (|b_d|^2 a - (a.b_d) b_d)        (a as itself)
+ *   dL/db_d = s_d u + kappa_d (|a|^2 b_d - (a.b_d) a)             (b_d in c and in s_d)
+ * with u = dQ^T a = -dQ a, e_d = u.b_d = dL/ds_d and, above the clamp,
+ * kappa_d = -e_d s_d / |a ^ b_d|^2 (ds/d|a^b| = -s/|a^b|); at the clamp s_d
+ * is constant and kappa_d = 0. Phase 1 does each position's own part and keeps
+ * u, s, kappa and a.b; phase 2 adds what z_n receives as the past vector of
+ * positions n + d, so each dz row has one writer and a fixed order. */
+void grassmann_mix_backward(float *dz, float *u, float *coef, const float *dqbar, const float *z,
+                            const size_t *windows, size_t n_windows, size_t B, size_t T, size_t r, float eps) {
+    size_t N = B * T, P = n_pairs(r), stride = n_windows * COEF_PER_OFFSET + 1;
 #pragma omp parallel for schedule(static)
-    for (size_t n = 0; n < B * T; n++) {
+    for (size_t n = 0; n < N; n++) {
+        const float *past[MAX_WINDOWS], *a = z + n * r;
+        float c[GRASSMANN_MAX_RANK], v[GRASSMANN_MAX_RANK], s[MAX_WINDOWS];
+        float *un = u + n * r, *cf = coef + n * stride, *dzn = dz + n * r;
         size_t t = n % T;
-        for (size_t w = 0; w < n_windows; w++) {
-            size_t d = windows[w];
-            if (d <= t) {
-                const float *c = coef + (n * n_windows + w) * 2;
-                pair_accumulate(dz + n * r, NULL, z + n * r, z + (n - d) * r, dqbar + n * P, c[0], c[1], r);
-            }
-            if (t + d < T) { /* only then does position n + d exist */
-                const float *c = coef + ((n + d) * n_windows + w) * 2;
-                pair_accumulate(NULL, dz + n * r, z + (n + d) * r, z + n * r, dqbar + (n + d) * P, c[0], c[1], r);
-            }
+        past_rows(past, z, n, t, windows, n_windows, r);
+        size_t cnt = combine_past(c, s, a, past, windows, n_windows, t, eps, r);
+        if (cnt == 0) {
+            memset(un, 0, r * sizeof(float));
+            continue;
+        }
+        antisym_matvecs(un, v, dqbar + n * P, a, c, r);
+        double aa = dot_d(a, a, r);
+        cf[n_windows * COEF_PER_OFFSET] = (float)aa;
+        for (size_t k = 0; k < n_windows; k++) {
+            if (!past[k]) continue;
+            const float *b = past[k];
+            double bb = dot_d(b, b, r), ab = dot_d(a, b, r), nrm = wedge_norm(aa, bb, ab);
+            double kappa = nrm > eps ? -dot_d(un, b, r) * s[k] / (nrm * nrm) : 0.0;
+            float ka = (float)(kappa * bb), kb = (float)(kappa * ab);
+#pragma omp simd
+            for (size_t i = 0; i < r; i++) v[i] += ka * a[i] - kb * b[i];
+            cf[k * COEF_PER_OFFSET + 0] = s[k];
+            cf[k * COEF_PER_OFFSET + 1] = (float)kappa;
+            cf[k * COEF_PER_OFFSET + 2] = (float)ab;
+        }
+        for (size_t i = 0; i < r; i++) dzn[i] += v[i];
+    }
+#pragma omp parallel for schedule(static)
+    for (size_t n = 0; n < N; n++) {
+        size_t t = n % T;
+        const float *b = z + n * r;
+        float *dzn = dz + n * r;
+        for (size_t k = 0; k < n_windows; k++) {
+            size_t d = windows[k];
+            if (t + d >= T) continue; /* no position n + d in this sequence */
+            size_t m = n + d;
+            const float *am = z + m * r, *um = u + m * r, *cf = coef + m * stride + k * COEF_PER_OFFSET;
+            float s = cf[0], ka = cf[1] * coef[m * stride + n_windows * COEF_PER_OFFSET], kb = cf[1] * cf[2];
+#pragma omp simd
+            for (size_t i = 0; i < r; i++) dzn[i] += s * um[i] + ka * b[i] - kb * am[i];
         }
     }
 }
@@ -266,6 +300,11 @@ static size_t min_window(const ModelConfig *cfg) {
     return m;
 }
 
+/* The gate's weight is [W_x | W_g], (C, 2C): its two column blocks, row
+ * stride 2C, multiply x and g without building [x ; g]. */
+static const float *gate_w_x(GrParams p) { return p.gate_w; }
+static const float *gate_w_g(GrParams p, size_t C) { return p.gate_w + C; }
+
 /* From qbar to the output, for N rows whose positions are t0, t0+1, ... mod T:
  * shared by the batched forward and the one-position sampling step. */
 static void gr_tail_forward(const ModelConfig *cfg, GrParams p, GrActs a, float *out, const float *x,
@@ -273,12 +312,10 @@ static void gr_tail_forward(const ModelConfig *cfg, GrParams p, GrActs a, float 
     size_t C = cfg->n_embd, P = n_pairs(cfg->grassmann_rank), dmin = min_window(cfg);
     matmul_forward(a.g, a.qbar, p.plu_w, p.plu_b, N, P, C);
 #pragma omp parallel for schedule(static)
-    for (size_t n = 0; n < N; n++) {
+    for (size_t n = 0; n < N; n++)
         if ((t0 + n) % T < dmin) memset(a.g + n * C, 0, C * sizeof(float)); /* no offset fits: g = 0 */
-        memcpy(a.xg + n * 2 * C, x + n * C, C * sizeof(float));
-        memcpy(a.xg + n * 2 * C + C, a.g + n * C, C * sizeof(float));
-    }
-    matmul_forward(a.a, a.xg, p.gate_w, p.gate_b, N, 2 * C, C);
+    matmul_forward_strided(a.a, x, gate_w_x(p), 2 * C, p.gate_b, N, C, C);
+    gemm(0, 1, N, C, C, 1.0f, a.g, C, gate_w_g(p, C), 2 * C, 1.0f, a.a, C);
     grassmann_gate_forward(a.m, a.a, x, a.g, N * C);
     layernorm_forward(out, a.mean, a.rstd, a.m, p.ln_w, p.ln_b, N, C);
 }
@@ -289,7 +326,7 @@ static void grassmann_forward(const ModelConfig *cfg, const float *params, float
     GrParams p = gr_params(params, cfg);
     GrActs a = gr_acts(acts, cfg, N);
     matmul_forward(a.z, in, p.red_w, p.red_b, N, C, r);
-    grassmann_mean_forward(a.qbar, a.z, cfg->windows, cfg->n_windows, B, T, r, GRASSMANN_EPS);
+    grassmann_mix_forward(a.qbar, a.z, cfg->windows, cfg->n_windows, B, T, r, GRASSMANN_EPS);
     gr_tail_forward(cfg, p, a, out, in, N, T, 0);
 }
 
@@ -302,24 +339,21 @@ static void grassmann_backward(const ModelConfig *cfg, const float *params, floa
     GrActs a = gr_acts(acts, cfg, N);
     memset(a.dm, 0, N * C * sizeof(float));
     memset(a.dg, 0, N * C * sizeof(float));
-    memset(a.dxg, 0, N * 2 * C * sizeof(float));
     memset(a.dqbar, 0, N * P * sizeof(float));
     memset(a.dz, 0, N * r * sizeof(float));
     layernorm_backward(a.dm, (float *)g.ln_w, (float *)g.ln_b, dout, a.m, p.ln_w, a.mean, a.rstd, N, C);
     grassmann_gate_backward(din, a.dg, a.dapre, a.dm, a.a, in, a.g, N * C);
-    matmul_backward(a.dxg, (float *)g.gate_w, (float *)g.gate_b, a.dapre, a.xg, p.gate_w, N, 2 * C, C);
+    /* apre = x W_x^T + g W_g^T + b: both column blocks of the gate weight. */
+    gemm(0, 0, N, C, C, 1.0f, a.dapre, C, gate_w_x(p), 2 * C, 1.0f, din, C);
+    gemm(0, 0, N, C, C, 1.0f, a.dapre, C, gate_w_g(p, C), 2 * C, 1.0f, a.dg, C);
+    gemm(1, 0, C, C, N, 1.0f, a.dapre, C, in, C, 1.0f, (float *)gate_w_x(g), 2 * C);
+    gemm(1, 0, C, C, N, 1.0f, a.dapre, C, a.g, C, 1.0f, (float *)gate_w_g(g, C), 2 * C);
+    column_sum_add((float *)g.gate_b, a.dapre, N, C);
 #pragma omp parallel for schedule(static)
-    for (size_t n = 0; n < N; n++) {
-        float *dx = din + n * C, *dg = a.dg + n * C;
-        const float *dxg = a.dxg + n * 2 * C;
-        for (size_t c = 0; c < C; c++) {
-            dx[c] += dxg[c];
-            dg[c] += dxg[C + c];
-        }
-        if (n % T < dmin) memset(dg, 0, C * sizeof(float)); /* g was held at 0 there */
-    }
+    for (size_t n = 0; n < N; n++)
+        if (n % T < dmin) memset(a.dg + n * C, 0, C * sizeof(float)); /* g was held at 0 there */
     matmul_backward(a.dqbar, (float *)g.plu_w, (float *)g.plu_b, a.dg, a.qbar, p.plu_w, N, P, C);
-    grassmann_mean_backward(a.dz, a.coef, a.dqbar, a.z, cfg->windows, cfg->n_windows, B, T, r, GRASSMANN_EPS);
+    grassmann_mix_backward(a.dz, a.u, a.coef, a.dqbar, a.z, cfg->windows, cfg->n_windows, B, T, r, GRASSMANN_EPS);
     matmul_backward(din, (float *)g.red_w, (float *)g.red_b, a.dz, in, p.red_w, N, C, r);
 }
 
@@ -343,12 +377,14 @@ static void grassmann_step(const ModelConfig *cfg, const float *params, float *s
     GrActs a = gr_acts(state + R * r, cfg, 1);
     float *zt = ring + (t % R) * r;
     matmul_forward(zt, in_t, p.red_w, p.red_b, 1, C, r);
-    size_t cnt = n_valid(cfg->windows, cfg->n_windows, t);
-    memset(a.qbar, 0, P * sizeof(float));
-    for (size_t w = 0; w < cfg->n_windows; w++)
-        if (cfg->windows[w] <= t)
-            grassmann_pair_forward(a.qbar, zt, ring + ((t - cfg->windows[w]) % R) * r, 1.0f / (float)cnt,
-                                   GRASSMANN_EPS, r);
+    const float *past[MAX_WINDOWS];
+    float c[GRASSMANN_MAX_RANK];
+    for (size_t k = 0; k < cfg->n_windows; k++)
+        past[k] = cfg->windows[k] <= t ? ring + ((t - cfg->windows[k]) % R) * r : NULL;
+    if (combine_past(c, NULL, zt, past, cfg->windows, cfg->n_windows, t, GRASSMANN_EPS, r) == 0)
+        memset(a.qbar, 0, P * sizeof(float));
+    else
+        grassmann_wedge(a.qbar, zt, c, r);
     /* One row at position t: "T" is taken past any t so that t0 = t is used as is. */
     gr_tail_forward(cfg, p, a, out_t, in_t, 1, (size_t)-1, t);
 }

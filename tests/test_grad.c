@@ -153,81 +153,60 @@ static void test_grassmann_layer(void **s) {
 /* ---- Grassmann parts ---------------------------------------------------------- */
 
 typedef struct {
-    size_t r;
-    float eps, scale;
-    float *zc, *zp, *q, *w;
-} PairCtx;
+    size_t B, T, r, nw;
+    const size_t *win;
+    float eps;
+    float *z, *qbar, *w;
+} PluckerCtx;
 
-static double pair_obj(void *p) {
-    PairCtx *c = p;
-    size_t P = c->r * (c->r - 1) / 2;
-    memset(c->q, 0, P * sizeof(float));
-    grassmann_pair_forward(c->q, c->zc, c->zp, c->scale, c->eps, c->r);
-    return dot_objective(c->q, c->w, P);
+static double plucker_obj(void *p) {
+    PluckerCtx *c = p;
+    grassmann_mix_forward(c->qbar, c->z, c->win, c->nw, c->B, c->T, c->r, c->eps);
+    return dot_objective(c->qbar, c->w, c->B * c->T * c->r * (c->r - 1) / 2);
 }
 
-static void run_pair(float zscale, float eps, const char *what) {
-    PairCtx c = {6, eps, 0.5f, NULL, NULL, NULL, NULL};
-    size_t P = 15;
-    c.zc = rand_tensor(6, zscale, 11);
-    c.zp = rand_tensor(6, zscale, 12);
-    c.q = zeros(P);
-    c.w = rand_tensor(P, 1.0f, 13);
-    float *dzc = zeros(6), *dzp = zeros(6);
-    grassmann_pair_backward(dzc, dzp, c.zc, c.zp, c.w, c.scale, c.eps, c.r);
-    char name[64];
-    snprintf(name, sizeof name, "%s (current)", what);
-    CHECK_GRAD(pair_obj, &c, c.zc, dzc, 6, 6, zscale * 1e-2f, TOL, name);
-    snprintf(name, sizeof name, "%s (past)", what);
-    CHECK_GRAD(pair_obj, &c, c.zp, dzp, 6, 6, zscale * 1e-2f, TOL, name);
-    free(c.zc), free(c.zp), free(c.q), free(c.w), free(dzc), free(dzp);
+/* The mixing of z (B, T, r) over offsets `win`, against finite differences. */
+static void run_mix(const size_t *win, size_t nw, size_t r, float zscale, float eps, const char *what) {
+    PluckerCtx c = {2, 6, r, nw, win, eps, NULL, NULL, NULL};
+    size_t N = c.B * c.T, P = r * (r - 1) / 2;
+    c.z = rand_tensor(N * r, zscale, 14);
+    c.qbar = zeros(N * P);
+    c.w = rand_tensor(N * P, 1.0f, 15);
+    float *dz = zeros(N * r), *u = zeros(N * r), *coef = zeros(N * (3 * nw + 1));
+    plucker_obj(&c);
+    for (size_t b = 0; b < c.B; b++)
+        for (size_t k = 0; k < P; k++) assert_true(c.qbar[b * c.T * P + k] == 0.0f); /* position 0: nothing */
+    grassmann_mix_backward(dz, u, coef, c.w, c.z, win, nw, c.B, c.T, r, eps);
+    CHECK_GRAD(plucker_obj, &c, c.z, dz, N * r, N * r, zscale * 1e-2f, TOL, what);
+    free(c.z), free(c.qbar), free(c.w), free(dz), free(u), free(coef);
 }
 
 static void test_grassmann_plucker_normalised(void **s) {
     (void)s;
-    run_pair(1.0f, GRASSMANN_EPS, "plucker + normalisation");
+    static const size_t one[] = {1};
+    run_mix(one, 1, 6, 1.0f, GRASSMANN_EPS, "plucker + normalisation, one offset");
 }
 
 static void test_grassmann_clamp(void **s) {
     (void)s;
-    /* |p| ~ 1e-2 here, so eps = 1 puts the pair at the clamp: q = p / eps. */
-    run_pair(0.1f, 1.0f, "plucker at the eps clamp");
-    PairCtx c = {6, 1.0f, 1.0f, rand_tensor(6, 0.1f, 11), rand_tensor(6, 0.1f, 12), zeros(15), NULL};
-    grassmann_pair_forward(c.q, c.zc, c.zp, 1.0f, 1.0f, 6);
+    static const size_t one[] = {1, 2};
+    /* |p| ~ 1e-2 here, so eps = 1 puts every pair at the clamp: q = p / eps. */
+    run_mix(one, 2, 6, 0.1f, 1.0f, "plucker at the eps clamp");
+    /* |p| ~ 1: eps = 1 clamps some pairs and not others. */
+    run_mix(one, 2, 6, 1.0f, 1.0f, "plucker, some pairs clamped");
+    float zc[6], zp[6], q[15] = {0};
+    for (size_t i = 0; i < 6; i++) zc[i] = 0.1f * (float)i - 0.2f, zp[i] = 0.05f * (float)(i * i) - 0.3f;
+    grassmann_pair_forward(q, zc, zp, 1.0f, 1.0f, 6);
     size_t k = 0;
     for (size_t i = 0; i < 6; i++)
-        for (size_t j = i + 1; j < 6; j++, k++) assert_float_equal(c.q[k], c.zc[i] * c.zp[j] - c.zc[j] * c.zp[i], 1e-7);
-    free(c.zc), free(c.zp), free(c.q);
-}
-
-typedef struct {
-    size_t B, T, r, nw;
-    const size_t *win;
-    float *z, *qbar, *w;
-} MeanCtx;
-
-static double mean_obj(void *p) {
-    MeanCtx *c = p;
-    grassmann_mean_forward(c->qbar, c->z, c->win, c->nw, c->B, c->T, c->r, GRASSMANN_EPS);
-    return dot_objective(c->qbar, c->w, c->B * c->T * c->r * (c->r - 1) / 2);
+        for (size_t j = i + 1; j < 6; j++, k++) assert_float_equal(q[k], zc[i] * zp[j] - zc[j] * zp[i], 1e-7);
 }
 
 static void test_grassmann_offset_mean(void **s) {
     (void)s;
     /* T = 6 with offsets 1, 3, 5: positions 0..5 have 0,1,1,2,2,3 valid offsets. */
     static const size_t win[] = {1, 3, 5};
-    MeanCtx c = {2, 6, 4, 3, win, NULL, NULL, NULL};
-    size_t N = 12, P = 6;
-    c.z = rand_tensor(N * 4, 1.0f, 14);
-    c.qbar = zeros(N * P);
-    c.w = rand_tensor(N * P, 1.0f, 15);
-    float *dz = zeros(N * 4), *coef = zeros(N * 3 * 2);
-    mean_obj(&c);
-    for (size_t b = 0; b < 2; b++)
-        for (size_t k = 0; k < P; k++) assert_true(c.qbar[b * 6 * P + k] == 0.0f); /* position 0: nothing */
-    grassmann_mean_backward(dz, coef, c.w, c.z, win, 3, 2, 6, 4, GRASSMANN_EPS);
-    CHECK_GRAD(mean_obj, &c, c.z, dz, N * 4, N * 4, 1e-2f, TOL, "grassmann offset mean");
-    free(c.z), free(c.qbar), free(c.w), free(dz), free(coef);
+    run_mix(win, 3, 4, 1.0f, GRASSMANN_EPS, "grassmann offset mean");
 }
 
 typedef struct {
