@@ -2,8 +2,11 @@
  *   in, out (B, T, C); H heads of size hs = C / H.
  *   params, in order: qkv.weight (3C, C) rows q then k then v, head h the h-th
  *   block of hs rows in each; qkv.bias (3C); proj.weight (C, C); proj.bias (C).
- *   acts: qkv (B,T,3C), att (B,H,T,T) softmax rows (zero above the diagonal),
- *   y (B,T,C) heads concatenated; backward scratch of the same three sizes. */
+ * Tiled causal attention with an online softmax (flash attention): no T x T
+ * matrix is kept, tiles above the diagonal are skipped, and backward
+ * recomputes the probabilities from the rows' log-sum-exp.
+ *   acts: qkv (B,T,3C), y (B,T,C) heads concatenated, lse (B,H,T); backward
+ *   scratch dqkv, dy, delta of the same sizes, and 64 x 64 score tiles. */
 #ifndef LM_ATTENTION_H
 #define LM_ATTENTION_H
 

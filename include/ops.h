@@ -1,6 +1,7 @@
 /* Shared kernels: every matrix multiply in the project goes through
- * matmul_forward/matmul_backward (cblas_sgemm); every other loop here is
- * OpenMP-parallel and deterministic for a given thread count.
+ * gemm/matmul_* (cblas_sgemm on tiles, or gemm_serial inside a parallel
+ * region); every other loop here is OpenMP-parallel and computes each output
+ * the same way on any number of threads.
  *
  * Weights are stored [out, in] row-major (nn.Linear): out = in W^T + b.
  * Backward functions ACCUMULATE (+=) into every gradient they produce, so
@@ -32,10 +33,15 @@ void matmul_forward_strided(float *out, const float *in, const float *w, size_t 
 void matmul_backward(float *din, float *dw, float *dbias, const float *dout,
                      const float *in, const float *w, size_t n, size_t in_dim, size_t out_dim);
 
-/* Thin row-major sgemm wrapper for the strided per-head products in attention:
- * C (m,n) = alpha * op(A) op(B) + beta * C, with explicit leading dimensions. */
+/* Row-major C (m,n) = alpha * op(A) op(B) + beta * C with explicit leading
+ * dimensions, cut into tiles run in parallel (see ops_set_parallel_width). */
 void gemm(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha,
           const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc);
+
+/* The same product computed by the calling thread alone, for small products
+ * inside a parallel region of our own (no tiling, no nested region). */
+void gemm_serial(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha,
+                 const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc);
 
 /* exp(x) to about 2 ulp, written so that loops calling it vectorise (libm's
  * expf and tanhf are scalar calls and dominated the GELU and softmax loops).

@@ -10,9 +10,23 @@ typedef struct AttnParams {
     const float *qkv_w, *qkv_b, *proj_w, *proj_b;
 } AttnParams;
 
+/* Tiles of queries and keys: the score tile of one (query tile, key tile)
+ * pair is the only T-dependent thing held, so memory grows linearly in T. */
+#define TILE 64
+
 typedef struct AttnActs {
-    float *qkv, *att, *y, *dqkv, *datt, *dy;
+    float *qkv, *y, *lse;       /* forward: (B,T,3C), (B,T,C), (B,H,T) log-sum-exp of each score row */
+    float *dqkv, *dy, *delta;   /* backward: (B,T,3C), (B,T,C), (B,H,T) rowsum(dY * Y) */
+    float *tiles;               /* score tiles: one per forward task, two per backward task */
 } AttnActs;
+
+static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
+/* Forward tasks are (b, h, query tile), backward tasks (b, h). */
+static size_t tile_floats(size_t B, size_t T, size_t H) {
+    size_t fwd = B * H * ceil_div(T, TILE), bwd = 2 * B * H;
+    return (fwd > bwd ? fwd : bwd) * TILE * TILE;
+}
 
 static AttnParams attn_params(const float *p, size_t C) {
     AttnParams a;
@@ -23,16 +37,19 @@ static AttnParams attn_params(const float *p, size_t C) {
     return a;
 }
 
-static AttnActs attn_acts(float *acts, size_t B, size_t T, size_t C, size_t H) {
-    AttnActs a;
-    size_t N = B * T;
-    a.qkv = acts;
-    a.att = a.qkv + N * 3 * C;
-    a.y = a.att + B * H * T * T;
-    a.dqkv = a.y + N * C;
-    a.datt = a.dqkv + N * 3 * C;
-    a.dy = a.datt + B * H * T * T;
-    return a;
+/* With base == NULL it only measures. */
+static size_t attn_layout(float *base, size_t B, size_t T, size_t C, size_t H, AttnActs *a) {
+    size_t N = B * T, used = 0;
+#define TAKE(field, count) (a->field = base ? base + used : NULL, used += (count))
+    TAKE(qkv, N * 3 * C);
+    TAKE(y, N * C);
+    TAKE(lse, B * H * T);
+    TAKE(dqkv, N * 3 * C);
+    TAKE(dy, N * C);
+    TAKE(delta, B * H * T);
+    TAKE(tiles, tile_floats(B, T, H));
+#undef TAKE
+    return used;
 }
 
 static int attention_validate(const ModelConfig *cfg, Error *err) {
@@ -52,29 +69,111 @@ static size_t attention_tensors(const ModelConfig *cfg, TensorSpec *out) {
 }
 
 static size_t attention_act_size(const ModelConfig *cfg, size_t B, size_t T) {
-    size_t C = cfg->n_embd, H = cfg->n_head;
-    return 2 * (B * T * 3 * C + B * H * T * T + B * T * C);
+    AttnActs unused;
+    return attn_layout(NULL, B, T, cfg->n_embd, cfg->n_head, &unused);
+}
+
+/* How many keys of a key tile starting at j0 query row t may see (causal). */
+static size_t visible(size_t t, size_t j0, size_t nk) {
+    size_t n = t + 1 - j0;
+    return n < nk ? n : nk;
+}
+
+/* One query tile of one head: rows i0 .. i0+nq-1 attend to keys 0 .. row,
+ * a key tile at a time, with the online softmax: each row keeps its running
+ * maximum m and sum l, and the partial output is rescaled by exp(m_old -
+ * m_new) whenever the maximum grows. Tiles entirely above the diagonal are
+ * never touched. q, k, v: row stride ld; o: row stride ldo; lse: the rows'
+ * log-sum-exp, for backward. */
+static void flash_forward_tile(float *o, size_t ldo, float *lse, float *s, const float *q, const float *k,
+                               const float *v, size_t ld, size_t i0, size_t nq, size_t hs, float scale) {
+    float m[TILE], l[TILE];
+    for (size_t r = 0; r < nq; r++) {
+        m[r] = -INFINITY;
+        l[r] = 0.0f;
+        memset(o + r * ldo, 0, hs * sizeof(float));
+    }
+    for (size_t j0 = 0; j0 < i0 + nq; j0 += TILE) {
+        size_t nk = i0 + nq - j0 < TILE ? i0 + nq - j0 : TILE;
+        gemm_serial(0, 1, nq, nk, hs, scale, q, ld, k + j0 * ld, ld, 0.0f, s, TILE);
+        for (size_t r = 0; r < nq; r++) {
+            float *row = s + r * TILE, mx = m[r];
+            size_t nv = visible(i0 + r, j0, nk);
+#pragma omp simd reduction(max : mx)
+            for (size_t c = 0; c < nv; c++) mx = row[c] > mx ? row[c] : mx;
+            float corr = fast_expf(m[r] - mx), sum = 0.0f; /* m = -inf at the first tile: corr = 0 */
+#pragma omp simd reduction(+ : sum)
+            for (size_t c = 0; c < nv; c++) {
+                row[c] = fast_expf(row[c] - mx);
+                sum += row[c];
+            }
+            for (size_t c = nv; c < nk; c++) row[c] = 0.0f; /* masked: a later key */
+            l[r] = l[r] * corr + sum;
+            m[r] = mx;
+            float *orow = o + r * ldo;
+            for (size_t d = 0; d < hs; d++) orow[d] *= corr;
+        }
+        gemm_serial(0, 0, nq, hs, nk, 1.0f, s, TILE, v + j0 * ld, ld, 1.0f, o, ldo);
+    }
+    for (size_t r = 0; r < nq; r++) {
+        float inv = 1.0f / l[r], *orow = o + r * ldo;
+        for (size_t d = 0; d < hs; d++) orow[d] *= inv;
+        lse[r] = m[r] + logf(l[r]);
+    }
+}
+
+/* One head, all of it: for each key tile j, each query tile i that can see
+ * it recomputes P = exp(S - lse) and adds its share to dV_j, dK_j and dQ_i:
+ *   dV += P^T dY,  dP = dY V^T,  dS = P * (dP - delta),  dQ += s dS K,  dK += s dS^T Q
+ * (delta = rowsum(dY * Y)). The whole head is one task, so dQ needs no
+ * reduction across threads. */
+static void flash_backward_head(float *dq, float *dk, float *dv, float *s, float *ds, const float *q, const float *k,
+                                const float *v, size_t ld, const float *dy, const float *lse, const float *delta,
+                                size_t ldy, size_t T, size_t hs, float scale) {
+    for (size_t t = 0; t < T; t++) {
+        memset(dq + t * ld, 0, hs * sizeof(float));
+        memset(dk + t * ld, 0, hs * sizeof(float));
+        memset(dv + t * ld, 0, hs * sizeof(float));
+    }
+    for (size_t j0 = 0; j0 < T; j0 += TILE) {
+        size_t nk = T - j0 < TILE ? T - j0 : TILE;
+        for (size_t i0 = j0; i0 < T; i0 += TILE) { /* the query tiles that can see key tile j0 */
+            size_t nq = T - i0 < TILE ? T - i0 : TILE;
+            gemm_serial(0, 1, nq, nk, hs, scale, q + i0 * ld, ld, k + j0 * ld, ld, 0.0f, s, TILE);
+            gemm_serial(0, 1, nq, nk, hs, 1.0f, dy + i0 * ldy, ldy, v + j0 * ld, ld, 0.0f, ds, TILE);
+            for (size_t r = 0; r < nq; r++) {
+                float *p = s + r * TILE, *d = ds + r * TILE, L = lse[i0 + r], D = delta[i0 + r];
+                size_t nv = visible(i0 + r, j0, nk);
+#pragma omp simd
+                for (size_t c = 0; c < nv; c++) {
+                    p[c] = fast_expf(p[c] - L);
+                    d[c] = p[c] * (d[c] - D);
+                }
+                for (size_t c = nv; c < nk; c++) p[c] = d[c] = 0.0f;
+            }
+            gemm_serial(1, 0, nk, hs, nq, 1.0f, s, TILE, dy + i0 * ldy, ldy, 1.0f, dv + j0 * ld, ld);
+            gemm_serial(0, 0, nq, hs, nk, scale, ds, TILE, k + j0 * ld, ld, 1.0f, dq + i0 * ld, ld);
+            gemm_serial(1, 0, nk, hs, nq, scale, ds, TILE, q + i0 * ld, ld, 1.0f, dk + j0 * ld, ld);
+        }
+    }
 }
 
 static void attention_forward(const ModelConfig *cfg, const float *params, float *acts,
                               float *out, const float *in, size_t B, size_t T) {
-    size_t C = cfg->n_embd, H = cfg->n_head, hs = C / H;
+    size_t C = cfg->n_embd, H = cfg->n_head, hs = C / H, nt = ceil_div(T, TILE);
     float scale = 1.0f / sqrtf((float)hs);
     AttnParams p = attn_params(params, C);
-    AttnActs a = attn_acts(acts, B, T, C, H);
+    AttnActs a;
+    attn_layout(acts, B, T, C, H, &a);
     matmul_forward(a.qkv, in, p.qkv_w, p.qkv_b, B * T, C, 3 * C);
-#pragma omp parallel for schedule(static)
-    for (size_t bh = 0; bh < B * H; bh++) {
-        size_t b = bh / H, h = bh % H;
-        const float *q = a.qkv + b * T * 3 * C + h * hs, *k = q + C, *v = q + 2 * C;
-        float *att = a.att + bh * T * T;
-        gemm(0, 1, T, T, hs, scale, q, 3 * C, k, 3 * C, 0.0f, att, T);
-        for (size_t t = 0; t < T; t++) {
-            float *row = att + t * T;
-            softmax(row, row, t + 1); /* causal: position t sees 0..t */
-            memset(row + t + 1, 0, (T - t - 1) * sizeof(float));
-        }
-        gemm(0, 0, T, hs, T, 1.0f, att, T, v, 3 * C, 0.0f, a.y + b * T * C + h * hs, C);
+    /* Later query tiles see more keys: hand out tasks one by one. */
+#pragma omp parallel for schedule(dynamic, 1)
+    for (size_t task = 0; task < B * H * nt; task++) {
+        size_t bh = task / nt, b = bh / H, h = bh % H, i0 = (task % nt) * TILE;
+        size_t nq = T - i0 < TILE ? T - i0 : TILE;
+        const float *q = a.qkv + b * T * 3 * C + h * hs;
+        flash_forward_tile(a.y + (b * T + i0) * C + h * hs, C, a.lse + bh * T + i0, a.tiles + task * TILE * TILE,
+                           q + i0 * 3 * C, q + C, q + 2 * C, 3 * C, i0, nq, hs, scale);
     }
     matmul_forward(out, a.y, p.proj_w, p.proj_b, B * T, C, C);
 }
@@ -86,28 +185,23 @@ static void attention_backward(const ModelConfig *cfg, const float *params, floa
     float scale = 1.0f / sqrtf((float)hs);
     AttnParams p = attn_params(params, C);
     AttnParams g = attn_params(dparams, C);
-    AttnActs a = attn_acts(acts, B, T, C, H);
+    AttnActs a;
+    attn_layout(acts, B, T, C, H, &a);
     memset(a.dy, 0, B * T * C * sizeof(float));
     matmul_backward(a.dy, (float *)g.proj_w, (float *)g.proj_b, dout, a.y, p.proj_w, B * T, C, C);
 #pragma omp parallel for schedule(static)
     for (size_t bh = 0; bh < B * H; bh++) {
-        size_t b = bh / H, h = bh % H;
-        size_t off = b * T * 3 * C + h * hs;
-        const float *q = a.qkv + off, *k = q + C, *v = q + 2 * C;
-        float *dq = a.dqkv + off, *dk = dq + C, *dv = dq + 2 * C;
-        const float *att = a.att + bh * T * T, *dy = a.dy + b * T * C + h * hs;
-        float *datt = a.datt + bh * T * T;
-        gemm(0, 1, T, T, hs, 1.0f, dy, C, v, 3 * C, 0.0f, datt, T);   /* dP = dY V^T */
-        gemm(1, 0, T, hs, T, 1.0f, att, T, dy, C, 0.0f, dv, 3 * C);   /* dV = P^T dY */
-        for (size_t t = 0; t < T; t++) {                              /* softmax backward */
-            const float *pr = att + t * T;
-            float *dr = datt + t * T, dot = 0.0f;
-            for (size_t j = 0; j <= t; j++) dot += pr[j] * dr[j];
-            for (size_t j = 0; j <= t; j++) dr[j] = pr[j] * (dr[j] - dot);
-            memset(dr + t + 1, 0, (T - t - 1) * sizeof(float));
+        size_t b = bh / H, h = bh % H, off = b * T * 3 * C + h * hs;
+        const float *dy = a.dy + b * T * C + h * hs, *y = a.y + b * T * C + h * hs;
+        float *delta = a.delta + bh * T;
+        for (size_t t = 0; t < T; t++) {
+            float sum = 0.0f;
+            for (size_t d = 0; d < hs; d++) sum += dy[t * C + d] * y[t * C + d];
+            delta[t] = sum;
         }
-        gemm(0, 0, T, hs, T, scale, datt, T, k, 3 * C, 0.0f, dq, 3 * C); /* dQ = dS K */
-        gemm(1, 0, T, hs, T, scale, datt, T, q, 3 * C, 0.0f, dk, 3 * C); /* dK = dS^T Q */
+        float *s = a.tiles + 2 * bh * TILE * TILE;
+        flash_backward_head(a.dqkv + off, a.dqkv + off + C, a.dqkv + off + 2 * C, s, s + TILE * TILE, a.qkv + off,
+                            a.qkv + off + C, a.qkv + off + 2 * C, 3 * C, dy, a.lse + bh * T, delta, C, T, hs, scale);
     }
     matmul_backward(din, (float *)g.qkv_w, (float *)g.qkv_b, a.dqkv, in, p.qkv_w, B * T, C, 3 * C);
 }

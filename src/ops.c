@@ -50,7 +50,7 @@ static TileGrid tile_grid(size_t m, size_t n, size_t k) {
     return g;
 }
 
-static void sgemm_call(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const float *a,
+void gemm_serial(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const float *a,
                        size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc) {
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, (int)m,
                 (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
@@ -74,7 +74,7 @@ static void gemm_tiled(int trans_a, int trans_b, size_t m, size_t n, size_t k, f
         if (seed_rows)
             for (size_t i = 0; i < rows; i++) memcpy(ct + i * ldc, seed_rows + j0, cols * sizeof(float));
         const float *at = a + (trans_a ? i0 : i0 * lda), *bt = b + (trans_b ? j0 * ldb : j0);
-        if (k > 0) sgemm_call(trans_a, trans_b, rows, cols, k, alpha, at, lda, bt, ldb, beta, ct, ldc);
+        if (k > 0) gemm_serial(trans_a, trans_b, rows, cols, k, alpha, at, lda, bt, ldb, beta, ct, ldc);
         else if (!seed_rows)
             for (size_t i = 0; i < rows; i++)
                 for (size_t j = 0; j < cols; j++) ct[i * ldc + j] *= beta;

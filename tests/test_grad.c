@@ -139,6 +139,17 @@ static void test_attention(void **s) {
     run_mixer(&attention_mixer, cfg, 2, 7, 0.3f);
 }
 
+/* Flash attention over three query and key tiles, the last one short: the
+ * online softmax across tiles, the skipped tiles above the diagonal and the
+ * masked diagonal tiles. */
+static void test_attention_tiles(void **s) {
+    (void)s;
+    ModelConfig cfg;
+    config_defaults(&cfg);
+    cfg.n_embd = 8, cfg.n_head = 2, cfg.block_size = 160, cfg.vocab_size = 5;
+    run_mixer(&attention_mixer, cfg, 1, 150, 0.5f);
+}
+
 static void test_grassmann_layer(void **s) {
     (void)s;
     ModelConfig cfg;
@@ -417,6 +428,7 @@ int main(void) {
         cmocka_unit_test(test_embedding_sinusoidal),
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_attention_tiles),
         cmocka_unit_test(test_mlp),
         cmocka_unit_test(test_gelu),
         cmocka_unit_test(test_dropout),
