@@ -8,7 +8,7 @@
 #   make asan       unit and CLI tests under AddressSanitizer + UBSan
 CC      ?= cc
 OPT     ?= -O3 -march=native
-CFLAGS  += -std=c11 $(OPT) -fno-trapping-math -fno-math-errno -fopenmp -Wall -Wextra -Wno-format-truncation -D_DEFAULT_SOURCE -D_GNU_SOURCE \
+CFLAGS  += -std=c11 $(OPT) -fno-trapping-math -fno-math-errno -ffp-contract=fast -fopenmp -Wall -Wextra -Wno-format-truncation -D_DEFAULT_SOURCE -D_GNU_SOURCE \
            -Iinclude -I/usr/include/stb $(EXTRA_CFLAGS)
 LDLIBS  += -lopenblas -lm
 BUILD   ?= build

@@ -35,13 +35,13 @@ void grassmann_pair_forward(float *qbar, const float *zc, const float *zp, float
  * (z_t, z_{t-d}) for z (B,T,r); zero rows where no offset fits. */
 void grassmann_mix_forward(float *qbar, const float *z, const size_t *windows, size_t n_windows,
                            size_t B, size_t T, size_t r, float eps);
-/* Backward: dz (B,T,r) accumulates. Scratch: u (B,T,r) and coef,
+/* Backward: dz (B,T,r) is written. Scratch: u (B,T,r) and coef,
  * B*T*(3*n_windows + 1) floats. */
 void grassmann_mix_backward(float *dz, float *u, float *coef, const float *dqbar, const float *z,
                             const size_t *windows, size_t n_windows, size_t B, size_t T, size_t r, float eps);
 
 /* m = a * x + (1 - a) * g with a = sigmoid(apre), all (N, C); a overwrites apre.
- * Backward: dx and dg accumulate, dapre is written. */
+ * Backward: dx, dg and dapre are written. */
 void grassmann_gate_forward(float *m, float *a, const float *x, const float *g, size_t n);
 void grassmann_gate_backward(float *dx, float *dg, float *dapre, const float *dm, const float *a,
                              const float *x, const float *g, size_t n);

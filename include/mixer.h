@@ -39,7 +39,7 @@ typedef struct Mixer {
     size_t (*act_size)(const ModelConfig *cfg, size_t B, size_t T);
     void (*forward)(const ModelConfig *cfg, const float *params, float *acts,
                     float *out, const float *in, size_t B, size_t T);
-    /* Accumulates into dparams and din; acts is what forward left. */
+    /* Writes din, accumulates into dparams; acts is what forward left. */
     void (*backward)(const ModelConfig *cfg, const float *params, float *dparams, float *acts,
                      const float *in, const float *dout, float *din, size_t B, size_t T);
     /* Incremental decoding for sampling: state_size floats of per-sequence

@@ -15,8 +15,8 @@ typedef struct MlpGrads {
 } MlpGrads;
 
 void mlp_forward(float *out, float *fc, float *act, const float *in, MlpParams p, size_t N, size_t C);
-/* din and the gradients accumulate; dact and dfc (N, 4C) are scratch. */
-void mlp_backward(float *din, MlpGrads g, float *dact, float *dfc, const float *dout,
-                  const float *in, const float *fc, const float *act, MlpParams p, size_t N, size_t C);
+/* din is written, the parameter gradients accumulate; dfc (N, 4C) is scratch. */
+void mlp_backward(float *din, MlpGrads g, float *dfc, const float *dout, const float *in, const float *fc,
+                  const float *act, MlpParams p, size_t N, size_t C);
 
 #endif

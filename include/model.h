@@ -60,7 +60,7 @@ typedef struct Model {
     float *acts;
     LayerActs la[MAX_LAYERS];
     float *resid_out, *lnf, *lnf_mean, *lnf_rstd, *logits, *probs, *losses;
-    float *dresid, *dbranch, *dln, *dact, *dfc, *dlogits; /* backward scratch */
+    float *dresid, *dbranch, *dln, *dfc, *dlogits; /* backward scratch (dbranch: only with dropout) */
     int32_t *inputs, *targets;
 
     /* What the last forward did, for backward. */

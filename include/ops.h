@@ -28,15 +28,29 @@ void matmul_forward(float *out, const float *in, const float *w, const float *bi
 void matmul_forward_strided(float *out, const float *in, const float *w, size_t ldw, const float *bias,
                             size_t n, size_t in_dim, size_t out_dim);
 
-/* din += dout . w;  dw += dout^T . in;  dbias += column sums of dout.
+/* din = dout . w + din_beta * din (din_beta 0 writes it, 1 accumulates);
+ * dw += dout^T . in;  dbias += column sums of dout.
  * Any of din, dw, dbias may be NULL when not wanted. */
-void matmul_backward(float *din, float *dw, float *dbias, const float *dout,
+void matmul_backward(float *din, float din_beta, float *dw, float *dbias, const float *dout,
                      const float *in, const float *w, size_t n, size_t in_dim, size_t out_dim);
+
+/* Called on each finished output tile (rows i0.., columns j0.. of the
+ * product) by the thread that computed it, while the tile is in cache: an
+ * element-wise pass fused into the product (bias + GELU, GELU backward). */
+typedef void (*TileEpilogue)(void *ctx, size_t i0, size_t j0, size_t rows, size_t cols);
+
+/* matmul_forward, then epilogue on each tile of out. */
+void matmul_forward_then(float *out, const float *in, const float *w, const float *bias, size_t n, size_t in_dim,
+                         size_t out_dim, TileEpilogue epilogue, void *ctx);
 
 /* Row-major C (m,n) = alpha * op(A) op(B) + beta * C with explicit leading
  * dimensions, cut into tiles run in parallel (see ops_set_parallel_width). */
 void gemm(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha,
           const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc);
+
+/* gemm, then epilogue on each tile of C. */
+void gemm_then(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
+               const float *b, size_t ldb, float beta, float *c, size_t ldc, TileEpilogue epilogue, void *ctx);
 
 /* The same product computed by the calling thread alone, for small products
  * inside a parallel region of our own (no tiling, no nested region). */
@@ -67,7 +81,18 @@ static inline float fast_tanhf(float u) { return 1.0f - 2.0f / (fast_expf(2.0f *
 /* out[i] = softmax(in)[i] over `len` entries (out may equal in). */
 void softmax(float *out, const float *in, size_t len);
 
-/* GELU, tanh form. Backward: din += gelu'(in) * dout. */
+#define GELU_SCALE 0.7978845608028654f /* sqrt(2 / pi) */
+
+/* GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), and its derivative. */
+static inline float gelu(float x) {
+    return 0.5f * x * (1.0f + fast_tanhf(GELU_SCALE * (x + 0.044715f * x * x * x)));
+}
+static inline float gelu_grad(float x) {
+    float th = fast_tanhf(GELU_SCALE * (x + 0.044715f * x * x * x));
+    return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
+/* GELU over n values. Backward: din += gelu'(in) * dout. */
 void gelu_forward(float *out, const float *in, size_t n);
 void gelu_backward(float *din, const float *in, const float *dout, size_t n);
 

@@ -187,8 +187,7 @@ static void attention_backward(const ModelConfig *cfg, const float *params, floa
     AttnParams g = attn_params(dparams, C);
     AttnActs a;
     attn_layout(acts, B, T, C, H, &a);
-    memset(a.dy, 0, B * T * C * sizeof(float));
-    matmul_backward(a.dy, (float *)g.proj_w, (float *)g.proj_b, dout, a.y, p.proj_w, B * T, C, C);
+    matmul_backward(a.dy, 0.0f, (float *)g.proj_w, (float *)g.proj_b, dout, a.y, p.proj_w, B * T, C, C);
 #pragma omp parallel for schedule(static)
     for (size_t bh = 0; bh < B * H; bh++) {
         size_t b = bh / H, h = bh % H, off = b * T * 3 * C + h * hs;
@@ -203,7 +202,7 @@ static void attention_backward(const ModelConfig *cfg, const float *params, floa
         flash_backward_head(a.dqkv + off, a.dqkv + off + C, a.dqkv + off + 2 * C, s, s + TILE * TILE, a.qkv + off,
                             a.qkv + off + C, a.qkv + off + 2 * C, 3 * C, dy, a.lse + bh * T, delta, C, T, hs, scale);
     }
-    matmul_backward(din, (float *)g.qkv_w, (float *)g.qkv_b, a.dqkv, in, p.qkv_w, B * T, C, 3 * C);
+    matmul_backward(din, 0.0f, (float *)g.qkv_w, (float *)g.qkv_b, a.dqkv, in, p.qkv_w, B * T, C, 3 * C);
 }
 
 /* Sampling state: K and V caches (block_size, C) each, then scratch for

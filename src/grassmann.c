@@ -238,6 +238,7 @@ void grassmann_mix_backward(float *dz, float *u, float *coef, const float *dqbar
         size_t cnt = combine_past(c, s, a, past, windows, n_windows, t, eps, r);
         if (cnt == 0) {
             memset(un, 0, r * sizeof(float));
+            memset(dzn, 0, r * sizeof(float));
             continue;
         }
         antisym_matvecs(un, v, dqbar + n * P, a, c, r);
@@ -255,7 +256,7 @@ void grassmann_mix_backward(float *dz, float *u, float *coef, const float *dqbar
             cf[k * COEF_PER_OFFSET + 1] = (float)kappa;
             cf[k * COEF_PER_OFFSET + 2] = (float)ab;
         }
-        for (size_t i = 0; i < r; i++) dzn[i] += v[i];
+        memcpy(dzn, v, r * sizeof(float));
     }
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++) {
@@ -286,8 +287,8 @@ void grassmann_gate_backward(float *dx, float *dg, float *dapre, const float *dm
                              const float *x, const float *g, size_t n) {
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) {
-        dx[i] += dm[i] * a[i];
-        dg[i] += dm[i] * (1.0f - a[i]);
+        dx[i] = dm[i] * a[i];
+        dg[i] = dm[i] * (1.0f - a[i]);
         dapre[i] = dm[i] * (x[i] - g[i]) * a[i] * (1.0f - a[i]);
     }
 }
@@ -338,9 +339,6 @@ static void grassmann_backward(const ModelConfig *cfg, const float *params, floa
     GrParams g = gr_params(dparams, cfg);
     GrActs a = gr_acts(acts, cfg, N);
     memset(a.dm, 0, N * C * sizeof(float));
-    memset(a.dg, 0, N * C * sizeof(float));
-    memset(a.dqbar, 0, N * P * sizeof(float));
-    memset(a.dz, 0, N * r * sizeof(float));
     layernorm_backward(a.dm, (float *)g.ln_w, (float *)g.ln_b, dout, a.m, p.ln_w, a.mean, a.rstd, N, C);
     grassmann_gate_backward(din, a.dg, a.dapre, a.dm, a.a, in, a.g, N * C);
     /* apre = x W_x^T + g W_g^T + b: both column blocks of the gate weight. */
@@ -352,9 +350,9 @@ static void grassmann_backward(const ModelConfig *cfg, const float *params, floa
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++)
         if (n % T < dmin) memset(a.dg + n * C, 0, C * sizeof(float)); /* g was held at 0 there */
-    matmul_backward(a.dqbar, (float *)g.plu_w, (float *)g.plu_b, a.dg, a.qbar, p.plu_w, N, P, C);
+    matmul_backward(a.dqbar, 0.0f, (float *)g.plu_w, (float *)g.plu_b, a.dg, a.qbar, p.plu_w, N, P, C);
     grassmann_mix_backward(a.dz, a.u, a.coef, a.dqbar, a.z, cfg->windows, cfg->n_windows, B, T, r, GRASSMANN_EPS);
-    matmul_backward(din, (float *)g.red_w, (float *)g.red_b, a.dz, in, p.red_w, N, C, r);
+    matmul_backward(din, 1.0f, (float *)g.red_w, (float *)g.red_b, a.dz, in, p.red_w, N, C, r);
 }
 
 /* Sampling state: a ring of the last max(D) + 1 reduced vectors, then one

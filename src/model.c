@@ -130,9 +130,8 @@ static size_t layout_acts(Model *m, float *base, size_t B, size_t T) {
     TAKE(m->probs, N * V);
     TAKE(m->losses, N);
     TAKE(m->dresid, N * C);
-    TAKE(m->dbranch, N * C);
+    TAKE(m->dbranch, drop ? N * C : 0);
     TAKE(m->dln, N * C);
-    TAKE(m->dact, N * 4 * C);
     TAKE(m->dfc, N * 4 * C);
     TAKE(m->dlogits, N * V);
 #undef TAKE
@@ -234,14 +233,14 @@ void model_forward(Model *m, const int32_t *inputs, const int32_t *targets, size
     profile_stop(pr, "head", F, t0);
 }
 
-/* dbranch = d(stream) through the branch's dropout (identity when off). */
-static void branch_grad(float *dbranch, const float *dresid, const float *mask, int on, size_t n) {
-    if (!on) {
-        memcpy(dbranch, dresid, n * sizeof(float));
-        return;
-    }
-    memset(dbranch, 0, n * sizeof(float));
-    dropout_backward(dbranch, dresid, mask, n);
+/* d(branch output) from d(stream): through the branch's dropout into
+ * m->dbranch, or d(stream) itself when dropout is off. */
+static const float *branch_grad(Model *m, const float *mask) {
+    if (!m->dropout_on) return m->dresid;
+    size_t n = m->B * m->T * m->cfg.n_embd;
+    memset(m->dbranch, 0, n * sizeof(float));
+    dropout_backward(m->dbranch, m->dresid, mask, n);
+    return m->dbranch;
 }
 
 void model_backward(Model *m, float loss_scale) {
@@ -254,8 +253,7 @@ void model_backward(Model *m, float loss_scale) {
     double t0 = profile_start(pr);
     crossentropy_backward(m->dlogits, m->probs, m->targets, loss_scale / (float)N, N, V);
     memset(m->dresid, 0, N * C * sizeof(float));
-    memset(m->dln, 0, N * C * sizeof(float));
-    matmul_backward(m->dln, G + m->wte, NULL, m->dlogits, m->lnf, P + m->wte, N, C, V);
+    matmul_backward(m->dln, 0.0f, G + m->wte, NULL, m->dlogits, m->lnf, P + m->wte, N, C, V);
     profile_stop(pr, "head", Bk, t0);
     PROFILED(pr, "layernorm", Bk,
              layernorm_backward(m->dresid, G + m->lnf_w, G + m->lnf_b, m->dln, m->resid_out, P + m->lnf_w,
@@ -265,19 +263,15 @@ void model_backward(Model *m, float loss_scale) {
         LayerActs *L = &m->la[l];
         const LayerOffsets *lo = &m->layer[l];
         MlpGrads mg = {G + lo->fc_w, G + lo->fc_b, G + lo->proj_w, G + lo->proj_b};
-        PROFILED(pr, "residual", Bk, branch_grad(m->dbranch, m->dresid, L->drop2, m->dropout_on, N * C));
-        PROFILED(pr, "mlp", Bk, {
-            memset(m->dln, 0, N * C * sizeof(float));
-            mlp_backward(m->dln, mg, m->dact, m->dfc, m->dbranch, L->ln2, L->fc, L->act, mlp_params(P, lo), N, C);
-        });
+        const float *dbranch;
+        PROFILED(pr, "residual", Bk, dbranch = branch_grad(m, L->drop2));
+        PROFILED(pr, "mlp", Bk, mlp_backward(m->dln, mg, m->dfc, dbranch, L->ln2, L->fc, L->act, mlp_params(P, lo), N, C));
         PROFILED(pr, "layernorm", Bk,
                  layernorm_backward(m->dresid, G + lo->ln2_w, G + lo->ln2_b, m->dln, L->resid_mid, P + lo->ln2_w,
                                     L->ln2_mean, L->ln2_rstd, N, C));
-        PROFILED(pr, "residual", Bk, branch_grad(m->dbranch, m->dresid, L->drop1, m->dropout_on, N * C));
-        PROFILED(pr, c->mixers[l]->name, Bk, {
-            memset(m->dln, 0, N * C * sizeof(float));
-            c->mixers[l]->backward(c, P + lo->mixer, G + lo->mixer, L->mixer, L->ln1, m->dbranch, m->dln, B, T);
-        });
+        PROFILED(pr, "residual", Bk, dbranch = branch_grad(m, L->drop1));
+        PROFILED(pr, c->mixers[l]->name, Bk,
+                 c->mixers[l]->backward(c, P + lo->mixer, G + lo->mixer, L->mixer, L->ln1, dbranch, m->dln, B, T));
         PROFILED(pr, "layernorm", Bk,
                  layernorm_backward(m->dresid, G + lo->ln1_w, G + lo->ln1_b, m->dln, L->resid, P + lo->ln1_w,
                                     L->ln1_mean, L->ln1_rstd, N, C));

@@ -56,9 +56,6 @@ void gemm_serial(int trans_a, int trans_b, size_t m, size_t n, size_t k, float a
                 (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
 }
 
-/* Called on each finished tile (rows i0.., columns j0..) while it is in cache. */
-typedef void (*TileEpilogue)(void *ctx, size_t i0, size_t j0, size_t rows, size_t cols);
-
 /* The tiled product; `seed_rows`, when given, is copied into every row of a
  * tile before it is accumulated onto (a bias; beta must then be 1). */
 static void gemm_tiled(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const float *a,
@@ -87,6 +84,11 @@ void gemm(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha,
     gemm_tiled(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL, NULL, NULL);
 }
 
+void gemm_then(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
+               const float *b, size_t ldb, float beta, float *c, size_t ldc, TileEpilogue epilogue, void *ctx) {
+    gemm_tiled(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL, epilogue, ctx);
+}
+
 void matmul_forward_strided(float *out, const float *in, const float *w, size_t ldw, const float *bias,
                             size_t n, size_t in_dim, size_t out_dim) {
     gemm_tiled(0, 1, n, out_dim, in_dim, 1.0f, in, in_dim, w, ldw, bias ? 1.0f : 0.0f, out, out_dim, bias, NULL,
@@ -98,9 +100,15 @@ void matmul_forward(float *out, const float *in, const float *w, const float *bi
     matmul_forward_strided(out, in, w, in_dim, bias, n, in_dim, out_dim);
 }
 
-void matmul_backward(float *din, float *dw, float *dbias, const float *dout,
+void matmul_forward_then(float *out, const float *in, const float *w, const float *bias, size_t n, size_t in_dim,
+                         size_t out_dim, TileEpilogue epilogue, void *ctx) {
+    gemm_tiled(0, 1, n, out_dim, in_dim, 1.0f, in, in_dim, w, in_dim, bias ? 1.0f : 0.0f, out, out_dim, bias,
+               epilogue, ctx);
+}
+
+void matmul_backward(float *din, float din_beta, float *dw, float *dbias, const float *dout,
                      const float *in, const float *w, size_t n, size_t in_dim, size_t out_dim) {
-    if (din) gemm(0, 0, n, in_dim, out_dim, 1.0f, dout, out_dim, w, in_dim, 1.0f, din, in_dim);
+    if (din) gemm(0, 0, n, in_dim, out_dim, 1.0f, dout, out_dim, w, in_dim, din_beta, din, in_dim);
     if (dw) gemm(1, 0, out_dim, in_dim, n, 1.0f, dout, out_dim, in, in_dim, 1.0f, dw, in_dim);
     if (dbias) column_sum_add(dbias, dout, n, out_dim);
 }
@@ -117,26 +125,14 @@ void softmax(float *out, const float *in, size_t len) {
     for (size_t i = 0; i < len; i++) out[i] *= inv;
 }
 
-#define GELU_SCALE 0.7978845608028654f /* sqrt(2 / pi) */
-
 void gelu_forward(float *out, const float *in, size_t n) {
 #pragma omp parallel for simd schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        float x = in[i];
-        out[i] = 0.5f * x * (1.0f + fast_tanhf(GELU_SCALE * (x + 0.044715f * x * x * x)));
-    }
+    for (size_t i = 0; i < n; i++) out[i] = gelu(in[i]);
 }
 
 void gelu_backward(float *din, const float *in, const float *dout, size_t n) {
 #pragma omp parallel for simd schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        float x = in[i];
-        float u = GELU_SCALE * (x + 0.044715f * x * x * x);
-        float th = fast_tanhf(u);
-        float sech2 = 1.0f - th * th;
-        float du = GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
-        din[i] += (0.5f * (1.0f + th) + 0.5f * x * sech2 * du) * dout[i];
-    }
+    for (size_t i = 0; i < n; i++) din[i] += gelu_grad(in[i]) * dout[i];
 }
 
 void column_sum_add(float *dst, const float *src, size_t rows, size_t cols) {

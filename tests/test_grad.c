@@ -113,7 +113,7 @@ static void run_mixer(const Mixer *mx, ModelConfig cfg, size_t B, size_t T, floa
     c.in = rand_tensor(N * C, 1.0f, 9);
     c.out = zeros(N * C);
     c.w = rand_tensor(N * C, 1.0f, 10);
-    float *dp = zeros(c.np), *din = zeros(N * C);
+    float *dp = zeros(c.np), *din = rand_tensor(N * C, 1e3f, 27); /* backward writes din: stale values must go */
     mix_obj(&c);
     mx->backward(&cfg, c.params, dp, c.acts, c.in, c.w, din, B, T);
     char what[64];
@@ -183,7 +183,7 @@ static void run_mix(const size_t *win, size_t nw, size_t r, float zscale, float 
     c.z = rand_tensor(N * r, zscale, 14);
     c.qbar = zeros(N * P);
     c.w = rand_tensor(N * P, 1.0f, 15);
-    float *dz = zeros(N * r), *u = zeros(N * r), *coef = zeros(N * (3 * nw + 1));
+    float *dz = rand_tensor(N * r, 1e3f, 16), *u = zeros(N * r), *coef = zeros(N * (3 * nw + 1)); /* dz is written */
     plucker_obj(&c);
     for (size_t b = 0; b < c.B; b++)
         for (size_t k = 0; k < P; k++) assert_true(c.qbar[b * c.T * P + k] == 0.0f); /* position 0: nothing */
@@ -236,7 +236,7 @@ static void test_grassmann_gate(void **s) {
     (void)s;
     GateCtx c = {20, rand_tensor(20, 1.0f, 16), zeros(20), rand_tensor(20, 1.0f, 17), rand_tensor(20, 1.0f, 18),
                  zeros(20), rand_tensor(20, 1.0f, 19)};
-    float *dx = zeros(20), *dg = zeros(20), *dapre = zeros(20);
+    float *dx = rand_tensor(20, 1e3f, 28), *dg = rand_tensor(20, 1e3f, 29), *dapre = zeros(20); /* written */
     gate_obj(&c);
     grassmann_gate_backward(dx, dg, dapre, c.w, c.a, c.x, c.g, c.n);
     CHECK_GRAD(gate_obj, &c, c.apre, dapre, 20, 20, 1e-2f, TOL, "gate pre-activation");
@@ -269,16 +269,16 @@ static void test_mlp(void **s) {
     size_t N = 5, C = 6, np = 8 * C * C + 5 * C;
     MlpCtx c = {N, C, rand_tensor(N * C, 1.0f, 20), rand_tensor(np, 0.4f, 21), zeros(N * 4 * C), zeros(N * 4 * C),
                 zeros(N * C), rand_tensor(N * C, 1.0f, 22)};
-    float *dp = zeros(np), *din = zeros(N * C), *dact = zeros(N * 4 * C), *dfc = zeros(N * 4 * C);
+    float *dp = zeros(np), *din = rand_tensor(N * C, 1e3f, 25), *dfc = rand_tensor(N * 4 * C, 1e3f, 26); /* written, not added to */
     mlp_obj(&c);
     MlpGrads g = {dp, dp + 4 * C * C, dp + 4 * C * C + 4 * C, dp + 8 * C * C + 4 * C};
-    mlp_backward(din, g, dact, dfc, c.w, c.in, c.fc, c.act, mlp_p(&c), N, C);
+    mlp_backward(din, g, dfc, c.w, c.in, c.fc, c.act, mlp_p(&c), N, C);
     CHECK_GRAD(mlp_obj, &c, c.in, din, N * C, 100, 1e-2f, TOL, "mlp input");
     CHECK_GRAD(mlp_obj, &c, c.params, dp, 4 * C * C, 100, 1e-2f, TOL, "mlp fc.weight");
     CHECK_GRAD(mlp_obj, &c, c.params + 4 * C * C, dp + 4 * C * C, 4 * C, 100, 1e-2f, TOL, "mlp fc.bias");
     CHECK_GRAD(mlp_obj, &c, c.params + 4 * C * C + 4 * C, dp + 4 * C * C + 4 * C, 4 * C * C, 100, 1e-2f, TOL, "mlp proj.weight");
     CHECK_GRAD(mlp_obj, &c, c.params + 8 * C * C + 4 * C, dp + 8 * C * C + 4 * C, C, 100, 1e-2f, TOL, "mlp proj.bias");
-    free(c.in), free(c.params), free(c.fc), free(c.act), free(c.out), free(c.w), free(dp), free(din), free(dact), free(dfc);
+    free(c.in), free(c.params), free(c.fc), free(c.act), free(c.out), free(c.w), free(dp), free(din), free(dfc);
 }
 
 typedef struct {
