@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "blas_setup.h"
 #include "checkpoint.h"
 #include "cli.h"
 #include "config.h"
@@ -42,6 +43,7 @@ static void progress(size_t done, size_t total) {
 }
 
 int main(int argc, char **argv) {
+    blas_setup(argc, argv); /* first: it may restart the program with faster OpenBLAS kernels */
     const char *model_path = NULL, *data = NULL, *split = "val";
     size_t stride = 0, batch = 16, threads = 0;
     int json = 0;

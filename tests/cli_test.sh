@@ -170,5 +170,58 @@ rc=$?
 if [ $rc -eq 1 ] && grep -q "diverged" "$tmp/err" && cmp -s "$tmp/keep.ckpt" "$tmp/good.ckpt"; then ok
 else bad "NaN/Inf loss: exit $rc, $(cat "$tmp/err")"; fi
 
+# OpenBLAS kernels. This CPU's library may already choose its best kernels,
+# so LM_TEST_BLAS_CORENAME pretends it chose Prescott: bin/train must probe,
+# restart itself with faster kernels and train as before; with a failing or
+# crashing probe it keeps the library's choice with one line saying why; an
+# OPENBLAS_CORETYPE from the environment is never overridden.
+BLAS_RUN=(--data "$tmp/a" "${SMALL[@]}" --max-iters 3 --eval-interval 0 --out "$tmp/blas.ckpt")
+kernel_in() { sed -n 's/^blas: OpenBLAS.*, kernel \([A-Za-z0-9_]*\) .*/\1/p' "$1"; }
+blas_stderr_lines() { grep -c '^blas:' "$tmp/err"; }
+cpu_has() { for f in "$@"; do grep -qw "$f" /proc/cpuinfo || return 1; done; }
+if $B/train "${BLAS_RUN[@]}" >"$tmp/out" 2>"$tmp/err" && [ "$(blas_stderr_lines)" -eq 0 ] && [ -n "$(kernel_in "$tmp/out")" ]; then ok
+else bad "blas: the default run failed, printed on stderr or named no kernel: $(head -c 300 "$tmp/err")"; fi
+own=$(kernel_in "$tmp/out")
+cp "$tmp/blas.ckpt" "$tmp/blas_own.ckpt"
+if cpu_has avx; then
+    if LM_TEST_BLAS_CORENAME=Prescott $B/train "${BLAS_RUN[@]}" >"$tmp/out" 2>"$tmp/err"; then
+        chosen=$(kernel_in "$tmp/out")
+        if grep -q '^blas: .*(selected: the library chose Prescott' "$tmp/out" && [ -n "$chosen" ] && [ "$chosen" != Prescott ] \
+            && [ "$(blas_stderr_lines)" -eq 0 ]; then ok
+        else bad "blas: pretending Prescott selected nothing faster: $(grep '^blas:' "$tmp/out" "$tmp/err")"; fi
+        if [ "$chosen" = "$own" ]; then  # the same kernels after the restart: the same bytes
+            cmp -s "$tmp/blas.ckpt" "$tmp/blas_own.ckpt" && ok || bad "blas: the restarted run ($chosen) wrote different bytes"
+        fi
+    else bad "blas: the run that restarts itself failed: $(tail -c 300 "$tmp/err")"; fi
+    LM_TEST_BLAS_CORENAME=Prescott LM_TEST_BLAS_PROBE=fail $B/train "${BLAS_RUN[@]}" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    if [ $rc -eq 0 ] && [ "$(blas_stderr_lines)" -eq 1 ] && [ "$(kernel_in "$tmp/out")" = Prescott ] \
+        && grep -q "^blas: kept OpenBLAS's Prescott kernels: the [A-Za-z]* probe computed wrong results" "$tmp/err"; then ok
+    else bad "blas: failing probe: exit $rc, $(grep '^blas:' "$tmp/out" "$tmp/err")"; fi
+    cmp -s "$tmp/blas.ckpt" "$tmp/blas_own.ckpt" && ok || bad "blas: the run without restart wrote different bytes"
+    # eval and sample restart silently and compute the same; a crashing probe costs nothing but a line.
+    $B/eval --model "$tmp/blas_own.ckpt" --data "$tmp/a" --json >"$tmp/eval_own" 2>/dev/null
+    LM_TEST_BLAS_CORENAME=Prescott $B/eval --model "$tmp/blas_own.ckpt" --data "$tmp/a" --json >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ $rc -eq 0 ] && [ ! -s "$tmp/err" ] && cmp -s "$tmp/out" "$tmp/eval_own" && ok || bad "blas: eval after a restart: exit $rc, $(head -c 300 "$tmp/err")"
+    LM_TEST_BLAS_CORENAME=Prescott $B/sample --model "$tmp/blas_own.ckpt" --tokens 20 >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ $rc -eq 0 ] && [ ! -s "$tmp/err" ] && ok || bad "blas: sample after a restart: exit $rc, $(head -c 300 "$tmp/err")"
+    LM_TEST_BLAS_CORENAME=Prescott LM_TEST_BLAS_PROBE=crash $B/eval --model "$tmp/blas_own.ckpt" --data "$tmp/a" --json >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    if [ $rc -eq 0 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "^blas: kept OpenBLAS's Prescott kernels: the [A-Za-z]* probe crashed" "$tmp/err" \
+        && cmp -s "$tmp/out" "$tmp/eval_own"; then ok
+    else bad "blas: crashing probe: exit $rc, $(head -c 300 "$tmp/err")"; fi
+fi
+if cpu_has avx2 fma; then
+    OPENBLAS_CORETYPE=Haswell LM_TEST_BLAS_CORENAME=Prescott $B/train "${BLAS_RUN[@]}" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    want_note=0
+    cpu_has avx512f avx512bw avx512vl avx512dq avx512cd && want_note=1  # a faster kernel than Haswell exists
+    if [ $rc -eq 0 ] && grep -q '^blas: .*kernel Haswell (set by OPENBLAS_CORETYPE)' "$tmp/out" && [ "$(blas_stderr_lines)" -eq $want_note ] \
+        && { [ $want_note -eq 0 ] || grep -q '^blas: OPENBLAS_CORETYPE=Haswell is set by the environment; this CPU could run [A-Za-z]* kernels (kept)$' "$tmp/err"; }; then ok
+    else bad "blas: OPENBLAS_CORETYPE=Haswell: exit $rc, $(grep '^blas:' "$tmp/out" "$tmp/err")"; fi
+fi
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
