@@ -25,7 +25,7 @@ typedef struct ThreadTuner {
     size_t cur;                            /* index of the count in use */
     double window[TUNER_WINDOW];           /* its recent step times, a ring */
     size_t n_window, window_pos;
-    double baseline;                       /* its median when last confirmed (0: none yet) */
+    double baseline;                       /* its mean when last confirmed (0: none yet) */
     size_t probe;                          /* index being probed, or n_cand for none */
     size_t probe_left;                     /* probe steps still to run */
     double probe_best;                     /* the fastest probe step so far */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas_setup.h"
 #include "checkpoint.h"
 #include "cli.h"
 #include "config.h"
@@ -17,6 +18,7 @@
 #include "model.h"
 #include "optim.h"
 #include "rng.h"
+#include "threads.h"
 #include "trainer.h"
 
 static const char *prog = "train";
@@ -68,7 +70,7 @@ static NumOpt num_opts[] = {
     {"log-interval", SZ(log_interval), 1, 100000000, RUN, "progress line every N steps (10)", 0},
     {"ckpt-interval", SZ(ckpt_interval), 0, 100000000, RUN, "checkpoint every N steps, 0 = only at the end (0)", 0},
     {"seed", SZ(seed), 0, 1e18, RUN, "seed for weights, batches and dropout (1337)", 0},
-    {"threads", SZ(threads), 0, 1024, OTHER, "OpenMP/OpenBLAS threads, 0 = all cores (0)", 0},
+    {"threads", SZ(threads), 0, 1024, OTHER, "threads, fixed; 0 = up to all cores, fewer while that is faster (0)", 0},
 };
 #define N_NUM (sizeof num_opts / sizeof num_opts[0])
 
@@ -186,7 +188,7 @@ static int open_log(RunLog *log, const char *path, int append, Error *err) {
     log->f = fopen(path, append ? "a" : "w");
     if (!log->f) return err_set(err, "cannot open log '%s'", path);
     if (!log->jsonl && ftell(log->f) == 0)
-        fprintf(log->f, "step,tokens,train_loss,val_loss,lr,grad_norm,ms_per_step,elapsed_s\n");
+        fprintf(log->f, "step,tokens,train_loss,val_loss,lr,grad_norm,ms_per_step,elapsed_s,threads\n");
     return 0;
 }
 
@@ -197,11 +199,12 @@ static void put_num(FILE *f, const char *fmt, double v, int jsonl) {
 }
 
 static void log_row(const RunLog *log, size_t step, size_t tokens, float loss, float val, float lr, float norm,
-                    double ms, double elapsed) {
+                    double ms, double elapsed, double threads) {
     if (!log->f) return;
-    static const char *const names[] = {"train_loss", "val_loss", "lr", "grad_norm", "ms_per_step", "elapsed_s"};
-    static const char *const fmts[] = {"%.6f", "%.6f", "%.6g", "%.6g", "%.3f", "%.3f"};
-    double vals[] = {loss, val, lr, norm, ms, elapsed};
+    static const char *const names[] = {"train_loss", "val_loss", "lr", "grad_norm", "ms_per_step", "elapsed_s",
+                                        "threads"};
+    static const char *const fmts[] = {"%.6f", "%.6f", "%.6g", "%.6g", "%.3f", "%.3f", "%.0f"};
+    double vals[] = {loss, val, lr, norm, ms, elapsed, threads};
     if (log->jsonl) fprintf(log->f, "{\"step\":%zu,\"tokens\":%zu", step, tokens);
     else fprintf(log->f, "%zu,%zu", step, tokens);
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
@@ -225,6 +228,7 @@ static int save(const char *path, const Model *m, const Dataset *ds, const Train
 }
 
 int main(int argc, char **argv) {
+    blas_setup(argc, argv); /* first: it may restart the program with faster OpenBLAS kernels */
     TrainOpts o;
     defaults(&o);
     Error err;
@@ -379,8 +383,12 @@ int main(int argc, char **argv) {
     printf("model: %zu parameters | n_layer %zu, n_head %zu, n_embd %zu, block %zu, vocab %zu | mixers %s | pos %s\n",
            model.n_params, o.cfg.n_layer, o.cfg.n_head, o.cfg.n_embd, T, o.cfg.vocab_size, mixers,
            o.cfg.pos == POS_LEARNED ? "learned" : "sinusoidal");
-    printf("train: %zu tokens, val %zu | batch %zu x %zu x accum %zu | steps %zu..%zu of %zu | %zu threads\n",
-           ds.train.n, ds.val.n, B, T, o.grad_accum, start_step, o.stop_at, o.max_iters, cli_threads());
+    ThreadTuner tuner;
+    thread_tuner_init(&tuner, cli_threads(), o.threads == 0);
+    printf("train: %zu tokens, val %zu | batch %zu x %zu x accum %zu | steps %zu..%zu of %zu | %zu threads%s\n",
+           ds.train.n, ds.val.n, B, T, o.grad_accum, start_step, o.stop_at, o.max_iters, cli_threads(),
+           tuner.adaptive ? " (fewer while that is faster)" : "");
+    printf("blas: %s | %zu threads\n", blas_describe(), cli_threads());
     fflush(stdout);
 
     size_t tokens_per_step = B * T * o.grad_accum;
@@ -396,13 +404,15 @@ int main(int argc, char **argv) {
     if (start_step == 0) {
         float val = estimate_loss(&model, &ds.val, &hyper, inputs, targets);
         printf("step %5d | val loss %.4f\n", 0, val);
-        log_row(&logf, 0, 0, NAN, val, NAN, NAN, NAN, 0.0);
+        log_row(&logf, 0, 0, NAN, val, NAN, NAN, NAN, 0.0, NAN);
     }
     for (; step < o.stop_at; step++) {
         double t0 = cli_now();
         StepStats st;
         model.prof = profile_on ? &prof : NULL; /* validation is not charged to the profile */
+        size_t threads = thread_tuner_begin(&tuner);
         int failed = train_step(&model, &ds.train, &data_rng, &hyper, step, inputs, targets, &st, &err);
+        thread_tuner_record(&tuner, cli_now() - t0);
         model.prof = NULL;
         if (failed) {
             fprintf(stderr, "%s: error: %s; stopping without saving, the last good checkpoint is kept\n", prog,
@@ -418,13 +428,16 @@ int main(int argc, char **argv) {
         float val = NAN;
         if ((o.eval_interval && done % o.eval_interval == 0) || done == o.max_iters)
             val = estimate_loss(&model, &ds.val, &hyper, inputs, targets);
-        log_row(&logf, done, done * tokens_per_step, loss, val, st.lr, st.grad_norm, ms, cli_now() - t_start);
+        log_row(&logf, done, done * tokens_per_step, loss, val, st.lr, st.grad_norm, ms, cli_now() - t_start,
+                (double)threads);
         if ((step + 1) % o.log_interval == 0 || step + 1 == o.stop_at) {
             double n = (double)(step + 1 - last_logged), per = step_secs / n, wall = (cli_now() - t_last) / n;
             char eta[32];
             cli_duration(wall * (double)(o.stop_at - step - 1), eta, sizeof eta);
-            printf("step %5zu/%zu | loss %.4f | lr %.2e | norm %6.3f | %7.0f tok/s | %6.1f ms/step | ETA %s\n", step + 1,
-                   o.max_iters, loss, st.lr, st.grad_norm, (double)tokens_per_step / per, 1e3 * per, eta);
+            char busy[48] = ""; /* the tuner has stepped down: say so */
+            if (threads < tuner.cand[0]) snprintf(busy, sizeof busy, " | %zu of %zu threads", threads, tuner.cand[0]);
+            printf("step %5zu/%zu | loss %.4f | lr %.2e | norm %6.3f | %7.0f tok/s | %6.1f ms/step | ETA %s%s\n",
+                   step + 1, o.max_iters, loss, st.lr, st.grad_norm, (double)tokens_per_step / per, 1e3 * per, eta, busy);
             fflush(stdout);
             t_last = cli_now();
             step_secs = 0.0;
