@@ -55,8 +55,8 @@ typedef struct Model {
     float *params, *grads, *m, *v; /* grads, m, v: only after model_alloc_training */
     float *pos_table;              /* (block_size, C) sinusoidal table, or NULL */
 
-    /* Activation arena, for up to B_max x T_max tokens. */
-    size_t B_max, T_max;
+    /* Activation arena, for up to B_max x T_max tokens: n_acts floats. */
+    size_t B_max, T_max, n_acts;
     float *acts;
     LayerActs la[MAX_LAYERS];
     float *resid_out, *lnf, *lnf_mean, *lnf_rstd, *logits, *probs, *losses;

@@ -150,6 +150,7 @@ int model_alloc_acts(Model *m, size_t B, size_t T, Error *err) {
     m->targets = m->inputs ? lm_calloc(B * T, sizeof(int32_t), err) : NULL;
     if (!m->targets) return -1;
     layout_acts(m, m->acts, B, T);
+    m->n_acts = n;
     m->B_max = B;
     m->T_max = T;
     return 0;

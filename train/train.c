@@ -389,6 +389,9 @@ int main(int argc, char **argv) {
            ds.train.n, ds.val.n, B, T, o.grad_accum, start_step, o.stop_at, o.max_iters, cli_threads(),
            tuner.adaptive ? " (fewer while that is faster)" : "");
     printf("blas: %s | %zu threads\n", blas_describe(), cli_threads());
+    const double mib = 4.0 / (1024.0 * 1024.0); /* floats to MiB */
+    printf("memory: weights %.1f MiB, gradients and AdamW moments %.1f MiB, activations %.1f MiB\n",
+           (double)model.n_params * mib, 3.0 * (double)model.n_params * mib, (double)model.n_acts * mib);
     fflush(stdout);
 
     size_t tokens_per_step = B * T * o.grad_accum;
