@@ -9,6 +9,10 @@
 
 void layernorm_forward(float *out, float *mean, float *rstd, const float *in,
                        const float *weight, const float *bias, size_t N, size_t C);
+/* sum = a + b, then out = LayerNorm(sum): a residual connection and the
+ * next LayerNorm in one pass (all (N, C)). */
+void residual_layernorm_forward(float *sum, float *out, float *mean, float *rstd, const float *a, const float *b,
+                                const float *weight, const float *bias, size_t N, size_t C);
 /* din, dweight, dbias accumulate. */
 void layernorm_backward(float *din, float *dweight, float *dbias, const float *dout,
                         const float *in, const float *weight, const float *mean,

@@ -183,16 +183,30 @@ static const float *positions(const Model *m) {
     return m->cfg.pos == POS_LEARNED ? m->params + m->wpe : m->pos_table;
 }
 
-/* out = stream + dropout(branch), the branch's mask drawn from the step's
- * dropout key and the branch's index (identity when dropout is off). */
-static void residual_forward(float *out, const float *stream, float *branch, float *mask, const Model *m,
-                             size_t branch_index) {
+/* The branch's dropout, in place, with the mask drawn from the step's key
+ * and the branch's index (nothing when dropout is off). */
+static void branch_dropout(float *branch, float *mask, const Model *m, size_t branch_index) {
+    if (!m->dropout_on) return;
     size_t n = m->B * m->T * m->cfg.n_embd;
-    if (m->dropout_on) {
-        dropout_mask(mask, n, m->cfg.dropout, rng_hash(m->dropout_key, branch_index));
-        dropout_forward(branch, mask, n);
+    dropout_mask(mask, n, m->cfg.dropout, rng_hash(m->dropout_key, branch_index));
+    dropout_forward(branch, mask, n);
+}
+
+/* A LayerNorm's outputs and parameters. */
+typedef struct LnSlot {
+    float *out, *mean, *rstd;
+    const float *w, *b;
+} LnSlot;
+
+/* The LayerNorm that reads the stream after layer l's MLP: the next layer's
+ * LN1, or LN_f after the last layer. */
+static LnSlot next_ln(Model *m, size_t l) {
+    if (l + 1 < m->cfg.n_layer) {
+        LayerActs *N = &m->la[l + 1];
+        const LayerOffsets *lo = &m->layer[l + 1];
+        return (LnSlot){N->ln1, N->ln1_mean, N->ln1_rstd, m->params + lo->ln1_w, m->params + lo->ln1_b};
     }
-    add_forward(out, stream, branch, n);
+    return (LnSlot){m->lnf, m->lnf_mean, m->lnf_rstd, m->params + m->lnf_w, m->params + m->lnf_b};
 }
 
 void model_forward(Model *m, const int32_t *inputs, const int32_t *targets, size_t B, size_t T,
@@ -208,21 +222,27 @@ void model_forward(Model *m, const int32_t *inputs, const int32_t *targets, size
     m->dropout_key = m->dropout_on ? *dropout_key : 0;
     memcpy(m->inputs, inputs, N * sizeof(int32_t));
     PROFILED(pr, "embedding", F, embedding_forward(m->la[0].resid, inputs, P + m->wte, positions(m), B, T, C));
+    LayerActs *L0 = &m->la[0];
+    PROFILED(pr, "layernorm", F,
+             layernorm_forward(L0->ln1, L0->ln1_mean, L0->ln1_rstd, L0->resid, P + m->layer[0].ln1_w,
+                               P + m->layer[0].ln1_b, N, C));
+    /* Each residual connection is fused with the LayerNorm that reads its
+     * result: h_mid = h + mix -> LN2; h_next = h_mid + mlp -> next LN1 (or LN_f). */
     for (size_t l = 0; l < c->n_layer; l++) {
         LayerActs *L = &m->la[l];
         const LayerOffsets *lo = &m->layer[l];
         float *next = l + 1 < c->n_layer ? m->la[l + 1].resid : m->resid_out;
-        PROFILED(pr, "layernorm", F,
-                 layernorm_forward(L->ln1, L->ln1_mean, L->ln1_rstd, L->resid, P + lo->ln1_w, P + lo->ln1_b, N, C));
+        LnSlot ln = next_ln(m, l);
         PROFILED(pr, c->mixers[l]->name, F, c->mixers[l]->forward(c, P + lo->mixer, L->mixer, L->mix, L->ln1, B, T));
-        PROFILED(pr, "residual", F, residual_forward(L->resid_mid, L->resid, L->mix, L->drop1, m, 2 * l));
+        PROFILED(pr, "residual", F, branch_dropout(L->mix, L->drop1, m, 2 * l));
         PROFILED(pr, "layernorm", F,
-                 layernorm_forward(L->ln2, L->ln2_mean, L->ln2_rstd, L->resid_mid, P + lo->ln2_w, P + lo->ln2_b, N, C));
+                 residual_layernorm_forward(L->resid_mid, L->ln2, L->ln2_mean, L->ln2_rstd, L->resid, L->mix,
+                                            P + lo->ln2_w, P + lo->ln2_b, N, C));
         PROFILED(pr, "mlp", F, mlp_forward(L->mlp, L->fc, L->act, L->ln2, mlp_params(P, lo), N, C));
-        PROFILED(pr, "residual", F, residual_forward(next, L->resid_mid, L->mlp, L->drop2, m, 2 * l + 1));
+        PROFILED(pr, "residual", F, branch_dropout(L->mlp, L->drop2, m, 2 * l + 1));
+        PROFILED(pr, "layernorm", F,
+                 residual_layernorm_forward(next, ln.out, ln.mean, ln.rstd, L->resid_mid, L->mlp, ln.w, ln.b, N, C));
     }
-    PROFILED(pr, "layernorm", F,
-             layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->resid_out, P + m->lnf_w, P + m->lnf_b, N, C));
     double t0 = profile_start(pr);
     matmul_forward(m->logits, m->lnf, P + m->wte, NULL, N, C, V);
     m->loss = NAN;
