@@ -6,7 +6,7 @@
  * matrix is kept, tiles above the diagonal are skipped, and backward
  * recomputes the probabilities from the rows' log-sum-exp.
  *   acts: qkv (B,T,3C), y (B,T,C) heads concatenated, lse (B,H,T); backward
- *   scratch dqkv, dy, delta of the same sizes, and 64 x 64 score tiles. */
+ *   scratch dqkv, dy, delta of the same sizes, and score tiles of up to 128 x 128. */
 #ifndef LM_ATTENTION_H
 #define LM_ATTENTION_H
 

@@ -61,7 +61,7 @@ def main():
     configs = [
         ("attention, learned positions", ["--mixer", "attention"]),
         ("attention, sinusoidal positions", ["--mixer", "attention", "--pos", "sinusoidal"]),
-        ("attention, 3 tiles of 64", ["--mixer", "attention", "--block-size", "150", "--batch-size", "2"]),
+        ("attention, 3 tiles (128, 128, 44)", ["--mixer", "attention", "--block-size", "300", "--batch-size", "2"]),
         ("grassmann", ["--mixer", "grassmann", "--grassmann-rank", "6", "--grassmann-windows", "1,2,4,8"]),
         ("hybrid grassmann,attention,grassmann", ["--mixer", "grassmann,attention,grassmann", "--n-layer", "3",
                                                   "--grassmann-rank", "5", "--grassmann-windows", "1,3,5"]),

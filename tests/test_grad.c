@@ -146,8 +146,8 @@ static void test_attention_tiles(void **s) {
     (void)s;
     ModelConfig cfg;
     config_defaults(&cfg);
-    cfg.n_embd = 8, cfg.n_head = 2, cfg.block_size = 160, cfg.vocab_size = 5;
-    run_mixer(&attention_mixer, cfg, 1, 150, 0.5f);
+    cfg.n_embd = 8, cfg.n_head = 2, cfg.block_size = 320, cfg.vocab_size = 5;
+    run_mixer(&attention_mixer, cfg, 1, 300, 0.5f); /* tiles of 128, 128 and 44 */
 }
 
 static void test_grassmann_layer(void **s) {
