@@ -20,7 +20,8 @@
  *
  * An OPENBLAS_CORETYPE set by the environment is never overridden (some sites
  * pin it because a kernel is wrong or crashes on their CPU); if it names a
- * slower kernel than the CPU could run, one line on stderr says so. Any failed
+ * slower kernel than the CPU could run, the start-up line (blas_describe)
+ * says so. Any failed
  * step keeps the library's own choice and prints one line on stderr saying
  * why. When the library already chose the best, nothing is printed.
  *

@@ -436,6 +436,7 @@ static struct {
     BlasOrigin origin;
     char library_core[64]; /* the library's own choice (as the test hook pretends, if set) */
     char rejected[64];     /* ORIGIN_KEPT: the candidate that failed */
+    char could_run[64];    /* ORIGIN_ENVIRONMENT: a faster core the CPU supports ("" if none) */
     int pretended;         /* library_core came from LM_TEST_BLAS_CORENAME */
 } blas_state;
 
@@ -468,9 +469,10 @@ void blas_setup(int argc, char **argv) {
         blas_state.origin = ORIGIN_ENVIRONMENT;
         const char *best = blas_best_core(&cpu);
         BlasLevel in_use = blas_core_level(core);
+        /* Said in the start-up line (blas_describe), not on stderr: every
+         * program runs on such a machine, and its errors stay one line. */
         if (best && in_use != BLAS_LEVEL_UNKNOWN && in_use < blas_core_level(best))
-            fprintf(stderr, "blas: OPENBLAS_CORETYPE=%s is set by the environment; this CPU could run %s kernels (kept)\n",
-                    env_core, best);
+            copy_name(blas_state.could_run, sizeof blas_state.could_run, best);
         return;
     }
 
@@ -517,7 +519,10 @@ const char *blas_describe(void) {
                  blas_state.library_core, test_note);
         break;
     case ORIGIN_ENVIRONMENT:
-        snprintf(text, sizeof text, "%s, kernel %s (set by OPENBLAS_CORETYPE)", version, in_use);
+        if (blas_state.could_run[0])
+            snprintf(text, sizeof text, "%s, kernel %s (set by OPENBLAS_CORETYPE, kept; this CPU could run %s)",
+                     version, in_use, blas_state.could_run);
+        else snprintf(text, sizeof text, "%s, kernel %s (set by OPENBLAS_CORETYPE)", version, in_use);
         break;
     case ORIGIN_KEPT:
         snprintf(text, sizeof text, "%s, kernel %s (the library's choice; %s failed its check)%s", version,
