@@ -52,6 +52,14 @@ void gemm(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha,
 void gemm_then(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
                const float *b, size_t ldb, float beta, float *c, size_t ldc, TileEpilogue epilogue, void *ctx);
 
+/* Row blocks for a pass that runs a chain of per-row products inside one
+ * parallel region (block b: rows b * rows_per .. ): as many as the parallel
+ * width, fixed by it and by n alone, each at least 16 rows. */
+size_t ops_row_blocks(size_t n, size_t *rows_per);
+/* matmul_forward of `rows` rows on the calling thread alone. */
+void matmul_rows(float *out, const float *in, const float *w, const float *bias, size_t rows, size_t in_dim,
+                 size_t out_dim);
+
 /* The same product computed by the calling thread alone, for small products
  * inside a parallel region of our own (no tiling, no nested region). */
 void gemm_serial(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha,

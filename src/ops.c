@@ -79,6 +79,21 @@ static void gemm_tiled(int trans_a, int trans_b, size_t m, size_t n, size_t k, f
     }
 }
 
+size_t ops_row_blocks(size_t n, size_t *rows_per) {
+    size_t blocks = ops_parallel_width(), most = ceil_div(n, 16);
+    if (blocks > most) blocks = most;
+    if (blocks == 0) blocks = 1;
+    *rows_per = ceil_div(n, blocks);
+    return ceil_div(n, *rows_per);
+}
+
+void matmul_rows(float *out, const float *in, const float *w, const float *bias, size_t rows, size_t in_dim,
+                 size_t out_dim) {
+    if (bias)
+        for (size_t i = 0; i < rows; i++) memcpy(out + i * out_dim, bias, out_dim * sizeof(float));
+    gemm_serial(0, 1, rows, out_dim, in_dim, 1.0f, in, in_dim, w, in_dim, bias ? 1.0f : 0.0f, out, out_dim);
+}
+
 void gemm(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha,
           const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc) {
     gemm_tiled(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL, NULL, NULL);
@@ -176,7 +191,13 @@ static double chunked_sum(const float *x, size_t n, int squares) {
         for (size_t c = 0; c < cnt; c++) {
             size_t lo = (base + c) * SUM_CHUNK, hi = lo + SUM_CHUNK < n ? lo + SUM_CHUNK : n;
             double s = 0.0;
-            for (size_t i = lo; i < hi; i++) s += squares ? (double)x[i] * x[i] : x[i];
+            if (squares) {
+#pragma omp simd reduction(+ : s)
+                for (size_t i = lo; i < hi; i++) s += (double)x[i] * x[i];
+            } else {
+#pragma omp simd reduction(+ : s)
+                for (size_t i = lo; i < hi; i++) s += x[i];
+            }
             part[c] = s;
         }
         for (size_t c = 0; c < cnt; c++) total += part[c];
