@@ -1,12 +1,22 @@
 /* How many threads each training step runs with, chosen by measuring.
  *
- * A machine shared with another busy process can make two threads slower than
- * one (they wait for each other at every barrier while the other process holds
- * a core). The tuner runs the steps at the run's full width, and now and then
- * a couple of steps at the next smaller or larger candidate count (width,
- * width/2, ..., 1); it moves to whichever is faster. A step that suddenly takes
- * much longer than the recent ones (load has arrived) brings the next probe
- * forward; probes that confirm the current choice come less and less often.
+ * A machine shared with another busy process can make two threads far slower
+ * than one: they meet at hundreds of barriers a step, and while the other
+ * process holds a core, the thread that waits spins through OpenMP's spin
+ * count and then sleeps until the scheduler gives its partner a time slice.
+ * Measured on 2 cores beside other work: 34 ms/step alone at 2 threads,
+ * 0.3-1.9 s under load, against ~100 ms at 1 thread.
+ *
+ * So the tuner reads two things. The machine's idle CPU time (/proc/stat;
+ * niced processes' time counts as idle, since they yield to us):
+ * a run starts with as many threads as there are idle cores (sampled for
+ * 100 ms first), and it only tries more threads while the cores it would add
+ * sat idle during its recent steps; trying them blind costs seconds a step.
+ * And the step times: now and then it runs a step at the next smaller or
+ * (when the idle time allows) larger candidate count (width, width/2, ..., 1)
+ * and moves to whichever is faster. A step that suddenly takes much longer
+ * than the recent ones (load has arrived) brings the next probe forward;
+ * probes that confirm the current choice come less and less often.
  *
  * Changing the thread count changes no result: every product is cut into
  * tiles by the run's parallel width, not by the threads that run (ops.h), and
@@ -24,6 +34,7 @@ typedef struct ThreadTuner {
     size_t n_cand, cand[TUNER_MAX_CANDIDATES]; /* thread counts, largest first */
     size_t cur;                            /* index of the count in use */
     double window[TUNER_WINDOW];           /* its recent step times, a ring */
+    double idle[TUNER_WINDOW];             /* idle cores during those steps (< 0: unknown) */
     size_t n_window, window_pos;
     double baseline;                       /* its mean when last confirmed (0: none yet) */
     size_t probe;                          /* index being probed, or n_cand for none */
@@ -32,13 +43,30 @@ typedef struct ThreadTuner {
     int probe_down;                        /* the direction of the next probe */
     size_t since_probe, interval;          /* steps since the last probe; steps between probes */
     size_t switches;                       /* how often the count changed */
+    double idle_mark;                      /* idle core-seconds when the step began (< 0: unknown) */
 } ThreadTuner;
 
 /* width: the run's largest thread count; adaptive 0 pins it to width. */
 void thread_tuner_init(ThreadTuner *t, size_t width, int adaptive);
+/* Adaptive: measures the idle cores for 100 ms and starts with the largest
+ * candidate they can hold (thread_tuner_start_with); sets the OpenMP count
+ * and returns it. */
+size_t thread_tuner_start(ThreadTuner *t);
 /* Sets the OpenMP thread count for the next step and returns it. */
-size_t thread_tuner_begin(const ThreadTuner *t);
-/* That step's wall time. */
+size_t thread_tuner_begin(ThreadTuner *t);
+/* That step's wall time; the idle CPU time since thread_tuner_begin is read
+ * from the machine. */
 void thread_tuner_record(ThreadTuner *t, double seconds);
+
+/* ---- the parts, exposed for tests --------------------------------------------- */
+
+/* CPU time of the whole machine since boot that a process of normal priority
+ * could have had, in core-seconds (/proc/stat over all CPUs: idle, iowait,
+ * and the time of niced processes); negative where it cannot be read. */
+double machine_idle_seconds(void);
+/* The start with a given count of idle cores (< 0: unknown, keep the width). */
+void thread_tuner_start_with(ThreadTuner *t, double idle_cores);
+/* thread_tuner_record with the step's mean idle cores given (< 0: unknown). */
+void thread_tuner_record_idle(ThreadTuner *t, double seconds, double idle_cores);
 
 #endif

@@ -384,11 +384,16 @@ int main(int argc, char **argv) {
            model.n_params, o.cfg.n_layer, o.cfg.n_head, o.cfg.n_embd, T, o.cfg.vocab_size, mixers,
            o.cfg.pos == POS_LEARNED ? "learned" : "sinusoidal");
     ThreadTuner tuner;
-    thread_tuner_init(&tuner, cli_threads(), o.threads == 0);
+    size_t width = cli_threads();
+    thread_tuner_init(&tuner, width, o.threads == 0);
+    size_t start_threads = thread_tuner_start(&tuner);
+    char how[96] = ""; /* the tuner's part of the line */
+    if (tuner.adaptive && start_threads < width)
+        snprintf(how, sizeof how, " (fewer while that is faster; starting with %zu: the other cores are busy)", start_threads);
+    else if (tuner.adaptive) snprintf(how, sizeof how, " (fewer while that is faster)");
     printf("train: %zu tokens, val %zu | batch %zu x %zu x accum %zu | steps %zu..%zu of %zu | %zu threads%s\n",
-           ds.train.n, ds.val.n, B, T, o.grad_accum, start_step, o.stop_at, o.max_iters, cli_threads(),
-           tuner.adaptive ? " (fewer while that is faster)" : "");
-    printf("blas: %s | %zu threads\n", blas_describe(), cli_threads());
+           ds.train.n, ds.val.n, B, T, o.grad_accum, start_step, o.stop_at, o.max_iters, width, how);
+    printf("blas: %s | %zu threads\n", blas_describe(), width);
     const double mib = 4.0 / (1024.0 * 1024.0); /* floats to MiB */
     printf("memory: weights %.1f MiB, gradients and AdamW moments %.1f MiB, activations %.1f MiB\n",
            (double)model.n_params * mib, 3.0 * (double)model.n_params * mib, (double)model.n_acts * mib);
