@@ -17,7 +17,7 @@ BIN     ?= bin
 LIB_SRC  := $(wildcard src/*.c)
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/liblm.a
-PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample
+PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample $(BIN)/gemm-rate
 TESTS    := $(patsubst tests/%.c,$(BUILD)/%,$(wildcard tests/test_*.c))
 
 .PHONY: all test unit-test bench demo data compare clean asan deps
@@ -34,6 +34,8 @@ $(BIN)/prepare: data/prepare.c $(LIB) | $(BIN)
 $(BIN)/train: train/train.c $(LIB) | $(BIN)
 	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 $(BIN)/%: eval/%.c $(LIB) | $(BIN)
+	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
+$(BIN)/gemm-rate: eval/gemm_rate.c $(LIB) | $(BIN)
 	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/test_%: tests/test_%.c tests/testutil.h $(LIB) | $(BUILD)

@@ -1,120 +1,768 @@
 #!/usr/bin/env python3
-"""make bench: training speed and memory of bin/train against PyTorch on the
-same CPU, model, batch and thread count.
+"""make bench: speed and memory of this project's C programs on this machine,
+against PyTorch running the same model, and against the machine's own sgemm.
 
-For each architecture it alternates runs of the two (so that machine noise
-hits both alike), takes per-step times after a warm-up, and prints medians,
-tokens/s, peak resident memory and the PyTorch/C time ratio. Nothing here is
-a fixed expectation: the numbers are what this machine did.
-Options: --steps N --rounds R --threads N --data DIR (default data/moby)."""
+Sections (--sections, all by default):
+
+train    For each configuration (baby, medium, long) and mixer (attention,
+         grassmann): R rounds, each one bin/train run (--threads N, so its
+         adaptive thread tuner is off; --profile) followed by one PyTorch run
+         of the same model, batch, AdamW and clipping (eval/bench_torch.py,
+         torch.set_num_threads(N)) and one bin/gemm-rate run. A run's time is
+         the median ms per step after its warm-up steps (bin/train's --log
+         CSV, column ms_per_step); the PyTorch/C ratio is taken per round, so
+         that machine noise hits both alike, and its median reported.
+         FLOPs per token (see model_flops) times tokens/s gives the achieved
+         GFLOP/s; divided by bin/gemm-rate's FLOP-weighted sgemm rate at the
+         model's own products (same threads, same kernel; the best of the
+         rounds, as other load only ever lowers it) it gives the MFU.
+         Peak memory is ru_maxrss of each run's process tree (wait4), against
+         what bin/train says the model needs (weights + gradients and AdamW
+         moments + activations). Per-part times come from bin/train --profile.
+         Then, on the last C run's checkpoint (untrained weights: the speed
+         does not depend on them), bin/eval over the val split (its first
+         16384 tokens with --quick; --threads N)
+         and bin/sample for 500 tokens (its default --threads 1): tokens per
+         second of wall time of the whole command.
+         PyTorch uses OpenBLAS too; when bin/train reports a kernel it
+         "selected" (not the library's own choice), PyTorch runs with
+         OPENBLAS_CORETYPE set to it, unless the environment already sets
+         OPENBLAS_CORETYPE. The kernel each ran is printed.
+mixers   The mixers alone as the sequence grows: n_layer 2, n_head 4,
+         n_embd 128, T = 256, 1024, 4096 with B = 4096 / T; the mixer's time
+         per token (its --profile row), the whole step's, and the peak RSS.
+kernel   Default kernel choice: baby attention with the environment as it is
+         against OPENBLAS_CORETYPE=<the best core for this CPU> (from
+         bin/gemm-rate --best-core), alternating; ratio of tokens/s.
+load     The thread tuner: baby config, bin/train with its default threads
+         (adaptive) against --threads 1, alternating: without load, beside one
+         busy process (a shell loop, always killed at the end) started by the
+         bench, and beside one in a session of its own, as another terminal's
+         job would be (Linux's autogroups then share the CPU between sessions);
+         tokens/s over each run's steps after warm-up, median per-round ratio.
+
+--quick runs fewer steps and one round (about two minutes on 2 cores; the
+full run about ten). Every number printed is measured by this run; what could not be measured is
+said so. Progress goes to stderr; --json prints one JSON object instead of
+the tables."""
 import argparse
+import contextlib
 import csv
 import json
 import os
+import re
+import shutil
+import signal
 import statistics
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WARMUP = 5
+BIN = os.path.join(ROOT, "bin")
+PYTHON = "/usr/bin/python3"
+
+CONFIGS = {
+    "baby": {"n_layer": 4, "n_head": 4, "n_embd": 128, "block": 64, "batch": 12},
+    "medium": {"n_layer": 6, "n_head": 6, "n_embd": 384, "block": 256, "batch": 8},
+    "long": {"n_layer": 2, "n_head": 4, "n_embd": 128, "block": 4096, "batch": 1},
+}
+MIXERS = ("attention", "grassmann")
+RANK, WINDOWS = 32, (1, 2, 4, 8, 12, 16)
+MIXER_LENGTHS = (256, 1024, 4096)
+MIXER_TOKENS = 4096
+SECTIONS = ("train", "mixers", "kernel", "load")
+PARTS = ("embedding", "layernorm", "mixer", "residual", "mlp", "head", "optimizer", "other")
+
+# (steps, warm-up steps dropped) per kind of run; --quick uses the second table.
+STEPS = {
+    "full": {"baby": (40, 5), "medium": (8, 2), "long": (8, 2), "mixers": (12, 3), "kernel": (60, 5),
+             "noload": (100, 5), "load": (150, 5), "load_session": (100, 5), "eval_tokens": 0, "rounds": 3},
+    "quick": {"baby": (20, 4), "medium": (4, 1), "long": (4, 1), "mixers": (5, 2), "kernel": (25, 4),
+              "noload": (40, 4), "load": (50, 4), "load_session": (40, 4), "eval_tokens": 16384, "rounds": 1},
+}
+
+T0 = time.monotonic()
+_children = set()  # pids of running children, killed if the bench is interrupted
 
 
-def peak_rss_mib(cmd):
-    pid = os.fork()
-    if pid == 0:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-        os.execv(cmd[0], cmd)
-    _, status, usage = os.wait4(pid, 0)
-    if status != 0:
-        sys.exit(f"bench: error: {cmd[0]} exited with status {status}")
-    return usage.ru_maxrss / 1024.0
+def progress(msg):
+    print(f"bench [{time.monotonic() - T0:5.0f}s] {msg}", file=sys.stderr, flush=True)
 
 
-def c_step_ms(args, cfg_args, tmp):
-    log = os.path.join(tmp, "c.csv")
-    cmd = [os.path.join(ROOT, "bin/train"), "--data", args.data, "--out", os.path.join(tmp, "c.ckpt"),
-           "--max-iters", str(args.steps), "--eval-interval", "0", "--eval-iters", "1",
-           "--log-interval", str(args.steps), "--threads", str(args.threads), "--log", log] + cfg_args
-    rss = peak_rss_mib(cmd)
-    with open(log) as f:
-        ms = [float(r["ms_per_step"]) for r in csv.DictReader(f) if r["ms_per_step"] not in ("", "nan")]
-    return ms[WARMUP:], rss
+def die(msg, status=2):
+    print(f"bench: error: {msg}", file=sys.stderr)
+    sys.exit(status)
 
 
-def torch_step_ms(args, cfg, batch, tmp):
-    out_path = os.path.join(tmp, "torch.json")
-    cmd = ["/usr/bin/python3", os.path.join(ROOT, "eval/bench_torch.py"), json.dumps(cfg), args.data,
-           str(batch), str(args.steps), str(args.threads)]
-    wrapper = ["/bin/sh", "-c", '"$@" > ' + out_path, "sh"] + cmd
-    rss = peak_rss_mib(wrapper)
-    with open(out_path) as f:
-        return json.load(f)[WARMUP:], rss
+# ---- processes ------------------------------------------------------------------
+
+class Result:
+    """A finished command: exit status, stdout, stderr, peak RSS of its process
+    tree in MiB, wall seconds."""
+
+    def __init__(self, status, out, err, rss_mib, seconds):
+        self.status, self.out, self.err, self.rss_mib, self.seconds = status, out, err, rss_mib, seconds
+
+    def why(self):
+        lines = (self.err.strip() or self.out.strip()).splitlines()
+        return lines[-1] if lines else f"exit status {self.status}"
 
 
-def scaling(args, tmp):
-    """Training cost per token as the sequence grows, B*T held at 4096 tokens:
-    attention's per-token work grows with T (the T x T scores), the Grassmann
-    layer's does not (|D| pairs per token)."""
-    print(f"\nper-token training cost vs sequence length (B*T = 4096 tokens, n_layer 2, n_embd 128; "
-          f"{args.threads} threads)")
-    print(f"{'T':>5} {'B':>4} {'attention us/tok':>17} {'grassmann us/tok':>17} {'attention RSS MiB':>18} "
-          f"{'grassmann RSS MiB':>18}")
-    for T in (64, 128, 256, 512):
-        B = 4096 // T
-        res = []
-        for mixer in ("attention", "grassmann"):
-            cfg = ["--mixer", mixer, "--n-layer", "2", "--n-head", "4", "--n-embd", "128", "--block-size", str(T),
-                   "--batch-size", str(B)]
-            ms, rss = c_step_ms(argparse.Namespace(**{**vars(args), "steps": 12}), cfg, tmp)
-            res.append((1e3 * statistics.median(ms) / 4096, rss))
-        print(f"{T:>5} {B:>4} {res[0][0]:>17.2f} {res[1][0]:>17.2f} {res[0][1]:>18.1f} {res[1][1]:>18.1f}")
+def run(cmd, tmp, env=None):
+    """Runs cmd to completion with stdout and stderr in files. ru_maxrss from
+    wait4 covers the process and every descendant it waited for (bin/train's
+    kernel probe, a restart with exec keeps the pid)."""
+    out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
+    actions = [(os.POSIX_SPAWN_OPEN, 1, out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
+               (os.POSIX_SPAWN_OPEN, 2, err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)]
+    start = time.monotonic()
+    pid = os.posix_spawn(cmd[0], cmd, dict(os.environ if env is None else env), file_actions=actions)
+    _children.add(pid)
+    _, status, usage = os.wait4(pid, 0)  # if interrupted, the pid stays in _children and is killed
+    _children.discard(pid)
+    seconds = time.monotonic() - start
+    with open(out_path, errors="replace") as f:
+        out = f.read()
+    with open(err_path, errors="replace") as f:
+        err = f.read()
+    return Result(os.waitstatus_to_exitcode(status), out, err, usage.ru_maxrss / 1024.0, seconds)
+
+
+def run_ok(cmd, tmp, env=None):
+    r = run(cmd, tmp, env)
+    if r.status != 0:
+        die(f"{os.path.basename(cmd[0])} failed: {r.why()}", 1)
+    return r
+
+
+def kill_children():
+    for pid in list(_children):
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        _children.discard(pid)
+
+
+@contextlib.contextmanager
+def busy_process(own_session):
+    """One process spinning on a core for the duration of the block, in the
+    bench's session or in a session of its own (setsid), as a job started from
+    another terminal or by another user would be: with Linux's autogroup
+    scheduling the CPU is then shared between sessions rather than threads.
+    It also stops by itself within a fraction of a second if the bench dies."""
+    loop = 'while kill -0 "$1" 2>/dev/null; do i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; done'
+    pid = os.posix_spawn("/bin/sh", ["sh", "-c", loop, "sh", str(os.getpid())], dict(os.environ),
+                         setsid=own_session)
+    _children.add(pid)
+    try:
+        yield pid
+    finally:
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        _children.discard(pid)
+
+
+# ---- the model's arithmetic ------------------------------------------------------
+
+def weight_matrices(cfg, mixer, vocab):
+    """(name, out, in, how many) of every weight matrix, as nn.Linear stores them."""
+    C, L, r = cfg["n_embd"], cfg["n_layer"], RANK
+    P = r * (r - 1) // 2
+    if mixer == "attention":
+        mats = [("attn.qkv", 3 * C, C, L), ("attn.proj", C, C, L)]
+    else:
+        mats = [("grassmann.red", r, C, L), ("grassmann.plu", C, P, L), ("grassmann.gate", C, 2 * C, L)]
+    return mats + [("mlp.fc", 4 * C, C, L), ("mlp.proj", C, 4 * C, L), ("head (wte)", vocab, C, 1)]
+
+
+def model_flops(cfg, mixer, vocab):
+    """Training FLOPs per token, counted alike for both mixers.
+    dense:  6 x (sum of rows x cols over the weight matrices): forward 2 per
+            multiply-add, backward 4 (dX and dW). Embedding lookups, biases and
+            LayerNorms are not counted.
+    mixing: per layer, attention 6 C (T+1): a causal token meets (T+1)/2 keys
+            on average, QK^T and PV take 2 multiply-adds per key and channel
+            (forward 2 C (T+1)), backward twice the forward;
+            Grassmann 3 (2P + 8 r |D|): forward one wedge of P coordinates at
+            2 FLOPs each and, per offset, three dot products and an axpy over
+            r; backward twice the forward."""
+    C, T, L, r = cfg["n_embd"], cfg["block"], cfg["n_layer"], RANK
+    P = r * (r - 1) // 2
+    dense = 6 * sum(o * i * n for _, o, i, n in weight_matrices(cfg, mixer, vocab))
+    per_layer = 6 * C * (T + 1) if mixer == "attention" else 3 * (2 * P + 8 * r * len(WINDOWS))
+    return {"dense": dense, "mixing": L * per_layer, "total": dense + L * per_layer}
+
+
+def gemm_products(cfg, mixer, vocab):
+    """One training step's matrix products, for bin/gemm-rate: per weight W
+    (out x in) and N = batch x block tokens, forward NT (N, out, in), backward
+    NN (N, in, out) for dX and TN (out, in, N) for dW."""
+    n_tok = cfg["batch"] * cfg["block"]
+    prods = []
+    for _, o, i, count in weight_matrices(cfg, mixer, vocab):
+        prods += [f"{n_tok}x{o}x{i}:NT:{count}", f"{n_tok}x{i}x{o}:NN:{count}", f"{o}x{i}x{n_tok}:TN:{count}"]
+    return prods
+
+
+def train_args(cfg, mixer):
+    return ["--mixer", mixer, "--n-layer", str(cfg["n_layer"]), "--n-head", str(cfg["n_head"]),
+            "--n-embd", str(cfg["n_embd"]), "--block-size", str(cfg["block"]), "--batch-size", str(cfg["batch"]),
+            "--grassmann-rank", str(RANK), "--grassmann-windows", ",".join(map(str, WINDOWS))]
+
+
+def torch_config(cfg, mixer, vocab):
+    return {"vocab_size": vocab, "block_size": cfg["block"], "n_layer": cfg["n_layer"], "n_head": cfg["n_head"],
+            "n_embd": cfg["n_embd"], "mixers": [mixer] * cfg["n_layer"], "pos": "learned",
+            "grassmann_rank": RANK, "grassmann_windows": list(WINDOWS), "dropout": 0.0}
+
+
+# ---- what the programs print -----------------------------------------------------
+
+def parse_blas(text):
+    """bin/train's 'blas: OpenBLAS 0.3.21, kernel X (how) | N threads' line:
+    (kernel, how, whole description); Nones if absent."""
+    m = re.search(r"^blas: (.*?kernel (\w+)(?: \(([^)]*)\))?[^|\n]*)", text, re.M)
+    return (m.group(2), m.group(3) or "", m.group(1).strip()) if m else (None, "", None)
+
+
+def parse_memory(text):
+    """bin/train's memory line in MiB: weights, state (gradients and moments), activations."""
+    m = re.search(r"memory: weights ([\d.]+) MiB, gradients and AdamW moments ([\d.]+) MiB, "
+                  r"activations ([\d.]+) MiB", text)
+    if not m:
+        return None
+    w, s, a = map(float, m.groups())
+    return {"weights": w, "state": s, "activations": a, "total": w + s + a}
+
+
+def parse_profile(text, mixer):
+    """bin/train --profile's table: {part: {forward, backward, total, share}}
+    with the mixer's row under 'mixer', 'other', and 'step' (ms)."""
+    if "profile:" not in text:
+        return None
+    prof = {}
+    for line in text[text.index("profile:"):].splitlines()[1:]:
+        f = line.split()
+        if len(f) == 5 and f[4].endswith("%"):
+            prof["mixer" if f[0] == mixer else f[0]] = {
+                "forward": float(f[1]), "backward": float(f[2]), "total": float(f[3]), "share": float(f[4][:-1])}
+        elif len(f) == 3 and f[0] == "other" and f[2].endswith("%"):
+            prof["other"] = {"total": float(f[1]), "share": float(f[2][:-1])}
+        elif len(f) == 2 and f[0] == "step":
+            prof["step"] = float(f[1])
+    return prof or None
+
+
+def read_log(path):
+    """Per-step (ms, threads) from a bin/train --log CSV, step 0 (validation only) left out."""
+    rows = []
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            if r.get("ms_per_step") not in (None, "", "nan"):
+                th = r.get("threads")
+                rows.append((float(r["ms_per_step"]), int(float(th)) if th not in (None, "", "nan") else None))
+    return rows
+
+
+# ---- single measurements ---------------------------------------------------------
+
+def c_train(ctx, cfg, mixer, steps, warmup, threads, env=None, profile=True):
+    """One bin/train run: median ms/step after warm-up, tokens/s over the same
+    steps, peak RSS, its blas line, memory line, profile, the checkpoint."""
+    log, ckpt = os.path.join(ctx.tmp, "c.csv"), os.path.join(ctx.tmp, f"c-{mixer}.ckpt")
+    cmd = [os.path.join(BIN, "train"), "--data", ctx.data, "--out", ckpt, "--max-iters", str(steps),
+           "--eval-interval", "0", "--eval-iters", "1", "--log-interval", str(steps), "--log", log,
+           "--seed", "1337"] + train_args(cfg, mixer)
+    cmd += ["--threads", str(threads)] if threads else []
+    cmd += ["--profile"] if profile else []
+    r = run_ok(cmd, ctx.tmp, env)
+    rows = read_log(log)[warmup:]
+    if not rows:
+        die(f"bin/train logged no steps after the {warmup} warm-up steps", 1)
+    ms = [m for m, _ in rows]
+    kernel, how, desc = parse_blas(r.out)
+    tokens = cfg["batch"] * cfg["block"]
+    used = {}
+    for _, th in rows:
+        used[th] = used.get(th, 0) + 1
+    return {"ms": statistics.median(ms), "tokens_per_s_mean": tokens * len(ms) * 1e3 / sum(ms),
+            "rss_mib": r.rss_mib, "kernel": kernel, "kernel_how": how, "blas": desc,
+            "memory": parse_memory(r.out), "profile": parse_profile(r.out, mixer), "ckpt": ckpt,
+            "threads_used": {str(k): v for k, v in sorted(used.items(), key=lambda kv: -(kv[0] or 0))}}
+
+
+def torch_env(c_kernel, c_how):
+    """The environment for PyTorch: bin/train's kernel if it selected one, and
+    the environment unchanged otherwise (or if it sets OPENBLAS_CORETYPE)."""
+    env = dict(os.environ)
+    if c_kernel and "selected" in c_how and not os.environ.get("OPENBLAS_CORETYPE"):
+        env["OPENBLAS_CORETYPE"] = c_kernel
+    return env
+
+
+def torch_train(ctx, cfg, mixer, steps, warmup, env):
+    """One eval/bench_torch.py run: median ms/step after warm-up, peak RSS,
+    the OpenBLAS kernel it ran; None (and ctx.torch_missing set) on failure."""
+    if ctx.torch_missing:
+        return None
+    cmd = [PYTHON, os.path.join(ROOT, "eval", "bench_torch.py"), json.dumps(torch_config(cfg, mixer, ctx.vocab)),
+           ctx.data, str(cfg["batch"]), str(steps), str(ctx.threads)]
+    r = run(cmd, ctx.tmp, env)
+    if r.status != 0:
+        ctx.torch_missing = f"PyTorch run failed: {r.why()}"
+        return None
+    res = json.loads(r.out)
+    ms = res["ms"][warmup:]
+    return {"ms": statistics.median(ms), "rss_mib": r.rss_mib, "blas": res["blas"],
+            "kernel": res["blas"].rsplit("kernel ", 1)[-1], "threads": res["threads"],
+            "base_rss_mib": res["base_rss_mib"],
+            "env_coretype": env.get("OPENBLAS_CORETYPE") if env.get("OPENBLAS_CORETYPE") != os.environ.get("OPENBLAS_CORETYPE") else None}
+
+
+def gemm_rate(ctx, cfg, mixer):
+    cmd = [os.path.join(BIN, "gemm-rate"), "--threads", str(ctx.threads), "--json"] + \
+        gemm_products(cfg, mixer, ctx.vocab)
+    return json.loads(run_ok(cmd, ctx.tmp).out)
+
+
+def eval_speed(ctx, ckpt):
+    """bin/eval over the val split (or its prefix with --quick): scored tokens per wall second."""
+    cmd = [os.path.join(BIN, "eval"), "--model", ckpt, "--data", ctx.eval_data, "--split", "val",
+           "--threads", str(ctx.threads), "--json"]
+    r = run_ok(cmd, ctx.tmp)
+    scored = json.loads(r.out)["scored"]
+    return {"tokens": scored, "seconds": r.seconds, "tokens_per_s": scored / r.seconds, "rss_mib": r.rss_mib}
+
+
+def sample_speed(ctx, ckpt, n=500):
+    """bin/sample of n tokens (its default --threads 1): tokens per wall second."""
+    r = run_ok([os.path.join(BIN, "sample"), "--model", ckpt, "--tokens", str(n)], ctx.tmp)
+    return {"tokens": n, "seconds": r.seconds, "tokens_per_s": n / r.seconds, "rss_mib": r.rss_mib}
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+# ---- sections --------------------------------------------------------------------
+
+def section_train(ctx):
+    results = []
+    for name in ctx.configs:
+        cfg = CONFIGS[name]
+        steps, warmup = ctx.steps[name]
+        tokens = cfg["batch"] * cfg["block"]
+        for mixer in MIXERS:
+            c_runs, t_runs, g_runs = [], [], []
+            for rnd in range(ctx.rounds):
+                c = c_train(ctx, cfg, mixer, steps, warmup, ctx.threads)
+                t = torch_train(ctx, cfg, mixer, steps, warmup, torch_env(c["kernel"], c["kernel_how"]))
+                g = gemm_rate(ctx, cfg, mixer)
+                c_runs.append(c), t_runs.append(t), g_runs.append(g)
+                progress(f"train {name} {mixer} round {rnd + 1}/{ctx.rounds}: C {c['ms']:.1f} ms/step, "
+                         + (f"PyTorch {t['ms']:.1f} ms/step ({t['ms'] / c['ms']:.2f}x)" if t else "PyTorch n/a")
+                         + f", sgemm {g['gflops']:.0f} GFLOP/s")
+            results.append(summarise_train(ctx, name, cfg, mixer, tokens, c_runs, t_runs, g_runs))
+            last = c_runs[-1]["ckpt"]
+            results[-1]["eval"] = eval_speed(ctx, last)
+            results[-1]["sample"] = sample_speed(ctx, last)
+            progress(f"train {name} {mixer}: eval {results[-1]['eval']['tokens_per_s']:.0f} tokens/s, "
+                     f"sample {results[-1]['sample']['tokens_per_s']:.0f} tokens/s")
+    return results
+
+
+def summarise_train(ctx, name, cfg, mixer, tokens, c_runs, t_runs, g_runs):
+    flops = model_flops(cfg, mixer, ctx.vocab)
+    c_ms = med([c["ms"] for c in c_runs])
+    t_ok = [t for t in t_runs if t]
+    t_ms = med([t["ms"] for t in t_ok])
+    ratios = [t["ms"] / c["ms"] for c, t in zip(c_runs, t_runs) if t]
+    gemm = max(g["gflops"] for g in g_runs)  # load from elsewhere only ever lowers it
+    mem = c_runs[-1]["memory"]
+
+    def speed(ms, rss):
+        if ms is None:
+            return None
+        tps = tokens * 1e3 / ms
+        gflops = flops["total"] * tps * 1e-9
+        return {"ms_per_step": ms, "tokens_per_s": tps, "gflops": gflops, "mfu": gflops / gemm if gemm else None,
+                "peak_rss_mib": rss, "rss_over_theory": rss / mem["total"] if mem and rss else None}
+
+    c = speed(c_ms, max(x["rss_mib"] for x in c_runs))
+    c.update({"blas": c_runs[-1]["blas"], "kernel": c_runs[-1]["kernel"], "rounds_ms": [x["ms"] for x in c_runs]})
+    t = speed(t_ms, max(x["rss_mib"] for x in t_ok) if t_ok else None)
+    if t:
+        t.update({"blas": t_ok[-1]["blas"], "kernel": t_ok[-1]["kernel"], "threads": t_ok[-1]["threads"],
+                  "base_rss_mib": t_ok[-1]["base_rss_mib"], "openblas_coretype": t_ok[-1]["env_coretype"],
+                  "rounds_ms": [x["ms"] for x in t_ok]})
+    profiles = [x["profile"] for x in c_runs if x["profile"]]
+    profile = None
+    if profiles:
+        profile = {part: {k: med([p.get(part, {}).get(k) for p in profiles])
+                          for k in ("forward", "backward", "total", "share")} for part in PARTS}
+        profile["step"] = med([p.get("step") for p in profiles])
+    return {"config": name, "mixer": mixer, "shape": dict(cfg), "tokens_per_step": tokens, "flops_per_token": flops,
+            "c": c, "torch": t, "torch_unavailable": None if t else ctx.torch_missing,
+            "torch_over_c": {"median": med(ratios), "rounds": ratios},
+            "sgemm": {"gflops": gemm, "rounds": [g["gflops"] for g in g_runs], "blas": g_runs[-1]["blas"],
+                      "products": g_runs[-1]["products"]},
+            "memory": mem, "profile": profile}
+
+
+def section_mixers(ctx):
+    steps, warmup = ctx.steps["mixers"]
+    runs = {}
+    for rnd in range(ctx.rounds):
+        for T in MIXER_LENGTHS:
+            cfg = {"n_layer": 2, "n_head": 4, "n_embd": 128, "block": T, "batch": MIXER_TOKENS // T}
+            for mixer in MIXERS:
+                c = c_train(ctx, cfg, mixer, steps, warmup, ctx.threads)
+                runs.setdefault((T, mixer), []).append(c)
+                mix = (c["profile"] or {}).get("mixer", {}).get("total")
+                progress(f"mixers round {rnd + 1}/{ctx.rounds} T={T} {mixer}: {c['ms']:.1f} ms/step"
+                         + (f", mixer {mix:.1f} ms" if mix is not None else ""))
+    out = []
+    for (T, mixer), cs in runs.items():
+        per_tok = 1e3 / MIXER_TOKENS
+        mix = med([(c["profile"] or {}).get("mixer", {}).get("total") for c in cs])
+        out.append({"T": T, "B": MIXER_TOKENS // T, "mixer": mixer,
+                    "mixer_us_per_token": mix * per_tok if mix is not None else None,
+                    "step_us_per_token": med([c["ms"] for c in cs]) * per_tok,
+                    "peak_rss_mib": max(c["rss_mib"] for c in cs),
+                    "activations_mib": cs[-1]["memory"]["activations"] if cs[-1]["memory"] else None})
+    return out
+
+
+def section_kernel(ctx):
+    if os.environ.get("OPENBLAS_CORETYPE"):
+        return {"skipped": f"OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} is set by the environment: "
+                           "the programs keep it, so there is no default choice to check"}
+    best = run_ok([os.path.join(BIN, "gemm-rate"), "--best-core"], ctx.tmp).out.strip()
+    if not best or best == "none":
+        return {"skipped": "no OpenBLAS core worth choosing for this CPU (bin/gemm-rate --best-core: none)"}
+    steps, warmup = ctx.steps["kernel"]
+    cfg = CONFIGS["baby"]
+    forced_env = dict(os.environ, OPENBLAS_CORETYPE=best)
+    ratios, dflt, forced = [], [], []
+    for rnd in range(ctx.rounds):
+        d = c_train(ctx, cfg, "attention", steps, warmup, ctx.threads, profile=False)
+        f = c_train(ctx, cfg, "attention", steps, warmup, ctx.threads, env=forced_env, profile=False)
+        dflt.append(d), forced.append(f)
+        ratios.append(f["ms"] / d["ms"])
+        progress(f"kernel round {rnd + 1}/{ctx.rounds}: default {d['kernel']} {d['ms']:.1f} ms/step, "
+                 f"forced {f['kernel']} {f['ms']:.1f} ms/step")
+    tokens = cfg["batch"] * cfg["block"]
+    return {"best_core": best, "default_blas": dflt[-1]["blas"], "forced_blas": forced[-1]["blas"],
+            "default_tokens_per_s": tokens * 1e3 / med([d["ms"] for d in dflt]),
+            "forced_tokens_per_s": tokens * 1e3 / med([f["ms"] for f in forced]),
+            "ratio": med(ratios), "rounds": ratios}
+
+
+def tuner_rounds(ctx, steps, warmup, label):
+    """Per baby mixer: R rounds of bin/train with default threads then --threads 1."""
+    cfg = CONFIGS["baby"]
+    out = []
+    for mixer in MIXERS:
+        ratios, dflt, one = [], [], []
+        for rnd in range(ctx.rounds):
+            d = c_train(ctx, cfg, mixer, steps, warmup, 0, profile=False)
+            s = c_train(ctx, cfg, mixer, steps, warmup, 1, profile=False)
+            dflt.append(d), one.append(s)
+            ratios.append(d["tokens_per_s_mean"] / s["tokens_per_s_mean"])
+            progress(f"load ({label}) {mixer} round {rnd + 1}/{ctx.rounds}: default {d['tokens_per_s_mean']:.0f}, "
+                     f"1 thread {s['tokens_per_s_mean']:.0f} tokens/s ({ratios[-1]:.2f}x)")
+        threads_used = {}
+        for d in dflt:
+            for k, v in d["threads_used"].items():
+                threads_used[k] = threads_used.get(k, 0) + v
+        out.append({"mixer": mixer, "default_tokens_per_s": med([d["tokens_per_s_mean"] for d in dflt]),
+                    "one_thread_tokens_per_s": med([s["tokens_per_s_mean"] for s in one]),
+                    "ratio": med(ratios), "rounds": ratios, "default_threads_steps": threads_used})
+    return out
+
+
+LOAD_CASES = (("no_load", "no other load", "noload", None),
+              ("busy", "one busy process (a shell loop started by the bench)", "load", False),
+              ("busy_own_session", "one busy process in a session of its own (setsid)", "load_session", True))
+
+
+def section_load(ctx):
+    res = {}
+    for key, label, steps, own_session in LOAD_CASES:
+        with busy_process(own_session) if own_session is not None else contextlib.nullcontext():
+            res[key] = tuner_rounds(ctx, *ctx.steps[steps], key.replace("_", " "))
+    return res
+
+
+# ---- tables ----------------------------------------------------------------------
+
+def plural(n, word):
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def fmt(x, spec=".1f", suffix=""):
+    return "n/a" if x is None else f"{x:{spec}}{suffix}"
+
+
+def table(header, rows):
+    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
+    lines = ["  ".join(str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
+             for r in [header] + rows]
+    print("\n".join(["  " + lines[0], "  " + "-" * len(lines[0])] + ["  " + line for line in lines[1:]]))
+
+
+def print_speed(ctx, res):
+    steps = ", ".join(f"{n} {ctx.steps[n][0]} steps ({ctx.steps[n][1]} dropped)" for n in ctx.configs)
+    print(f"\n== Training steps, C vs PyTorch ({plural(ctx.rounds, 'alternating round')}; {steps}) ==")
+    table(["config", "mixer", "C ms/step", "PT ms/step", "C tokens/s", "PT tokens/s", "PT/C", "C kernel", "PT kernel"],
+          [[r["config"], r["mixer"], fmt(r["c"]["ms_per_step"]), fmt(r["torch"] and r["torch"]["ms_per_step"]),
+            fmt(r["c"]["tokens_per_s"], ",.0f"), fmt(r["torch"] and r["torch"]["tokens_per_s"], ",.0f"),
+            fmt(r["torch_over_c"]["median"], ".2f", "x"), r["c"]["kernel"] or "?",
+            r["torch"]["kernel"] if r["torch"] else "n/a"] for r in res])
+    print("  ms/step: median over rounds of each run's median step time after warm-up (PT: PyTorch).\n"
+          "  PT/C: median over rounds of PyTorch ms / C ms in the same round.")
+    for r in res:
+        if r["torch"] and r["torch"]["openblas_coretype"]:
+            print(f"  {r['config']} {r['mixer']}: PyTorch ran with OPENBLAS_CORETYPE={r['torch']['openblas_coretype']}"
+                  " (the kernel bin/train selected)")
+    for r in res:
+        if r["torch"] and r["torch"]["threads"] != ctx.threads:
+            print(f"  {r['config']} {r['mixer']}: PyTorch ran {r['torch']['threads']} threads, not {ctx.threads}")
+    notes = {r["torch_unavailable"] for r in res if r["torch_unavailable"]}
+    for n in notes:
+        print(f"  PyTorch not measured: {n}")
+    for prog, blas in (("bin/train", {r["c"]["blas"] for r in res}), ("bin/gemm-rate", {r["sgemm"]["blas"] for r in res}),
+                       ("PyTorch", {r["torch"]["blas"] for r in res if r["torch"]})):
+        if blas:
+            print(f"  {prog} ran: " + "; ".join(sorted(b or "?" for b in blas)))
+
+
+def print_flops(ctx, res):
+    print(f"\n== FLOPs and utilisation ({ctx.threads} threads) ==")
+    table(["config", "mixer", "MFLOP/token", "dense", "mixing", "sgemm GFLOP/s", "C GFLOP/s", "C MFU",
+           "PT GFLOP/s", "PT MFU"],
+          [[r["config"], r["mixer"], fmt(r["flops_per_token"]["total"] / 1e6, ".2f"),
+            fmt(r["flops_per_token"]["dense"] / 1e6, ".2f"), fmt(r["flops_per_token"]["mixing"] / 1e6, ".2f"),
+            fmt(r["sgemm"]["gflops"]), fmt(r["c"]["gflops"]), fmt(r["c"]["mfu"] and 100 * r["c"]["mfu"], ".0f", "%"),
+            fmt(r["torch"] and r["torch"]["gflops"]),
+            fmt(r["torch"] and r["torch"]["mfu"] and 100 * r["torch"]["mfu"], ".0f", "%")] for r in res])
+    print("  FLOPs/token: dense 6 x sum(rows x cols) of the weight matrices (LM head included, embeddings, biases,\n"
+          "  LayerNorms not counted) + mixing per layer: attention 6C(T+1), Grassmann 3(2P + 8r|D|), P = r(r-1)/2.\n"
+          "  sgemm: bin/gemm-rate over one step's products at the model's shapes (forward NT, backward NN and TN),\n"
+          "  total FLOPs / total time, the best of the rounds. MFU = achieved GFLOP/s / that rate.")
+    high = [f"{r['config']} {r['mixer']}" for r in res if (r["c"]["mfu"] or 0) > 1 or (r["torch"] and (r["torch"]["mfu"] or 0) > 1)]
+    if high:
+        print(f"  MFU above 100% ({', '.join(high)}): the sgemm runs were slowed by other load; more rounds help.")
+
+
+def print_memory(ctx, res):
+    print("\n== Peak memory (ru_maxrss of the process tree) ==")
+    table(["config", "mixer", "weights", "grads+moments", "activations", "theory MiB", "C peak MiB", "C/theory",
+           "PT peak MiB", "PT/theory", "PT base MiB"],
+          [[r["config"], r["mixer"], fmt(r["memory"] and r["memory"]["weights"]),
+            fmt(r["memory"] and r["memory"]["state"]), fmt(r["memory"] and r["memory"]["activations"]),
+            fmt(r["memory"] and r["memory"]["total"]), fmt(r["c"]["peak_rss_mib"]),
+            fmt(r["c"]["rss_over_theory"], ".2f", "x"), fmt(r["torch"] and r["torch"]["peak_rss_mib"]),
+            fmt(r["torch"] and r["torch"]["rss_over_theory"], ".2f", "x"),
+            fmt(r["torch"] and r["torch"]["base_rss_mib"])] for r in res])
+    print("  theory: bin/train's own count (weights + gradients and AdamW moments + activation arena). PT base:\n"
+          "  PyTorch's peak after importing torch and reading the data, before the model (part of PT peak).")
+
+
+def print_profile(ctx, res):
+    print("\n== Where a C training step goes (bin/train --profile, ms per step, share; median over rounds) ==")
+    table(["config", "mixer"] + list(PARTS) + ["step ms"],
+          [[r["config"], r["mixer"]] + [prof_cell(r["profile"], p) for p in PARTS]
+           + [fmt(r["profile"] and r["profile"]["step"])] for r in res])
+    print("  mixer: the attention or Grassmann layers (forward + backward); optimizer: clipping and AdamW.")
+
+
+def print_inference(ctx, res):
+    label = "first %d tokens of val" % ctx.eval_tokens if ctx.eval_tokens else "the whole val split"
+    print("\n== Inference (the last C run's checkpoint) ==")
+    table(["config", "mixer", "eval tokens", "eval s", "eval tokens/s", "sample tokens", "sample s", "sample tokens/s"],
+          [[r["config"], r["mixer"], r["eval"]["tokens"], fmt(r["eval"]["seconds"], ".2f"),
+            fmt(r["eval"]["tokens_per_s"], ",.0f"), r["sample"]["tokens"], fmt(r["sample"]["seconds"], ".2f"),
+            fmt(r["sample"]["tokens_per_s"], ",.0f")] for r in res])
+    print(f"  eval: bin/eval --threads {ctx.threads} over {label}; sample: bin/sample --tokens 500 (1 thread).\n"
+          "  Seconds are the whole command's wall time (start-up and loading included).")
+
+
+def prof_cell(prof, part):
+    if not prof or prof[part]["total"] is None:
+        return "n/a"
+    return f"{prof[part]['total']:.1f} ({prof[part]['share']:.0f}%)"
+
+
+def print_mixers(ctx, res):
+    steps, warmup = ctx.steps["mixers"]
+    print(f"\n== The mixers as T grows (n_layer 2, n_head 4, n_embd 128, B x T = {MIXER_TOKENS}; "
+          f"{steps} steps, {warmup} dropped, median of {plural(ctx.rounds, 'round')}) ==")
+    table(["T", "B", "mixer", "mixer us/token", "step us/token", "peak RSS MiB", "activations MiB"],
+          [[r["T"], r["B"], r["mixer"], fmt(r["mixer_us_per_token"], ".2f"), fmt(r["step_us_per_token"], ".2f"),
+            fmt(r["peak_rss_mib"]), fmt(r["activations_mib"])] for r in sorted(res, key=lambda r: (r["mixer"], r["T"]))])
+    print("  mixer us/token: the mixer's --profile row (forward + backward of both layers) / tokens per step.")
+
+
+def print_kernel(ctx, res):
+    print("\n== Default OpenBLAS kernel choice (baby, attention) ==")
+    if "skipped" in res:
+        print(f"  skipped: {res['skipped']}")
+        return
+    table(["run", "BLAS", "tokens/s"],
+          [["environment as is", res["default_blas"], fmt(res["default_tokens_per_s"], ",.0f")],
+           [f"OPENBLAS_CORETYPE={res['best_core']}", res["forced_blas"], fmt(res["forced_tokens_per_s"], ",.0f")]])
+    print(f"  default / forced tokens/s: {fmt(res['ratio'], '.2f')} (median of {plural(ctx.rounds, 'alternating round')}; "
+          f"target >= 0.9)")
+
+
+def print_load(ctx, res):
+    print("\n== Thread tuner (baby; bin/train default threads vs --threads 1, alternating) ==")
+    for key, label, steps, _ in LOAD_CASES:
+        steps, warmup = ctx.steps[steps]
+        print(f"  {label} ({plural(ctx.rounds, 'round')} of {steps} steps, {warmup} dropped):")
+        table(["mixer", "default tokens/s", "1 thread tokens/s", "default/1", "threads used (steps)"],
+              [[r["mixer"], fmt(r["default_tokens_per_s"], ",.0f"), fmt(r["one_thread_tokens_per_s"], ",.0f"),
+                fmt(r["ratio"], ".2f", "x"),
+                " ".join(f"{k}:{v}" for k, v in r["default_threads_steps"].items())] for r in res[key]])
+    print("  tokens/s: all tokens after warm-up / their total time (the tuner's probes included); default/1: median\n"
+          "  over rounds of the per-round ratio (targets: >= 0.9 under load, ~ the core count without). threads used:\n"
+          "  how many of the default runs' steps ran on each thread count (bin/train --log, column threads).")
+
+
+# ---- main ------------------------------------------------------------------------
+
+class Context:
+    """What every measurement needs: paths, threads, steps, rounds, vocabulary."""
+
+
+def cpu_model():
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def token_header(path):
+    with open(path, "rb") as f:
+        head = f.read(32)
+    if len(head) < 32 or head[:8] != b"LMTOKENS":
+        die(f"'{path}' is not a token file (run make data)")
+    return head
+
+
+def eval_prefix(data, tmp, n):
+    """DIR with val.bin = the first n tokens of data's val split (and its tokenizer)."""
+    src = os.path.join(data, "val.bin")
+    head = token_header(src)
+    width, count = int.from_bytes(head[12:16], "little"), int.from_bytes(head[24:32], "little")
+    n = min(n, count)
+    out = os.path.join(tmp, "evaldata")
+    os.makedirs(out, exist_ok=True)
+    with open(src, "rb") as f:
+        f.seek(32)
+        body = f.read(n * width)
+    with open(os.path.join(out, "val.bin"), "wb") as f:
+        f.write(head[:24] + n.to_bytes(8, "little") + body)
+    shutil.copy(os.path.join(data, "tokenizer.txt"), out)
+    return out
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description="Speed and memory of the C programs against PyTorch and sgemm.",
+                                 epilog="Sections: train (C vs PyTorch, FLOPs, memory, profile, eval and sample "
+                                        "speed), mixers (cost vs sequence length), kernel (default OpenBLAS "
+                                        "kernel check), load (the thread tuner).")
+    ap.add_argument("--quick", action="store_true", help="fewer steps and one round (a few minutes)")
+    ap.add_argument("--threads", type=int, default=os.cpu_count(), help="threads for both (default: all cores)")
+    ap.add_argument("--rounds", type=int, help="alternating rounds (default 3, 1 with --quick)")
+    ap.add_argument("--configs", default="baby,medium,long", help="of baby, medium, long (default all)")
+    ap.add_argument("--sections", default=",".join(SECTIONS), help="of " + ", ".join(SECTIONS) + " (default all)")
+    ap.add_argument("--data", default=os.path.join(ROOT, "data", "moby"), help="prepared data (default data/moby)")
+    ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    a = ap.parse_args()
+    a.configs = [c for c in a.configs.split(",") if c]
+    a.sections = [s for s in a.sections.split(",") if s]
+    for c in a.configs:
+        if c not in CONFIGS:
+            ap.error(f"unknown config '{c}' (baby, medium, long)")
+    for s in a.sections:
+        if s not in SECTIONS:
+            ap.error(f"unknown section '{s}' ({', '.join(SECTIONS)})")
+    if a.threads < 1 or (a.rounds is not None and a.rounds < 1):
+        ap.error("--threads and --rounds must be positive")
+    return a
+
+
+def make_context(a, tmp):
+    for f in ("train.bin", "val.bin", "tokenizer.txt"):
+        if not os.path.exists(os.path.join(a.data, f)):
+            die(f"no prepared data in '{a.data}' ({f} missing): run make data")
+    for prog in ("train", "eval", "sample", "gemm-rate"):
+        if not os.access(os.path.join(BIN, prog), os.X_OK):
+            die(f"bin/{prog} is missing: run make")
+    ctx = Context()
+    mode = "quick" if a.quick else "full"
+    ctx.steps, ctx.rounds = STEPS[mode], a.rounds or STEPS[mode]["rounds"]
+    ctx.quick, ctx.threads, ctx.configs, ctx.tmp = a.quick, a.threads, a.configs, tmp
+    ctx.data = os.path.abspath(a.data)
+    ctx.vocab = int.from_bytes(token_header(os.path.join(a.data, "train.bin"))[16:24], "little")
+    ctx.eval_tokens = ctx.steps["eval_tokens"]
+    ctx.eval_data = eval_prefix(ctx.data, tmp, ctx.eval_tokens) if ctx.eval_tokens else ctx.data
+    ctx.torch_missing = None  # set to the reason by the first PyTorch run that fails
+    return ctx
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=40)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--data", default=os.path.join(ROOT, "data/moby"))
-    args = ap.parse_args()
-    if not os.path.exists(os.path.join(args.data, "train.bin")):
-        sys.exit(f"bench: error: no prepared data in {args.data} (run make data)")
-    with open(os.path.join(args.data, "tokenizer.txt")) as f:
-        vocab = int(f.read().split("\n")[1].split()[1])
-    B, T, L, H, C = 12, 64, 4, 4, 128
-    arch = [
-        ("transformer", ["--mixer", "attention"], ["attention"] * L),
-        ("grassmann r=32", ["--mixer", "grassmann"], ["grassmann"] * L),
-    ]
-    print(f"bench: n_layer {L}, n_head {H}, n_embd {C}, block {T}, batch {B}, vocab {vocab}; "
-          f"{args.threads} threads; {args.rounds} rounds of {args.steps} steps, first {WARMUP} dropped")
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, flags, mixers in arch:
-            cfg_args = flags + ["--n-layer", str(L), "--n-head", str(H), "--n-embd", str(C),
-                                "--block-size", str(T), "--batch-size", str(B)]
-            cfg = {"vocab_size": vocab, "block_size": T, "n_layer": L, "n_head": H, "n_embd": C,
-                   "mixers": mixers, "pos": "learned", "grassmann_rank": 32,
-                   "grassmann_windows": [1, 2, 4, 8, 12, 16], "dropout": 0.0}
-            c_ms, t_ms, c_rss, t_rss = [], [], 0.0, 0.0
-            for _ in range(args.rounds):
-                ms, rss = c_step_ms(args, cfg_args, tmp)
-                c_ms += ms
-                c_rss = max(c_rss, rss)
-                ms, rss = torch_step_ms(args, cfg, B, tmp)
-                t_ms += ms
-                t_rss = max(t_rss, rss)
-            c_med, t_med = statistics.median(c_ms), statistics.median(t_ms)
-            rows.append((name, c_med, t_med, B * T * 1e3 / c_med, B * T * 1e3 / t_med, c_rss, t_rss))
-    print(f"{'model':<16} {'C ms/step':>10} {'torch ms/step':>14} {'C tok/s':>9} {'torch tok/s':>12} "
-          f"{'torch/C':>8} {'C RSS MiB':>10} {'torch RSS MiB':>14}")
-    for name, c, t, ctok, ttok, crss, trss in rows:
-        print(f"{name:<16} {c:>10.2f} {t:>14.2f} {ctok:>9.0f} {ttok:>12.0f} {t / c:>7.2f}x {crss:>10.1f} {trss:>14.1f}")
-    with tempfile.TemporaryDirectory() as tmp:
-        scaling(args, tmp)
+    a = parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    out = {}
+    try:
+        with tempfile.TemporaryDirectory(prefix="lm-bench-") as tmp:
+            ctx = make_context(a, tmp)
+            out["machine"] = {"cpu": cpu_model(), "cores": os.cpu_count(), "threads": ctx.threads,
+                              "rounds": ctx.rounds, "quick": ctx.quick, "data": ctx.data, "vocab": ctx.vocab,
+                              "openblas_coretype_env": os.environ.get("OPENBLAS_CORETYPE"),
+                              "torch_unavailable": ctx.torch_missing}
+            progress(f"{cpu_model()}, {ctx.threads} threads, {plural(ctx.rounds, 'round')}; sections {','.join(a.sections)}")
+            for s in SECTIONS:
+                if s in a.sections:
+                    out[s] = SECTION_RUNS[s](ctx)
+            out["machine"]["torch_unavailable"] = ctx.torch_missing
+    except KeyboardInterrupt:
+        kill_children()
+        die("interrupted", 130)
+    finally:
+        kill_children()
+    out["seconds"] = time.monotonic() - T0
+    if a.json:
+        print(json.dumps(out, indent=1))
+        return
+    print_report(ctx, out)
 
+
+def print_report(ctx, out):
+    m = out["machine"]
+    print(f"make bench: {m['cpu']} ({m['cores']} cores), {m['threads']} threads for C and PyTorch, "
+          f"{plural(m['rounds'], 'round')}{' (--quick)' if m['quick'] else ''}; data {m['data']} (vocab {m['vocab']})")
+    if m["openblas_coretype_env"]:
+        print(f"OPENBLAS_CORETYPE={m['openblas_coretype_env']} is set by the environment: every program keeps it.")
+    if m["torch_unavailable"]:
+        print(f"PyTorch: not measured ({m['torch_unavailable']})")
+    for s in SECTIONS:
+        for show in SECTION_PRINTS[s] if s in out else ():
+            show(ctx, out[s])
+    print(f"\nbench took {out['seconds']:.0f} s")
+
+
+SECTION_RUNS = {"train": section_train, "mixers": section_mixers, "kernel": section_kernel, "load": section_load}
+SECTION_PRINTS = {"train": (print_speed, print_flops, print_memory, print_profile, print_inference),
+                  "mixers": (print_mixers,), "kernel": (print_kernel,), "load": (print_load,)}
 
 if __name__ == "__main__":
     main()

@@ -1,10 +1,17 @@
 #!/usr/bin/env python3
 """One PyTorch training run for eval/bench.py: the reference model of
 tests/torch_ref.py, AdamW, gradient clipping, random batches of the prepared
-data; prints a JSON list of per-step milliseconds.
+data. Prints one JSON object: "ms" (per-step milliseconds: zero_grad, forward,
+backward, clip, AdamW step; the batch is cut before the clock starts), "blas"
+(the OpenBLAS library and kernel PyTorch's matrix products ran on, read from
+the loaded library), "threads" (torch.get_num_threads()) and "base_rss_mib"
+(the process's peak RSS after importing torch and reading the data, before
+the model exists: the interpreter's and libraries' share of the peak).
 Usage: bench_torch.py CONFIG_JSON DATA_DIR BATCH STEPS THREADS"""
+import ctypes
 import json
 import os
+import resource
 import sys
 import time
 
@@ -14,10 +21,28 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from torch_ref import init_weights, model_loss, read_tokens  # noqa: E402
 
 
+def loaded_openblas():
+    """'OpenBLAS 0.3.21, kernel Cooperlake' for the OpenBLAS mapped into this
+    process (PyTorch reaches it through libblas.so.3), or a note saying none."""
+    with open("/proc/self/maps") as f:
+        paths = {line.split()[-1] for line in f if ".so" in line and "blas" in line.rsplit("/", 1)[-1]}
+    for path in sorted(paths):
+        try:
+            lib = ctypes.CDLL(path)
+            lib.openblas_get_corename.restype = ctypes.c_char_p
+            lib.openblas_get_config.restype = ctypes.c_char_p
+        except (OSError, AttributeError):
+            continue
+        version = " ".join(lib.openblas_get_config().decode().split()[:2])
+        return f"{version}, kernel {lib.openblas_get_corename().decode()}"
+    return "no OpenBLAS loaded (PyTorch uses another BLAS)"
+
+
 def main(cfg_json, data, batch, steps, threads):
     torch.set_num_threads(int(threads))
     cfg = json.loads(cfg_json)
     tokens, _ = read_tokens(os.path.join(data, "train.bin"))
+    base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     B, T = int(batch), cfg["block_size"]
     W = init_weights(cfg)
     opt = torch.optim.AdamW(W.values(), lr=1e-3, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.1)
@@ -34,8 +59,11 @@ def main(cfg_json, data, batch, steps, threads):
         torch.nn.utils.clip_grad_norm_(W.values(), 1.0)
         opt.step()
         times.append(1e3 * (time.perf_counter() - t0))
-    print(json.dumps(times))
+    print(json.dumps({"ms": times, "blas": loaded_openblas(), "threads": torch.get_num_threads(),
+                      "base_rss_mib": base_rss}))
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 6:
+        sys.exit(__doc__.rstrip().rsplit("\n", 1)[-1])
     main(*sys.argv[1:])

@@ -170,6 +170,20 @@ rc=$?
 if [ $rc -eq 1 ] && grep -q "diverged" "$tmp/err" && cmp -s "$tmp/keep.ckpt" "$tmp/good.ckpt"; then ok
 else bad "NaN/Inf loss: exit $rc, $(cat "$tmp/err")"; fi
 
+# bin/gemm-rate (make bench's sgemm rate): bad products, and a real timing.
+if $B/gemm-rate --help | grep -q "usage: bin/gemm-rate"; then ok; else bad "gemm-rate --help"; fi
+expect_error "gemm-rate no products" "no products" $B/gemm-rate
+expect_error "gemm-rate two sizes" "three sizes" $B/gemm-rate 10x10:NT
+expect_error "gemm-rate form" "form must be" $B/gemm-rate 10x10x10:XY
+expect_error "gemm-rate zero" "zero size" $B/gemm-rate 0x10x10:NN
+expect_error "gemm-rate huge" "too large" $B/gemm-rate 1000000x1000000x1:NN
+expect_error "gemm-rate count" "zero count" $B/gemm-rate 10x10x10:TN:0
+if $B/gemm-rate --ms 5 --json 64x48x32:NT:2 40x30x20:TN >"$tmp/out" 2>"$tmp/err" && [ ! -s "$tmp/err" ] \
+    && /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); p=r["products"]
+assert len(p)==2 and p[0]["count"]==2 and p[1]["form"]=="TN" and all(x["gflops"]>0 and x["seconds"]>0 for x in p)
+assert abs(r["total_flop"]-(2*2*64*48*32+2*40*30*20))<1 and r["gflops"]>0 and "kernel" in r["blas"]' "$tmp/out"; then ok
+else bad "gemm-rate --json: $(head -c 300 "$tmp/out" "$tmp/err")"; fi
+
 # OpenBLAS kernels. This CPU's library may already choose its best kernels,
 # so LM_TEST_BLAS_CORENAME pretends it chose Prescott: bin/train must probe,
 # restart itself with faster kernels and train as before; with a failing or
