@@ -18,7 +18,8 @@ import tempfile
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_ref import model_loss, read_safetensors  # noqa: E402
+from safetensors_np import read_safetensors  # noqa: E402
+from torch_ref import model_loss  # noqa: E402
 
 TOL = 1e-4
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -1,28 +1,11 @@
 """The PyTorch reference model: the same architecture as the C code, written
 with torch operations, from a dict of weights named as in DESIGN.md. Used by
 tests/parity.py (autograd gradients) and eval/bench.py (speed)."""
-import json
 import math
-import struct
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    (hlen,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + hlen])
-    meta = header.pop("__metadata__", {})
-    data = raw[8 + hlen:]
-    tensors = {}
-    for name, info in header.items():
-        a, b = info["data_offsets"]
-        dtype = {"F32": np.float32, "I32": np.int32}[info["dtype"]]
-        tensors[name] = np.frombuffer(data[a:b], dtype=dtype).reshape(info["shape"])
-    return tensors, meta
 
 
 def sinusoidal(T, C):
