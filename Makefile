@@ -10,7 +10,12 @@ CC      ?= cc
 OPT     ?= -O3 -march=native
 CFLAGS  += -std=c11 $(OPT) -fno-trapping-math -fno-math-errno -ffp-contract=fast -fopenmp -Wall -Wextra -Wno-format-truncation -D_DEFAULT_SOURCE -D_GNU_SOURCE \
            -Iinclude -I/usr/include/stb $(EXTRA_CFLAGS)
-LDLIBS  += -lopenblas -lm
+# Open MPI for data-parallel bin/train (src/dist.c); its wrapper compiler
+# knows the include and library paths.
+MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
+MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
+CFLAGS  += $(MPI_CFLAGS)
+LDLIBS  += -lopenblas -lm $(MPI_LIBS)
 BUILD   ?= build
 BIN     ?= bin
 
@@ -51,6 +56,7 @@ unit-test: $(TESTS)
 
 test: unit-test $(PROGRAMS)
 	bash tests/cli_test.sh
+	bash tests/mpi_test.sh
 	/usr/bin/python3 tests/parity.py
 
 bench: $(PROGRAMS)
@@ -73,6 +79,7 @@ asan:
 	$(MAKE) BUILD=build-asan BIN=bin-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
 	        LDFLAGS="-fsanitize=address,undefined" unit-test all
 	BIN=bin-asan bash tests/cli_test.sh
+	BIN=bin-asan bash tests/mpi_test.sh
 
 clean:
 	rm -rf build build-asan bin bin-asan

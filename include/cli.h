@@ -10,6 +10,9 @@
 
 /* Prints "<prog>: error: <message>" on one line to stderr; returns EXIT_BAD_INPUT. */
 int cli_error(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Quiet: cli_error prints nothing (the ranks of a job other than rank 0,
+ * which reports for all of them). */
+void cli_set_quiet(int quiet);
 /* Sets the OpenMP thread count (0 keeps the default: OMP_NUM_THREADS or all
  * cores) and fixes the run's parallel width to it (ops_set_parallel_width). */
 void cli_set_threads(size_t n);

@@ -53,6 +53,7 @@ typedef struct Model {
     size_t wte, wpe, lnf_w, lnf_b; /* wpe unused with sinusoidal positions */
     LayerOffsets layer[MAX_LAYERS];
     float *params, *grads, *m, *v; /* grads, m, v: only after model_alloc_training */
+    float *grads_micro;            /* one micro-batch's gradients, for accumulation (model_alloc_grad_accum) */
     float *pos_table;              /* (block_size, C) sinusoidal table, or NULL */
 
     /* Activation arena, for up to B_max x T_max tokens: n_acts floats. */
@@ -69,11 +70,21 @@ typedef struct Model {
     uint64_t dropout_key; /* the step's key, when dropout_on */
     float loss; /* mean loss of the last forward with targets */
     Profile *prof; /* NULL, or where forward and backward charge their time per part */
+    /* NULL, or called by model_backward each time a part's gradients are
+     * final: grads[offset .. offset + count) (the final LayerNorm, each layer
+     * from the top, then the embeddings; together all of grads, once each),
+     * so a data-parallel all-reduce of that part can start while backward
+     * goes on. */
+    void (*grads_ready)(void *ctx, float *grads, size_t offset, size_t count);
+    void *grads_ready_ctx;
 } Model;
 
 /* Builds the layout and initialises weights from `seed` (DESIGN.md init). */
 int model_init(Model *m, const ModelConfig *cfg, uint64_t seed, Error *err);
 int model_alloc_training(Model *m, Error *err);
+/* A second gradient buffer, so that gradient accumulation can compute each
+ * micro-batch's gradients apart and then add them (model_backward_accumulate). */
+int model_alloc_grad_accum(Model *m, Error *err);
 int model_alloc_acts(Model *m, size_t B, size_t T, Error *err);
 void model_free(Model *m);
 
@@ -86,6 +97,12 @@ void model_forward(Model *m, const int32_t *inputs, const int32_t *targets, size
 /* Accumulates d(loss * loss_scale)/d params into grads (loss_scale = 1 / grad_accum). */
 void model_backward(Model *m, float loss_scale);
 void model_zero_grads(Model *m);
+/* model_backward of a micro-batch after the first: its gradients are
+ * computed apart, in grads_micro, and then added to grads, so that the sum is
+ * fl(g0 + g1 + ...) element by element in micro-batch order, the same
+ * whether the micro-batches ran in one process or on ranks whose gradients
+ * an all-reduce then sums (2 ranks: bit for bit). */
+void model_backward_accumulate(Model *m, float loss_scale);
 
 /* Incremental decoding: feed one token at a time, positions 0, 1, ... up to
  * block_size - 1; each step writes the logits (V) for the next token. */

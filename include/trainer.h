@@ -1,6 +1,6 @@
 /* One training step and the validation estimate, as bin/train runs them:
- *   forward -> backward over grad_accum micro-batches -> (all-reduce slot)
- *   -> clip -> AdamW at the scheduled learning rate.
+ *   forward -> backward over grad_accum micro-batches -> all-reduce over the
+ *   ranks (include/dist.h) -> clip -> AdamW at the scheduled learning rate.
  * The batch RNG is the caller's, so a checkpoint can carry the data position;
  * dropout keys come from (seed, step, micro-batch), so a resumed run draws the
  * same masks as an uninterrupted one. */
@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "data.h"
+#include "dist.h"
 #include "model.h"
 #include "optim.h"
 #include "rng.h"
@@ -29,12 +30,17 @@ typedef struct StepStats {
 } StepStats;
 
 /* Step `step` (0-based). inputs/targets: scratch of batch_size * block_size.
- * A non-finite loss or gradient returns -1 before the weights change. */
-int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper *h, size_t step,
+ * dist: the job (NULL: one process); grad_accum is per rank, so the step
+ * takes grad_accum * ranks micro-batches from the stream, and every rank
+ * ends with the same weights. A non-finite loss or gradient returns -1 before
+ * the weights change. */
+int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper *h, Dist *dist, size_t step,
                int32_t *inputs, int32_t *targets, StepStats *out, Error *err);
 
 /* Mean loss over eval_iters batches drawn from a fixed seed: the same batches
- * every time, so successive estimates along a run are comparable. */
-float estimate_loss(Model *m, const TokenFile *tf, const TrainHyper *h, int32_t *inputs, int32_t *targets);
+ * every time, so successive estimates along a run are comparable. Shared out
+ * over the ranks of dist (NULL: one process); NaN if their sum failed. */
+float estimate_loss(Model *m, const TokenFile *tf, const TrainHyper *h, Dist *dist, int32_t *inputs,
+                    int32_t *targets);
 
 #endif

@@ -9,6 +9,7 @@ PACKAGES=(
     libcmocka-dev            # the C test framework
     python3-torch python3-numpy  # the PyTorch parity test
     gnuplot-nox              # the comparison plot
+    libopenmpi-dev openmpi-bin   # data-parallel bin/train over processes and machines (mpirun)
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -7,7 +7,12 @@
 #include "common.h"
 #include "ops.h"
 
+static int quiet = 0;
+
+void cli_set_quiet(int q) { quiet = q; }
+
 int cli_error(const char *prog, const char *fmt, ...) {
+    if (quiet) return EXIT_BAD_INPUT;
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);

@@ -98,6 +98,11 @@ int model_alloc_training(Model *m, Error *err) {
     return m->v ? 0 : -1;
 }
 
+int model_alloc_grad_accum(Model *m, Error *err) {
+    if (!m->grads_micro) m->grads_micro = lm_calloc(m->n_params, sizeof(float), err);
+    return m->grads_micro ? 0 : -1;
+}
+
 /* Carves the arena: with base == NULL it only measures. */
 static size_t layout_acts(Model *m, float *base, size_t B, size_t T) {
     const ModelConfig *c = &m->cfg;
@@ -160,6 +165,7 @@ void model_free(Model *m) {
     free(m->tensors);
     free(m->params);
     free(m->grads);
+    free(m->grads_micro);
     free(m->m);
     free(m->v);
     free(m->pos_table);
@@ -264,6 +270,11 @@ static const float *branch_grad(Model *m, const float *mask) {
     return m->dbranch;
 }
 
+/* Tells the caller's hook that grads[from .. to) are final. */
+static void grads_ready(Model *m, size_t from, size_t to) {
+    if (m->grads_ready) m->grads_ready(m->grads_ready_ctx, m->grads, from, to - from);
+}
+
 void model_backward(Model *m, float loss_scale) {
     const ModelConfig *c = &m->cfg;
     size_t B = m->B, T = m->T, N = B * T, C = c->n_embd, V = c->vocab_size;
@@ -279,6 +290,7 @@ void model_backward(Model *m, float loss_scale) {
     PROFILED(pr, "layernorm", Bk,
              layernorm_backward(m->dresid, G + m->lnf_w, G + m->lnf_b, m->dln, m->resid_out, P + m->lnf_w,
                                 m->lnf_mean, m->lnf_rstd, N, C));
+    grads_ready(m, m->lnf_w, m->n_params);
     /* m->dresid carries d(loss)/d(stream) down the layers: each branch adds to it. */
     for (size_t l = c->n_layer; l-- > 0;) {
         LayerActs *L = &m->la[l];
@@ -296,12 +308,25 @@ void model_backward(Model *m, float loss_scale) {
         PROFILED(pr, "layernorm", Bk,
                  layernorm_backward(m->dresid, G + lo->ln1_w, G + lo->ln1_b, m->dln, L->resid, P + lo->ln1_w,
                                     L->ln1_mean, L->ln1_rstd, N, C));
+        grads_ready(m, lo->ln1_w, l + 1 < c->n_layer ? m->layer[l + 1].ln1_w : m->lnf_w);
     }
     PROFILED(pr, "embedding", Bk,
              embedding_backward(G + m->wte, c->pos == POS_LEARNED ? G + m->wpe : NULL, m->dresid, m->inputs, B, T, C));
+    grads_ready(m, 0, m->layer[0].ln1_w); /* wte also took the head's gradient, first of all */
 }
 
 void model_zero_grads(Model *m) { memset(m->grads, 0, m->n_params * sizeof(float)); }
+
+void model_backward_accumulate(Model *m, float loss_scale) {
+    float *sum = m->grads, *micro = m->grads_micro;
+    memset(micro, 0, m->n_params * sizeof(float));
+    m->grads = micro; /* backward writes where grads points */
+    model_backward(m, loss_scale);
+    m->grads = sum;
+    size_t n = m->n_params;
+#pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++) sum[i] += micro[i];
+}
 
 /* ---- incremental decoding ------------------------------------------------ */
 

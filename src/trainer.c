@@ -2,20 +2,44 @@
 
 #include <math.h>
 
-int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper *h, size_t step,
+/* The model's hook: sum this part of the gradients over the ranks. */
+static void start_bucket(void *dist, float *grads, size_t offset, size_t count) {
+    dist_bucket_start(dist, grads, offset, count);
+}
+
+int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper *h, Dist *dist, size_t step,
                int32_t *inputs, int32_t *targets, StepStats *out, Error *err) {
     size_t B = h->batch_size, T = m->cfg.block_size;
+    size_t ranks = dist ? (size_t)dist->size : 1, rank = dist ? (size_t)dist->rank : 0;
+    size_t job_accum = h->grad_accum * ranks; /* the job's micro-batches per step */
+    if (h->grad_accum > 1 && !m->grads_micro)
+        return err_set(err, "gradient accumulation needs model_alloc_grad_accum");
     model_zero_grads(m);
     double total = 0.0;
-    for (size_t micro = 0; micro < h->grad_accum; micro++) {
+    size_t mine = 0; /* this rank's micro-batches so far */
+    for (size_t micro = 0; micro < job_accum; micro++) {
+        /* Every rank draws every micro-batch, so the job reads one stream;
+         * micro-batch i is rank i mod N's. */
         batch_sample(train, data_rng, inputs, targets, B, T);
-        uint64_t key = rng_hash(h->seed, step * h->grad_accum + micro);
+        if (micro % ranks != rank) continue;
+        uint64_t key = rng_hash(h->seed, step * job_accum + micro);
         model_forward(m, inputs, targets, B, T, &key);
         total += m->loss;
-        model_backward(m, 1.0f / (float)h->grad_accum);
+        /* With one micro-batch per rank, each part of the model is summed
+         * over the ranks as soon as backward has finished it. */
+        m->grads_ready = ranks > 1 && h->grad_accum == 1 ? start_bucket : NULL;
+        m->grads_ready_ctx = dist;
+        if (mine++ == 0) model_backward(m, 1.0f / (float)job_accum);
+        else model_backward_accumulate(m, 1.0f / (float)job_accum);
+        m->grads_ready = NULL;
     }
-    /* A data-parallel all-reduce of m->grads belongs here. */
-    out->loss = (float)(total / (double)h->grad_accum);
+    if (ranks > 1 && h->grad_accum > 1) dist_bucket_start(dist, m->grads, 0, m->n_params); /* the accumulated sum */
+    if (ranks > 1) {
+        double t0 = profile_start(m->prof);
+        if (dist_buckets_wait(dist, err) || dist_sum_doubles(dist, &total, 1, err)) return -1;
+        profile_stop(m->prof, "allreduce", PASS_BACKWARD, t0);
+    }
+    out->loss = (float)(total / (double)job_accum);
     double t0 = profile_start(m->prof);
     out->grad_norm = grad_norm(m->grads, m->n_params);
     if (!isfinite(out->loss) || !isfinite(out->grad_norm))
@@ -28,14 +52,19 @@ int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper
     return 0;
 }
 
-float estimate_loss(Model *m, const TokenFile *tf, const TrainHyper *h, int32_t *inputs, int32_t *targets) {
+float estimate_loss(Model *m, const TokenFile *tf, const TrainHyper *h, Dist *dist, int32_t *inputs,
+                    int32_t *targets) {
+    size_t ranks = dist ? (size_t)dist->size : 1, rank = dist ? (size_t)dist->rank : 0;
     Rng rng;
     rng_seed(&rng, h->seed ^ 0x76616cULL);
     double total = 0.0;
     for (size_t i = 0; i < h->eval_iters; i++) {
         batch_sample(tf, &rng, inputs, targets, h->batch_size, m->cfg.block_size);
+        if (i % ranks != rank) continue; /* shared out over the ranks */
         model_forward(m, inputs, targets, h->batch_size, m->cfg.block_size, NULL);
         total += m->loss;
     }
+    Error err;
+    if (ranks > 1 && dist_sum_doubles(dist, &total, 1, &err)) return NAN;
     return (float)(total / (double)h->eval_iters);
 }

@@ -24,7 +24,7 @@ expect_error() {
     lines=$(wc -l <"$tmp/err")
     if [ "$rc" -ne 2 ]; then bad "$name: exit $rc, wanted 2 ($(head -c 300 "$tmp/err"))"
     elif [ "$lines" -ne 1 ]; then bad "$name: $lines lines on stderr, wanted 1: $(head -c 300 "$tmp/err")"
-    elif ! grep -qiE "$pattern" "$tmp/err"; then bad "$name: '$(cat "$tmp/err")' does not match /$pattern/"
+    elif ! grep -qiE -e "$pattern" "$tmp/err"; then bad "$name: '$(cat "$tmp/err")' does not match /$pattern/"
     else ok; fi
 }
 
@@ -104,7 +104,14 @@ expect_error "resume flipped byte" "checksum" $B/train --data "$tmp/a" --out "$t
 expect_error "resume truncated" "corrupt|not a safetensors" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" --resume "$tmp/cut.ckpt"
 expect_error "resume text file" "not a safetensors|corrupt" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" --resume "$tmp/a.txt"
 expect_error "resume other tokenizer" "tokenizer" $B/train --data "$tmp/b" --out "$tmp/good.ckpt" --resume "$tmp/good.ckpt"
-expect_error "resume arch change" "cannot be changed" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" --resume "$tmp/good.ckpt" --n-layer 3
+expect_error "resume arch change" "--n-layer 3 differs from the checkpoint's 2" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" --resume "$tmp/good.ckpt" --n-layer 3
+expect_error "resume mixer change" "--mixer grassmann differs from the checkpoint's attention,attention" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" --resume "$tmp/good.ckpt" --mixer grassmann
+expect_error "resume windows change" "--grassmann-windows 1,2 differs from the checkpoint's 1,2,4,8,12,16" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" --resume "$tmp/good.ckpt" --grassmann-windows 1,2
+expect_error "resume pos change" "--pos sinusoidal differs" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" --resume "$tmp/good.ckpt" --pos sinusoidal
+# The command that started a run, plus --resume, continues it.
+expect_ok "resume with the original command line" $B/train --data "$tmp/a" --out "$tmp/again.ckpt" "${SMALL[@]}" --max-iters 12 \
+    --mixer attention --pos learned --resume "$tmp/good.ckpt"
+grep -q "steps 10..12 of 12" "$tmp/out" && ok || bad "resume with the original command line did not continue at step 10: $(grep '^train:' "$tmp/out")"
 expect_error "eval flipped byte" "checksum" $B/eval --model "$tmp/flip.ckpt" --data "$tmp/a"
 expect_error "eval truncated" "corrupt|not a safetensors" $B/eval --model "$tmp/cut.ckpt" --data "$tmp/a"
 expect_error "eval other tokenizer" "tokenizer" $B/eval --model "$tmp/good.ckpt" --data "$tmp/b"

@@ -1,9 +1,12 @@
 /* bin/train: trains a model on a prepared data directory.
- * forward -> backward -> (all-reduce slot) -> clip -> AdamW, with warm-up +
- * cosine schedule, gradient accumulation, periodic validation, logging and
- * checkpoints (atomic), Ctrl-C that saves, and exact resume. */
+ * forward -> backward -> all-reduce over the ranks -> clip -> AdamW, with
+ * warm-up + cosine schedule, gradient accumulation, periodic validation,
+ * logging and checkpoints (atomic), Ctrl-C that saves, and exact resume; one
+ * process, or a job of several under mpirun (include/dist.h), where rank 0
+ * prints, logs and checkpoints for all. */
 #include <getopt.h>
 #include <math.h>
+#include <omp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +17,7 @@
 #include "cli.h"
 #include "config.h"
 #include "data.h"
+#include "dist.h"
 #include "json.h"
 #include "model.h"
 #include "optim.h"
@@ -116,7 +120,12 @@ static void usage(FILE *f) {
         snprintf(flag, sizeof flag, "%s %s", num_opts[i].name, num_opts[i].is_float ? "X" : "N");
         fprintf(f, "      --%-20s %s\n", flag, num_opts[i].help);
     }
-    fprintf(f, "  -h, --help                 this help\n");
+    fprintf(f, "  -h, --help                 this help\n"
+               "\n"
+               "On several processes: mpirun -np N bin/train ... (Open MPI). Micro-batch i of a step goes\n"
+               "to rank i mod N, so N ranks with --grad-accum A train exactly as one process with\n"
+               "--grad-accum N*A; rank 0 prints, logs and writes the checkpoint, which resumes on any\n"
+               "number of ranks. --threads is per rank (default: the cores / the ranks on the machine).\n");
 }
 
 static NumOpt *find_num(const char *name) {
@@ -137,8 +146,10 @@ static int set_num(TrainOpts *o, NumOpt *n, const char *arg, Error *err) {
     return 0;
 }
 
-/* The run's options as JSON, stored in checkpoints so --resume needs none. */
-static char *run_json(const TrainOpts *o) {
+/* The run's options as JSON, stored in checkpoints so --resume needs none.
+ * grad-accum is stored for the whole job (per rank x ranks), so that the
+ * checkpoint resumes on any number of ranks that divides it. */
+static char *run_json(const TrainOpts *o, size_t ranks) {
     char *sb = NULL;
     sb_appendf(&sb, "{");
     int first = 1;
@@ -146,7 +157,8 @@ static char *run_json(const TrainOpts *o) {
         if (num_opts[i].kind != RUN) continue;
         const void *p = (const char *)o + num_opts[i].off;
         if (num_opts[i].is_float) sb_appendf(&sb, "%s\"%s\":%.9g", first ? "" : ",", num_opts[i].name, *(const float *)p);
-        else sb_appendf(&sb, "%s\"%s\":%zu", first ? "" : ",", num_opts[i].name, *(const size_t *)p);
+        else sb_appendf(&sb, "%s\"%s\":%zu", first ? "" : ",", num_opts[i].name,
+                        *(const size_t *)p * (p == (const void *)&o->grad_accum ? ranks : 1));
         first = 0;
     }
     sb_appendf(&sb, "}");
@@ -155,7 +167,7 @@ static char *run_json(const TrainOpts *o) {
     return out;
 }
 
-static int apply_run_json(TrainOpts *o, const char *json, Error *err) {
+static int apply_run_json(TrainOpts *o, const char *json, size_t ranks, Error *err) {
     Json *root = json_parse(json, strlen(json), err);
     if (!root) return -1;
     for (size_t i = 0; i < N_NUM; i++) {
@@ -165,6 +177,15 @@ static int apply_run_json(TrainOpts *o, const char *json, Error *err) {
         void *p = (char *)o + num_opts[i].off;
         if (num_opts[i].is_float) *(float *)p = (float)v->num;
         else *(size_t *)p = (size_t)v->num;
+        if (p == (void *)&o->grad_accum) { /* the job's: shared over this job's ranks */
+            if (o->grad_accum % ranks) {
+                json_free(root);
+                return err_set(err, "its steps take %zu micro-batches, which %zu ranks cannot share evenly: "
+                                    "run on a divisor of %zu ranks, or give --grad-accum",
+                               o->grad_accum, ranks, o->grad_accum);
+            }
+            o->grad_accum /= ranks;
+        }
     }
     json_free(root);
     return 0;
@@ -216,23 +237,92 @@ static void log_row(const RunLog *log, size_t step, size_t tokens, float loss, f
     fflush(log->f);
 }
 
+/* Rank 0 writes; every rank learns whether it worked. */
 static int save(const char *path, const Model *m, const Dataset *ds, const TrainOpts *o, size_t step, Rng rng,
-                Error *err) {
-    CkptState s = {.step = step, .data_rng = rng.state};
-    memcpy(s.tokenizer, ds->tok.hash, 17);
-    s.tokenizer_text = tokenizer_to_text(&ds->tok);
-    s.train = run_json(o);
-    int rc = ckpt_save(path, m, &s, err);
-    ckpt_state_free(&s);
+                Dist *dist, Error *err) {
+    int failed = 0;
+    if (dist->rank == 0) {
+        CkptState s = {.step = step, .data_rng = rng.state};
+        memcpy(s.tokenizer, ds->tok.hash, 17);
+        s.tokenizer_text = tokenizer_to_text(&ds->tok);
+        s.train = run_json(o, (size_t)dist->size);
+        failed = ckpt_save(path, m, &s, err) != 0;
+        ckpt_state_free(&s);
+    }
+    return dist_agree(dist, failed, err);
+}
+
+/* With --resume, model options given on the command line must equal the
+ * checkpoint's (so the command that started a run, plus --resume, continues
+ * it); the first that differs is named with both values. */
+static int check_resume_options(const TrainOpts *o, const ModelConfig *ckpt, Error *err) {
+    for (size_t i = 0; i < N_NUM; i++) {
+        const NumOpt *n = &num_opts[i];
+        if (n->kind != ARCH || !n->set) continue;
+        const void *given = (const char *)o + n->off;
+        const void *have = (const char *)ckpt + (n->off - offsetof(TrainOpts, cfg));
+        if (n->is_float ? *(const float *)given != *(const float *)have : *(const size_t *)given != *(const size_t *)have) {
+            if (n->is_float)
+                return err_set(err, "--%s %g differs from the checkpoint's %g: the model comes from the checkpoint",
+                               n->name, *(const float *)given, *(const float *)have);
+            return err_set(err, "--%s %zu differs from the checkpoint's %zu: the model comes from the checkpoint", n->name,
+                           *(const size_t *)given, *(const size_t *)have);
+        }
+    }
+    if (o->pos && strcmp(o->pos, ckpt->pos == POS_LEARNED ? "learned" : "sinusoidal") != 0)
+        return err_set(err, "--pos %s differs from the checkpoint's %s", o->pos,
+                       ckpt->pos == POS_LEARNED ? "learned" : "sinusoidal");
+    ModelConfig given = *ckpt;
+    if (o->mixer) {
+        if (config_set_mixers(&given, o->mixer, err)) return -1;
+        char have[256] = "";
+        for (size_t l = 0; l < ckpt->n_layer; l++)
+            snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s", l ? "," : "", ckpt->mixers[l]->name);
+        if (memcmp(given.mixers, ckpt->mixers, sizeof given.mixers) != 0)
+            return err_set(err, "--mixer %s differs from the checkpoint's %s", o->mixer, have);
+    }
+    if (o->windows) {
+        if (config_set_windows(&given, o->windows, err)) return -1;
+        if (given.n_windows != ckpt->n_windows || memcmp(given.windows, ckpt->windows, sizeof given.windows) != 0) {
+            char have[256] = "";
+            for (size_t w = 0; w < ckpt->n_windows; w++)
+                snprintf(have + strlen(have), sizeof have - strlen(have), "%s%zu", w ? "," : "", ckpt->windows[w]);
+            return err_set(err, "--grassmann-windows %s differs from the checkpoint's %s", o->windows, have);
+        }
+    }
+    return 0;
+}
+
+/* The checkpoint of --resume: the model, the step, the data position and
+ * the run's options (those given on the command line win). */
+static int resume_from(TrainOpts *o, const Dataset *ds, Model *model, size_t *start_step, Rng *data_rng,
+                       size_t ranks, Error *err) {
+    CkptState st;
+    if (ckpt_load(o->resume, model, &st, 1, err)) return -1;
+    int rc = 0;
+    if (strcmp(st.tokenizer, ds->tok.hash) != 0)
+        rc = err_set(err, "checkpoint '%s' was trained with tokenizer %s but '%s' has tokenizer %s", o->resume,
+                     st.tokenizer, o->data, ds->tok.hash);
+    else if (check_resume_options(o, &model->cfg, err))
+        rc = -1;
+    else if (apply_run_json(o, st.train, ranks, err)) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        rc = err_set(err, "'%s': %s", o->resume, why);
+    }
+    o->cfg = model->cfg;
+    *start_step = st.step;
+    data_rng->state = st.data_rng;
+    ckpt_state_free(&st);
+    if (rc) model_free(model);
     return rc;
 }
 
-int main(int argc, char **argv) {
-    blas_setup(argc, argv); /* first: it may restart the program with faster OpenBLAS kernels */
+static int train_main(int argc, char **argv, Dist *dist) {
     TrainOpts o;
     defaults(&o);
     Error err;
-    int arch_string_set = 0, count_only = 0, profile_on = 0;
+    int count_only = 0, profile_on = 0;
     enum { OPT_RESUME = 1, OPT_MIXER, OPT_POS, OPT_WINDOWS, OPT_LOG, OPT_DUMP, OPT_COUNT, OPT_PROFILE, OPT_NUM = 1000 }; /* clear of every short-option character */
     struct option opts[N_NUM + 16];
     size_t no = 0;
@@ -250,6 +340,8 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < N_NUM; i++) opts[no++] = (struct option){num_opts[i].name, required_argument, 0, OPT_NUM + (int)i};
     opts[no] = (struct option){0, 0, 0, 0};
     opterr = 0;
+    /* Every rank must parse the same command line. */
+    if (dist_check_args(dist, argc, argv, &err)) return cli_error(prog, "%s", err.msg);
     int c;
     while ((c = getopt_long(argc, argv, ":d:o:h", opts, NULL)) != -1) {
         switch (c) {
@@ -257,9 +349,9 @@ int main(int argc, char **argv) {
         case 'o': o.out = optarg; break;
         case 'h': usage(stdout); return 0;
         case OPT_RESUME: o.resume = optarg; break;
-        case OPT_MIXER: o.mixer = optarg; arch_string_set = 1; break;
-        case OPT_POS: o.pos = optarg; arch_string_set = 1; break;
-        case OPT_WINDOWS: o.windows = optarg; arch_string_set = 1; break;
+        case OPT_MIXER: o.mixer = optarg; break;
+        case OPT_POS: o.pos = optarg; break;
+        case OPT_WINDOWS: o.windows = optarg; break;
         case OPT_LOG: o.log = optarg; break;
         case OPT_DUMP: o.dump = optarg; break;
         case OPT_COUNT: count_only = 1; break;
@@ -277,38 +369,39 @@ int main(int argc, char **argv) {
     if (optind < argc) return cli_error(prog, "unexpected argument '%s' (see --help)", argv[optind]);
     if (!o.data) return cli_error(prog, "--data DIR is required (see --help)");
     if (!o.out && !o.dump && !count_only) return cli_error(prog, "--out CKPT is required (see --help)");
-    cli_set_threads(o.threads);
+    if (o.dump && dist->size > 1) return cli_error(prog, "--dump-grads runs in one process (this job has %d ranks)", dist->size);
+    /* --threads is per rank; by default the cores are shared among the
+     * ranks on this machine. */
+    size_t threads_opt = o.threads;
+    if (threads_opt == 0 && dist->local_size > 1) {
+        int share = omp_get_num_procs() / dist->local_size;
+        threads_opt = share > 1 ? (size_t)share : 1;
+        if (threads_opt > (size_t)omp_get_max_threads()) threads_opt = (size_t)omp_get_max_threads();
+    }
+    cli_set_threads(threads_opt);
+
+    /* Every rank reads the same data (and checkpoint). */
+    char train_bin[4096], val_bin[4096], tok_txt[4096];
+    snprintf(train_bin, sizeof train_bin, "%s/train.bin", o.data);
+    snprintf(val_bin, sizeof val_bin, "%s/val.bin", o.data);
+    snprintf(tok_txt, sizeof tok_txt, "%s/tokenizer.txt", o.data);
+    const char *same_files[] = {train_bin, val_bin, tok_txt, o.resume, NULL};
+    if (dist_check_files(dist, same_files, &err)) return cli_error(prog, "%s", err.msg);
 
     Dataset ds;
-    if (dataset_open(&ds, o.data, 0, &err)) return cli_error(prog, "%s", err.msg);
+    if (dist_agree(dist, dataset_open(&ds, o.data, 0, &err) != 0, &err)) return cli_error(prog, "%s", err.msg);
 
     Model model;
     size_t start_step = 0;
     Rng data_rng;
     int rc = 0;
     if (o.resume) {
-        int arch_set = arch_string_set;
-        for (size_t i = 0; i < N_NUM; i++) arch_set |= num_opts[i].set && num_opts[i].kind == ARCH;
-        if (arch_set) {
-            dataset_free(&ds);
-            return cli_error(prog, "model options cannot be changed with --resume: the model comes from the checkpoint");
-        }
-        CkptState st;
-        if (ckpt_load(o.resume, &model, &st, 1, &err)) {
+        int failed = resume_from(&o, &ds, &model, &start_step, &data_rng, (size_t)dist->size, &err) != 0;
+        if (dist_agree(dist, failed, &err)) {
+            if (!failed) model_free(&model); /* another rank's failure */
             dataset_free(&ds);
             return cli_error(prog, "%s", err.msg);
         }
-        if (strcmp(st.tokenizer, ds.tok.hash) != 0) {
-            rc = cli_error(prog, "checkpoint '%s' was trained with tokenizer %s but '%s' has tokenizer %s", o.resume,
-                           st.tokenizer, o.data, ds.tok.hash);
-        } else if (apply_run_json(&o, st.train, &err)) {
-            rc = cli_error(prog, "'%s': bad run options: %s", o.resume, err.msg);
-        }
-        o.cfg = model.cfg;
-        start_step = st.step;
-        data_rng.state = st.data_rng;
-        ckpt_state_free(&st);
-        if (rc) goto out_model;
     } else {
         o.cfg.vocab_size = ds.tok.vocab_size;
         if (o.pos && strcmp(o.pos, "learned") && strcmp(o.pos, "sinusoidal")) {
@@ -321,7 +414,7 @@ int main(int argc, char **argv) {
             dataset_free(&ds);
             return cli_error(prog, "%s", err.msg);
         }
-        if (model_alloc_training(&model, &err)) {
+        if (dist_agree(dist, model_alloc_training(&model, &err) != 0, &err)) {
             rc = cli_error(prog, "%s", err.msg);
             goto out_model;
         }
@@ -343,13 +436,14 @@ int main(int argc, char **argv) {
         rc = cli_error(prog, "--min-lr (%g) must not exceed --lr (%g)", o.min_lr, o.lr);
         goto out_model;
     }
-    if (model_alloc_acts(&model, B, T, &err)) {
+    if (dist_agree(dist, model_alloc_acts(&model, B, T, &err) != 0 ||
+                             (o.grad_accum > 1 && model_alloc_grad_accum(&model, &err) != 0), &err)) {
         rc = cli_error(prog, "%s", err.msg);
         goto out_model;
     }
     int32_t *inputs = calloc(B * T, sizeof(int32_t)), *targets = calloc(B * T, sizeof(int32_t));
-    if (!inputs || !targets) {
-        rc = cli_error(prog, "out of memory");
+    if (dist_agree(dist, !inputs || !targets ? err_set(&err, "out of memory") : 0, &err)) {
+        rc = cli_error(prog, "%s", err.msg);
         goto out_batch;
     }
 
@@ -367,7 +461,7 @@ int main(int argc, char **argv) {
                         .warmup_iters = o.warmup_iters, .eval_iters = o.eval_iters, .lr = o.lr, .min_lr = o.min_lr,
                         .grad_clip = o.grad_clip, .adam = {o.beta1, o.beta2, o.eps, o.weight_decay}, .seed = o.seed};
     RunLog logf = {NULL, 0};
-    if (o.log && open_log(&logf, o.log, start_step > 0, &err)) {
+    if (dist_agree(dist, dist->rank == 0 && o.log && open_log(&logf, o.log, start_step > 0, &err), &err)) {
         rc = cli_error(prog, "%s", err.msg);
         goto out_batch;
     }
@@ -385,7 +479,7 @@ int main(int argc, char **argv) {
            o.cfg.pos == POS_LEARNED ? "learned" : "sinusoidal");
     ThreadTuner tuner;
     size_t width = cli_threads();
-    thread_tuner_init(&tuner, width, o.threads == 0);
+    thread_tuner_init(&tuner, width, o.threads == 0 && dist->size == 1); /* ranks wait for the slowest: fixed */
     size_t start_threads = thread_tuner_start(&tuner);
     char how[96] = ""; /* the tuner's part of the line */
     if (tuner.adaptive && start_threads < width)
@@ -394,12 +488,17 @@ int main(int argc, char **argv) {
     printf("train: %zu tokens, val %zu | batch %zu x %zu x accum %zu | steps %zu..%zu of %zu | %zu threads%s\n",
            ds.train.n, ds.val.n, B, T, o.grad_accum, start_step, o.stop_at, o.max_iters, width, how);
     printf("blas: %s | %zu threads\n", blas_describe(), width);
+    if (dist->size > 1)
+        printf("mpi: %d ranks (%d on this machine) x %zu threads | micro-batch i of a step on rank i mod %d | "
+               "all-reduce of %.1f MiB per step, started layer by layer during backward\n",
+               dist->size, dist->local_size, width, dist->size, (double)model.n_params * 4.0 / (1024.0 * 1024.0));
     const double mib = 4.0 / (1024.0 * 1024.0); /* floats to MiB */
     printf("memory: weights %.1f MiB, gradients and AdamW moments %.1f MiB, activations %.1f MiB\n",
            (double)model.n_params * mib, 3.0 * (double)model.n_params * mib, (double)model.n_acts * mib);
     fflush(stdout);
 
-    size_t tokens_per_step = B * T * o.grad_accum;
+    size_t tokens_per_step = B * T * o.grad_accum * (size_t)dist->size;
+    double wait_secs = 0.0; /* waiting for the all-reduce, since the last progress line */
     double t_start = cli_now(), t_last = t_start, step_secs = 0.0; /* step_secs: training only, no validation */
     double train_secs = 0.0;                                            /* the same, over the profiled steps */
     Profile prof = {0};
@@ -410,7 +509,7 @@ int main(int argc, char **argv) {
      * its step and token count: the untrained model first, then every
      * eval_interval steps and at the end of the schedule. */
     if (start_step == 0) {
-        float val = estimate_loss(&model, &ds.val, &hyper, inputs, targets);
+        float val = estimate_loss(&model, &ds.val, &hyper, dist, inputs, targets);
         printf("step %5d | val loss %.4f\n", 0, val);
         log_row(&logf, 0, 0, NAN, val, NAN, NAN, NAN, 0.0, NAN);
     }
@@ -422,15 +521,17 @@ int main(int argc, char **argv) {
         int profiled = profile_on && step > start_step;
         model.prof = profiled ? &prof : NULL;
         size_t threads = thread_tuner_begin(&tuner);
-        int failed = train_step(&model, &ds.train, &data_rng, &hyper, step, inputs, targets, &st, &err);
+        int failed = train_step(&model, &ds.train, &data_rng, &hyper, dist, step, inputs, targets, &st, &err);
         thread_tuner_record(&tuner, cli_now() - t0);
         model.prof = NULL;
         if (failed) {
-            fprintf(stderr, "%s: error: %s; stopping without saving, the last good checkpoint is kept\n", prog,
-                    err.msg);
+            if (dist->rank == 0)
+                fprintf(stderr, "%s: error: %s; stopping without saving, the last good checkpoint is kept\n", prog,
+                        err.msg);
             rc = 1;
             break;
         }
+        wait_secs += dist->wait_seconds;
         loss = st.loss;
         double now = cli_now(), ms = 1e3 * (now - t0);
         step_secs += now - t0;
@@ -438,15 +539,17 @@ int main(int argc, char **argv) {
         size_t done = step + 1;
         float val = NAN;
         if ((o.eval_interval && done % o.eval_interval == 0) || done == o.max_iters)
-            val = estimate_loss(&model, &ds.val, &hyper, inputs, targets);
+            val = estimate_loss(&model, &ds.val, &hyper, dist, inputs, targets);
         log_row(&logf, done, done * tokens_per_step, loss, val, st.lr, st.grad_norm, ms, cli_now() - t_start,
                 (double)threads);
         if ((step + 1) % o.log_interval == 0 || step + 1 == o.stop_at) {
             double n = (double)(step + 1 - last_logged), per = step_secs / n, wall = (cli_now() - t_last) / n;
             char eta[32];
             cli_duration(wall * (double)(o.stop_at - step - 1), eta, sizeof eta);
-            char busy[48] = ""; /* the tuner has stepped down: say so */
+            char busy[64] = ""; /* the tuner has stepped down, or the all-reduce kept us waiting: say so */
             if (threads < tuner.cand[0]) snprintf(busy, sizeof busy, " | %zu of %zu threads", threads, tuner.cand[0]);
+            if (dist->size > 1) snprintf(busy, sizeof busy, " | all-reduce wait %.1f ms/step", 1e3 * wait_secs / n);
+            wait_secs = 0.0;
             printf("step %5zu/%zu | loss %.4f | lr %.2e | norm %6.3f | %7.0f tok/s | %6.1f ms/step | ETA %s%s\n",
                    step + 1, o.max_iters, loss, st.lr, st.grad_norm, (double)tokens_per_step / per, 1e3 * per, eta, busy);
             fflush(stdout);
@@ -456,18 +559,19 @@ int main(int argc, char **argv) {
         }
         if (!isnan(val)) printf("step %5zu | val loss %.4f%s\n", done, val, done == o.max_iters ? " (final)" : "");
         if (o.ckpt_interval && (step + 1) % o.ckpt_interval == 0 && step + 1 < o.stop_at) {
-            if (save(o.out, &model, &ds, &o, step + 1, data_rng, &err)) {
+            if (save(o.out, &model, &ds, &o, step + 1, data_rng, dist, &err)) {
                 rc = cli_error(prog, "%s", err.msg);
                 break;
             }
         }
-        if (interrupted) {
+        if (dist_any(dist, interrupted)) { /* a signal to any rank stops them all, after the same step */
+            interrupted = 1;
             step++;
             break;
         }
     }
     if (rc == 0) {
-        if (save(o.out, &model, &ds, &o, step, data_rng, &err)) {
+        if (save(o.out, &model, &ds, &o, step, data_rng, dist, &err)) {
             rc = cli_error(prog, "%s", err.msg);
         } else if (interrupted) {
             printf("interrupted: checkpoint at step %zu saved to %s (continue with --resume %s)\n", step, o.out, o.out);
@@ -486,5 +590,22 @@ out_batch:
 out_model:
     model_free(&model);
     dataset_free(&ds);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    blas_setup(argc, argv); /* first: it may restart the program with faster OpenBLAS kernels */
+    Dist dist;
+    Error err;
+    if (dist_init(&dist, &argc, &argv, &err)) {
+        fprintf(stderr, "%s: error: %s\n", prog, err.msg);
+        return 1;
+    }
+    if (dist.rank != 0) { /* rank 0 speaks for the job */
+        cli_set_quiet(1);
+        if (!freopen("/dev/null", "w", stdout)) fclose(stdout);
+    }
+    int rc = train_main(argc, argv, &dist);
+    dist_finalize(&dist);
     return rc;
 }
