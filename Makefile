@@ -57,6 +57,7 @@ unit-test: $(TESTS)
 test: unit-test $(PROGRAMS)
 	bash tests/cli_test.sh
 	bash tests/mpi_test.sh
+	bash tests/hardstop_test.sh
 	/usr/bin/python3 tests/parity.py
 
 bench: $(PROGRAMS)
@@ -80,6 +81,7 @@ asan:
 	        LDFLAGS="-fsanitize=address,undefined" unit-test all
 	BIN=bin-asan bash tests/cli_test.sh
 	BIN=bin-asan bash tests/mpi_test.sh
+	BIN=bin-asan bash tests/hardstop_test.sh
 
 clean:
 	rm -rf build build-asan bin bin-asan

@@ -29,8 +29,9 @@ double wall_seconds(void);
 /* Reads a whole file into a malloc'd buffer (NUL-terminated for text use). */
 char *read_file(const char *path, size_t *len, Error *err);
 
-/* Writes `len` bytes to path via path.tmp + rename, so a failure never leaves
- * a half-written file where a good one was. */
+/* Writes `len` bytes to path via path.tmp + fsync + rename + fsync of the
+ * directory, so a failure, a kill or a power cut never leaves a half-written
+ * file where a good one was. */
 int write_file_atomic(const char *path, const void *data, size_t len, Error *err);
 
 #endif

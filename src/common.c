@@ -1,6 +1,7 @@
 #include "common.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,32 +76,52 @@ char *read_file(const char *path, size_t *len, Error *err) {
     return buf;
 }
 
+/* fsync of the directory holding path, so that a rename in it survives a
+ * power cut. */
+static int sync_parent_dir(const char *path) {
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
 int write_file_atomic(const char *path, const void *data, size_t len, Error *err) {
     size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
+    char *tmp = malloc(plen + 32);
     if (!tmp) return err_set(err, "out of memory");
-    snprintf(tmp, plen + 16, "%s.tmp.%ld", path, (long)getpid());
+    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
+    /* The data reaches the disk (fsync) before the rename makes it the file,
+     * and the rename reaches it (fsync of the directory) before we return:
+     * a crash, a kill or a power cut at any moment leaves the old file or
+     * the new one, whole. */
     FILE *f = fopen(tmp, "wb");
     if (!f) {
-        err_set(err, "cannot write '%s': %s", tmp, strerror(errno));
+        err_set(err, "cannot write '%s': %s", path, strerror(errno));
         free(tmp);
         return -1;
     }
-    size_t put = fwrite(data, 1, len, f);
-    int bad = (put != len) || fflush(f) != 0 || fsync(fileno(f)) != 0;
-    bad |= fclose(f) != 0;
-    if (bad) {
-        err_set(err, "cannot write '%s': %s", tmp, strerror(errno));
-        remove(tmp);
-        free(tmp);
-        return -1;
-    }
-    if (rename(tmp, path) != 0) {
+    int saved = 0;
+    if (fwrite(data, 1, len, f) != len || fflush(f) != 0 || fsync(fileno(f)) != 0) saved = errno ? errno : EIO;
+    if (fclose(f) != 0 && !saved) saved = errno ? errno : EIO;
+    if (!saved && rename(tmp, path) != 0) {
         err_set(err, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
         remove(tmp);
         free(tmp);
         return -1;
     }
+    if (saved) {
+        err_set(err, "cannot write '%s': %s (the previous file, if any, is unchanged)", path, strerror(saved));
+        remove(tmp);
+        free(tmp);
+        return -1;
+    }
     free(tmp);
+    if (sync_parent_dir(path) != 0) return err_set(err, "cannot sync the directory of '%s': %s", path, strerror(errno));
     return 0;
 }

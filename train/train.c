@@ -4,6 +4,7 @@
  * logging and checkpoints (atomic), Ctrl-C that saves, and exact resume; one
  * process, or a job of several under mpirun (include/dist.h), where rank 0
  * prints, logs and checkpoints for all. */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <omp.h>
@@ -201,11 +202,15 @@ static void on_signal(int sig) {
 typedef struct RunLog {
     FILE *f;
     int jsonl;
+    const char *path;
+    int failed; /* errno of the first failed write, 0 if none */
 } RunLog;
 
 static int open_log(RunLog *log, const char *path, int append, Error *err) {
     size_t n = strlen(path);
     log->jsonl = n > 6 && strcmp(path + n - 6, ".jsonl") == 0;
+    log->path = path;
+    log->failed = 0;
     log->f = fopen(path, append ? "a" : "w");
     if (!log->f) return err_set(err, "cannot open log '%s'", path);
     if (!log->jsonl && ftell(log->f) == 0)
@@ -219,7 +224,8 @@ static void put_num(FILE *f, const char *fmt, double v, int jsonl) {
     else fprintf(f, fmt, v);
 }
 
-static void log_row(const RunLog *log, size_t step, size_t tokens, float loss, float val, float lr, float norm,
+/* A failed write (a full disk) is remembered in log->failed: the run stops. */
+static void log_row(RunLog *log, size_t step, size_t tokens, float loss, float val, float lr, float norm,
                     double ms, double elapsed, double threads) {
     if (!log->f) return;
     static const char *const names[] = {"train_loss", "val_loss", "lr", "grad_norm", "ms_per_step", "elapsed_s",
@@ -234,7 +240,7 @@ static void log_row(const RunLog *log, size_t step, size_t tokens, float loss, f
         put_num(log->f, fmts[i], vals[i], log->jsonl);
     }
     fputs(log->jsonl ? "}\n" : "\n", log->f);
-    fflush(log->f);
+    if ((fflush(log->f) != 0 || ferror(log->f)) && !log->failed) log->failed = errno ? errno : EIO;
 }
 
 /* Rank 0 writes; every rank learns whether it worked. */
@@ -460,7 +466,7 @@ static int train_main(int argc, char **argv, Dist *dist) {
     TrainHyper hyper = {.batch_size = B, .grad_accum = o.grad_accum, .max_iters = o.max_iters,
                         .warmup_iters = o.warmup_iters, .eval_iters = o.eval_iters, .lr = o.lr, .min_lr = o.min_lr,
                         .grad_clip = o.grad_clip, .adam = {o.beta1, o.beta2, o.eps, o.weight_decay}, .seed = o.seed};
-    RunLog logf = {NULL, 0};
+    RunLog logf = {0};
     if (dist_agree(dist, dist->rank == 0 && o.log && open_log(&logf, o.log, start_step > 0, &err), &err)) {
         rc = cli_error(prog, "%s", err.msg);
         goto out_batch;
@@ -470,6 +476,7 @@ static int train_main(int argc, char **argv, Dist *dist) {
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    signal(SIGXFSZ, SIG_IGN); /* past a file-size limit a write fails (EFBIG) and is reported, not fatal */
 
     char mixers[256] = "";
     for (size_t l = 0; l < o.cfg.n_layer; l++)
@@ -563,6 +570,13 @@ static int train_main(int argc, char **argv, Dist *dist) {
                 rc = cli_error(prog, "%s", err.msg);
                 break;
             }
+        }
+        if (dist_any(dist, logf.failed != 0)) { /* rank 0 could not write the log: stop, keep the last checkpoint */
+            if (dist->rank == 0)
+                fprintf(stderr, "%s: error: cannot write the log '%s': %s; stopping without saving, the last good "
+                                "checkpoint is kept\n", prog, logf.path, strerror(logf.failed));
+            rc = 1;
+            break;
         }
         if (dist_any(dist, interrupted)) { /* a signal to any rank stops them all, after the same step */
             interrupted = 1;
