@@ -25,7 +25,7 @@ LIB      := $(BUILD)/liblm.a
 PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample $(BIN)/gemm-rate
 TESTS    := $(patsubst tests/%.c,$(BUILD)/%,$(wildcard tests/test_*.c))
 
-.PHONY: all test unit-test bench demo data compare clean asan deps
+.PHONY: all test unit-test bench demo data compare clean asan deps fuzz fuzz-seeds
 all: $(PROGRAMS)
 
 $(BUILD)/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)
@@ -83,5 +83,31 @@ asan:
 	BIN=bin-asan bash tests/mpi_test.sh
 	BIN=bin-asan bash tests/hardstop_test.sh
 
+# libFuzzer (clang) harnesses of the loaders, each seeded with tests/fuzz/seeds/<name>/.
+# make fuzz FUZZ_SECONDS=N runs each for N seconds; new inputs go to runs/fuzz/<name>/,
+# crashes to runs/fuzz/crash-*, and the run stops at the first.
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang
+FUZZ_FLAGS   := -std=c11 -g -O1 -fopenmp -D_DEFAULT_SOURCE -D_GNU_SOURCE -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION \
+                -Iinclude -I/usr/include/stb $(MPI_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined -Wno-pass-failed
+FUZZ_OBJ     := $(LIB_SRC:src/%.c=build-fuzz/%.o)
+FUZZERS      := $(patsubst tests/fuzz/%.c,build-fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+build-fuzz/%.o: src/%.c $(wildcard include/*.h) | build-fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_input.h $(FUZZ_OBJ) | build-fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) -o $@ -lopenblas -lm $(MPI_LIBS)
+build-fuzz:
+	mkdir -p $@
+.SECONDARY: $(FUZZ_OBJ)
+fuzz: $(FUZZERS)
+	@for f in $(FUZZERS); do n=$$(basename $$f); mkdir -p runs/fuzz/$$n; echo "== $$n ($(FUZZ_SECONDS) s)"; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+	      -artifact_prefix=runs/fuzz/ runs/fuzz/$$n tests/fuzz/seeds/$$n 2>runs/fuzz/$$n.log \
+	    || { tail -40 runs/fuzz/$$n.log; exit 1; }; \
+	  grep -E "^stat::(number_of_executed_units|peak_rss_mb)|cov:" runs/fuzz/$$n.log | tail -3; done
+# Remakes the seed inputs from a tiny model trained by the programs.
+fuzz-seeds: $(PROGRAMS)
+	bash tests/fuzz/make_seeds.sh
+
 clean:
-	rm -rf build build-asan bin bin-asan
+	rm -rf build build-asan build-fuzz bin bin-asan

@@ -81,6 +81,9 @@ typedef struct Model {
 
 /* Builds the layout and initialises weights from `seed` (DESIGN.md init). */
 int model_init(Model *m, const ModelConfig *cfg, uint64_t seed, Error *err);
+/* The parameter count of a valid config, without allocating the weights
+ * (0 if memory ran out). */
+size_t model_count_params(const ModelConfig *cfg);
 int model_alloc_training(Model *m, Error *err);
 /* A second gradient buffer, so that gradient accumulation can compute each
  * micro-batch's gradients apart and then add them (model_backward_accumulate). */

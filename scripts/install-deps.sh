@@ -10,6 +10,7 @@ PACKAGES=(
     python3-torch python3-numpy  # the PyTorch parity test
     gnuplot-nox              # the comparison plot
     libopenmpi-dev openmpi-bin   # data-parallel bin/train over processes and machines (mpirun)
+    clang                    # libFuzzer: make fuzz runs the loaders' fuzzers
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -95,7 +95,11 @@ int st_open(StFile *f, const char *path, Error *err) {
         return err_set(err, "'%s' is corrupt or not ours: no checksum in its metadata", path);
     }
     snprintf(digits, sizeof digits, "%016" PRIx64, file_checksum(f->buf, f->len, at));
-    if (strlen(stored) != 8 + CHECKSUM_DIGITS || memcmp(stored + 8, digits, CHECKSUM_DIGITS) != 0) {
+    int checksum_ok = strlen(stored) == 8 + CHECKSUM_DIGITS && memcmp(stored + 8, digits, CHECKSUM_DIGITS) == 0;
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+    checksum_ok = 1; /* the fuzzers skip the checksum: the parsing behind it is what they test */
+#endif
+    if (!checksum_ok) {
         st_close(f);
         return err_set(err, "'%s' is corrupt: checksum mismatch (truncated or modified file)", path);
     }
@@ -208,6 +212,14 @@ int ckpt_load(const char *path, Model *m, CkptState *s, int with_optim, Error *e
     Error cerr;
     if (config_from_json(&cfg, config, &cerr)) {
         err_set(err, "'%s': bad config: %s", path, cerr.msg);
+        goto done;
+    }
+    /* A header may claim any size: the tensors it describes must be in the
+     * file before anything is allocated for them. */
+    size_t need = model_count_params(&cfg) * sizeof(float) * (with_optim ? 3 : 1);
+    if (config_validate(&cfg, &cerr) || need == 0 || need > f.len - f.data_start) {
+        err_set(err, "'%s' is corrupt: its config needs %zu bytes of tensors, it holds %zu", path, need,
+                f.len - f.data_start);
         goto done;
     }
     if (model_init(m, &cfg, 0, err)) goto done;

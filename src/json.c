@@ -97,6 +97,14 @@ static int parse_string(Parser *p, char **result) {
 
 static void json_clear(Json *j);
 
+/* Whether the text at the current position is `word`, within the length
+ * (the text need not be NUL-terminated: a safetensors header is followed by
+ * tensor data). */
+static int literal(const Parser *p, const char *word) {
+    size_t n = strlen(word);
+    return p->len - p->pos >= n && memcmp(p->s + p->pos, word, n) == 0;
+}
+
 static int parse_value(Parser *p, Json *out) {
     memset(out, 0, sizeof *out);
     skip_ws(p);
@@ -136,11 +144,11 @@ static int parse_value(Parser *p, Json *out) {
                 break;
             }
         }
-    } else if (!strncmp(p->s + p->pos, "true", 4) || !strncmp(p->s + p->pos, "false", 5)) {
+    } else if (literal(p, "true") || literal(p, "false")) {
         out->type = JSON_BOOL;
         out->num = c == 't';
         p->pos += c == 't' ? 4 : 5;
-    } else if (!strncmp(p->s + p->pos, "null", 4)) {
+    } else if (literal(p, "null")) {
         out->type = JSON_NULL;
         p->pos += 4;
     } else if (c == '-' || (c >= '0' && c <= '9')) {

@@ -55,6 +55,15 @@ static void build_layout(Model *m) {
     m->lnf_b = add_tensor(m, "ln_f.bias", C, 0, INIT_ZERO);
 }
 
+size_t model_count_params(const ModelConfig *cfg) {
+    Model m = {.cfg = *cfg};
+    m.tensors = calloc(4 + cfg->n_layer * (8 + MIXER_MAX_TENSORS), sizeof *m.tensors);
+    if (!m.tensors) return 0;
+    build_layout(&m);
+    free(m.tensors);
+    return m.n_params;
+}
+
 int model_init(Model *m, const ModelConfig *cfg, uint64_t seed, Error *err) {
     memset(m, 0, sizeof *m);
     if (config_validate(cfg, err)) return -1;

@@ -10,6 +10,7 @@
 #include "ds.h"
 #include "evaluate.h"
 #include "grassmann.h"
+#include "json.h"
 #include "model.h"
 #include "optim.h"
 #include "tokenizer.h"
@@ -421,8 +422,27 @@ static void test_config_errors(void **s) {
     free(j), free(j2);
 }
 
+/* The JSON reader stops at its length: a literal cut by the end of a
+ * safetensors header is an error even if the bytes after it would complete
+ * it (found by fuzz_config). */
+static void test_json_within_length(void **state) {
+    (void)state;
+    Error err;
+    const char *text = "[true, null]";
+    assert_null(json_parse(text, 3, &err));     /* "[tr" */
+    assert_null(json_parse(text + 1, 3, &err)); /* "tru" */
+    assert_null(json_parse(text + 7, 3, &err)); /* "nul" */
+    Json *j = json_parse(text, strlen(text), &err);
+    assert_non_null(j);
+    assert_int_equal(json_len(j), 2);
+    assert_int_equal(j->items[0].type, JSON_BOOL);
+    assert_int_equal(j->items[1].type, JSON_NULL);
+    json_free(j);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_json_within_length),
         cmocka_unit_test(test_causality_attention),
         cmocka_unit_test(test_causality_grassmann),
         cmocka_unit_test(test_step_attention),

@@ -1,0 +1,26 @@
+/* Fuzzes the checkpoint loader: bin/eval's and bin/sample's model_open
+ * (weights and the stored tokenizer) and bin/train --resume's ckpt_load
+ * (with the AdamW moments). The file's checksum is not checked in fuzzing
+ * builds, so mutations reach the parsing behind it. */
+#include "checkpoint.h"
+#include "fuzz_input.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    char path[64];
+    int fd = fuzz_input_file(data, size, path, sizeof path);
+    if (fd < 0) return 0;
+    Model m;
+    Tokenizer tok;
+    Error err;
+    if (model_open(path, &m, &tok, &err) == 0) {
+        tokenizer_free(&tok);
+        model_free(&m);
+    }
+    CkptState st;
+    if (ckpt_load(path, &m, &st, 1, &err) == 0) {
+        ckpt_state_free(&st);
+        model_free(&m);
+    }
+    close(fd);
+    return 0;
+}

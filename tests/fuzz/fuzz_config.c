@@ -1,0 +1,24 @@
+/* Fuzzes the JSON reader and the model config parsed from it (a
+ * checkpoint's "config" metadata), then builds the layout the config
+ * describes without allocating its weights. */
+#include "config.h"
+#include "fuzz_input.h"
+#include "json.h"
+#include "model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    Error err;
+    Json *j = json_parse((const char *)data, size, &err);
+    json_free(j);
+    char *text = malloc(size + 1);
+    if (!text) return 0;
+    memcpy(text, data, size);
+    text[size] = '\0';
+    ModelConfig cfg;
+    if (config_from_json(&cfg, text, &err) == 0) (void)model_count_params(&cfg);
+    free(text);
+    return 0;
+}

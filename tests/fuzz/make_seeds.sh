@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The fuzzers' seed inputs (tests/fuzz/seeds/<harness>/), made by the
+# programs from a tiny model: a checkpoint, a gradient dump, and the config
+# JSON of each mixer. Small enough to keep in the repository.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+B=${BIN:-bin}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+S=tests/fuzz/seeds
+rm -rf "$S" && mkdir -p "$S/fuzz_checkpoint" "$S/fuzz_safetensors" "$S/fuzz_config"
+printf 'abc abd, abe! ba.\n%.0s' $(seq 1 40) >"$tmp/t.txt"
+$B/prepare --input "$tmp/t.txt" --out "$tmp/d" >/dev/null
+TINY=(--data "$tmp/d" --n-layer 2 --n-head 1 --n-embd 4 --block-size 4 --batch-size 1 --max-iters 1 --eval-iters 1 --grassmann-rank 2 --grassmann-windows 1,2)
+for mixer in attention grassmann; do
+    $B/train "${TINY[@]}" --mixer "$mixer" --out "$S/fuzz_checkpoint/$mixer-checkpoint" >/dev/null
+    $B/train "${TINY[@]}" --mixer "$mixer" --dump-grads "$S/fuzz_safetensors/$mixer-grads" >/dev/null
+    cp "$S/fuzz_checkpoint/$mixer-checkpoint" "$S/fuzz_safetensors/"
+    /usr/bin/python3 -c 'import sys,json,struct
+raw=open(sys.argv[1],"rb").read(); n=struct.unpack("<Q",raw[:8])[0]
+sys.stdout.write(json.loads(raw[8:8+n])["__metadata__"]["config"])' "$S/fuzz_checkpoint/$mixer-checkpoint" >"$S/fuzz_config/$mixer.json"
+done
+du -sh "$S"
