@@ -17,7 +17,7 @@ BIN     ?= bin
 LIB_SRC  := $(wildcard src/*.c)
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/liblm.a
-PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample
+PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample $(BIN)/inspect
 TESTS    := $(patsubst tests/%.c,$(BUILD)/%,$(wildcard tests/test_*.c))
 
 .PHONY: all test unit-test bench demo data compare clean asan deps
@@ -49,6 +49,7 @@ unit-test: $(TESTS)
 
 test: unit-test $(PROGRAMS)
 	bash tests/cli_test.sh
+	bash tests/inspect_test.sh
 	/usr/bin/python3 tests/parity.py
 
 bench: $(PROGRAMS)
@@ -71,6 +72,7 @@ asan:
 	$(MAKE) BUILD=build-asan BIN=bin-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
 	        LDFLAGS="-fsanitize=address,undefined" unit-test all
 	BIN=bin-asan bash tests/cli_test.sh
+	BIN=bin-asan bash tests/inspect_test.sh
 
 clean:
 	rm -rf build build-asan bin bin-asan
