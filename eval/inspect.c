@@ -123,8 +123,11 @@ int main(int argc, char **argv) {
         goto done;
     }
     inspect_print(stdout, &in, &ind, &m, &tok);
-    printf("wrote %s: attention maps attn_L<l>_H<h>.png and attn_L<l>.png, gates.png (Grassmann layers), "
-           "attribution.png, lens.txt, tokens.txt, inspect.json (%.1f s)\n", out_dir, cli_now() - t0);
+    int has_attention = 0, has_grassmann = 0;
+    for (size_t l = 0; l < m.cfg.n_layer; l++) *(in.layer[l].attention ? &has_attention : &has_grassmann) = 1;
+    printf("wrote %s:%s%s attribution.png, lens.txt, tokens.txt, inspect.json (%.1f s)\n", out_dir,
+           has_attention ? " attention maps attn_L<layer>_H<head>.png and attn_L<layer>.png," : "",
+           has_grassmann ? " gates.png," : "", cli_now() - t0);
 done:
     inspect_free(&in);
     induction_free(&ind);

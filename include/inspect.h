@@ -84,6 +84,7 @@ typedef struct Induction {
     size_t n, n_seq, n_layer, n_head;
     double *score;               /* (n_layer, n_head) */
     double loss_first, loss_second; /* mean loss on the tokens of each copy (the first copy's first token excluded) */
+    double uniform;              /* the score of a head that attends uniformly: mean of 1/(i+1) over the second copy */
 } Induction;
 
 int inspect_induction(Induction *out, Model *m, size_t n, size_t n_seq, uint64_t seed, Error *err);

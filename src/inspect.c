@@ -218,6 +218,7 @@ int inspect_induction_on(Induction *out, Model *m, const int32_t *seqs, size_t n
         for (size_t t = 0; t + 1 < T; t++) *(t + 1 < n ? &first : &second) += m->losses[b * T + t];
     out->loss_first = first / (double)(n_seq * (n - 1));
     out->loss_second = second / (double)(n_seq * n);
+    for (size_t i = n; i < T; i++) out->uniform += 1.0 / (double)(i + 1) / (double)n;
     float *probs = qkv + T * 3 * C;
     for (size_t l = 0; l < L; l++) {
         if (!is_attention(m, l)) {

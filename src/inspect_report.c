@@ -164,6 +164,8 @@ static char *build_json(const Inspection *in, const Induction *ind, const Model 
         json_num(&sb, ind->loss_first);
         sb_appendf(&sb, ", \"loss_second_copy\": ");
         json_num(&sb, ind->loss_second);
+        sb_appendf(&sb, ", \"uniform_head_score\": ");
+        json_num(&sb, ind->uniform);
         sb_appendf(&sb, "}");
     }
     sb_appendf(&sb, "}\n");
@@ -336,10 +338,14 @@ void inspect_print(FILE *f, const Inspection *in, const Induction *ind, const Mo
                 if (isnan(ind->score[i]) || i == best[0] || i == best[1]) continue;
                 if (best[k] == n || ind->score[i] > ind->score[best[k]]) best[k] = i;
             }
-        fprintf(f, "; top heads:");
-        for (size_t k = 0; k < 3 && best[k] < n; k++)
-            fprintf(f, " L%zu H%zu %.3f", best[k] / ind->n_head, best[k] % ind->n_head, ind->score[best[k]]);
-        fprintf(f, "\n");
+        if (best[0] == n) {
+            fprintf(f, "; no attention heads\n");
+        } else {
+            fprintf(f, "; top heads (a uniform head scores %.3f):", ind->uniform);
+            for (size_t k = 0; k < 3 && best[k] < n; k++)
+                fprintf(f, " L%zu H%zu %.3f", best[k] / ind->n_head, best[k] % ind->n_head, ind->score[best[k]]);
+            fprintf(f, "\n");
+        }
     }
     fprintf(f, "direct attribution to '%s':", lab);
     for (size_t i = 0; i < arrlenu(in->parts); i++) fprintf(f, " %s %+.2f%s", in->parts[i].name, in->parts[i].value,

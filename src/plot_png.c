@@ -111,7 +111,8 @@ static size_t label_scale(size_t cell) { return cell >= 20 ? 2 : 1; }
 HeatmapLayout heatmap_layout(size_t rows, size_t cols, size_t n_panels, const HeatmapSpec *spec) {
     HeatmapLayout l;
     size_t big = rows > cols ? rows : cols;
-    l.cell = big ? 640 / big : 32;
+    /* Square maps fit in ~640 px; strips (few rows) get wider cells. */
+    l.cell = 4 * rows <= cols ? 960 / cols : (big ? 640 / big : 32);
     l.cell = l.cell < 8 ? 8 : (l.cell > 32 ? 32 : l.cell);
     size_t ls = label_scale(l.cell);
     l.left = 8 + max_label_width(spec->row_labels, rows, ls) + 4;

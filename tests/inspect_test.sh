@@ -46,7 +46,7 @@ for f in attn_L0_H0.png attn_L0_H1.png attn_L1_H1.png attn_L0.png attn_L1.png at
     [ -s "$tmp/o/a/$f" ] && ok || bad "inspect attention: $f missing"
 done
 [ -e "$tmp/o/a/gates.png" ] && bad "inspect attention: gates.png without Grassmann layers" || ok
-grep -q "^layer 1 attention" "$tmp/out" && grep -q "top heads: L" "$tmp/out" && ok || bad "inspect attention: summary: $(head -c 300 "$tmp/out")"
+grep -q "^layer 1 attention" "$tmp/out" && grep -q "top heads (a uniform head scores 0\.[0-9]*): L" "$tmp/out" && ok || bad "inspect attention: summary: $(head -c 300 "$tmp/out")"
 /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['layers'])==2 and len(d['tokens'])==14" \
     "$tmp/o/a/inspect.json" && ok || bad "inspect attention: inspect.json"
 expect_ok "inspect hybrid" $B/inspect --model "$tmp/g.ckpt" --prompt "the whale" --out "$tmp/o/g" --induction-length 4

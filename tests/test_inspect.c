@@ -295,6 +295,7 @@ static void test_induction_circuit(void **s) {
     double want = 0.0;
     for (size_t i = 5; i < 10; i++) want += 1.0 / (double)(i + 1) / 5.0;
     assert_float_equal(ind.score[1], want, 1e-6);
+    assert_float_equal(ind.uniform, want, 1e-12);
     induction_free(&ind);
     model_free(&m);
 }
