@@ -52,6 +52,12 @@ static void json_num(char **sb, double v) {
     else sb_appendf(sb, "null");
 }
 
+/* , "name": value */
+static void json_field(char **sb, const char *name, double v) {
+    sb_appendf(sb, ", \"%s\": ", name);
+    json_num(sb, v);
+}
+
 static void json_label(char **sb, const Tokenizer *tok, uint32_t id) {
     char lab[32];
     token_label(tok, id, 0, lab, sizeof lab);
@@ -89,24 +95,15 @@ static char *build_json(const Inspection *in, const Induction *ind, const Model 
                 const HeadStats *s = &li->heads[h];
                 sb_appendf(&sb, "%s{\"head\": %zu, \"entropy\": ", h ? ", " : "", h);
                 json_num(&sb, s->entropy);
-                sb_appendf(&sb, ", \"diagonal\": ");
-                json_num(&sb, s->diagonal);
-                sb_appendf(&sb, ", \"previous\": ");
-                json_num(&sb, s->previous);
-                sb_appendf(&sb, ", \"similarity_logit_corr\": ");
-                json_num(&sb, s->similarity_corr);
-                sb_appendf(&sb, ", \"sv_max\": ");
-                json_num(&sb, s->sv_max);
-                sb_appendf(&sb, ", \"sv_min\": ");
-                json_num(&sb, s->sv_min);
-                sb_appendf(&sb, ", \"effective_rank\": ");
-                json_num(&sb, s->effective_rank);
-                sb_appendf(&sb, ", \"antisymmetric_share\": ");
-                json_num(&sb, s->antisym_share);
-                sb_appendf(&sb, ", \"identity_distance\": ");
-                json_num(&sb, s->identity_dist);
-                sb_appendf(&sb, ", \"induction\": ");
-                json_num(&sb, ind ? ind->score[l * H + h] : NAN);
+                json_field(&sb, "diagonal", s->diagonal);
+                json_field(&sb, "previous", s->previous);
+                json_field(&sb, "similarity_logit_corr", s->similarity_corr);
+                json_field(&sb, "sv_max", s->sv_max);
+                json_field(&sb, "sv_min", s->sv_min);
+                json_field(&sb, "effective_rank", s->effective_rank);
+                json_field(&sb, "antisymmetric_share", s->antisym_share);
+                json_field(&sb, "identity_distance", s->identity_dist);
+                json_field(&sb, "induction", ind ? ind->score[l * H + h] : NAN);
                 sb_appendf(&sb, ", \"attention\": [");
                 const float *p = li->probs + h * T * T;
                 for (size_t i = 0; i < T; i++) {
@@ -150,8 +147,7 @@ static char *build_json(const Inspection *in, const Induction *ind, const Model 
     }
     sb_appendf(&sb, "], \"attribution\": {\"position\": %zu, \"predicted\": ", T - 1);
     json_label(&sb, tok, in->predicted);
-    sb_appendf(&sb, ", \"logit\": ");
-    json_num(&sb, in->predicted_logit);
+    json_field(&sb, "logit", in->predicted_logit);
     sb_appendf(&sb, ", \"parts\": [");
     for (size_t i = 0; i < arrlenu(in->parts); i++) {
         sb_appendf(&sb, "%s{\"name\": \"%s\", \"value\": ", i ? ", " : "", in->parts[i].name);
@@ -162,10 +158,8 @@ static char *build_json(const Inspection *in, const Induction *ind, const Model 
     if (ind) {
         sb_appendf(&sb, ", \"induction\": {\"length\": %zu, \"sequences\": %zu, \"loss_first_copy\": ", ind->n, ind->n_seq);
         json_num(&sb, ind->loss_first);
-        sb_appendf(&sb, ", \"loss_second_copy\": ");
-        json_num(&sb, ind->loss_second);
-        sb_appendf(&sb, ", \"uniform_head_score\": ");
-        json_num(&sb, ind->uniform);
+        json_field(&sb, "loss_second_copy", ind->loss_second);
+        json_field(&sb, "uniform_head_score", ind->uniform);
         sb_appendf(&sb, "}");
     }
     sb_appendf(&sb, "}\n");
