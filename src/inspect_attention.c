@@ -77,10 +77,46 @@ double similarity_logit_corr(const float *x, const float *qkv, size_t T, size_t 
     return cov / sqrt(va * vb);
 }
 
+/* The nonzero singular values of M = W_q^T W_k (hs of them) from a C x hs
+ * matrix rather than the C x C one: with W_k^T = Q R (modified Gram-Schmidt;
+ * a dependent column leaves q_j = 0 and row j of R zero),
+ * M = (W_q^T R^T) Q^T, and Q^T only rotates. */
+static void form_singular_values(double *sv, const float *wq, const float *wk, size_t C, size_t hs) {
+    double *Q = calloc(hs * C, sizeof *Q), *R = calloc(hs * hs, sizeof *R), *X = calloc(C * hs, sizeof *X);
+    for (size_t j = 0; j < hs; j++) {
+        double *v = Q + j * C, norm0 = 0.0, norm = 0.0;
+        for (size_t c = 0; c < C; c++) v[c] = wk[j * C + c], norm0 += v[c] * v[c];
+        for (size_t i = 0; i < j; i++) {
+            double r = 0.0;
+            for (size_t c = 0; c < C; c++) r += Q[i * C + c] * v[c];
+            R[i * hs + j] = r;
+            for (size_t c = 0; c < C; c++) v[c] -= r * Q[i * C + c];
+        }
+        for (size_t c = 0; c < C; c++) norm += v[c] * v[c];
+        norm = sqrt(norm);
+        if (norm > 1e-12 * sqrt(norm0) && norm > 0.0) {
+            R[j * hs + j] = norm;
+            for (size_t c = 0; c < C; c++) v[c] /= norm;
+        } else {
+            memset(v, 0, C * sizeof *v);
+        }
+    }
+    for (size_t a = 0; a < C; a++) /* X = W_q^T R^T: X[a][j] = sum_d W_q[d][a] R[j][d] */
+        for (size_t j = 0; j < hs; j++) {
+            double x = 0.0;
+            for (size_t d = j; d < hs; d++) x += (double)wq[d * C + a] * R[j * hs + d];
+            X[a * hs + j] = x;
+        }
+    singular_values(X, C, hs, sv);
+    free(Q);
+    free(R);
+    free(X);
+}
+
 void bilinear_spectrum(HeadStats *s, const float *qkv_w, size_t C, size_t H, size_t h) {
     size_t hs = C / H;
     const float *wq = qkv_w + h * hs * C, *wk = qkv_w + (C + h * hs) * C;
-    double *M = calloc(C * C, sizeof *M), *A = malloc(C * C * sizeof *A), *sv = malloc(C * sizeof *sv);
+    double *M = calloc(C * C, sizeof *M), *sv = malloc(hs * sizeof *sv);
     /* logit = x^T M x' with M = W_q^T W_k (C x C): the form that compares two
      * positions' inputs; its rank is at most d_head. */
     for (size_t d = 0; d < hs; d++)
@@ -103,18 +139,16 @@ void bilinear_spectrum(HeadStats *s, const float *qkv_w, size_t C, size_t H, siz
             double y = M[a * C + b] - (a == b ? mu : 0.0);
             off += y * y;
         }
-    memcpy(A, M, C * C * sizeof *A);
-    singular_values(A, C, C, sv);
+    form_singular_values(sv, wq, wk, C, hs);
     double total = 0.0, ent = 0.0;
-    for (size_t i = 0; i < C; i++) total += sv[i];
-    for (size_t i = 0; i < C && total > 0; i++)
+    for (size_t i = 0; i < hs; i++) total += sv[i];
+    for (size_t i = 0; i < hs && total > 0; i++)
         if (sv[i] > 0) ent -= sv[i] / total * log(sv[i] / total);
     s->sv_max = sv[0];
-    s->sv_min = sv[(hs < C ? hs : C) - 1];
+    s->sv_min = sv[hs - 1];
     s->effective_rank = total > 0 ? exp(ent) : 0.0;
     s->antisym_share = fro > 0 ? anti / fro : NAN;
     s->identity_dist = fro > 0 ? sqrt(off / fro) : NAN;
     free(M);
-    free(A);
     free(sv);
 }

@@ -148,6 +148,34 @@ static void test_singular_values(void **s) {
     assert_float_equal(sv[2], 0.0, 1e-12);
 }
 
+/* The spectrum from the reduced C x d_head matrix equals the full C x C
+ * matrix's, for random heads and for a head whose W_k has dependent rows. */
+static void test_form_spectrum_matches_full(void **s) {
+    (void)s;
+    size_t C = 12, H = 3, hs = 4;
+    float *w = rand_tensor(3 * C * C, 1.0f, 77);
+    for (size_t c = 0; c < C; c++) w[(C + 2 * hs + 1) * C + c] = 2.0f * w[(C + 2 * hs) * C + c]; /* head 2: rank 3 */
+    for (size_t h = 0; h < H; h++) {
+        HeadStats st;
+        bilinear_spectrum(&st, w, C, H, h);
+        double M[144] = {0}, sv[12];
+        for (size_t d = 0; d < hs; d++)
+            for (size_t a = 0; a < C; a++)
+                for (size_t b = 0; b < C; b++) M[a * C + b] += (double)w[(h * hs + d) * C + a] * w[(C + h * hs + d) * C + b];
+        singular_values(M, C, C, sv);
+        assert_float_equal(st.sv_max, sv[0], 1e-9 * sv[0]);
+        assert_float_equal(st.sv_min, sv[hs - 1], 1e-9 * sv[0]);
+        if (h == 2) assert_true(st.sv_min < 1e-9 * sv[0]);
+        else assert_true(st.sv_min > 1e-3);
+        double total = 0, ent = 0;
+        for (size_t i = 0; i < C; i++) total += sv[i];
+        for (size_t i = 0; i < C; i++)
+            if (sv[i] > 1e-12 * sv[0]) ent -= sv[i] / total * log(sv[i] / total);
+        assert_float_equal(st.effective_rank, exp(ent), 1e-6);
+    }
+    free(w);
+}
+
 /* The un-normalised coordinates of a wedge satisfy the relations to float
  * round-off; coordinates that are no wedge (e01 + e23) do not. */
 static void test_plucker_residual(void **s) {
@@ -440,6 +468,7 @@ int main(void) {
         cmocka_unit_test(test_equal_logits_entropy),
         cmocka_unit_test(test_identity_form_correlates),
         cmocka_unit_test(test_singular_values),
+        cmocka_unit_test(test_form_spectrum_matches_full),
         cmocka_unit_test(test_plucker_residual),
         cmocka_unit_test(test_grassmann_layer),
         cmocka_unit_test(test_attribution_and_lens),
