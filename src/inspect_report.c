@@ -52,6 +52,27 @@ static void json_num(char **sb, double v) {
     else sb_appendf(sb, "null");
 }
 
+/* Bytes of s that are not well-formed UTF-8 become U+FFFD, so that the JSON
+ * stays valid whatever a byte-level model's tokens decode to. */
+static char *valid_utf8(const char *s) {
+    char *out = NULL;
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        size_t n = *p < 0x80 ? 1 : (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3 : (*p >> 3) == 30 ? 4 : 0;
+        size_t k = 1;
+        while (k < n && (p[k] & 0xC0) == 0x80) k++;
+        if (n == 0 || k < n) {
+            sb_appendf(&out, "\xEF\xBF\xBD");
+            p++;
+        } else {
+            sb_appendf(&out, "%.*s", (int)n, (const char *)p);
+            p += n;
+        }
+    }
+    if (!out) sb_appendf(&out, "%s", "");
+    return out;
+}
+
 /* , "name": value */
 static void json_field(char **sb, const char *name, double v) {
     sb_appendf(sb, ", \"%s\": ", name);
@@ -73,9 +94,10 @@ static char *build_json(const Inspection *in, const Induction *ind, const Model 
         /* The prompt as the model saw it: its tokens decoded. */
         uint32_t *ids = malloc(T * sizeof *ids);
         for (size_t t = 0; ids && t < T; t++) ids[t] = (uint32_t)in->tokens[t];
-        char *text = ids ? tokenizer_decode(tok, ids, T) : NULL;
-        sb_append_json_string(&sb, text ? text : "");
+        char *text = ids ? tokenizer_decode(tok, ids, T) : NULL, *valid = valid_utf8(text ? text : "");
+        sb_append_json_string(&sb, valid);
         free(text);
+        sb_free(&valid);
         free(ids);
     }
     sb_appendf(&sb, ", \"prompt_bytes\": %zu", strlen(prompt));
@@ -172,6 +194,13 @@ static int write_text(const char *dir, const char *name, const char *text, Error
     return write_file_atomic(path, text, strlen(text), err);
 }
 
+/* label, then spaces to `width` characters (not bytes: labels may be UTF-8). */
+static void append_padded(char **sb, const char *label, size_t width) {
+    size_t chars = 0;
+    for (const char *c = label; *c; c++) chars += ((unsigned char)*c & 0xC0) != 0x80;
+    sb_appendf(sb, "%s%*s", label, (int)(chars < width ? width - chars : 0), "");
+}
+
 /* The logit lens as a table: one block per stage, a line per position. */
 static char *lens_table(const Inspection *in, const Tokenizer *tok) {
     char *sb = NULL, lab[32];
@@ -182,11 +211,15 @@ static char *lens_table(const Inspection *in, const Tokenizer *tok) {
         else sb_appendf(&sb, "== after the embedding\n");
         for (size_t t = 0; t < in->T; t++) {
             token_label(tok, (uint32_t)in->tokens[t], 0, lab, sizeof lab);
-            sb_appendf(&sb, "%4zu %-6s ->", t, lab);
+            sb_appendf(&sb, "%4zu ", t);
+            append_padded(&sb, lab, 6);
+            sb_appendf(&sb, " ->");
             for (size_t k = 0; k < LENS_TOP; k++) {
                 size_t i = (s * in->T + t) * LENS_TOP + k;
                 token_label(tok, in->lens_top[i], 0, lab, sizeof lab);
-                sb_appendf(&sb, "  %-6s %.3f", lab, in->lens_prob[i]);
+                sb_appendf(&sb, "  ");
+                append_padded(&sb, lab, 6);
+                sb_appendf(&sb, " %.3f", in->lens_prob[i]);
             }
             sb_appendf(&sb, "\n");
         }

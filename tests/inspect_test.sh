@@ -32,6 +32,13 @@ expect_ok "inspect again" $B/inspect --model "$tmp/g.ckpt" --prompt "the whale" 
 cmp -s "$tmp/o/g/inspect.json" "$tmp/o/g2/inspect.json" && cmp -s "$tmp/o/g/gates.png" "$tmp/o/g2/gates.png" && ok \
     || bad "inspect: two runs differ"
 
+# A byte-level model: a prompt that is not UTF-8 still gives valid JSON.
+expect_ok "prepare byte" $B/prepare --input "$tmp/a.txt" --out "$tmp/abyte" --tokenizer byte
+expect_ok "train byte" $B/train --data "$tmp/abyte" --out "$tmp/b.ckpt" "${SMALL[@]}"
+expect_ok "inspect byte" $B/inspect --model "$tmp/b.ckpt" --prompt "$(printf 'a\xc3 wh')" --out "$tmp/o/b"
+/usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['prompt']=='a\ufffd wh', d['prompt']" \
+    "$tmp/o/b/inspect.json" && ok || bad "inspect byte: inspect.json"
+
 # Bad input.
 long=$(printf 'the whale %.0s' 1 2)
 expect_error "prompt too long" "20 tokens, longer than the model's block size 16" $B/inspect --model "$tmp/a.ckpt" --prompt "$long" --out "$tmp/o/x"
