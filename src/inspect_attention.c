@@ -11,6 +11,10 @@ void attention_probs(float *probs, const float *qkv, size_t T, size_t C, size_t 
     size_t hs = C / H;
     double scale = 1.0 / sqrt((double)hs);
     double *row = malloc(T * sizeof *row);
+    if (!row) { /* out of memory: a map of NaN says so rather than a crash */
+        for (size_t i = 0; i < T * T; i++) probs[i] = NAN;
+        return;
+    }
     for (size_t i = 0; i < T; i++) {
         const float *q = qkv + i * 3 * C + h * hs;
         double mx = -INFINITY, sum = 0.0;
@@ -46,6 +50,7 @@ double similarity_logit_corr(const float *x, const float *qkv, size_t T, size_t 
     size_t hs = C / H;
     double scale = 1.0 / sqrt((double)hs);
     double *norm = malloc(T * sizeof *norm);
+    if (!norm) return NAN;
     for (size_t i = 0; i < T; i++) {
         double s = 0.0;
         for (size_t c = 0; c < C; c++) s += (double)x[i * C + c] * x[i * C + c];
@@ -83,6 +88,13 @@ double similarity_logit_corr(const float *x, const float *qkv, size_t T, size_t 
  * M = (W_q^T R^T) Q^T, and Q^T only rotates. */
 static void form_singular_values(double *sv, const float *wq, const float *wk, size_t C, size_t hs) {
     double *Q = calloc(hs * C, sizeof *Q), *R = calloc(hs * hs, sizeof *R), *X = calloc(C * hs, sizeof *X);
+    if (!Q || !R || !X) {
+        for (size_t i = 0; i < hs; i++) sv[i] = NAN;
+        free(Q);
+        free(R);
+        free(X);
+        return;
+    }
     for (size_t j = 0; j < hs; j++) {
         double *v = Q + j * C, norm0 = 0.0, norm = 0.0;
         for (size_t c = 0; c < C; c++) v[c] = wk[j * C + c], norm0 += v[c] * v[c];
@@ -117,6 +129,12 @@ void bilinear_spectrum(HeadStats *s, const float *qkv_w, size_t C, size_t H, siz
     size_t hs = C / H;
     const float *wq = qkv_w + h * hs * C, *wk = qkv_w + (C + h * hs) * C;
     double *M = calloc(C * C, sizeof *M), *sv = malloc(hs * sizeof *sv);
+    if (!M || !sv) {
+        s->sv_max = s->sv_min = s->effective_rank = s->antisym_share = s->identity_dist = NAN;
+        free(M);
+        free(sv);
+        return;
+    }
     /* logit = x^T M x' with M = W_q^T W_k (C x C): the form that compares two
      * positions' inputs; its rank is at most d_head. */
     for (size_t d = 0; d < hs; d++)
