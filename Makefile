@@ -22,7 +22,7 @@ BIN     ?= bin
 LIB_SRC  := $(wildcard src/*.c)
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/liblm.a
-PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample $(BIN)/gemm-rate
+PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample $(BIN)/inspect $(BIN)/gemm-rate
 TESTS    := $(patsubst tests/%.c,$(BUILD)/%,$(wildcard tests/test_*.c))
 
 .PHONY: all test unit-test bench demo data compare clean asan deps fuzz fuzz-seeds
@@ -56,6 +56,7 @@ unit-test: $(TESTS)
 
 test: unit-test $(PROGRAMS)
 	bash tests/cli_test.sh
+	bash tests/inspect_test.sh
 	bash tests/mpi_test.sh
 	bash tests/hardstop_test.sh
 	/usr/bin/python3 tests/parity.py
@@ -80,6 +81,7 @@ asan:
 	$(MAKE) BUILD=build-asan BIN=bin-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
 	        LDFLAGS="-fsanitize=address,undefined" unit-test all
 	BIN=bin-asan bash tests/cli_test.sh
+	BIN=bin-asan bash tests/inspect_test.sh
 	BIN=bin-asan bash tests/mpi_test.sh
 	BIN=bin-asan bash tests/hardstop_test.sh
 

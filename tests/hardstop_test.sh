@@ -7,15 +7,8 @@
 # file and keep the previous checkpoint.
 set -u
 cd "$(dirname "$0")/.."
-B=${BIN:-bin}
+source tests/cli_lib.sh
 KILLS=${KILLS:-50}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export OMP_NUM_THREADS=2
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
 for i in $(seq 1 300); do echo "Call me Ishmael. Some years ago, never mind how long precisely, line $i."; done >"$tmp/a.txt"
 $B/prepare --input "$tmp/a.txt" --out "$tmp/a" >/dev/null || { echo "FAIL: prepare"; exit 1; }

@@ -6,13 +6,9 @@
 # to one rank saves a loadable checkpoint and leaves no process behind.
 set -u
 cd "$(dirname "$0")/.."
-B=$(realpath "${BIN:-bin}")  # absolute: some jobs run in other directories (-wdir)
-tmp=$(mktemp -d)
+source tests/cli_lib.sh
+B=$(realpath "$B")  # absolute: some jobs run in other directories (-wdir)
 trap 'pkill -f "$tmp/" 2>/dev/null; rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
 # Open MPI refuses to start as root unless told; these tests may run as root
 # (CI does). --oversubscribe: the job may have more ranks than free cores.

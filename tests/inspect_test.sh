@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# bin/inspect from the outside: it runs on tiny trained models of both
+# architectures and writes what it promises; bad input gives exit status 2
+# and one line on stderr.
+set -u
+cd "$(dirname "$0")/.."
+source tests/cli_lib.sh
+
+for i in $(seq 1 40); do echo "The whale, the whale! Line $i of a small corpus."; done >"$tmp/a.txt"
+expect_ok "prepare" $B/prepare --input "$tmp/a.txt" --out "$tmp/a"
+SMALL=(--n-layer 2 --n-head 2 --n-embd 16 --block-size 16 --batch-size 4 --eval-iters 1 --log-interval 5 --max-iters 5)
+expect_ok "train attention" $B/train --data "$tmp/a" --out "$tmp/a.ckpt" "${SMALL[@]}"
+expect_ok "train hybrid" $B/train --data "$tmp/a" --out "$tmp/g.ckpt" "${SMALL[@]}" --mixer attention,grassmann \
+    --grassmann-rank 6 --grassmann-windows 1,2,4
+
+if $B/inspect --help | grep -q "usage: bin/inspect"; then ok; else bad "inspect --help"; fi
+
+# Runs, and writes every file into a directory it creates.
+expect_ok "inspect attention" $B/inspect --model "$tmp/a.ckpt" --prompt "The whale, the" --out "$tmp/o/a"
+for f in attn_L0_H0.png attn_L0_H1.png attn_L1_H1.png attn_L0.png attn_L1.png attribution.png lens.txt tokens.txt inspect.json; do
+    [ -s "$tmp/o/a/$f" ] && ok || bad "inspect attention: $f missing"
+done
+[ -e "$tmp/o/a/gates.png" ] && bad "inspect attention: gates.png without Grassmann layers" || ok
+grep -q "^layer 1 attention" "$tmp/out" && grep -q "top heads (a uniform head scores 0\.[0-9]*): L" "$tmp/out" && ok || bad "inspect attention: summary: $(head -c 300 "$tmp/out")"
+/usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['layers'])==2 and len(d['tokens'])==14" \
+    "$tmp/o/a/inspect.json" && ok || bad "inspect attention: inspect.json"
+expect_ok "inspect hybrid" $B/inspect --model "$tmp/g.ckpt" --prompt "the whale" --out "$tmp/o/g" --induction-length 4
+[ -s "$tmp/o/g/gates.png" ] && ok || bad "inspect hybrid: gates.png missing"
+grep -q "^layer 1 grassmann: mean gate" "$tmp/out" && ok || bad "inspect hybrid: summary: $(head -c 300 "$tmp/out")"
+# Deterministic: the same files twice.
+expect_ok "inspect again" $B/inspect --model "$tmp/g.ckpt" --prompt "the whale" --out "$tmp/o/g2" --induction-length 4
+cmp -s "$tmp/o/g/inspect.json" "$tmp/o/g2/inspect.json" && cmp -s "$tmp/o/g/gates.png" "$tmp/o/g2/gates.png" && ok \
+    || bad "inspect: two runs differ"
+
+# A byte-level model: a prompt that is not UTF-8 still gives valid JSON.
+expect_ok "prepare byte" $B/prepare --input "$tmp/a.txt" --out "$tmp/abyte" --tokenizer byte
+expect_ok "train byte" $B/train --data "$tmp/abyte" --out "$tmp/b.ckpt" "${SMALL[@]}"
+expect_ok "inspect byte" $B/inspect --model "$tmp/b.ckpt" --prompt "$(printf 'a\xc3 wh')" --out "$tmp/o/b"
+/usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['prompt']=='a\ufffd wh', d['prompt']" \
+    "$tmp/o/b/inspect.json" && ok || bad "inspect byte: inspect.json"
+
+# Bad input.
+long=$(printf 'the whale %.0s' 1 2)
+expect_error "prompt too long" "20 tokens, longer than the model's block size 16" $B/inspect --model "$tmp/a.ckpt" --prompt "$long" --out "$tmp/o/x"
+expect_error "prompt outside vocabulary" "character 5 \('Z'\) is not in the model's vocabulary" $B/inspect --model "$tmp/a.ckpt" --prompt "The Zebra" --out "$tmp/o/x"
+expect_error "prompt outside vocabulary (UTF-8)" "character 2 \('é'\)" $B/inspect --model "$tmp/a.ckpt" --prompt "Té" --out "$tmp/o/x"
+expect_error "empty prompt" "empty" $B/inspect --model "$tmp/a.ckpt" --prompt "" --out "$tmp/o/x"
+expect_error "no prompt" "--prompt is required" $B/inspect --model "$tmp/a.ckpt" --out "$tmp/o/x"
+expect_error "no out" "--out is required" $B/inspect --model "$tmp/a.ckpt" --prompt "the"
+expect_error "out is a file" "not a directory" $B/inspect --model "$tmp/a.ckpt" --prompt "the" --out "$tmp/a.txt/sub"
+expect_error "text as model" "$tmp/a.txt" $B/inspect --model "$tmp/a.txt" --prompt "the" --out "$tmp/o/x"
+expect_error "tokens as model" "train.bin" $B/inspect --model "$tmp/a/train.bin" --prompt "the" --out "$tmp/o/x"
+expect_error "missing model" "cannot open|no such" $B/inspect --model "$tmp/nope.ckpt" --prompt "the" --out "$tmp/o/x"
+expect_error "induction too long" "induction-length must be between 2 and block_size / 2 = 8" $B/inspect --model "$tmp/a.ckpt" --prompt "the" --out "$tmp/o/x" --induction-length 9
+expect_error "unknown option" "unknown option" $B/inspect --model "$tmp/a.ckpt" --prompt "the" --out "$tmp/o/x" --bogus
+[ -e "$tmp/o/x" ] && bad "a failed run created its output directory" || ok
+
+echo "inspect: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

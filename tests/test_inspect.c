@@ -1,0 +1,481 @@
+/* bin/inspect's measurements on models whose weights are set by hand, where
+ * the right answers are known; its pictures read back with stb_image. */
+#include "testutil.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "ds.h"
+#include "inspect.h"
+#include "json.h"
+#include "model.h"
+#include "plot_png.h"
+#include "svd.h"
+#include "tokenizer.h"
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#define STB_IMAGE_IMPLEMENTATION
+#define STBI_ONLY_PNG
+#include "stb_image.h"
+#pragma GCC diagnostic pop
+
+static void make_model(Model *m, const char *mixers, size_t V, size_t block, size_t L, size_t H, size_t C,
+                       float weight_scale) {
+    ModelConfig cfg;
+    Error err;
+    config_defaults(&cfg);
+    cfg.vocab_size = V, cfg.block_size = block, cfg.n_layer = L, cfg.n_head = H, cfg.n_embd = C;
+    cfg.grassmann_rank = 6;
+    size_t w[] = {1, 2, 4};
+    memcpy(cfg.windows, w, sizeof w);
+    cfg.n_windows = 3;
+    assert_int_equal(config_set_mixers(&cfg, mixers, &err), 0);
+    assert_int_equal(model_init(m, &cfg, 42, &err), 0);
+    Rng r;
+    rng_seed(&r, 7);
+    for (size_t i = 0; weight_scale > 0 && i < m->n_tensors; i++) {
+        const ParamTensor *t = &m->tensors[i];
+        if (t->init == INIT_NORMAL || t->init == INIT_RESIDUAL)
+            for (size_t j = 0; j < t->rows * (t->cols ? t->cols : 1); j++)
+                m->params[t->offset + j] = weight_scale * rng_normal(&r);
+    }
+}
+
+static float *tensor(Model *m, const char *name) {
+    const ParamTensor *t = model_find_tensor(m, name);
+    if (!t) fail_msg("no tensor %s", name);
+    return m->params + t->offset;
+}
+
+/* q = 0 makes every logit of a row equal: row t is uniform over t + 1 keys,
+ * entropy log(t + 1). */
+static void test_equal_logits_entropy(void **s) {
+    (void)s;
+    Model m;
+    Error err;
+    size_t T = 9, C = 16, H = 2;
+    make_model(&m, "attention", 7, 12, 1, H, C, 0.3f);
+    memset(tensor(&m, "h.0.attn.qkv.weight"), 0, C * C * sizeof(float)); /* the q rows */
+    memset(tensor(&m, "h.0.attn.qkv.bias"), 0, C * sizeof(float));
+    int32_t tokens[9] = {1, 3, 5, 2, 2, 6, 0, 4, 1};
+    Inspection in;
+    assert_int_equal(inspect_run(&in, &m, tokens, T, &err), 0);
+    double mean_log = 0.0;
+    for (size_t h = 0; h < H; h++)
+        for (size_t t = 0; t < T; t++) {
+            const float *row = in.layer[0].probs + (h * T + t) * T;
+            double ent = 0.0;
+            for (size_t j = 0; j < T; j++) {
+                if (j <= t) assert_float_equal(row[j], 1.0 / (double)(t + 1), 1e-6);
+                else assert_true(row[j] == 0.0f);
+                if (row[j] > 0) ent -= row[j] * log(row[j]);
+            }
+            assert_float_equal(ent, log((double)(t + 1)), 1e-5);
+            if (h == 0) mean_log += log((double)(t + 1)) / (double)T;
+        }
+    for (size_t h = 0; h < H; h++) {
+        assert_float_equal(in.layer[0].heads[h].entropy, mean_log, 1e-5);
+        double diag = 0.0, prev = 0.0;
+        for (size_t t = 0; t < T; t++) diag += 1.0 / (double)(t + 1) / (double)T;
+        for (size_t t = 1; t < T; t++) prev += 1.0 / (double)(t + 1) / (double)(T - 1);
+        assert_float_equal(in.layer[0].heads[h].diagonal, diag, 1e-6);
+        assert_float_equal(in.layer[0].heads[h].previous, prev, 1e-6);
+    }
+    inspect_free(&in);
+    model_free(&m);
+}
+
+/* W_q = W_k = I with one head of the full width: q_i.k_j = x_i.x_j, and
+ * LayerNorm-ed rows have (nearly) equal norms, so the logit is the cosine
+ * times a constant: correlation 1. The form is the identity: all singular
+ * values 1, effective rank C, nothing antisymmetric. */
+static void test_identity_form_correlates(void **s) {
+    (void)s;
+    Model m;
+    Error err;
+    size_t T = 10, C = 8;
+    make_model(&m, "attention", 9, 12, 1, 1, C, 0.5f);
+    float *w = tensor(&m, "h.0.attn.qkv.weight");
+    memset(w, 0, 2 * C * C * sizeof(float));
+    for (size_t i = 0; i < C; i++) w[i * C + i] = w[(C + i) * C + i] = 1.0f;
+    int32_t tokens[10] = {1, 2, 3, 4, 5, 6, 7, 8, 1, 5};
+    Inspection in;
+    assert_int_equal(inspect_run(&in, &m, tokens, T, &err), 0);
+    const HeadStats *h = &in.layer[0].heads[0];
+    assert_float_equal(h->similarity_corr, 1.0, 1e-4);
+    assert_float_equal(h->sv_max, 1.0, 1e-9);
+    assert_float_equal(h->sv_min, 1.0, 1e-9);
+    assert_float_equal(h->effective_rank, (double)C, 1e-6);
+    assert_float_equal(h->antisym_share, 0.0, 1e-12);
+    assert_float_equal(h->identity_dist, 0.0, 1e-12);
+    inspect_free(&in);
+    /* A rotation by 90 degrees in each plane: W_q^T W_k antisymmetric, the
+     * logits no longer follow similarity (x.Jx = 0 on the diagonal). */
+    memset(w + C * C, 0, C * C * sizeof(float));
+    for (size_t i = 0; i < C; i += 2) w[(C + i) * C + i + 1] = 1.0f, w[(C + i + 1) * C + i] = -1.0f;
+    assert_int_equal(inspect_run(&in, &m, tokens, T, &err), 0);
+    h = &in.layer[0].heads[0];
+    assert_float_equal(h->antisym_share, 1.0, 1e-12);
+    assert_float_equal(h->sv_max, 1.0, 1e-9);
+    assert_true(fabs(h->similarity_corr) < 0.9);
+    inspect_free(&in);
+    model_free(&m);
+}
+
+static void test_singular_values(void **s) {
+    (void)s;
+    /* R(a) diag(5, 2, 0.5) R(b)^T in the first two coordinates, plus a third. */
+    double a = 0.7, b = -1.9, d[3] = {5, 2, 0.5};
+    double Ra[3][3] = {{cos(a), -sin(a), 0}, {sin(a), cos(a), 0}, {0, 0, 1}};
+    double Rb[3][3] = {{1, 0, 0}, {0, cos(b), -sin(b)}, {0, sin(b), cos(b)}};
+    double M[9] = {0}, sv[3];
+    for (size_t i = 0; i < 3; i++)
+        for (size_t j = 0; j < 3; j++)
+            for (size_t k = 0; k < 3; k++) M[i * 3 + j] += Ra[i][k] * d[k] * Rb[j][k];
+    singular_values(M, 3, 3, sv);
+    for (size_t i = 0; i < 3; i++) assert_float_equal(sv[i], d[i], 1e-12);
+    /* Rank one: u v^T has one singular value |u||v|, the rest 0. */
+    double u[4] = {1, -2, 3, 0.5}, v[3] = {2, 0, -1}, R[12];
+    for (size_t i = 0; i < 4; i++)
+        for (size_t j = 0; j < 3; j++) R[i * 3 + j] = u[i] * v[j];
+    singular_values(R, 4, 3, sv);
+    assert_float_equal(sv[0], sqrt(14.25) * sqrt(5.0), 1e-12);
+    assert_float_equal(sv[1], 0.0, 1e-12);
+    assert_float_equal(sv[2], 0.0, 1e-12);
+}
+
+/* The spectrum from the reduced C x d_head matrix equals the full C x C
+ * matrix's, for random heads and for a head whose W_k has dependent rows. */
+static void test_form_spectrum_matches_full(void **s) {
+    (void)s;
+    size_t C = 12, H = 3, hs = 4;
+    float *w = rand_tensor(3 * C * C, 1.0f, 77);
+    for (size_t c = 0; c < C; c++) w[(C + 2 * hs + 1) * C + c] = 2.0f * w[(C + 2 * hs) * C + c]; /* head 2: rank 3 */
+    for (size_t h = 0; h < H; h++) {
+        HeadStats st;
+        bilinear_spectrum(&st, w, C, H, h);
+        double M[144] = {0}, sv[12];
+        for (size_t d = 0; d < hs; d++)
+            for (size_t a = 0; a < C; a++)
+                for (size_t b = 0; b < C; b++) M[a * C + b] += (double)w[(h * hs + d) * C + a] * w[(C + h * hs + d) * C + b];
+        singular_values(M, C, C, sv);
+        assert_float_equal(st.sv_max, sv[0], 1e-9 * sv[0]);
+        assert_float_equal(st.sv_min, sv[hs - 1], 1e-9 * sv[0]);
+        if (h == 2) assert_true(st.sv_min < 1e-9 * sv[0]);
+        else assert_true(st.sv_min > 1e-3);
+        double total = 0, ent = 0;
+        for (size_t i = 0; i < C; i++) total += sv[i];
+        for (size_t i = 0; i < C; i++)
+            if (sv[i] > 1e-12 * sv[0]) ent -= sv[i] / total * log(sv[i] / total);
+        assert_float_equal(st.effective_rank, exp(ent), 1e-6);
+    }
+    free(w);
+}
+
+/* The un-normalised coordinates of a wedge satisfy the relations to float
+ * round-off; coordinates that are no wedge (e01 + e23) do not. */
+static void test_plucker_residual(void **s) {
+    (void)s;
+    size_t r = 9, P = 36;
+    float p[36];
+    for (int trial = 0; trial < 10; trial++) {
+        float *a = rand_tensor(r, 1.0f, 10 + trial), *b = rand_tensor(r, 3.0f, 50 + trial);
+        extern void grassmann_wedge(float *, const float *, const float *, size_t);
+        grassmann_wedge(p, a, b, r);
+        double res = plucker_residual(p, r);
+        assert_true(res < 1e-6);
+        free(a), free(b);
+    }
+    memset(p, 0, sizeof p);
+    p[0] = 1.0f;                          /* (0, 1) */
+    p[(2 * (2 * r - 2 - 1)) / 2 + 0] = 1.0f; /* (2, 3) */
+    assert_float_equal(plucker_residual(p, r), 0.5, 1e-12);
+    (void)P;
+}
+
+/* A Grassmann layer: gates in (0, 1), finite offset norms, relations exact. */
+static void test_grassmann_layer(void **s) {
+    (void)s;
+    Model m;
+    Error err;
+    size_t T = 12;
+    make_model(&m, "attention,grassmann", 9, 16, 2, 2, 16, 0.3f);
+    int32_t tokens[12] = {1, 2, 3, 4, 5, 6, 7, 8, 1, 5, 3, 3};
+    Inspection in;
+    assert_int_equal(inspect_run(&in, &m, tokens, T, &err), 0);
+    const LayerInspection *g = &in.layer[1];
+    assert_false(g->attention);
+    for (size_t t = 0; t < T; t++) assert_true(g->gate_mean[t] > 0.0f && g->gate_mean[t] < 1.0f);
+    for (size_t k = 0; k < 3; k++) assert_true(isfinite(g->offset_norm[k]) && g->offset_norm[k] > 0);
+    assert_true(g->plucker_residual < 1e-6);
+    assert_true(g->plucker_residual >= 0.0);
+    inspect_free(&in);
+    model_free(&m);
+}
+
+/* Direct attribution: the parts add up to the predicted logit; each attention
+ * layer's heads and bias add up to the layer's part. The logit lens's last
+ * stage is the model's own prediction. */
+static void test_attribution_and_lens(void **s) {
+    (void)s;
+    Model m;
+    Error err;
+    size_t T = 11, H = 2;
+    make_model(&m, "attention,grassmann,attention", 9, 16, 3, H, 16, 0.3f);
+    int32_t tokens[11] = {1, 2, 3, 4, 5, 6, 7, 8, 1, 5, 3};
+    Inspection in;
+    assert_int_equal(inspect_run(&in, &m, tokens, T, &err), 0);
+    double total = 0.0, layer = 0.0, heads = 0.0;
+    int in_heads = 0;
+    for (size_t i = 0; i < arrlenu(in.parts); i++) {
+        const AttributionPart *p = &in.parts[i];
+        int is_head = p->name[0] == 'L' && (strstr(p->name, " H") || strstr(p->name, "attn bias"));
+        if (is_head) {
+            heads += p->value;
+            in_heads = 1;
+            continue;
+        }
+        if (in_heads) { /* a layer's heads ended: they must sum to its mixer part */
+            assert_float_equal(heads, layer, 1e-4 * (1 + fabs(layer)));
+            in_heads = 0;
+            heads = 0.0;
+        }
+        if (strstr(p->name, "attn")) layer = p->value;
+        total += p->value;
+    }
+    assert_float_equal(total, in.predicted_logit, 1e-4 * (1 + fabs(in.predicted_logit)));
+    const uint32_t *last = in.lens_top + ((in.n_layer * T) + (T - 1)) * LENS_TOP;
+    assert_int_equal(last[0], in.predicted);
+    assert_true(in.lens_prob[((in.n_layer * T) + (T - 1)) * LENS_TOP] >=
+                in.lens_prob[((in.n_layer * T) + (T - 1)) * LENS_TOP + 1]);
+    inspect_free(&in);
+    model_free(&m);
+}
+
+/* ---- induction ------------------------------------------------------------- */
+
+/* A two-layer circuit built by hand (V = 6, one head per layer).
+ * Channels: token one-hot, position one-hot, previous-token one-hot, and one
+ * balancing channel per block so that every row has mean 0 and the same norm
+ * (LayerNorm then only rescales by a constant).
+ *   layer 0: a previous-token head (q of position t matches k of t - 1) whose
+ *            value copies the token block into the previous-token block;
+ *   layer 1: q = the current token, k = the previous token: attends to the
+ *            position just after the current token's earlier occurrence. A
+ *            constant query direction and a large negative key at position 0
+ *            keep it off position 0, whose "previous token" is its own.
+ * MLPs are zero. */
+enum { IV = 6, IT = 12, TOK = 0, POS = IV, PREV = IV + IT, BAL_TOK = 2 * IV + IT, BAL_POS, BAL_PREV, CONST, IC };
+
+static void build_induction_model(Model *m) {
+    make_model(m, "attention,attention", IV, IT, 2, 1, IC, 0.0f);
+    memset(m->params, 0, m->n_params * sizeof(float));
+    for (size_t l = 0; l < 2; l++) {
+        char name[64];
+        snprintf(name, sizeof name, "h.%zu.ln1.weight", l);
+        for (size_t c = 0; c < IC; c++) tensor(m, name)[c] = 1.0f;
+        snprintf(name, sizeof name, "h.%zu.ln2.weight", l);
+        for (size_t c = 0; c < IC; c++) tensor(m, name)[c] = 1.0f;
+        snprintf(name, sizeof name, "h.%zu.attn.proj.weight", l);
+        for (size_t c = 0; c < IC; c++) tensor(m, name)[c * IC + c] = l == 0 ? 1.0f : 0.0f;
+    }
+    for (size_t c = 0; c < IC; c++) tensor(m, "ln_f.weight")[c] = 1.0f;
+    float *wte = tensor(m, "wte"), *wpe = tensor(m, "wpe");
+    for (size_t v = 0; v < IV; v++) wte[v * IC + TOK + v] = 1.0f, wte[v * IC + BAL_TOK] = -1.0f;
+    for (size_t t = 0; t < IT; t++) wpe[t * IC + POS + t] = 1.0f, wpe[t * IC + BAL_POS] = -1.0f;
+    float *w0 = tensor(m, "h.0.attn.qkv.weight"), *w1 = tensor(m, "h.1.attn.qkv.weight");
+    float *q0 = w0, *k0 = w0 + IC * IC, *v0 = w0 + 2 * IC * IC, *q1 = w1, *k1 = w1 + IC * IC;
+    for (size_t t = 1; t < IT; t++) q0[(POS + t - 1) * IC + POS + t] = 25.0f;
+    for (size_t t = 0; t < IT; t++) k0[(POS + t) * IC + POS + t] = 1.0f;
+    for (size_t v = 0; v < IV; v++) v0[(PREV + v) * IC + TOK + v] = 1.0f;
+    v0[BAL_PREV * IC + BAL_TOK] = 1.0f;
+    for (size_t v = 0; v < IV; v++) q1[(TOK + v) * IC + TOK + v] = 40.0f, k1[(TOK + v) * IC + PREV + v] = 1.0f;
+    tensor(m, "h.1.attn.qkv.bias")[CONST] = 1.0f; /* q: a constant direction ... */
+    k1[CONST * IC + POS + 0] = -200.0f;           /* ... that position 0's key opposes */
+}
+
+static void test_induction_circuit(void **s) {
+    (void)s;
+    Model m;
+    Error err;
+    build_induction_model(&m);
+    int32_t seqs[2 * 5] = {3, 1, 5, 2, 4, 2, 5, 4, 1, 3};
+    Induction ind;
+    assert_int_equal(inspect_induction_on(&ind, &m, seqs, 5, 2, &err), 0);
+    if (getenv("VERBOSE")) printf("  induction head %.6f, previous-token head %.6f\n", ind.score[1], ind.score[0]);
+    assert_true(ind.score[1] > 0.99); /* layer 1: the induction head */
+    assert_true(ind.score[0] < 0.05); /* layer 0: the previous-token head (attends to i - 1, not i - n + 1) */
+    induction_free(&ind);
+    /* Layer 0 really is a previous-token head. */
+    Inspection in;
+    int32_t tokens[8] = {3, 1, 5, 2, 3, 1, 5, 2};
+    assert_int_equal(inspect_run(&in, &m, tokens, 8, &err), 0);
+    assert_true(in.layer[0].heads[0].previous > 0.99);
+    inspect_free(&in);
+    /* A uniform head (q = 0): score = mean over the second copy of 1/(i + 1). */
+    memset(tensor(&m, "h.1.attn.qkv.weight"), 0, IC * IC * sizeof(float));
+    memset(tensor(&m, "h.1.attn.qkv.bias"), 0, IC * sizeof(float));
+    assert_int_equal(inspect_induction_on(&ind, &m, seqs, 5, 2, &err), 0);
+    double want = 0.0;
+    for (size_t i = 5; i < 10; i++) want += 1.0 / (double)(i + 1) / 5.0;
+    assert_float_equal(ind.score[1], want, 1e-6);
+    assert_float_equal(ind.uniform, want, 1e-12);
+    induction_free(&ind);
+    model_free(&m);
+}
+
+/* Random sequences: inside the vocabulary without the unknown token, no
+ * repeats within a copy when the vocabulary allows; bad lengths rejected. */
+static void test_induction_random(void **s) {
+    (void)s;
+    Model m;
+    Error err;
+    make_model(&m, "attention", 9, 16, 1, 2, 16, 0.3f);
+    Induction ind;
+    assert_int_equal(inspect_induction(&ind, &m, 8, 3, 5, &err), 0);
+    assert_true(isfinite(ind.loss_first) && isfinite(ind.loss_second));
+    for (size_t h = 0; h < 2; h++) assert_true(ind.score[h] > 0 && ind.score[h] < 1);
+    induction_free(&ind);
+    assert_int_equal(inspect_induction(&ind, &m, 9, 1, 5, &err), -1);
+    assert_non_null(strstr(err.msg, "block_size"));
+    assert_int_equal(inspect_induction(&ind, &m, 1, 1, 5, &err), -1);
+    model_free(&m);
+}
+
+/* ---- pictures and files ---------------------------------------------------- */
+
+static void test_heatmap_png(void **s) {
+    (void)s;
+    Error err;
+    char dir[] = "/tmp/lm_inspect_XXXXXX", path[128];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/h.png", dir);
+    size_t rows = 3, cols = 3;
+    float vals[9] = {1.0f, 0.3f, 0.2f, 0.5f, 0.5f, 0.9f, 0.0f, 0.25f, 0.75f};
+    const char *labels[3] = {"a", "b", "c"};
+    HeatmapSpec spec = {"title", NULL, labels, labels, 1, 0.0f, 1.0f};
+    const float *p = vals;
+    assert_int_equal(png_heatmap(path, &p, 1, rows, cols, &spec, &err), 0);
+    int w, h, n;
+    unsigned char *img = stbi_load(path, &w, &h, &n, 3);
+    assert_non_null(img);
+    HeatmapLayout L = heatmap_layout(rows, cols, 1, &spec);
+    assert_int_equal(w, (int)L.width);
+    assert_int_equal(h, (int)L.height);
+    unsigned char lo[3], hi[3], grey[3] = {200, 200, 200};
+    colormap(0.0, lo);
+    colormap(1.0, hi);
+    /* Every pixel of a cell has the cell's colour: the extremes at (0,0) = 1
+     * and (2,0) = 0, masked above the diagonal. */
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++)
+            for (size_t y = 0; y < L.cell; y++)
+                for (size_t x = 0; x < L.cell; x++) {
+                    const unsigned char *px = img + ((L.top + r * L.cell + y) * (size_t)w + heatmap_panel_x(&L, 0) + c * L.cell + x) * 3;
+                    unsigned char want[3];
+                    if (c > r) memcpy(want, grey, 3);
+                    else colormap(vals[r * cols + c], want);
+                    if (memcmp(px, want, 3) != 0) fail_msg("cell (%zu, %zu) pixel (%zu, %zu) wrong colour", r, c, x, y);
+                }
+    const unsigned char *one = img + (L.top * (size_t)w + heatmap_panel_x(&L, 0)) * 3;
+    const unsigned char *zero = img + ((L.top + 2 * L.cell) * (size_t)w + heatmap_panel_x(&L, 0)) * 3;
+    assert_memory_equal(one, hi, 3);
+    assert_memory_equal(zero, lo, 3);
+    /* The darkest and the brightest pixels of the picture's cells are those. */
+    stbi_image_free(img);
+    unlink(path);
+    rmdir(dir);
+}
+
+static int file_exists(const char *dir, const char *name) {
+    char path[256];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return stat(path, &st) == 0 && st.st_size > 0;
+}
+
+/* inspect_write makes the directory (and its parents), every picture decodes,
+ * and the JSON parses and holds what was measured. */
+static void test_write_outputs(void **s) {
+    (void)s;
+    Model m;
+    Error err;
+    Tokenizer tok;
+    const char *text = "abcdefgh";
+    assert_int_equal(tokenizer_build_char(&tok, text, strlen(text), &err), 0);
+    size_t V = tok.vocab_size, T = 7;
+    make_model(&m, "attention,grassmann", V, 16, 2, 2, 16, 0.3f);
+    int32_t tokens[7] = {1, 2, 3, 1, 2, 3, 4};
+    Inspection in;
+    Induction ind;
+    assert_int_equal(inspect_induction(&ind, &m, 4, 2, 1, &err), 0);
+    assert_int_equal(inspect_run(&in, &m, tokens, T, &err), 0);
+    char base[] = "/tmp/lm_inspect_XXXXXX", dir[128], path[256];
+    assert_non_null(mkdtemp(base));
+    snprintf(dir, sizeof dir, "%s/new/deeper", base);
+    assert_int_equal(inspect_write(dir, &in, &ind, &m, &tok, "abcabcd", &err), 0);
+    const char *files[] = {"attn_L0_H0.png", "attn_L0_H1.png", "attn_L0.png", "gates.png", "attribution.png",
+                           "lens.txt", "tokens.txt", "inspect.json"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+        if (!file_exists(dir, files[i])) fail_msg("%s missing", files[i]);
+    int w, h, n;
+    snprintf(path, sizeof path, "%s/attn_L0_H0.png", dir);
+    unsigned char *img = stbi_load(path, &w, &h, &n, 3);
+    assert_non_null(img);
+    stbi_image_free(img);
+    size_t len;
+    snprintf(path, sizeof path, "%s/inspect.json", dir);
+    char *json = read_file(path, &len, &err);
+    assert_non_null(json);
+    Json *j = json_parse(json, len, &err);
+    if (!j) fail_msg("inspect.json: %s", err.msg);
+    const Json *layers = json_get(j, "layers");
+    assert_int_equal(json_len(layers), 2);
+    const Json *heads = json_get(&layers->items[0], "heads");
+    assert_int_equal(json_len(heads), 2);
+    assert_float_equal(json_get(&heads->items[1], "entropy")->num, in.layer[0].heads[1].entropy, 1e-5);
+    assert_int_equal(json_len(json_get(&heads->items[0], "attention")), T);
+    assert_int_equal(json_len(json_get(&layers->items[1], "gate_mean")), T);
+    assert_string_equal(json_get(j, "prompt")->str, "abcabcd");
+    assert_int_equal(json_len(json_get(j, "logit_lens")), 3);
+    assert_non_null(json_get(json_get(j, "induction"), "loss_second_copy"));
+    json_free(j);
+    free(json);
+    /* A path through a file: one clear error. */
+    snprintf(path, sizeof path, "%s/inspect.json/x", dir);
+    assert_int_equal(inspect_write(path, &in, &ind, &m, &tok, "abcabcd", &err), -1);
+    assert_non_null(strstr(err.msg, "not a directory"));
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+    snprintf(path, sizeof path, "%s/new", base);
+    rmdir(path);
+    rmdir(base);
+    inspect_free(&in);
+    induction_free(&ind);
+    tokenizer_free(&tok);
+    model_free(&m);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_equal_logits_entropy),
+        cmocka_unit_test(test_identity_form_correlates),
+        cmocka_unit_test(test_singular_values),
+        cmocka_unit_test(test_form_spectrum_matches_full),
+        cmocka_unit_test(test_plucker_residual),
+        cmocka_unit_test(test_grassmann_layer),
+        cmocka_unit_test(test_attribution_and_lens),
+        cmocka_unit_test(test_induction_circuit),
+        cmocka_unit_test(test_induction_random),
+        cmocka_unit_test(test_heatmap_png),
+        cmocka_unit_test(test_write_outputs),
+    };
+    return cmocka_run_group_tests_name("inspect", tests, NULL, NULL);
+}
