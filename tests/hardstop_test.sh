@@ -12,9 +12,10 @@ KILLS=${KILLS:-50}
 
 for i in $(seq 1 300); do echo "Call me Ishmael. Some years ago, never mind how long precisely, line $i."; done >"$tmp/a.txt"
 $B/prepare --input "$tmp/a.txt" --out "$tmp/a" >/dev/null || { echo "FAIL: prepare"; exit 1; }
-# A model whose checkpoint (~5 MB with the AdamW moments) takes about as long
-# to write as a step takes to compute, so that kills land in both.
-RUN=(--data "$tmp/a" --n-layer 2 --n-head 4 --n-embd 128 --block-size 32 --batch-size 4 --max-iters 1000000
+# A model whose checkpoint (~10 MB with the AdamW moments, fsynced) takes
+# longer to write than a step takes to compute, so that many kills land
+# during a write, and some between writes.
+RUN=(--data "$tmp/a" --n-layer 1 --n-head 4 --n-embd 256 --block-size 8 --batch-size 1 --max-iters 1000000
      --eval-interval 0 --eval-iters 1 --log-interval 1000000 --ckpt-interval 1 --out "$tmp/run.ckpt")
 
 # ---- SIGKILL at random moments ---------------------------------------------------
