@@ -34,4 +34,8 @@ char *read_file(const char *path, size_t *len, Error *err);
  * file where a good one was. */
 int write_file_atomic(const char *path, const void *data, size_t len, Error *err);
 
+/* Memory this process could still allocate and touch without swapping or
+ * being killed: MemAvailable, or a cgroup's limit if lower; 0 if unknown. */
+size_t memory_available_bytes(void);
+
 #endif

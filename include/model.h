@@ -84,6 +84,11 @@ int model_init(Model *m, const ModelConfig *cfg, uint64_t seed, Error *err);
 /* The parameter count of a valid config, without allocating the weights
  * (0 if memory ran out). */
 size_t model_count_params(const ModelConfig *cfg);
+/* What a model of this config allocates, in bytes: the weights; with
+ * training the gradients and the two AdamW moments (and with accum the
+ * second gradient buffer); the activations for (B, T). For checking against
+ * the machine's memory before allocating. */
+size_t model_memory_bytes(const ModelConfig *cfg, size_t B, size_t T, int training, int accum);
 int model_alloc_training(Model *m, Error *err);
 /* A second gradient buffer, so that gradient accumulation can compute each
  * micro-batch's gradients apart and then add them (model_backward_accumulate). */

@@ -125,3 +125,24 @@ int write_file_atomic(const char *path, const void *data, size_t len, Error *err
     if (sync_parent_dir(path) != 0) return err_set(err, "cannot sync the directory of '%s': %s", path, strerror(errno));
     return 0;
 }
+
+/* The smaller of MemAvailable and the cgroup's limit less its usage. */
+size_t memory_available_bytes(void) {
+    size_t avail = 0;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[256];
+        unsigned long long kb;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) avail = (size_t)kb * 1024;
+        fclose(f);
+    }
+    unsigned long long max = 0, cur = 0;
+    f = fopen("/sys/fs/cgroup/memory.max", "r");
+    int limited = f && fscanf(f, "%llu", &max) == 1; /* "max" (no limit) does not scan */
+    if (f) fclose(f);
+    f = limited ? fopen("/sys/fs/cgroup/memory.current", "r") : NULL;
+    if (f && fscanf(f, "%llu", &cur) == 1 && cur < max && (avail == 0 || max - cur < avail)) avail = (size_t)(max - cur);
+    if (f) fclose(f);
+    return avail;
+}

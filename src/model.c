@@ -152,6 +152,13 @@ static size_t layout_acts(Model *m, float *base, size_t B, size_t T) {
     return used;
 }
 
+size_t model_memory_bytes(const ModelConfig *cfg, size_t B, size_t T, int training, int accum) {
+    Model m = {.cfg = *cfg};
+    size_t copies = 1 + (training ? 3 : 0) + (training && accum ? 1 : 0);
+    return (model_count_params(cfg) * copies + layout_acts(&m, NULL, B, T)) * sizeof(float) +
+           2 * B * T * sizeof(int32_t);
+}
+
 int model_alloc_acts(Model *m, size_t B, size_t T, Error *err) {
     if (B == 0 || T == 0 || T > m->cfg.block_size)
         return err_set(err, "batch %zu x %zu does not fit the model (block_size %zu)", B, T, m->cfg.block_size);

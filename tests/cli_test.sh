@@ -66,6 +66,8 @@ expect_error "non-numeric windows" "not a non-negative integer" $B/train --data 
 expect_error "zero window" "positive" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --mixer grassmann --grassmann-windows 0,1
 expect_error "window >= block" "block_size" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --mixer grassmann --block-size 16 --grassmann-windows 1,16
 expect_error "rank < 2" "at least 2" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --mixer grassmann --grassmann-rank 1
+expect_error "larger than memory" "needs [0-9.]+ GiB .* but [0-9.]+ GiB are available" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" \
+    --n-layer 8 --n-head 8 --n-embd 512 --block-size 1024 --batch-size 512
 [ ! -e "$tmp/o.ckpt" ] && ok || bad "a failed run left a checkpoint behind"
 
 # checkpoints: corrupted, truncated, mismatched -- and the good one untouched

@@ -299,6 +299,19 @@ static int check_resume_options(const TrainOpts *o, const ModelConfig *ckpt, Err
     return 0;
 }
 
+/* The run must fit the machine's memory: said before allocating, rather
+ * than found by the kernel's OOM killer. */
+static int check_memory(const ModelConfig *cfg, const TrainOpts *o, Error *err) {
+    size_t need = model_memory_bytes(cfg, o->batch_size, cfg->block_size, 1, o->grad_accum > 1);
+    size_t avail = memory_available_bytes();
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    if (avail && need > avail)
+        return err_set(err, "this run needs %.2f GiB (weights, gradients, AdamW moments and activations for batch %zu x %zu) "
+                            "but %.2f GiB are available: use a smaller model, --batch-size or --block-size",
+                       (double)need / gib, o->batch_size, cfg->block_size, (double)avail / gib);
+    return 0;
+}
+
 /* The checkpoint of --resume: the model, the step, the data position and
  * the run's options (those given on the command line win). */
 static int resume_from(TrainOpts *o, const Dataset *ds, Model *model, size_t *start_step, Rng *data_rng,
@@ -415,8 +428,13 @@ static int train_main(int argc, char **argv, Dist *dist) {
             return cli_error(prog, "--pos must be learned or sinusoidal (got '%s')", o.pos);
         }
         if (o.pos) o.cfg.pos = strcmp(o.pos, "learned") == 0 ? POS_LEARNED : POS_SINUSOIDAL;
-        if ((o.mixer && config_set_mixers(&o.cfg, o.mixer, &err)) ||
-            (o.windows && config_set_windows(&o.cfg, o.windows, &err)) || model_init(&model, &o.cfg, o.seed, &err)) {
+        /* The config is the same on every rank; the memory may not be. */
+        int bad_config = (o.mixer && config_set_mixers(&o.cfg, o.mixer, &err)) ||
+                         (o.windows && config_set_windows(&o.cfg, o.windows, &err)) || config_validate(&o.cfg, &err);
+        int failed = bad_config || (!count_only && check_memory(&o.cfg, &o, &err)) ||
+                     model_init(&model, &o.cfg, o.seed, &err);
+        if (dist_agree(dist, failed, &err)) {
+            if (!failed) model_free(&model);
             dataset_free(&ds);
             return cli_error(prog, "%s", err.msg);
         }
@@ -425,6 +443,11 @@ static int train_main(int argc, char **argv, Dist *dist) {
             goto out_model;
         }
         rng_seed(&data_rng, o.seed);
+    }
+    /* A checkpoint's model is allocated already; its activations are not. */
+    if (o.resume && dist_agree(dist, check_memory(&o.cfg, &o, &err) != 0, &err)) {
+        rc = cli_error(prog, "%s", err.msg);
+        goto out_model;
     }
     if (count_only) {
         printf("%zu\n", model.n_params);
