@@ -11,6 +11,7 @@ PACKAGES=(
     gnuplot-nox              # the comparison plot
     libopenmpi-dev openmpi-bin   # data-parallel bin/train over processes and machines (mpirun)
     clang                    # libFuzzer: make fuzz runs the loaders' fuzzers
+    valgrind                 # make valgrind: memcheck of the unit tests and the programs
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
