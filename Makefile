@@ -10,7 +10,7 @@ CC      ?= cc
 OPT     ?= -O3 -march=native
 CFLAGS  += -std=c11 $(OPT) -fno-trapping-math -fno-math-errno -ffp-contract=fast -fopenmp -Wall -Wextra -Wno-format-truncation -D_DEFAULT_SOURCE -D_GNU_SOURCE \
            -Iinclude -I/usr/include/stb $(EXTRA_CFLAGS)
-LDLIBS  += -lopenblas -lm
+LDLIBS  += -lopenblas -lpcre2-8 -lm
 BUILD   ?= build
 BIN     ?= bin
 
@@ -49,6 +49,8 @@ unit-test: $(TESTS)
 
 test: unit-test $(PROGRAMS)
 	bash tests/cli_test.sh
+	bash tests/bpe_cli_test.sh
+	bash tests/bpe_agreement.sh
 	/usr/bin/python3 tests/parity.py
 
 bench: $(PROGRAMS)
@@ -71,6 +73,7 @@ asan:
 	$(MAKE) BUILD=build-asan BIN=bin-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
 	        LDFLAGS="-fsanitize=address,undefined" unit-test all
 	BIN=bin-asan bash tests/cli_test.sh
+	BIN=bin-asan bash tests/bpe_cli_test.sh
 
 clean:
 	rm -rf build build-asan bin bin-asan

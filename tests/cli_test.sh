@@ -6,33 +6,7 @@
 set -u
 cd "$(dirname "$0")/.."
 B=${BIN:-bin}  # BIN=bin-asan runs the same checks on the sanitizer build
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export OMP_NUM_THREADS=2
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-# expect_error NAME PATTERN COMMAND...: exit 2, exactly one stderr line, matching PATTERN.
-expect_error() {
-    local name=$1 pattern=$2
-    shift 2
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    local rc=$?
-    local lines
-    lines=$(wc -l <"$tmp/err")
-    if [ "$rc" -ne 2 ]; then bad "$name: exit $rc, wanted 2 ($(head -c 300 "$tmp/err"))"
-    elif [ "$lines" -ne 1 ]; then bad "$name: $lines lines on stderr, wanted 1: $(head -c 300 "$tmp/err")"
-    elif ! grep -qiE "$pattern" "$tmp/err"; then bad "$name: '$(cat "$tmp/err")' does not match /$pattern/"
-    else ok; fi
-}
-
-expect_ok() {
-    local name=$1
-    shift
-    if "$@" >"$tmp/out" 2>"$tmp/err"; then ok; else bad "$name: exit $? $(tail -c 300 "$tmp/err")"; fi
-}
+. tests/cli_lib.sh  # tmp, ok, bad, expect_error, expect_ok
 
 # A small corpus and two data directories with different tokenizers.
 for i in $(seq 1 60); do echo "The whale, the whale! Line $i of a small corpus for tests; it repeats."; done >"$tmp/a.txt"
@@ -53,9 +27,10 @@ done
 : >"$tmp/empty.txt"
 expect_error "prepare missing" "cannot open" $B/prepare --input "$tmp/nope.txt" --out "$tmp/x"
 expect_error "prepare empty" "empty" $B/prepare --input "$tmp/empty.txt" --out "$tmp/x"
-expect_error "prepare directory" "directory" $B/prepare --input "$tmp" --out "$tmp/x"
+mkdir -p "$tmp/emptydir"
+expect_error "prepare directory" "directory" $B/prepare --input "$tmp/emptydir" --out "$tmp/x"
 expect_error "prepare unknown option" "unknown option" $B/prepare --input "$tmp/a.txt" --out "$tmp/x" --bogus
-expect_error "prepare tokenizer" "unknown tokenizer" $B/prepare --input "$tmp/a.txt" --out "$tmp/x" --tokenizer bpe
+expect_error "prepare tokenizer" "unknown tokenizer" $B/prepare --input "$tmp/a.txt" --out "$tmp/x" --tokenizer wordpiece
 expect_error "prepare fraction" "not a number" $B/prepare --input "$tmp/a.txt" --out "$tmp/x" --val-fraction abc
 expect_error "prepare negative fraction" "range" $B/prepare --input "$tmp/a.txt" --out "$tmp/x" --val-fraction -0.1
 expect_error "prepare no args" "required" $B/prepare
