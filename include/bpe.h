@@ -41,6 +41,8 @@ void pretok_split(const Pretokenizer *p, const char *text, size_t len, PieceFn f
  * into the same pieces as the whole (for the gpt4 and gpt2 patterns): just
  * after a newline that is followed by an ASCII letter; len if none. */
 size_t bpe_safe_cut(const char *text, size_t len, size_t at);
+/* Safe cuts about `chunk` bytes apart: an stb_ds array 0, ..., len. */
+size_t *bpe_safe_cuts(const char *text, size_t len, size_t chunk);
 
 /* ---- the tokenizer ------------------------------------------------------ */
 

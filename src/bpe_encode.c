@@ -132,13 +132,8 @@ void bpe_encode(const Bpe *b, const char *text, size_t len, uint32_t **ids) {
         encode_serial(b, &b->caches[0], text, len, ids);
         return;
     }
-    size_t *cuts = NULL;
-    arrput(cuts, 0);
-    for (size_t at = 0; at < len;) {
-        at = bpe_safe_cut(text, len, at + ENCODE_CHUNK);
-        arrput(cuts, at);
-    }
-    size_t n_chunks = arrlenu(cuts) - 1;
+    size_t *cuts = bpe_safe_cuts(text, len, ENCODE_CHUNK);
+    size_t n_chunks = arrlenu(cuts) > 1 ? arrlenu(cuts) - 1 : 0;
     uint32_t **parts = calloc(n_chunks, sizeof(uint32_t *));
     int width = (int)b->n_caches;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(width)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bpe.h"
+#include "ds.h"
 
 /* The split patterns of tiktoken's cl100k_base (GPT-4) and of GPT-2. */
 static const struct {
@@ -78,4 +79,25 @@ void pretok_split(const Pretokenizer *p, const char *text, size_t len, PieceFn f
     pcre2_match_context_free(mctx);
     pcre2_jit_stack_free(stack);
     pcre2_match_data_free(md);
+}
+
+/* No piece of gpt4 or gpt2 holds a newline followed by a letter: a letter
+ * run may start with one other character, but never a newline, and every
+ * other alternative is letter-free. */
+size_t bpe_safe_cut(const char *text, size_t len, size_t at) {
+    for (size_t i = at; i + 1 < len; i++) {
+        unsigned char n = (unsigned char)text[i + 1];
+        if (text[i] == '\n' && ((n | 0x20) >= 'a' && (n | 0x20) <= 'z')) return i + 1;
+    }
+    return len;
+}
+
+size_t *bpe_safe_cuts(const char *text, size_t len, size_t chunk) {
+    size_t *cuts = NULL;
+    arrput(cuts, 0);
+    for (size_t at = 0; at < len;) {
+        at = bpe_safe_cut(text, len, at + chunk);
+        arrput(cuts, at);
+    }
+    return cuts;
 }

@@ -34,17 +34,6 @@ static void count_piece(const char *piece, size_t len, void *ctx) {
     c->counts[e]++;
 }
 
-/* No piece of gpt4 or gpt2 holds a newline followed by a letter: a letter
- * run may start with one other character, but never a newline, and every
- * other alternative is letter-free. */
-size_t bpe_safe_cut(const char *text, size_t len, size_t at) {
-    for (size_t i = at; i + 1 < len; i++) {
-        unsigned char n = (unsigned char)text[i + 1];
-        if (text[i] == '\n' && ((n | 0x20) >= 'a' && (n | 0x20) <= 'z')) return i + 1;
-    }
-    return len;
-}
-
 #define COUNT_CHUNK (4u << 20)
 
 void bpe_count(BpeCounter *c, const char *text, size_t len) {
@@ -55,13 +44,8 @@ void bpe_count(BpeCounter *c, const char *text, size_t len) {
     }
     /* Cut at safe points, count each chunk into its own table in parallel,
      * then add the tables in chunk order (the result is the serial one). */
-    size_t *cuts = NULL;
-    arrput(cuts, 0);
-    for (size_t at = 0; at < len;) {
-        at = bpe_safe_cut(text, len, at + COUNT_CHUNK);
-        arrput(cuts, at);
-    }
-    size_t n_chunks = arrlenu(cuts) - 1;
+    size_t *cuts = bpe_safe_cuts(text, len, COUNT_CHUNK);
+    size_t n_chunks = arrlenu(cuts) > 1 ? arrlenu(cuts) - 1 : 0;
     BpeCounter *parts = calloc(n_chunks, sizeof(BpeCounter));
 #pragma omp parallel for schedule(dynamic, 1)
     for (size_t k = 0; k < n_chunks; k++) {
