@@ -51,9 +51,12 @@ static Candidate cand_pop(Candidate **h) {
 
 static void consider(const Bpe *b, Candidate **heap, const uint32_t *id, uint32_t pos, uint32_t next) {
     if (pos == DEAD || next == DEAD) return;
-    ptrdiff_t at = hmgeti(((Bpe *)b)->ranks, (uint64_t)id[pos] << 32 | id[next]);
+    /* Plain hmgeti writes into the map's header, and threads share the map:
+     * the _ts form, on a local copy of the pointer (it assigns that too). */
+    PairRank *ranks = b->ranks;
+    ptrdiff_t temp, at = hmgeti_ts(ranks, (uint64_t)id[pos] << 32 | id[next], temp);
     if (at < 0) return;
-    Candidate c = {b->ranks[at].value, pos, id[pos], id[next]};
+    Candidate c = {ranks[at].value, pos, id[pos], id[next]};
     cand_push(heap, c);
 }
 

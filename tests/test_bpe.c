@@ -11,6 +11,7 @@
 #include "ds.h"
 #include "text_units.h"
 #include "tokenizer.h"
+#include "utf8.h"
 
 static void train_on(Bpe *b, const char *pattern, const char *const *words, size_t n_words, size_t merges,
                      size_t *learned) {
@@ -294,12 +295,27 @@ static void test_token_file_widths(void **s) {
     rmdir(dir);
 }
 
+/* bin/sample holds back a character's first bytes until the rest arrive. */
+static void test_utf8_complete_prefix(void **s) {
+    (void)s;
+    const unsigned char whale[] = "a\xf0\x9f\x90\xb3"; /* 'a' + U+1F433, 4 bytes */
+    assert_int_equal(utf8_complete_prefix(whale, 1), 1);
+    for (size_t cut = 2; cut < 5; cut++) assert_int_equal(utf8_complete_prefix(whale, cut), 1);
+    assert_int_equal(utf8_complete_prefix(whale, 5), 5);
+    const unsigned char e_acute[] = "\xc3\xa9\xc3";
+    assert_int_equal(utf8_complete_prefix(e_acute, 3), 2);
+    const unsigned char stray[] = "x\x80\x80"; /* continuation bytes with no lead: let them out */
+    assert_int_equal(utf8_complete_prefix(stray, 3), 3);
+    assert_int_equal(utf8_complete_prefix(whale, 0), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hand_counted_merges),   cmocka_unit_test(test_pieces_bound_merges),
         cmocka_unit_test(test_encode_matches_naive),  cmocka_unit_test(test_roundtrip_any_bytes),
         cmocka_unit_test(test_parallel_equals_serial), cmocka_unit_test(test_deterministic_distinct),
         cmocka_unit_test(test_saved_form),            cmocka_unit_test(test_token_file_widths),
+        cmocka_unit_test(test_utf8_complete_prefix),
     };
     return cmocka_run_group_tests_name("bpe", tests, NULL, NULL);
 }
