@@ -15,7 +15,7 @@ CFLAGS  += -std=c11 $(OPT) -fno-trapping-math -fno-math-errno -ffp-contract=fast
 MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
 MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
 CFLAGS  += $(MPI_CFLAGS)
-LDLIBS  += -lopenblas -lm $(MPI_LIBS)
+LDLIBS  += -lopenblas -lpcre2-8 -lm $(MPI_LIBS)
 BUILD   ?= build
 BIN     ?= bin
 
@@ -59,6 +59,8 @@ test: unit-test $(PROGRAMS)
 	bash tests/inspect_test.sh
 	bash tests/mpi_test.sh
 	bash tests/hardstop_test.sh
+	bash tests/bpe_cli_test.sh
+	bash tests/bpe_agreement.sh
 	/usr/bin/python3 tests/parity.py
 
 bench: $(PROGRAMS)
@@ -84,10 +86,12 @@ asan:
 	BIN=bin-asan bash tests/inspect_test.sh
 	BIN=bin-asan bash tests/mpi_test.sh
 	BIN=bin-asan bash tests/hardstop_test.sh
+	BIN=bin-asan bash tests/bpe_cli_test.sh
 
 # Valgrind memcheck: the unit tests and a short train, eval and sample, with
-# zero errors and no definitely lost bytes (VALGRIND_ARGS=--quick: the programs only). Built for AVX2 (valgrind does not
-# know AVX-512); OpenBLAS's own kernels must be ones valgrind knows too.
+# zero errors and no definitely lost bytes (VALGRIND_ARGS=--quick: the
+# programs only). Built for AVX2 (valgrind does not know AVX-512); OpenBLAS's
+# own kernels must be ones valgrind knows too.
 valgrind:
 	$(MAKE) BUILD=build-vg BIN=bin-vg OPT="-O1 -g -march=x86-64-v3" build-vg/test_units build-vg/test_blas \
 	        build-vg/test_inspect bin-vg/prepare bin-vg/train bin-vg/eval bin-vg/sample
@@ -105,7 +109,7 @@ FUZZERS      := $(patsubst tests/fuzz/%.c,build-fuzz/%,$(wildcard tests/fuzz/fuz
 build-fuzz/%.o: src/%.c $(wildcard include/*.h) | build-fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_input.h $(FUZZ_OBJ) | build-fuzz
-	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) -o $@ -lopenblas -lm $(MPI_LIBS)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) -o $@ $(LDLIBS)
 build-fuzz:
 	mkdir -p $@
 .SECONDARY: $(FUZZ_OBJ)

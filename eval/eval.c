@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include "data.h"
 #include "evaluate.h"
 #include "json.h"
+#include "text_units.h"
 
 static const char *prog = "eval";
 
@@ -31,6 +33,7 @@ static void usage(FILE *f) {
             "                        (default block_size: disjoint windows)\n"
             "      --batch-size B    windows per forward pass (default 16)\n"
             "      --threads N       OpenMP/OpenBLAS threads (default: all cores)\n"
+            "      --word-ppl        also perplexity per whitespace-separated word\n"
             "      --json            print one JSON object instead of text\n"
             "  -h, --help            this help\n");
 }
@@ -46,13 +49,14 @@ int main(int argc, char **argv) {
     blas_setup(argc, argv); /* first: it may restart the program with faster OpenBLAS kernels */
     const char *model_path = NULL, *data = NULL, *split = "val";
     size_t stride = 0, batch = 16, threads = 0;
-    int json = 0;
+    int json = 0, word_ppl = 0;
     Error err;
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},  {"data", required_argument, 0, 'd'},
         {"split", required_argument, 0, 's'},  {"stride", required_argument, 0, 'S'},
         {"batch-size", required_argument, 0, 'b'}, {"threads", required_argument, 0, 't'},
         {"json", no_argument, 0, 'j'},         {"help", no_argument, 0, 'h'},
+        {"word-ppl", no_argument, 0, 'W'},
         {0, 0, 0, 0}};
     opterr = 0;
     int c;
@@ -73,6 +77,7 @@ int main(int argc, char **argv) {
             if (parse_size(optarg, 1024, &threads, "--threads", &err)) return cli_error(prog, "%s", err.msg);
             break;
         case 'j': json = 1; break;
+        case 'W': word_ppl = 1; break;
         case 'h': usage(stdout); return 0;
         case ':': return cli_error(prog, "option '%s' needs a value (see --help)", argv[optind - 1]);
         default: return cli_error(prog, "unknown option '%s' (see --help)", argv[optind - 1]);
@@ -119,8 +124,17 @@ int main(int argc, char **argv) {
         rc = cli_error(prog, "'%s' has vocabulary %zu but the model has %zu", path, tf.vocab_size, m.cfg.vocab_size);
     }
     EvalResult r;
-    if (rc == 0 && evaluate_tokens(&m, tf.tokens, tf.n, stride, batch, progress, &r, &err))
+    uint32_t *ids = rc == 0 ? tokens_copy_u32(&tf, 0, tf.n, &err) : NULL;
+    if (rc == 0 && !ids) rc = cli_error(prog, "%s", err.msg);
+    if (rc == 0 && evaluate_tokens(&m, ids, tf.n, stride, batch, progress, &r, &err))
         rc = cli_error(prog, "%s", err.msg);
+    /* Tokenizer-independent: the nats of all scored tokens over the bytes
+     * (and words) of the text they stand for. */
+    TextUnits units = rc == 0 ? text_units_scored(&tok, ids, tf.n) : (TextUnits){0, 0};
+    double total_nats = rc == 0 ? r.loss * (double)r.scored : 0.0;
+    double bits_per_byte = units.bytes ? total_nats / log(2.0) / (double)units.bytes : NAN;
+    double word_perplexity = units.words ? exp(total_nats / (double)units.words) : NAN;
+    free(ids);
     if (rc == 0) {
         double ppl = exp(r.loss), bits = r.loss / log(2.0);
         size_t used_stride = stride && stride < m.cfg.block_size ? stride : m.cfg.block_size;
@@ -128,13 +142,20 @@ int main(int argc, char **argv) {
             char *file = NULL;
             sb_append_json_string(&file, path);
             printf("{\"file\":%s,\"tokens\":%zu,\"scored\":%zu,\"windows\":%zu,\"block_size\":%zu,\"stride\":%zu,"
-                   "\"loss\":%.6f,\"perplexity\":%.6f,\"bits_per_%s\":%.6f}\n",
+                   "\"loss\":%.6f,\"perplexity\":%.6f,\"bits_per_%s\":%.6f",
                    file, tf.n, r.scored, r.windows, m.cfg.block_size, used_stride, r.loss, ppl, tokenizer_unit(&tok), bits);
+            if (strcmp(tokenizer_unit(&tok), "byte") != 0)
+                printf(",\"bytes\":%zu,\"bits_per_byte\":%.6f", units.bytes, bits_per_byte);
+            if (word_ppl) printf(",\"words\":%zu,\"word_perplexity\":%.6f", units.words, word_perplexity);
+            printf("}\n");
             sb_free(&file);
         } else {
             printf("%s: %zu tokens scored in %zu windows (block %zu, stride %zu)\n"
                    "loss %.4f nats | perplexity %.4f | %.4f bits per %s\n",
                    path, r.scored, r.windows, m.cfg.block_size, used_stride, r.loss, ppl, bits, tokenizer_unit(&tok));
+            if (strcmp(tokenizer_unit(&tok), "byte") != 0)
+                printf("%.4f bits per byte (%zu bytes of text)\n", bits_per_byte, units.bytes);
+            if (word_ppl) printf("word perplexity %.4f (%zu words)\n", word_perplexity, units.words);
         }
     }
     tokenizer_free(&tok);

@@ -95,7 +95,7 @@ int main(int argc, char **argv) {
     if (ind_len == 0) ind_len = Tm / 2;
     tokenizer_encode(&tok, prompt, strlen(prompt), &ids);
     size_t T = arrlenu(ids);
-    for (size_t t = 0; t < T && tok.kind == TOK_CHAR; t++)
+    for (size_t t = 0; t < T && tok.kind == tokenizer_find("char"); t++)
         if (ids[t] == 0) {
             char ch[8];
             nth_char(prompt, t, ch, sizeof ch);

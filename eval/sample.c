@@ -13,6 +13,7 @@
 #include "config.h"
 #include "ds.h"
 #include "rng.h"
+#include "utf8.h"
 
 static const char *prog = "sample";
 
@@ -123,10 +124,17 @@ int main(int argc, char **argv) {
      * block_size/2 new tokens -- constant work per token on average. */
     size_t from = arrlenu(ids) > Tm ? arrlenu(ids) - Tm : 0;
     for (size_t i = from; i < arrlenu(ids); i++) model_step(&m, &st, (int32_t)ids[i], logits);
+    /* Decoded bytes go out as soon as they end on a character boundary: a
+     * token may end inside a UTF-8 character that the next one completes. */
+    char *pending = NULL;
     for (size_t i = 0; i < n_tokens; i++) {
         uint32_t next = pick(&s, logits, V, temperature, top_k, &rng);
-        char buf[8];
-        fwrite(buf, 1, tokenizer_token_text(&tok, next, buf), stdout);
+        size_t len;
+        const char *bytes = tokenizer_token(&tok, next, &len);
+        if (len) memcpy(arraddnptr(pending, len), bytes, len);
+        size_t ready = utf8_complete_prefix((const unsigned char *)pending, arrlenu(pending));
+        fwrite(pending, 1, ready, stdout);
+        if (ready) arrdeln(pending, 0, ready);
         fflush(stdout);
         arrput(ids, next);
         if (st.t == Tm) {
@@ -136,6 +144,8 @@ int main(int argc, char **argv) {
             model_step(&m, &st, (int32_t)next, logits);
         }
     }
+    fwrite(pending, 1, arrlenu(pending), stdout);
+    arrfree(pending);
     fputc('\n', stdout);
 done:
     free(logits);

@@ -9,21 +9,52 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common.h"
 #include "rng.h"
 #include "tokenizer.h"
 
+/* Tokens in their stored width, read through mmap: a file of any size costs
+ * address space, not memory (the kernel pages it in and out). */
 typedef struct TokenFile {
-    uint32_t *tokens;
+    const void *data; /* the tokens, `width` bytes each, little-endian (as the host) */
+    size_t width;     /* 2 or 4 */
     size_t n;
     size_t vocab_size;
+    void *map;        /* the whole mapped file, or NULL when data is the caller's */
+    size_t map_len;
 } TokenFile;
 
+static inline uint32_t token_at(const TokenFile *tf, size_t i) {
+    return tf->width == 2 ? ((const uint16_t *)tf->data)[i] : ((const uint32_t *)tf->data)[i];
+}
+
+/* Stored width: 2 bytes while the vocabulary fits in 16 bits, else 4. */
+size_t tokens_width(size_t vocab_size);
 int tokens_write(const char *path, const uint32_t *tokens, size_t n, size_t vocab_size, Error *err);
-/* Checks the header, the size and that every token is below the vocabulary. */
+/* Maps the file; checks the header, the size and that every token is below
+ * the vocabulary. */
 int tokens_read(const char *path, TokenFile *tf, Error *err);
+/* A malloc'd copy of tokens [from, from + n) as 32-bit ids, or NULL. */
+uint32_t *tokens_copy_u32(const TokenFile *tf, size_t from, size_t n, Error *err);
 void tokens_free(TokenFile *tf);
+
+/* Writes a token file as it goes (to path.tmp, renamed on close), so a
+ * corpus never has to be held in memory as ids. */
+typedef struct TokenWriter {
+    FILE *f;
+    char path[4096];
+    size_t width, vocab_size, n;
+    unsigned char *buf; /* stb_ds: encoded tokens not yet written */
+} TokenWriter;
+
+int token_writer_open(TokenWriter *w, const char *path, size_t vocab_size, Error *err);
+int token_writer_add(TokenWriter *w, const uint32_t *ids, size_t n, Error *err);
+/* Completes the header and renames into place. */
+int token_writer_close(TokenWriter *w, Error *err);
+/* Removes the temporary file (after an error). */
+void token_writer_abort(TokenWriter *w);
 
 typedef struct Dataset {
     TokenFile train, val, test;

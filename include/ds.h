@@ -9,4 +9,6 @@
 #pragma GCC diagnostic ignored "-Wunused-value"
 #pragma GCC diagnostic ignored "-Wsign-compare"
 #include "stb_ds.h"
+/* Empties an array, keeping its memory (arrsetlen(a, 0) warns under -Wextra). */
+#define arrclear(a) ((a) ? (void)(stbds_header(a)->length = 0) : (void)0)
 #endif

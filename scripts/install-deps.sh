@@ -7,6 +7,7 @@ PACKAGES=(
     libopenblas-openmp-dev   # cblas_sgemm, OpenMP build: BLAS and our loops share one thread pool
     libstb-dev               # stb_ds: dynamic arrays and hash maps
     libcmocka-dev            # the C test framework
+    libpcre2-dev             # BPE pre-tokenization: the GPT-4/GPT-2 split regexes, with PCRE2's JIT
     python3-torch python3-numpy  # the PyTorch parity test
     gnuplot-nox              # the comparison plot
     libopenmpi-dev openmpi-bin   # data-parallel bin/train over processes and machines (mpirun)

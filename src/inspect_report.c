@@ -13,8 +13,11 @@
 #include "plot_png.h"
 
 void token_label(const Tokenizer *tok, uint32_t id, int ascii, char *buf, size_t len) {
-    char t[8];
-    size_t n = tokenizer_token_text(tok, id, t);
+    char t[64];
+    size_t n;
+    const char *bytes = tokenizer_token(tok, id, &n);
+    if (n >= sizeof t) n = sizeof t - 1; /* a long subword token: its start */
+    memcpy(t, bytes, n);
     t[n] = '\0';
     unsigned char c = (unsigned char)t[0];
     if (n == 1 && c == ' ') snprintf(buf, len, "_");

@@ -5,7 +5,7 @@
 # diverging run stops and keeps the last good checkpoint.
 set -u
 cd "$(dirname "$0")/.."
-source tests/cli_lib.sh
+. tests/cli_lib.sh  # B, tmp, ok, bad, expect_error, expect_ok
 
 # A small corpus and two data directories with different tokenizers.
 for i in $(seq 1 60); do echo "The whale, the whale! Line $i of a small corpus for tests; it repeats."; done >"$tmp/a.txt"
@@ -26,9 +26,10 @@ done
 : >"$tmp/empty.txt"
 expect_error "prepare missing" "cannot open" $B/prepare --input "$tmp/nope.txt" --out "$tmp/x"
 expect_error "prepare empty" "empty" $B/prepare --input "$tmp/empty.txt" --out "$tmp/x"
-expect_error "prepare directory" "directory" $B/prepare --input "$tmp" --out "$tmp/x"
+mkdir -p "$tmp/emptydir"
+expect_error "prepare directory" "directory" $B/prepare --input "$tmp/emptydir" --out "$tmp/x"
 expect_error "prepare unknown option" "unknown option" $B/prepare --input "$tmp/a.txt" --out "$tmp/x" --bogus
-expect_error "prepare tokenizer" "unknown tokenizer" $B/prepare --input "$tmp/a.txt" --out "$tmp/x" --tokenizer bpe
+expect_error "prepare tokenizer" "unknown tokenizer" $B/prepare --input "$tmp/a.txt" --out "$tmp/x" --tokenizer wordpiece
 expect_error "prepare fraction" "not a number" $B/prepare --input "$tmp/a.txt" --out "$tmp/x" --val-fraction abc
 expect_error "prepare negative fraction" "range" $B/prepare --input "$tmp/a.txt" --out "$tmp/x" --val-fraction -0.1
 expect_error "prepare no args" "required" $B/prepare

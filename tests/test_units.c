@@ -356,7 +356,7 @@ static void overfit(const char *mixers) {
     uint32_t *text = malloc(n * sizeof(uint32_t));
     const char *pattern = "abcabdabcacd"; /* needs context: what follows 'ab' alternates */
     for (size_t i = 0; i < n; i++) text[i] = (uint32_t)(pattern[i % 12] - 'a');
-    TokenFile tf = {text, n, 4};
+    TokenFile tf = {.data = text, .width = 4, .n = n, .vocab_size = 4};
     Rng rng;
     rng_seed(&rng, 3);
     int32_t in[64], tg[64];
