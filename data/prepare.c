@@ -1,4 +1,5 @@
 /* bin/prepare: text files -> train/val/test token files and the tokenizer. */
+#include <signal.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -160,6 +161,7 @@ static void release(const Doc *d, size_t upto) {
 }
 
 int main(int argc, char **argv) {
+    signal(SIGXFSZ, SIG_IGN); /* past a file-size limit a write fails (EFBIG) and is reported, not fatal */
     const char *out = NULL, *kind = "char", *pattern = "gpt4", *separator = NULL;
     char **paths = NULL;
     const char **specials = NULL;

@@ -33,6 +33,9 @@ char *read_file(const char *path, size_t *len, Error *err);
  * directory, so a failure, a kill or a power cut never leaves a half-written
  * file where a good one was. */
 int write_file_atomic(const char *path, const void *data, size_t len, Error *err);
+/* fsync of the directory holding path, so that a rename in it survives a
+ * power cut; -1 with errno on failure. */
+int fsync_parent_dir(const char *path);
 
 /* Memory this process could still allocate and touch without swapping or
  * being killed: MemAvailable, or a cgroup's limit if lower; 0 if unknown. */

@@ -76,9 +76,7 @@ char *read_file(const char *path, size_t *len, Error *err) {
     return buf;
 }
 
-/* fsync of the directory holding path, so that a rename in it survives a
- * power cut. */
-static int sync_parent_dir(const char *path) {
+int fsync_parent_dir(const char *path) {
     char dir[4096];
     const char *slash = strrchr(path, '/');
     if (!slash) snprintf(dir, sizeof dir, ".");
@@ -122,7 +120,7 @@ int write_file_atomic(const char *path, const void *data, size_t len, Error *err
         return -1;
     }
     free(tmp);
-    if (sync_parent_dir(path) != 0) return err_set(err, "cannot sync the directory of '%s': %s", path, strerror(errno));
+    if (fsync_parent_dir(path) != 0) return err_set(err, "cannot sync the directory of '%s': %s", path, strerror(errno));
     return 0;
 }
 

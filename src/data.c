@@ -36,21 +36,22 @@ int token_writer_open(TokenWriter *w, const char *path, size_t vocab_size, Error
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     w->f = fopen(tmp, "wb");
-    if (!w->f) return err_set(err, "cannot write '%s': %s", tmp, strerror(errno));
+    if (!w->f) return err_set(err, "cannot write '%s': %s", path, strerror(errno));
     w->width = tokens_width(vocab_size);
     w->vocab_size = vocab_size;
     unsigned char h[TOKENS_HEADER];
     header(h, w->width, vocab_size, 0); /* the count is filled in on close */
     if (fwrite(h, 1, sizeof h, w->f) != sizeof h) {
+        int e = errno;
         token_writer_abort(w);
-        return err_set(err, "cannot write '%s': %s", tmp, strerror(errno));
+        return err_set(err, "cannot write '%s': %s", path, strerror(e));
     }
     return 0;
 }
 
 static int flush(TokenWriter *w, Error *err) {
     size_t len = arrlenu(w->buf);
-    if (len && fwrite(w->buf, 1, len, w->f) != len) return err_set(err, "cannot write '%s.tmp': %s", w->path, strerror(errno));
+    if (len && fwrite(w->buf, 1, len, w->f) != len) return err_set(err, "cannot write '%s': %s", w->path, strerror(errno));
     arrclear(w->buf);
     return 0;
 }
@@ -71,13 +72,18 @@ int token_writer_close(TokenWriter *w, Error *err) {
     snprintf(tmp, sizeof tmp, "%s.tmp", w->path);
     unsigned char h[TOKENS_HEADER];
     header(h, w->width, w->vocab_size, w->n);
+    /* As write_file_atomic: on the disk before the rename, the rename on the
+     * disk before we return. */
     int rc = flush(w, err);
-    if (rc == 0 && (fseek(w->f, 0, SEEK_SET) != 0 || fwrite(h, 1, sizeof h, w->f) != sizeof h || fflush(w->f) != 0))
-        rc = err_set(err, "cannot write '%s': %s", tmp, strerror(errno));
-    if (fclose(w->f) != 0 && rc == 0) rc = err_set(err, "cannot write '%s': %s", tmp, strerror(errno));
+    if (rc == 0 && (fseek(w->f, 0, SEEK_SET) != 0 || fwrite(h, 1, sizeof h, w->f) != sizeof h || fflush(w->f) != 0 ||
+                    fsync(fileno(w->f)) != 0))
+        rc = err_set(err, "cannot write '%s': %s", w->path, strerror(errno));
+    if (fclose(w->f) != 0 && rc == 0) rc = err_set(err, "cannot write '%s': %s", w->path, strerror(errno));
     w->f = NULL;
     if (rc == 0 && rename(tmp, w->path) != 0) rc = err_set(err, "cannot rename '%s' to '%s': %s", tmp, w->path, strerror(errno));
     if (rc) remove(tmp);
+    else if (fsync_parent_dir(w->path) != 0)
+        rc = err_set(err, "cannot sync the directory of '%s': %s", w->path, strerror(errno));
     arrfree(w->buf);
     return rc;
 }

@@ -78,5 +78,13 @@ expect_full "periodic checkpoint on a full disk" "cannot write '$tmp/good.ckpt'"
 expect_full "log on a full disk" "cannot write the log '$tmp/run.csv': File too large; stopping without saving" 1 \
     prlimit --fsize=3000 $B/train "${SMALL[@]}" --max-iters 300 --resume "$tmp/good.ckpt" --out "$tmp/good.ckpt" --log "$tmp/run.csv"
 
+# A token file on a full disk: one line naming it, no file half-written.
+for i in $(seq 1 3000); do echo "A longer text for a token file that does not fit, line $i."; done >"$tmp/big.txt"
+prlimit --fsize=20000 $B/prepare --input "$tmp/big.txt" --out "$tmp/full" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc -ne 0 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -qE "cannot write '$tmp/full/train.bin'.*File too large" "$tmp/err" \
+    && [ ! -e "$tmp/full/train.bin" ] && ! ls "$tmp/full"/*.tmp* >/dev/null 2>&1; then ok
+else bad "token file on a full disk: exit $rc, $(head -c 300 "$tmp/err"), $(ls "$tmp/full" 2>&1)"; fi
+
 echo "hardstop: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

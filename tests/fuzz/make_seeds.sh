@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # The fuzzers' seed inputs (tests/fuzz/seeds/<harness>/), made by the
 # programs from a tiny model: a checkpoint, a gradient dump, and the config
-# JSON of each mixer. Small enough to keep in the repository.
+# JSON of each mixer, token files and tokenizer files of each kind. Small
+# enough to keep in the repository. Inputs named regression-* (crashes the
+# fuzzers found, kept so they are tried again) are left as they are.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 B=${BIN:-bin}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 S=tests/fuzz/seeds
-rm -rf "$S" && mkdir -p "$S/fuzz_checkpoint" "$S/fuzz_safetensors" "$S/fuzz_config"
+for h in fuzz_checkpoint fuzz_safetensors fuzz_config fuzz_tokens fuzz_tokenizer; do
+    mkdir -p "$S/$h"
+    find "$S/$h" -type f ! -name 'regression-*' -delete
+done
 printf 'abc abd, abe! ba.\n%.0s' $(seq 1 40) >"$tmp/t.txt"
 $B/prepare --input "$tmp/t.txt" --out "$tmp/d" >/dev/null
 TINY=(--data "$tmp/d" --n-layer 2 --n-head 1 --n-embd 4 --block-size 4 --batch-size 1 --max-iters 1 --eval-iters 1 --grassmann-rank 2 --grassmann-windows 1,2)
@@ -20,4 +25,13 @@ for mixer in attention grassmann; do
 raw=open(sys.argv[1],"rb").read(); n=struct.unpack("<Q",raw[:8])[0]
 sys.stdout.write(json.loads(raw[8:8+n])["__metadata__"]["config"])' "$S/fuzz_checkpoint/$mixer-checkpoint" >"$S/fuzz_config/$mixer.json"
 done
+for kind in char byte; do
+    $B/prepare --input "$tmp/t.txt" --out "$tmp/$kind" --tokenizer "$kind" >/dev/null
+    cp "$tmp/$kind/tokenizer.txt" "$S/fuzz_tokenizer/$kind-tokenizer"
+    cp "$tmp/$kind/val.bin" "$S/fuzz_tokens/$kind-tokens"
+done
+for i in $(seq 1 30); do echo "The whale's wake, the whale: $i knots -- caf$(printf '\xc3\xa9')."; done >"$tmp/b.txt"
+$B/prepare --input "$tmp/b.txt" --out "$tmp/bpe" --tokenizer bpe --vocab-size 300 --special '<|endoftext|>' >/dev/null
+cp "$tmp/bpe/tokenizer.txt" "$S/fuzz_tokenizer/bpe-tokenizer"
+cp "$tmp/bpe/val.bin" "$S/fuzz_tokens/bpe-tokens"
 du -sh "$S"
