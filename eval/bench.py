@@ -40,6 +40,9 @@ load     The thread tuner: baby config, bin/train with its default threads
          bench, and beside one in a session of its own, as another terminal's
          job would be (Linux's autogroups then share the CPU between sessions);
          tokens/s over each run's steps after warm-up, median per-round ratio.
+mpi      Data-parallel training, medium config: 1 rank x 1 thread, 2 ranks x
+         1 thread (mpirun -np 2), 1 rank x 2 threads, alternating; tokens/s,
+         the ratio to 1 x 1, and the all-reduce wait (--profile) per step.
 
 --quick runs fewer steps and one round (about two minutes on 2 cores; the
 full run about ten). Every number printed is measured by this run; what could not be measured is
@@ -71,14 +74,14 @@ MIXERS = ("attention", "grassmann")
 RANK, WINDOWS = 32, (1, 2, 4, 8, 12, 16)
 MIXER_LENGTHS = (256, 1024, 4096)
 MIXER_TOKENS = 4096
-SECTIONS = ("train", "mixers", "kernel", "load")
+SECTIONS = ("train", "mixers", "kernel", "load", "mpi")
 PARTS = ("embedding", "layernorm", "mixer", "residual", "mlp", "head", "optimizer", "other")
 
 # (steps, warm-up steps dropped) per kind of run; --quick uses the second table.
 STEPS = {
-    "full": {"baby": (40, 5), "medium": (8, 2), "long": (8, 2), "mixers": (12, 3), "kernel": (60, 5),
+    "full": {"baby": (40, 5), "medium": (8, 2), "long": (8, 2), "mixers": (12, 3), "kernel": (60, 5), "mpi": (8, 2),
              "noload": (100, 5), "load": (150, 5), "load_session": (100, 5), "eval_tokens": 0, "rounds": 3},
-    "quick": {"baby": (20, 4), "medium": (4, 1), "long": (4, 1), "mixers": (5, 2), "kernel": (25, 4),
+    "quick": {"baby": (20, 4), "medium": (4, 1), "long": (4, 1), "mixers": (5, 2), "kernel": (25, 4), "mpi": (4, 1),
               "noload": (40, 4), "load": (50, 4), "load_session": (40, 4), "eval_tokens": 16384, "rounds": 1},
 }
 
@@ -268,11 +271,12 @@ def read_log(path):
 
 # ---- single measurements ---------------------------------------------------------
 
-def c_train(ctx, cfg, mixer, steps, warmup, threads, env=None, profile=True):
+def c_train(ctx, cfg, mixer, steps, warmup, threads, env=None, profile=True, launcher=()):
     """One bin/train run: median ms/step after warm-up, tokens/s over the same
-    steps, peak RSS, its blas line, memory line, profile, the checkpoint."""
+    steps, peak RSS, its blas line, memory line, profile, the checkpoint.
+    launcher: e.g. mpirun and its options, before the program."""
     log, ckpt = os.path.join(ctx.tmp, "c.csv"), os.path.join(ctx.tmp, f"c-{mixer}.ckpt")
-    cmd = [os.path.join(BIN, "train"), "--data", ctx.data, "--out", ckpt, "--max-iters", str(steps),
+    cmd = list(launcher) + [os.path.join(BIN, "train"), "--data", ctx.data, "--out", ckpt, "--max-iters", str(steps),
            "--eval-interval", "0", "--eval-iters", "1", "--log-interval", str(steps), "--log", log,
            "--seed", "1337"] + train_args(cfg, mixer)
     cmd += ["--threads", str(threads)] if threads else []
@@ -497,6 +501,44 @@ def section_load(ctx):
     return res
 
 
+MPI_CASES = (("1 rank x 1 thread", 1, 1), ("2 ranks x 1 thread", 2, 1), ("1 rank x 2 threads", 1, 2))
+
+
+def section_mpi(ctx):
+    """Data-parallel scaling on the medium config (attention): 1 rank x 1
+    thread, 2 ranks x 1 thread (mpirun), 1 rank x 2 threads, alternating;
+    tokens/s (2 ranks take twice the tokens a step) and, for 2 ranks, the
+    all-reduce wait (its --profile row) as a share of the step."""
+    mpirun = shutil.which("mpirun")
+    if not mpirun:
+        return {"skipped": "mpirun not found (Debian openmpi-bin)"}
+    steps, warmup = ctx.steps["mpi"]
+    cfg = CONFIGS["medium"]
+    env = dict(os.environ)
+    if os.geteuid() == 0:  # Open MPI refuses root unless told
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    runs = {}
+    for rnd in range(ctx.rounds):
+        for label, ranks, threads in MPI_CASES:
+            launcher = [mpirun, "-np", str(ranks), "--oversubscribe", "-x", "OMP_NUM_THREADS=1"] if ranks > 1 else []
+            c = c_train(ctx, cfg, "attention", steps, warmup, threads, env=env, launcher=launcher)
+            tps = ranks * cfg["batch"] * cfg["block"] * 1e3 / c["ms"]
+            wait = (c["profile"] or {}).get("allreduce", {}).get("total")
+            runs.setdefault(label, []).append({"tokens_per_s": tps, "ms": c["ms"], "wait_ms": wait})
+            progress(f"mpi round {rnd + 1}/{ctx.rounds} {label}: {c['ms']:.0f} ms/step, {tps:.0f} tokens/s"
+                     + (f", all-reduce wait {wait:.1f} ms" if wait is not None else ""))
+    base = [r["tokens_per_s"] for r in runs[MPI_CASES[0][0]]]
+    out = []
+    for label, ranks, threads in MPI_CASES:
+        rs = runs[label]
+        out.append({"case": label, "ranks": ranks, "threads": threads,
+                    "tokens_per_s": med([r["tokens_per_s"] for r in rs]),
+                    "over_1x1": med([r["tokens_per_s"] / b for r, b in zip(rs, base)]),
+                    "wait_ms": med([r["wait_ms"] for r in rs]) if ranks > 1 else None,
+                    "wait_share": med([r["wait_ms"] / r["ms"] for r in rs if r["wait_ms"] is not None]) if ranks > 1 else None})
+    return {"cases": out}
+
+
 # ---- tables ----------------------------------------------------------------------
 
 def plural(n, word):
@@ -633,6 +675,20 @@ def print_load(ctx, res):
           "  how many of the default runs' steps ran on each thread count (bin/train --log, column threads).")
 
 
+def print_mpi(ctx, res):
+    steps, warmup = ctx.steps["mpi"]
+    print(f"\n== Data-parallel training (medium, attention; {steps} steps, {warmup} dropped, "
+          f"median of {plural(ctx.rounds, 'alternating round')}) ==")
+    if "skipped" in res:
+        print(f"  skipped: {res['skipped']}")
+        return
+    table(["case", "tokens/s", "vs 1 x 1", "all-reduce wait ms/step", "wait share"],
+          [[r["case"], fmt(r["tokens_per_s"], ",.0f"), fmt(r["over_1x1"], ".2f", "x"), fmt(r["wait_ms"]),
+            fmt(r["wait_share"] and 100 * r["wait_share"], ".1f", "%")] for r in res["cases"]])
+    print("  2 ranks: mpirun -np 2 bin/train ... --threads 1, each rank one micro-batch of 8 x 256 per step (twice the\n"
+          "  tokens of one rank); vs 1 x 1: per-round ratio of tokens/s; wait: the --profile allreduce row.")
+
+
 # ---- main ------------------------------------------------------------------------
 
 class Context:
@@ -677,7 +733,8 @@ def parse_args():
     ap = argparse.ArgumentParser(description="Speed and memory of the C programs against PyTorch and sgemm.",
                                  epilog="Sections: train (C vs PyTorch, FLOPs, memory, profile, eval and sample "
                                         "speed), mixers (cost vs sequence length), kernel (default OpenBLAS "
-                                        "kernel check), load (the thread tuner).")
+                                        "kernel check), load (the thread tuner), mpi (2 ranks against 1 rank "
+                                        "and against 2 threads).")
     ap.add_argument("--quick", action="store_true", help="fewer steps and one round (a few minutes)")
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="threads for both (default: all cores)")
     ap.add_argument("--rounds", type=int, help="alternating rounds (default 3, 1 with --quick)")
@@ -760,9 +817,10 @@ def print_report(ctx, out):
     print(f"\nbench took {out['seconds']:.0f} s")
 
 
-SECTION_RUNS = {"train": section_train, "mixers": section_mixers, "kernel": section_kernel, "load": section_load}
+SECTION_RUNS = {"train": section_train, "mixers": section_mixers, "kernel": section_kernel, "load": section_load,
+               "mpi": section_mpi}
 SECTION_PRINTS = {"train": (print_speed, print_flops, print_memory, print_profile, print_inference),
-                  "mixers": (print_mixers,), "kernel": (print_kernel,), "load": (print_load,)}
+                  "mixers": (print_mixers,), "kernel": (print_kernel,), "load": (print_load,), "mpi": (print_mpi,)}
 
 if __name__ == "__main__":
     main()
