@@ -14,6 +14,7 @@
 #include "data.h"
 #include "evaluate.h"
 #include "json.h"
+#include "token_mask.h"
 
 static const char *prog = "eval";
 
@@ -32,6 +33,11 @@ static void usage(FILE *f) {
             "      --batch-size B    windows per forward pass (default 16)\n"
             "      --threads N       OpenMP/OpenBLAS threads (default: all cores)\n"
             "      --json            print one JSON object instead of text\n"
+            "      --by-position     also the mean loss at each position of the window\n"
+            "      --split-recall N  also the loss on tokens that complete an N-gram seen earlier in\n"
+            "                        their window (recallable from context) and on all others\n"
+            "      --mask FILE       score only the tokens FILE marks (default: the token file's\n"
+            "                        name with .mask for .bin, when that file exists)\n"
             "  -h, --help            this help\n");
 }
 
@@ -48,11 +54,15 @@ int main(int argc, char **argv) {
     size_t stride = 0, batch = 16, threads = 0;
     int json = 0;
     Error err;
+    EvalDetail detail = {0}; /* --by-position, --split-recall, --mask */
+    const char *mask_arg = NULL;
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},  {"data", required_argument, 0, 'd'},
         {"split", required_argument, 0, 's'},  {"stride", required_argument, 0, 'S'},
         {"batch-size", required_argument, 0, 'b'}, {"threads", required_argument, 0, 't'},
         {"json", no_argument, 0, 'j'},         {"help", no_argument, 0, 'h'},
+        {"by-position", no_argument, 0, 'P'},  {"split-recall", required_argument, 0, 'R'},
+        {"mask", required_argument, 0, 'M'},
         {0, 0, 0, 0}};
     opterr = 0;
     int c;
@@ -73,6 +83,12 @@ int main(int argc, char **argv) {
             if (parse_size(optarg, 1024, &threads, "--threads", &err)) return cli_error(prog, "%s", err.msg);
             break;
         case 'j': json = 1; break;
+        case 'P': detail.by_position = 1; break;
+        case 'R':
+            if (parse_size(optarg, 1u << 16, &detail.recall_n, "--split-recall", &err)) return cli_error(prog, "%s", err.msg);
+            if (detail.recall_n == 0) return cli_error(prog, "--split-recall needs an n-gram length of at least 1");
+            break;
+        case 'M': mask_arg = optarg; break;
         case 'h': usage(stdout); return 0;
         case ':': return cli_error(prog, "option '%s' needs a value (see --help)", argv[optind - 1]);
         default: return cli_error(prog, "unknown option '%s' (see --help)", argv[optind - 1]);
@@ -98,10 +114,24 @@ int main(int argc, char **argv) {
     }
     TokenFile tf;
     if (tokens_read(path, &tf, &err)) return cli_error(prog, "%s", err.msg);
+    char mask_path[4096];
+    TokenMask mask = {0};
+    if (mask_arg) snprintf(mask_path, sizeof mask_path, "%s", mask_arg);
+    else mask_path_for(path, mask_path, sizeof mask_path);
+    if (mask_arg || access(mask_path, F_OK) == 0) {
+        if (mask_read(mask_path, &mask, &err) || mask.n != tf.n) {
+            if (mask.marked) err_set(&err, "mask '%s' has %zu entries but '%s' has %zu tokens", mask_path, mask.n, path, tf.n);
+            mask_free(&mask);
+            tokens_free(&tf);
+            return cli_error(prog, "%s", err.msg);
+        }
+        detail.mask = mask.marked;
+    }
     Model m;
     Tokenizer tok;
     if (model_open(model_path, &m, &tok, &err)) {
         tokens_free(&tf);
+        mask_free(&mask);
         return cli_error(prog, "%s", err.msg);
     }
     int rc = 0;
@@ -119,7 +149,7 @@ int main(int argc, char **argv) {
         rc = cli_error(prog, "'%s' has vocabulary %zu but the model has %zu", path, tf.vocab_size, m.cfg.vocab_size);
     }
     EvalResult r;
-    if (rc == 0 && evaluate_tokens(&m, tf.tokens, tf.n, stride, batch, progress, &r, &err))
+    if (rc == 0 && evaluate_tokens_detail(&m, tf.tokens, tf.n, stride, batch, progress, &detail, &r, &err))
         rc = cli_error(prog, "%s", err.msg);
     if (rc == 0) {
         double ppl = exp(r.loss), bits = r.loss / log(2.0);
@@ -128,15 +158,20 @@ int main(int argc, char **argv) {
             char *file = NULL;
             sb_append_json_string(&file, path);
             printf("{\"file\":%s,\"tokens\":%zu,\"scored\":%zu,\"windows\":%zu,\"block_size\":%zu,\"stride\":%zu,"
-                   "\"loss\":%.6f,\"perplexity\":%.6f,\"bits_per_%s\":%.6f}\n",
+                   "\"loss\":%.6f,\"perplexity\":%.6f,\"bits_per_%s\":%.6f",
                    file, tf.n, r.scored, r.windows, m.cfg.block_size, used_stride, r.loss, ppl, tokenizer_unit(&tok), bits);
             sb_free(&file);
+            eval_detail_print(stdout, &detail, &r, mask.marked ? mask_path : NULL, 1);
+            printf("}\n");
         } else {
             printf("%s: %zu tokens scored in %zu windows (block %zu, stride %zu)\n"
                    "loss %.4f nats | perplexity %.4f | %.4f bits per %s\n",
                    path, r.scored, r.windows, m.cfg.block_size, used_stride, r.loss, ppl, bits, tokenizer_unit(&tok));
+            eval_detail_print(stdout, &detail, &r, mask.marked ? mask_path : NULL, 0);
         }
     }
+    eval_detail_free(&detail);
+    mask_free(&mask);
     tokenizer_free(&tok);
     model_free(&m);
     tokens_free(&tf);
