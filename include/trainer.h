@@ -17,6 +17,8 @@
 
 typedef struct TrainHyper {
     size_t batch_size, grad_accum, max_iters, warmup_iters, eval_iters;
+    size_t window_align; /* > 1: windows start only at multiples of it (batch_sample_aligned) */
+    double max_seconds;  /* > 0: the schedule follows the elapsed training time (lr_schedule_timed) */
     float lr, min_lr, grad_clip;
     AdamWConfig adam;
     uint64_t seed;
@@ -29,8 +31,10 @@ typedef struct StepStats {
 } StepStats;
 
 /* Step `step` (0-based). inputs/targets: scratch of batch_size * block_size.
- * A non-finite loss or gradient returns -1 before the weights change. */
-int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper *h, size_t step,
+ * elapsed: seconds of training steps before this one (used only with
+ * max_seconds). A non-finite loss or gradient returns -1 before the weights
+ * change. */
+int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper *h, size_t step, double elapsed,
                int32_t *inputs, int32_t *targets, StepStats *out, Error *err);
 
 /* Mean loss over eval_iters batches drawn from a fixed seed: the same batches

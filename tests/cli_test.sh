@@ -246,5 +246,47 @@ elif cpu_has avx; then
     else bad "blas: OPENBLAS_CORETYPE=$own: exit $rc, $(grep '^blas:' "$tmp/out" "$tmp/err")"; fi
 fi
 
+# ---- bin/eval --by-position, --split-recall, masks (issue 7) ----
+# mask_file PATH COUNT BYTE...: an LMMASK file (see include/token_mask.h).
+mask_file() {
+    /usr/bin/python3 -c 'import struct,sys; n=int(sys.argv[2]); b=bytes(int(x) for x in sys.argv[3:]); open(sys.argv[1],"wb").write(b"LMMASK\0\0"+struct.pack("<IIQ",1,0,n)+b)' "$@"
+}
+ntok=$(/usr/bin/python3 -c 'import struct,sys; print(struct.unpack("<Q", open(sys.argv[1],"rb").read()[24:32])[0])' "$tmp/a/val.bin")
+expect_error "eval split-recall 0" "at least 1" $B/eval --model "$tmp/good.ckpt" --data "$tmp/a" --split-recall 0
+expect_error "eval split-recall text" "not|number|integer" $B/eval --model "$tmp/good.ckpt" --data "$tmp/a" --split-recall two
+expect_error "eval mask missing" "cannot open|no such" $B/eval --model "$tmp/good.ckpt" --data "$tmp/a" --mask "$tmp/nope.mask"
+expect_error "eval mask not a mask" "not a mask" $B/eval --model "$tmp/good.ckpt" --data "$tmp/a" --mask "$tmp/a/val.bin"
+mask_file "$tmp/short.mask" 3 0 1 1
+expect_error "eval mask wrong length" "has 3 entries but .* has $ntok tokens" $B/eval --model "$tmp/good.ckpt" --data "$tmp/a" --mask "$tmp/short.mask"
+mask_file "$tmp/none.mask" "$ntok" $(for i in $(seq 1 "$ntok"); do echo 0; done)
+expect_error "eval mask marks nothing" "marks none" $B/eval --model "$tmp/good.ckpt" --data "$tmp/a" --mask "$tmp/none.mask"
+mask_file "$tmp/bad.mask" 2 0 5
+expect_error "eval mask bad byte" "only 0 and 1" $B/eval --model "$tmp/good.ckpt" --data "$tmp/a/val.bin" --mask "$tmp/bad.mask"
+# A mask beside the token file is used without --mask: here every 2nd token, so half of them are scored.
+cp -r "$tmp/a" "$tmp/am"
+mask_file "$tmp/am/val.mask" "$ntok" $(for i in $(seq 1 "$ntok"); do echo $((i % 2)); done)
+if $B/eval --model "$tmp/good.ckpt" --data "$tmp/am" --json --by-position --split-recall 3 >"$tmp/out" 2>"$tmp/err" &&
+    /usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1])); n = int(sys.argv[2])
+assert d["scored"] == n // 2, (d["scored"], n)
+assert d["mask"].endswith("val.mask") and 0 <= d["accuracy"] <= 1
+assert sum(d["by_position"]["count"]) == d["scored"] and len(d["by_position"]["loss"]) == d["block_size"]
+r = d["split_recall"]; assert r["n"] == 3 and r["recall_tokens"] + r["other_tokens"] == d["scored"]
+' "$tmp/out" "$ntok"; then ok; else bad "eval with a mask beside the data: $(head -c 300 "$tmp/out" "$tmp/err")"; fi
+if $B/eval --model "$tmp/good.ckpt" --data "$tmp/a" --by-position --split-recall 3 >"$tmp/out" 2>"$tmp/err" &&
+    grep -q "^loss by position" "$tmp/out" && grep -q "^  positions     0-0 " "$tmp/out" && grep -q "^recall split (3-grams" "$tmp/out"; then ok
+else bad "eval text breakdowns: $(head -c 300 "$tmp/out" "$tmp/err")"; fi
+# bin/train --max-seconds (a wall-time budget) and --window-align (issue 7)
+expect_error "train max-seconds negative" "range|at least|negative" $B/train --data "$tmp/a" --out "$tmp/x.ckpt" --max-seconds -1
+expect_error "train max-seconds text" "not a number" $B/train --data "$tmp/a" --out "$tmp/x.ckpt" --max-seconds soon
+expect_error "train max-seconds resume" "max-seconds cannot be used with --resume" $B/train --data "$tmp/a" --out "$tmp/x.ckpt" --resume "$tmp/good.ckpt" --max-seconds 5
+expect_error "train window-align text" "not|integer|number" $B/train --data "$tmp/a" --out "$tmp/x.ckpt" --window-align x
+if $B/train --data "$tmp/a" --out "$tmp/timed.ckpt" "${SMALL[@]}" --max-iters 1000000 --max-seconds 0.5 --log "$tmp/timed.csv" >"$tmp/out" 2>"$tmp/err" &&
+    grep -q "^time budget: .* reached after step" "$tmp/out" && [ "$(tail -1 "$tmp/timed.csv" | cut -d, -f4)" != "" ] &&
+    [ "$(tail -1 "$tmp/timed.csv" | cut -d, -f1)" -lt 1000000 ]; then ok
+else bad "train --max-seconds: $(tail -c 300 "$tmp/out" "$tmp/err")"; fi
+expect_ok "train window-align" $B/train --data "$tmp/a" --out "$tmp/aligned.ckpt" "${SMALL[@]}" --max-iters 3 --window-align 16
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
