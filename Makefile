@@ -18,6 +18,7 @@ LIB_SRC  := $(wildcard src/*.c)
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/liblm.a
 PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample
+PROGRAMS += $(BIN)/probegen  # issue 7: synthetic recall probes
 TESTS    := $(patsubst tests/%.c,$(BUILD)/%,$(wildcard tests/test_*.c))
 
 .PHONY: all test unit-test bench demo data compare clean asan deps
