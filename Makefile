@@ -4,7 +4,8 @@
 #   make test       every test (unit, gradient checks, CLI, PyTorch parity)
 #   make bench      throughput and memory benchmarks
 #   make data       fetch and prepare the default corpus (Moby Dick)
-#   make compare    Transformer vs Grassmann, matched size (COMPARE_ARGS=...)
+#   make compare    architectures of matched size, seeds, token and time budgets (COMPARE_ARGS=...)
+#   make probe      MQAR and copy recall probes per architecture (PROBE_ARGS=...)
 #   make asan       unit and CLI tests under AddressSanitizer + UBSan
 CC      ?= cc
 OPT     ?= -O3 -march=native
@@ -67,6 +68,11 @@ compare: $(PROGRAMS)
 
 deps:
 	bash scripts/install-deps.sh
+
+# Synthetic recall probes, MQAR and copy (issue 7): runs/probe/probe.md and probe.json.
+.PHONY: probe
+probe: $(PROGRAMS)
+	python3 eval/probe.py $(PROBE_ARGS)
 
 asan:
 	$(MAKE) BUILD=build-asan BIN=bin-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \

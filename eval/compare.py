@@ -87,6 +87,26 @@ def parse_budget(text):
     return (kind, int(v) if kind == "tokens" else v)
 
 
+def count_params(data, shared, mixers, rank=None):
+    """Exact parameter count from bin/train --count-params (shared: the model options)."""
+    args = shared + ["--mixer", ",".join(mixers)] + (["--grassmann-rank", str(rank)] if rank else [])
+    return int(run([os.path.join(BIN, "train"), "--data", data, "--count-params"] + args).strip())
+
+
+def match_rank(data, shared, mixers, target):
+    """(rank, count): the Grassmann rank whose exact count is closest to target (counts grow with r),
+    by bisection; (None, count) for a model without Grassmann layers."""
+    if "grassmann" not in mixers:
+        return None, count_params(data, shared, mixers)
+    size = lambda r: count_params(data, shared, mixers, r)
+    lo, hi = 2, 256
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if size(mid) <= target else (lo, mid)
+    best = min((lo, hi), key=lambda r: abs(size(r) - target))
+    return best, size(best)
+
+
 def mean_spread(xs):
     """Mean and spread (half the range over seeds: every seed lies within mean +- spread... of the midrange)."""
     xs = [x for x in xs if x is not None and not math.isnan(x)]
@@ -103,28 +123,8 @@ class Harness:
     def __init__(self, a):
         self.a = a
         self.shared = ["--n-layer", str(a.n_layer), "--n-head", str(a.n_head), "--n-embd", str(a.n_embd),
-                       "--block-size", str(a.block_size), "--dropout", str(a.dropout)]
-
-    def count(self, mixers, rank):
-        args = self.shared + ["--mixer", ",".join(mixers), "--grassmann-windows", self.a.grassmann_windows,
-                              "--grassmann-rank", str(rank)]
-        return int(run([os.path.join(BIN, "train"), "--data", self.a.data, "--count-params"] + args).strip())
-
-    def match_rank(self, mixers, target):
-        """The rank whose exact count is closest to target (counts grow with r)."""
-        if "grassmann" not in mixers:
-            return None, self.count(mixers, 2)
-        if self.a.grassmann_rank:
-            return self.a.grassmann_rank, self.count(mixers, self.a.grassmann_rank)
-        lo, hi = 2, 256
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if self.count(mixers, mid) <= target:
-                lo = mid
-            else:
-                hi = mid
-        best = min((lo, hi), key=lambda r: abs(self.count(mixers, r) - target))
-        return best, self.count(mixers, best)
+                       "--block-size", str(a.block_size), "--dropout", str(a.dropout),
+                       "--grassmann-windows", a.grassmann_windows]
 
     def train(self, arch, budget, seed, tag):
         a = self.a
@@ -141,8 +141,7 @@ class Harness:
             limit = ["--max-iters", "100000000", "--max-seconds", str(value)]
             eval_interval = a.seconds_eval_interval
         args = [os.path.join(BIN, "train"), "--data", a.data, "--out", ckpt, "--log", log] + self.shared + [
-            "--mixer", ",".join(arch["mixers"]), "--grassmann-windows", a.grassmann_windows,
-            "--batch-size", str(a.batch_size), "--lr", str(a.lr), "--min-lr", str(a.min_lr),
+            "--mixer", ",".join(arch["mixers"]), "--batch-size", str(a.batch_size), "--lr", str(a.lr), "--min-lr", str(a.min_lr),
             "--warmup-iters", str(a.warmup_iters), "--seed", str(seed), "--eval-interval", str(eval_interval),
             "--eval-iters", str(a.eval_iters), "--log-interval", "1000000", "--threads", str(a.threads)] + limit
         if arch["rank"]:
@@ -306,11 +305,14 @@ def main():
 
     archs, ref = [], None
     for name, mixers in parse_archs(a.archs, a.n_layer):
-        rank, n = h.match_rank(mixers, ref) if ref is not None else (
-            (a.grassmann_rank or 32) if "grassmann" in mixers else None, None)
-        if ref is None:
-            n = h.count(mixers, rank or 2)
-            ref = n
+        if "grassmann" in mixers and (ref is None or a.grassmann_rank):  # the reference, or a rank given
+            rank = a.grassmann_rank or 32
+            n = count_params(a.data, h.shared, mixers, rank)
+        elif ref is None:
+            rank, n = None, count_params(a.data, h.shared, mixers)
+        else:
+            rank, n = match_rank(a.data, h.shared, mixers, ref)
+        ref = ref or n
         label = name + (f" (r={rank})" if rank else "")
         archs.append({"name": name, "mixers": mixers, "rank": rank, "params": n, "label": label})
         gap = 100.0 * (n - ref) / ref

@@ -287,6 +287,29 @@ if $B/train --data "$tmp/a" --out "$tmp/timed.ckpt" "${SMALL[@]}" --max-iters 10
     [ "$(tail -1 "$tmp/timed.csv" | cut -d, -f1)" -lt 1000000 ]; then ok
 else bad "train --max-seconds: $(tail -c 300 "$tmp/out" "$tmp/err")"; fi
 expect_ok "train window-align" $B/train --data "$tmp/a" --out "$tmp/aligned.ckpt" "${SMALL[@]}" --max-iters 3 --window-align 16
+# bin/probegen (issue 7): bad input, and the files it writes line up
+expect_error "probegen task" "must be mqar or copy" $B/probegen --task sort --out "$tmp/pg"
+expect_error "probegen no out" "required" $B/probegen --task mqar
+expect_error "probegen too many pairs" "distinct keys" $B/probegen --task mqar --out "$tmp/pg" --pairs 70 --symbols 64 --seq-len 512
+expect_error "probegen no room" "no room|needs" $B/probegen --task mqar --out "$tmp/pg" --pairs 16 --seq-len 32
+expect_error "probegen symbols" "range|at most|too" $B/probegen --task copy --out "$tmp/pg" --symbols 500
+expect_error "probegen copy too long" "needs .* tokens" $B/probegen --task copy --out "$tmp/pg" --seq-len 32 --segment 16 --gap 8
+expect_error "probegen zero seqs" "positive" $B/probegen --task copy --out "$tmp/pg" --train-seqs 0
+if $B/probegen --task mqar --out "$tmp/pg" --seq-len 16 --pairs 2 --symbols 4 --train-seqs 3 --val-seqs 2 >"$tmp/out" 2>"$tmp/err" &&
+    /usr/bin/python3 -c '
+import struct, sys
+d = sys.argv[1]
+def toks(name):
+    b = open(f"{d}/{name}.bin", "rb").read(); n = struct.unpack("<Q", b[24:32])[0]
+    return list(struct.unpack(f"<{n}H", b[32:32 + 2 * n]))
+t, m = toks("val"), open(f"{d}/val.mask", "rb").read()[24:]
+assert len(t) == 2 * 16 + 1 == len(m) and len(toks("train")) == 3 * 16 + 1
+for s in range(2):
+    q = t[16 * s:16 * s + 16]; store = dict(zip(q[0:4:2], q[1:4:2]))
+    marked = [i for i in range(16) if m[16 * s + i]]
+    assert marked == list(range(5, 16, 2)), marked   # 6 queries after 2 pairs
+    assert all(q[i] == store[q[i - 1]] for i in marked)
+' "$tmp/pg"; then ok; else bad "probegen mqar files: $(head -c 300 "$tmp/err")"; fi
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
