@@ -47,17 +47,17 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "runs/probe"))
     ap.add_argument("--archs", default="attention grassmann", help="as in eval/compare.py (default 'attention grassmann')")
     ap.add_argument("--tasks", default="mqar,copy")
-    ap.add_argument("--mqar-seq-lens", default="64,128,256")
-    ap.add_argument("--pairs", type=int, default=16)
-    ap.add_argument("--symbols", type=int, default=64, help="distinct keys and values (MQAR) or symbols (copy)")
-    ap.add_argument("--copy-seq-len", type=int, default=128)
-    ap.add_argument("--copy-segment", type=int, default=16)
-    ap.add_argument("--copy-gaps", default="0,48,96")
+    ap.add_argument("--mqar-seq-lens", default="32,64,128")
+    ap.add_argument("--pairs", type=int, default=4)
+    ap.add_argument("--symbols", type=int, default=16, help="distinct keys and values (MQAR) or symbols (copy)")
+    ap.add_argument("--copy-seq-len", type=int, default=64)
+    ap.add_argument("--copy-segment", type=int, default=8)
+    ap.add_argument("--copy-gaps", default="0,16,40")
     ap.add_argument("--n-embds", default="64", help="model widths, comma list (default 64)")
     ap.add_argument("--n-layer", type=int, default=2)
     ap.add_argument("--n-head", type=int, default=2)
     ap.add_argument("--pos", default="sinusoidal")
-    ap.add_argument("--max-iters", type=int, default=400)
+    ap.add_argument("--max-iters", type=int, default=600)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--min-lr", type=float, default=3e-4)
@@ -129,11 +129,11 @@ def main():
                            "answer_loss": round(ev["loss"], 6), "answers": ev["scored"], "params": n,
                            "grassmann_rank": rank, "distance": distance, "train_seconds": round(secs, 1)}
                     rows.append(row)
+                    with open(os.path.join(a.out, "probe.json"), "w") as f:  # after every run: a partial sweep is kept
+                        json.dump(rows, f, indent=1)
                     print(f"probe: {task} L={L} {'pairs' if task == 'mqar' else 'gap'}={p} {name} n_embd={width} "
                           f"seed={seed}: accuracy {row['accuracy']:.3f} ({secs:.0f} s)", flush=True)
     total = time.time() - t_all
-    with open(os.path.join(a.out, "probe.json"), "w") as f:
-        json.dump(rows, f, indent=1)
     cmd = "python3 eval/probe.py " + " ".join(sys.argv[1:])
     md = ["# Recall probes", "",
           "| task | seq_len | pairs / gap | distance | architecture | n_embd | parameters | seed | accuracy | answer loss |",
