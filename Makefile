@@ -4,7 +4,8 @@
 #   make test       every test (unit, gradient checks, CLI, PyTorch parity)
 #   make bench      throughput and memory benchmarks
 #   make data       fetch and prepare the default corpus (Moby Dick)
-#   make compare    Transformer vs Grassmann, matched size (COMPARE_ARGS=...)
+#   make compare    architectures of matched size, seeds, token and time budgets (COMPARE_ARGS=...)
+#   make probe      MQAR and copy recall probes per architecture (PROBE_ARGS=...)
 #   make asan       unit and CLI tests under AddressSanitizer + UBSan
 CC      ?= cc
 OPT     ?= -O3 -march=native
@@ -22,10 +23,10 @@ BIN     ?= bin
 LIB_SRC  := $(wildcard src/*.c)
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/liblm.a
-PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample $(BIN)/inspect $(BIN)/gemm-rate
+PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample $(BIN)/inspect $(BIN)/probegen $(BIN)/gemm-rate
 TESTS    := $(patsubst tests/%.c,$(BUILD)/%,$(wildcard tests/test_*.c))
 
-.PHONY: all test unit-test bench demo data compare clean asan deps fuzz fuzz-seeds valgrind
+.PHONY: all test unit-test bench demo data compare probe clean asan deps fuzz fuzz-seeds valgrind
 all: $(PROGRAMS)
 
 $(BUILD)/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)
@@ -78,6 +79,10 @@ compare: $(PROGRAMS)
 
 deps:
 	bash scripts/install-deps.sh
+
+# Synthetic recall probes, MQAR and copy (issue 7): runs/probe/probe.md and probe.json.
+probe: $(PROGRAMS)
+	python3 eval/probe.py $(PROBE_ARGS)
 
 asan:
 	$(MAKE) BUILD=build-asan BIN=bin-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \

@@ -1,15 +1,26 @@
 #!/usr/bin/env python3
-"""make compare: a Transformer and a Grassmann model of matched size, trained
-on the same prepared data with the same token budget, seed and schedule, then
-evaluated on val and test (every token scored once).
+"""make compare: architectures of matched size trained on the same data under
+the same budgets, several seeds each, and where their losses differ.
 
-Sizes are matched by the Grassmann reduced rank r: the script asks bin/train
-for the exact parameter count of every r from 2 to 128 and takes the one
-closest to the Transformer's (unless --grassmann-rank is given), and it prints
-both counts. Everything else -- layers, width, MLP, embeddings -- is shared.
+--archs lists the architectures, separated by spaces: each is a mixer
+(`attention`, `grassmann`) or a per-layer list of them joined by commas
+(`grassmann,grassmann,grassmann,attention`), optionally named with NAME=
+(`hybrid=grassmann,grassmann,grassmann,attention`). Every architecture that
+has a Grassmann layer is size-matched to the first one by its reduced rank r
+(bisection on the exact `bin/train --count-params`); the counts are reported.
 
-Writes OUT/compare.md, OUT/compare.csv and OUT/val_loss.png (gnuplot), plus
-each model's checkpoint and training log.
+--budget tokens:N trains for N tokens (N / (batch * block) steps, the cosine
+schedule over them); --budget seconds:S for S seconds of training steps
+(bin/train --max-seconds: the cosine follows the elapsed time, validation is
+not counted). Both may be given; the default is both. --seeds N repeats every
+run with seeds seed, seed+1, ...; seeds are paired across architectures (the
+same seed draws the same batches), runs are interleaved so that a busy
+machine slows every architecture alike.
+
+Each run is scored on val and test with bin/eval --by-position
+--split-recall N. Writes OUT/compare.md (a reading, then the tables),
+compare.csv (one row per run), and plots: val_loss_tokens.png,
+val_loss_seconds.png, loss_by_position.png, recall_split.png.
 """
 import argparse
 import csv
@@ -17,12 +28,14 @@ import json
 import math
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "bin")
+MIXERS = ("attention", "grassmann")
 
 
 def die(msg):
@@ -32,9 +45,9 @@ def die(msg):
 
 def run(cmd, live=False):
     if live:
-        p = subprocess.run(cmd)
+        p = subprocess.run(cmd, stdout=subprocess.DEVNULL)
         if p.returncode != 0:
-            die(f"{os.path.basename(cmd[0])} failed (exit {p.returncode})")
+            die(f"{os.path.basename(cmd[0])} failed (exit {p.returncode}): {' '.join(cmd)}")
         return ""
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
@@ -42,133 +55,363 @@ def run(cmd, live=False):
     return p.stdout
 
 
-def count_params(data, model_args):
-    return int(run([os.path.join(BIN, "train"), "--data", data, "--count-params"] + model_args).strip())
+def parse_archs(text, n_layer):
+    """'attention grassmann hybrid=g,g,g,a' -> [(name, [mixer per layer])]."""
+    archs = []
+    for item in text.split():
+        name, _, spec = item.rpartition("=")
+        mixers = spec.split(",")
+        if any(m not in MIXERS for m in mixers):
+            die(f"--archs: '{item}' names a mixer other than {' or '.join(MIXERS)}")
+        if len(mixers) == 1:
+            mixers = mixers * n_layer
+        if len(mixers) != n_layer:
+            die(f"--archs: '{item}' has {len(mixers)} layers but --n-layer is {n_layer}")
+        archs.append((name or spec, mixers))
+    if not archs:
+        die("--archs is empty")
+    names = [a[0] for a in archs]
+    if len(set(names)) != len(names):
+        die("--archs: two architectures have the same name (name them with NAME=...)")
+    return archs
+
+
+def parse_budget(text):
+    kind, _, value = text.partition(":")
+    try:
+        v = float(value)
+    except ValueError:
+        v = -1
+    if kind not in ("tokens", "seconds") or v <= 0:
+        die(f"--budget must be tokens:N or seconds:S with a positive number (got '{text}')")
+    return (kind, int(v) if kind == "tokens" else v)
+
+
+def count_params(data, shared, mixers, rank=None):
+    """Exact parameter count from bin/train --count-params (shared: the model options)."""
+    args = shared + ["--mixer", ",".join(mixers)] + (["--grassmann-rank", str(rank)] if rank else [])
+    return int(run([os.path.join(BIN, "train"), "--data", data, "--count-params"] + args).strip())
+
+
+def match_rank(data, shared, mixers, target):
+    """(rank, count): the Grassmann rank whose exact count is closest to target (counts grow with r),
+    by bisection; (None, count) for a model without Grassmann layers."""
+    if "grassmann" not in mixers:
+        return None, count_params(data, shared, mixers)
+    size = lambda r: count_params(data, shared, mixers, r)
+    lo, hi = 2, 256
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if size(mid) <= target else (lo, mid)
+    best = min((lo, hi), key=lambda r: abs(size(r) - target))
+    return best, size(best)
+
+
+def mean_spread(xs):
+    """Mean and spread (half the range over seeds: every seed lies within mean +- spread... of the midrange)."""
+    xs = [x for x in xs if x is not None and not math.isnan(x)]
+    if not xs:
+        return float("nan"), float("nan")
+    return statistics.fmean(xs), (max(xs) - min(xs)) / 2
+
+
+def fmt(m, s, digits=3):
+    return f"{m:.{digits}f} ± {s:.{digits}f}"
+
+
+class Harness:
+    def __init__(self, a):
+        self.a = a
+        self.shared = ["--n-layer", str(a.n_layer), "--n-head", str(a.n_head), "--n-embd", str(a.n_embd),
+                       "--block-size", str(a.block_size), "--dropout", str(a.dropout),
+                       "--grassmann-windows", a.grassmann_windows]
+
+    def train(self, arch, budget, seed, tag):
+        a = self.a
+        ckpt, log = os.path.join(a.out, f"{tag}.ckpt"), os.path.join(a.out, f"{tag}.csv")
+        if os.path.exists(log):
+            os.remove(log)
+        kind, value = budget
+        tokens_per_step = a.batch_size * a.block_size
+        if kind == "tokens":
+            steps = max(1, value // tokens_per_step)
+            limit = ["--max-iters", str(steps)]
+            eval_interval = max(1, steps // a.curve_points)
+        else:
+            limit = ["--max-iters", "100000000", "--max-seconds", str(value)]
+            eval_interval = a.seconds_eval_interval
+        args = [os.path.join(BIN, "train"), "--data", a.data, "--out", ckpt, "--log", log] + self.shared + [
+            "--mixer", ",".join(arch["mixers"]), "--batch-size", str(a.batch_size), "--lr", str(a.lr), "--min-lr", str(a.min_lr),
+            "--warmup-iters", str(a.warmup_iters), "--seed", str(seed), "--eval-interval", str(eval_interval),
+            "--eval-iters", str(a.eval_iters), "--log-interval", "1000000", "--threads", str(a.threads)] + limit
+        if arch["rank"]:
+            args += ["--grassmann-rank", str(arch["rank"])]
+        t0 = time.time()
+        run(args, live=True)
+        wall = time.time() - t0
+        with open(log) as f:
+            steps_rows = list(csv.DictReader(f))
+        clock, curve = 0.0, []
+        for r in steps_rows:
+            if r["ms_per_step"] not in ("", "nan"):
+                clock += float(r["ms_per_step"]) / 1e3
+            if r["val_loss"] not in ("", "nan"):
+                curve.append((int(r["tokens"]), clock, float(r["val_loss"])))
+        train_rows = [r for r in steps_rows if r["ms_per_step"] not in ("", "nan")]
+        ev = {}
+        for split in ("val", "test"):
+            ev[split] = json.loads(run([os.path.join(BIN, "eval"), "--model", ckpt, "--data", a.data, "--split", split,
+                                        "--json", "--by-position", "--split-recall", str(a.recall_n),
+                                        "--threads", str(a.threads)]))
+        if not a.keep_checkpoints:
+            os.remove(ckpt)
+        return {"arch": arch["name"], "budget": f"{kind}:{value}", "seed": seed, "params": arch["params"],
+                "steps": int(train_rows[-1]["step"]), "tokens": int(train_rows[-1]["tokens"]),
+                "train_seconds": clock, "wall": wall, "tok_s": int(train_rows[-1]["tokens"]) / clock,
+                "val_loss": ev["val"]["loss"], "val_ppl": ev["val"]["perplexity"],
+                "test_loss": ev["test"]["loss"], "test_ppl": ev["test"]["perplexity"],
+                "recall_loss": ev["val"]["split_recall"]["recall_loss"],
+                "other_loss": ev["val"]["split_recall"]["other_loss"],
+                "recall_tokens": ev["val"]["split_recall"]["recall_tokens"],
+                "other_tokens": ev["val"]["split_recall"]["other_tokens"],
+                "by_position": ev["val"]["by_position"]["loss"], "curve": curve,
+                "unit": next(k for k in ev["val"] if k.startswith("bits_per_")).split("_")[-1]}
+
+
+def gnuplot(script):
+    p = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
+    if p.returncode != 0:
+        die(f"gnuplot failed: {p.stderr.strip()}")
+
+
+def write_plots(a, archs, budgets, runs, unit):
+    out = a.out
+    colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
+    head = "set terminal pngcairo size 900,560 font ',11'\nset grid\nset key top right\n"
+    # Val loss against tokens: mean over seeds and a min-max band (same evaluation steps for every seed).
+    tok_budget = next((b for b in budgets if b[0] == "tokens"), None)
+    plots = []
+    if tok_budget:
+        b = f"tokens:{tok_budget[1]}"
+        parts = []
+        for i, arch in enumerate(archs):
+            rs = [r for r in runs if r["arch"] == arch["name"] and r["budget"] == b]
+            path = os.path.join(out, f"curve_tokens_{i}.dat")
+            with open(path, "w") as f:
+                for k in range(min(len(r["curve"]) for r in rs)):
+                    vals = [r["curve"][k][2] for r in rs]
+                    f.write(f"{rs[0]['curve'][k][0]} {statistics.fmean(vals)} {min(vals)} {max(vals)}\n")
+            c = colors[i % len(colors)]
+            parts.append(f"'{path}' using 1:3:4 with filledcurves lc rgb '{c}' fs transparent solid 0.25 notitle")
+            parts.append(f"'{path}' using 1:2 with lines lw 2 lc rgb '{c}' title '{arch['label']}'")
+        plots.append(("val_loss_tokens.png", "training tokens", "set format x '%.1s%c'\n",
+                      f"Validation loss, equal tokens (mean and min-max over {a.seeds} seeds)", parts))
+    sec_budget = next((b for b in budgets if b[0] == "seconds"), None)
+    if sec_budget:
+        b = f"seconds:{sec_budget[1]}"
+        parts = []
+        for i, arch in enumerate(archs):
+            c = colors[i % len(colors)]
+            for j, r in enumerate(r for r in runs if r["arch"] == arch["name"] and r["budget"] == b):
+                path = os.path.join(out, f"curve_seconds_{i}_{j}.dat")
+                with open(path, "w") as f:
+                    f.writelines(f"{s} {v}\n" for _, s, v in r["curve"])
+                title = f"title '{arch['label']}'" if j == 0 else "notitle"
+                parts.append(f"'{path}' using 1:2 with linespoints lw 1.5 pt 7 ps 0.4 lc rgb '{c}' {title}")
+        plots.append(("val_loss_seconds.png", "seconds of training steps", "",
+                      f"Validation loss, equal time (each of {a.seeds} seeds drawn)", parts))
+    for name, xlabel, extra, title, parts in plots:
+        gnuplot(head + extra + f"set output '{os.path.join(out, name)}'\nset title \"{title}\"\n"
+                f"set xlabel '{xlabel}'\nset ylabel 'validation loss (nats per {unit})'\n"
+                f"plot " + ", \\\n     ".join(parts) + "\n")
+    # Loss by position in the window (val, mean over seeds), every budget.
+    parts = []
+    for bi, (kind, value) in enumerate(budgets):
+        for i, arch in enumerate(archs):
+            rs = [r for r in runs if r["arch"] == arch["name"] and r["budget"] == f"{kind}:{value}"]
+            path = os.path.join(out, f"by_position_{bi}_{i}.dat")
+            with open(path, "w") as f:
+                for t in range(len(rs[0]["by_position"])):
+                    vals = [r["by_position"][t] for r in rs if r["by_position"][t] is not None]
+                    if vals:
+                        f.write(f"{t} {statistics.fmean(vals)} {min(vals)} {max(vals)}\n")
+            dash = "" if kind == "tokens" else " dt 2"
+            parts.append(f"'{path}' using 1:2 with lines lw 2{dash} lc rgb '{colors[i % len(colors)]}' "
+                         f"title '{arch['label']}, {kind}'")
+    gnuplot(head + f"set output '{os.path.join(out, 'loss_by_position.png')}'\n"
+            f"set title 'Validation loss by position in the window (mean over {a.seeds} seeds)'\n"
+            f"set xlabel 'position (tokens of context before the target)'\nset ylabel 'loss (nats per {unit})'\n"
+            "set logscale x 2\nset xrange [1:*]\nplot " + ", \\\n     ".join(parts) + "\n")
+    # Recall vs other tokens: grouped bars with the seed range.
+    path = os.path.join(out, "recall_split.dat")
+    with open(path, "w") as f:
+        for kind, value in budgets:
+            for arch in archs:
+                rs = [r for r in runs if r["arch"] == arch["name"] and r["budget"] == f"{kind}:{value}"]
+                rec = [r["recall_loss"] for r in rs]
+                oth = [r["other_loss"] for r in rs]
+                f.write(f"\"{arch['label']}\\n{kind}\" {statistics.fmean(rec)} {min(rec)} {max(rec)} "
+                        f"{statistics.fmean(oth)} {min(oth)} {max(oth)}\n")
+    gnuplot(head + f"set output '{os.path.join(out, 'recall_split.png')}'\n"
+            f"set title 'Val loss on tokens completing a {a.recall_n}-gram seen earlier in the window, vs all others'\n"
+            f"set ylabel 'loss (nats per {unit})'\nset style data histogram\n"
+            "set style histogram errorbars gap 2 lw 1\nset style fill solid 0.6 border -1\nset yrange [0:*]\n"
+            "set xtics font ',9'\n"
+            f"plot '{path}' using 2:3:4:xtic(1) title 'recall tokens' lc rgb '#2ca02c', "
+            f"'' using 5:6:7 title 'other tokens' lc rgb '#7f7f7f'\n")
 
 
 def main():
-    ap = argparse.ArgumentParser(description="Transformer vs Grassmann language model, matched size and budget.")
+    ap = argparse.ArgumentParser(description="Architectures of matched size under equal token and time budgets, "
+                                             "several seeds, with the loss split by position and by recall.")
     ap.add_argument("--data", default=os.path.join(ROOT, "data/moby"), help="prepared data directory (default data/moby)")
     ap.add_argument("--out", default=os.path.join(ROOT, "runs/compare"), help="output directory (default runs/compare)")
+    ap.add_argument("--archs", default="attention grassmann",
+                    help="space-separated architectures, each a mixer or a per-layer comma list, optionally "
+                         "NAME=...; the first is the size reference (default 'attention grassmann')")
+    ap.add_argument("--budget", action="append", default=None,
+                    help="tokens:N or seconds:S; repeat for several (default tokens:768000 and seconds:40)")
+    ap.add_argument("--seeds", type=int, default=3, help="seeds per architecture and budget (default 3)")
+    ap.add_argument("--seed", type=int, default=1337, help="first seed (default 1337)")
     ap.add_argument("--n-layer", type=int, default=4)
     ap.add_argument("--n-head", type=int, default=4)
     ap.add_argument("--n-embd", type=int, default=128)
     ap.add_argument("--block-size", type=int, default=64)
     ap.add_argument("--batch-size", type=int, default=12)
-    ap.add_argument("--max-iters", type=int, default=3000)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--min-lr", type=float, default=1e-4)
     ap.add_argument("--warmup-iters", type=int, default=100)
     ap.add_argument("--dropout", type=float, default=0.0)
-    ap.add_argument("--eval-interval", type=int, default=100, help="steps between validation estimates (curve)")
-    ap.add_argument("--eval-iters", type=int, default=20)
-    ap.add_argument("--grassmann-rank", type=int, default=0, help="0 = choose r to match the Transformer's size")
+    ap.add_argument("--curve-points", type=int, default=10, help="validation estimates along a token budget (10)")
+    ap.add_argument("--seconds-eval-interval", type=int, default=100, help="steps between validation estimates "
+                    "under a time budget (100)")
+    ap.add_argument("--eval-iters", type=int, default=10)
+    ap.add_argument("--recall-n", type=int, default=4, help="n of the recall split (bin/eval --split-recall; 4)")
+    ap.add_argument("--grassmann-rank", type=int, default=0, help="0 = choose r to match the first architecture")
     ap.add_argument("--grassmann-windows", default="1,2,4,8,12,16")
-    ap.add_argument("--seed", type=int, default=1337)
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--keep-checkpoints", action="store_true")
     a = ap.parse_args()
+    budgets = [parse_budget(b) for b in (a.budget or ["tokens:768000", "seconds:40"])]
+    if a.seeds < 1:
+        die("--seeds must be at least 1")
     for f in ("train.bin", "val.bin", "test.bin", "tokenizer.txt"):
         if not os.path.exists(os.path.join(a.data, f)):
             die(f"'{a.data}' has no {f} (run make data, or bin/prepare with a test fraction)")
     if not shutil.which("gnuplot"):
         die("gnuplot is not installed (bash scripts/install-deps.sh)")
     os.makedirs(a.out, exist_ok=True)
+    h = Harness(a)
 
-    shared = ["--n-layer", str(a.n_layer), "--n-head", str(a.n_head), "--n-embd", str(a.n_embd),
-              "--block-size", str(a.block_size), "--dropout", str(a.dropout)]
-    n_tf = count_params(a.data, shared + ["--mixer", "attention"])
-    gr_args = shared + ["--mixer", "grassmann", "--grassmann-windows", a.grassmann_windows]
-    if a.grassmann_rank:
-        rank = a.grassmann_rank
-    else:
-        counts = {r: count_params(a.data, gr_args + ["--grassmann-rank", str(r)]) for r in range(2, 129)}
-        rank = min(counts, key=lambda r: abs(counts[r] - n_tf))
-    n_gr = count_params(a.data, gr_args + ["--grassmann-rank", str(rank)])
-    gap = 100.0 * (n_gr - n_tf) / n_tf
-    print(f"compare: Transformer {n_tf} parameters; Grassmann r={rank} {n_gr} parameters ({gap:+.2f}%)")
-    if abs(gap) > 5:
-        print(f"compare: warning: parameter counts differ by {gap:+.1f}% (more than 5%)")
+    archs, ref = [], None
+    for name, mixers in parse_archs(a.archs, a.n_layer):
+        if "grassmann" in mixers and (ref is None or a.grassmann_rank):  # the reference, or a rank given
+            rank = a.grassmann_rank or 32
+            n = count_params(a.data, h.shared, mixers, rank)
+        elif ref is None:
+            rank, n = None, count_params(a.data, h.shared, mixers)
+        else:
+            rank, n = match_rank(a.data, h.shared, mixers, ref)
+        ref = ref or n
+        label = name + (f" (r={rank})" if rank else "")
+        archs.append({"name": name, "mixers": mixers, "rank": rank, "params": n, "label": label})
+        gap = 100.0 * (n - ref) / ref
+        print(f"compare: {label}: {n:,} parameters ({gap:+.2f}% vs {archs[0]['label']})", flush=True)
+        if abs(gap) > 5:
+            print(f"compare: warning: {label} differs in size from {archs[0]['label']} by {gap:+.1f}%")
 
-    train_common = ["--batch-size", str(a.batch_size), "--max-iters", str(a.max_iters), "--lr", str(a.lr),
-                    "--min-lr", str(a.min_lr), "--warmup-iters", str(a.warmup_iters), "--seed", str(a.seed),
-                    "--eval-interval", str(a.eval_interval), "--eval-iters", str(a.eval_iters),
-                    "--log-interval", str(max(1, a.max_iters // 20)), "--threads", str(a.threads)]
-    models = [("Transformer", "transformer", shared + ["--mixer", "attention"], n_tf),
-              (f"Grassmann (r={rank})", "grassmann", gr_args + ["--grassmann-rank", str(rank)], n_gr)]
-    rows = []
-    for label, tag, args, n_params in models:
-        ckpt, log = os.path.join(a.out, f"{tag}.ckpt"), os.path.join(a.out, f"{tag}.csv")
-        if os.path.exists(log):
-            os.remove(log)
-        print(f"\n== {label}: training", flush=True)
-        t0 = time.time()
-        run([os.path.join(BIN, "train"), "--data", a.data, "--out", ckpt, "--log", log] + args + train_common, live=True)
-        wall = time.time() - t0
-        with open(log) as f:
-            steps = list(csv.DictReader(f))
-        train_rows = [r for r in steps if r["ms_per_step"] not in ("", "nan")]
-        step_time = sum(float(r["ms_per_step"]) for r in train_rows) / 1e3
-        tokens = int(train_rows[-1]["tokens"])
-        last = train_rows[-50:]
-        final_train = sum(float(r["train_loss"]) for r in last) / len(last)
-        curve = [(int(r["tokens"]), float(r["val_loss"])) for r in steps if r["val_loss"] not in ("", "nan")]
-        ev = {}
-        for split in ("val", "test"):
-            ev[split] = json.loads(run([os.path.join(BIN, "eval"), "--model", ckpt, "--data", a.data,
-                                        "--split", split, "--json", "--threads", str(a.threads)]))
-        unit = next(k for k in ev["val"] if k.startswith("bits_per_")).split("_")[-1]
-        rows.append({"label": label, "tag": tag, "params": n_params, "tokens": tokens, "wall": wall,
-                     "step_time": step_time, "tok_s": tokens / step_time, "train_loss": final_train,
-                     "val_loss": ev["val"]["loss"], "val_ppl": ev["val"]["perplexity"],
-                     "test_loss": ev["test"]["loss"], "test_ppl": ev["test"]["perplexity"],
-                     "test_bits": ev["test"][f"bits_per_{unit}"], "curve": curve, "unit": unit})
+    runs = []
+    seeds = [a.seed + k for k in range(a.seeds)]
+    t_all = time.time()
+    for kind, value in budgets:
+        for seed in seeds:
+            for i, arch in enumerate(archs):
+                tag = f"{arch['name']}_{kind}_{seed}".replace(",", "-")
+                print(f"== {arch['label']}, {kind}:{value}, seed {seed}", flush=True)
+                r = h.train(arch, (kind, value), seed, tag)
+                print(f"   {r['steps']} steps, {r['tokens']:,} tokens in {r['train_seconds']:.1f} s "
+                      f"({r['tok_s']:.0f} tok/s); val loss {r['val_loss']:.4f}", flush=True)
+                runs.append(r)
+    total = time.time() - t_all
+    unit = runs[0]["unit"]
 
-    unit = rows[0]["unit"]
-    header = ["architecture", "parameters", "training tokens", "wall time (s)", "tokens/s", "final train loss",
-              "val loss", "val ppl", "test loss", "test ppl", f"test bits/{unit}"]
-    table = [[r["label"], f"{r['params']:,}", f"{r['tokens']:,}", f"{r['wall']:.0f}", f"{r['tok_s']:.0f}",
-              f"{r['train_loss']:.4f}", f"{r['val_loss']:.4f}", f"{r['val_ppl']:.3f}", f"{r['test_loss']:.4f}",
-              f"{r['test_ppl']:.3f}", f"{r['test_bits']:.4f}"] for r in rows]
-    ratio = rows[1]["test_ppl"] / rows[0]["test_ppl"]
-    command = "python3 eval/compare.py " + " ".join(sys.argv[1:])
-    md = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    md += ["| " + " | ".join(row) + " |" for row in table]
-    md += ["", f"Grassmann / Transformer test perplexity: {ratio:.3f} "
-               f"({100 * (ratio - 1):+.1f}%); val: {rows[1]['val_ppl'] / rows[0]['val_ppl']:.3f}.",
-           f"Same data ({a.data}), {rows[0]['tokens']:,} training tokens each, seed {a.seed}, "
-           f"lr {a.lr} -> {a.min_lr} cosine, {a.warmup_iters} warm-up steps. Wall time includes the "
-           f"periodic validation estimates; tokens/s counts training steps only.",
-           f"Command: `{command.strip()}`"]
+    # Aggregates per (budget, arch), and paired ratios against the first architecture.
+    rows, reading = [], []
+    for kind, value in budgets:
+        b = f"{kind}:{value}"
+        base = {r["seed"]: r for r in runs if r["budget"] == b and r["arch"] == archs[0]["name"]}
+        for arch in archs:
+            rs = [r for r in runs if r["budget"] == b and r["arch"] == arch["name"]]
+            agg = {k: mean_spread([r[k] for r in rs]) for k in
+                   ("tokens", "train_seconds", "tok_s", "val_loss", "val_ppl", "test_ppl", "recall_loss", "other_loss")}
+            ratio = mean_spread([r["val_ppl"] / base[r["seed"]]["val_ppl"] for r in rs])
+            test_ratio = mean_spread([r["test_ppl"] / base[r["seed"]]["test_ppl"] for r in rs])
+            d_rec = mean_spread([r["recall_loss"] - base[r["seed"]]["recall_loss"] for r in rs])
+            d_oth = mean_spread([r["other_loss"] - base[r["seed"]]["other_loss"] for r in rs])
+            # The share of the val-loss gap carried by recall tokens: their count times their loss gap.
+            shares = []
+            for r in rs:
+                n_all = r["recall_tokens"] + r["other_tokens"]
+                gap = r["val_loss"] - base[r["seed"]]["val_loss"]
+                if abs(gap) > 1e-9:
+                    shares.append(r["recall_tokens"] / n_all * (r["recall_loss"] - base[r["seed"]]["recall_loss"]) / gap)
+            rows.append({"budget": b, "arch": arch, "agg": agg, "ratio": ratio, "test_ratio": test_ratio,
+                         "d_rec": d_rec, "d_oth": d_oth, "share": mean_spread(shares) if shares else None,
+                         "recall_frac": rs[0]["recall_tokens"] / (rs[0]["recall_tokens"] + rs[0]["other_tokens"])})
+            if arch is not archs[0]:
+                m, s = ratio
+                verdict = ("a difference (it exceeds the seed spread)" if abs(m - 1) > s
+                           else "NOT a difference (within the seed spread)")
+                where = ""
+                if rows[-1]["share"]:
+                    sm, ss = rows[-1]["share"]
+                    where = (f"; {100 * sm:.0f}% ± {100 * ss:.0f}% of the loss gap sits on the "
+                             f"{100 * rows[-1]['recall_frac']:.0f}% of tokens that complete a {a.recall_n}-gram "
+                             f"seen earlier in the window (loss gap {d_rec[0]:+.3f} there vs {d_oth[0]:+.3f} on the rest)")
+                reading.append(f"- **{kind} budget ({value:,}{' s' if kind == 'seconds' else ' tokens'})**: "
+                               f"{arch['label']} / {archs[0]['label']} val perplexity = {fmt(m, s)}: {verdict}"
+                               f"{where}.")
+
+    seeds_txt = ", ".join(map(str, seeds))
+    cmd = "python3 eval/compare.py " + " ".join(sys.argv[1:])
+    md = ["# Comparison: " + " vs ".join(x["label"] for x in archs), "",
+          "## Reading", ""] + reading + [
+          "", f"Ratios are paired by seed (same batches) and given as mean ± spread, the spread being half the "
+              f"range over the {a.seeds} seeds ({seeds_txt}); a ratio is called a difference only when its distance "
+              f"from 1 exceeds that spread.", "",
+          "## Results", "",
+          "| budget | architecture | parameters | tokens | train seconds | tokens/s | val loss | val ppl | test ppl "
+          f"| val ppl / {archs[0]['name']} | recall-token loss | other-token loss |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        g = row["agg"]
+        md.append(f"| {row['budget']} | {row['arch']['label']} | {row['arch']['params']:,} | {g['tokens'][0]:,.0f} "
+                  f"| {fmt(*g['train_seconds'], 1)} | {g['tok_s'][0]:,.0f} | {fmt(*g['val_loss'], 4)} "
+                  f"| {fmt(*g['val_ppl'])} | {fmt(*g['test_ppl'])} | {fmt(*row['ratio'])} "
+                  f"| {fmt(*g['recall_loss'])} | {fmt(*g['other_loss'])} |")
+    md += ["", f"Model: n_layer {a.n_layer}, n_head {a.n_head}, n_embd {a.n_embd}, block {a.block_size}, batch "
+               f"{a.batch_size}; lr {a.lr} -> {a.min_lr} cosine (over the steps, or over the seconds under a time "
+               f"budget), {a.warmup_iters} warm-up steps; Grassmann windows {a.grassmann_windows}. Val and test: "
+               f"every token scored once (bin/eval). Recall tokens: {a.recall_n}-grams seen earlier in their "
+               f"window ({100 * rows[0]['recall_frac']:.1f}% of val tokens). Train seconds count training steps only; "
+               f"the whole comparison took {total / 60:.1f} minutes of wall time.",
+           f"Command: `{cmd.strip()}`", "",
+           "![val loss vs tokens](val_loss_tokens.png) ![val loss vs seconds](val_loss_seconds.png)",
+           "![loss by position](loss_by_position.png) ![recall split](recall_split.png)"]
     with open(os.path.join(a.out, "compare.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     with open(os.path.join(a.out, "compare.csv"), "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["architecture", "parameters", "training_tokens", "wall_s", "tokens_per_s", "final_train_loss",
-                    "val_loss", "val_ppl", "test_loss", "test_ppl", f"test_bits_per_{unit}"])
-        for r in rows:
-            w.writerow([r["label"], r["params"], r["tokens"], f"{r['wall']:.1f}", f"{r['tok_s']:.0f}",
-                        f"{r['train_loss']:.6f}", f"{r['val_loss']:.6f}", f"{r['val_ppl']:.6f}",
-                        f"{r['test_loss']:.6f}", f"{r['test_ppl']:.6f}", f"{r['test_bits']:.6f}"])
-    for r in rows:
-        with open(os.path.join(a.out, f"{r['tag']}.curve"), "w") as f:
-            f.writelines(f"{t} {v}\n" for t, v in r["curve"])
-    png = os.path.join(a.out, "val_loss.png")
-    plot = f"""set terminal pngcairo size 900,560 font ',11'
-set output '{png}'
-set title 'Validation loss: Transformer vs Grassmann ({rows[0]['params']:,} vs {rows[1]['params']:,} parameters)'
-set xlabel 'training tokens'
-set ylabel 'validation loss (nats per {unit})'
-set grid
-set key top right
-set format x '%.1s%c'
-plot '{os.path.join(a.out, 'transformer.curve')}' using 1:2 with linespoints lw 2 pt 7 ps 0.5 title '{rows[0]['label']}', \\
-     '{os.path.join(a.out, 'grassmann.curve')}' using 1:2 with linespoints lw 2 pt 5 ps 0.5 title '{rows[1]['label']}'
-"""
-    p = subprocess.run(["gnuplot"], input=plot, text=True, capture_output=True)
-    if p.returncode != 0:
-        die(f"gnuplot failed: {p.stderr.strip()}")
-    print("\n" + "\n".join(md[:len(rows) + 3]))
-    print(f"\nwrote {os.path.join(a.out, 'compare.md')}, compare.csv and val_loss.png")
+        keys = ["arch", "budget", "seed", "params", "steps", "tokens", "train_seconds", "wall", "tok_s", "val_loss",
+                "val_ppl", "test_loss", "test_ppl", "recall_loss", "other_loss", "recall_tokens", "other_tokens"]
+        w.writerow(keys + ["mixers", "grassmann_rank"])
+        for r in runs:
+            arch = next(x for x in archs if x["name"] == r["arch"])
+            w.writerow([f"{r[k]:.6f}" if isinstance(r[k], float) else r[k] for k in keys] +
+                       [",".join(arch["mixers"]), arch["rank"] or ""])
+    write_plots(a, archs, budgets, runs, unit)
+    print("\n" + "\n".join(md[:len(reading) + 16]))
+    print(f"\nwrote {os.path.join(a.out, 'compare.md')}, compare.csv and 4 plots ({total / 60:.1f} min)")
 
 
 if __name__ == "__main__":

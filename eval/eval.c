@@ -16,6 +16,7 @@
 #include "evaluate.h"
 #include "json.h"
 #include "text_units.h"
+#include "token_mask.h"
 
 static const char *prog = "eval";
 
@@ -35,6 +36,11 @@ static void usage(FILE *f) {
             "      --threads N       OpenMP/OpenBLAS threads (default: all cores)\n"
             "      --word-ppl        also perplexity per whitespace-separated word\n"
             "      --json            print one JSON object instead of text\n"
+            "      --by-position     also the mean loss at each position of the window\n"
+            "      --split-recall N  also the loss on tokens that complete an N-gram seen earlier in\n"
+            "                        their window (recallable from context) and on all others\n"
+            "      --mask FILE       score only the tokens FILE marks (default: the token file's\n"
+            "                        name with .mask for .bin, when that file exists)\n"
             "  -h, --help            this help\n");
 }
 
@@ -51,12 +57,16 @@ int main(int argc, char **argv) {
     size_t stride = 0, batch = 16, threads = 0;
     int json = 0, word_ppl = 0;
     Error err;
+    EvalDetail detail = {0}; /* --by-position, --split-recall, --mask */
+    const char *mask_arg = NULL;
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},  {"data", required_argument, 0, 'd'},
         {"split", required_argument, 0, 's'},  {"stride", required_argument, 0, 'S'},
         {"batch-size", required_argument, 0, 'b'}, {"threads", required_argument, 0, 't'},
         {"json", no_argument, 0, 'j'},         {"help", no_argument, 0, 'h'},
         {"word-ppl", no_argument, 0, 'W'},
+        {"by-position", no_argument, 0, 'P'},  {"split-recall", required_argument, 0, 'R'},
+        {"mask", required_argument, 0, 'M'},
         {0, 0, 0, 0}};
     opterr = 0;
     int c;
@@ -78,6 +88,12 @@ int main(int argc, char **argv) {
             break;
         case 'j': json = 1; break;
         case 'W': word_ppl = 1; break;
+        case 'P': detail.by_position = 1; break;
+        case 'R':
+            if (parse_size(optarg, 1u << 16, &detail.recall_n, "--split-recall", &err)) return cli_error(prog, "%s", err.msg);
+            if (detail.recall_n == 0) return cli_error(prog, "--split-recall needs an n-gram length of at least 1");
+            break;
+        case 'M': mask_arg = optarg; break;
         case 'h': usage(stdout); return 0;
         case ':': return cli_error(prog, "option '%s' needs a value (see --help)", argv[optind - 1]);
         default: return cli_error(prog, "unknown option '%s' (see --help)", argv[optind - 1]);
@@ -103,10 +119,24 @@ int main(int argc, char **argv) {
     }
     TokenFile tf;
     if (tokens_read(path, &tf, &err)) return cli_error(prog, "%s", err.msg);
+    char mask_path[4096];
+    TokenMask mask = {0};
+    if (mask_arg) snprintf(mask_path, sizeof mask_path, "%s", mask_arg);
+    else mask_path_for(path, mask_path, sizeof mask_path);
+    if (mask_arg || access(mask_path, F_OK) == 0) {
+        if (mask_read(mask_path, &mask, &err) || mask.n != tf.n) {
+            if (mask.marked) err_set(&err, "mask '%s' has %zu entries but '%s' has %zu tokens", mask_path, mask.n, path, tf.n);
+            mask_free(&mask);
+            tokens_free(&tf);
+            return cli_error(prog, "%s", err.msg);
+        }
+        detail.mask = mask.marked;
+    }
     Model m;
     Tokenizer tok;
     if (model_open(model_path, &m, &tok, &err)) {
         tokens_free(&tf);
+        mask_free(&mask);
         return cli_error(prog, "%s", err.msg);
     }
     int rc = 0;
@@ -126,11 +156,11 @@ int main(int argc, char **argv) {
     EvalResult r;
     uint32_t *ids = rc == 0 ? tokens_copy_u32(&tf, 0, tf.n, &err) : NULL;
     if (rc == 0 && !ids) rc = cli_error(prog, "%s", err.msg);
-    if (rc == 0 && evaluate_tokens(&m, ids, tf.n, stride, batch, progress, &r, &err))
+    if (rc == 0 && evaluate_tokens_detail(&m, ids, tf.n, stride, batch, progress, &detail, &r, &err))
         rc = cli_error(prog, "%s", err.msg);
     /* Tokenizer-independent: the nats of all scored tokens over the bytes
      * (and words) of the text they stand for. */
-    TextUnits units = rc == 0 ? text_units_scored(&tok, ids, tf.n) : (TextUnits){0, 0};
+    TextUnits units = rc == 0 && !detail.mask ? text_units_scored(&tok, ids, tf.n) : (TextUnits){0, 0}; /* masked: not the text's */
     double total_nats = rc == 0 ? r.loss * (double)r.scored : 0.0;
     double bits_per_byte = units.bytes ? total_nats / log(2.0) / (double)units.bytes : NAN;
     double word_perplexity = units.words ? exp(total_nats / (double)units.words) : NAN;
@@ -144,20 +174,24 @@ int main(int argc, char **argv) {
             printf("{\"file\":%s,\"tokens\":%zu,\"scored\":%zu,\"windows\":%zu,\"block_size\":%zu,\"stride\":%zu,"
                    "\"loss\":%.6f,\"perplexity\":%.6f,\"bits_per_%s\":%.6f",
                    file, tf.n, r.scored, r.windows, m.cfg.block_size, used_stride, r.loss, ppl, tokenizer_unit(&tok), bits);
-            if (strcmp(tokenizer_unit(&tok), "byte") != 0)
+            if (strcmp(tokenizer_unit(&tok), "byte") != 0 && units.bytes)
                 printf(",\"bytes\":%zu,\"bits_per_byte\":%.6f", units.bytes, bits_per_byte);
-            if (word_ppl) printf(",\"words\":%zu,\"word_perplexity\":%.6f", units.words, word_perplexity);
-            printf("}\n");
+            if (word_ppl && units.words) printf(",\"words\":%zu,\"word_perplexity\":%.6f", units.words, word_perplexity);
             sb_free(&file);
+            eval_detail_print(stdout, &detail, &r, mask.marked ? mask_path : NULL, 1);
+            printf("}\n");
         } else {
             printf("%s: %zu tokens scored in %zu windows (block %zu, stride %zu)\n"
                    "loss %.4f nats | perplexity %.4f | %.4f bits per %s\n",
                    path, r.scored, r.windows, m.cfg.block_size, used_stride, r.loss, ppl, bits, tokenizer_unit(&tok));
-            if (strcmp(tokenizer_unit(&tok), "byte") != 0)
+            if (strcmp(tokenizer_unit(&tok), "byte") != 0 && units.bytes)
                 printf("%.4f bits per byte (%zu bytes of text)\n", bits_per_byte, units.bytes);
-            if (word_ppl) printf("word perplexity %.4f (%zu words)\n", word_perplexity, units.words);
+            if (word_ppl && units.words) printf("word perplexity %.4f (%zu words)\n", word_perplexity, units.words);
+            eval_detail_print(stdout, &detail, &r, mask.marked ? mask_path : NULL, 0);
         }
     }
+    eval_detail_free(&detail);
+    mask_free(&mask);
     tokenizer_free(&tok);
     model_free(&m);
     tokens_free(&tf);

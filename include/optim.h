@@ -22,6 +22,11 @@ void model_adamw_step(Model *model, const AdamWConfig *cfg, float lr, size_t t, 
 /* lr at 0-based step: (step+1)/warmup * lr during warm-up, then cosine from lr
  * down to min_lr at max_iters. */
 float lr_schedule(size_t step, size_t warmup, size_t max_iters, float lr, float min_lr);
+/* The same for a wall-time budget (bin/train --max-seconds): the same
+ * warm-up in steps, then the cosine follows elapsed / max_seconds (elapsed:
+ * seconds of training steps before this one), so runs of equal time end their
+ * decay together whatever their speed. */
+float lr_schedule_timed(size_t step, size_t warmup, double elapsed, double max_seconds, float lr, float min_lr);
 
 /* The global L2 norm of n gradients (independent of the thread count). */
 float grad_norm(const float *grads, size_t n);

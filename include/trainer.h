@@ -18,6 +18,8 @@
 
 typedef struct TrainHyper {
     size_t batch_size, grad_accum, max_iters, warmup_iters, eval_iters;
+    size_t window_align; /* > 1: windows start only at multiples of it (batch_sample_aligned) */
+    double max_seconds;  /* > 0: the schedule follows the elapsed training time (lr_schedule_timed) */
     float lr, min_lr, grad_clip;
     AdamWConfig adam;
     uint64_t seed;
@@ -32,10 +34,11 @@ typedef struct StepStats {
 /* Step `step` (0-based). inputs/targets: scratch of batch_size * block_size.
  * dist: the job (NULL: one process); grad_accum is per rank, so the step
  * takes grad_accum * ranks micro-batches from the stream, and every rank
- * ends with the same weights. A non-finite loss or gradient returns -1 before
- * the weights change. */
+ * ends with the same weights. elapsed: seconds of training steps before this
+ * one (used only with max_seconds). A non-finite loss or gradient returns -1
+ * before the weights change. */
 int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper *h, Dist *dist, size_t step,
-               int32_t *inputs, int32_t *targets, StepStats *out, Error *err);
+               double elapsed, int32_t *inputs, int32_t *targets, StepStats *out, Error *err);
 
 /* Mean loss over eval_iters batches drawn from a fixed seed: the same batches
  * every time, so successive estimates along a run are comparable. Shared out

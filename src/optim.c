@@ -37,12 +37,22 @@ void model_adamw_step(Model *model, const AdamWConfig *cfg, float lr, size_t t, 
     }
 }
 
+/* Cosine from lr (ratio 0) down to min_lr (ratio >= 1). */
+static float lr_cosine(double ratio, float lr, float min_lr) {
+    if (ratio >= 1.0) return min_lr;
+    double coeff = 0.5 * (1.0 + cos(M_PI * ratio));
+    return (float)(min_lr + coeff * (lr - min_lr));
+}
+
 float lr_schedule(size_t step, size_t warmup, size_t max_iters, float lr, float min_lr) {
     if (step < warmup) return lr * (float)(step + 1) / (float)warmup;
     if (step >= max_iters || max_iters <= warmup) return min_lr;
-    double ratio = (double)(step - warmup) / (double)(max_iters - warmup);
-    double coeff = 0.5 * (1.0 + cos(M_PI * ratio));
-    return (float)(min_lr + coeff * (lr - min_lr));
+    return lr_cosine((double)(step - warmup) / (double)(max_iters - warmup), lr, min_lr);
+}
+
+float lr_schedule_timed(size_t step, size_t warmup, double elapsed, double max_seconds, float lr, float min_lr) {
+    if (step < warmup) return lr * (float)(step + 1) / (float)warmup;
+    return lr_cosine(elapsed / max_seconds, lr, min_lr);
 }
 
 float grad_norm(const float *grads, size_t n) { return (float)sqrt(sum_squares(grads, n)); }

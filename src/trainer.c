@@ -2,13 +2,21 @@
 
 #include <math.h>
 
+#include "batch_aligned.h"
+
+/* The training batches: anywhere in the stream, or at multiples of window_align. */
+static void sample(const TokenFile *tf, Rng *rng, const TrainHyper *h, int32_t *inputs, int32_t *targets, size_t T) {
+    if (h->window_align > 1) batch_sample_aligned(tf, rng, inputs, targets, h->batch_size, T, h->window_align);
+    else batch_sample(tf, rng, inputs, targets, h->batch_size, T);
+}
+
 /* The model's hook: sum this part of the gradients over the ranks. */
 static void start_bucket(void *dist, float *grads, size_t offset, size_t count) {
     dist_bucket_start(dist, grads, offset, count);
 }
 
 int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper *h, Dist *dist, size_t step,
-               int32_t *inputs, int32_t *targets, StepStats *out, Error *err) {
+               double elapsed, int32_t *inputs, int32_t *targets, StepStats *out, Error *err) {
     size_t B = h->batch_size, T = m->cfg.block_size;
     size_t ranks = dist ? (size_t)dist->size : 1, rank = dist ? (size_t)dist->rank : 0;
     size_t job_accum = h->grad_accum * ranks; /* the job's micro-batches per step */
@@ -20,7 +28,7 @@ int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper
     for (size_t micro = 0; micro < job_accum; micro++) {
         /* Every rank draws every micro-batch, so the job reads one stream;
          * micro-batch i is rank i mod N's. */
-        batch_sample(train, data_rng, inputs, targets, B, T);
+        sample(train, data_rng, h, inputs, targets, T);
         if (micro % ranks != rank) continue;
         uint64_t key = rng_hash(h->seed, step * job_accum + micro);
         model_forward(m, inputs, targets, B, T, &key);
@@ -45,7 +53,8 @@ int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper
     if (!isfinite(out->loss) || !isfinite(out->grad_norm))
         return err_set(err, "training diverged at step %zu (loss %g, gradient norm %g)", step, out->loss,
                        out->grad_norm);
-    out->lr = lr_schedule(step, h->warmup_iters, h->max_iters, h->lr, h->min_lr);
+    out->lr = h->max_seconds > 0 ? lr_schedule_timed(step, h->warmup_iters, elapsed, h->max_seconds, h->lr, h->min_lr)
+                                 : lr_schedule(step, h->warmup_iters, h->max_iters, h->lr, h->min_lr);
     model_adamw_step(m, &h->adam, out->lr, step + 1, clip_scale(out->grad_norm, h->grad_clip));
     profile_stop(m->prof, "optimizer", PASS_FORWARD, t0);
     if (m->prof) m->prof->steps++;
@@ -59,7 +68,7 @@ float estimate_loss(Model *m, const TokenFile *tf, const TrainHyper *h, Dist *di
     rng_seed(&rng, h->seed ^ 0x76616cULL);
     double total = 0.0;
     for (size_t i = 0; i < h->eval_iters; i++) {
-        batch_sample(tf, &rng, inputs, targets, h->batch_size, m->cfg.block_size);
+        sample(tf, &rng, h, inputs, targets, m->cfg.block_size);
         if (i % ranks != rank) continue; /* shared out over the ranks */
         model_forward(m, inputs, targets, h->batch_size, m->cfg.block_size, NULL);
         total += m->loss;

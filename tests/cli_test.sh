@@ -243,5 +243,70 @@ elif cpu_has avx; then
     else bad "blas: OPENBLAS_CORETYPE=$own: exit $rc, $(grep '^blas:' "$tmp/out" "$tmp/err")"; fi
 fi
 
+# ---- bin/eval --by-position, --split-recall, masks (issue 7) ----
+# mask_file PATH COUNT BYTE...: an LMMASK file (see include/token_mask.h).
+mask_file() {
+    /usr/bin/python3 -c 'import struct,sys; n=int(sys.argv[2]); b=bytes(int(x) for x in sys.argv[3:]); open(sys.argv[1],"wb").write(b"LMMASK\0\0"+struct.pack("<IIQ",1,0,n)+b)' "$@"
+}
+ntok=$(/usr/bin/python3 -c 'import struct,sys; print(struct.unpack("<Q", open(sys.argv[1],"rb").read()[24:32])[0])' "$tmp/a/val.bin")
+expect_error "eval split-recall 0" "at least 1" $B/eval --model "$tmp/good.ckpt" --data "$tmp/a" --split-recall 0
+expect_error "eval split-recall text" "not|number|integer" $B/eval --model "$tmp/good.ckpt" --data "$tmp/a" --split-recall two
+expect_error "eval mask missing" "cannot open|no such" $B/eval --model "$tmp/good.ckpt" --data "$tmp/a" --mask "$tmp/nope.mask"
+expect_error "eval mask not a mask" "not a mask" $B/eval --model "$tmp/good.ckpt" --data "$tmp/a" --mask "$tmp/a/val.bin"
+mask_file "$tmp/short.mask" 3 0 1 1
+expect_error "eval mask wrong length" "has 3 entries but .* has $ntok tokens" $B/eval --model "$tmp/good.ckpt" --data "$tmp/a" --mask "$tmp/short.mask"
+mask_file "$tmp/none.mask" "$ntok" $(for i in $(seq 1 "$ntok"); do echo 0; done)
+expect_error "eval mask marks nothing" "marks none" $B/eval --model "$tmp/good.ckpt" --data "$tmp/a" --mask "$tmp/none.mask"
+mask_file "$tmp/bad.mask" 2 0 5
+expect_error "eval mask bad byte" "only 0 and 1" $B/eval --model "$tmp/good.ckpt" --data "$tmp/a/val.bin" --mask "$tmp/bad.mask"
+# A mask beside the token file is used without --mask: here every 2nd token, so half of them are scored.
+cp -r "$tmp/a" "$tmp/am"
+mask_file "$tmp/am/val.mask" "$ntok" $(for i in $(seq 1 "$ntok"); do echo $((i % 2)); done)
+if $B/eval --model "$tmp/good.ckpt" --data "$tmp/am" --json --by-position --split-recall 3 >"$tmp/out" 2>"$tmp/err" &&
+    /usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1])); n = int(sys.argv[2])
+assert d["scored"] == n // 2, (d["scored"], n)
+assert d["mask"].endswith("val.mask") and 0 <= d["accuracy"] <= 1
+assert sum(d["by_position"]["count"]) == d["scored"] and len(d["by_position"]["loss"]) == d["block_size"]
+r = d["split_recall"]; assert r["n"] == 3 and r["recall_tokens"] + r["other_tokens"] == d["scored"]
+' "$tmp/out" "$ntok"; then ok; else bad "eval with a mask beside the data: $(head -c 300 "$tmp/out" "$tmp/err")"; fi
+if $B/eval --model "$tmp/good.ckpt" --data "$tmp/a" --by-position --split-recall 3 >"$tmp/out" 2>"$tmp/err" &&
+    grep -q "^loss by position" "$tmp/out" && grep -q "^  positions     0-0 " "$tmp/out" && grep -q "^recall split (3-grams" "$tmp/out"; then ok
+else bad "eval text breakdowns: $(head -c 300 "$tmp/out" "$tmp/err")"; fi
+# bin/train --max-seconds (a wall-time budget) and --window-align (issue 7)
+expect_error "train max-seconds negative" "range|at least|negative" $B/train --data "$tmp/a" --out "$tmp/x.ckpt" --max-seconds -1
+expect_error "train max-seconds text" "not a number" $B/train --data "$tmp/a" --out "$tmp/x.ckpt" --max-seconds soon
+expect_error "train max-seconds resume" "max-seconds cannot be used with --resume" $B/train --data "$tmp/a" --out "$tmp/x.ckpt" --resume "$tmp/good.ckpt" --max-seconds 5
+expect_error "train window-align text" "not|integer|number" $B/train --data "$tmp/a" --out "$tmp/x.ckpt" --window-align x
+if $B/train --data "$tmp/a" --out "$tmp/timed.ckpt" "${SMALL[@]}" --max-iters 1000000 --max-seconds 0.5 --log "$tmp/timed.csv" >"$tmp/out" 2>"$tmp/err" &&
+    grep -q "^time budget: .* reached after step" "$tmp/out" && [ "$(tail -1 "$tmp/timed.csv" | cut -d, -f4)" != "" ] &&
+    [ "$(tail -1 "$tmp/timed.csv" | cut -d, -f1)" -lt 1000000 ]; then ok
+else bad "train --max-seconds: $(tail -c 300 "$tmp/out" "$tmp/err")"; fi
+expect_ok "train window-align" $B/train --data "$tmp/a" --out "$tmp/aligned.ckpt" "${SMALL[@]}" --max-iters 3 --window-align 16
+# bin/probegen (issue 7): bad input, and the files it writes line up
+expect_error "probegen task" "must be mqar or copy" $B/probegen --task sort --out "$tmp/pg"
+expect_error "probegen no out" "required" $B/probegen --task mqar
+expect_error "probegen too many pairs" "distinct keys" $B/probegen --task mqar --out "$tmp/pg" --pairs 70 --symbols 64 --seq-len 512
+expect_error "probegen no room" "no room|needs" $B/probegen --task mqar --out "$tmp/pg" --pairs 16 --seq-len 32
+expect_error "probegen symbols" "range|at most|too" $B/probegen --task copy --out "$tmp/pg" --symbols 500
+expect_error "probegen copy too long" "needs .* tokens" $B/probegen --task copy --out "$tmp/pg" --seq-len 32 --segment 16 --gap 8
+expect_error "probegen zero seqs" "positive" $B/probegen --task copy --out "$tmp/pg" --train-seqs 0
+if $B/probegen --task mqar --out "$tmp/pg" --seq-len 16 --pairs 2 --symbols 4 --train-seqs 3 --val-seqs 2 >"$tmp/out" 2>"$tmp/err" &&
+    /usr/bin/python3 -c '
+import struct, sys
+d = sys.argv[1]
+def toks(name):
+    b = open(f"{d}/{name}.bin", "rb").read(); n = struct.unpack("<Q", b[24:32])[0]
+    return list(struct.unpack(f"<{n}H", b[32:32 + 2 * n]))
+t, m = toks("val"), open(f"{d}/val.mask", "rb").read()[24:]
+assert len(t) == 2 * 16 + 1 == len(m) and len(toks("train")) == 3 * 16 + 1
+for s in range(2):
+    q = t[16 * s:16 * s + 16]; store = dict(zip(q[0:4:2], q[1:4:2]))
+    marked = [i for i in range(16) if m[16 * s + i]]
+    assert marked == list(range(5, 16, 2)), marked   # 6 queries after 2 pairs
+    assert all(q[i] == store[q[i - 1]] for i in marked)
+' "$tmp/pg"; then ok; else bad "probegen mqar files: $(head -c 300 "$tmp/err")"; fi
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

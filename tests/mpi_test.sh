@@ -85,6 +85,7 @@ $B/train "${RUN[@]}" --grad-accum 3 --stop-at 2 --out "$tmp/accum3.ckpt" >/dev/n
 expect_job_error "micro-batches that 2 ranks cannot share" "3 micro-batches, which 2 ranks cannot share" \
     -np 2 $B/train --data "$tmp/a" --resume "$tmp/accum3.ckpt" --out "$tmp/x.ckpt"
 expect_job_error "dump-grads on 2 ranks" "one process" -np 2 $B/train "${RUN[@]}" --dump-grads "$tmp/x.ckpt"
+expect_job_error "max-seconds on 2 ranks" "--max-seconds runs in one process" -np 2 $B/train "${SMALL[@]}" --max-seconds 5
 expect_job_error "bad option on every rank" "unknown option" -np 2 $B/train "${SMALL[@]}" --bogus
 
 # SIGTERM to one rank: every rank stops after the same step, rank 0 saves.

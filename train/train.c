@@ -32,6 +32,8 @@ typedef struct TrainOpts {
     const char *data, *out, *resume, *log, *dump, *mixer, *pos, *windows;
     size_t batch_size, grad_accum, max_iters, stop_at, warmup_iters, eval_interval, eval_iters;
     size_t log_interval, ckpt_interval, seed, threads;
+    size_t window_align; /* issue 7: probes of fixed-length sequences */
+    float max_seconds;   /* issue 7: equal-time comparisons */
     float lr, min_lr, weight_decay, grad_clip, beta1, beta2, eps;
     ModelConfig cfg;
 } TrainOpts;
@@ -76,6 +78,8 @@ static NumOpt num_opts[] = {
     {"ckpt-interval", SZ(ckpt_interval), 0, 100000000, RUN, "checkpoint every N steps, 0 = only at the end (0)", 0},
     {"seed", SZ(seed), 0, 1e18, RUN, "seed for weights, batches and dropout (1337)", 0},
     {"threads", SZ(threads), 0, 1024, OTHER, "threads, fixed; 0 = up to all cores, fewer while that is faster (0)", 0},
+    {"max-seconds", FL(max_seconds), 0, 1e7, OTHER, "stop after X seconds of training steps (validation not counted); the cosine then follows the elapsed time, not the step; 0 = off (0)", 0},
+    {"window-align", SZ(window_align), 0, 100000000, RUN, "training and validation windows start only at multiples of N; 0 = anywhere (0)", 0},
 };
 #define N_NUM (sizeof num_opts / sizeof num_opts[0])
 
@@ -389,6 +393,9 @@ static int train_main(int argc, char **argv, Dist *dist) {
     if (!o.data) return cli_error(prog, "--data DIR is required (see --help)");
     if (!o.out && !o.dump && !count_only) return cli_error(prog, "--out CKPT is required (see --help)");
     if (o.dump && dist->size > 1) return cli_error(prog, "--dump-grads runs in one process (this job has %d ranks)", dist->size);
+    /* Each rank's clock differs, and the learning rate would follow it. */
+    if (o.max_seconds > 0 && dist->size > 1)
+        return cli_error(prog, "--max-seconds runs in one process (this job has %d ranks)", dist->size);
     /* --threads is per rank; by default the cores are shared among the
      * ranks on this machine. */
     size_t threads_opt = o.threads;
@@ -415,6 +422,10 @@ static int train_main(int argc, char **argv, Dist *dist) {
     Rng data_rng;
     int rc = 0;
     if (o.resume) {
+        if (o.max_seconds > 0) {
+            dataset_free(&ds);
+            return cli_error(prog, "--max-seconds cannot be used with --resume: the time budget belongs to one run");
+        }
         int failed = resume_from(&o, &ds, &model, &start_step, &data_rng, (size_t)dist->size, &err) != 0;
         if (dist_agree(dist, failed, &err)) {
             if (!failed) model_free(&model); /* another rank's failure */
@@ -488,7 +499,8 @@ static int train_main(int argc, char **argv, Dist *dist) {
 
     TrainHyper hyper = {.batch_size = B, .grad_accum = o.grad_accum, .max_iters = o.max_iters,
                         .warmup_iters = o.warmup_iters, .eval_iters = o.eval_iters, .lr = o.lr, .min_lr = o.min_lr,
-                        .grad_clip = o.grad_clip, .adam = {o.beta1, o.beta2, o.eps, o.weight_decay}, .seed = o.seed};
+                        .grad_clip = o.grad_clip, .adam = {o.beta1, o.beta2, o.eps, o.weight_decay}, .seed = o.seed,
+                        .window_align = o.window_align, .max_seconds = o.max_seconds};
     RunLog logf = {0};
     if (dist_agree(dist, dist->rank == 0 && o.log && open_log(&logf, o.log, start_step > 0, &err), &err)) {
         rc = cli_error(prog, "%s", err.msg);
@@ -531,6 +543,8 @@ static int train_main(int argc, char **argv, Dist *dist) {
     double wait_secs = 0.0; /* waiting for the all-reduce, since the last progress line */
     double t_start = cli_now(), t_last = t_start, step_secs = 0.0; /* step_secs: training only, no validation */
     double train_secs = 0.0;                                            /* the same, over the profiled steps */
+    double train_clock = 0.0; /* all training steps so far: --max-seconds' clock */
+    int time_up = 0;
     Profile prof = {0};
     size_t last_logged = start_step;
     float loss = NAN;
@@ -551,7 +565,7 @@ static int train_main(int argc, char **argv, Dist *dist) {
         int profiled = profile_on && step > start_step;
         model.prof = profiled ? &prof : NULL;
         size_t threads = thread_tuner_begin(&tuner);
-        int failed = train_step(&model, &ds.train, &data_rng, &hyper, dist, step, inputs, targets, &st, &err);
+        int failed = train_step(&model, &ds.train, &data_rng, &hyper, dist, step, train_clock, inputs, targets, &st, &err);
         thread_tuner_record(&tuner, cli_now() - t0);
         model.prof = NULL;
         if (failed) {
@@ -565,14 +579,16 @@ static int train_main(int argc, char **argv, Dist *dist) {
         loss = st.loss;
         double now = cli_now(), ms = 1e3 * (now - t0);
         step_secs += now - t0;
+        train_clock += now - t0;
+        time_up = o.max_seconds > 0 && train_clock >= o.max_seconds;
         if (profiled) train_secs += now - t0;
         size_t done = step + 1;
         float val = NAN;
-        if ((o.eval_interval && done % o.eval_interval == 0) || done == o.max_iters)
+        if ((o.eval_interval && done % o.eval_interval == 0) || done == o.max_iters || time_up)
             val = estimate_loss(&model, &ds.val, &hyper, dist, inputs, targets);
         log_row(&logf, done, done * tokens_per_step, loss, val, st.lr, st.grad_norm, ms, cli_now() - t_start,
                 (double)threads);
-        if ((step + 1) % o.log_interval == 0 || step + 1 == o.stop_at) {
+        if ((step + 1) % o.log_interval == 0 || step + 1 == o.stop_at || time_up) {
             double n = (double)(step + 1 - last_logged), per = step_secs / n, wall = (cli_now() - t_last) / n;
             char eta[32];
             cli_duration(wall * (double)(o.stop_at - step - 1), eta, sizeof eta);
@@ -587,7 +603,7 @@ static int train_main(int argc, char **argv, Dist *dist) {
             step_secs = 0.0;
             last_logged = step + 1;
         }
-        if (!isnan(val)) printf("step %5zu | val loss %.4f%s\n", done, val, done == o.max_iters ? " (final)" : "");
+        if (!isnan(val)) printf("step %5zu | val loss %.4f%s\n", done, val, done == o.max_iters || time_up ? " (final)" : "");
         if (o.ckpt_interval && (step + 1) % o.ckpt_interval == 0 && step + 1 < o.stop_at) {
             if (save(o.out, &model, &ds, &o, step + 1, data_rng, dist, &err)) {
                 rc = cli_error(prog, "%s", err.msg);
@@ -601,8 +617,10 @@ static int train_main(int argc, char **argv, Dist *dist) {
             rc = 1;
             break;
         }
-        if (dist_any(dist, interrupted)) { /* a signal to any rank stops them all, after the same step */
+        if (dist_any(dist, interrupted)) /* a signal to any rank stops them all, after the same step */
             interrupted = 1;
+        if (interrupted || time_up) {
+            if (time_up) printf("time budget: %.1f s of training steps reached after step %zu\n", train_clock, done);
             step++;
             break;
         }

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""make probe: synthetic recall probes (MQAR, copy) for each architecture.
+
+For every task setting, bin/probegen writes sequences of fixed length (token
+files plus val.mask marking the answers); each architecture is trained from
+scratch on them with bin/train (--block-size = --window-align = the sequence
+length, so every window is one sequence) and scored with bin/eval on the
+marked answer tokens only. Accuracy = the share of answers that are the
+model's most likely next token.
+
+  MQAR: --pairs key-value pairs, then queries of them filling the rest of the
+        sequence; swept over --mqar-seq-lens (the query-to-key distance grows
+        with the length).
+  copy: a random segment, a gap of filler, a marker, the segment again;
+        swept over --copy-gaps at --copy-seq-len (the distance is
+        segment + gap + 1).
+
+Architectures as in eval/compare.py (--archs, size-matched to the first by the
+Grassmann rank). Writes OUT/probe.json (a list of rows {arch, task, seq_len,
+pairs or gap, n_embd, seed, accuracy, ...}), OUT/probe.md and
+OUT/probe_accuracy.png.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare import BIN, ROOT, count_params, die, match_rank, parse_archs, run  # noqa: E402  (one harness, shared)
+
+
+def ints(text, what):
+    try:
+        xs = [int(x) for x in text.split(",") if x]
+    except ValueError:
+        xs = []
+    if not xs or min(xs) < 0:
+        die(f"{what} must be a comma list of non-negative integers (got '{text}')")
+    return xs
+
+
+def main():
+    ap = argparse.ArgumentParser(description="MQAR and copy probes: recall accuracy by distance, per architecture.")
+    ap.add_argument("--out", default=os.path.join(ROOT, "runs/probe"))
+    ap.add_argument("--archs", default="attention grassmann", help="as in eval/compare.py (default 'attention grassmann')")
+    ap.add_argument("--tasks", default="mqar,copy")
+    ap.add_argument("--mqar-seq-lens", default="32,64,128")
+    ap.add_argument("--pairs", type=int, default=4)
+    ap.add_argument("--symbols", type=int, default=16, help="distinct keys and values (MQAR) or symbols (copy)")
+    ap.add_argument("--copy-seq-len", type=int, default=64)
+    ap.add_argument("--copy-segment", type=int, default=8)
+    ap.add_argument("--copy-gaps", default="0,16,40")
+    ap.add_argument("--n-embds", default="64", help="model widths, comma list (default 64)")
+    ap.add_argument("--n-layer", type=int, default=2)
+    ap.add_argument("--n-head", type=int, default=2)
+    ap.add_argument("--pos", default="sinusoidal")
+    ap.add_argument("--max-iters", type=int, default=600)
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--min-lr", type=float, default=3e-4)
+    ap.add_argument("--warmup-iters", type=int, default=30)
+    ap.add_argument("--train-seqs", type=int, default=8000)
+    ap.add_argument("--val-seqs", type=int, default=200)
+    ap.add_argument("--seeds", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1337)
+    ap.add_argument("--grassmann-windows", default="1,2,4,8,12,16")
+    ap.add_argument("--threads", type=int, default=0)
+    a = ap.parse_args()
+    tasks = [t for t in a.tasks.split(",") if t]
+    if not tasks or any(t not in ("mqar", "copy") for t in tasks):
+        die(f"--tasks must list mqar and/or copy (got '{a.tasks}')")
+    if a.seeds < 1 or a.max_iters < 1:
+        die("--seeds and --max-iters must be positive")
+    if not shutil.which("gnuplot"):
+        die("gnuplot is not installed (bash scripts/install-deps.sh)")
+    os.makedirs(a.out, exist_ok=True)
+    archs = parse_archs(a.archs, a.n_layer)
+
+    # The settings: (task, seq_len, pairs or gap, the distance from stored item to its query).
+    settings = []
+    if "mqar" in tasks:
+        settings += [("mqar", L, a.pairs) for L in ints(a.mqar_seq_lens, "--mqar-seq-lens")]
+    if "copy" in tasks:
+        settings += [("copy", a.copy_seq_len, g) for g in ints(a.copy_gaps, "--copy-gaps")]
+    rows, t_all, ranks = [], time.time(), {}
+    for task, L, p in settings:
+        data = os.path.join(a.out, "data", f"{task}_{L}_{p}")
+        os.makedirs(os.path.dirname(data), exist_ok=True)
+        gen = [os.path.join(BIN, "probegen"), "--task", task, "--out", data, "--seq-len", str(L), "--symbols",
+               str(a.symbols), "--train-seqs", str(a.train_seqs), "--val-seqs", str(a.val_seqs), "--seed", str(a.seed)]
+        gen += ["--pairs", str(p)] if task == "mqar" else ["--segment", str(a.copy_segment), "--gap", str(p)]
+        run(gen)
+        for width in ints(a.n_embds, "--n-embds"):
+            shared = ["--n-layer", str(a.n_layer), "--n-head", str(a.n_head), "--n-embd", str(width),
+                      "--block-size", str(L), "--pos", a.pos, "--grassmann-windows", a.grassmann_windows]
+            ref = None
+            for name, mixers in archs:
+                # The ranks match at any length: the sequence length adds the same position table to every model.
+                key = (width, name)
+                if key not in ranks:
+                    if ref is not None:
+                        ranks[key] = match_rank(data, shared, mixers, ref)[0]
+                    else:
+                        ranks[key] = 32 if "grassmann" in mixers else None
+                rank = ranks[key]
+                n = count_params(data, shared, mixers, rank)
+                ref = ref or n
+                for seed in range(a.seed, a.seed + a.seeds):
+                    ckpt = os.path.join(a.out, "model.ckpt")
+                    args = [os.path.join(BIN, "train"), "--data", data, "--out", ckpt, "--mixer", ",".join(mixers),
+                            "--window-align", str(L), "--batch-size", str(a.batch_size), "--max-iters", str(a.max_iters),
+                            "--lr", str(a.lr), "--min-lr", str(a.min_lr), "--warmup-iters", str(a.warmup_iters),
+                            "--weight-decay", "0", "--eval-interval", "0", "--eval-iters", "2",
+                            "--log-interval", "1000000", "--seed", str(seed), "--threads", str(a.threads)] + shared
+                    if rank:
+                        args += ["--grassmann-rank", str(rank)]
+                    t0 = time.time()
+                    run(args, live=True)
+                    secs = time.time() - t0
+                    ev = json.loads(run([os.path.join(BIN, "eval"), "--model", ckpt, "--data", data, "--json",
+                                         "--threads", str(a.threads)]))
+                    os.remove(ckpt)
+                    distance = None if task == "mqar" else a.copy_segment + p + 1
+                    row = {"arch": name, "task": task, "seq_len": L, ("pairs" if task == "mqar" else "gap"): p,
+                           "n_embd": width, "seed": seed, "accuracy": round(ev["accuracy"], 6),
+                           "answer_loss": round(ev["loss"], 6), "answers": ev["scored"], "params": n,
+                           "grassmann_rank": rank, "distance": distance, "train_seconds": round(secs, 1)}
+                    rows.append(row)
+                    with open(os.path.join(a.out, "probe.json"), "w") as f:  # after every run: a partial sweep is kept
+                        json.dump(rows, f, indent=1)
+                    print(f"probe: {task} L={L} {'pairs' if task == 'mqar' else 'gap'}={p} {name} n_embd={width} "
+                          f"seed={seed}: accuracy {row['accuracy']:.3f} ({secs:.0f} s)", flush=True)
+    total = time.time() - t_all
+    cmd = "python3 eval/probe.py " + " ".join(sys.argv[1:])
+    md = ["# Recall probes", "",
+          "| task | seq_len | pairs / gap | distance | architecture | n_embd | parameters | seed | accuracy | answer loss |",
+          "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        pg = r.get("pairs", r.get("gap"))
+        dist = r["distance"] if r["distance"] is not None else f"up to {r['seq_len'] - 2}"
+        label = r["arch"] + (f" (r={r['grassmann_rank']})" if r["grassmann_rank"] else "")
+        md.append(f"| {r['task']} | {r['seq_len']} | {pg} | {dist} | {label} | {r['n_embd']} | {r['params']:,} "
+                  f"| {r['seed']} | {r['accuracy']:.3f} | {r['answer_loss']:.3f} |")
+    md += ["", f"Model: {a.n_layer} layers, {a.n_head} heads, {a.pos} positions, {a.max_iters} steps of "
+               f"{a.batch_size} sequences, lr {a.lr} -> {a.min_lr}; {a.train_seqs} training sequences, "
+               f"{a.val_seqs} scored; {a.symbols} symbols (chance 1/{a.symbols}). "
+               f"Took {total / 60:.1f} minutes.", f"Command: `{cmd.strip()}`", "", "![probe accuracy](probe_accuracy.png)"]
+    with open(os.path.join(a.out, "probe.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    # Accuracy against sequence length (MQAR) and against distance (copy), one line per architecture.
+    parts, plots = [], []
+    for ti, task in enumerate(t for t in ("mqar", "copy") if t in tasks):
+        for ai, (name, _) in enumerate(archs):
+            path = os.path.join(a.out, f"acc_{task}_{ai}.dat")
+            with open(path, "w") as f:
+                for r in rows:
+                    if r["task"] == task and r["arch"] == name:
+                        f.write(f"{r['seq_len'] if task == 'mqar' else r['distance']} {r['accuracy']}\n")
+            parts.append(f"'{path}' using 1:2 with linespoints lw 2 pt {7 + ai} title '{name}'")
+        xl = "sequence length (MQAR, queries up to L-2 tokens after their key)" if task == "mqar" else \
+             "distance from the segment to its copy (tokens)"
+        plots.append(f"set title '{task}'\nset xlabel '{xl}'\nplot " + ", ".join(parts) + "\n")
+        parts = []
+    script = (f"set terminal pngcairo size 1000,450 font ',10'\nset output '{os.path.join(a.out, 'probe_accuracy.png')}'\n"
+              f"set multiplot layout 1,{len(plots)}\nset grid\nset yrange [0:1.05]\nset ylabel 'answer accuracy'\n"
+              "set key bottom left\n" + "".join(plots) + "unset multiplot\n")
+    p = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
+    if p.returncode != 0:
+        die(f"gnuplot failed: {p.stderr.strip()}")
+    print("\n".join(md))
+    print(f"\nwrote {os.path.join(a.out, 'probe.md')}, probe.json and probe_accuracy.png ({total / 60:.1f} min)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+/* Unit tests of the probe generators: the layout of MQAR and copy sequences
+ * and which tokens are marked. */
+#include "testutil.h"
+
+#include "probe_tasks.h"
+
+static void test_copy_layout(void **s) {
+    (void)s;
+    ProbeSpec spec = {.task = PROBE_COPY, .seq_len = 24, .symbols = 5, .segment = 6, .gap = 4};
+    Error err;
+    assert_int_equal(probe_check(&spec, 256, &err), 0);
+    uint32_t t[24];
+    uint8_t m[24];
+    Rng r;
+    rng_seed(&r, 1);
+    probe_sequence(&spec, &r, t, m);
+    /* s1..s6 | 4 filler | MARK | s1..s6 | filler to 24 */
+    for (size_t i = 0; i < 6; i++) {
+        assert_true(t[i] >= PROBE_FIRST_SYMBOL && t[i] < PROBE_FIRST_SYMBOL + 5);
+        assert_int_equal(t[11 + i], t[i]);
+        assert_int_equal(m[11 + i], 1);
+    }
+    for (size_t i = 6; i < 10; i++) assert_int_equal(t[i], PROBE_FILLER);
+    assert_int_equal(t[10], PROBE_MARK);
+    size_t marked = 0;
+    for (size_t i = 0; i < 24; i++) marked += m[i];
+    assert_int_equal(marked, 6);
+    for (size_t i = 17; i < 24; i++) assert_int_equal(t[i], PROBE_FILLER);
+    spec.gap = 12; /* 6 + 12 + 1 + 6 = 25 > 24 */
+    assert_int_equal(probe_check(&spec, 256, &err), -1);
+}
+
+static void test_mqar_layout(void **s) {
+    (void)s;
+    ProbeSpec spec = {.task = PROBE_MQAR, .seq_len = 30, .symbols = 4, .pairs = 3, .gap = 2};
+    Error err;
+    assert_int_equal(probe_check(&spec, 256, &err), 0);
+    assert_int_equal(probe_queries(&spec), 11); /* (30 - 6 - 2) / 2 */
+    uint32_t t[30];
+    uint8_t m[30];
+    Rng r;
+    rng_seed(&r, 2);
+    probe_sequence(&spec, &r, t, m);
+    uint32_t value_of[256] = {0};
+    for (size_t i = 0; i < 3; i++) {
+        assert_true(t[2 * i] >= 2 && t[2 * i] < 6);          /* keys 2..5 */
+        assert_true(t[2 * i + 1] >= 6 && t[2 * i + 1] < 10); /* values 6..9 */
+        assert_int_equal(value_of[t[2 * i]], 0);             /* distinct keys */
+        value_of[t[2 * i]] = t[2 * i + 1];
+    }
+    assert_int_equal(t[6], PROBE_FILLER);
+    assert_int_equal(t[7], PROBE_FILLER);
+    int asked[256] = {0};
+    for (size_t i = 0; i < 11; i++) {
+        size_t q = 8 + 2 * i;
+        assert_int_equal(m[q], 0);
+        assert_int_equal(m[q + 1], 1);
+        assert_int_equal(t[q + 1], value_of[t[q]]);
+        if (i < 3) asked[t[q]]++; /* the first round asks every key once */
+    }
+    for (size_t i = 0; i < 3; i++) assert_int_equal(asked[t[2 * i]], 1);
+    spec.pairs = 5; /* more pairs than keys */
+    assert_int_equal(probe_check(&spec, 256, &err), -1);
+    spec.pairs = 3, spec.symbols = 200; /* 2 + 400 ids > 256 */
+    assert_int_equal(probe_check(&spec, 256, &err), -1);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_copy_layout),
+        cmocka_unit_test(test_mqar_layout),
+    };
+    return cmocka_run_group_tests_name("probe_tasks", tests, NULL, NULL);
+}
