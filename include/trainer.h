@@ -42,8 +42,13 @@ int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper
 
 /* Mean loss over eval_iters batches drawn from a fixed seed: the same batches
  * every time, so successive estimates along a run are comparable. Shared out
- * over the ranks of dist (NULL: one process); NaN if their sum failed. */
-float estimate_loss(Model *m, const TokenFile *tf, const TrainHyper *h, Dist *dist, int32_t *inputs,
-                    int32_t *targets);
+ * over the ranks of dist (NULL: one process); NaN if their sum failed. With
+ * a tokenizer also in bits per byte of the text the targets stand for, which
+ * compares runs with different tokenizers (NaN without one). */
+typedef struct ValLoss {
+    float loss, bits_per_byte;
+} ValLoss;
+ValLoss estimate_loss(Model *m, const TokenFile *tf, const TrainHyper *h, Dist *dist, const Tokenizer *tok,
+                      int32_t *inputs, int32_t *targets);
 
 #endif

@@ -61,19 +61,22 @@ int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper
     return 0;
 }
 
-float estimate_loss(Model *m, const TokenFile *tf, const TrainHyper *h, Dist *dist, int32_t *inputs,
-                    int32_t *targets) {
+ValLoss estimate_loss(Model *m, const TokenFile *tf, const TrainHyper *h, Dist *dist, const Tokenizer *tok,
+                      int32_t *inputs, int32_t *targets) {
     size_t ranks = dist ? (size_t)dist->size : 1, rank = dist ? (size_t)dist->rank : 0;
+    size_t BT = h->batch_size * m->cfg.block_size;
     Rng rng;
     rng_seed(&rng, h->seed ^ 0x76616cULL);
-    double total = 0.0;
+    double sums[2] = {0.0, 0.0}; /* the batches' mean losses; the bytes of text their targets stand for */
     for (size_t i = 0; i < h->eval_iters; i++) {
         sample(tf, &rng, h, inputs, targets, m->cfg.block_size);
         if (i % ranks != rank) continue; /* shared out over the ranks */
         model_forward(m, inputs, targets, h->batch_size, m->cfg.block_size, NULL);
-        total += m->loss;
+        sums[0] += m->loss;
+        for (size_t j = 0; tok && j < BT; j++) sums[1] += (double)tokenizer_token_bytes(tok, (uint32_t)targets[j]);
     }
     Error err;
-    if (ranks > 1 && dist_sum_doubles(dist, &total, 1, &err)) return NAN;
-    return (float)(total / (double)h->eval_iters);
+    if (ranks > 1 && dist_sum_doubles(dist, sums, 2, &err)) return (ValLoss){NAN, NAN};
+    double loss = sums[0] / (double)h->eval_iters, nats = loss * (double)(BT * h->eval_iters);
+    return (ValLoss){(float)loss, tok && sums[1] > 0 ? (float)(nats / log(2.0) / sums[1]) : NAN};
 }

@@ -122,6 +122,14 @@ for drop in 0 0.1; do
     done
 done
 
+# The log's validation bits per byte: ASCII characters are one byte each, so
+# with the char tokenizer it is the loss in bits.
+$B/train --data "$tmp/a" --out "$tmp/bpb.ckpt" "${SMALL[@]}" --max-iters 4 --eval-interval 2 --log "$tmp/bpb.csv" >/dev/null 2>&1
+python3 -c 'import csv,math,sys
+rows=[r for r in csv.DictReader(open(sys.argv[1])) if r["val_loss"]]
+assert len(rows)==3 and all(abs(float(r["val_bits_per_byte"])-float(r["val_loss"])/math.log(2))<1e-4 for r in rows)' "$tmp/bpb.csv" \
+    && ok || bad "val_bits_per_byte is not the char model's loss in bits: $(head -3 "$tmp/bpb.csv")"
+
 # Gradient accumulation: two micro-batches of 4 draw the same 8 sequences as
 # one batch of 8, so the runs agree up to float summation order.
 ACC=(--data "$tmp/a" --n-layer 2 --n-head 2 --n-embd 16 --block-size 16 --max-iters 6 --eval-interval 0 --eval-iters 1)

@@ -218,7 +218,7 @@ static int open_log(RunLog *log, const char *path, int append, Error *err) {
     log->f = fopen(path, append ? "a" : "w");
     if (!log->f) return err_set(err, "cannot open log '%s'", path);
     if (!log->jsonl && ftell(log->f) == 0)
-        fprintf(log->f, "step,tokens,train_loss,val_loss,lr,grad_norm,ms_per_step,elapsed_s,threads\n");
+        fprintf(log->f, "step,tokens,train_loss,val_loss,val_bits_per_byte,lr,grad_norm,ms_per_step,elapsed_s,threads\n");
     return 0;
 }
 
@@ -229,13 +229,13 @@ static void put_num(FILE *f, const char *fmt, double v, int jsonl) {
 }
 
 /* A failed write (a full disk) is remembered in log->failed: the run stops. */
-static void log_row(RunLog *log, size_t step, size_t tokens, float loss, float val, float lr, float norm,
+static void log_row(RunLog *log, size_t step, size_t tokens, float loss, ValLoss val, float lr, float norm,
                     double ms, double elapsed, double threads) {
     if (!log->f) return;
-    static const char *const names[] = {"train_loss", "val_loss", "lr", "grad_norm", "ms_per_step", "elapsed_s",
-                                        "threads"};
-    static const char *const fmts[] = {"%.6f", "%.6f", "%.6g", "%.6g", "%.3f", "%.3f", "%.0f"};
-    double vals[] = {loss, val, lr, norm, ms, elapsed, threads};
+    static const char *const names[] = {"train_loss", "val_loss", "val_bits_per_byte", "lr", "grad_norm",
+                                        "ms_per_step", "elapsed_s", "threads"};
+    static const char *const fmts[] = {"%.6f", "%.6f", "%.6f", "%.6g", "%.6g", "%.3f", "%.3f", "%.0f"};
+    double vals[] = {loss, val.loss, val.bits_per_byte, lr, norm, ms, elapsed, threads};
     if (log->jsonl) fprintf(log->f, "{\"step\":%zu,\"tokens\":%zu", step, tokens);
     else fprintf(log->f, "%zu,%zu", step, tokens);
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
@@ -553,8 +553,8 @@ static int train_main(int argc, char **argv, Dist *dist) {
      * its step and token count: the untrained model first, then every
      * eval_interval steps and at the end of the schedule. */
     if (start_step == 0) {
-        float val = estimate_loss(&model, &ds.val, &hyper, dist, inputs, targets);
-        printf("step %5d | val loss %.4f\n", 0, val);
+        ValLoss val = estimate_loss(&model, &ds.val, &hyper, dist, &ds.tok, inputs, targets);
+        printf("step %5d | val loss %.4f | %.4f bits per byte\n", 0, val.loss, val.bits_per_byte);
         log_row(&logf, 0, 0, NAN, val, NAN, NAN, NAN, 0.0, NAN);
     }
     for (; step < o.stop_at; step++) {
@@ -583,9 +583,9 @@ static int train_main(int argc, char **argv, Dist *dist) {
         time_up = o.max_seconds > 0 && train_clock >= o.max_seconds;
         if (profiled) train_secs += now - t0;
         size_t done = step + 1;
-        float val = NAN;
+        ValLoss val = {NAN, NAN};
         if ((o.eval_interval && done % o.eval_interval == 0) || done == o.max_iters || time_up)
-            val = estimate_loss(&model, &ds.val, &hyper, dist, inputs, targets);
+            val = estimate_loss(&model, &ds.val, &hyper, dist, &ds.tok, inputs, targets);
         log_row(&logf, done, done * tokens_per_step, loss, val, st.lr, st.grad_norm, ms, cli_now() - t_start,
                 (double)threads);
         if ((step + 1) % o.log_interval == 0 || step + 1 == o.stop_at || time_up) {
@@ -603,7 +603,9 @@ static int train_main(int argc, char **argv, Dist *dist) {
             step_secs = 0.0;
             last_logged = step + 1;
         }
-        if (!isnan(val)) printf("step %5zu | val loss %.4f%s\n", done, val, done == o.max_iters || time_up ? " (final)" : "");
+        if (!isnan(val.loss))
+            printf("step %5zu | val loss %.4f | %.4f bits per byte%s\n", done, val.loss, val.bits_per_byte,
+                   done == o.max_iters || time_up ? " (final)" : "");
         if (o.ckpt_interval && (step + 1) % o.ckpt_interval == 0 && step + 1 < o.stop_at) {
             if (save(o.out, &model, &ds, &o, step + 1, data_rng, dist, &err)) {
                 rc = cli_error(prog, "%s", err.msg);
