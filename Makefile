@@ -80,7 +80,7 @@ compare: $(PROGRAMS)
 deps:
 	bash scripts/install-deps.sh
 
-# Synthetic recall probes, MQAR and copy (issue 7): runs/probe/probe.md and probe.json.
+# Synthetic recall probes, MQAR and copy: runs/probe/probe.md and probe.json.
 probe: $(PROGRAMS)
 	python3 eval/probe.py $(PROBE_ARGS)
 

@@ -32,8 +32,8 @@ typedef struct TrainOpts {
     const char *data, *out, *resume, *log, *dump, *mixer, *pos, *windows;
     size_t batch_size, grad_accum, max_iters, stop_at, warmup_iters, eval_interval, eval_iters;
     size_t log_interval, ckpt_interval, seed, threads;
-    size_t window_align; /* issue 7: probes of fixed-length sequences */
-    float max_seconds;   /* issue 7: equal-time comparisons */
+    size_t window_align; /* probes: data of fixed-length sequences */
+    float max_seconds;   /* equal-time comparisons */
     float lr, min_lr, weight_decay, grad_clip, beta1, beta2, eps;
     ModelConfig cfg;
 } TrainOpts;
