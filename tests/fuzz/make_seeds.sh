@@ -21,9 +21,9 @@ for mixer in attention grassmann; do
     $B/train "${TINY[@]}" --mixer "$mixer" --out "$S/fuzz_checkpoint/$mixer-checkpoint" >/dev/null
     $B/train "${TINY[@]}" --mixer "$mixer" --dump-grads "$S/fuzz_safetensors/$mixer-grads" >/dev/null
     cp "$S/fuzz_checkpoint/$mixer-checkpoint" "$S/fuzz_safetensors/"
-    /usr/bin/python3 -c 'import sys,json,struct
-raw=open(sys.argv[1],"rb").read(); n=struct.unpack("<Q",raw[:8])[0]
-sys.stdout.write(json.loads(raw[8:8+n])["__metadata__"]["config"])' "$S/fuzz_checkpoint/$mixer-checkpoint" >"$S/fuzz_config/$mixer.json"
+    /usr/bin/python3 -c 'import sys; sys.path.insert(0, "tests")
+from safetensors_np import read_safetensors; sys.stdout.write(read_safetensors(sys.argv[1])[1]["config"])' \
+        "$S/fuzz_checkpoint/$mixer-checkpoint" >"$S/fuzz_config/$mixer.json"
 done
 for kind in char byte; do
     $B/prepare --input "$tmp/t.txt" --out "$tmp/$kind" --tokenizer "$kind" >/dev/null
