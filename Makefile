@@ -16,7 +16,7 @@ CFLAGS  += -std=c11 $(OPT) -fno-trapping-math -fno-math-errno -ffp-contract=fast
 MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
 MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
 CFLAGS  += $(MPI_CFLAGS)
-LDLIBS  += -lopenblas -lpcre2-8 -lm $(MPI_LIBS)
+LDLIBS  += -lblis -lpcre2-8 -lm $(MPI_LIBS)
 BUILD   ?= build
 BIN     ?= bin
 

@@ -24,16 +24,20 @@ train    For each configuration (baby, medium, long) and mixer (attention,
          16384 tokens with --quick; --threads N)
          and bin/sample for 500 tokens (its default --threads 1): tokens per
          second of wall time of the whole command.
-         PyTorch uses OpenBLAS too; when bin/train reports a kernel it
-         "selected" (not the library's own choice), PyTorch runs with
-         OPENBLAS_CORETYPE set to it, unless the environment already sets
-         OPENBLAS_CORETYPE. The kernel each ran is printed.
+         The C programs use BLIS, PyTorch uses OpenBLAS (libblas.so.3). PyTorch
+         is given the best OpenBLAS core for this CPU (best_openblas_core:
+         OPENBLAS_CORETYPE set for its runs), unless the environment already
+         sets OPENBLAS_CORETYPE, which is then kept as it is (some machines
+         pin it because old OpenBLAS builds compute wrong results there). The
+         kernel each ran is printed.
 mixers   The mixers alone as the sequence grows: n_layer 2, n_head 4,
          n_embd 128, T = 256, 1024, 4096 with B = 4096 / T; the mixer's time
          per token (its --profile row), the whole step's, and the peak RSS.
 kernel   Default kernel choice: baby attention with the environment as it is
-         against OPENBLAS_CORETYPE=<the best core for this CPU> (from
-         bin/gemm-rate --best-core), alternating; ratio of tokens/s.
+         against BLIS_ARCH_TYPE=<the best configuration for this CPU> (from
+         bin/gemm-rate --best-core), alternating; ratio of tokens/s. When the
+         default run selected its kernels (the library's own choice was
+         slower), the library's own choice runs too (BLIS_ARCH_TYPE=<it>).
 load     The thread tuner: baby config, bin/train with its default threads
          (adaptive) against --threads 1, alternating: without load, beside one
          busy process (a shell loop, always killed at the end) started by the
@@ -224,7 +228,7 @@ def torch_config(cfg, mixer, vocab):
 # ---- what the programs print -----------------------------------------------------
 
 def parse_blas(text):
-    """bin/train's 'blas: OpenBLAS 0.3.21, kernel X (how) | N threads' line:
+    """bin/train's 'blas: BLIS 0.9.0, kernel X (how) | N threads' line:
     (kernel, how, whole description); Nones if absent."""
     m = re.search(r"^blas: (.*?kernel (\w+)(?: \(([^)]*)\))?[^|\n]*)", text, re.M)
     return (m.group(2), m.group(3) or "", m.group(1).strip()) if m else (None, "", None)
@@ -297,12 +301,30 @@ def c_train(ctx, cfg, mixer, steps, warmup, threads, env=None, profile=True, lau
             "threads_used": {str(k): v for k, v in sorted(used.items(), key=lambda kv: -(kv[0] or 0))}}
 
 
-def torch_env(c_kernel, c_how):
-    """The environment for PyTorch: bin/train's kernel if it selected one, and
-    the environment unchanged otherwise (or if it sets OPENBLAS_CORETYPE)."""
+def best_openblas_core():
+    """The fastest OpenBLAS 0.3.21 core this CPU's flags allow (/proc/cpuinfo),
+    or None: Cooperlake for AVX-512 with BF16, SkylakeX for AVX-512, Zen or
+    Haswell for AVX2 with FMA, Sandybridge for AVX."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            text = f.read()
+    except OSError:
+        return None
+    flags = set(re.search(r"^flags\s*:(.*)$", text, re.M).group(1).split()) if "flags" in text else set()
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512cd"} <= flags:
+        return "Cooperlake" if "avx512_bf16" in flags else "SkylakeX"
+    if {"avx2", "fma"} <= flags:
+        return "Zen" if "AuthenticAMD" in text else "Haswell"
+    return "Sandybridge" if "avx" in flags else None
+
+
+def torch_env():
+    """The environment for PyTorch: the environment's OPENBLAS_CORETYPE if it
+    sets one, else the best OpenBLAS core for this CPU."""
     env = dict(os.environ)
-    if c_kernel and "selected" in c_how and not os.environ.get("OPENBLAS_CORETYPE"):
-        env["OPENBLAS_CORETYPE"] = c_kernel
+    best = best_openblas_core()
+    if best and not os.environ.get("OPENBLAS_CORETYPE"):
+        env["OPENBLAS_CORETYPE"] = best
     return env
 
 
@@ -363,7 +385,7 @@ def section_train(ctx):
             c_runs, t_runs, g_runs = [], [], []
             for rnd in range(ctx.rounds):
                 c = c_train(ctx, cfg, mixer, steps, warmup, ctx.threads)
-                t = torch_train(ctx, cfg, mixer, steps, warmup, torch_env(c["kernel"], c["kernel_how"]))
+                t = torch_train(ctx, cfg, mixer, steps, warmup, torch_env())
                 g = gemm_rate(ctx, cfg, mixer)
                 c_runs.append(c), t_runs.append(t), g_runs.append(g)
                 progress(f"train {name} {mixer} round {rnd + 1}/{ctx.rounds}: C {c['ms']:.1f} ms/step, "
@@ -441,28 +463,39 @@ def section_mixers(ctx):
 
 
 def section_kernel(ctx):
-    if os.environ.get("OPENBLAS_CORETYPE"):
-        return {"skipped": f"OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} is set by the environment: "
+    if os.environ.get("BLIS_ARCH_TYPE"):
+        return {"skipped": f"BLIS_ARCH_TYPE={os.environ['BLIS_ARCH_TYPE']} is set by the environment: "
                            "the programs keep it, so there is no default choice to check"}
     best = run_ok([os.path.join(BIN, "gemm-rate"), "--best-core"], ctx.tmp).out.strip()
     if not best or best == "none":
-        return {"skipped": "no OpenBLAS core worth choosing for this CPU (bin/gemm-rate --best-core: none)"}
+        return {"skipped": "no BLIS configuration worth choosing for this CPU (bin/gemm-rate --best-core: none)"}
     steps, warmup = ctx.steps["kernel"]
     cfg = CONFIGS["baby"]
-    forced_env = dict(os.environ, OPENBLAS_CORETYPE=best)
-    ratios, dflt, forced = [], [], []
+    runs = {"default": [], "forced": [], "library": []}
+    library = None
     for rnd in range(ctx.rounds):
         d = c_train(ctx, cfg, "attention", steps, warmup, ctx.threads, profile=False)
-        f = c_train(ctx, cfg, "attention", steps, warmup, ctx.threads, env=forced_env, profile=False)
-        dflt.append(d), forced.append(f)
-        ratios.append(f["ms"] / d["ms"])
-        progress(f"kernel round {rnd + 1}/{ctx.rounds}: default {d['kernel']} {d['ms']:.1f} ms/step, "
-                 f"forced {f['kernel']} {f['ms']:.1f} ms/step")
+        f = c_train(ctx, cfg, "attention", steps, warmup, ctx.threads, env=dict(os.environ, BLIS_ARCH_TYPE=best),
+                    profile=False)
+        runs["default"].append(d), runs["forced"].append(f)
+        m = re.search(r"selected: the library chose (\w+)", d["blas"] or "")
+        library = library or (m and m.group(1))
+        if library:
+            runs["library"].append(c_train(ctx, cfg, "attention", steps, warmup, ctx.threads,
+                                           env=dict(os.environ, BLIS_ARCH_TYPE=library), profile=False))
+        progress(f"kernel round {rnd + 1}/{ctx.rounds}: " + ", ".join(
+            f"{k} {v[-1]['kernel']} {v[-1]['ms']:.1f} ms/step" for k, v in runs.items() if v))
     tokens = cfg["batch"] * cfg["block"]
-    return {"best_core": best, "default_blas": dflt[-1]["blas"], "forced_blas": forced[-1]["blas"],
-            "default_tokens_per_s": tokens * 1e3 / med([d["ms"] for d in dflt]),
-            "forced_tokens_per_s": tokens * 1e3 / med([f["ms"] for f in forced]),
-            "ratio": med(ratios), "rounds": ratios}
+    out = {"best_core": best, "library_core": library}
+    for k, v in runs.items():
+        if v:
+            out[k + "_blas"] = v[-1]["blas"]
+            out[k + "_tokens_per_s"] = tokens * 1e3 / med([x["ms"] for x in v])
+    out["rounds"] = [f["ms"] / d["ms"] for d, f in zip(runs["default"], runs["forced"])]
+    out["ratio"] = med(out["rounds"])
+    if library:
+        out["over_library"] = med([lib["ms"] / d["ms"] for d, lib in zip(runs["default"], runs["library"])])
+    return out
 
 
 def tuner_rounds(ctx, steps, warmup, label):
@@ -569,7 +602,7 @@ def print_speed(ctx, res):
     for r in res:
         if r["torch"] and r["torch"]["openblas_coretype"]:
             print(f"  {r['config']} {r['mixer']}: PyTorch ran with OPENBLAS_CORETYPE={r['torch']['openblas_coretype']}"
-                  " (the kernel bin/train selected)")
+                  " (the best OpenBLAS core for this CPU)")
     for r in res:
         if r["torch"] and r["torch"]["threads"] != ctx.threads:
             print(f"  {r['config']} {r['mixer']}: PyTorch ran {r['torch']['threads']} threads, not {ctx.threads}")
@@ -650,15 +683,20 @@ def print_mixers(ctx, res):
 
 
 def print_kernel(ctx, res):
-    print("\n== Default OpenBLAS kernel choice (baby, attention) ==")
+    print("\n== Default BLIS kernel choice (baby, attention) ==")
     if "skipped" in res:
         print(f"  skipped: {res['skipped']}")
         return
-    table(["run", "BLAS", "tokens/s"],
-          [["environment as is", res["default_blas"], fmt(res["default_tokens_per_s"], ",.0f")],
-           [f"OPENBLAS_CORETYPE={res['best_core']}", res["forced_blas"], fmt(res["forced_tokens_per_s"], ",.0f")]])
+    rows = [["environment as is", res["default_blas"], fmt(res["default_tokens_per_s"], ",.0f")],
+            [f"BLIS_ARCH_TYPE={res['best_core']}", res["forced_blas"], fmt(res["forced_tokens_per_s"], ",.0f")]]
+    if res.get("library_core"):
+        rows.append([f"BLIS_ARCH_TYPE={res['library_core']} (the library's own)", res["library_blas"],
+                     fmt(res["library_tokens_per_s"], ",.0f")])
+    table(["run", "BLAS", "tokens/s"], rows)
     print(f"  default / forced tokens/s: {fmt(res['ratio'], '.2f')} (median of {plural(ctx.rounds, 'alternating round')}; "
           f"target >= 0.9)")
+    if res.get("library_core"):
+        print(f"  default / the library's own choice: {fmt(res['over_library'], '.2f')}x")
 
 
 def print_load(ctx, res):
@@ -732,7 +770,7 @@ def eval_prefix(data, tmp, n):
 def parse_args():
     ap = argparse.ArgumentParser(description="Speed and memory of the C programs against PyTorch and sgemm.",
                                  epilog="Sections: train (C vs PyTorch, FLOPs, memory, profile, eval and sample "
-                                        "speed), mixers (cost vs sequence length), kernel (default OpenBLAS "
+                                        "speed), mixers (cost vs sequence length), kernel (default BLIS "
                                         "kernel check), load (the thread tuner), mpi (2 ranks against 1 rank "
                                         "and against 2 threads).")
     ap.add_argument("--quick", action="store_true", help="fewer steps and one round (a few minutes)")
@@ -785,6 +823,7 @@ def main():
             out["machine"] = {"cpu": cpu_model(), "cores": os.cpu_count(), "threads": ctx.threads,
                               "rounds": ctx.rounds, "quick": ctx.quick, "data": ctx.data, "vocab": ctx.vocab,
                               "openblas_coretype_env": os.environ.get("OPENBLAS_CORETYPE"),
+                              "blis_arch_type_env": os.environ.get("BLIS_ARCH_TYPE"),
                               "torch_unavailable": ctx.torch_missing}
             progress(f"{cpu_model()}, {ctx.threads} threads, {plural(ctx.rounds, 'round')}; sections {','.join(a.sections)}")
             for s in SECTIONS:
@@ -808,7 +847,10 @@ def print_report(ctx, out):
     print(f"make bench: {m['cpu']} ({m['cores']} cores), {m['threads']} threads for C and PyTorch, "
           f"{plural(m['rounds'], 'round')}{' (--quick)' if m['quick'] else ''}; data {m['data']} (vocab {m['vocab']})")
     if m["openblas_coretype_env"]:
-        print(f"OPENBLAS_CORETYPE={m['openblas_coretype_env']} is set by the environment: every program keeps it.")
+        print(f"OPENBLAS_CORETYPE={m['openblas_coretype_env']} is set by the environment: PyTorch's OpenBLAS keeps it "
+              "(the C programs use BLIS).")
+    if m.get("blis_arch_type_env"):
+        print(f"BLIS_ARCH_TYPE={m['blis_arch_type_env']} is set by the environment: every C program keeps it.")
     if m["torch_unavailable"]:
         print(f"PyTorch: not measured ({m['torch_unavailable']})")
     for s in SECTIONS:

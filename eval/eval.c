@@ -52,7 +52,7 @@ static void progress(size_t done, size_t total) {
 }
 
 int main(int argc, char **argv) {
-    blas_setup(argc, argv); /* first: it may restart the program with faster OpenBLAS kernels */
+    blas_setup(argc, argv); /* first: it may restart the program with faster BLIS kernels */
     const char *model_path = NULL, *data = NULL, *split = "val";
     size_t stride = 0, batch = 16, threads = 0;
     int json = 0, word_ppl = 0;

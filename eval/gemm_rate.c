@@ -1,8 +1,8 @@
-/* bin/gemm-rate: how fast OpenBLAS's cblas_sgemm runs on this machine at
- * given shapes, with the kernels and threads the programs use. make bench
- * measures the model's own products with it and divides the model's FLOP
- * rate by the result (model FLOP utilisation). */
-#include <cblas.h>
+/* bin/gemm-rate: how fast the model's matrix products (src/ops.c's gemm:
+ * BLIS sgemm on tiles shared by our threads) run on this machine at given
+ * shapes, with the kernels and threads the programs use. make bench measures
+ * the model's own products with it and divides the model's FLOP rate by the
+ * result (model FLOP utilisation). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +13,7 @@
 #include "common.h"
 #include "config.h"
 #include "json.h"
+#include "ops.h"
 
 static const char *prog = "gemm-rate";
 
@@ -24,9 +25,10 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: bin/gemm-rate [options] PRODUCT...\n"
             "       bin/gemm-rate --best-core\n"
-            "Times single-precision matrix products (cblas_sgemm, row-major, alpha 1, beta 0)\n"
-            "with the OpenBLAS kernels the other programs choose and OpenBLAS's own\n"
-            "threading; prints each product's GFLOP/s and the rate of all of them together.\n"
+            "Times single-precision matrix products (row-major, alpha 1, beta 0) as the\n"
+            "model makes them: BLIS sgemm with the kernels the other programs choose, on\n"
+            "tiles shared by the threads; prints each product's GFLOP/s and the rate of\n"
+            "all of them together.\n"
             "\n"
             "PRODUCT is MxNxK:FORM or MxNxK:FORM:COUNT, C being M x N and 2MNK FLOPs:\n"
             "  NT   C = A B^T, A M x K, B N x K   (forward: out = in W^T)\n"
@@ -40,7 +42,7 @@ static void usage(FILE *f) {
             "      --threads N     OpenMP/OpenBLAS threads (default: all cores)\n"
             "      --ms T          time spent timing each product, in ms (default 30)\n"
             "      --json          print one JSON object instead of text\n"
-            "      --best-core     print the fastest OpenBLAS core this CPU supports and exit\n"
+            "      --best-core     print the fastest BLIS configuration this CPU supports and exit\n"
             "  -h, --help          this help\n");
 }
 
@@ -85,14 +87,11 @@ static int parse_product(const char *s, Product *p, Error *err) {
     return 0;
 }
 
-static void gemm(const Product *p, const float *a, const float *b, float *c) {
-    int m = (int)p->m, n = (int)p->n, k = (int)p->k;
-    if (!strcmp(p->form, "NT"))
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n);
-    else if (!strcmp(p->form, "NN"))
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
-    else
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, n, k, 1.0f, a, m, b, n, 0.0f, c, n);
+static void run_product(const Product *p, const float *a, const float *b, float *c) {
+    size_t m = p->m, n = p->n, k = p->k;
+    if (!strcmp(p->form, "NT")) gemm(0, 1, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n);
+    else if (!strcmp(p->form, "NN")) gemm(0, 0, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
+    else gemm(1, 0, m, n, k, 1.0f, a, m, b, n, 0.0f, c, n);
 }
 
 static float *random_matrix(size_t count, uint64_t *state) {
@@ -111,16 +110,16 @@ static double time_product(const Product *p, double budget_s, uint64_t *seed) {
     float *c = malloc(p->m * p->n * sizeof *c);
     double best = 0.0;
     if (a && b && c) {
-        gemm(p, a, b, c); /* warm-up: thread pool, buffers, caches */
+        run_product(p, a, b, c); /* warm-up: thread pool, buffers, caches */
         double t0 = wall_seconds();
-        gemm(p, a, b, c);
+        run_product(p, a, b, c);
         double one = wall_seconds() - t0;
         double rep_s = budget_s / 8.0; /* aim at ~8 repetitions */
         size_t inner = one > 0.0 && one < rep_s ? (size_t)(rep_s / one) : 1;
         double start = wall_seconds();
         for (int rep = 0; rep < 3 || (wall_seconds() - start < budget_s && rep < 100); rep++) {
             t0 = wall_seconds();
-            for (size_t i = 0; i < inner; i++) gemm(p, a, b, c);
+            for (size_t i = 0; i < inner; i++) run_product(p, a, b, c);
             double per_call = (wall_seconds() - t0) / (double)inner;
             if (best == 0.0 || per_call < best) best = per_call;
         }
@@ -134,7 +133,7 @@ static double time_product(const Product *p, double budget_s, uint64_t *seed) {
 static double flops(const Product *p) { return 2.0 * (double)p->m * (double)p->n * (double)p->k; }
 
 int main(int argc, char **argv) {
-    blas_setup(argc, argv); /* first: it may restart the program with faster OpenBLAS kernels */
+    blas_setup(argc, argv); /* first: it may restart the program with faster BLIS kernels */
     size_t threads = 0, budget_ms = 30;
     int json = 0, best_core = 0;
     Error err;

@@ -48,7 +48,7 @@ static void nth_char(const char *s, size_t k, char *buf, size_t len) {
 }
 
 int main(int argc, char **argv) {
-    blas_setup(argc, argv); /* first: it may restart the program with faster OpenBLAS kernels */
+    blas_setup(argc, argv); /* first: it may restart the program with faster BLIS kernels */
     const char *model_path = NULL, *prompt = NULL, *out_dir = NULL;
     size_t ind_len = 0, ind_seqs = 8, seed = 1337, threads = 0;
     Error err;

@@ -68,7 +68,7 @@ static uint32_t pick(Sampler *s, const float *logits, size_t V, float temperatur
 }
 
 int main(int argc, char **argv) {
-    blas_setup(argc, argv); /* first: it may restart the program with faster OpenBLAS kernels */
+    blas_setup(argc, argv); /* first: it may restart the program with faster BLIS kernels */
     const char *model_path = NULL, *prompt = "\n";
     size_t n_tokens = 500, top_k = 0, seed = 1337, threads = 1;
     float temperature = 0.8f;

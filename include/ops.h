@@ -1,5 +1,5 @@
 /* Shared kernels: every matrix multiply in the project goes through
- * gemm/matmul_* (cblas_sgemm on tiles, or gemm_serial inside a parallel
+ * gemm/matmul_* (BLIS sgemm on tiles, or gemm_serial inside a parallel
  * region); every other loop here is OpenMP-parallel and computes each output
  * the same way on any number of threads.
  *

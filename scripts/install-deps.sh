@@ -4,7 +4,8 @@
 set -euo pipefail
 PACKAGES=(
     make gcc                 # the build
-    libopenblas-openmp-dev   # cblas_sgemm, OpenMP build: BLAS and our loops share one thread pool
+    libblis-openmp-dev       # sgemm (BLIS), OpenMP build: our loops and BLIS share one thread pool
+    libopenblas0-openmp      # the system's libblas.so.3 for PyTorch/numpy in the reference scripts
     libstb-dev               # stb_ds: dynamic arrays and hash maps
     libcmocka-dev            # the C test framework
     libpcre2-dev             # BPE pre-tokenization: the GPT-4/GPT-2 split regexes, with PCRE2's JIT

@@ -1,12 +1,13 @@
-/* Chooses the fastest OpenBLAS kernels this CPU runs correctly (see include/blas_setup.h). */
+/* Chooses the fastest BLIS kernels this CPU runs correctly (see include/blas_setup.h). */
 #include "blas_setup.h"
 
-#include <cblas.h>
+#include <blis.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <omp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,18 +23,15 @@
 #include <cpuid.h>
 #endif
 
+#include "ops.h"
 #include "rng.h"
-
-/* OpenBLAS extensions. Debian's cblas.h declares them too, but a plain
- * reference cblas.h does not; the same declaration twice is harmless. */
-char *openblas_get_config(void);
-char *openblas_get_corename(void);
 
 extern char **environ;
 
 /* Private markers between this process and the copies of it it starts. */
 #define ENV_PROBE "LM_BLAS_PROBE"       /* =<core>: be the probe for <core>, then exit */
-#define ENV_SELECTED "LM_BLAS_SELECTED" /* =<core>: OPENBLAS_CORETYPE was set by us; <core> is what the library chose */
+#define ENV_SELECTED "LM_BLAS_SELECTED" /* =<core>: BLIS_ARCH_TYPE was set by us; <core> is what the library chose */
+#define ENV_ARCH "BLIS_ARCH_TYPE"
 /* Test hooks, documented in the header. */
 #define ENV_TEST_CORENAME "LM_TEST_BLAS_CORENAME"
 #define ENV_TEST_PROBE "LM_TEST_BLAS_PROBE"
@@ -70,50 +68,37 @@ void cpu_features_detect(CpuFeatures *cpu) {
     uint64_t xcr0 = osxsave ? read_xcr0() : 0;
     int ymm_saved = (xcr0 & 0x6) == 0x6;                          /* XMM (bit 1) and YMM upper halves (bit 2) */
     int zmm_saved = ymm_saved && (xcr0 & 0xe0) == 0xe0;           /* opmask, ZMM upper halves, ZMM16-31 */
-    int tiles_saved = (xcr0 & (3ull << 17)) == (3ull << 17);      /* XTILECFG, XTILEDATA */
     cpu->avx = ymm_saved && ((c >> 28) & 1);
     cpu->fma = cpu->avx && ((c >> 12) & 1);
     if (max_leaf < 7) return;
 
     __cpuid_count(7, 0, a, b, c, d);
-    unsigned max_subleaf = a;
     cpu->avx2 = cpu->avx && ((b >> 5) & 1);
     cpu->avx512f = zmm_saved && ((b >> 16) & 1);
     cpu->avx512dq = zmm_saved && ((b >> 17) & 1);
     cpu->avx512cd = zmm_saved && ((b >> 28) & 1);
     cpu->avx512bw = zmm_saved && ((b >> 30) & 1);
     cpu->avx512vl = zmm_saved && ((b >> 31) & 1);
-    cpu->amx = tiles_saved && ((d >> 24) & 1); /* AMX-TILE */
-    if (max_subleaf >= 1) {
-        __cpuid_count(7, 1, a, b, c, d);
-        cpu->avx512_bf16 = cpu->avx512f && ((a >> 5) & 1);
-    }
 #endif
 }
 
-/* ---- ranking OpenBLAS cores --------------------------------------------------- */
+/* ---- ranking BLIS configurations ------------------------------------------------ */
 
-/* The x86_64 cores of OpenBLAS 0.3.21 (driver/others/dynamic.c), plus the
- * one later releases add for AMX. */
+/* The x86_64 configurations of BLIS 0.9 (config_registry), by the
+ * instruction set of their kernels. */
 static const struct {
     const char *name;
     BlasLevel level;
 } core_levels[] = {
-    {"Katmai", BLAS_LEVEL_SSE},          {"Coppermine", BLAS_LEVEL_SSE},   {"Northwood", BLAS_LEVEL_SSE},
-    {"Prescott", BLAS_LEVEL_SSE},        {"Banias", BLAS_LEVEL_SSE},       {"Core2", BLAS_LEVEL_SSE},
-    {"Penryn", BLAS_LEVEL_SSE},          {"Dunnington", BLAS_LEVEL_SSE},   {"Nehalem", BLAS_LEVEL_SSE},
-    {"Atom", BLAS_LEVEL_SSE},            {"Nano", BLAS_LEVEL_SSE},         {"Athlon", BLAS_LEVEL_SSE},
-    {"Opteron", BLAS_LEVEL_SSE},         {"Opteron_SSE3", BLAS_LEVEL_SSE}, {"Barcelona", BLAS_LEVEL_SSE},
-    {"Bobcat", BLAS_LEVEL_SSE},
-    {"Sandybridge", BLAS_LEVEL_AVX},     {"Bulldozer", BLAS_LEVEL_AVX},    {"Piledriver", BLAS_LEVEL_AVX},
-    {"Steamroller", BLAS_LEVEL_AVX},
-    {"Haswell", BLAS_LEVEL_AVX2},        {"Excavator", BLAS_LEVEL_AVX2},   {"Zen", BLAS_LEVEL_AVX2},
-    {"SkylakeX", BLAS_LEVEL_AVX512},
-    {"Cooperlake", BLAS_LEVEL_AVX512_BF16},
-    {"Sapphirerapids", BLAS_LEVEL_AMX},
+    {"generic", BLAS_LEVEL_PORTABLE},  {"penryn", BLAS_LEVEL_SSE},
+    {"sandybridge", BLAS_LEVEL_AVX},   {"bulldozer", BLAS_LEVEL_AVX},   {"piledriver", BLAS_LEVEL_AVX},
+    {"steamroller", BLAS_LEVEL_AVX},   {"excavator", BLAS_LEVEL_AVX},
+    {"haswell", BLAS_LEVEL_AVX2},      {"zen", BLAS_LEVEL_AVX2},        {"zen2", BLAS_LEVEL_AVX2},
+    {"zen3", BLAS_LEVEL_AVX2},
+    {"skx", BLAS_LEVEL_AVX512},        {"knl", BLAS_LEVEL_AVX512},
 };
 
-static const char *level_names[] = {"unknown", "SSE", "AVX", "AVX2", "AVX-512", "AVX-512 with BF16", "AMX"};
+static const char *level_names[] = {"unknown", "portable C", "SSE", "AVX", "AVX2", "AVX-512"};
 
 BlasLevel blas_core_level(const char *core) {
     if (!core) return BLAS_LEVEL_UNKNOWN;
@@ -123,16 +108,14 @@ BlasLevel blas_core_level(const char *core) {
 }
 
 const char *blas_best_core(const CpuFeatures *cpu) {
-    int avx512 = cpu->avx512f && cpu->avx512bw && cpu->avx512vl && cpu->avx512dq && cpu->avx512cd;
-    /* AMX CPUs get Cooperlake too: OpenBLAS 0.3.21 has no Sapphirerapids core,
-     * and its Cooperlake kernels run there at full AVX-512 speed. */
-    if (avx512 && cpu->avx512_bf16) return "Cooperlake";
-    if (avx512) return "SkylakeX";
+    /* skx's kernels need AVX-512 F, DQ, BW and VL; knl (F, CD, ER, PF) is
+     * never chosen: its blocking is for Xeon Phi. */
+    if (cpu->avx512f && cpu->avx512bw && cpu->avx512vl && cpu->avx512dq && cpu->avx512cd) return "skx";
     if (cpu->avx2 && cpu->fma) {
         int amd = strcmp(cpu->vendor, "AuthenticAMD") == 0 || strcmp(cpu->vendor, "HygonGenuine") == 0;
-        return amd ? "Zen" : "Haswell";
+        return amd ? "zen3" : "haswell";
     }
-    if (cpu->avx) return "Sandybridge";
+    if (cpu->avx) return "sandybridge";
     return NULL;
 }
 
@@ -142,14 +125,14 @@ BlasDecision blas_decide(const char *library_core, const CpuFeatures *cpu) {
     BlasLevel have = blas_core_level(library_core);
     const char *best = blas_best_core(cpu);
     if (have == BLAS_LEVEL_UNKNOWN)
-        snprintf(d.reason, sizeof d.reason, "OpenBLAS chose %s, a core this program does not rank: left alone", name);
+        snprintf(d.reason, sizeof d.reason, "BLIS chose %s, a configuration this program does not rank: left alone", name);
     else if (!best)
         snprintf(d.reason, sizeof d.reason, "this CPU has no AVX: nothing faster than %s to offer", name);
     else if (have >= blas_core_level(best))
         snprintf(d.reason, sizeof d.reason, "%s (%s) is as fast as this CPU supports", name, level_names[have]);
     else {
         d.switch_to = best;
-        snprintf(d.reason, sizeof d.reason, "OpenBLAS chose %s (%s) but this CPU supports %s: %s",
+        snprintf(d.reason, sizeof d.reason, "BLIS chose %s (%s) but this CPU supports %s: %s",
                  name, level_names[have], level_names[blas_core_level(best)], best);
     }
     return d;
@@ -187,18 +170,23 @@ static void transpose(size_t rows, size_t cols, const float *src, float *dst) {
 }
 
 /* Products like the model's, as m x n x k: a ragged one that leaves partial
- * tiles everywhere, the qkv projection of a default training step (768
- * tokens x 3C x C at C = 128) and of a wider model (C = 384). */
+ * tiles everywhere, a model-like one with k = 128 (C of the baby config), and
+ * one with k = 384 (C of the medium config, more than one of the kernels' k
+ * blocks). Small enough that the double-precision reference costs ~10 ms:
+ * every program start on a CPU the library misjudges runs them. */
 static const struct {
     size_t m, n, k;
-} probe_shapes[] = {{97, 83, 61}, {768, 384, 128}, {256, 1152, 384}};
+} probe_shapes[] = {{97, 83, 61}, {200, 96, 128}, {96, 160, 384}};
 
 /* The three forms of ops.c, row-major: C = A B^T (out = in W^T), C = A B, C = A^T B. */
 typedef enum { FORM_NT, FORM_NN, FORM_TN } GemmForm;
 
 int blas_probe_gemm(bool perturb, double *worst) {
     *worst = 0.0;
+    /* Tiles for 1 and 2 threads, computed on one: the same calls on the same
+     * tiles as 2 threads make, without waking a thread pool at start-up. */
     int saved_threads = omp_get_max_threads();
+    omp_set_num_threads(1);
     int rc = 0;
     size_t n_shapes = sizeof probe_shapes / sizeof probe_shapes[0];
     for (size_t s = 0; s < n_shapes && rc == 0; s++) {
@@ -220,22 +208,16 @@ int blas_probe_gemm(bool perturb, double *worst) {
             transpose(k, n, b, bt);
             blas_reference_gemm(m, n, k, a, b, want); /* the same product in every form below */
             for (int form = FORM_NT; form <= FORM_TN; form++)
-                for (int threads = 1; threads <= 2; threads++)
+                for (size_t width = 1; width <= 2; width++)
                     for (int with_beta = 0; with_beta <= 1; with_beta++) {
                         float beta = (float)with_beta;
                         memcpy(c, c0, m * n * sizeof *c);
-                        omp_set_num_threads(threads);
-                        if (form == FORM_NT)
-                            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)k, 1.0f, a, (int)k,
-                                        bt, (int)k, beta, c, (int)n);
-                        else if (form == FORM_NN)
-                            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a,
-                                        (int)k, b, (int)n, beta, c, (int)n);
-                        else
-                            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, at,
-                                        (int)m, b, (int)n, beta, c, (int)n);
+                        ops_set_parallel_width(width);
+                        if (form == FORM_NT) gemm(0, 1, m, n, k, 1.0f, a, k, bt, k, beta, c, n);
+                        else if (form == FORM_NN) gemm(0, 0, m, n, k, 1.0f, a, k, b, n, beta, c, n);
+                        else gemm(1, 0, m, n, k, 1.0f, at, m, b, n, beta, c, n);
                         /* The test hook spoils the last entry (a partial tile) of the last case. */
-                        if (perturb && s == n_shapes - 1 && form == FORM_TN && threads == 2 && with_beta)
+                        if (perturb && s == n_shapes - 1 && form == FORM_TN && width == 2 && with_beta)
                             c[m * n - 1] += 0.03f * (float)fabs(want[m * n - 1]) + 0.03f;
                         double e = blas_gemm_error(m * n, c, want, 1.0f, beta, c0);
                         if (!(e <= *worst)) *worst = e;
@@ -244,6 +226,7 @@ int blas_probe_gemm(bool perturb, double *worst) {
         }
         free(a), free(b), free(at), free(bt), free(c0), free(c), free(want);
     }
+    ops_set_parallel_width(0);
     omp_set_num_threads(saved_threads);
     return rc;
 }
@@ -263,7 +246,90 @@ static void write_all(int fd, const char *s) {
     }
 }
 
-/* Runs in the child started with OPENBLAS_CORETYPE=<candidate>. */
+/* ---- BLIS's configurations by name ---------------------------------------------- */
+
+/* The x86_64 configurations this BLIS was built with (blis.h says which). */
+static const arch_t built_archs[] = {
+#ifdef BLIS_CONFIG_SKX
+    BLIS_ARCH_SKX,
+#endif
+#ifdef BLIS_CONFIG_KNL
+    BLIS_ARCH_KNL,
+#endif
+#ifdef BLIS_CONFIG_HASWELL
+    BLIS_ARCH_HASWELL,
+#endif
+#ifdef BLIS_CONFIG_SANDYBRIDGE
+    BLIS_ARCH_SANDYBRIDGE,
+#endif
+#ifdef BLIS_CONFIG_PENRYN
+    BLIS_ARCH_PENRYN,
+#endif
+#ifdef BLIS_CONFIG_ZEN3
+    BLIS_ARCH_ZEN3,
+#endif
+#ifdef BLIS_CONFIG_ZEN2
+    BLIS_ARCH_ZEN2,
+#endif
+#ifdef BLIS_CONFIG_ZEN
+    BLIS_ARCH_ZEN,
+#endif
+#ifdef BLIS_CONFIG_EXCAVATOR
+    BLIS_ARCH_EXCAVATOR,
+#endif
+#ifdef BLIS_CONFIG_STEAMROLLER
+    BLIS_ARCH_STEAMROLLER,
+#endif
+#ifdef BLIS_CONFIG_PILEDRIVER
+    BLIS_ARCH_PILEDRIVER,
+#endif
+#ifdef BLIS_CONFIG_BULLDOZER
+    BLIS_ARCH_BULLDOZER,
+#endif
+#ifdef BLIS_CONFIG_GENERIC
+    BLIS_ARCH_GENERIC,
+#endif
+};
+
+/* BLIS_ARCH_TYPE's number for a configuration this BLIS was built with, or -1. */
+static int arch_id(const char *name) {
+    for (size_t i = 0; i < sizeof built_archs / sizeof built_archs[0]; i++)
+        if (strcasecmp(bli_arch_string(built_archs[i]), name) == 0) return (int)built_archs[i];
+    return -1;
+}
+
+static void blas_library_init_once(void) {
+    if (getenv(ENV_ARCH)) {
+        errlev_t level = bli_error_checking_level();
+        bli_error_checking_level_set(BLIS_NO_ERROR_CHECKING);
+        bli_init();
+        bli_error_checking_level_set(level);
+    } else bli_init();
+}
+
+void blas_library_init(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, blas_library_init_once);
+}
+
+/* The configuration BLIS runs. */
+static const char *blis_core(void) {
+    blas_library_init();
+    return bli_arch_string(bli_arch_query_id());
+}
+
+/* This program's file, for restarting it: the target of /proc/self/exe
+ * rather than the link itself, so that the restarted process keeps its name
+ * (ps, pgrep and top show "train", not "exe"). */
+static const char *self_path(void) {
+    static char path[4096];
+    ssize_t len = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (len <= 0 || (size_t)len >= sizeof path - 1) return "/proc/self/exe";
+    path[len] = '\0';
+    return path;
+}
+
+/* Runs in the child started with BLIS_ARCH_TYPE=<candidate's number>. */
 static int run_probe(const char *candidate) {
     char line[128];
     const char *hook = getenv(ENV_TEST_PROBE);
@@ -271,9 +337,8 @@ static int run_probe(const char *candidate) {
         signal(SIGILL, SIG_DFL);
         raise(SIGILL);
     }
-    const char *core = openblas_get_corename();
+    const char *core = blis_core();
     if (!core || strcasecmp(core, candidate) != 0) {
-        /* An OpenBLAS that does not know the name ignores it and picks by itself. */
         snprintf(line, sizeof line, "core %s\n", core ? core : "(none)");
         write_all(STDOUT_FILENO, line);
         return PROBE_UNKNOWN_CORE;
@@ -291,8 +356,8 @@ static double monotonic_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* The environment of the probe: ours without OPENBLAS_CORETYPE and the
- * markers, plus OPENBLAS_CORETYPE=<candidate> and the probe marker. */
+/* The environment of the probe: ours without BLIS_ARCH_TYPE and the
+ * markers, plus BLIS_ARCH_TYPE=<candidate's number> and the probe marker. */
 static char **probe_environment(const char *candidate, char *coretype, size_t coretype_len, char *marker,
                                 size_t marker_len) {
     size_t n = 0;
@@ -302,12 +367,12 @@ static char **probe_environment(const char *candidate, char *coretype, size_t co
     size_t out = 0;
     for (size_t i = 0; i < n; i++) {
         const char *v = environ[i];
-        if (strncmp(v, "OPENBLAS_CORETYPE=", 18) == 0 || strncmp(v, ENV_PROBE "=", sizeof ENV_PROBE) == 0 ||
+        if (strncmp(v, ENV_ARCH "=", sizeof ENV_ARCH) == 0 || strncmp(v, ENV_PROBE "=", sizeof ENV_PROBE) == 0 ||
             strncmp(v, ENV_SELECTED "=", sizeof ENV_SELECTED) == 0)
             continue;
         env[out++] = environ[i];
     }
-    snprintf(coretype, coretype_len, "OPENBLAS_CORETYPE=%s", candidate);
+    snprintf(coretype, coretype_len, ENV_ARCH "=%d", arch_id(candidate));
     snprintf(marker, marker_len, ENV_PROBE "=%s", candidate);
     env[out++] = coretype;
     env[out++] = marker;
@@ -334,6 +399,7 @@ static int probe_candidate(const char *candidate, char **argv, char *why, size_t
     default_chld.sa_handler = SIG_DFL;
     sigaction(SIGCHLD, &default_chld, &old_chld);
 
+    const char *exe = self_path();
     fflush(NULL); /* nothing buffered may be written twice */
     pid_t pid = fork();
     if (pid == 0) {
@@ -344,7 +410,7 @@ static int probe_candidate(const char *candidate, char **argv, char *why, size_t
         dup2(devnull, STDIN_FILENO);
         dup2(pipe_fds[1], STDOUT_FILENO);
         dup2(devnull, STDERR_FILENO);
-        execve("/proc/self/exe", argv, env);
+        execve(exe, argv, env);
         _exit(PROBE_EXEC_FAILED);
     }
     int fork_errno = errno;
@@ -417,9 +483,9 @@ static int probe_candidate(const char *candidate, char **argv, char *why, size_t
     else if (WEXITSTATUS(status) == PROBE_WRONG_RESULTS && sscanf(report, "error %lf", &error) == 1)
         snprintf(why, why_len, "the %s probe computed wrong results (max relative error %.1e)", candidate, error);
     else if (WEXITSTATUS(status) == PROBE_UNKNOWN_CORE && sscanf(report, "core %63s", reported_core) == 1)
-        snprintf(why, why_len, "this OpenBLAS does not know %s (asked for it, it ran %s)", candidate, reported_core);
+        snprintf(why, why_len, "this BLIS does not run %s (asked for it, it ran %s)", candidate, reported_core);
     else if (WEXITSTATUS(status) == PROBE_EXEC_FAILED)
-        snprintf(why, why_len, "could not run /proc/self/exe for the %s probe", candidate);
+        snprintf(why, why_len, "could not run %s for the %s probe", exe, candidate);
     else if (report_len == 0) /* the program printed or exited before calling blas_setup */
         snprintf(why, why_len, "the %s probe gave no report (exit status %d)", candidate, WEXITSTATUS(status));
     else
@@ -442,19 +508,41 @@ static struct {
 
 static void copy_name(char *dst, size_t len, const char *src) { snprintf(dst, len, "%s", src ? src : "(none)"); }
 
-/* An empty variable counts as unset: OpenBLAS ignores an empty OPENBLAS_CORETYPE too. */
+/* An empty variable counts as unset, as BLIS reads it. */
 static const char *env_value(const char *name) {
     const char *v = getenv(name);
     return v && *v ? v : NULL;
+}
+
+/* BLIS_ARCH_TYPE from the environment, checked before BLIS reads it: a
+ * number or a name of a configuration this BLIS was built with (a name is
+ * rewritten as its number, the form BLIS 0.9 reads). Anything else is
+ * removed with a line on stderr, since BLIS would abort on it or read a
+ * name as 0. Returns the configuration's name, or NULL when unset. */
+static const char *environment_core(void) {
+    const char *v = env_value(ENV_ARCH);
+    if (!v) return NULL;
+    char *end;
+    long id = strtol(v, &end, 10);
+    const char *name = NULL;
+    if (*end == '\0' && id >= 0 && id < BLIS_NUM_ARCHS) name = bli_arch_string((arch_t)id);
+    else if (*end != '\0' && arch_id(v) >= 0) name = bli_arch_string((arch_t)arch_id(v));
+    if (name && arch_id(name) >= 0) {
+        char number[16];
+        snprintf(number, sizeof number, "%d", arch_id(name));
+        if (strcmp(number, v) == 0 || setenv(ENV_ARCH, number, 1) == 0) return name;
+    }
+    fprintf(stderr, "blas: ignored " ENV_ARCH "=%s: not a configuration of this BLIS (a number or a name: haswell, skx, ...)\n", v);
+    unsetenv(ENV_ARCH);
+    return NULL;
 }
 
 void blas_setup(int argc, char **argv) {
     const char *probe_for = env_value(ENV_PROBE);
     if (probe_for) _exit(run_probe(probe_for)); /* we are a probe: never run the program */
 
-    const char *env_core = env_value("OPENBLAS_CORETYPE");
+    const char *env_core = environment_core();
     const char *selected_over = env_value(ENV_SELECTED);
-    const char *core = openblas_get_corename();
     const char *pretend = env_value(ENV_TEST_CORENAME);
     CpuFeatures cpu;
     cpu_features_detect(&cpu);
@@ -468,7 +556,7 @@ void blas_setup(int argc, char **argv) {
     if (env_core) { /* the environment's choice stands, right or wrong */
         blas_state.origin = ORIGIN_ENVIRONMENT;
         const char *best = blas_best_core(&cpu);
-        BlasLevel in_use = blas_core_level(core);
+        BlasLevel in_use = blas_core_level(env_core);
         /* Said in the start-up line (blas_describe), not on stderr: every
          * program runs on such a machine, and its errors stay one line. */
         if (best && in_use != BLAS_LEVEL_UNKNOWN && in_use < blas_core_level(best))
@@ -478,40 +566,35 @@ void blas_setup(int argc, char **argv) {
 
     blas_state.origin = ORIGIN_LIBRARY;
     blas_state.pretended = pretend != NULL;
-    copy_name(blas_state.library_core, sizeof blas_state.library_core, pretend ? pretend : core);
+    copy_name(blas_state.library_core, sizeof blas_state.library_core, pretend ? pretend : blis_core());
     BlasDecision decision = blas_decide(blas_state.library_core, &cpu);
     if (!decision.switch_to) return;
 
-    char why[256];
+    char why[256], number[16];
+    snprintf(number, sizeof number, "%d", arch_id(decision.switch_to));
     if (argc < 1 || !argv || !argv[0])
         snprintf(why, sizeof why, "no argv to restart the program with %s", decision.switch_to);
+    else if (arch_id(decision.switch_to) < 0)
+        snprintf(why, sizeof why, "this BLIS was built without %s", decision.switch_to);
     else if (probe_candidate(decision.switch_to, argv, why, sizeof why) == 0) {
         fflush(NULL);
-        if (setenv("OPENBLAS_CORETYPE", decision.switch_to, 1) == 0 &&
-            setenv(ENV_SELECTED, blas_state.library_core, 1) == 0)
-            execv("/proc/self/exe", argv); /* returns only on failure */
-        snprintf(why, sizeof why, "could not restart with %s (execv /proc/self/exe: %s)", decision.switch_to,
+        if (setenv(ENV_ARCH, number, 1) == 0 && setenv(ENV_SELECTED, blas_state.library_core, 1) == 0)
+            execv(self_path(), argv); /* returns only on failure */
+        snprintf(why, sizeof why, "could not restart with %s (execv %s: %s)", decision.switch_to, self_path(),
                  strerror(errno));
-        unsetenv("OPENBLAS_CORETYPE");
+        unsetenv(ENV_ARCH);
         unsetenv(ENV_SELECTED);
     }
     blas_state.origin = ORIGIN_KEPT;
     copy_name(blas_state.rejected, sizeof blas_state.rejected, decision.switch_to);
-    fprintf(stderr, "blas: kept OpenBLAS's %s kernels: %s\n", blas_state.library_core, why);
+    fprintf(stderr, "blas: kept BLIS's %s kernels: %s\n", blas_state.library_core, why);
 }
 
 const char *blas_describe(void) {
     static char text[320];
-    /* openblas_get_config() reads "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ...": keep the first two words. */
-    char version[64] = "OpenBLAS";
-    const char *config = openblas_get_config();
-    if (config) {
-        const char *first = strchr(config, ' ');
-        const char *second = first ? strchr(first + 1, ' ') : NULL;
-        int len = second ? (int)(second - config) : (int)strlen(config);
-        snprintf(version, sizeof version, "%.*s", len, config);
-    }
-    const char *in_use = openblas_get_corename();
+    char version[64];
+    snprintf(version, sizeof version, "BLIS %s", bli_info_get_version_str());
+    const char *in_use = blis_core();
     const char *test_note = blas_state.pretended ? " [" ENV_TEST_CORENAME "]" : "";
     switch (blas_state.origin) {
     case ORIGIN_SELECTED:
@@ -520,9 +603,9 @@ const char *blas_describe(void) {
         break;
     case ORIGIN_ENVIRONMENT:
         if (blas_state.could_run[0])
-            snprintf(text, sizeof text, "%s, kernel %s (set by OPENBLAS_CORETYPE, kept; this CPU could run %s)",
+            snprintf(text, sizeof text, "%s, kernel %s (set by " ENV_ARCH ", kept; this CPU could run %s)",
                      version, in_use, blas_state.could_run);
-        else snprintf(text, sizeof text, "%s, kernel %s (set by OPENBLAS_CORETYPE)", version, in_use);
+        else snprintf(text, sizeof text, "%s, kernel %s (set by " ENV_ARCH ")", version, in_use);
         break;
     case ORIGIN_KEPT:
         snprintf(text, sizeof text, "%s, kernel %s (the library's choice; %s failed its check)%s", version,
@@ -534,7 +617,7 @@ const char *blas_describe(void) {
         break;
     case ORIGIN_UNSET: /* blas_setup was not called */
         snprintf(text, sizeof text, "%s, kernel %s%s", version, in_use,
-                 env_value("OPENBLAS_CORETYPE") ? " (set by OPENBLAS_CORETYPE)" : "");
+                 env_value(ENV_ARCH) ? " (set by " ENV_ARCH ")" : "");
         break;
     }
     return text;

@@ -1,6 +1,8 @@
 #include "ops.h"
 
-#include <cblas.h>
+#include "blas_setup.h"
+
+#include <blis.h>
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -9,13 +11,13 @@
  *
  * Every product is cut into a grid of output tiles that depends only on its
  * shape (m, n, k) and on the run's parallel width (below), and each tile is one
- * sgemm call made from inside our own parallel region, where OpenBLAS runs
+ * sgemm call made from inside our own parallel region, where BLIS runs
  * single-threaded. So every element of a result is computed by the same call,
  * in the same summation order, whether 1 thread or `width` threads share the
  * tiles: the thread count can change during a run (under load, see
  * src/threads.c) without changing a single bit of the results. One tile per
- * thread of the width costs nothing against OpenBLAS's own threading (each
- * tile packs its own panels, which OpenBLAS threads would share; measured
+ * thread of the width costs nothing against the library's own threading (each
+ * tile packs its own panels, which its threads would share; measured
  * equal at the model's shapes), while smaller tiles would (8 tiles on 2 cores:
  * 7% slower). */
 
@@ -52,8 +54,15 @@ static TileGrid tile_grid(size_t m, size_t n, size_t k) {
 
 void gemm_serial(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const float *a,
                        size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc) {
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, (int)m,
-                (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+    blas_library_init();
+    /* One thread per call whatever BLIS_NUM_THREADS or OMP_NUM_THREADS say:
+     * the parallelism is ours (the tiles above). Row-major: a row stride of
+     * ld and a column stride of 1, for the matrix as stored. */
+    rntm_t one_thread = BLIS_RNTM_INITIALIZER;
+    bli_rntm_set_num_threads(1, &one_thread);
+    bli_sgemm_ex(trans_a ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, trans_b ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, (dim_t)m,
+                 (dim_t)n, (dim_t)k, &alpha, (float *)a, (inc_t)lda, 1, (float *)b, (inc_t)ldb, 1, &beta, c, (inc_t)ldc,
+                 1, NULL, &one_thread);
 }
 
 /* The tiled product; `seed_rows`, when given, is copied into every row of a
