@@ -651,7 +651,7 @@ out_model:
 }
 
 int main(int argc, char **argv) {
-    blas_setup(argc, argv); /* first: it may restart the program with faster OpenBLAS kernels */
+    blas_setup(argc, argv); /* first: it may restart the program with faster BLIS kernels */
     Dist dist;
     Error err;
     if (dist_init(&dist, &argc, &argv, &err)) {
