@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ops.h"
+#include "tile_gemm.h"
 
 typedef struct AttnParams {
     const float *qkv_w, *qkv_b, *proj_w, *proj_b;
@@ -18,7 +19,8 @@ typedef struct AttnParams {
 typedef struct AttnActs {
     float *qkv, *y, *lse;       /* forward: (B,T,3C), (B,T,C), (B,H,T) log-sum-exp of each score row */
     float *dqkv, *dy, *delta;   /* backward: (B,T,3C), (B,T,C), (B,H,T) rowsum(dY * Y) */
-    float *tiles;               /* score tiles: one per forward task, two per backward task */
+    float *tiles;               /* per forward task: a score tile and Q^T of its queries;
+                                   per backward task: two score tiles, K^T and V^T of the head */
 } AttnActs;
 
 static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
@@ -27,9 +29,12 @@ static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 static size_t tile_side(size_t T) { return T < TILE ? T : TILE; }
 
 /* Forward tasks are (b, h, query tile), backward tasks (b, h). */
-static size_t tile_floats(size_t B, size_t T, size_t H) {
-    size_t fwd = B * H * ceil_div(T, TILE), bwd = 2 * B * H, ts = tile_side(T);
-    return (fwd > bwd ? fwd : bwd) * ts * ts;
+static size_t forward_task_floats(size_t T, size_t hs) { return tile_side(T) * (tile_side(T) + hs); }
+static size_t backward_task_floats(size_t T, size_t hs) { return 2 * tile_side(T) * tile_side(T) + 2 * hs * T; }
+
+static size_t tile_floats(size_t B, size_t T, size_t H, size_t hs) {
+    size_t fwd = B * H * ceil_div(T, TILE) * forward_task_floats(T, hs), bwd = B * H * backward_task_floats(T, hs);
+    return fwd > bwd ? fwd : bwd;
 }
 
 static AttnParams attn_params(const float *p, size_t C) {
@@ -51,7 +56,7 @@ static size_t attn_layout(float *base, size_t B, size_t T, size_t C, size_t H, A
     TAKE(dqkv, N * 3 * C);
     TAKE(dy, N * C);
     TAKE(delta, B * H * T);
-    TAKE(tiles, tile_floats(B, T, H));
+    TAKE(tiles, tile_floats(B, T, H, C / H));
 #undef TAKE
     return used;
 }
@@ -91,8 +96,10 @@ static size_t visible(size_t t, size_t j0, size_t nk) {
  * row, a query per column), so that every per-query quantity (max, sum,
  * exp(s - m)) runs down the columns in vector lanes, with no horizontal
  * reductions. q, k, v: row stride ld; o: row stride ldo; lse: the rows'
- * log-sum-exp, for backward. */
-static void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, size_t lds, const float *q,
+ * log-sum-exp, for backward. st: the score tile; qt: Q^T of the tile's
+ * queries (both row stride lds), so that every product reads rows of its
+ * right-hand side (src/tile_gemm.c). */
+static void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, float *qt, size_t lds, const float *q,
                                const float *k, const float *v, size_t ld, size_t i0, size_t nq, size_t hs,
                                float scale) {
     float m[TILE], l[TILE], m_new[TILE];
@@ -101,10 +108,11 @@ static void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, size
         l[r] = 0.0f;
         memset(o + r * ldo, 0, hs * sizeof(float));
     }
+    tile_transpose(nq, hs, q, ld, qt, lds);
     for (size_t j0 = 0; j0 < i0 + nq; j0 += TILE) {
         size_t nk = i0 + nq - j0 < TILE ? i0 + nq - j0 : TILE;
         int diagonal = j0 + nk > i0 + 1; /* some key comes after some query: mask */
-        gemm_serial(0, 1, nk, nq, hs, scale, k + j0 * ld, ld, q, ld, 0.0f, st, lds);
+        tile_gemm(nk, nq, hs, scale, k + j0 * ld, ld, 1, qt, lds, 0.0f, st, lds); /* s^T = K Q^T */
         memcpy(m_new, m, nq * sizeof(float));
         for (size_t c = 0; c < nk; c++) {
             const float *row = st + c * lds;
@@ -135,7 +143,7 @@ static void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, size
                 l[r] += p;
             }
         }
-        gemm_serial(1, 0, nq, hs, nk, 1.0f, st, lds, v + j0 * ld, ld, 1.0f, o, ldo); /* O += (s^T)^T V */
+        tile_gemm(nq, hs, nk, 1.0f, st, 1, lds, v + j0 * ld, ld, 1.0f, o, ldo); /* O += (s^T)^T V */
     }
     for (size_t r = 0; r < nq; r++) {
         float inv = 1.0f / l[r], *orow = o + r * ldo;
@@ -148,8 +156,9 @@ static void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, size
  * it recomputes P = exp(S - lse) and adds its share to dV_j, dK_j and dQ_i:
  *   dV += P^T dY,  dP = dY V^T,  dS = P * (dP - delta),  dQ += s dS K,  dK += s dS^T Q
  * (delta = rowsum(dY * Y)). The whole head is one task, so dQ needs no
- * reduction across threads. */
-static void flash_backward_head(float *dq, float *dk, float *dv, float *s, float *ds, size_t lds, const float *q,
+ * reduction across threads. kt, vt: room for K^T and V^T of the head (hs x T). */
+static void flash_backward_head(float *dq, float *dk, float *dv, float *s, float *ds, size_t lds, float *kt,
+                                float *vt, const float *q,
                                 const float *k, const float *v, size_t ld, const float *dy, const float *lse,
                                 const float *delta, size_t ldy, size_t T, size_t hs, float scale) {
     for (size_t t = 0; t < T; t++) {
@@ -157,12 +166,14 @@ static void flash_backward_head(float *dq, float *dk, float *dv, float *s, float
         memset(dk + t * ld, 0, hs * sizeof(float));
         memset(dv + t * ld, 0, hs * sizeof(float));
     }
+    tile_transpose(T, hs, k, ld, kt, T);
+    tile_transpose(T, hs, v, ld, vt, T);
     for (size_t j0 = 0; j0 < T; j0 += TILE) {
         size_t nk = T - j0 < TILE ? T - j0 : TILE;
         for (size_t i0 = j0; i0 < T; i0 += TILE) { /* the query tiles that can see key tile j0 */
             size_t nq = T - i0 < TILE ? T - i0 : TILE;
-            gemm_serial(0, 1, nq, nk, hs, scale, q + i0 * ld, ld, k + j0 * ld, ld, 0.0f, s, lds);
-            gemm_serial(0, 1, nq, nk, hs, 1.0f, dy + i0 * ldy, ldy, v + j0 * ld, ld, 0.0f, ds, lds);
+            tile_gemm(nq, nk, hs, scale, q + i0 * ld, ld, 1, kt + j0, T, 0.0f, s, lds);    /* S = s Q K^T */
+            tile_gemm(nq, nk, hs, 1.0f, dy + i0 * ldy, ldy, 1, vt + j0, T, 0.0f, ds, lds); /* dP = dY V^T */
             for (size_t r = 0; r < nq; r++) {
                 float *p = s + r * lds, *d = ds + r * lds, L = lse[i0 + r], D = delta[i0 + r];
                 size_t nv = visible(i0 + r, j0, nk);
@@ -173,9 +184,9 @@ static void flash_backward_head(float *dq, float *dk, float *dv, float *s, float
                 }
                 for (size_t c = nv; c < nk; c++) p[c] = d[c] = 0.0f;
             }
-            gemm_serial(1, 0, nk, hs, nq, 1.0f, s, lds, dy + i0 * ldy, ldy, 1.0f, dv + j0 * ld, ld);
-            gemm_serial(0, 0, nq, hs, nk, scale, ds, lds, k + j0 * ld, ld, 1.0f, dq + i0 * ld, ld);
-            gemm_serial(1, 0, nk, hs, nq, scale, ds, lds, q + i0 * ld, ld, 1.0f, dk + j0 * ld, ld);
+            tile_gemm(nk, hs, nq, 1.0f, s, 1, lds, dy + i0 * ldy, ldy, 1.0f, dv + j0 * ld, ld); /* dV += P^T dY */
+            tile_gemm(nq, hs, nk, scale, ds, lds, 1, k + j0 * ld, ld, 1.0f, dq + i0 * ld, ld); /* dQ += s dS K */
+            tile_gemm(nk, hs, nq, scale, ds, 1, lds, q + i0 * ld, ld, 1.0f, dk + j0 * ld, ld); /* dK += s dS^T Q */
         }
     }
 }
@@ -194,7 +205,8 @@ static void attention_forward(const ModelConfig *cfg, const float *params, float
         size_t bh = task / nt, b = bh / H, h = bh % H, i0 = (task % nt) * TILE;
         size_t nq = T - i0 < TILE ? T - i0 : TILE;
         const float *q = a.qkv + b * T * 3 * C + h * hs;
-        flash_forward_tile(a.y + (b * T + i0) * C + h * hs, C, a.lse + bh * T + i0, a.tiles + task * ts * ts, ts,
+        float *st = a.tiles + task * forward_task_floats(T, hs);
+        flash_forward_tile(a.y + (b * T + i0) * C + h * hs, C, a.lse + bh * T + i0, st, st + ts * ts, ts,
                            q + i0 * 3 * C, q + C, q + 2 * C, 3 * C, i0, nq, hs, scale);
     }
     matmul_forward(out, a.y, p.proj_w, p.proj_b, B * T, C, C);
@@ -221,8 +233,9 @@ static void attention_backward(const ModelConfig *cfg, const float *params, floa
             delta[t] = sum;
         }
         size_t ts = tile_side(T);
-        float *s = a.tiles + 2 * bh * ts * ts;
-        flash_backward_head(a.dqkv + off, a.dqkv + off + C, a.dqkv + off + 2 * C, s, s + ts * ts, ts, a.qkv + off,
+        float *s = a.tiles + bh * backward_task_floats(T, hs), *kt = s + 2 * ts * ts;
+        flash_backward_head(a.dqkv + off, a.dqkv + off + C, a.dqkv + off + 2 * C, s, s + ts * ts, ts, kt, kt + hs * T,
+                            a.qkv + off,
                             a.qkv + off + C, a.qkv + off + 2 * C, 3 * C, dy, a.lse + bh * T, delta, C, T, hs, scale);
     }
     matmul_backward(din, 0.0f, (float *)g.qkv_w, (float *)g.qkv_b, a.dqkv, in, p.qkv_w, B * T, C, 3 * C);
