@@ -95,10 +95,10 @@ asan:
 
 # Valgrind memcheck: the unit tests and a short train, eval and sample, with
 # zero errors and no definitely lost bytes (VALGRIND_ARGS=--quick: the
-# programs only). Built for AVX2 (valgrind does not know AVX-512); OpenBLAS's
-# own kernels must be ones valgrind knows too.
+# programs only). Built for AVX2 (valgrind does not know AVX-512), and the
+# script pins BLIS to its AVX2 kernels too.
 valgrind:
-	$(MAKE) BUILD=build-vg BIN=bin-vg OPT="-O1 -g -march=x86-64-v3" build-vg/test_units build-vg/test_blas \
+	$(MAKE) BUILD=build-vg BIN=bin-vg OPT="-O1 -g -march=x86-64-v3" build-vg/test_units build-vg/test_blas build-vg/test_tile_gemm \
 	        build-vg/test_inspect bin-vg/prepare bin-vg/train bin-vg/eval bin-vg/sample
 	bash tests/valgrind_test.sh $(VALGRIND_ARGS)
 
