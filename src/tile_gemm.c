@@ -109,7 +109,13 @@ void tile_gemm(size_t m, size_t n, size_t k, float alpha, const float *a, size_t
     }
 }
 
+/* In 16 x 16 blocks: a block's rows are read and its columns written while
+ * both stay in cache (row by row, every write would touch another line). */
 void tile_transpose(size_t rows, size_t cols, const float *src, size_t lds, float *dst, size_t ldd) {
-    for (size_t i = 0; i < rows; i++)
-        for (size_t j = 0; j < cols; j++) dst[j * ldd + i] = src[i * lds + j];
+    for (size_t i0 = 0; i0 < rows; i0 += 16)
+        for (size_t j0 = 0; j0 < cols; j0 += 16) {
+            size_t i1 = i0 + 16 < rows ? i0 + 16 : rows, j1 = j0 + 16 < cols ? j0 + 16 : cols;
+            for (size_t j = j0; j < j1; j++)
+                for (size_t i = i0; i < i1; i++) dst[j * ldd + i] = src[i * lds + j];
+        }
 }
