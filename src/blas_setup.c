@@ -520,7 +520,9 @@ static const char *env_value(const char *name) {
  * removed with a line on stderr, since BLIS would abort on it or read a
  * name as 0. Returns the configuration's name, or NULL when unset. */
 static const char *environment_core(void) {
-    const char *v = env_value(ENV_ARCH);
+    const char *v = getenv(ENV_ARCH);
+    if (v && !*v) unsetenv(ENV_ARCH); /* unset, as this program reads it; BLIS 0.9 would read "" as 0 (skx) */
+    v = env_value(ENV_ARCH);
     if (!v) return NULL;
     char *end;
     long id = strtol(v, &end, 10);

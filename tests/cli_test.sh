@@ -255,6 +255,11 @@ elif cpu_has avx; then
             && ok || bad "blas: BLIS_ARCH_TYPE=haswell on an AVX-512 CPU: exit $rc, $(grep '^blas:' "$tmp/out" "$tmp/err")"
     fi
 fi
+# An empty BLIS_ARCH_TYPE counts as unset (BLIS 0.9 itself would read it as 0, skx).
+BLIS_ARCH_TYPE= $B/train "${BLAS_RUN[@]}" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 0 ] && [ ! -s "$tmp/err" ] && [ "$(kernel_in "$tmp/out")" = "$own" ] && ! grep -q "set by BLIS_ARCH_TYPE" "$tmp/out" \
+    && ok || bad "blas: empty BLIS_ARCH_TYPE: exit $rc, $(grep '^blas:' "$tmp/out" "$tmp/err")"
 # A BLIS_ARCH_TYPE that names no configuration (BLIS 0.9 would abort, or read
 # a name as 0) is ignored with one line, and the run goes on.
 for pin in nosuchcpu 99999 -1; do
