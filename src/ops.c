@@ -60,6 +60,15 @@ void gemm_serial(int trans_a, int trans_b, size_t m, size_t n, size_t k, float a
      * ld and a column stride of 1, for the matrix as stored. */
     rntm_t one_thread = BLIS_RNTM_INITIALIZER;
     bli_rntm_set_num_threads(1, &one_thread);
+    if (m == 1) {
+        /* One row (sampling, a token at a time): as a matrix-vector product,
+         * c^T = alpha op(B)^T a^T + beta c^T. sgemm would pack all of B into
+         * its panels for every token; gemv reads it once, in place. */
+        inc_t rs_bt = trans_b ? (inc_t)ldb : 1, cs_bt = trans_b ? 1 : (inc_t)ldb;
+        bli_sgemv_ex(BLIS_NO_TRANSPOSE, BLIS_NO_CONJUGATE, (dim_t)n, (dim_t)k, &alpha, (float *)b, rs_bt, cs_bt,
+                     (float *)a, trans_a ? (inc_t)lda : 1, &beta, c, 1, NULL, &one_thread);
+        return;
+    }
     bli_sgemm_ex(trans_a ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, trans_b ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, (dim_t)m,
                  (dim_t)n, (dim_t)k, &alpha, (float *)a, (inc_t)lda, 1, (float *)b, (inc_t)ldb, 1, &beta, c, (inc_t)ldc,
                  1, NULL, &one_thread);

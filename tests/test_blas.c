@@ -154,6 +154,29 @@ static void test_probe(void **state) {
     assert_true(worst > 1e-3);
 }
 
+/* One row (sampling) goes through gemv: every form, beta 0 over NaN and beta 1, padded rows. */
+static void test_gemm_one_row(void **state) {
+    (void)state;
+    size_t n = 37, k = 29, lda = 3, ldb_n = n + 4, ldb_t = k + 2;
+    float *a = rand_tensor(k * lda, 1.0f, 11), *b = rand_tensor(k * ldb_n, 1.0f, 12), *bt = rand_tensor(n * ldb_t, 1.0f, 13);
+    float a_row[29], b_plain[29 * 37], c0[37], c[37];
+    double want[37];
+    for (int trans_a = 0; trans_a <= 1; trans_a++)
+        for (int trans_b = 0; trans_b <= 1; trans_b++)
+            for (int with_beta = 0; with_beta <= 1; with_beta++) {
+                for (size_t p = 0; p < k; p++) a_row[p] = trans_a ? a[p * lda] : a[p];
+                for (size_t p = 0; p < k; p++)
+                    for (size_t j = 0; j < n; j++) b_plain[p * n + j] = trans_b ? bt[j * ldb_t + p] : b[p * ldb_n + j];
+                blas_reference_gemm(1, n, k, a_row, b_plain, want);
+                for (size_t j = 0; j < n; j++) c0[j] = c[j] = with_beta ? 0.5f * (float)j : NAN;
+                gemm_serial(trans_a, trans_b, 1, n, k, 0.5f, a, trans_a ? lda : k, trans_b ? bt : b,
+                            trans_b ? ldb_t : ldb_n, (float)with_beta, c, n);
+                double e = blas_gemm_error(n, c, want, 0.5f, (float)with_beta, c0);
+                if (!(e < 1e-6)) fail_msg("trans_a %d trans_b %d beta %d: relative error %.2e", trans_a, trans_b, with_beta, e);
+            }
+    free(a), free(b), free(bt);
+}
+
 static void test_describe(void **state) {
     (void)state;
     const char *d = blas_describe(); /* without blas_setup: the kernel in use */
@@ -166,7 +189,8 @@ int main(void) {
         cmocka_unit_test(test_levels),           cmocka_unit_test(test_best_core),
         cmocka_unit_test(test_decisions),        cmocka_unit_test(test_detect),
         cmocka_unit_test(test_gemm_error_by_hand), cmocka_unit_test(test_gemm_error_sgemm),
-        cmocka_unit_test(test_probe),            cmocka_unit_test(test_describe),
+        cmocka_unit_test(test_probe),            cmocka_unit_test(test_gemm_one_row),
+        cmocka_unit_test(test_describe),
     };
     return cmocka_run_group_tests_name("blas", tests, NULL, NULL);
 }
