@@ -81,6 +81,9 @@ typedef struct Model {
 
 /* Builds the layout and initialises weights from `seed` (DESIGN.md init). */
 int model_init(Model *m, const ModelConfig *cfg, uint64_t seed, Error *err);
+/* Builds the layout and allocates the weights, all zero: for a model whose
+ * weights are read next (a checkpoint), which need no random draw first. */
+int model_alloc(Model *m, const ModelConfig *cfg, Error *err);
 /* The parameter count of a valid config, without allocating the weights
  * (0 if memory ran out). */
 size_t model_count_params(const ModelConfig *cfg);

@@ -222,7 +222,7 @@ int ckpt_load(const char *path, Model *m, CkptState *s, int with_optim, Error *e
                 f.len - f.data_start);
         goto done;
     }
-    if (model_init(m, &cfg, 0, err)) goto done;
+    if (model_alloc(m, &cfg, err)) goto done; /* every tensor is read below */
     if (read_params(&f, m, m->params, "", err)) goto bad;
     if (with_optim) {
         if (model_alloc_training(m, err)) goto bad;

@@ -64,7 +64,7 @@ size_t model_count_params(const ModelConfig *cfg) {
     return m.n_params;
 }
 
-int model_init(Model *m, const ModelConfig *cfg, uint64_t seed, Error *err) {
+int model_alloc(Model *m, const ModelConfig *cfg, Error *err) {
     memset(m, 0, sizeof *m);
     if (config_validate(cfg, err)) return -1;
     m->cfg = *cfg;
@@ -80,6 +80,11 @@ int model_init(Model *m, const ModelConfig *cfg, uint64_t seed, Error *err) {
         model_free(m);
         return -1;
     }
+    return 0;
+}
+
+int model_init(Model *m, const ModelConfig *cfg, uint64_t seed, Error *err) {
+    if (model_alloc(m, cfg, err)) return -1;
     Rng rng;
     rng_seed(&rng, seed);
     float resid_std = 0.02f / sqrtf(2.0f * (float)cfg->n_layer);
