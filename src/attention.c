@@ -158,9 +158,8 @@ static void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, floa
  * (delta = rowsum(dY * Y)). The whole head is one task, so dQ needs no
  * reduction across threads. kt, vt: room for K^T and V^T of the head (hs x T). */
 static void flash_backward_head(float *dq, float *dk, float *dv, float *s, float *ds, size_t lds, float *kt,
-                                float *vt, const float *q,
-                                const float *k, const float *v, size_t ld, const float *dy, const float *lse,
-                                const float *delta, size_t ldy, size_t T, size_t hs, float scale) {
+                                float *vt, const float *q, const float *k, const float *v, size_t ld, const float *dy,
+                                const float *lse, const float *delta, size_t ldy, size_t T, size_t hs, float scale) {
     for (size_t t = 0; t < T; t++) {
         memset(dq + t * ld, 0, hs * sizeof(float));
         memset(dk + t * ld, 0, hs * sizeof(float));
@@ -235,8 +234,8 @@ static void attention_backward(const ModelConfig *cfg, const float *params, floa
         size_t ts = tile_side(T);
         float *s = a.tiles + bh * backward_task_floats(T, hs), *kt = s + 2 * ts * ts;
         flash_backward_head(a.dqkv + off, a.dqkv + off + C, a.dqkv + off + 2 * C, s, s + ts * ts, ts, kt, kt + hs * T,
-                            a.qkv + off,
-                            a.qkv + off + C, a.qkv + off + 2 * C, 3 * C, dy, a.lse + bh * T, delta, C, T, hs, scale);
+                            a.qkv + off, a.qkv + off + C, a.qkv + off + 2 * C, 3 * C, dy, a.lse + bh * T, delta, C, T,
+                            hs, scale);
     }
     matmul_backward(din, 0.0f, (float *)g.qkv_w, (float *)g.qkv_b, a.dqkv, in, p.qkv_w, B * T, C, 3 * C);
 }
