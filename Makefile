@@ -44,7 +44,7 @@ $(BIN)/%: eval/%.c $(LIB) | $(BIN)
 $(BIN)/gemm-rate: eval/gemm_rate.c $(LIB) | $(BIN)
 	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/test_%: tests/test_%.c tests/testutil.h $(LIB) | $(BUILD)
+$(BUILD)/test_%: tests/test_%.c $(wildcard tests/*.h) $(LIB) | $(BUILD)
 	$(CC) $(CFLAGS) -Itests $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS) -lcmocka
 
 $(BUILD) $(BIN):

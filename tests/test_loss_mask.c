@@ -3,6 +3,7 @@
  * differences, the sampler marks exactly the unmasked targets, and mask files
  * are read (or refused) beside their token files. */
 #include "testutil.h"
+#include "test_model_util.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -49,33 +50,12 @@ static double masked_obj(void *p) {
     return c->m->loss;
 }
 
-static void tiny_model(Model *m, const char *mixers) {
-    ModelConfig cfg;
-    config_defaults(&cfg);
-    cfg.vocab_size = 11, cfg.block_size = 8, cfg.n_layer = 2, cfg.n_head = 2, cfg.n_embd = 8, cfg.grassmann_rank = 4;
-    size_t w[] = {1, 2, 3};
-    memcpy(cfg.windows, w, sizeof w);
-    cfg.n_windows = 3;
-    Error err;
-    assert_int_equal(config_set_mixers(&cfg, mixers, &err), 0);
-    assert_int_equal(model_init(m, &cfg, 5, &err), 0);
-    assert_int_equal(model_alloc_training(m, &err), 0);
-    assert_int_equal(model_alloc_acts(m, 2, 8, &err), 0);
-    Rng r; /* bigger weights than the init, so every path carries signal */
-    rng_seed(&r, 77);
-    for (size_t i = 0; i < m->n_tensors; i++) {
-        const ParamTensor *t = &m->tensors[i];
-        if (t->init == INIT_ONE || t->init == INIT_ZERO) continue;
-        for (size_t j = 0; j < t->rows * (t->cols ? t->cols : 1); j++) m->params[t->offset + j] = 0.3f * rng_normal(&r);
-    }
-}
-
 /* The whole model with a third of its targets ignored: the loss is the mean
  * over the others, every gradient matches finite differences of that loss,
  * and changing an ignored position's target id changes nothing. */
 static void run_masked_model(const char *mixers) {
     Model m;
-    tiny_model(&m, mixers);
+    tiny_test_model(&m, mixers, POS_LEARNED, 0.0f);
     enum { B = 2, T = 8, N = B * T };
     int32_t in[N], tg[N], tg_all[N];
     for (size_t i = 0; i < N; i++) {
@@ -91,16 +71,9 @@ static void run_masked_model(const char *mixers) {
     Ctx c = {&m, in, tg, B, T};
     assert_float_equal(masked_obj(&c), sum / (double)kept, 1e-5);
     assert_int_equal(m.scored, kept);
-    model_zero_grads(&m);
-    masked_obj(&c);
-    model_backward(&m, 1.0f);
-    for (size_t i = 0; i < m.n_tensors; i++) {
-        const ParamTensor *t = &m.tensors[i];
-        char what[160];
-        snprintf(what, sizeof what, "masked model[%s] %s", mixers, t->name);
-        CHECK_GRAD(masked_obj, &c, m.params + t->offset, m.grads + t->offset, t->rows * (t->cols ? t->cols : 1), 24,
-                   1e-2f, 2e-2, what);
-    }
+    char label[96];
+    snprintf(label, sizeof label, "masked model[%s]", mixers);
+    check_model_grads(&m, masked_obj, &c, label);
     /* The check above can fail: the masked gradient (and loss) differ from
      * the unmasked ones, so the finite differences did see the mask. */
     float *g = malloc(m.n_params * sizeof(float));
