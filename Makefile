@@ -44,7 +44,7 @@ $(BIN)/%: eval/%.c $(LIB) | $(BIN)
 $(BIN)/gemm-rate: eval/gemm_rate.c $(LIB) | $(BIN)
 	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/test_%: tests/test_%.c tests/testutil.h $(LIB) | $(BUILD)
+$(BUILD)/test_%: tests/test_%.c $(wildcard tests/*.h) $(LIB) | $(BUILD)
 	$(CC) $(CFLAGS) -Itests $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS) -lcmocka
 
 $(BUILD) $(BIN):
@@ -63,6 +63,7 @@ test: unit-test $(PROGRAMS)
 	bash tests/bpe_cli_test.sh
 	bash tests/bpe_agreement.sh
 	/usr/bin/python3 tests/parity.py
+	bash tests/loss_mask_test.sh
 
 bench: $(PROGRAMS)
 	/usr/bin/python3 eval/bench.py
@@ -92,6 +93,7 @@ asan:
 	BIN=bin-asan bash tests/mpi_test.sh
 	BIN=bin-asan bash tests/hardstop_test.sh
 	BIN=bin-asan bash tests/bpe_cli_test.sh
+	BIN=bin-asan bash tests/loss_mask_test.sh
 
 # Valgrind memcheck: the unit tests and a short train, eval and sample, with
 # zero errors and no definitely lost bytes (VALGRIND_ARGS=--quick: the

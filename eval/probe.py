@@ -2,10 +2,11 @@
 """make probe: synthetic recall probes (MQAR, copy) for each architecture.
 
 For every task setting, bin/probegen writes sequences of fixed length (token
-files plus val.mask marking the answers); each architecture is trained from
-scratch on them with bin/train (--block-size = --window-align = the sequence
-length, so every window is one sequence) and scored with bin/eval on the
-marked answer tokens only. Accuracy = the share of answers that are the
+files plus train.mask and val.mask marking the answers); each architecture is
+trained from scratch on them with bin/train (--block-size = --window-align =
+the sequence length, so every window is one sequence; the loss on the marked
+answers only, bin/train's loss mask) and scored with bin/eval on the marked
+answer tokens only. Accuracy = the share of answers that are the
 model's most likely next token.
 
   MQAR: --pairs key-value pairs, then queries of them filling the rest of the
@@ -47,18 +48,20 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "runs/probe"))
     ap.add_argument("--archs", default="attention grassmann", help="as in eval/compare.py (default 'attention grassmann')")
     ap.add_argument("--tasks", default="mqar,copy")
-    ap.add_argument("--mqar-seq-lens", default="32,64,128")
-    ap.add_argument("--pairs", type=int, default=4)
-    ap.add_argument("--symbols", type=int, default=16, help="distinct keys and values (MQAR) or symbols (copy)")
+    ap.add_argument("--mqar-seq-lens", default="64,128,256")
+    ap.add_argument("--pairs", type=int, default=16)
+    ap.add_argument("--symbols", type=int, default=64, help="distinct keys and values (MQAR) or symbols (copy)")
     ap.add_argument("--copy-seq-len", type=int, default=64)
     ap.add_argument("--copy-segment", type=int, default=8)
     ap.add_argument("--copy-gaps", default="0,16,40")
     ap.add_argument("--n-embds", default="64", help="model widths, comma list (default 64)")
     ap.add_argument("--n-layer", type=int, default=2)
     ap.add_argument("--n-head", type=int, default=2)
-    ap.add_argument("--pos", default="sinusoidal")
-    ap.add_argument("--max-iters", type=int, default=600)
-    ap.add_argument("--batch-size", type=int, default=32)
+    # Learned positions: sinusoidal ones (entries of size ~1) drown the token embeddings (init 0.02),
+    # and a model trained with them stayed at chance on MQAR (README, "make probe").
+    ap.add_argument("--pos", default="learned")
+    ap.add_argument("--max-iters", type=int, default=1500)
+    ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--min-lr", type=float, default=3e-4)
     ap.add_argument("--warmup-iters", type=int, default=30)
@@ -68,6 +71,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1337)
     ap.add_argument("--grassmann-windows", default="1,2,4,8,12,16")
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--report-only", action="store_true",
+                    help="train nothing: rebuild probe.md and the plot from OUT/probe.json (e.g. of a stopped sweep)")
     a = ap.parse_args()
     tasks = [t for t in a.tasks.split(",") if t]
     if not tasks or any(t not in ("mqar", "copy") for t in tasks):
@@ -86,6 +91,13 @@ def main():
     if "copy" in tasks:
         settings += [("copy", a.copy_seq_len, g) for g in ints(a.copy_gaps, "--copy-gaps")]
     rows, t_all, ranks = [], time.time(), {}
+    if a.report_only:
+        try:
+            with open(os.path.join(a.out, "probe.json")) as f:
+                rows = json.load(f)
+        except (OSError, ValueError) as e:
+            die(f"cannot read {os.path.join(a.out, 'probe.json')}: {e}")
+        settings = []
     for task, L, p in settings:
         data = os.path.join(a.out, "data", f"{task}_{L}_{p}")
         os.makedirs(os.path.dirname(data), exist_ok=True)
@@ -147,12 +159,13 @@ def main():
     md += ["", f"Model: {a.n_layer} layers, {a.n_head} heads, {a.pos} positions, {a.max_iters} steps of "
                f"{a.batch_size} sequences, lr {a.lr} -> {a.min_lr}; {a.train_seqs} training sequences, "
                f"{a.val_seqs} scored; {a.symbols} symbols (chance 1/{a.symbols}). "
-               f"Took {total / 60:.1f} minutes.", f"Command: `{cmd.strip()}`", "", "![probe accuracy](probe_accuracy.png)"]
+               + (f"Rebuilt from probe.json ({len(rows)} runs, {sum(r['train_seconds'] for r in rows) / 60:.1f} minutes "
+                  "of training)." if a.report_only else f"Took {total / 60:.1f} minutes."), f"Command: `{cmd.strip()}`", "", "![probe accuracy](probe_accuracy.png)"]
     with open(os.path.join(a.out, "probe.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     # Accuracy against sequence length (MQAR) and against distance (copy), one line per architecture.
     parts, plots = [], []
-    for ti, task in enumerate(t for t in ("mqar", "copy") if t in tasks):
+    for ti, task in enumerate(t for t in ("mqar", "copy") if t in tasks and any(r["task"] == t for r in rows)):
         for ai, (name, _) in enumerate(archs):
             path = os.path.join(a.out, f"acc_{task}_{ai}.dat")
             with open(path, "w") as f:
@@ -164,6 +177,8 @@ def main():
              "distance from the segment to its copy (tokens)"
         plots.append(f"set title '{task}'\nset xlabel '{xl}'\nplot " + ", ".join(parts) + "\n")
         parts = []
+    if not plots:
+        die("no runs to report")
     script = (f"set terminal pngcairo size 1000,450 font ',10'\nset output '{os.path.join(a.out, 'probe_accuracy.png')}'\n"
               f"set multiplot layout 1,{len(plots)}\nset grid\nset yrange [0:1.05]\nset ylabel 'answer accuracy'\n"
               "set key bottom left\n" + "".join(plots) + "unset multiplot\n")

@@ -1,6 +1,7 @@
 /* bin/probegen: writes a synthetic recall probe (MQAR or copy) as an ordinary
- * data directory (train.bin, val.bin, tokenizer.txt) plus val.mask marking
- * the answer tokens, for bin/train --window-align and bin/eval. */
+ * data directory (train.bin, val.bin, tokenizer.txt) plus train.mask and
+ * val.mask marking the answer tokens: bin/train learns only those (its loss
+ * mask), bin/eval scores only those. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +20,9 @@ static const char *prog = "probegen";
 static void usage(FILE *f) {
     fprintf(f,
             "usage: bin/probegen --task mqar|copy --out DIR [options]\n"
-            "Writes a synthetic recall probe as DIR/train.bin, val.bin, val.mask (the answer\n"
-            "tokens bin/eval scores) and tokenizer.txt (bytes). Sequences are --seq-len tokens\n"
+            "Writes a synthetic recall probe as DIR/train.bin, val.bin, train.mask and val.mask\n"
+            "(the answer tokens: bin/train learns only these, bin/eval scores only these) and\n"
+            "tokenizer.txt (bytes). Sequences are --seq-len tokens\n"
             "each, back to back (plus one filler token at the end); train them with\n"
             "bin/train --block-size L --window-align L.\n"
             "  mqar: p key-value pairs, a gap, then queries of the stored keys filling the rest\n"
@@ -42,7 +44,7 @@ static void usage(FILE *f) {
 }
 
 static int write_split(const char *dir, const char *name, const ProbeSpec *spec, size_t seqs, uint64_t seed,
-                       int with_mask, Error *err) {
+                       Error *err) {
     size_t L = spec->seq_len, n = seqs * L + 1; /* the trailing filler lets the last window have its target */
     uint32_t *tokens = lm_calloc(n, sizeof *tokens, err);
     uint8_t *marked = lm_calloc(n, 1, err);
@@ -55,10 +57,8 @@ static int write_split(const char *dir, const char *name, const ProbeSpec *spec,
     char path[4096];
     snprintf(path, sizeof path, "%s/%s.bin", dir, name);
     if (tokens_write(path, tokens, n, 256, err)) goto done;
-    if (with_mask) {
-        snprintf(path, sizeof path, "%s/%s.mask", dir, name);
-        if (mask_write(path, marked, n, err)) goto done;
-    }
+    snprintf(path, sizeof path, "%s/%s.mask", dir, name);
+    if (mask_write(path, marked, n, err)) goto done;
     rc = 0;
 done:
     free(tokens);
@@ -119,8 +119,8 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/tokenizer.txt", out);
     int rc = tokenizer_save(&tok, path, &err);
     tokenizer_free(&tok);
-    if (rc || write_split(out, "train", &spec, train_seqs, seed, 0, &err) ||
-        write_split(out, "val", &spec, val_seqs, seed ^ 0x76616cULL, 1, &err))
+    if (rc || write_split(out, "train", &spec, train_seqs, seed, &err) ||
+        write_split(out, "val", &spec, val_seqs, seed ^ 0x76616cULL, &err))
         return cli_error(prog, "%s", err.msg);
     printf("%s: %s, %zu + %zu sequences of %zu tokens, gap %zu, %zu marked answers per sequence\n", out, task,
            train_seqs, val_seqs, spec.seq_len, spec.gap, spec.task == PROBE_MQAR ? probe_queries(&spec) : spec.segment);

@@ -6,7 +6,8 @@
  *     h = h + dropout(mixer_l(LN1(h)))           mixer: attention | grassmann
  *     h = h + dropout(MLP(LN2(h)))
  *   logits = LN_f(h) wte^T                        (B, T, V)
- *   loss = mean cross-entropy over the B*T positions
+ *   loss = mean cross-entropy over the B*T positions (those whose target is not
+ *          LOSS_IGNORE: a training loss mask, include/loss_mask.h)
  *
  * Memory: parameters in one float buffer; gradients and the two AdamW
  * moments in buffers of the same layout; activations in one arena sized for
@@ -68,7 +69,8 @@ typedef struct Model {
     size_t B, T;
     int dropout_on;
     uint64_t dropout_key; /* the step's key, when dropout_on */
-    float loss; /* mean loss of the last forward with targets */
+    float loss;    /* mean loss of the last forward with targets, over the targets not ignored */
+    size_t scored; /* how many were not (LOSS_IGNORE, include/loss.h) */
     Profile *prof; /* NULL, or where forward and backward charge their time per part */
     /* NULL, or called by model_backward each time a part's gradients are
      * final: grads[offset .. offset + count) (the final LayerNorm, each layer

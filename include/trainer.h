@@ -23,7 +23,16 @@ typedef struct TrainHyper {
     float lr, min_lr, grad_clip;
     AdamWConfig adam;
     uint64_t seed;
+    /* Loss masks (include/loss_mask.h), one byte per token of the training and
+     * validation files; NULL: every target counts. */
+    const uint8_t *train_mask, *val_mask;
 } TrainHyper;
+
+/* One batch as training and validation draw it: windows anywhere, or at
+ * multiples of window_align; targets the mask (NULL: none) leaves out become
+ * LOSS_IGNORE. */
+void train_sample(const TokenFile *tf, const uint8_t *mask, Rng *rng, const TrainHyper *h, int32_t *inputs,
+                  int32_t *targets, size_t T);
 
 typedef struct StepStats {
     float loss;      /* mean over the micro-batches */

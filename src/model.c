@@ -276,7 +276,10 @@ void model_forward(Model *m, const int32_t *inputs, const int32_t *targets, size
     if (targets) {
         memcpy(m->targets, targets, N * sizeof(int32_t));
         crossentropy_forward(m->losses, m->probs, m->logits, targets, N, V);
-        m->loss = (float)(sum_floats(m->losses, N) / (double)N);
+        /* The mean over the scored targets (all of them without a loss mask); a
+         * batch with none scored has loss 0 and no gradient. */
+        m->scored = crossentropy_scored(targets, N);
+        m->loss = m->scored ? (float)(sum_floats(m->losses, N) / (double)m->scored) : 0.0f;
     }
     profile_stop(pr, "head", F, t0);
 }
@@ -304,7 +307,7 @@ void model_backward(Model *m, float loss_scale) {
     Profile *pr = m->prof;
     const Pass Bk = PASS_BACKWARD;
     double t0 = profile_start(pr);
-    crossentropy_backward(m->dlogits, m->probs, m->targets, loss_scale / (float)N, N, V);
+    crossentropy_backward(m->dlogits, m->probs, m->targets, m->scored ? loss_scale / (float)m->scored : 0.0f, N, V);
     memset(m->dresid, 0, N * C * sizeof(float));
     matmul_backward(m->dln, 0.0f, G + m->wte, NULL, m->dlogits, m->lnf, P + m->wte, N, C, V);
     profile_stop(pr, "head", Bk, t0);

@@ -4,9 +4,10 @@
 
 #include "batch_aligned.h"
 
-/* The training batches: anywhere in the stream, or at multiples of window_align. */
-static void sample(const TokenFile *tf, Rng *rng, const TrainHyper *h, int32_t *inputs, int32_t *targets, size_t T) {
-    if (h->window_align > 1) batch_sample_aligned(tf, rng, inputs, targets, h->batch_size, T, h->window_align);
+void train_sample(const TokenFile *tf, const uint8_t *mask, Rng *rng, const TrainHyper *h, int32_t *inputs,
+                  int32_t *targets, size_t T) {
+    if (h->window_align > 1 || mask)
+        batch_sample_aligned(tf, rng, inputs, targets, h->batch_size, T, h->window_align ? h->window_align : 1, mask);
     else batch_sample(tf, rng, inputs, targets, h->batch_size, T);
 }
 
@@ -28,7 +29,7 @@ int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper
     for (size_t micro = 0; micro < job_accum; micro++) {
         /* Every rank draws every micro-batch, so the job reads one stream;
          * micro-batch i is rank i mod N's. */
-        sample(train, data_rng, h, inputs, targets, T);
+        train_sample(train, h->train_mask, data_rng, h, inputs, targets, T);
         if (micro % ranks != rank) continue;
         uint64_t key = rng_hash(h->seed, step * job_accum + micro);
         model_forward(m, inputs, targets, B, T, &key);
@@ -67,16 +68,19 @@ ValLoss estimate_loss(Model *m, const TokenFile *tf, const TrainHyper *h, Dist *
     size_t BT = h->batch_size * m->cfg.block_size;
     Rng rng;
     rng_seed(&rng, h->seed ^ 0x76616cULL);
-    double sums[2] = {0.0, 0.0}; /* the batches' mean losses; the bytes of text their targets stand for */
+    /* The batches' mean losses; the bytes of text their scored targets stand for; their summed loss. */
+    double sums[3] = {0.0, 0.0, 0.0};
     for (size_t i = 0; i < h->eval_iters; i++) {
-        sample(tf, &rng, h, inputs, targets, m->cfg.block_size);
+        train_sample(tf, h->val_mask, &rng, h, inputs, targets, m->cfg.block_size);
         if (i % ranks != rank) continue; /* shared out over the ranks */
         model_forward(m, inputs, targets, h->batch_size, m->cfg.block_size, NULL);
         sums[0] += m->loss;
-        for (size_t j = 0; tok && j < BT; j++) sums[1] += (double)tokenizer_token_bytes(tok, (uint32_t)targets[j]);
+        sums[2] += (double)m->loss * (double)m->scored;
+        for (size_t j = 0; tok && j < BT; j++)
+            if (targets[j] >= 0) sums[1] += (double)tokenizer_token_bytes(tok, (uint32_t)targets[j]);
     }
     Error err;
-    if (ranks > 1 && dist_sum_doubles(dist, sums, 2, &err)) return (ValLoss){NAN, NAN};
-    double loss = sums[0] / (double)h->eval_iters, nats = loss * (double)(BT * h->eval_iters);
-    return (ValLoss){(float)loss, tok && sums[1] > 0 ? (float)(nats / log(2.0) / sums[1]) : NAN};
+    if (ranks > 1 && dist_sum_doubles(dist, sums, 3, &err)) return (ValLoss){NAN, NAN};
+    double loss = sums[0] / (double)h->eval_iters;
+    return (ValLoss){(float)loss, tok && sums[1] > 0 ? (float)(sums[2] / log(2.0) / sums[1]) : NAN};
 }

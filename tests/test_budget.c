@@ -30,12 +30,12 @@ static void test_aligned_windows(void **s) {
     /* align 1 draws exactly what batch_sample draws. */
     rng_seed(&a, 11), rng_seed(&b, 11);
     batch_sample(&tf, &a, in, tg, B, L);
-    batch_sample_aligned(&tf, &b, in2, tg2, B, L, 1);
+    batch_sample_aligned(&tf, &b, in2, tg2, B, L, 1, NULL);
     assert_memory_equal(in, in2, sizeof in);
     assert_memory_equal(tg, tg2, sizeof tg);
     /* align L: every window is one whole sequence, and every sequence is drawn. */
     int drawn[SEQS] = {0};
-    batch_sample_aligned(&tf, &a, in, tg, B, L, L);
+    batch_sample_aligned(&tf, &a, in, tg, B, L, L, NULL);
     for (size_t w = 0; w < B; w++) {
         assert_int_equal(in[w * L] % L, 0);
         drawn[in[w * L] / L]++;

@@ -2,6 +2,7 @@
  * Grassmann layer's parts, and whole models. An objective is sum(out * w)
  * for a fixed random w, so backward is run with dout = w. */
 #include "testutil.h"
+#include "test_model_util.h"
 
 #include "attention.h"
 #include "dropout.h"
@@ -380,40 +381,14 @@ static double model_obj(void *p) {
 }
 
 static void run_model(const char *mixers, PosKind pos, float dropout) {
-    ModelConfig cfg;
-    config_defaults(&cfg);
-    cfg.vocab_size = 11, cfg.block_size = 8, cfg.n_layer = 2, cfg.n_head = 2, cfg.n_embd = 8;
-    cfg.pos = pos, cfg.dropout = dropout, cfg.grassmann_rank = 4;
-    size_t w[] = {1, 2, 3};
-    memcpy(cfg.windows, w, sizeof w);
-    cfg.n_windows = 3;
-    Error err;
     Model m;
-    assert_int_equal(config_set_mixers(&cfg, mixers, &err), 0);
-    assert_int_equal(model_init(&m, &cfg, 5, &err), 0);
-    assert_int_equal(model_alloc_training(&m, &err), 0);
-    assert_int_equal(model_alloc_acts(&m, 2, 8, &err), 0);
-    /* Bigger weights than the 0.02 init, so that every path carries signal. */
-    Rng r;
-    rng_seed(&r, 77);
-    for (size_t i = 0; i < m.n_tensors; i++) {
-        const ParamTensor *t = &m.tensors[i];
-        if (t->init == INIT_ONE || t->init == INIT_ZERO) continue;
-        for (size_t j = 0; j < t->rows * (t->cols ? t->cols : 1); j++) m.params[t->offset + j] = 0.3f * rng_normal(&r);
-    }
+    tiny_test_model(&m, mixers, pos, dropout);
     int32_t in[16], tg[16];
     for (size_t i = 0; i < 16; i++) in[i] = (int32_t)((i * 7 + 3) % 11), tg[i] = (int32_t)((i * 5 + 1) % 11);
     ModelCtx c = {&m, in, tg, 2, 8, 1234};
-    model_zero_grads(&m);
-    model_obj(&c);
-    model_backward(&m, 1.0f);
-    for (size_t i = 0; i < m.n_tensors; i++) {
-        const ParamTensor *t = &m.tensors[i];
-        char what[160];
-        snprintf(what, sizeof what, "model[%s] %s", mixers, t->name);
-        CHECK_GRAD(model_obj, &c, m.params + t->offset, m.grads + t->offset, t->rows * (t->cols ? t->cols : 1), 24,
-                   1e-2f, 2e-2, what);
-    }
+    char label[96];
+    snprintf(label, sizeof label, "model[%s]", mixers);
+    check_model_grads(&m, model_obj, &c, label);
     model_free(&m);
 }
 

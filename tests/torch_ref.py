@@ -77,7 +77,9 @@ def model_logits(W, cfg, inputs):
 def model_loss(W, cfg, inputs, targets, reduction="mean"):
     """Cross-entropy of the model; reduction "none" gives one loss per position, shaped like targets."""
     logits = model_logits(W, cfg, inputs)
-    loss = F.cross_entropy(logits.reshape(-1, cfg["vocab_size"]), targets.reshape(-1), reduction=reduction)
+    # Targets of -1 are left out of the loss, as bin/train's loss mask does (LOSS_IGNORE).
+    loss = F.cross_entropy(logits.reshape(-1, cfg["vocab_size"]), targets.reshape(-1), reduction=reduction,
+                           ignore_index=-1)
     return loss.view(targets.shape) if reduction == "none" else loss
 
 

@@ -20,6 +20,7 @@
 #include "data.h"
 #include "dist.h"
 #include "json.h"
+#include "loss_mask.h"
 #include "model.h"
 #include "optim.h"
 #include "rng.h"
@@ -119,7 +120,9 @@ static void usage(FILE *f) {
             "      --log FILE             per-step log for plotting: CSV, or JSON lines if FILE ends in .jsonl\n"
             "      --dump-grads FILE      write weights, gradients, loss and the first batch, then exit\n"
             "      --count-params         print the model's parameter count and exit\n"
-            "      --profile              at the end, print where a step's time went, per part\n");
+            "      --profile              at the end, print where a step's time went, per part\n"
+            "      --no-loss-mask         learn every target even where DIR has train.mask / val.mask\n"
+            "                             (by default only the targets they mark are in the loss)\n");
     for (size_t i = 0; i < N_NUM; i++) {
         char flag[48];
         snprintf(flag, sizeof flag, "%s %s", num_opts[i].name, num_opts[i].is_float ? "X" : "N");
@@ -345,8 +348,8 @@ static int train_main(int argc, char **argv, Dist *dist) {
     TrainOpts o;
     defaults(&o);
     Error err;
-    int count_only = 0, profile_on = 0;
-    enum { OPT_RESUME = 1, OPT_MIXER, OPT_POS, OPT_WINDOWS, OPT_LOG, OPT_DUMP, OPT_COUNT, OPT_PROFILE, OPT_NUM = 1000 }; /* clear of every short-option character */
+    int count_only = 0, profile_on = 0, no_loss_mask = 0;
+    enum { OPT_RESUME = 1, OPT_MIXER, OPT_POS, OPT_WINDOWS, OPT_LOG, OPT_DUMP, OPT_COUNT, OPT_PROFILE, OPT_NO_LOSS_MASK, OPT_NUM = 1000 }; /* clear of every short-option character */
     struct option opts[N_NUM + 16];
     size_t no = 0;
     opts[no++] = (struct option){"data", required_argument, 0, 'd'};
@@ -359,6 +362,7 @@ static int train_main(int argc, char **argv, Dist *dist) {
     opts[no++] = (struct option){"dump-grads", required_argument, 0, OPT_DUMP};
     opts[no++] = (struct option){"count-params", no_argument, 0, OPT_COUNT};
     opts[no++] = (struct option){"profile", no_argument, 0, OPT_PROFILE};
+    opts[no++] = (struct option){"no-loss-mask", no_argument, 0, OPT_NO_LOSS_MASK};
     opts[no++] = (struct option){"help", no_argument, 0, 'h'};
     for (size_t i = 0; i < N_NUM; i++) opts[no++] = (struct option){num_opts[i].name, required_argument, 0, OPT_NUM + (int)i};
     opts[no] = (struct option){0, 0, 0, 0};
@@ -379,6 +383,7 @@ static int train_main(int argc, char **argv, Dist *dist) {
         case OPT_DUMP: o.dump = optarg; break;
         case OPT_COUNT: count_only = 1; break;
         case OPT_PROFILE: profile_on = 1; break;
+        case OPT_NO_LOSS_MASK: no_loss_mask = 1; break;
         case ':': return cli_error(prog, "option '%s' needs a value (see --help)", argv[optind - 1]);
         case '?': return cli_error(prog, "unknown option '%s' (see --help)", argv[optind - 1]);
         default:
@@ -416,6 +421,7 @@ static int train_main(int argc, char **argv, Dist *dist) {
 
     Dataset ds;
     if (dist_agree(dist, dataset_open(&ds, o.data, 0, &err) != 0, &err)) return cli_error(prog, "%s", err.msg);
+    LossMasks masks = {0}; /* the loss on marked targets only, where the data says which (loss_mask.h) */
 
     Model model;
     size_t start_step = 0;
@@ -464,6 +470,10 @@ static int train_main(int argc, char **argv, Dist *dist) {
         printf("%zu\n", model.n_params);
         goto out_model;
     }
+    if (!no_loss_mask && dist_agree(dist, loss_masks_open(&masks, o.data, &ds, &err) != 0, &err)) {
+        rc = cli_error(prog, "%s", err.msg);
+        goto out_model;
+    }
     size_t B = o.batch_size, T = o.cfg.block_size;
     if (!find_num("stop-at")->set) o.stop_at = o.max_iters; /* --stop-at defaults to the end of the schedule */
     if (o.stop_at > o.max_iters) o.stop_at = o.max_iters;
@@ -489,7 +499,8 @@ static int train_main(int argc, char **argv, Dist *dist) {
 
     if (o.dump) {
         model_zero_grads(&model);
-        batch_sample(&ds.train, &data_rng, inputs, targets, B, T);
+        TrainHyper first = {.batch_size = B, .window_align = o.window_align};
+        train_sample(&ds.train, masks.train.marked, &data_rng, &first, inputs, targets, T);
         model_forward(&model, inputs, targets, B, T, NULL);
         model_backward(&model, 1.0f);
         if (grads_dump(o.dump, &model, &err)) rc = cli_error(prog, "%s", err.msg);
@@ -500,7 +511,8 @@ static int train_main(int argc, char **argv, Dist *dist) {
     TrainHyper hyper = {.batch_size = B, .grad_accum = o.grad_accum, .max_iters = o.max_iters,
                         .warmup_iters = o.warmup_iters, .eval_iters = o.eval_iters, .lr = o.lr, .min_lr = o.min_lr,
                         .grad_clip = o.grad_clip, .adam = {o.beta1, o.beta2, o.eps, o.weight_decay}, .seed = o.seed,
-                        .window_align = o.window_align, .max_seconds = o.max_seconds};
+                        .window_align = o.window_align, .max_seconds = o.max_seconds,
+                        .train_mask = masks.train.marked, .val_mask = masks.val.marked};
     RunLog logf = {0};
     if (dist_agree(dist, dist->rank == 0 && o.log && open_log(&logf, o.log, start_step > 0, &err), &err)) {
         rc = cli_error(prog, "%s", err.msg);
@@ -530,6 +542,9 @@ static int train_main(int argc, char **argv, Dist *dist) {
     printf("train: %zu tokens, val %zu | batch %zu x %zu x accum %zu | steps %zu..%zu of %zu | %zu threads%s\n",
            ds.train.n, ds.val.n, B, T, o.grad_accum, start_step, o.stop_at, o.max_iters, width, how);
     printf("blas: %s | %zu threads\n", blas_describe(), width);
+    if (masks.train.marked || masks.val.marked)
+        printf("loss mask: only the targets marked in%s%s are in the loss (--no-loss-mask: all)\n",
+               masks.train.marked ? " train.mask" : "", masks.val.marked ? " val.mask" : "");
     if (dist->size > 1)
         printf("mpi: %d ranks (%d on this machine) x %zu threads | micro-batch i of a step on rank i mod %d | "
                "all-reduce of %.1f MiB per step, started layer by layer during backward\n",
@@ -646,6 +661,7 @@ out_batch:
     free(targets);
 out_model:
     model_free(&model);
+    loss_masks_free(&masks);
     dataset_free(&ds);
     return rc;
 }
