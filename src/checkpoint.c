@@ -69,11 +69,17 @@ int st_write(const char *path, const StTensor *tensors, size_t n, const StMeta *
     return rc;
 }
 
+/* The header length in a file's first 8 bytes (0 if it has fewer). */
+static uint64_t st_header_len(const char *buf, size_t len) {
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0 && len >= 8; i--) hlen = hlen << 8 | (unsigned char)buf[i];
+    return hlen;
+}
+
 /* Parses the header in f->buf (f->len bytes: the whole file or only its
  * head) of a file of file_len bytes. */
 static int st_parse_header(StFile *f, size_t file_len, const char *path, Error *err) {
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0 && f->len >= 8; i--) hlen = hlen << 8 | (unsigned char)f->buf[i];
+    uint64_t hlen = st_header_len(f->buf, f->len);
     if (f->len < 8 || hlen < 2 || hlen > file_len - 8)
         return err_set(err, "'%s' is not a safetensors checkpoint (bad or truncated header)", path);
     if (hlen > ST_HEADER_MAX || hlen > f->len - 8)
@@ -119,8 +125,7 @@ static int st_open_header(StFile *f, const char *path, size_t *file_len, Error *
     memset(f, 0, sizeof *f);
     char *head = read_file_head(path, 8, &f->len, file_len, err);
     if (!head) return -1;
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0 && f->len >= 8; i--) hlen = hlen << 8 | (unsigned char)head[i];
+    uint64_t hlen = st_header_len(head, f->len);
     free(head);
     /* A bad length is reported by st_parse_header from the first 8 bytes. */
     size_t want = 8 + (size_t)(hlen < ST_HEADER_MAX ? hlen : 0);
