@@ -16,7 +16,7 @@ CFLAGS  += -std=c11 $(OPT) -fno-trapping-math -fno-math-errno -ffp-contract=fast
 MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
 MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
 CFLAGS  += $(MPI_CFLAGS)
-LDLIBS  += -lblis -lpcre2-8 -lm $(MPI_LIBS)
+LDLIBS  += -lblis -lpcre2-8 -ljansson -lm $(MPI_LIBS)
 BUILD   ?= build
 BIN     ?= bin
 
@@ -60,6 +60,7 @@ test: unit-test $(PROGRAMS)
 	bash tests/inspect_test.sh
 	bash tests/mpi_test.sh
 	bash tests/hardstop_test.sh
+	bash tests/limits_test.sh
 	bash tests/bpe_cli_test.sh
 	bash tests/bpe_agreement.sh
 	/usr/bin/python3 tests/parity.py
@@ -92,6 +93,7 @@ asan:
 	BIN=bin-asan bash tests/inspect_test.sh
 	BIN=bin-asan bash tests/mpi_test.sh
 	BIN=bin-asan bash tests/hardstop_test.sh
+	BIN=bin-asan bash tests/limits_test.sh
 	BIN=bin-asan bash tests/bpe_cli_test.sh
 	BIN=bin-asan bash tests/loss_mask_test.sh
 

@@ -134,7 +134,11 @@ int main(int argc, char **argv) {
     }
     Model m;
     Tokenizer tok;
-    if (model_open(model_path, &m, &tok, &err)) {
+    ModelConfig cfg; /* the memory it will take, said before taking it */
+    size_t file_bytes;
+    if (ckpt_read_config(model_path, &cfg, &file_bytes, &err) ||
+        ckpt_check_memory(model_path, &cfg, file_bytes, batch, tf.n * sizeof(uint32_t), "the tokens as 32-bit ids", &err) ||
+        model_open(model_path, &m, &tok, &err)) {
         tokens_free(&tf);
         mask_free(&mask);
         return cli_error(prog, "%s", err.msg);

@@ -85,7 +85,17 @@ int main(int argc, char **argv) {
 
     Model m;
     Tokenizer tok;
-    if (model_open(model_path, &m, &tok, &err)) return cli_error(prog, "%s", err.msg);
+    /* The memory it will take, said before taking it: the induction batch,
+     * and for the prompt (at most one token per byte) every head's
+     * attention map and the logit lens. */
+    ModelConfig cfg;
+    size_t file_bytes;
+    if (ckpt_read_config(model_path, &cfg, &file_bytes, &err)) return cli_error(prog, "%s", err.msg);
+    size_t T_max = strlen(prompt) < cfg.block_size ? strlen(prompt) : cfg.block_size;
+    size_t maps = (cfg.n_layer * cfg.n_head * T_max * T_max + T_max * (cfg.n_embd + cfg.vocab_size)) * sizeof(float);
+    if (ckpt_check_memory(model_path, &cfg, file_bytes, ind_seqs, maps, "attention maps and the logit lens", &err) ||
+        model_open(model_path, &m, &tok, &err))
+        return cli_error(prog, "%s", err.msg);
     int rc = 0;
     uint32_t *ids = NULL;
     int32_t *tokens = NULL;

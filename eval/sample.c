@@ -102,7 +102,13 @@ int main(int argc, char **argv) {
 
     Model m;
     Tokenizer tok;
-    if (model_open(model_path, &m, &tok, &err)) return cli_error(prog, "%s", err.msg);
+    ModelConfig cfg; /* the memory it will take, said before taking it (one sequence bounds the decoding state) */
+    size_t file_bytes;
+    if (ckpt_read_config(model_path, &cfg, &file_bytes, &err) ||
+        ckpt_check_memory(model_path, &cfg, file_bytes, 1, cfg.vocab_size * (2 * sizeof(float) + sizeof(size_t)),
+                          "the logits and the sampler's arrays", &err) ||
+        model_open(model_path, &m, &tok, &err))
+        return cli_error(prog, "%s", err.msg);
     size_t V = m.cfg.vocab_size, Tm = m.cfg.block_size;
     uint32_t *ids = NULL;
     tokenizer_encode(&tok, prompt, strlen(prompt), &ids);

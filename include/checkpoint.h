@@ -37,8 +37,12 @@ int st_write(const char *path, const StTensor *tensors, size_t n, const StMeta *
 typedef struct StFile {
     char *buf;
     size_t len, data_start;
-    Json *header;
+    json_t *header;
 } StFile;
+
+/* The largest header st_open parses (the limit of the safetensors format's
+ * own reader): ours are a few hundred bytes per tensor plus the tokenizer. */
+#define ST_HEADER_MAX 100000000
 
 /* Reads and verifies the whole file (structure, offsets, checksum). */
 int st_open(StFile *f, const char *path, Error *err);
@@ -61,6 +65,17 @@ int ckpt_save(const char *path, const Model *m, const CkptState *s, Error *err);
 /* Builds the model from the checkpoint's config and loads its weights; with
  * with_optim also the AdamW moments (allocating gradients and moments). */
 int ckpt_load(const char *path, Model *m, CkptState *s, int with_optim, Error *err);
+
+/* The config in a checkpoint's header, reading only the header (no
+ * checksum: that needs the whole file), and the file's size: for a memory
+ * estimate before loading. */
+int ckpt_read_config(const char *path, ModelConfig *cfg, size_t *file_bytes, Error *err);
+/* Before loading for inference: one line and -1 when the file (read whole
+ * while loading), the weights, activations for `batch` sequences of
+ * block_size tokens and extra_bytes of the program's own (extra_what) do
+ * not fit the memory available. */
+int ckpt_check_memory(const char *path, const ModelConfig *cfg, size_t file_bytes, size_t batch, size_t extra_bytes,
+                      const char *extra_what, Error *err);
 
 /* For eval and sample: loads the model (no optimizer state) and the
  * tokenizer stored in the checkpoint. */

@@ -28,6 +28,9 @@ double wall_seconds(void);
 
 /* Reads a whole file into a malloc'd buffer (NUL-terminated for text use). */
 char *read_file(const char *path, size_t *len, Error *err);
+/* The first min(max, size) bytes of a file (NUL-terminated); *file_size
+ * gets its whole size (if not NULL). */
+char *read_file_head(const char *path, size_t max, size_t *len, size_t *file_size, Error *err);
 
 /* Writes `len` bytes to path via path.tmp + fsync + rename + fsync of the
  * directory, so a failure, a kill or a power cut never leaves a half-written
@@ -40,5 +43,9 @@ int fsync_parent_dir(const char *path);
 /* Memory this process could still allocate and touch without swapping or
  * being killed: MemAvailable, or a cgroup's limit if lower; 0 if unknown. */
 size_t memory_available_bytes(void);
+/* Says, before allocating, that `need` bytes (for `what`) will not fit:
+ * "<who> needs X GiB (<what>) but Y GiB are available[: <advice>]", -1;
+ * 0 when they fit or the available memory is unknown. */
+int memory_check(size_t need, const char *who, const char *what, const char *advice, Error *err);
 
 #endif

@@ -9,6 +9,7 @@ PACKAGES=(
     libstb-dev               # stb_ds: dynamic arrays and hash maps
     libcmocka-dev            # the C test framework
     libpcre2-dev             # BPE pre-tokenization: the GPT-4/GPT-2 split regexes, with PCRE2's JIT
+    libjansson-dev           # JSON: safetensors headers, configs (exact 64-bit integers, duplicate keys refused)
     python3-torch python3-numpy  # the PyTorch parity test
     gnuplot-nox              # the comparison plot
     libopenmpi-dev openmpi-bin   # data-parallel bin/train over processes and machines (mpirun)

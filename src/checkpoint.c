@@ -69,24 +69,38 @@ int st_write(const char *path, const StTensor *tensors, size_t n, const StMeta *
     return rc;
 }
 
+/* The header length in a file's first 8 bytes (0 if it has fewer). */
+static uint64_t st_header_len(const char *buf, size_t len) {
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0 && len >= 8; i--) hlen = hlen << 8 | (unsigned char)buf[i];
+    return hlen;
+}
+
+/* Parses the header in f->buf (f->len bytes: the whole file or only its
+ * head) of a file of file_len bytes. */
+static int st_parse_header(StFile *f, size_t file_len, const char *path, Error *err) {
+    uint64_t hlen = st_header_len(f->buf, f->len);
+    if (f->len < 8 || hlen < 2 || hlen > file_len - 8)
+        return err_set(err, "'%s' is not a safetensors checkpoint (bad or truncated header)", path);
+    if (hlen > ST_HEADER_MAX || hlen > f->len - 8)
+        return err_set(err, "'%s' has a %" PRIu64 "-byte header, more than the %d this reader accepts", path, hlen,
+                       ST_HEADER_MAX);
+    Error perr;
+    f->header = json_parse(f->buf + 8, (size_t)hlen, &perr);
+    if (!json_is_object(f->header)) return err_set(err, "'%s' is corrupt: header is not valid JSON", path);
+    f->data_start = 8 + (size_t)hlen;
+    return 0;
+}
+
 int st_open(StFile *f, const char *path, Error *err) {
     memset(f, 0, sizeof *f);
     f->buf = read_file(path, &f->len, err);
     if (!f->buf) return -1;
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0 && f->len >= 8; i--) hlen = hlen << 8 | (unsigned char)f->buf[i];
-    if (f->len < 8 || hlen < 2 || hlen > f->len - 8) {
+    if (st_parse_header(f, f->len, path, err)) {
         st_close(f);
-        return err_set(err, "'%s' is not a safetensors checkpoint (bad or truncated header)", path);
+        return -1;
     }
-    Error perr;
-    f->header = json_parse(f->buf + 8, (size_t)hlen, &perr);
-    if (!f->header || f->header->type != JSON_OBJECT) {
-        st_close(f);
-        return err_set(err, "'%s' is corrupt: header is not valid JSON", path);
-    }
-    f->data_start = 8 + (size_t)hlen;
-    char *key = memmem(f->buf + 8, (size_t)hlen, CHECKSUM_KEY, strlen(CHECKSUM_KEY));
+    char *key = memmem(f->buf + 8, f->data_start - 8, CHECKSUM_KEY, strlen(CHECKSUM_KEY));
     size_t at = key ? (size_t)(key - f->buf) + strlen(CHECKSUM_KEY) : 0;
     const char *stored = st_meta(f, "checksum");
     char digits[CHECKSUM_DIGITS + 1];
@@ -106,37 +120,58 @@ int st_open(StFile *f, const char *path, Error *err) {
     return 0;
 }
 
-const char *st_meta(const StFile *f, const char *key) {
-    const Json *v = json_get(json_get(f->header, "__metadata__"), key);
-    return v && v->type == JSON_STRING ? v->str : NULL;
+/* Only the header (no data, no checksum): for a look before loading. */
+static int st_open_header(StFile *f, const char *path, size_t *file_len, Error *err) {
+    memset(f, 0, sizeof *f);
+    char *head = read_file_head(path, 8, &f->len, file_len, err);
+    if (!head) return -1;
+    uint64_t hlen = st_header_len(head, f->len);
+    free(head);
+    /* A bad length is reported by st_parse_header from the first 8 bytes. */
+    size_t want = 8 + (size_t)(hlen < ST_HEADER_MAX ? hlen : 0);
+    f->buf = read_file_head(path, want, &f->len, file_len, err);
+    if (!f->buf) return -1;
+    if (st_parse_header(f, *file_len, path, err)) {
+        st_close(f);
+        return -1;
+    }
+    return 0;
 }
 
-int st_has(const StFile *f, const char *name) { return json_get(f->header, name) != NULL; }
+const char *st_meta(const StFile *f, const char *key) {
+    return json_string_value(json_object_get(json_object_get(f->header, "__metadata__"), key));
+}
+
+int st_has(const StFile *f, const char *name) { return json_object_get(f->header, name) != NULL; }
 
 int st_read(const StFile *f, const char *name, StDtype dtype, size_t ndim, const size_t *shape, void *dst, Error *err) {
-    const Json *t = json_get(f->header, name);
+    const json_t *t = json_object_get(f->header, name);
     if (!t) return err_set(err, "checkpoint has no tensor '%s'", name);
-    const Json *dt = json_get(t, "dtype"), *sh = json_get(t, "shape"), *off = json_get(t, "data_offsets");
-    if (!dt || dt->type != JSON_STRING || strcmp(dt->str, dtype == ST_F32 ? "F32" : "I32") != 0)
-        return err_set(err, "tensor '%s' has the wrong dtype", name);
+    const char *dt = json_string_value(json_object_get(t, "dtype"));
+    const json_t *sh = json_object_get(t, "shape"), *off = json_object_get(t, "data_offsets");
+    if (!dt || strcmp(dt, dtype == ST_F32 ? "F32" : "I32") != 0) return err_set(err, "tensor '%s' has the wrong dtype", name);
     size_t count = 1;
-    if (!sh || sh->type != JSON_ARRAY || json_len(sh) != ndim) return err_set(err, "tensor '%s' has the wrong rank", name);
+    if (!json_is_array(sh) || json_array_size(sh) != ndim) return err_set(err, "tensor '%s' has the wrong rank", name);
     for (size_t d = 0; d < ndim; d++) {
-        if (sh->items[d].num != (double)shape[d])
-            return err_set(err, "tensor '%s' has shape dimension %g, expected %zu", name, sh->items[d].num, shape[d]);
+        size_t dim;
+        if (json_size(json_array_get(sh, d), SIZE_MAX, &dim))
+            return err_set(err, "tensor '%s' has a shape dimension that is not a size", name);
+        if (dim != shape[d]) return err_set(err, "tensor '%s' has shape dimension %zu, expected %zu", name, dim, shape[d]);
         count *= shape[d];
     }
-    if (!off || json_len(off) != 2) return err_set(err, "tensor '%s' has no data offsets", name);
-    double a = off->items[0].num, b = off->items[1].num;
-    if (a < 0 || b < a || b - a != (double)(count * 4) || (double)f->data_start + b > (double)f->len)
+    /* Offsets are integers, so exact beyond 2^53; checked without overflow. */
+    size_t a, b, data_len = f->len - f->data_start;
+    if (!json_is_array(off) || json_array_size(off) != 2) return err_set(err, "tensor '%s' has no data offsets", name);
+    if (json_size(json_array_get(off, 0), data_len, &a) || json_size(json_array_get(off, 1), data_len, &b) || b < a ||
+        b - a != count * 4)
         return err_set(err, "tensor '%s' has bad data offsets", name);
-    memcpy(dst, f->buf + f->data_start + (size_t)a, count * 4);
+    memcpy(dst, f->buf + f->data_start + a, count * 4);
     return 0;
 }
 
 void st_close(StFile *f) {
     free(f->buf);
-    json_free(f->header);
+    json_decref(f->header);
     memset(f, 0, sizeof *f);
 }
 
@@ -197,29 +232,52 @@ static int read_params(const StFile *f, const Model *m, float *base, const char 
     return 0;
 }
 
+/* The model config in a checkpoint's header. A header may claim any size:
+ * the tensors it describes must be in the file (file_len bytes) before
+ * anything is allocated for them. */
+static int header_config(const StFile *f, size_t file_len, int with_optim, const char *path, ModelConfig *cfg,
+                         Error *err) {
+    const char *format = st_meta(f, "format"), *config = st_meta(f, "config");
+    if (!format || strcmp(format, CKPT_FORMAT) != 0 || !config)
+        return err_set(err, "'%s' is not a checkpoint of this program (metadata missing)", path);
+    Error cerr;
+    if (config_from_json(cfg, config, &cerr)) return err_set(err, "'%s': bad config: %s", path, cerr.msg);
+    size_t need = model_count_params(cfg) * sizeof(float) * (with_optim ? 3 : 1);
+    if (config_validate(cfg, &cerr) || need == 0 || need > file_len - f->data_start)
+        return err_set(err, "'%s' is corrupt: its config needs %zu bytes of tensors, it holds %zu", path, need,
+                       file_len - f->data_start);
+    return 0;
+}
+
+int ckpt_read_config(const char *path, ModelConfig *cfg, size_t *file_bytes, Error *err) {
+    StFile f;
+    if (st_open_header(&f, path, file_bytes, err)) return -1;
+    int rc = header_config(&f, *file_bytes, 0, path, cfg, err);
+    st_close(&f);
+    return rc;
+}
+
+int ckpt_check_memory(const char *path, const ModelConfig *cfg, size_t file_bytes, size_t batch, size_t extra_bytes,
+                      const char *extra_what, Error *err) {
+    char who[256], what[256];
+    snprintf(who, sizeof who, "loading '%s'", path);
+    snprintf(what, sizeof what, "the file, read whole; the weights; activations for %zu x %zu tokens%s%s", batch,
+             cfg->block_size, extra_bytes ? "; " : "", extra_bytes ? extra_what : "");
+    return memory_check(file_bytes + model_memory_bytes(cfg, batch, cfg->block_size, 0, 0) + extra_bytes, who, what,
+                        NULL, err);
+}
+
 int ckpt_load(const char *path, Model *m, CkptState *s, int with_optim, Error *err) {
     memset(s, 0, sizeof *s);
     StFile f;
     if (st_open(&f, path, err)) return -1;
     int rc = -1;
-    const char *format = st_meta(&f, "format"), *config = st_meta(&f, "config"), *step = st_meta(&f, "step");
-    const char *rng = st_meta(&f, "data_rng"), *tok = st_meta(&f, "tokenizer"), *train = st_meta(&f, "train");
-    if (!format || strcmp(format, CKPT_FORMAT) != 0 || !config || !step || !rng || !tok || strlen(tok) != 16) {
-        err_set(err, "'%s' is not a checkpoint of this program (metadata missing)", path);
-        goto done;
-    }
+    const char *step = st_meta(&f, "step"), *rng = st_meta(&f, "data_rng"), *tok = st_meta(&f, "tokenizer");
+    const char *train = st_meta(&f, "train");
     ModelConfig cfg;
-    Error cerr;
-    if (config_from_json(&cfg, config, &cerr)) {
-        err_set(err, "'%s': bad config: %s", path, cerr.msg);
-        goto done;
-    }
-    /* A header may claim any size: the tensors it describes must be in the
-     * file before anything is allocated for them. */
-    size_t need = model_count_params(&cfg) * sizeof(float) * (with_optim ? 3 : 1);
-    if (config_validate(&cfg, &cerr) || need == 0 || need > f.len - f.data_start) {
-        err_set(err, "'%s' is corrupt: its config needs %zu bytes of tensors, it holds %zu", path, need,
-                f.len - f.data_start);
+    if (header_config(&f, f.len, with_optim, path, &cfg, err)) goto done;
+    if (!step || !rng || !tok || strlen(tok) != 16) {
+        err_set(err, "'%s' is not a checkpoint of this program (metadata missing)", path);
         goto done;
     }
     if (model_alloc(m, &cfg, err)) goto done; /* every tensor is read below */

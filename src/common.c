@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -41,7 +42,7 @@ double wall_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-char *read_file(const char *path, size_t *len, Error *err) {
+char *read_file_head(const char *path, size_t max, size_t *len, size_t *file_size, Error *err) {
     struct stat st;
     if (stat(path, &st) != 0) {
         err_set(err, "cannot open '%s': %s", path, strerror(errno));
@@ -56,7 +57,7 @@ char *read_file(const char *path, size_t *len, Error *err) {
         err_set(err, "cannot open '%s': %s", path, strerror(errno));
         return NULL;
     }
-    size_t n = (size_t)st.st_size;
+    size_t n = (size_t)st.st_size < max ? (size_t)st.st_size : max;
     char *buf = malloc(n + 1);
     if (!buf) {
         fclose(f);
@@ -73,8 +74,11 @@ char *read_file(const char *path, size_t *len, Error *err) {
     }
     buf[n] = '\0';
     if (len) *len = n;
+    if (file_size) *file_size = (size_t)st.st_size;
     return buf;
 }
+
+char *read_file(const char *path, size_t *len, Error *err) { return read_file_head(path, SIZE_MAX, len, NULL, err); }
 
 int fsync_parent_dir(const char *path) {
     char dir[4096];
@@ -121,6 +125,15 @@ int write_file_atomic(const char *path, const void *data, size_t len, Error *err
     }
     free(tmp);
     if (fsync_parent_dir(path) != 0) return err_set(err, "cannot sync the directory of '%s': %s", path, strerror(errno));
+    return 0;
+}
+
+int memory_check(size_t need, const char *who, const char *what, const char *advice, Error *err) {
+    size_t avail = memory_available_bytes();
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    if (avail && need > avail)
+        return err_set(err, "%s needs %.2f GiB (%s) but %.2f GiB are available%s%s", who, (double)need / gib, what,
+                       (double)avail / gib, advice ? ": " : "", advice ? advice : "");
     return 0;
 }
 

@@ -137,20 +137,18 @@ char *config_to_json(const ModelConfig *cfg) {
     return out;
 }
 
-static int get_size(const Json *root, const char *key, size_t *out, Error *err) {
-    const Json *v = json_get(root, key);
-    if (!v || v->type != JSON_NUMBER || v->num < 0 || v->num > 1e15 || v->num != (double)(size_t)v->num)
+static int get_size(const json_t *root, const char *key, size_t *out, Error *err) {
+    if (json_size(json_object_get(root, key), (size_t)1e15, out))
         return err_set(err, "config: '%s' missing or not a non-negative integer", key);
-    *out = (size_t)v->num;
     return 0;
 }
 
 int config_from_json(ModelConfig *cfg, const char *text, Error *err) {
     config_defaults(cfg);
-    Json *root = json_parse(text, strlen(text), err);
+    json_t *root = json_parse(text, strlen(text), err);
     if (!root) return -1;
     int rc = -1;
-    if (root->type != JSON_OBJECT) {
+    if (!json_is_object(root)) {
         err_set(err, "config: not a JSON object");
         goto done;
     }
@@ -158,45 +156,44 @@ int config_from_json(ModelConfig *cfg, const char *text, Error *err) {
         get_size(root, "n_layer", &cfg->n_layer, err) || get_size(root, "n_head", &cfg->n_head, err) ||
         get_size(root, "n_embd", &cfg->n_embd, err) || get_size(root, "grassmann_rank", &cfg->grassmann_rank, err))
         goto done;
-    const Json *mixers = json_get(root, "mixers"), *pos = json_get(root, "pos");
-    const Json *windows = json_get(root, "grassmann_windows"), *dropout = json_get(root, "dropout");
-    if (!mixers || mixers->type != JSON_ARRAY || json_len(mixers) != cfg->n_layer || cfg->n_layer > MAX_LAYERS) {
+    const json_t *mixers = json_object_get(root, "mixers"), *windows = json_object_get(root, "grassmann_windows");
+    const json_t *dropout = json_object_get(root, "dropout");
+    const char *pos = json_string_value(json_object_get(root, "pos"));
+    if (!json_is_array(mixers) || json_array_size(mixers) != cfg->n_layer || cfg->n_layer > MAX_LAYERS) {
         err_set(err, "config: 'mixers' must list one mixer per layer");
         goto done;
     }
     for (size_t l = 0; l < cfg->n_layer; l++) {
-        const Json *m = &mixers->items[l];
-        cfg->mixers[l] = m->type == JSON_STRING ? mixer_find(m->str) : NULL;
+        const char *name = json_string_value(json_array_get(mixers, l));
+        cfg->mixers[l] = name ? mixer_find(name) : NULL;
         if (!cfg->mixers[l]) {
             err_set(err, "config: unknown mixer in layer %zu", l);
             goto done;
         }
     }
-    if (!pos || pos->type != JSON_STRING || (strcmp(pos->str, "learned") && strcmp(pos->str, "sinusoidal"))) {
+    if (!pos || (strcmp(pos, "learned") && strcmp(pos, "sinusoidal"))) {
         err_set(err, "config: 'pos' must be \"learned\" or \"sinusoidal\"");
         goto done;
     }
-    cfg->pos = strcmp(pos->str, "learned") == 0 ? POS_LEARNED : POS_SINUSOIDAL;
-    if (!windows || windows->type != JSON_ARRAY || json_len(windows) > MAX_WINDOWS) {
+    cfg->pos = strcmp(pos, "learned") == 0 ? POS_LEARNED : POS_SINUSOIDAL;
+    if (!json_is_array(windows) || json_array_size(windows) > MAX_WINDOWS) {
         err_set(err, "config: 'grassmann_windows' must be a list of at most %d offsets", MAX_WINDOWS);
         goto done;
     }
-    cfg->n_windows = json_len(windows);
+    cfg->n_windows = json_array_size(windows);
     for (size_t w = 0; w < cfg->n_windows; w++) {
-        const Json *v = &windows->items[w];
-        if (v->type != JSON_NUMBER || v->num < 0 || v->num > MAX_BLOCK) {
+        if (json_size(json_array_get(windows, w), MAX_BLOCK, &cfg->windows[w])) {
             err_set(err, "config: bad grassmann window offset");
             goto done;
         }
-        cfg->windows[w] = (size_t)v->num;
     }
-    if (!dropout || dropout->type != JSON_NUMBER) {
+    if (!json_is_number(dropout)) {
         err_set(err, "config: 'dropout' missing");
         goto done;
     }
-    cfg->dropout = (float)dropout->num;
+    cfg->dropout = (float)json_number_value(dropout);
     rc = config_validate(cfg, err);
 done:
-    json_free(root);
+    json_decref(root);
     return rc;
 }

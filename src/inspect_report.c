@@ -55,27 +55,6 @@ static void json_num(char **sb, double v) {
     else sb_appendf(sb, "null");
 }
 
-/* Bytes of s that are not well-formed UTF-8 become U+FFFD, so that the JSON
- * stays valid whatever a byte-level model's tokens decode to. */
-static char *valid_utf8(const char *s) {
-    char *out = NULL;
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        size_t n = *p < 0x80 ? 1 : (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3 : (*p >> 3) == 30 ? 4 : 0;
-        size_t k = 1;
-        while (k < n && (p[k] & 0xC0) == 0x80) k++;
-        if (n == 0 || k < n) {
-            sb_appendf(&out, "\xEF\xBF\xBD");
-            p++;
-        } else {
-            sb_appendf(&out, "%.*s", (int)n, (const char *)p);
-            p += n;
-        }
-    }
-    if (!out) sb_appendf(&out, "%s", "");
-    return out;
-}
-
 /* , "name": value */
 static void json_field(char **sb, const char *name, double v) {
     sb_appendf(sb, ", \"%s\": ", name);
@@ -97,10 +76,9 @@ static char *build_json(const Inspection *in, const Induction *ind, const Model 
         /* The prompt as the model saw it: its tokens decoded. */
         uint32_t *ids = malloc(T * sizeof *ids);
         for (size_t t = 0; ids && t < T; t++) ids[t] = (uint32_t)in->tokens[t];
-        char *text = ids ? tokenizer_decode(tok, ids, T) : NULL, *valid = valid_utf8(text ? text : "");
-        sb_append_json_string(&sb, valid);
+        char *text = ids ? tokenizer_decode(tok, ids, T) : NULL;
+        sb_append_json_string(&sb, text ? text : ""); /* not UTF-8: U+FFFD, as a byte-level model may decode */
         free(text);
-        sb_free(&valid);
         free(ids);
     }
     sb_appendf(&sb, ", \"prompt_bytes\": %zu", strlen(prompt));

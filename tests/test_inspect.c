@@ -431,19 +431,20 @@ static void test_write_outputs(void **s) {
     snprintf(path, sizeof path, "%s/inspect.json", dir);
     char *json = read_file(path, &len, &err);
     assert_non_null(json);
-    Json *j = json_parse(json, len, &err);
+    json_t *j = json_parse(json, len, &err);
     if (!j) fail_msg("inspect.json: %s", err.msg);
-    const Json *layers = json_get(j, "layers");
-    assert_int_equal(json_len(layers), 2);
-    const Json *heads = json_get(&layers->items[0], "heads");
-    assert_int_equal(json_len(heads), 2);
-    assert_float_equal(json_get(&heads->items[1], "entropy")->num, in.layer[0].heads[1].entropy, 1e-5);
-    assert_int_equal(json_len(json_get(&heads->items[0], "attention")), T);
-    assert_int_equal(json_len(json_get(&layers->items[1], "gate_mean")), T);
-    assert_string_equal(json_get(j, "prompt")->str, "abcabcd");
-    assert_int_equal(json_len(json_get(j, "logit_lens")), 3);
-    assert_non_null(json_get(json_get(j, "induction"), "loss_second_copy"));
-    json_free(j);
+    const json_t *layers = json_object_get(j, "layers");
+    assert_int_equal(json_array_size(layers), 2);
+    const json_t *heads = json_object_get(json_array_get(layers, 0), "heads");
+    assert_int_equal(json_array_size(heads), 2);
+    assert_float_equal(json_number_value(json_object_get(json_array_get(heads, 1), "entropy")),
+                       in.layer[0].heads[1].entropy, 1e-5);
+    assert_int_equal(json_array_size(json_object_get(json_array_get(heads, 0), "attention")), T);
+    assert_int_equal(json_array_size(json_object_get(json_array_get(layers, 1), "gate_mean")), T);
+    assert_string_equal(json_string_value(json_object_get(j, "prompt")), "abcabcd");
+    assert_int_equal(json_array_size(json_object_get(j, "logit_lens")), 3);
+    assert_non_null(json_object_get(json_object_get(j, "induction"), "loss_second_copy"));
+    json_decref(j);
     free(json);
     /* A path through a file: one clear error. */
     snprintf(path, sizeof path, "%s/inspect.json/x", dir);

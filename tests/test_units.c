@@ -424,7 +424,8 @@ static void test_config_errors(void **s) {
 
 /* The JSON reader stops at its length: a literal cut by the end of a
  * safetensors header is an error even if the bytes after it would complete
- * it (found by fuzz_config). */
+ * it (found by fuzz_config). Duplicate keys, sizes that are not integers and
+ * integers past 2^53 (exact) or past 63 bits (refused). */
 static void test_json_within_length(void **state) {
     (void)state;
     Error err;
@@ -432,17 +433,48 @@ static void test_json_within_length(void **state) {
     assert_null(json_parse(text, 3, &err));     /* "[tr" */
     assert_null(json_parse(text + 1, 3, &err)); /* "tru" */
     assert_null(json_parse(text + 7, 3, &err)); /* "nul" */
-    Json *j = json_parse(text, strlen(text), &err);
+    json_t *j = json_parse(text, strlen(text), &err);
     assert_non_null(j);
-    assert_int_equal(json_len(j), 2);
-    assert_int_equal(j->items[0].type, JSON_BOOL);
-    assert_int_equal(j->items[1].type, JSON_NULL);
-    json_free(j);
+    assert_int_equal(json_array_size(j), 2);
+    assert_true(json_is_true(json_array_get(j, 0)));
+    assert_true(json_is_null(json_array_get(j, 1)));
+    json_decref(j);
+    assert_null(json_parse("{\"a\":1,\"a\":2}", 13, &err));
+    assert_non_null(strstr(err.msg, "duplicate"));
+    const char *sizes = "[9007199254740993, 3.0, -1, 7]";
+    j = json_parse(sizes, strlen(sizes), &err);
+    size_t v;
+    assert_int_equal(json_size(json_array_get(j, 0), SIZE_MAX, &v), 0);
+    assert_true(v == 9007199254740993u);
+    assert_int_equal(json_size(json_array_get(j, 1), SIZE_MAX, &v), -1);
+    assert_int_equal(json_size(json_array_get(j, 2), SIZE_MAX, &v), -1);
+    assert_int_equal(json_size(json_array_get(j, 3), 6, &v), -1);
+    json_decref(j);
+    assert_null(json_parse("[18446744073709551616]", 22, &err));
+}
+
+/* Strings are written as valid JSON whatever their bytes, and read back. */
+static void test_json_string_out(void **state) {
+    (void)state;
+    char *sb = NULL;
+    sb_appendf(&sb, "[");
+    sb_append_json_string(&sb, "a\"b\\c\n\x01/\xc3\xa9");
+    sb_appendf(&sb, ",");
+    sb_append_json_string(&sb, "x\xffy\xc3");
+    sb_appendf(&sb, "]");
+    Error err;
+    json_t *j = json_parse(sb, strlen(sb), &err);
+    if (!j) fail_msg("%s: %s", sb, err.msg);
+    assert_string_equal(json_string_value(json_array_get(j, 0)), "a\"b\\c\n\x01/\xc3\xa9");
+    assert_string_equal(json_string_value(json_array_get(j, 1)), "x\xef\xbf\xbdy\xef\xbf\xbd");
+    json_decref(j);
+    sb_free(&sb);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_within_length),
+        cmocka_unit_test(test_json_string_out),
         cmocka_unit_test(test_causality_attention),
         cmocka_unit_test(test_causality_grassmann),
         cmocka_unit_test(test_step_attention),

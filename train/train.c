@@ -176,27 +176,33 @@ static char *run_json(const TrainOpts *o, size_t ranks) {
 }
 
 static int apply_run_json(TrainOpts *o, const char *json, size_t ranks, Error *err) {
-    Json *root = json_parse(json, strlen(json), err);
+    json_t *root = json_parse(json, strlen(json), err);
     if (!root) return -1;
-    for (size_t i = 0; i < N_NUM; i++) {
+    int rc = 0;
+    for (size_t i = 0; i < N_NUM && rc == 0; i++) {
         if (num_opts[i].kind != RUN || num_opts[i].set) continue; /* the command line wins */
-        const Json *v = json_get(root, num_opts[i].name);
-        if (!v || v->type != JSON_NUMBER) continue;
+        const json_t *v = json_object_get(root, num_opts[i].name);
+        if (!v) continue;
+        /* A checkpoint is input too: its values keep the command line's bounds. */
         void *p = (char *)o + num_opts[i].off;
-        if (num_opts[i].is_float) *(float *)p = (float)v->num;
-        else *(size_t *)p = (size_t)v->num;
+        double x = json_number_value(v), hi = num_opts[i].hi * (p == (void *)&o->grad_accum ? (double)ranks : 1.0);
+        if (!(num_opts[i].is_float ? json_is_number(v) : json_is_integer(v)) || x < num_opts[i].lo || x > hi) {
+            rc = err_set(err, "its run options hold a bad '%s'", num_opts[i].name);
+            break;
+        }
+        if (num_opts[i].is_float) *(float *)p = (float)x;
+        else *(size_t *)p = (size_t)json_integer_value(v);
         if (p == (void *)&o->grad_accum) { /* the job's: shared over this job's ranks */
-            if (o->grad_accum % ranks) {
-                json_free(root);
-                return err_set(err, "its steps take %zu micro-batches, which %zu ranks cannot share evenly: "
-                                    "run on a divisor of %zu ranks, or give --grad-accum",
-                               o->grad_accum, ranks, o->grad_accum);
-            }
-            o->grad_accum /= ranks;
+            if (o->grad_accum % ranks)
+                rc = err_set(err, "its steps take %zu micro-batches, which %zu ranks cannot share evenly: "
+                                  "run on a divisor of %zu ranks, or give --grad-accum",
+                             o->grad_accum, ranks, o->grad_accum);
+            else
+                o->grad_accum /= ranks;
         }
     }
-    json_free(root);
-    return 0;
+    json_decref(root);
+    return rc;
 }
 
 static volatile sig_atomic_t interrupted = 0;
@@ -308,15 +314,12 @@ static int check_resume_options(const TrainOpts *o, const ModelConfig *ckpt, Err
 
 /* The run must fit the machine's memory: said before allocating, rather
  * than found by the kernel's OOM killer. */
-static int check_memory(const ModelConfig *cfg, const TrainOpts *o, Error *err) {
-    size_t need = model_memory_bytes(cfg, o->batch_size, cfg->block_size, 1, o->grad_accum > 1);
-    size_t avail = memory_available_bytes();
-    const double gib = 1024.0 * 1024.0 * 1024.0;
-    if (avail && need > avail)
-        return err_set(err, "this run needs %.2f GiB (weights, gradients, AdamW moments and activations for batch %zu x %zu) "
-                            "but %.2f GiB are available: use a smaller model, --batch-size or --block-size",
-                       (double)need / gib, o->batch_size, cfg->block_size, (double)avail / gib);
-    return 0;
+static int check_memory(const ModelConfig *cfg, const TrainOpts *o, size_t ckpt_bytes, Error *err) {
+    char what[200];
+    snprintf(what, sizeof what, "%sweights, gradients, AdamW moments and activations for batch %zu x %zu",
+             ckpt_bytes ? "the checkpoint file, " : "", o->batch_size, cfg->block_size);
+    return memory_check(ckpt_bytes + model_memory_bytes(cfg, o->batch_size, cfg->block_size, 1, o->grad_accum > 1),
+                        "this run", what, "use a smaller model, --batch-size or --block-size", err);
 }
 
 /* The checkpoint of --resume: the model, the step, the data position and
@@ -324,7 +327,11 @@ static int check_memory(const ModelConfig *cfg, const TrainOpts *o, Error *err) 
 static int resume_from(TrainOpts *o, const Dataset *ds, Model *model, size_t *start_step, Rng *data_rng,
                        size_t ranks, Error *err) {
     CkptState st;
-    if (ckpt_load(o->resume, model, &st, 1, err)) return -1;
+    ModelConfig cfg; /* first from the header alone: loading reads the whole file */
+    size_t file_bytes;
+    if (ckpt_read_config(o->resume, &cfg, &file_bytes, err) || check_memory(&cfg, o, file_bytes, err) ||
+        ckpt_load(o->resume, model, &st, 1, err))
+        return -1;
     int rc = 0;
     if (strcmp(st.tokenizer, ds->tok.hash) != 0)
         rc = err_set(err, "checkpoint '%s' was trained with tokenizer %s but '%s' has tokenizer %s", o->resume,
@@ -448,7 +455,7 @@ static int train_main(int argc, char **argv, Dist *dist) {
         /* The config is the same on every rank; the memory may not be. */
         int bad_config = (o.mixer && config_set_mixers(&o.cfg, o.mixer, &err)) ||
                          (o.windows && config_set_windows(&o.cfg, o.windows, &err)) || config_validate(&o.cfg, &err);
-        int failed = bad_config || (!count_only && check_memory(&o.cfg, &o, &err)) ||
+        int failed = bad_config || (!count_only && check_memory(&o.cfg, &o, 0, &err)) ||
                      model_init(&model, &o.cfg, o.seed, &err);
         if (dist_agree(dist, failed, &err)) {
             if (!failed) model_free(&model);
@@ -462,7 +469,7 @@ static int train_main(int argc, char **argv, Dist *dist) {
         rng_seed(&data_rng, o.seed);
     }
     /* A checkpoint's model is allocated already; its activations are not. */
-    if (o.resume && dist_agree(dist, check_memory(&o.cfg, &o, &err) != 0, &err)) {
+    if (o.resume && dist_agree(dist, check_memory(&o.cfg, &o, 0, &err) != 0, &err)) {
         rc = cli_error(prog, "%s", err.msg);
         goto out_model;
     }

@@ -1,6 +1,7 @@
 /* Fuzzes the checkpoint loader: bin/eval's and bin/sample's model_open
  * (weights and the stored tokenizer) and bin/train --resume's ckpt_load
- * (with the AdamW moments). The file's checksum is not checked in fuzzing
+ * (with the AdamW moments), and ckpt_read_config (the header alone, read
+ * before those for the memory estimate). The file's checksum is not checked in fuzzing
  * builds, so mutations reach the parsing behind it. */
 #include "checkpoint.h"
 #include "fuzz_input.h"
@@ -12,6 +13,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     Model m;
     Tokenizer tok;
     Error err;
+    ModelConfig cfg; /* the header alone, as the programs read it for their memory estimate */
+    size_t file_bytes;
+    if (ckpt_read_config(path, &cfg, &file_bytes, &err) == 0 && file_bytes != size) __builtin_trap();
     if (model_open(path, &m, &tok, &err) == 0) {
         tokenizer_free(&tok);
         model_free(&m);

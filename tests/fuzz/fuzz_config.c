@@ -1,4 +1,4 @@
-/* Fuzzes the JSON reader and the model config parsed from it (a
+/* Fuzzes the JSON reading (jansson with our rules, src/json.c) and the model config parsed from it (a
  * checkpoint's "config" metadata), then builds the layout the config
  * describes without allocating its weights. */
 #include "config.h"
@@ -11,8 +11,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     Error err;
-    Json *j = json_parse((const char *)data, size, &err);
-    json_free(j);
+    json_decref(json_parse((const char *)data, size, &err));
     char *text = malloc(size + 1);
     if (!text) return 0;
     memcpy(text, data, size);

@@ -15,22 +15,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     Error err;
     if (st_open(&f, path, &err) == 0) {
         (void)st_meta(&f, "config");
-        for (size_t i = 0; i < json_len(f.header); i++) {
-            const char *name = f.header->keys[i];
-            const Json *t = &f.header->items[i], *shape = json_get(t, "shape");
-            if (!strcmp(name, "__metadata__") || !shape || shape->type != JSON_ARRAY || json_len(shape) > 2) continue;
-            size_t dims[2] = {1, 1}, count = 1;
+        const char *name;
+        json_t *t;
+        json_object_foreach(f.header, name, t) {
+            const json_t *shape = json_object_get(t, "shape");
+            size_t ndim = json_array_size(shape), dims[2] = {1, 1}, count = 1;
+            if (!strcmp(name, "__metadata__") || !json_is_array(shape) || ndim > 2) continue;
             int ok = 1;
-            for (size_t d = 0; d < json_len(shape); d++) {
-                double v = shape->items[d].num;
-                if (!(v >= 0 && v <= 1e6)) ok = 0; /* only what the file could hold */
-                else dims[d] = (size_t)v, count *= dims[d];
+            for (size_t d = 0; d < ndim; d++) {
+                /* only what the file could hold */
+                if (json_size(json_array_get(shape, d), 1000000, &dims[d])) ok = 0;
+                else count *= dims[d];
             }
             if (!ok || count > size) continue;
             float *dst = malloc(count * 4 + 4);
             if (dst) {
-                st_read(&f, name, ST_F32, json_len(shape), dims, dst, &err);
-                st_read(&f, name, ST_I32, json_len(shape), dims, dst, &err);
+                st_read(&f, name, ST_F32, ndim, dims, dst, &err);
+                st_read(&f, name, ST_I32, ndim, dims, dst, &err);
             }
             free(dst);
         }

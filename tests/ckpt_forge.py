@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Test helper: writes a hostile variant of a checkpoint, with the checksum
+recomputed so that the reader's own checks are what refuse it.
+Usage: ckpt_forge.py KIND IN OUT, KIND one of
+  huge       the config claims a 64-layer, 8192-wide model; the file is made
+             (sparse) as large as its weights, so only memory stops a load
+  dupkey     the header names "__metadata__" twice
+  bigoffset  a tensor's data offsets past 2^53 (exact only as integers)
+  realoffset a tensor's data offsets written as 0.0, n.0
+  bighdr     the length field claims a 200 MB header (file made that large)"""
+import json
+import os
+import struct
+import sys
+
+from ckpt_poison import KEY, fnv1a
+
+
+def pack(header_text, data):
+    h = header_text.encode()
+    h += b" " * (-(len(h) + 8) % 8)
+    raw = bytearray(struct.pack("<Q", len(h)) + h + data)
+    at = raw.index(KEY) + len(KEY)
+    raw[at:at + 16] = b"0" * 16
+    raw[at:at + 16] = b"%016x" % fnv1a(bytes(raw))
+    return bytes(raw)
+
+
+def main(kind, src, dst):
+    raw = open(src, "rb").read()
+    (hlen,) = struct.unpack("<Q", raw[:8])
+    text, data = raw[8:8 + hlen].decode().rstrip(), raw[8 + hlen:]
+    header = json.loads(text)
+    first = next(k for k in header if k != "__metadata__")
+    size = None
+    if kind == "huge":
+        cfg = json.loads(header["__metadata__"]["config"])
+        cfg.update(n_layer=64, n_embd=8192, n_head=64, block_size=16384, mixers=["attention"] * 64)
+        header["__metadata__"]["config"] = json.dumps(cfg)
+        text = json.dumps(header, separators=(",", ":"))
+        params = 64 * 12 * 8192 * 8192 + (cfg["vocab_size"] + 16384) * 8192
+        size = len(pack(text, b"")) + 2 * 4 * params  # room for every tensor, counted roughly
+        data = b""
+    elif kind == "dupkey":
+        text = text[:-1] + ',"__metadata__":{}}'
+    elif kind in ("bigoffset", "realoffset"):
+        a, b = header[first]["data_offsets"]
+        new = [2**53 + 1, 2**53 + 1 + b - a] if kind == "bigoffset" else [float(a), float(b)]
+        header[first]["data_offsets"] = new
+        text = json.dumps(header, separators=(",", ":"))
+    elif kind == "bighdr":
+        out = struct.pack("<Q", 200_000_000) + raw[8:]
+        with open(dst, "wb") as f:
+            f.write(out)
+            f.truncate(8 + 200_000_000 + len(data))
+        return
+    with open(dst, "wb") as f:
+        f.write(pack(text, data))
+        if size:
+            f.truncate(size)  # sparse: no disk space used
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
