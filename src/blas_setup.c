@@ -525,14 +525,13 @@ static const char *environment_core(void) {
     v = env_value(ENV_ARCH);
     if (!v) return NULL;
     char *end;
-    long id = strtol(v, &end, 10);
-    const char *name = NULL;
-    if (*end == '\0' && id >= 0 && id < BLIS_NUM_ARCHS) name = bli_arch_string((arch_t)id);
-    else if (*end != '\0' && arch_id(v) >= 0) name = bli_arch_string((arch_t)arch_id(v));
-    if (name && arch_id(name) >= 0) {
-        char number[16];
-        snprintf(number, sizeof number, "%d", arch_id(name));
-        if (strcmp(number, v) == 0 || setenv(ENV_ARCH, number, 1) == 0) return name;
+    long number = strtol(v, &end, 10);
+    int id = *end != '\0' ? arch_id(v) /* a name */
+             : number >= 0 && number < BLIS_NUM_ARCHS ? arch_id(bli_arch_string((arch_t)number)) : -1;
+    if (id >= 0) {
+        char text[16];
+        snprintf(text, sizeof text, "%d", id);
+        if (strcmp(text, v) == 0 || setenv(ENV_ARCH, text, 1) == 0) return bli_arch_string((arch_t)id);
     }
     fprintf(stderr, "blas: ignored " ENV_ARCH "=%s: not a configuration of this BLIS (a number or a name: haswell, skx, ...)\n", v);
     unsetenv(ENV_ARCH);
