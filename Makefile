@@ -57,6 +57,7 @@ unit-test: $(TESTS)
 
 test: unit-test $(PROGRAMS)
 	bash tests/cli_test.sh
+	bash tests/rope_test.sh
 	bash tests/inspect_test.sh
 	bash tests/mpi_test.sh
 	bash tests/hardstop_test.sh

@@ -5,6 +5,8 @@
  * Tiled causal attention with an online softmax (flash attention): no T x T
  * matrix is kept, tiles above the diagonal are skipped, and backward
  * recomputes the probabilities from the rows' log-sum-exp.
+ * With rope positions q and k are rotated by position right after the qkv
+ * projection (include/rope.h), and dq, dk rotated back before its backward.
  *   acts: qkv (B,T,3C), y (B,T,C) heads concatenated, lse (B,H,T); backward
  *   scratch dqkv, dy, delta of the same sizes, and score tiles of up to 128 x 128. */
 #ifndef LM_ATTENTION_H

@@ -9,7 +9,10 @@
 #define MAX_LAYERS 64
 #define MAX_WINDOWS 32
 
-typedef enum { POS_LEARNED = 0, POS_SINUSOIDAL = 1 } PosKind;
+/* learned: a trained wpe table added to the embeddings; sinusoidal: the fixed
+ * sin/cos table added instead; rope: nothing added, attention rotates q and k
+ * by position (include/rope.h). */
+typedef enum { POS_LEARNED = 0, POS_SINUSOIDAL = 1, POS_ROPE = 2 } PosKind;
 
 struct Mixer;
 
@@ -25,6 +28,10 @@ typedef struct ModelConfig {
     size_t n_windows;
     size_t windows[MAX_WINDOWS];
     float dropout;
+    /* Not configuration but the model's runtime table for POS_ROPE, which
+     * attention reads through the config it is handed: model_alloc points it
+     * at the model's rope table (include/rope.h); NULL otherwise. */
+    const float *rope;
 } ModelConfig;
 
 /* The defaults of bin/train (vocab_size left 0: it comes from the data). */
@@ -39,6 +46,10 @@ int config_set_mixers(ModelConfig *cfg, const char *spec, Error *err);
 
 /* Parses "1,2,4" into cfg->windows. */
 int config_set_windows(ModelConfig *cfg, const char *spec, Error *err);
+
+/* "learned", "sinusoidal" or "rope"; pos_parse returns -1 for anything else. */
+const char *pos_name(PosKind pos);
+int pos_parse(const char *name, PosKind *out);
 
 /* Parses a decimal size, rejecting signs, junk and values above `max`. */
 int parse_size(const char *s, size_t max, size_t *out, const char *what, Error *err);

@@ -1,6 +1,7 @@
 /* Token embedding plus positional encoding.
  *   tokens (B, T) int32, wte (V, C), pos (T_max, C): learned wpe or the fixed
- *   sinusoidal table.  out (B, T, C) = wte[tokens[b,t]] + pos[t]. */
+ *   sinusoidal table, or NULL for none (rope positions act inside attention).
+ *   out (B, T, C) = wte[tokens[b,t]] + pos[t]. */
 #ifndef LM_EMBEDDING_H
 #define LM_EMBEDDING_H
 

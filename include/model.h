@@ -1,7 +1,7 @@
 /* The language model: token + position embedding, n_layer pre-LN residual
  * blocks, final LayerNorm, LM head tied to the token embedding.
  *
- *   h0 = wte[tokens] + pos                       (B, T, C)
+ *   h0 = wte[tokens] + pos                       (B, T, C); rope: h0 = wte[tokens]
  *   for each layer l:
  *     h = h + dropout(mixer_l(LN1(h)))           mixer: attention | grassmann
  *     h = h + dropout(MLP(LN2(h)))
@@ -51,11 +51,12 @@ typedef struct Model {
     ParamTensor *tensors;
     size_t n_tensors;
     size_t n_params;
-    size_t wte, wpe, lnf_w, lnf_b; /* wpe unused with sinusoidal positions */
+    size_t wte, wpe, lnf_w, lnf_b; /* wpe only with learned positions */
     LayerOffsets layer[MAX_LAYERS];
     float *params, *grads, *m, *v; /* grads, m, v: only after model_alloc_training */
     float *grads_micro;            /* one micro-batch's gradients, for accumulation (model_alloc_grad_accum) */
     float *pos_table;              /* (block_size, C) sinusoidal table, or NULL */
+    float *rope_table;             /* (block_size, hs/2, 2) rope cos, sin (include/rope.h), or NULL; cfg.rope points here */
 
     /* Activation arena, for up to B_max x T_max tokens: n_acts floats. */
     size_t B_max, T_max, n_acts;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ops.h"
+#include "rope.h"
 #include "tile_gemm.h"
 
 typedef struct AttnParams {
@@ -65,6 +66,9 @@ static int attention_validate(const ModelConfig *cfg, Error *err) {
     if (cfg->n_head == 0) return err_set(err, "n_head must be positive");
     if (cfg->n_embd % cfg->n_head != 0)
         return err_set(err, "n_embd (%zu) must be divisible by n_head (%zu)", cfg->n_embd, cfg->n_head);
+    if (cfg->pos == POS_ROPE && (cfg->n_embd / cfg->n_head) % 2 != 0)
+        return err_set(err, "rope positions rotate pairs of dimensions: the head size n_embd / n_head (%zu) must be even",
+                       cfg->n_embd / cfg->n_head);
     return 0;
 }
 
@@ -198,6 +202,7 @@ static void attention_forward(const ModelConfig *cfg, const float *params, float
     AttnActs a;
     attn_layout(acts, B, T, C, H, &a);
     matmul_forward(a.qkv, in, p.qkv_w, p.qkv_b, B * T, C, 3 * C);
+    if (cfg->pos == POS_ROPE) rope_forward(a.qkv, cfg->rope, B, T, 0, C, hs); /* qkv keeps the rotated q, k */
     /* Later query tiles see more keys: hand out tasks one by one. */
 #pragma omp parallel for schedule(dynamic, 1)
     for (size_t task = 0; task < B * H * nt; task++) {
@@ -237,6 +242,7 @@ static void attention_backward(const ModelConfig *cfg, const float *params, floa
                             a.qkv + off, a.qkv + off + C, a.qkv + off + 2 * C, 3 * C, dy, a.lse + bh * T, delta, C, T,
                             hs, scale);
     }
+    if (cfg->pos == POS_ROPE) rope_backward(a.dqkv, cfg->rope, B, T, 0, C, hs);
     matmul_backward(din, 0.0f, (float *)g.qkv_w, (float *)g.qkv_b, a.dqkv, in, p.qkv_w, B * T, C, 3 * C);
 }
 
@@ -253,6 +259,7 @@ static void attention_step(const ModelConfig *cfg, const float *params, float *s
     AttnParams p = attn_params(params, C);
     float *kc = state, *vc = kc + Tm * C, *qkv = vc + Tm * C, *row = qkv + 3 * C, *y = row + Tm;
     matmul_forward(qkv, in_t, p.qkv_w, p.qkv_b, 1, C, 3 * C);
+    if (cfg->pos == POS_ROPE) rope_forward(qkv, cfg->rope, 1, 1, t, C, hs); /* the cache holds rotated keys */
     memcpy(kc + t * C, qkv + C, C * sizeof(float));
     memcpy(vc + t * C, qkv + 2 * C, C * sizeof(float));
     for (size_t h = 0; h < H; h++) {

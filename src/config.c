@@ -51,6 +51,19 @@ int config_validate(const ModelConfig *cfg, Error *err) {
     return 0;
 }
 
+static const char *const POS_NAMES[] = {"learned", "sinusoidal", "rope"};
+
+const char *pos_name(PosKind pos) { return POS_NAMES[pos]; }
+
+int pos_parse(const char *name, PosKind *out) {
+    for (size_t i = 0; i < sizeof POS_NAMES / sizeof POS_NAMES[0]; i++)
+        if (strcmp(name, POS_NAMES[i]) == 0) {
+            *out = (PosKind)i;
+            return 0;
+        }
+    return -1;
+}
+
 /* Copies the next comma-separated item of *s into item and advances *s past
  * it (to NULL after the last). Returns -1 for an empty or over-long item. */
 static int next_item(const char **s, char *item, size_t cap) {
@@ -129,7 +142,7 @@ char *config_to_json(const ModelConfig *cfg) {
     sb_appendf(&sb, "\"mixers\":[");
     for (size_t l = 0; l < cfg->n_layer; l++) sb_appendf(&sb, "%s\"%s\"", l ? "," : "", cfg->mixers[l]->name);
     sb_appendf(&sb, "],\"pos\":\"%s\",\"grassmann_rank\":%zu,\"grassmann_windows\":[",
-               cfg->pos == POS_LEARNED ? "learned" : "sinusoidal", cfg->grassmann_rank);
+               pos_name(cfg->pos), cfg->grassmann_rank);
     for (size_t w = 0; w < cfg->n_windows; w++) sb_appendf(&sb, "%s%zu", w ? "," : "", cfg->windows[w]);
     sb_appendf(&sb, "],\"dropout\":%.9g}", cfg->dropout);
     char *out = strdup(sb);
@@ -171,11 +184,10 @@ int config_from_json(ModelConfig *cfg, const char *text, Error *err) {
             goto done;
         }
     }
-    if (!pos || (strcmp(pos, "learned") && strcmp(pos, "sinusoidal"))) {
-        err_set(err, "config: 'pos' must be \"learned\" or \"sinusoidal\"");
+    if (!pos || pos_parse(pos, &cfg->pos)) {
+        err_set(err, "config: 'pos' must be \"learned\", \"sinusoidal\" or \"rope\"");
         goto done;
     }
-    cfg->pos = strcmp(pos, "learned") == 0 ? POS_LEARNED : POS_SINUSOIDAL;
     if (!json_is_array(windows) || json_array_size(windows) > MAX_WINDOWS) {
         err_set(err, "config: 'grassmann_windows' must be a list of at most %d offsets", MAX_WINDOWS);
         goto done;

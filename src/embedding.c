@@ -1,13 +1,19 @@
 #include "embedding.h"
 
 #include <math.h>
+#include <string.h>
 
 void embedding_forward(float *out, const int32_t *tokens, const float *wte, const float *pos,
                        size_t B, size_t T, size_t C) {
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < B * T; n++) {
-        const float *e = wte + (size_t)tokens[n] * C, *p = pos + (n % T) * C;
+        const float *e = wte + (size_t)tokens[n] * C;
         float *o = out + n * C;
+        if (!pos) {
+            memcpy(o, e, C * sizeof(float));
+            continue;
+        }
+        const float *p = pos + (n % T) * C;
         for (size_t c = 0; c < C; c++) o[c] = e[c] + p[c];
     }
 }

@@ -12,6 +12,7 @@
 #include "layernorm.h"
 #include "ops.h"
 #include "rng.h"
+#include "rope.h"
 
 const float *inspect_layer_tensor(const Model *m, size_t l, const char *suffix) {
     char name[TENSOR_NAME_MAX + 32];
@@ -22,11 +23,13 @@ const float *inspect_layer_tensor(const Model *m, size_t l, const char *suffix) 
 
 static int is_attention(const Model *m, size_t l) { return strcmp(m->cfg.mixers[l]->name, "attention") == 0; }
 
-/* qkv (T, 3C) of attention layer l from its input x (T, C). */
+/* qkv (T, 3C) of attention layer l from its input x (T, C), q and k rotated
+ * as the layer does with rope positions, so that the maps are the model's. */
 static void layer_qkv(float *qkv, const Model *m, size_t l, const float *x, size_t T) {
     size_t C = m->cfg.n_embd;
     matmul_forward(qkv, x, inspect_layer_tensor(m, l, "attn.qkv.weight"), inspect_layer_tensor(m, l, "attn.qkv.bias"),
                    T, C, 3 * C);
+    if (m->cfg.pos == POS_ROPE) rope_forward(qkv, m->cfg.rope, 1, T, 0, C, C / m->cfg.n_head);
 }
 
 /* Direct attribution: what `part` (C) adds to token v's logit at row n,

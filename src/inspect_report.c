@@ -317,6 +317,8 @@ void inspect_print(FILE *f, const Inspection *in, const Induction *ind, const Mo
     char lab[32];
     token_label(tok, in->predicted, 0, lab, sizeof lab);
     fprintf(f, "prompt: %zu tokens | predicted next token '%s' (logit %.3f)\n", T, lab, in->predicted_logit);
+    if (m->cfg.pos == POS_ROPE)
+        fprintf(f, "rope positions: the maps include the rotation; sv_*, eff_rank and antisym are of W_q^T W_k without it\n");
     for (size_t l = 0; l < in->n_layer; l++) {
         const LayerInspection *li = &in->layer[l];
         if (li->attention) {

@@ -12,6 +12,7 @@
 #include "mlp.h"
 #include "ops.h"
 #include "rng.h"
+#include "rope.h"
 
 static size_t add_tensor(Model *m, const char *name, size_t rows, size_t cols, InitKind init) {
     ParamTensor *t = &m->tensors[m->n_tensors++];
@@ -76,7 +77,13 @@ int model_alloc(Model *m, const ModelConfig *cfg, Error *err) {
         m->pos_table = lm_calloc(cfg->block_size * cfg->n_embd, sizeof(float), err);
         if (m->pos_table) sinusoidal_table(m->pos_table, cfg->block_size, cfg->n_embd);
     }
-    if (!m->params || (cfg->pos == POS_SINUSOIDAL && !m->pos_table)) {
+    if (m->params && cfg->pos == POS_ROPE) {
+        size_t hs = cfg->n_embd / cfg->n_head;
+        m->rope_table = lm_calloc(cfg->block_size * hs, sizeof(float), err);
+        if (m->rope_table) rope_table(m->rope_table, cfg->block_size, hs);
+        m->cfg.rope = m->rope_table;
+    }
+    if (!m->params || (cfg->pos == POS_SINUSOIDAL && !m->pos_table) || (cfg->pos == POS_ROPE && !m->rope_table)) {
         model_free(m);
         return -1;
     }
@@ -190,6 +197,7 @@ void model_free(Model *m) {
     free(m->m);
     free(m->v);
     free(m->pos_table);
+    free(m->rope_table);
     free(m->acts);
     free(m->inputs);
     free(m->targets);
@@ -206,6 +214,7 @@ static MlpParams mlp_params(const float *p, const LayerOffsets *lo) {
     return (MlpParams){p + lo->fc_w, p + lo->fc_b, p + lo->proj_w, p + lo->proj_b};
 }
 
+/* What the embedding adds per position: NULL with rope, which adds nothing. */
 static const float *positions(const Model *m) {
     return m->cfg.pos == POS_LEARNED ? m->params + m->wpe : m->pos_table;
 }
@@ -386,8 +395,8 @@ void model_step(const Model *m, ModelState *s, int32_t token, float *logits) {
     const float *P = m->params;
     float *x = s->buf, *ln = x + C, *mix = ln + C, *mid = mix + C, *ln2 = mid + C, *mlp = ln2 + C;
     float *fc = mlp + C, *act = fc + 4 * C, *mean = act + 4 * C, *rstd = mean + 1;
-    const float *pos = positions(m) + t * C, *e = P + m->wte + (size_t)token * C;
-    for (size_t i = 0; i < C; i++) x[i] = e[i] + pos[i];
+    const float *pos = positions(m), *e = P + m->wte + (size_t)token * C;
+    for (size_t i = 0; i < C; i++) x[i] = e[i] + (pos ? pos[t * C + i] : 0.0f);
     for (size_t l = 0; l < c->n_layer; l++) {
         const LayerOffsets *lo = &m->layer[l];
         layernorm_forward(ln, mean, rstd, x, P + lo->ln1_w, P + lo->ln1_b, 1, C);

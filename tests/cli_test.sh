@@ -59,7 +59,7 @@ expect_error "bad lr" "not a number" $B/train --data "$tmp/a" --out "$tmp/o.ckpt
 expect_error "bad dropout" "range" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --dropout 1.5
 expect_error "unknown option" "unknown option" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --learning-rate 1
 expect_error "stray argument" "unexpected argument" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" extra
-expect_error "bad pos" "learned or sinusoidal" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --pos rope
+expect_error "bad pos" "learned, sinusoidal or rope" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --pos alibi
 expect_error "unknown mixer" "unknown mixer" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --mixer mamba
 expect_error "mixer list length" "n_layer" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --n-layer 3 --mixer attention,grassmann
 expect_error "empty windows" "empty" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --mixer grassmann --grassmann-windows ""

@@ -62,6 +62,9 @@ def main():
     configs = [
         ("attention, learned positions", ["--mixer", "attention"]),
         ("attention, sinusoidal positions", ["--mixer", "attention", "--pos", "sinusoidal"]),
+        ("attention, rope positions", ["--mixer", "attention", "--pos", "rope"]),
+        ("hybrid attention,grassmann, rope", ["--mixer", "attention,grassmann", "--pos", "rope",
+                                              "--grassmann-rank", "6", "--grassmann-windows", "1,2,4"]),
         ("attention, 3 tiles (128, 128, 44)", ["--mixer", "attention", "--block-size", "300", "--batch-size", "2"]),
         ("grassmann", ["--mixer", "grassmann", "--grassmann-rank", "6", "--grassmann-windows", "1,2,4,8"]),
         ("hybrid grassmann,attention,grassmann", ["--mixer", "grassmann,attention,grassmann", "--n-layer", "3",

@@ -13,6 +13,7 @@
 #include "mlp.h"
 #include "model.h"
 #include "ops.h"
+#include "rope.h"
 
 #define TOL 1e-2
 
@@ -160,6 +161,74 @@ static void test_grassmann_layer(void **s) {
     memcpy(cfg.windows, w, sizeof w);
     cfg.n_windows = 3;
     run_mixer(&grassmann_mixer, cfg, 2, 9, 0.3f);
+}
+
+/* Attention with rope positions: the rotation between the qkv projection and
+ * flash attention, and its transpose in backward (head size 4). */
+static void test_attention_rope(void **s) {
+    (void)s;
+    ModelConfig cfg;
+    config_defaults(&cfg);
+    cfg.n_embd = 12, cfg.n_head = 3, cfg.block_size = 8, cfg.vocab_size = 5, cfg.pos = POS_ROPE;
+    float table[8 * 4];
+    rope_table(table, 8, 4);
+    cfg.rope = table;
+    run_mixer(&attention_mixer, cfg, 2, 7, 0.3f);
+}
+
+/* ---- rope alone ------------------------------------------------------------------ */
+
+typedef struct {
+    size_t B, T, t0, C, hs;
+    const float *table;
+    float *in, *x, *w;
+} RopeCtx;
+
+static double rope_obj(void *p) {
+    RopeCtx *c = p;
+    size_t n = c->B * c->T * 3 * c->C;
+    memcpy(c->x, c->in, n * sizeof(float));
+    rope_forward(c->x, c->table, c->B, c->T, c->t0, c->C, c->hs);
+    return dot_objective(c->x, c->w, n);
+}
+
+static void test_rope(void **s) {
+    (void)s;
+    size_t B = 2, T = 5, C = 12, hs = 6, Tm = 9, n = B * T * 3 * C;
+    float table[9 * 6];
+    rope_table(table, Tm, hs);
+    for (size_t t = 0; t < Tm; t++) /* angle(t, i) = t * 10000^(-2i/hs) */
+        for (size_t i = 0; i < hs / 2; i++) {
+            double angle = (double)t * pow(10000.0, -2.0 * (double)i / (double)hs);
+            assert_true(fabs(table[t * hs + 2 * i] - cos(angle)) < 1e-6);
+            assert_true(fabs(table[t * hs + 2 * i + 1] - sin(angle)) < 1e-6);
+        }
+    /* Rows at positions 3..7 (t0 = 3), as a decoding step at a later position uses. */
+    RopeCtx c = {B, T, 3, C, hs, table, rand_tensor(n, 1.0f, 40), zeros(n), rand_tensor(n, 1.0f, 41)};
+    float *grad = malloc(n * sizeof(float));
+    memcpy(grad, c.w, n * sizeof(float));
+    rope_backward(grad, table, B, T, c.t0, C, hs);
+    CHECK_GRAD(rope_obj, &c, c.in, grad, n, n, 1e-2f, TOL, "rope");
+    /* v is untouched, and position 0 is the identity. */
+    rope_obj(&c);
+    for (size_t r = 0; r < B * T; r++) assert_memory_equal(c.x + r * 3 * C + 2 * C, c.in + r * 3 * C + 2 * C, C * sizeof(float));
+    c.t0 = 0;
+    rope_obj(&c);
+    assert_memory_equal(c.x, c.in, 3 * C * sizeof(float));
+    /* Relative: q at t and k at u give the same score as at t + d and u + d. */
+    float q[3 * 12], k[3 * 12], a[3 * 12], b[3 * 12];
+    for (size_t i = 0; i < 3 * C; i++) q[i] = c.in[i], k[i] = c.in[3 * C + i];
+    double first = 0.0;
+    for (size_t d = 0; d < 4; d++) {
+        memcpy(a, q, sizeof q), memcpy(b, k, sizeof k);
+        rope_forward(a, table, 1, 1, 4 + d, C, hs);
+        rope_forward(b, table, 1, 1, 1 + d, C, hs);
+        double score = 0.0;
+        for (size_t i = 0; i < hs; i++) score += (double)a[i] * b[C + i]; /* head 0: q of a, k of b */
+        if (d == 0) first = score;
+        assert_true(fabs(score - first) < 1e-5 * (1.0 + fabs(first)));
+    }
+    free(c.in), free(c.x), free(c.w), free(grad);
 }
 
 /* ---- Grassmann parts ---------------------------------------------------------- */
@@ -387,7 +456,7 @@ static void run_model(const char *mixers, PosKind pos, float dropout) {
     for (size_t i = 0; i < 16; i++) in[i] = (int32_t)((i * 7 + 3) % 11), tg[i] = (int32_t)((i * 5 + 1) % 11);
     ModelCtx c = {&m, in, tg, 2, 8, 1234};
     char label[96];
-    snprintf(label, sizeof label, "model[%s]", mixers);
+    snprintf(label, sizeof label, "model[%s, %s positions]", mixers, pos_name(pos));
     check_model_grads(&m, model_obj, &c, label);
     model_free(&m);
 }
@@ -396,6 +465,8 @@ static void test_model_attention(void **s) { (void)s; run_model("attention", POS
 static void test_model_sinusoidal_dropout(void **s) { (void)s; run_model("attention", POS_SINUSOIDAL, 0.2f); }
 static void test_model_grassmann(void **s) { (void)s; run_model("grassmann", POS_LEARNED, 0.0f); }
 static void test_model_hybrid(void **s) { (void)s; run_model("grassmann,attention", POS_LEARNED, 0.1f); }
+static void test_model_rope(void **s) { (void)s; run_model("attention", POS_ROPE, 0.0f); }
+static void test_model_rope_hybrid(void **s) { (void)s; run_model("attention,grassmann", POS_ROPE, 0.1f); }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
@@ -404,6 +475,8 @@ int main(void) {
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_attention_tiles),
+        cmocka_unit_test(test_attention_rope),
+        cmocka_unit_test(test_rope),
         cmocka_unit_test(test_mlp),
         cmocka_unit_test(test_gelu),
         cmocka_unit_test(test_dropout),
@@ -417,6 +490,8 @@ int main(void) {
         cmocka_unit_test(test_model_sinusoidal_dropout),
         cmocka_unit_test(test_model_grassmann),
         cmocka_unit_test(test_model_hybrid),
+        cmocka_unit_test(test_model_rope),
+        cmocka_unit_test(test_model_rope_hybrid),
     };
     return cmocka_run_group_tests_name("gradient checks", tests, NULL, NULL);
 }

@@ -82,9 +82,9 @@ static void check_step_matches_forward(const char *mixers, PosKind pos) {
     make_model(&m, mixers, 1, T);
     cfg = m.cfg;
     (void)cfg;
-    if (pos == POS_SINUSOIDAL) {
+    if (pos != POS_LEARNED) {
         ModelConfig c2 = m.cfg;
-        c2.pos = POS_SINUSOIDAL;
+        c2.pos = pos;
         model_free(&m);
         assert_int_equal(model_init(&m, &c2, 42, &err), 0);
         assert_int_equal(model_alloc_acts(&m, 1, T, &err), 0);
@@ -111,6 +111,8 @@ static void check_step_matches_forward(const char *mixers, PosKind pos) {
 static void test_step_attention(void **s) { (void)s; check_step_matches_forward("attention", POS_LEARNED); }
 static void test_step_grassmann(void **s) { (void)s; check_step_matches_forward("grassmann", POS_LEARNED); }
 static void test_step_hybrid(void **s) { (void)s; check_step_matches_forward("attention,grassmann", POS_SINUSOIDAL); }
+static void test_step_rope(void **s) { (void)s; check_step_matches_forward("attention", POS_ROPE); }
+static void test_step_rope_hybrid(void **s) { (void)s; check_step_matches_forward("grassmann,attention", POS_ROPE); }
 
 /* ---- Plücker relations ------------------------------------------------------- */
 
@@ -411,15 +413,26 @@ static void test_config_errors(void **s) {
     small_config(&cfg, "attention");
     cfg.block_size = 1000000;
     assert_int_equal(config_validate(&cfg, &err), -1);
-    /* The config JSON round-trips. */
-    small_config(&cfg, "grassmann,attention");
-    cfg.pos = POS_SINUSOIDAL, cfg.dropout = 0.1f;
-    char *j = config_to_json(&cfg);
-    ModelConfig back;
-    assert_int_equal(config_from_json(&back, j, &err), 0);
-    char *j2 = config_to_json(&back);
-    assert_string_equal(j, j2);
-    free(j), free(j2);
+    /* rope rotates pairs: an odd head size is refused, by attention only. */
+    small_config(&cfg, "attention");
+    cfg.pos = POS_ROPE, cfg.n_embd = 18, cfg.n_head = 2;
+    assert_int_equal(config_validate(&cfg, &err), -1);
+    assert_non_null(strstr(err.msg, "must be even"));
+    small_config(&cfg, "grassmann");
+    cfg.pos = POS_ROPE, cfg.n_embd = 18, cfg.n_head = 2;
+    assert_int_equal(config_validate(&cfg, &err), 0);
+    /* The config JSON round-trips, each position kind. */
+    for (PosKind pos = POS_LEARNED; pos <= POS_ROPE; pos++) {
+        small_config(&cfg, "grassmann,attention");
+        cfg.pos = pos, cfg.dropout = 0.1f;
+        char *j = config_to_json(&cfg);
+        ModelConfig back;
+        assert_int_equal(config_from_json(&back, j, &err), 0);
+        assert_int_equal(back.pos, pos);
+        char *j2 = config_to_json(&back);
+        assert_string_equal(j, j2);
+        free(j), free(j2);
+    }
 }
 
 /* The JSON reader stops at its length: a literal cut by the end of a
@@ -480,6 +493,8 @@ int main(void) {
         cmocka_unit_test(test_step_attention),
         cmocka_unit_test(test_step_grassmann),
         cmocka_unit_test(test_step_hybrid),
+        cmocka_unit_test(test_step_rope),
+        cmocka_unit_test(test_step_rope_hybrid),
         cmocka_unit_test(test_plucker_relations),
         cmocka_unit_test(test_adamw_step),
         cmocka_unit_test(test_lr_schedule),

@@ -18,11 +18,26 @@ def sinusoidal(T, C):
     return pe
 
 
-def attention(W, p, h, H):
+def rope(x):
+    """RoFormer's rotation of x (B, H, T, hs): each pair (2i, 2i+1) as the complex
+    number x_2i + i x_2i+1, times exp(i t 10000^(-2i/hs)) at position t."""
+    B, H, T, hs = x.shape
+    t = torch.arange(T, dtype=torch.float64)[:, None]
+    theta = torch.pow(10000.0, -torch.arange(0, hs, 2, dtype=torch.float64) / hs)
+    turn = torch.polar(torch.ones(T, hs // 2, dtype=torch.float64), t * theta)
+    if x.dtype != torch.float64:
+        turn = turn.to(torch.complex64)
+    pairs = torch.view_as_complex(x.reshape(B, H, T, hs // 2, 2).contiguous())
+    return torch.view_as_real(pairs * turn).reshape(B, H, T, hs)
+
+
+def attention(W, p, h, H, rotary=False):
     B, T, C = h.shape
     hs = C // H
     q, k, v = F.linear(h, W[p + "attn.qkv.weight"], W[p + "attn.qkv.bias"]).split(C, dim=2)
     q, k, v = (x.view(B, T, H, hs).transpose(1, 2) for x in (q, k, v))
+    if rotary:
+        q, k = rope(q), rope(k)
     att = q @ k.transpose(-2, -1) / math.sqrt(hs)
     mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
     att = torch.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
@@ -59,12 +74,16 @@ def model_logits(W, cfg, inputs):
     C = cfg["n_embd"]
     B, T = inputs.shape
     x = W["wte"][inputs]
-    x = x + (W["wpe"][:T] if cfg["pos"] == "learned" else sinusoidal(T, C))
+    if cfg["pos"] == "learned":
+        x = x + W["wpe"][:T]
+    elif cfg["pos"] == "sinusoidal":
+        x = x + sinusoidal(T, C)
+    # rope: no table added; attention rotates q and k.
     for l, mixer in enumerate(cfg["mixers"]):
         p = f"h.{l}."
         h = F.layer_norm(x, (C,), W[p + "ln1.weight"], W[p + "ln1.bias"], 1e-5)
         if mixer == "attention":
-            x = x + attention(W, p, h, cfg["n_head"])
+            x = x + attention(W, p, h, cfg["n_head"], cfg["pos"] == "rope")
         else:
             x = x + grassmann(W, p, h, cfg["grassmann_rank"], cfg["grassmann_windows"])
         h = F.layer_norm(x, (C,), W[p + "ln2.weight"], W[p + "ln2.bias"], 1e-5)

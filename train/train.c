@@ -115,7 +115,7 @@ static void usage(FILE *f) {
             "      --resume CKPT          continue a run exactly where CKPT stopped; the model and\n"
             "                             the run's options come from CKPT (run options given here win)\n"
             "      --mixer M              attention | grassmann | a comma list, one per layer (attention)\n"
-            "      --pos P                learned | sinusoidal positions (learned)\n"
+            "      --pos P                learned | sinusoidal | rope positions (learned)\n"
             "      --grassmann-windows L  Grassmann window offsets (1,2,4,8,12,16)\n"
             "      --log FILE             per-step log for plotting: CSV, or JSON lines if FILE ends in .jsonl\n"
             "      --dump-grads FILE      write weights, gradients, loss and the first batch, then exit\n"
@@ -288,9 +288,8 @@ static int check_resume_options(const TrainOpts *o, const ModelConfig *ckpt, Err
                            *(const size_t *)given, *(const size_t *)have);
         }
     }
-    if (o->pos && strcmp(o->pos, ckpt->pos == POS_LEARNED ? "learned" : "sinusoidal") != 0)
-        return err_set(err, "--pos %s differs from the checkpoint's %s", o->pos,
-                       ckpt->pos == POS_LEARNED ? "learned" : "sinusoidal");
+    if (o->pos && strcmp(o->pos, pos_name(ckpt->pos)) != 0)
+        return err_set(err, "--pos %s differs from the checkpoint's %s", o->pos, pos_name(ckpt->pos));
     ModelConfig given = *ckpt;
     if (o->mixer) {
         if (config_set_mixers(&given, o->mixer, err)) return -1;
@@ -447,11 +446,10 @@ static int train_main(int argc, char **argv, Dist *dist) {
         }
     } else {
         o.cfg.vocab_size = ds.tok.vocab_size;
-        if (o.pos && strcmp(o.pos, "learned") && strcmp(o.pos, "sinusoidal")) {
+        if (o.pos && pos_parse(o.pos, &o.cfg.pos)) {
             dataset_free(&ds);
-            return cli_error(prog, "--pos must be learned or sinusoidal (got '%s')", o.pos);
+            return cli_error(prog, "--pos must be learned, sinusoidal or rope (got '%s')", o.pos);
         }
-        if (o.pos) o.cfg.pos = strcmp(o.pos, "learned") == 0 ? POS_LEARNED : POS_SINUSOIDAL;
         /* The config is the same on every rank; the memory may not be. */
         int bad_config = (o.mixer && config_set_mixers(&o.cfg, o.mixer, &err)) ||
                          (o.windows && config_set_windows(&o.cfg, o.windows, &err)) || config_validate(&o.cfg, &err);
@@ -537,7 +535,7 @@ static int train_main(int argc, char **argv, Dist *dist) {
         snprintf(mixers + strlen(mixers), sizeof mixers - strlen(mixers), "%s%s", l ? "," : "", o.cfg.mixers[l]->name);
     printf("model: %zu parameters | n_layer %zu, n_head %zu, n_embd %zu, block %zu, vocab %zu | mixers %s | pos %s\n",
            model.n_params, o.cfg.n_layer, o.cfg.n_head, o.cfg.n_embd, T, o.cfg.vocab_size, mixers,
-           o.cfg.pos == POS_LEARNED ? "learned" : "sinusoidal");
+           pos_name(o.cfg.pos));
     ThreadTuner tuner;
     size_t width = cli_threads();
     thread_tuner_init(&tuner, width, o.threads == 0 && dist->size == 1); /* ranks wait for the slowest: fixed */
