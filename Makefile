@@ -66,6 +66,7 @@ test: unit-test $(PROGRAMS)
 	bash tests/bpe_agreement.sh
 	/usr/bin/python3 tests/parity.py
 	bash tests/loss_mask_test.sh
+	bash tests/probe_test.sh
 
 bench: $(PROGRAMS)
 	/usr/bin/python3 eval/bench.py

@@ -11,7 +11,8 @@ model's most likely next token.
 
   MQAR: --pairs key-value pairs, then queries of them filling the rest of the
         sequence; swept over --mqar-seq-lens (the query-to-key distance grows
-        with the length).
+        with the length). Trained in two stages at each length: first on
+        --curriculum-pairs pairs, where the lookup forms, then on --pairs.
   copy: a random segment, a gap of filler, a marker, the segment again;
         swept over --copy-gaps at --copy-seq-len (the distance is
         segment + gap + 1).
@@ -51,22 +52,38 @@ def main():
     ap.add_argument("--mqar-seq-lens", default="64,128,256")
     ap.add_argument("--pairs", type=int, default=16)
     ap.add_argument("--symbols", type=int, default=64, help="distinct keys and values (MQAR) or symbols (copy)")
+    # Independent queries: in shuffled rounds the last key of a round can be guessed by elimination, a
+    # shortcut that competed with the lookup (length 128: 0.107 with rounds, 0.73 random; README).
+    ap.add_argument("--queries", default="random", choices=("random", "rounds"), help="MQAR query order (random)")
     ap.add_argument("--copy-seq-len", type=int, default=64)
     ap.add_argument("--copy-segment", type=int, default=8)
     ap.add_argument("--copy-gaps", default="0,16,40")
     ap.add_argument("--n-embds", default="64", help="model widths, comma list (default 64)")
     ap.add_argument("--n-layer", type=int, default=2)
     ap.add_argument("--n-head", type=int, default=2)
-    # Learned positions: sinusoidal ones (entries of size ~1) drown the token embeddings (init 0.02),
-    # and a model trained with them stayed at chance on MQAR (README, "make probe").
-    ap.add_argument("--pos", default="learned")
-    ap.add_argument("--max-iters", type=int, default=1500)
-    ap.add_argument("--batch-size", type=int, default=8)
-    ap.add_argument("--lr", type=float, default=3e-3)
-    ap.add_argument("--min-lr", type=float, default=3e-4)
+    # auto: each architecture with the positions it learns these tasks with (README, "make probe"):
+    # rope for pure attention (its MQAR lookup formed with rope and not with learned positions),
+    # learned for anything with a Grassmann layer (with no position table it did not even copy at
+    # distance 9). Sinusoidal ones (entries of size ~1) drown the token embeddings (init 0.02).
+    ap.add_argument("--pos", default="auto", help="auto | learned | sinusoidal | rope (auto)")
+    ap.add_argument("--max-iters", type=int, default=4000, help="MQAR steps, both stages (4000)")
+    ap.add_argument("--copy-max-iters", type=int, default=1000, help="copy steps (1000)")
+    # Equal tokens per step at every length: a step of a longer sequence is not a bigger step.
+    ap.add_argument("--batch-tokens", type=int, default=2048,
+                    help="tokens per step; each length trains batch-tokens / seq_len sequences per step (2048)")
+    # A small learning rate: at 3e-3 (Adam steps of 15% of the 0.02-sized initial weights) the
+    # lookup never formed, even on 2 pairs; at 3e-4 it does (README, "make probe").
+    ap.add_argument("--lr", type=float, default=3e-4)
+    ap.add_argument("--min-lr", type=float, default=3e-5)
     ap.add_argument("--warmup-iters", type=int, default=30)
     ap.add_argument("--train-seqs", type=int, default=8000)
     ap.add_argument("--val-seqs", type=int, default=200)
+    # The staged curriculum: MQAR runs first learn the lookup on --curriculum-pairs pairs (at the same
+    # length) for --curriculum-steps of the --max-iters steps, then go on with the full number of pairs
+    # (bin/train --stop-at, then --resume on the harder data: one learning-rate schedule). Straight on
+    # 16 pairs the lookup did not form at all within thousands of steps (README, "make probe").
+    ap.add_argument("--curriculum-pairs", type=int, default=4, help="MQAR pairs of the first stage; 0 = no curriculum")
+    ap.add_argument("--curriculum-steps", type=int, default=0, help="steps of the first stage (default: 2/3 of --max-iters)")
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--seed", type=int, default=1337)
     ap.add_argument("--grassmann-windows", default="1,2,4,8,12,16")
@@ -77,8 +94,13 @@ def main():
     tasks = [t for t in a.tasks.split(",") if t]
     if not tasks or any(t not in ("mqar", "copy") for t in tasks):
         die(f"--tasks must list mqar and/or copy (got '{a.tasks}')")
-    if a.seeds < 1 or a.max_iters < 1:
-        die("--seeds and --max-iters must be positive")
+    if a.seeds < 1 or a.max_iters < 1 or a.copy_max_iters < 1 or a.batch_tokens < 1:
+        die("--seeds, --max-iters, --copy-max-iters and --batch-tokens must be positive")
+    if a.curriculum_pairs < 0 or a.curriculum_steps < 0:
+        die("--curriculum-pairs and --curriculum-steps must be non-negative")
+    stage_steps = a.curriculum_steps or (2 * a.max_iters) // 3
+    if a.curriculum_pairs and not 1 <= stage_steps < a.max_iters:
+        die(f"--curriculum-steps must be below --max-iters ({a.max_iters})")
     if not shutil.which("gnuplot"):
         die("gnuplot is not installed (bash scripts/install-deps.sh)")
     os.makedirs(a.out, exist_ok=True)
@@ -98,39 +120,54 @@ def main():
         except (OSError, ValueError) as e:
             die(f"cannot read {os.path.join(a.out, 'probe.json')}: {e}")
         settings = []
-    for task, L, p in settings:
+    def generate(task, L, p):
         data = os.path.join(a.out, "data", f"{task}_{L}_{p}")
         os.makedirs(os.path.dirname(data), exist_ok=True)
         gen = [os.path.join(BIN, "probegen"), "--task", task, "--out", data, "--seq-len", str(L), "--symbols",
                str(a.symbols), "--train-seqs", str(a.train_seqs), "--val-seqs", str(a.val_seqs), "--seed", str(a.seed)]
-        gen += ["--pairs", str(p)] if task == "mqar" else ["--segment", str(a.copy_segment), "--gap", str(p)]
+        gen += ["--pairs", str(p), "--queries", a.queries] if task == "mqar" else \
+            ["--segment", str(a.copy_segment), "--gap", str(p)]
         run(gen)
+        return data
+
+    for task, L, p in settings:
+        data = generate(task, L, p)
+        staged = task == "mqar" and 0 < a.curriculum_pairs < p
+        first_data = generate(task, L, a.curriculum_pairs) if staged else None
         for width in ints(a.n_embds, "--n-embds"):
-            shared = ["--n-layer", str(a.n_layer), "--n-head", str(a.n_head), "--n-embd", str(width),
-                      "--block-size", str(L), "--pos", a.pos, "--grassmann-windows", a.grassmann_windows]
+            shape = ["--n-layer", str(a.n_layer), "--n-head", str(a.n_head), "--n-embd", str(width),
+                     "--block-size", str(L), "--grassmann-windows", a.grassmann_windows]
             ref = None
             for name, mixers in archs:
-                # The ranks match at any length: the sequence length adds the same position table to every model.
+                pos = a.pos if a.pos != "auto" else ("rope" if set(mixers) == {"attention"} else "learned")
+                shared = shape + ["--pos", pos]
+                # The ranks are matched with learned positions for every model, so that they match at any
+                # length and the position table (absent with rope) does not enter the match.
                 key = (width, name)
                 if key not in ranks:
                     if ref is not None:
-                        ranks[key] = match_rank(data, shared, mixers, ref)[0]
+                        ranks[key] = match_rank(data, shape + ["--pos", "learned"], mixers, ref)[0]
                     else:
                         ranks[key] = 32 if "grassmann" in mixers else None
                 rank = ranks[key]
                 n = count_params(data, shared, mixers, rank)
-                ref = ref or n
+                ref = ref or count_params(data, shape + ["--pos", "learned"], mixers, rank)
                 for seed in range(a.seed, a.seed + a.seeds):
                     ckpt = os.path.join(a.out, "model.ckpt")
-                    args = [os.path.join(BIN, "train"), "--data", data, "--out", ckpt, "--mixer", ",".join(mixers),
-                            "--window-align", str(L), "--batch-size", str(a.batch_size), "--max-iters", str(a.max_iters),
+                    args = [os.path.join(BIN, "train"), "--out", ckpt, "--mixer", ",".join(mixers),
+                            "--window-align", str(L), "--batch-size", str(max(1, a.batch_tokens // L)),
+                            "--max-iters", str(a.max_iters if task == "mqar" else a.copy_max_iters),
                             "--lr", str(a.lr), "--min-lr", str(a.min_lr), "--warmup-iters", str(a.warmup_iters),
                             "--weight-decay", "0", "--eval-interval", "0", "--eval-iters", "2",
                             "--log-interval", "1000000", "--seed", str(seed), "--threads", str(a.threads)] + shared
                     if rank:
                         args += ["--grassmann-rank", str(rank)]
                     t0 = time.time()
-                    run(args, live=True)
+                    if staged:  # the first stage stops at stage_steps; the second resumes it on the full task
+                        run(args + ["--data", first_data, "--stop-at", str(stage_steps)], live=True)
+                        run(args + ["--data", data, "--resume", ckpt], live=True)
+                    else:
+                        run(args + ["--data", data], live=True)
                     secs = time.time() - t0
                     ev = json.loads(run([os.path.join(BIN, "eval"), "--model", ckpt, "--data", data, "--json",
                                          "--threads", str(a.threads)]))
@@ -139,7 +176,8 @@ def main():
                     row = {"arch": name, "task": task, "seq_len": L, ("pairs" if task == "mqar" else "gap"): p,
                            "n_embd": width, "seed": seed, "accuracy": round(ev["accuracy"], 6),
                            "answer_loss": round(ev["loss"], 6), "answers": ev["scored"], "params": n,
-                           "grassmann_rank": rank, "distance": distance, "train_seconds": round(secs, 1)}
+                           "grassmann_rank": rank, "pos": pos, "distance": distance, "train_seconds": round(secs, 1),
+                           "curriculum": {"pairs": a.curriculum_pairs, "steps": stage_steps} if staged else None}
                     rows.append(row)
                     with open(os.path.join(a.out, "probe.json"), "w") as f:  # after every run: a partial sweep is kept
                         json.dump(rows, f, indent=1)
@@ -148,17 +186,21 @@ def main():
     total = time.time() - t_all
     cmd = "python3 eval/probe.py " + " ".join(sys.argv[1:])
     md = ["# Recall probes", "",
-          "| task | seq_len | pairs / gap | distance | architecture | n_embd | parameters | seed | accuracy | answer loss |",
-          "|---|---|---|---|---|---|---|---|---|---|"]
+          "| task | seq_len | pairs / gap | distance | architecture | positions | n_embd | parameters | seed | accuracy | answer loss |",
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         pg = r.get("pairs", r.get("gap"))
         dist = r["distance"] if r["distance"] is not None else f"up to {r['seq_len'] - 2}"
         label = r["arch"] + (f" (r={r['grassmann_rank']})" if r["grassmann_rank"] else "")
-        md.append(f"| {r['task']} | {r['seq_len']} | {pg} | {dist} | {label} | {r['n_embd']} | {r['params']:,} "
+        md.append(f"| {r['task']} | {r['seq_len']} | {pg} | {dist} | {label} | {r.get('pos', a.pos)} | {r['n_embd']} | {r['params']:,} "
                   f"| {r['seed']} | {r['accuracy']:.3f} | {r['answer_loss']:.3f} |")
-    md += ["", f"Model: {a.n_layer} layers, {a.n_head} heads, {a.pos} positions, {a.max_iters} steps of "
-               f"{a.batch_size} sequences, lr {a.lr} -> {a.min_lr}; {a.train_seqs} training sequences, "
-               f"{a.val_seqs} scored; {a.symbols} symbols (chance 1/{a.symbols}). "
+    stages = [r["curriculum"] for r in rows if r.get("curriculum")]
+    md += ["", f"Model: {a.n_layer} layers, {a.n_head} heads, positions {a.pos}; {a.max_iters} steps (MQAR) and "
+               f"{a.copy_max_iters} (copy) of "
+               f"{a.batch_tokens} tokens (batch-tokens / seq_len sequences), lr {a.lr} -> {a.min_lr}"
+               + (f"; MQAR staged: the first {stages[0]['steps']} steps on {stages[0]['pairs']} pairs, the rest on the "
+                  "row's pairs" if stages else "") + f"; {a.train_seqs} training sequences, "
+               f"{a.val_seqs} scored; {a.symbols} symbols (chance 1/{a.symbols}); MQAR queries {a.queries}. "
                + (f"Rebuilt from probe.json ({len(rows)} runs, {sum(r['train_seconds'] for r in rows) / 60:.1f} minutes "
                   "of training)." if a.report_only else f"Took {total / 60:.1f} minutes."), f"Command: `{cmd.strip()}`", "", "![probe accuracy](probe_accuracy.png)"]
     with open(os.path.join(a.out, "probe.md"), "w") as f:

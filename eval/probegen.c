@@ -37,6 +37,9 @@ static void usage(FILE *f) {
             "      --segment S       copy: segment length (default: the most that fits, (L - 1 - G) / 2)\n"
             "      --gap G           filler tokens between the stored part and the queries or the\n"
             "                        repeat: the recall distance grows with it (0)\n"
+            "      --queries Q       mqar: rounds (every key once before any repeats; the last of\n"
+            "                        a round can be guessed by elimination) or random (each query\n"
+            "                        an independent draw) (rounds)\n"
             "      --train-seqs N    training sequences (4000)\n"
             "      --val-seqs N      validation sequences (200)\n"
             "      --seed N          (1337)\n"
@@ -67,18 +70,19 @@ done:
 }
 
 int main(int argc, char **argv) {
-    const char *task = NULL, *out = NULL;
+    const char *task = NULL, *out = NULL, *queries = "rounds";
     ProbeSpec spec = {.seq_len = 256, .symbols = 64, .pairs = 16};
     size_t train_seqs = 4000, val_seqs = 200, seed = 1337;
     int segment_set = 0;
     Error err;
-    enum { O_TASK = 1, O_LEN, O_SYM, O_PAIRS, O_SEG, O_GAP, O_TRAIN, O_VAL, O_SEED };
+    enum { O_TASK = 1, O_LEN, O_SYM, O_PAIRS, O_SEG, O_GAP, O_TRAIN, O_VAL, O_SEED, O_QUERIES };
     static const struct option opts[] = {
         {"task", required_argument, 0, O_TASK},        {"out", required_argument, 0, 'o'},
         {"seq-len", required_argument, 0, O_LEN},      {"symbols", required_argument, 0, O_SYM},
         {"pairs", required_argument, 0, O_PAIRS},      {"segment", required_argument, 0, O_SEG},
         {"gap", required_argument, 0, O_GAP},          {"train-seqs", required_argument, 0, O_TRAIN},
         {"val-seqs", required_argument, 0, O_VAL},     {"seed", required_argument, 0, O_SEED},
+        {"queries", required_argument, 0, O_QUERIES},
         {"help", no_argument, 0, 'h'},                 {0, 0, 0, 0}};
     struct { int opt; const char *name; size_t max; size_t *dst; } sizes[] = {
         {O_LEN, "--seq-len", 1u << 20, &spec.seq_len}, {O_SYM, "--symbols", 127, &spec.symbols},
@@ -90,6 +94,7 @@ int main(int argc, char **argv) {
     while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
         switch (c) {
         case O_TASK: task = optarg; break;
+        case O_QUERIES: queries = optarg; break;
         case 'o': out = optarg; break;
         case 'h': usage(stdout); return 0;
         case ':': return cli_error(prog, "option '%s' needs a value (see --help)", argv[optind - 1]);
@@ -106,6 +111,9 @@ int main(int argc, char **argv) {
     if (strcmp(task, "mqar") == 0) spec.task = PROBE_MQAR;
     else if (strcmp(task, "copy") == 0) spec.task = PROBE_COPY;
     else return cli_error(prog, "--task must be mqar or copy (got '%s')", task);
+    if (strcmp(queries, "rounds") == 0) spec.queries = PROBE_QUERIES_ROUNDS;
+    else if (strcmp(queries, "random") == 0) spec.queries = PROBE_QUERIES_RANDOM;
+    else return cli_error(prog, "--queries must be rounds or random (got '%s')", queries);
     if (train_seqs == 0 || val_seqs == 0) return cli_error(prog, "--train-seqs and --val-seqs must be positive");
     if (!segment_set) spec.segment = spec.seq_len > spec.gap + 1 ? (spec.seq_len - 1 - spec.gap) / 2 : 0;
     if (probe_check(&spec, 256, &err)) return cli_error(prog, "%s", err.msg);

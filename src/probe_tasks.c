@@ -48,10 +48,10 @@ void probe_sequence(const ProbeSpec *s, Rng *rng, uint32_t *tokens, uint8_t *mar
             tokens[2 * i] = PROBE_FIRST_SYMBOL + keys[i];
             tokens[2 * i + 1] = PROBE_FIRST_SYMBOL + (uint32_t)K + values[i];
         }
-        /* The queries: shuffled rounds of all p stored pairs, cut at nq. */
+        /* The queries: independent draws, or shuffled rounds of all p stored pairs cut at nq. */
         for (size_t i = 0; i < nq; i++) {
-            size_t r = i % s->pairs;
-            if (r == 0) {
+            int rounds = s->queries == PROBE_QUERIES_ROUNDS;
+            if (rounds && i % s->pairs == 0) {
                 for (size_t k = 0; k < s->pairs; k++) order[k] = (uint32_t)k;
                 for (size_t k = 0; k + 1 < s->pairs; k++) {
                     size_t j = k + (size_t)rng_below(rng, s->pairs - k);
@@ -59,8 +59,9 @@ void probe_sequence(const ProbeSpec *s, Rng *rng, uint32_t *tokens, uint8_t *mar
                     order[k] = order[j], order[j] = t;
                 }
             }
-            tokens[q + 2 * i] = tokens[2 * order[r]];
-            tokens[q + 2 * i + 1] = tokens[2 * order[r] + 1];
+            size_t pick = rounds ? order[i % s->pairs] : (size_t)rng_below(rng, s->pairs);
+            tokens[q + 2 * i] = tokens[2 * pick];
+            tokens[q + 2 * i + 1] = tokens[2 * pick + 1];
             marked[q + 2 * i + 1] = 1;
         }
     } else {

@@ -65,10 +65,43 @@ static void test_mqar_layout(void **s) {
     assert_int_equal(probe_check(&spec, 256, &err), -1);
 }
 
+/* Random queries: every answer is still the value stored with its key, but
+ * the keys are independent draws, so a round of p queries is not always a
+ * permutation of the keys (which would let the last be guessed). */
+static void test_mqar_random_queries(void **s) {
+    (void)s;
+    ProbeSpec spec = {.task = PROBE_MQAR, .seq_len = 40, .symbols = 8, .pairs = 4,
+                      .queries = PROBE_QUERIES_RANDOM};
+    Error err;
+    assert_int_equal(probe_check(&spec, 256, &err), 0);
+    size_t nq = probe_queries(&spec), repeats_in_first_round = 0;
+    assert_int_equal(nq, 16); /* (40 - 8) / 2 */
+    Rng r;
+    rng_seed(&r, 3);
+    for (int seq = 0; seq < 20; seq++) {
+        uint32_t t[40], value_of[256] = {0};
+        uint8_t m[40];
+        probe_sequence(&spec, &r, t, m);
+        for (size_t i = 0; i < 4; i++) value_of[t[2 * i]] = t[2 * i + 1];
+        int asked[256] = {0};
+        for (size_t i = 0; i < nq; i++) {
+            size_t q = 8 + 2 * i;
+            assert_int_not_equal(value_of[t[q]], 0); /* a stored key */
+            assert_int_equal(t[q + 1], value_of[t[q]]);
+            assert_int_equal(m[q], 0);
+            assert_int_equal(m[q + 1], 1);
+            if (i < 4 && asked[t[q]]++) repeats_in_first_round++;
+        }
+    }
+    /* 20 sequences: a first round that is a permutation has probability 4!/4^4 ~ 0.09 each */
+    assert_true(repeats_in_first_round > 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_copy_layout),
         cmocka_unit_test(test_mqar_layout),
+        cmocka_unit_test(test_mqar_random_queries),
     };
     return cmocka_run_group_tests_name("probe_tasks", tests, NULL, NULL);
 }

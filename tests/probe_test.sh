@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# eval/probe.py end to end at toy size (seconds): the staged MQAR curriculum
+# (bin/train --stop-at on the easy data, then --resume on the full task), the
+# rows of probe.json, the report, and one-line errors for bad options.
+set -u
+cd "$(dirname "$0")/.."
+. tests/cli_lib.sh  # B, tmp, ok, bad, expect_error, expect_ok
+
+TOY=(--mqar-seq-lens 16 --pairs 4 --symbols 8 --max-iters 30 --copy-max-iters 10 --train-seqs 100 --val-seqs 10 --copy-seq-len 32
+     --copy-gaps 4 --copy-segment 4 --grassmann-windows 1,2,4,8 --threads 1 --out "$tmp/p")
+expect_ok "probe, staged" python3 eval/probe.py "${TOY[@]}" --curriculum-pairs 2 --curriculum-steps 20
+if /usr/bin/python3 - "$tmp/p" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+rows = json.load(open(os.path.join(out, "probe.json")))
+# 2 architectures x (one MQAR length + one copy gap)
+assert len(rows) == 4, rows
+for r in rows:
+    assert 0.0 <= r["accuracy"] <= 1.0 and r["answers"] > 0, r
+    for k in ("arch", "task", "seq_len", "n_embd", "seed"):
+        assert k in r, (k, r)
+# --pos auto: rope for the pure Transformer, learned positions for the model with Grassmann layers
+assert {r["arch"]: r["pos"] for r in rows} == {"attention": "rope", "grassmann": "learned"}, rows
+mqar = [r for r in rows if r["task"] == "mqar"]
+copy = [r for r in rows if r["task"] == "copy"]
+assert all(r["curriculum"] == {"pairs": 2, "steps": 20} and r["pairs"] == 4 for r in mqar), mqar
+assert all(r["curriculum"] is None and r["gap"] == 4 for r in copy), copy
+# the first stage's data was written beside the full task's
+assert os.path.isfile(os.path.join(out, "data", "mqar_16_2", "train.mask")), os.listdir(os.path.join(out, "data"))
+md = open(os.path.join(out, "probe.md")).read()
+assert "the first 20 steps on 2 pairs" in md, md
+assert os.path.getsize(os.path.join(out, "probe_accuracy.png")) > 1000
+PY
+then ok; else bad "probe.json / probe.md of the staged run"; fi
+
+# Without the curriculum the MQAR rows say so, and the first stage's data is not made.
+expect_ok "probe, not staged" python3 eval/probe.py "${TOY[@]}" --tasks mqar --curriculum-pairs 0 --out "$tmp/q"
+if /usr/bin/python3 -c "
+import json, sys; rows = json.load(open('$tmp/q/probe.json'))
+sys.exit(0 if len(rows) == 2 and all(r['curriculum'] is None for r in rows) else 1)"; then ok
+else bad "--curriculum-pairs 0 still staged"; fi
+
+expect_error "curriculum longer than the run" "curriculum-steps must be below" \
+    python3 eval/probe.py "${TOY[@]}" --curriculum-steps 30
+expect_error "bad task" "--tasks must list" python3 eval/probe.py "${TOY[@]}" --tasks recall
+
+echo "probe tests: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
