@@ -23,6 +23,7 @@ pairs or gap, n_embd, seed, accuracy, ...}), OUT/probe.md and
 OUT/probe_accuracy.png.
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import shutil
@@ -66,7 +67,10 @@ def main():
     # learned for anything with a Grassmann layer (with no position table it did not even copy at
     # distance 9). Sinusoidal ones (entries of size ~1) drown the token embeddings (init 0.02).
     ap.add_argument("--pos", default="auto", help="auto | learned | sinusoidal | rope (auto)")
-    ap.add_argument("--max-iters", type=int, default=4000, help="MQAR steps, both stages (4000)")
+    # Longer sequences need more steps before the lookup forms (README, "make probe"): at 2,048 tokens per
+    # step, length 128 learned 16 pairs in 8,000 steps and 256 in 12,000, where 4,000 were not enough.
+    ap.add_argument("--mqar-iters", default="4000,8000,12000",
+                    help="MQAR steps (both stages) at each of --mqar-seq-lens, or one number for all (4000,8000,12000)")
     ap.add_argument("--copy-max-iters", type=int, default=1000, help="copy steps (1000)")
     # Equal tokens per step at every length: a step of a longer sequence is not a bigger step.
     ap.add_argument("--batch-tokens", type=int, default=2048,
@@ -87,29 +91,40 @@ def main():
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--seed", type=int, default=1337)
     ap.add_argument("--grassmann-windows", default="1,2,4,8,12,16")
-    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=0, help="threads per run; 0 = the cores / --jobs")
+    ap.add_argument("--jobs", type=int, default=0, help="architectures trained at once; 0 = one per core, at most all")
     ap.add_argument("--report-only", action="store_true",
                     help="train nothing: rebuild probe.md and the plot from OUT/probe.json (e.g. of a stopped sweep)")
     a = ap.parse_args()
     tasks = [t for t in a.tasks.split(",") if t]
     if not tasks or any(t not in ("mqar", "copy") for t in tasks):
         die(f"--tasks must list mqar and/or copy (got '{a.tasks}')")
-    if a.seeds < 1 or a.max_iters < 1 or a.copy_max_iters < 1 or a.batch_tokens < 1:
-        die("--seeds, --max-iters, --copy-max-iters and --batch-tokens must be positive")
+    if a.seeds < 1 or a.copy_max_iters < 1 or a.batch_tokens < 1 or a.jobs < 0 or a.threads < 0:
+        die("--seeds, --copy-max-iters and --batch-tokens must be positive, --jobs and --threads not negative")
     if a.curriculum_pairs < 0 or a.curriculum_steps < 0:
         die("--curriculum-pairs and --curriculum-steps must be non-negative")
-    stage_steps = a.curriculum_steps or (2 * a.max_iters) // 3
-    if a.curriculum_pairs and not 1 <= stage_steps < a.max_iters:
-        die(f"--curriculum-steps must be below --max-iters ({a.max_iters})")
+    mqar_lens = ints(a.mqar_seq_lens, "--mqar-seq-lens")
+    mqar_iters = ints(a.mqar_iters, "--mqar-iters")
+    if len(mqar_iters) == 1:
+        mqar_iters *= len(mqar_lens)
+    if len(mqar_iters) != len(mqar_lens) or min(mqar_iters) < 1:
+        die(f"--mqar-iters needs one positive number, or one per length of --mqar-seq-lens ({len(mqar_lens)})")
+    iters_at = dict(zip(mqar_lens, mqar_iters))
+    stage_at = {L: a.curriculum_steps or (2 * n) // 3 for L, n in iters_at.items()}
+    if a.curriculum_pairs and any(not 1 <= stage_at[L] < iters_at[L] for L in mqar_lens):
+        die(f"--curriculum-steps must be below --mqar-iters ({a.mqar_iters})")
+
     if not shutil.which("gnuplot"):
         die("gnuplot is not installed (bash scripts/install-deps.sh)")
     os.makedirs(a.out, exist_ok=True)
     archs = parse_archs(a.archs, a.n_layer)
+    jobs = a.jobs or min(len(archs) * a.seeds, os.cpu_count() or 1)
+    threads = a.threads or max(1, (os.cpu_count() or 1) // jobs)
 
     # The settings: (task, seq_len, pairs or gap, the distance from stored item to its query).
     settings = []
     if "mqar" in tasks:
-        settings += [("mqar", L, a.pairs) for L in ints(a.mqar_seq_lens, "--mqar-seq-lens")]
+        settings += [("mqar", L, a.pairs) for L in mqar_lens]
     if "copy" in tasks:
         settings += [("copy", a.copy_seq_len, g) for g in ints(a.copy_gaps, "--copy-gaps")]
     rows, t_all, ranks = [], time.time(), {}
@@ -134,10 +149,12 @@ def main():
         data = generate(task, L, p)
         staged = task == "mqar" and 0 < a.curriculum_pairs < p
         first_data = generate(task, L, a.curriculum_pairs) if staged else None
+        steps = iters_at[L] if task == "mqar" else a.copy_max_iters
+        stage_steps = stage_at.get(L) if staged else None
         for width in ints(a.n_embds, "--n-embds"):
             shape = ["--n-layer", str(a.n_layer), "--n-head", str(a.n_head), "--n-embd", str(width),
                      "--block-size", str(L), "--grassmann-windows", a.grassmann_windows]
-            ref = None
+            ref, runs = None, []
             for name, mixers in archs:
                 pos = a.pos if a.pos != "auto" else ("rope" if set(mixers) == {"attention"} else "learned")
                 shared = shape + ["--pos", pos]
@@ -152,37 +169,44 @@ def main():
                 rank = ranks[key]
                 n = count_params(data, shared, mixers, rank)
                 ref = ref or count_params(data, shape + ["--pos", "learned"], mixers, rank)
-                for seed in range(a.seed, a.seed + a.seeds):
-                    ckpt = os.path.join(a.out, "model.ckpt")
-                    args = [os.path.join(BIN, "train"), "--out", ckpt, "--mixer", ",".join(mixers),
-                            "--window-align", str(L), "--batch-size", str(max(1, a.batch_tokens // L)),
-                            "--max-iters", str(a.max_iters if task == "mqar" else a.copy_max_iters),
-                            "--lr", str(a.lr), "--min-lr", str(a.min_lr), "--warmup-iters", str(a.warmup_iters),
-                            "--weight-decay", "0", "--eval-interval", "0", "--eval-iters", "2",
-                            "--log-interval", "1000000", "--seed", str(seed), "--threads", str(a.threads)] + shared
-                    if rank:
-                        args += ["--grassmann-rank", str(rank)]
-                    t0 = time.time()
-                    if staged:  # the first stage stops at stage_steps; the second resumes it on the full task
-                        run(args + ["--data", first_data, "--stop-at", str(stage_steps)], live=True)
-                        run(args + ["--data", data, "--resume", ckpt], live=True)
-                    else:
-                        run(args + ["--data", data], live=True)
-                    secs = time.time() - t0
-                    ev = json.loads(run([os.path.join(BIN, "eval"), "--model", ckpt, "--data", data, "--json",
-                                         "--threads", str(a.threads)]))
-                    os.remove(ckpt)
-                    distance = None if task == "mqar" else a.copy_segment + p + 1
-                    row = {"arch": name, "task": task, "seq_len": L, ("pairs" if task == "mqar" else "gap"): p,
-                           "n_embd": width, "seed": seed, "accuracy": round(ev["accuracy"], 6),
-                           "answer_loss": round(ev["loss"], 6), "answers": ev["scored"], "params": n,
-                           "grassmann_rank": rank, "pos": pos, "distance": distance, "train_seconds": round(secs, 1),
-                           "curriculum": {"pairs": a.curriculum_pairs, "steps": stage_steps} if staged else None}
-                    rows.append(row)
-                    with open(os.path.join(a.out, "probe.json"), "w") as f:  # after every run: a partial sweep is kept
-                        json.dump(rows, f, indent=1)
-                    print(f"probe: {task} L={L} {'pairs' if task == 'mqar' else 'gap'}={p} {name} n_embd={width} "
-                          f"seed={seed}: accuracy {row['accuracy']:.3f} ({secs:.0f} s)", flush=True)
+                runs += [(name, mixers, pos, shared, rank, n, seed) for seed in range(a.seed, a.seed + a.seeds)]
+
+            def train_and_score(i, name, mixers, pos, shared, rank, n, seed):
+                ckpt = os.path.join(a.out, f"model_{i}.ckpt")  # one per concurrent run
+                args = [os.path.join(BIN, "train"), "--out", ckpt, "--mixer", ",".join(mixers),
+                        "--window-align", str(L), "--batch-size", str(max(1, a.batch_tokens // L)),
+                        "--max-iters", str(steps),
+                        "--lr", str(a.lr), "--min-lr", str(a.min_lr), "--warmup-iters", str(a.warmup_iters),
+                        "--weight-decay", "0", "--eval-interval", "0", "--eval-iters", "2",
+                        "--log-interval", "1000000", "--seed", str(seed), "--threads", str(threads)] + shared
+                if rank:
+                    args += ["--grassmann-rank", str(rank)]
+                t0 = time.time()
+                if staged:  # the first stage stops at stage_steps; the second resumes it on the full task
+                    run(args + ["--data", first_data, "--stop-at", str(stage_steps)], live=True)
+                    run(args + ["--data", data, "--resume", ckpt], live=True)
+                else:
+                    run(args + ["--data", data], live=True)
+                secs = time.time() - t0
+                ev = json.loads(run([os.path.join(BIN, "eval"), "--model", ckpt, "--data", data, "--json",
+                                     "--threads", str(threads)]))
+                os.remove(ckpt)
+                distance = None if task == "mqar" else a.copy_segment + p + 1
+                row = {"arch": name, "task": task, "seq_len": L, ("pairs" if task == "mqar" else "gap"): p,
+                       "n_embd": width, "seed": seed, "accuracy": round(ev["accuracy"], 6),
+                       "answer_loss": round(ev["loss"], 6), "answers": ev["scored"], "params": n,
+                       "grassmann_rank": rank, "pos": pos, "distance": distance, "steps": steps,
+                       "train_seconds": round(secs, 1),
+                       "curriculum": {"pairs": a.curriculum_pairs, "steps": stage_steps} if staged else None}
+                print(f"probe: {task} L={L} {'pairs' if task == 'mqar' else 'gap'}={p} {name} n_embd={width} "
+                      f"seed={seed}: accuracy {row['accuracy']:.3f} ({secs:.0f} s)", flush=True)
+                return row
+
+            # The runs of a setting are independent: `jobs` of them at a time, each on its own threads.
+            with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+                rows += list(pool.map(lambda job: train_and_score(job[0], *job[1]), enumerate(runs)))
+            with open(os.path.join(a.out, "probe.json"), "w") as f:  # after every setting: a partial sweep is kept
+                json.dump(rows, f, indent=1)
     total = time.time() - t_all
     cmd = "python3 eval/probe.py " + " ".join(sys.argv[1:])
     md = ["# Recall probes", "",
@@ -195,11 +219,12 @@ def main():
         md.append(f"| {r['task']} | {r['seq_len']} | {pg} | {dist} | {label} | {r.get('pos', a.pos)} | {r['n_embd']} | {r['params']:,} "
                   f"| {r['seed']} | {r['accuracy']:.3f} | {r['answer_loss']:.3f} |")
     stages = [r["curriculum"] for r in rows if r.get("curriculum")]
-    md += ["", f"Model: {a.n_layer} layers, {a.n_head} heads, positions {a.pos}; {a.max_iters} steps (MQAR) and "
-               f"{a.copy_max_iters} (copy) of "
+    stage_list = sorted({c["steps"] for c in stages})
+    md += ["", f"Model: {a.n_layer} layers, {a.n_head} heads, positions {a.pos}; {a.mqar_iters} steps (MQAR, by "
+               f"length) and {a.copy_max_iters} (copy) of "
                f"{a.batch_tokens} tokens (batch-tokens / seq_len sequences), lr {a.lr} -> {a.min_lr}"
-               + (f"; MQAR staged: the first {stages[0]['steps']} steps on {stages[0]['pairs']} pairs, the rest on the "
-                  "row's pairs" if stages else "") + f"; {a.train_seqs} training sequences, "
+               + (f"; MQAR staged: the first {' / '.join(str(n) for n in stage_list)} steps (by length) on "
+                  f"{stages[0]['pairs']} pairs, the rest on the row's pairs" if stages else "") + f"; {a.train_seqs} training sequences, "
                f"{a.val_seqs} scored; {a.symbols} symbols (chance 1/{a.symbols}); MQAR queries {a.queries}. "
                + (f"Rebuilt from probe.json ({len(rows)} runs, {sum(r['train_seconds'] for r in rows) / 60:.1f} minutes "
                   "of training)." if a.report_only else f"Took {total / 60:.1f} minutes."), f"Command: `{cmd.strip()}`", "", "![probe accuracy](probe_accuracy.png)"]

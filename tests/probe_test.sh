@@ -6,7 +6,7 @@ set -u
 cd "$(dirname "$0")/.."
 . tests/cli_lib.sh  # B, tmp, ok, bad, expect_error, expect_ok
 
-TOY=(--mqar-seq-lens 16 --pairs 4 --symbols 8 --max-iters 30 --copy-max-iters 10 --train-seqs 100 --val-seqs 10 --copy-seq-len 32
+TOY=(--mqar-seq-lens 16 --pairs 4 --symbols 8 --mqar-iters 30 --copy-max-iters 10 --train-seqs 100 --val-seqs 10 --copy-seq-len 32
      --copy-gaps 4 --copy-segment 4 --grassmann-windows 1,2,4,8 --threads 1 --out "$tmp/p")
 expect_ok "probe, staged" python3 eval/probe.py "${TOY[@]}" --curriculum-pairs 2 --curriculum-steps 20
 if /usr/bin/python3 - "$tmp/p" <<'PY'
@@ -23,12 +23,13 @@ for r in rows:
 assert {r["arch"]: r["pos"] for r in rows} == {"attention": "rope", "grassmann": "learned"}, rows
 mqar = [r for r in rows if r["task"] == "mqar"]
 copy = [r for r in rows if r["task"] == "copy"]
-assert all(r["curriculum"] == {"pairs": 2, "steps": 20} and r["pairs"] == 4 for r in mqar), mqar
+assert all(r["curriculum"] == {"pairs": 2, "steps": 20} and r["pairs"] == 4 and r["steps"] == 30 for r in mqar), mqar
+assert all(r["steps"] == 10 for r in copy), copy
 assert all(r["curriculum"] is None and r["gap"] == 4 for r in copy), copy
 # the first stage's data was written beside the full task's
 assert os.path.isfile(os.path.join(out, "data", "mqar_16_2", "train.mask")), os.listdir(os.path.join(out, "data"))
 md = open(os.path.join(out, "probe.md")).read()
-assert "the first 20 steps on 2 pairs" in md, md
+assert "the first 20 steps (by length) on 2 pairs" in md, md
 assert os.path.getsize(os.path.join(out, "probe_accuracy.png")) > 1000
 PY
 then ok; else bad "probe.json / probe.md of the staged run"; fi
@@ -43,6 +44,8 @@ else bad "--curriculum-pairs 0 still staged"; fi
 expect_error "curriculum longer than the run" "curriculum-steps must be below" \
     python3 eval/probe.py "${TOY[@]}" --curriculum-steps 30
 expect_error "bad task" "--tasks must list" python3 eval/probe.py "${TOY[@]}" --tasks recall
+expect_error "steps for two lengths, one length" "mqar-iters needs one positive number" \
+    python3 eval/probe.py "${TOY[@]}" --mqar-iters 30,40
 
 echo "probe tests: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
