@@ -10,8 +10,8 @@
 CC      ?= cc
 OPT     ?= -O3 -march=native
 CFLAGS  += -std=c11 $(OPT) -fno-trapping-math -fno-math-errno -ffp-contract=fast -fopenmp -Wall -Wextra -Wno-format-truncation -D_DEFAULT_SOURCE -D_GNU_SOURCE \
-           -Iinclude -I/usr/include/stb $(EXTRA_CFLAGS)
-# Open MPI for data-parallel bin/train (src/dist.c); its wrapper compiler
+           -Isrc -I/usr/include/stb $(EXTRA_CFLAGS)
+# Open MPI for data-parallel bin/train (src/runtime/dist.c); its wrapper compiler
 # knows the include and library paths.
 MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
 MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
@@ -20,7 +20,8 @@ LDLIBS  += -lblis -lpcre2-8 -ljansson -lm $(MPI_LIBS)
 BUILD   ?= build
 BIN     ?= bin
 
-LIB_SRC  := $(wildcard src/*.c)
+LIB_SRC  := $(wildcard src/*/*.c)
+LIB_HDR  := $(wildcard src/*/*.h)
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/liblm.a
 PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample $(BIN)/inspect $(BIN)/probegen $(BIN)/gemm-rate
@@ -29,19 +30,16 @@ TESTS    := $(patsubst tests/%.c,$(BUILD)/%,$(wildcard tests/test_*.c))
 .PHONY: all test unit-test bench demo data compare probe clean asan deps fuzz fuzz-seeds valgrind
 all: $(PROGRAMS)
 
-$(BUILD)/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)
+$(BUILD)/%.o: src/%.c $(LIB_HDR) | $(BUILD)
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	ar rcs $@ $^
 
-$(BIN)/prepare: data/prepare.c $(LIB) | $(BIN)
+$(BIN)/%: programs/%.c $(LIB) | $(BIN)
 	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
-$(BIN)/train: train/train.c $(LIB) | $(BIN)
-	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
-$(BIN)/%: eval/%.c $(LIB) | $(BIN)
-	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
-$(BIN)/gemm-rate: eval/gemm_rate.c $(LIB) | $(BIN)
+$(BIN)/gemm-rate: programs/gemm_rate.c $(LIB) | $(BIN)
 	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/test_%: tests/test_%.c $(wildcard tests/*.h) $(LIB) | $(BUILD)
@@ -115,10 +113,11 @@ valgrind:
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_FLAGS   := -std=c11 -g -O1 -fopenmp -D_DEFAULT_SOURCE -D_GNU_SOURCE -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION \
-                -Iinclude -I/usr/include/stb $(MPI_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined -Wno-pass-failed
+                -Isrc -I/usr/include/stb $(MPI_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined -Wno-pass-failed
 FUZZ_OBJ     := $(LIB_SRC:src/%.c=build-fuzz/%.o)
 FUZZERS      := $(patsubst tests/fuzz/%.c,build-fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
-build-fuzz/%.o: src/%.c $(wildcard include/*.h) | build-fuzz
+build-fuzz/%.o: src/%.c $(LIB_HDR) | build-fuzz
+	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_input.h $(FUZZ_OBJ) | build-fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) -o $@ $(LDLIBS)

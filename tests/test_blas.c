@@ -1,8 +1,8 @@
 /* Unit tests of the BLIS kernel choice: the decision table and the probe's sgemm check. */
 #include "testutil.h"
 
-#include "blas_setup.h"
-#include "ops.h"
+#include "blas/blas_setup.h"
+#include "nn/ops.h"
 
 /* CPUs as CPUID describes them. */
 static CpuFeatures cpu_sse_only(void) {

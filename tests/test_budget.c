@@ -3,9 +3,9 @@
  * (--window-align). */
 #include "testutil.h"
 
-#include "batch_aligned.h"
-#include "data.h"
-#include "optim.h"
+#include "data/batch_aligned.h"
+#include "data/tokens.h"
+#include "model/optim.h"
 
 static void test_lr_schedule_timed(void **s) {
     (void)s;

@@ -4,16 +4,16 @@
 #include "testutil.h"
 #include "test_model_util.h"
 
-#include "attention.h"
-#include "dropout.h"
-#include "embedding.h"
-#include "grassmann.h"
-#include "layernorm.h"
-#include "loss.h"
-#include "mlp.h"
-#include "model.h"
-#include "ops.h"
-#include "rope.h"
+#include "mixers/attention.h"
+#include "nn/dropout.h"
+#include "nn/embedding.h"
+#include "mixers/grassmann.h"
+#include "nn/layernorm.h"
+#include "nn/loss.h"
+#include "nn/mlp.h"
+#include "model/model.h"
+#include "nn/ops.h"
+#include "nn/rope.h"
 
 #define TOL 1e-2
 

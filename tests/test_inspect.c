@@ -5,14 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "ds.h"
-#include "inspect.h"
-#include "json.h"
-#include "model.h"
-#include "plot_png.h"
-#include "svd.h"
-#include "tokenizer.h"
+#include "model/config.h"
+#include "runtime/ds.h"
+#include "inspect/inspect.h"
+#include "io/json.h"
+#include "model/model.h"
+#include "io/plot_png.h"
+#include "nn/svd.h"
+#include "tok/tokenizer.h"
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"

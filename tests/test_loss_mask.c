@@ -8,11 +8,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "batch_aligned.h"
-#include "config.h"
-#include "loss.h"
-#include "loss_mask.h"
-#include "model.h"
+#include "data/batch_aligned.h"
+#include "model/config.h"
+#include "nn/loss.h"
+#include "data/loss_mask.h"
+#include "model/model.h"
 
 /* Cross-entropy: an ignored row has loss 0 and zero gradient; the others are
  * what they are without the mask. */

@@ -7,8 +7,8 @@
 
 #include "testutil.h"
 
-#include "config.h"
-#include "model.h"
+#include "model/config.h"
+#include "model/model.h"
 
 static inline void tiny_test_model(Model *m, const char *mixers, PosKind pos, float dropout) {
     ModelConfig cfg;

@@ -8,11 +8,11 @@
 
 #include <omp.h>
 
-#include "config.h"
-#include "model.h"
-#include "ops.h"
-#include "optim.h"
-#include "threads.h"
+#include "model/config.h"
+#include "model/model.h"
+#include "nn/ops.h"
+#include "model/optim.h"
+#include "runtime/threads.h"
 
 /* A model big enough that its products are cut into several tiles. */
 static void train_steps(const char *mixers, size_t threads, Model *m) {

@@ -1,8 +1,8 @@
-/* Unit tests of the attention tiles' small products (src/tile_gemm.c) against a double-precision reference. */
+/* Unit tests of the attention tiles' small products (src/blas/tile_gemm.c) against a double-precision reference. */
 #include "testutil.h"
 
-#include "blas_setup.h"
-#include "tile_gemm.h"
+#include "blas/blas_setup.h"
+#include "blas/tile_gemm.h"
 
 /* One product C = alpha op(A) B + beta C at the given shape, with A as given
  * (transposed = A stored k x m) and rows padded (ld > width), against

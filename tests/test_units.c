@@ -4,16 +4,16 @@
 
 #include <unistd.h>
 
-#include "checkpoint.h"
-#include "config.h"
-#include "data.h"
-#include "ds.h"
-#include "evaluate.h"
-#include "grassmann.h"
-#include "json.h"
-#include "model.h"
-#include "optim.h"
-#include "tokenizer.h"
+#include "model/checkpoint.h"
+#include "model/config.h"
+#include "data/tokens.h"
+#include "runtime/ds.h"
+#include "model/evaluate.h"
+#include "mixers/grassmann.h"
+#include "io/json.h"
+#include "model/model.h"
+#include "model/optim.h"
+#include "tok/tokenizer.h"
 
 static void small_config(ModelConfig *cfg, const char *mixers) {
     Error err;

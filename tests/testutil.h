@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "rng.h"
+#include "runtime/rng.h"
 
 static inline float *rand_tensor(size_t n, float scale, uint64_t seed) {
     float *x = malloc(n * sizeof(float));

@@ -1,10 +1,10 @@
-/* Fuzzes the JSON reading (jansson with our rules, src/json.c) and the model config parsed from it (a
+/* Fuzzes the JSON reading (jansson with our rules, src/io/json.c) and the model config parsed from it (a
  * checkpoint's "config" metadata), then builds the layout the config
  * describes without allocating its weights. */
-#include "config.h"
+#include "model/config.h"
 #include "fuzz_input.h"
-#include "json.h"
-#include "model.h"
+#include "io/json.h"
+#include "model/model.h"
 
 #include <stdlib.h>
 #include <string.h>

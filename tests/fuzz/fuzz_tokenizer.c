@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "fuzz_input.h"
-#include "tokenizer.h"
-#include "ds.h"
+#include "tok/tokenizer.h"
+#include "runtime/ds.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *text = malloc(size + 1);

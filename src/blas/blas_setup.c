@@ -1,0 +1,625 @@
+/* Chooses the fastest BLIS kernels this CPU runs correctly (see src/blas/blas_setup.h). */
+#include "blas/blas_setup.h"
+
+#include <blis.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <omp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#include "nn/ops.h"
+#include "runtime/rng.h"
+
+extern char **environ;
+
+/* Private markers between this process and the copies of it it starts. */
+#define ENV_PROBE "LM_BLAS_PROBE"       /* =<core>: be the probe for <core>, then exit */
+#define ENV_SELECTED "LM_BLAS_SELECTED" /* =<core>: BLIS_ARCH_TYPE was set by us; <core> is what the library chose */
+#define ENV_ARCH "BLIS_ARCH_TYPE"
+/* Test hooks, documented in the header. */
+#define ENV_TEST_CORENAME "LM_TEST_BLAS_CORENAME"
+#define ENV_TEST_PROBE "LM_TEST_BLAS_PROBE"
+
+/* The probe takes well under a second (most of it the reference products);
+ * the bound is generous for a loaded machine or a sanitizer build. */
+#define PROBE_TIMEOUT_S 10.0
+
+/* ---- what the CPU supports --------------------------------------------------- */
+
+#if defined(__x86_64__) || defined(__i386__)
+/* XCR0: which register states the OS saves on a context switch. */
+static uint64_t read_xcr0(void) {
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+#endif
+
+void cpu_features_detect(CpuFeatures *cpu) {
+    memset(cpu, 0, sizeof *cpu);
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    unsigned max_leaf = __get_cpuid_max(0, NULL);
+    if (max_leaf < 1) return;
+    __cpuid(0, a, b, c, d);
+    memcpy(cpu->vendor, &b, 4); /* the vendor string is spelled in EBX, EDX, ECX */
+    memcpy(cpu->vendor + 4, &d, 4);
+    memcpy(cpu->vendor + 8, &c, 4);
+    cpu->vendor[12] = '\0';
+
+    __cpuid(1, a, b, c, d);
+    int osxsave = (c >> 27) & 1; /* the OS enabled XGETBV / XSAVE */
+    uint64_t xcr0 = osxsave ? read_xcr0() : 0;
+    int ymm_saved = (xcr0 & 0x6) == 0x6;                          /* XMM (bit 1) and YMM upper halves (bit 2) */
+    int zmm_saved = ymm_saved && (xcr0 & 0xe0) == 0xe0;           /* opmask, ZMM upper halves, ZMM16-31 */
+    cpu->avx = ymm_saved && ((c >> 28) & 1);
+    cpu->fma = cpu->avx && ((c >> 12) & 1);
+    if (max_leaf < 7) return;
+
+    __cpuid_count(7, 0, a, b, c, d);
+    cpu->avx2 = cpu->avx && ((b >> 5) & 1);
+    cpu->avx512f = zmm_saved && ((b >> 16) & 1);
+    cpu->avx512dq = zmm_saved && ((b >> 17) & 1);
+    cpu->avx512cd = zmm_saved && ((b >> 28) & 1);
+    cpu->avx512bw = zmm_saved && ((b >> 30) & 1);
+    cpu->avx512vl = zmm_saved && ((b >> 31) & 1);
+#endif
+}
+
+/* ---- ranking BLIS configurations ------------------------------------------------ */
+
+/* The x86_64 configurations of BLIS 0.9 (config_registry), by the
+ * instruction set of their kernels. */
+static const struct {
+    const char *name;
+    BlasLevel level;
+} core_levels[] = {
+    {"generic", BLAS_LEVEL_PORTABLE},  {"penryn", BLAS_LEVEL_SSE},
+    {"sandybridge", BLAS_LEVEL_AVX},   {"bulldozer", BLAS_LEVEL_AVX},   {"piledriver", BLAS_LEVEL_AVX},
+    {"steamroller", BLAS_LEVEL_AVX},   {"excavator", BLAS_LEVEL_AVX},
+    {"haswell", BLAS_LEVEL_AVX2},      {"zen", BLAS_LEVEL_AVX2},        {"zen2", BLAS_LEVEL_AVX2},
+    {"zen3", BLAS_LEVEL_AVX2},
+    {"skx", BLAS_LEVEL_AVX512},        {"knl", BLAS_LEVEL_AVX512},
+};
+
+static const char *level_names[] = {"unknown", "portable C", "SSE", "AVX", "AVX2", "AVX-512"};
+
+BlasLevel blas_core_level(const char *core) {
+    if (!core) return BLAS_LEVEL_UNKNOWN;
+    for (size_t i = 0; i < sizeof core_levels / sizeof core_levels[0]; i++)
+        if (strcasecmp(core, core_levels[i].name) == 0) return core_levels[i].level;
+    return BLAS_LEVEL_UNKNOWN;
+}
+
+const char *blas_best_core(const CpuFeatures *cpu) {
+    /* skx's kernels need AVX-512 F, DQ, BW and VL; knl (F, CD, ER, PF) is
+     * never chosen: its blocking is for Xeon Phi. */
+    if (cpu->avx512f && cpu->avx512bw && cpu->avx512vl && cpu->avx512dq && cpu->avx512cd) return "skx";
+    if (cpu->avx2 && cpu->fma) {
+        int amd = strcmp(cpu->vendor, "AuthenticAMD") == 0 || strcmp(cpu->vendor, "HygonGenuine") == 0;
+        return amd ? "zen3" : "haswell";
+    }
+    if (cpu->avx) return "sandybridge";
+    return NULL;
+}
+
+BlasDecision blas_decide(const char *library_core, const CpuFeatures *cpu) {
+    BlasDecision d = {NULL, ""};
+    const char *name = library_core ? library_core : "(none)";
+    BlasLevel have = blas_core_level(library_core);
+    const char *best = blas_best_core(cpu);
+    if (have == BLAS_LEVEL_UNKNOWN)
+        snprintf(d.reason, sizeof d.reason, "BLIS chose %s, a configuration this program does not rank: left alone", name);
+    else if (!best)
+        snprintf(d.reason, sizeof d.reason, "this CPU has no AVX: nothing faster than %s to offer", name);
+    else if (have >= blas_core_level(best))
+        snprintf(d.reason, sizeof d.reason, "%s (%s) is as fast as this CPU supports", name, level_names[have]);
+    else {
+        d.switch_to = best;
+        snprintf(d.reason, sizeof d.reason, "BLIS chose %s (%s) but this CPU supports %s: %s",
+                 name, level_names[have], level_names[blas_core_level(best)], best);
+    }
+    return d;
+}
+
+/* ---- the probe's check -------------------------------------------------------- */
+
+void blas_reference_gemm(size_t m, size_t n, size_t k, const float *a, const float *b, double *want) {
+    for (size_t i = 0; i < m; i++) {
+        double *row = want + i * n;
+        for (size_t j = 0; j < n; j++) row[j] = 0.0;
+        for (size_t p = 0; p < k; p++) {
+            double aip = a[i * k + p];
+            const float *brow = b + p * n;
+            for (size_t j = 0; j < n; j++) row[j] += aip * brow[j];
+        }
+    }
+}
+
+double blas_gemm_error(size_t count, const float *got, const double *want, float alpha, float beta, const float *c0) {
+    double scale = 0.0, worst = 0.0;
+    for (size_t i = 0; i < count; i++) {
+        double ref = alpha * want[i] + (beta != 0.0f ? beta * (double)c0[i] : 0.0);
+        double diff = fabs((double)got[i] - ref);
+        if (isnan(diff)) return INFINITY; /* a broken kernel can produce NaN */
+        if (fabs(ref) > scale) scale = fabs(ref);
+        if (diff > worst) worst = diff;
+    }
+    return scale > 0.0 ? worst / scale : worst;
+}
+
+static void transpose(size_t rows, size_t cols, const float *src, float *dst) {
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++) dst[j * rows + i] = src[i * cols + j];
+}
+
+/* Products like the model's, as m x n x k: a ragged one that leaves partial
+ * tiles everywhere, a model-like one with k = 128 (C of the baby config), and
+ * one with k = 384 (C of the medium config, more than one of the kernels' k
+ * blocks). Small enough that the double-precision reference costs ~10 ms:
+ * every program start on a CPU the library misjudges runs them. */
+static const struct {
+    size_t m, n, k;
+} probe_shapes[] = {{97, 83, 61}, {200, 96, 128}, {96, 160, 384}};
+
+/* The three forms of ops.c, row-major: C = A B^T (out = in W^T), C = A B, C = A^T B. */
+typedef enum { FORM_NT, FORM_NN, FORM_TN } GemmForm;
+
+int blas_probe_gemm(bool perturb, double *worst) {
+    *worst = 0.0;
+    /* Tiles for 1 and 2 threads, computed on one: the same calls on the same
+     * tiles as 2 threads make, without waking a thread pool at start-up. */
+    int saved_threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    int rc = 0;
+    size_t n_shapes = sizeof probe_shapes / sizeof probe_shapes[0];
+    for (size_t s = 0; s < n_shapes && rc == 0; s++) {
+        size_t m = probe_shapes[s].m, n = probe_shapes[s].n, k = probe_shapes[s].k;
+        float *a = malloc(m * k * sizeof *a), *b = malloc(k * n * sizeof *b);
+        float *at = malloc(k * m * sizeof *at), *bt = malloc(n * k * sizeof *bt);
+        float *c0 = malloc(m * n * sizeof *c0), *c = malloc(m * n * sizeof *c);
+        double *want = malloc(m * n * sizeof *want);
+        if (!a || !b || !at || !bt || !c0 || !c || !want) {
+            *worst = INFINITY;
+            rc = -1;
+        } else {
+            Rng r;
+            rng_seed(&r, 1000 + s);
+            for (size_t i = 0; i < m * k; i++) a[i] = 2.0f * rng_uniform(&r) - 1.0f;
+            for (size_t i = 0; i < k * n; i++) b[i] = 2.0f * rng_uniform(&r) - 1.0f;
+            for (size_t i = 0; i < m * n; i++) c0[i] = 2.0f * rng_uniform(&r) - 1.0f;
+            transpose(m, k, a, at);
+            transpose(k, n, b, bt);
+            blas_reference_gemm(m, n, k, a, b, want); /* the same product in every form below */
+            for (int form = FORM_NT; form <= FORM_TN; form++)
+                for (size_t width = 1; width <= 2; width++)
+                    for (int with_beta = 0; with_beta <= 1; with_beta++) {
+                        float beta = (float)with_beta;
+                        memcpy(c, c0, m * n * sizeof *c);
+                        ops_set_parallel_width(width);
+                        if (form == FORM_NT) gemm(0, 1, m, n, k, 1.0f, a, k, bt, k, beta, c, n);
+                        else if (form == FORM_NN) gemm(0, 0, m, n, k, 1.0f, a, k, b, n, beta, c, n);
+                        else gemm(1, 0, m, n, k, 1.0f, at, m, b, n, beta, c, n);
+                        /* The test hook spoils the last entry (a partial tile) of the last case. */
+                        if (perturb && s == n_shapes - 1 && form == FORM_TN && width == 2 && with_beta)
+                            c[m * n - 1] += 0.03f * (float)fabs(want[m * n - 1]) + 0.03f;
+                        double e = blas_gemm_error(m * n, c, want, 1.0f, beta, c0);
+                        if (!(e <= *worst)) *worst = e;
+                    }
+            if (!(*worst <= BLAS_PROBE_TOLERANCE)) rc = -1;
+        }
+        free(a), free(b), free(at), free(bt), free(c0), free(c), free(want);
+    }
+    ops_set_parallel_width(0);
+    omp_set_num_threads(saved_threads);
+    return rc;
+}
+
+/* ---- the probe process ---------------------------------------------------------- */
+
+/* Exit statuses of the probe; it reports details on its stdout (a pipe). */
+enum { PROBE_PASSED = 0, PROBE_UNKNOWN_CORE = 3, PROBE_WRONG_RESULTS = 4, PROBE_EXEC_FAILED = 127 };
+
+static void write_all(int fd, const char *s) {
+    size_t len = strlen(s);
+    while (len > 0) {
+        ssize_t w = write(fd, s, len);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return;
+        s += w, len -= (size_t)w;
+    }
+}
+
+/* ---- BLIS's configurations by name ---------------------------------------------- */
+
+/* The x86_64 configurations this BLIS was built with (blis.h says which). */
+static const arch_t built_archs[] = {
+#ifdef BLIS_CONFIG_SKX
+    BLIS_ARCH_SKX,
+#endif
+#ifdef BLIS_CONFIG_KNL
+    BLIS_ARCH_KNL,
+#endif
+#ifdef BLIS_CONFIG_HASWELL
+    BLIS_ARCH_HASWELL,
+#endif
+#ifdef BLIS_CONFIG_SANDYBRIDGE
+    BLIS_ARCH_SANDYBRIDGE,
+#endif
+#ifdef BLIS_CONFIG_PENRYN
+    BLIS_ARCH_PENRYN,
+#endif
+#ifdef BLIS_CONFIG_ZEN3
+    BLIS_ARCH_ZEN3,
+#endif
+#ifdef BLIS_CONFIG_ZEN2
+    BLIS_ARCH_ZEN2,
+#endif
+#ifdef BLIS_CONFIG_ZEN
+    BLIS_ARCH_ZEN,
+#endif
+#ifdef BLIS_CONFIG_EXCAVATOR
+    BLIS_ARCH_EXCAVATOR,
+#endif
+#ifdef BLIS_CONFIG_STEAMROLLER
+    BLIS_ARCH_STEAMROLLER,
+#endif
+#ifdef BLIS_CONFIG_PILEDRIVER
+    BLIS_ARCH_PILEDRIVER,
+#endif
+#ifdef BLIS_CONFIG_BULLDOZER
+    BLIS_ARCH_BULLDOZER,
+#endif
+#ifdef BLIS_CONFIG_GENERIC
+    BLIS_ARCH_GENERIC,
+#endif
+};
+
+/* BLIS_ARCH_TYPE's number for a configuration this BLIS was built with, or -1. */
+static int arch_id(const char *name) {
+    for (size_t i = 0; i < sizeof built_archs / sizeof built_archs[0]; i++)
+        if (strcasecmp(bli_arch_string(built_archs[i]), name) == 0) return (int)built_archs[i];
+    return -1;
+}
+
+static void blas_library_init_once(void) {
+    if (getenv(ENV_ARCH)) {
+        errlev_t level = bli_error_checking_level();
+        bli_error_checking_level_set(BLIS_NO_ERROR_CHECKING);
+        bli_init();
+        bli_error_checking_level_set(level);
+    } else bli_init();
+}
+
+void blas_library_init(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, blas_library_init_once);
+}
+
+/* The configuration BLIS runs. */
+static const char *blis_core(void) {
+    blas_library_init();
+    return bli_arch_string(bli_arch_query_id());
+}
+
+/* This program's file, for restarting it: the target of /proc/self/exe
+ * rather than the link itself, so that the restarted process keeps its name
+ * (ps, pgrep and top show "train", not "exe"). */
+static const char *self_path(void) {
+    static char path[4096];
+    ssize_t len = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (len <= 0 || (size_t)len >= sizeof path - 1) return "/proc/self/exe";
+    path[len] = '\0';
+    return path;
+}
+
+/* Runs in the child started with BLIS_ARCH_TYPE=<candidate's number>. */
+static int run_probe(const char *candidate) {
+    char line[128];
+    const char *hook = getenv(ENV_TEST_PROBE);
+    if (hook && strcmp(hook, "crash") == 0) { /* as an instruction this CPU lacks would */
+        signal(SIGILL, SIG_DFL);
+        raise(SIGILL);
+    }
+    const char *core = blis_core();
+    if (!core || strcasecmp(core, candidate) != 0) {
+        snprintf(line, sizeof line, "core %s\n", core ? core : "(none)");
+        write_all(STDOUT_FILENO, line);
+        return PROBE_UNKNOWN_CORE;
+    }
+    double worst;
+    int rc = blas_probe_gemm(hook && strcmp(hook, "fail") == 0, &worst);
+    snprintf(line, sizeof line, "error %.3g\n", worst);
+    write_all(STDOUT_FILENO, line);
+    return rc == 0 ? PROBE_PASSED : PROBE_WRONG_RESULTS;
+}
+
+static double monotonic_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The environment of the probe: ours without BLIS_ARCH_TYPE and the
+ * markers, plus BLIS_ARCH_TYPE=<candidate's number> and the probe marker. */
+static char **probe_environment(const char *candidate, char *coretype, size_t coretype_len, char *marker,
+                                size_t marker_len) {
+    size_t n = 0;
+    while (environ && environ[n]) n++;
+    char **env = malloc((n + 3) * sizeof *env);
+    if (!env) return NULL;
+    size_t out = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *v = environ[i];
+        if (strncmp(v, ENV_ARCH "=", sizeof ENV_ARCH) == 0 || strncmp(v, ENV_PROBE "=", sizeof ENV_PROBE) == 0 ||
+            strncmp(v, ENV_SELECTED "=", sizeof ENV_SELECTED) == 0)
+            continue;
+        env[out++] = environ[i];
+    }
+    snprintf(coretype, coretype_len, ENV_ARCH "=%d", arch_id(candidate));
+    snprintf(marker, marker_len, ENV_PROBE "=%s", candidate);
+    env[out++] = coretype;
+    env[out++] = marker;
+    env[out] = NULL;
+    return env;
+}
+
+/* Starts the probe for `candidate` and waits for it, at most PROBE_TIMEOUT_S.
+ * Returns 0 if it passed; otherwise -1 with why in `why`. */
+static int probe_candidate(const char *candidate, char **argv, char *why, size_t why_len) {
+    char coretype[64], marker[64];
+    char **env = probe_environment(candidate, coretype, sizeof coretype, marker, sizeof marker);
+    int pipe_fds[2] = {-1, -1};
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (!env || devnull < 0 || pipe2(pipe_fds, O_CLOEXEC) != 0) {
+        snprintf(why, why_len, "could not start the %s probe (%s)", candidate, strerror(errno));
+        free(env);
+        if (devnull >= 0) close(devnull);
+        return -1;
+    }
+    /* If our parent left SIGCHLD ignored, children are reaped automatically
+     * and waitpid could not report the probe's status. */
+    struct sigaction default_chld = {0}, old_chld;
+    default_chld.sa_handler = SIG_DFL;
+    sigaction(SIGCHLD, &default_chld, &old_chld);
+
+    const char *exe = self_path();
+    fflush(NULL); /* nothing buffered may be written twice */
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* The child: only async-signal-safe calls until exec. Its output goes
+         * to the pipe (stdout) or nowhere; a crash leaves no core file. */
+        struct rlimit no_core = {0, 0};
+        setrlimit(RLIMIT_CORE, &no_core);
+        dup2(devnull, STDIN_FILENO);
+        dup2(pipe_fds[1], STDOUT_FILENO);
+        dup2(devnull, STDERR_FILENO);
+        execve(exe, argv, env);
+        _exit(PROBE_EXEC_FAILED);
+    }
+    int fork_errno = errno;
+    close(pipe_fds[1]);
+    close(devnull);
+    free(env);
+    if (pid < 0) {
+        close(pipe_fds[0]);
+        sigaction(SIGCHLD, &old_chld, NULL);
+        snprintf(why, why_len, "could not start the %s probe (fork: %s)", candidate, strerror(fork_errno));
+        return -1;
+    }
+
+    /* Read its report until it closes the pipe (exits) or time runs out. */
+    double deadline = monotonic_seconds() + PROBE_TIMEOUT_S;
+    char report[128] = "";
+    size_t report_len = 0;
+    int timed_out = 0;
+    for (;;) {
+        double left = deadline - monotonic_seconds();
+        if (left <= 0) {
+            timed_out = 1;
+            break;
+        }
+        struct pollfd p = {pipe_fds[0], POLLIN, 0};
+        int ready = poll(&p, 1, (int)(left * 1000.0) + 1);
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready <= 0) continue; /* the deadline check ends the loop */
+        char chunk[128];
+        ssize_t got = read(pipe_fds[0], chunk, sizeof chunk);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break; /* end of file: the probe is done */
+        size_t keep = (size_t)got < sizeof report - 1 - report_len ? (size_t)got : sizeof report - 1 - report_len;
+        memcpy(report + report_len, chunk, keep);
+        report_len += keep;
+        report[report_len] = '\0';
+    }
+    close(pipe_fds[0]);
+
+    /* Reap it; it may still be exiting after closing the pipe. */
+    int status = 0, wait_errno = 0;
+    pid_t waited = 0;
+    while (!timed_out) {
+        waited = waitpid(pid, &status, WNOHANG);
+        wait_errno = errno;
+        if (waited == pid || (waited < 0 && wait_errno != EINTR)) break;
+        if (monotonic_seconds() > deadline) timed_out = 1;
+        else {
+            struct timespec pause = {0, 2000000};
+            nanosleep(&pause, NULL);
+        }
+    }
+    if (timed_out) {
+        kill(pid, SIGKILL);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    }
+    sigaction(SIGCHLD, &old_chld, NULL);
+
+    char reported_core[64];
+    double error;
+    if (timed_out)
+        snprintf(why, why_len, "the %s probe did not finish within %.0f s", candidate, PROBE_TIMEOUT_S);
+    else if (waited < 0)
+        snprintf(why, why_len, "could not wait for the %s probe (%s)", candidate, strerror(wait_errno));
+    else if (WIFSIGNALED(status))
+        snprintf(why, why_len, "the %s probe crashed (signal %d, %s)", candidate, WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+    else if (WEXITSTATUS(status) == PROBE_PASSED && sscanf(report, "error %lf", &error) == 1)
+        return 0;
+    else if (WEXITSTATUS(status) == PROBE_WRONG_RESULTS && sscanf(report, "error %lf", &error) == 1)
+        snprintf(why, why_len, "the %s probe computed wrong results (max relative error %.1e)", candidate, error);
+    else if (WEXITSTATUS(status) == PROBE_UNKNOWN_CORE && sscanf(report, "core %63s", reported_core) == 1)
+        snprintf(why, why_len, "this BLIS does not run %s (asked for it, it ran %s)", candidate, reported_core);
+    else if (WEXITSTATUS(status) == PROBE_EXEC_FAILED)
+        snprintf(why, why_len, "could not run %s for the %s probe", exe, candidate);
+    else if (report_len == 0) /* the program printed or exited before calling blas_setup */
+        snprintf(why, why_len, "the %s probe gave no report (exit status %d)", candidate, WEXITSTATUS(status));
+    else
+        snprintf(why, why_len, "the %s probe failed (exit status %d)", candidate, WEXITSTATUS(status));
+    return -1;
+}
+
+/* ---- start-up ----------------------------------------------------------------- */
+
+/* How the kernels in use came to be. */
+typedef enum { ORIGIN_UNSET, ORIGIN_LIBRARY, ORIGIN_SELECTED, ORIGIN_ENVIRONMENT, ORIGIN_KEPT } BlasOrigin;
+
+static struct {
+    BlasOrigin origin;
+    char library_core[64]; /* the library's own choice (as the test hook pretends, if set) */
+    char rejected[64];     /* ORIGIN_KEPT: the candidate that failed */
+    char could_run[64];    /* ORIGIN_ENVIRONMENT: a faster core the CPU supports ("" if none) */
+    int pretended;         /* library_core came from LM_TEST_BLAS_CORENAME */
+} blas_state;
+
+static void copy_name(char *dst, size_t len, const char *src) { snprintf(dst, len, "%s", src ? src : "(none)"); }
+
+/* An empty variable counts as unset, as BLIS reads it. */
+static const char *env_value(const char *name) {
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+/* BLIS_ARCH_TYPE from the environment, checked before BLIS reads it: a
+ * number or a name of a configuration this BLIS was built with (a name is
+ * rewritten as its number, the form BLIS 0.9 reads). Anything else is
+ * removed with a line on stderr, since BLIS would abort on it or read a
+ * name as 0. Returns the configuration's name, or NULL when unset. */
+static const char *environment_core(void) {
+    const char *v = getenv(ENV_ARCH);
+    if (v && !*v) unsetenv(ENV_ARCH); /* unset, as this program reads it; BLIS 0.9 would read "" as 0 (skx) */
+    v = env_value(ENV_ARCH);
+    if (!v) return NULL;
+    char *end;
+    long number = strtol(v, &end, 10);
+    int id = *end != '\0' ? arch_id(v) /* a name */
+             : number >= 0 && number < BLIS_NUM_ARCHS ? arch_id(bli_arch_string((arch_t)number)) : -1;
+    if (id >= 0) {
+        char text[16];
+        snprintf(text, sizeof text, "%d", id);
+        if (strcmp(text, v) == 0 || setenv(ENV_ARCH, text, 1) == 0) return bli_arch_string((arch_t)id);
+    }
+    fprintf(stderr, "blas: ignored " ENV_ARCH "=%s: not a configuration of this BLIS (a number or a name: haswell, skx, ...)\n", v);
+    unsetenv(ENV_ARCH);
+    return NULL;
+}
+
+void blas_setup(int argc, char **argv) {
+    const char *probe_for = env_value(ENV_PROBE);
+    if (probe_for) _exit(run_probe(probe_for)); /* we are a probe: never run the program */
+
+    const char *env_core = environment_core();
+    const char *selected_over = env_value(ENV_SELECTED);
+    const char *pretend = env_value(ENV_TEST_CORENAME);
+    CpuFeatures cpu;
+    cpu_features_detect(&cpu);
+
+    if (env_core && selected_over) { /* restarted by us with our choice: report, never select again */
+        blas_state.origin = ORIGIN_SELECTED;
+        copy_name(blas_state.library_core, sizeof blas_state.library_core, selected_over);
+        blas_state.pretended = pretend != NULL;
+        return;
+    }
+    if (env_core) { /* the environment's choice stands, right or wrong */
+        blas_state.origin = ORIGIN_ENVIRONMENT;
+        const char *best = blas_best_core(&cpu);
+        BlasLevel in_use = blas_core_level(env_core);
+        /* Said in the start-up line (blas_describe), not on stderr: every
+         * program runs on such a machine, and its errors stay one line. */
+        if (best && in_use != BLAS_LEVEL_UNKNOWN && in_use < blas_core_level(best))
+            copy_name(blas_state.could_run, sizeof blas_state.could_run, best);
+        return;
+    }
+
+    blas_state.origin = ORIGIN_LIBRARY;
+    blas_state.pretended = pretend != NULL;
+    copy_name(blas_state.library_core, sizeof blas_state.library_core, pretend ? pretend : blis_core());
+    BlasDecision decision = blas_decide(blas_state.library_core, &cpu);
+    if (!decision.switch_to) return;
+
+    char why[256], number[16];
+    snprintf(number, sizeof number, "%d", arch_id(decision.switch_to));
+    if (argc < 1 || !argv || !argv[0])
+        snprintf(why, sizeof why, "no argv to restart the program with %s", decision.switch_to);
+    else if (arch_id(decision.switch_to) < 0)
+        snprintf(why, sizeof why, "this BLIS was built without %s", decision.switch_to);
+    else if (probe_candidate(decision.switch_to, argv, why, sizeof why) == 0) {
+        fflush(NULL);
+        if (setenv(ENV_ARCH, number, 1) == 0 && setenv(ENV_SELECTED, blas_state.library_core, 1) == 0)
+            execv(self_path(), argv); /* returns only on failure */
+        snprintf(why, sizeof why, "could not restart with %s (execv %s: %s)", decision.switch_to, self_path(),
+                 strerror(errno));
+        unsetenv(ENV_ARCH);
+        unsetenv(ENV_SELECTED);
+    }
+    blas_state.origin = ORIGIN_KEPT;
+    copy_name(blas_state.rejected, sizeof blas_state.rejected, decision.switch_to);
+    fprintf(stderr, "blas: kept BLIS's %s kernels: %s\n", blas_state.library_core, why);
+}
+
+const char *blas_describe(void) {
+    static char text[320];
+    char version[64];
+    snprintf(version, sizeof version, "BLIS %s", bli_info_get_version_str());
+    const char *in_use = blis_core();
+    const char *test_note = blas_state.pretended ? " [" ENV_TEST_CORENAME "]" : "";
+    switch (blas_state.origin) {
+    case ORIGIN_SELECTED:
+        snprintf(text, sizeof text, "%s, kernel %s (selected: the library chose %s on this CPU)%s", version, in_use,
+                 blas_state.library_core, test_note);
+        break;
+    case ORIGIN_ENVIRONMENT:
+        if (blas_state.could_run[0])
+            snprintf(text, sizeof text, "%s, kernel %s (set by " ENV_ARCH ", kept; this CPU could run %s)",
+                     version, in_use, blas_state.could_run);
+        else snprintf(text, sizeof text, "%s, kernel %s (set by " ENV_ARCH ")", version, in_use);
+        break;
+    case ORIGIN_KEPT:
+        snprintf(text, sizeof text, "%s, kernel %s (the library's choice; %s failed its check)%s", version,
+                 blas_state.library_core, blas_state.rejected, test_note);
+        break;
+    case ORIGIN_LIBRARY:
+        snprintf(text, sizeof text, "%s, kernel %s (the library's choice)%s", version, blas_state.library_core,
+                 test_note);
+        break;
+    case ORIGIN_UNSET: /* blas_setup was not called */
+        snprintf(text, sizeof text, "%s, kernel %s%s", version, in_use,
+                 env_value(ENV_ARCH) ? " (set by " ENV_ARCH ")" : "");
+        break;
+    }
+    return text;
+}

@@ -1,0 +1,122 @@
+/* Start-up choice of BLIS kernels: the fastest this CPU runs correctly.
+ *
+ * BLIS (built for the x86_64 family, as Debian builds it) picks its kernels,
+ * a "configuration", when it initialises, from the CPU's vendor and family.
+ * A release older than the CPU does not recognise it and falls back to its
+ * portable C kernels: 0.9.0 on an AMD EPYC of family 26 (Zen 5, AVX-512)
+ * chooses "generic" and runs sgemm at a fifth of the skx (AVX-512) kernels'
+ * speed. BLIS reads BLIS_ARCH_TYPE (a configuration's number) only when it
+ * initialises, so the fix is to restart the program with it set:
+ *
+ *   1. Compare the library's configuration with the best one the CPU supports
+ *      (CPUID, plus XGETBV: the OS must save the AVX / AVX-512 registers).
+ *   2. If the library's is slower, run a probe: this program again
+ *      (/proc/self/exe) with BLIS_ARCH_TYPE=<candidate>, which checks that
+ *      BLIS runs that configuration and that sgemm at the model's shapes
+ *      gives the reference results, then exits. A crash, a hang or a wrong
+ *      result hurts only the probe.
+ *   3. If the probe passed, re-exec the program with BLIS_ARCH_TYPE set.
+ *      A marker in the environment tells the new process that the value came
+ *      from here, so it reports "selected" and never selects again.
+ *
+ * A BLIS_ARCH_TYPE set by the environment (a number, or a configuration's
+ * name, which is translated to its number) is never overridden; if it names a
+ * slower configuration than the CPU could run, the start-up line
+ * (blas_describe) says so. One that names no configuration of this BLIS is
+ * ignored with a line on stderr (BLIS itself would abort or misread it). Any
+ * failed step keeps the library's own choice and prints one line on stderr
+ * saying why. When the library already chose the best, nothing is printed.
+ *
+ * OPENBLAS_CORETYPE, which some environments set because old OpenBLAS builds
+ * compute wrong results on their CPU, concerns OpenBLAS only: this project
+ * does not link OpenBLAS (PyTorch, in the reference scripts, does).
+ *
+ * Test hooks (for CPUs where the library already chooses well):
+ *   LM_TEST_BLAS_CORENAME=generic   pretend the library chose this
+ *                                   configuration by itself (ignored when
+ *                                   BLIS_ARCH_TYPE is set)
+ *   LM_TEST_BLAS_PROBE=fail         the probe perturbs one sgemm result, so it
+ *                                   reports wrong results
+ *   LM_TEST_BLAS_PROBE=crash        the probe dies of SIGILL, as an unsupported
+ *                                   instruction would make it
+ */
+#ifndef LM_BLAS_SETUP_H
+#define LM_BLAS_SETUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Call first thing in main, before any matrix work and before printing
+ * anything: it may replace the process (execv) with the same arguments.
+ * Never fails the program; at worst the library's own kernels stay. */
+void blas_setup(int argc, char **argv);
+
+/* One line for humans, e.g. "BLIS 0.9.0, kernel skx (selected: the library
+ * chose generic on this CPU)". Valid until the next call. */
+const char *blas_describe(void);
+
+/* Initialises BLIS once (any thread may call it; the matrix products do).
+ * BLIS 0.9.0 aborts when BLIS_ARCH_TYPE is set and its error checking is on
+ * while it initialises (it checks the number before registering its
+ * configurations), so the check is off for that moment; blas_setup has made
+ * sure by then that the number names a configuration this BLIS has. */
+void blas_library_init(void);
+
+/* ---- the parts, exposed for tests ------------------------------------------- */
+
+/* What the CPU can run. A flag is set only if the OS also saves the
+ * registers it needs (XCR0), since otherwise the instructions fault. */
+typedef struct CpuFeatures {
+    char vendor[13]; /* "GenuineIntel", "AuthenticAMD", ... ("" if unknown) */
+    bool avx, avx2, fma;
+    bool avx512f, avx512bw, avx512vl, avx512dq, avx512cd;
+} CpuFeatures;
+
+void cpu_features_detect(CpuFeatures *cpu);
+
+/* BLIS x86_64 configuration names ranked by the instruction set their kernels use. */
+typedef enum BlasLevel {
+    BLAS_LEVEL_UNKNOWN = 0, /* a name not in the table: never compared */
+    BLAS_LEVEL_PORTABLE,    /* generic: plain C */
+    BLAS_LEVEL_SSE,         /* penryn */
+    BLAS_LEVEL_AVX,         /* sandybridge, bulldozer, piledriver, steamroller, excavator */
+    BLAS_LEVEL_AVX2,        /* haswell, zen, zen2, zen3 */
+    BLAS_LEVEL_AVX512,      /* skx, knl */
+} BlasLevel;
+
+BlasLevel blas_core_level(const char *core); /* case-insensitive */
+
+/* The fastest configuration this CPU supports, or NULL for none worth choosing (no AVX). */
+const char *blas_best_core(const CpuFeatures *cpu);
+
+typedef struct BlasDecision {
+    const char *switch_to; /* configuration to try instead of the library's; NULL: keep the library's */
+    char reason[160];      /* why, for messages */
+} BlasDecision;
+
+/* The pure decision: the library's configuration and the CPU's features in,
+ * whether to try another one out. Only a known, strictly slower one is replaced. */
+BlasDecision blas_decide(const char *library_core, const CpuFeatures *cpu);
+
+/* The probe's check. An sgemm result may differ from the double-accumulated
+ * reference only by float round-off: at most this much relative to the
+ * largest entry of the reference. A wrong kernel misses by far more. */
+#define BLAS_PROBE_TOLERANCE 1e-5
+
+/* want[m x n] = a[m x k] b[k x n] accumulated in double; row-major. */
+void blas_reference_gemm(size_t m, size_t n, size_t k, const float *a, const float *b, double *want);
+
+/* max_i |got_i - (alpha want_i + beta c0_i)| / max_i |alpha want_i + beta c0_i|
+ * over `count` entries; c0 may be NULL when beta is 0. */
+double blas_gemm_error(size_t count, const float *got, const double *want, float alpha, float beta, const float *c0);
+
+/* Runs gemm (src/nn/ops.c: the tiled products the model makes) in the three
+ * forms the model uses (NT: out = in W^T, NN, TN; row-major) at model-like and
+ * ragged shapes, alpha 1 with beta 0 and 1, cut into tiles for 1 and 2
+ * threads, against blas_reference_gemm. `perturb` spoils one
+ * result first (the LM_TEST_BLAS_PROBE=fail hook). Stores the largest error
+ * seen in *worst; returns 0 if every case is within BLAS_PROBE_TOLERANCE, -1
+ * if not (or if memory ran out: *worst is then infinite). */
+int blas_probe_gemm(bool perturb, double *worst);
+
+#endif

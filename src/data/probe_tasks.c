@@ -1,0 +1,75 @@
+/* Generators of the synthetic recall probes (see probe_tasks.h). */
+#include "data/probe_tasks.h"
+
+#include <string.h>
+
+static size_t stored_len(const ProbeSpec *s) { return s->task == PROBE_MQAR ? 2 * s->pairs : s->segment; }
+
+size_t probe_queries(const ProbeSpec *s) {
+    size_t used = 2 * s->pairs + s->gap;
+    return used < s->seq_len ? (s->seq_len - used) / 2 : 0;
+}
+
+static size_t query_len(const ProbeSpec *s) { return s->task == PROBE_MQAR ? 2 * probe_queries(s) : s->segment + 1; }
+
+int probe_check(const ProbeSpec *s, size_t vocab, Error *err) {
+    if (s->symbols == 0) return err_set(err, "the number of symbols must be positive");
+    if (s->task == PROBE_MQAR && s->pairs == 0) return err_set(err, "MQAR needs at least one key-value pair");
+    if (s->task == PROBE_COPY && s->segment == 0) return err_set(err, "the copy segment must be at least 1 token");
+    if (s->task == PROBE_MQAR && s->pairs > s->symbols)
+        return err_set(err, "%zu pairs need %zu distinct keys but there are only %zu symbols", s->pairs, s->pairs,
+                       s->symbols);
+    if (s->task == PROBE_MQAR && probe_queries(s) == 0)
+        return err_set(err, "no room for queries: %zu pairs and gap %zu fill seq_len %zu", s->pairs, s->gap, s->seq_len);
+    size_t need = stored_len(s) + query_len(s) + s->gap;
+    if (need > s->seq_len)
+        return err_set(err, "the sequence needs %zu tokens (stored part, gap %zu, queries) but seq_len is %zu", need,
+                       s->gap, s->seq_len);
+    size_t ids = PROBE_FIRST_SYMBOL + (s->task == PROBE_MQAR ? 2 : 1) * s->symbols;
+    if (ids > vocab) return err_set(err, "%zu symbols need %zu token ids but the vocabulary has %zu", s->symbols, ids, vocab);
+    return 0;
+}
+
+void probe_sequence(const ProbeSpec *s, Rng *rng, uint32_t *tokens, uint8_t *marked) {
+    size_t L = s->seq_len, K = s->symbols;
+    for (size_t i = 0; i < L; i++) tokens[i] = PROBE_FILLER;
+    memset(marked, 0, L);
+    size_t q = stored_len(s) + s->gap; /* where the queries (or the repeat) start */
+    if (s->task == PROBE_MQAR) {
+        /* p distinct keys: a partial Fisher-Yates shuffle of 0..K-1. */
+        uint32_t keys[K], values[K], order[K];
+        size_t nq = probe_queries(s);
+        for (size_t i = 0; i < K; i++) keys[i] = (uint32_t)i;
+        for (size_t i = 0; i < s->pairs; i++) {
+            size_t j = i + (size_t)rng_below(rng, K - i);
+            uint32_t t = keys[i];
+            keys[i] = keys[j], keys[j] = t;
+            values[i] = (uint32_t)rng_below(rng, K);
+            tokens[2 * i] = PROBE_FIRST_SYMBOL + keys[i];
+            tokens[2 * i + 1] = PROBE_FIRST_SYMBOL + (uint32_t)K + values[i];
+        }
+        /* The queries: independent draws, or shuffled rounds of all p stored pairs cut at nq. */
+        for (size_t i = 0; i < nq; i++) {
+            int rounds = s->queries == PROBE_QUERIES_ROUNDS;
+            if (rounds && i % s->pairs == 0) {
+                for (size_t k = 0; k < s->pairs; k++) order[k] = (uint32_t)k;
+                for (size_t k = 0; k + 1 < s->pairs; k++) {
+                    size_t j = k + (size_t)rng_below(rng, s->pairs - k);
+                    uint32_t t = order[k];
+                    order[k] = order[j], order[j] = t;
+                }
+            }
+            size_t pick = rounds ? order[i % s->pairs] : (size_t)rng_below(rng, s->pairs);
+            tokens[q + 2 * i] = tokens[2 * pick];
+            tokens[q + 2 * i + 1] = tokens[2 * pick + 1];
+            marked[q + 2 * i + 1] = 1;
+        }
+    } else {
+        for (size_t i = 0; i < s->segment; i++) tokens[i] = PROBE_FIRST_SYMBOL + (uint32_t)rng_below(rng, K);
+        tokens[q] = PROBE_MARK;
+        for (size_t i = 0; i < s->segment; i++) {
+            tokens[q + 1 + i] = tokens[i];
+            marked[q + 1 + i] = 1;
+        }
+    }
+}

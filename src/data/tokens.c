@@ -1,0 +1,211 @@
+#include "data/tokens.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/ds.h"
+
+#define TOKENS_MAGIC "LMTOKENS"
+#define TOKENS_VERSION 1
+#define TOKENS_HEADER 32
+
+static void put_u32(unsigned char *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i)); }
+static void put_u64(unsigned char *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i)); }
+static uint32_t get_u32(const unsigned char *p) { uint32_t v = 0; for (int i = 3; i >= 0; i--) v = v << 8 | p[i]; return v; }
+static uint64_t get_u64(const unsigned char *p) { uint64_t v = 0; for (int i = 7; i >= 0; i--) v = v << 8 | p[i]; return v; }
+
+size_t tokens_width(size_t vocab_size) { return vocab_size <= 65536 ? 2 : 4; }
+
+static void header(unsigned char *h, size_t width, size_t vocab_size, size_t n) {
+    memcpy(h, TOKENS_MAGIC, 8);
+    put_u32(h + 8, TOKENS_VERSION);
+    put_u32(h + 12, (uint32_t)width);
+    put_u64(h + 16, vocab_size);
+    put_u64(h + 24, n);
+}
+
+int token_writer_open(TokenWriter *w, const char *path, size_t vocab_size, Error *err) {
+    memset(w, 0, sizeof *w);
+    snprintf(w->path, sizeof w->path, "%s", path);
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    w->f = fopen(tmp, "wb");
+    if (!w->f) return err_set(err, "cannot write '%s': %s", path, strerror(errno));
+    w->width = tokens_width(vocab_size);
+    w->vocab_size = vocab_size;
+    unsigned char h[TOKENS_HEADER];
+    header(h, w->width, vocab_size, 0); /* the count is filled in on close */
+    if (fwrite(h, 1, sizeof h, w->f) != sizeof h) {
+        int e = errno;
+        token_writer_abort(w);
+        return err_set(err, "cannot write '%s': %s", path, strerror(e));
+    }
+    return 0;
+}
+
+static int flush(TokenWriter *w, Error *err) {
+    size_t len = arrlenu(w->buf);
+    if (len && fwrite(w->buf, 1, len, w->f) != len) return err_set(err, "cannot write '%s': %s", w->path, strerror(errno));
+    arrclear(w->buf);
+    return 0;
+}
+
+int token_writer_add(TokenWriter *w, const uint32_t *ids, size_t n, Error *err) {
+    size_t bytes = n * w->width;
+    unsigned char *p = arraddnptr(w->buf, bytes);
+    for (size_t i = 0; i < n; i++, p += w->width) {
+        if (w->width == 2) { p[0] = (unsigned char)ids[i]; p[1] = (unsigned char)(ids[i] >> 8); }
+        else put_u32(p, ids[i]);
+    }
+    w->n += n;
+    return arrlenu(w->buf) >= (1u << 20) ? flush(w, err) : 0;
+}
+
+int token_writer_close(TokenWriter *w, Error *err) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", w->path);
+    unsigned char h[TOKENS_HEADER];
+    header(h, w->width, w->vocab_size, w->n);
+    /* As write_file_atomic: on the disk before the rename, the rename on the
+     * disk before we return. */
+    int rc = flush(w, err);
+    if (rc == 0 && (fseek(w->f, 0, SEEK_SET) != 0 || fwrite(h, 1, sizeof h, w->f) != sizeof h || fflush(w->f) != 0 ||
+                    fsync(fileno(w->f)) != 0))
+        rc = err_set(err, "cannot write '%s': %s", w->path, strerror(errno));
+    if (fclose(w->f) != 0 && rc == 0) rc = err_set(err, "cannot write '%s': %s", w->path, strerror(errno));
+    w->f = NULL;
+    if (rc == 0 && rename(tmp, w->path) != 0) rc = err_set(err, "cannot rename '%s' to '%s': %s", tmp, w->path, strerror(errno));
+    if (rc) remove(tmp);
+    else if (fsync_parent_dir(w->path) != 0)
+        rc = err_set(err, "cannot sync the directory of '%s': %s", w->path, strerror(errno));
+    arrfree(w->buf);
+    return rc;
+}
+
+void token_writer_abort(TokenWriter *w) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", w->path);
+    if (w->f) fclose(w->f);
+    w->f = NULL;
+    remove(tmp);
+    arrfree(w->buf);
+}
+
+int tokens_write(const char *path, const uint32_t *tokens, size_t n, size_t vocab_size, Error *err) {
+    TokenWriter w;
+    if (token_writer_open(&w, path, vocab_size, err)) return -1;
+    if (token_writer_add(&w, tokens, n, err)) {
+        token_writer_abort(&w);
+        return -1;
+    }
+    return token_writer_close(&w, err);
+}
+
+int tokens_read(const char *path, TokenFile *tf, Error *err) {
+    memset(tf, 0, sizeof *tf);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return err_set(err, "cannot open '%s': %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+        close(fd);
+        return err_set(err, "'%s' is not a token file (run bin/prepare on a text file first)", path);
+    }
+    size_t len = (size_t)st.st_size;
+    const unsigned char *buf = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+    close(fd);
+    if (buf == MAP_FAILED) return err_set(err, "cannot map '%s': %s", path, strerror(errno));
+    tf->map = (void *)buf;
+    tf->map_len = len;
+    if (len < TOKENS_HEADER || memcmp(buf, TOKENS_MAGIC, 8) != 0) {
+        tokens_free(tf);
+        return err_set(err, "'%s' is not a token file (run bin/prepare on a text file first)", path);
+    }
+    uint32_t version = get_u32(buf + 8), width = get_u32(buf + 12);
+    uint64_t vocab = get_u64(buf + 16), n = get_u64(buf + 24);
+    if (version != TOKENS_VERSION) {
+        tokens_free(tf);
+        return err_set(err, "'%s': token file version %u is not supported", path, version);
+    }
+    if ((width != 2 && width != 4) || vocab == 0 || n > (len - TOKENS_HEADER) / width || TOKENS_HEADER + n * width != len) {
+        tokens_free(tf);
+        return err_set(err, "'%s': corrupt token file (header says %llu tokens of %u bytes, file has %zu bytes)", path,
+                       (unsigned long long)n, width, len);
+    }
+    if (n == 0) {
+        tokens_free(tf);
+        return err_set(err, "'%s': token file is empty", path);
+    }
+    tf->data = buf + TOKENS_HEADER;
+    tf->width = width;
+    tf->n = n;
+    tf->vocab_size = vocab;
+    madvise(tf->map, len, MADV_SEQUENTIAL); /* the check below reads it once, in order */
+    for (size_t i = 0; i < n; i++) {
+        uint32_t t = token_at(tf, i);
+        if (t >= vocab) {
+            tokens_free(tf);
+            return err_set(err, "'%s': token %zu has id %u, outside the vocabulary of %llu", path, i, t,
+                           (unsigned long long)vocab);
+        }
+    }
+    madvise(tf->map, len, MADV_RANDOM); /* training reads random windows */
+    return 0;
+}
+
+uint32_t *tokens_copy_u32(const TokenFile *tf, size_t from, size_t n, Error *err) {
+    uint32_t *out = lm_calloc(n, sizeof(uint32_t), err);
+    if (out)
+        for (size_t i = 0; i < n; i++) out[i] = token_at(tf, from + i);
+    return out;
+}
+
+void tokens_free(TokenFile *tf) {
+    if (tf->map) munmap(tf->map, tf->map_len);
+    memset(tf, 0, sizeof *tf);
+}
+
+int dataset_open(Dataset *ds, const char *dir, int need_test, Error *err) {
+    memset(ds, 0, sizeof *ds);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tokenizer.txt", dir);
+    if (tokenizer_load(&ds->tok, path, err)) return -1;
+    const char *names[] = {"train", "val", "test"};
+    TokenFile *files[] = {&ds->train, &ds->val, &ds->test};
+    for (int i = 0; i < (need_test ? 3 : 2); i++) {
+        snprintf(path, sizeof path, "%s/%s.bin", dir, names[i]);
+        if (tokens_read(path, files[i], err)) {
+            dataset_free(ds);
+            return -1;
+        }
+        if (files[i]->vocab_size != ds->tok.vocab_size) {
+            err_set(err, "'%s' has vocabulary %zu but the tokenizer in '%s' has %zu", path, files[i]->vocab_size,
+                    dir, ds->tok.vocab_size);
+            dataset_free(ds);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void dataset_free(Dataset *ds) {
+    tokens_free(&ds->train);
+    tokens_free(&ds->val);
+    tokens_free(&ds->test);
+    tokenizer_free(&ds->tok);
+}
+
+void batch_sample(const TokenFile *tf, Rng *rng, int32_t *inputs, int32_t *targets, size_t B, size_t T) {
+    for (size_t b = 0; b < B; b++) {
+        size_t start = (size_t)rng_below(rng, tf->n - T);
+        for (size_t t = 0; t < T; t++) {
+            inputs[b * T + t] = (int32_t)token_at(tf, start + t);
+            targets[b * T + t] = (int32_t)token_at(tf, start + t + 1);
+        }
+    }
+}

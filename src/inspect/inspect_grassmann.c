@@ -1,0 +1,102 @@
+/* A Grassmann layer seen from outside: its gate per position, each offset's
+ * share of the geometric path, and the Plücker relations of its coordinates
+ * (for bin/inspect). Recomputed from the layer's weights and input. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mixers/grassmann.h"
+#include "inspect/inspect.h"
+#include "nn/ops.h"
+
+/* Coordinates are checked on the first PLUCKER_MAX_RANK indices: r^4/24
+ * quadruples per pair of positions grow fast. */
+#define PLUCKER_MAX_RANK 48
+
+static size_t pair_index(size_t i, size_t j, size_t r) { return i * (2 * r - i - 1) / 2 + (j - i - 1); }
+
+double plucker_residual(const float *p, size_t r) {
+    double norm2 = 0.0, worst = 0.0;
+    for (size_t i = 0; i < r * (r - 1) / 2; i++) norm2 += (double)p[i] * p[i];
+    if (norm2 == 0.0) return 0.0;
+    size_t rr = r < PLUCKER_MAX_RANK ? r : PLUCKER_MAX_RANK;
+    for (size_t i = 0; i < rr; i++)
+        for (size_t j = i + 1; j < rr; j++)
+            for (size_t k = j + 1; k < rr; k++)
+                for (size_t l = k + 1; l < rr; l++) {
+                    double v = (double)p[pair_index(i, j, r)] * p[pair_index(k, l, r)] -
+                               (double)p[pair_index(i, k, r)] * p[pair_index(j, l, r)] +
+                               (double)p[pair_index(i, l, r)] * p[pair_index(j, k, r)];
+                    worst = fabs(v) > worst ? fabs(v) : worst;
+                }
+    return worst / norm2;
+}
+
+int inspect_grassmann_layer(LayerInspection *L, const Model *m, size_t l, const float *x, size_t T, Error *err) {
+    const ModelConfig *cfg = &m->cfg;
+    size_t C = cfg->n_embd, r = cfg->grassmann_rank, P = r * (r - 1) / 2, nw = cfg->n_windows;
+    const float *red_w = inspect_layer_tensor(m, l, "grassmann.red.weight");
+    const float *red_b = inspect_layer_tensor(m, l, "grassmann.red.bias");
+    const float *plu_w = inspect_layer_tensor(m, l, "grassmann.plu.weight");
+    const float *plu_b = inspect_layer_tensor(m, l, "grassmann.plu.bias");
+    const float *gate_w = inspect_layer_tensor(m, l, "grassmann.gate.weight");
+    const float *gate_b = inspect_layer_tensor(m, l, "grassmann.gate.bias");
+    if (!red_w || !red_b || !plu_w || !plu_b || !gate_w || !gate_b)
+        return err_set(err, "layer %zu is not a Grassmann layer this program knows", l);
+    float *z = lm_calloc(T * r, sizeof(float), err);
+    float *qbar = z ? lm_calloc(T * P, sizeof(float), err) : NULL;
+    float *g = qbar ? lm_calloc(T * C, sizeof(float), err) : NULL;
+    float *apre = g ? lm_calloc(T * C, sizeof(float), err) : NULL;
+    float *q = apre ? lm_calloc(P, sizeof(float), err) : NULL;
+    float *contrib = q ? lm_calloc(C, sizeof(float), err) : NULL;
+    L->gate_mean = contrib ? lm_calloc(T, sizeof(float), err) : NULL;
+    L->offset_norm = L->gate_mean ? lm_calloc(nw, sizeof(double), err) : NULL;
+    int rc = L->offset_norm ? 0 : -1;
+    if (rc) goto done;
+    /* The layer's forward, as in grassmann.c: z, the mixed coordinates, g, the gate. */
+    matmul_forward(z, x, red_w, red_b, T, C, r);
+    grassmann_mix_forward(qbar, z, cfg->windows, nw, 1, T, r, GRASSMANN_EPS);
+    matmul_forward(g, qbar, plu_w, plu_b, T, P, C);
+    for (size_t t = 0; t < T; t++) {
+        size_t cnt = 0;
+        for (size_t k = 0; k < nw; k++) cnt += cfg->windows[k] <= t;
+        if (cnt == 0) memset(g + t * C, 0, C * sizeof(float)); /* no offset fits: g = 0 */
+    }
+    matmul_forward_strided(apre, x, gate_w, 2 * C, gate_b, T, C, C);
+    gemm(0, 1, T, C, C, 1.0f, g, C, gate_w + C, 2 * C, 1.0f, apre, C);
+    for (size_t t = 0; t < T; t++) {
+        double s = 0.0;
+        for (size_t c = 0; c < C; c++) s += 1.0 / (1.0 + exp(-(double)apre[t * C + c]));
+        L->gate_mean[t] = (float)(s / (double)C);
+    }
+    /* Each offset's contribution to g_t is W_plu q_t^d / |D_t|; and its
+     * un-normalised coordinates must satisfy the Plücker relations. */
+    L->plucker_residual = 0.0;
+    for (size_t k = 0; k < nw; k++) {
+        size_t d = cfg->windows[k], fits = 0;
+        double sum = 0.0;
+        for (size_t t = d; t < T; t++) {
+            size_t cnt = 0;
+            for (size_t w = 0; w < nw; w++) cnt += cfg->windows[w] <= t;
+            memset(q, 0, P * sizeof(float));
+            grassmann_pair_forward(q, z + t * r, z + (t - d) * r, 1.0f / (float)cnt, GRASSMANN_EPS, r);
+            matmul_forward(contrib, q, plu_w, NULL, 1, P, C);
+            double n2 = 0.0;
+            for (size_t c = 0; c < C; c++) n2 += (double)contrib[c] * contrib[c];
+            sum += sqrt(n2);
+            fits++;
+            grassmann_wedge(q, z + t * r, z + (t - d) * r, r);
+            double res = plucker_residual(q, r);
+            L->plucker_residual = res > L->plucker_residual ? res : L->plucker_residual;
+        }
+        L->offset_norm[k] = fits ? sum / (double)fits : NAN;
+    }
+done:
+    free(z);
+    free(qbar);
+    free(g);
+    free(apre);
+    free(q);
+    free(contrib);
+    return rc;
+}

@@ -1,0 +1,49 @@
+/* Causal Grassmann mixing (arXiv 2512.19428), one implementation of the
+ * Mixer interface. x (B, T, C) is the LN1-normalised stream; r the reduced
+ * rank; D the window offsets; P = r(r-1)/2; eps = 1e-8.
+ *   z_t = W_red x_t + b_red                                   (C -> r)
+ *   p_t^d[ij] = z_t[i] z_{t-d}[j] - z_t[j] z_{t-d}[i], i < j, for d in D, d <= t
+ *   q_t^d = p_t^d / max(|p_t^d|, eps)
+ *   g_t = W_plu mean_d(q_t^d) + b_plu, or 0 when no offset fits  (P -> C)
+ *   a_t = sigmoid(W_gate [x_t ; g_t] + b_gate)                (2C -> C)
+ *   out_t = LayerNorm(a_t * x_t + (1 - a_t) * g_t)
+ * params, in order: red.weight (r, C), red.bias (r), plu.weight (C, P),
+ * plu.bias (C), gate.weight (C, 2C), gate.bias (C), ln.weight (C), ln.bias (C).
+ * Time and memory per token: O(|D| r^2 + C P + C^2), independent of T. */
+#ifndef LM_GRASSMANN_H
+#define LM_GRASSMANN_H
+
+#include <stddef.h>
+
+#include "mixers/mixer.h"
+
+#define GRASSMANN_EPS 1e-8f
+#define GRASSMANN_MAX_RANK 1024
+
+extern const Mixer grassmann_mixer;
+
+/* The parts, exposed so tests (and inspection) can use each one alone. */
+
+/* p (P) = the Plücker coordinates of (a, b): p_ij = a_i b_j - a_j b_i, i < j,
+ * packed row by row (ij = 01, 02, ..., 12, ...). */
+void grassmann_wedge(float *p, const float *a, const float *b, size_t r);
+/* qbar (P) += scale * (zc ^ zp) / max(|zc ^ zp|, eps): one pair, normalised. */
+void grassmann_pair_forward(float *qbar, const float *zc, const float *zp, float scale,
+                            float eps, size_t r);
+
+/* qbar (B,T,P) = mean over valid offsets of the normalised coordinates of
+ * (z_t, z_{t-d}) for z (B,T,r); zero rows where no offset fits. */
+void grassmann_mix_forward(float *qbar, const float *z, const size_t *windows, size_t n_windows,
+                           size_t B, size_t T, size_t r, float eps);
+/* Backward: dz (B,T,r) is written. Scratch: u (B,T,r) and coef,
+ * B*T*(3*n_windows + 1) floats. */
+void grassmann_mix_backward(float *dz, float *u, float *coef, const float *dqbar, const float *z,
+                            const size_t *windows, size_t n_windows, size_t B, size_t T, size_t r, float eps);
+
+/* m = a * x + (1 - a) * g with a = sigmoid(apre), all (N, C); a overwrites apre.
+ * Backward: dx, dg and dapre are written. */
+void grassmann_gate_forward(float *m, float *a, const float *x, const float *g, size_t n);
+void grassmann_gate_backward(float *dx, float *dg, float *dapre, const float *dm, const float *a,
+                             const float *x, const float *g, size_t n);
+
+#endif

@@ -1,0 +1,412 @@
+#include "model/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/dropout.h"
+#include "nn/embedding.h"
+#include "nn/layernorm.h"
+#include "nn/loss.h"
+#include "nn/mlp.h"
+#include "nn/ops.h"
+#include "runtime/rng.h"
+#include "nn/rope.h"
+
+static size_t add_tensor(Model *m, const char *name, size_t rows, size_t cols, InitKind init) {
+    ParamTensor *t = &m->tensors[m->n_tensors++];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->rows = rows;
+    t->cols = cols;
+    t->init = init;
+    t->offset = m->n_params;
+    m->n_params += rows * (cols ? cols : 1);
+    return t->offset;
+}
+
+/* Every tensor in storage order (DESIGN.md names); m->tensors must have room. */
+static void build_layout(Model *m) {
+    const ModelConfig *c = &m->cfg;
+    size_t C = c->n_embd;
+    char name[TENSOR_NAME_MAX + 16];
+    m->n_tensors = 0;
+    m->n_params = 0;
+    m->wte = add_tensor(m, "wte", c->vocab_size, C, INIT_NORMAL);
+    if (c->pos == POS_LEARNED) m->wpe = add_tensor(m, "wpe", c->block_size, C, INIT_NORMAL);
+    for (size_t l = 0; l < c->n_layer; l++) {
+        LayerOffsets *lo = &m->layer[l];
+#define LAYER_TENSOR(suffix, r, co, init) \
+    (snprintf(name, sizeof name, "h.%zu.%s", l, suffix), add_tensor(m, name, r, co, init))
+        lo->ln1_w = LAYER_TENSOR("ln1.weight", C, 0, INIT_ONE);
+        lo->ln1_b = LAYER_TENSOR("ln1.bias", C, 0, INIT_ZERO);
+        TensorSpec specs[MIXER_MAX_TENSORS];
+        size_t ns = c->mixers[l]->tensors(c, specs);
+        lo->mixer = m->n_params;
+        for (size_t i = 0; i < ns; i++) LAYER_TENSOR(specs[i].name, specs[i].rows, specs[i].cols, specs[i].init);
+        lo->ln2_w = LAYER_TENSOR("ln2.weight", C, 0, INIT_ONE);
+        lo->ln2_b = LAYER_TENSOR("ln2.bias", C, 0, INIT_ZERO);
+        lo->fc_w = LAYER_TENSOR("mlp.fc.weight", 4 * C, C, INIT_NORMAL);
+        lo->fc_b = LAYER_TENSOR("mlp.fc.bias", 4 * C, 0, INIT_ZERO);
+        lo->proj_w = LAYER_TENSOR("mlp.proj.weight", C, 4 * C, INIT_RESIDUAL);
+        lo->proj_b = LAYER_TENSOR("mlp.proj.bias", C, 0, INIT_ZERO);
+#undef LAYER_TENSOR
+    }
+    m->lnf_w = add_tensor(m, "ln_f.weight", C, 0, INIT_ONE);
+    m->lnf_b = add_tensor(m, "ln_f.bias", C, 0, INIT_ZERO);
+}
+
+size_t model_count_params(const ModelConfig *cfg) {
+    Model m = {.cfg = *cfg};
+    m.tensors = calloc(4 + cfg->n_layer * (8 + MIXER_MAX_TENSORS), sizeof *m.tensors);
+    if (!m.tensors) return 0;
+    build_layout(&m);
+    free(m.tensors);
+    return m.n_params;
+}
+
+int model_alloc(Model *m, const ModelConfig *cfg, Error *err) {
+    memset(m, 0, sizeof *m);
+    if (config_validate(cfg, err)) return -1;
+    m->cfg = *cfg;
+    m->tensors = lm_calloc(4 + cfg->n_layer * (8 + MIXER_MAX_TENSORS), sizeof *m->tensors, err);
+    if (!m->tensors) return -1;
+    build_layout(m);
+    m->params = lm_calloc(m->n_params, sizeof(float), err);
+    if (m->params && cfg->pos == POS_SINUSOIDAL) {
+        m->pos_table = lm_calloc(cfg->block_size * cfg->n_embd, sizeof(float), err);
+        if (m->pos_table) sinusoidal_table(m->pos_table, cfg->block_size, cfg->n_embd);
+    }
+    if (m->params && cfg->pos == POS_ROPE) {
+        size_t hs = cfg->n_embd / cfg->n_head;
+        m->rope_table = lm_calloc(cfg->block_size * hs, sizeof(float), err);
+        if (m->rope_table) rope_table(m->rope_table, cfg->block_size, hs);
+        m->cfg.rope = m->rope_table;
+    }
+    if (!m->params || (cfg->pos == POS_SINUSOIDAL && !m->pos_table) || (cfg->pos == POS_ROPE && !m->rope_table)) {
+        model_free(m);
+        return -1;
+    }
+    return 0;
+}
+
+int model_init(Model *m, const ModelConfig *cfg, uint64_t seed, Error *err) {
+    if (model_alloc(m, cfg, err)) return -1;
+    Rng rng;
+    rng_seed(&rng, seed);
+    float resid_std = 0.02f / sqrtf(2.0f * (float)cfg->n_layer);
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        const ParamTensor *t = &m->tensors[i];
+        float *p = m->params + t->offset;
+        size_t n = t->rows * (t->cols ? t->cols : 1);
+        for (size_t j = 0; j < n; j++) {
+            switch (t->init) {
+            case INIT_NORMAL: p[j] = 0.02f * rng_normal(&rng); break;
+            case INIT_RESIDUAL: p[j] = resid_std * rng_normal(&rng); break;
+            case INIT_ZERO: p[j] = 0.0f; break;
+            case INIT_ONE: p[j] = 1.0f; break;
+            }
+        }
+    }
+    return 0;
+}
+
+int model_alloc_training(Model *m, Error *err) {
+    if (m->grads) return 0;
+    m->grads = lm_calloc(m->n_params, sizeof(float), err);
+    m->m = m->grads ? lm_calloc(m->n_params, sizeof(float), err) : NULL;
+    m->v = m->m ? lm_calloc(m->n_params, sizeof(float), err) : NULL;
+    return m->v ? 0 : -1;
+}
+
+int model_alloc_grad_accum(Model *m, Error *err) {
+    if (!m->grads_micro) m->grads_micro = lm_calloc(m->n_params, sizeof(float), err);
+    return m->grads_micro ? 0 : -1;
+}
+
+/* Carves the arena: with base == NULL it only measures. */
+static size_t layout_acts(Model *m, float *base, size_t B, size_t T) {
+    const ModelConfig *c = &m->cfg;
+    size_t N = B * T, C = c->n_embd, V = c->vocab_size, used = 0;
+    int drop = c->dropout > 0.0f;
+#define TAKE(ptr, count) ((ptr) = base ? base + used : NULL, used += (count))
+    for (size_t l = 0; l < c->n_layer; l++) {
+        LayerActs *L = &m->la[l];
+        TAKE(L->resid, N * C);
+        TAKE(L->ln1, N * C);
+        TAKE(L->ln1_mean, N);
+        TAKE(L->ln1_rstd, N);
+        TAKE(L->mix, N * C);
+        TAKE(L->mixer, c->mixers[l]->act_size(c, B, T));
+        TAKE(L->drop1, drop ? N * C : 0);
+        TAKE(L->resid_mid, N * C);
+        TAKE(L->ln2, N * C);
+        TAKE(L->ln2_mean, N);
+        TAKE(L->ln2_rstd, N);
+        TAKE(L->fc, N * 4 * C);
+        TAKE(L->act, N * 4 * C);
+        TAKE(L->mlp, N * C);
+        TAKE(L->drop2, drop ? N * C : 0);
+    }
+    TAKE(m->resid_out, N * C);
+    TAKE(m->lnf, N * C);
+    TAKE(m->lnf_mean, N);
+    TAKE(m->lnf_rstd, N);
+    TAKE(m->logits, N * V);
+    TAKE(m->probs, N * V);
+    TAKE(m->losses, N);
+    TAKE(m->dresid, N * C);
+    TAKE(m->dbranch, drop ? N * C : 0);
+    TAKE(m->dln, N * C);
+    TAKE(m->dfc, N * 4 * C);
+    TAKE(m->dlogits, N * V);
+#undef TAKE
+    return used;
+}
+
+size_t model_memory_bytes(const ModelConfig *cfg, size_t B, size_t T, int training, int accum) {
+    Model m = {.cfg = *cfg};
+    size_t copies = 1 + (training ? 3 : 0) + (training && accum ? 1 : 0);
+    return (model_count_params(cfg) * copies + layout_acts(&m, NULL, B, T)) * sizeof(float) +
+           2 * B * T * sizeof(int32_t);
+}
+
+int model_alloc_acts(Model *m, size_t B, size_t T, Error *err) {
+    if (B == 0 || T == 0 || T > m->cfg.block_size)
+        return err_set(err, "batch %zu x %zu does not fit the model (block_size %zu)", B, T, m->cfg.block_size);
+    free(m->acts);
+    free(m->inputs);
+    free(m->targets);
+    size_t n = layout_acts(m, NULL, B, T);
+    m->acts = lm_calloc(n, sizeof(float), err);
+    m->inputs = m->acts ? lm_calloc(B * T, sizeof(int32_t), err) : NULL;
+    m->targets = m->inputs ? lm_calloc(B * T, sizeof(int32_t), err) : NULL;
+    if (!m->targets) return -1;
+    layout_acts(m, m->acts, B, T);
+    m->n_acts = n;
+    m->B_max = B;
+    m->T_max = T;
+    return 0;
+}
+
+void model_free(Model *m) {
+    free(m->tensors);
+    free(m->params);
+    free(m->grads);
+    free(m->grads_micro);
+    free(m->m);
+    free(m->v);
+    free(m->pos_table);
+    free(m->rope_table);
+    free(m->acts);
+    free(m->inputs);
+    free(m->targets);
+    memset(m, 0, sizeof *m);
+}
+
+const ParamTensor *model_find_tensor(const Model *m, const char *name) {
+    for (size_t i = 0; i < m->n_tensors; i++)
+        if (strcmp(m->tensors[i].name, name) == 0) return &m->tensors[i];
+    return NULL;
+}
+
+static MlpParams mlp_params(const float *p, const LayerOffsets *lo) {
+    return (MlpParams){p + lo->fc_w, p + lo->fc_b, p + lo->proj_w, p + lo->proj_b};
+}
+
+/* What the embedding adds per position: NULL with rope, which adds nothing. */
+static const float *positions(const Model *m) {
+    return m->cfg.pos == POS_LEARNED ? m->params + m->wpe : m->pos_table;
+}
+
+/* The branch's dropout, in place, with the mask drawn from the step's key
+ * and the branch's index (nothing when dropout is off). */
+static void branch_dropout(float *branch, float *mask, const Model *m, size_t branch_index) {
+    if (!m->dropout_on) return;
+    size_t n = m->B * m->T * m->cfg.n_embd;
+    dropout_mask(mask, n, m->cfg.dropout, rng_hash(m->dropout_key, branch_index));
+    dropout_forward(branch, mask, n);
+}
+
+/* A LayerNorm's outputs and parameters. */
+typedef struct LnSlot {
+    float *out, *mean, *rstd;
+    const float *w, *b;
+} LnSlot;
+
+/* The LayerNorm that reads the stream after layer l's MLP: the next layer's
+ * LN1, or LN_f after the last layer. */
+static LnSlot next_ln(Model *m, size_t l) {
+    if (l + 1 < m->cfg.n_layer) {
+        LayerActs *N = &m->la[l + 1];
+        const LayerOffsets *lo = &m->layer[l + 1];
+        return (LnSlot){N->ln1, N->ln1_mean, N->ln1_rstd, m->params + lo->ln1_w, m->params + lo->ln1_b};
+    }
+    return (LnSlot){m->lnf, m->lnf_mean, m->lnf_rstd, m->params + m->lnf_w, m->params + m->lnf_b};
+}
+
+void model_forward(Model *m, const int32_t *inputs, const int32_t *targets, size_t B, size_t T,
+                   const uint64_t *dropout_key) {
+    const ModelConfig *c = &m->cfg;
+    size_t N = B * T, C = c->n_embd, V = c->vocab_size;
+    const float *P = m->params;
+    Profile *pr = m->prof;
+    const Pass F = PASS_FORWARD;
+    m->B = B;
+    m->T = T;
+    m->dropout_on = dropout_key && c->dropout > 0.0f;
+    m->dropout_key = m->dropout_on ? *dropout_key : 0;
+    memcpy(m->inputs, inputs, N * sizeof(int32_t));
+    PROFILED(pr, "embedding", F, embedding_forward(m->la[0].resid, inputs, P + m->wte, positions(m), B, T, C));
+    LayerActs *L0 = &m->la[0];
+    PROFILED(pr, "layernorm", F,
+             layernorm_forward(L0->ln1, L0->ln1_mean, L0->ln1_rstd, L0->resid, P + m->layer[0].ln1_w,
+                               P + m->layer[0].ln1_b, N, C));
+    /* Each residual connection is fused with the LayerNorm that reads its
+     * result: h_mid = h + mix -> LN2; h_next = h_mid + mlp -> next LN1 (or LN_f). */
+    for (size_t l = 0; l < c->n_layer; l++) {
+        LayerActs *L = &m->la[l];
+        const LayerOffsets *lo = &m->layer[l];
+        float *next = l + 1 < c->n_layer ? m->la[l + 1].resid : m->resid_out;
+        LnSlot ln = next_ln(m, l);
+        PROFILED(pr, c->mixers[l]->name, F, c->mixers[l]->forward(c, P + lo->mixer, L->mixer, L->mix, L->ln1, B, T));
+        PROFILED(pr, "residual", F, branch_dropout(L->mix, L->drop1, m, 2 * l));
+        PROFILED(pr, "layernorm", F,
+                 residual_layernorm_forward(L->resid_mid, L->ln2, L->ln2_mean, L->ln2_rstd, L->resid, L->mix,
+                                            P + lo->ln2_w, P + lo->ln2_b, N, C));
+        PROFILED(pr, "mlp", F, mlp_forward(L->mlp, L->fc, L->act, L->ln2, mlp_params(P, lo), N, C));
+        PROFILED(pr, "residual", F, branch_dropout(L->mlp, L->drop2, m, 2 * l + 1));
+        PROFILED(pr, "layernorm", F,
+                 residual_layernorm_forward(next, ln.out, ln.mean, ln.rstd, L->resid_mid, L->mlp, ln.w, ln.b, N, C));
+    }
+    double t0 = profile_start(pr);
+    matmul_forward(m->logits, m->lnf, P + m->wte, NULL, N, C, V);
+    m->loss = NAN;
+    if (targets) {
+        memcpy(m->targets, targets, N * sizeof(int32_t));
+        crossentropy_forward(m->losses, m->probs, m->logits, targets, N, V);
+        /* The mean over the scored targets (all of them without a loss mask); a
+         * batch with none scored has loss 0 and no gradient. */
+        m->scored = crossentropy_scored(targets, N);
+        m->loss = m->scored ? (float)(sum_floats(m->losses, N) / (double)m->scored) : 0.0f;
+    }
+    profile_stop(pr, "head", F, t0);
+}
+
+/* d(branch output) from d(stream): through the branch's dropout into
+ * m->dbranch, or d(stream) itself when dropout is off. */
+static const float *branch_grad(Model *m, const float *mask) {
+    if (!m->dropout_on) return m->dresid;
+    size_t n = m->B * m->T * m->cfg.n_embd;
+    memset(m->dbranch, 0, n * sizeof(float));
+    dropout_backward(m->dbranch, m->dresid, mask, n);
+    return m->dbranch;
+}
+
+/* Tells the caller's hook that grads[from .. to) are final. */
+static void grads_ready(Model *m, size_t from, size_t to) {
+    if (m->grads_ready) m->grads_ready(m->grads_ready_ctx, m->grads, from, to - from);
+}
+
+void model_backward(Model *m, float loss_scale) {
+    const ModelConfig *c = &m->cfg;
+    size_t B = m->B, T = m->T, N = B * T, C = c->n_embd, V = c->vocab_size;
+    const float *P = m->params;
+    float *G = m->grads;
+    Profile *pr = m->prof;
+    const Pass Bk = PASS_BACKWARD;
+    double t0 = profile_start(pr);
+    crossentropy_backward(m->dlogits, m->probs, m->targets, m->scored ? loss_scale / (float)m->scored : 0.0f, N, V);
+    memset(m->dresid, 0, N * C * sizeof(float));
+    matmul_backward(m->dln, 0.0f, G + m->wte, NULL, m->dlogits, m->lnf, P + m->wte, N, C, V);
+    profile_stop(pr, "head", Bk, t0);
+    PROFILED(pr, "layernorm", Bk,
+             layernorm_backward(m->dresid, G + m->lnf_w, G + m->lnf_b, m->dln, m->resid_out, P + m->lnf_w,
+                                m->lnf_mean, m->lnf_rstd, N, C));
+    grads_ready(m, m->lnf_w, m->n_params);
+    /* m->dresid carries d(loss)/d(stream) down the layers: each branch adds to it. */
+    for (size_t l = c->n_layer; l-- > 0;) {
+        LayerActs *L = &m->la[l];
+        const LayerOffsets *lo = &m->layer[l];
+        MlpGrads mg = {G + lo->fc_w, G + lo->fc_b, G + lo->proj_w, G + lo->proj_b};
+        const float *dbranch;
+        PROFILED(pr, "residual", Bk, dbranch = branch_grad(m, L->drop2));
+        PROFILED(pr, "mlp", Bk, mlp_backward(m->dln, mg, m->dfc, dbranch, L->ln2, L->fc, L->act, mlp_params(P, lo), N, C));
+        PROFILED(pr, "layernorm", Bk,
+                 layernorm_backward(m->dresid, G + lo->ln2_w, G + lo->ln2_b, m->dln, L->resid_mid, P + lo->ln2_w,
+                                    L->ln2_mean, L->ln2_rstd, N, C));
+        PROFILED(pr, "residual", Bk, dbranch = branch_grad(m, L->drop1));
+        PROFILED(pr, c->mixers[l]->name, Bk,
+                 c->mixers[l]->backward(c, P + lo->mixer, G + lo->mixer, L->mixer, L->ln1, dbranch, m->dln, B, T));
+        PROFILED(pr, "layernorm", Bk,
+                 layernorm_backward(m->dresid, G + lo->ln1_w, G + lo->ln1_b, m->dln, L->resid, P + lo->ln1_w,
+                                    L->ln1_mean, L->ln1_rstd, N, C));
+        grads_ready(m, lo->ln1_w, l + 1 < c->n_layer ? m->layer[l + 1].ln1_w : m->lnf_w);
+    }
+    PROFILED(pr, "embedding", Bk,
+             embedding_backward(G + m->wte, c->pos == POS_LEARNED ? G + m->wpe : NULL, m->dresid, m->inputs, B, T, C));
+    grads_ready(m, 0, m->layer[0].ln1_w); /* wte also took the head's gradient, first of all */
+}
+
+void model_zero_grads(Model *m) { memset(m->grads, 0, m->n_params * sizeof(float)); }
+
+void model_backward_accumulate(Model *m, float loss_scale) {
+    float *sum = m->grads, *micro = m->grads_micro;
+    memset(micro, 0, m->n_params * sizeof(float));
+    m->grads = micro; /* backward writes where grads points */
+    model_backward(m, loss_scale);
+    m->grads = sum;
+    size_t n = m->n_params;
+#pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++) sum[i] += micro[i];
+}
+
+/* ---- incremental decoding ------------------------------------------------ */
+
+/* One position's buffers: x, ln, mix, mid, ln2, mlp (C each), fc, act (4C
+ * each), mean and rstd. */
+#define STEP_BUF(C) (6 * (C) + 8 * (C) + 2)
+
+int model_state_init(const Model *m, ModelState *s, Error *err) {
+    memset(s, 0, sizeof *s);
+    const ModelConfig *c = &m->cfg;
+    size_t total = STEP_BUF(c->n_embd);
+    for (size_t l = 0; l < c->n_layer; l++) total += c->mixers[l]->state_size(c);
+    s->buf = lm_calloc(total, sizeof(float), err);
+    if (!s->buf) return -1;
+    float *cur = s->buf + STEP_BUF(c->n_embd);
+    for (size_t l = 0; l < c->n_layer; l++) {
+        s->mixer_state[l] = cur;
+        cur += c->mixers[l]->state_size(c);
+    }
+    return 0;
+}
+
+void model_state_reset(ModelState *s) { s->t = 0; }
+
+void model_state_free(ModelState *s) {
+    free(s->buf);
+    memset(s, 0, sizeof *s);
+}
+
+void model_step(const Model *m, ModelState *s, int32_t token, float *logits) {
+    const ModelConfig *c = &m->cfg;
+    size_t C = c->n_embd, t = s->t;
+    const float *P = m->params;
+    float *x = s->buf, *ln = x + C, *mix = ln + C, *mid = mix + C, *ln2 = mid + C, *mlp = ln2 + C;
+    float *fc = mlp + C, *act = fc + 4 * C, *mean = act + 4 * C, *rstd = mean + 1;
+    const float *pos = positions(m), *e = P + m->wte + (size_t)token * C;
+    for (size_t i = 0; i < C; i++) x[i] = e[i] + (pos ? pos[t * C + i] : 0.0f);
+    for (size_t l = 0; l < c->n_layer; l++) {
+        const LayerOffsets *lo = &m->layer[l];
+        layernorm_forward(ln, mean, rstd, x, P + lo->ln1_w, P + lo->ln1_b, 1, C);
+        c->mixers[l]->step(c, P + lo->mixer, s->mixer_state[l], ln, mix, t);
+        add_forward(mid, x, mix, C);
+        layernorm_forward(ln2, mean, rstd, mid, P + lo->ln2_w, P + lo->ln2_b, 1, C);
+        mlp_forward(mlp, fc, act, ln2, mlp_params(P, lo), 1, C);
+        add_forward(x, mid, mlp, C);
+    }
+    layernorm_forward(ln, mean, rstd, x, P + m->lnf_w, P + m->lnf_b, 1, C);
+    matmul_forward(logits, ln, P + m->wte, NULL, 1, C, c->vocab_size);
+    s->t++;
+}

@@ -1,0 +1,22 @@
+/* Softmax cross-entropy over the logits of the tied LM head.
+ *   logits, probs (N, V); targets (N) int32; losses (N) = -log probs[target].
+ * A target of LOSS_IGNORE (any negative id) is not a prediction to learn (a
+ * training loss mask, src/data/loss_mask.h): its loss is 0 and its row of
+ * dlogits 0, so it contributes nothing to the gradient. */
+#ifndef LM_LOSS_H
+#define LM_LOSS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LOSS_IGNORE (-1)
+
+void crossentropy_forward(float *losses, float *probs, const float *logits,
+                          const int32_t *targets, size_t N, size_t V);
+/* dlogits = (probs - onehot(target)) * dloss, overwritten (dloss: d mean-loss / d loss_n); 0 for ignored targets. */
+void crossentropy_backward(float *dlogits, const float *probs, const int32_t *targets,
+                           float dloss, size_t N, size_t V);
+/* How many targets are not ignored. */
+size_t crossentropy_scored(const int32_t *targets, size_t N);
+
+#endif

@@ -1,0 +1,39 @@
+#include "nn/mlp.h"
+
+#include "nn/ops.h"
+
+/* Both passes run in row blocks, one parallel region each way: a block's
+ * rows go through fc, GELU and proj (forward), or proj^T, GELU' and fc^T
+ * (backward), by one thread, while they are in its cache, with no barrier in
+ * between. Only the weight gradients, which sum over all rows, are separate
+ * products. */
+
+void mlp_forward(float *out, float *fc, float *act, const float *in, MlpParams p, size_t N, size_t C) {
+    size_t rows_per, blocks = ops_row_blocks(N, &rows_per), H = 4 * C;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (size_t b = 0; b < blocks; b++) {
+        size_t r0 = b * rows_per, rows = N - r0 < rows_per ? N - r0 : rows_per;
+        float *f = fc + r0 * H, *a = act + r0 * H;
+        matmul_rows(f, in + r0 * C, p.fc_w, p.fc_b, rows, C, H);
+#pragma omp simd
+        for (size_t i = 0; i < rows * H; i++) a[i] = gelu(f[i]);
+        matmul_rows(out + r0 * C, a, p.proj_w, p.proj_b, rows, H, C);
+    }
+}
+
+void mlp_backward(float *din, MlpGrads g, float *dfc, const float *dout, const float *in, const float *fc,
+                  const float *act, MlpParams p, size_t N, size_t C) {
+    size_t rows_per, blocks = ops_row_blocks(N, &rows_per), H = 4 * C;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (size_t b = 0; b < blocks; b++) {
+        size_t r0 = b * rows_per, rows = N - r0 < rows_per ? N - r0 : rows_per;
+        float *d = dfc + r0 * H;
+        const float *f = fc + r0 * H;
+        gemm_serial(0, 0, rows, H, C, 1.0f, dout + r0 * C, C, p.proj_w, H, 0.0f, d, H); /* dL/d(act) */
+#pragma omp simd
+        for (size_t i = 0; i < rows * H; i++) d[i] *= gelu_grad(f[i]);                   /* dL/d(fc) */
+        gemm_serial(0, 0, rows, C, H, 1.0f, d, H, p.fc_w, C, 0.0f, din + r0 * C, C);
+    }
+    matmul_backward(NULL, 0.0f, g.proj_w, g.proj_b, dout, act, p.proj_w, N, H, C);
+    matmul_backward(NULL, 0.0f, g.fc_w, g.fc_b, dfc, in, p.fc_w, N, C, H);
+}

@@ -1,0 +1,159 @@
+#include "runtime/common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int err_set(Error *err, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+void *lm_calloc(size_t count, size_t size, Error *err) {
+    void *p = (count && size) ? calloc(count, size) : calloc(1, 1);
+    if (!p) err_set(err, "out of memory allocating %zu x %zu bytes", count, size);
+    return p;
+}
+
+uint64_t fnv1a(uint64_t h, const void *data, size_t len) {
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+double wall_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+char *read_file_head(const char *path, size_t max, size_t *len, size_t *file_size, Error *err) {
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        err_set(err, "cannot open '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        err_set(err, "'%s' is a directory, expected a file", path);
+        return NULL;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        err_set(err, "cannot open '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t n = (size_t)st.st_size < max ? (size_t)st.st_size : max;
+    char *buf = malloc(n + 1);
+    if (!buf) {
+        fclose(f);
+        err_set(err, "out of memory reading '%s' (%zu bytes)", path, n);
+        return NULL;
+    }
+    size_t got = fread(buf, 1, n, f);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad || got != n) {
+        free(buf);
+        err_set(err, "cannot read '%s': %s", path, bad ? strerror(errno) : "short read");
+        return NULL;
+    }
+    buf[n] = '\0';
+    if (len) *len = n;
+    if (file_size) *file_size = (size_t)st.st_size;
+    return buf;
+}
+
+char *read_file(const char *path, size_t *len, Error *err) { return read_file_head(path, SIZE_MAX, len, NULL, err); }
+
+int fsync_parent_dir(const char *path) {
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+int write_file_atomic(const char *path, const void *data, size_t len, Error *err) {
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 32);
+    if (!tmp) return err_set(err, "out of memory");
+    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
+    /* The data reaches the disk (fsync) before the rename makes it the file,
+     * and the rename reaches it (fsync of the directory) before we return:
+     * a crash, a kill or a power cut at any moment leaves the old file or
+     * the new one, whole. */
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        err_set(err, "cannot write '%s': %s", path, strerror(errno));
+        free(tmp);
+        return -1;
+    }
+    int saved = 0;
+    if (fwrite(data, 1, len, f) != len || fflush(f) != 0 || fsync(fileno(f)) != 0) saved = errno ? errno : EIO;
+    if (fclose(f) != 0 && !saved) saved = errno ? errno : EIO;
+    if (!saved && rename(tmp, path) != 0) {
+        err_set(err, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+        remove(tmp);
+        free(tmp);
+        return -1;
+    }
+    if (saved) {
+        err_set(err, "cannot write '%s': %s (the previous file, if any, is unchanged)", path, strerror(saved));
+        remove(tmp);
+        free(tmp);
+        return -1;
+    }
+    free(tmp);
+    if (fsync_parent_dir(path) != 0) return err_set(err, "cannot sync the directory of '%s': %s", path, strerror(errno));
+    return 0;
+}
+
+int memory_check(size_t need, const char *who, const char *what, const char *advice, Error *err) {
+    size_t avail = memory_available_bytes();
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    if (avail && need > avail)
+        return err_set(err, "%s needs %.2f GiB (%s) but %.2f GiB are available%s%s", who, (double)need / gib, what,
+                       (double)avail / gib, advice ? ": " : "", advice ? advice : "");
+    return 0;
+}
+
+/* The smaller of MemAvailable and the cgroup's limit less its usage. */
+size_t memory_available_bytes(void) {
+    size_t avail = 0;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[256];
+        unsigned long long kb;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) avail = (size_t)kb * 1024;
+        fclose(f);
+    }
+    unsigned long long max = 0, cur = 0;
+    f = fopen("/sys/fs/cgroup/memory.max", "r");
+    int limited = f && fscanf(f, "%llu", &max) == 1; /* "max" (no limit) does not scan */
+    if (f) fclose(f);
+    f = limited ? fopen("/sys/fs/cgroup/memory.current", "r") : NULL;
+    if (f && fscanf(f, "%llu", &cur) == 1 && cur < max && (avail == 0 || max - cur < avail)) avail = (size_t)(max - cur);
+    if (f) fclose(f);
+    return avail;
+}

@@ -1,0 +1,135 @@
+/* The tokenizer registry and what every kind shares: the token table,
+ * decoding, the saved text form and its hash. */
+#include "tok/tokenizer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/ds.h"
+#include "io/json.h"
+
+#define TOKENIZER_MAGIC "lm-tokenizer 1"
+
+extern const TokenizerKind tokenizer_char, tokenizer_byte, tokenizer_bpe;
+static const TokenizerKind *const kinds[] = {&tokenizer_char, &tokenizer_byte, &tokenizer_bpe};
+#define N_KINDS (sizeof kinds / sizeof kinds[0])
+
+const TokenizerKind *tokenizer_find(const char *name) {
+    for (size_t i = 0; i < N_KINDS; i++)
+        if (strcmp(kinds[i]->name, name) == 0) return kinds[i];
+    return NULL;
+}
+
+const char *tokenizer_names(void) {
+    static char names[128];
+    if (!names[0])
+        for (size_t i = 0; i < N_KINDS; i++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", kinds[i]->name);
+    return names;
+}
+
+void tokenizer_table_add(Tokenizer *tok, const char *bytes, size_t len, int special) {
+    if (arrlenu(tok->offsets) == 0) arrput(tok->offsets, 0);
+    if (len) memcpy(arraddnptr(tok->bytes, len), bytes, len);
+    arrput(tok->offsets, arrlenu(tok->bytes));
+    arrput(tok->special, (uint8_t)(special != 0));
+    tok->vocab_size = arrlenu(tok->special);
+}
+
+/* The saved form; its hash is the tokenizer's identity. */
+static char *serialize(const Tokenizer *tok) {
+    char *sb = NULL;
+    sb_appendf(&sb, "%s\n%s %zu\n", TOKENIZER_MAGIC, tok->kind->name, tok->vocab_size);
+    tok->kind->serialize(tok, &sb);
+    return sb;
+}
+
+void tokenizer_finish(Tokenizer *tok) {
+    char *sb = serialize(tok);
+    snprintf(tok->hash, sizeof tok->hash, "%016llx", (unsigned long long)fnv1a(FNV_OFFSET, sb, strlen(sb)));
+    sb_free(&sb);
+}
+
+void tokenizer_free(Tokenizer *tok) {
+    if (tok->kind && tok->kind->free_impl) tok->kind->free_impl(tok);
+    arrfree(tok->bytes);
+    arrfree(tok->offsets);
+    arrfree(tok->special);
+    memset(tok, 0, sizeof *tok);
+}
+
+void tokenizer_encode(const Tokenizer *tok, const char *text, size_t len, uint32_t **ids) {
+    tok->kind->encode(tok, text, len, ids);
+}
+
+const char *tokenizer_token(const Tokenizer *tok, uint32_t id, size_t *len) {
+    if (id >= tok->vocab_size) {
+        *len = 3;
+        return "\xEF\xBF\xBD";
+    }
+    *len = tok->offsets[id + 1] - tok->offsets[id];
+    return tok->bytes + tok->offsets[id];
+}
+
+size_t tokenizer_token_bytes(const Tokenizer *tok, uint32_t id) {
+    size_t len;
+    if (id < tok->vocab_size && tok->special[id]) return 0;
+    tokenizer_token(tok, id, &len);
+    return len;
+}
+
+char *tokenizer_decode(const Tokenizer *tok, const uint32_t *ids, size_t n) {
+    size_t total = 1, len;
+    for (size_t i = 0; i < n; i++) total += (tokenizer_token(tok, ids[i], &len), len);
+    char *out = malloc(total), *p = out;
+    if (!out) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const char *b = tokenizer_token(tok, ids[i], &len);
+        memcpy(p, b, len);
+        p += len;
+    }
+    *p = '\0';
+    return out;
+}
+
+const char *tokenizer_unit(const Tokenizer *tok) { return tok->kind->unit; }
+
+char *tokenizer_to_text(const Tokenizer *tok) {
+    char *sb = serialize(tok), *out = strdup(sb);
+    sb_free(&sb);
+    return out;
+}
+
+int tokenizer_save(const Tokenizer *tok, const char *path, Error *err) {
+    char *sb = serialize(tok);
+    int rc = write_file_atomic(path, sb, strlen(sb), err);
+    sb_free(&sb);
+    return rc;
+}
+
+int tokenizer_from_text(Tokenizer *tok, const char *text, const char *origin, Error *err) {
+    memset(tok, 0, sizeof *tok);
+    char name[16];
+    size_t vocab;
+    int consumed = 0;
+    if (strncmp(text, TOKENIZER_MAGIC "\n", strlen(TOKENIZER_MAGIC) + 1) != 0 ||
+        sscanf(text + strlen(TOKENIZER_MAGIC) + 1, "%15s %zu\n%n", name, &vocab, &consumed) != 2 || consumed == 0)
+        return err_set(err, "'%s' is not a tokenizer file", origin);
+    tok->kind = tokenizer_find(name);
+    if (!tok->kind) return err_set(err, "'%s': unknown tokenizer kind '%s' (%s)", origin, name, tokenizer_names());
+    int rc = tok->kind->parse(tok, text + strlen(TOKENIZER_MAGIC) + 1 + consumed, vocab, origin, err);
+    if (rc == 0 && tok->vocab_size != vocab)
+        rc = err_set(err, "'%s' is corrupt: it declares %zu tokens but defines %zu", origin, vocab, tok->vocab_size);
+    if (rc) tokenizer_free(tok);
+    return rc;
+}
+
+int tokenizer_load(Tokenizer *tok, const char *path, Error *err) {
+    memset(tok, 0, sizeof *tok);
+    char *text = read_file(path, NULL, err);
+    if (!text) return -1;
+    int rc = tokenizer_from_text(tok, text, path, err);
+    free(text);
+    return rc;
+}
