@@ -4,16 +4,18 @@
  * the model's own products with it and divides the model's FLOP rate by the
  * result (model FLOP utilisation). */
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "blas/blas_setup.h"
 #include "cli/cli.h"
-#include "runtime/common.h"
+#include "runtime/error.h"
 #include "model/config.h"
 #include "io/json.h"
 #include "nn/ops.h"
+#include "runtime/machine.h"
 
 static const char *prog = "gemm-rate";
 

@@ -16,6 +16,7 @@
 #include "model/config.h"
 #include "data/tokens.h"
 #include "runtime/ds.h"
+#include "runtime/files.h"
 #include "tok/tokenizer.h"
 
 static const char *prog = "prepare";

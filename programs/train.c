@@ -23,6 +23,7 @@
 #include "data/loss_mask.h"
 #include "model/model.h"
 #include "model/optim.h"
+#include "runtime/machine.h"
 #include "runtime/rng.h"
 #include "runtime/threads.h"
 #include "model/trainer.h"

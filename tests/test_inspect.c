@@ -12,6 +12,7 @@
 #include "model/model.h"
 #include "io/plot_png.h"
 #include "nn/svd.h"
+#include "runtime/files.h"
 #include "tok/tokenizer.h"
 
 #pragma GCC diagnostic push

@@ -13,6 +13,7 @@
 #include "io/json.h"
 #include "model/model.h"
 #include "model/optim.h"
+#include "runtime/files.h"
 #include "tok/tokenizer.h"
 
 static void small_config(ModelConfig *cfg, const char *mixers) {

@@ -4,8 +4,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "runtime/common.h"
+#include "runtime/error.h"
 #include "nn/ops.h"
+#include "runtime/machine.h"
 
 static int quiet = 0;
 
@@ -26,7 +27,7 @@ int cli_error(const char *prog, const char *fmt, ...) {
 
 void cli_set_threads(size_t n) {
     if (n > 0) omp_set_num_threads((int)n);
-    ops_set_parallel_width((size_t)omp_get_max_threads()); /* fixed for the run: see ops.h */
+    gemm_set_parallel_width((size_t)omp_get_max_threads()); /* fixed for the run: see ops.h */
 }
 
 size_t cli_threads(void) { return (size_t)omp_get_max_threads(); }

@@ -14,7 +14,7 @@ int cli_error(const char *prog, const char *fmt, ...) __attribute__((format(prin
  * which reports for all of them). */
 void cli_set_quiet(int quiet);
 /* Sets the OpenMP thread count (0 keeps the default: OMP_NUM_THREADS or all
- * cores) and fixes the run's parallel width to it (ops_set_parallel_width). */
+ * cores) and fixes the run's parallel width to it (gemm_set_parallel_width). */
 void cli_set_threads(size_t n);
 size_t cli_threads(void);
 double cli_now(void); /* monotonic seconds */

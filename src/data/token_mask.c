@@ -1,5 +1,6 @@
 /* Mask files: which tokens of a token file are scored (see token_mask.h). */
 #include "data/token_mask.h"
+#include "runtime/files.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/common.h"
+#include "runtime/error.h"
 
 typedef struct TokenMask {
     uint8_t *marked; /* n bytes, each 0 or 1 */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "runtime/ds.h"
+#include "runtime/files.h"
 
 #define TOKENS_MAGIC "LMTOKENS"
 #define TOKENS_VERSION 1

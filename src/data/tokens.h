@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "runtime/common.h"
+#include "runtime/error.h"
 #include "runtime/rng.h"
 #include "tok/tokenizer.h"
 

@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "runtime/common.h"
+#include "runtime/error.h"
 #include "model/model.h"
 #include "tok/tokenizer.h"
 

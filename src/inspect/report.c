@@ -11,6 +11,7 @@
 #include "inspect/inspect.h"
 #include "io/json.h"
 #include "io/plot_png.h"
+#include "runtime/files.h"
 
 void token_label(const Tokenizer *tok, uint32_t id, int ascii, char *buf, size_t len) {
     char t[64];

@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "runtime/common.h"
+#include "runtime/error.h"
 #include "model/config.h"
 
 typedef enum { INIT_NORMAL, INIT_RESIDUAL, INIT_ZERO, INIT_ONE } InitKind;

@@ -6,6 +6,9 @@
 #include <string.h>
 
 #include "runtime/ds.h"
+#include "runtime/files.h"
+#include "runtime/hash.h"
+#include "runtime/machine.h"
 
 #define CKPT_FORMAT "lm-ckpt 1"
 #define CHECKSUM_KEY "\"checksum\":\"fnv1a64:"

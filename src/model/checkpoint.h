@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/common.h"
+#include "runtime/error.h"
 #include "io/json.h"
 #include "model/model.h"
 #include "tok/tokenizer.h"

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "runtime/common.h"
+#include "runtime/error.h"
 
 #define MAX_LAYERS 64
 #define MAX_WINDOWS 32

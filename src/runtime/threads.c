@@ -6,7 +6,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/common.h"
+#include "runtime/error.h"
+#include "runtime/machine.h"
 
 /* A probe must beat the current count by this factor to replace it: step
  * times wobble by a few percent on a quiet machine. */

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "tok/byte_table.h"
-#include "runtime/common.h"
+#include "runtime/error.h"
 #include "tok/tokenizer.h"
 
 /* ---- pre-tokenization --------------------------------------------------- */

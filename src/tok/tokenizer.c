@@ -8,6 +8,8 @@
 
 #include "runtime/ds.h"
 #include "io/json.h"
+#include "runtime/files.h"
+#include "runtime/hash.h"
 
 #define TOKENIZER_MAGIC "lm-tokenizer 1"
 
