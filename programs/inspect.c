@@ -105,8 +105,8 @@ int main(int argc, char **argv) {
     if (ind_len == 0) ind_len = Tm / 2;
     tokenizer_encode(&tok, prompt, strlen(prompt), &ids);
     size_t T = arrlenu(ids);
-    for (size_t t = 0; t < T && tok.kind == tokenizer_find("char"); t++)
-        if (ids[t] == 0) {
+    for (size_t t = 0; t < T && tok.kind->unknown >= 0; t++)
+        if (ids[t] == (uint32_t)tok.kind->unknown) {
             char ch[8];
             nth_char(prompt, t, ch, sizeof ch);
             rc = cli_error(prog, "prompt character %zu ('%s') is not in the model's vocabulary", t + 1, ch);

@@ -17,6 +17,8 @@
 #include "data/tokens.h"
 #include "runtime/ds.h"
 #include "runtime/files.h"
+#include "tok/byte.h"
+#include "tok/char.h"
 #include "tok/tokenizer.h"
 
 static const char *prog = "prepare";

@@ -13,6 +13,7 @@
 #include "data/tokens.h"
 #include "data/probe_tasks.h"
 #include "data/token_mask.h"
+#include "tok/byte.h"
 #include "tok/tokenizer.h"
 
 static const char *prog = "probegen";

@@ -13,6 +13,7 @@
 #include "io/plot_png.h"
 #include "nn/svd.h"
 #include "runtime/files.h"
+#include "tok/char.h"
 #include "tok/tokenizer.h"
 
 #pragma GCC diagnostic push

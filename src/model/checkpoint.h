@@ -1,9 +1,5 @@
-/* safetensors files: checkpoints and gradient dumps.
- *
- * Layout: u64 little-endian header length, JSON header (padded with spaces
- * to 8 bytes), raw little-endian tensor data. The header's __metadata__
- * holds a "checksum" ("fnv1a64:" + 16 hex digits) over the whole file with
- * those 16 digits read as '0', so one flipped byte anywhere is detected.
+/* Checkpoints and gradient dumps: what this project stores in safetensors
+ * files (io/safetensors.h).
  *
  * A checkpoint holds every weight under its DESIGN.md name, the AdamW
  * moments as optim.m.<name> / optim.v.<name>, and metadata: format, config
@@ -15,42 +11,9 @@
 #include <stdint.h>
 
 #include "runtime/error.h"
-#include "io/json.h"
+#include "io/safetensors.h"
 #include "model/model.h"
 #include "tok/tokenizer.h"
-
-typedef enum { ST_F32, ST_I32 } StDtype;
-
-typedef struct StTensor {
-    const char *name;
-    StDtype dtype;
-    size_t ndim, shape[2];
-    const void *data;
-} StTensor;
-
-typedef struct StMeta {
-    const char *key, *value;
-} StMeta;
-
-int st_write(const char *path, const StTensor *tensors, size_t n, const StMeta *meta, size_t n_meta, Error *err);
-
-typedef struct StFile {
-    char *buf;
-    size_t len, data_start;
-    json_t *header;
-} StFile;
-
-/* The largest header st_open parses (the limit of the safetensors format's
- * own reader): ours are a few hundred bytes per tensor plus the tokenizer. */
-#define ST_HEADER_MAX 100000000
-
-/* Reads and verifies the whole file (structure, offsets, checksum). */
-int st_open(StFile *f, const char *path, Error *err);
-const char *st_meta(const StFile *f, const char *key);
-/* Copies tensor `name` into dst after checking dtype and shape. */
-int st_read(const StFile *f, const char *name, StDtype dtype, size_t ndim, const size_t *shape, void *dst, Error *err);
-int st_has(const StFile *f, const char *name);
-void st_close(StFile *f);
 
 typedef struct CkptState {
     size_t step;        /* optimizer steps taken */
