@@ -35,6 +35,7 @@ $(BUILD)/%.o: src/%.c $(LIB_HDR) | $(BUILD)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
+	rm -f $@
 	ar rcs $@ $^
 
 $(BIN)/%: programs/%.c $(LIB) $(LIB_HDR) | $(BIN)

@@ -9,7 +9,9 @@
 #include "blas/blas_setup.h"
 #include "model/checkpoint.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "model/config.h"
+#include "runtime/threads.h"
 #include "runtime/ds.h"
 #include "inspect/inspect.h"
 
@@ -47,6 +49,15 @@ static void nth_char(const char *s, size_t k, char *buf, size_t len) {
     snprintf(buf, len, "%.*s", (int)n, s + i);
 }
 
+/* The induction batch, and for the prompt (at most one token per byte)
+ * every head's attention map and the logit lens. */
+static ReadingNeeds inspect_needs(const ModelConfig *cfg, const void *ctx) {
+    const size_t *prompt_bytes_and_seqs = ctx;
+    size_t T = prompt_bytes_and_seqs[0] < cfg->block_size ? prompt_bytes_and_seqs[0] : cfg->block_size;
+    size_t maps = (cfg->n_layer * cfg->n_head * T * T + T * (cfg->n_embd + cfg->vocab_size)) * sizeof(float);
+    return (ReadingNeeds){prompt_bytes_and_seqs[1], maps, "attention maps and the logit lens"};
+}
+
 int main(int argc, char **argv) {
     blas_setup(argc, argv); /* first: it may restart the program with faster BLIS kernels */
     const char *model_path = NULL, *prompt = NULL, *out_dir = NULL;
@@ -81,20 +92,11 @@ int main(int argc, char **argv) {
     if (!out_dir || !*out_dir) return cli_error(prog, "--out is required (see --help)");
     if (!*prompt) return cli_error(prog, "the prompt is empty");
     if (ind_seqs == 0) return cli_error(prog, "--induction-seqs must be at least 1");
-    cli_set_threads(threads);
+    threads_use(threads);
 
     Model m;
     Tokenizer tok;
-    /* The memory it will take, said before taking it: the induction batch,
-     * and for the prompt (at most one token per byte) every head's
-     * attention map and the logit lens. */
-    ModelConfig cfg;
-    size_t file_bytes;
-    if (ckpt_read_config(model_path, &cfg, &file_bytes, &err)) return cli_error(prog, "%s", err.msg);
-    size_t T_max = strlen(prompt) < cfg.block_size ? strlen(prompt) : cfg.block_size;
-    size_t maps = (cfg.n_layer * cfg.n_head * T_max * T_max + T_max * (cfg.n_embd + cfg.vocab_size)) * sizeof(float);
-    if (ckpt_check_memory(model_path, &cfg, file_bytes, ind_seqs, maps, "attention maps and the logit lens", &err) ||
-        model_open(model_path, &m, &tok, &err))
+    if (model_open_checked(model_path, inspect_needs, (size_t[]){strlen(prompt), ind_seqs}, &m, &tok, &err))
         return cli_error(prog, "%s", err.msg);
     int rc = 0;
     uint32_t *ids = NULL;

@@ -13,6 +13,7 @@
 
 #include "tok/bpe.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "model/config.h"
 #include "data/tokens.h"
 #include "runtime/ds.h"

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "model/config.h"
 #include "data/tokens.h"
 #include "data/probe_tasks.h"

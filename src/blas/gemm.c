@@ -1,8 +1,9 @@
 /* The tiled parallel gemm every matrix product goes through (see blas/gemm.h). */
 #include "blas/gemm.h"
 
+#include "runtime/threads.h"
+
 #include <blis.h>
-#include <omp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,7 @@
 /* ---- matrix products ------------------------------------------------------
  *
  * Every product is cut into a grid of output tiles that depends only on its
- * shape (m, n, k) and on the run's parallel width (below), and each tile is one
+ * shape (m, n, k) and on the run's parallel width (runtime/threads.h), and each tile is one
  * sgemm call made from inside our own parallel region, where BLIS runs
  * single-threaded. So every element of a result is computed by the same call,
  * in the same summation order, whether 1 thread or `width` threads share the
@@ -37,11 +38,6 @@ void blas_library_init(void) {
     pthread_once(&once, blas_library_init_once);
 }
 
-static size_t parallel_width = 0; /* 0: the current OpenMP thread count */
-
-void gemm_set_parallel_width(size_t width) { parallel_width = width; }
-
-size_t gemm_parallel_width(void) { return parallel_width ? parallel_width : (size_t)omp_get_max_threads(); }
 
 typedef struct TileGrid {
     size_t mt, nt;           /* tile rows and columns (the last ones may be short) */
@@ -54,7 +50,7 @@ static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
  * long as a tile keeps at least 16 rows and columns and 2^17 multiply-adds
  * (a few microseconds: enough to pay for the call and its packing). */
 static TileGrid tile_grid(size_t m, size_t n, size_t k) {
-    size_t width = gemm_parallel_width();
+    size_t width = threads_width();
     TileGrid g = {.mt = m, .nt = n, .tiles_m = 1, .tiles_n = 1};
     while (g.tiles_m * g.tiles_n < width) {
         int split_m = g.mt >= g.nt;
@@ -112,7 +108,7 @@ void gemm_tiled(int trans_a, int trans_b, size_t m, size_t n, size_t k, float al
 }
 
 size_t gemm_row_blocks(size_t n, size_t *rows_per) {
-    size_t blocks = gemm_parallel_width(), most = ceil_div(n, 16);
+    size_t blocks = threads_width(), most = ceil_div(n, 16);
     if (blocks > most) blocks = most;
     if (blocks == 0) blocks = 1;
     *rows_per = ceil_div(n, blocks);

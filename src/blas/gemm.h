@@ -1,7 +1,7 @@
 /* Matrix products: every product of the model is one gemm call here, cut
  * into output tiles that run in parallel, each tile a single-threaded BLIS
  * sgemm. The tiles depend only on the product's shape and the run's parallel
- * width, never on how many threads run them, so results do not change with
+ * width (runtime/threads.h), never on how many threads run them, so results do not change with
  * the thread count (src/runtime/threads.c varies it during training).
  *
  * Row-major throughout; trans_a / trans_b select op(A) = A^T / op(B) = B^T.
@@ -18,20 +18,13 @@
  * sure by then that the number names a configuration this BLIS has. */
 void blas_library_init(void);
 
-/* How many tiles a large product is cut into (and so the most threads it can
- * use): set once per run to the largest thread count the run may use. Results
- * depend on it, never on the number of threads that actually run; 0 (the
- * default) means the current OpenMP thread count. */
-void gemm_set_parallel_width(size_t width);
-size_t gemm_parallel_width(void);
-
 /* Called on each finished output tile (rows i0.., columns j0.. of the
  * product) by the thread that computed it, while the tile is in cache: an
  * element-wise pass fused into the product (bias + GELU, GELU backward). */
 typedef void (*TileEpilogue)(void *ctx, size_t i0, size_t j0, size_t rows, size_t cols);
 
 /* Row-major C (m,n) = alpha * op(A) op(B) + beta * C with explicit leading
- * dimensions, cut into tiles run in parallel (see gemm_set_parallel_width). */
+ * dimensions, cut into tiles run in parallel (runtime/threads.h: threads_width). */
 void gemm(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha,
           const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc);
 

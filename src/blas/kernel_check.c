@@ -8,6 +8,7 @@
 
 #include "blas/gemm.h"
 #include "runtime/rng.h"
+#include "runtime/threads.h"
 
 void blas_reference_gemm(size_t m, size_t n, size_t k, const float *a, const float *b, double *want) {
     for (size_t i = 0; i < m; i++) {
@@ -81,7 +82,7 @@ int blas_probe_gemm(bool perturb, double *worst) {
                     for (int with_beta = 0; with_beta <= 1; with_beta++) {
                         float beta = (float)with_beta;
                         memcpy(c, c0, m * n * sizeof *c);
-                        gemm_set_parallel_width(width);
+                        threads_set_width(width);
                         if (form == FORM_NT) gemm(0, 1, m, n, k, 1.0f, a, k, bt, k, beta, c, n);
                         else if (form == FORM_NN) gemm(0, 0, m, n, k, 1.0f, a, k, b, n, beta, c, n);
                         else gemm(1, 0, m, n, k, 1.0f, at, m, b, n, beta, c, n);
@@ -95,7 +96,7 @@ int blas_probe_gemm(bool perturb, double *worst) {
         }
         free(a), free(b), free(at), free(bt), free(c0), free(c), free(want);
     }
-    gemm_set_parallel_width(0);
+    threads_set_width(0);
     omp_set_num_threads(saved_threads);
     return rc;
 }

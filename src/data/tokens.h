@@ -65,6 +65,16 @@ typedef struct Dataset {
 int dataset_open(Dataset *ds, const char *dir, int need_test, Error *err);
 void dataset_free(Dataset *ds);
 
+/* The files a program reads for a data argument: a prepared directory
+ * (DIR/<split>.bin, with DIR/tokenizer.txt) or a token file (and the
+ * tokenizer.txt beside it). Each path at most len bytes. */
+void data_paths(const char *data, const char *split, char *tokens, char *tokenizer, size_t len);
+/* That the tokens at tf_path were made by `model` (the tokenizer a model
+ * was trained with): the tokenizer.txt at tok_path when there is one, by
+ * hash; else the vocabulary size. */
+int tokens_check_tokenizer(const TokenFile *tf, const char *tf_path, const char *tok_path, const Tokenizer *model,
+                           Error *err);
+
 /* Random windows: inputs[b] = tokens[i .. i+T), targets[b] = tokens[i+1 .. i+T]. */
 void batch_sample(const TokenFile *tf, Rng *rng, int32_t *inputs, int32_t *targets, size_t B, size_t T);
 

@@ -90,8 +90,12 @@ int ckpt_read_config(const char *path, ModelConfig *cfg, size_t *file_bytes, Err
     return rc;
 }
 
-int ckpt_check_memory(const char *path, const ModelConfig *cfg, size_t file_bytes, size_t batch, size_t extra_bytes,
-                      const char *extra_what, Error *err) {
+/* Before loading for inference: one line and -1 when the file (read whole
+ * while loading), the weights, activations for `batch` sequences of
+ * block_size tokens and extra_bytes of the program's own (extra_what) do not
+ * fit the memory available. */
+static int check_memory(const char *path, const ModelConfig *cfg, size_t file_bytes, size_t batch, size_t extra_bytes,
+                        const char *extra_what, Error *err) {
     char who[256], what[256];
     snprintf(who, sizeof who, "loading '%s'", path);
     snprintf(what, sizeof what, "the file, read whole; the weights; activations for %zu x %zu tokens%s%s", batch,
@@ -152,6 +156,16 @@ int model_open(const char *path, Model *m, Tokenizer *tok, Error *err) {
     ckpt_state_free(&st);
     if (rc) model_free(m);
     return rc;
+}
+
+int model_open_checked(const char *path, ReadingNeeds (*needs)(const ModelConfig *cfg, const void *ctx),
+                       const void *ctx, Model *m, Tokenizer *tok, Error *err) {
+    ModelConfig cfg;
+    size_t file_bytes;
+    if (ckpt_read_config(path, &cfg, &file_bytes, err)) return -1;
+    ReadingNeeds want = needs ? needs(&cfg, ctx) : (ReadingNeeds){1, 0, NULL};
+    if (check_memory(path, &cfg, file_bytes, want.batch, want.bytes, want.what, err)) return -1;
+    return model_open(path, m, tok, err);
 }
 
 int grads_dump(const char *path, const Model *m, Error *err) {

@@ -33,16 +33,24 @@ int ckpt_load(const char *path, Model *m, CkptState *s, int with_optim, Error *e
  * checksum: that needs the whole file), and the file's size: for a memory
  * estimate before loading. */
 int ckpt_read_config(const char *path, ModelConfig *cfg, size_t *file_bytes, Error *err);
-/* Before loading for inference: one line and -1 when the file (read whole
- * while loading), the weights, activations for `batch` sequences of
- * block_size tokens and extra_bytes of the program's own (extra_what) do
- * not fit the memory available. */
-int ckpt_check_memory(const char *path, const ModelConfig *cfg, size_t file_bytes, size_t batch, size_t extra_bytes,
-                      const char *extra_what, Error *err);
+/* What a program that only reads a model needs besides the model itself:
+ * activations for `batch` sequences of block_size tokens, and `bytes` of its
+ * own (`what`, for the message), both known once the config is. */
+typedef struct ReadingNeeds {
+    size_t batch;
+    size_t bytes;
+    const char *what;
+} ReadingNeeds;
 
-/* For eval and sample: loads the model (no optimizer state) and the
- * tokenizer stored in the checkpoint. */
+/* Loads the model (no optimizer state) and the tokenizer stored in the
+ * checkpoint. */
 int model_open(const char *path, Model *m, Tokenizer *tok, Error *err);
+/* bin/eval, bin/sample and bin/inspect open their model through this: the
+ * config from the header alone, then one line and -1 when the file (read
+ * whole while loading), the weights and what needs(cfg, ctx) says do not fit
+ * the memory available; else model_open. needs may be NULL (one sequence). */
+int model_open_checked(const char *path, ReadingNeeds (*needs)(const ModelConfig *cfg, const void *ctx),
+                       const void *ctx, Model *m, Tokenizer *tok, Error *err);
 
 /* The gradient dump of bin/train --dump-grads. */
 int grads_dump(const char *path, const Model *m, Error *err);

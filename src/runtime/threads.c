@@ -26,6 +26,19 @@
 #define START_SAMPLE_S 0.1
 #define START_SLACK 0.3
 
+static size_t parallel_width = 0; /* 0: the current OpenMP thread count */
+
+void threads_use(size_t n) {
+    if (n > 0) omp_set_num_threads((int)n);
+    threads_set_width((size_t)omp_get_max_threads()); /* fixed for the run */
+}
+
+size_t threads_max(void) { return (size_t)omp_get_max_threads(); }
+
+void threads_set_width(size_t width) { parallel_width = width; }
+
+size_t threads_width(void) { return parallel_width ? parallel_width : (size_t)omp_get_max_threads(); }
+
 void thread_tuner_init(ThreadTuner *t, size_t width, int adaptive) {
     *t = (ThreadTuner){0};
     if (width == 0) width = 1;
