@@ -12,8 +12,17 @@
 #ifndef LM_ATTENTION_H
 #define LM_ATTENTION_H
 
+#include <stddef.h>
+
 #include "mixers/mixer.h"
 
 extern const Mixer attention_mixer;
+
+/* The layer's parameters (params, in the order above) as pointers. */
+typedef struct AttnParams {
+    const float *qkv_w, *qkv_b, *proj_w, *proj_b;
+} AttnParams;
+
+AttnParams attn_params(const float *params, size_t C);
 
 #endif

@@ -22,6 +22,13 @@
 
 extern const Mixer grassmann_mixer;
 
+/* The layer's parameters (params, in the order above) as pointers. */
+typedef struct GrParams {
+    const float *red_w, *red_b, *plu_w, *plu_b, *gate_w, *gate_b, *ln_w, *ln_b;
+} GrParams;
+
+GrParams gr_params(const float *params, const ModelConfig *cfg);
+
 /* The parts, exposed so tests (and inspection) can use each one alone. */
 
 /* p (P) = the Plücker coordinates of (a, b): p_ij = a_i b_j - a_j b_i, i < j,
