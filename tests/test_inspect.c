@@ -9,6 +9,8 @@
 #include "runtime/ds.h"
 #include "inspect/inspect.h"
 #include "io/json.h"
+#include "mixers/attention.h"
+#include "mixers/grassmann.h"
 #include "model/model.h"
 #include "io/plot_png.h"
 #include "nn/svd.h"
@@ -184,7 +186,6 @@ static void test_plucker_residual(void **s) {
     float p[36];
     for (int trial = 0; trial < 10; trial++) {
         float *a = rand_tensor(r, 1.0f, 10 + trial), *b = rand_tensor(r, 3.0f, 50 + trial);
-        extern void grassmann_wedge(float *, const float *, const float *, size_t);
         grassmann_wedge(p, a, b, r);
         double res = plucker_residual(p, r);
         assert_true(res < 1e-6);
@@ -208,7 +209,8 @@ static void test_grassmann_layer(void **s) {
     Inspection in;
     assert_int_equal(inspect_run(&in, &m, tokens, T, &err), 0);
     const LayerInspection *g = &in.layer[1];
-    assert_false(g->attention);
+    assert_null(g->probs); /* not an attention layer */
+    assert_string_equal(g->mixer, "grassmann");
     for (size_t t = 0; t < T; t++) assert_true(g->gate_mean[t] > 0.0f && g->gate_mean[t] < 1.0f);
     for (size_t k = 0; k < 3; k++) assert_true(isfinite(g->offset_norm[k]) && g->offset_norm[k] > 0);
     assert_true(g->plucker_residual < 1e-6);
@@ -234,6 +236,7 @@ static void test_attribution_and_lens(void **s) {
     for (size_t i = 0; i < arrlenu(in.parts); i++) {
         const AttributionPart *p = &in.parts[i];
         int is_head = p->name[0] == 'L' && (strstr(p->name, " H") || strstr(p->name, "attn bias"));
+        assert_int_equal(p->share, is_head); /* the flag the attribution picture indents by */
         if (is_head) {
             heads += p->value;
             in_heads = 1;

@@ -275,4 +275,5 @@ const Mixer attention_mixer = {
     .backward = attention_backward,
     .state_size = attention_state_size,
     .step = attention_step,
+    .inspect = attention_inspect,
 };

@@ -392,4 +392,5 @@ const Mixer grassmann_mixer = {
     .backward = grassmann_backward,
     .state_size = grassmann_state_size,
     .step = grassmann_step,
+    .inspect = grassmann_inspect,
 };
