@@ -136,7 +136,10 @@ int main(int argc, char **argv) {
     }
     inspect_print(stdout, &in, &ind, &m, &tok);
     int has_attention = 0, has_grassmann = 0;
-    for (size_t l = 0; l < m.cfg.n_layer; l++) *(in.layer[l].attention ? &has_attention : &has_grassmann) = 1;
+    for (size_t l = 0; l < m.cfg.n_layer; l++) {
+        has_attention |= in.layer[l].probs != NULL;
+        has_grassmann |= in.layer[l].gate_mean != NULL;
+    }
     printf("wrote %s:%s%s attribution.png, lens.txt, tokens.txt, inspect.json (%.1f s)\n", out_dir,
            has_attention ? " attention maps attn_L<layer>_H<head>.png and attn_L<layer>.png," : "",
            has_grassmann ? " gates.png," : "", cli_now() - t0);
