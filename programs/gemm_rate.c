@@ -11,12 +11,12 @@
 #include "blas/blas_setup.h"
 #include "cli/cli.h"
 #include "cli/options.h"
-#include "runtime/threads.h"
-#include "runtime/error.h"
-#include "model/config.h"
 #include "io/json.h"
+#include "model/config.h"
 #include "nn/ops.h"
+#include "runtime/error.h"
 #include "runtime/machine.h"
+#include "runtime/threads.h"
 
 #define MAX_DIM (1u << 20)
 #define MAX_ELEMS ((size_t)1 << 28) /* 1 GiB of floats per matrix */

@@ -5,13 +5,13 @@
 #include "test_model_util.h"
 
 #include "mixers/attention.h"
+#include "mixers/grassmann.h"
+#include "model/model.h"
 #include "nn/dropout.h"
 #include "nn/embedding.h"
-#include "mixers/grassmann.h"
 #include "nn/layernorm.h"
 #include "nn/loss.h"
 #include "nn/mlp.h"
-#include "model/model.h"
 #include "nn/ops.h"
 #include "nn/rope.h"
 

@@ -5,15 +5,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "model/config.h"
-#include "runtime/ds.h"
 #include "inspect/inspect.h"
 #include "io/json.h"
+#include "io/plot_png.h"
 #include "mixers/attention.h"
 #include "mixers/grassmann.h"
+#include "model/config.h"
 #include "model/model.h"
-#include "io/plot_png.h"
 #include "nn/svd.h"
+#include "runtime/ds.h"
 #include "runtime/files.h"
 #include "tok/char.h"
 #include "tok/tokenizer.h"

@@ -9,10 +9,10 @@
 #include <unistd.h>
 
 #include "data/batch.h"
-#include "model/config.h"
-#include "nn/loss.h"
 #include "data/loss_mask.h"
+#include "model/config.h"
 #include "model/model.h"
+#include "nn/loss.h"
 
 /* Cross-entropy: an ignored row has loss 0 and zero gradient; the others are
  * what they are without the mask. */

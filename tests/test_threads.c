@@ -10,8 +10,8 @@
 
 #include "model/config.h"
 #include "model/model.h"
-#include "nn/ops.h"
 #include "model/optim.h"
+#include "nn/ops.h"
 #include "runtime/threads.h"
 
 /* A model big enough that its products are cut into several tiles. */

@@ -4,16 +4,16 @@
 
 #include <unistd.h>
 
-#include "model/checkpoint.h"
-#include "model/config.h"
 #include "data/batch.h"
 #include "data/tokens.h"
-#include "runtime/ds.h"
-#include "model/evaluate.h"
-#include "mixers/grassmann.h"
 #include "io/json.h"
+#include "mixers/grassmann.h"
+#include "model/checkpoint.h"
+#include "model/config.h"
+#include "model/evaluate.h"
 #include "model/model.h"
 #include "model/optim.h"
+#include "runtime/ds.h"
 #include "runtime/files.h"
 #include "tok/byte.h"
 #include "tok/char.h"

@@ -1,12 +1,12 @@
 /* The tiled parallel gemm every matrix product goes through (see blas/gemm.h). */
 #include "blas/gemm.h"
 
-#include "runtime/threads.h"
-
 #include <blis.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "runtime/threads.h"
 
 /* ---- matrix products ------------------------------------------------------
  *
@@ -37,7 +37,6 @@ void blas_library_init(void) {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, blas_library_init_once);
 }
-
 
 typedef struct TileGrid {
     size_t mt, nt;           /* tile rows and columns (the last ones may be short) */

@@ -5,10 +5,11 @@
  * the answer is exact. (stb_ds's 8-byte key hash shifts into the sign bit,
  * which UBSan reports, hence a table of our own.) */
 #include "data/loss_breakdown.h"
-#include "runtime/hash.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "runtime/hash.h"
 
 typedef struct NgramSlot {
     uint64_t hash;

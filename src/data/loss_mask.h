@@ -14,10 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/error.h"
-#include "data/tokens.h"
-#include "runtime/rng.h"
 #include "data/token_mask.h"
+#include "data/tokens.h"
+#include "runtime/error.h"
+#include "runtime/rng.h"
 
 typedef struct LossMasks {
     TokenMask train, val; /* .marked NULL where the directory has no such file */

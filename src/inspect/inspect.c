@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/ds.h"
 #include "nn/layernorm.h"
 #include "nn/ops.h"
+#include "runtime/ds.h"
 #include "runtime/rng.h"
 
 /* Asks layer l's mixer about x (T, C), its LN1 output; nothing (0) for a

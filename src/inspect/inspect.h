@@ -28,8 +28,8 @@
 #include <stdio.h>
 
 #include "mixers/inspection.h"
-#include "runtime/error.h"
 #include "model/model.h"
+#include "runtime/error.h"
 #include "tok/tokenizer.h"
 
 #define LENS_TOP 3

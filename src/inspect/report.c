@@ -7,10 +7,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "runtime/ds.h"
 #include "inspect/inspect.h"
 #include "io/json.h"
 #include "io/plot_png.h"
+#include "runtime/ds.h"
 #include "runtime/files.h"
 
 void token_label(const Tokenizer *tok, uint32_t id, int ascii, char *buf, size_t len) {

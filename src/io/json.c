@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/ds.h"
 #include "io/utf8.h"
+#include "runtime/ds.h"
 
 json_t *json_parse(const char *text, size_t len, Error *err) {
     json_error_t e;

@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "blas/tile_gemm.h"
 #include "nn/ops.h"
 #include "nn/rope.h"
-#include "blas/tile_gemm.h"
 
 /* Tiles of queries and keys: the score tile of one (query tile, key tile)
  * pair is the only T-dependent thing held, so memory grows linearly in T.

@@ -15,9 +15,9 @@
 
 #include <stddef.h>
 
-#include "runtime/error.h"
-#include "model/config.h"
 #include "mixers/inspection.h"
+#include "model/config.h"
+#include "runtime/error.h"
 
 typedef enum { INIT_NORMAL, INIT_RESIDUAL, INIT_ZERO, INIT_ONE } InitKind;
 

@@ -1,7 +1,7 @@
 /* Checkpoints and gradient dumps: what this project stores in safetensors
  * files (io/safetensors.h).
  *
- * A checkpoint holds every weight under its DESIGN.md name, the AdamW
+ * A checkpoint holds every weight under its name in docs/design.md, the AdamW
  * moments as optim.m.<name> / optim.v.<name>, and metadata: format, config
  * (JSON), step, data_rng, tokenizer (hash), tokenizer_text and train (the run's options, JSON). */
 #ifndef LM_CHECKPOINT_H
@@ -10,9 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/error.h"
 #include "io/safetensors.h"
 #include "model/model.h"
+#include "runtime/error.h"
 #include "tok/tokenizer.h"
 
 typedef struct CkptState {

@@ -51,7 +51,7 @@ int config_set_windows(ModelConfig *cfg, const char *spec, Error *err);
 const char *pos_name(PosKind pos);
 int pos_parse(const char *name, PosKind *out);
 
-/* The `config` JSON of checkpoints and gradient dumps (DESIGN.md).
+/* The `config` JSON of checkpoints and gradient dumps (docs/design.md, file formats).
  * config_to_json returns a malloc'd string. */
 char *config_to_json(const ModelConfig *cfg);
 int config_from_json(ModelConfig *cfg, const char *json, Error *err);

@@ -1,8 +1,8 @@
 /* bin/eval's report of the loss by position, the recall split and the masked accuracy. */
 #include <math.h>
 
-#include "model/evaluate.h"
 #include "io/json.h"
+#include "model/evaluate.h"
 
 static void json_num(FILE *f, double v) {
     if (isnan(v)) fputs("null", f);

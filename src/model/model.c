@@ -11,8 +11,8 @@
 #include "nn/loss.h"
 #include "nn/mlp.h"
 #include "nn/ops.h"
-#include "runtime/rng.h"
 #include "nn/rope.h"
+#include "runtime/rng.h"
 
 static size_t add_tensor(Model *m, const char *name, size_t rows, size_t cols, InitKind init) {
     ParamTensor *t = &m->tensors[m->n_tensors++];
@@ -25,7 +25,7 @@ static size_t add_tensor(Model *m, const char *name, size_t rows, size_t cols, I
     return t->offset;
 }
 
-/* Every tensor in storage order (DESIGN.md names); m->tensors must have room. */
+/* Every tensor in storage order (named as docs/design.md lists them); m->tensors must have room. */
 static void build_layout(Model *m) {
     const ModelConfig *c = &m->cfg;
     size_t C = c->n_embd;

@@ -18,9 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/error.h"
-#include "model/config.h"
 #include "mixers/mixer.h"
+#include "model/config.h"
+#include "runtime/error.h"
 #include "runtime/profile.h"
 
 typedef struct ParamTensor {
@@ -82,7 +82,7 @@ typedef struct Model {
     void *grads_ready_ctx;
 } Model;
 
-/* Builds the layout and initialises weights from `seed` (DESIGN.md init). */
+/* Builds the layout and initialises weights from `seed` (docs/design.md, initialisation). */
 int model_init(Model *m, const ModelConfig *cfg, uint64_t seed, Error *err);
 /* Builds the layout and allocates the weights, all zero: for a model whose
  * weights are read next (a checkpoint), which need no random draw first. */

@@ -11,9 +11,9 @@
 #include <stdint.h>
 
 #include "data/tokens.h"
-#include "runtime/dist.h"
 #include "model/model.h"
 #include "model/optim.h"
+#include "runtime/dist.h"
 #include "runtime/rng.h"
 
 typedef struct TrainHyper {

@@ -1,11 +1,12 @@
 /* Data-parallel communication over Open MPI (see src/runtime/dist.h). */
 #include "runtime/dist.h"
-#include "runtime/hash.h"
 
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "runtime/hash.h"
 
 #define MESSAGE_BYTES 480 /* one rank's error message in dist_agree */
 

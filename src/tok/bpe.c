@@ -15,9 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/ds.h"
 #include "io/json.h"
-#include "tok/tokenizer.h"
+#include "runtime/ds.h"
 
 int bpe_init(Bpe *b, const char *pattern_name, const char *regex, Error *err) {
     memset(b, 0, sizeof *b);

@@ -12,9 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tok/byte_table.h"
 #include "runtime/error.h"
-#include "tok/tokenizer.h"
+#include "tok/byte_table.h"
+#include "tok/table.h"
 
 /* ---- pre-tokenization --------------------------------------------------- */
 

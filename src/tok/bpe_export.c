@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tok/bpe.h"
-#include "runtime/ds.h"
 #include "io/json.h"
 #include "io/utf8.h"
+#include "runtime/ds.h"
+#include "tok/bpe.h"
 
 static void byte_chars(uint32_t map[256]) {
     uint32_t next = 256;

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tok/bpe.h"
 #include "runtime/ds.h"
+#include "tok/bpe.h"
 
 /* ---- counting pre-tokens ------------------------------------------------ */
 

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "runtime/ds.h"
-#include "tok/tokenizer.h"
 
 static void byte_table(Tokenizer *tok) {
     for (int b = 0; b < 256; b++) {

@@ -5,10 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/ds.h"
 #include "io/json.h"
-#include "tok/tokenizer.h"
 #include "io/utf8.h"
+#include "runtime/ds.h"
 
 #define UNKNOWN_CP 0xFFFDu
 

@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 #include "runtime/error.h"
-#include "tok/tokenizer.h"
+#include "tok/table.h"
 
 extern const TokenizerKind tokenizer_char;
 
