@@ -121,7 +121,10 @@ def main():
 
     # 1. training
     ours, ours_wall, sp, ours30, hf30 = [], [], [], [], []
-    import sentencepiece as spm
+    try:
+        import sentencepiece as spm
+    except ImportError:
+        die("python3-sentencepiece is not installed (apt-get install python3-sentencepiece)")
     for r in range(args.rounds):
         learned, _, wall, _ = prepare(MOBY, os.path.join(tmp, "b4096"), 4096)
         ours.append(learned)
