@@ -35,11 +35,12 @@ $(BUILD)/%.o: src/%.c $(LIB_HDR) | $(BUILD)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
+	rm -f $@
 	ar rcs $@ $^
 
-$(BIN)/%: programs/%.c $(LIB) | $(BIN)
+$(BIN)/%: programs/%.c $(LIB) $(LIB_HDR) | $(BIN)
 	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
-$(BIN)/gemm-rate: programs/gemm_rate.c $(LIB) | $(BIN)
+$(BIN)/gemm-rate: programs/gemm_rate.c $(LIB) $(LIB_HDR) | $(BIN)
 	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/test_%: tests/test_%.c $(wildcard tests/*.h) $(LIB) | $(BUILD)

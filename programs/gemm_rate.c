@@ -4,16 +4,20 @@
  * the model's own products with it and divides the model's FLOP rate by the
  * result (model FLOP utilisation). */
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "blas/blas_setup.h"
 #include "cli/cli.h"
-#include "runtime/common.h"
+#include "cli/options.h"
+#include "runtime/threads.h"
+#include "runtime/error.h"
 #include "model/config.h"
 #include "io/json.h"
 #include "nn/ops.h"
+#include "runtime/machine.h"
 
 static const char *prog = "gemm-rate";
 
@@ -179,7 +183,7 @@ int main(int argc, char **argv) {
             free(prods);
             return cli_error(prog, "%s", err.msg);
         }
-    cli_set_threads(threads);
+    threads_use(threads);
 
     uint64_t seed = 1337;
     /* Warm-up: a freshly started process sometimes runs its first ~50 ms of
@@ -202,7 +206,7 @@ int main(int argc, char **argv) {
     if (json) {
         char *blas = NULL;
         sb_append_json_string(&blas, blas_describe());
-        printf("{\"blas\":%s,\"threads\":%zu,\"products\":[", blas, cli_threads());
+        printf("{\"blas\":%s,\"threads\":%zu,\"products\":[", blas, threads_max());
         sb_free(&blas);
         for (size_t i = 0; i < n_prod; i++) {
             const Product *p = &prods[i];
@@ -212,7 +216,7 @@ int main(int argc, char **argv) {
         printf("],\"total_flop\":%.6g,\"total_seconds\":%.9g,\"gflops\":%.4f}\n", total_flop, total_s,
                total_flop / total_s * 1e-9);
     } else {
-        printf("blas: %s | %zu threads\n", blas_describe(), cli_threads());
+        printf("blas: %s | %zu threads\n", blas_describe(), threads_max());
         printf("%-20s %4s %6s %11s %9s\n", "MxNxK", "form", "count", "ms/call", "GFLOP/s");
         for (size_t i = 0; i < n_prod; i++) {
             const Product *p = &prods[i];

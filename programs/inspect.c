@@ -9,7 +9,9 @@
 #include "blas/blas_setup.h"
 #include "model/checkpoint.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "model/config.h"
+#include "runtime/threads.h"
 #include "runtime/ds.h"
 #include "inspect/inspect.h"
 
@@ -47,6 +49,15 @@ static void nth_char(const char *s, size_t k, char *buf, size_t len) {
     snprintf(buf, len, "%.*s", (int)n, s + i);
 }
 
+/* The induction batch, and for the prompt (at most one token per byte)
+ * every head's attention map and the logit lens. */
+static ReadingNeeds inspect_needs(const ModelConfig *cfg, const void *ctx) {
+    const size_t *prompt_bytes_and_seqs = ctx;
+    size_t T = prompt_bytes_and_seqs[0] < cfg->block_size ? prompt_bytes_and_seqs[0] : cfg->block_size;
+    size_t maps = (cfg->n_layer * cfg->n_head * T * T + T * (cfg->n_embd + cfg->vocab_size)) * sizeof(float);
+    return (ReadingNeeds){prompt_bytes_and_seqs[1], maps, "attention maps and the logit lens"};
+}
+
 int main(int argc, char **argv) {
     blas_setup(argc, argv); /* first: it may restart the program with faster BLIS kernels */
     const char *model_path = NULL, *prompt = NULL, *out_dir = NULL;
@@ -81,20 +92,11 @@ int main(int argc, char **argv) {
     if (!out_dir || !*out_dir) return cli_error(prog, "--out is required (see --help)");
     if (!*prompt) return cli_error(prog, "the prompt is empty");
     if (ind_seqs == 0) return cli_error(prog, "--induction-seqs must be at least 1");
-    cli_set_threads(threads);
+    threads_use(threads);
 
     Model m;
     Tokenizer tok;
-    /* The memory it will take, said before taking it: the induction batch,
-     * and for the prompt (at most one token per byte) every head's
-     * attention map and the logit lens. */
-    ModelConfig cfg;
-    size_t file_bytes;
-    if (ckpt_read_config(model_path, &cfg, &file_bytes, &err)) return cli_error(prog, "%s", err.msg);
-    size_t T_max = strlen(prompt) < cfg.block_size ? strlen(prompt) : cfg.block_size;
-    size_t maps = (cfg.n_layer * cfg.n_head * T_max * T_max + T_max * (cfg.n_embd + cfg.vocab_size)) * sizeof(float);
-    if (ckpt_check_memory(model_path, &cfg, file_bytes, ind_seqs, maps, "attention maps and the logit lens", &err) ||
-        model_open(model_path, &m, &tok, &err))
+    if (model_open_checked(model_path, inspect_needs, (size_t[]){strlen(prompt), ind_seqs}, &m, &tok, &err))
         return cli_error(prog, "%s", err.msg);
     int rc = 0;
     uint32_t *ids = NULL;
@@ -105,8 +107,8 @@ int main(int argc, char **argv) {
     if (ind_len == 0) ind_len = Tm / 2;
     tokenizer_encode(&tok, prompt, strlen(prompt), &ids);
     size_t T = arrlenu(ids);
-    for (size_t t = 0; t < T && tok.kind == tokenizer_find("char"); t++)
-        if (ids[t] == 0) {
+    for (size_t t = 0; t < T && tok.kind->unknown >= 0; t++)
+        if (ids[t] == (uint32_t)tok.kind->unknown) {
             char ch[8];
             nth_char(prompt, t, ch, sizeof ch);
             rc = cli_error(prog, "prompt character %zu ('%s') is not in the model's vocabulary", t + 1, ch);
@@ -134,7 +136,10 @@ int main(int argc, char **argv) {
     }
     inspect_print(stdout, &in, &ind, &m, &tok);
     int has_attention = 0, has_grassmann = 0;
-    for (size_t l = 0; l < m.cfg.n_layer; l++) *(in.layer[l].attention ? &has_attention : &has_grassmann) = 1;
+    for (size_t l = 0; l < m.cfg.n_layer; l++) {
+        has_attention |= in.layer[l].probs != NULL;
+        has_grassmann |= in.layer[l].gate_mean != NULL;
+    }
     printf("wrote %s:%s%s attribution.png, lens.txt, tokens.txt, inspect.json (%.1f s)\n", out_dir,
            has_attention ? " attention maps attn_L<layer>_H<head>.png and attn_L<layer>.png," : "",
            has_grassmann ? " gates.png," : "", cli_now() - t0);

@@ -13,9 +13,13 @@
 
 #include "tok/bpe.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "model/config.h"
 #include "data/tokens.h"
 #include "runtime/ds.h"
+#include "runtime/files.h"
+#include "tok/byte.h"
+#include "tok/char.h"
 #include "tok/tokenizer.h"
 
 static const char *prog = "prepare";

@@ -9,10 +9,12 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "model/config.h"
 #include "data/tokens.h"
 #include "data/probe_tasks.h"
 #include "data/token_mask.h"
+#include "tok/byte.h"
 #include "tok/tokenizer.h"
 
 static const char *prog = "probegen";

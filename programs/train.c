@@ -16,6 +16,7 @@
 #include "blas/blas_setup.h"
 #include "model/checkpoint.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "model/config.h"
 #include "data/tokens.h"
 #include "runtime/dist.h"
@@ -23,6 +24,7 @@
 #include "data/loss_mask.h"
 #include "model/model.h"
 #include "model/optim.h"
+#include "runtime/machine.h"
 #include "runtime/rng.h"
 #include "runtime/threads.h"
 #include "model/trainer.h"
@@ -415,7 +417,7 @@ static int train_main(int argc, char **argv, Dist *dist) {
         threads_opt = share > 1 ? (size_t)share : 1;
         if (threads_opt > (size_t)omp_get_max_threads()) threads_opt = (size_t)omp_get_max_threads();
     }
-    cli_set_threads(threads_opt);
+    threads_use(threads_opt);
 
     /* Every rank reads the same data (and checkpoint). */
     char train_bin[4096], val_bin[4096], tok_txt[4096];
@@ -537,7 +539,7 @@ static int train_main(int argc, char **argv, Dist *dist) {
            model.n_params, o.cfg.n_layer, o.cfg.n_head, o.cfg.n_embd, T, o.cfg.vocab_size, mixers,
            pos_name(o.cfg.pos));
     ThreadTuner tuner;
-    size_t width = cli_threads();
+    size_t width = threads_max();
     thread_tuner_init(&tuner, width, o.threads == 0 && dist->size == 1); /* ranks wait for the slowest: fixed */
     size_t start_threads = thread_tuner_start(&tuner);
     char how[96] = ""; /* the tuner's part of the line */

@@ -2,6 +2,7 @@
 #include "testutil.h"
 
 #include "blas/blas_setup.h"
+#include "blas/kernel_check.h"
 #include "nn/ops.h"
 
 /* CPUs as CPUID describes them. */

@@ -9,9 +9,13 @@
 #include "runtime/ds.h"
 #include "inspect/inspect.h"
 #include "io/json.h"
+#include "mixers/attention.h"
+#include "mixers/grassmann.h"
 #include "model/model.h"
 #include "io/plot_png.h"
 #include "nn/svd.h"
+#include "runtime/files.h"
+#include "tok/char.h"
 #include "tok/tokenizer.h"
 
 #pragma GCC diagnostic push
@@ -184,7 +188,6 @@ static void test_plucker_residual(void **s) {
     float p[36];
     for (int trial = 0; trial < 10; trial++) {
         float *a = rand_tensor(r, 1.0f, 10 + trial), *b = rand_tensor(r, 3.0f, 50 + trial);
-        extern void grassmann_wedge(float *, const float *, const float *, size_t);
         grassmann_wedge(p, a, b, r);
         double res = plucker_residual(p, r);
         assert_true(res < 1e-6);
@@ -208,7 +211,8 @@ static void test_grassmann_layer(void **s) {
     Inspection in;
     assert_int_equal(inspect_run(&in, &m, tokens, T, &err), 0);
     const LayerInspection *g = &in.layer[1];
-    assert_false(g->attention);
+    assert_null(g->probs); /* not an attention layer */
+    assert_string_equal(g->mixer, "grassmann");
     for (size_t t = 0; t < T; t++) assert_true(g->gate_mean[t] > 0.0f && g->gate_mean[t] < 1.0f);
     for (size_t k = 0; k < 3; k++) assert_true(isfinite(g->offset_norm[k]) && g->offset_norm[k] > 0);
     assert_true(g->plucker_residual < 1e-6);
@@ -234,6 +238,7 @@ static void test_attribution_and_lens(void **s) {
     for (size_t i = 0; i < arrlenu(in.parts); i++) {
         const AttributionPart *p = &in.parts[i];
         int is_head = p->name[0] == 'L' && (strstr(p->name, " H") || strstr(p->name, "attn bias"));
+        assert_int_equal(p->share, is_head); /* the flag the attribution picture indents by */
         if (is_head) {
             heads += p->value;
             in_heads = 1;
@@ -253,6 +258,103 @@ static void test_attribution_and_lens(void **s) {
     assert_true(in.lens_prob[((in.n_layer * T) + (T - 1)) * LENS_TOP] >=
                 in.lens_prob[((in.n_layer * T) + (T - 1)) * LENS_TOP + 1]);
     inspect_free(&in);
+    model_free(&m);
+}
+
+/* A mixer without an inspect hook (here attention's forward under another
+ * name): its layer is inspected through what the model sees of every layer
+ * (its whole output in the attribution, the logit lens), has no measurements
+ * of its own and NaN induction scores; the other layers are as before. */
+static double part_value(const Inspection *in, const char *name) {
+    for (size_t i = 0; i < arrlenu(in->parts); i++)
+        if (strcmp(in->parts[i].name, name) == 0) return in->parts[i].value;
+    fail_msg("no attribution part %s", name);
+    return NAN;
+}
+
+static void test_mixer_without_hook(void **s) {
+    (void)s;
+    Model m;
+    Error err;
+    Tokenizer tok;
+    const char *text = "abcdefgh";
+    assert_int_equal(tokenizer_build_char(&tok, text, strlen(text), &err), 0);
+    size_t T = 10, H = 2, V = tok.vocab_size;
+    make_model(&m, "attention,attention", V, 16, 2, H, 16, 0.3f);
+    int32_t tokens[10] = {1, 2, 3, 4, 5, 6, 7, 8, 1, 5}, seqs[2 * 4] = {1, 2, 3, 4, 5, 6, 7, 8};
+    Inspection in;
+    Induction ind;
+    assert_int_equal(inspect_run(&in, &m, tokens, T, &err), 0);
+    assert_int_equal(inspect_induction_on(&ind, &m, seqs, 4, 2, &err), 0);
+    double whole = part_value(&in, "L1 attn"), logit = in.predicted_logit, score0[2] = {ind.score[0], ind.score[1]};
+    inspect_free(&in);
+    induction_free(&ind);
+
+    static Mixer stub;
+    stub = attention_mixer;
+    stub.name = "stub";
+    stub.inspect = NULL;
+    m.cfg.mixers[1] = &stub;
+    assert_int_equal(inspect_run(&in, &m, tokens, T, &err), 0);
+    const LayerInspection *li = &in.layer[1];
+    assert_string_equal(li->mixer, "stub");
+    assert_null(li->probs);
+    assert_null(li->heads);
+    assert_null(li->gate_mean);
+    assert_int_equal(li->n_parts, 0);
+    assert_non_null(in.layer[0].probs);
+    assert_true(part_value(&in, "L1 stub") == whole); /* the same output, attributed the same way */
+    assert_true(in.predicted_logit == logit);
+    double total = 0.0;
+    for (size_t i = 0; i < arrlenu(in.parts); i++) {
+        total += in.parts[i].share ? 0.0 : in.parts[i].value;
+        if (in.parts[i].share) assert_true(strncmp(in.parts[i].name, "L0 ", 3) == 0);
+    }
+    assert_float_equal(total, in.predicted_logit, 1e-4 * (1 + fabs(in.predicted_logit)));
+    assert_int_equal(in.lens_top[((in.n_layer * T) + (T - 1)) * LENS_TOP], in.predicted);
+
+    assert_int_equal(inspect_induction_on(&ind, &m, seqs, 4, 2, &err), 0);
+    for (size_t h = 0; h < H; h++) {
+        assert_true(ind.score[h] == score0[h]);
+        assert_true(isnan(ind.score[H + h]));
+    }
+
+    /* The outputs: no pictures of its own, the JSON names its mixer. */
+    char dir[] = "/tmp/lm_inspect_XXXXXX", path[256];
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(inspect_write(dir, &in, &ind, &m, &tok, "abcdefghae", &err), 0);
+    snprintf(path, sizeof path, "%s/attn_L1_H0.png", dir);
+    assert_int_equal(access(path, F_OK), -1);
+    snprintf(path, sizeof path, "%s/inspect.json", dir);
+    size_t len;
+    char *json = read_file(path, &len, &err);
+    assert_non_null(json);
+    json_t *j = json_parse(json, len, &err);
+    if (!j) fail_msg("inspect.json: %s", err.msg);
+    const json_t *layer1 = json_array_get(json_object_get(j, "layers"), 1);
+    assert_string_equal(json_string_value(json_object_get(layer1, "mixer")), "stub");
+    assert_null(json_object_get(layer1, "heads"));
+    json_decref(j);
+    free(json);
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    inspect_print(f, &in, &ind, &m, &tok);
+    rewind(f);
+    char line[512];
+    int said = 0;
+    while (fgets(line, sizeof line, f)) said |= strncmp(line, "layer 1 stub: no measurements", 29) == 0;
+    fclose(f);
+    assert_true(said);
+    const char *files[] = {"attn_L0_H0.png", "attn_L0_H1.png", "attn_L0.png", "attribution.png", "lens.txt",
+                           "tokens.txt", "inspect.json"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        assert_int_equal(unlink(path), 0);
+    }
+    assert_int_equal(rmdir(dir), 0);
+    inspect_free(&in);
+    induction_free(&ind);
+    tokenizer_free(&tok);
     model_free(&m);
 }
 
@@ -473,6 +575,7 @@ int main(void) {
         cmocka_unit_test(test_plucker_residual),
         cmocka_unit_test(test_grassmann_layer),
         cmocka_unit_test(test_attribution_and_lens),
+        cmocka_unit_test(test_mixer_without_hook),
         cmocka_unit_test(test_induction_circuit),
         cmocka_unit_test(test_induction_random),
         cmocka_unit_test(test_heatmap_png),

@@ -43,10 +43,10 @@ static void train_steps(const char *mixers, size_t threads, Model *m) {
 
 static void check_invariance(const char *mixers, size_t width) {
     Model a, b;
-    ops_set_parallel_width(width);
+    threads_set_width(width);
     train_steps(mixers, 1, &a);
     train_steps(mixers, 2, &b);
-    ops_set_parallel_width(0);
+    threads_set_width(0);
     assert_int_equal(a.n_params, b.n_params);
     assert_memory_equal(a.params, b.params, a.n_params * sizeof(float));
     assert_memory_equal(a.grads, b.grads, a.n_params * sizeof(float));

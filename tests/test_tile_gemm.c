@@ -1,7 +1,7 @@
 /* Unit tests of the attention tiles' small products (src/blas/tile_gemm.c) against a double-precision reference. */
 #include "testutil.h"
 
-#include "blas/blas_setup.h"
+#include "blas/kernel_check.h"
 #include "blas/tile_gemm.h"
 
 /* One product C = alpha op(A) B + beta C at the given shape, with A as given

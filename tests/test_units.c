@@ -13,6 +13,9 @@
 #include "io/json.h"
 #include "model/model.h"
 #include "model/optim.h"
+#include "runtime/files.h"
+#include "tok/byte.h"
+#include "tok/char.h"
 #include "tok/tokenizer.h"
 
 static void small_config(ModelConfig *cfg, const char *mixers) {

@@ -19,12 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
-
-#include "nn/ops.h"
-#include "runtime/rng.h"
+#include "blas/gemm.h"
+#include "blas/kernel_check.h"
 
 extern char **environ;
 
@@ -39,48 +35,6 @@ extern char **environ;
 /* The probe takes well under a second (most of it the reference products);
  * the bound is generous for a loaded machine or a sanitizer build. */
 #define PROBE_TIMEOUT_S 10.0
-
-/* ---- what the CPU supports --------------------------------------------------- */
-
-#if defined(__x86_64__) || defined(__i386__)
-/* XCR0: which register states the OS saves on a context switch. */
-static uint64_t read_xcr0(void) {
-    uint32_t lo, hi;
-    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    return ((uint64_t)hi << 32) | lo;
-}
-#endif
-
-void cpu_features_detect(CpuFeatures *cpu) {
-    memset(cpu, 0, sizeof *cpu);
-#if defined(__x86_64__) || defined(__i386__)
-    unsigned a, b, c, d;
-    unsigned max_leaf = __get_cpuid_max(0, NULL);
-    if (max_leaf < 1) return;
-    __cpuid(0, a, b, c, d);
-    memcpy(cpu->vendor, &b, 4); /* the vendor string is spelled in EBX, EDX, ECX */
-    memcpy(cpu->vendor + 4, &d, 4);
-    memcpy(cpu->vendor + 8, &c, 4);
-    cpu->vendor[12] = '\0';
-
-    __cpuid(1, a, b, c, d);
-    int osxsave = (c >> 27) & 1; /* the OS enabled XGETBV / XSAVE */
-    uint64_t xcr0 = osxsave ? read_xcr0() : 0;
-    int ymm_saved = (xcr0 & 0x6) == 0x6;                          /* XMM (bit 1) and YMM upper halves (bit 2) */
-    int zmm_saved = ymm_saved && (xcr0 & 0xe0) == 0xe0;           /* opmask, ZMM upper halves, ZMM16-31 */
-    cpu->avx = ymm_saved && ((c >> 28) & 1);
-    cpu->fma = cpu->avx && ((c >> 12) & 1);
-    if (max_leaf < 7) return;
-
-    __cpuid_count(7, 0, a, b, c, d);
-    cpu->avx2 = cpu->avx && ((b >> 5) & 1);
-    cpu->avx512f = zmm_saved && ((b >> 16) & 1);
-    cpu->avx512dq = zmm_saved && ((b >> 17) & 1);
-    cpu->avx512cd = zmm_saved && ((b >> 28) & 1);
-    cpu->avx512bw = zmm_saved && ((b >> 30) & 1);
-    cpu->avx512vl = zmm_saved && ((b >> 31) & 1);
-#endif
-}
 
 /* ---- ranking BLIS configurations ------------------------------------------------ */
 
@@ -136,99 +90,6 @@ BlasDecision blas_decide(const char *library_core, const CpuFeatures *cpu) {
                  name, level_names[have], level_names[blas_core_level(best)], best);
     }
     return d;
-}
-
-/* ---- the probe's check -------------------------------------------------------- */
-
-void blas_reference_gemm(size_t m, size_t n, size_t k, const float *a, const float *b, double *want) {
-    for (size_t i = 0; i < m; i++) {
-        double *row = want + i * n;
-        for (size_t j = 0; j < n; j++) row[j] = 0.0;
-        for (size_t p = 0; p < k; p++) {
-            double aip = a[i * k + p];
-            const float *brow = b + p * n;
-            for (size_t j = 0; j < n; j++) row[j] += aip * brow[j];
-        }
-    }
-}
-
-double blas_gemm_error(size_t count, const float *got, const double *want, float alpha, float beta, const float *c0) {
-    double scale = 0.0, worst = 0.0;
-    for (size_t i = 0; i < count; i++) {
-        double ref = alpha * want[i] + (beta != 0.0f ? beta * (double)c0[i] : 0.0);
-        double diff = fabs((double)got[i] - ref);
-        if (isnan(diff)) return INFINITY; /* a broken kernel can produce NaN */
-        if (fabs(ref) > scale) scale = fabs(ref);
-        if (diff > worst) worst = diff;
-    }
-    return scale > 0.0 ? worst / scale : worst;
-}
-
-static void transpose(size_t rows, size_t cols, const float *src, float *dst) {
-    for (size_t i = 0; i < rows; i++)
-        for (size_t j = 0; j < cols; j++) dst[j * rows + i] = src[i * cols + j];
-}
-
-/* Products like the model's, as m x n x k: a ragged one that leaves partial
- * tiles everywhere, a model-like one with k = 128 (C of the baby config), and
- * one with k = 384 (C of the medium config, more than one of the kernels' k
- * blocks). Small enough that the double-precision reference costs ~10 ms:
- * every program start on a CPU the library misjudges runs them. */
-static const struct {
-    size_t m, n, k;
-} probe_shapes[] = {{97, 83, 61}, {200, 96, 128}, {96, 160, 384}};
-
-/* The three forms of ops.c, row-major: C = A B^T (out = in W^T), C = A B, C = A^T B. */
-typedef enum { FORM_NT, FORM_NN, FORM_TN } GemmForm;
-
-int blas_probe_gemm(bool perturb, double *worst) {
-    *worst = 0.0;
-    /* Tiles for 1 and 2 threads, computed on one: the same calls on the same
-     * tiles as 2 threads make, without waking a thread pool at start-up. */
-    int saved_threads = omp_get_max_threads();
-    omp_set_num_threads(1);
-    int rc = 0;
-    size_t n_shapes = sizeof probe_shapes / sizeof probe_shapes[0];
-    for (size_t s = 0; s < n_shapes && rc == 0; s++) {
-        size_t m = probe_shapes[s].m, n = probe_shapes[s].n, k = probe_shapes[s].k;
-        float *a = malloc(m * k * sizeof *a), *b = malloc(k * n * sizeof *b);
-        float *at = malloc(k * m * sizeof *at), *bt = malloc(n * k * sizeof *bt);
-        float *c0 = malloc(m * n * sizeof *c0), *c = malloc(m * n * sizeof *c);
-        double *want = malloc(m * n * sizeof *want);
-        if (!a || !b || !at || !bt || !c0 || !c || !want) {
-            *worst = INFINITY;
-            rc = -1;
-        } else {
-            Rng r;
-            rng_seed(&r, 1000 + s);
-            for (size_t i = 0; i < m * k; i++) a[i] = 2.0f * rng_uniform(&r) - 1.0f;
-            for (size_t i = 0; i < k * n; i++) b[i] = 2.0f * rng_uniform(&r) - 1.0f;
-            for (size_t i = 0; i < m * n; i++) c0[i] = 2.0f * rng_uniform(&r) - 1.0f;
-            transpose(m, k, a, at);
-            transpose(k, n, b, bt);
-            blas_reference_gemm(m, n, k, a, b, want); /* the same product in every form below */
-            for (int form = FORM_NT; form <= FORM_TN; form++)
-                for (size_t width = 1; width <= 2; width++)
-                    for (int with_beta = 0; with_beta <= 1; with_beta++) {
-                        float beta = (float)with_beta;
-                        memcpy(c, c0, m * n * sizeof *c);
-                        ops_set_parallel_width(width);
-                        if (form == FORM_NT) gemm(0, 1, m, n, k, 1.0f, a, k, bt, k, beta, c, n);
-                        else if (form == FORM_NN) gemm(0, 0, m, n, k, 1.0f, a, k, b, n, beta, c, n);
-                        else gemm(1, 0, m, n, k, 1.0f, at, m, b, n, beta, c, n);
-                        /* The test hook spoils the last entry (a partial tile) of the last case. */
-                        if (perturb && s == n_shapes - 1 && form == FORM_TN && width == 2 && with_beta)
-                            c[m * n - 1] += 0.03f * (float)fabs(want[m * n - 1]) + 0.03f;
-                        double e = blas_gemm_error(m * n, c, want, 1.0f, beta, c0);
-                        if (!(e <= *worst)) *worst = e;
-                    }
-            if (!(*worst <= BLAS_PROBE_TOLERANCE)) rc = -1;
-        }
-        free(a), free(b), free(at), free(bt), free(c0), free(c), free(want);
-    }
-    ops_set_parallel_width(0);
-    omp_set_num_threads(saved_threads);
-    return rc;
 }
 
 /* ---- the probe process ---------------------------------------------------------- */
@@ -296,20 +157,6 @@ static int arch_id(const char *name) {
     for (size_t i = 0; i < sizeof built_archs / sizeof built_archs[0]; i++)
         if (strcasecmp(bli_arch_string(built_archs[i]), name) == 0) return (int)built_archs[i];
     return -1;
-}
-
-static void blas_library_init_once(void) {
-    if (getenv(ENV_ARCH)) {
-        errlev_t level = bli_error_checking_level();
-        bli_error_checking_level_set(BLIS_NO_ERROR_CHECKING);
-        bli_init();
-        bli_error_checking_level_set(level);
-    } else bli_init();
-}
-
-void blas_library_init(void) {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, blas_library_init_once);
 }
 
 /* The configuration BLIS runs. */

@@ -43,8 +43,9 @@
 #ifndef LM_BLAS_SETUP_H
 #define LM_BLAS_SETUP_H
 
-#include <stdbool.h>
 #include <stddef.h>
+
+#include "runtime/cpu.h"
 
 /* Call first thing in main, before any matrix work and before printing
  * anything: it may replace the process (execv) with the same arguments.
@@ -55,24 +56,7 @@ void blas_setup(int argc, char **argv);
  * chose generic on this CPU)". Valid until the next call. */
 const char *blas_describe(void);
 
-/* Initialises BLIS once (any thread may call it; the matrix products do).
- * BLIS 0.9.0 aborts when BLIS_ARCH_TYPE is set and its error checking is on
- * while it initialises (it checks the number before registering its
- * configurations), so the check is off for that moment; blas_setup has made
- * sure by then that the number names a configuration this BLIS has. */
-void blas_library_init(void);
-
 /* ---- the parts, exposed for tests ------------------------------------------- */
-
-/* What the CPU can run. A flag is set only if the OS also saves the
- * registers it needs (XCR0), since otherwise the instructions fault. */
-typedef struct CpuFeatures {
-    char vendor[13]; /* "GenuineIntel", "AuthenticAMD", ... ("" if unknown) */
-    bool avx, avx2, fma;
-    bool avx512f, avx512bw, avx512vl, avx512dq, avx512cd;
-} CpuFeatures;
-
-void cpu_features_detect(CpuFeatures *cpu);
 
 /* BLIS x86_64 configuration names ranked by the instruction set their kernels use. */
 typedef enum BlasLevel {
@@ -97,26 +81,5 @@ typedef struct BlasDecision {
 /* The pure decision: the library's configuration and the CPU's features in,
  * whether to try another one out. Only a known, strictly slower one is replaced. */
 BlasDecision blas_decide(const char *library_core, const CpuFeatures *cpu);
-
-/* The probe's check. An sgemm result may differ from the double-accumulated
- * reference only by float round-off: at most this much relative to the
- * largest entry of the reference. A wrong kernel misses by far more. */
-#define BLAS_PROBE_TOLERANCE 1e-5
-
-/* want[m x n] = a[m x k] b[k x n] accumulated in double; row-major. */
-void blas_reference_gemm(size_t m, size_t n, size_t k, const float *a, const float *b, double *want);
-
-/* max_i |got_i - (alpha want_i + beta c0_i)| / max_i |alpha want_i + beta c0_i|
- * over `count` entries; c0 may be NULL when beta is 0. */
-double blas_gemm_error(size_t count, const float *got, const double *want, float alpha, float beta, const float *c0);
-
-/* Runs gemm (src/nn/ops.c: the tiled products the model makes) in the three
- * forms the model uses (NT: out = in W^T, NN, TN; row-major) at model-like and
- * ragged shapes, alpha 1 with beta 0 and 1, cut into tiles for 1 and 2
- * threads, against blas_reference_gemm. `perturb` spoils one
- * result first (the LM_TEST_BLAS_PROBE=fail hook). Stores the largest error
- * seen in *worst; returns 0 if every case is within BLAS_PROBE_TOLERANCE, -1
- * if not (or if memory ran out: *worst is then infinite). */
-int blas_probe_gemm(bool perturb, double *worst);
 
 #endif

@@ -1,11 +1,10 @@
 #include "cli/cli.h"
 
-#include <omp.h>
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "runtime/common.h"
-#include "nn/ops.h"
+#include "runtime/error.h"
+#include "runtime/machine.h"
 
 static int quiet = 0;
 
@@ -23,13 +22,6 @@ int cli_error(const char *prog, const char *fmt, ...) {
     fprintf(stderr, "%s: error: %s\n", prog, msg);
     return EXIT_BAD_INPUT;
 }
-
-void cli_set_threads(size_t n) {
-    if (n > 0) omp_set_num_threads((int)n);
-    ops_set_parallel_width((size_t)omp_get_max_threads()); /* fixed for the run: see ops.h */
-}
-
-size_t cli_threads(void) { return (size_t)omp_get_max_threads(); }
 
 double cli_now(void) { return wall_seconds(); }
 

@@ -13,10 +13,6 @@ int cli_error(const char *prog, const char *fmt, ...) __attribute__((format(prin
 /* Quiet: cli_error prints nothing (the ranks of a job other than rank 0,
  * which reports for all of them). */
 void cli_set_quiet(int quiet);
-/* Sets the OpenMP thread count (0 keeps the default: OMP_NUM_THREADS or all
- * cores) and fixes the run's parallel width to it (ops_set_parallel_width). */
-void cli_set_threads(size_t n);
-size_t cli_threads(void);
 double cli_now(void); /* monotonic seconds */
 /* "1h02m", "3m05s", "42s" */
 void cli_duration(double seconds, char *buf, size_t len);

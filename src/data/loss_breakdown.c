@@ -5,6 +5,7 @@
  * the answer is exact. (stb_ds's 8-byte key hash shifts into the sign bit,
  * which UBSan reports, hence a table of our own.) */
 #include "data/loss_breakdown.h"
+#include "runtime/hash.h"
 
 #include <stdlib.h>
 #include <string.h>

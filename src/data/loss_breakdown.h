@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/common.h"
+#include "runtime/error.h"
 
 /* win: T + 1 tokens, the window's inputs win[0..T) and its last target
  * win[T]. Sets recall[t] (t < T) to 1 when target t, the token win[t+1]

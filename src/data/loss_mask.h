@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/common.h"
+#include "runtime/error.h"
 #include "data/tokens.h"
 #include "runtime/rng.h"
 #include "data/token_mask.h"

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/common.h"
+#include "runtime/error.h"
 #include "runtime/rng.h"
 
 typedef enum { PROBE_MQAR = 0, PROBE_COPY = 1 } ProbeTask;

@@ -1,9 +1,11 @@
 /* Mask files: which tokens of a token file are scored (see token_mask.h). */
 #include "data/token_mask.h"
+#include "runtime/files.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MASK_MAGIC "LMMASK\0\0"
 #define MASK_VERSION 1
@@ -68,4 +70,17 @@ void mask_path_for(const char *token_path, char *out, size_t len) {
     size_t n = strlen(token_path);
     if (n >= 4 && strcmp(token_path + n - 4, ".bin") == 0) snprintf(out, len, "%.*s.mask", (int)(n - 4), token_path);
     else snprintf(out, len, "%s.mask", token_path);
+}
+
+int mask_open_for(TokenMask *mask, const char *given, const char *token_path, size_t n, char *path, size_t len,
+                  Error *err) {
+    memset(mask, 0, sizeof *mask);
+    if (given) snprintf(path, len, "%s", given);
+    else mask_path_for(token_path, path, len);
+    if (!given && access(path, F_OK) != 0) return 0; /* no mask: every token is scored */
+    if (mask_read(path, mask, err)) return -1;
+    if (mask->n == n) return 0;
+    err_set(err, "mask '%s' has %zu entries but '%s' has %zu tokens", path, mask->n, token_path, n);
+    mask_free(mask);
+    return -1;
 }

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/common.h"
+#include "runtime/error.h"
 
 typedef struct TokenMask {
     uint8_t *marked; /* n bytes, each 0 or 1 */
@@ -25,5 +25,12 @@ void mask_free(TokenMask *mask);
 /* The mask path beside a token file: "x/val.bin" -> "x/val.mask" (".mask"
  * appended when the name does not end in ".bin"). */
 void mask_path_for(const char *token_path, char *out, size_t len);
+
+/* The mask of a token file of n tokens: `given` (it must exist) or, when
+ * NULL, the file beside it (mask_path_for) if there is one; *path gets the
+ * path looked at. mask->marked stays NULL when there is none. Its entries
+ * must be the token file's. */
+int mask_open_for(TokenMask *mask, const char *given, const char *token_path, size_t n, char *path, size_t len,
+                  Error *err);
 
 #endif

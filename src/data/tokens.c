@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "runtime/ds.h"
+#include "runtime/files.h"
 
 #define TOKENS_MAGIC "LMTOKENS"
 #define TOKENS_VERSION 1
@@ -198,6 +199,34 @@ void dataset_free(Dataset *ds) {
     tokens_free(&ds->val);
     tokens_free(&ds->test);
     tokenizer_free(&ds->tok);
+}
+
+void data_paths(const char *data, const char *split, char *tokens, char *tokenizer, size_t len) {
+    struct stat st;
+    if (stat(data, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(tokens, len, "%s/%s.bin", data, split);
+        snprintf(tokenizer, len, "%s/tokenizer.txt", data);
+    } else {
+        snprintf(tokens, len, "%s", data);
+        const char *slash = strrchr(data, '/');
+        snprintf(tokenizer, len, "%.*stokenizer.txt", slash ? (int)(slash - data + 1) : 0, data);
+    }
+}
+
+int tokens_check_tokenizer(const TokenFile *tf, const char *tf_path, const char *tok_path, const Tokenizer *model,
+                           Error *err) {
+    if (access(tok_path, F_OK) != 0) {
+        if (tf->vocab_size != model->vocab_size)
+            return err_set(err, "'%s' has vocabulary %zu but the model has %zu", tf_path, tf->vocab_size,
+                           model->vocab_size);
+        return 0;
+    }
+    Tokenizer data;
+    if (tokenizer_load(&data, tok_path, err)) return -1;
+    int same = strcmp(data.hash, model->hash) == 0;
+    if (!same) err_set(err, "the model's tokenizer (%s) does not match '%s' (%s)", model->hash, tok_path, data.hash);
+    tokenizer_free(&data);
+    return same ? 0 : -1;
 }
 
 void batch_sample(const TokenFile *tf, Rng *rng, int32_t *inputs, int32_t *targets, size_t B, size_t T) {

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "runtime/common.h"
+#include "runtime/error.h"
 #include "runtime/rng.h"
 #include "tok/tokenizer.h"
 
@@ -64,6 +64,16 @@ typedef struct Dataset {
 /* Opens DIR/{train,val,test}.bin and DIR/tokenizer.txt (need_test = 0 skips test). */
 int dataset_open(Dataset *ds, const char *dir, int need_test, Error *err);
 void dataset_free(Dataset *ds);
+
+/* The files a program reads for a data argument: a prepared directory
+ * (DIR/<split>.bin, with DIR/tokenizer.txt) or a token file (and the
+ * tokenizer.txt beside it). Each path at most len bytes. */
+void data_paths(const char *data, const char *split, char *tokens, char *tokenizer, size_t len);
+/* That the tokens at tf_path were made by `model` (the tokenizer a model
+ * was trained with): the tokenizer.txt at tok_path when there is one, by
+ * hash; else the vocabulary size. */
+int tokens_check_tokenizer(const TokenFile *tf, const char *tf_path, const char *tok_path, const Tokenizer *model,
+                           Error *err);
 
 /* Random windows: inputs[b] = tokens[i .. i+T), targets[b] = tokens[i+1 .. i+T]. */
 void batch_sample(const TokenFile *tf, Rng *rng, int32_t *inputs, int32_t *targets, size_t B, size_t T);

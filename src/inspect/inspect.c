@@ -1,6 +1,7 @@
-/* bin/inspect's measurements: one evaluation forward pass, then each layer's
- * attention maps or Grassmann gates, the logit lens, the direct attribution
- * of the last prediction, and induction scores on repeated random tokens. */
+/* bin/inspect's measurements: one evaluation forward pass, then what each
+ * layer's mixer measures (its inspect hook), the logit lens, the direct
+ * attribution of the last prediction, and induction scores on repeated
+ * random tokens. No mixer is named here: a layer is what its hook says. */
 #include "inspect/inspect.h"
 
 #include <math.h>
@@ -12,24 +13,17 @@
 #include "nn/layernorm.h"
 #include "nn/ops.h"
 #include "runtime/rng.h"
-#include "nn/rope.h"
 
-const float *inspect_layer_tensor(const Model *m, size_t l, const char *suffix) {
-    char name[TENSOR_NAME_MAX + 32];
-    snprintf(name, sizeof name, "h.%zu.%s", l, suffix);
-    const ParamTensor *t = model_find_tensor(m, name);
-    return t ? m->params + t->offset : NULL;
-}
-
-static int is_attention(const Model *m, size_t l) { return strcmp(m->cfg.mixers[l]->name, "attention") == 0; }
-
-/* qkv (T, 3C) of attention layer l from its input x (T, C), q and k rotated
- * as the layer does with rope positions, so that the maps are the model's. */
-static void layer_qkv(float *qkv, const Model *m, size_t l, const float *x, size_t T) {
-    size_t C = m->cfg.n_embd;
-    matmul_forward(qkv, x, inspect_layer_tensor(m, l, "attn.qkv.weight"), inspect_layer_tensor(m, l, "attn.qkv.bias"),
-                   T, C, 3 * C);
-    if (m->cfg.pos == POS_ROPE) rope_forward(qkv, m->cfg.rope, 1, T, 0, C, C / m->cfg.n_head);
+/* Asks layer l's mixer about x (T, C), its LN1 output; nothing (0) for a
+ * mixer without an inspect hook. */
+static int ask_mixer(LayerInspection *L, const Model *m, size_t l, const float *x, size_t T, MixerInspectWhat what,
+                     Error *err) {
+    const Mixer *mx = m->cfg.mixers[l];
+    memset(L, 0, sizeof *L);
+    int rc = mx->inspect ? mx->inspect(&m->cfg, m->params + m->layer[l].mixer, x, T, what, L, err) : 0;
+    L->mixer = mx->name;
+    if (!L->label) L->label = mx->name;
+    return rc;
 }
 
 /* Direct attribution: what `part` (C) adds to token v's logit at row n,
@@ -44,37 +38,12 @@ static double attribute(const Model *m, const float *part, size_t n, uint32_t v)
     return s * m->lnf_rstd[n];
 }
 
-static void add_part(Inspection *in, const char *name, double value) {
+static void add_part(Inspection *in, const char *name, double value, int share) {
     AttributionPart p;
     snprintf(p.name, sizeof p.name, "%s", name);
     p.value = value;
+    p.share = share;
     arrput(in->parts, p);
-}
-
-/* Each head's share of the attention output at row n: proj_w[:, head] y_h,
- * with y_h = sum_j p[n][j] v_j. */
-static void head_outputs_attribution(Inspection *in, const Model *m, size_t l, const float *qkv, const float *probs,
-                                     size_t T, float *y, float *out) {
-    size_t C = m->cfg.n_embd, H = m->cfg.n_head, hs = C / H, n = T - 1;
-    const float *proj_w = inspect_layer_tensor(m, l, "attn.proj.weight"), *proj_b = inspect_layer_tensor(m, l, "attn.proj.bias");
-    char name[32];
-    for (size_t h = 0; h < H; h++) {
-        const float *p = probs + (h * T + n) * T;
-        for (size_t d = 0; d < hs; d++) {
-            double s = 0.0;
-            for (size_t j = 0; j <= n; j++) s += (double)p[j] * qkv[j * 3 * C + 2 * C + h * hs + d];
-            y[d] = (float)s;
-        }
-        for (size_t c = 0; c < C; c++) {
-            double s = 0.0;
-            for (size_t d = 0; d < hs; d++) s += (double)proj_w[c * C + h * hs + d] * y[d];
-            out[c] = (float)s;
-        }
-        snprintf(name, sizeof name, "L%zu H%zu", l, h);
-        add_part(in, name, attribute(m, out, n, in->predicted));
-    }
-    snprintf(name, sizeof name, "L%zu attn bias", l);
-    add_part(in, name, attribute(m, proj_b, n, in->predicted));
 }
 
 /* The logit lens: every stage's stream through LN_f and the tied head. */
@@ -126,61 +95,41 @@ int inspect_run(Inspection *in, Model *m, const int32_t *tokens, size_t T, Error
     in->n_head = H;
     in->vocab = V;
     in->tokens = lm_calloc(T, sizeof(int32_t), err);
-    float *qkv = in->tokens ? lm_calloc(T * 3 * C + 2 * C, sizeof(float), err) : NULL;
-    if (!qkv) goto fail;
+    if (!in->tokens) goto fail;
     memcpy(in->tokens, tokens, T * sizeof(int32_t));
     model_forward(m, tokens, NULL, 1, T, NULL);
     const float *last = m->logits + (T - 1) * V;
     for (size_t v = 1; v < V; v++) in->predicted = last[v] > last[in->predicted] ? (uint32_t)v : in->predicted;
     in->predicted_logit = last[in->predicted];
-    add_part(in, "embed", attribute(m, m->la[0].resid + (T - 1) * C, T - 1, in->predicted));
+    add_part(in, "embed", attribute(m, m->la[0].resid + (T - 1) * C, T - 1, in->predicted), 0);
     for (size_t l = 0; l < L; l++) {
         LayerInspection *li = &in->layer[l];
-        const float *x = m->la[l].ln1;
         char name[32];
-        li->attention = is_attention(m, l);
-        if (li->attention) {
-            li->probs = lm_calloc(H * T * T, sizeof(float), err);
-            li->heads = li->probs ? lm_calloc(H, sizeof(HeadStats), err) : NULL;
-            if (!li->heads) goto fail;
-            layer_qkv(qkv, m, l, x, T);
-            for (size_t h = 0; h < H; h++) {
-                attention_probs(li->probs + h * T * T, qkv, T, C, H, h);
-                attention_map_stats(&li->heads[h], li->probs + h * T * T, T);
-                li->heads[h].similarity_corr = similarity_logit_corr(x, qkv, T, C, H, h);
-                bilinear_spectrum(&li->heads[h], inspect_layer_tensor(m, l, "attn.qkv.weight"), C, H, h);
-            }
-        } else if (inspect_grassmann_layer(li, m, l, x, T, err)) {
-            goto fail;
+        if (ask_mixer(li, m, l, m->la[l].ln1, T, MIXER_INSPECT_ALL, err)) goto fail;
+        snprintf(name, sizeof name, "L%zu %s", l, li->label);
+        add_part(in, name, attribute(m, m->la[l].mix + (T - 1) * C, T - 1, in->predicted), 0);
+        for (size_t i = 0; i < li->n_parts; i++) {
+            snprintf(name, sizeof name, "L%zu %s", l, li->part_name[i]);
+            add_part(in, name, attribute(m, li->part_out + i * C, T - 1, in->predicted), 1);
         }
-        snprintf(name, sizeof name, "L%zu %s", l, li->attention ? "attn" : "grassmann");
-        add_part(in, name, attribute(m, m->la[l].mix + (T - 1) * C, T - 1, in->predicted));
-        if (li->attention) head_outputs_attribution(in, m, l, qkv, li->probs, T, qkv + T * 3 * C, qkv + T * 3 * C + C);
         snprintf(name, sizeof name, "L%zu mlp", l);
-        add_part(in, name, attribute(m, m->la[l].mlp + (T - 1) * C, T - 1, in->predicted));
+        add_part(in, name, attribute(m, m->la[l].mlp + (T - 1) * C, T - 1, in->predicted), 0);
     }
     {
         const float *e = m->params + m->wte + (size_t)in->predicted * C, *b = m->params + m->lnf_b;
         double s = 0.0;
         for (size_t c = 0; c < C; c++) s += (double)e[c] * b[c];
-        add_part(in, "ln_f bias", s);
+        add_part(in, "ln_f bias", s, 0);
     }
     if (logit_lens(in, m, T, err)) goto fail;
-    free(qkv);
     return 0;
 fail:
-    free(qkv);
     inspect_free(in);
     return -1;
 }
 
 void inspect_free(Inspection *in) {
-    for (size_t l = 0; l < MAX_LAYERS; l++) {
-        free(in->layer[l].probs);
-        free(in->layer[l].heads);
-        free(in->layer[l].gate_mean);
-        free(in->layer[l].offset_norm);
-    }
+    for (size_t l = 0; l < MAX_LAYERS; l++) layer_inspection_free(&in->layer[l]);
     free(in->tokens);
     free(in->lens_top);
     free(in->lens_prob);
@@ -199,11 +148,9 @@ int inspect_induction_on(Induction *out, Model *m, const int32_t *seqs, size_t n
                        n, cfg->block_size, cfg->block_size / 2);
     if (model_alloc_acts(m, n_seq, T, err)) return -1;
     int32_t *tokens = lm_calloc(2 * n_seq * T, sizeof(int32_t), err), *targets = tokens ? tokens + n_seq * T : NULL;
-    float *qkv = tokens ? lm_calloc(T * 3 * C + T * T, sizeof(float), err) : NULL;
-    out->score = qkv ? lm_calloc(L * H, sizeof(double), err) : NULL;
+    out->score = tokens ? lm_calloc(L * H, sizeof(double), err) : NULL;
     if (!out->score) {
         free(tokens);
-        free(qkv);
         return -1;
     }
     out->n = n;
@@ -222,25 +169,29 @@ int inspect_induction_on(Induction *out, Model *m, const int32_t *seqs, size_t n
     out->loss_first = first / (double)(n_seq * (n - 1));
     out->loss_second = second / (double)(n_seq * n);
     for (size_t i = n; i < T; i++) out->uniform += 1.0 / (double)(i + 1) / (double)n;
-    float *probs = qkv + T * 3 * C;
-    for (size_t l = 0; l < L; l++) {
-        if (!is_attention(m, l)) {
-            for (size_t h = 0; h < H; h++) out->score[l * H + h] = NAN;
-            continue;
-        }
+    int rc = 0;
+    for (size_t l = 0; l < L && !rc; l++)
         for (size_t b = 0; b < n_seq; b++) {
-            layer_qkv(qkv, m, l, m->la[l].ln1 + b * T * C, T);
+            /* Only the maps, sequence by sequence; a layer without them: NaN. */
+            LayerInspection li;
+            rc = ask_mixer(&li, m, l, m->la[l].ln1 + b * T * C, T, MIXER_INSPECT_MAPS, err);
+            int maps = !rc && li.probs;
             for (size_t h = 0; h < H; h++) {
-                attention_probs(probs, qkv, T, C, H, h);
+                if (!maps) {
+                    out->score[l * H + h] = NAN;
+                    continue;
+                }
+                const float *probs = li.probs + h * T * T;
                 double s = 0.0;
                 for (size_t i = n; i < T; i++) s += probs[i * T + (i - n + 1)];
                 out->score[l * H + h] += s / (double)n / (double)n_seq;
             }
+            layer_inspection_free(&li);
+            if (!maps) break;
         }
-    }
     free(tokens);
-    free(qkv);
-    return 0;
+    if (rc) induction_free(out);
+    return rc;
 }
 
 int inspect_induction(Induction *out, Model *m, size_t n, size_t n_seq, uint64_t seed, Error *err) {

@@ -11,6 +11,7 @@
 #include "inspect/inspect.h"
 #include "io/json.h"
 #include "io/plot_png.h"
+#include "runtime/files.h"
 
 void token_label(const Tokenizer *tok, uint32_t id, int ascii, char *buf, size_t len) {
     char t[64];
@@ -91,8 +92,8 @@ static char *build_json(const Inspection *in, const Induction *ind, const Model 
     sb_appendf(&sb, "], \"n_layer\": %zu, \"n_head\": %zu, \"layers\": [", in->n_layer, H);
     for (size_t l = 0; l < in->n_layer; l++) {
         const LayerInspection *li = &in->layer[l];
-        sb_appendf(&sb, "%s{\"layer\": %zu, \"mixer\": \"%s\"", l ? ", " : "", l, li->attention ? "attention" : "grassmann");
-        if (li->attention) {
+        sb_appendf(&sb, "%s{\"layer\": %zu, \"mixer\": \"%s\"", l ? ", " : "", l, li->mixer);
+        if (li->probs) {
             sb_appendf(&sb, ", \"heads\": [");
             for (size_t h = 0; h < H; h++) {
                 const HeadStats *s = &li->heads[h];
@@ -117,7 +118,8 @@ static char *build_json(const Inspection *in, const Induction *ind, const Model 
                 sb_appendf(&sb, "]}");
             }
             sb_appendf(&sb, "]");
-        } else {
+        }
+        if (li->gate_mean) {
             sb_appendf(&sb, ", \"gate_mean\": [");
             for (size_t t = 0; t < T; t++) sb_appendf(&sb, "%s%.5g", t ? ", " : "", li->gate_mean[t]);
             sb_appendf(&sb, "], \"offsets\": [");
@@ -188,7 +190,7 @@ static char *lens_table(const Inspection *in, const Tokenizer *tok) {
     sb_appendf(&sb, "# logit lens: the stream after each stage through ln_f and the tied head; top-%d next tokens\n"
                     "# (space shown as _, newline as \\n)\n", LENS_TOP);
     for (size_t s = 0; s <= in->n_layer; s++) {
-        if (s) sb_appendf(&sb, "\n== after layer %zu (%s)\n", s - 1, in->layer[s - 1].attention ? "attention" : "grassmann");
+        if (s) sb_appendf(&sb, "\n== after layer %zu (%s)\n", s - 1, in->layer[s - 1].mixer);
         else sb_appendf(&sb, "== after the embedding\n");
         for (size_t t = 0; t < in->T; t++) {
             token_label(tok, (uint32_t)in->tokens[t], 0, lab, sizeof lab);
@@ -228,13 +230,13 @@ int inspect_write(const char *dir, const Inspection *in, const Induction *ind, c
     size_t n_strip = 0;
     for (size_t l = 0; l < in->n_layer && !rc; l++) {
         const LayerInspection *li = &in->layer[l];
-        if (!li->attention) {
+        if (li->gate_mean) {
             memcpy(strip + n_strip * T, li->gate_mean, T * sizeof(float));
             snprintf(names[n_strip], sizeof names[0], "L%zu", l);
             extra[n_strip] = names[n_strip];
             n_strip++;
-            continue;
         }
+        if (!li->probs) continue;
         for (size_t h = 0; h < H && !rc; h++) {
             const HeadStats *s = &li->heads[h];
             snprintf(title, sizeof title, "layer %zu head %zu: entropy %.2f, diag %.2f, prev %.2f", l, h, s->entropy,
@@ -267,10 +269,8 @@ int inspect_write(const char *dir, const Inspection *in, const Induction *ind, c
         char(*indented)[40] = pv ? lm_calloc(n, sizeof *indented, err) : NULL;
         rc = indented ? 0 : -1;
         for (size_t i = 0; i < n && indented; i++) {
-            /* a head's part, or the attention bias, is a share of the line above it */
-            const char *name = in->parts[i].name;
-            int share = strstr(name, " H") || strstr(name, "attn bias");
-            snprintf(indented[i], sizeof indented[i], "%s%s", share ? "    " : "", name);
+            /* a share of a mixer's output (a head, the attention bias): below its line */
+            snprintf(indented[i], sizeof indented[i], "%s%s", in->parts[i].share ? "    " : "", in->parts[i].name);
             pl[i] = indented[i];
             pv[i] = in->parts[i].value;
         }
@@ -321,22 +321,25 @@ void inspect_print(FILE *f, const Inspection *in, const Induction *ind, const Mo
         fprintf(f, "rope positions: the maps include the rotation; sv_*, eff_rank and antisym are of W_q^T W_k without it\n");
     for (size_t l = 0; l < in->n_layer; l++) {
         const LayerInspection *li = &in->layer[l];
-        if (li->attention) {
-            fprintf(f, "layer %zu attention\n  head  entropy  diag   prev   r(cos,logit)  sv_max  sv_min  eff_rank  antisym  "
-                       "induction\n", l);
+        if (li->probs) {
+            fprintf(f, "layer %zu %s\n  head  entropy  diag   prev   r(cos,logit)  sv_max  sv_min  eff_rank  antisym  "
+                       "induction\n", l, li->mixer);
             for (size_t h = 0; h < H; h++) {
                 const HeadStats *s = &li->heads[h];
                 fprintf(f, "  H%-3zu  %7.3f  %5.3f  %5.3f  %12.3f  %6.3f  %6.4f  %8.2f  %7.3f  %9.3f\n", h, s->entropy,
                         s->diagonal, s->previous, s->similarity_corr, s->sv_max, s->sv_min, s->effective_rank,
                         s->antisym_share, ind ? ind->score[l * H + h] : NAN);
             }
-        } else {
+        }
+        if (li->gate_mean) {
             double g = 0.0;
             for (size_t t = 0; t < T; t++) g += li->gate_mean[t];
-            fprintf(f, "layer %zu grassmann: mean gate %.3f | offset contribution norms", l, g / (double)T);
+            fprintf(f, "layer %zu %s: mean gate %.3f | offset contribution norms", l, li->mixer, g / (double)T);
             for (size_t k = 0; k < m->cfg.n_windows; k++) fprintf(f, " d=%zu: %.3f", m->cfg.windows[k], li->offset_norm[k]);
             fprintf(f, " | max Plücker residual %.2e\n", li->plucker_residual);
         }
+        if (!li->probs && !li->gate_mean)
+            fprintf(f, "layer %zu %s: no measurements of its own (logit lens and attribution only)\n", l, li->mixer);
     }
     if (ind) {
         fprintf(f, "induction (%zu random tokens repeated, %zu sequences): loss first copy %.3f, second copy %.3f",

@@ -7,7 +7,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "runtime/common.h"
+#include "runtime/error.h"
 
 /* Parses exactly len bytes (no terminator needed: a safetensors header is
  * followed by tensor data) as one JSON value of any type. A duplicate key

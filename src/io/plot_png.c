@@ -18,6 +18,7 @@
 #pragma GCC diagnostic pop
 
 #include "runtime/ds.h"
+#include "runtime/files.h"
 
 static const unsigned char BLACK[3] = {0, 0, 0}, GREY[3] = {200, 200, 200}, DARK[3] = {90, 90, 90};
 

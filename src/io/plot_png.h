@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "runtime/common.h"
+#include "runtime/error.h"
 
 /* An RGB image, rows top to bottom, white when created. */
 typedef struct Image {

@@ -12,8 +12,34 @@
 #ifndef LM_ATTENTION_H
 #define LM_ATTENTION_H
 
+#include <stddef.h>
+
 #include "mixers/mixer.h"
 
 extern const Mixer attention_mixer;
+
+/* The layer's parameters (params, in the order above) as pointers. */
+typedef struct AttnParams {
+    const float *qkv_w, *qkv_b, *proj_w, *proj_b;
+} AttnParams;
+
+AttnParams attn_params(const float *params, size_t C);
+
+/* ---- inspection (src/mixers/attention_inspect.c) ---- */
+
+/* The Mixer's inspect hook: the (H, T, T) maps recomputed from q and k; per
+ * head the map statistics and the projection geometry; as parts, each
+ * head's share of the output at T - 1 ("H<h>") and the output bias
+ * ("attn bias"). */
+int attention_inspect(const ModelConfig *cfg, const float *params, const float *x, size_t T,
+                      MixerInspectWhat what, LayerInspection *out, Error *err);
+/* probs (T, T) of head h from qkv (T, 3C) rows as attention.c lays them out. */
+void attention_probs(float *probs, const float *qkv, size_t T, size_t C, size_t H, size_t h);
+/* entropy, diagonal, previous of a (T, T) causal map. */
+void attention_map_stats(HeadStats *s, const float *probs, size_t T);
+/* similarity_corr of head h: x (T, C) the LN1 output. */
+double similarity_logit_corr(const float *x, const float *qkv, size_t T, size_t C, size_t H, size_t h);
+/* sv_max .. identity_dist of head h from qkv.weight (3C, C). */
+void bilinear_spectrum(HeadStats *s, const float *qkv_w, size_t C, size_t H, size_t h);
 
 #endif

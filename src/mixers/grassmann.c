@@ -6,10 +6,6 @@
 #include "nn/layernorm.h"
 #include "nn/ops.h"
 
-typedef struct GrParams {
-    const float *red_w, *red_b, *plu_w, *plu_b, *gate_w, *gate_b, *ln_w, *ln_b;
-} GrParams;
-
 /* Forward keeps z, qbar, g, the gate a, m and the LayerNorm statistics;
  * backward uses the d* regions, u and coef as scratch. */
 typedef struct GrActs {
@@ -25,7 +21,7 @@ static size_t n_pairs(size_t r) { return r * (r - 1) / 2; }
 
 static size_t coef_size(const ModelConfig *cfg, size_t N) { return N * (cfg->n_windows * COEF_PER_OFFSET + 1); }
 
-static GrParams gr_params(const float *p, const ModelConfig *cfg) {
+GrParams gr_params(const float *p, const ModelConfig *cfg) {
     size_t C = cfg->n_embd, r = cfg->grassmann_rank, P = n_pairs(r);
     GrParams g;
     g.red_w = p;
@@ -396,4 +392,5 @@ const Mixer grassmann_mixer = {
     .backward = grassmann_backward,
     .state_size = grassmann_state_size,
     .step = grassmann_step,
+    .inspect = grassmann_inspect,
 };

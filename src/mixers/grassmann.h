@@ -22,6 +22,13 @@
 
 extern const Mixer grassmann_mixer;
 
+/* The layer's parameters (params, in the order above) as pointers. */
+typedef struct GrParams {
+    const float *red_w, *red_b, *plu_w, *plu_b, *gate_w, *gate_b, *ln_w, *ln_b;
+} GrParams;
+
+GrParams gr_params(const float *params, const ModelConfig *cfg);
+
 /* The parts, exposed so tests (and inspection) can use each one alone. */
 
 /* p (P) = the Plücker coordinates of (a, b): p_ij = a_i b_j - a_j b_i, i < j,
@@ -45,5 +52,16 @@ void grassmann_mix_backward(float *dz, float *u, float *coef, const float *dqbar
 void grassmann_gate_forward(float *m, float *a, const float *x, const float *g, size_t n);
 void grassmann_gate_backward(float *dx, float *dg, float *dapre, const float *dm, const float *a,
                              const float *x, const float *g, size_t n);
+
+/* ---- inspection (src/mixers/grassmann_inspect.c) ---- */
+
+/* The Mixer's inspect hook: the gate along the prompt, each offset's
+ * contribution to g and the largest Plücker-relation residual; no parts of
+ * the output apart from the whole ("grassmann"). Nothing with
+ * MIXER_INSPECT_MAPS: the layer has no maps. */
+int grassmann_inspect(const ModelConfig *cfg, const float *params, const float *x, size_t T,
+                      MixerInspectWhat what, LayerInspection *out, Error *err);
+/* Largest Plücker-relation residual of p (r(r-1)/2 coordinates), relative to |p|^2 (0 for p = 0). */
+double plucker_residual(const float *p, size_t r);
 
 #endif

@@ -1,27 +1,22 @@
+/* The mixer registry: the one place that names the implementations. */
 #include "mixers/mixer.h"
+
+#include <stddef.h>
 
 #include "mixers/attention.h"
 #include "mixers/grassmann.h"
+#include "runtime/registry.h"
 
-#include <string.h>
+_Static_assert(offsetof(Mixer, name) == 0, "a registry entry starts with its name");
 
-static const Mixer *const mixer_registry[] = {&attention_mixer, &grassmann_mixer};
-#define N_MIXERS (sizeof mixer_registry / sizeof mixer_registry[0])
+static const void *const registry[] = {&attention_mixer, &grassmann_mixer};
+#define N_MIXERS (sizeof registry / sizeof registry[0])
 
-const Mixer *mixer_find(const char *name) {
-    for (size_t i = 0; i < N_MIXERS; i++)
-        if (strcmp(mixer_registry[i]->name, name) == 0) return mixer_registry[i];
-    return NULL;
-}
+const Mixer *mixer_find(const char *name) { return registry_find(registry, N_MIXERS, name); }
 
 const char *mixer_names(void) {
     static char names[256];
-    if (!names[0])
-        for (size_t i = 0; i < N_MIXERS; i++) {
-            if (i) strcat(names, ", ");
-            strcat(names, mixer_registry[i]->name);
-        }
-    return names;
+    return registry_names(registry, N_MIXERS, names, sizeof names);
 }
 
 size_t mixer_param_count(const Mixer *mx, const ModelConfig *cfg) {

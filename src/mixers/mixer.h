@@ -6,16 +6,18 @@
  * activation region of act_size floats that it uses for whatever forward must
  * keep for backward and for backward's own scratch.
  *
- * Adding a mixer: write src/<name>.c (and include/<name>.h) exporting a
+ * Adding a mixer: write src/mixers/<name>.c (and <name>.h) exporting a
  * `const Mixer`, and list it in the registry in src/mixers/mixer.c, the one place
- * that names the implementations. No other layer changes. */
+ * that names the implementations. No other layer changes. Its inspection
+ * (bin/inspect), if it has one, goes beside it in src/mixers/<name>_inspect.c. */
 #ifndef LM_MIXER_H
 #define LM_MIXER_H
 
 #include <stddef.h>
 
-#include "runtime/common.h"
+#include "runtime/error.h"
 #include "model/config.h"
+#include "mixers/inspection.h"
 
 typedef enum { INIT_NORMAL, INIT_RESIDUAL, INIT_ZERO, INIT_ONE } InitKind;
 
@@ -28,6 +30,11 @@ typedef struct TensorSpec {
     size_t cols; /* 0 for a vector */
     InitKind init;
 } TensorSpec;
+
+/* What the inspect hook computes: everything, or only the maps (many
+ * sequences, for induction scores: nothing else is read, so nothing else
+ * need be paid for). */
+typedef enum { MIXER_INSPECT_ALL, MIXER_INSPECT_MAPS } MixerInspectWhat;
 
 typedef struct Mixer {
     const char *name;
@@ -48,6 +55,17 @@ typedef struct Mixer {
     size_t (*state_size)(const ModelConfig *cfg);
     void (*step)(const ModelConfig *cfg, const float *params, float *state,
                  const float *in_t, float *out_t, size_t t);
+    /* Optional (NULL: the layer is inspected only through what the model sees
+     * of every layer: logit lens, the attribution of its whole output, no
+     * induction scores). Looks at the layer on one sequence x (T, C), its
+     * input as forward gets it, and fills `out` (src/mixers/inspection.h)
+     * with what it measures, in arrays it allocates (freed by
+     * layer_inspection_free, also after a failure); the maps must be the
+     * ones forward uses (with rope positions q and k rotated as it does).
+     * Recomputed from params and x: forward keeps no T x T map. Returns 0,
+     * or -1 with err set (out of memory). */
+    int (*inspect)(const ModelConfig *cfg, const float *params, const float *x, size_t T,
+                   MixerInspectWhat what, LayerInspection *out, Error *err);
 } Mixer;
 
 const Mixer *mixer_find(const char *name);

@@ -1,9 +1,5 @@
-/* safetensors files: checkpoints and gradient dumps.
- *
- * Layout: u64 little-endian header length, JSON header (padded with spaces
- * to 8 bytes), raw little-endian tensor data. The header's __metadata__
- * holds a "checksum" ("fnv1a64:" + 16 hex digits) over the whole file with
- * those 16 digits read as '0', so one flipped byte anywhere is detected.
+/* Checkpoints and gradient dumps: what this project stores in safetensors
+ * files (io/safetensors.h).
  *
  * A checkpoint holds every weight under its DESIGN.md name, the AdamW
  * moments as optim.m.<name> / optim.v.<name>, and metadata: format, config
@@ -14,43 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/common.h"
-#include "io/json.h"
+#include "runtime/error.h"
+#include "io/safetensors.h"
 #include "model/model.h"
 #include "tok/tokenizer.h"
-
-typedef enum { ST_F32, ST_I32 } StDtype;
-
-typedef struct StTensor {
-    const char *name;
-    StDtype dtype;
-    size_t ndim, shape[2];
-    const void *data;
-} StTensor;
-
-typedef struct StMeta {
-    const char *key, *value;
-} StMeta;
-
-int st_write(const char *path, const StTensor *tensors, size_t n, const StMeta *meta, size_t n_meta, Error *err);
-
-typedef struct StFile {
-    char *buf;
-    size_t len, data_start;
-    json_t *header;
-} StFile;
-
-/* The largest header st_open parses (the limit of the safetensors format's
- * own reader): ours are a few hundred bytes per tensor plus the tokenizer. */
-#define ST_HEADER_MAX 100000000
-
-/* Reads and verifies the whole file (structure, offsets, checksum). */
-int st_open(StFile *f, const char *path, Error *err);
-const char *st_meta(const StFile *f, const char *key);
-/* Copies tensor `name` into dst after checking dtype and shape. */
-int st_read(const StFile *f, const char *name, StDtype dtype, size_t ndim, const size_t *shape, void *dst, Error *err);
-int st_has(const StFile *f, const char *name);
-void st_close(StFile *f);
 
 typedef struct CkptState {
     size_t step;        /* optimizer steps taken */
@@ -70,16 +33,24 @@ int ckpt_load(const char *path, Model *m, CkptState *s, int with_optim, Error *e
  * checksum: that needs the whole file), and the file's size: for a memory
  * estimate before loading. */
 int ckpt_read_config(const char *path, ModelConfig *cfg, size_t *file_bytes, Error *err);
-/* Before loading for inference: one line and -1 when the file (read whole
- * while loading), the weights, activations for `batch` sequences of
- * block_size tokens and extra_bytes of the program's own (extra_what) do
- * not fit the memory available. */
-int ckpt_check_memory(const char *path, const ModelConfig *cfg, size_t file_bytes, size_t batch, size_t extra_bytes,
-                      const char *extra_what, Error *err);
+/* What a program that only reads a model needs besides the model itself:
+ * activations for `batch` sequences of block_size tokens, and `bytes` of its
+ * own (`what`, for the message), both known once the config is. */
+typedef struct ReadingNeeds {
+    size_t batch;
+    size_t bytes;
+    const char *what;
+} ReadingNeeds;
 
-/* For eval and sample: loads the model (no optimizer state) and the
- * tokenizer stored in the checkpoint. */
+/* Loads the model (no optimizer state) and the tokenizer stored in the
+ * checkpoint. */
 int model_open(const char *path, Model *m, Tokenizer *tok, Error *err);
+/* bin/eval, bin/sample and bin/inspect open their model through this: the
+ * config from the header alone, then one line and -1 when the file (read
+ * whole while loading), the weights and what needs(cfg, ctx) says do not fit
+ * the memory available; else model_open. needs may be NULL (one sequence). */
+int model_open_checked(const char *path, ReadingNeeds (*needs)(const ModelConfig *cfg, const void *ctx),
+                       const void *ctx, Model *m, Tokenizer *tok, Error *err);
 
 /* The gradient dump of bin/train --dump-grads. */
 int grads_dump(const char *path, const Model *m, Error *err);

@@ -1,10 +1,9 @@
 #include "model/config.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/options.h"
 #include "io/json.h"
 #include "mixers/mixer.h"
 
@@ -94,29 +93,6 @@ int config_set_mixers(ModelConfig *cfg, const char *spec, Error *err) {
     if (n != cfg->n_layer)
         return err_set(err, "mixer list has %zu entries but n_layer is %zu", n, cfg->n_layer);
     for (size_t l = 0; l < n; l++) cfg->mixers[l] = list[l];
-    return 0;
-}
-
-int parse_size(const char *s, size_t max, size_t *out, const char *what, Error *err) {
-    if (!s || !*s) return err_set(err, "%s: empty value", what);
-    for (const char *c = s; *c; c++)
-        if (!isdigit((unsigned char)*c))
-            return err_set(err, "%s: '%s' is not a non-negative integer", what, s);
-    errno = 0;
-    unsigned long long v = strtoull(s, NULL, 10);
-    if (errno == ERANGE || v > max) return err_set(err, "%s: %s is too large (max %zu)", what, s, max);
-    *out = (size_t)v;
-    return 0;
-}
-
-int parse_float(const char *s, double lo, double hi, float *out, const char *what, Error *err) {
-    char *end;
-    errno = 0;
-    double v = s && *s ? strtod(s, &end) : 0.0;
-    if (!s || !*s || *end || errno == ERANGE || v != v)
-        return err_set(err, "%s: '%s' is not a number", what, s ? s : "");
-    if (v < lo || v > hi) return err_set(err, "%s: %s is out of range [%g, %g]", what, s, lo, hi);
-    *out = (float)v;
     return 0;
 }
 

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "runtime/common.h"
+#include "runtime/error.h"
 
 #define MAX_LAYERS 64
 #define MAX_WINDOWS 32
@@ -50,12 +50,6 @@ int config_set_windows(ModelConfig *cfg, const char *spec, Error *err);
 /* "learned", "sinusoidal" or "rope"; pos_parse returns -1 for anything else. */
 const char *pos_name(PosKind pos);
 int pos_parse(const char *name, PosKind *out);
-
-/* Parses a decimal size, rejecting signs, junk and values above `max`. */
-int parse_size(const char *s, size_t max, size_t *out, const char *what, Error *err);
-
-/* Parses a finite float in [lo, hi]. */
-int parse_float(const char *s, double lo, double hi, float *out, const char *what, Error *err);
 
 /* The `config` JSON of checkpoints and gradient dumps (DESIGN.md).
  * config_to_json returns a malloc'd string. */

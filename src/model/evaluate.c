@@ -2,8 +2,10 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "data/loss_breakdown.h"
+#include "tok/text_units.h"
 
 /* Window w covers inputs [start, start+T) and scores targets whose index
  * (into tokens) lies in (prev_end, end]. */
@@ -126,4 +128,27 @@ void eval_detail_free(EvalDetail *d) {
     free(d->pos_count);
     d->pos_sum = NULL;
     d->pos_count = NULL;
+}
+
+int evaluate_token_file(Model *m, const Tokenizer *tok, const TokenFile *tf, size_t stride, size_t batch,
+                        void (*progress)(size_t done, size_t total), EvalDetail *detail, EvalReport *out, Error *err) {
+    memset(out, 0, sizeof *out);
+    uint32_t *ids = tokens_copy_u32(tf, 0, tf->n, err);
+    if (!ids || evaluate_tokens_detail(m, ids, tf->n, stride, batch, progress, detail, &out->r, err)) {
+        free(ids);
+        return -1;
+    }
+    /* Tokenizer-independent: the nats of all scored tokens over the bytes
+     * (and words) of the text they stand for; a mask's tokens are not the text's. */
+    TextUnits units = detail && detail->mask ? (TextUnits){0, 0} : text_units_scored(tok, ids, tf->n);
+    free(ids);
+    double total_nats = out->r.loss * (double)out->r.scored;
+    out->stride = stride && stride < m->cfg.block_size ? stride : m->cfg.block_size;
+    out->perplexity = exp(out->r.loss);
+    out->bits = out->r.loss / log(2.0);
+    out->bytes = units.bytes;
+    out->words = units.words;
+    out->bits_per_byte = units.bytes ? total_nats / log(2.0) / (double)units.bytes : NAN;
+    out->word_perplexity = units.words ? exp(total_nats / (double)units.words) : NAN;
+    return 0;
 }

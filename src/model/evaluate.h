@@ -9,7 +9,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "data/tokens.h"
 #include "model/model.h"
+#include "tok/tokenizer.h"
 
 typedef struct EvalResult {
     double loss;      /* mean nats per scored token */
@@ -43,6 +45,23 @@ int evaluate_tokens_detail(Model *m, const uint32_t *tokens, size_t n, size_t st
                            void (*progress)(size_t done, size_t total), EvalDetail *detail, EvalResult *out,
                            Error *err);
 void eval_detail_free(EvalDetail *d);
+
+/* bin/eval's measurement of a whole token file: evaluate_tokens_detail over
+ * its tokens, and, when no mask chose them, the same loss per byte and per
+ * word of the text the scored tokens stand for (tok/text_units.h), which
+ * compares models with different tokenizers. */
+typedef struct EvalReport {
+    EvalResult r;
+    size_t stride;          /* the stride used: block_size unless a smaller one was asked */
+    double perplexity;      /* exp(loss) */
+    double bits;            /* bits per token (the tokenizer's unit) */
+    size_t bytes, words;    /* of the scored text; 0 with a mask */
+    double bits_per_byte;   /* NaN without bytes */
+    double word_perplexity; /* NaN without words */
+} EvalReport;
+
+int evaluate_token_file(Model *m, const Tokenizer *tok, const TokenFile *tf, size_t stride, size_t batch,
+                        void (*progress)(size_t done, size_t total), EvalDetail *detail, EvalReport *out, Error *err);
 
 /* Prints what `d` measured, and the accuracy when a mask (mask_name, else
  * NULL) chose the tokens: as JSON members that continue an object

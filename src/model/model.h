@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/common.h"
+#include "runtime/error.h"
 #include "model/config.h"
 #include "mixers/mixer.h"
 #include "runtime/profile.h"

@@ -9,7 +9,7 @@
  * products. */
 
 void mlp_forward(float *out, float *fc, float *act, const float *in, MlpParams p, size_t N, size_t C) {
-    size_t rows_per, blocks = ops_row_blocks(N, &rows_per), H = 4 * C;
+    size_t rows_per, blocks = gemm_row_blocks(N, &rows_per), H = 4 * C;
 #pragma omp parallel for schedule(dynamic, 1)
     for (size_t b = 0; b < blocks; b++) {
         size_t r0 = b * rows_per, rows = N - r0 < rows_per ? N - r0 : rows_per;
@@ -23,7 +23,7 @@ void mlp_forward(float *out, float *fc, float *act, const float *in, MlpParams p
 
 void mlp_backward(float *din, MlpGrads g, float *dfc, const float *dout, const float *in, const float *fc,
                   const float *act, MlpParams p, size_t N, size_t C) {
-    size_t rows_per, blocks = ops_row_blocks(N, &rows_per), H = 4 * C;
+    size_t rows_per, blocks = gemm_row_blocks(N, &rows_per), H = 4 * C;
 #pragma omp parallel for schedule(dynamic, 1)
     for (size_t b = 0; b < blocks; b++) {
         size_t r0 = b * rows_per, rows = N - r0 < rows_per ? N - r0 : rows_per;

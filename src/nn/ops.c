@@ -1,125 +1,13 @@
 #include "nn/ops.h"
 
-#include "blas/blas_setup.h"
-
-#include <blis.h>
 #include <math.h>
-#include <omp.h>
 #include <string.h>
-
-/* ---- matrix products ------------------------------------------------------
- *
- * Every product is cut into a grid of output tiles that depends only on its
- * shape (m, n, k) and on the run's parallel width (below), and each tile is one
- * sgemm call made from inside our own parallel region, where BLIS runs
- * single-threaded. So every element of a result is computed by the same call,
- * in the same summation order, whether 1 thread or `width` threads share the
- * tiles: the thread count can change during a run (under load, see
- * src/runtime/threads.c) without changing a single bit of the results. One tile per
- * thread of the width costs nothing against the library's own threading (each
- * tile packs its own panels, which its threads would share; measured
- * equal at the model's shapes), while smaller tiles would (8 tiles on 2 cores:
- * 7% slower). */
-
-static size_t parallel_width = 0; /* 0: the current OpenMP thread count */
-
-void ops_set_parallel_width(size_t width) { parallel_width = width; }
-
-size_t ops_parallel_width(void) { return parallel_width ? parallel_width : (size_t)omp_get_max_threads(); }
-
-typedef struct TileGrid {
-    size_t mt, nt;           /* tile rows and columns (the last ones may be short) */
-    size_t tiles_m, tiles_n; /* tiles down and across */
-} TileGrid;
-
-static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
-
-/* Splits the longer side of the tiles until there are `width` of them, as
- * long as a tile keeps at least 16 rows and columns and 2^17 multiply-adds
- * (a few microseconds: enough to pay for the call and its packing). */
-static TileGrid tile_grid(size_t m, size_t n, size_t k) {
-    size_t width = ops_parallel_width();
-    TileGrid g = {.mt = m, .nt = n, .tiles_m = 1, .tiles_n = 1};
-    while (g.tiles_m * g.tiles_n < width) {
-        int split_m = g.mt >= g.nt;
-        size_t mt = split_m ? ceil_div(m, g.tiles_m + 1) : g.mt, nt = split_m ? g.nt : ceil_div(n, g.tiles_n + 1);
-        if (mt < 16 || nt < 16 || mt * nt * k < ((size_t)1 << 17)) break;
-        if (split_m) g.tiles_m++;
-        else g.tiles_n++;
-        g.mt = mt;
-        g.nt = nt;
-    }
-    return g;
-}
-
-void gemm_serial(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const float *a,
-                       size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc) {
-    blas_library_init();
-    /* One thread per call whatever BLIS_NUM_THREADS or OMP_NUM_THREADS say:
-     * the parallelism is ours (the tiles above). Row-major: a row stride of
-     * ld and a column stride of 1, for the matrix as stored. */
-    rntm_t one_thread = BLIS_RNTM_INITIALIZER;
-    bli_rntm_set_num_threads(1, &one_thread);
-    if (m == 1) {
-        /* One row (sampling, a token at a time): as a matrix-vector product,
-         * c^T = alpha op(B)^T a^T + beta c^T. sgemm would pack all of B into
-         * its panels for every token; gemv reads it once, in place. */
-        inc_t rs_bt = trans_b ? (inc_t)ldb : 1, cs_bt = trans_b ? 1 : (inc_t)ldb;
-        bli_sgemv_ex(BLIS_NO_TRANSPOSE, BLIS_NO_CONJUGATE, (dim_t)n, (dim_t)k, &alpha, (float *)b, rs_bt, cs_bt,
-                     (float *)a, trans_a ? (inc_t)lda : 1, &beta, c, 1, NULL, &one_thread);
-        return;
-    }
-    bli_sgemm_ex(trans_a ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, trans_b ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, (dim_t)m,
-                 (dim_t)n, (dim_t)k, &alpha, (float *)a, (inc_t)lda, 1, (float *)b, (inc_t)ldb, 1, &beta, c, (inc_t)ldc,
-                 1, NULL, &one_thread);
-}
-
-/* The tiled product; `seed_rows`, when given, is copied into every row of a
- * tile before it is accumulated onto (a bias; beta must then be 1). */
-static void gemm_tiled(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const float *a,
-                       size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc,
-                       const float *seed_rows, TileEpilogue epilogue, void *ctx) {
-    if (m == 0 || n == 0) return;
-    TileGrid g = tile_grid(m, n, k);
-#pragma omp parallel for schedule(dynamic, 1)
-    for (size_t t = 0; t < g.tiles_m * g.tiles_n; t++) {
-        size_t i0 = (t / g.tiles_n) * g.mt, j0 = (t % g.tiles_n) * g.nt;
-        size_t rows = m - i0 < g.mt ? m - i0 : g.mt, cols = n - j0 < g.nt ? n - j0 : g.nt;
-        float *ct = c + i0 * ldc + j0;
-        if (seed_rows)
-            for (size_t i = 0; i < rows; i++) memcpy(ct + i * ldc, seed_rows + j0, cols * sizeof(float));
-        const float *at = a + (trans_a ? i0 : i0 * lda), *bt = b + (trans_b ? j0 * ldb : j0);
-        if (k > 0) gemm_serial(trans_a, trans_b, rows, cols, k, alpha, at, lda, bt, ldb, beta, ct, ldc);
-        else if (!seed_rows)
-            for (size_t i = 0; i < rows; i++)
-                for (size_t j = 0; j < cols; j++) ct[i * ldc + j] *= beta;
-        if (epilogue) epilogue(ctx, i0, j0, rows, cols);
-    }
-}
-
-size_t ops_row_blocks(size_t n, size_t *rows_per) {
-    size_t blocks = ops_parallel_width(), most = ceil_div(n, 16);
-    if (blocks > most) blocks = most;
-    if (blocks == 0) blocks = 1;
-    *rows_per = ceil_div(n, blocks);
-    return ceil_div(n, *rows_per);
-}
 
 void matmul_rows(float *out, const float *in, const float *w, const float *bias, size_t rows, size_t in_dim,
                  size_t out_dim) {
     if (bias)
         for (size_t i = 0; i < rows; i++) memcpy(out + i * out_dim, bias, out_dim * sizeof(float));
     gemm_serial(0, 1, rows, out_dim, in_dim, 1.0f, in, in_dim, w, in_dim, bias ? 1.0f : 0.0f, out, out_dim);
-}
-
-void gemm(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha,
-          const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc) {
-    gemm_tiled(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL, NULL, NULL);
-}
-
-void gemm_then(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
-               const float *b, size_t ldb, float beta, float *c, size_t ldc, TileEpilogue epilogue, void *ctx) {
-    gemm_tiled(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL, epilogue, ctx);
 }
 
 void matmul_forward_strided(float *out, const float *in, const float *w, size_t ldw, const float *bias,

@@ -1,7 +1,6 @@
-/* Shared kernels: every matrix multiply in the project goes through
- * gemm/matmul_* (BLIS sgemm on tiles, or gemm_serial inside a parallel
- * region); every other loop here is OpenMP-parallel and computes each output
- * the same way on any number of threads.
+/* Shared kernels: the layers' matrix products (matmul_*, over blas/gemm.h's
+ * tiled gemm) and element-wise passes; every loop here is OpenMP-parallel and
+ * computes each output the same way on any number of threads.
  *
  * Weights are stored [out, in] row-major (nn.Linear): out = in W^T + b.
  * Backward functions ACCUMULATE (+=) into every gradient they produce, so
@@ -12,12 +11,7 @@
 
 #include <stddef.h>
 
-/* How many tiles a large product is cut into (and so the most threads it can
- * use): set once per run to the largest thread count the run may use. Results
- * depend on it, never on the number of threads that actually run; 0 (the
- * default) means the current OpenMP thread count. */
-void ops_set_parallel_width(size_t width);
-size_t ops_parallel_width(void);
+#include "blas/gemm.h"
 
 /* out (n, out_dim) = in (n, in_dim) . w^T (out_dim, in_dim) + bias (out_dim, may be NULL) */
 void matmul_forward(float *out, const float *in, const float *w, const float *bias,
@@ -34,36 +28,13 @@ void matmul_forward_strided(float *out, const float *in, const float *w, size_t 
 void matmul_backward(float *din, float din_beta, float *dw, float *dbias, const float *dout,
                      const float *in, const float *w, size_t n, size_t in_dim, size_t out_dim);
 
-/* Called on each finished output tile (rows i0.., columns j0.. of the
- * product) by the thread that computed it, while the tile is in cache: an
- * element-wise pass fused into the product (bias + GELU, GELU backward). */
-typedef void (*TileEpilogue)(void *ctx, size_t i0, size_t j0, size_t rows, size_t cols);
-
 /* matmul_forward, then epilogue on each tile of out. */
 void matmul_forward_then(float *out, const float *in, const float *w, const float *bias, size_t n, size_t in_dim,
                          size_t out_dim, TileEpilogue epilogue, void *ctx);
 
-/* Row-major C (m,n) = alpha * op(A) op(B) + beta * C with explicit leading
- * dimensions, cut into tiles run in parallel (see ops_set_parallel_width). */
-void gemm(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha,
-          const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc);
-
-/* gemm, then epilogue on each tile of C. */
-void gemm_then(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
-               const float *b, size_t ldb, float beta, float *c, size_t ldc, TileEpilogue epilogue, void *ctx);
-
-/* Row blocks for a pass that runs a chain of per-row products inside one
- * parallel region (block b: rows b * rows_per .. ): as many as the parallel
- * width, fixed by it and by n alone, each at least 16 rows. */
-size_t ops_row_blocks(size_t n, size_t *rows_per);
 /* matmul_forward of `rows` rows on the calling thread alone. */
 void matmul_rows(float *out, const float *in, const float *w, const float *bias, size_t rows, size_t in_dim,
                  size_t out_dim);
-
-/* The same product computed by the calling thread alone, for small products
- * inside a parallel region of our own (no tiling, no nested region). */
-void gemm_serial(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha,
-                 const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc);
 
 /* exp(x) to about 2 ulp, written so that loops calling it vectorise (libm's
  * expf and tanhf are scalar calls and dominated the GELU and softmax loops).

@@ -1,5 +1,6 @@
 /* Data-parallel communication over Open MPI (see src/runtime/dist.h). */
 #include "runtime/dist.h"
+#include "runtime/hash.h"
 
 #include <mpi.h>
 #include <stdio.h>

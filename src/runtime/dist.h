@@ -19,7 +19,7 @@
 
 #include <stddef.h>
 
-#include "runtime/common.h"
+#include "runtime/error.h"
 
 #define DIST_MAX_BUCKETS 64
 

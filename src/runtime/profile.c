@@ -3,7 +3,8 @@
 
 #include <string.h>
 
-#include "runtime/common.h"
+#include "runtime/error.h"
+#include "runtime/machine.h"
 
 double profile_start(const Profile *prof) { return prof ? wall_seconds() : 0.0; }
 

@@ -6,7 +6,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/common.h"
+#include "runtime/error.h"
+#include "runtime/machine.h"
 
 /* A probe must beat the current count by this factor to replace it: step
  * times wobble by a few percent on a quiet machine. */
@@ -24,6 +25,19 @@
  * core that was idle nearly all that time count (clock ticks are 10 ms). */
 #define START_SAMPLE_S 0.1
 #define START_SLACK 0.3
+
+static size_t parallel_width = 0; /* 0: the current OpenMP thread count */
+
+void threads_use(size_t n) {
+    if (n > 0) omp_set_num_threads((int)n);
+    threads_set_width((size_t)omp_get_max_threads()); /* fixed for the run */
+}
+
+size_t threads_max(void) { return (size_t)omp_get_max_threads(); }
+
+void threads_set_width(size_t width) { parallel_width = width; }
+
+size_t threads_width(void) { return parallel_width ? parallel_width : (size_t)omp_get_max_threads(); }
 
 void thread_tuner_init(ThreadTuner *t, size_t width, int adaptive) {
     *t = (ThreadTuner){0};

@@ -19,12 +19,29 @@
  * probes that confirm the current choice come less and less often.
  *
  * Changing the thread count changes no result: every product is cut into
- * tiles by the run's parallel width, not by the threads that run (ops.h), and
+ * tiles by the run's parallel width, not by the threads that run (below), and
  * every other loop computes each output the same way on any thread. */
 #ifndef LM_THREADS_H
 #define LM_THREADS_H
 
 #include <stddef.h>
+
+/* ---- the run's threads -------------------------------------------------------- */
+
+/* Sets the OpenMP thread count (0 keeps the default: OMP_NUM_THREADS or all
+ * cores) and fixes the run's parallel width to it. */
+void threads_use(size_t n);
+/* The OpenMP thread count: how many threads a parallel region gets now. */
+size_t threads_max(void);
+/* The run's parallel width: how many tiles a large product is cut into (and
+ * so the most threads it can use; blas/gemm.h), set once per run to the
+ * largest thread count the run may use. Results depend on it, never on the
+ * number of threads that actually run; 0 (the default) means the current
+ * OpenMP thread count. */
+void threads_set_width(size_t width);
+size_t threads_width(void);
+
+/* ---- the adaptive count --------------------------------------------------------- */
 
 #define TUNER_MAX_CANDIDATES 16
 #define TUNER_WINDOW 5 /* recent step times kept at the current count */

@@ -8,17 +8,16 @@
  *   <left id> <right id>                          (M lines; merge k makes id 256 + k)
  *
  * The vocabulary is 256 + M + K; the specials take the last K ids. */
+#include "tok/bpe.h"
+
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tok/bpe.h"
 #include "runtime/ds.h"
 #include "io/json.h"
 #include "tok/tokenizer.h"
-
-extern const TokenizerKind tokenizer_bpe;
 
 int bpe_init(Bpe *b, const char *pattern_name, const char *regex, Error *err) {
     memset(b, 0, sizeof *b);
@@ -193,4 +192,6 @@ static void bpe_kind_free(Tokenizer *tok) {
     free(tok->impl);
 }
 
-const TokenizerKind tokenizer_bpe = {"bpe", "token", bpe_parse, bpe_serialize, bpe_kind_encode, bpe_kind_free};
+const TokenizerKind tokenizer_bpe = {
+    .name = "bpe", .unit = "token", .unknown = -1, .parse = bpe_parse, .serialize = bpe_serialize,
+    .encode = bpe_kind_encode, .free_impl = bpe_kind_free};

@@ -1,7 +1,7 @@
 /* Byte-level BPE: pre-tokenization with PCRE2 (bpe_pretokenize.c), training
  * by incremental pair counting (bpe_train.c), encoding by merge rank
  * (bpe_encode.c) and the Hugging Face tokenizer.json export (bpe_export.c).
- * The tokenizer kind "bpe" (tokenizer_bpe.c) wraps a Bpe.
+ * The tokenizer kind "bpe" (bpe.c) wraps a Bpe.
  *
  * Ids: 0..255 are the bytes, 256 + k is merge k (its bytes are the two
  * merged tokens' bytes), then the special tokens. A merge's rank is its
@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "tok/byte_table.h"
-#include "runtime/common.h"
+#include "runtime/error.h"
 #include "tok/tokenizer.h"
 
 /* ---- pre-tokenization --------------------------------------------------- */
@@ -72,6 +72,9 @@ int bpe_init(Bpe *b, const char *pattern_name, const char *regex, Error *err);
 /* After merges are set: builds the rank map. */
 void bpe_index(Bpe *b);
 void bpe_free(Bpe *b);
+
+/* The tokenizer kind "bpe" (tok/bpe.c). */
+extern const TokenizerKind tokenizer_bpe;
 
 /* A "bpe" Tokenizer from b, which it takes over (b is left empty). */
 int tokenizer_from_bpe(Tokenizer *tok, Bpe *b, Error *err);

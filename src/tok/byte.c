@@ -1,4 +1,6 @@
 /* The byte tokenizer: ids 0..255 are the bytes. */
+#include "tok/byte.h"
+
 #include <string.h>
 
 #include "runtime/ds.h"
@@ -27,7 +29,9 @@ static void byte_encode(const Tokenizer *tok, const char *text, size_t len, uint
     for (size_t i = 0; i < len; i++) out[i] = (unsigned char)text[i];
 }
 
-const TokenizerKind tokenizer_byte = {"byte", "byte", byte_parse, byte_serialize, byte_encode, NULL};
+const TokenizerKind tokenizer_byte = {
+    .name = "byte", .unit = "byte", .unknown = -1, .parse = byte_parse, .serialize = byte_serialize,
+    .encode = byte_encode, .free_impl = NULL};
 
 void tokenizer_init_byte(Tokenizer *tok) {
     memset(tok, 0, sizeof *tok);

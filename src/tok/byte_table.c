@@ -4,8 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/common.h"
+#include "runtime/error.h"
 #include "runtime/ds.h"
+#include "runtime/hash.h"
 
 static uint64_t hash_bytes(const char *key, size_t len) {
     uint64_t h = fnv1a(FNV_OFFSET, key, len);

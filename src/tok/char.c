@@ -1,5 +1,7 @@
 /* The character tokenizer: id 0 is the unknown token, ids 1.. the distinct
  * code points of the training text in code-point order. */
+#include "tok/char.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +22,6 @@ typedef struct CharImpl {
     CodepointEntry *index; /* code point -> id (stb_ds hash map) */
 } CharImpl;
 
-extern const TokenizerKind tokenizer_char;
 
 /* Builds the table and index from impl->codepoints. */
 static void char_index(Tokenizer *tok) {
@@ -118,4 +119,6 @@ static void char_free(Tokenizer *tok) {
     free(impl);
 }
 
-const TokenizerKind tokenizer_char = {"char", "char", char_parse, char_serialize, char_encode, char_free};
+const TokenizerKind tokenizer_char = {
+    .name = "char", .unit = "char", .unknown = 0, .parse = char_parse, .serialize = char_serialize,
+    .encode = char_encode, .free_impl = char_free};

@@ -1,32 +1,33 @@
-/* The tokenizer registry and what every kind shares: the token table,
- * decoding, the saved text form and its hash. */
+/* The tokenizer registry (the one place that names the kinds) and what every
+ * kind shares: the token table, decoding, the saved text form and its hash. */
 #include "tok/tokenizer.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/ds.h"
 #include "io/json.h"
+#include "runtime/ds.h"
+#include "runtime/files.h"
+#include "runtime/hash.h"
+#include "runtime/registry.h"
+#include "tok/bpe.h"
+#include "tok/byte.h"
+#include "tok/char.h"
 
 #define TOKENIZER_MAGIC "lm-tokenizer 1"
 
-extern const TokenizerKind tokenizer_char, tokenizer_byte, tokenizer_bpe;
-static const TokenizerKind *const kinds[] = {&tokenizer_char, &tokenizer_byte, &tokenizer_bpe};
-#define N_KINDS (sizeof kinds / sizeof kinds[0])
+_Static_assert(offsetof(TokenizerKind, name) == 0, "a registry entry starts with its name");
 
-const TokenizerKind *tokenizer_find(const char *name) {
-    for (size_t i = 0; i < N_KINDS; i++)
-        if (strcmp(kinds[i]->name, name) == 0) return kinds[i];
-    return NULL;
-}
+static const void *const registry[] = {&tokenizer_char, &tokenizer_byte, &tokenizer_bpe};
+#define N_KINDS (sizeof registry / sizeof registry[0])
+
+const TokenizerKind *tokenizer_find(const char *name) { return registry_find(registry, N_KINDS, name); }
 
 const char *tokenizer_names(void) {
     static char names[128];
-    if (!names[0])
-        for (size_t i = 0; i < N_KINDS; i++)
-            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", kinds[i]->name);
-    return names;
+    return registry_names(registry, N_KINDS, names, sizeof names);
 }
 
 void tokenizer_table_add(Tokenizer *tok, const char *bytes, size_t len, int special) {

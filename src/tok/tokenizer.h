@@ -1,9 +1,9 @@
-/* Tokenizers, as a registry of kinds (like src/mixers/mixer.h):
+/* Tokenizers, as a registry of kinds (like the mixers, runtime/registry.h):
  *   char: id 0 is the unknown token; ids 1.. are the distinct Unicode code
- *         points of the training text, in code-point order (tokenizer_char.c).
- *   byte: ids 0..255 are the bytes (tokenizer_byte.c).
+ *         points of the training text, in code-point order (tok/char.c).
+ *   byte: ids 0..255 are the bytes (tok/byte.c).
  *   bpe:  byte-level BPE: ids 0..255 the bytes, then one id per merge in
- *         merge order, then the special tokens (tokenizer_bpe.c, bpe*.c).
+ *         merge order, then the special tokens (tok/bpe*.c).
  * Saved as text beside the token files ("lm-tokenizer 1", "<kind> <vocab>",
  * then the kind's own lines); its hash (FNV-1a of that text, 16 hex digits)
  * identifies it in every checkpoint.
@@ -11,21 +11,23 @@
  * Every kind fills one table, the bytes of each token, so decoding, token
  * lengths and bits per byte are the same code for all of them.
  *
- * Adding a kind: write src/tokenizer_<name>.c exporting a `const
- * TokenizerKind` and list it in the registry in src/tok/tokenizer.c. */
+ * Adding a kind: write src/tok/<name>.c (and its header) exporting a `const
+ * TokenizerKind`, and list it in the registry in src/tok/tokenizer.c, the
+ * one place that names the kinds. */
 #ifndef LM_TOKENIZER_H
 #define LM_TOKENIZER_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/common.h"
+#include "runtime/error.h"
 
 typedef struct Tokenizer Tokenizer;
 
 typedef struct TokenizerKind {
     const char *name;
     const char *unit; /* what one token is, for "bits per <unit>": char, byte or token */
+    int unknown;      /* the id that stands for text outside the vocabulary (char: 0), or -1 for none */
     /* Parses the kind's lines after the "<kind> <vocab>" line; must fill the
      * token table (tokenizer_table_add) and leave vocab_size set. */
     int (*parse)(Tokenizer *tok, const char *body, size_t vocab, const char *origin, Error *err);
@@ -50,10 +52,6 @@ struct Tokenizer {
 const TokenizerKind *tokenizer_find(const char *name);
 const char *tokenizer_names(void); /* "char, byte, bpe" for messages */
 
-int tokenizer_build_char(Tokenizer *tok, const char *text, size_t len, Error *err);
-/* The same over several texts (documents), as if concatenated. */
-int tokenizer_build_char_parts(Tokenizer *tok, const char *const *texts, const size_t *lens, size_t parts, Error *err);
-void tokenizer_init_byte(Tokenizer *tok);
 void tokenizer_free(Tokenizer *tok);
 
 void tokenizer_encode(const Tokenizer *tok, const char *text, size_t len, uint32_t **ids);

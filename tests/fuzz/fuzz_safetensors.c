@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/checkpoint.h"
 #include "fuzz_input.h"
+#include "io/safetensors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char path[64];

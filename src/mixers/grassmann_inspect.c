@@ -1,12 +1,12 @@
-/* A Grassmann layer seen from outside: its gate per position, each offset's
- * share of the geometric path, and the Plücker relations of its coordinates
- * (for bin/inspect). Recomputed from the layer's weights and input. */
+/* A Grassmann layer seen from outside (its Mixer's inspect hook, for
+ * bin/inspect): its gate per position, each offset's share of the geometric
+ * path, and the Plücker relations of its coordinates. Recomputed from the
+ * layer's weights and input. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mixers/grassmann.h"
-#include "inspect/inspect.h"
 #include "nn/ops.h"
 
 /* Coordinates are checked on the first PLUCKER_MAX_RANK indices: r^4/24
@@ -32,17 +32,12 @@ double plucker_residual(const float *p, size_t r) {
     return worst / norm2;
 }
 
-int inspect_grassmann_layer(LayerInspection *L, const Model *m, size_t l, const float *x, size_t T, Error *err) {
-    const ModelConfig *cfg = &m->cfg;
+int grassmann_inspect(const ModelConfig *cfg, const float *params, const float *x, size_t T,
+                      MixerInspectWhat what, LayerInspection *L, Error *err) {
     size_t C = cfg->n_embd, r = cfg->grassmann_rank, P = r * (r - 1) / 2, nw = cfg->n_windows;
-    const float *red_w = inspect_layer_tensor(m, l, "grassmann.red.weight");
-    const float *red_b = inspect_layer_tensor(m, l, "grassmann.red.bias");
-    const float *plu_w = inspect_layer_tensor(m, l, "grassmann.plu.weight");
-    const float *plu_b = inspect_layer_tensor(m, l, "grassmann.plu.bias");
-    const float *gate_w = inspect_layer_tensor(m, l, "grassmann.gate.weight");
-    const float *gate_b = inspect_layer_tensor(m, l, "grassmann.gate.bias");
-    if (!red_w || !red_b || !plu_w || !plu_b || !gate_w || !gate_b)
-        return err_set(err, "layer %zu is not a Grassmann layer this program knows", l);
+    L->label = "grassmann";
+    if (what == MIXER_INSPECT_MAPS) return 0; /* no maps */
+    GrParams p = gr_params(params, cfg);
     float *z = lm_calloc(T * r, sizeof(float), err);
     float *qbar = z ? lm_calloc(T * P, sizeof(float), err) : NULL;
     float *g = qbar ? lm_calloc(T * C, sizeof(float), err) : NULL;
@@ -54,16 +49,16 @@ int inspect_grassmann_layer(LayerInspection *L, const Model *m, size_t l, const 
     int rc = L->offset_norm ? 0 : -1;
     if (rc) goto done;
     /* The layer's forward, as in grassmann.c: z, the mixed coordinates, g, the gate. */
-    matmul_forward(z, x, red_w, red_b, T, C, r);
+    matmul_forward(z, x, p.red_w, p.red_b, T, C, r);
     grassmann_mix_forward(qbar, z, cfg->windows, nw, 1, T, r, GRASSMANN_EPS);
-    matmul_forward(g, qbar, plu_w, plu_b, T, P, C);
+    matmul_forward(g, qbar, p.plu_w, p.plu_b, T, P, C);
     for (size_t t = 0; t < T; t++) {
         size_t cnt = 0;
         for (size_t k = 0; k < nw; k++) cnt += cfg->windows[k] <= t;
         if (cnt == 0) memset(g + t * C, 0, C * sizeof(float)); /* no offset fits: g = 0 */
     }
-    matmul_forward_strided(apre, x, gate_w, 2 * C, gate_b, T, C, C);
-    gemm(0, 1, T, C, C, 1.0f, g, C, gate_w + C, 2 * C, 1.0f, apre, C);
+    matmul_forward_strided(apre, x, p.gate_w, 2 * C, p.gate_b, T, C, C);
+    gemm(0, 1, T, C, C, 1.0f, g, C, p.gate_w + C, 2 * C, 1.0f, apre, C);
     for (size_t t = 0; t < T; t++) {
         double s = 0.0;
         for (size_t c = 0; c < C; c++) s += 1.0 / (1.0 + exp(-(double)apre[t * C + c]));
@@ -80,7 +75,7 @@ int inspect_grassmann_layer(LayerInspection *L, const Model *m, size_t l, const 
             for (size_t w = 0; w < nw; w++) cnt += cfg->windows[w] <= t;
             memset(q, 0, P * sizeof(float));
             grassmann_pair_forward(q, z + t * r, z + (t - d) * r, 1.0f / (float)cnt, GRASSMANN_EPS, r);
-            matmul_forward(contrib, q, plu_w, NULL, 1, P, C);
+            matmul_forward(contrib, q, p.plu_w, NULL, 1, P, C);
             double n2 = 0.0;
             for (size_t c = 0; c < C; c++) n2 += (double)contrib[c] * contrib[c];
             sum += sqrt(n2);

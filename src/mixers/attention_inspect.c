@@ -1,10 +1,15 @@
-/* Attention maps recomputed from a layer's q and k, their statistics, and the
- * geometry of the query-key projections (for bin/inspect). */
+/* An attention layer seen from outside (its Mixer's inspect hook, for
+ * bin/inspect): the maps recomputed from the layer's q and k, their
+ * statistics, the geometry of the query-key projections, and each head's
+ * share of the output. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "inspect/inspect.h"
+#include "mixers/attention.h"
+#include "nn/ops.h"
+#include "nn/rope.h"
 #include "nn/svd.h"
 
 void attention_probs(float *probs, const float *qkv, size_t T, size_t C, size_t H, size_t h) {
@@ -169,4 +174,62 @@ void bilinear_spectrum(HeadStats *s, const float *qkv_w, size_t C, size_t H, siz
     s->identity_dist = fro > 0 ? sqrt(off / fro) : NAN;
     free(M);
     free(sv);
+}
+
+/* Each head's share of the output at the last row n: proj_w[:, head] y_h,
+ * with y_h = sum_j p[n][j] v_j; then the output bias. y: room for hs. */
+static void head_parts(LayerInspection *L, AttnParams p, const float *qkv, size_t T, size_t C, size_t H, float *y) {
+    size_t hs = C / H, n = T - 1;
+    for (size_t h = 0; h < H; h++) {
+        const float *pr = L->probs + (h * T + n) * T;
+        float *out = L->part_out + h * C;
+        for (size_t d = 0; d < hs; d++) {
+            double s = 0.0;
+            for (size_t j = 0; j <= n; j++) s += (double)pr[j] * qkv[j * 3 * C + 2 * C + h * hs + d];
+            y[d] = (float)s;
+        }
+        for (size_t c = 0; c < C; c++) {
+            double s = 0.0;
+            for (size_t d = 0; d < hs; d++) s += (double)p.proj_w[c * C + h * hs + d] * y[d];
+            out[c] = (float)s;
+        }
+        snprintf(L->part_name[h], sizeof L->part_name[h], "H%zu", h);
+    }
+    memcpy(L->part_out + H * C, p.proj_b, C * sizeof(float));
+    snprintf(L->part_name[H], sizeof L->part_name[H], "attn bias");
+}
+
+int attention_inspect(const ModelConfig *cfg, const float *params, const float *x, size_t T,
+                      MixerInspectWhat what, LayerInspection *L, Error *err) {
+    size_t C = cfg->n_embd, H = cfg->n_head, hs = C / H;
+    int all = what == MIXER_INSPECT_ALL;
+    AttnParams p = attn_params(params, C);
+    L->label = "attn";
+    float *qkv = lm_calloc(T * 3 * C + hs, sizeof(float), err); /* then y of one head */
+    L->probs = qkv ? lm_calloc(H * T * T, sizeof(float), err) : NULL;
+    if (all && L->probs) {
+        L->heads = lm_calloc(H, sizeof(HeadStats), err);
+        L->part_name = L->heads ? lm_calloc(H + 1, sizeof *L->part_name, err) : NULL;
+        L->part_out = L->part_name ? lm_calloc((H + 1) * C, sizeof(float), err) : NULL;
+    }
+    if (!L->probs || (all && !L->part_out)) {
+        free(qkv);
+        return -1;
+    }
+    /* q and k as the layer has them, rotated by position with rope. */
+    matmul_forward(qkv, x, p.qkv_w, p.qkv_b, T, C, 3 * C);
+    if (cfg->pos == POS_ROPE) rope_forward(qkv, cfg->rope, 1, T, 0, C, hs);
+    for (size_t h = 0; h < H; h++) {
+        attention_probs(L->probs + h * T * T, qkv, T, C, H, h);
+        if (!all) continue;
+        attention_map_stats(&L->heads[h], L->probs + h * T * T, T);
+        L->heads[h].similarity_corr = similarity_logit_corr(x, qkv, T, C, H, h);
+        bilinear_spectrum(&L->heads[h], p.qkv_w, C, H, h);
+    }
+    if (all) {
+        L->n_parts = H + 1;
+        head_parts(L, p, qkv, T, C, H, qkv + T * 3 * C);
+    }
+    free(qkv);
+    return 0;
 }

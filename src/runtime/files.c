@@ -1,46 +1,13 @@
-#include "runtime/common.h"
+#include "runtime/files.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
-
-int err_set(Error *err, const char *fmt, ...) {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
-void *lm_calloc(size_t count, size_t size, Error *err) {
-    void *p = (count && size) ? calloc(count, size) : calloc(1, 1);
-    if (!p) err_set(err, "out of memory allocating %zu x %zu bytes", count, size);
-    return p;
-}
-
-uint64_t fnv1a(uint64_t h, const void *data, size_t len) {
-    const unsigned char *p = data;
-    for (size_t i = 0; i < len; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
-double wall_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 char *read_file_head(const char *path, size_t max, size_t *len, size_t *file_size, Error *err) {
     struct stat st;
@@ -128,32 +95,3 @@ int write_file_atomic(const char *path, const void *data, size_t len, Error *err
     return 0;
 }
 
-int memory_check(size_t need, const char *who, const char *what, const char *advice, Error *err) {
-    size_t avail = memory_available_bytes();
-    const double gib = 1024.0 * 1024.0 * 1024.0;
-    if (avail && need > avail)
-        return err_set(err, "%s needs %.2f GiB (%s) but %.2f GiB are available%s%s", who, (double)need / gib, what,
-                       (double)avail / gib, advice ? ": " : "", advice ? advice : "");
-    return 0;
-}
-
-/* The smaller of MemAvailable and the cgroup's limit less its usage. */
-size_t memory_available_bytes(void) {
-    size_t avail = 0;
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (f) {
-        char line[256];
-        unsigned long long kb;
-        while (fgets(line, sizeof line, f))
-            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) avail = (size_t)kb * 1024;
-        fclose(f);
-    }
-    unsigned long long max = 0, cur = 0;
-    f = fopen("/sys/fs/cgroup/memory.max", "r");
-    int limited = f && fscanf(f, "%llu", &max) == 1; /* "max" (no limit) does not scan */
-    if (f) fclose(f);
-    f = limited ? fopen("/sys/fs/cgroup/memory.current", "r") : NULL;
-    if (f && fscanf(f, "%llu", &cur) == 1 && cur < max && (avail == 0 || max - cur < avail)) avail = (size_t)(max - cur);
-    if (f) fclose(f);
-    return avail;
-}

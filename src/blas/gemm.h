@@ -1,0 +1,51 @@
+/* Matrix products: every product of the model is one gemm call here, cut
+ * into output tiles that run in parallel, each tile a single-threaded BLIS
+ * sgemm. The tiles depend only on the product's shape and the run's parallel
+ * width (runtime/threads.h), never on how many threads run them, so results do not change with
+ * the thread count (src/runtime/threads.c varies it during training).
+ *
+ * Row-major throughout; trans_a / trans_b select op(A) = A^T / op(B) = B^T.
+ * BLIS's kernels are chosen at start-up (blas/blas_setup.h). */
+#ifndef LM_GEMM_H
+#define LM_GEMM_H
+
+#include <stddef.h>
+
+/* Initialises BLIS once (any thread may call it; the products do). BLIS
+ * 0.9.0 aborts when BLIS_ARCH_TYPE is set and its error checking is on while
+ * it initialises (it checks the number before registering its
+ * configurations), so the check is off for that moment; blas_setup has made
+ * sure by then that the number names a configuration this BLIS has. */
+void blas_library_init(void);
+
+/* Called on each finished output tile (rows i0.., columns j0.. of the
+ * product) by the thread that computed it, while the tile is in cache: an
+ * element-wise pass fused into the product (bias + GELU, GELU backward). */
+typedef void (*TileEpilogue)(void *ctx, size_t i0, size_t j0, size_t rows, size_t cols);
+
+/* Row-major C (m,n) = alpha * op(A) op(B) + beta * C with explicit leading
+ * dimensions, cut into tiles run in parallel (runtime/threads.h: threads_width). */
+void gemm(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha,
+          const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc);
+
+/* gemm, then epilogue on each tile of C. */
+void gemm_then(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
+               const float *b, size_t ldb, float beta, float *c, size_t ldc, TileEpilogue epilogue, void *ctx);
+
+/* Row blocks for a pass that runs a chain of per-row products inside one
+ * parallel region (block b: rows b * rows_per .. ): as many as the parallel
+ * width, fixed by it and by n alone, each at least 16 rows. */
+size_t gemm_row_blocks(size_t n, size_t *rows_per);
+/* The same product computed by the calling thread alone, for small products
+ * inside a parallel region of our own (no tiling, no nested region). */
+void gemm_serial(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha,
+                 const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc);
+
+/* The general form the others call: gemm with an epilogue, and with every
+ * row of each tile of C first set to bias_rows[j0 ..] (a bias, NULL for none;
+ * beta must then be 1). */
+void gemm_tiled(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
+                const float *b, size_t ldb, float beta, float *c, size_t ldc, const float *bias_rows,
+                TileEpilogue epilogue, void *ctx);
+
+#endif

@@ -1,0 +1,136 @@
+/* Option tables: parsing and --help from the same rows (see cli/options.h). */
+#include "cli/options.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+/* getopt_long's value for row i; clear of every short-option character. */
+#define ROW_BASE 1000
+#define HELP_ROW (ROW_BASE - 1)
+
+int parse_size(const char *s, size_t max, size_t *out, const char *what, Error *err) {
+    if (!s || !*s) return err_set(err, "%s: empty value", what);
+    for (const char *c = s; *c; c++)
+        if (!isdigit((unsigned char)*c)) return err_set(err, "%s: '%s' is not a non-negative integer", what, s);
+    errno = 0;
+    unsigned long long v = strtoull(s, NULL, 10);
+    if (errno == ERANGE || v > max) return err_set(err, "%s: %s is too large (max %zu)", what, s, max);
+    *out = (size_t)v;
+    return 0;
+}
+
+int parse_float(const char *s, double lo, double hi, float *out, const char *what, Error *err) {
+    char *end;
+    errno = 0;
+    double v = s && *s ? strtod(s, &end) : 0.0;
+    if (!s || !*s || *end || errno == ERANGE || v != v) return err_set(err, "%s: '%s' is not a number", what, s ? s : "");
+    if (v < lo || v > hi) return err_set(err, "%s: %s is out of range [%g, %g]", what, s, lo, hi);
+    *out = (float)v;
+    return 0;
+}
+
+CliOption *cli_option(CliOption *opts, size_t n, const char *name) {
+    for (size_t i = 0; i < n; i++)
+        if (opts[i].kind != OPT_HEADING && strcmp(opts[i].name, name) == 0) return &opts[i];
+    return NULL;
+}
+
+/* Stores one option's value where its row says. */
+static int take(CliOption *o, const char *value, Error *err) {
+    char what[80];
+    snprintf(what, sizeof what, "--%s", o->name);
+    switch (o->kind) {
+    case OPT_FLAG: *(int *)o->dst = 1; return 0;
+    case OPT_TEXT: *(const char **)o->dst = value; return 0;
+    case OPT_FLOAT: return parse_float(value, o->lo, o->hi, (float *)o->dst, what, err);
+    case OPT_CALL: return o->call(o->ctx, value, err);
+    case OPT_SIZE: {
+        size_t v;
+        if (parse_size(value, (size_t)o->hi, &v, what, err)) return -1;
+        if ((double)v < o->lo) return err_set(err, "%s must be at least %g (got %zu)", what, o->lo, v);
+        *(size_t *)o->dst = v;
+        return 0;
+    }
+    case OPT_HEADING: break;
+    }
+    return 0;
+}
+
+int cli_parse(const CliProgram *p, CliOption *opts, size_t n, int argc, char **argv, int *first) {
+    struct option *longs = calloc(n + 2, sizeof *longs);
+    char *shorts = calloc(2 * n + 4, 1);
+    if (!longs || !shorts) {
+        free(longs);
+        free(shorts);
+        return cli_error(p->name, "out of memory");
+    }
+    size_t nl = 0, ns = 0;
+    shorts[ns++] = ':'; /* a missing value is reported as ':' */
+    for (size_t i = 0; i < n; i++) {
+        if (opts[i].kind == OPT_HEADING) continue;
+        int has_arg = opts[i].kind == OPT_FLAG ? no_argument : required_argument;
+        longs[nl++] = (struct option){opts[i].name, has_arg, NULL, ROW_BASE + (int)i};
+        if (opts[i].letter) {
+            shorts[ns++] = opts[i].letter;
+            if (has_arg == required_argument) shorts[ns++] = ':';
+        }
+    }
+    longs[nl++] = (struct option){"help", no_argument, NULL, HELP_ROW};
+    shorts[ns++] = 'h';
+    opterr = 0;
+    optind = 1;
+    int rc = CLI_CONTINUE, c;
+    Error err;
+    while (rc == CLI_CONTINUE && (c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+        CliOption *o = NULL;
+        if (c >= ROW_BASE) o = &opts[c - ROW_BASE];
+        for (size_t i = 0; !o && c != '?' && c != ':' && i < n; i++)
+            if (opts[i].kind != OPT_HEADING && opts[i].letter == c) o = &opts[i];
+        if (c == HELP_ROW || c == 'h') {
+            cli_help(stdout, p, opts, n);
+            rc = 0;
+        } else if (c == ':') rc = cli_error(p->name, "option '%s' needs a value (see --help)", argv[optind - 1]);
+        else if (!o) rc = cli_error(p->name, "unknown option '%s' (see --help)", argv[optind - 1]);
+        else if (take(o, optarg, &err)) rc = cli_error(p->name, "%s", err.msg);
+        else o->given = 1;
+    }
+    if (rc == CLI_CONTINUE && optind < argc && !p->positional)
+        rc = cli_error(p->name, "unexpected argument '%s' (see --help)", argv[optind]);
+    if (first) *first = optind;
+    free(longs);
+    free(shorts);
+    return rc;
+}
+
+/* "  -d, --data DIR" then the help's lines from p->column. */
+static void help_row(FILE *f, int column, char letter, const char *name, const char *value, const char *help) {
+    int len = letter ? fprintf(f, "  -%c, --%s", letter, name) : fprintf(f, "      --%s", name);
+    if (value) len += fprintf(f, " %s", value);
+    for (const char *line = help; line;) {
+        const char *end = strchr(line, '\n');
+        fprintf(f, "%*s%.*s\n", len < column ? column - len : 1, "", end ? (int)(end - line) : (int)strlen(line), line);
+        line = end ? end + 1 : NULL;
+        len = 0;
+    }
+}
+
+void cli_help(FILE *f, const CliProgram *p, const CliOption *opts, size_t n) {
+    for (const char *line = p->usage, *prefix = "usage: "; line; prefix = "       ") {
+        const char *end = strchr(line, '\n');
+        fprintf(f, "%s%.*s\n", prefix, end ? (int)(end - line) : (int)strlen(line), line);
+        line = end ? end + 1 : NULL;
+    }
+    if (p->about) fputs(p->about, f);
+    fputc('\n', f);
+    for (size_t i = 0; i < n; i++) {
+        if (opts[i].kind == OPT_HEADING) fprintf(f, "%s\n", opts[i].name);
+        else help_row(f, p->column, opts[i].letter, opts[i].name, opts[i].value, opts[i].help);
+    }
+    help_row(f, p->column, 'h', "help", NULL, "this help");
+    if (p->after) fputs(p->after, f);
+}

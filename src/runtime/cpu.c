@@ -1,0 +1,50 @@
+/* CPU features from CPUID and XGETBV (see runtime/cpu.h). */
+#include "runtime/cpu.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#if defined(__x86_64__) || defined(__i386__)
+/* XCR0: which register states the OS saves on a context switch. */
+static uint64_t read_xcr0(void) {
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+#endif
+
+void cpu_features_detect(CpuFeatures *cpu) {
+    memset(cpu, 0, sizeof *cpu);
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    unsigned max_leaf = __get_cpuid_max(0, NULL);
+    if (max_leaf < 1) return;
+    __cpuid(0, a, b, c, d);
+    memcpy(cpu->vendor, &b, 4); /* the vendor string is spelled in EBX, EDX, ECX */
+    memcpy(cpu->vendor + 4, &d, 4);
+    memcpy(cpu->vendor + 8, &c, 4);
+    cpu->vendor[12] = '\0';
+
+    __cpuid(1, a, b, c, d);
+    int osxsave = (c >> 27) & 1; /* the OS enabled XGETBV / XSAVE */
+    uint64_t xcr0 = osxsave ? read_xcr0() : 0;
+    int ymm_saved = (xcr0 & 0x6) == 0x6;                          /* XMM (bit 1) and YMM upper halves (bit 2) */
+    int zmm_saved = ymm_saved && (xcr0 & 0xe0) == 0xe0;           /* opmask, ZMM upper halves, ZMM16-31 */
+    cpu->avx = ymm_saved && ((c >> 28) & 1);
+    cpu->fma = cpu->avx && ((c >> 12) & 1);
+    if (max_leaf < 7) return;
+
+    __cpuid_count(7, 0, a, b, c, d);
+    cpu->avx2 = cpu->avx && ((b >> 5) & 1);
+    cpu->avx512f = zmm_saved && ((b >> 16) & 1);
+    cpu->avx512dq = zmm_saved && ((b >> 17) & 1);
+    cpu->avx512cd = zmm_saved && ((b >> 28) & 1);
+    cpu->avx512bw = zmm_saved && ((b >> 30) & 1);
+    cpu->avx512vl = zmm_saved && ((b >> 31) & 1);
+#endif
+}
+

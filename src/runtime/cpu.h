@@ -1,0 +1,18 @@
+/* What this CPU can run, from CPUID: the vector instruction sets the
+ * kernels may use. */
+#ifndef LM_CPU_H
+#define LM_CPU_H
+
+#include <stdbool.h>
+
+/* What the CPU can run. A flag is set only if the OS also saves the
+ * registers it needs (XCR0), since otherwise the instructions fault. */
+typedef struct CpuFeatures {
+    char vendor[13]; /* "GenuineIntel", "AuthenticAMD", ... ("" if unknown) */
+    bool avx, avx2, fma;
+    bool avx512f, avx512bw, avx512vl, avx512dq, avx512cd;
+} CpuFeatures;
+
+void cpu_features_detect(CpuFeatures *cpu);
+
+#endif

@@ -1,0 +1,17 @@
+/* Registries: the one place per interface that names its implementations
+ * (mixers/mixer.c for mixers, tok/tokenizer.c for tokenizer kinds). A
+ * registry is an array of pointers to the implementations, each a struct
+ * whose FIRST member is its name (`const char *name`), so that one lookup
+ * serves every interface. Adding an implementation: its own file, and one
+ * entry in its registry. */
+#ifndef LM_REGISTRY_H
+#define LM_REGISTRY_H
+
+#include <stddef.h>
+
+/* The entry named `name`, or NULL. */
+const void *registry_find(const void *const *entries, size_t n, const char *name);
+/* The names in order, joined by ", " (for messages), written into buf. */
+const char *registry_names(const void *const *entries, size_t n, char *buf, size_t cap);
+
+#endif
