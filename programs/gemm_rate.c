@@ -3,7 +3,6 @@
  * shapes, with the kernels and threads the programs use. make bench measures
  * the model's own products with it and divides the model's FLOP rate by the
  * result (model FLOP utilisation). */
-#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,36 +18,29 @@
 #include "nn/ops.h"
 #include "runtime/machine.h"
 
-static const char *prog = "gemm-rate";
-
 #define MAX_DIM (1u << 20)
 #define MAX_ELEMS ((size_t)1 << 28) /* 1 GiB of floats per matrix */
 #define MAX_COUNT 100000
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: bin/gemm-rate [options] PRODUCT...\n"
-            "       bin/gemm-rate --best-core\n"
-            "Times single-precision matrix products (row-major, alpha 1, beta 0) as the\n"
-            "model makes them: BLIS sgemm with the kernels the other programs choose, on\n"
-            "tiles shared by the threads; prints each product's GFLOP/s and the rate of\n"
-            "all of them together.\n"
-            "\n"
-            "PRODUCT is MxNxK:FORM or MxNxK:FORM:COUNT, C being M x N and 2MNK FLOPs:\n"
-            "  NT   C = A B^T, A M x K, B N x K   (forward: out = in W^T)\n"
-            "  NN   C = A B,   A M x K, B K x N   (backward: dX = dY W)\n"
-            "  TN   C = A^T B, A K x M, B K x N   (backward: dW = dY^T X)\n"
-            "  COUNT how many such products one step makes (default 1): the combined rate\n"
-            "        is their total FLOPs over their total time.\n"
-            "Each product is warmed up, then timed in repetitions of enough calls to last\n"
-            "a few milliseconds; the best repetition counts.\n"
-            "\n"
-            "      --threads N     OpenMP/OpenBLAS threads (default: all cores)\n"
-            "      --ms T          time spent timing each product, in ms (default 30)\n"
-            "      --json          print one JSON object instead of text\n"
-            "      --best-core     print the fastest BLIS configuration this CPU supports and exit\n"
-            "  -h, --help          this help\n");
-}
+static const CliProgram program = {
+    .name = "gemm-rate",
+    .usage = "bin/gemm-rate [options] PRODUCT...\nbin/gemm-rate --best-core",
+    .about = "Times single-precision matrix products (row-major, alpha 1, beta 0) as the\n"
+             "model makes them: BLIS sgemm with the kernels the other programs choose, on\n"
+             "tiles shared by the threads; prints each product's GFLOP/s and the rate of\n"
+             "all of them together.\n"
+             "\n"
+             "PRODUCT is MxNxK:FORM or MxNxK:FORM:COUNT, C being M x N and 2MNK FLOPs:\n"
+             "  NT   C = A B^T, A M x K, B N x K   (forward: out = in W^T)\n"
+             "  NN   C = A B,   A M x K, B K x N   (backward: dX = dY W)\n"
+             "  TN   C = A^T B, A K x M, B K x N   (backward: dW = dY^T X)\n"
+             "  COUNT how many such products one step makes (default 1): the combined rate\n"
+             "        is their total FLOPs over their total time.\n"
+             "Each product is warmed up, then timed in repetitions of enough calls to last\n"
+             "a few milliseconds; the best repetition counts.\n",
+    .column = 22,
+    .positional = 1,
+};
 
 typedef struct Product {
     size_t m, n, k, count;
@@ -139,47 +131,35 @@ static double flops(const Product *p) { return 2.0 * (double)p->m * (double)p->n
 int main(int argc, char **argv) {
     blas_setup(argc, argv); /* first: it may restart the program with faster BLIS kernels */
     size_t threads = 0, budget_ms = 30;
-    int json = 0, best_core = 0;
+    int json = 0, best_core = 0, first;
     Error err;
-    static const struct option opts[] = {
-        {"threads", required_argument, 0, 't'}, {"ms", required_argument, 0, 'M'},
-        {"json", no_argument, 0, 'j'},          {"best-core", no_argument, 0, 'b'},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        switch (c) {
-        case 't':
-            if (parse_size(optarg, 1024, &threads, "--threads", &err)) return cli_error(prog, "%s", err.msg);
-            break;
-        case 'M':
-            if (parse_size(optarg, 60000, &budget_ms, "--ms", &err)) return cli_error(prog, "%s", err.msg);
-            if (budget_ms == 0) return cli_error(prog, "--ms must be positive");
-            break;
-        case 'j': json = 1; break;
-        case 'b': best_core = 1; break;
-        case 'h': usage(stdout); return 0;
-        case ':': return cli_error(prog, "option '%s' needs a value (see --help)", argv[optind - 1]);
-        default: return cli_error(prog, "unknown option '%s' (see --help)", argv[optind - 1]);
-        }
-    }
+    CliOption opts[] = {
+        CLI_SIZE("threads", 0, &threads, 0, 1024, "N", "OpenMP/OpenBLAS threads (default: all cores)"),
+        CLI_SIZE("ms", 0, &budget_ms, 0, 60000, "T", "time spent timing each product, in ms (default 30)"),
+        CLI_FLAG("json", 0, &json, "print one JSON object instead of text"),
+        CLI_FLAG("best-core", 0, &best_core, "print the fastest BLIS configuration this CPU supports and exit"),
+    };
+    int rc = cli_parse(&program, opts, sizeof opts / sizeof opts[0], argc, argv, &first);
+    if (rc != CLI_CONTINUE) return rc;
+    const char *prog = program.name;
+    if (budget_ms == 0) return cli_error(prog, "--ms must be positive");
     if (best_core) {
-        if (optind < argc) return cli_error(prog, "--best-core takes no products (got '%s')", argv[optind]);
+        if (first < argc) return cli_error(prog, "--best-core takes no products (got '%s')", argv[first]);
         CpuFeatures cpu;
         cpu_features_detect(&cpu);
         const char *best = blas_best_core(&cpu);
         printf("%s\n", best ? best : "none");
         return 0;
     }
-    if (optind == argc) return cli_error(prog, "no products to time: give MxNxK:FORM (see --help)");
-    size_t n_prod = (size_t)(argc - optind);
+    if (first == argc) return cli_error(prog, "no products to time: give MxNxK:FORM (see --help)");
+    size_t n_prod = (size_t)(argc - first);
     Product *prods = calloc(n_prod, sizeof *prods);
     if (!prods) {
         fprintf(stderr, "%s: error: out of memory\n", prog);
         return 1;
     }
     for (size_t i = 0; i < n_prod; i++)
-        if (parse_product(argv[optind + (int)i], &prods[i], &err)) {
+        if (parse_product(argv[first + (int)i], &prods[i], &err)) {
             free(prods);
             return cli_error(prog, "%s", err.msg);
         }

@@ -3,7 +3,7 @@
  * (--window-align). */
 #include "testutil.h"
 
-#include "data/batch_aligned.h"
+#include "data/batch.h"
 #include "data/tokens.h"
 #include "model/optim.h"
 
@@ -27,15 +27,15 @@ static void test_aligned_windows(void **s) {
     TokenFile tf = {.data = toks, .width = 4, .n = N, .vocab_size = N};
     int32_t in[B * L], tg[B * L], in2[B * L], tg2[B * L];
     Rng a, b;
-    /* align 1 draws exactly what batch_sample draws. */
+    /* align 1 draws exactly what align 0 (anywhere) draws. */
     rng_seed(&a, 11), rng_seed(&b, 11);
-    batch_sample(&tf, &a, in, tg, B, L);
-    batch_sample_aligned(&tf, &b, in2, tg2, B, L, 1, NULL);
+    batch_sample(&tf, &a, B, L, 0, NULL, in, tg);
+    batch_sample(&tf, &b, B, L, 1, NULL, in2, tg2);
     assert_memory_equal(in, in2, sizeof in);
     assert_memory_equal(tg, tg2, sizeof tg);
     /* align L: every window is one whole sequence, and every sequence is drawn. */
     int drawn[SEQS] = {0};
-    batch_sample_aligned(&tf, &a, in, tg, B, L, L, NULL);
+    batch_sample(&tf, &a, B, L, L, NULL, in, tg);
     for (size_t w = 0; w < B; w++) {
         assert_int_equal(in[w * L] % L, 0);
         drawn[in[w * L] / L]++;

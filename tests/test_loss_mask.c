@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "data/batch_aligned.h"
+#include "data/batch.h"
 #include "model/config.h"
 #include "nn/loss.h"
 #include "data/loss_mask.h"
@@ -119,8 +119,8 @@ static void test_sampler_mask(void **s) {
     for (size_t align = 1; align <= L; align += L - 1) {
         Rng a, b;
         rng_seed(&a, 5), rng_seed(&b, 5);
-        batch_sample_aligned(&tf, &a, in, tg, B, L, align, NULL);
-        batch_sample_aligned(&tf, &b, in2, tg2, B, L, align, mask);
+        batch_sample(&tf, &a, B, L, align, NULL, in, tg);
+        batch_sample(&tf, &b, B, L, align, mask, in2, tg2);
         assert_memory_equal(in, in2, sizeof in);
         size_t kept = 0;
         for (size_t i = 0; i < B * L; i++) {

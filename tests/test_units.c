@@ -6,6 +6,7 @@
 
 #include "model/checkpoint.h"
 #include "model/config.h"
+#include "data/batch.h"
 #include "data/tokens.h"
 #include "runtime/ds.h"
 #include "model/evaluate.h"
@@ -368,7 +369,7 @@ static void overfit(const char *mixers) {
     AdamWConfig ac = {0.9f, 0.99f, 1e-8f, 0.0f};
     float loss = 0;
     for (size_t step = 0; step < 600; step++) {
-        batch_sample(&tf, &rng, in, tg, B, T);
+        batch_sample(&tf, &rng, B, T, 0, NULL, in, tg);
         model_zero_grads(&m);
         model_forward(&m, in, tg, B, T, NULL);
         model_backward(&m, 1.0f);

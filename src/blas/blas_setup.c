@@ -438,6 +438,8 @@ void blas_setup(int argc, char **argv) {
     fprintf(stderr, "blas: kept BLIS's %s kernels: %s\n", blas_state.library_core, why);
 }
 
+const char *blas_kernel(void) { return blis_core(); }
+
 const char *blas_describe(void) {
     static char text[320];
     char version[64];

@@ -55,6 +55,8 @@ void blas_setup(int argc, char **argv);
 /* One line for humans, e.g. "BLIS 0.9.0, kernel skx (selected: the library
  * chose generic on this CPU)". Valid until the next call. */
 const char *blas_describe(void);
+/* The name of the BLIS configuration in use ("skx", "zen3", ...). */
+const char *blas_kernel(void);
 
 /* ---- the parts, exposed for tests ------------------------------------------- */
 

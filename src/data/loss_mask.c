@@ -5,7 +5,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "nn/loss.h"
 
 static int open_one(TokenMask *m, const char *dir, const char *split, const TokenFile *tf, Error *err) {
     char bin[4096], path[4096];
@@ -34,9 +33,4 @@ int loss_masks_open(LossMasks *lm, const char *dir, const Dataset *ds, Error *er
 void loss_masks_free(LossMasks *lm) {
     mask_free(&lm->train);
     mask_free(&lm->val);
-}
-
-void loss_mask_targets(const uint8_t *mask, size_t start, int32_t *targets, size_t T) {
-    for (size_t t = 0; t < T; t++)
-        if (!mask[start + t + 1]) targets[t] = LOSS_IGNORE;
 }

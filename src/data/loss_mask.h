@@ -28,8 +28,4 @@ typedef struct LossMasks {
 int loss_masks_open(LossMasks *lm, const char *dir, const Dataset *ds, Error *err);
 void loss_masks_free(LossMasks *lm);
 
-/* Targets whose token is not marked (mask[i] == 0 for target token i, the
- * window starting at token `start`) become LOSS_IGNORE. */
-void loss_mask_targets(const uint8_t *mask, size_t start, int32_t *targets, size_t T);
-
 #endif

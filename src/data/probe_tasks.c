@@ -1,7 +1,12 @@
 /* Generators of the synthetic recall probes (see probe_tasks.h). */
 #include "data/probe_tasks.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "data/token_mask.h"
+#include "data/tokens.h"
 
 static size_t stored_len(const ProbeSpec *s) { return s->task == PROBE_MQAR ? 2 * s->pairs : s->segment; }
 
@@ -72,4 +77,26 @@ void probe_sequence(const ProbeSpec *s, Rng *rng, uint32_t *tokens, uint8_t *mar
             marked[q + 1 + i] = 1;
         }
     }
+}
+
+int probe_write_split(const char *dir, const char *name, const ProbeSpec *s, size_t seqs, uint64_t seed, Error *err) {
+    size_t L = s->seq_len, n = seqs * L + 1;
+    uint32_t *tokens = lm_calloc(n, sizeof *tokens, err);
+    uint8_t *marked = tokens ? lm_calloc(n, 1, err) : NULL;
+    int rc = -1;
+    if (!marked) goto done;
+    Rng rng;
+    rng_seed(&rng, seed);
+    for (size_t q = 0; q < seqs; q++) probe_sequence(s, &rng, tokens + q * L, marked + q * L);
+    tokens[n - 1] = PROBE_FILLER;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.bin", dir, name);
+    if (tokens_write(path, tokens, n, 256, err)) goto done;
+    snprintf(path, sizeof path, "%s/%s.mask", dir, name);
+    if (mask_write(path, marked, n, err)) goto done;
+    rc = 0;
+done:
+    free(tokens);
+    free(marked);
+    return rc;
 }

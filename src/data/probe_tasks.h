@@ -43,5 +43,8 @@ size_t probe_queries(const ProbeSpec *s);
 int probe_check(const ProbeSpec *s, size_t vocab, Error *err);
 /* One sequence: seq_len tokens, and marked[i] = 1 for the answer tokens. */
 void probe_sequence(const ProbeSpec *s, Rng *rng, uint32_t *tokens, uint8_t *marked);
+/* DIR/<name>.bin and DIR/<name>.mask: `seqs` sequences drawn from `seed`,
+ * back to back, plus one filler token so that the last window has its target. */
+int probe_write_split(const char *dir, const char *name, const ProbeSpec *s, size_t seqs, uint64_t seed, Error *err);
 
 #endif

@@ -228,13 +228,3 @@ int tokens_check_tokenizer(const TokenFile *tf, const char *tf_path, const char 
     tokenizer_free(&data);
     return same ? 0 : -1;
 }
-
-void batch_sample(const TokenFile *tf, Rng *rng, int32_t *inputs, int32_t *targets, size_t B, size_t T) {
-    for (size_t b = 0; b < B; b++) {
-        size_t start = (size_t)rng_below(rng, tf->n - T);
-        for (size_t t = 0; t < T; t++) {
-            inputs[b * T + t] = (int32_t)token_at(tf, start + t);
-            targets[b * T + t] = (int32_t)token_at(tf, start + t + 1);
-        }
-    }
-}

@@ -1,4 +1,4 @@
-/* Token files and batches.
+/* Token files and datasets.
  *
  * Token file (little-endian): 8-byte magic "LMTOKENS", u32 format version (1),
  * u32 token width in bytes (2 or 4), u64 vocabulary size, u64 token count,
@@ -74,8 +74,5 @@ void data_paths(const char *data, const char *split, char *tokens, char *tokeniz
  * hash; else the vocabulary size. */
 int tokens_check_tokenizer(const TokenFile *tf, const char *tf_path, const char *tok_path, const Tokenizer *model,
                            Error *err);
-
-/* Random windows: inputs[b] = tokens[i .. i+T), targets[b] = tokens[i+1 .. i+T]. */
-void batch_sample(const TokenFile *tf, Rng *rng, int32_t *inputs, int32_t *targets, size_t B, size_t T);
 
 #endif

@@ -83,6 +83,37 @@ static int logit_lens(Inspection *in, const Model *m, size_t T, Error *err) {
     return 0;
 }
 
+/* The k-th character (UTF-8 sequence) of s, for messages. */
+static void nth_char(const char *s, size_t k, char *buf, size_t len) {
+    size_t i = 0;
+    for (size_t c = 0; s[i] && c < k; c++)
+        for (i++; ((unsigned char)s[i] & 0xC0) == 0x80; i++) {}
+    size_t n = 1;
+    while (((unsigned char)s[i + n] & 0xC0) == 0x80) n++;
+    snprintf(buf, len, "%.*s", (int)n, s + i);
+}
+
+int inspect_prompt(const Model *m, const Tokenizer *tok, const char *prompt, int32_t **tokens, size_t *T, Error *err) {
+    uint32_t *ids = NULL;
+    tokenizer_encode(tok, prompt, strlen(prompt), &ids);
+    size_t n = arrlenu(ids);
+    int rc = 0;
+    *tokens = NULL;
+    for (size_t t = 0; t < n && tok->kind->unknown >= 0 && rc == 0; t++)
+        if (ids[t] == (uint32_t)tok->kind->unknown) {
+            char ch[8];
+            nth_char(prompt, t, ch, sizeof ch); /* the unknown token stands for one character */
+            rc = err_set(err, "prompt character %zu ('%s') is not in the model's vocabulary", t + 1, ch);
+        }
+    if (rc == 0 && n > m->cfg.block_size)
+        rc = err_set(err, "the prompt is %zu tokens, longer than the model's block size %zu", n, m->cfg.block_size);
+    if (rc == 0 && !(*tokens = lm_calloc(n, sizeof **tokens, err))) rc = -1;
+    for (size_t t = 0; rc == 0 && t < n; t++) (*tokens)[t] = (int32_t)ids[t];
+    *T = n;
+    arrfree(ids);
+    return rc;
+}
+
 int inspect_run(Inspection *in, Model *m, const int32_t *tokens, size_t T, Error *err) {
     memset(in, 0, sizeof *in);
     const ModelConfig *cfg = &m->cfg;

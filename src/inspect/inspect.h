@@ -55,6 +55,11 @@ typedef struct Inspection {
     AttributionPart *parts;      /* stb_ds array; a layer's shares sum to its mixer part */
 } Inspection;
 
+/* The prompt as the model's tokens (a malloc'd array of *T): one line and
+ * -1 when a character of it is outside the vocabulary (a tokenizer with an
+ * unknown id) or it is longer than block_size. */
+int inspect_prompt(const Model *m, const Tokenizer *tok, const char *prompt, int32_t **tokens, size_t *T, Error *err);
+
 /* Runs the model on tokens (T <= block_size) and fills `out`. Allocates the
  * model's activations for one sequence of T tokens. */
 int inspect_run(Inspection *out, Model *m, const int32_t *tokens, size_t T, Error *err);

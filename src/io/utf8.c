@@ -46,3 +46,8 @@ size_t utf8_complete_prefix(const unsigned char *s, size_t len) {
     }
     return len;
 }
+
+size_t utf8_boundary(const char *text, size_t len, size_t at) {
+    while (at < len && ((unsigned char)text[at] & 0xC0) == 0x80) at++;
+    return at;
+}

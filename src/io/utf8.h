@@ -15,5 +15,7 @@ size_t utf8_encode(uint32_t cp, char *out);
  * sequence is left out (for streaming decoded text). Invalid bytes count as
  * complete. */
 size_t utf8_complete_prefix(const unsigned char *s, size_t len);
+/* `at` moved forward to the start of a character (past continuation bytes), at most to len. */
+size_t utf8_boundary(const char *text, size_t len, size_t at);
 
 #endif

@@ -266,6 +266,10 @@ static void attention_step(const ModelConfig *cfg, const float *params, float *s
     matmul_forward(out_t, y, p.proj_w, p.proj_b, 1, C, C);
 }
 
+/* A causal token meets (T + 1) / 2 keys on average; QK^T and PV take 2
+ * multiply-adds per key and channel: forward 2 C (T + 1), backward twice that. */
+static double attention_flops(const ModelConfig *cfg, size_t T) { return 6.0 * (double)cfg->n_embd * (double)(T + 1); }
+
 const Mixer attention_mixer = {
     .name = "attention",
     .validate = attention_validate,
@@ -275,5 +279,6 @@ const Mixer attention_mixer = {
     .backward = attention_backward,
     .state_size = attention_state_size,
     .step = attention_step,
+    .flops = attention_flops,
     .inspect = attention_inspect,
 };

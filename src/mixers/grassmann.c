@@ -383,6 +383,14 @@ static void grassmann_step(const ModelConfig *cfg, const float *params, float *s
     gr_tail_forward(cfg, p, a, out_t, in_t, 1, (size_t)-1, t);
 }
 
+/* Forward: one wedge of P coordinates at 2 FLOPs each and, per offset, three
+ * dot products and an axpy over r; backward twice the forward. */
+static double grassmann_flops(const ModelConfig *cfg, size_t T) {
+    (void)T;
+    double r = (double)cfg->grassmann_rank;
+    return 3.0 * (2.0 * (double)n_pairs(cfg->grassmann_rank) + 8.0 * r * (double)cfg->n_windows);
+}
+
 const Mixer grassmann_mixer = {
     .name = "grassmann",
     .validate = grassmann_validate,
@@ -392,5 +400,6 @@ const Mixer grassmann_mixer = {
     .backward = grassmann_backward,
     .state_size = grassmann_state_size,
     .step = grassmann_step,
+    .flops = grassmann_flops,
     .inspect = grassmann_inspect,
 };

@@ -55,6 +55,10 @@ typedef struct Mixer {
     size_t (*state_size)(const ModelConfig *cfg);
     void (*step)(const ModelConfig *cfg, const float *params, float *state,
                  const float *in_t, float *out_t, size_t t);
+    /* Training FLOPs per token of the mixing itself at block size T, beyond
+     * its weight matrices (which the model counts alike for every mixer:
+     * model_flops), for model FLOP utilisation: forward and backward. */
+    double (*flops)(const ModelConfig *cfg, size_t T);
     /* Optional (NULL: the layer is inspected only through what the model sees
      * of every layer: logit lens, the attribution of its whole output, no
      * induction scores). Looks at the layer on one sequence x (T, C), its

@@ -96,6 +96,16 @@ size_t model_count_params(const ModelConfig *cfg);
  * the machine's memory before allocating. */
 size_t model_memory_bytes(const ModelConfig *cfg, size_t B, size_t T, int training, int accum);
 int model_alloc_training(Model *m, Error *err);
+
+/* Training FLOPs per token at block size T, counted alike for every mixer:
+ * dense = 6 x the sum of rows x cols over the weight matrices a step
+ * multiplies by (the tied head included, wpe, a lookup, not): forward 2 per
+ * multiply-add, backward 4 (dX and dW); mixing = each layer's own
+ * (Mixer.flops). Biases, LayerNorms and lookups are not counted. */
+typedef struct ModelFlops {
+    double dense, mixing, total;
+} ModelFlops;
+ModelFlops model_flops(const Model *m, size_t T);
 /* A second gradient buffer, so that gradient accumulation can compute each
  * micro-batch's gradients apart and then add them (model_backward_accumulate). */
 int model_alloc_grad_accum(Model *m, Error *err);

@@ -2,14 +2,7 @@
 
 #include <math.h>
 
-#include "data/batch_aligned.h"
-
-void train_sample(const TokenFile *tf, const uint8_t *mask, Rng *rng, const TrainHyper *h, int32_t *inputs,
-                  int32_t *targets, size_t T) {
-    if (h->window_align > 1 || mask)
-        batch_sample_aligned(tf, rng, inputs, targets, h->batch_size, T, h->window_align ? h->window_align : 1, mask);
-    else batch_sample(tf, rng, inputs, targets, h->batch_size, T);
-}
+#include "data/batch.h"
 
 /* The model's hook: sum this part of the gradients over the ranks. */
 static void start_bucket(void *dist, float *grads, size_t offset, size_t count) {
@@ -29,7 +22,7 @@ int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper
     for (size_t micro = 0; micro < job_accum; micro++) {
         /* Every rank draws every micro-batch, so the job reads one stream;
          * micro-batch i is rank i mod N's. */
-        train_sample(train, h->train_mask, data_rng, h, inputs, targets, T);
+        batch_sample(train, data_rng, B, T, h->window_align, h->train_mask, inputs, targets);
         if (micro % ranks != rank) continue;
         uint64_t key = rng_hash(h->seed, step * job_accum + micro);
         model_forward(m, inputs, targets, B, T, &key);
@@ -71,7 +64,7 @@ ValLoss estimate_loss(Model *m, const TokenFile *tf, const TrainHyper *h, Dist *
     /* The batches' mean losses; the bytes of text their scored targets stand for; their summed loss. */
     double sums[3] = {0.0, 0.0, 0.0};
     for (size_t i = 0; i < h->eval_iters; i++) {
-        train_sample(tf, h->val_mask, &rng, h, inputs, targets, m->cfg.block_size);
+        batch_sample(tf, &rng, h->batch_size, m->cfg.block_size, h->window_align, h->val_mask, inputs, targets);
         if (i % ranks != rank) continue; /* shared out over the ranks */
         model_forward(m, inputs, targets, h->batch_size, m->cfg.block_size, NULL);
         sums[0] += m->loss;

@@ -18,7 +18,7 @@
 
 typedef struct TrainHyper {
     size_t batch_size, grad_accum, max_iters, warmup_iters, eval_iters;
-    size_t window_align; /* > 1: windows start only at multiples of it (batch_sample_aligned) */
+    size_t window_align; /* > 1: windows start only at multiples of it (data/batch.h) */
     double max_seconds;  /* > 0: the schedule follows the elapsed training time (lr_schedule_timed) */
     float lr, min_lr, grad_clip;
     AdamWConfig adam;
@@ -27,12 +27,6 @@ typedef struct TrainHyper {
      * validation files; NULL: every target counts. */
     const uint8_t *train_mask, *val_mask;
 } TrainHyper;
-
-/* One batch as training and validation draw it: windows anywhere, or at
- * multiples of window_align; targets the mask (NULL: none) leaves out become
- * LOSS_IGNORE. */
-void train_sample(const TokenFile *tf, const uint8_t *mask, Rng *rng, const TrainHyper *h, int32_t *inputs,
-                  int32_t *targets, size_t T);
 
 typedef struct StepStats {
     float loss;      /* mean over the micro-batches */

@@ -95,3 +95,9 @@ int write_file_atomic(const char *path, const void *data, size_t len, Error *err
     return 0;
 }
 
+
+int dir_create(const char *path, unsigned mode, Error *err) {
+    struct stat st;
+    if (mkdir(path, (mode_t)mode) == 0 || (stat(path, &st) == 0 && S_ISDIR(st.st_mode))) return 0;
+    return err_set(err, "cannot create directory '%s'", path);
+}

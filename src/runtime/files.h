@@ -20,4 +20,8 @@ int write_file_atomic(const char *path, const void *data, size_t len, Error *err
  * power cut; -1 with errno on failure. */
 int fsync_parent_dir(const char *path);
 
+/* mkdir that is content with a directory already there: "cannot create
+ * directory" when path is something else or cannot be made. */
+int dir_create(const char *path, unsigned mode, Error *err);
+
 #endif

@@ -33,3 +33,20 @@ void profile_print(FILE *f, const Profile *prof, double step_seconds) {
     fprintf(f, "  %-12s %9s %9s %9.3f %6.1f%%\n", "other", "", "", step_ms - counted, 100.0 * (step_ms - counted) / step_ms);
     fprintf(f, "  %-12s %9s %9s %9.3f\n", "step", "", "", step_ms);
 }
+
+void profile_json(FILE *f, const Profile *prof, double step_seconds) {
+    if (prof->steps == 0 || step_seconds <= 0.0) {
+        fprintf(f, "null");
+        return;
+    }
+    double per = 1e3 / (double)prof->steps, step_ms = step_seconds * per, counted = 0.0;
+    fprintf(f, "{\"steps\":%zu,\"step_ms\":%.6g,\"parts\":{", prof->steps, step_ms);
+    for (size_t i = 0; i < prof->n_parts; i++) {
+        double fw = prof->seconds[i][PASS_FORWARD] * per, bw = prof->seconds[i][PASS_BACKWARD] * per;
+        counted += fw + bw;
+        fprintf(f, "%s\"%s\":{\"forward_ms\":%.6g,\"backward_ms\":%.6g,\"total_ms\":%.6g,\"share\":%.6g}",
+                   i ? "," : "", prof->name[i], fw, bw, fw + bw, 100.0 * (fw + bw) / step_ms);
+    }
+    fprintf(f, "},\"other\":{\"total_ms\":%.6g,\"share\":%.6g}}", step_ms - counted,
+               100.0 * (step_ms - counted) / step_ms);
+}

@@ -31,6 +31,12 @@ void profile_stop(Profile *prof, const char *part, Pass pass, double start);
  * time), and what no part accounts for. */
 void profile_print(FILE *f, const Profile *prof, double step_seconds);
 
+/* The same as a JSON object on f:
+ * {"steps", "step_ms", "parts": {name: {forward_ms, backward_ms, total_ms,
+ * share}}, "other": {total_ms, share}}, shares in percent; null when no step
+ * was measured. */
+void profile_json(FILE *f, const Profile *prof, double step_seconds);
+
 /* Runs `call` (a statement) and charges its wall time to (part, pass). */
 #define PROFILED(prof, part, pass, call)              \
     do {                                              \

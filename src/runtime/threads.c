@@ -33,6 +33,13 @@ void threads_use(size_t n) {
     threads_set_width((size_t)omp_get_max_threads()); /* fixed for the run */
 }
 
+size_t threads_per_rank(size_t requested, int local_ranks) {
+    if (requested || local_ranks <= 1) return requested;
+    int share = omp_get_num_procs() / local_ranks;
+    size_t n = share > 1 ? (size_t)share : 1;
+    return n > (size_t)omp_get_max_threads() ? (size_t)omp_get_max_threads() : n;
+}
+
 size_t threads_max(void) { return (size_t)omp_get_max_threads(); }
 
 void threads_set_width(size_t width) { parallel_width = width; }

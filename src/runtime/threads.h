@@ -31,6 +31,10 @@
 /* Sets the OpenMP thread count (0 keeps the default: OMP_NUM_THREADS or all
  * cores) and fixes the run's parallel width to it. */
 void threads_use(size_t n);
+/* The threads of one rank of a job: `requested` when given (non-zero), else
+ * this machine's cores shared among its `local_ranks` ranks (0: the default
+ * of a single process). */
+size_t threads_per_rank(size_t requested, int local_ranks);
 /* The OpenMP thread count: how many threads a parallel region gets now. */
 size_t threads_max(void);
 /* The run's parallel width: how many tiles a large product is cut into (and

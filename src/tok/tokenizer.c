@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "io/json.h"
+#include "io/utf8.h"
 #include "runtime/ds.h"
 #include "runtime/files.h"
 #include "runtime/hash.h"
@@ -92,6 +93,22 @@ char *tokenizer_decode(const Tokenizer *tok, const uint32_t *ids, size_t n) {
     }
     *p = '\0';
     return out;
+}
+
+uint32_t tokenizer_special_id(const Tokenizer *tok, const char *text) {
+    for (size_t i = 0; i < tok->vocab_size; i++) {
+        size_t len;
+        const char *b = tokenizer_token(tok, (uint32_t)i, &len);
+        if (tok->special[i] && len == strlen(text) && memcmp(b, text, len) == 0) return (uint32_t)i;
+    }
+    return (uint32_t)tok->vocab_size;
+}
+
+size_t tokenizer_safe_cut(const Tokenizer *tok, const char *text, size_t len, size_t at) {
+    const Bpe *b = tokenizer_bpe_of(tok);
+    if (at >= len) return len;
+    if (b) return b->pre.cuttable ? bpe_safe_cut(text, len, at) : len;
+    return utf8_boundary(text, len, at);
 }
 
 const char *tokenizer_unit(const Tokenizer *tok) { return tok->kind->unit; }

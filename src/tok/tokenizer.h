@@ -65,6 +65,13 @@ const char *tokenizer_token(const Tokenizer *tok, uint32_t id, size_t *len);
 size_t tokenizer_token_bytes(const Tokenizer *tok, uint32_t id);
 const char *tokenizer_unit(const Tokenizer *tok);
 
+/* The id of the special token whose bytes are `text`, or vocab_size if none. */
+uint32_t tokenizer_special_id(const Tokenizer *tok, const char *text);
+/* Where text[0..len) may be cut at or after `at` so that the parts encode
+ * to the same ids as the whole: a character boundary, or for BPE a piece
+ * boundary (len when its split pattern allows no safe cut). */
+size_t tokenizer_safe_cut(const Tokenizer *tok, const char *text, size_t len, size_t at);
+
 /* The saved text form (malloc'd) and its parser; `origin` names it in errors. */
 char *tokenizer_to_text(const Tokenizer *tok);
 int tokenizer_from_text(Tokenizer *tok, const char *text, const char *origin, Error *err);
