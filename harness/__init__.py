@@ -4,7 +4,7 @@ root as a module, e.g. `python3 -m harness.compare`:
 
   compare.py      make compare: architectures of matched size, seeds, token and time budgets
   probe.py        make probe: MQAR and copy recall probes per architecture
-  bench.py        make bench: speed and memory against PyTorch and sgemm
+  bench.py        make bench: speed and memory against PyTorch and sgemm (reads bin/train --json)
   bench_torch.py  one PyTorch training run, for bench.py
   bench_bpe.py    BPE training and encoding speed against SentencePiece, HF tokenizers, tiktoken
   torch_train.py  trains the PyTorch reference as bin/train would, for comparing losses

@@ -1,6 +1,9 @@
 """make bench: speed and memory of this project's C programs on this machine,
 against PyTorch running the same model, and against the machine's own sgemm.
 Run from the repository root: /usr/bin/python3 -m harness.bench [options].
+What it knows of a run of bin/train it reads from bin/train --json (the
+model's FLOPs, weight matrices, memory, BLAS kernel, --profile) and its --log
+CSV (the step times); bin/eval and bin/gemm-rate are read through --json too.
 
 Sections (--sections, all by default):
 
@@ -12,10 +15,14 @@ train    For each configuration (baby, medium, long) and mixer (attention,
          the median ms per step after its warm-up steps (bin/train's --log
          CSV, column ms_per_step); the PyTorch/C ratio is taken per round, so
          that machine noise hits both alike, and its median reported.
-         FLOPs per token (see model_flops) times tokens/s gives the achieved
-         GFLOP/s; divided by bin/gemm-rate's FLOP-weighted sgemm rate at the
-         model's own products (same threads, same kernel; the best of the
-         rounds, as other load only ever lowers it) it gives the MFU.
+         FLOPs per token (bin/train's flops_per_token: dense 6 x the sum of
+         rows x cols over the weight matrices, the tied head included, the
+         embeddings, biases and LayerNorms not; mixing per layer attention
+         6 C (T+1), Grassmann 3 (2P + 8 r |D|)) times tokens/s gives the
+         achieved GFLOP/s; divided by bin/gemm-rate's FLOP-weighted sgemm rate
+         at the model's own products (gemm_products: those of bin/train's
+         matrices; same threads, same kernel; the best of the rounds, as
+         other load only ever lowers it) it gives the MFU.
          Peak memory is ru_maxrss of each run's process tree (wait4), against
          what bin/train says the model needs (weights + gradients and AdamW
          moments + activations). Per-part times come from bin/train --profile.
@@ -114,47 +121,7 @@ def busy_process(own_session):
             os.waitpid(pid, 0)
 
 
-# ---- the model's arithmetic ------------------------------------------------------
-
-def weight_matrices(cfg, mixer, vocab):
-    """(name, out, in, how many) of every weight matrix, as nn.Linear stores them."""
-    C, L, r = cfg["n_embd"], cfg["n_layer"], RANK
-    P = r * (r - 1) // 2
-    if mixer == "attention":
-        mats = [("attn.qkv", 3 * C, C, L), ("attn.proj", C, C, L)]
-    else:
-        mats = [("grassmann.red", r, C, L), ("grassmann.plu", C, P, L), ("grassmann.gate", C, 2 * C, L)]
-    return mats + [("mlp.fc", 4 * C, C, L), ("mlp.proj", C, 4 * C, L), ("head (wte)", vocab, C, 1)]
-
-
-def model_flops(cfg, mixer, vocab):
-    """Training FLOPs per token, counted alike for both mixers.
-    dense:  6 x (sum of rows x cols over the weight matrices): forward 2 per
-            multiply-add, backward 4 (dX and dW). Embedding lookups, biases and
-            LayerNorms are not counted.
-    mixing: per layer, attention 6 C (T+1): a causal token meets (T+1)/2 keys
-            on average, QK^T and PV take 2 multiply-adds per key and channel
-            (forward 2 C (T+1)), backward twice the forward;
-            Grassmann 3 (2P + 8 r |D|): forward one wedge of P coordinates at
-            2 FLOPs each and, per offset, three dot products and an axpy over
-            r; backward twice the forward."""
-    C, T, L, r = cfg["n_embd"], cfg["block"], cfg["n_layer"], RANK
-    P = r * (r - 1) // 2
-    dense = 6 * sum(o * i * n for _, o, i, n in weight_matrices(cfg, mixer, vocab))
-    per_layer = 6 * C * (T + 1) if mixer == "attention" else 3 * (2 * P + 8 * r * len(WINDOWS))
-    return {"dense": dense, "mixing": L * per_layer, "total": dense + L * per_layer}
-
-
-def gemm_products(cfg, mixer, vocab):
-    """One training step's matrix products, for bin/gemm-rate: per weight W
-    (out x in) and N = batch x block tokens, forward NT (N, out, in), backward
-    NN (N, in, out) for dX and TN (out, in, N) for dW."""
-    n_tok = cfg["batch"] * cfg["block"]
-    prods = []
-    for _, o, i, count in weight_matrices(cfg, mixer, vocab):
-        prods += [f"{n_tok}x{o}x{i}:NT:{count}", f"{n_tok}x{i}x{o}:NN:{count}", f"{o}x{i}x{n_tok}:TN:{count}"]
-    return prods
-
+# ---- what bin/train --json says -------------------------------------------------
 
 def train_args(cfg, mixer):
     return ["--mixer", mixer, "--n-layer", str(cfg["n_layer"]), "--n-head", str(cfg["n_head"]),
@@ -162,76 +129,73 @@ def train_args(cfg, mixer):
             "--grassmann-rank", str(RANK), "--grassmann-windows", ",".join(map(str, WINDOWS))]
 
 
-def torch_config(cfg, mixer, vocab):
-    return {"vocab_size": vocab, "block_size": cfg["block"], "n_layer": cfg["n_layer"], "n_head": cfg["n_head"],
-            "n_embd": cfg["n_embd"], "mixers": [mixer] * cfg["n_layer"], "pos": "learned",
-            "grassmann_rank": RANK, "grassmann_windows": list(WINDOWS), "dropout": 0.0}
+def gemm_products(report):
+    """One training step's matrix products, for bin/gemm-rate, from a bin/train
+    --json report: per weight W (out x in) of its "matrices" and N = batch x
+    block tokens, forward NT (N, out, in), backward NN (N, in, out) for dX and
+    TN (out, in, N) for dW; identical matrices as one product with a count."""
+    n_tok = report["batch"] * report["block"]
+    counts = {}
+    for m in report["matrices"]:
+        shape = (m["rows"], m["cols"])
+        counts[shape] = counts.get(shape, 0) + 1
+    prods = []
+    for (o, i), count in counts.items():
+        prods += [f"{n_tok}x{o}x{i}:NT:{count}", f"{n_tok}x{i}x{o}:NN:{count}", f"{o}x{i}x{n_tok}:TN:{count}"]
+    return prods
 
 
-# ---- what the programs print -----------------------------------------------------
-
-def parse_blas(text):
-    """bin/train's 'blas: BLIS 0.9.0, kernel X (how) | N threads' line:
-    (kernel, how, whole description); Nones if absent."""
-    m = re.search(r"^blas: (.*?kernel (\w+)(?: \(([^)]*)\))?[^|\n]*)", text, re.M)
-    return (m.group(2), m.group(3) or "", m.group(1).strip()) if m else (None, "", None)
-
-
-def parse_memory(text):
-    """bin/train's memory line in MiB: weights, state (gradients and moments), activations."""
-    m = re.search(r"memory: weights ([\d.]+) MiB, gradients and AdamW moments ([\d.]+) MiB, "
-                  r"activations ([\d.]+) MiB", text)
+def memory_count(report):
+    """bin/train's own count in MiB: weights, state (gradients and AdamW moments), activations, total."""
+    m = report.get("memory_mib")
     if not m:
         return None
-    w, s, a = map(float, m.groups())
-    return {"weights": w, "state": s, "activations": a, "total": w + s + a}
+    return {"weights": m["weights"], "state": m["state"], "activations": m["activations"],
+            "total": m["weights"] + m["state"] + m["activations"]}
 
 
-def parse_profile(text, mixer):
-    """bin/train --profile's table: {part: {forward, backward, total, share}}
-    with the mixer's row under 'mixer', 'other', and 'step' (ms)."""
-    if "profile:" not in text:
+def profile_parts(report, mixer):
+    """bin/train --profile's parts in ms per step: {part: {forward, backward,
+    total, share}} with the mixer's row under 'mixer', 'other', and 'step'."""
+    p = report.get("profile")
+    if not p:
         return None
-    prof = {}
-    for line in text[text.index("profile:"):].splitlines()[1:]:
-        f = line.split()
-        if len(f) == 5 and f[4].endswith("%"):
-            prof["mixer" if f[0] == mixer else f[0]] = {
-                "forward": float(f[1]), "backward": float(f[2]), "total": float(f[3]), "share": float(f[4][:-1])}
-        elif len(f) == 3 and f[0] == "other" and f[2].endswith("%"):
-            prof["other"] = {"total": float(f[1]), "share": float(f[2][:-1])}
-        elif len(f) == 2 and f[0] == "step":
-            prof["step"] = float(f[1])
-    return prof or None
+    prof = {"mixer" if name == mixer else name: {"forward": row["forward_ms"], "backward": row["backward_ms"],
+                                                   "total": row["total_ms"], "share": row["share"]}
+            for name, row in p["parts"].items()}
+    prof["other"] = {"total": p["other"]["total_ms"], "share": p["other"]["share"]}
+    prof["step"] = p["step_ms"]
+    return prof
 
 
 # ---- single measurements ---------------------------------------------------------
 
 def c_train(ctx, cfg, mixer, steps, warmup, threads, env=None, profile=True, launcher=()):
     """One bin/train run: median ms/step after warm-up, tokens/s over the same
-    steps, peak RSS, its blas line, memory line, profile, the checkpoint.
+    steps, peak RSS, and from its --json report the BLAS it ran, its memory
+    count, profile and the report itself ("train"); the checkpoint.
     launcher: e.g. mpirun and its options, before the program."""
     log, ckpt = os.path.join(ctx.tmp, "c.csv"), os.path.join(ctx.tmp, f"c-{mixer}.ckpt")
     cmd = list(launcher) + [os.path.join(BIN, "train"), "--data", ctx.data, "--out", ckpt, "--max-iters", str(steps),
            "--eval-interval", "0", "--eval-iters", "1", "--log-interval", str(steps), "--log", log,
-           "--seed", "1337"] + train_args(cfg, mixer)
+           "--seed", "1337", "--json"] + train_args(cfg, mixer)
     cmd += ["--threads", str(threads)] if threads else []
     cmd += ["--profile"] if profile else []
     r = run_ok(cmd, env)
+    report = r.json()
     # Step 0 (validation only) has no step time.
     rows = [row for row in read_train_log(log) if row["ms_per_step"] is not None][warmup:]
     if not rows:
         die(f"bin/train logged no steps after the {warmup} warm-up steps", 1)
     ms = [row["ms_per_step"] for row in rows]
-    kernel, how, desc = parse_blas(r.out)
     tokens = cfg["batch"] * cfg["block"]
     used = {}
     for row in rows:
         th = None if row.get("threads") is None else int(row["threads"])
         used[th] = used.get(th, 0) + 1
     return {"ms": med(ms), "tokens_per_s_mean": tokens * len(ms) * 1e3 / sum(ms),
-            "rss_mib": r.rss_mib, "kernel": kernel, "kernel_how": how, "blas": desc,
-            "memory": parse_memory(r.out), "profile": parse_profile(r.out, mixer), "ckpt": ckpt,
+            "rss_mib": r.rss_mib, "kernel": report.get("blas_kernel"), "blas": report.get("blas"),
+            "memory": memory_count(report), "profile": profile_parts(report, mixer), "ckpt": ckpt, "train": report,
             "threads_used": {str(k): v for k, v in sorted(used.items(), key=lambda kv: -(kv[0] or 0))}}
 
 
@@ -262,13 +226,15 @@ def torch_env():
     return env
 
 
-def torch_train(ctx, cfg, mixer, steps, warmup, env):
-    """One harness/bench_torch.py run: median ms/step after warm-up, peak RSS,
-    the OpenBLAS kernel it ran; None (and ctx.torch_missing set) on failure."""
+def torch_train(ctx, c, steps, warmup, env):
+    """One harness/bench_torch.py run of the model of the C run c (the config
+    of its bin/train --json report, its batch): median ms/step after warm-up,
+    peak RSS, the OpenBLAS kernel it ran; None (and ctx.torch_missing set) on
+    failure."""
     if ctx.torch_missing:
         return None
-    cmd = [sys.executable or PYTHON, "-m", "harness.bench_torch", json.dumps(torch_config(cfg, mixer, ctx.vocab)),
-           ctx.data, str(cfg["batch"]), str(steps), str(ctx.threads)]
+    cmd = [sys.executable or PYTHON, "-m", "harness.bench_torch", json.dumps(c["train"]["config"]), ctx.data,
+           str(c["train"]["batch"]), str(steps), str(ctx.threads)]
     r = run(cmd, env, cwd=ROOT)
     if r.status != 0:
         ctx.torch_missing = f"PyTorch run failed: {r.why()}"
@@ -281,9 +247,9 @@ def torch_train(ctx, cfg, mixer, steps, warmup, env):
             "env_coretype": env.get("OPENBLAS_CORETYPE") if env.get("OPENBLAS_CORETYPE") != os.environ.get("OPENBLAS_CORETYPE") else None}
 
 
-def gemm_rate(ctx, cfg, mixer):
-    cmd = [os.path.join(BIN, "gemm-rate"), "--threads", str(ctx.threads), "--json"] + \
-        gemm_products(cfg, mixer, ctx.vocab)
+def gemm_rate(ctx, c):
+    """bin/gemm-rate --json over one training step's products of the C run c."""
+    cmd = [os.path.join(BIN, "gemm-rate"), "--threads", str(ctx.threads), "--json"] + gemm_products(c["train"])
     return run_ok(cmd).json()
 
 
@@ -314,8 +280,8 @@ def section_train(ctx):
             c_runs, t_runs, g_runs = [], [], []
             for rnd in range(ctx.rounds):
                 c = c_train(ctx, cfg, mixer, steps, warmup, ctx.threads)
-                t = torch_train(ctx, cfg, mixer, steps, warmup, torch_env())
-                g = gemm_rate(ctx, cfg, mixer)
+                t = torch_train(ctx, c, steps, warmup, torch_env())
+                g = gemm_rate(ctx, c)
                 c_runs.append(c), t_runs.append(t), g_runs.append(g)
                 progress(f"train {name} {mixer} round {rnd + 1}/{ctx.rounds}: C {c['ms']:.1f} ms/step, "
                          + (f"PyTorch {t['ms']:.1f} ms/step ({t['ms'] / c['ms']:.2f}x)" if t else "PyTorch n/a")
@@ -330,7 +296,7 @@ def section_train(ctx):
 
 
 def summarise_train(ctx, name, cfg, mixer, tokens, c_runs, t_runs, g_runs):
-    flops = model_flops(cfg, mixer, ctx.vocab)
+    flops = {k: c_runs[-1]["train"]["flops_per_token"][k] for k in ("dense", "mixing", "total")}
     c_ms = med([c["ms"] for c in c_runs])
     t_ok = [t for t in t_runs if t]
     t_ms = med([t["ms"] for t in t_ok])
