@@ -2,7 +2,7 @@
 #   make            build the programs into bin/
 #   make demo       the main job: deps, build, corpus, train, eval, sample
 #   make test       every test (unit, gradient checks, CLI, PyTorch parity)
-#   make bench      throughput and memory benchmarks
+#   make bench      throughput and memory benchmarks (BENCH_ARGS=--quick ...)
 #   make data       fetch and prepare the default corpus (Moby Dick)
 #   make compare    architectures of matched size, seeds, token and time budgets (COMPARE_ARGS=...)
 #   make probe      MQAR and copy recall probes per architecture (PROBE_ARGS=...)
@@ -63,12 +63,12 @@ test: unit-test $(PROGRAMS)
 	bash tests/limits_test.sh
 	bash tests/bpe_cli_test.sh
 	bash tests/bpe_agreement.sh
-	/usr/bin/python3 tests/parity.py
+	/usr/bin/python3 -m tests.parity
 	bash tests/loss_mask_test.sh
 	bash tests/probe_test.sh
 
 bench: $(PROGRAMS)
-	/usr/bin/python3 eval/bench.py
+	/usr/bin/python3 -m harness.bench $(BENCH_ARGS)
 
 data: $(BIN)/prepare
 	bash data/fetch_moby_dick.sh
@@ -78,14 +78,14 @@ demo:
 
 compare: $(PROGRAMS)
 	@[ -s data/moby/test.bin ] || bash data/fetch_moby_dick.sh
-	python3 eval/compare.py $(COMPARE_ARGS)
+	python3 -m harness.compare $(COMPARE_ARGS)
 
 deps:
 	bash scripts/install-deps.sh
 
 # Synthetic recall probes, MQAR and copy: runs/probe/probe.md and probe.json.
 probe: $(PROGRAMS)
-	python3 eval/probe.py $(PROBE_ARGS)
+	python3 -m harness.probe $(PROBE_ARGS)
 
 asan:
 	$(MAKE) BUILD=build-asan BIN=bin-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \

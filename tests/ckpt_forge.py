@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """Test helper: writes a hostile variant of a checkpoint, with the checksum
 recomputed so that the reader's own checks are what refuse it.
-Usage: ckpt_forge.py KIND IN OUT, KIND one of
+Usage: /usr/bin/python3 -m tests.ckpt_forge KIND IN OUT, KIND one of
   huge       the config claims a 64-layer, 8192-wide model; the file is made
              (sparse) as large as its weights, so only memory stops a load
   dupkey     the header names "__metadata__" twice
@@ -9,11 +8,10 @@ Usage: ckpt_forge.py KIND IN OUT, KIND one of
   realoffset a tensor's data offsets written as 0.0, n.0
   bighdr     the length field claims a 200 MB header (file made that large)"""
 import json
-import os
 import struct
 import sys
 
-from ckpt_poison import KEY, fnv1a
+from tests.ckpt_poison import KEY, fnv1a
 
 
 def pack(header_text, data):

@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """Test helper: writes a copy of a checkpoint with one weight set to +inf and
 the checksum recomputed, so that bin/train's divergence guard can be tested
-on a checkpoint that loads. Usage: ckpt_poison.py IN OUT"""
+on a checkpoint that loads. Usage: python3 -m tests.ckpt_poison IN OUT"""
 import struct
 import sys
 

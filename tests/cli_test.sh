@@ -154,7 +154,7 @@ expect_ok "resume after Ctrl-C" $B/train --data "$tmp/a" --out "$tmp/int2.ckpt" 
 grep -q "steps $at\.\.$((at + 3)) of 1000000" "$tmp/out" && ok || bad "resume after Ctrl-C did not start at step $at"
 
 # A diverging run (an infinite weight) stops, says so, and keeps the last good checkpoint.
-/usr/bin/env python3 tests/ckpt_poison.py "$tmp/good.ckpt" "$tmp/inf.ckpt"
+python3 -m tests.ckpt_poison "$tmp/good.ckpt" "$tmp/inf.ckpt"
 cp "$tmp/good.ckpt" "$tmp/keep.ckpt"
 $B/train --data "$tmp/a" --out "$tmp/keep.ckpt" --resume "$tmp/inf.ckpt" --max-iters 20 >"$tmp/out" 2>"$tmp/err"
 rc=$?

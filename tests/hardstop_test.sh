@@ -37,8 +37,8 @@ for k in $(seq 1 "$KILLS"); do
     ls "$tmp"/run.ckpt.tmp.* >/dev/null 2>&1 && mid_write=$((mid_write + 1))
     if [ -e "$tmp/run.ckpt" ]; then
         if $B/eval --model "$tmp/run.ckpt" --data "$tmp/a" --json >"$tmp/ev" 2>"$tmp/everr"; then
-            step=$(/usr/bin/python3 -c 'import sys; sys.path.insert(0, "tests")
-from safetensors_np import read_safetensors; print(read_safetensors(sys.argv[1])[1]["step"])' "$tmp/run.ckpt" 2>/dev/null || echo -1)
+            step=$(/usr/bin/python3 -c 'import sys; from harness.safetensors_np import read_safetensors
+print(read_safetensors(sys.argv[1])[1]["step"])' "$tmp/run.ckpt" 2>/dev/null || echo -1)
             if [ "$step" -lt "$last_step" ]; then bad "kill $k: the checkpoint went back from step $last_step to $step"; fi
             [ "$step" -gt "$last_step" ] && [ "$last_step" -gt 0 ] && resumed=$((resumed + 1))
             last_step=$step

@@ -7,7 +7,7 @@
 set -u
 cd "$(dirname "$0")/.."
 source tests/cli_lib.sh
-forge() { /usr/bin/python3 tests/ckpt_forge.py "$@"; }
+forge() { /usr/bin/python3 -m tests.ckpt_forge "$@"; }
 
 for i in $(seq 1 40); do echo "Call me Ishmael, line $i of a small corpus."; done >"$tmp/a.txt"
 expect_ok "prepare" $B/prepare --input "$tmp/a.txt" --out "$tmp/a"

@@ -20,9 +20,8 @@ expect_ok "dump masked" $B/train --data "$tmp/pg" --dump-grads "$tmp/m.st" "${SM
 expect_ok "dump unmasked" $B/train --data "$tmp/pg" --dump-grads "$tmp/u.st" "${SMALL[@]}" --no-loss-mask
 if /usr/bin/python3 - "$tmp/m.st" "$tmp/u.st" <<'PY'
 import os, sys
-sys.path.insert(0, "tests")
-from parity import check
-from safetensors_np import read_safetensors
+from harness.safetensors_np import read_safetensors
+from tests.parity import check
 t, m = read_safetensors(sys.argv[1])
 _, u = read_safetensors(sys.argv[2])
 marked = int((t["targets"] >= 0).sum())

@@ -1,16 +1,15 @@
-#!/usr/bin/env python3
 """Compares two bin/train runs for tests/mpi_test.sh: the train and val
 losses of two --log CSV files at every step, and the weights of two
 checkpoints, each to a relative tolerance. Prints the worst differences;
 exit 1 if any exceeds the tolerance.
-Usage: mpi_compare.py [--logs A.csv B.csv] [--ckpts A.ckpt B.ckpt] [--tol 1e-5]"""
+Usage: /usr/bin/python3 -m tests.mpi_compare [--logs A.csv B.csv] [--ckpts A.ckpt B.ckpt] [--tol 1e-5]"""
 import argparse
 import csv
 import sys
 
 import numpy as np
 
-from safetensors_np import read_safetensors
+from harness.safetensors_np import read_safetensors
 
 
 def log_losses(path):
@@ -55,7 +54,7 @@ def compare_ckpts(a, b, tol):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="/usr/bin/python3 -m tests.mpi_compare", description=__doc__.split("\n")[0])
     ap.add_argument("--logs", nargs=2)
     ap.add_argument("--ckpts", nargs=2)
     ap.add_argument("--tol", type=float, default=1e-5)

@@ -18,7 +18,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS
 # dlopened components) at MPI_Finalize. The single-process runs here and in
 # cli_test.sh check the library's leaks.
 MPIRUN=(mpirun --oversubscribe -x ASAN_OPTIONS=detect_leaks=0)
-compare=(/usr/bin/python3 tests/mpi_compare.py)
+compare=(/usr/bin/python3 -m tests.mpi_compare)
 
 for i in $(seq 1 80); do echo "The whale, the whale! Line $i of a small corpus for the MPI tests; it repeats."; done >"$tmp/a.txt"
 $B/prepare --input "$tmp/a.txt" --out "$tmp/a" >/dev/null || { echo "FAIL: prepare"; exit 1; }

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """PyTorch parity: the C model's loss and every gradient against autograd.
 
 For each architecture, bin/train --dump-grads writes the weights, the first
@@ -7,7 +6,7 @@ model in PyTorch (float64, from those float32 weights), runs autograd on the
 same batch and requires a relative error below 1e-4 for the loss and for each
 gradient tensor: |c - torch| / |torch| over the whole tensor.
 
-Run from the project root after `make`: /usr/bin/python3 tests/parity.py
+Run from the project root after `make`: /usr/bin/python3 -m tests.parity
 """
 import json
 import os
@@ -17,12 +16,11 @@ import tempfile
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from safetensors_np import read_safetensors  # noqa: E402
-from torch_ref import model_loss  # noqa: E402
+from harness.common import BIN
+from harness.safetensors_np import read_safetensors
+from harness.torch_ref import model_loss
 
 TOL = 1e-4
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def check(name, dump):
@@ -74,13 +72,13 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "text.txt"), "w") as f:
             f.write(text)
-        subprocess.run([os.path.join(ROOT, "bin/prepare"), "--input", os.path.join(tmp, "text.txt"),
+        subprocess.run([os.path.join(BIN, "prepare"), "--input", os.path.join(tmp, "text.txt"),
                         "--out", os.path.join(tmp, "data"), "--val-fraction", "0.2", "--test-fraction", "0"],
                        check=True, stdout=subprocess.DEVNULL)
         for i, (name, extra) in enumerate(configs):
             dump = os.path.join(tmp, f"dump{i}.safetensors")
             base = ["--n-layer", "2", "--n-head", "2", "--n-embd", "16", "--block-size", "16", "--batch-size", "3"]
-            args = [os.path.join(ROOT, "bin/train"), "--data", os.path.join(tmp, "data"), "--dump-grads", dump,
+            args = [os.path.join(BIN, "train"), "--data", os.path.join(tmp, "data"), "--dump-grads", dump,
                     "--seed", str(7 + i)] + base + extra
             subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
             if check(name, dump):

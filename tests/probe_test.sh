@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# eval/probe.py end to end at toy size (seconds): the staged MQAR curriculum
+# harness/probe.py end to end at toy size (seconds): the staged MQAR curriculum
 # (bin/train --stop-at on the easy data, then --resume on the full task), the
 # rows of probe.json, the report, and one-line errors for bad options.
 set -u
@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 TOY=(--mqar-seq-lens 16 --pairs 4 --symbols 8 --mqar-iters 30 --copy-max-iters 10 --train-seqs 100 --val-seqs 10 --copy-seq-len 32
      --copy-gaps 4 --copy-segment 4 --grassmann-windows 1,2,4,8 --threads 1 --out "$tmp/p")
-expect_ok "probe, staged" python3 eval/probe.py "${TOY[@]}" --curriculum-pairs 2 --curriculum-steps 20
+expect_ok "probe, staged" python3 -m harness.probe "${TOY[@]}" --curriculum-pairs 2 --curriculum-steps 20
 if /usr/bin/python3 - "$tmp/p" <<'PY'
 import json, os, sys
 out = sys.argv[1]
@@ -35,17 +35,17 @@ PY
 then ok; else bad "probe.json / probe.md of the staged run"; fi
 
 # Without the curriculum the MQAR rows say so, and the first stage's data is not made.
-expect_ok "probe, not staged" python3 eval/probe.py "${TOY[@]}" --tasks mqar --curriculum-pairs 0 --out "$tmp/q"
+expect_ok "probe, not staged" python3 -m harness.probe "${TOY[@]}" --tasks mqar --curriculum-pairs 0 --out "$tmp/q"
 if /usr/bin/python3 -c "
 import json, sys; rows = json.load(open('$tmp/q/probe.json'))
 sys.exit(0 if len(rows) == 2 and all(r['curriculum'] is None for r in rows) else 1)"; then ok
 else bad "--curriculum-pairs 0 still staged"; fi
 
 expect_error "curriculum longer than the run" "curriculum-steps must be below" \
-    python3 eval/probe.py "${TOY[@]}" --curriculum-steps 30
-expect_error "bad task" "--tasks must list" python3 eval/probe.py "${TOY[@]}" --tasks recall
+    python3 -m harness.probe "${TOY[@]}" --curriculum-steps 30
+expect_error "bad task" "--tasks must list" python3 -m harness.probe "${TOY[@]}" --tasks recall
 expect_error "steps for two lengths, one length" "mqar-iters needs one positive number" \
-    python3 eval/probe.py "${TOY[@]}" --mqar-iters 30,40
+    python3 -m harness.probe "${TOY[@]}" --mqar-iters 30,40
 
 echo "probe tests: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -21,8 +21,8 @@ for mixer in attention grassmann; do
     $B/train "${TINY[@]}" --mixer "$mixer" --out "$S/fuzz_checkpoint/$mixer-checkpoint" >/dev/null
     $B/train "${TINY[@]}" --mixer "$mixer" --dump-grads "$S/fuzz_safetensors/$mixer-grads" >/dev/null
     cp "$S/fuzz_checkpoint/$mixer-checkpoint" "$S/fuzz_safetensors/"
-    /usr/bin/python3 -c 'import sys; sys.path.insert(0, "tests")
-from safetensors_np import read_safetensors; sys.stdout.write(read_safetensors(sys.argv[1])[1]["config"])' \
+    /usr/bin/python3 -c 'import sys; from harness.safetensors_np import read_safetensors
+sys.stdout.write(read_safetensors(sys.argv[1])[1]["config"])' \
         "$S/fuzz_checkpoint/$mixer-checkpoint" >"$S/fuzz_config/$mixer.json"
 done
 for kind in char byte; do

@@ -1,21 +1,28 @@
-#!/usr/bin/env python3
 """make bench: speed and memory of this project's C programs on this machine,
 against PyTorch running the same model, and against the machine's own sgemm.
+Run from the repository root: /usr/bin/python3 -m harness.bench [options].
+What it knows of a run of bin/train it reads from bin/train --json (the
+model's FLOPs, weight matrices, memory, BLAS kernel, --profile) and its --log
+CSV (the step times); bin/eval and bin/gemm-rate are read through --json too.
 
 Sections (--sections, all by default):
 
 train    For each configuration (baby, medium, long) and mixer (attention,
          grassmann): R rounds, each one bin/train run (--threads N, so its
          adaptive thread tuner is off; --profile) followed by one PyTorch run
-         of the same model, batch, AdamW and clipping (eval/bench_torch.py,
+         of the same model, batch, AdamW and clipping (harness/bench_torch.py,
          torch.set_num_threads(N)) and one bin/gemm-rate run. A run's time is
          the median ms per step after its warm-up steps (bin/train's --log
          CSV, column ms_per_step); the PyTorch/C ratio is taken per round, so
          that machine noise hits both alike, and its median reported.
-         FLOPs per token (see model_flops) times tokens/s gives the achieved
-         GFLOP/s; divided by bin/gemm-rate's FLOP-weighted sgemm rate at the
-         model's own products (same threads, same kernel; the best of the
-         rounds, as other load only ever lowers it) it gives the MFU.
+         FLOPs per token (bin/train's flops_per_token: dense 6 x the sum of
+         rows x cols over the weight matrices, the tied head included, the
+         embeddings, biases and LayerNorms not; mixing per layer attention
+         6 C (T+1), Grassmann 3 (2P + 8 r |D|)) times tokens/s gives the
+         achieved GFLOP/s; divided by bin/gemm-rate's FLOP-weighted sgemm rate
+         at the model's own products (gemm_products: those of bin/train's
+         matrices; same threads, same kernel; the best of the rounds, as
+         other load only ever lowers it) it gives the MFU.
          Peak memory is ru_maxrss of each run's process tree (wait4), against
          what bin/train says the model needs (weights + gradients and AdamW
          moments + activations). Per-part times come from bin/train --profile.
@@ -54,20 +61,18 @@ said so. Progress goes to stderr; --json prints one JSON object instead of
 the tables."""
 import argparse
 import contextlib
-import csv
 import json
 import os
 import re
 import shutil
 import signal
-import statistics
 import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "bin")
-PYTHON = "/usr/bin/python3"
+from harness.common import (BIN, PYTHON, ROOT, cpu_model, die, kill_children, read_train_log, run, run_ok,
+                            token_header)
+from harness.common import median as med
 
 CONFIGS = {
     "baby": {"n_layer": 4, "n_head": 4, "n_embd": 128, "block": 64, "batch": 12},
@@ -90,66 +95,13 @@ STEPS = {
 }
 
 T0 = time.monotonic()
-_children = set()  # pids of running children, killed if the bench is interrupted
 
 
 def progress(msg):
     print(f"bench [{time.monotonic() - T0:5.0f}s] {msg}", file=sys.stderr, flush=True)
 
 
-def die(msg, status=2):
-    print(f"bench: error: {msg}", file=sys.stderr)
-    sys.exit(status)
-
-
 # ---- processes ------------------------------------------------------------------
-
-class Result:
-    """A finished command: exit status, stdout, stderr, peak RSS of its process
-    tree in MiB, wall seconds."""
-
-    def __init__(self, status, out, err, rss_mib, seconds):
-        self.status, self.out, self.err, self.rss_mib, self.seconds = status, out, err, rss_mib, seconds
-
-    def why(self):
-        lines = (self.err.strip() or self.out.strip()).splitlines()
-        return lines[-1] if lines else f"exit status {self.status}"
-
-
-def run(cmd, tmp, env=None):
-    """Runs cmd to completion with stdout and stderr in files. ru_maxrss from
-    wait4 covers the process and every descendant it waited for (bin/train's
-    kernel probe, a restart with exec keeps the pid)."""
-    out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
-    actions = [(os.POSIX_SPAWN_OPEN, 1, out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
-               (os.POSIX_SPAWN_OPEN, 2, err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)]
-    start = time.monotonic()
-    pid = os.posix_spawn(cmd[0], cmd, dict(os.environ if env is None else env), file_actions=actions)
-    _children.add(pid)
-    _, status, usage = os.wait4(pid, 0)  # if interrupted, the pid stays in _children and is killed
-    _children.discard(pid)
-    seconds = time.monotonic() - start
-    with open(out_path, errors="replace") as f:
-        out = f.read()
-    with open(err_path, errors="replace") as f:
-        err = f.read()
-    return Result(os.waitstatus_to_exitcode(status), out, err, usage.ru_maxrss / 1024.0, seconds)
-
-
-def run_ok(cmd, tmp, env=None):
-    r = run(cmd, tmp, env)
-    if r.status != 0:
-        die(f"{os.path.basename(cmd[0])} failed: {r.why()}", 1)
-    return r
-
-
-def kill_children():
-    for pid in list(_children):
-        with contextlib.suppress(ProcessLookupError, ChildProcessError):
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        _children.discard(pid)
-
 
 @contextlib.contextmanager
 def busy_process(own_session):
@@ -161,57 +113,15 @@ def busy_process(own_session):
     loop = 'while kill -0 "$1" 2>/dev/null; do i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; done'
     pid = os.posix_spawn("/bin/sh", ["sh", "-c", loop, "sh", str(os.getpid())], dict(os.environ),
                          setsid=own_session)
-    _children.add(pid)
     try:
         yield pid
     finally:
         with contextlib.suppress(ProcessLookupError, ChildProcessError):
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
-        _children.discard(pid)
 
 
-# ---- the model's arithmetic ------------------------------------------------------
-
-def weight_matrices(cfg, mixer, vocab):
-    """(name, out, in, how many) of every weight matrix, as nn.Linear stores them."""
-    C, L, r = cfg["n_embd"], cfg["n_layer"], RANK
-    P = r * (r - 1) // 2
-    if mixer == "attention":
-        mats = [("attn.qkv", 3 * C, C, L), ("attn.proj", C, C, L)]
-    else:
-        mats = [("grassmann.red", r, C, L), ("grassmann.plu", C, P, L), ("grassmann.gate", C, 2 * C, L)]
-    return mats + [("mlp.fc", 4 * C, C, L), ("mlp.proj", C, 4 * C, L), ("head (wte)", vocab, C, 1)]
-
-
-def model_flops(cfg, mixer, vocab):
-    """Training FLOPs per token, counted alike for both mixers.
-    dense:  6 x (sum of rows x cols over the weight matrices): forward 2 per
-            multiply-add, backward 4 (dX and dW). Embedding lookups, biases and
-            LayerNorms are not counted.
-    mixing: per layer, attention 6 C (T+1): a causal token meets (T+1)/2 keys
-            on average, QK^T and PV take 2 multiply-adds per key and channel
-            (forward 2 C (T+1)), backward twice the forward;
-            Grassmann 3 (2P + 8 r |D|): forward one wedge of P coordinates at
-            2 FLOPs each and, per offset, three dot products and an axpy over
-            r; backward twice the forward."""
-    C, T, L, r = cfg["n_embd"], cfg["block"], cfg["n_layer"], RANK
-    P = r * (r - 1) // 2
-    dense = 6 * sum(o * i * n for _, o, i, n in weight_matrices(cfg, mixer, vocab))
-    per_layer = 6 * C * (T + 1) if mixer == "attention" else 3 * (2 * P + 8 * r * len(WINDOWS))
-    return {"dense": dense, "mixing": L * per_layer, "total": dense + L * per_layer}
-
-
-def gemm_products(cfg, mixer, vocab):
-    """One training step's matrix products, for bin/gemm-rate: per weight W
-    (out x in) and N = batch x block tokens, forward NT (N, out, in), backward
-    NN (N, in, out) for dX and TN (out, in, N) for dW."""
-    n_tok = cfg["batch"] * cfg["block"]
-    prods = []
-    for _, o, i, count in weight_matrices(cfg, mixer, vocab):
-        prods += [f"{n_tok}x{o}x{i}:NT:{count}", f"{n_tok}x{i}x{o}:NN:{count}", f"{o}x{i}x{n_tok}:TN:{count}"]
-    return prods
-
+# ---- what bin/train --json says -------------------------------------------------
 
 def train_args(cfg, mixer):
     return ["--mixer", mixer, "--n-layer", str(cfg["n_layer"]), "--n-head", str(cfg["n_head"]),
@@ -219,85 +129,73 @@ def train_args(cfg, mixer):
             "--grassmann-rank", str(RANK), "--grassmann-windows", ",".join(map(str, WINDOWS))]
 
 
-def torch_config(cfg, mixer, vocab):
-    return {"vocab_size": vocab, "block_size": cfg["block"], "n_layer": cfg["n_layer"], "n_head": cfg["n_head"],
-            "n_embd": cfg["n_embd"], "mixers": [mixer] * cfg["n_layer"], "pos": "learned",
-            "grassmann_rank": RANK, "grassmann_windows": list(WINDOWS), "dropout": 0.0}
+def gemm_products(report):
+    """One training step's matrix products, for bin/gemm-rate, from a bin/train
+    --json report: per weight W (out x in) of its "matrices" and N = batch x
+    block tokens, forward NT (N, out, in), backward NN (N, in, out) for dX and
+    TN (out, in, N) for dW; identical matrices as one product with a count."""
+    n_tok = report["batch"] * report["block"]
+    counts = {}
+    for m in report["matrices"]:
+        shape = (m["rows"], m["cols"])
+        counts[shape] = counts.get(shape, 0) + 1
+    prods = []
+    for (o, i), count in counts.items():
+        prods += [f"{n_tok}x{o}x{i}:NT:{count}", f"{n_tok}x{i}x{o}:NN:{count}", f"{o}x{i}x{n_tok}:TN:{count}"]
+    return prods
 
 
-# ---- what the programs print -----------------------------------------------------
-
-def parse_blas(text):
-    """bin/train's 'blas: BLIS 0.9.0, kernel X (how) | N threads' line:
-    (kernel, how, whole description); Nones if absent."""
-    m = re.search(r"^blas: (.*?kernel (\w+)(?: \(([^)]*)\))?[^|\n]*)", text, re.M)
-    return (m.group(2), m.group(3) or "", m.group(1).strip()) if m else (None, "", None)
-
-
-def parse_memory(text):
-    """bin/train's memory line in MiB: weights, state (gradients and moments), activations."""
-    m = re.search(r"memory: weights ([\d.]+) MiB, gradients and AdamW moments ([\d.]+) MiB, "
-                  r"activations ([\d.]+) MiB", text)
+def memory_count(report):
+    """bin/train's own count in MiB: weights, state (gradients and AdamW moments), activations, total."""
+    m = report.get("memory_mib")
     if not m:
         return None
-    w, s, a = map(float, m.groups())
-    return {"weights": w, "state": s, "activations": a, "total": w + s + a}
+    return {"weights": m["weights"], "state": m["state"], "activations": m["activations"],
+            "total": m["weights"] + m["state"] + m["activations"]}
 
 
-def parse_profile(text, mixer):
-    """bin/train --profile's table: {part: {forward, backward, total, share}}
-    with the mixer's row under 'mixer', 'other', and 'step' (ms)."""
-    if "profile:" not in text:
+def profile_parts(report, mixer):
+    """bin/train --profile's parts in ms per step: {part: {forward, backward,
+    total, share}} with the mixer's row under 'mixer', 'other', and 'step'."""
+    p = report.get("profile")
+    if not p:
         return None
-    prof = {}
-    for line in text[text.index("profile:"):].splitlines()[1:]:
-        f = line.split()
-        if len(f) == 5 and f[4].endswith("%"):
-            prof["mixer" if f[0] == mixer else f[0]] = {
-                "forward": float(f[1]), "backward": float(f[2]), "total": float(f[3]), "share": float(f[4][:-1])}
-        elif len(f) == 3 and f[0] == "other" and f[2].endswith("%"):
-            prof["other"] = {"total": float(f[1]), "share": float(f[2][:-1])}
-        elif len(f) == 2 and f[0] == "step":
-            prof["step"] = float(f[1])
-    return prof or None
-
-
-def read_log(path):
-    """Per-step (ms, threads) from a bin/train --log CSV, step 0 (validation only) left out."""
-    rows = []
-    with open(path) as f:
-        for r in csv.DictReader(f):
-            if r.get("ms_per_step") not in (None, "", "nan"):
-                th = r.get("threads")
-                rows.append((float(r["ms_per_step"]), int(float(th)) if th not in (None, "", "nan") else None))
-    return rows
+    prof = {"mixer" if name == mixer else name: {"forward": row["forward_ms"], "backward": row["backward_ms"],
+                                                   "total": row["total_ms"], "share": row["share"]}
+            for name, row in p["parts"].items()}
+    prof["other"] = {"total": p["other"]["total_ms"], "share": p["other"]["share"]}
+    prof["step"] = p["step_ms"]
+    return prof
 
 
 # ---- single measurements ---------------------------------------------------------
 
 def c_train(ctx, cfg, mixer, steps, warmup, threads, env=None, profile=True, launcher=()):
     """One bin/train run: median ms/step after warm-up, tokens/s over the same
-    steps, peak RSS, its blas line, memory line, profile, the checkpoint.
+    steps, peak RSS, and from its --json report the BLAS it ran, its memory
+    count, profile and the report itself ("train"); the checkpoint.
     launcher: e.g. mpirun and its options, before the program."""
     log, ckpt = os.path.join(ctx.tmp, "c.csv"), os.path.join(ctx.tmp, f"c-{mixer}.ckpt")
     cmd = list(launcher) + [os.path.join(BIN, "train"), "--data", ctx.data, "--out", ckpt, "--max-iters", str(steps),
            "--eval-interval", "0", "--eval-iters", "1", "--log-interval", str(steps), "--log", log,
-           "--seed", "1337"] + train_args(cfg, mixer)
+           "--seed", "1337", "--json"] + train_args(cfg, mixer)
     cmd += ["--threads", str(threads)] if threads else []
     cmd += ["--profile"] if profile else []
-    r = run_ok(cmd, ctx.tmp, env)
-    rows = read_log(log)[warmup:]
+    r = run_ok(cmd, env)
+    report = r.json()
+    # Step 0 (validation only) has no step time.
+    rows = [row for row in read_train_log(log) if row["ms_per_step"] is not None][warmup:]
     if not rows:
         die(f"bin/train logged no steps after the {warmup} warm-up steps", 1)
-    ms = [m for m, _ in rows]
-    kernel, how, desc = parse_blas(r.out)
+    ms = [row["ms_per_step"] for row in rows]
     tokens = cfg["batch"] * cfg["block"]
     used = {}
-    for _, th in rows:
+    for row in rows:
+        th = None if row.get("threads") is None else int(row["threads"])
         used[th] = used.get(th, 0) + 1
-    return {"ms": statistics.median(ms), "tokens_per_s_mean": tokens * len(ms) * 1e3 / sum(ms),
-            "rss_mib": r.rss_mib, "kernel": kernel, "kernel_how": how, "blas": desc,
-            "memory": parse_memory(r.out), "profile": parse_profile(r.out, mixer), "ckpt": ckpt,
+    return {"ms": med(ms), "tokens_per_s_mean": tokens * len(ms) * 1e3 / sum(ms),
+            "rss_mib": r.rss_mib, "kernel": report.get("blas_kernel"), "blas": report.get("blas"),
+            "memory": memory_count(report), "profile": profile_parts(report, mixer), "ckpt": ckpt, "train": report,
             "threads_used": {str(k): v for k, v in sorted(used.items(), key=lambda kv: -(kv[0] or 0))}}
 
 
@@ -328,49 +226,46 @@ def torch_env():
     return env
 
 
-def torch_train(ctx, cfg, mixer, steps, warmup, env):
-    """One eval/bench_torch.py run: median ms/step after warm-up, peak RSS,
-    the OpenBLAS kernel it ran; None (and ctx.torch_missing set) on failure."""
+def torch_train(ctx, c, steps, warmup, env):
+    """One harness/bench_torch.py run of the model of the C run c (the config
+    of its bin/train --json report, its batch): median ms/step after warm-up,
+    peak RSS, the OpenBLAS kernel it ran; None (and ctx.torch_missing set) on
+    failure."""
     if ctx.torch_missing:
         return None
-    cmd = [PYTHON, os.path.join(ROOT, "eval", "bench_torch.py"), json.dumps(torch_config(cfg, mixer, ctx.vocab)),
-           ctx.data, str(cfg["batch"]), str(steps), str(ctx.threads)]
-    r = run(cmd, ctx.tmp, env)
+    cmd = [sys.executable or PYTHON, "-m", "harness.bench_torch", json.dumps(c["train"]["config"]), ctx.data,
+           str(c["train"]["batch"]), str(steps), str(ctx.threads)]
+    r = run(cmd, env, cwd=ROOT)
     if r.status != 0:
         ctx.torch_missing = f"PyTorch run failed: {r.why()}"
         return None
     res = json.loads(r.out)
     ms = res["ms"][warmup:]
-    return {"ms": statistics.median(ms), "rss_mib": r.rss_mib, "blas": res["blas"],
+    return {"ms": med(ms), "rss_mib": r.rss_mib, "blas": res["blas"],
             "kernel": res["blas"].rsplit("kernel ", 1)[-1], "threads": res["threads"],
             "base_rss_mib": res["base_rss_mib"],
             "env_coretype": env.get("OPENBLAS_CORETYPE") if env.get("OPENBLAS_CORETYPE") != os.environ.get("OPENBLAS_CORETYPE") else None}
 
 
-def gemm_rate(ctx, cfg, mixer):
-    cmd = [os.path.join(BIN, "gemm-rate"), "--threads", str(ctx.threads), "--json"] + \
-        gemm_products(cfg, mixer, ctx.vocab)
-    return json.loads(run_ok(cmd, ctx.tmp).out)
+def gemm_rate(ctx, c):
+    """bin/gemm-rate --json over one training step's products of the C run c."""
+    cmd = [os.path.join(BIN, "gemm-rate"), "--threads", str(ctx.threads), "--json"] + gemm_products(c["train"])
+    return run_ok(cmd).json()
 
 
 def eval_speed(ctx, ckpt):
     """bin/eval over the val split (or its prefix with --quick): scored tokens per wall second."""
     cmd = [os.path.join(BIN, "eval"), "--model", ckpt, "--data", ctx.eval_data, "--split", "val",
            "--threads", str(ctx.threads), "--json"]
-    r = run_ok(cmd, ctx.tmp)
-    scored = json.loads(r.out)["scored"]
+    r = run_ok(cmd)
+    scored = r.json()["scored"]
     return {"tokens": scored, "seconds": r.seconds, "tokens_per_s": scored / r.seconds, "rss_mib": r.rss_mib}
 
 
 def sample_speed(ctx, ckpt, n=500):
     """bin/sample of n tokens (its default --threads 1): tokens per wall second."""
-    r = run_ok([os.path.join(BIN, "sample"), "--model", ckpt, "--tokens", str(n)], ctx.tmp)
+    r = run_ok([os.path.join(BIN, "sample"), "--model", ckpt, "--tokens", str(n)])
     return {"tokens": n, "seconds": r.seconds, "tokens_per_s": n / r.seconds, "rss_mib": r.rss_mib}
-
-
-def med(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
 
 
 # ---- sections --------------------------------------------------------------------
@@ -385,8 +280,8 @@ def section_train(ctx):
             c_runs, t_runs, g_runs = [], [], []
             for rnd in range(ctx.rounds):
                 c = c_train(ctx, cfg, mixer, steps, warmup, ctx.threads)
-                t = torch_train(ctx, cfg, mixer, steps, warmup, torch_env())
-                g = gemm_rate(ctx, cfg, mixer)
+                t = torch_train(ctx, c, steps, warmup, torch_env())
+                g = gemm_rate(ctx, c)
                 c_runs.append(c), t_runs.append(t), g_runs.append(g)
                 progress(f"train {name} {mixer} round {rnd + 1}/{ctx.rounds}: C {c['ms']:.1f} ms/step, "
                          + (f"PyTorch {t['ms']:.1f} ms/step ({t['ms'] / c['ms']:.2f}x)" if t else "PyTorch n/a")
@@ -401,7 +296,7 @@ def section_train(ctx):
 
 
 def summarise_train(ctx, name, cfg, mixer, tokens, c_runs, t_runs, g_runs):
-    flops = model_flops(cfg, mixer, ctx.vocab)
+    flops = {k: c_runs[-1]["train"]["flops_per_token"][k] for k in ("dense", "mixing", "total")}
     c_ms = med([c["ms"] for c in c_runs])
     t_ok = [t for t in t_runs if t]
     t_ms = med([t["ms"] for t in t_ok])
@@ -466,7 +361,7 @@ def section_kernel(ctx):
     if os.environ.get("BLIS_ARCH_TYPE"):
         return {"skipped": f"BLIS_ARCH_TYPE={os.environ['BLIS_ARCH_TYPE']} is set by the environment: "
                            "the programs keep it, so there is no default choice to check"}
-    best = run_ok([os.path.join(BIN, "gemm-rate"), "--best-core"], ctx.tmp).out.strip()
+    best = run_ok([os.path.join(BIN, "gemm-rate"), "--best-core"]).out.strip()
     if not best or best == "none":
         return {"skipped": "no BLIS configuration worth choosing for this CPU (bin/gemm-rate --best-core: none)"}
     steps, warmup = ctx.steps["kernel"]
@@ -733,42 +628,25 @@ class Context:
     """What every measurement needs: paths, threads, steps, rounds, vocabulary."""
 
 
-def cpu_model():
-    with contextlib.suppress(OSError):
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    return "unknown"
-
-
-def token_header(path):
-    with open(path, "rb") as f:
-        head = f.read(32)
-    if len(head) < 32 or head[:8] != b"LMTOKENS":
-        die(f"'{path}' is not a token file (run make data)")
-    return head
-
-
 def eval_prefix(data, tmp, n):
     """DIR with val.bin = the first n tokens of data's val split (and its tokenizer)."""
     src = os.path.join(data, "val.bin")
     head = token_header(src)
-    width, count = int.from_bytes(head[12:16], "little"), int.from_bytes(head[24:32], "little")
-    n = min(n, count)
+    width, n = head["width"], min(n, head["count"])
     out = os.path.join(tmp, "evaldata")
     os.makedirs(out, exist_ok=True)
     with open(src, "rb") as f:
         f.seek(32)
         body = f.read(n * width)
     with open(os.path.join(out, "val.bin"), "wb") as f:
-        f.write(head[:24] + n.to_bytes(8, "little") + body)
+        f.write(head["raw"][:24] + n.to_bytes(8, "little") + body)
     shutil.copy(os.path.join(data, "tokenizer.txt"), out)
     return out
 
 
 def parse_args():
-    ap = argparse.ArgumentParser(description="Speed and memory of the C programs against PyTorch and sgemm.",
+    ap = argparse.ArgumentParser(prog="/usr/bin/python3 -m harness.bench",
+                                 description="Speed and memory of the C programs against PyTorch and sgemm.",
                                  epilog="Sections: train (C vs PyTorch, FLOPs, memory, profile, eval and sample "
                                         "speed), mixers (cost vs sequence length), kernel (default BLIS "
                                         "kernel check), load (the thread tuner), mpi (2 ranks against 1 rank "
@@ -806,7 +684,7 @@ def make_context(a, tmp):
     ctx.steps, ctx.rounds = STEPS[mode], a.rounds or STEPS[mode]["rounds"]
     ctx.quick, ctx.threads, ctx.configs, ctx.tmp = a.quick, a.threads, a.configs, tmp
     ctx.data = os.path.abspath(a.data)
-    ctx.vocab = int.from_bytes(token_header(os.path.join(a.data, "train.bin"))[16:24], "little")
+    ctx.vocab = token_header(os.path.join(a.data, "train.bin"))["vocab"]
     ctx.eval_tokens = ctx.steps["eval_tokens"]
     ctx.eval_data = eval_prefix(ctx.data, tmp, ctx.eval_tokens) if ctx.eval_tokens else ctx.data
     ctx.torch_missing = None  # set to the reason by the first PyTorch run that fails

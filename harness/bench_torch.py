@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""One PyTorch training run for eval/bench.py: the reference model of
-tests/torch_ref.py, AdamW, gradient clipping, random batches of the prepared
+"""One PyTorch training run for harness/bench.py: the reference model of
+harness/torch_ref.py, AdamW, gradient clipping, random batches of the prepared
 data. Prints one JSON object: "ms" (per-step milliseconds: zero_grad, forward,
 backward, clip, AdamW step; the batch is cut before the clock starts), "blas"
 (the OpenBLAS library and kernel PyTorch's matrix products ran on, read from
 the loaded library), "threads" (torch.get_num_threads()) and "base_rss_mib"
 (the process's peak RSS after importing torch and reading the data, before
 the model exists: the interpreter's and libraries' share of the peak).
-Usage: bench_torch.py CONFIG_JSON DATA_DIR BATCH STEPS THREADS"""
+Usage: /usr/bin/python3 -m harness.bench_torch CONFIG_JSON DATA_DIR BATCH STEPS THREADS"""
 import ctypes
 import json
 import os
@@ -17,8 +17,7 @@ import time
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from torch_ref import init_weights, model_loss, read_tokens  # noqa: E402
+from harness.torch_ref import init_weights, model_loss, read_tokens
 
 
 def loaded_openblas():

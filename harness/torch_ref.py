@@ -1,11 +1,14 @@
 """The PyTorch reference model: the same architecture as the C code, written
-with torch operations, from a dict of weights named as in DESIGN.md. Used by
-tests/parity.py (autograd gradients) and eval/bench.py (speed)."""
+with torch operations, from a dict of weights named as in docs/design.md. Used
+by tests/parity.py (autograd gradients), harness/bench.py (speed, through
+harness/bench_torch.py) and harness/torch_train.py (the loss it reaches)."""
 import math
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from harness.common import token_header
 
 
 def sinusoidal(T, C):
@@ -46,7 +49,7 @@ def attention(W, p, h, H, rotary=False):
 
 
 def grassmann(W, p, h, r, windows, eps=1e-8):
-    """The causal Grassmann layer exactly as DESIGN.md states it."""
+    """The causal Grassmann layer exactly as docs/design.md states it."""
     B, T, C = h.shape
     z = F.linear(h, W[p + "grassmann.red.weight"], W[p + "grassmann.red.bias"])
     iu = torch.triu_indices(r, r, 1)  # (0,1), (0,2), ..., (1,2), ...: row-major i < j
@@ -104,13 +107,11 @@ def model_loss(W, cfg, inputs, targets, reduction="mean"):
 
 def read_tokens(path):
     """A token file (bin/prepare) as an int64 tensor, and its vocabulary size."""
-    raw = open(path, "rb").read()
-    if raw[:8] != b"LMTOKENS":
-        raise ValueError(f"{path} is not a token file")
-    width = int.from_bytes(raw[12:16], "little")
-    vocab = int.from_bytes(raw[16:24], "little")
-    toks = np.frombuffer(raw[32:], dtype=np.uint16 if width == 2 else np.uint32).astype(np.int64)
-    return torch.from_numpy(toks), vocab
+    head = token_header(path)
+    with open(path, "rb") as f:
+        raw = f.read()
+    toks = np.frombuffer(raw[32:], dtype=np.uint16 if head["width"] == 2 else np.uint32).astype(np.int64)
+    return torch.from_numpy(toks), head["vocab"]
 
 
 def init_weights(cfg, dtype=torch.float32, seed=0):

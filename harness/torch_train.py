@@ -1,23 +1,21 @@
 #!/usr/bin/env python3
-"""Trains the PyTorch reference model (tests/torch_ref.py) exactly as bin/train
+"""Trains the PyTorch reference model (harness/torch_ref.py) exactly as bin/train
 would -- AdamW (decay on matrices only), linear warm-up + cosine to min-lr,
 global-norm clipping, random windows of train.bin -- then scores every token
 of val.bin once in block_size windows, as bin/eval does. For checking that the
 C trainer reaches the loss a PyTorch implementation of the same model reaches.
 
-usage: torch_train.py --data DIR [--mixer attention|grassmann] [--n-layer 4 --n-head 4
+usage: /usr/bin/python3 -m harness.torch_train --data DIR [--mixer attention|grassmann] [--n-layer 4 --n-head 4
        --n-embd 128 --block-size 64 --batch-size 12 --max-iters 2000 --lr 1e-3 --min-lr 1e-4
        --warmup-iters 100 --seed 1337 --threads 2]"""
 import argparse
 import math
 import os
-import sys
 import time
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from torch_ref import init_weights, model_loss, read_tokens  # noqa: E402
+from harness.torch_ref import init_weights, model_loss, read_tokens
 
 
 def lr_at(step, a):
@@ -49,7 +47,7 @@ def evaluate(W, cfg, toks, B=16):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(prog="/usr/bin/python3 -m harness.torch_train")
     ap.add_argument("--data", required=True)
     ap.add_argument("--mixer", default="attention")
     for name, val in [("n-layer", 4), ("n-head", 4), ("n-embd", 128), ("block-size", 64), ("batch-size", 12),

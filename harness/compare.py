@@ -1,6 +1,6 @@
-#!/usr/bin/env python3
 """make compare: architectures of matched size trained on the same data under
 the same budgets, several seeds each, and where their losses differ.
+Run from the repository root: python3 -m harness.compare [options] (--help).
 
 --archs lists the architectures, separated by spaces: each is a mixer
 (`attention`, `grassmann`) or a per-layer list of them joined by commas
@@ -24,35 +24,21 @@ val_loss_seconds.png, loss_by_position.png, recall_split.png.
 """
 import argparse
 import csv
-import json
 import math
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "bin")
+from harness.common import BIN, ROOT, die, gnuplot, need_gnuplot, read_train_log, run_ok
+
 MIXERS = ("attention", "grassmann")
 
 
-def die(msg):
-    print(f"compare: error: {msg}", file=sys.stderr)
-    sys.exit(2)
-
-
 def run(cmd, live=False):
-    if live:
-        p = subprocess.run(cmd, stdout=subprocess.DEVNULL)
-        if p.returncode != 0:
-            die(f"{os.path.basename(cmd[0])} failed (exit {p.returncode}): {' '.join(cmd)}")
-        return ""
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        die(p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"{cmd[0]} failed")
-    return p.stdout
+    """A program's stdout; exit 2 with its error if it fails. live: its stdout
+    is not kept and its stderr goes to ours as it comes."""
+    return run_ok(cmd, capture=not live, status=2).out
 
 
 def parse_archs(text, n_layer):
@@ -149,20 +135,19 @@ class Harness:
         t0 = time.time()
         run(args, live=True)
         wall = time.time() - t0
-        with open(log) as f:
-            steps_rows = list(csv.DictReader(f))
+        steps_rows = read_train_log(log)
         clock, curve = 0.0, []
         for r in steps_rows:
-            if r["ms_per_step"] not in ("", "nan"):
-                clock += float(r["ms_per_step"]) / 1e3
-            if r["val_loss"] not in ("", "nan"):
-                curve.append((int(r["tokens"]), clock, float(r["val_loss"])))
-        train_rows = [r for r in steps_rows if r["ms_per_step"] not in ("", "nan")]
+            if r["ms_per_step"] is not None:
+                clock += r["ms_per_step"] / 1e3
+            if r["val_loss"] is not None:
+                curve.append((int(r["tokens"]), clock, r["val_loss"]))
+        train_rows = [r for r in steps_rows if r["ms_per_step"] is not None]
         ev = {}
         for split in ("val", "test"):
-            ev[split] = json.loads(run([os.path.join(BIN, "eval"), "--model", ckpt, "--data", a.data, "--split", split,
-                                        "--json", "--by-position", "--split-recall", str(a.recall_n),
-                                        "--threads", str(a.threads)]))
+            ev[split] = run_ok([os.path.join(BIN, "eval"), "--model", ckpt, "--data", a.data, "--split", split,
+                                "--json", "--by-position", "--split-recall", str(a.recall_n),
+                                "--threads", str(a.threads)], status=2).json()
         if not a.keep_checkpoints:
             os.remove(ckpt)
         return {"arch": arch["name"], "budget": f"{kind}:{value}", "seed": seed, "params": arch["params"],
@@ -176,12 +161,6 @@ class Harness:
                 "other_tokens": ev["val"]["split_recall"]["other_tokens"],
                 "by_position": ev["val"]["by_position"]["loss"], "curve": curve,
                 "unit": next(k for k in ev["val"] if k.startswith("bits_per_")).split("_")[-1]}
-
-
-def gnuplot(script):
-    p = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
-    if p.returncode != 0:
-        die(f"gnuplot failed: {p.stderr.strip()}")
 
 
 def write_plots(a, archs, budgets, runs, unit):
@@ -262,7 +241,8 @@ def write_plots(a, archs, budgets, runs, unit):
 
 
 def main():
-    ap = argparse.ArgumentParser(description="Architectures of matched size under equal token and time budgets, "
+    ap = argparse.ArgumentParser(prog="python3 -m harness.compare",
+                                 description="Architectures of matched size under equal token and time budgets, "
                                              "several seeds, with the loss split by position and by recall.")
     ap.add_argument("--data", default=os.path.join(ROOT, "data/moby"), help="prepared data directory (default data/moby)")
     ap.add_argument("--out", default=os.path.join(ROOT, "runs/compare"), help="output directory (default runs/compare)")
@@ -298,8 +278,7 @@ def main():
     for f in ("train.bin", "val.bin", "test.bin", "tokenizer.txt"):
         if not os.path.exists(os.path.join(a.data, f)):
             die(f"'{a.data}' has no {f} (run make data, or bin/prepare with a test fraction)")
-    if not shutil.which("gnuplot"):
-        die("gnuplot is not installed (bash scripts/install-deps.sh)")
+    need_gnuplot()
     os.makedirs(a.out, exist_ok=True)
     h = Harness(a)
 
@@ -373,7 +352,7 @@ def main():
                                f"{where}.")
 
     seeds_txt = ", ".join(map(str, seeds))
-    cmd = "python3 eval/compare.py " + " ".join(sys.argv[1:])
+    cmd = "python3 -m harness.compare " + " ".join(sys.argv[1:])
     md = ["# Comparison: " + " vs ".join(x["label"] for x in archs), "",
           "## Reading", ""] + reading + [
           "", f"Ratios are paired by seed (same batches) and given as mean ± spread, the spread being half the "

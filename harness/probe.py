@@ -1,5 +1,5 @@
-#!/usr/bin/env python3
 """make probe: synthetic recall probes (MQAR, copy) for each architecture.
+Run from the repository root: python3 -m harness.probe [options] (--help).
 
 For every task setting, bin/probegen writes sequences of fixed length (token
 files plus train.mask and val.mask marking the answers); each architecture is
@@ -17,7 +17,7 @@ model's most likely next token.
         swept over --copy-gaps at --copy-seq-len (the distance is
         segment + gap + 1).
 
-Architectures as in eval/compare.py (--archs, size-matched to the first by the
+Architectures as in harness/compare.py (--archs, size-matched to the first by the
 Grassmann rank). Writes OUT/probe.json (a list of rows {arch, task, seq_len,
 pairs or gap, n_embd, seed, accuracy, ...}), OUT/probe.md and
 OUT/probe_accuracy.png.
@@ -26,13 +26,11 @@ import argparse
 import concurrent.futures
 import json
 import os
-import shutil
-import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare import BIN, ROOT, count_params, die, match_rank, parse_archs, run  # noqa: E402  (one harness, shared)
+from harness.common import BIN, ROOT, die, gnuplot, need_gnuplot, run_ok
+from harness.compare import count_params, match_rank, parse_archs, run
 
 
 def ints(text, what):
@@ -46,9 +44,10 @@ def ints(text, what):
 
 
 def main():
-    ap = argparse.ArgumentParser(description="MQAR and copy probes: recall accuracy by distance, per architecture.")
+    ap = argparse.ArgumentParser(prog="python3 -m harness.probe",
+                                 description="MQAR and copy probes: recall accuracy by distance, per architecture.")
     ap.add_argument("--out", default=os.path.join(ROOT, "runs/probe"))
-    ap.add_argument("--archs", default="attention grassmann", help="as in eval/compare.py (default 'attention grassmann')")
+    ap.add_argument("--archs", default="attention grassmann", help="as in harness/compare.py (default 'attention grassmann')")
     ap.add_argument("--tasks", default="mqar,copy")
     ap.add_argument("--mqar-seq-lens", default="64,128,256")
     ap.add_argument("--pairs", type=int, default=16)
@@ -114,8 +113,7 @@ def main():
     if a.curriculum_pairs and any(not 1 <= stage_at[L] < iters_at[L] for L in mqar_lens):
         die(f"--curriculum-steps must be below --mqar-iters ({a.mqar_iters})")
 
-    if not shutil.which("gnuplot"):
-        die("gnuplot is not installed (bash scripts/install-deps.sh)")
+    need_gnuplot()
     os.makedirs(a.out, exist_ok=True)
     archs = parse_archs(a.archs, a.n_layer)
     jobs = a.jobs or min(len(archs) * a.seeds, os.cpu_count() or 1)
@@ -188,8 +186,8 @@ def main():
                 else:
                     run(args + ["--data", data], live=True)
                 secs = time.time() - t0
-                ev = json.loads(run([os.path.join(BIN, "eval"), "--model", ckpt, "--data", data, "--json",
-                                     "--threads", str(threads)]))
+                ev = run_ok([os.path.join(BIN, "eval"), "--model", ckpt, "--data", data, "--json",
+                             "--threads", str(threads)], status=2).json()
                 os.remove(ckpt)
                 distance = None if task == "mqar" else a.copy_segment + p + 1
                 row = {"arch": name, "task": task, "seq_len": L, ("pairs" if task == "mqar" else "gap"): p,
@@ -208,7 +206,7 @@ def main():
             with open(os.path.join(a.out, "probe.json"), "w") as f:  # after every setting: a partial sweep is kept
                 json.dump(rows, f, indent=1)
     total = time.time() - t_all
-    cmd = "python3 eval/probe.py " + " ".join(sys.argv[1:])
+    cmd = "python3 -m harness.probe " + " ".join(sys.argv[1:])
     md = ["# Recall probes", "",
           "| task | seq_len | pairs / gap | distance | architecture | positions | n_embd | parameters | seed | accuracy | answer loss |",
           "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -249,9 +247,7 @@ def main():
     script = (f"set terminal pngcairo size 1000,450 font ',10'\nset output '{os.path.join(a.out, 'probe_accuracy.png')}'\n"
               f"set multiplot layout 1,{len(plots)}\nset grid\nset yrange [0:1.05]\nset ylabel 'answer accuracy'\n"
               "set key bottom left\n" + "".join(plots) + "unset multiplot\n")
-    p = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
-    if p.returncode != 0:
-        die(f"gnuplot failed: {p.stderr.strip()}")
+    gnuplot(script)
     print("\n".join(md))
     print(f"\nwrote {os.path.join(a.out, 'probe.md')}, probe.json and probe_accuracy.png ({total / 60:.1f} min)")
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """BPE speed and memory, measured on this machine, both sides in one run.
 
 1. Training a 4,096-token vocabulary on Moby Dick: bin/prepare --tokenizer bpe
@@ -14,40 +13,37 @@
    Dick copies in the scratch directory).
 Medians of --rounds runs. Needs the npm packages of tests/bpe_agreement.sh
 (run it first); the parts that need them are skipped with a message if absent.
-Usage: /usr/bin/python3 eval/bench_bpe.py [--rounds 3] [--skip-200mb]"""
+Usage: /usr/bin/python3 -m harness.bench_bpe [--rounds 3] [--skip-200mb]"""
 import argparse
 import os
 import re
-import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from harness.common import BIN, ROOT, cpu_model, die, median, run_ok
+
 MOBY = os.path.join(ROOT, "data/cache/moby-dick.txt")
 NPM = os.path.join(os.environ.get("TMPDIR", "/tmp"), "lm-bpe-agreement-npm/node_modules")
 
 
 def run(cmd, env=None):
     """Runs cmd; returns (stdout + stderr, wall seconds, peak RSS MiB)."""
-    t0 = time.monotonic()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
-    out = p.stdout.read().decode("utf-8", "replace")
-    _, status, usage = os.wait4(p.pid, 0)
-    wall = time.monotonic() - t0
-    if status != 0:
-        sys.exit(f"bench_bpe: error: {' '.join(cmd)} failed:\n{out[-2000:]}")
-    return out, wall, usage.ru_maxrss / 1024.0
+    r = run_ok(cmd, env)
+    return r.out + r.err, r.seconds, r.rss_mib
 
 
 def prepare(text, out, vocab, pattern="gpt4"):
-    cmd = [os.path.join(ROOT, "bin/prepare"), "--input", text, "--out", out, "--tokenizer", "bpe",
+    """bin/prepare --tokenizer bpe: (seconds learning the merges, seconds encoding, wall seconds, peak RSS).
+    The two times are read from its human text (stderr and stdout): it has no --json."""
+    cmd = [os.path.join(BIN, "prepare"), "--input", text, "--out", out, "--tokenizer", "bpe",
            "--vocab-size", str(vocab), "--split-pattern", pattern]
     log, wall, rss = run(cmd)
-    learned = float(re.search(r"merges from \d+ bytes .* in ([0-9.]+) s", log).group(1))
-    encoded = float(re.search(r"encoded in ([0-9.]+) s", log).group(1))
-    return learned, encoded, wall, rss
+    learned = re.search(r"merges from \d+ bytes .* in ([0-9.]+) s", log)
+    encoded = re.search(r"encoded in ([0-9.]+) s", log)
+    if not learned or not encoded:
+        die("bin/prepare no longer prints 'learned ... in S s' and 'encoded in S s'", 1)
+    return float(learned.group(1)), float(encoded.group(1)), wall, rss
 
 
 NODE_HF_TRAIN = r"""
@@ -112,7 +108,7 @@ def node(script, *args):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(prog="/usr/bin/python3 -m harness.bench_bpe")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--skip-200mb", action="store_true")
     args = ap.parse_args()
@@ -120,12 +116,15 @@ def main():
     if not have_npm:
         print(f"bench_bpe: no npm packages in {NPM} (run tests/bpe_agreement.sh): HF and tiktoken parts skipped")
     tmp = tempfile.mkdtemp(prefix="bench_bpe_")
-    print(f"CPU: {subprocess.run(['lscpu'], capture_output=True, text=True).stdout.split('Model name:')[1].splitlines()[0].strip()}, "
+    print(f"CPU: {cpu_model()}, "
           f"{os.cpu_count()} cores (shared: timings are noisy); OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'all')}")
 
     # 1. training
     ours, ours_wall, sp, ours30, hf30 = [], [], [], [], []
-    import sentencepiece as spm
+    try:
+        import sentencepiece as spm
+    except ImportError:
+        die("python3-sentencepiece is not installed (apt-get install python3-sentencepiece)")
     for r in range(args.rounds):
         learned, _, wall, _ = prepare(MOBY, os.path.join(tmp, "b4096"), 4096)
         ours.append(learned)
@@ -138,7 +137,7 @@ def main():
         if have_npm:
             ours30.append(prepare(MOBY, os.path.join(tmp, "b30k"), 30000, "gpt2")[0])
             hf30.append(float(node(NODE_HF_TRAIN, MOBY)[0]))
-    med = statistics.median
+    med = median
     print(f"\ntraining on Moby Dick ({os.path.getsize(MOBY)} bytes), median of {args.rounds}:")
     print(f"  ours, 4096 (gpt4): {med(ours):.3f} s counting + merging ({med(ours_wall):.3f} s for all of bin/prepare)")
     print(f"  SentencePiece BPE, 4096, 2 threads: {med(sp):.3f} s  -> ours {med(sp) / med(ours):.1f}x faster "
@@ -179,7 +178,7 @@ def main():
                 f.write(moby)
         size = os.path.getsize(huge)
         learned, e, wall, rss = prepare(huge, os.path.join(tmp, "h"), 4096)
-        _, twall, trss = run([os.path.join(ROOT, "bin/train"), "--data", os.path.join(tmp, "h"), "--out",
+        _, twall, trss = run([os.path.join(BIN, "train"), "--data", os.path.join(tmp, "h"), "--out",
                               os.path.join(tmp, "h.ckpt"), "--max-iters", "20", "--eval-interval", "0",
                               "--eval-iters", "1", "--log-interval", "20"])
         print(f"\n{size / 1e6:.0f} MB of text: bin/prepare (4096, gpt4) {wall:.1f} s "

@@ -1,0 +1,16 @@
+"""The Python around the C programs: harnesses that run bin/* and report on
+them, and the PyTorch reference model. Everything runs from the repository
+root as a module, e.g. `python3 -m harness.compare`:
+
+  compare.py      make compare: architectures of matched size, seeds, token and time budgets
+  probe.py        make probe: MQAR and copy recall probes per architecture
+  bench.py        make bench: speed and memory against PyTorch and sgemm (reads bin/train --json)
+  bench_torch.py  one PyTorch training run, for bench.py
+  bench_bpe.py    BPE training and encoding speed against SentencePiece, HF tokenizers, tiktoken
+  torch_train.py  trains the PyTorch reference as bin/train would, for comparing losses
+  torch_ref.py    the PyTorch reference model (also used by tests/parity.py)
+  safetensors_np.py  reads checkpoints and gradient dumps into numpy (also used by tests/)
+  common.py       what they share: paths, running a program, dying with one line, reading its output
+
+Nothing here is imported by the C build; tests/ imports torch_ref,
+safetensors_np and common as `from harness.x import ...`."""

@@ -1,0 +1,161 @@
+"""What the harnesses share: where the repository and its programs are,
+running a program (its output, exit status, peak memory, time), failing with
+one clear line, and reading what the programs write (--json output, the
+bin/train --log file, token file headers)."""
+import contextlib
+import csv
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "bin")
+# Debian's interpreter, the one with torch and numpy: what a harness that needs
+# PyTorch is run with when the running interpreter is not known.
+PYTHON = "/usr/bin/python3"
+
+
+def program_name():
+    """The harness being run: 'probe' for python3 -m harness.probe."""
+    return os.path.splitext(os.path.basename(sys.argv[0] or "harness"))[0]
+
+
+def die(msg, status=2):
+    """'<harness>: error: MSG' on stderr, one line, and exit with status
+    (2: bad options or input, 1: a program it ran failed)."""
+    print(f"{program_name()}: error: {' '.join(str(msg).splitlines())}", file=sys.stderr)
+    sys.exit(status)
+
+
+def median(xs):
+    """The median of the values that are not None; None if there are none."""
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def cpu_model():
+    """The CPU's model name from /proc/cpuinfo, or 'unknown'."""
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+# ---- running programs ------------------------------------------------------------
+
+_children = set()  # pids of running children, killed by kill_children() if the harness is stopped
+
+
+class Result:
+    """A finished command: exit status, stdout, stderr, peak RSS of its process
+    tree in MiB, wall seconds."""
+
+    def __init__(self, cmd, status, out, err, rss_mib, seconds):
+        self.cmd, self.status, self.out, self.err, self.rss_mib, self.seconds = cmd, status, out, err, rss_mib, seconds
+
+    def why(self):
+        """The last line it printed (its error), or its exit status."""
+        lines = (self.err.strip() or self.out.strip()).splitlines()
+        return lines[-1] if lines else f"exit status {self.status}"
+
+    def json(self):
+        """Its stdout as JSON (a program run with --json); dies if it is not."""
+        try:
+            return json.loads(self.out)
+        except ValueError:
+            first = self.out.strip().splitlines()[:1]
+            die(f"{os.path.basename(self.cmd[0])} printed no JSON"
+                + (f" (its output begins '{first[0][:120]}')" if first else ""), 1)
+
+
+def run(cmd, env=None, capture=True, cwd=None):
+    """Runs cmd to completion and returns its Result. stdout and stderr go to
+    temporary files (no pipe to fill up); with capture=False stdout goes to
+    /dev/null and stderr to ours, so that a program's errors are seen as they
+    come. The peak RSS is ru_maxrss from wait4: the process and every
+    descendant it waited for (bin/train's kernel probe; a restart by exec
+    keeps the pid). Safe to call from several threads at once."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        try:
+            p = subprocess.Popen(cmd, stdout=out if capture else subprocess.DEVNULL, stderr=err if capture else None,
+                                 env=env, cwd=cwd)
+        except OSError as e:
+            die(f"cannot run {cmd[0]}: {e.strerror}", 1)
+        _children.add(p.pid)
+        _, status, usage = os.wait4(p.pid, 0)  # if interrupted, the pid stays in _children and is killed
+        _children.discard(p.pid)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        seconds = time.monotonic() - start
+        out.seek(0)
+        err.seek(0)
+        return Result(cmd, p.returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
+                      usage.ru_maxrss / 1024.0, seconds)
+
+
+def run_ok(cmd, env=None, capture=True, cwd=None, status=1):
+    """run(), dying with one line (and exit status `status`) if cmd fails:
+    its last line of output, or with capture=False (where its errors were
+    already shown) its exit status and the command."""
+    r = run(cmd, env, capture, cwd)
+    if r.status != 0:
+        name = os.path.basename(cmd[0])
+        die(f"{name} failed: {r.why()}" if capture else f"{name} failed (exit {r.status}): {' '.join(cmd)}", status)
+    return r
+
+
+def kill_children():
+    """Kills every program run() started that is still running."""
+    for pid in list(_children):
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        _children.discard(pid)
+
+
+def need_gnuplot():
+    """Dies with one line if gnuplot (the plots of compare and probe) is missing."""
+    if not shutil.which("gnuplot"):
+        die("gnuplot is not installed (bash scripts/install-deps.sh)")
+
+
+def gnuplot(script):
+    """Runs a gnuplot script; dies with gnuplot's complaint if it fails."""
+    p = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
+    if p.returncode != 0:
+        die(f"gnuplot failed: {p.stderr.strip()}")
+
+
+# ---- what the programs write -----------------------------------------------------
+
+def read_train_log(path):
+    """The rows of a bin/train --log file (CSV, or JSON lines if it ends in
+    .jsonl) as dicts of numbers, a value a row does not have as None."""
+    with open(path) as f:
+        if path.endswith(".jsonl"):
+            rows = [json.loads(line) for line in f if line.strip()]
+        else:
+            rows = list(csv.DictReader(f))
+    return [{k: None if v in (None, "", "nan") else float(v) for k, v in r.items()} for r in rows]
+
+
+def token_header(path):
+    """The 32-byte header of a token file (bin/prepare): {raw, width, vocab,
+    count}; dies if path is not a token file."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(32)
+    except OSError as e:
+        die(f"cannot read '{path}': {e.strerror}")
+    if len(head) < 32 or head[:8] != b"LMTOKENS":
+        die(f"'{path}' is not a token file (run make data)")
+    return {"raw": head, "width": int.from_bytes(head[12:16], "little"), "vocab": int.from_bytes(head[16:24], "little"),
+            "count": int.from_bytes(head[24:32], "little")}
