@@ -1,5 +1,6 @@
-/* Small helpers shared by the programs under data/, train/ and eval/. None
- * of them exits: a program returns cli_error(...) from main. */
+/* Small helpers shared by the programs in programs/ (their option tables:
+ * cli/options.h). None of them exits: a program returns cli_error(...) from
+ * main. */
 #ifndef LM_CLI_H
 #define LM_CLI_H
 

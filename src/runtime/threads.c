@@ -1,4 +1,4 @@
-/* The adaptive thread count of training steps (see src/runtime/threads.h). */
+/* The run's thread count and parallel width, and the adaptive thread count of training steps (see runtime/threads.h). */
 #include "runtime/threads.h"
 
 #include <omp.h>
