@@ -152,7 +152,7 @@ static void print_json(const Run *r, size_t threads, size_t step, float loss, fl
     int first = 1;
     for (size_t i = 0; i < m->n_tensors; i++) {
         const ParamTensor *t = &m->tensors[i];
-        if (!t->cols || (o->cfg.pos == POS_LEARNED && t->offset == m->wpe)) continue; /* as model_flops counts */
+        if (!model_is_product_weight(m, t)) continue;
         printf("%s{\"name\":\"%s\",\"rows\":%zu,\"cols\":%zu}", first ? "" : ",", t->name, t->rows, t->cols);
         first = 0;
     }

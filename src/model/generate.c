@@ -58,11 +58,11 @@ int generate(const Model *m, const Tokenizer *tok, const char *prompt, size_t n_
     uint32_t *ids = NULL;
     tokenizer_encode(tok, prompt, strlen(prompt), &ids);
     if (arrlenu(ids) == 0) arrput(ids, 0u);
-    ModelState st;
+    ModelState st = {0};
     Sampler s = {0};
     float *logits = lm_calloc(V, sizeof(float), err);
     if (!logits || model_state_init(m, &st, err) || sampler_init(&s, V, err)) {
-        if (logits) model_state_free(&st);
+        model_state_free(&st);
         free(logits);
         arrfree(ids);
         return -1;

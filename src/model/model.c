@@ -111,12 +111,15 @@ int model_init(Model *m, const ModelConfig *cfg, uint64_t seed, Error *err) {
     return 0;
 }
 
+int model_is_product_weight(const Model *m, const ParamTensor *t) {
+    return t->cols && !(m->cfg.pos == POS_LEARNED && t->offset == m->wpe);
+}
+
 ModelFlops model_flops(const Model *m, size_t T) {
     ModelFlops f = {0, 0, 0};
-    for (size_t i = 0; i < m->n_tensors; i++) {
-        const ParamTensor *t = &m->tensors[i];
-        if (t->cols && !(m->cfg.pos == POS_LEARNED && t->offset == m->wpe)) f.dense += 6.0 * (double)t->rows * (double)t->cols;
-    }
+    for (size_t i = 0; i < m->n_tensors; i++)
+        if (model_is_product_weight(m, &m->tensors[i]))
+            f.dense += 6.0 * (double)m->tensors[i].rows * (double)m->tensors[i].cols;
     for (size_t l = 0; l < m->cfg.n_layer; l++)
         if (m->cfg.mixers[l]->flops) f.mixing += m->cfg.mixers[l]->flops(&m->cfg, T);
     f.total = f.dense + f.mixing;

@@ -106,6 +106,9 @@ typedef struct ModelFlops {
     double dense, mixing, total;
 } ModelFlops;
 ModelFlops model_flops(const Model *m, size_t T);
+/* Whether a tensor is a weight matrix a training step multiplies by (what
+ * model_flops counts: every 2-D tensor but wpe). */
+int model_is_product_weight(const Model *m, const ParamTensor *t);
 /* A second gradient buffer, so that gradient accumulation can compute each
  * micro-batch's gradients apart and then add them (model_backward_accumulate). */
 int model_alloc_grad_accum(Model *m, Error *err);

@@ -82,7 +82,6 @@ typedef struct Run {
     Rng data_rng;    /* where the data stream is */
     int32_t *inputs, *targets; /* one micro-batch */
     TrainHyper hyper;
-    int opened;      /* what run_close must free: 1 data, 2 also the model, 3 everything */
 } Run;
 
 /* Sets the run up on every rank of dist together (a failure on any rank is
