@@ -60,11 +60,11 @@ static int set_separator(void *separator, const char *text, Error *err) {
 }
 
 /* The tokenizer recipe's own checks, after the options are read. */
-static int check_recipe(TokenizerRecipe *r, int bpe_options, const char *separator, const char ***specials,
+static int check_recipe(const TokenizerRecipe *r, int bpe_options, const char *separator, int any_special,
                         Error *err) {
     if (!tokenizer_find(r->kind)) return err_set(err, "unknown tokenizer '%s' (%s)", r->kind, tokenizer_names());
     int is_bpe = strcmp(r->kind, "bpe") == 0;
-    if (!is_bpe && (bpe_options || *specials || separator || strcmp(r->pattern, "gpt4") != 0))
+    if (!is_bpe && (bpe_options || any_special || separator || strcmp(r->pattern, "gpt4") != 0))
         return err_set(err, "--vocab-size, --split-pattern, --special and --doc-separator need --tokenizer bpe");
     if (!bpe_pattern_regex(r->pattern)) return err_set(err, "unknown --split-pattern '%s' (%s)", r->pattern, bpe_pattern_names());
     return 0;
@@ -103,7 +103,7 @@ int main(int argc, char **argv) {
     if (vocab_given && (recipe.vocab_size < 257 || recipe.vocab_size > 65536))
         rc = cli_error(prog, "--vocab-size must be from 257 to 65536 (got %zu)", recipe.vocab_size);
     else if (!corpus.paths || !out) rc = cli_error(prog, "--input and --out are required (see --help)");
-    else if (check_recipe(&recipe, vocab_given, separator, &specials, &err)) rc = cli_error(prog, "%s", err.msg);
+    else if (check_recipe(&recipe, vocab_given, separator, specials != NULL, &err)) rc = cli_error(prog, "%s", err.msg);
     else if (val_frac <= 0.0f) rc = cli_error(prog, "--val-fraction must be positive: training needs validation data");
     else if (val_frac + test_frac >= 0.5f) rc = cli_error(prog, "--val-fraction + --test-fraction must be below 0.5");
     if (rc) goto done;

@@ -1,5 +1,6 @@
 #include "model/config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,6 +95,13 @@ int config_set_mixers(ModelConfig *cfg, const char *spec, Error *err) {
         return err_set(err, "mixer list has %zu entries but n_layer is %zu", n, cfg->n_layer);
     for (size_t l = 0; l < n; l++) cfg->mixers[l] = list[l];
     return 0;
+}
+
+const char *config_mixer_list(const ModelConfig *cfg, char *buf, size_t len) {
+    buf[0] = '\0';
+    for (size_t l = 0; l < cfg->n_layer; l++)
+        snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", l ? "," : "", cfg->mixers[l]->name);
+    return buf;
 }
 
 int config_set_windows(ModelConfig *cfg, const char *spec, Error *err) {

@@ -44,6 +44,9 @@ int config_validate(const ModelConfig *cfg, Error *err);
  * entry per layer (cfg->n_layer must be set). */
 int config_set_mixers(ModelConfig *cfg, const char *spec, Error *err);
 
+/* The layers' mixers as "attention,grassmann,..." (the form --mixer takes), in buf. */
+const char *config_mixer_list(const ModelConfig *cfg, char *buf, size_t len);
+
 /* Parses "1,2,4" into cfg->windows. */
 int config_set_windows(ModelConfig *cfg, const char *spec, Error *err);
 

@@ -123,13 +123,6 @@ int run_options_from_json(RunOptions *o, const char *json, size_t ranks, Error *
     return rc;
 }
 
-/* "a,b,c": the mixers' names. */
-static void mixer_list(char *buf, size_t len, const ModelConfig *c) {
-    buf[0] = '\0';
-    for (size_t l = 0; l < c->n_layer; l++)
-        snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", l ? "," : "", c->mixers[l]->name);
-}
-
 int run_check_resume(const RunOptions *o, const ModelConfig *ckpt, Error *err) {
     for (size_t i = 0; i < n_run_options; i++) {
         const RunOption *r = &run_options[i];
@@ -150,9 +143,9 @@ int run_check_resume(const RunOptions *o, const ModelConfig *ckpt, Error *err) {
     if (o->mixer) {
         if (config_set_mixers(&mine, o->mixer, err)) return -1;
         char have[256];
-        mixer_list(have, sizeof have, ckpt);
         if (memcmp(mine.mixers, ckpt->mixers, sizeof mine.mixers) != 0)
-            return err_set(err, "--mixer %s differs from the checkpoint's %s", o->mixer, have);
+            return err_set(err, "--mixer %s differs from the checkpoint's %s", o->mixer,
+                           config_mixer_list(ckpt, have, sizeof have));
     }
     if (o->windows) {
         if (config_set_windows(&mine, o->windows, err)) return -1;
