@@ -58,6 +58,28 @@ static void check_invariance(const char *mixers, size_t width) {
 static void test_invariance_attention(void **s) { (void)s; check_invariance("attention", 2); }
 static void test_invariance_grassmann(void **s) { (void)s; check_invariance("grassmann", 2); }
 static void test_invariance_width3(void **s) { (void)s; check_invariance("grassmann,attention", 3); }
+/* The cut of a 16-core run (small row blocks and tiles) on 1 and 2 threads. */
+static void test_invariance_width16(void **s) { (void)s; check_invariance("attention,grassmann", 16); }
+
+/* LM_PARALLEL_WIDTH sets the width whatever the thread count; a value that
+ * is not a count in 1..4096 is ignored (the width is then the thread count). */
+static void test_width_from_environment(void **s) {
+    (void)s;
+    setenv("LM_PARALLEL_WIDTH", "16", 1);
+    threads_use(1);
+    assert_int_equal(threads_width(), 16);
+    assert_int_equal(threads_max(), 1);
+    const char *ignored[] = {"0", "-3", "16x", "5000", ""};
+    for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++) {
+        setenv("LM_PARALLEL_WIDTH", ignored[i], 1);
+        threads_use(2);
+        assert_int_equal(threads_width(), 2);
+    }
+    unsetenv("LM_PARALLEL_WIDTH");
+    threads_use(2);
+    assert_int_equal(threads_width(), 2);
+    threads_set_width(0);
+}
 
 /* ---- the tuner on a simulated machine ------------------------------------------ */
 
@@ -177,6 +199,8 @@ int main(void) {
         cmocka_unit_test(test_invariance_attention),
         cmocka_unit_test(test_invariance_grassmann),
         cmocka_unit_test(test_invariance_width3),
+        cmocka_unit_test(test_invariance_width16),
+        cmocka_unit_test(test_width_from_environment),
         cmocka_unit_test(test_tuner_follows_load_stalls),
         cmocka_unit_test(test_tuner_follows_load_collapse),
         cmocka_unit_test(test_tuner_start),

@@ -3,6 +3,7 @@
 
 #include <omp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,9 +29,20 @@
 
 static size_t parallel_width = 0; /* 0: the current OpenMP thread count */
 
+/* LM_PARALLEL_WIDTH=W (a measurement hook, see threads.h): cut the work as W
+ * threads would, whatever number runs it. */
+static size_t width_from_environment(void) {
+    const char *v = getenv("LM_PARALLEL_WIDTH");
+    if (!v || !*v) return 0;
+    char *end;
+    unsigned long w = strtoul(v, &end, 10);
+    return *end == '\0' && w > 0 && w <= 4096 ? (size_t)w : 0;
+}
+
 void threads_use(size_t n) {
     if (n > 0) omp_set_num_threads((int)n);
-    threads_set_width((size_t)omp_get_max_threads()); /* fixed for the run */
+    size_t forced = width_from_environment();
+    threads_set_width(forced ? forced : (size_t)omp_get_max_threads()); /* fixed for the run */
 }
 
 size_t threads_per_rank(size_t requested, int local_ranks) {

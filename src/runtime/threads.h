@@ -29,7 +29,11 @@
 /* ---- the run's threads -------------------------------------------------------- */
 
 /* Sets the OpenMP thread count (0 keeps the default: OMP_NUM_THREADS or all
- * cores) and fixes the run's parallel width to it. */
+ * cores) and fixes the run's parallel width to it; or to W when the
+ * environment sets LM_PARALLEL_WIDTH=W (1..4096), a measurement hook: one
+ * thread then does the same pieces of work as each of W threads would, which
+ * shows on a small machine what a product cut W ways costs a core
+ * (make bench's width section). Results are those of a W-thread run. */
 void threads_use(size_t n);
 /* The threads of one rank of a job: `requested` when given (non-zero), else
  * this machine's cores shared among its `local_ranks` ranks (0: the default
