@@ -54,11 +54,37 @@ load     The thread tuner: baby config, bin/train with its default threads
 mpi      Data-parallel training, medium config: 1 rank x 1 thread, 2 ranks x
          1 thread (mpirun -np 2), 1 rank x 2 threads, alternating; tokens/s,
          the ratio to 1 x 1, and the all-reduce wait (--profile) per step.
+scaling  For each configuration and mixer, the train section's rounds (C,
+         PyTorch, bin/gemm-rate) at every thread count N of --threads (by
+         default 1, 2, 4, ... below the core count, then the core count), the
+         counts alternating within each round, and then bin/train with its
+         default threads (--threads 0, the adaptive tuner); no --profile. Per N:
+         tokens/s, the speed-up over 1 thread (median of the per-round ratios),
+         the parallel efficiency (speed-up / N), the sgemm rate at the model's
+         products on N threads and the MFU against it, PyTorch's tokens/s on N
+         threads and C/PyTorch. Then per configuration and mixer the default
+         threads against the best fixed N, both as all tokens after warm-up
+         over their total time (the tuner's probes included; target >= 0.95).
+layouts  For each total core count P >= 2 of the thread counts, every layout
+         R ranks x T threads with R x T = P and R a power of two (1 x P first):
+         mpirun -np R --bind-to none bin/train --threads T (1 x P without
+         mpirun), on the medium configuration (or --configs), each mixer,
+         alternating. Every layout of P trains on the same micro-batches per
+         optimizer step, those of the most ranks R_max (R ranks x --grad-accum
+         R_max / R), so the same tokens and the same training; tokens/s counts
+         all ranks' tokens; the per-round ratio to 1 x P, the all-reduce wait,
+         and per P the fastest layout.
 
---quick runs fewer steps and one round (about two minutes on 2 cores; the
-full run about ten). Every number printed is measured by this run; what could not be measured is
-said so. Progress goes to stderr; --json prints one JSON object instead of
-the tables."""
+--threads N is one count for every section; a comma list gives scaling and
+layouts their counts (the largest serving the other sections) and, without
+--sections, adds those two sections to the default five. --no-torch skips
+PyTorch; --torch-python PATH runs it with another interpreter (where the
+PyTorch to compare against is installed). --quick runs fewer steps and one
+round (about two minutes on 2 cores for the default sections; the full run
+about fifteen). Every number printed is measured by this run; what could not
+be measured is said so. Progress goes to stderr; --json prints one JSON object
+instead of the tables (scaling: {threads, rows, default_threads}, layouts:
+{rows, fastest}, rows with named fields)."""
 import argparse
 import contextlib
 import json
