@@ -66,6 +66,7 @@ test: unit-test $(PROGRAMS)
 	/usr/bin/python3 -m tests.parity
 	bash tests/loss_mask_test.sh
 	bash tests/probe_test.sh
+	/usr/bin/python3 -m tests.bench_test
 
 bench: $(PROGRAMS)
 	/usr/bin/python3 -m harness.bench $(BENCH_ARGS)

@@ -54,11 +54,37 @@ load     The thread tuner: baby config, bin/train with its default threads
 mpi      Data-parallel training, medium config: 1 rank x 1 thread, 2 ranks x
          1 thread (mpirun -np 2), 1 rank x 2 threads, alternating; tokens/s,
          the ratio to 1 x 1, and the all-reduce wait (--profile) per step.
+scaling  For each configuration and mixer, the train section's rounds (C,
+         PyTorch, bin/gemm-rate) at every thread count N of --threads (by
+         default 1, 2, 4, ... below the core count, then the core count), the
+         counts alternating within each round, and then bin/train with its
+         default threads (--threads 0, the adaptive tuner); no --profile. Per N:
+         tokens/s, the speed-up over 1 thread (median of the per-round ratios),
+         the parallel efficiency (speed-up / N), the sgemm rate at the model's
+         products on N threads and the MFU against it, PyTorch's tokens/s on N
+         threads and C/PyTorch. Then per configuration and mixer the default
+         threads against the best fixed N, both as all tokens after warm-up
+         over their total time (the tuner's probes included; target >= 0.95).
+layouts  For each total core count P >= 2 of the thread counts, every layout
+         R ranks x T threads with R x T = P and R a power of two (1 x P first):
+         mpirun -np R --bind-to none bin/train --threads T (1 x P without
+         mpirun), on the medium configuration (or --configs), each mixer,
+         alternating. Every layout of P trains on the same micro-batches per
+         optimizer step, those of the most ranks R_max (R ranks x --grad-accum
+         R_max / R), so the same tokens and the same training; tokens/s counts
+         all ranks' tokens; the per-round ratio to 1 x P, the all-reduce wait,
+         and per P the fastest layout.
 
---quick runs fewer steps and one round (about two minutes on 2 cores; the
-full run about ten). Every number printed is measured by this run; what could not be measured is
-said so. Progress goes to stderr; --json prints one JSON object instead of
-the tables."""
+--threads N is one count for every section; a comma list gives scaling and
+layouts their counts (the largest serving the other sections) and, without
+--sections, adds those two sections to the default five. --no-torch skips
+PyTorch; --torch-python PATH runs it with another interpreter (where the
+PyTorch to compare against is installed). --quick runs fewer steps and one
+round (about two minutes on 2 cores for the default sections; the full run
+about fifteen). Every number printed is measured by this run; what could not
+be measured is said so. Progress goes to stderr; --json prints one JSON object
+instead of the tables (scaling: {threads, rows, default_threads}, layouts:
+{rows, fastest}, rows with named fields)."""
 import argparse
 import contextlib
 import json
@@ -83,7 +109,11 @@ MIXERS = ("attention", "grassmann")
 RANK, WINDOWS = 32, (1, 2, 4, 8, 12, 16)
 MIXER_LENGTHS = (256, 1024, 4096)
 MIXER_TOKENS = 4096
-SECTIONS = ("train", "mixers", "kernel", "load", "mpi")
+SECTIONS = ("train", "mixers", "kernel", "load", "mpi", "scaling", "layouts")
+# What runs when --sections is not given: these, and the last two as well when
+# --threads lists more than one count.
+DEFAULT_SECTIONS = ("train", "mixers", "kernel", "load", "mpi")
+LAYOUT_CONFIGS = ("medium",)  # the layouts section's configs when --configs is not given
 PARTS = ("embedding", "layernorm", "mixer", "residual", "mlp", "head", "optimizer", "other")
 
 # (steps, warm-up steps dropped) per kind of run; --quick uses the second table.
@@ -170,18 +200,19 @@ def profile_parts(report, mixer):
 
 # ---- single measurements ---------------------------------------------------------
 
-def c_train(ctx, cfg, mixer, steps, warmup, threads, env=None, profile=True, launcher=()):
+def c_train(ctx, cfg, mixer, steps, warmup, threads, env=None, profile=True, launcher=(), extra=()):
     """One bin/train run: median ms/step after warm-up, tokens/s over the same
     steps, peak RSS, and from its --json report the BLAS it ran, its memory
     count, profile and the report itself ("train"); the checkpoint.
-    launcher: e.g. mpirun and its options, before the program."""
+    threads 0: bin/train's default (the adaptive tuner). launcher: e.g. mpirun
+    and its options, before the program; extra: more bin/train options."""
     log, ckpt = os.path.join(ctx.tmp, "c.csv"), os.path.join(ctx.tmp, f"c-{mixer}.ckpt")
     cmd = list(launcher) + [os.path.join(BIN, "train"), "--data", ctx.data, "--out", ckpt, "--max-iters", str(steps),
            "--eval-interval", "0", "--eval-iters", "1", "--log-interval", str(steps), "--log", log,
            "--seed", "1337", "--json"] + train_args(cfg, mixer)
     cmd += ["--threads", str(threads)] if threads else []
     cmd += ["--profile"] if profile else []
-    r = run_ok(cmd, env)
+    r = run_ok(cmd + list(extra), env)
     report = r.json()
     # Step 0 (validation only) has no step time.
     rows = [row for row in read_train_log(log) if row["ms_per_step"] is not None][warmup:]
@@ -226,15 +257,17 @@ def torch_env():
     return env
 
 
-def torch_train(ctx, c, steps, warmup, env):
-    """One harness/bench_torch.py run of the model of the C run c (the config
-    of its bin/train --json report, its batch): median ms/step after warm-up,
-    peak RSS, the OpenBLAS kernel it ran; None (and ctx.torch_missing set) on
-    failure."""
+def torch_train(ctx, c, steps, warmup, threads):
+    """One harness/bench_torch.py run (with --torch-python's interpreter, N
+    threads) of the model of the C run c (the config of its bin/train --json
+    report, its batch): median ms/step after warm-up, peak RSS, the OpenBLAS
+    kernel it ran; None (and ctx.torch_missing set) on failure or with
+    --no-torch."""
     if ctx.torch_missing:
         return None
-    cmd = [sys.executable or PYTHON, "-m", "harness.bench_torch", json.dumps(c["train"]["config"]), ctx.data,
-           str(c["train"]["batch"]), str(steps), str(ctx.threads)]
+    env = torch_env()
+    cmd = [ctx.torch_python, "-m", "harness.bench_torch", json.dumps(c["train"]["config"]), ctx.data,
+           str(c["train"]["batch"]), str(steps), str(threads)]
     r = run(cmd, env, cwd=ROOT)
     if r.status != 0:
         ctx.torch_missing = f"PyTorch run failed: {r.why()}"
@@ -247,9 +280,9 @@ def torch_train(ctx, c, steps, warmup, env):
             "env_coretype": env.get("OPENBLAS_CORETYPE") if env.get("OPENBLAS_CORETYPE") != os.environ.get("OPENBLAS_CORETYPE") else None}
 
 
-def gemm_rate(ctx, c):
-    """bin/gemm-rate --json over one training step's products of the C run c."""
-    cmd = [os.path.join(BIN, "gemm-rate"), "--threads", str(ctx.threads), "--json"] + gemm_products(c["train"])
+def gemm_rate(c, threads):
+    """bin/gemm-rate --json over one training step's products of the C run c, on N threads."""
+    cmd = [os.path.join(BIN, "gemm-rate"), "--threads", str(threads), "--json"] + gemm_products(c["train"])
     return run_ok(cmd).json()
 
 
@@ -270,29 +303,55 @@ def sample_speed(ctx, ckpt, n=500):
 
 # ---- sections --------------------------------------------------------------------
 
+def train_rounds(ctx, section, name, mixer, thread_counts, profile=True, tuner=False):
+    """R rounds, each of: for every N of thread_counts, bin/train --threads N,
+    PyTorch on N threads and bin/gemm-rate on N threads (so that machine noise
+    hits C, PyTorch and every N alike); with tuner, then bin/train with its
+    default threads. Returns ({N: summarise_train(...)}, the default runs)."""
+    cfg = CONFIGS[name]
+    steps, warmup = ctx.steps[name]
+    runs = {n: ([], [], []) for n in thread_counts}
+    tuned = []
+    for rnd in range(ctx.rounds):
+        for n in thread_counts:
+            c = c_train(ctx, cfg, mixer, steps, warmup, n, profile=profile)
+            t = torch_train(ctx, c, steps, warmup, n)
+            g = gemm_rate(c, n)
+            for kept, x in zip(runs[n], (c, t, g)):
+                kept.append(x)
+            progress(f"{section} {name} {mixer} round {rnd + 1}/{ctx.rounds}, {plural(n, 'thread')}: "
+                     f"C {c['ms']:.1f} ms/step, "
+                     + (f"PyTorch {t['ms']:.1f} ms/step ({t['ms'] / c['ms']:.2f}x)" if t else "PyTorch n/a")
+                     + f", sgemm {g['gflops']:.0f} GFLOP/s")
+        if tuner:
+            d = c_train(ctx, cfg, mixer, steps, warmup, 0, profile=False)
+            tuned.append(d)
+            progress(f"{section} {name} {mixer} round {rnd + 1}/{ctx.rounds}, default threads: "
+                     f"{d['tokens_per_s_mean']:.0f} tokens/s (threads used: "
+                     + " ".join(f"{k}:{v}" for k, v in d["threads_used"].items()) + ")")
+    tokens = cfg["batch"] * cfg["block"]
+    return {n: summarise_train(ctx, name, cfg, mixer, tokens, *r) for n, r in runs.items()}, tuned
+
+
 def section_train(ctx):
     results = []
     for name in ctx.configs:
-        cfg = CONFIGS[name]
-        steps, warmup = ctx.steps[name]
-        tokens = cfg["batch"] * cfg["block"]
-        for mixer in MIXERS:
-            c_runs, t_runs, g_runs = [], [], []
-            for rnd in range(ctx.rounds):
-                c = c_train(ctx, cfg, mixer, steps, warmup, ctx.threads)
-                t = torch_train(ctx, c, steps, warmup, torch_env())
-                g = gemm_rate(ctx, c)
-                c_runs.append(c), t_runs.append(t), g_runs.append(g)
-                progress(f"train {name} {mixer} round {rnd + 1}/{ctx.rounds}: C {c['ms']:.1f} ms/step, "
-                         + (f"PyTorch {t['ms']:.1f} ms/step ({t['ms'] / c['ms']:.2f}x)" if t else "PyTorch n/a")
-                         + f", sgemm {g['gflops']:.0f} GFLOP/s")
-            results.append(summarise_train(ctx, name, cfg, mixer, tokens, c_runs, t_runs, g_runs))
-            last = c_runs[-1]["ckpt"]
+        for mixer in ctx.mixers:
+            summaries, _ = train_rounds(ctx, "train", name, mixer, [ctx.threads])
+            results.append(summaries[ctx.threads])
+            last = summaries[ctx.threads]["c"].pop("ckpt")
             results[-1]["eval"] = eval_speed(ctx, last)
             results[-1]["sample"] = sample_speed(ctx, last)
             progress(f"train {name} {mixer}: eval {results[-1]['eval']['tokens_per_s']:.0f} tokens/s, "
                      f"sample {results[-1]['sample']['tokens_per_s']:.0f} tokens/s")
     return results
+
+
+def utilisation(flops_per_token, tokens_per_s, sgemm_gflops):
+    """(achieved GFLOP/s, MFU): FLOPs per token x tokens/s, and that over the
+    sgemm rate (None without one)."""
+    gflops = flops_per_token * tokens_per_s * 1e-9
+    return gflops, gflops / sgemm_gflops if sgemm_gflops else None
 
 
 def summarise_train(ctx, name, cfg, mixer, tokens, c_runs, t_runs, g_runs):
@@ -308,12 +367,13 @@ def summarise_train(ctx, name, cfg, mixer, tokens, c_runs, t_runs, g_runs):
         if ms is None:
             return None
         tps = tokens * 1e3 / ms
-        gflops = flops["total"] * tps * 1e-9
-        return {"ms_per_step": ms, "tokens_per_s": tps, "gflops": gflops, "mfu": gflops / gemm if gemm else None,
+        gflops, mfu = utilisation(flops["total"], tps, gemm)
+        return {"ms_per_step": ms, "tokens_per_s": tps, "gflops": gflops, "mfu": mfu,
                 "peak_rss_mib": rss, "rss_over_theory": rss / mem["total"] if mem and rss else None}
 
     c = speed(c_ms, max(x["rss_mib"] for x in c_runs))
-    c.update({"blas": c_runs[-1]["blas"], "kernel": c_runs[-1]["kernel"], "rounds_ms": [x["ms"] for x in c_runs]})
+    c.update({"blas": c_runs[-1]["blas"], "kernel": c_runs[-1]["kernel"], "rounds_ms": [x["ms"] for x in c_runs],
+              "rounds_tokens_per_s_mean": [x["tokens_per_s_mean"] for x in c_runs], "ckpt": c_runs[-1]["ckpt"]})
     t = speed(t_ms, max(x["rss_mib"] for x in t_ok) if t_ok else None)
     if t:
         t.update({"blas": t_ok[-1]["blas"], "kernel": t_ok[-1]["kernel"], "threads": t_ok[-1]["threads"],
@@ -339,7 +399,7 @@ def section_mixers(ctx):
     for rnd in range(ctx.rounds):
         for T in MIXER_LENGTHS:
             cfg = {"n_layer": 2, "n_head": 4, "n_embd": 128, "block": T, "batch": MIXER_TOKENS // T}
-            for mixer in MIXERS:
+            for mixer in ctx.mixers:
                 c = c_train(ctx, cfg, mixer, steps, warmup, ctx.threads)
                 runs.setdefault((T, mixer), []).append(c)
                 mix = (c["profile"] or {}).get("mixer", {}).get("total")
@@ -397,7 +457,7 @@ def tuner_rounds(ctx, steps, warmup, label):
     """Per baby mixer: R rounds of bin/train with default threads then --threads 1."""
     cfg = CONFIGS["baby"]
     out = []
-    for mixer in MIXERS:
+    for mixer in ctx.mixers:
         ratios, dflt, one = [], [], []
         for rnd in range(ctx.rounds):
             d = c_train(ctx, cfg, mixer, steps, warmup, 0, profile=False)
@@ -429,6 +489,23 @@ def section_load(ctx):
     return res
 
 
+NO_MPIRUN = "mpirun not found (Debian openmpi-bin)"
+
+
+def mpi_env():
+    """The environment for mpirun: Open MPI refuses to run as root unless told."""
+    env = dict(os.environ)
+    if os.geteuid() == 0:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    return env
+
+
+def mpi_launcher(mpirun, ranks, threads, *options):
+    """mpirun for `ranks` ranks of `threads` OpenMP threads each on this machine
+    (--oversubscribe: Open MPI may count fewer slots than cores), then options."""
+    return [mpirun, "-np", str(ranks), "--oversubscribe", *options, "-x", f"OMP_NUM_THREADS={threads}"]
+
+
 MPI_CASES = (("1 rank x 1 thread", 1, 1), ("2 ranks x 1 thread", 2, 1), ("1 rank x 2 threads", 1, 2))
 
 
@@ -439,16 +516,14 @@ def section_mpi(ctx):
     all-reduce wait (its --profile row) as a share of the step."""
     mpirun = shutil.which("mpirun")
     if not mpirun:
-        return {"skipped": "mpirun not found (Debian openmpi-bin)"}
+        return {"skipped": NO_MPIRUN}
     steps, warmup = ctx.steps["mpi"]
     cfg = CONFIGS["medium"]
-    env = dict(os.environ)
-    if os.geteuid() == 0:  # Open MPI refuses root unless told
-        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    env = mpi_env()
     runs = {}
     for rnd in range(ctx.rounds):
         for label, ranks, threads in MPI_CASES:
-            launcher = [mpirun, "-np", str(ranks), "--oversubscribe", "-x", "OMP_NUM_THREADS=1"] if ranks > 1 else []
+            launcher = mpi_launcher(mpirun, ranks, threads) if ranks > 1 else []
             c = c_train(ctx, cfg, "attention", steps, warmup, threads, env=env, launcher=launcher)
             tps = ranks * cfg["batch"] * cfg["block"] * 1e3 / c["ms"]
             wait = (c["profile"] or {}).get("allreduce", {}).get("total")
@@ -465,6 +540,137 @@ def section_mpi(ctx):
                     "wait_ms": med([r["wait_ms"] for r in rs]) if ranks > 1 else None,
                     "wait_share": med([r["wait_ms"] / r["ms"] for r in rs if r["wait_ms"] is not None]) if ranks > 1 else None})
     return {"cases": out}
+
+
+# ---- thread counts and layouts -----------------------------------------------------
+
+def parse_threads(text):
+    """--threads: one positive count or a comma list of them, as a sorted list
+    without repeats; None if text is not that."""
+    parts = text.split(",")
+    if not all(p.strip().isdigit() and int(p) > 0 for p in parts):
+        return None
+    return sorted({int(p) for p in parts})
+
+
+def default_thread_list(nproc):
+    """The scaling section's counts when --threads is not given: 1, 2, 4, ...
+    below nproc, then nproc itself."""
+    counts, n = [], 1
+    while n < nproc:
+        counts.append(n)
+        n *= 2
+    return counts + [nproc]
+
+
+def layouts(cores):
+    """(ranks, threads per rank) with ranks x threads = cores and ranks a power
+    of two, 1 x cores first."""
+    out, r = [], 1
+    while r <= cores:
+        if cores % r == 0:
+            out.append((r, cores // r))
+        r *= 2
+    return out
+
+
+def scaling(base_rounds_ms, rounds_ms, threads):
+    """(speed-up, parallel efficiency) of a run on N threads over the 1-thread
+    run: the median over rounds of 1-thread ms / N-thread ms in the same round,
+    and that / N; (None, None) without a 1-thread run."""
+    if not base_rounds_ms:
+        return None, None
+    speedup = med([b / x for b, x in zip(base_rounds_ms, rounds_ms)])
+    return speedup, speedup / threads
+
+
+def section_scaling(ctx):
+    """Per config and mixer, train_rounds over the thread counts (and bin/train's
+    default threads): one row per count, and one comparing the default with
+    the best fixed count."""
+    rows, defaults = [], []
+    for name in ctx.configs:
+        for mixer in ctx.mixers:
+            summaries, tuned = train_rounds(ctx, "scaling", name, mixer, ctx.thread_list, profile=False, tuner=True)
+            base = summaries[1]["c"]["rounds_ms"] if 1 in summaries else None
+            for n, s in summaries.items():
+                speedup, efficiency = scaling(base, s["c"]["rounds_ms"], n)
+                t = s["torch"]
+                rows.append({"config": name, "mixer": mixer, "threads": n, "ranks": 1,
+                             "ms_per_step": s["c"]["ms_per_step"], "tokens_per_s": s["c"]["tokens_per_s"],
+                             "speedup": speedup, "efficiency": efficiency, "sgemm_gflops": s["sgemm"]["gflops"],
+                             "gflops": s["c"]["gflops"], "mfu": s["c"]["mfu"],
+                             "torch_tokens_per_s": t and t["tokens_per_s"], "torch_mfu": t and t["mfu"],
+                             "torch_threads": t and t["threads"], "ratio": s["torch_over_c"]["median"],
+                             "kernel": s["c"]["kernel"], "torch_kernel": t and t["kernel"]})
+            defaults.append(default_row(name, mixer, summaries, tuned))
+    return {"threads": ctx.thread_list, "rows": rows, "default_threads": defaults,
+            "torch_unavailable": ctx.torch_missing}
+
+
+def default_row(name, mixer, summaries, tuned):
+    """bin/train's default threads against the fixed count with the most
+    tokens/s; both as all tokens after warm-up over their total time (the
+    tuner's probes included), the ratio the median of the per-round ratios."""
+    fixed = {n: s["c"]["rounds_tokens_per_s_mean"] for n, s in summaries.items()}
+    best = max(fixed, key=lambda n: med(fixed[n]))
+    used = {}
+    for d in tuned:
+        for k, v in d["threads_used"].items():
+            used[k] = used.get(k, 0) + v
+    return {"config": name, "mixer": mixer, "tokens_per_s": med([d["tokens_per_s_mean"] for d in tuned]),
+            "threads_used_steps": used, "best_threads": best, "best_tokens_per_s": med(fixed[best]),
+            "ratio": med([d["tokens_per_s_mean"] / b for d, b in zip(tuned, fixed[best])])}
+
+
+def section_layouts(ctx):
+    """Per total core count P >= 2 of the thread counts: every layout R ranks x
+    T threads (layouts(P)), alternating, on the same micro-batches per
+    optimizer step (the most ranks, R_max: R ranks x --grad-accum R_max / R);
+    tokens/s of all ranks, the per-round ratio to 1 x P, the all-reduce wait."""
+    mpirun = shutil.which("mpirun")
+    if not mpirun:
+        return {"skipped": NO_MPIRUN}
+    cores = [p for p in ctx.thread_list if p >= 2]
+    if not cores:
+        return {"skipped": "no count of 2 or more in --threads"}
+    rows, fastest = [], []
+    for name in ctx.layout_configs:
+        cfg = CONFIGS[name]
+        steps, warmup = ctx.steps[name]
+        for mixer in ctx.mixers:
+            runs = {}
+            for rnd in range(ctx.rounds):
+                for p in cores:
+                    micro = layouts(p)[-1][0]
+                    for ranks, threads in layouts(p):
+                        launcher = mpi_launcher(mpirun, ranks, threads, "--bind-to", "none") if ranks > 1 else []
+                        c = c_train(ctx, cfg, mixer, steps, warmup, threads, env=mpi_env(), launcher=launcher,
+                                    extra=["--grad-accum", str(micro // ranks)])
+                        tps = micro * cfg["batch"] * cfg["block"] * 1e3 / c["ms"]
+                        wait = (c["profile"] or {}).get("allreduce", {}).get("total")
+                        runs.setdefault((p, ranks), []).append({"tokens_per_s": tps, "ms": c["ms"], "wait_ms": wait})
+                        progress(f"layouts {name} {mixer} round {rnd + 1}/{ctx.rounds}: {ranks} x {threads} "
+                                 f"(--grad-accum {micro // ranks}): {c['ms']:.0f} ms/step, {tps:.0f} tokens/s")
+            for p in cores:
+                base = [r["tokens_per_s"] for r in runs[(p, 1)]]
+                these = []
+                for ranks, threads in layouts(p):
+                    rs = runs[(p, ranks)]
+                    waits = [r["wait_ms"] for r in rs if r["wait_ms"] is not None]
+                    these.append({"config": name, "mixer": mixer, "cores": p, "ranks": ranks, "threads": threads,
+                                  "grad_accum": layouts(p)[-1][0] // ranks,
+                                  "tokens_per_step": layouts(p)[-1][0] * cfg["batch"] * cfg["block"],
+                                  "tokens_per_s": med([r["tokens_per_s"] for r in rs]),
+                                  "ratio": med([r["tokens_per_s"] / b for r, b in zip(rs, base)]),
+                                  "wait_ms": med(waits) if ranks > 1 else None,
+                                  "wait_share": med([r["wait_ms"] / r["ms"] for r in rs if r["wait_ms"] is not None])
+                                  if ranks > 1 else None})
+                rows += these
+                best = max(these, key=lambda r: r["tokens_per_s"])
+                fastest.append({k: best[k] for k in ("config", "mixer", "cores", "ranks", "threads", "tokens_per_s",
+                                                     "ratio")})
+    return {"rows": rows, "fastest": fastest}
 
 
 # ---- tables ----------------------------------------------------------------------
@@ -622,6 +828,63 @@ def print_mpi(ctx, res):
           "  tokens of one rank); vs 1 x 1: per-round ratio of tokens/s; wait: the --profile allreduce row.")
 
 
+def print_scaling(ctx, res):
+    steps = ", ".join(f"{n} {ctx.steps[n][0]} steps ({ctx.steps[n][1]} dropped)" for n in ctx.configs)
+    print(f"\n== Thread scaling, C vs PyTorch ({plural(ctx.rounds, 'alternating round')}; {steps}) ==")
+    table(["config", "mixer", "threads", "C tokens/s", "speed-up", "efficiency", "sgemm GFLOP/s", "C MFU",
+           "PT tokens/s", "C/PT"],
+          [[r["config"], r["mixer"], r["threads"], fmt(r["tokens_per_s"], ",.0f"), fmt(r["speedup"], ".2f", "x"),
+            fmt(r["efficiency"] and 100 * r["efficiency"], ".0f", "%"), fmt(r["sgemm_gflops"]),
+            fmt(r["mfu"] and 100 * r["mfu"], ".0f", "%"), fmt(r["torch_tokens_per_s"], ",.0f"),
+            fmt(r["ratio"], ".2f", "x")] for r in res["rows"]])
+    print("  tokens/s: from the median over rounds of each run's median step time after warm-up (bin/train --threads N,\n"
+          "  PyTorch torch.set_num_threads(N)). speed-up: median over rounds of 1-thread ms / N-thread ms in the same\n"
+          "  round; efficiency: speed-up / N. sgemm: bin/gemm-rate --threads N at the model's own products (best of\n"
+          "  the rounds); MFU: C's achieved GFLOP/s over it. C/PT: median over rounds of PyTorch ms / C ms.")
+    high = [f"{r['config']} {r['mixer']} {r['threads']}" for r in res["rows"] if (r["mfu"] or 0) > 1]
+    if high:
+        print(f"  MFU above 100% ({', '.join(high)}): the sgemm runs were slowed by other load; more rounds help.")
+    if 1 not in res["threads"]:
+        print("  speed-up and efficiency not measured: --threads has no 1 (the 1-thread run they are taken against).")
+    if res["torch_unavailable"]:
+        print(f"  PyTorch not measured: {res['torch_unavailable']}")
+    for r in res["rows"]:
+        if r["torch_threads"] is not None and r["torch_threads"] != r["threads"]:
+            print(f"  {r['config']} {r['mixer']}: PyTorch ran {r['torch_threads']} threads, not {r['threads']}")
+    kernels = {(r["kernel"] or "?", r["torch_kernel"] or "n/a") for r in res["rows"]}
+    print("  kernels (C, PyTorch): " + "; ".join(f"{c}, {t}" for c, t in sorted(kernels)))
+    print("\n== Default threads (bin/train --threads 0, the adaptive tuner) against the best fixed count ==")
+    table(["config", "mixer", "default tokens/s", "threads used (steps)", "best fixed", "its tokens/s", "default/best"],
+          [[r["config"], r["mixer"], fmt(r["tokens_per_s"], ",.0f"),
+            " ".join(f"{k}:{v}" for k, v in r["threads_used_steps"].items()), r["best_threads"],
+            fmt(r["best_tokens_per_s"], ",.0f"), fmt(r["ratio"], ".2f", "x")] for r in res["default_threads"]])
+    print("  tokens/s here: all tokens after warm-up over their total time (the tuner's probe steps included), the\n"
+          "  same steps as the table above; best fixed: the count of the table above with the most such tokens/s;\n"
+          "  default/best: median over rounds of the per-round ratio (target >= 0.95). threads used: how many of\n"
+          "  the default runs' steps ran on each count (bin/train --log, column threads).")
+
+
+def print_layouts(ctx, res):
+    print(f"\n== Ranks x threads ({plural(ctx.rounds, 'alternating round')}; "
+          + ", ".join(f"{n} {ctx.steps[n][0]} steps ({ctx.steps[n][1]} dropped)" for n in ctx.layout_configs) + ") ==")
+    if "skipped" in res:
+        print(f"  skipped: {res['skipped']}")
+        return
+    table(["config", "mixer", "cores", "layout", "grad-accum", "tokens/step", "tokens/s", "vs 1 x P",
+           "all-reduce wait ms/step", "wait share"],
+          [[r["config"], r["mixer"], r["cores"], f"{r['ranks']} x {r['threads']}", r["grad_accum"],
+            r["tokens_per_step"], fmt(r["tokens_per_s"], ",.0f"), fmt(r["ratio"], ".2f", "x"), fmt(r["wait_ms"]),
+            fmt(r["wait_share"] and 100 * r["wait_share"], ".1f", "%")] for r in res["rows"]])
+    print("  layout R x T: mpirun -np R --bind-to none bin/train --threads T (1 x P: bin/train alone). Every layout of\n"
+          "  P cores trains on the same micro-batches per optimizer step, those of the most ranks R_max: R ranks with\n"
+          "  --grad-accum R_max / R, so the same tokens per step and the same training; tokens/s counts all ranks'\n"
+          "  tokens (from the median step time after warm-up). vs 1 x P: median over rounds of the per-round ratio.")
+    for p in sorted({r["cores"] for r in res["fastest"]}):
+        print(f"  fastest on {plural(p, 'core')}: " + "; ".join(
+            f"{r['config']} {r['mixer']} {plural(r['ranks'], 'rank')} x {plural(r['threads'], 'thread')} "
+            f"({fmt(r['ratio'], '.2f', 'x')} of 1 x {p})" for r in res["fastest"] if r["cores"] == p))
+
+
 # ---- main ------------------------------------------------------------------------
 
 class Context:
@@ -650,26 +913,50 @@ def parse_args():
                                  epilog="Sections: train (C vs PyTorch, FLOPs, memory, profile, eval and sample "
                                         "speed), mixers (cost vs sequence length), kernel (default BLIS "
                                         "kernel check), load (the thread tuner), mpi (2 ranks against 1 rank "
-                                        "and against 2 threads).")
+                                        "and against 2 threads), scaling (tokens/s, speed-up, efficiency and MFU "
+                                        "per thread count, and bin/train's default threads against the best), "
+                                        "layouts (ranks x threads for each core count). By default the first "
+                                        "five; scaling and layouts too when --threads lists more than one count.")
     ap.add_argument("--quick", action="store_true", help="fewer steps and one round (a few minutes)")
-    ap.add_argument("--threads", type=int, default=os.cpu_count(), help="threads for both (default: all cores)")
+    ap.add_argument("--threads", metavar="N[,N...]",
+                    help="thread counts: one N for C and PyTorch in every section (default: all cores); a comma "
+                         "list is scaling's and layouts' counts, the largest serving the other sections (scaling's "
+                         "default: 1, 2, 4, ... and the core count)")
     ap.add_argument("--rounds", type=int, help="alternating rounds (default 3, 1 with --quick)")
-    ap.add_argument("--configs", default="baby,medium,long", help="of baby, medium, long (default all)")
-    ap.add_argument("--sections", default=",".join(SECTIONS), help="of " + ", ".join(SECTIONS) + " (default all)")
+    ap.add_argument("--configs", help="of baby, medium, long (default all; layouts: medium)")
+    ap.add_argument("--mixers", default=",".join(MIXERS), help="of " + ", ".join(MIXERS) + " (default both)")
+    ap.add_argument("--sections", help="of " + ", ".join(SECTIONS) + " (default: see below)")
+    ap.add_argument("--no-torch", action="store_true", help="do not run PyTorch (its columns then say n/a)")
+    ap.add_argument("--torch-python", metavar="PATH", default=sys.executable or PYTHON,
+                    help="the Python that has torch, for the PyTorch runs (default: this one)")
     ap.add_argument("--data", default=os.path.join(ROOT, "data", "moby"), help="prepared data (default data/moby)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     a = ap.parse_args()
-    a.configs = [c for c in a.configs.split(",") if c]
-    a.sections = [s for s in a.sections.split(",") if s]
-    for c in a.configs:
-        if c not in CONFIGS:
-            ap.error(f"unknown config '{c}' (baby, medium, long)")
-    for s in a.sections:
-        if s not in SECTIONS:
-            ap.error(f"unknown section '{s}' ({', '.join(SECTIONS)})")
-    if a.threads < 1 or (a.rounds is not None and a.rounds < 1):
-        ap.error("--threads and --rounds must be positive")
+    a.thread_list = parse_threads(a.threads) if a.threads is not None else default_thread_list(os.cpu_count() or 1)
+    if a.thread_list is None:
+        die(f"--threads must be a positive count or a comma list of them (got '{a.threads}')")
+    a.layout_configs = comma_list("--configs", a.configs, CONFIGS) if a.configs else list(LAYOUT_CONFIGS)
+    a.configs = comma_list("--configs", a.configs, CONFIGS) if a.configs else list(CONFIGS)
+    a.mixers = comma_list("--mixers", a.mixers, MIXERS)
+    multi = a.threads is not None and len(a.thread_list) > 1
+    a.sections = comma_list("--sections", a.sections, SECTIONS) if a.sections else \
+        [s for s in SECTIONS if s in DEFAULT_SECTIONS or multi]
+    if a.rounds is not None and a.rounds < 1:
+        die("--rounds must be positive")
+    if not a.no_torch and not (os.path.isfile(a.torch_python) and os.access(a.torch_python, os.X_OK)):
+        die(f"--torch-python '{a.torch_python}' is not an executable file")
     return a
+
+
+def comma_list(option, text, known):
+    """The names of a comma list, each of known; dies naming the first unknown one."""
+    names = [x for x in text.split(",") if x]
+    for x in names:
+        if x not in known:
+            die(f"{option}: unknown '{x}' (of {', '.join(known)})")
+    if not names:
+        die(f"{option} is empty")
+    return names
 
 
 def make_context(a, tmp):
@@ -682,12 +969,17 @@ def make_context(a, tmp):
     ctx = Context()
     mode = "quick" if a.quick else "full"
     ctx.steps, ctx.rounds = STEPS[mode], a.rounds or STEPS[mode]["rounds"]
-    ctx.quick, ctx.threads, ctx.configs, ctx.tmp = a.quick, a.threads, a.configs, tmp
+    # One count for the sections other than scaling and layouts: the one given, the largest of a list, or all cores.
+    ctx.threads = a.thread_list[-1] if a.threads is not None else os.cpu_count()
+    ctx.thread_list, ctx.layout_configs, ctx.mixers = a.thread_list, a.layout_configs, a.mixers
+    ctx.quick, ctx.configs, ctx.tmp = a.quick, a.configs, tmp
+    ctx.torch_python = a.torch_python
     ctx.data = os.path.abspath(a.data)
     ctx.vocab = token_header(os.path.join(a.data, "train.bin"))["vocab"]
     ctx.eval_tokens = ctx.steps["eval_tokens"]
     ctx.eval_data = eval_prefix(ctx.data, tmp, ctx.eval_tokens) if ctx.eval_tokens else ctx.data
-    ctx.torch_missing = None  # set to the reason by the first PyTorch run that fails
+    # The reason PyTorch is not measured: --no-torch, or set by the first PyTorch run that fails.
+    ctx.torch_missing = "--no-torch was given" if a.no_torch else None
     return ctx
 
 
@@ -699,11 +991,14 @@ def main():
         with tempfile.TemporaryDirectory(prefix="lm-bench-") as tmp:
             ctx = make_context(a, tmp)
             out["machine"] = {"cpu": cpu_model(), "cores": os.cpu_count(), "threads": ctx.threads,
+                              "thread_list": ctx.thread_list, "torch_python": ctx.torch_python,
                               "rounds": ctx.rounds, "quick": ctx.quick, "data": ctx.data, "vocab": ctx.vocab,
                               "openblas_coretype_env": os.environ.get("OPENBLAS_CORETYPE"),
                               "blis_arch_type_env": os.environ.get("BLIS_ARCH_TYPE"),
                               "torch_unavailable": ctx.torch_missing}
-            progress(f"{cpu_model()}, {ctx.threads} threads, {plural(ctx.rounds, 'round')}; sections {','.join(a.sections)}")
+            progress(f"{cpu_model()}, {ctx.threads} threads"
+                     + (f" (scaling: {','.join(map(str, ctx.thread_list))})" if {"scaling", "layouts"} & set(a.sections) else "")
+                     + f", {plural(ctx.rounds, 'round')}; sections {','.join(a.sections)}")
             for s in SECTIONS:
                 if s in a.sections:
                     out[s] = SECTION_RUNS[s](ctx)
@@ -738,9 +1033,10 @@ def print_report(ctx, out):
 
 
 SECTION_RUNS = {"train": section_train, "mixers": section_mixers, "kernel": section_kernel, "load": section_load,
-               "mpi": section_mpi}
+               "mpi": section_mpi, "scaling": section_scaling, "layouts": section_layouts}
 SECTION_PRINTS = {"train": (print_speed, print_flops, print_memory, print_profile, print_inference),
-                  "mixers": (print_mixers,), "kernel": (print_kernel,), "load": (print_load,), "mpi": (print_mpi,)}
+                  "mixers": (print_mixers,), "kernel": (print_kernel,), "load": (print_load,), "mpi": (print_mpi,),
+                  "scaling": (print_scaling,), "layouts": (print_layouts,)}
 
 if __name__ == "__main__":
     main()

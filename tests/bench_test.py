@@ -1,0 +1,96 @@
+"""make bench's scaling pieces: the pure helpers (thread lists, layouts,
+speed-up, efficiency and MFU arithmetic), one-line errors for bad options, and
+the scaling and layouts sections end to end at the smallest size (baby,
+attention, 1 and 2 threads, no PyTorch, --quick: about half a minute), read
+through --json. Run from the repository root after make:
+/usr/bin/python3 -m tests.bench_test"""
+import json
+import subprocess
+import sys
+import unittest
+
+from harness.bench import default_thread_list, layouts, parse_threads, scaling, utilisation
+
+BENCH = [sys.executable, "-m", "harness.bench"]
+
+
+class Helpers(unittest.TestCase):
+    def test_parse_threads(self):
+        self.assertEqual(parse_threads("4"), [4])
+        self.assertEqual(parse_threads("8,1,2,2"), [1, 2, 8])
+        for bad in ("0", "1,0", "x", "1,,2", "", "-2", "1.5"):
+            self.assertIsNone(parse_threads(bad), bad)
+
+    def test_default_thread_list(self):
+        self.assertEqual(default_thread_list(1), [1])
+        self.assertEqual(default_thread_list(2), [1, 2])
+        self.assertEqual(default_thread_list(16), [1, 2, 4, 8, 16])
+        self.assertEqual(default_thread_list(64), [1, 2, 4, 8, 16, 32, 64])
+        self.assertEqual(default_thread_list(96), [1, 2, 4, 8, 16, 32, 64, 96])
+
+    def test_layouts(self):
+        self.assertEqual(layouts(2), [(1, 2), (2, 1)])
+        self.assertEqual(layouts(6), [(1, 6), (2, 3)])
+        self.assertEqual(layouts(16), [(1, 16), (2, 8), (4, 4), (8, 2), (16, 1)])
+        self.assertEqual(layouts(96), [(1, 96), (2, 48), (4, 24), (8, 12), (16, 6), (32, 3)])
+
+    def test_arithmetic(self):
+        # per-round ratios 2.0, 1.5, 1.8: median 1.8, on 2 threads 90% efficient
+        speedup, eff = scaling([100.0, 90.0, 90.0], [50.0, 60.0, 50.0], 2)
+        self.assertAlmostEqual(speedup, 1.8)
+        self.assertAlmostEqual(eff, 0.9)
+        self.assertEqual(scaling(None, [50.0], 2), (None, None))
+        # 1e6 FLOPs per token at 20,000 tokens/s: 20 GFLOP/s, 25% of an 80 GFLOP/s sgemm
+        gflops, mfu = utilisation(1e6, 2e4, 80.0)
+        self.assertAlmostEqual(gflops, 20.0)
+        self.assertAlmostEqual(mfu, 0.25)
+        self.assertIsNone(utilisation(1e6, 2e4, None)[1])
+
+
+class Options(unittest.TestCase):
+    def test_bad_options(self):
+        for args, says in ((["--threads", "2,0"], "--threads must be"), (["--mixers", "mamba"], "--mixers"),
+                           (["--sections", "scaling,nope"], "--sections"), (["--torch-python", "/nonexistent"],
+                                                                             "--torch-python")):
+            p = subprocess.run(BENCH + args, capture_output=True, text=True)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+            self.assertIn(says, p.stderr)
+
+
+class EndToEnd(unittest.TestCase):
+    def test_scaling_and_layouts(self):
+        p = subprocess.run(BENCH + ["--quick", "--sections", "scaling,layouts", "--configs", "baby", "--mixers",
+                                    "attention", "--threads", "1,2", "--no-torch", "--json"],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+        out = json.loads(p.stdout)
+        self.assertEqual(out["machine"]["thread_list"], [1, 2])
+        rows = out["scaling"]["rows"]
+        self.assertEqual([(r["config"], r["mixer"], r["threads"]) for r in rows],
+                         [("baby", "attention", 1), ("baby", "attention", 2)])
+        for r in rows:
+            self.assertGreater(r["tokens_per_s"], 0)
+            self.assertGreater(r["sgemm_gflops"], 0)
+            self.assertAlmostEqual(r["efficiency"], r["speedup"] / r["threads"])
+            self.assertIsNone(r["torch_tokens_per_s"])  # --no-torch: not measured, not invented
+            self.assertIsNone(r["ratio"])
+        self.assertEqual(rows[0]["speedup"], 1.0)
+        self.assertEqual(out["scaling"]["torch_unavailable"], "--no-torch was given")
+        d = out["scaling"]["default_threads"]
+        self.assertEqual(len(d), 1)
+        self.assertIn(d[0]["best_threads"], (1, 2))
+        self.assertGreater(d[0]["ratio"], 0)
+        lay = out["layouts"]
+        if "skipped" in lay:  # no mpirun: said so, nothing measured
+            self.assertIn("mpirun", lay["skipped"])
+            return
+        self.assertEqual([(r["cores"], r["ranks"], r["threads"], r["grad_accum"]) for r in lay["rows"]],
+                         [(2, 1, 2, 2), (2, 2, 1, 1)])
+        self.assertEqual({r["tokens_per_step"] for r in lay["rows"]}, {2 * 12 * 64})
+        self.assertEqual(lay["rows"][0]["ratio"], 1.0)
+        self.assertEqual(len(lay["fastest"]), 1)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
