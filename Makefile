@@ -45,6 +45,8 @@ CFLAGS  += $(BLAS_CFLAGS)
 LDLIBS  := $(BLAS_LIBS) $(LDLIBS)
 OUT     := $(BUILD)$(BLAS_SUFFIX)
 BLAS_STAMP := $(BIN)/.blas-library
+# The test scripts run the programs in $(BIN) (make BLAS=openblas BIN=bin-openblas test).
+export BIN
 
 # src/blas/backends/ holds one file per library: only this build's is compiled.
 LIB_SRC  := $(wildcard src/*/*.c) src/blas/backends/$(BLAS).c
