@@ -49,9 +49,6 @@ static void write_all(int fd, const char *s) {
     }
 }
 
-/* The library, its kernel sets and the variable that selects them. */
-static const BlasCores *lib(void) { return blas_backend_cores(); }
-
 /* This program's file, for restarting it: the target of /proc/self/exe
  * rather than the link itself, so that the restarted process keeps its name
  * (ps, pgrep and top show "train", not "exe"). */
@@ -94,7 +91,7 @@ static double monotonic_seconds(void) {
  * the markers, plus that variable set for the candidate and the probe marker. */
 static char **probe_environment(const char *candidate, char *coretype, size_t coretype_len, char *marker,
                                 size_t marker_len) {
-    const char *var = lib()->env_var;
+    const char *var = blas_backend_cores()->env_var;
     size_t var_len = strlen(var);
     size_t n = 0;
     while (environ && environ[n]) n++;
@@ -221,8 +218,8 @@ static int probe_candidate(const char *candidate, char **argv, char *why, size_t
     else if (WEXITSTATUS(status) == PROBE_WRONG_RESULTS && sscanf(report, "error %lf", &error) == 1)
         snprintf(why, why_len, "the %s probe computed wrong results (max relative error %.1e)", candidate, error);
     else if (WEXITSTATUS(status) == PROBE_UNKNOWN_CORE && sscanf(report, "core %63s", reported_core) == 1)
-        snprintf(why, why_len, "this %s does not run %s (asked for it, it ran %s)", lib()->library, candidate,
-                 reported_core);
+        snprintf(why, why_len, "this %s does not run %s (asked for it, it ran %s)", blas_backend_cores()->library,
+                 candidate, reported_core);
     else if (WEXITSTATUS(status) == PROBE_EXEC_FAILED)
         snprintf(why, why_len, "could not run %s for the %s probe", exe, candidate);
     else if (report_len == 0) /* the program printed or exited before calling blas_setup */
@@ -270,11 +267,11 @@ void blas_setup(int argc, char **argv) {
     }
     if (env_core) { /* the environment's choice stands, right or wrong */
         blas_state.origin = ORIGIN_ENVIRONMENT;
-        const char *best = blas_best_core(lib(), &cpu);
-        BlasLevel in_use = blas_core_level(lib(), env_core);
+        const char *best = blas_best_core(blas_backend_cores(), &cpu);
+        BlasLevel in_use = blas_core_level(blas_backend_cores(), env_core);
         /* Said in the start-up line (blas_describe), not on stderr: every
          * program runs on such a machine, and its errors stay one line. */
-        if (best && in_use != BLAS_LEVEL_UNKNOWN && in_use < blas_core_level(lib(), best))
+        if (best && in_use != BLAS_LEVEL_UNKNOWN && in_use < blas_core_level(blas_backend_cores(), best))
             copy_name(blas_state.could_run, sizeof blas_state.could_run, best);
         return;
     }
@@ -282,7 +279,7 @@ void blas_setup(int argc, char **argv) {
     blas_state.origin = ORIGIN_LIBRARY;
     blas_state.pretended = pretend != NULL;
     copy_name(blas_state.library_core, sizeof blas_state.library_core, pretend ? pretend : blas_backend_core());
-    BlasDecision decision = blas_decide(lib(), blas_state.library_core, &cpu);
+    BlasDecision decision = blas_decide(blas_backend_cores(), blas_state.library_core, &cpu);
     if (!decision.switch_to) return;
 
     char why[256], value[64];
@@ -290,26 +287,27 @@ void blas_setup(int argc, char **argv) {
     if (argc < 1 || !argv || !argv[0])
         snprintf(why, sizeof why, "no argv to restart the program with %s", decision.switch_to);
     else if (!selectable)
-        snprintf(why, sizeof why, "this %s was built without %s", lib()->library, decision.switch_to);
+        snprintf(why, sizeof why, "this %s was built without %s", blas_backend_cores()->library, decision.switch_to);
     else if (probe_candidate(decision.switch_to, argv, why, sizeof why) == 0) {
         fflush(NULL);
-        if (setenv(lib()->env_var, value, 1) == 0 && setenv(ENV_SELECTED, blas_state.library_core, 1) == 0)
+        if (setenv(blas_backend_cores()->env_var, value, 1) == 0 &&
+            setenv(ENV_SELECTED, blas_state.library_core, 1) == 0)
             execv(self_path(), argv); /* returns only on failure */
         snprintf(why, sizeof why, "could not restart with %s (execv %s: %s)", decision.switch_to, self_path(),
                  strerror(errno));
-        unsetenv(lib()->env_var);
+        unsetenv(blas_backend_cores()->env_var);
         unsetenv(ENV_SELECTED);
     }
     blas_state.origin = ORIGIN_KEPT;
     copy_name(blas_state.rejected, sizeof blas_state.rejected, decision.switch_to);
-    fprintf(stderr, "blas: kept %s's %s kernels: %s\n", lib()->library, blas_state.library_core, why);
+    fprintf(stderr, "blas: kept %s's %s kernels: %s\n", blas_backend_cores()->library, blas_state.library_core, why);
 }
 
 const char *blas_kernel(void) { return blas_backend_core(); }
 
 const char *blas_describe(void) {
     static char text[320];
-    const char *version = blas_backend_version(), *var = lib()->env_var;
+    const char *version = blas_backend_version(), *var = blas_backend_cores()->env_var;
     const char *in_use = blas_backend_core();
     const char *test_note = blas_state.pretended ? " [" ENV_TEST_CORENAME "]" : "";
     switch (blas_state.origin) {

@@ -118,7 +118,8 @@ const char *blas_backend_environment_core(void) {
         snprintf(text, sizeof text, "%d", id);
         if (strcmp(text, v) == 0 || setenv("BLIS_ARCH_TYPE", text, 1) == 0) return bli_arch_string((arch_t)id);
     }
-    fprintf(stderr, "blas: ignored BLIS_ARCH_TYPE=%s: not a configuration of this BLIS (a number or a name: haswell, skx, ...)\n", v);
+    fprintf(stderr, "blas: ignored BLIS_ARCH_TYPE=%s: not a configuration of this BLIS (a number or a name: haswell, "
+                    "skx, ...)\n", v);
     unsetenv("BLIS_ARCH_TYPE");
     return NULL;
 }
