@@ -7,6 +7,7 @@
 #   make compare    architectures of matched size, seeds, token and time budgets (COMPARE_ARGS=...)
 #   make probe      MQAR and copy recall probes per architecture (PROBE_ARGS=...)
 #   make asan       unit and CLI tests under AddressSanitizer + UBSan
+#   make BLAS=openblas ...   any of these with OpenBLAS instead of BLIS (src/blas/backend.h)
 CC      ?= cc
 OPT     ?= -O3 -march=native
 CFLAGS  += -std=c11 $(OPT) -fno-trapping-math -fno-math-errno -ffp-contract=fast -fopenmp -Wall -Wextra -Wno-format-truncation -D_DEFAULT_SOURCE -D_GNU_SOURCE \
@@ -16,21 +17,49 @@ CFLAGS  += -std=c11 $(OPT) -fno-trapping-math -fno-math-errno -ffp-contract=fast
 MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
 MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
 CFLAGS  += $(MPI_CFLAGS)
-LDLIBS  += -lblis -lpcre2-8 -ljansson -lm $(MPI_LIBS)
+LDLIBS  += -lpcre2-8 -ljansson -lm $(MPI_LIBS)
 BUILD   ?= build
 BIN     ?= bin
 
-LIB_SRC  := $(wildcard src/*/*.c)
-LIB_HDR  := $(wildcard src/*/*.h)
-LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/%.o)
-LIB      := $(BUILD)/liblm.a
-PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample $(BIN)/inspect $(BIN)/probegen $(BIN)/gemm-rate
-TESTS    := $(patsubst tests/%.c,$(BUILD)/%,$(wildcard tests/test_*.c))
+# The BLAS library every product goes through: blis or openblas (the default
+# is this line). Each library's objects live in their own directories (OUT:
+# build/ for BLIS, build-openblas/ for OpenBLAS, build-asan-openblas/ ...),
+# so switching never links one library's objects against the other; the
+# programs in $(BIN) are relinked when the library changes.
+BLAS    ?= blis
+ifeq ($(BLAS),blis)
+BLAS_CFLAGS :=
+BLAS_LIBS   := -lblis
+BLAS_SUFFIX :=
+else ifeq ($(BLAS),openblas)
+# Debian's OpenMP build (libopenblas-openmp-dev), named by its path rather than
+# through libblas.so.3, which the alternatives system may point anywhere.
+OPENBLAS_DIR := /usr/lib/x86_64-linux-gnu/openblas-openmp
+BLAS_CFLAGS  := -I/usr/include/x86_64-linux-gnu/openblas-openmp
+BLAS_LIBS    := -L$(OPENBLAS_DIR) -Wl,-rpath,$(OPENBLAS_DIR) -lopenblas
+BLAS_SUFFIX  := -openblas
+else
+$(error BLAS=$(BLAS): the BLAS library must be blis or openblas)
+endif
+CFLAGS  += $(BLAS_CFLAGS)
+LDLIBS  := $(BLAS_LIBS) $(LDLIBS)
+OUT     := $(BUILD)$(BLAS_SUFFIX)
+BLAS_STAMP := $(BIN)/.blas-library
+# The test scripts run the programs in $(BIN) (make BLAS=openblas BIN=bin-openblas test).
+export BIN
 
-.PHONY: all test unit-test bench demo data compare probe clean asan deps fuzz fuzz-seeds valgrind
+# src/blas/backends/ holds one file per library: only this build's is compiled.
+LIB_SRC  := $(wildcard src/*/*.c) src/blas/backends/$(BLAS).c
+LIB_HDR  := $(wildcard src/*/*.h)
+LIB_OBJ  := $(LIB_SRC:src/%.c=$(OUT)/%.o)
+LIB      := $(OUT)/liblm.a
+PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample $(BIN)/inspect $(BIN)/probegen $(BIN)/gemm-rate
+TESTS    := $(patsubst tests/%.c,$(OUT)/%,$(wildcard tests/test_*.c))
+
+.PHONY: FORCE all test unit-test bench demo data compare probe clean asan deps fuzz fuzz-seeds valgrind
 all: $(PROGRAMS)
 
-$(BUILD)/%.o: src/%.c $(LIB_HDR) | $(BUILD)
+$(OUT)/%.o: src/%.c $(LIB_HDR) | $(OUT)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -38,15 +67,21 @@ $(LIB): $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-$(BIN)/%: programs/%.c $(LIB) $(LIB_HDR) | $(BIN)
+$(BIN)/%: programs/%.c $(LIB) $(LIB_HDR) $(BLAS_STAMP) | $(BIN)
 	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
-$(BIN)/gemm-rate: programs/gemm_rate.c $(LIB) $(LIB_HDR) | $(BIN)
+$(BIN)/gemm-rate: programs/gemm_rate.c $(LIB) $(LIB_HDR) $(BLAS_STAMP) | $(BIN)
 	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/test_%: tests/test_%.c $(wildcard tests/*.h) $(LIB) | $(BUILD)
+# Names the library the programs in $(BIN) were linked with; rewritten (so
+# they relink) only when it changes.
+$(BLAS_STAMP): FORCE | $(BIN)
+	@[ "$$(cat $@ 2>/dev/null)" = "$(BLAS)" ] || echo "$(BLAS)" >$@
+FORCE:
+
+$(OUT)/test_%: tests/test_%.c $(wildcard tests/*.h) $(LIB) | $(OUT)
 	$(CC) $(CFLAGS) -Itests $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS) -lcmocka
 
-$(BUILD) $(BIN):
+$(OUT) $(BIN):
 	mkdir -p $@
 
 # Unit tests and gradient checks (cmocka), then the programs from outside:
@@ -103,7 +138,7 @@ asan:
 # Valgrind memcheck: the unit tests and a short train, eval and sample, with
 # zero errors and no definitely lost bytes (VALGRIND_ARGS=--quick: the
 # programs only). Built for AVX2 (valgrind does not know AVX-512), and the
-# script pins BLIS to its AVX2 kernels too.
+# script pins BLIS to its AVX2 kernels too. BLIS builds only.
 valgrind:
 	$(MAKE) BUILD=build-vg BIN=bin-vg OPT="-O1 -g -march=x86-64-v3" build-vg/test_units build-vg/test_blas build-vg/test_tile_gemm \
 	        build-vg/test_inspect bin-vg/prepare bin-vg/train bin-vg/eval bin-vg/sample
@@ -115,15 +150,15 @@ valgrind:
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_FLAGS   := -std=c11 -g -O1 -fopenmp -D_DEFAULT_SOURCE -D_GNU_SOURCE -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION \
-                -Isrc -I/usr/include/stb $(MPI_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined -Wno-pass-failed
-FUZZ_OBJ     := $(LIB_SRC:src/%.c=build-fuzz/%.o)
-FUZZERS      := $(patsubst tests/fuzz/%.c,build-fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
-build-fuzz/%.o: src/%.c $(LIB_HDR) | build-fuzz
+                -Isrc -I/usr/include/stb $(BLAS_CFLAGS) $(MPI_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined -Wno-pass-failed
+FUZZ_OBJ     := $(LIB_SRC:src/%.c=build-fuzz$(BLAS_SUFFIX)/%.o)
+FUZZERS      := $(patsubst tests/fuzz/%.c,build-fuzz$(BLAS_SUFFIX)/%,$(wildcard tests/fuzz/fuzz_*.c))
+build-fuzz$(BLAS_SUFFIX)/%.o: src/%.c $(LIB_HDR) | build-fuzz$(BLAS_SUFFIX)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
-build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_input.h $(FUZZ_OBJ) | build-fuzz
+build-fuzz$(BLAS_SUFFIX)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_input.h $(FUZZ_OBJ) | build-fuzz$(BLAS_SUFFIX)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) -o $@ $(LDLIBS)
-build-fuzz:
+build-fuzz$(BLAS_SUFFIX):
 	mkdir -p $@
 .SECONDARY: $(FUZZ_OBJ)
 fuzz: $(FUZZERS)
@@ -137,4 +172,5 @@ fuzz-seeds: $(PROGRAMS)
 	bash tests/fuzz/make_seeds.sh
 
 clean:
-	rm -rf build build-asan build-fuzz build-vg bin bin-asan bin-vg
+	rm -rf build build-asan build-fuzz build-vg bin bin-asan bin-vg build-openblas build-asan-openblas build-fuzz-openblas \
+	       build-vg-openblas

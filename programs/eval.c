@@ -60,7 +60,7 @@ static void print_text(const char *path, const Model *m, const Tokenizer *tok, c
 }
 
 int main(int argc, char **argv) {
-    blas_setup(argc, argv); /* first: it may restart the program with faster BLIS kernels */
+    blas_setup(argc, argv); /* first: it may restart the program with faster kernels */
     const char *model_path = NULL, *data = NULL, *split = "val", *mask_arg = NULL;
     size_t stride = 0, batch = 16, threads = 0;
     int json = 0, word_ppl = 0;

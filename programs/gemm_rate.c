@@ -1,5 +1,5 @@
 /* bin/gemm-rate: how fast the model's matrix products (src/nn/ops.c's gemm:
- * BLIS sgemm on tiles shared by our threads) run on this machine at given
+ * the BLAS library's sgemm on tiles shared by our threads) run on this machine at given
  * shapes, with the kernels and threads the programs use. make bench measures
  * the model's own products with it and divides the model's FLOP rate by the
  * result (model FLOP utilisation). */
@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas/backend.h"
 #include "blas/blas_setup.h"
 #include "cli/cli.h"
 #include "cli/options.h"
@@ -26,7 +27,8 @@ static const CliProgram program = {
     .name = "gemm-rate",
     .usage = "bin/gemm-rate [options] PRODUCT...\nbin/gemm-rate --best-core",
     .about = "Times single-precision matrix products (row-major, alpha 1, beta 0) as the\n"
-             "model makes them: BLIS sgemm with the kernels the other programs choose, on\n"
+             "model makes them: the BLAS library's sgemm (BLIS or OpenBLAS, as built) with\n"
+             "the kernels the other programs choose, on\n"
              "tiles shared by the threads; prints each product's GFLOP/s and the rate of\n"
              "all of them together.\n"
              "\n"
@@ -129,7 +131,7 @@ static double time_product(const Product *p, double budget_s, uint64_t *seed) {
 static double flops(const Product *p) { return 2.0 * (double)p->m * (double)p->n * (double)p->k; }
 
 int main(int argc, char **argv) {
-    blas_setup(argc, argv); /* first: it may restart the program with faster BLIS kernels */
+    blas_setup(argc, argv); /* first: it may restart the program with faster kernels */
     size_t threads = 0, budget_ms = 30;
     int json = 0, best_core = 0, first;
     Error err;
@@ -137,7 +139,7 @@ int main(int argc, char **argv) {
         CLI_SIZE("threads", 0, &threads, 0, 1024, "N", "OpenMP/OpenBLAS threads (default: all cores)"),
         CLI_SIZE("ms", 0, &budget_ms, 0, 60000, "T", "time spent timing each product, in ms (default 30)"),
         CLI_FLAG("json", 0, &json, "print one JSON object instead of text"),
-        CLI_FLAG("best-core", 0, &best_core, "print the fastest BLIS configuration this CPU supports and exit"),
+        CLI_FLAG("best-core", 0, &best_core, "print the fastest kernels of the linked library (a BLIS configuration, an OpenBLAS core) this CPU supports and exit"),
     };
     int rc = cli_parse(&program, opts, sizeof opts / sizeof opts[0], argc, argv, &first);
     if (rc != CLI_CONTINUE) return rc;
@@ -147,7 +149,7 @@ int main(int argc, char **argv) {
         if (first < argc) return cli_error(prog, "--best-core takes no products (got '%s')", argv[first]);
         CpuFeatures cpu;
         cpu_features_detect(&cpu);
-        const char *best = blas_best_core(&cpu);
+        const char *best = blas_best_core(blas_backend_cores(), &cpu);
         printf("%s\n", best ? best : "none");
         return 0;
     }

@@ -47,7 +47,7 @@ static void print_written(const char *dir, const Inspection *in, double seconds)
 }
 
 int main(int argc, char **argv) {
-    blas_setup(argc, argv); /* first: it may restart the program with faster BLIS kernels */
+    blas_setup(argc, argv); /* first: it may restart the program with faster kernels */
     const char *model_path = NULL, *prompt = NULL, *out_dir = NULL;
     size_t ind_len = 0, ind_seqs = 8, seed = 1337, threads = 0;
     CliOption opts[] = {

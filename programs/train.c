@@ -304,7 +304,7 @@ static int train(Run *r, const Actions *a) {
 }
 
 int main(int argc, char **argv) {
-    blas_setup(argc, argv); /* first: it may restart the program with faster BLIS kernels */
+    blas_setup(argc, argv); /* first: it may restart the program with faster kernels */
     const char *prog = program.name;
     Dist dist;
     Error err;

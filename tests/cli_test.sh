@@ -175,99 +175,118 @@ assert len(p)==2 and p[0]["count"]==2 and p[1]["form"]=="TN" and all(x["gflops"]
 assert abs(r["total_flop"]-(2*2*64*48*32+2*40*30*20))<1 and r["gflops"]>0 and "kernel" in r["blas"]' "$tmp/out"; then ok
 else bad "gemm-rate --json: $(head -c 300 "$tmp/out" "$tmp/err")"; fi
 
-# BLIS kernels. This CPU's library may already choose its best kernels, so
-# LM_TEST_BLAS_CORENAME pretends it chose generic: bin/train must probe,
-# restart itself with faster kernels and train as before; with a failing or
-# crashing probe it keeps the library's choice with one line saying why. A
-# BLIS_ARCH_TYPE from the environment is never overridden: where it is set,
-# these tests check that it is kept whatever the hooks pretend.
+# BLAS kernels, for the library this build links (BLIS or OpenBLAS, from the
+# start-up line). This CPU's library may already choose its best kernels, so
+# LM_TEST_BLAS_CORENAME pretends it chose slow ones (BLIS's generic,
+# OpenBLAS's Prescott): bin/train must probe, restart itself with faster
+# kernels and train as before; with a failing or crashing probe it keeps the
+# library's choice with one line saying why. The library's selecting
+# variable (BLIS_ARCH_TYPE, OPENBLAS_CORETYPE) from the environment is never
+# overridden: where it is set, these tests check that it is kept whatever
+# the hooks pretend.
 BLAS_RUN=(--data "$tmp/a" "${SMALL[@]}" --max-iters 3 --eval-interval 0 --out "$tmp/blas.ckpt")
-kernel_in() { sed -n 's/^blas: BLIS.*, kernel \([A-Za-z0-9_]*\) .*/\1/p' "$1"; }
+$B/train "${BLAS_RUN[@]}" >"$tmp/out" 2>"$tmp/err"
+if grep -q '^blas: OpenBLAS ' "$tmp/out"; then
+    LIB=OpenBLAS VAR=OPENBLAS_CORETYPE SLOW=Prescott AVX2=Haswell KIND=core
+else
+    LIB=BLIS VAR=BLIS_ARCH_TYPE SLOW=generic AVX2=haswell KIND=configuration
+fi
+kernel_in() { sed -n 's/^blas: '"$LIB"'.*, kernel \([A-Za-z0-9_]*\) .*/\1/p' "$1"; }
 blas_stderr_lines() { grep -c '^blas:' "$tmp/err"; }
 cpu_has() { for f in "$@"; do grep -qw "$f" /proc/cpuinfo || return 1; done; }
 if $B/train "${BLAS_RUN[@]}" >"$tmp/out" 2>"$tmp/err" && [ "$(blas_stderr_lines)" -eq 0 ] && [ -n "$(kernel_in "$tmp/out")" ]; then ok
 else bad "blas: the default run failed, printed on stderr or named no kernel: $(head -c 300 "$tmp/err")"; fi
 own=$(kernel_in "$tmp/out")
+best=$($B/gemm-rate --best-core)
 cp "$tmp/out" "$tmp/blas_default_out"
 cp "$tmp/blas.ckpt" "$tmp/blas_own.ckpt"
 $B/eval --model "$tmp/blas_own.ckpt" --data "$tmp/a" --json >"$tmp/eval_own" 2>/dev/null
-if [ -n "${BLIS_ARCH_TYPE:-}" ]; then
+if [ -n "${!VAR:-}" ]; then
     # Pinned: the start-up line names it; pretending the library chose
-    # generic, or a failing or crashing probe, changes nothing.
-    if grep -q '^blas: .*kernel [A-Za-z0-9_]* (set by BLIS_ARCH_TYPE' "$tmp/out"; then ok
+    # slow kernels, or a failing or crashing probe, changes nothing.
+    if grep -q "^blas: .*kernel [A-Za-z0-9_]* (set by $VAR" "$tmp/out"; then ok
     else bad "blas: pinned by the environment, the start-up line does not say so: $(grep '^blas:' "$tmp/out")"; fi
     for hook in "" fail crash; do
-        LM_TEST_BLAS_CORENAME=generic LM_TEST_BLAS_PROBE=$hook $B/train "${BLAS_RUN[@]}" >"$tmp/out" 2>"$tmp/err"
+        LM_TEST_BLAS_CORENAME=$SLOW LM_TEST_BLAS_PROBE=$hook $B/train "${BLAS_RUN[@]}" >"$tmp/out" 2>"$tmp/err"
         rc=$?
         if [ $rc -eq 0 ] && [ "$(kernel_in "$tmp/out")" = "$own" ] && [ "$(blas_stderr_lines)" -eq 0 ] \
-            && grep -q '(set by BLIS_ARCH_TYPE' "$tmp/out" && cmp -s "$tmp/blas.ckpt" "$tmp/blas_own.ckpt"; then ok
-        else bad "blas: pinned, pretending generic (probe '$hook') changed something: exit $rc, $(grep '^blas:' "$tmp/out" "$tmp/err")"; fi
+            && grep -q "(set by $VAR" "$tmp/out" && cmp -s "$tmp/blas.ckpt" "$tmp/blas_own.ckpt"; then ok
+        else bad "blas: pinned, pretending $SLOW (probe '$hook') changed something: exit $rc, $(grep '^blas:' "$tmp/out" "$tmp/err")"; fi
     done
 elif cpu_has avx; then
-    # On this CPU the library may itself choose too slow a configuration (BLIS
-    # 0.9 runs its portable kernels on CPUs newer than it): then the default
-    # run above was already a selection.
+    # On this CPU the library may itself choose too slow kernels (BLIS 0.9
+    # runs its portable kernels on CPUs newer than it): then the default run
+    # above was already a selection.
     library_choice_is_own=1
     grep -q '(selected: the library chose' "$tmp/blas_default_out" && library_choice_is_own=0
-    if LM_TEST_BLAS_CORENAME=generic $B/train "${BLAS_RUN[@]}" >"$tmp/out" 2>"$tmp/err"; then
+    if LM_TEST_BLAS_CORENAME=$SLOW $B/train "${BLAS_RUN[@]}" >"$tmp/out" 2>"$tmp/err"; then
         chosen=$(kernel_in "$tmp/out")
-        if grep -q '^blas: .*(selected: the library chose generic' "$tmp/out" && [ -n "$chosen" ] && [ "$chosen" != generic ] \
+        if grep -q "^blas: .*(selected: the library chose $SLOW" "$tmp/out" && [ -n "$chosen" ] && [ "$chosen" != "$SLOW" ] \
             && [ "$(blas_stderr_lines)" -eq 0 ]; then ok
-        else bad "blas: pretending generic selected nothing faster: $(grep '^blas:' "$tmp/out" "$tmp/err")"; fi
+        else bad "blas: pretending $SLOW selected nothing faster: $(grep '^blas:' "$tmp/out" "$tmp/err")"; fi
         if [ "$chosen" = "$own" ]; then  # the same kernels after the restart: the same bytes
             cmp -s "$tmp/blas.ckpt" "$tmp/blas_own.ckpt" && ok || bad "blas: the restarted run ($chosen) wrote different bytes"
         fi
     else bad "blas: the run that restarts itself failed: $(tail -c 300 "$tmp/err")"; fi
-    LM_TEST_BLAS_CORENAME=generic LM_TEST_BLAS_PROBE=fail $B/train "${BLAS_RUN[@]}" >"$tmp/out" 2>"$tmp/err"
+    LM_TEST_BLAS_CORENAME=$SLOW LM_TEST_BLAS_PROBE=fail $B/train "${BLAS_RUN[@]}" >"$tmp/out" 2>"$tmp/err"
     rc=$?
-    if [ $rc -eq 0 ] && [ "$(blas_stderr_lines)" -eq 1 ] && [ "$(kernel_in "$tmp/out")" = generic ] \
-        && grep -q "^blas: kept BLIS's generic kernels: the [A-Za-z0-9]* probe computed wrong results" "$tmp/err"; then ok
+    if [ $rc -eq 0 ] && [ "$(blas_stderr_lines)" -eq 1 ] && [ "$(kernel_in "$tmp/out")" = "$SLOW" ] \
+        && grep -q "^blas: kept $LIB's $SLOW kernels: the [A-Za-z0-9]* probe computed wrong results" "$tmp/err"; then ok
     else bad "blas: failing probe: exit $rc, $(grep '^blas:' "$tmp/out" "$tmp/err")"; fi
     if [ $library_choice_is_own -eq 1 ]; then
         cmp -s "$tmp/blas.ckpt" "$tmp/blas_own.ckpt" && ok || bad "blas: the run without restart wrote different bytes"
     fi
     # eval and sample restart silently and compute the same; a crashing probe costs nothing but a line.
-    LM_TEST_BLAS_CORENAME=generic $B/eval --model "$tmp/blas_own.ckpt" --data "$tmp/a" --json >"$tmp/out" 2>"$tmp/err"
+    LM_TEST_BLAS_CORENAME=$SLOW $B/eval --model "$tmp/blas_own.ckpt" --data "$tmp/a" --json >"$tmp/out" 2>"$tmp/err"
     rc=$?
     [ $rc -eq 0 ] && [ ! -s "$tmp/err" ] && cmp -s "$tmp/out" "$tmp/eval_own" && ok || bad "blas: eval after a restart: exit $rc, $(head -c 300 "$tmp/err")"
-    LM_TEST_BLAS_CORENAME=generic $B/sample --model "$tmp/blas_own.ckpt" --tokens 20 >"$tmp/out" 2>"$tmp/err"
+    LM_TEST_BLAS_CORENAME=$SLOW $B/sample --model "$tmp/blas_own.ckpt" --tokens 20 >"$tmp/out" 2>"$tmp/err"
     rc=$?
     [ $rc -eq 0 ] && [ ! -s "$tmp/err" ] && ok || bad "blas: sample after a restart: exit $rc, $(head -c 300 "$tmp/err")"
-    LM_TEST_BLAS_CORENAME=generic LM_TEST_BLAS_PROBE=crash $B/eval --model "$tmp/blas_own.ckpt" --data "$tmp/a" --json >"$tmp/out" 2>"$tmp/err"
+    LM_TEST_BLAS_CORENAME=$SLOW LM_TEST_BLAS_PROBE=crash $B/eval --model "$tmp/blas_own.ckpt" --data "$tmp/a" --json >"$tmp/out" 2>"$tmp/err"
     rc=$?
-    if [ $rc -eq 0 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "^blas: kept BLIS's generic kernels: the [A-Za-z0-9]* probe crashed" "$tmp/err" \
+    if [ $rc -eq 0 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "^blas: kept $LIB's $SLOW kernels: the [A-Za-z0-9]* probe crashed" "$tmp/err" \
         && { [ $library_choice_is_own -eq 0 ] || cmp -s "$tmp/out" "$tmp/eval_own"; }; then ok
     else bad "blas: crashing probe: exit $rc, $(head -c 300 "$tmp/err")"; fi
-    # Set to the kernel that already runs, by number or by name: named as the
-    # environment's, never probed or replaced, same bytes.
+    # Set to the kernels that already run, by name in either case (BLIS:
+    # also by number): named as the environment's, never probed or
+    # replaced, same bytes.
     for pin in "$own" "$(printf %s "$own" | tr a-z A-Z)"; do
-        BLIS_ARCH_TYPE=$pin LM_TEST_BLAS_CORENAME=generic $B/train "${BLAS_RUN[@]}" >"$tmp/out" 2>"$tmp/err"
+        env "$VAR=$pin" LM_TEST_BLAS_CORENAME=$SLOW $B/train "${BLAS_RUN[@]}" >"$tmp/out" 2>"$tmp/err"
         rc=$?
-        if [ $rc -eq 0 ] && grep -q "^blas: .*kernel $own (set by BLIS_ARCH_TYPE" "$tmp/out" && [ "$(blas_stderr_lines)" -eq 0 ] \
+        if [ $rc -eq 0 ] && grep -q "^blas: .*kernel $own (set by $VAR" "$tmp/out" && [ "$(blas_stderr_lines)" -eq 0 ] \
             && cmp -s "$tmp/blas.ckpt" "$tmp/blas_own.ckpt"; then ok
-        else bad "blas: BLIS_ARCH_TYPE=$pin: exit $rc, $(grep '^blas:' "$tmp/out" "$tmp/err")"; fi
+        else bad "blas: $VAR=$pin: exit $rc, $(grep '^blas:' "$tmp/out" "$tmp/err")"; fi
     done
-    # A pin to a slower configuration is kept and the line names the faster one.
-    if cpu_has avx2 fma && [ "$own" = skx ]; then
-        BLIS_ARCH_TYPE=haswell $B/train "${BLAS_RUN[@]}" >"$tmp/out" 2>"$tmp/err"
+    # A pin to slower kernels is kept and the line names the faster ones.
+    if cpu_has avx2 fma && [ "$own" = "$best" ] && [ "$own" != "$AVX2" ] && [ "$own" != zen3 ] && [ "$own" != Zen ]; then
+        env "$VAR=$AVX2" $B/train "${BLAS_RUN[@]}" >"$tmp/out" 2>"$tmp/err"
         rc=$?
-        [ $rc -eq 0 ] && grep -q "^blas: .*kernel haswell (set by BLIS_ARCH_TYPE, kept; this CPU could run skx)" "$tmp/out" \
-            && ok || bad "blas: BLIS_ARCH_TYPE=haswell on an AVX-512 CPU: exit $rc, $(grep '^blas:' "$tmp/out" "$tmp/err")"
+        [ $rc -eq 0 ] && grep -q "^blas: .*kernel $AVX2 (set by $VAR, kept; this CPU could run $best)" "$tmp/out" \
+            && ok || bad "blas: $VAR=$AVX2 on an AVX-512 CPU: exit $rc, $(grep '^blas:' "$tmp/out" "$tmp/err")"
     fi
 fi
-# An empty BLIS_ARCH_TYPE counts as unset (BLIS 0.9 itself would read it as 0, skx).
-BLIS_ARCH_TYPE= $B/train "${BLAS_RUN[@]}" >"$tmp/out" 2>"$tmp/err"
+# An empty selecting variable counts as unset (BLIS 0.9 itself would read it
+# as 0, skx; OpenBLAS as a name it does not know).
+env "$VAR=" $B/train "${BLAS_RUN[@]}" >"$tmp/out" 2>"$tmp/err"
 rc=$?
-[ $rc -eq 0 ] && [ ! -s "$tmp/err" ] && [ "$(kernel_in "$tmp/out")" = "$own" ] && ! grep -q "set by BLIS_ARCH_TYPE" "$tmp/out" \
-    && ok || bad "blas: empty BLIS_ARCH_TYPE: exit $rc, $(grep '^blas:' "$tmp/out" "$tmp/err")"
-# A BLIS_ARCH_TYPE that names no configuration (BLIS 0.9 would abort, or read
-# a name as 0) is ignored with one line, and the run goes on.
+[ $rc -eq 0 ] && [ ! -s "$tmp/err" ] && [ "$(kernel_in "$tmp/out")" = "$own" ] && ! grep -q "set by $VAR" "$tmp/out" \
+    && ok || bad "blas: empty $VAR: exit $rc, $(grep '^blas:' "$tmp/out" "$tmp/err")"
+# A value that names no kernels of the library (BLIS 0.9 would abort, or read
+# a name as 0; OpenBLAS silently runs its own choice) is ignored with one
+# line, and the run goes on.
 for pin in nosuchcpu 99999 -1; do
-    BLIS_ARCH_TYPE=$pin $B/eval --model "$tmp/blas_own.ckpt" --data "$tmp/a" --json >"$tmp/out" 2>"$tmp/err"
+    env "$VAR=$pin" $B/eval --model "$tmp/blas_own.ckpt" --data "$tmp/a" --json >"$tmp/out" 2>"$tmp/err"
     rc=$?
-    if [ $rc -eq 0 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "^blas: ignored BLIS_ARCH_TYPE=$pin: not a configuration of this BLIS" "$tmp/err"; then ok
-    else bad "blas: BLIS_ARCH_TYPE=$pin: exit $rc, $(head -c 300 "$tmp/err")"; fi
+    if [ $rc -eq 0 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "^blas: ignored $VAR=$pin: not a $KIND of this $LIB" "$tmp/err"; then ok
+    else bad "blas: $VAR=$pin: exit $rc, $(head -c 300 "$tmp/err")"; fi
 done
+# The other library's variable concerns a library this build does not link: nothing changes.
+[ "$VAR" = BLIS_ARCH_TYPE ] && OTHER=OPENBLAS_CORETYPE || OTHER=BLIS_ARCH_TYPE
+env "$OTHER=nosuchcpu" $B/train "${BLAS_RUN[@]}" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 0 ] && [ ! -s "$tmp/err" ] && [ "$(kernel_in "$tmp/out")" = "$own" ] && cmp -s "$tmp/blas.ckpt" "$tmp/blas_own.ckpt" \
+    && ok || bad "blas: $OTHER set under $LIB: exit $rc, $(grep '^blas:' "$tmp/out" "$tmp/err")"
 
 # ---- bin/eval --by-position, --split-recall, masks (issue 7) ----
 # mask_file PATH COUNT BYTE...: an LMMASK file (see src/data/token_mask.h).

@@ -1,6 +1,10 @@
-/* Unit tests of the BLIS kernel choice: the decision table and the probe's sgemm check. */
+/* Unit tests of the BLAS kernel choice: the decision tables of both libraries
+ * (whichever one this build links) and the probe's sgemm check. */
 #include "testutil.h"
 
+#include <omp.h>
+
+#include "blas/backend.h"
 #include "blas/blas_setup.h"
 #include "blas/kernel_check.h"
 #include "nn/ops.h"
@@ -23,8 +27,14 @@ static CpuFeatures cpu_avx512(const char *vendor) {
     return c;
 }
 
-static void expect_switch(const char *library_core, CpuFeatures cpu, const char *want) {
-    BlasDecision d = blas_decide(library_core, &cpu);
+static CpuFeatures cpu_avx512_bf16(const char *vendor) {
+    CpuFeatures c = cpu_avx512(vendor);
+    c.avx512bf16 = true;
+    return c;
+}
+
+static void expect_switch_in(const BlasCores *lib, const char *library_core, CpuFeatures cpu, const char *want) {
+    BlasDecision d = blas_decide(lib, library_core, &cpu);
     if (want) {
         assert_non_null(d.switch_to);
         assert_string_equal(d.switch_to, want);
@@ -34,40 +44,44 @@ static void expect_switch(const char *library_core, CpuFeatures cpu, const char 
     assert_true(strlen(d.reason) > 0);
 }
 
+static void expect_switch(const char *library_core, CpuFeatures cpu, const char *want) {
+    expect_switch_in(&blas_cores_blis, library_core, cpu, want);
+}
+
 static void test_levels(void **state) {
     (void)state;
-    assert_int_equal(blas_core_level("generic"), BLAS_LEVEL_PORTABLE);
-    assert_int_equal(blas_core_level("penryn"), BLAS_LEVEL_SSE);
-    assert_int_equal(blas_core_level("Penryn"), BLAS_LEVEL_SSE); /* case-insensitive */
-    assert_int_equal(blas_core_level("sandybridge"), BLAS_LEVEL_AVX);
-    assert_int_equal(blas_core_level("excavator"), BLAS_LEVEL_AVX);
-    assert_int_equal(blas_core_level("zen3"), BLAS_LEVEL_AVX2);
-    assert_int_equal(blas_core_level("haswell"), BLAS_LEVEL_AVX2);
-    assert_int_equal(blas_core_level("skx"), BLAS_LEVEL_AVX512);
-    assert_int_equal(blas_core_level("knl"), BLAS_LEVEL_AVX512);
-    assert_int_equal(blas_core_level("Unknown"), BLAS_LEVEL_UNKNOWN);
-    assert_int_equal(blas_core_level("cortexa57"), BLAS_LEVEL_UNKNOWN);
-    assert_int_equal(blas_core_level(NULL), BLAS_LEVEL_UNKNOWN);
+    assert_int_equal(blas_core_level(&blas_cores_blis, "generic"), BLAS_LEVEL_PORTABLE);
+    assert_int_equal(blas_core_level(&blas_cores_blis, "penryn"), BLAS_LEVEL_SSE);
+    assert_int_equal(blas_core_level(&blas_cores_blis, "Penryn"), BLAS_LEVEL_SSE); /* case-insensitive */
+    assert_int_equal(blas_core_level(&blas_cores_blis, "sandybridge"), BLAS_LEVEL_AVX);
+    assert_int_equal(blas_core_level(&blas_cores_blis, "excavator"), BLAS_LEVEL_AVX);
+    assert_int_equal(blas_core_level(&blas_cores_blis, "zen3"), BLAS_LEVEL_AVX2);
+    assert_int_equal(blas_core_level(&blas_cores_blis, "haswell"), BLAS_LEVEL_AVX2);
+    assert_int_equal(blas_core_level(&blas_cores_blis, "skx"), BLAS_LEVEL_AVX512);
+    assert_int_equal(blas_core_level(&blas_cores_blis, "knl"), BLAS_LEVEL_AVX512);
+    assert_int_equal(blas_core_level(&blas_cores_blis, "Unknown"), BLAS_LEVEL_UNKNOWN);
+    assert_int_equal(blas_core_level(&blas_cores_blis, "cortexa57"), BLAS_LEVEL_UNKNOWN);
+    assert_int_equal(blas_core_level(&blas_cores_blis, NULL), BLAS_LEVEL_UNKNOWN);
 }
 
 static void test_best_core(void **state) {
     (void)state;
     CpuFeatures c = cpu_sse_only();
-    assert_null(blas_best_core(&c));
+    assert_null(blas_best_core(&blas_cores_blis, &c));
     c.avx = true;
-    assert_string_equal(blas_best_core(&c), "sandybridge");
+    assert_string_equal(blas_best_core(&blas_cores_blis, &c), "sandybridge");
     c = cpu_avx2("AuthenticAMD");
-    assert_string_equal(blas_best_core(&c), "zen3");
+    assert_string_equal(blas_best_core(&blas_cores_blis, &c), "zen3");
     c = cpu_avx2("GenuineIntel");
-    assert_string_equal(blas_best_core(&c), "haswell");
+    assert_string_equal(blas_best_core(&blas_cores_blis, &c), "haswell");
     c.fma = false; /* AVX2 without FMA is not enough for the haswell kernels */
-    assert_string_equal(blas_best_core(&c), "sandybridge");
+    assert_string_equal(blas_best_core(&blas_cores_blis, &c), "sandybridge");
     c = cpu_avx512("GenuineIntel");
-    assert_string_equal(blas_best_core(&c), "skx");
+    assert_string_equal(blas_best_core(&blas_cores_blis, &c), "skx");
     c = cpu_avx512("AuthenticAMD"); /* Zen 4 and 5 */
-    assert_string_equal(blas_best_core(&c), "skx");
+    assert_string_equal(blas_best_core(&blas_cores_blis, &c), "skx");
     c.avx512cd = false; /* an incomplete AVX-512 set */
-    assert_string_equal(blas_best_core(&c), "zen3");
+    assert_string_equal(blas_best_core(&blas_cores_blis, &c), "zen3");
 }
 
 static void test_decisions(void **state) {
@@ -96,6 +110,89 @@ static void test_decisions(void **state) {
     expect_switch("penryn", cpu_sse_only(), NULL);
 }
 
+/* OpenBLAS 0.3.21's cores, ranked the same way. */
+static void test_openblas_levels(void **state) {
+    (void)state;
+    const BlasCores *ob = &blas_cores_openblas;
+    const char *sse[] = {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom", "Opteron", "Barcelona", "Katmai"};
+    for (size_t i = 0; i < sizeof sse / sizeof sse[0]; i++) assert_int_equal(blas_core_level(ob, sse[i]), BLAS_LEVEL_SSE);
+    const char *avx[] = {"Sandybridge", "Bulldozer", "Piledriver", "Steamroller", "Excavator"};
+    for (size_t i = 0; i < sizeof avx / sizeof avx[0]; i++) assert_int_equal(blas_core_level(ob, avx[i]), BLAS_LEVEL_AVX);
+    assert_int_equal(blas_core_level(ob, "Haswell"), BLAS_LEVEL_AVX2);
+    assert_int_equal(blas_core_level(ob, "ZEN"), BLAS_LEVEL_AVX2); /* case-insensitive, as OPENBLAS_CORETYPE is read */
+    assert_int_equal(blas_core_level(ob, "SkylakeX"), BLAS_LEVEL_AVX512);
+    assert_int_equal(blas_core_level(ob, "cooperlake"), BLAS_LEVEL_AVX512);
+    assert_int_equal(blas_core_level(ob, "SapphireRapids"), BLAS_LEVEL_AVX512);
+    /* The other library's names, and names no library has, are not ranked. */
+    assert_int_equal(blas_core_level(ob, "skx"), BLAS_LEVEL_UNKNOWN);
+    assert_int_equal(blas_core_level(ob, "generic"), BLAS_LEVEL_UNKNOWN);
+    assert_int_equal(blas_core_level(ob, "Unknown"), BLAS_LEVEL_UNKNOWN);
+    assert_int_equal(blas_core_level(ob, NULL), BLAS_LEVEL_UNKNOWN);
+    assert_int_equal(blas_core_level(&blas_cores_blis, "Cooperlake"), BLAS_LEVEL_UNKNOWN);
+    /* The library's own spelling, for OPENBLAS_CORETYPE. */
+    assert_string_equal(blas_core_name(ob, "skylakex"), "SkylakeX");
+    assert_null(blas_core_name(ob, "nosuchcpu"));
+    assert_string_equal(ob->env_var, "OPENBLAS_CORETYPE");
+    assert_string_equal(blas_cores_blis.env_var, "BLIS_ARCH_TYPE");
+}
+
+static void test_openblas_best_core(void **state) {
+    (void)state;
+    const BlasCores *ob = &blas_cores_openblas;
+    CpuFeatures c = cpu_sse_only();
+    assert_null(blas_best_core(ob, &c));
+    c.avx = true;
+    assert_string_equal(blas_best_core(ob, &c), "Sandybridge");
+    c = cpu_avx2("GenuineIntel");
+    assert_string_equal(blas_best_core(ob, &c), "Haswell");
+    c = cpu_avx2("AuthenticAMD"); /* Zen 2 and 3 */
+    assert_string_equal(blas_best_core(ob, &c), "Zen");
+    c.fma = false;
+    assert_string_equal(blas_best_core(ob, &c), "Sandybridge");
+    c = cpu_avx512("GenuineIntel"); /* Skylake-SP */
+    assert_string_equal(blas_best_core(ob, &c), "SkylakeX");
+    c = cpu_avx512_bf16("AuthenticAMD"); /* Zen 4 and 5 */
+    assert_string_equal(blas_best_core(ob, &c), "Cooperlake");
+    c.avx512dq = false; /* an incomplete AVX-512 set */
+    assert_string_equal(blas_best_core(ob, &c), "Zen");
+}
+
+static void test_openblas_decisions(void **state) {
+    (void)state;
+    const BlasCores *ob = &blas_cores_openblas;
+    /* The fallback of a release older than the CPU. */
+    expect_switch_in(ob, "Prescott", cpu_avx512_bf16("AuthenticAMD"), "Cooperlake");
+    expect_switch_in(ob, "Prescott", cpu_avx512("GenuineIntel"), "SkylakeX");
+    expect_switch_in(ob, "Haswell", cpu_avx512("GenuineIntel"), "SkylakeX");
+    expect_switch_in(ob, "Zen", cpu_avx512_bf16("AuthenticAMD"), "Cooperlake");
+    expect_switch_in(ob, "Sandybridge", cpu_avx2("AuthenticAMD"), "Zen");
+    expect_switch_in(ob, "Nehalem", cpu_avx2("GenuineIntel"), "Haswell");
+    /* The same level is not worth a restart: SkylakeX and Cooperlake share their sgemm kernels. */
+    expect_switch_in(ob, "SkylakeX", cpu_avx512_bf16("AuthenticAMD"), NULL);
+    expect_switch_in(ob, "Cooperlake", cpu_avx512("GenuineIntel"), NULL);
+    expect_switch_in(ob, "Haswell", cpu_avx2("AuthenticAMD"), NULL);
+    expect_switch_in(ob, "Zen", cpu_avx2("AuthenticAMD"), NULL);
+    /* Never downgrade; unranked names (BLIS's among them) are left alone; nothing for SSE-only CPUs. */
+    expect_switch_in(ob, "SkylakeX", cpu_avx2("GenuineIntel"), NULL);
+    expect_switch_in(ob, "skx", cpu_avx512("GenuineIntel"), NULL);
+    expect_switch_in(ob, "ARMV8", cpu_avx512("GenuineIntel"), NULL);
+    expect_switch_in(ob, NULL, cpu_avx512("GenuineIntel"), NULL);
+    expect_switch_in(ob, "Prescott", cpu_sse_only(), NULL);
+}
+
+/* The linked library's table is one of the two, and knows the kernels in use. */
+static void test_backend(void **state) {
+    (void)state;
+    const BlasCores *lib = blas_backend_cores();
+    assert_true(lib == &blas_cores_blis || lib == &blas_cores_openblas);
+    assert_non_null(strstr(blas_backend_version(), lib->library));
+    assert_non_null(blas_core_name(lib, blas_backend_core()));
+    char value[64];
+    assert_int_equal(blas_backend_select_value(blas_backend_core(), value, sizeof value), 0);
+    assert_true(value[0] != '\0');
+    assert_int_equal(blas_backend_select_value("nosuchcpu", value, sizeof value), -1);
+}
+
 /* The detected features are self-consistent (whatever this machine is). */
 static void test_detect(void **state) {
     (void)state;
@@ -103,10 +200,11 @@ static void test_detect(void **state) {
     cpu_features_detect(&c);
     if (c.avx2) assert_true(c.avx);
     if (c.avx512f) assert_true(c.avx);
+    if (c.avx512bf16) assert_true(c.avx512f);
     if (getenv("VERBOSE"))
         printf("  cpu %s: avx %d avx2 %d fma %d avx512 f%d bw%d vl%d dq%d cd%d -> best %s\n", c.vendor, c.avx, c.avx2,
                c.fma, c.avx512f, c.avx512bw, c.avx512vl, c.avx512dq, c.avx512cd,
-               blas_best_core(&c) ? blas_best_core(&c) : "none");
+               blas_best_core(blas_backend_cores(), &c) ? blas_best_core(blas_backend_cores(), &c) : "none");
 }
 
 static void test_gemm_error_by_hand(void **state) {
@@ -178,20 +276,45 @@ static void test_gemm_one_row(void **state) {
     free(a), free(b), free(bt);
 }
 
+/* A product called outside any parallel region (the sampler's) runs on the
+ * calling thread alone and leaves the program's thread setting as it was:
+ * the same bits as the call a tile makes inside our region. */
+static void test_serial_outside_region(void **state) {
+    (void)state;
+    size_t m = 300, n = 260, k = 320; /* big enough for a library to thread it */
+    float *a = rand_tensor(m * k, 1.0f, 21), *b = rand_tensor(k * n, 1.0f, 22);
+    float *outside = zeros(m * n), *inside = zeros(m * n);
+    int threads = omp_get_max_threads();
+    gemm_serial(0, 0, m, n, k, 1.0f, a, k, b, n, 0.0f, outside, n);
+    assert_int_equal(omp_get_max_threads(), threads);
+    gemm_serial(0, 1, 1, n, k, 1.0f, a, k, b, k, 0.0f, outside, n); /* one row: gemv */
+    assert_int_equal(omp_get_max_threads(), threads);
+#pragma omp parallel num_threads(2)
+#pragma omp single
+    {
+        gemm_serial(0, 0, m, n, k, 1.0f, a, k, b, n, 0.0f, inside, n);
+        gemm_serial(0, 1, 1, n, k, 1.0f, a, k, b, k, 0.0f, inside, n);
+    }
+    assert_memory_equal(outside, inside, m * n * sizeof *outside);
+    free(a), free(b), free(outside), free(inside);
+}
+
 static void test_describe(void **state) {
     (void)state;
     const char *d = blas_describe(); /* without blas_setup: the kernel in use */
-    assert_non_null(strstr(d, "BLIS "));
+    assert_non_null(strstr(d, blas_backend_version()));
     assert_non_null(strstr(d, "kernel "));
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_levels),           cmocka_unit_test(test_best_core),
-        cmocka_unit_test(test_decisions),        cmocka_unit_test(test_detect),
+        cmocka_unit_test(test_decisions),        cmocka_unit_test(test_openblas_levels),
+        cmocka_unit_test(test_openblas_best_core), cmocka_unit_test(test_openblas_decisions),
+        cmocka_unit_test(test_backend),          cmocka_unit_test(test_detect),
         cmocka_unit_test(test_gemm_error_by_hand), cmocka_unit_test(test_gemm_error_sgemm),
         cmocka_unit_test(test_probe),            cmocka_unit_test(test_gemm_one_row),
-        cmocka_unit_test(test_describe),
+        cmocka_unit_test(test_serial_outside_region), cmocka_unit_test(test_describe),
     };
     return cmocka_run_group_tests_name("blas", tests, NULL, NULL);
 }

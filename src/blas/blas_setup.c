@@ -1,7 +1,6 @@
-/* Chooses the fastest BLIS kernels this CPU runs correctly (see src/blas/blas_setup.h). */
+/* Chooses the fastest kernels of the linked BLAS library this CPU runs correctly (see src/blas/blas_setup.h). */
 #include "blas/blas_setup.h"
 
-#include <blis.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -19,15 +18,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "blas/gemm.h"
+#include "blas/backend.h"
 #include "blas/kernel_check.h"
 
 extern char **environ;
 
 /* Private markers between this process and the copies of it it starts. */
 #define ENV_PROBE "LM_BLAS_PROBE"       /* =<core>: be the probe for <core>, then exit */
-#define ENV_SELECTED "LM_BLAS_SELECTED" /* =<core>: BLIS_ARCH_TYPE was set by us; <core> is what the library chose */
-#define ENV_ARCH "BLIS_ARCH_TYPE"
+#define ENV_SELECTED "LM_BLAS_SELECTED" /* =<core>: the selecting variable was set by us; <core> is what the library chose */
 /* Test hooks, documented in the header. */
 #define ENV_TEST_CORENAME "LM_TEST_BLAS_CORENAME"
 #define ENV_TEST_PROBE "LM_TEST_BLAS_PROBE"
@@ -35,62 +33,6 @@ extern char **environ;
 /* The probe takes well under a second (most of it the reference products);
  * the bound is generous for a loaded machine or a sanitizer build. */
 #define PROBE_TIMEOUT_S 10.0
-
-/* ---- ranking BLIS configurations ------------------------------------------------ */
-
-/* The x86_64 configurations of BLIS 0.9 (config_registry), by the
- * instruction set of their kernels. */
-static const struct {
-    const char *name;
-    BlasLevel level;
-} core_levels[] = {
-    {"generic", BLAS_LEVEL_PORTABLE},  {"penryn", BLAS_LEVEL_SSE},
-    {"sandybridge", BLAS_LEVEL_AVX},   {"bulldozer", BLAS_LEVEL_AVX},   {"piledriver", BLAS_LEVEL_AVX},
-    {"steamroller", BLAS_LEVEL_AVX},   {"excavator", BLAS_LEVEL_AVX},
-    {"haswell", BLAS_LEVEL_AVX2},      {"zen", BLAS_LEVEL_AVX2},        {"zen2", BLAS_LEVEL_AVX2},
-    {"zen3", BLAS_LEVEL_AVX2},
-    {"skx", BLAS_LEVEL_AVX512},        {"knl", BLAS_LEVEL_AVX512},
-};
-
-static const char *level_names[] = {"unknown", "portable C", "SSE", "AVX", "AVX2", "AVX-512"};
-
-BlasLevel blas_core_level(const char *core) {
-    if (!core) return BLAS_LEVEL_UNKNOWN;
-    for (size_t i = 0; i < sizeof core_levels / sizeof core_levels[0]; i++)
-        if (strcasecmp(core, core_levels[i].name) == 0) return core_levels[i].level;
-    return BLAS_LEVEL_UNKNOWN;
-}
-
-const char *blas_best_core(const CpuFeatures *cpu) {
-    /* skx's kernels need AVX-512 F, DQ, BW and VL; knl (F, CD, ER, PF) is
-     * never chosen: its blocking is for Xeon Phi. */
-    if (cpu->avx512f && cpu->avx512bw && cpu->avx512vl && cpu->avx512dq && cpu->avx512cd) return "skx";
-    if (cpu->avx2 && cpu->fma) {
-        int amd = strcmp(cpu->vendor, "AuthenticAMD") == 0 || strcmp(cpu->vendor, "HygonGenuine") == 0;
-        return amd ? "zen3" : "haswell";
-    }
-    if (cpu->avx) return "sandybridge";
-    return NULL;
-}
-
-BlasDecision blas_decide(const char *library_core, const CpuFeatures *cpu) {
-    BlasDecision d = {NULL, ""};
-    const char *name = library_core ? library_core : "(none)";
-    BlasLevel have = blas_core_level(library_core);
-    const char *best = blas_best_core(cpu);
-    if (have == BLAS_LEVEL_UNKNOWN)
-        snprintf(d.reason, sizeof d.reason, "BLIS chose %s, a configuration this program does not rank: left alone", name);
-    else if (!best)
-        snprintf(d.reason, sizeof d.reason, "this CPU has no AVX: nothing faster than %s to offer", name);
-    else if (have >= blas_core_level(best))
-        snprintf(d.reason, sizeof d.reason, "%s (%s) is as fast as this CPU supports", name, level_names[have]);
-    else {
-        d.switch_to = best;
-        snprintf(d.reason, sizeof d.reason, "BLIS chose %s (%s) but this CPU supports %s: %s",
-                 name, level_names[have], level_names[blas_core_level(best)], best);
-    }
-    return d;
-}
 
 /* ---- the probe process ---------------------------------------------------------- */
 
@@ -107,64 +49,6 @@ static void write_all(int fd, const char *s) {
     }
 }
 
-/* ---- BLIS's configurations by name ---------------------------------------------- */
-
-/* The x86_64 configurations this BLIS was built with (blis.h says which). */
-static const arch_t built_archs[] = {
-#ifdef BLIS_CONFIG_SKX
-    BLIS_ARCH_SKX,
-#endif
-#ifdef BLIS_CONFIG_KNL
-    BLIS_ARCH_KNL,
-#endif
-#ifdef BLIS_CONFIG_HASWELL
-    BLIS_ARCH_HASWELL,
-#endif
-#ifdef BLIS_CONFIG_SANDYBRIDGE
-    BLIS_ARCH_SANDYBRIDGE,
-#endif
-#ifdef BLIS_CONFIG_PENRYN
-    BLIS_ARCH_PENRYN,
-#endif
-#ifdef BLIS_CONFIG_ZEN3
-    BLIS_ARCH_ZEN3,
-#endif
-#ifdef BLIS_CONFIG_ZEN2
-    BLIS_ARCH_ZEN2,
-#endif
-#ifdef BLIS_CONFIG_ZEN
-    BLIS_ARCH_ZEN,
-#endif
-#ifdef BLIS_CONFIG_EXCAVATOR
-    BLIS_ARCH_EXCAVATOR,
-#endif
-#ifdef BLIS_CONFIG_STEAMROLLER
-    BLIS_ARCH_STEAMROLLER,
-#endif
-#ifdef BLIS_CONFIG_PILEDRIVER
-    BLIS_ARCH_PILEDRIVER,
-#endif
-#ifdef BLIS_CONFIG_BULLDOZER
-    BLIS_ARCH_BULLDOZER,
-#endif
-#ifdef BLIS_CONFIG_GENERIC
-    BLIS_ARCH_GENERIC,
-#endif
-};
-
-/* BLIS_ARCH_TYPE's number for a configuration this BLIS was built with, or -1. */
-static int arch_id(const char *name) {
-    for (size_t i = 0; i < sizeof built_archs / sizeof built_archs[0]; i++)
-        if (strcasecmp(bli_arch_string(built_archs[i]), name) == 0) return (int)built_archs[i];
-    return -1;
-}
-
-/* The configuration BLIS runs. */
-static const char *blis_core(void) {
-    blas_library_init();
-    return bli_arch_string(bli_arch_query_id());
-}
-
 /* This program's file, for restarting it: the target of /proc/self/exe
  * rather than the link itself, so that the restarted process keeps its name
  * (ps, pgrep and top show "train", not "exe"). */
@@ -176,7 +60,7 @@ static const char *self_path(void) {
     return path;
 }
 
-/* Runs in the child started with BLIS_ARCH_TYPE=<candidate's number>. */
+/* Runs in the child started with the selecting variable set for `candidate`. */
 static int run_probe(const char *candidate) {
     char line[128];
     const char *hook = getenv(ENV_TEST_PROBE);
@@ -184,7 +68,7 @@ static int run_probe(const char *candidate) {
         signal(SIGILL, SIG_DFL);
         raise(SIGILL);
     }
-    const char *core = blis_core();
+    const char *core = blas_backend_core();
     if (!core || strcasecmp(core, candidate) != 0) {
         snprintf(line, sizeof line, "core %s\n", core ? core : "(none)");
         write_all(STDOUT_FILENO, line);
@@ -203,10 +87,12 @@ static double monotonic_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* The environment of the probe: ours without BLIS_ARCH_TYPE and the
- * markers, plus BLIS_ARCH_TYPE=<candidate's number> and the probe marker. */
+/* The environment of the probe: ours without the selecting variable and
+ * the markers, plus that variable set for the candidate and the probe marker. */
 static char **probe_environment(const char *candidate, char *coretype, size_t coretype_len, char *marker,
                                 size_t marker_len) {
+    const char *var = blas_backend_cores()->env_var;
+    size_t var_len = strlen(var);
     size_t n = 0;
     while (environ && environ[n]) n++;
     char **env = malloc((n + 3) * sizeof *env);
@@ -214,12 +100,14 @@ static char **probe_environment(const char *candidate, char *coretype, size_t co
     size_t out = 0;
     for (size_t i = 0; i < n; i++) {
         const char *v = environ[i];
-        if (strncmp(v, ENV_ARCH "=", sizeof ENV_ARCH) == 0 || strncmp(v, ENV_PROBE "=", sizeof ENV_PROBE) == 0 ||
+        if ((strncmp(v, var, var_len) == 0 && v[var_len] == '=') || strncmp(v, ENV_PROBE "=", sizeof ENV_PROBE) == 0 ||
             strncmp(v, ENV_SELECTED "=", sizeof ENV_SELECTED) == 0)
             continue;
         env[out++] = environ[i];
     }
-    snprintf(coretype, coretype_len, ENV_ARCH "=%d", arch_id(candidate));
+    char value[64] = "";
+    blas_backend_select_value(candidate, value, sizeof value);
+    snprintf(coretype, coretype_len, "%s=%s", var, value);
     snprintf(marker, marker_len, ENV_PROBE "=%s", candidate);
     env[out++] = coretype;
     env[out++] = marker;
@@ -230,7 +118,7 @@ static char **probe_environment(const char *candidate, char *coretype, size_t co
 /* Starts the probe for `candidate` and waits for it, at most PROBE_TIMEOUT_S.
  * Returns 0 if it passed; otherwise -1 with why in `why`. */
 static int probe_candidate(const char *candidate, char **argv, char *why, size_t why_len) {
-    char coretype[64], marker[64];
+    char coretype[96], marker[64];
     char **env = probe_environment(candidate, coretype, sizeof coretype, marker, sizeof marker);
     int pipe_fds[2] = {-1, -1};
     int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -330,7 +218,8 @@ static int probe_candidate(const char *candidate, char **argv, char *why, size_t
     else if (WEXITSTATUS(status) == PROBE_WRONG_RESULTS && sscanf(report, "error %lf", &error) == 1)
         snprintf(why, why_len, "the %s probe computed wrong results (max relative error %.1e)", candidate, error);
     else if (WEXITSTATUS(status) == PROBE_UNKNOWN_CORE && sscanf(report, "core %63s", reported_core) == 1)
-        snprintf(why, why_len, "this BLIS does not run %s (asked for it, it ran %s)", candidate, reported_core);
+        snprintf(why, why_len, "this %s does not run %s (asked for it, it ran %s)", blas_backend_cores()->library,
+                 candidate, reported_core);
     else if (WEXITSTATUS(status) == PROBE_EXEC_FAILED)
         snprintf(why, why_len, "could not run %s for the %s probe", exe, candidate);
     else if (report_len == 0) /* the program printed or exited before calling blas_setup */
@@ -355,41 +244,16 @@ static struct {
 
 static void copy_name(char *dst, size_t len, const char *src) { snprintf(dst, len, "%s", src ? src : "(none)"); }
 
-/* An empty variable counts as unset, as BLIS reads it. */
 static const char *env_value(const char *name) {
     const char *v = getenv(name);
     return v && *v ? v : NULL;
-}
-
-/* BLIS_ARCH_TYPE from the environment, checked before BLIS reads it: a
- * number or a name of a configuration this BLIS was built with (a name is
- * rewritten as its number, the form BLIS 0.9 reads). Anything else is
- * removed with a line on stderr, since BLIS would abort on it or read a
- * name as 0. Returns the configuration's name, or NULL when unset. */
-static const char *environment_core(void) {
-    const char *v = getenv(ENV_ARCH);
-    if (v && !*v) unsetenv(ENV_ARCH); /* unset, as this program reads it; BLIS 0.9 would read "" as 0 (skx) */
-    v = env_value(ENV_ARCH);
-    if (!v) return NULL;
-    char *end;
-    long number = strtol(v, &end, 10);
-    int id = *end != '\0' ? arch_id(v) /* a name */
-             : number >= 0 && number < BLIS_NUM_ARCHS ? arch_id(bli_arch_string((arch_t)number)) : -1;
-    if (id >= 0) {
-        char text[16];
-        snprintf(text, sizeof text, "%d", id);
-        if (strcmp(text, v) == 0 || setenv(ENV_ARCH, text, 1) == 0) return bli_arch_string((arch_t)id);
-    }
-    fprintf(stderr, "blas: ignored " ENV_ARCH "=%s: not a configuration of this BLIS (a number or a name: haswell, skx, ...)\n", v);
-    unsetenv(ENV_ARCH);
-    return NULL;
 }
 
 void blas_setup(int argc, char **argv) {
     const char *probe_for = env_value(ENV_PROBE);
     if (probe_for) _exit(run_probe(probe_for)); /* we are a probe: never run the program */
 
-    const char *env_core = environment_core();
+    const char *env_core = blas_backend_environment_core();
     const char *selected_over = env_value(ENV_SELECTED);
     const char *pretend = env_value(ENV_TEST_CORENAME);
     CpuFeatures cpu;
@@ -403,48 +267,48 @@ void blas_setup(int argc, char **argv) {
     }
     if (env_core) { /* the environment's choice stands, right or wrong */
         blas_state.origin = ORIGIN_ENVIRONMENT;
-        const char *best = blas_best_core(&cpu);
-        BlasLevel in_use = blas_core_level(env_core);
+        const char *best = blas_best_core(blas_backend_cores(), &cpu);
+        BlasLevel in_use = blas_core_level(blas_backend_cores(), env_core);
         /* Said in the start-up line (blas_describe), not on stderr: every
          * program runs on such a machine, and its errors stay one line. */
-        if (best && in_use != BLAS_LEVEL_UNKNOWN && in_use < blas_core_level(best))
+        if (best && in_use != BLAS_LEVEL_UNKNOWN && in_use < blas_core_level(blas_backend_cores(), best))
             copy_name(blas_state.could_run, sizeof blas_state.could_run, best);
         return;
     }
 
     blas_state.origin = ORIGIN_LIBRARY;
     blas_state.pretended = pretend != NULL;
-    copy_name(blas_state.library_core, sizeof blas_state.library_core, pretend ? pretend : blis_core());
-    BlasDecision decision = blas_decide(blas_state.library_core, &cpu);
+    copy_name(blas_state.library_core, sizeof blas_state.library_core, pretend ? pretend : blas_backend_core());
+    BlasDecision decision = blas_decide(blas_backend_cores(), blas_state.library_core, &cpu);
     if (!decision.switch_to) return;
 
-    char why[256], number[16];
-    snprintf(number, sizeof number, "%d", arch_id(decision.switch_to));
+    char why[256], value[64];
+    int selectable = blas_backend_select_value(decision.switch_to, value, sizeof value) == 0;
     if (argc < 1 || !argv || !argv[0])
         snprintf(why, sizeof why, "no argv to restart the program with %s", decision.switch_to);
-    else if (arch_id(decision.switch_to) < 0)
-        snprintf(why, sizeof why, "this BLIS was built without %s", decision.switch_to);
+    else if (!selectable)
+        snprintf(why, sizeof why, "this %s was built without %s", blas_backend_cores()->library, decision.switch_to);
     else if (probe_candidate(decision.switch_to, argv, why, sizeof why) == 0) {
         fflush(NULL);
-        if (setenv(ENV_ARCH, number, 1) == 0 && setenv(ENV_SELECTED, blas_state.library_core, 1) == 0)
+        if (setenv(blas_backend_cores()->env_var, value, 1) == 0 &&
+            setenv(ENV_SELECTED, blas_state.library_core, 1) == 0)
             execv(self_path(), argv); /* returns only on failure */
         snprintf(why, sizeof why, "could not restart with %s (execv %s: %s)", decision.switch_to, self_path(),
                  strerror(errno));
-        unsetenv(ENV_ARCH);
+        unsetenv(blas_backend_cores()->env_var);
         unsetenv(ENV_SELECTED);
     }
     blas_state.origin = ORIGIN_KEPT;
     copy_name(blas_state.rejected, sizeof blas_state.rejected, decision.switch_to);
-    fprintf(stderr, "blas: kept BLIS's %s kernels: %s\n", blas_state.library_core, why);
+    fprintf(stderr, "blas: kept %s's %s kernels: %s\n", blas_backend_cores()->library, blas_state.library_core, why);
 }
 
-const char *blas_kernel(void) { return blis_core(); }
+const char *blas_kernel(void) { return blas_backend_core(); }
 
 const char *blas_describe(void) {
     static char text[320];
-    char version[64];
-    snprintf(version, sizeof version, "BLIS %s", bli_info_get_version_str());
-    const char *in_use = blis_core();
+    const char *version = blas_backend_version(), *var = blas_backend_cores()->env_var;
+    const char *in_use = blas_backend_core();
     const char *test_note = blas_state.pretended ? " [" ENV_TEST_CORENAME "]" : "";
     switch (blas_state.origin) {
     case ORIGIN_SELECTED:
@@ -453,9 +317,9 @@ const char *blas_describe(void) {
         break;
     case ORIGIN_ENVIRONMENT:
         if (blas_state.could_run[0])
-            snprintf(text, sizeof text, "%s, kernel %s (set by " ENV_ARCH ", kept; this CPU could run %s)",
-                     version, in_use, blas_state.could_run);
-        else snprintf(text, sizeof text, "%s, kernel %s (set by " ENV_ARCH ")", version, in_use);
+            snprintf(text, sizeof text, "%s, kernel %s (set by %s, kept; this CPU could run %s)", version, in_use, var,
+                     blas_state.could_run);
+        else snprintf(text, sizeof text, "%s, kernel %s (set by %s)", version, in_use, var);
         break;
     case ORIGIN_KEPT:
         snprintf(text, sizeof text, "%s, kernel %s (the library's choice; %s failed its check)%s", version,
@@ -466,8 +330,8 @@ const char *blas_describe(void) {
                  test_note);
         break;
     case ORIGIN_UNSET: /* blas_setup was not called */
-        snprintf(text, sizeof text, "%s, kernel %s%s", version, in_use,
-                 env_value(ENV_ARCH) ? " (set by " ENV_ARCH ")" : "");
+        if (env_value(var)) snprintf(text, sizeof text, "%s, kernel %s (set by %s)", version, in_use, var);
+        else snprintf(text, sizeof text, "%s, kernel %s", version, in_use);
         break;
     }
     return text;

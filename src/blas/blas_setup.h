@@ -1,40 +1,49 @@
-/* Start-up choice of BLIS kernels: the fastest this CPU runs correctly.
+/* Start-up choice of the BLAS library's kernels: the fastest this CPU runs
+ * correctly. The library is the one the build links (blas/backend.h): BLIS
+ * or OpenBLAS; "the selecting variable" below is BLIS_ARCH_TYPE for BLIS and
+ * OPENBLAS_CORETYPE for OpenBLAS, and the other one concerns a library this
+ * build does not link, so it changes nothing here.
  *
- * BLIS (built for the x86_64 family, as Debian builds it) picks its kernels,
- * a "configuration", when it initialises, from the CPU's vendor and family.
- * A release older than the CPU does not recognise it and falls back to its
- * portable C kernels: 0.9.0 on an AMD EPYC of family 26 (Zen 5, AVX-512)
- * chooses "generic" and runs sgemm at a fifth of the skx (AVX-512) kernels'
- * speed. BLIS reads BLIS_ARCH_TYPE (a configuration's number) only when it
- * initialises, so the fix is to restart the program with it set:
+ * Both libraries pick their kernels (a BLIS "configuration", an OpenBLAS
+ * "core") when they initialise, from the CPU's vendor and family. A release
+ * older than the CPU does not recognise it and falls back to slow kernels:
+ * BLIS 0.9.0 on an AMD EPYC of family 26 (Zen 5, AVX-512) chooses "generic"
+ * and runs sgemm at a fifth of the skx (AVX-512) kernels' speed; OpenBLAS
+ * 0.3.21 on a recent Xeon ran Prescott (SSE3) ~4x slower. Each reads its
+ * selecting variable only when it initialises (OpenBLAS when it loads,
+ * before main), so the fix is to restart the program with it set:
  *
- *   1. Compare the library's configuration with the best one the CPU supports
+ *   1. Compare the library's choice with the best one the CPU supports
  *      (CPUID, plus XGETBV: the OS must save the AVX / AVX-512 registers).
  *   2. If the library's is slower, run a probe: this program again
- *      (/proc/self/exe) with BLIS_ARCH_TYPE=<candidate>, which checks that
- *      BLIS runs that configuration and that sgemm at the model's shapes
- *      gives the reference results, then exits. A crash, a hang or a wrong
- *      result hurts only the probe.
- *   3. If the probe passed, re-exec the program with BLIS_ARCH_TYPE set.
+ *      (/proc/self/exe) with the selecting variable set to the candidate,
+ *      which checks that the library runs those kernels (an OpenBLAS that
+ *      does not know a name falls back to its own choice without a word)
+ *      and that sgemm at the model's shapes gives the reference results,
+ *      then exits. A crash, a hang or a wrong result hurts only the probe.
+ *   3. If the probe passed, re-exec the program with the variable set.
  *      A marker in the environment tells the new process that the value came
  *      from here, so it reports "selected" and never selects again.
  *
- * A BLIS_ARCH_TYPE set by the environment (a number, or a configuration's
- * name, which is translated to its number) is never overridden; if it names a
- * slower configuration than the CPU could run, the start-up line
- * (blas_describe) says so. One that names no configuration of this BLIS is
- * ignored with a line on stderr (BLIS itself would abort or misread it). Any
- * failed step keeps the library's own choice and prints one line on stderr
- * saying why. When the library already chose the best, nothing is printed.
+ * A selecting variable set by the environment is never overridden (a BLIS
+ * configuration's name is translated to its number, the form BLIS reads);
+ * if it names slower kernels than the CPU could run, the start-up line
+ * (blas_describe) says so. One that names nothing of the library is ignored
+ * with a line on stderr (BLIS itself would abort or misread it, OpenBLAS
+ * silently runs its own choice). Any failed step keeps the library's own
+ * choice and prints one line on stderr saying why. When the library already
+ * chose the best, nothing is printed.
  *
- * OPENBLAS_CORETYPE, which some environments set because old OpenBLAS builds
- * compute wrong results on their CPU, concerns OpenBLAS only: this project
- * does not link OpenBLAS (PyTorch, in the reference scripts, does).
+ * Some environments set OPENBLAS_CORETYPE because old OpenBLAS builds
+ * compute wrong results on CPUs they do not know; PyTorch, in the reference
+ * scripts, reads it too (through libblas.so.3), whichever library this build
+ * links.
  *
  * Test hooks (for CPUs where the library already chooses well):
- *   LM_TEST_BLAS_CORENAME=generic   pretend the library chose this
- *                                   configuration by itself (ignored when
- *                                   BLIS_ARCH_TYPE is set)
+ *   LM_TEST_BLAS_CORENAME=generic   pretend the library chose these kernels
+ *                                   by itself (e.g. BLIS's generic, OpenBLAS's
+ *                                   Prescott; ignored when the selecting
+ *                                   variable is set)
  *   LM_TEST_BLAS_PROBE=fail         the probe perturbs one sgemm result, so it
  *                                   reports wrong results
  *   LM_TEST_BLAS_PROBE=crash        the probe dies of SIGILL, as an unsupported
@@ -45,7 +54,7 @@
 
 #include <stddef.h>
 
-#include "runtime/cpu.h"
+#include "blas/cores.h" /* the pure parts: ranking and decision */
 
 /* Call first thing in main, before any matrix work and before printing
  * anything: it may replace the process (execv) with the same arguments.
@@ -53,35 +62,10 @@
 void blas_setup(int argc, char **argv);
 
 /* One line for humans, e.g. "BLIS 0.9.0, kernel skx (selected: the library
- * chose generic on this CPU)". Valid until the next call. */
+ * chose generic on this CPU)" or "OpenBLAS 0.3.21, kernel Cooperlake (the
+ * library's choice)". Valid until the next call. */
 const char *blas_describe(void);
-/* The name of the BLIS configuration in use ("skx", "zen3", ...). */
+/* The kernels in use, as the library names them ("skx", "zen3", "Cooperlake", ...). */
 const char *blas_kernel(void);
-
-/* ---- the parts, exposed for tests ------------------------------------------- */
-
-/* BLIS x86_64 configuration names ranked by the instruction set their kernels use. */
-typedef enum BlasLevel {
-    BLAS_LEVEL_UNKNOWN = 0, /* a name not in the table: never compared */
-    BLAS_LEVEL_PORTABLE,    /* generic: plain C */
-    BLAS_LEVEL_SSE,         /* penryn */
-    BLAS_LEVEL_AVX,         /* sandybridge, bulldozer, piledriver, steamroller, excavator */
-    BLAS_LEVEL_AVX2,        /* haswell, zen, zen2, zen3 */
-    BLAS_LEVEL_AVX512,      /* skx, knl */
-} BlasLevel;
-
-BlasLevel blas_core_level(const char *core); /* case-insensitive */
-
-/* The fastest configuration this CPU supports, or NULL for none worth choosing (no AVX). */
-const char *blas_best_core(const CpuFeatures *cpu);
-
-typedef struct BlasDecision {
-    const char *switch_to; /* configuration to try instead of the library's; NULL: keep the library's */
-    char reason[160];      /* why, for messages */
-} BlasDecision;
-
-/* The pure decision: the library's configuration and the CPU's features in,
- * whether to try another one out. Only a known, strictly slower one is replaced. */
-BlasDecision blas_decide(const char *library_core, const CpuFeatures *cpu);
 
 #endif

@@ -1,42 +1,24 @@
 /* The tiled parallel gemm every matrix product goes through (see blas/gemm.h). */
 #include "blas/gemm.h"
 
-#include <blis.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas/backend.h"
 #include "runtime/threads.h"
 
 /* ---- matrix products ------------------------------------------------------
  *
  * Every product is cut into a grid of output tiles that depends only on its
  * shape (m, n, k) and on the run's parallel width (runtime/threads.h), and each tile is one
- * sgemm call made from inside our own parallel region, where BLIS runs
- * single-threaded. So every element of a result is computed by the same call,
- * in the same summation order, whether 1 thread or `width` threads share the
+ * single-threaded sgemm call of the library (blas/backend.h). So every element
+ * of a result is computed by the same call, in the same summation order, whether 1 thread or `width` threads share the
  * tiles: the thread count can change during a run (under load, see
  * src/runtime/threads.c) without changing a single bit of the results. One tile per
  * thread of the width costs nothing against the library's own threading (each
  * tile packs its own panels, which its threads would share; measured
  * equal at the model's shapes), while smaller tiles would (8 tiles on 2 cores:
  * 7% slower). */
-
-/* BLIS 0.9.0 aborts when BLIS_ARCH_TYPE is set and its error checking is on
- * while it initialises (see blas/gemm.h). */
-static void blas_library_init_once(void) {
-    if (getenv("BLIS_ARCH_TYPE")) {
-        errlev_t level = bli_error_checking_level();
-        bli_error_checking_level_set(BLIS_NO_ERROR_CHECKING);
-        bli_init();
-        bli_error_checking_level_set(level);
-    } else bli_init();
-}
-
-void blas_library_init(void) {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, blas_library_init_once);
-}
 
 typedef struct TileGrid {
     size_t mt, nt;           /* tile rows and columns (the last ones may be short) */
@@ -65,24 +47,11 @@ static TileGrid tile_grid(size_t m, size_t n, size_t k) {
 
 void gemm_serial(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const float *a,
                        size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc) {
-    blas_library_init();
-    /* One thread per call whatever BLIS_NUM_THREADS or OMP_NUM_THREADS say:
-     * the parallelism is ours (the tiles above). Row-major: a row stride of
-     * ld and a column stride of 1, for the matrix as stored. */
-    rntm_t one_thread = BLIS_RNTM_INITIALIZER;
-    bli_rntm_set_num_threads(1, &one_thread);
-    if (m == 1) {
-        /* One row (sampling, a token at a time): as a matrix-vector product,
-         * c^T = alpha op(B)^T a^T + beta c^T. sgemm would pack all of B into
-         * its panels for every token; gemv reads it once, in place. */
-        inc_t rs_bt = trans_b ? (inc_t)ldb : 1, cs_bt = trans_b ? 1 : (inc_t)ldb;
-        bli_sgemv_ex(BLIS_NO_TRANSPOSE, BLIS_NO_CONJUGATE, (dim_t)n, (dim_t)k, &alpha, (float *)b, rs_bt, cs_bt,
-                     (float *)a, trans_a ? (inc_t)lda : 1, &beta, c, 1, NULL, &one_thread);
+    if (m == 1) { /* one row (sampling, a token at a time) */
+        blas_backend_sgemv_row(trans_b, n, k, alpha, b, ldb, a, trans_a ? lda : 1, beta, c);
         return;
     }
-    bli_sgemm_ex(trans_a ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, trans_b ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, (dim_t)m,
-                 (dim_t)n, (dim_t)k, &alpha, (float *)a, (inc_t)lda, 1, (float *)b, (inc_t)ldb, 1, &beta, c, (inc_t)ldc,
-                 1, NULL, &one_thread);
+    blas_backend_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void gemm_tiled(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const float *a,

@@ -1,22 +1,16 @@
 /* Matrix products: every product of the model is one gemm call here, cut
- * into output tiles that run in parallel, each tile a single-threaded BLIS
- * sgemm. The tiles depend only on the product's shape and the run's parallel
- * width (runtime/threads.h), never on how many threads run them, so results do not change with
- * the thread count (src/runtime/threads.c varies it during training).
+ * into output tiles that run in parallel, each tile a single-threaded sgemm
+ * of the BLAS library the build links (blas/backend.h: BLIS or OpenBLAS). The
+ * tiles depend only on the product's shape and the run's parallel width
+ * (runtime/threads.h), never on how many threads run them, so results do not
+ * change with the thread count (src/runtime/threads.c varies it during training).
  *
  * Row-major throughout; trans_a / trans_b select op(A) = A^T / op(B) = B^T.
- * BLIS's kernels are chosen at start-up (blas/blas_setup.h). */
+ * The library's kernels are chosen at start-up (blas/blas_setup.h). */
 #ifndef LM_GEMM_H
 #define LM_GEMM_H
 
 #include <stddef.h>
-
-/* Initialises BLIS once (any thread may call it; the products do). BLIS
- * 0.9.0 aborts when BLIS_ARCH_TYPE is set and its error checking is on while
- * it initialises (it checks the number before registering its
- * configurations), so the check is off for that moment; blas_setup has made
- * sure by then that the number names a configuration this BLIS has. */
-void blas_library_init(void);
 
 /* Called on each finished output tile (rows i0.., columns j0.. of the
  * product) by the thread that computed it, while the tile is in cache: an

@@ -45,6 +45,11 @@ void cpu_features_detect(CpuFeatures *cpu) {
     cpu->avx512cd = zmm_saved && ((b >> 28) & 1);
     cpu->avx512bw = zmm_saved && ((b >> 30) & 1);
     cpu->avx512vl = zmm_saved && ((b >> 31) & 1);
+    if (a >= 1) { /* leaf 7 has a sub-leaf 1 */
+        unsigned a1, b1, c1, d1;
+        __cpuid_count(7, 1, a1, b1, c1, d1);
+        cpu->avx512bf16 = zmm_saved && ((a1 >> 5) & 1);
+    }
 #endif
 }
 

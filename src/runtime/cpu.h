@@ -11,6 +11,7 @@ typedef struct CpuFeatures {
     char vendor[13]; /* "GenuineIntel", "AuthenticAMD", ... ("" if unknown) */
     bool avx, avx2, fma;
     bool avx512f, avx512bw, avx512vl, avx512dq, avx512cd;
+    bool avx512bf16; /* bfloat16 dot products: OpenBLAS's Cooperlake kernels check for it */
 } CpuFeatures;
 
 void cpu_features_detect(CpuFeatures *cpu);
