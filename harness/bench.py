@@ -41,10 +41,18 @@ mixers   The mixers alone as the sequence grows: n_layer 2, n_head 4,
          n_embd 128, T = 256, 1024, 4096 with B = 4096 / T; the mixer's time
          per token (its --profile row), the whole step's, and the peak RSS.
 kernel   Default kernel choice: baby attention with the environment as it is
-         against BLIS_ARCH_TYPE=<the best configuration for this CPU> (from
-         bin/gemm-rate --best-core), alternating; ratio of tokens/s. When the
-         default run selected its kernels (the library's own choice was
-         slower), the library's own choice runs too (BLIS_ARCH_TYPE=<it>).
+         against <VAR>=<the best kernel for this CPU> (from bin/gemm-rate
+         --best-core; VAR is BLIS_ARCH_TYPE or OPENBLAS_CORETYPE, the variable of
+         the library bin/ was built with), alternating; ratio of tokens/s. When
+         the default run selected its kernels (the library's own choice was
+         slower), the library's own choice runs too (<VAR>=<it>).
+blas     The two BLAS builds (bin/ and the other library's, bin-blis or
+         bin-openblas, which make bench builds; --other-bin DIR), alternating, per
+         config and mixer: at the run's thread count, and on 1 thread cutting the
+         work as W threads would (LM_PARALLEL_WIDTH=W, W = 1, 16, 64; 1, 16 with
+         --quick): what a W-way cut costs a core with each library, which a
+         2-core machine can measure for 16- and 64-core runs. Per core: 1-way
+         ms / W-way ms of the same library.
 load     The thread tuner: baby config, bin/train with its default threads
          (adaptive) against --threads 1, alternating: without load, beside one
          busy process (a shell loop, always killed at the end) started by the
@@ -109,10 +117,11 @@ MIXERS = ("attention", "grassmann")
 RANK, WINDOWS = 32, (1, 2, 4, 8, 12, 16)
 MIXER_LENGTHS = (256, 1024, 4096)
 MIXER_TOKENS = 4096
-SECTIONS = ("train", "mixers", "kernel", "load", "mpi", "scaling", "layouts")
+SECTIONS = ("train", "mixers", "kernel", "blas", "load", "mpi", "scaling", "layouts")
 # What runs when --sections is not given: these, and the last two as well when
 # --threads lists more than one count.
-DEFAULT_SECTIONS = ("train", "mixers", "kernel", "load", "mpi")
+DEFAULT_SECTIONS = ("train", "mixers", "kernel", "blas", "load", "mpi")
+WIDTHS = {"full": (1, 16, 64), "quick": (1, 16)}  # the blas section's W-way cuts
 LAYOUT_CONFIGS = ("medium",)  # the layouts section's configs when --configs is not given
 PARTS = ("embedding", "layernorm", "mixer", "residual", "mlp", "head", "optimizer", "other")
 
@@ -200,14 +209,15 @@ def profile_parts(report, mixer):
 
 # ---- single measurements ---------------------------------------------------------
 
-def c_train(ctx, cfg, mixer, steps, warmup, threads, env=None, profile=True, launcher=(), extra=()):
+def c_train(ctx, cfg, mixer, steps, warmup, threads, env=None, profile=True, launcher=(), extra=(), bin_dir=BIN):
     """One bin/train run: median ms/step after warm-up, tokens/s over the same
     steps, peak RSS, and from its --json report the BLAS it ran, its memory
     count, profile and the report itself ("train"); the checkpoint.
     threads 0: bin/train's default (the adaptive tuner). launcher: e.g. mpirun
-    and its options, before the program; extra: more bin/train options."""
+    and its options, before the program; extra: more bin/train options;
+    bin_dir: the programs' directory (another BLAS library's build)."""
     log, ckpt = os.path.join(ctx.tmp, "c.csv"), os.path.join(ctx.tmp, f"c-{mixer}.ckpt")
-    cmd = list(launcher) + [os.path.join(BIN, "train"), "--data", ctx.data, "--out", ckpt, "--max-iters", str(steps),
+    cmd = list(launcher) + [os.path.join(bin_dir, "train"), "--data", ctx.data, "--out", ckpt, "--max-iters", str(steps),
            "--eval-interval", "0", "--eval-iters", "1", "--log-interval", str(steps), "--log", log,
            "--seed", "1337", "--json"] + train_args(cfg, mixer)
     cmd += ["--threads", str(threads)] if threads else []
@@ -417,31 +427,49 @@ def section_mixers(ctx):
     return out
 
 
+# The variable that selects each library's kernels (src/blas/backends/).
+KERNEL_VARIABLE = {"blis": "BLIS_ARCH_TYPE", "openblas": "OPENBLAS_CORETYPE"}
+LIBRARY_NAME = {"blis": "BLIS", "openblas": "OpenBLAS"}
+
+
+def library_of(bin_dir):
+    """The BLAS library the programs in bin_dir were linked with (the name make
+    writes to .blas-library there), or None."""
+    try:
+        with open(os.path.join(bin_dir, ".blas-library")) as f:
+            name = f.read().strip()
+    except OSError:
+        return None
+    return name if name in KERNEL_VARIABLE else None
+
+
 def section_kernel(ctx):
-    if os.environ.get("BLIS_ARCH_TYPE"):
-        return {"skipped": f"BLIS_ARCH_TYPE={os.environ['BLIS_ARCH_TYPE']} is set by the environment: "
-                           "the programs keep it, so there is no default choice to check"}
+    var = KERNEL_VARIABLE.get(ctx.library, "BLIS_ARCH_TYPE")
+    if os.environ.get(var):
+        return {"variable": var, "skipped": f"{var}={os.environ[var]} is set by the environment: "
+                                            "the programs keep it, so there is no default choice to check"}
     best = run_ok([os.path.join(BIN, "gemm-rate"), "--best-core"]).out.strip()
     if not best or best == "none":
-        return {"skipped": "no BLIS configuration worth choosing for this CPU (bin/gemm-rate --best-core: none)"}
+        return {"variable": var,
+                "skipped": "no kernel worth choosing for this CPU (bin/gemm-rate --best-core: none)"}
     steps, warmup = ctx.steps["kernel"]
     cfg = CONFIGS["baby"]
     runs = {"default": [], "forced": [], "library": []}
     library = None
     for rnd in range(ctx.rounds):
         d = c_train(ctx, cfg, "attention", steps, warmup, ctx.threads, profile=False)
-        f = c_train(ctx, cfg, "attention", steps, warmup, ctx.threads, env=dict(os.environ, BLIS_ARCH_TYPE=best),
+        f = c_train(ctx, cfg, "attention", steps, warmup, ctx.threads, env=dict(os.environ, **{var: best}),
                     profile=False)
         runs["default"].append(d), runs["forced"].append(f)
         m = re.search(r"selected: the library chose (\w+)", d["blas"] or "")
         library = library or (m and m.group(1))
         if library:
             runs["library"].append(c_train(ctx, cfg, "attention", steps, warmup, ctx.threads,
-                                           env=dict(os.environ, BLIS_ARCH_TYPE=library), profile=False))
+                                           env=dict(os.environ, **{var: library}), profile=False))
         progress(f"kernel round {rnd + 1}/{ctx.rounds}: " + ", ".join(
             f"{k} {v[-1]['kernel']} {v[-1]['ms']:.1f} ms/step" for k, v in runs.items() if v))
     tokens = cfg["batch"] * cfg["block"]
-    out = {"best_core": best, "library_core": library}
+    out = {"variable": var, "best_core": best, "library_core": library}
     for k, v in runs.items():
         if v:
             out[k + "_blas"] = v[-1]["blas"]
@@ -543,6 +571,67 @@ def section_mpi(ctx):
 
 
 # ---- thread counts and layouts -----------------------------------------------------
+
+def section_blas(ctx):
+    """The two BLAS builds side by side (bin/ and --other-bin), per config and
+    mixer, alternating: at the run's thread count, and on 1 thread cutting the
+    work as W threads would (LM_PARALLEL_WIDTH=W, src/runtime/threads.h), so
+    that a small machine measures what a W-way cut costs each core: the rows
+    and tiles of a product shrink as threads grow, and a library's per-call
+    costs (packing) with them. Per-core efficiency: 1-way ms / W-way ms, the
+    ceiling the cut alone puts on W threads' parallel efficiency (memory
+    bandwidth and clocks not included)."""
+    if not ctx.other_bin:
+        return {"skipped": ctx.other_missing}
+    builds = {ctx.library: BIN, ctx.other_library: ctx.other_bin}
+    rows = []
+    for name in ctx.configs:
+        cfg = CONFIGS[name]
+        steps, warmup = ctx.steps[name]
+        for mixer in ctx.mixers:
+            cases = [(ctx.threads, None)] + [(1, w) for w in ctx.widths]
+            ms = {(lib, case): [] for lib in builds for case in cases}
+            for rnd in range(ctx.rounds):
+                for threads, width in cases:
+                    env = dict(os.environ, LM_PARALLEL_WIDTH=str(width)) if width else None
+                    for lib, bin_dir in builds.items():
+                        c = c_train(ctx, cfg, mixer, steps, warmup, threads, env=env, profile=False, bin_dir=bin_dir)
+                        ms[(lib, (threads, width))].append(c["ms"])
+                    progress(f"blas {name} {mixer} round {rnd + 1}/{ctx.rounds}, {plural(threads, 'thread')}"
+                             + (f" cut {width} ways" if width else "") + ": "
+                             + ", ".join(f"{LIBRARY_NAME[lib]} {ms[(lib, (threads, width))][-1]:.1f} ms"
+                                         for lib in builds))
+            for threads, width in cases:
+                row = {"config": name, "mixer": mixer, "threads": threads, "width": width or threads}
+                for lib in builds:
+                    mine = ms[(lib, (threads, width))]
+                    one = ms[(lib, (1, 1))] if 1 in ctx.widths else None
+                    row[lib] = {"ms_per_step": med(mine), "tokens_per_s": cfg["batch"] * cfg["block"] * 1e3 / med(mine),
+                                "per_core_efficiency": med([o / x for o, x in zip(one, mine)]) if one and width else None}
+                row["ratio"] = med([o / x for o, x in zip(ms[(ctx.other_library, (threads, width))],
+                                                          ms[(ctx.library, (threads, width))])])
+                rows.append(row)
+    return {"libraries": list(builds), "widths": ctx.widths, "rows": rows}
+
+
+def print_blas(ctx, res):
+    print("\n== The BLAS libraries: this build against the other, and a core's cost of a W-way cut ==")
+    if "skipped" in res:
+        print(f"  skipped: {res['skipped']}")
+        return
+    this, other = res["libraries"]
+    a, b = LIBRARY_NAME[this], LIBRARY_NAME[other]
+    table(["config", "mixer", "threads", "cut", f"{a} ms/step", f"{b} ms/step", f"{b}/{a}",
+           f"{a} per core", f"{b} per core"],
+          [[r["config"], r["mixer"], str(r["threads"]), f"{r['width']} ways", fmt(r[this]["ms_per_step"]),
+            fmt(r[other]["ms_per_step"]), fmt(r["ratio"], ".2f", "x"),
+            fmt(r[this]["per_core_efficiency"] and 100 * r[this]["per_core_efficiency"], ".0f", "%"),
+            fmt(r[other]["per_core_efficiency"] and 100 * r[other]["per_core_efficiency"], ".0f", "%")]
+           for r in res["rows"]])
+    print(f"  {b}/{a}: median over rounds of {b}'s ms per step / {a}'s in the same round (> 1: {a} is faster).")
+    print("  cut W ways: 1 thread doing the pieces of work each of W threads would (LM_PARALLEL_WIDTH=W);")
+    print("  per core: that library's 1-way ms / W-way ms, the ceiling the cut puts on W threads' efficiency.")
+
 
 def parse_threads(text):
     """--threads: one positive count or a comma list of them, as a sorted list
@@ -784,14 +873,15 @@ def print_mixers(ctx, res):
 
 
 def print_kernel(ctx, res):
-    print("\n== Default BLIS kernel choice (baby, attention) ==")
+    print(f"\n== Default {LIBRARY_NAME.get(ctx.library, 'BLAS')} kernel choice (baby, attention) ==")
     if "skipped" in res:
         print(f"  skipped: {res['skipped']}")
         return
+    var = res["variable"]
     rows = [["environment as is", res["default_blas"], fmt(res["default_tokens_per_s"], ",.0f")],
-            [f"BLIS_ARCH_TYPE={res['best_core']}", res["forced_blas"], fmt(res["forced_tokens_per_s"], ",.0f")]]
+            [f"{var}={res['best_core']}", res["forced_blas"], fmt(res["forced_tokens_per_s"], ",.0f")]]
     if res.get("library_core"):
-        rows.append([f"BLIS_ARCH_TYPE={res['library_core']} (the library's own)", res["library_blas"],
+        rows.append([f"{var}={res['library_core']} (the library's own)", res["library_blas"],
                      fmt(res["library_tokens_per_s"], ",.0f")])
     table(["run", "BLAS", "tokens/s"], rows)
     print(f"  default / forced tokens/s: {fmt(res['ratio'], '.2f')} (median of {plural(ctx.rounds, 'alternating round')}; "
@@ -929,6 +1019,10 @@ def parse_args():
     ap.add_argument("--no-torch", action="store_true", help="do not run PyTorch (its columns then say n/a)")
     ap.add_argument("--torch-python", metavar="PATH", default=sys.executable or PYTHON,
                     help="the Python that has torch, for the PyTorch runs (default: this one)")
+    ap.add_argument("--other-bin", metavar="DIR",
+                    help="the programs built with the other BLAS library, for the blas section (default: "
+                         "bin-blis or bin-openblas, whichever is the other; make bench builds it when that "
+                         "library is installed)")
     ap.add_argument("--data", default=os.path.join(ROOT, "data", "moby"), help="prepared data (default data/moby)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     a = ap.parse_args()
@@ -978,6 +1072,22 @@ def make_context(a, tmp):
     ctx.vocab = token_header(os.path.join(a.data, "train.bin"))["vocab"]
     ctx.eval_tokens = ctx.steps["eval_tokens"]
     ctx.eval_data = eval_prefix(ctx.data, tmp, ctx.eval_tokens) if ctx.eval_tokens else ctx.data
+    ctx.widths = list(WIDTHS[mode])
+    ctx.library = library_of(BIN)
+    others = [lib for lib in KERNEL_VARIABLE if lib != ctx.library]
+    ctx.other_bin = os.path.abspath(a.other_bin) if a.other_bin else \
+        os.path.join(ROOT, f"bin-{others[0]}") if ctx.library and len(others) == 1 else None
+    ctx.other_library = library_of(ctx.other_bin) if ctx.other_bin else None
+    ctx.other_missing = None
+    if not ctx.library:
+        ctx.other_missing = "bin/.blas-library is missing: run make"
+    elif not ctx.other_bin or not os.access(os.path.join(ctx.other_bin, "train"), os.X_OK) or not ctx.other_library:
+        ctx.other_missing = (f"no build with the other library in {ctx.other_bin} "
+                             f"(make BLAS={others[0]} BIN=bin-{others[0]}, or --other-bin DIR)")
+    elif ctx.other_library == ctx.library:
+        ctx.other_missing = f"{ctx.other_bin} holds a {LIBRARY_NAME[ctx.library]} build too"
+    if ctx.other_missing:
+        ctx.other_bin = None
     # The reason PyTorch is not measured: --no-torch, or set by the first PyTorch run that fails.
     ctx.torch_missing = "--no-torch was given" if a.no_torch else None
     return ctx
@@ -1020,8 +1130,8 @@ def print_report(ctx, out):
     print(f"make bench: {m['cpu']} ({m['cores']} cores), {m['threads']} threads for C and PyTorch, "
           f"{plural(m['rounds'], 'round')}{' (--quick)' if m['quick'] else ''}; data {m['data']} (vocab {m['vocab']})")
     if m["openblas_coretype_env"]:
-        print(f"OPENBLAS_CORETYPE={m['openblas_coretype_env']} is set by the environment: PyTorch's OpenBLAS keeps it "
-              "(the C programs use BLIS).")
+        print(f"OPENBLAS_CORETYPE={m['openblas_coretype_env']} is set by the environment: PyTorch's OpenBLAS and "
+              "every C program built with OpenBLAS keep it.")
     if m.get("blis_arch_type_env"):
         print(f"BLIS_ARCH_TYPE={m['blis_arch_type_env']} is set by the environment: every C program keeps it.")
     if m["torch_unavailable"]:
@@ -1032,10 +1142,12 @@ def print_report(ctx, out):
     print(f"\nbench took {out['seconds']:.0f} s")
 
 
-SECTION_RUNS = {"train": section_train, "mixers": section_mixers, "kernel": section_kernel, "load": section_load,
+SECTION_RUNS = {"train": section_train, "mixers": section_mixers, "kernel": section_kernel, "blas": section_blas,
+                "load": section_load,
                "mpi": section_mpi, "scaling": section_scaling, "layouts": section_layouts}
 SECTION_PRINTS = {"train": (print_speed, print_flops, print_memory, print_profile, print_inference),
-                  "mixers": (print_mixers,), "kernel": (print_kernel,), "load": (print_load,), "mpi": (print_mpi,),
+                  "mixers": (print_mixers,), "kernel": (print_kernel,), "blas": (print_blas,), "load": (print_load,),
+                  "mpi": (print_mpi,),
                   "scaling": (print_scaling,), "layouts": (print_layouts,)}
 
 if __name__ == "__main__":
