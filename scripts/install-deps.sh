@@ -4,9 +4,9 @@
 set -euo pipefail
 PACKAGES=(
     make gcc                 # the build
-    libblis-openmp-dev       # sgemm (BLIS), OpenMP build: our loops and BLIS share one thread pool
+    libopenblas-openmp-dev   # sgemm (OpenBLAS), OpenMP build: our loops and OpenBLAS share one thread pool
+    libblis-openmp-dev       # make BLAS=blis: the other sgemm backend (OpenMP build too), compared with OpenBLAS
     libopenblas0-openmp      # the system's libblas.so.3 for PyTorch/numpy in the reference scripts
-    libopenblas-openmp-dev   # make BLAS=openblas: the other sgemm backend (OpenMP build, so it shares our thread pool), compared with BLIS
     libstb-dev               # stb_ds: dynamic arrays and hash maps
     libcmocka-dev            # the C test framework
     libpcre2-dev             # BPE pre-tokenization: the GPT-4/GPT-2 split regexes, with PCRE2's JIT
