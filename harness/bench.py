@@ -50,7 +50,8 @@ blas     The two BLAS builds (bin/ and the other library's, bin-blis or
          bin-openblas, which make bench builds; --other-bin DIR), alternating, per
          config and mixer: at the run's thread count, and on 1 thread cutting the
          work as W threads would (LM_PARALLEL_WIDTH=W, W = 1, 16, 64; 1, 16 with
-         --quick): what a W-way cut costs a core with each library, which a
+         --quick; the baby config unless --configs says otherwise): what a
+         W-way cut costs a core with each library, which a
          2-core machine can measure for 16- and 64-core runs. Per core: 1-way
          ms / W-way ms of the same library.
 load     The thread tuner: baby config, bin/train with its default threads
@@ -123,6 +124,7 @@ SECTIONS = ("train", "mixers", "kernel", "blas", "load", "mpi", "scaling", "layo
 DEFAULT_SECTIONS = ("train", "mixers", "kernel", "blas", "load", "mpi")
 WIDTHS = {"full": (1, 16, 64), "quick": (1, 16)}  # the blas section's W-way cuts
 LAYOUT_CONFIGS = ("medium",)  # the layouts section's configs when --configs is not given
+BLAS_CONFIGS = ("baby",)  # the blas section's: the smallest products, where the libraries part most
 PARTS = ("embedding", "layernorm", "mixer", "residual", "mlp", "head", "optimizer", "other")
 
 # (steps, warm-up steps dropped) per kind of run; --quick uses the second table.
@@ -585,7 +587,7 @@ def section_blas(ctx):
         return {"skipped": ctx.other_missing}
     builds = {ctx.library: BIN, ctx.other_library: ctx.other_bin}
     rows = []
-    for name in ctx.configs:
+    for name in ctx.blas_configs:
         cfg = CONFIGS[name]
         steps, warmup = ctx.steps[name]
         for mixer in ctx.mixers:
@@ -1013,7 +1015,7 @@ def parse_args():
                          "list is scaling's and layouts' counts, the largest serving the other sections (scaling's "
                          "default: 1, 2, 4, ... and the core count)")
     ap.add_argument("--rounds", type=int, help="alternating rounds (default 3, 1 with --quick)")
-    ap.add_argument("--configs", help="of baby, medium, long (default all; layouts: medium)")
+    ap.add_argument("--configs", help="of baby, medium, long (default all; layouts: medium; blas: baby)")
     ap.add_argument("--mixers", default=",".join(MIXERS), help="of " + ", ".join(MIXERS) + " (default both)")
     ap.add_argument("--sections", help="of " + ", ".join(SECTIONS) + " (default: see below)")
     ap.add_argument("--no-torch", action="store_true", help="do not run PyTorch (its columns then say n/a)")
@@ -1030,6 +1032,7 @@ def parse_args():
     if a.thread_list is None:
         die(f"--threads must be a positive count or a comma list of them (got '{a.threads}')")
     a.layout_configs = comma_list("--configs", a.configs, CONFIGS) if a.configs else list(LAYOUT_CONFIGS)
+    a.blas_configs = comma_list("--configs", a.configs, CONFIGS) if a.configs else list(BLAS_CONFIGS)
     a.configs = comma_list("--configs", a.configs, CONFIGS) if a.configs else list(CONFIGS)
     a.mixers = comma_list("--mixers", a.mixers, MIXERS)
     multi = a.threads is not None and len(a.thread_list) > 1
@@ -1066,6 +1069,7 @@ def make_context(a, tmp):
     # One count for the sections other than scaling and layouts: the one given, the largest of a list, or all cores.
     ctx.threads = a.thread_list[-1] if a.threads is not None else os.cpu_count()
     ctx.thread_list, ctx.layout_configs, ctx.mixers = a.thread_list, a.layout_configs, a.mixers
+    ctx.blas_configs = a.blas_configs
     ctx.quick, ctx.configs, ctx.tmp = a.quick, a.configs, tmp
     ctx.torch_python = a.torch_python
     ctx.data = os.path.abspath(a.data)
