@@ -250,7 +250,14 @@ static int train(Run *r, const Actions *a) {
         if (done % o->log_interval == 0 || done == o->stop_at || time_up) {
             double n = (double)(done - last_logged), per = step_secs / n, wall = (cli_now() - t_last) / n;
             char eta[32], busy[64] = ""; /* the tuner has stepped down, or the all-reduce kept us waiting: say so */
-            cli_duration(wall * (double)(o->stop_at - done), eta, sizeof eta);
+            /* Steps left at the recent pace, or with --max-seconds the time
+             * budget left, whichever ends first. */
+            double left = wall * (double)(o->stop_at - done);
+            if (o->max_seconds > 0 && per > 0.0) {
+                double budget = (o->max_seconds - train_clock) * (wall / per); /* validation's share too */
+                left = budget < left ? (budget > 0.0 ? budget : 0.0) : left;
+            }
+            cli_duration(left, eta, sizeof eta);
             if (threads < tuner.cand[0]) snprintf(busy, sizeof busy, " | %zu of %zu threads", threads, tuner.cand[0]);
             if (dist->size > 1) snprintf(busy, sizeof busy, " | all-reduce wait %.1f ms/step", 1e3 * wait_secs / n);
             wait_secs = 0.0;

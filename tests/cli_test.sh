@@ -88,6 +88,14 @@ expect_error "resume pos change" "--pos sinusoidal differs" $B/train --data "$tm
 expect_ok "resume with the original command line" $B/train --data "$tmp/a" --out "$tmp/again.ckpt" "${SMALL[@]}" --max-iters 12 \
     --mixer attention --pos learned --resume "$tmp/good.ckpt"
 grep -q "steps 10..12 of 12" "$tmp/out" && ok || bad "resume with the original command line did not continue at step 10: $(grep '^train:' "$tmp/out")"
+# The same with one mixer name for every layer of a Grassmann model (it was refused as differing
+# from the checkpoint's "grassmann,grassmann").
+expect_ok "train grassmann" $B/train --data "$tmp/a" --out "$tmp/gr.ckpt" "${SMALL[@]}" --max-iters 4 --stop-at 2 --mixer grassmann --grassmann-windows 1,2
+expect_ok "resume grassmann with the original command line" $B/train --data "$tmp/a" --out "$tmp/gr.ckpt" "${SMALL[@]}" --grassmann-windows 1,2 \
+    --max-iters 4 --mixer grassmann --resume "$tmp/gr.ckpt"
+grep -q "steps 2..4 of 4" "$tmp/out" && ok || bad "resume --mixer grassmann did not continue at step 2: $(grep '^train:' "$tmp/out")"
+expect_error "resume grassmann as a hybrid" "--mixer grassmann,attention differs from the checkpoint's grassmann,grassmann" \
+    $B/train --data "$tmp/a" --out "$tmp/gr.ckpt" --resume "$tmp/gr.ckpt" --mixer grassmann,attention
 expect_error "eval flipped byte" "checksum" $B/eval --model "$tmp/flip.ckpt" --data "$tmp/a"
 expect_error "eval truncated" "corrupt|not a safetensors" $B/eval --model "$tmp/cut.ckpt" --data "$tmp/a"
 expect_error "eval other tokenizer" "tokenizer" $B/eval --model "$tmp/good.ckpt" --data "$tmp/b"
@@ -328,6 +336,9 @@ if $B/train --data "$tmp/a" --out "$tmp/timed.ckpt" "${SMALL[@]}" --max-iters 10
     grep -q "^time budget: .* reached after step" "$tmp/out" && [ "$(tail -1 "$tmp/timed.csv" | cut -d, -f4)" != "" ] &&
     [ "$(tail -1 "$tmp/timed.csv" | cut -d, -f1)" -lt 1000000 ]; then ok
 else bad "train --max-seconds: $(tail -c 300 "$tmp/out" "$tmp/err")"; fi
+# Its ETA follows the time budget (0.5 s), not --max-iters (which would say hours).
+if grep -q "^step .*ETA" "$tmp/out" && ! grep "^step .*ETA" "$tmp/out" | grep -vqE "ETA [0-9]+s"; then ok
+else bad "train --max-seconds ETA: $(grep -m2 '^step' "$tmp/out")"; fi
 expect_ok "train window-align" $B/train --data "$tmp/a" --out "$tmp/aligned.ckpt" "${SMALL[@]}" --max-iters 3 --window-align 16
 # bin/probegen (issue 7): bad input, and the files it writes line up
 expect_error "probegen task" "must be mqar or copy" $B/probegen --task sort --out "$tmp/pg"

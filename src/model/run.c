@@ -143,7 +143,9 @@ int run_check_resume(const RunOptions *o, const ModelConfig *ckpt, Error *err) {
     if (o->mixer) {
         if (config_set_mixers(&mine, o->mixer, err)) return -1;
         char have[256];
-        if (memcmp(mine.mixers, ckpt->mixers, sizeof mine.mixers) != 0)
+        /* Only the model's layers: one name fills every slot, and the
+         * checkpoint's slots past n_layer hold whatever its defaults left. */
+        if (memcmp(mine.mixers, ckpt->mixers, ckpt->n_layer * sizeof mine.mixers[0]) != 0)
             return err_set(err, "--mixer %s differs from the checkpoint's %s", o->mixer,
                            config_mixer_list(ckpt, have, sizeof have));
     }
