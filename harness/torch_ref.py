@@ -73,6 +73,15 @@ def grassmann(W, p, h, r, windows, eps=1e-8):
     return F.layer_norm(m, (C,), W[p + "grassmann.ln.weight"], W[p + "grassmann.ln.bias"], 1e-5)
 
 
+def layer_windows(cfg):
+    """Each layer's Grassmann offsets: 'grassmann_windows' is one list for
+    every layer or one list per layer (a schedule)."""
+    w = cfg["grassmann_windows"]
+    if w and isinstance(w[0], list):
+        return w
+    return [w] * len(cfg["mixers"])
+
+
 def model_logits(W, cfg, inputs):
     C = cfg["n_embd"]
     B, T = inputs.shape
@@ -82,16 +91,30 @@ def model_logits(W, cfg, inputs):
     elif cfg["pos"] == "sinusoidal":
         x = x + sinusoidal(T, C)
     # rope: no table added; attention rotates q and k.
+    windows = layer_windows(cfg)
+    post = cfg.get("norm", "pre") == "post"
+
+    def ln(p, name, v):
+        return F.layer_norm(v, (C,), W[p + name + ".weight"], W[p + name + ".bias"], 1e-5)
+
     for l, mixer in enumerate(cfg["mixers"]):
         p = f"h.{l}."
-        h = F.layer_norm(x, (C,), W[p + "ln1.weight"], W[p + "ln1.bias"], 1e-5)
-        if mixer == "attention":
-            x = x + attention(W, p, h, cfg["n_head"], cfg["pos"] == "rope")
-        else:
-            x = x + grassmann(W, p, h, cfg["grassmann_rank"], cfg["grassmann_windows"])
-        h = F.layer_norm(x, (C,), W[p + "ln2.weight"], W[p + "ln2.bias"], 1e-5)
-        h = F.gelu(F.linear(h, W[p + "mlp.fc.weight"], W[p + "mlp.fc.bias"]), approximate="tanh")
-        x = x + F.linear(h, W[p + "mlp.proj.weight"], W[p + "mlp.proj.bias"])
+
+        def mix(h):
+            if mixer == "attention":
+                return attention(W, p, h, cfg["n_head"], cfg["pos"] == "rope")
+            return grassmann(W, p, h, cfg["grassmann_rank"], windows[l])
+
+        def mlp(h):
+            h = F.gelu(F.linear(h, W[p + "mlp.fc.weight"], W[p + "mlp.fc.bias"]), approximate="tanh")
+            return F.linear(h, W[p + "mlp.proj.weight"], W[p + "mlp.proj.bias"])
+
+        if post:  # h = LN1(h + mixer(h)), h = LN2(h + MLP(h))
+            x = ln(p, "ln1", x + mix(x))
+            x = ln(p, "ln2", x + mlp(x))
+        else:  # h = h + mixer(LN1(h)), h = h + MLP(LN2(h))
+            x = x + mix(ln(p, "ln1", x))
+            x = x + mlp(ln(p, "ln2", x))
     x = F.layer_norm(x, (C,), W["ln_f.weight"], W["ln_f.bias"], 1e-5)
     return x @ W["wte"].T
 

@@ -66,7 +66,9 @@ static int parse(int argc, char **argv, RunOptions *o, Actions *a) {
                  "the run's options come from CKPT (run options given here win)"),
         CLI_TEXT("mixer", 0, &o->mixer, "M", "attention | grassmann | a comma list, one per layer (attention)"),
         CLI_TEXT("pos", 0, &o->pos, "P", "learned | sinusoidal | rope positions (learned)"),
-        CLI_TEXT("grassmann-windows", 0, &o->windows, "L", "Grassmann window offsets (1,2,4,8,12,16)"),
+        CLI_TEXT("norm", 0, &o->norm, "N", "pre | post: LayerNorm before each branch (GPT-2) or\nafter each residual sum (the paper's; pre)"),
+        CLI_TEXT("grassmann-windows", 0, &o->windows, "L",
+                 "Grassmann window offsets for every layer (1,2,4,8,12,16),\nor one list per layer separated by ';'\n(\"1;1;2;2;4;4\")"),
         CLI_TEXT("log", 0, &o->log, "FILE", "per-step log for plotting: CSV, or JSON lines if FILE ends in .jsonl"),
         CLI_TEXT("dump-grads", 0, &o->dump, "FILE", "write weights, gradients, loss and the first batch, then exit"),
         CLI_FLAG("count-params", 0, &a->count_only, "print the model's parameter count and exit"),
@@ -106,9 +108,9 @@ static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_thr
     const RunOptions *o = &r->o;
     const Model *m = &r->model;
     char mixers[256], how[96] = ""; /* how: the tuner's part of the line */
-    say("model: %zu parameters | n_layer %zu, n_head %zu, n_embd %zu, block %zu, vocab %zu | mixers %s | pos %s\n",
+    say("model: %zu parameters | n_layer %zu, n_head %zu, n_embd %zu, block %zu, vocab %zu | mixers %s | pos %s | norm %s\n",
            m->n_params, o->cfg.n_layer, o->cfg.n_head, o->cfg.n_embd, o->cfg.block_size, o->cfg.vocab_size,
-           config_mixer_list(&o->cfg, mixers, sizeof mixers), pos_name(o->cfg.pos));
+           config_mixer_list(&o->cfg, mixers, sizeof mixers), pos_name(o->cfg.pos), norm_name(o->cfg.norm));
     size_t width = tuner->cand[0];
     if (tuner->adaptive && start_threads < width)
         snprintf(how, sizeof how, " (fewer while that is faster; starting with %zu: the other cores are busy)", start_threads);

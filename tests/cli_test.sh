@@ -96,6 +96,25 @@ expect_ok "resume grassmann with the original command line" $B/train --data "$tm
 grep -q "steps 2..4 of 4" "$tmp/out" && ok || bad "resume --mixer grassmann did not continue at step 2: $(grep '^train:' "$tmp/out")"
 expect_error "resume grassmann as a hybrid" "--mixer grassmann,attention differs from the checkpoint's grassmann,grassmann" \
     $B/train --data "$tmp/a" --out "$tmp/gr.ckpt" --resume "$tmp/gr.ckpt" --mixer grassmann,attention
+# --norm post and per-layer window schedules (issue 19): every program follows the checkpoint
+expect_error "train bad norm" "--norm must be pre or post \\(got 'side'\\)" $B/train --data "$tmp/a" --out "$tmp/x.ckpt" "${SMALL[@]}" --norm side
+expect_error "train short window schedule" "has 2 lists but n_layer is 3" $B/train --data "$tmp/a" --out "$tmp/x.ckpt" "${SMALL[@]}" \
+    --n-layer 3 --mixer grassmann --grassmann-windows "1;2"
+expect_error "train long window schedule" "more than n_layer \\(2\\) lists" $B/train --data "$tmp/a" --out "$tmp/x.ckpt" "${SMALL[@]}" \
+    --mixer grassmann --grassmann-windows "1;2;4"
+expect_ok "train post-norm schedule" $B/train --data "$tmp/a" --out "$tmp/post.ckpt" "${SMALL[@]}" --max-iters 4 --stop-at 2 \
+    --mixer grassmann,attention --norm post --grassmann-windows "1,2;4"
+grep -q "| norm post" "$tmp/out" && ok || bad "train does not report norm post: $(grep '^model:' "$tmp/out")"
+expect_error "resume norm change" "--norm pre differs from the checkpoint's post" $B/train --data "$tmp/a" --out "$tmp/post.ckpt" \
+    --resume "$tmp/post.ckpt" --norm pre
+expect_error "resume schedule change" "--grassmann-windows 1,2 differs from the checkpoint's 1,2;4" $B/train --data "$tmp/a" \
+    --out "$tmp/post.ckpt" --resume "$tmp/post.ckpt" --grassmann-windows 1,2
+expect_ok "resume post-norm with the original command line" $B/train --data "$tmp/a" --out "$tmp/post.ckpt" "${SMALL[@]}" \
+    --max-iters 4 --mixer grassmann,attention --norm post --grassmann-windows "1,2;4" --resume "$tmp/post.ckpt"
+grep -q "steps 2..4 of 4" "$tmp/out" && ok || bad "resume post-norm did not continue at step 2: $(grep '^train:' "$tmp/out")"
+expect_ok "eval post-norm" $B/eval --model "$tmp/post.ckpt" --data "$tmp/a"
+expect_ok "sample post-norm" $B/sample --model "$tmp/post.ckpt" --tokens 20 --seed 3
+expect_ok "inspect post-norm" $B/inspect --model "$tmp/post.ckpt" --prompt "The whale, the" --out "$tmp/insp-post"
 expect_error "eval flipped byte" "checksum" $B/eval --model "$tmp/flip.ckpt" --data "$tmp/a"
 expect_error "eval truncated" "corrupt|not a safetensors" $B/eval --model "$tmp/cut.ckpt" --data "$tmp/a"
 expect_error "eval other tokenizer" "tokenizer" $B/eval --model "$tmp/good.ckpt" --data "$tmp/b"

@@ -67,6 +67,20 @@ def main():
         ("grassmann", ["--mixer", "grassmann", "--grassmann-rank", "6", "--grassmann-windows", "1,2,4,8"]),
         ("hybrid grassmann,attention,grassmann", ["--mixer", "grassmann,attention,grassmann", "--n-layer", "3",
                                                   "--grassmann-rank", "5", "--grassmann-windows", "1,3,5"]),
+        ("attention, post-norm", ["--mixer", "attention", "--norm", "post"]),
+        ("grassmann, post-norm, per-layer windows", ["--mixer", "grassmann", "--norm", "post", "--grassmann-rank", "6",
+                                                     "--grassmann-windows", "1;2,4"]),
+        ("hybrid a,g,g, per-layer windows", ["--mixer", "attention,grassmann,grassmann", "--n-layer", "3",
+                                             "--grassmann-rank", "5", "--grassmann-windows", "1;1,3;5"]),
+    ]
+    # Trained first (60 steps at a high rate), so that LayerNorm gains and
+    # biases are no longer 1 and 0: a LayerNorm applied in the wrong place,
+    # or its gradient sent to the wrong tensor, then shows.
+    trained = [
+        ("attention, pre-norm, trained", ["--mixer", "attention"]),
+        ("attention, post-norm, trained", ["--mixer", "attention", "--norm", "post"]),
+        ("hybrid g,a post-norm, trained", ["--mixer", "grassmann,attention", "--norm", "post",
+                                           "--grassmann-rank", "6", "--grassmann-windows", "2,4;1"]),
     ]
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -75,11 +89,18 @@ def main():
         subprocess.run([os.path.join(BIN, "prepare"), "--input", os.path.join(tmp, "text.txt"),
                         "--out", os.path.join(tmp, "data"), "--val-fraction", "0.2", "--test-fraction", "0"],
                        check=True, stdout=subprocess.DEVNULL)
-        for i, (name, extra) in enumerate(configs):
+        base = ["--n-layer", "2", "--n-head", "2", "--n-embd", "16", "--block-size", "16", "--batch-size", "3"]
+        for i, (name, extra) in enumerate(configs + trained):
             dump = os.path.join(tmp, f"dump{i}.safetensors")
-            base = ["--n-layer", "2", "--n-head", "2", "--n-embd", "16", "--block-size", "16", "--batch-size", "3"]
-            args = [os.path.join(BIN, "train"), "--data", os.path.join(tmp, "data"), "--dump-grads", dump,
-                    "--seed", str(7 + i)] + base + extra
+            train = [os.path.join(BIN, "train"), "--data", os.path.join(tmp, "data"), "--seed", str(7 + i)] + base + extra
+            if i >= len(configs):
+                ckpt = os.path.join(tmp, f"trained{i}.ckpt")
+                subprocess.run(train + ["--out", ckpt, "--max-iters", "60", "--lr", "1e-2", "--warmup-iters", "0",
+                                        "--eval-interval", "0", "--eval-iters", "1"], check=True, stdout=subprocess.DEVNULL)
+                args = [os.path.join(BIN, "train"), "--data", os.path.join(tmp, "data"), "--resume", ckpt,
+                        "--dump-grads", dump]
+            else:
+                args = train + ["--dump-grads", dump]
             subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
             if check(name, dump):
                 passed += 1

@@ -449,17 +449,20 @@ static double model_obj(void *p) {
     return c->m->loss;
 }
 
-static void run_model(const char *mixers, PosKind pos, float dropout) {
+static void run_model_ex(const char *mixers, PosKind pos, float dropout, NormKind norm, const char *windows) {
     Model m;
-    tiny_test_model(&m, mixers, pos, dropout);
+    tiny_test_model_ex(&m, mixers, pos, dropout, norm, windows);
     int32_t in[16], tg[16];
     for (size_t i = 0; i < 16; i++) in[i] = (int32_t)((i * 7 + 3) % 11), tg[i] = (int32_t)((i * 5 + 1) % 11);
     ModelCtx c = {&m, in, tg, 2, 8, 1234};
     char label[96];
-    snprintf(label, sizeof label, "model[%s, %s positions]", mixers, pos_name(pos));
+    snprintf(label, sizeof label, "model[%s, %s positions, %s-norm, windows %s]", mixers, pos_name(pos), norm_name(norm),
+             windows ? windows : "1,2,3");
     check_model_grads(&m, model_obj, &c, label);
     model_free(&m);
 }
+
+static void run_model(const char *mixers, PosKind pos, float dropout) { run_model_ex(mixers, pos, dropout, NORM_PRE, NULL); }
 
 static void test_model_attention(void **s) { (void)s; run_model("attention", POS_LEARNED, 0.0f); }
 static void test_model_sinusoidal_dropout(void **s) { (void)s; run_model("attention", POS_SINUSOIDAL, 0.2f); }
@@ -467,6 +470,16 @@ static void test_model_grassmann(void **s) { (void)s; run_model("grassmann", POS
 static void test_model_hybrid(void **s) { (void)s; run_model("grassmann,attention", POS_LEARNED, 0.1f); }
 static void test_model_rope(void **s) { (void)s; run_model("attention", POS_ROPE, 0.0f); }
 static void test_model_rope_hybrid(void **s) { (void)s; run_model("attention,grassmann", POS_ROPE, 0.1f); }
+static void test_model_post_attention(void **s) { (void)s; run_model_ex("attention", POS_LEARNED, 0.0f, NORM_POST, NULL); }
+static void test_model_post_grassmann_schedule(void **s) {
+    (void)s;
+    run_model_ex("grassmann", POS_LEARNED, 0.0f, NORM_POST, "1;2,3");
+}
+static void test_model_post_hybrid_dropout(void **s) {
+    (void)s;
+    run_model_ex("grassmann,attention", POS_ROPE, 0.1f, NORM_POST, "3,1;2");
+}
+static void test_model_pre_schedule(void **s) { (void)s; run_model_ex("grassmann", POS_LEARNED, 0.1f, NORM_PRE, "2;1,3"); }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
@@ -492,6 +505,10 @@ int main(void) {
         cmocka_unit_test(test_model_hybrid),
         cmocka_unit_test(test_model_rope),
         cmocka_unit_test(test_model_rope_hybrid),
+        cmocka_unit_test(test_model_post_attention),
+        cmocka_unit_test(test_model_post_grassmann_schedule),
+        cmocka_unit_test(test_model_post_hybrid_dropout),
+        cmocka_unit_test(test_model_pre_schedule),
     };
     return cmocka_run_group_tests_name("gradient checks", tests, NULL, NULL);
 }

@@ -10,15 +10,17 @@
 #include "model/config.h"
 #include "model/model.h"
 
-static inline void tiny_test_model(Model *m, const char *mixers, PosKind pos, float dropout) {
+/* windows: NULL for 1,2,3 in every layer, or a --grassmann-windows text;
+ * with norm NORM_POST the LayerNorm gains and biases are drawn too (1 and
+ * 0 would hide a LayerNorm applied in the wrong place). */
+static inline void tiny_test_model_ex(Model *m, const char *mixers, PosKind pos, float dropout, NormKind norm,
+                                      const char *windows) {
     ModelConfig cfg;
     config_defaults(&cfg);
     cfg.vocab_size = 11, cfg.block_size = 8, cfg.n_layer = 2, cfg.n_head = 2, cfg.n_embd = 8;
-    cfg.pos = pos, cfg.dropout = dropout, cfg.grassmann_rank = 4;
-    size_t w[] = {1, 2, 3};
-    memcpy(cfg.windows, w, sizeof w);
-    cfg.n_windows = 3;
+    cfg.pos = pos, cfg.dropout = dropout, cfg.grassmann_rank = 4, cfg.norm = norm;
     Error err;
+    assert_int_equal(config_set_windows(&cfg, windows ? windows : "1,2,3", &err), 0);
     assert_int_equal(config_set_mixers(&cfg, mixers, &err), 0);
     assert_int_equal(model_init(m, &cfg, 5, &err), 0);
     assert_int_equal(model_alloc_training(m, &err), 0);
@@ -27,9 +29,15 @@ static inline void tiny_test_model(Model *m, const char *mixers, PosKind pos, fl
     rng_seed(&r, 77);
     for (size_t i = 0; i < m->n_tensors; i++) {
         const ParamTensor *t = &m->tensors[i];
-        if (t->init == INIT_ONE || t->init == INIT_ZERO) continue;
-        for (size_t j = 0; j < t->rows * (t->cols ? t->cols : 1); j++) m->params[t->offset + j] = 0.3f * rng_normal(&r);
+        int norm_param = t->init == INIT_ONE || t->init == INIT_ZERO;
+        if (norm_param && norm != NORM_POST) continue;
+        for (size_t j = 0; j < t->rows * (t->cols ? t->cols : 1); j++)
+            m->params[t->offset + j] = (t->init == INIT_ONE ? 1.0f : 0.0f) + 0.3f * rng_normal(&r);
     }
+}
+
+static inline void tiny_test_model(Model *m, const char *mixers, PosKind pos, float dropout) {
+    tiny_test_model_ex(m, mixers, pos, dropout, NORM_PRE, NULL);
 }
 
 /* Backward from f(ctx) (a forward with targets), then every tensor's gradient

@@ -30,11 +30,9 @@ static void small_config(ModelConfig *cfg, const char *mixers) {
     assert_int_equal(config_set_mixers(cfg, mixers, &err), 0);
 }
 
-static void make_model(Model *m, const char *mixers, size_t B, size_t T) {
-    ModelConfig cfg;
+static void make_model_from(Model *m, const ModelConfig *cfg, size_t B, size_t T) {
     Error err;
-    small_config(&cfg, mixers);
-    assert_int_equal(model_init(m, &cfg, 42, &err), 0);
+    assert_int_equal(model_init(m, cfg, 42, &err), 0);
     assert_int_equal(model_alloc_acts(m, B, T, &err), 0);
     /* Larger weights than the init so that mixing is far from negligible. */
     Rng r;
@@ -44,6 +42,12 @@ static void make_model(Model *m, const char *mixers, size_t B, size_t T) {
         if (t->init == INIT_NORMAL || t->init == INIT_RESIDUAL)
             for (size_t j = 0; j < t->rows * (t->cols ? t->cols : 1); j++) m->params[t->offset + j] = 0.2f * rng_normal(&r);
     }
+}
+
+static void make_model(Model *m, const char *mixers, size_t B, size_t T) {
+    ModelConfig cfg;
+    small_config(&cfg, mixers);
+    make_model_from(m, &cfg, B, T);
 }
 
 /* ---- causality --------------------------------------------------------------- */
@@ -78,21 +82,16 @@ static void test_causality_grassmann(void **s) { (void)s; check_causality("grass
 
 /* ---- incremental decoding equals the full forward ----------------------------- */
 
-static void check_step_matches_forward(const char *mixers, PosKind pos) {
+/* windows: NULL for small_config's, or a --grassmann-windows text. */
+static void check_step_matches_forward_ex(const char *mixers, PosKind pos, NormKind norm, const char *windows) {
     size_t T = 20, V = 13;
     Model m;
     ModelConfig cfg;
     Error err;
-    make_model(&m, mixers, 1, T);
-    cfg = m.cfg;
-    (void)cfg;
-    if (pos != POS_LEARNED) {
-        ModelConfig c2 = m.cfg;
-        c2.pos = pos;
-        model_free(&m);
-        assert_int_equal(model_init(&m, &c2, 42, &err), 0);
-        assert_int_equal(model_alloc_acts(&m, 1, T, &err), 0);
-    }
+    small_config(&cfg, mixers);
+    cfg.pos = pos, cfg.norm = norm;
+    if (windows) assert_int_equal(config_set_windows(&cfg, windows, &err), 0);
+    make_model_from(&m, &cfg, 1, T);
     int32_t tok[20];
     for (size_t i = 0; i < T; i++) tok[i] = (int32_t)((i * 7 + 1) % V);
     model_forward(&m, tok, NULL, 1, T, NULL);
@@ -107,9 +106,14 @@ static void check_step_matches_forward(const char *mixers, PosKind pos) {
             worst = d > worst ? d : worst;
         }
     }
-    if (worst > 1e-5) fail_msg("%s: incremental logits differ from the full forward by %.3e", mixers, worst);
+    if (worst > 1e-5)
+        fail_msg("%s, %s-norm: incremental logits differ from the full forward by %.3e", mixers, norm_name(norm), worst);
     model_state_free(&st);
     model_free(&m);
+}
+
+static void check_step_matches_forward(const char *mixers, PosKind pos) {
+    check_step_matches_forward_ex(mixers, pos, NORM_PRE, NULL);
 }
 
 static void test_step_attention(void **s) { (void)s; check_step_matches_forward("attention", POS_LEARNED); }
@@ -117,6 +121,70 @@ static void test_step_grassmann(void **s) { (void)s; check_step_matches_forward(
 static void test_step_hybrid(void **s) { (void)s; check_step_matches_forward("attention,grassmann", POS_SINUSOIDAL); }
 static void test_step_rope(void **s) { (void)s; check_step_matches_forward("attention", POS_ROPE); }
 static void test_step_rope_hybrid(void **s) { (void)s; check_step_matches_forward("grassmann,attention", POS_ROPE); }
+/* ---- per-layer window schedules and the norm, through the config's text and JSON ---- */
+
+static void test_window_schedule(void **s) {
+    (void)s;
+    ModelConfig cfg, back;
+    Error err;
+    char buf[256];
+    config_defaults(&cfg);
+    cfg.vocab_size = 10, cfg.n_layer = 4, cfg.norm = NORM_POST;
+    assert_int_equal(config_set_mixers(&cfg, "grassmann", &err), 0);
+    assert_int_equal(config_set_windows(&cfg, "1;1;2,4;2", &err), 0);
+    assert_int_equal(cfg.n_windows, 3);
+    assert_string_equal(config_window_list(&cfg, buf, sizeof buf), "1;1;2,4;2");
+    ModelConfig view;
+    config_layer_view(&cfg, 2, &view);
+    assert_int_equal(view.n_windows, 2);
+    assert_int_equal(view.windows[0], 2);
+    assert_int_equal(view.windows[1], 4);
+    char *json = config_to_json(&cfg);
+    assert_non_null(strstr(json, "\"norm\":\"post\""));
+    assert_non_null(strstr(json, "\"grassmann_windows\":[[1],[1],[2,4],[2]]"));
+    assert_int_equal(config_from_json(&back, json, &err), 0);
+    free(json);
+    assert_int_equal(back.norm, NORM_POST);
+    assert_string_equal(config_window_list(&back, buf, sizeof buf), "1;1;2,4;2");
+    /* The same list for every layer is that one list. */
+    assert_int_equal(config_set_windows(&cfg, "1,2;1,2;1,2;1,2", &err), 0);
+    assert_string_equal(config_window_list(&cfg, buf, sizeof buf), "1,2");
+    json = config_to_json(&cfg);
+    assert_non_null(strstr(json, "\"grassmann_windows\":[1,2]"));
+    free(json);
+    /* A schedule must have one list per layer, each non-empty, no offset twice. */
+    assert_int_not_equal(config_set_windows(&cfg, "1;2;4", &err), 0);
+    assert_non_null(strstr(err.msg, "has 3 lists but n_layer is 4"));
+    assert_int_not_equal(config_set_windows(&cfg, "1;2;4;8;16", &err), 0);
+    assert_non_null(strstr(err.msg, "more than n_layer (4)"));
+    assert_int_not_equal(config_set_windows(&cfg, "1;;2;4", &err), 0);
+    assert_int_not_equal(config_set_windows(&cfg, "1;2;2,2;4", &err), 0);
+    assert_non_null(strstr(err.msg, "twice"));
+    /* A checkpoint from before post-norm has no "norm": pre. */
+    assert_int_equal(config_from_json(&back,
+                                      "{\"vocab_size\":10,\"block_size\":64,\"n_layer\":1,\"n_head\":4,\"n_embd\":128,"
+                                      "\"mixers\":[\"attention\"],\"pos\":\"learned\",\"grassmann_rank\":32,"
+                                      "\"grassmann_windows\":[1,2],\"dropout\":0}",
+                                      &err),
+                     0);
+    assert_int_equal(back.norm, NORM_PRE);
+    assert_int_not_equal(config_from_json(&back,
+                                          "{\"vocab_size\":10,\"block_size\":64,\"n_layer\":1,\"n_head\":4,\"n_embd\":128,"
+                                          "\"mixers\":[\"attention\"],\"pos\":\"learned\",\"norm\":\"middle\","
+                                          "\"grassmann_rank\":32,\"grassmann_windows\":[1,2],\"dropout\":0}",
+                                          &err),
+                         0);
+    assert_non_null(strstr(err.msg, "'norm'"));
+}
+
+static void test_step_post_hybrid(void **s) {
+    (void)s;
+    check_step_matches_forward_ex("grassmann,attention", POS_LEARNED, NORM_POST, NULL);
+}
+static void test_step_post_schedule(void **s) {
+    (void)s;
+    check_step_matches_forward_ex("grassmann,grassmann", POS_ROPE, NORM_POST, "1,4;2");
+}
 
 /* ---- Plücker relations ------------------------------------------------------- */
 
@@ -499,6 +567,9 @@ int main(void) {
         cmocka_unit_test(test_step_hybrid),
         cmocka_unit_test(test_step_rope),
         cmocka_unit_test(test_step_rope_hybrid),
+        cmocka_unit_test(test_step_post_hybrid),
+        cmocka_unit_test(test_window_schedule),
+        cmocka_unit_test(test_step_post_schedule),
         cmocka_unit_test(test_plucker_relations),
         cmocka_unit_test(test_adamw_step),
         cmocka_unit_test(test_lr_schedule),

@@ -14,13 +14,13 @@
 #include "runtime/ds.h"
 #include "runtime/rng.h"
 
-/* Asks layer l's mixer about x (T, C), its LN1 output; nothing (0) for a
- * mixer without an inspect hook. */
+/* Asks layer l's mixer about x (T, C), its input (model_mixer_input);
+ * nothing (0) for a mixer without an inspect hook. */
 static int ask_mixer(LayerInspection *L, const Model *m, size_t l, const float *x, size_t T, MixerInspectWhat what,
                      Error *err) {
     const Mixer *mx = m->cfg.mixers[l];
     memset(L, 0, sizeof *L);
-    int rc = mx->inspect ? mx->inspect(&m->cfg, m->params + m->layer[l].mixer, x, T, what, L, err) : 0;
+    int rc = mx->inspect ? mx->inspect(model_layer_cfg(m, l), m->params + m->layer[l].mixer, x, T, what, L, err) : 0;
     L->mixer = mx->name;
     if (!L->label) L->label = mx->name;
     return rc;
@@ -136,7 +136,7 @@ int inspect_run(Inspection *in, Model *m, const int32_t *tokens, size_t T, Error
     for (size_t l = 0; l < L; l++) {
         LayerInspection *li = &in->layer[l];
         char name[32];
-        if (ask_mixer(li, m, l, m->la[l].ln1, T, MIXER_INSPECT_ALL, err)) goto fail;
+        if (ask_mixer(li, m, l, model_mixer_input(m, l), T, MIXER_INSPECT_ALL, err)) goto fail;
         snprintf(name, sizeof name, "L%zu %s", l, li->label);
         add_part(in, name, attribute(m, m->la[l].mix + (T - 1) * C, T - 1, in->predicted), 0);
         for (size_t i = 0; i < li->n_parts; i++) {
@@ -205,7 +205,7 @@ int inspect_induction_on(Induction *out, Model *m, const int32_t *seqs, size_t n
         for (size_t b = 0; b < n_seq; b++) {
             /* Only the maps, sequence by sequence; a layer without them: NaN. */
             LayerInspection li;
-            rc = ask_mixer(&li, m, l, m->la[l].ln1 + b * T * C, T, MIXER_INSPECT_MAPS, err);
+            rc = ask_mixer(&li, m, l, model_mixer_input(m, l) + b * T * C, T, MIXER_INSPECT_MAPS, err);
             int maps = !rc && li.probs;
             for (size_t h = 0; h < H; h++) {
                 if (!maps) {

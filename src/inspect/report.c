@@ -123,8 +123,9 @@ static char *build_json(const Inspection *in, const Induction *ind, const Model 
             sb_appendf(&sb, ", \"gate_mean\": [");
             for (size_t t = 0; t < T; t++) sb_appendf(&sb, "%s%.5g", t ? ", " : "", li->gate_mean[t]);
             sb_appendf(&sb, "], \"offsets\": [");
-            for (size_t k = 0; k < m->cfg.n_windows; k++) {
-                sb_appendf(&sb, "%s{\"offset\": %zu, \"contribution_norm\": ", k ? ", " : "", m->cfg.windows[k]);
+            const ModelConfig *lc = model_layer_cfg(m, l);
+            for (size_t k = 0; k < lc->n_windows; k++) {
+                sb_appendf(&sb, "%s{\"offset\": %zu, \"contribution_norm\": ", k ? ", " : "", lc->windows[k]);
                 json_num(&sb, li->offset_norm[k]);
                 sb_appendf(&sb, "}");
             }
@@ -335,7 +336,8 @@ void inspect_print(FILE *f, const Inspection *in, const Induction *ind, const Mo
             double g = 0.0;
             for (size_t t = 0; t < T; t++) g += li->gate_mean[t];
             fprintf(f, "layer %zu %s: mean gate %.3f | offset contribution norms", l, li->mixer, g / (double)T);
-            for (size_t k = 0; k < m->cfg.n_windows; k++) fprintf(f, " d=%zu: %.3f", m->cfg.windows[k], li->offset_norm[k]);
+            const ModelConfig *lc = model_layer_cfg(m, l);
+            for (size_t k = 0; k < lc->n_windows; k++) fprintf(f, " d=%zu: %.3f", lc->windows[k], li->offset_norm[k]);
             fprintf(f, " | max Plücker residual %.2e\n", li->plucker_residual);
         }
         if (!li->probs && !li->gate_mean)

@@ -44,11 +44,38 @@ int config_validate(const ModelConfig *cfg, Error *err) {
         return err_set(err, "n_head must be between 1 and %d (got %zu)", MAX_HEADS, cfg->n_head);
     if (!(cfg->dropout >= 0.0f && cfg->dropout < 1.0f))
         return err_set(err, "dropout must be in [0, 1) (got %g)", cfg->dropout);
+    if (cfg->norm != NORM_PRE && cfg->norm != NORM_POST) return err_set(err, "norm must be pre or post");
     for (size_t l = 0; l < cfg->n_layer; l++) {
         if (!cfg->mixers[l]) return err_set(err, "layer %zu has no mixer", l);
-        if (cfg->mixers[l]->validate(cfg, err)) return -1;
+        if (cfg->layer_windows[l] >> cfg->n_windows)
+            return err_set(err, "layer %zu selects a grassmann window past the list's %zu", l, cfg->n_windows);
+        ModelConfig view;
+        config_layer_view(cfg, l, &view);
+        if (cfg->mixers[l]->validate(&view, err)) return -1;
     }
     return 0;
+}
+
+void config_layer_view(const ModelConfig *cfg, size_t l, ModelConfig *view) {
+    *view = *cfg;
+    uint32_t mask = cfg->layer_windows[l];
+    if (!mask) return;
+    view->n_windows = 0;
+    for (size_t k = 0; k < cfg->n_windows; k++)
+        if (mask >> k & 1u) view->windows[view->n_windows++] = cfg->windows[k];
+}
+
+static const char *const NORM_NAMES[] = {"pre", "post"};
+
+const char *norm_name(NormKind norm) { return NORM_NAMES[norm]; }
+
+int norm_parse(const char *name, NormKind *out) {
+    for (size_t i = 0; i < sizeof NORM_NAMES / sizeof NORM_NAMES[0]; i++)
+        if (strcmp(name, NORM_NAMES[i]) == 0) {
+            *out = (NormKind)i;
+            return 0;
+        }
+    return -1;
 }
 
 static const char *const POS_NAMES[] = {"learned", "sinusoidal", "rope"};
@@ -64,10 +91,10 @@ int pos_parse(const char *name, PosKind *out) {
     return -1;
 }
 
-/* Copies the next comma-separated item of *s into item and advances *s past
- * it (to NULL after the last). Returns -1 for an empty or over-long item. */
-static int next_item(const char **s, char *item, size_t cap) {
-    const char *comma = strchr(*s, ',');
+/* Copies the next item of *s up to sep into item and advances *s past it
+ * (to NULL after the last). Returns -1 for an empty or over-long item. */
+static int next_item_sep(const char **s, char *item, size_t cap, int sep) {
+    const char *comma = strchr(*s, sep);
     size_t len = comma ? (size_t)(comma - *s) : strlen(*s);
     if (len == 0 || len >= cap) return -1;
     memcpy(item, *s, len);
@@ -75,6 +102,8 @@ static int next_item(const char **s, char *item, size_t cap) {
     *s = comma ? comma + 1 : NULL;
     return 0;
 }
+
+static int next_item(const char **s, char *item, size_t cap) { return next_item_sep(s, item, cap, ','); }
 
 int config_set_mixers(ModelConfig *cfg, const char *spec, Error *err) {
     const Mixer *list[MAX_LAYERS + 1];
@@ -104,19 +133,89 @@ const char *config_mixer_list(const ModelConfig *cfg, char *buf, size_t len) {
     return buf;
 }
 
-int config_set_windows(ModelConfig *cfg, const char *spec, Error *err) {
-    if (!*spec) return err_set(err, "grassmann window list is empty");
+/* Parses one comma list of offsets into out (at most MAX_WINDOWS). */
+static int parse_window_list(const char *list, const char *spec, size_t *out, size_t *n_out, Error *err) {
     size_t n = 0;
     char num[32];
-    for (const char *s = spec; s;) {
+    for (const char *s = list; s;) {
         if (next_item(&s, num, sizeof num)) return err_set(err, "bad grassmann window list '%s'", spec);
         if (n == MAX_WINDOWS) return err_set(err, "grassmann window list has more than %d offsets", MAX_WINDOWS);
-        if (parse_size(num, MAX_BLOCK, &cfg->windows[n], "grassmann window offset", err)) return -1;
-        if (cfg->windows[n] == 0) return err_set(err, "grassmann window offset must be positive (got 0)");
+        if (parse_size(num, MAX_BLOCK, &out[n], "grassmann window offset", err)) return -1;
+        if (out[n] == 0) return err_set(err, "grassmann window offset must be positive (got 0)");
         n++;
     }
-    cfg->n_windows = n;
+    *n_out = n;
     return 0;
+}
+
+int config_set_windows(ModelConfig *cfg, const char *spec, Error *err) {
+    if (!*spec) return err_set(err, "grassmann window list is empty");
+    if (!strchr(spec, ';')) {
+        memset(cfg->layer_windows, 0, sizeof cfg->layer_windows);
+        return parse_window_list(spec, spec, cfg->windows, &cfg->n_windows, err);
+    }
+    /* A schedule: the union of the layers' offsets in order of first use,
+     * and each layer's selection of it. */
+    size_t n_layers = 0, n_union = 0, all[MAX_WINDOWS];
+    uint32_t masks[MAX_LAYERS];
+    char list[512];
+    for (const char *s = spec; s;) {
+        if (next_item_sep(&s, list, sizeof list, ';')) return err_set(err, "bad grassmann window schedule '%s'", spec);
+        if (n_layers == cfg->n_layer || n_layers == MAX_LAYERS)
+            return err_set(err, "grassmann window schedule '%s' has more than n_layer (%zu) lists", spec, cfg->n_layer);
+        size_t mine[MAX_WINDOWS], n;
+        if (parse_window_list(list, spec, mine, &n, err)) return -1;
+        uint32_t mask = 0;
+        for (size_t i = 0; i < n; i++) {
+            size_t k = 0;
+            while (k < n_union && all[k] != mine[i]) k++;
+            if (k == n_union) {
+                if (n_union == MAX_WINDOWS)
+                    return err_set(err, "grassmann window schedule uses more than %d distinct offsets", MAX_WINDOWS);
+                all[n_union++] = mine[i];
+            }
+            if (mask >> k & 1u) return err_set(err, "grassmann window schedule: layer %zu lists %zu twice", n_layers, mine[i]);
+            mask |= 1u << k;
+        }
+        masks[n_layers++] = mask;
+    }
+    if (n_layers != cfg->n_layer)
+        return err_set(err, "grassmann window schedule '%s' has %zu lists but n_layer is %zu", spec, n_layers,
+                       cfg->n_layer);
+    /* A layer that uses every offset, in order, is stored as 0 (all), so
+     * one list repeated for every layer reads back as that one list. */
+    memset(cfg->layer_windows, 0, sizeof cfg->layer_windows);
+    uint32_t full = n_union == 32 ? 0xffffffffu : (1u << n_union) - 1u;
+    for (size_t l = 0; l < n_layers; l++) cfg->layer_windows[l] = masks[l] == full ? 0 : masks[l];
+    memcpy(cfg->windows, all, n_union * sizeof all[0]);
+    cfg->n_windows = n_union;
+    return 0;
+}
+
+static int windows_uniform(const ModelConfig *cfg) {
+    for (size_t l = 0; l < cfg->n_layer; l++)
+        if (cfg->layer_windows[l]) return 0;
+    return 1;
+}
+
+static void append_offsets(char *buf, size_t len, const ModelConfig *view) {
+    for (size_t w = 0; w < view->n_windows; w++)
+        snprintf(buf + strlen(buf), len - strlen(buf), "%s%zu", w ? "," : "", view->windows[w]);
+}
+
+const char *config_window_list(const ModelConfig *cfg, char *buf, size_t len) {
+    buf[0] = '\0';
+    if (windows_uniform(cfg)) {
+        append_offsets(buf, len, cfg);
+        return buf;
+    }
+    for (size_t l = 0; l < cfg->n_layer; l++) {
+        ModelConfig view;
+        config_layer_view(cfg, l, &view);
+        if (l) snprintf(buf + strlen(buf), len - strlen(buf), ";");
+        append_offsets(buf, len, &view);
+    }
+    return buf;
 }
 
 char *config_to_json(const ModelConfig *cfg) {
@@ -125,9 +224,17 @@ char *config_to_json(const ModelConfig *cfg) {
                cfg->vocab_size, cfg->block_size, cfg->n_layer, cfg->n_head, cfg->n_embd);
     sb_appendf(&sb, "\"mixers\":[");
     for (size_t l = 0; l < cfg->n_layer; l++) sb_appendf(&sb, "%s\"%s\"", l ? "," : "", cfg->mixers[l]->name);
-    sb_appendf(&sb, "],\"pos\":\"%s\",\"grassmann_rank\":%zu,\"grassmann_windows\":[",
-               pos_name(cfg->pos), cfg->grassmann_rank);
-    for (size_t w = 0; w < cfg->n_windows; w++) sb_appendf(&sb, "%s%zu", w ? "," : "", cfg->windows[w]);
+    sb_appendf(&sb, "],\"pos\":\"%s\",\"norm\":\"%s\",\"grassmann_rank\":%zu,\"grassmann_windows\":[",
+               pos_name(cfg->pos), norm_name(cfg->norm), cfg->grassmann_rank);
+    /* One list for every layer, or a schedule: one list per layer. */
+    int uniform = windows_uniform(cfg);
+    for (size_t l = 0; l < (uniform ? 1 : cfg->n_layer); l++) {
+        ModelConfig view;
+        config_layer_view(cfg, l, &view);
+        sb_appendf(&sb, "%s%s", l ? "," : "", uniform ? "" : "[");
+        for (size_t w = 0; w < view.n_windows; w++) sb_appendf(&sb, "%s%zu", w ? "," : "", view.windows[w]);
+        if (!uniform) sb_appendf(&sb, "]");
+    }
     sb_appendf(&sb, "],\"dropout\":%.9g}", cfg->dropout);
     char *out = strdup(sb);
     sb_free(&sb);
@@ -138,6 +245,33 @@ static int get_size(const json_t *root, const char *key, size_t *out, Error *err
     if (json_size(json_object_get(root, key), (size_t)1e15, out))
         return err_set(err, "config: '%s' missing or not a non-negative integer", key);
     return 0;
+}
+
+/* 'grassmann_windows': a list of offsets, or one such list per layer (a
+ * schedule), rebuilt through config_set_windows's own form. */
+static int windows_from_json(ModelConfig *cfg, const json_t *windows, Error *err) {
+    const char *bad = "config: 'grassmann_windows' must be a list of offsets or one list per layer";
+    if (!json_is_array(windows) || json_array_size(windows) == 0 || json_array_size(windows) > MAX_LAYERS * MAX_WINDOWS)
+        return err_set(err, "%s", bad);
+    int schedule = json_is_array(json_array_get(windows, 0));
+    char *spec = NULL;
+    size_t n = json_array_size(windows), off;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *item = json_array_get(windows, i);
+        if (schedule != json_is_array(item)) goto fail;
+        if (i) sb_appendf(&spec, "%s", schedule ? ";" : ",");
+        for (size_t w = 0; w < (schedule ? json_array_size(item) : 1); w++) {
+            if (json_size(schedule ? json_array_get(item, w) : item, MAX_BLOCK, &off)) goto fail;
+            sb_appendf(&spec, "%s%zu", w ? "," : "", off);
+        }
+    }
+    /* A one-layer schedule has no ';': it is that layer's list. */
+    int rc = config_set_windows(cfg, spec ? spec : "", err);
+    sb_free(&spec);
+    return rc;
+fail:
+    sb_free(&spec);
+    return err_set(err, "%s", bad);
 }
 
 int config_from_json(ModelConfig *cfg, const char *text, Error *err) {
@@ -172,17 +306,12 @@ int config_from_json(ModelConfig *cfg, const char *text, Error *err) {
         err_set(err, "config: 'pos' must be \"learned\", \"sinusoidal\" or \"rope\"");
         goto done;
     }
-    if (!json_is_array(windows) || json_array_size(windows) > MAX_WINDOWS) {
-        err_set(err, "config: 'grassmann_windows' must be a list of at most %d offsets", MAX_WINDOWS);
-        goto done;
+    const char *norm = json_string_value(json_object_get(root, "norm"));
+    if (json_object_get(root, "norm") && (!norm || norm_parse(norm, &cfg->norm))) {
+        err_set(err, "config: 'norm' must be \"pre\" or \"post\"");
+        goto done; /* absent: pre, as every checkpoint before post-norm */
     }
-    cfg->n_windows = json_array_size(windows);
-    for (size_t w = 0; w < cfg->n_windows; w++) {
-        if (json_size(json_array_get(windows, w), MAX_BLOCK, &cfg->windows[w])) {
-            err_set(err, "config: bad grassmann window offset");
-            goto done;
-        }
-    }
+    if (windows_from_json(cfg, windows, err)) goto done;
     if (!json_is_number(dropout)) {
         err_set(err, "config: 'dropout' missing");
         goto done;

@@ -3,6 +3,7 @@
 #define LM_CONFIG_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "runtime/error.h"
 
@@ -14,6 +15,12 @@
  * by position (src/nn/rope.h). */
 typedef enum { POS_LEARNED = 0, POS_SINUSOIDAL = 1, POS_ROPE = 2 } PosKind;
 
+/* Where a block's LayerNorms sit. pre (GPT-2): h += mixer(LN1(h)),
+ * h += MLP(LN2(h)). post (the original Transformer, the Grassmann paper):
+ * h = LN1(h + mixer(h)), h = LN2(h + MLP(h)). Both end with LN_f before the
+ * head (see docs/design.md). */
+typedef enum { NORM_PRE = 0, NORM_POST = 1 } NormKind;
+
 struct Mixer;
 
 typedef struct ModelConfig {
@@ -24,9 +31,16 @@ typedef struct ModelConfig {
     size_t n_embd;
     PosKind pos;
     const struct Mixer *mixers[MAX_LAYERS]; /* one per layer */
+    NormKind norm;
     size_t grassmann_rank;
+    /* The Grassmann window offsets: every offset any layer uses, in order
+     * of first use. layer_windows[l] selects layer l's (bit k: windows[k]);
+     * 0 means all of them, so one list for every layer is all zeros. A
+     * mixer reads n_windows and windows only, from its layer's view
+     * (config_layer_view), where they are that layer's own. */
     size_t n_windows;
     size_t windows[MAX_WINDOWS];
+    uint32_t layer_windows[MAX_LAYERS];
     float dropout;
     /* Not configuration but the model's runtime table for POS_ROPE, which
      * attention reads through the config it is handed: model_alloc points it
@@ -47,8 +61,22 @@ int config_set_mixers(ModelConfig *cfg, const char *spec, Error *err);
 /* The layers' mixers as "attention,grassmann,..." (the form --mixer takes), in buf. */
 const char *config_mixer_list(const ModelConfig *cfg, char *buf, size_t len);
 
-/* Parses "1,2,4" into cfg->windows. */
+/* Parses "1,2,4" (one list for every layer) or a schedule with one list
+ * per layer separated by ';' ("1;1;2;2" or "1,2;4,8") into cfg->windows
+ * and cfg->layer_windows; a schedule needs cfg->n_layer set and one list
+ * per layer. */
 int config_set_windows(ModelConfig *cfg, const char *spec, Error *err);
+
+/* The windows as config_set_windows takes them ("1,2,4" or "1;1;2;2"), in buf. */
+const char *config_window_list(const ModelConfig *cfg, char *buf, size_t len);
+
+/* Layer l's view of the config: cfg with n_windows and windows set to the
+ * layer's own offsets. What every mixer call is handed. */
+void config_layer_view(const ModelConfig *cfg, size_t l, ModelConfig *view);
+
+/* "pre" or "post"; norm_parse returns -1 for anything else. */
+const char *norm_name(NormKind norm);
+int norm_parse(const char *name, NormKind *out);
 
 /* "learned", "sinusoidal" or "rope"; pos_parse returns -1 for anything else. */
 const char *pos_name(PosKind pos);

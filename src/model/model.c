@@ -41,7 +41,9 @@ static void build_layout(Model *m) {
         lo->ln1_w = LAYER_TENSOR("ln1.weight", C, 0, INIT_ONE);
         lo->ln1_b = LAYER_TENSOR("ln1.bias", C, 0, INIT_ZERO);
         TensorSpec specs[MIXER_MAX_TENSORS];
-        size_t ns = c->mixers[l]->tensors(c, specs);
+        ModelConfig view;
+        config_layer_view(c, l, &view);
+        size_t ns = c->mixers[l]->tensors(&view, specs);
         lo->mixer = m->n_params;
         for (size_t i = 0; i < ns; i++) LAYER_TENSOR(specs[i].name, specs[i].rows, specs[i].cols, specs[i].init);
         lo->ln2_w = LAYER_TENSOR("ln2.weight", C, 0, INIT_ONE);
@@ -70,7 +72,11 @@ int model_alloc(Model *m, const ModelConfig *cfg, Error *err) {
     if (config_validate(cfg, err)) return -1;
     m->cfg = *cfg;
     m->tensors = lm_calloc(4 + cfg->n_layer * (8 + MIXER_MAX_TENSORS), sizeof *m->tensors, err);
-    if (!m->tensors) return -1;
+    m->layer_cfg = m->tensors ? lm_calloc(cfg->n_layer, sizeof *m->layer_cfg, err) : NULL;
+    if (!m->layer_cfg) {
+        model_free(m);
+        return -1;
+    }
     build_layout(m);
     m->params = lm_calloc(m->n_params, sizeof(float), err);
     if (m->params && cfg->pos == POS_SINUSOIDAL) {
@@ -83,6 +89,7 @@ int model_alloc(Model *m, const ModelConfig *cfg, Error *err) {
         if (m->rope_table) rope_table(m->rope_table, cfg->block_size, hs);
         m->cfg.rope = m->rope_table;
     }
+    for (size_t l = 0; l < cfg->n_layer; l++) config_layer_view(&m->cfg, l, &m->layer_cfg[l]);
     if (!m->params || (cfg->pos == POS_SINUSOIDAL && !m->pos_table) || (cfg->pos == POS_ROPE && !m->rope_table)) {
         model_free(m);
         return -1;
@@ -121,7 +128,7 @@ ModelFlops model_flops(const Model *m, size_t T) {
         if (model_is_product_weight(m, &m->tensors[i]))
             f.dense += 6.0 * (double)m->tensors[i].rows * (double)m->tensors[i].cols;
     for (size_t l = 0; l < m->cfg.n_layer; l++)
-        if (m->cfg.mixers[l]->flops) f.mixing += m->cfg.mixers[l]->flops(&m->cfg, T);
+        if (m->cfg.mixers[l]->flops) f.mixing += m->cfg.mixers[l]->flops(model_layer_cfg(m, l), T);
     f.total = f.dense + f.mixing;
     return f;
 }
@@ -152,7 +159,9 @@ static size_t layout_acts(Model *m, float *base, size_t B, size_t T) {
         TAKE(L->ln1_mean, N);
         TAKE(L->ln1_rstd, N);
         TAKE(L->mix, N * C);
-        TAKE(L->mixer, c->mixers[l]->act_size(c, B, T));
+        ModelConfig view;
+        config_layer_view(c, l, &view);
+        TAKE(L->mixer, c->mixers[l]->act_size(&view, B, T));
         TAKE(L->drop1, drop ? N * C : 0);
         TAKE(L->resid_mid, N * C);
         TAKE(L->ln2, N * C);
@@ -206,6 +215,7 @@ int model_alloc_acts(Model *m, size_t B, size_t T, Error *err) {
 
 void model_free(Model *m) {
     free(m->tensors);
+    free(m->layer_cfg);
     free(m->params);
     free(m->grads);
     free(m->grads_micro);
@@ -223,6 +233,12 @@ const ParamTensor *model_find_tensor(const Model *m, const char *name) {
     for (size_t i = 0; i < m->n_tensors; i++)
         if (strcmp(m->tensors[i].name, name) == 0) return &m->tensors[i];
     return NULL;
+}
+
+const ModelConfig *model_layer_cfg(const Model *m, size_t l) { return &m->layer_cfg[l]; }
+
+const float *model_mixer_input(const Model *m, size_t l) {
+    return m->cfg.norm == NORM_POST ? m->la[l].resid : m->la[l].ln1;
 }
 
 static MlpParams mlp_params(const float *p, const LayerOffsets *lo) {
@@ -273,26 +289,49 @@ void model_forward(Model *m, const int32_t *inputs, const int32_t *targets, size
     m->dropout_key = m->dropout_on ? *dropout_key : 0;
     memcpy(m->inputs, inputs, N * sizeof(int32_t));
     PROFILED(pr, "embedding", F, embedding_forward(m->la[0].resid, inputs, P + m->wte, positions(m), B, T, C));
-    LayerActs *L0 = &m->la[0];
-    PROFILED(pr, "layernorm", F,
-             layernorm_forward(L0->ln1, L0->ln1_mean, L0->ln1_rstd, L0->resid, P + m->layer[0].ln1_w,
-                               P + m->layer[0].ln1_b, N, C));
-    /* Each residual connection is fused with the LayerNorm that reads its
-     * result: h_mid = h + mix -> LN2; h_next = h_mid + mlp -> next LN1 (or LN_f). */
-    for (size_t l = 0; l < c->n_layer; l++) {
-        LayerActs *L = &m->la[l];
-        const LayerOffsets *lo = &m->layer[l];
-        float *next = l + 1 < c->n_layer ? m->la[l + 1].resid : m->resid_out;
-        LnSlot ln = next_ln(m, l);
-        PROFILED(pr, c->mixers[l]->name, F, c->mixers[l]->forward(c, P + lo->mixer, L->mixer, L->mix, L->ln1, B, T));
-        PROFILED(pr, "residual", F, branch_dropout(L->mix, L->drop1, m, 2 * l));
+    if (c->norm == NORM_POST) {
+        /* h_mid = h + mix -> LN1 -> MLP; h_mid' = LN1 out + mlp -> LN2 = the next layer's h. */
+        for (size_t l = 0; l < c->n_layer; l++) {
+            LayerActs *L = &m->la[l];
+            const LayerOffsets *lo = &m->layer[l];
+            float *next = l + 1 < c->n_layer ? m->la[l + 1].resid : m->resid_out;
+            PROFILED(pr, c->mixers[l]->name, F,
+                     c->mixers[l]->forward(model_layer_cfg(m, l), P + lo->mixer, L->mixer, L->mix, L->resid, B, T));
+            PROFILED(pr, "residual", F, branch_dropout(L->mix, L->drop1, m, 2 * l));
+            PROFILED(pr, "layernorm", F,
+                     residual_layernorm_forward(L->resid_mid, L->ln1, L->ln1_mean, L->ln1_rstd, L->resid, L->mix,
+                                                P + lo->ln1_w, P + lo->ln1_b, N, C));
+            PROFILED(pr, "mlp", F, mlp_forward(L->mlp, L->fc, L->act, L->ln1, mlp_params(P, lo), N, C));
+            PROFILED(pr, "residual", F, branch_dropout(L->mlp, L->drop2, m, 2 * l + 1));
+            PROFILED(pr, "layernorm", F,
+                     residual_layernorm_forward(L->ln2, next, L->ln2_mean, L->ln2_rstd, L->ln1, L->mlp, P + lo->ln2_w,
+                                                P + lo->ln2_b, N, C));
+        }
         PROFILED(pr, "layernorm", F,
-                 residual_layernorm_forward(L->resid_mid, L->ln2, L->ln2_mean, L->ln2_rstd, L->resid, L->mix,
-                                            P + lo->ln2_w, P + lo->ln2_b, N, C));
-        PROFILED(pr, "mlp", F, mlp_forward(L->mlp, L->fc, L->act, L->ln2, mlp_params(P, lo), N, C));
-        PROFILED(pr, "residual", F, branch_dropout(L->mlp, L->drop2, m, 2 * l + 1));
+                 layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->resid_out, P + m->lnf_w, P + m->lnf_b, N, C));
+    } else {
+        LayerActs *L0 = &m->la[0];
         PROFILED(pr, "layernorm", F,
-                 residual_layernorm_forward(next, ln.out, ln.mean, ln.rstd, L->resid_mid, L->mlp, ln.w, ln.b, N, C));
+                 layernorm_forward(L0->ln1, L0->ln1_mean, L0->ln1_rstd, L0->resid, P + m->layer[0].ln1_w,
+                                   P + m->layer[0].ln1_b, N, C));
+        /* Each residual connection is fused with the LayerNorm that reads its
+         * result: h_mid = h + mix -> LN2; h_next = h_mid + mlp -> next LN1 (or LN_f). */
+        for (size_t l = 0; l < c->n_layer; l++) {
+            LayerActs *L = &m->la[l];
+            const LayerOffsets *lo = &m->layer[l];
+            float *next = l + 1 < c->n_layer ? m->la[l + 1].resid : m->resid_out;
+            LnSlot ln = next_ln(m, l);
+            PROFILED(pr, c->mixers[l]->name, F,
+                     c->mixers[l]->forward(model_layer_cfg(m, l), P + lo->mixer, L->mixer, L->mix, L->ln1, B, T));
+            PROFILED(pr, "residual", F, branch_dropout(L->mix, L->drop1, m, 2 * l));
+            PROFILED(pr, "layernorm", F,
+                     residual_layernorm_forward(L->resid_mid, L->ln2, L->ln2_mean, L->ln2_rstd, L->resid, L->mix,
+                                                P + lo->ln2_w, P + lo->ln2_b, N, C));
+            PROFILED(pr, "mlp", F, mlp_forward(L->mlp, L->fc, L->act, L->ln2, mlp_params(P, lo), N, C));
+            PROFILED(pr, "residual", F, branch_dropout(L->mlp, L->drop2, m, 2 * l + 1));
+            PROFILED(pr, "layernorm", F,
+                     residual_layernorm_forward(next, ln.out, ln.mean, ln.rstd, L->resid_mid, L->mlp, ln.w, ln.b, N, C));
+        }
     }
     double t0 = profile_start(pr);
     matmul_forward(m->logits, m->lnf, P + m->wte, NULL, N, C, V);
@@ -332,6 +371,52 @@ static void grads_ready(Model *m, size_t from, size_t to) {
     if (m->grads_ready) m->grads_ready(m->grads_ready_ctx, m->grads, from, to - from);
 }
 
+/* d(stream) <-> the scratch beside it: after a LayerNorm's backward has
+ * written d(its input) into m->dln, that becomes the stream's gradient. */
+static void swap_scratch(Model *m) {
+    float *t = m->dresid;
+    m->dresid = m->dln;
+    m->dln = t;
+}
+
+/* The post-norm blocks, top down. On entry m->dresid holds d(loss)/d(the
+ * last layer's output); on exit d(loss)/d(the first layer's input). Per layer
+ * (forward: s1 = h + mix(h), y = LN1(s1), s2 = y + MLP(y), h' = LN2(s2)):
+ * ds2 = LN2'(dh'), dy = ds2 + MLP'(ds2), ds1 = LN1'(dy), dh = ds1 + mix'(ds1). */
+static void post_norm_backward(Model *m) {
+    const ModelConfig *c = &m->cfg;
+    size_t B = m->B, T = m->T, N = B * T, C = c->n_embd;
+    const float *P = m->params;
+    float *G = m->grads;
+    Profile *pr = m->prof;
+    const Pass Bk = PASS_BACKWARD;
+    for (size_t l = c->n_layer; l-- > 0;) {
+        LayerActs *L = &m->la[l];
+        const LayerOffsets *lo = &m->layer[l];
+        MlpGrads mg = {G + lo->fc_w, G + lo->fc_b, G + lo->proj_w, G + lo->proj_b};
+        const float *dbranch;
+        PROFILED(pr, "layernorm", Bk, zero_floats(m->dln, N * C));
+        PROFILED(pr, "layernorm", Bk,
+                 layernorm_backward(m->dln, G + lo->ln2_w, G + lo->ln2_b, m->dresid, L->ln2, P + lo->ln2_w,
+                                    L->ln2_mean, L->ln2_rstd, N, C));
+        swap_scratch(m); /* dresid = ds2 */
+        PROFILED(pr, "residual", Bk, dbranch = branch_grad(m, L->drop2));
+        PROFILED(pr, "mlp", Bk, mlp_backward(m->dln, mg, m->dfc, dbranch, L->ln1, L->fc, L->act, mlp_params(P, lo), N, C));
+        PROFILED(pr, "residual", Bk, add_inplace(m->dresid, m->dln, N * C)); /* dy */
+        PROFILED(pr, "layernorm", Bk, zero_floats(m->dln, N * C));
+        PROFILED(pr, "layernorm", Bk,
+                 layernorm_backward(m->dln, G + lo->ln1_w, G + lo->ln1_b, m->dresid, L->resid_mid, P + lo->ln1_w,
+                                    L->ln1_mean, L->ln1_rstd, N, C));
+        swap_scratch(m); /* dresid = ds1 */
+        PROFILED(pr, "residual", Bk, dbranch = branch_grad(m, L->drop1));
+        PROFILED(pr, c->mixers[l]->name, Bk,
+                 c->mixers[l]->backward(model_layer_cfg(m, l), P + lo->mixer, G + lo->mixer, L->mixer, L->resid,
+                                        dbranch, m->dln, B, T));
+        PROFILED(pr, "residual", Bk, add_inplace(m->dresid, m->dln, N * C)); /* dh */
+        grads_ready(m, lo->ln1_w, l + 1 < c->n_layer ? m->layer[l + 1].ln1_w : m->lnf_w);
+    }
+}
+
 void model_backward(Model *m, float loss_scale) {
     const ModelConfig *c = &m->cfg;
     size_t B = m->B, T = m->T, N = B * T, C = c->n_embd, V = c->vocab_size;
@@ -348,24 +433,30 @@ void model_backward(Model *m, float loss_scale) {
              layernorm_backward(m->dresid, G + m->lnf_w, G + m->lnf_b, m->dln, m->resid_out, P + m->lnf_w,
                                 m->lnf_mean, m->lnf_rstd, N, C));
     grads_ready(m, m->lnf_w, m->n_params);
-    /* m->dresid carries d(loss)/d(stream) down the layers: each branch adds to it. */
-    for (size_t l = c->n_layer; l-- > 0;) {
-        LayerActs *L = &m->la[l];
-        const LayerOffsets *lo = &m->layer[l];
-        MlpGrads mg = {G + lo->fc_w, G + lo->fc_b, G + lo->proj_w, G + lo->proj_b};
-        const float *dbranch;
-        PROFILED(pr, "residual", Bk, dbranch = branch_grad(m, L->drop2));
-        PROFILED(pr, "mlp", Bk, mlp_backward(m->dln, mg, m->dfc, dbranch, L->ln2, L->fc, L->act, mlp_params(P, lo), N, C));
-        PROFILED(pr, "layernorm", Bk,
-                 layernorm_backward(m->dresid, G + lo->ln2_w, G + lo->ln2_b, m->dln, L->resid_mid, P + lo->ln2_w,
-                                    L->ln2_mean, L->ln2_rstd, N, C));
-        PROFILED(pr, "residual", Bk, dbranch = branch_grad(m, L->drop1));
-        PROFILED(pr, c->mixers[l]->name, Bk,
-                 c->mixers[l]->backward(c, P + lo->mixer, G + lo->mixer, L->mixer, L->ln1, dbranch, m->dln, B, T));
-        PROFILED(pr, "layernorm", Bk,
-                 layernorm_backward(m->dresid, G + lo->ln1_w, G + lo->ln1_b, m->dln, L->resid, P + lo->ln1_w,
-                                    L->ln1_mean, L->ln1_rstd, N, C));
-        grads_ready(m, lo->ln1_w, l + 1 < c->n_layer ? m->layer[l + 1].ln1_w : m->lnf_w);
+    if (c->norm == NORM_POST) {
+        post_norm_backward(m);
+    } else {
+        /* m->dresid carries d(loss)/d(stream) down the layers: each branch adds to it. */
+        for (size_t l = c->n_layer; l-- > 0;) {
+            LayerActs *L = &m->la[l];
+            const LayerOffsets *lo = &m->layer[l];
+            MlpGrads mg = {G + lo->fc_w, G + lo->fc_b, G + lo->proj_w, G + lo->proj_b};
+            const float *dbranch;
+            PROFILED(pr, "residual", Bk, dbranch = branch_grad(m, L->drop2));
+            PROFILED(pr, "mlp", Bk,
+                     mlp_backward(m->dln, mg, m->dfc, dbranch, L->ln2, L->fc, L->act, mlp_params(P, lo), N, C));
+            PROFILED(pr, "layernorm", Bk,
+                     layernorm_backward(m->dresid, G + lo->ln2_w, G + lo->ln2_b, m->dln, L->resid_mid, P + lo->ln2_w,
+                                        L->ln2_mean, L->ln2_rstd, N, C));
+            PROFILED(pr, "residual", Bk, dbranch = branch_grad(m, L->drop1));
+            PROFILED(pr, c->mixers[l]->name, Bk,
+                     c->mixers[l]->backward(model_layer_cfg(m, l), P + lo->mixer, G + lo->mixer, L->mixer, L->ln1,
+                                            dbranch, m->dln, B, T));
+            PROFILED(pr, "layernorm", Bk,
+                     layernorm_backward(m->dresid, G + lo->ln1_w, G + lo->ln1_b, m->dln, L->resid, P + lo->ln1_w,
+                                        L->ln1_mean, L->ln1_rstd, N, C));
+            grads_ready(m, lo->ln1_w, l + 1 < c->n_layer ? m->layer[l + 1].ln1_w : m->lnf_w);
+        }
     }
     PROFILED(pr, "embedding", Bk,
              embedding_backward(G + m->wte, c->pos == POS_LEARNED ? G + m->wpe : NULL, m->dresid, m->inputs, B, T, C));
@@ -395,13 +486,13 @@ int model_state_init(const Model *m, ModelState *s, Error *err) {
     memset(s, 0, sizeof *s);
     const ModelConfig *c = &m->cfg;
     size_t total = STEP_BUF(c->n_embd);
-    for (size_t l = 0; l < c->n_layer; l++) total += c->mixers[l]->state_size(c);
+    for (size_t l = 0; l < c->n_layer; l++) total += c->mixers[l]->state_size(model_layer_cfg(m, l));
     s->buf = lm_calloc(total, sizeof(float), err);
     if (!s->buf) return -1;
     float *cur = s->buf + STEP_BUF(c->n_embd);
     for (size_t l = 0; l < c->n_layer; l++) {
         s->mixer_state[l] = cur;
-        cur += c->mixers[l]->state_size(c);
+        cur += c->mixers[l]->state_size(model_layer_cfg(m, l));
     }
     return 0;
 }
@@ -423,8 +514,17 @@ void model_step(const Model *m, ModelState *s, int32_t token, float *logits) {
     for (size_t i = 0; i < C; i++) x[i] = e[i] + (pos ? pos[t * C + i] : 0.0f);
     for (size_t l = 0; l < c->n_layer; l++) {
         const LayerOffsets *lo = &m->layer[l];
+        if (c->norm == NORM_POST) {
+            c->mixers[l]->step(model_layer_cfg(m, l), P + lo->mixer, s->mixer_state[l], x, mix, t);
+            add_forward(mid, x, mix, C);
+            layernorm_forward(ln, mean, rstd, mid, P + lo->ln1_w, P + lo->ln1_b, 1, C);
+            mlp_forward(mlp, fc, act, ln, mlp_params(P, lo), 1, C);
+            add_forward(mid, ln, mlp, C);
+            layernorm_forward(x, mean, rstd, mid, P + lo->ln2_w, P + lo->ln2_b, 1, C);
+            continue;
+        }
         layernorm_forward(ln, mean, rstd, x, P + lo->ln1_w, P + lo->ln1_b, 1, C);
-        c->mixers[l]->step(c, P + lo->mixer, s->mixer_state[l], ln, mix, t);
+        c->mixers[l]->step(model_layer_cfg(m, l), P + lo->mixer, s->mixer_state[l], ln, mix, t);
         add_forward(mid, x, mix, C);
         layernorm_forward(ln2, mean, rstd, mid, P + lo->ln2_w, P + lo->ln2_b, 1, C);
         mlp_forward(mlp, fc, act, ln2, mlp_params(P, lo), 1, C);

@@ -1,10 +1,13 @@
-/* The language model: token + position embedding, n_layer pre-LN residual
- * blocks, final LayerNorm, LM head tied to the token embedding.
+/* The language model: token + position embedding, n_layer residual blocks
+ * (pre- or post-LN), final LayerNorm, LM head tied to the token embedding.
  *
  *   h0 = wte[tokens] + pos                       (B, T, C); rope: h0 = wte[tokens]
- *   for each layer l:
+ *   for each layer l, pre-norm (default):
  *     h = h + dropout(mixer_l(LN1(h)))           mixer: attention | grassmann
  *     h = h + dropout(MLP(LN2(h)))
+ *   or post-norm (--norm post):
+ *     h = LN1(h + dropout(mixer_l(h)))
+ *     h = LN2(h + dropout(MLP(h)))
  *   logits = LN_f(h) wte^T                        (B, T, V)
  *   loss = mean cross-entropy over the B*T positions (those whose target is not
  *          LOSS_IGNORE: a training loss mask, src/data/loss_mask.h)
@@ -34,6 +37,10 @@ typedef struct LayerOffsets {
     size_t ln1_w, ln1_b, mixer, ln2_w, ln2_b, fc_w, fc_b, proj_w, proj_b;
 } LayerOffsets;
 
+/* Post-norm uses the same buffers: resid is the mixer's input, resid_mid
+ * the sum h + mix that LN1 reads, ln1 both LN1's output and the MLP's
+ * input, and ln2 the sum that LN2 reads (its output is the next layer's
+ * resid, or resid_out). */
 typedef struct LayerActs {
     float *resid;                      /* (N, C) the stream entering the layer */
     float *ln1, *ln1_mean, *ln1_rstd;  /* (N, C), (N), (N) */
@@ -48,6 +55,7 @@ typedef struct LayerActs {
 
 typedef struct Model {
     ModelConfig cfg;
+    ModelConfig *layer_cfg;        /* n_layer views (config_layer_view): what each layer's mixer is handed */
     ParamTensor *tensors;
     size_t n_tensors;
     size_t n_params;
@@ -116,6 +124,12 @@ int model_alloc_acts(Model *m, size_t B, size_t T, Error *err);
 void model_free(Model *m);
 
 const ParamTensor *model_find_tensor(const Model *m, const char *name);
+
+/* Layer l's config as its mixer sees it (its own Grassmann windows). */
+const ModelConfig *model_layer_cfg(const Model *m, size_t l);
+
+/* What layer l's mixer read in the last forward: LN1(h) pre-norm, h post-norm. */
+const float *model_mixer_input(const Model *m, size_t l);
 
 /* inputs, targets (B, T); targets may be NULL (logits only). dropout_key NULL
  * means evaluation: no dropout. Requires B <= B_max, T <= T_max. */

@@ -139,6 +139,8 @@ int run_check_resume(const RunOptions *o, const ModelConfig *ckpt, Error *err) {
     }
     if (o->pos && strcmp(o->pos, pos_name(ckpt->pos)) != 0)
         return err_set(err, "--pos %s differs from the checkpoint's %s", o->pos, pos_name(ckpt->pos));
+    if (o->norm && strcmp(o->norm, norm_name(ckpt->norm)) != 0)
+        return err_set(err, "--norm %s differs from the checkpoint's %s", o->norm, norm_name(ckpt->norm));
     ModelConfig mine = *ckpt;
     if (o->mixer) {
         if (config_set_mixers(&mine, o->mixer, err)) return -1;
@@ -151,12 +153,9 @@ int run_check_resume(const RunOptions *o, const ModelConfig *ckpt, Error *err) {
     }
     if (o->windows) {
         if (config_set_windows(&mine, o->windows, err)) return -1;
-        if (mine.n_windows != ckpt->n_windows || memcmp(mine.windows, ckpt->windows, sizeof mine.windows) != 0) {
-            char have[256] = "";
-            for (size_t w = 0; w < ckpt->n_windows; w++)
-                snprintf(have + strlen(have), sizeof have - strlen(have), "%s%zu", w ? "," : "", ckpt->windows[w]);
+        char want[1024], have[1024]; /* compared as each layer's offsets, in the canonical form */
+        if (strcmp(config_window_list(&mine, want, sizeof want), config_window_list(ckpt, have, sizeof have)) != 0)
             return err_set(err, "--grassmann-windows %s differs from the checkpoint's %s", o->windows, have);
-        }
     }
     return 0;
 }
@@ -204,6 +203,8 @@ static int create(Run *r, int count_only, Error *err) {
     o->cfg.vocab_size = r->ds.tok.vocab_size;
     if (o->pos && pos_parse(o->pos, &o->cfg.pos))
         return err_set(err, "--pos must be learned, sinusoidal or rope (got '%s')", o->pos);
+    if (o->norm && norm_parse(o->norm, &o->cfg.norm))
+        return err_set(err, "--norm must be pre or post (got '%s')", o->norm);
     /* The config is the same on every rank; the memory may not be. */
     int bad_config = (o->mixer && config_set_mixers(&o->cfg, o->mixer, err)) ||
                      (o->windows && config_set_windows(&o->cfg, o->windows, err)) || config_validate(&o->cfg, err);

@@ -23,7 +23,7 @@
 
 typedef struct RunOptions {
     const char *data, *out, *resume, *log, *dump; /* paths; resume, log and dump may be NULL */
-    const char *mixer, *pos, *windows;            /* as given on the command line (NULL: the default) */
+    const char *mixer, *pos, *norm, *windows;     /* as given on the command line (NULL: the default) */
     size_t batch_size, grad_accum, max_iters, stop_at, warmup_iters, eval_interval, eval_iters;
     size_t log_interval, ckpt_interval, seed, threads;
     size_t window_align; /* probes: data of fixed-length sequences */
