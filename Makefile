@@ -5,6 +5,7 @@
 #   make bench      throughput and memory benchmarks (BENCH_ARGS=--quick ...)
 #   make data       fetch and prepare the default corpus (Moby Dick)
 #   make compare    architectures of matched size, seeds, token and time budgets (COMPARE_ARGS=...)
+#   make paper      the Grassmann paper's configuration, pre- and post-norm (PAPER_ARGS=...)
 #   make probe      MQAR and copy recall probes per architecture (PROBE_ARGS=...)
 #   make asan       unit and CLI tests under AddressSanitizer + UBSan
 #   make BLAS=blis ...       any of these with BLIS instead of OpenBLAS (src/blas/backend.h)
@@ -122,6 +123,14 @@ demo:
 compare: $(PROGRAMS)
 	@[ -s data/moby/test.bin ] || bash data/fetch_moby_dick.sh
 	python3 -m harness.compare $(COMPARE_ARGS)
+
+# The Grassmann paper's Table 1 (PAPER_ARGS="--table 2" for Table 2), pre- and
+# post-norm, on data/sotu (make data-large) unless PAPER_ARGS names --data or
+# --wikitext2 DIR: runs/paper/paper.md and paper.json.
+.PHONY: paper
+paper: $(PROGRAMS)
+	@case "$(PAPER_ARGS)" in *--data*|*--wikitext2*|*--report-only*) ;; *) [ -s data/sotu/test.bin ] || $(MAKE) data-large ;; esac
+	python3 -m harness.paper $(PAPER_ARGS)
 
 deps:
 	bash scripts/install-deps.sh

@@ -110,7 +110,7 @@ class Harness:
         self.a = a
         self.shared = ["--n-layer", str(a.n_layer), "--n-head", str(a.n_head), "--n-embd", str(a.n_embd),
                        "--block-size", str(a.block_size), "--dropout", str(a.dropout),
-                       "--grassmann-windows", a.grassmann_windows]
+                       "--grassmann-windows", a.grassmann_windows, "--norm", a.norm]
 
     def train(self, arch, budget, seed, tag):
         a = self.a
@@ -268,7 +268,9 @@ def main():
     ap.add_argument("--eval-iters", type=int, default=10)
     ap.add_argument("--recall-n", type=int, default=4, help="n of the recall split (bin/eval --split-recall; 4)")
     ap.add_argument("--grassmann-rank", type=int, default=0, help="0 = choose r to match the first architecture")
-    ap.add_argument("--grassmann-windows", default="1,2,4,8,12,16")
+    ap.add_argument("--grassmann-windows", default="1,2,4,8,12,16",
+                    help="offsets for every layer, or one list per layer separated by ';' (1;1;2;2)")
+    ap.add_argument("--norm", default="pre", choices=("pre", "post"), help="LayerNorm placement (bin/train --norm; pre)")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--keep-checkpoints", action="store_true")
     a = ap.parse_args()
@@ -369,7 +371,7 @@ def main():
                   f"| {fmt(*g['val_ppl'])} | {fmt(*g['test_ppl'])} | {fmt(*row['ratio'])} "
                   f"| {fmt(*g['recall_loss'])} | {fmt(*g['other_loss'])} |")
     md += ["", f"Model: n_layer {a.n_layer}, n_head {a.n_head}, n_embd {a.n_embd}, block {a.block_size}, batch "
-               f"{a.batch_size}; lr {a.lr} -> {a.min_lr} cosine (over the steps, or over the seconds under a time "
+               f"{a.batch_size}, {a.norm}-norm; lr {a.lr} -> {a.min_lr} cosine (over the steps, or over the seconds under a time "
                f"budget), {a.warmup_iters} warm-up steps; Grassmann windows {a.grassmann_windows}. Val and test: "
                f"every token scored once (bin/eval). Recall tokens: {a.recall_n}-grams seen earlier in their "
                f"window ({100 * rows[0]['recall_frac']:.1f}% of val tokens). Train seconds count training steps only; "

@@ -1,0 +1,223 @@
+"""make paper: the Grassmann paper's comparison (arXiv 2512.19428) at its own
+configuration, with both LayerNorm placements, through the compare harness.
+Run from the repository root: python3 -m harness.paper [options] (--help).
+
+Table 1 (the default): 6 layers, n_embd 256, FFN 1024, block 128, Grassmann
+rank 32 with windows 1,2,4,8,12,16 in every layer. Table 2 (--table 2): 12
+layers, block 256, one window per layer (1;1;2;2;4;4;8;8;12;12;16;16). Three
+architectures: the Transformer, the Grassmann model, and the hybrid with
+attention in the first layer and Grassmann in the others; each under pre-norm
+and post-norm (the paper's), with --seeds seeds each, paired by seed.
+
+The data is a prepared directory (--data, default data/sotu from
+`make data-large`), or Wikitext-2's own files (--wikitext2 DIR holding
+wiki.train.tokens, wiki.valid.tokens and wiki.test.tokens, or the .raw ones),
+prepared here with bin/prepare --train/--val/--test and BPE.
+
+Writes OUT/paper.md (a reading, the paper's numbers beside ours, the table of
+runs) and OUT/paper.json (one row per run); each norm's compare report is in
+OUT/pre/ and OUT/post/. --report-only rewrites paper.md and paper.json from
+those compare reports without training.
+"""
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+
+from harness.common import BIN, ROOT, die, run_ok
+from harness.compare import fmt, mean_spread
+
+# The paper's numbers: (what, transformer val ppl, grassmann val ppl, ratio).
+PAPER = {
+    1: ("Table 1: 6 layers, block 128, post-norm, 30,522-token vocabulary", 248.4, 275.7, 1.110),
+    2: ("Table 2: 12 layers, block 256, one window per layer", 235.2, 261.1, 1.110),
+}
+TABLES = {
+    1: {"n_layer": 6, "block_size": 128, "windows": "1,2,4,8,12,16"},
+    2: {"n_layer": 12, "block_size": 256, "windows": "1;1;2;2;4;4;8;8;12;12;16;16"},
+}
+NORMS = ("pre", "post")
+
+
+def archs_for(n_layer):
+    hybrid = ",".join(["attention"] + ["grassmann"] * (n_layer - 1))
+    return [("transformer", "attention"), ("grassmann", "grassmann"), ("hybrid", hybrid)]
+
+
+def prepare_wikitext2(src, out, vocab):
+    """Wikitext-2's files, prepared with BPE (learned from train only) into out."""
+    names = {}
+    for split, stem in (("train", "wiki.train"), ("val", "wiki.valid"), ("test", "wiki.test")):
+        found = [os.path.join(src, stem + ext) for ext in (".tokens", ".raw") if os.path.exists(os.path.join(src, stem + ext))]
+        if not found:
+            die(f"--wikitext2: '{src}' has no {stem}.tokens or {stem}.raw")
+        names[split] = found[0]
+    if all(os.path.exists(os.path.join(out, f)) for f in ("train.bin", "val.bin", "test.bin", "tokenizer.txt")):
+        print(f"paper: using {out}, prepared before", flush=True)
+        return
+    run_ok([os.path.join(BIN, "prepare"), "--train", names["train"], "--val", names["val"], "--test", names["test"],
+            "--out", out, "--tokenizer", "bpe", "--vocab-size", str(vocab)], capture=False, status=2)
+
+
+def read_runs(out, norm, archs):
+    path = os.path.join(out, norm, "compare.csv")
+    if not os.path.exists(path):
+        return []
+    mixers = {name: spec for name, spec in archs}
+    rows = []
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            rows.append({"name": r["arch"], "arch": r["mixers"], "norm": norm, "seed": int(r["seed"]),
+                         "tokens": int(r["tokens"]), "val_ppl": float(r["val_ppl"]), "test_ppl": float(r["test_ppl"]),
+                         "val_loss": float(r["val_loss"]), "params": int(r["params"]),
+                         "train_seconds": float(r["train_seconds"]), "tok_s": float(r["tok_s"]),
+                         "grassmann_rank": int(r["grassmann_rank"]) if r["grassmann_rank"] else None})
+            if r["arch"] not in mixers:
+                die(f"{path}: architecture '{r['arch']}' is not one of {', '.join(mixers)}")
+    return rows
+
+
+def ratios(rows, norm, name, base="transformer", key="val_ppl"):
+    """Per-seed ratios of name to base under one norm, paired by seed."""
+    ref = {r["seed"]: r[key] for r in rows if r["norm"] == norm and r["name"] == base}
+    return [r[key] / ref[r["seed"]] for r in rows if r["norm"] == norm and r["name"] == name and r["seed"] in ref]
+
+
+def norm_ratios(rows, name):
+    """Per-seed post / pre for one architecture."""
+    pre = {r["seed"]: r["val_ppl"] for r in rows if r["norm"] == "pre" and r["name"] == name}
+    return [r["val_ppl"] / pre[r["seed"]] for r in rows if r["norm"] == "post" and r["name"] == name and r["seed"] in pre]
+
+
+def report(a, archs, rows, minutes, data_label):
+    what, paper_t, paper_g, paper_ratio = PAPER[a.table]
+    seeds = sorted({r["seed"] for r in rows})
+    md = [f"# The Grassmann paper at its own configuration ({what.split(':')[0]})", "", "## Reading", ""]
+    for norm in NORMS:
+        g = ratios(rows, norm, "grassmann")
+        h = ratios(rows, norm, "hybrid")
+        if not g:
+            md.append(f"- **{norm}-norm**: not run.")
+            continue
+        gm, gs = mean_spread(g)
+        lo, hi = min(g), max(g)
+        holds = ("**the paper's 1.11 lies inside our seed range**" if lo <= paper_ratio <= hi else
+                 f"**the paper's {paper_ratio:.2f} lies outside our seed range** ({lo:.3f} to {hi:.3f})")
+        line = f"- **{norm}-norm**: Grassmann / Transformer val perplexity {fmt(gm, gs)}; {holds}."
+        if h:
+            hm, hs = mean_spread(h)
+            side = "better than" if hm + hs < 1 else "worse than" if hm - hs > 1 else "level with"
+            line += (f" The hybrid (attention first, then Grassmann) / Transformer: {fmt(hm, hs)}, "
+                     f"{side} the Transformer within the seed spread.")
+        md.append(line)
+    for name, _ in archs:
+        pr = norm_ratios(rows, name)
+        if pr:
+            m, s = mean_spread(pr)
+            md.append(f"- Post-norm / pre-norm val perplexity, {name}: {fmt(m, s)}.")
+    budget_tokens = sorted({r["tokens"] for r in rows})
+    md += ["", f"Ratios are paired by seed (same initial weights' seed, same batches) and given as mean ± spread, "
+               f"the spread being half the range over {len(seeds)} seeds ({', '.join(map(str, seeds))}). Each run "
+               f"trained on {', '.join(f'{t:,}' for t in budget_tokens)} tokens; the paper trains 30 epochs of "
+               f"Wikitext-2 (about 62M tokens), so absolute perplexities are not comparable with the paper's, and "
+               f"ratios are what this measures.", "",
+           "## The paper beside ours", "",
+           "| source | norm | Transformer val ppl | Grassmann val ppl | hybrid val ppl | Grassmann / Transformer | hybrid / Transformer |",
+           "|---|---|---|---|---|---|---|",
+           f"| the paper, {what} | post | {paper_t} | {paper_g} | - | {paper_ratio:.3f} | - |"]
+    for norm in NORMS:
+        per = {name: mean_spread([r["val_ppl"] for r in rows if r["norm"] == norm and r["name"] == name])
+               for name, _ in archs}
+        if all(v[0] != v[0] for v in per.values()):  # NaN: no runs
+            continue
+        g, h = mean_spread(ratios(rows, norm, "grassmann")), mean_spread(ratios(rows, norm, "hybrid"))
+        md.append(f"| ours, {data_label} | {norm} | {fmt(*per['transformer'], 1)} | {fmt(*per['grassmann'], 1)} "
+                  f"| {fmt(*per['hybrid'], 1)} | {fmt(*g)} | {fmt(*h)} |")
+    md += ["", "## Runs", "",
+           "| norm | architecture | parameters | seed | tokens | train seconds | tokens/s | val ppl | test ppl |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: (r["norm"] != "pre", [n for n, _ in archs].index(r["name"]), r["seed"])):
+        md.append(f"| {r['norm']} | {r['name']} | {r['params']:,} | {r['seed']} | {r['tokens']:,} "
+                  f"| {r['train_seconds']:.0f} | {r['tok_s']:,.0f} | {r['val_ppl']:.2f} | {r['test_ppl']:.2f} |")
+    cfg = TABLES[a.table]
+    md += ["", f"Model: n_layer {cfg['n_layer']}, n_embd 256, n_head {a.n_head}, FFN 1024, block {cfg['block_size']}, "
+               f"Grassmann rank 32, windows {cfg['windows']}; batch {a.batch_size}; lr {a.lr} -> {a.lr / 10:g} cosine, "
+               f"{a.warmup_iters} warm-up steps. Data: {data_label}. "
+               f"Architectures: " + "; ".join(f"{n} = {s}" for n, s in archs) + ". "
+               f"Each norm's full comparison (loss curves, loss by position, recall split) is in "
+               f"[pre/compare.md](pre/compare.md) and [post/compare.md](post/compare.md). "
+               + (f"Training and scoring took {minutes:.0f} minutes of wall time." if minutes else ""),
+           f"Command: `python3 -m harness.paper {' '.join(sys.argv[1:])}`".rstrip()]
+    with open(os.path.join(a.out, "paper.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    with open(os.path.join(a.out, "paper.json"), "w") as f:
+        json.dump([{k: r[k] for k in ("arch", "norm", "seed", "tokens", "val_ppl", "test_ppl", "params", "name",
+                                      "grassmann_rank", "train_seconds")} for r in rows], f, indent=1)
+        f.write("\n")
+    return md
+
+
+def main():
+    ap = argparse.ArgumentParser(description="The Grassmann paper's comparison at its own configuration, both norms.")
+    ap.add_argument("--table", type=int, choices=(1, 2), default=1, help="the paper's Table 1 (default) or Table 2")
+    ap.add_argument("--data", default=os.path.join(ROOT, "data/sotu"),
+                    help="prepared data directory (default data/sotu: make data-large)")
+    ap.add_argument("--wikitext2", metavar="DIR", help="Wikitext-2's wiki.{train,valid,test}.tokens (or .raw): "
+                    "prepared with BPE into OUT/data and used instead of --data")
+    ap.add_argument("--vocab-size", type=int, default=8192, help="BPE vocabulary for --wikitext2 (8192)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "runs/paper"), help="output directory (runs/paper)")
+    ap.add_argument("--norms", default="pre,post", help="which norms to run (pre,post)")
+    ap.add_argument("--budget", default="tokens:1000000", help="per run, as make compare takes it (tokens:1000000)")
+    ap.add_argument("--seeds", type=int, default=2, help="seeds per architecture and norm (2)")
+    ap.add_argument("--seed", type=int, default=1337, help="first seed (1337)")
+    ap.add_argument("--n-head", type=int, default=4)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--warmup-iters", type=int, default=100)
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--report-only", action="store_true", help="rewrite paper.md and paper.json from OUT/pre and OUT/post")
+    a = ap.parse_args()
+    norms = [n for n in a.norms.split(",") if n]
+    if not norms or any(n not in NORMS for n in norms):
+        die(f"--norms must list pre and/or post (got '{a.norms}')")
+    if a.seeds < 1:
+        die("--seeds must be at least 1")
+    os.makedirs(a.out, exist_ok=True)
+    cfg = TABLES[a.table]
+    archs = archs_for(cfg["n_layer"])
+    data, data_label = a.data, os.path.relpath(a.data, ROOT)
+    if a.wikitext2:
+        data, data_label = os.path.join(a.out, "data"), "Wikitext-2 (" + a.wikitext2 + f"), BPE {a.vocab_size}"
+        if not a.report_only:
+            prepare_wikitext2(a.wikitext2, data, a.vocab_size)
+    elif data_label == "data/sotu":
+        data_label = "State of the Union addresses 1790-2018 (make data-large), BPE 8,192, split by speech"
+    t0 = time.time()
+    if not a.report_only:
+        for f in ("train.bin", "val.bin", "test.bin", "tokenizer.txt"):
+            if not os.path.exists(os.path.join(data, f)):
+                die(f"'{data}' has no {f} (run make data-large, or give --data or --wikitext2)")
+        for norm in norms:
+            cmd = [sys.executable, "-m", "harness.compare", "--data", data, "--out", os.path.join(a.out, norm),
+                   "--archs", " ".join(f"{n}={s}" for n, s in archs), "--n-layer", str(cfg["n_layer"]),
+                   "--n-head", str(a.n_head), "--n-embd", "256", "--block-size", str(cfg["block_size"]),
+                   "--batch-size", str(a.batch_size), "--lr", str(a.lr), "--min-lr", str(a.lr / 10),
+                   "--warmup-iters", str(a.warmup_iters), "--grassmann-rank", "32",
+                   "--grassmann-windows", cfg["windows"], "--norm", norm, "--budget", a.budget,
+                   "--seeds", str(a.seeds), "--seed", str(a.seed), "--threads", str(a.threads)]
+            print(f"paper: {norm}-norm: {' '.join(cmd[1:])}", flush=True)
+            if subprocess.run(cmd, cwd=ROOT).returncode != 0:
+                die(f"the {norm}-norm comparison failed (its output is above)")
+    rows = [r for norm in NORMS for r in read_runs(a.out, norm, archs)]
+    if not rows:
+        die(f"no runs in {a.out}/pre or {a.out}/post")
+    md = report(a, archs, rows, 0 if a.report_only else (time.time() - t0) / 60, data_label)
+    print("\n".join(md[:12]))
+    print(f"\nwrote {os.path.join(a.out, 'paper.md')} and paper.json")
+
+
+if __name__ == "__main__":
+    main()
