@@ -4,6 +4,7 @@
 #   make test       every test (unit, gradient checks, CLI, PyTorch parity)
 #   make bench      throughput and memory benchmarks (BENCH_ARGS=--quick ...)
 #   make data       fetch and prepare the default corpus (Moby Dick)
+#   make data-large fetch and prepare a word-level corpus (State of the Union addresses, BPE 8192)
 #   make compare    architectures of matched size, seeds, token and time budgets (COMPARE_ARGS=...)
 #   make paper      the Grassmann paper's configuration, pre- and post-norm (PAPER_ARGS=...)
 #   make probe      MQAR and copy recall probes per architecture (PROBE_ARGS=...)
@@ -60,7 +61,7 @@ LIB      := $(OUT)/liblm.a
 PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample $(BIN)/inspect $(BIN)/probegen $(BIN)/gemm-rate
 TESTS    := $(patsubst tests/%.c,$(OUT)/%,$(wildcard tests/test_*.c))
 
-.PHONY: FORCE all test unit-test bench demo data compare probe clean asan deps fuzz fuzz-seeds valgrind
+.PHONY: FORCE all test unit-test bench demo data data-large compare probe clean asan deps fuzz fuzz-seeds valgrind
 all: $(PROGRAMS)
 
 $(OUT)/%.o: src/%.c $(LIB_HDR) | $(OUT)
@@ -116,6 +117,10 @@ bench: $(PROGRAMS)
 
 data: $(BIN)/prepare
 	bash data/fetch_moby_dick.sh
+
+# State of the Union addresses 1790-2021 (10.8 MB) into data/sotu: split by speech, BPE 8192.
+data-large: $(BIN)/prepare
+	bash data/fetch_sotu.sh
 
 demo: 
 	bash scripts/demo.sh

@@ -13,11 +13,14 @@
 
 static const CliProgram program = {
     .name = "prepare",
-    .usage = "bin/prepare --input FILE|DIR [--input ...] --out DIR [options]",
+    .usage = "bin/prepare --input FILE|DIR [--input ...] --out DIR [options]\n"
+             "bin/prepare --train FILE|DIR --val FILE|DIR [--test FILE|DIR] --out DIR [options]",
     .about = "Tokenizes text into DIR/train.bin, DIR/val.bin, DIR/test.bin and\n"
              "DIR/tokenizer.txt. The inputs are read in order as one stream of documents\n"
              "(a directory: its files, by name); the split is contiguous over that stream:\n"
-             "train first, then val, then test. The tokenizer learns from train only.\n",
+             "train first, then val, then test. Or the splits are given file by file\n"
+             "(--train, --val, --test; e.g. Wikitext's wiki.train/valid/test.tokens), each\n"
+             "used whole. The tokenizer learns from train only.\n",
     .after = "For bpe it also writes DIR/tokenizer.json (Hugging Face tokenizers format).\n",
     .column = 27,
 };
@@ -46,6 +49,17 @@ static void show_progress(void *ctx, const char *phase, size_t done, size_t tota
 }
 
 static int add_input(void *corpus, const char *path, Error *err) { return corpus_add_input(corpus, path, err); }
+
+/* --train, --val, --test: the error names the option, its message the path. */
+static int add_split(Corpus *c, int split, const char *option, const char *path, Error *err) {
+    if (corpus_add_split_input(c, split, path, err) == 0) return 0;
+    char why[sizeof err->msg];
+    snprintf(why, sizeof why, "%s", err->msg);
+    return err_set(err, "%s: %s", option, why);
+}
+static int add_train(void *c, const char *path, Error *err) { return add_split(c, SPLIT_TRAIN, "--train", path, err); }
+static int add_val(void *c, const char *path, Error *err) { return add_split(c, SPLIT_VAL, "--val", path, err); }
+static int add_test(void *c, const char *path, Error *err) { return add_split(c, SPLIT_TEST, "--test", path, err); }
 
 static int add_special(void *specials, const char *text, Error *err) {
     if (!text[0]) return err_set(err, "--special needs a non-empty text");
@@ -78,6 +92,10 @@ int main(int argc, char **argv) {
     Corpus corpus = {0};
     CliOption opts[] = {
         CLI_CALL("input", 'i', add_input, &corpus, "FILE|DIR", "a text file, or a directory of them; repeatable"),
+        CLI_CALL("train", 0, add_train, &corpus, "FILE|DIR",
+                 "instead of --input: the training text, whole;\nrepeatable (needs --val; no fractions)"),
+        CLI_CALL("val", 0, add_val, &corpus, "FILE|DIR", "the validation text, whole; repeatable"),
+        CLI_CALL("test", 0, add_test, &corpus, "FILE|DIR", "the test text, whole; repeatable (none: no test.bin)"),
         CLI_TEXT("out", 'o', &out, "DIR", "output directory (created if missing)"),
         CLI_TEXT("tokenizer", 't', &recipe.kind, "KIND",
                  "char (characters of the training text + unknown;\ndefault), byte (256 symbols) or bpe (byte-level BPE)"),
@@ -98,11 +116,22 @@ int main(int argc, char **argv) {
     Tokenizer tok = {0};
     int rc = cli_parse(&program, opts, n_opts, argc, argv, NULL);
     int vocab_given = cli_option(opts, n_opts, "vocab-size")->given;
+    int inputs = cli_option(opts, n_opts, "input")->given, trains = cli_option(opts, n_opts, "train")->given,
+        vals = cli_option(opts, n_opts, "val")->given, tests = cli_option(opts, n_opts, "test")->given;
+    int fractions = cli_option(opts, n_opts, "val-fraction")->given || cli_option(opts, n_opts, "test-fraction")->given;
+    int explicit_splits = trains || vals || tests;
     if (rc != CLI_CONTINUE) goto done;
     rc = 0;
     if (vocab_given && (recipe.vocab_size < 257 || recipe.vocab_size > 65536))
         rc = cli_error(prog, "--vocab-size must be from 257 to 65536 (got %zu)", recipe.vocab_size);
-    else if (!corpus.paths || !out) rc = cli_error(prog, "--input and --out are required (see --help)");
+    else if (inputs && explicit_splits)
+        rc = cli_error(prog, "--input cannot be used with --train, --val or --test: give the text one way or the other");
+    else if (explicit_splits && fractions)
+        rc = cli_error(prog, "--val-fraction and --test-fraction cannot be used with --train, --val and --test: "
+                             "the files are the split");
+    else if (explicit_splits && !trains) rc = cli_error(prog, "--val and --test need --train");
+    else if (trains && !vals) rc = cli_error(prog, "--train needs --val: training needs validation data");
+    else if (!corpus.paths || !out) rc = cli_error(prog, "--input (or --train and --val) and --out are required (see --help)");
     else if (check_recipe(&recipe, vocab_given, separator, specials != NULL, &err)) rc = cli_error(prog, "%s", err.msg);
     else if (val_frac <= 0.0f) rc = cli_error(prog, "--val-fraction must be positive: training needs validation data");
     else if (val_frac + test_frac >= 0.5f) rc = cli_error(prog, "--val-fraction + --test-fraction must be below 0.5");
@@ -125,14 +154,15 @@ int main(int argc, char **argv) {
     size_t counts[N_SPLITS];
     char path[4096];
     if (corpus_open(&corpus, &err)) goto failed;
-    corpus_split(&corpus, val_frac, test_frac);
+    if (!explicit_splits) corpus_split(&corpus, val_frac, test_frac);
     if (corpus_tokenizer(&corpus, &recipe, &tok, show_progress, &pr, &stats, &err)) goto failed;
     if (stats.merges)
         fprintf(stderr, "prepare: learned %zu merges from %zu bytes (%zu distinct pieces) in %.2f s\n", stats.merges,
                 stats.bytes, stats.pieces, stats.seconds);
     if (dir_create(out, 0755, &err)) goto failed;
     double t0 = cli_now();
-    if (corpus_encode(&corpus, &tok, separator, out, test_frac == 0.0f, counts, show_progress, &pr, &err)) goto failed;
+    int skip_test = explicit_splits ? !tests : test_frac == 0.0f;
+    if (corpus_encode(&corpus, &tok, separator, out, skip_test, counts, show_progress, &pr, &err)) goto failed;
     double encode_s = cli_now() - t0;
     snprintf(path, sizeof path, "%s/tokenizer.txt", out);
     if (tokenizer_save(&tok, path, &err)) goto failed;

@@ -77,6 +77,35 @@ for s in ("train", "val", "test"):
 assert seps == 2, seps
 PY
 
+# explicit splits: the tokenizer learns from --train only (swapping val and test changes no byte of it,
+# and each split's file is the other's); separators between the documents of a split, never before its first
+sed -n 1,20p "$tmp/a.txt" >"$tmp/v.txt"
+sed -n 100,120p "$tmp/a.txt" >"$tmp/t.txt"
+SEP=(--doc-separator "<|endoftext|>")
+expect_ok "prepare bpe splits" $B/prepare --train "$tmp/docs" --val "$tmp/v.txt" --test "$tmp/t.txt" --out "$tmp/spl" "${P[@]}" "${SEP[@]}"
+expect_ok "prepare bpe splits swapped" $B/prepare --train "$tmp/docs" --val "$tmp/t.txt" --test "$tmp/v.txt" --out "$tmp/spl2" "${P[@]}" "${SEP[@]}"
+cmp -s "$tmp/spl/tokenizer.txt" "$tmp/spl2/tokenizer.txt" && cmp -s "$tmp/spl/train.bin" "$tmp/spl2/train.bin" \
+    && cmp -s "$tmp/spl/val.bin" "$tmp/spl2/test.bin" && cmp -s "$tmp/spl/test.bin" "$tmp/spl2/val.bin" && ok \
+    || bad "bpe splits: val or test changed the tokenizer or each other"
+if /usr/bin/python3 - "$tmp/spl" "$tmp" <<'PY'; then ok; else bad "bpe splits decode to their files"; fi
+import struct, sys
+d, src = sys.argv[1], sys.argv[2]
+lines = open(f"{d}/tokenizer.txt", encoding="utf-8").read().split("\n")
+k = int(lines[4].split()[1]); at = 5 + k
+table = [bytes([i]) for i in range(256)]
+for line in lines[at + 1: at + 1 + int(lines[at].split()[1])]:
+    l, r = map(int, line.split()); table.append(table[l] + table[r])
+table.append(b"<|endoftext|>")
+docs = [open(f"{src}/docs/doc{i}.txt", "rb").read() for i in (1, 2, 3)]
+want = {"train": b"<|endoftext|>".join(docs), "val": open(f"{src}/v.txt", "rb").read(), "test": open(f"{src}/t.txt", "rb").read()}
+for s, text in want.items():
+    b = open(f"{d}/{s}.bin", "rb").read()
+    n = struct.unpack("<Q", b[24:32])[0]
+    ids = struct.unpack(f"<{n}H", b[32:])
+    assert ids.count(399) == (2 if s == "train" else 0), s
+    assert b"".join(table[t] for t in ids) == text, s
+PY
+
 # train, eval and sample on BPE data
 SMALL=(--n-layer 1 --n-head 2 --n-embd 16 --block-size 16 --batch-size 4 --eval-iters 2 --log-interval 5)
 expect_ok "train bpe" $B/train --data "$tmp/bpe" --out "$tmp/bpe.ckpt" "${SMALL[@]}" --max-iters 5

@@ -35,6 +35,52 @@ expect_error "prepare negative fraction" "range" $B/prepare --input "$tmp/a.txt"
 expect_error "prepare no args" "required" $B/prepare
 expect_error "prepare missing value" "needs a value" $B/prepare --input
 
+# prepare: explicit splits (--train/--val/--test, as Wikitext-2 publishes them), each file used whole
+mkdir -p "$tmp/sp/train" "$tmp/sp/nofiles" "$tmp/sp/zeros"
+for i in $(seq 1 30); do echo "The whale, line $i of the first training document."; done >"$tmp/sp/train/1.txt"
+for i in $(seq 1 30); do echo "Second document, line $i: a ship."; done >"$tmp/sp/train/2.txt"
+for i in $(seq 1 10); do echo "Validation $i: zebra QUIZ."; done >"$tmp/sp/val.txt"      # z, Q, U, I, Z, V are not in train
+for i in $(seq 1 8); do echo "Test $i, fjord & xylophone."; done >"$tmp/sp/test.txt"
+: >"$tmp/sp/zeros/a.txt"
+expect_ok "prepare splits" $B/prepare --train "$tmp/sp/train" --val "$tmp/sp/val.txt" --test "$tmp/sp/test.txt" --out "$tmp/spl"
+grep -q "train 2532, val 261, test 216 tokens" "$tmp/out" && ok || bad "prepare splits counts: $(cat "$tmp/out")"
+# the tokenizer knows the training text's characters only; each split decodes to its files
+if /usr/bin/python3 - "$tmp/spl" "$tmp/sp" <<'PY'; then ok; else bad "prepare splits: tokenizer or token files"; fi
+import struct, sys
+d, src = sys.argv[1], sys.argv[2]
+chars = [chr(int(h, 16)) for h in open(f"{d}/tokenizer.txt").read().split("\n")[2:] if h]
+train = open(f"{src}/train/1.txt").read() + open(f"{src}/train/2.txt").read()
+assert sorted(chars) == sorted(set(train)), "the tokenizer saw more than the training text"
+table = ["\0"] + chars
+for split, text in (("train", train), ("val", open(f"{src}/val.txt").read()), ("test", open(f"{src}/test.txt").read())):
+    b = open(f"{d}/{split}.bin", "rb").read()
+    n = struct.unpack("<Q", b[24:32])[0]
+    got = "".join(table[t] for t in struct.unpack(f"<{n}H", b[32:]))
+    assert got == "".join(c if c in chars else "\0" for c in text), split
+PY
+expect_ok "prepare splits, no test" $B/prepare --train "$tmp/sp/train" --val "$tmp/sp/val.txt" --out "$tmp/spl2"
+[ ! -e "$tmp/spl2/test.bin" ] && cmp -s "$tmp/spl/val.bin" "$tmp/spl2/val.bin" && ok || bad "prepare splits without --test"
+expect_ok "train on splits" $B/train --data "$tmp/spl2" --out "$tmp/spl2.ckpt" "${SMALL[@]}" --max-iters 2
+expect_error "prepare splits with input" "--input cannot be used with --train" \
+    $B/prepare --input "$tmp/a.txt" --train "$tmp/sp/train" --val "$tmp/sp/val.txt" --out "$tmp/x"
+expect_error "prepare splits with fraction" "--val-fraction and --test-fraction cannot be used" \
+    $B/prepare --train "$tmp/sp/train" --val "$tmp/sp/val.txt" --val-fraction 0.1 --out "$tmp/x"
+expect_error "prepare splits with test fraction" "--val-fraction and --test-fraction cannot be used" \
+    $B/prepare --train "$tmp/sp/train" --val "$tmp/sp/val.txt" --test-fraction 0 --out "$tmp/x"
+expect_error "prepare train without val" "--train needs --val" $B/prepare --train "$tmp/sp/train" --out "$tmp/x"
+expect_error "prepare val without train" "need --train" $B/prepare --val "$tmp/sp/val.txt" --test "$tmp/sp/test.txt" --out "$tmp/x"
+expect_error "prepare missing val file" "^prepare: error: --val: cannot open '.*/nope.txt'" \
+    $B/prepare --train "$tmp/sp/train" --val "$tmp/sp/nope.txt" --out "$tmp/x"
+expect_error "prepare missing train dir" "--train: cannot open '.*/nodir'" \
+    $B/prepare --train "$tmp/sp/nodir" --val "$tmp/sp/val.txt" --out "$tmp/x"
+expect_error "prepare empty test file" "--test: '.*/empty.txt' is empty" \
+    $B/prepare --train "$tmp/sp/train" --val "$tmp/sp/val.txt" --test "$tmp/empty.txt" --out "$tmp/x"
+expect_error "prepare split dir without files" "--val: directory '.*/nofiles' holds no files" \
+    $B/prepare --train "$tmp/sp/train" --val "$tmp/sp/nofiles" --out "$tmp/x"
+expect_error "prepare split dir of empty files" "--train: '.*/zeros' is empty" \
+    $B/prepare --train "$tmp/sp/zeros" --val "$tmp/sp/val.txt" --out "$tmp/x"
+[ ! -e "$tmp/x" ] && ok || bad "a refused prepare wrote $tmp/x"
+
 # train: data
 expect_error "train missing data" "cannot open" $B/train --data "$tmp/none" --out "$tmp/o.ckpt"
 mkdir -p "$tmp/textdata" && cp "$tmp/a/tokenizer.txt" "$tmp/textdata/" && cp "$tmp/a.txt" "$tmp/textdata/train.bin" && cp "$tmp/a/val.bin" "$tmp/textdata/"

@@ -1,10 +1,13 @@
-/* Unit tests: causality, optimizer and schedule, tokenizer, checkpoints,
- * evaluation, learning, the Plücker relations and incremental decoding. */
+/* Unit tests: causality, optimizer and schedule, tokenizer, corpus splits,
+ * checkpoints, evaluation, learning, the Plücker relations and incremental
+ * decoding. */
 #include "testutil.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "data/batch.h"
+#include "data/corpus.h"
 #include "data/tokens.h"
 #include "io/json.h"
 #include "mixers/grassmann.h"
@@ -312,6 +315,69 @@ static void test_tokenizer_roundtrip(void **s) {
     tokenizer_free(&tok), tokenizer_free(&back), tokenizer_free(&bt);
 }
 
+/* ---- corpus splits ----------------------------------------------------------------- */
+
+static void put_file(const char *dir, const char *name, const char *text) {
+    char path[512];
+    Error err;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    assert_int_equal(write_file_atomic(path, text, strlen(text), &err), 0);
+}
+
+/* Explicit splits: each file whole in its split, in the order given; the char
+ * tokenizer from train alone; empty and missing inputs refused, naming the path. */
+static void test_corpus_explicit_splits(void **s) {
+    (void)s;
+    char dir[] = "/tmp/lm-corpus-XXXXXX", sub[600], path[600];
+    assert_non_null(mkdtemp(dir));
+    snprintf(sub, sizeof sub, "%s/train", dir);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    put_file(sub, "b.txt", "bbb");
+    put_file(sub, "a.txt", "aa");
+    put_file(sub, "c.txt", ""); /* an empty file in a directory with text is fine */
+    put_file(dir, "val.txt", "abz");
+    put_file(dir, "empty.txt", "");
+    Corpus c = {0};
+    Error err;
+    snprintf(path, sizeof path, "%s/val.txt", dir);
+    assert_int_equal(corpus_add_split_input(&c, SPLIT_VAL, path, &err), 0);
+    assert_int_equal(corpus_add_split_input(&c, SPLIT_TRAIN, sub, &err), 0);
+    snprintf(path, sizeof path, "%s/empty.txt", dir);
+    assert_int_equal(corpus_add_split_input(&c, SPLIT_TEST, path, &err), -1);
+    assert_non_null(strstr(err.msg, "empty.txt' is empty"));
+    snprintf(path, sizeof path, "%s/missing.txt", dir);
+    assert_int_equal(corpus_add_split_input(&c, SPLIT_TEST, path, &err), -1);
+    assert_non_null(strstr(err.msg, "cannot open"));
+    assert_int_equal(arrlenu(c.paths), 4); /* the refused inputs added nothing */
+    assert_int_equal(corpus_open(&c, &err), 0);
+    assert_int_equal(c.total, 8);
+    assert_int_equal(arrlenu(c.splits[SPLIT_TRAIN]), 2); /* a.txt, b.txt; c.txt is empty */
+    assert_int_equal(c.splits[SPLIT_TRAIN][0].doc, 1);
+    assert_int_equal(corpus_split_bytes(&c, SPLIT_TRAIN), 5);
+    assert_int_equal(corpus_split_bytes(&c, SPLIT_VAL), 3);
+    assert_int_equal(corpus_split_bytes(&c, SPLIT_TEST), 0);
+    TokenizerRecipe r = {.kind = "char"};
+    Tokenizer tok;
+    assert_int_equal(corpus_tokenizer(&c, &r, &tok, NULL, NULL, NULL, &err), 0);
+    assert_int_equal(tok.vocab_size, 3); /* unknown, a, b: not val's z */
+    tokenizer_free(&tok);
+    corpus_free(&c);
+    /* A split without text: refused when opened. */
+    memset(&c, 0, sizeof c);
+    snprintf(path, sizeof path, "%s/val.txt", dir);
+    assert_int_equal(corpus_add_split_input(&c, SPLIT_TRAIN, path, &err), 0);
+    assert_int_equal(corpus_add_split_input(&c, SPLIT_TEST, path, &err), 0);
+    assert_int_equal(corpus_open(&c, &err), -1);
+    assert_string_equal(err.msg, "the val split is empty");
+    corpus_free(&c);
+    const char *names[] = {"train/a.txt", "train/b.txt", "train/c.txt", "val.txt", "empty.txt", "train"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        remove(path);
+    }
+    rmdir(dir);
+}
+
 /* ---- checkpoints ----------------------------------------------------------------- */
 
 static void test_checkpoint_roundtrip_and_corruption(void **s) {
@@ -575,6 +641,7 @@ int main(void) {
         cmocka_unit_test(test_lr_schedule),
         cmocka_unit_test(test_clip),
         cmocka_unit_test(test_tokenizer_roundtrip),
+        cmocka_unit_test(test_corpus_explicit_splits),
         cmocka_unit_test(test_checkpoint_roundtrip_and_corruption),
         cmocka_unit_test(test_eval_uniform_is_vocab_size),
         cmocka_unit_test(test_stride_matches_direct_scoring),

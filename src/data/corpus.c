@@ -26,31 +26,56 @@ static const char *const split_names[N_SPLITS] = {"train", "val", "test"};
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-int corpus_add_input(Corpus *c, const char *path, Error *err) {
+/* A file, or a directory's regular files sorted by name (dotfiles skipped),
+ * into *found; *bytes gets their sizes' sum. */
+static int list_input(const char *path, char ***found, size_t *bytes, Error *err) {
     struct stat st;
+    *bytes = 0;
     if (stat(path, &st) != 0) return err_set(err, "cannot open '%s': %s", path, strerror(errno));
     if (!S_ISDIR(st.st_mode)) {
-        arrput(c->paths, strdup(path));
+        arrput(*found, strdup(path));
+        *bytes = (size_t)st.st_size;
         return 0;
     }
     DIR *d = opendir(path);
     if (!d) return err_set(err, "cannot read directory '%s': %s", path, strerror(errno));
-    char **found = NULL;
     for (struct dirent *e; (e = readdir(d));) {
         if (e->d_name[0] == '.') continue;
         char full[4096];
         snprintf(full, sizeof full, "%s/%s", path, e->d_name);
-        if (stat(full, &st) == 0 && S_ISREG(st.st_mode)) arrput(found, strdup(full));
+        if (stat(full, &st) == 0 && S_ISREG(st.st_mode)) {
+            arrput(*found, strdup(full));
+            *bytes += (size_t)st.st_size;
+        }
     }
     closedir(d);
-    if (arrlenu(found) == 0) {
-        arrfree(found);
-        return err_set(err, "directory '%s' holds no files", path);
-    }
-    qsort(found, arrlenu(found), sizeof(char *), cmp_str);
-    for (size_t i = 0; i < arrlenu(found); i++) arrput(c->paths, found[i]);
-    arrfree(found);
+    if (arrlenu(*found) == 0) return err_set(err, "directory '%s' holds no files", path);
+    qsort(*found, arrlenu(*found), sizeof(char *), cmp_str);
     return 0;
+}
+
+static int add_paths(Corpus *c, int split, const char *path, Error *err) {
+    char **found = NULL;
+    size_t bytes = 0;
+    int rc = list_input(path, &found, &bytes, err);
+    if (rc == 0 && split >= 0 && bytes == 0) rc = err_set(err, "'%s' is empty", path);
+    for (size_t i = 0; i < arrlenu(found); i++) {
+        if (rc) {
+            free(found[i]);
+            continue;
+        }
+        arrput(c->paths, found[i]);
+        if (split >= 0) arrput(c->path_split, split);
+    }
+    arrfree(found);
+    return rc;
+}
+
+int corpus_add_input(Corpus *c, const char *path, Error *err) { return add_paths(c, -1, path, err); }
+
+int corpus_add_split_input(Corpus *c, int split, const char *path, Error *err) {
+    if (split < 0 || split >= N_SPLITS) return err_set(err, "no split %d", split);
+    return add_paths(c, split, path, err);
 }
 
 static int map_doc(CorpusDoc *d, const char *path, Error *err) {
@@ -81,6 +106,17 @@ int corpus_open(Corpus *c, Error *err) {
     for (size_t d = 0; d < c->n_docs; d++) {
         if (map_doc(&c->docs[d], c->paths[d], err)) return -1;
         c->total += c->docs[d].len;
+    }
+    if (c->path_split) {
+        /* Explicit splits: every document whole, in its own split. */
+        for (size_t d = 0; d < c->n_docs; d++)
+            if (c->docs[d].len) {
+                CorpusSegment sg = {d, 0, c->docs[d].len};
+                arrput(c->splits[c->path_split[d]], sg);
+            }
+        for (int s = SPLIT_TRAIN; s <= SPLIT_VAL; s++)
+            if (!c->splits[s]) return err_set(err, "the %s split is empty", split_names[s]);
+        return 0;
     }
     if (c->total == 0) return err_set(err, "'%s' is empty", c->n_docs == 1 ? c->paths[0] : "the input");
     return 0;
@@ -119,6 +155,7 @@ void corpus_free(Corpus *c) {
     for (int s = 0; s < N_SPLITS; s++) arrfree(c->splits[s]);
     for (size_t i = 0; i < arrlenu(c->paths); i++) free(c->paths[i]);
     arrfree(c->paths);
+    arrfree(c->path_split);
     memset(c, 0, sizeof *c);
 }
 
@@ -211,7 +248,9 @@ static int encode_split(const Corpus *c, int s, const Tokenizer *tok, uint32_t s
         const CorpusSegment *sg = &c->splits[s][i];
         const CorpusDoc *d = &c->docs[sg->doc];
         arrclear(ids);
-        if (sep_id < tok->vocab_size && sg->from == 0 && sg->doc > 0) arrput(ids, sep_id); /* between documents */
+        /* Between documents: of the one stream, or with explicit splits of this split. */
+        int between = sg->from == 0 && (c->path_split ? i > 0 : sg->doc > 0);
+        if (sep_id < tok->vocab_size && between) arrput(ids, sep_id);
         for (size_t at = sg->from; at < sg->to && rc == 0;) {
             size_t end = tokenizer_safe_cut(tok, d->text, sg->to, at + BLOCK);
             tokenizer_encode(tok, d->text + at, end - at, &ids);

@@ -1,6 +1,7 @@
 /* A text corpus on its way to token files (bin/prepare): the input files,
  * read in order as one stream of documents; its contiguous split into
- * train, val and test (cut on character boundaries); the tokenizer learned
+ * train, val and test (cut on character boundaries), or splits given
+ * explicitly, file by file (Wikitext's wiki.train/valid/test); the tokenizer learned
  * from the training split alone; and each split encoded into DIR/<split>.bin
  * as it streams past, block by block, so no split is ever held as ids.
  *
@@ -29,6 +30,7 @@ typedef struct CorpusSegment {
 
 typedef struct Corpus {
     char **paths; /* stb_ds */
+    int *path_split; /* stb_ds, beside paths when the splits are explicit (corpus_add_split_input), else NULL */
     CorpusDoc *docs;
     size_t n_docs, total; /* total: bytes of every document */
     CorpusSegment *splits[N_SPLITS]; /* stb_ds arrays */
@@ -41,9 +43,17 @@ typedef void (*CorpusProgress)(void *ctx, const char *phase, size_t done, size_t
 /* A text file, or a directory's regular files sorted by name (dotfiles
  * skipped), appended to the inputs. */
 int corpus_add_input(Corpus *c, const char *path, Error *err);
-/* Maps every input; a corpus without a byte of text is an error. */
+/* Explicit splits: a text file, or a directory's files as above, appended
+ * to split s's inputs, whole. A file of 0 bytes, or a directory whose files
+ * hold none, is an error ("'PATH' is empty"). A corpus is built either with
+ * corpus_add_input and corpus_split or with this alone, never both. */
+int corpus_add_split_input(Corpus *c, int split, const char *path, Error *err);
+/* Maps every input; a corpus without a byte of text is an error. With
+ * explicit splits each document becomes its split's segment, and an empty
+ * train or val split is an error (test may be empty: no test.bin). */
 int corpus_open(Corpus *c, Error *err);
-/* The split: train first, then val_frac of the bytes, then test_frac. */
+/* The contiguous split of corpus_add_input's stream: train first, then
+ * val_frac of the bytes, then test_frac. */
 void corpus_split(Corpus *c, double val_frac, double test_frac);
 size_t corpus_split_bytes(const Corpus *c, int split);
 void corpus_free(Corpus *c);
@@ -69,7 +79,9 @@ int corpus_tokenizer(const Corpus *c, const TokenizerRecipe *r, Tokenizer *tok, 
                      BpeStats *stats, Error *err);
 
 /* Encodes each split into DIR/train.bin, val.bin and, unless skip_test,
- * test.bin; between documents the special token `separator` (NULL: none).
+ * test.bin; between documents the special token `separator` (NULL: none):
+ * with explicit splits, between the documents of each split, never before
+ * a split's first.
  * counts[s] gets each split's tokens. A split of fewer than 2 tokens is an
  * error; a failed split leaves no file behind. */
 int corpus_encode(const Corpus *c, const Tokenizer *tok, const char *separator, const char *dir, int skip_test,
