@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 
-from harness.common import BIN, ROOT, die, run_ok
+from harness.common import BIN, ROOT, die, run_ok, token_header
 from harness.compare import fmt, mean_spread
 
 # The paper's numbers: (what, transformer val ppl, grassmann val ppl, ratio).
@@ -60,6 +60,14 @@ def prepare_wikitext2(src, out, vocab):
         return
     run_ok([os.path.join(BIN, "prepare"), "--train", names["train"], "--val", names["val"], "--test", names["test"],
             "--out", out, "--tokenizer", "bpe", "--vocab-size", str(vocab)], capture=False, status=2)
+
+
+def train_tokens(data):
+    """Tokens in data/train.bin (its header), or None when it is not there."""
+    path = os.path.join(data, "train.bin")
+    if not os.path.exists(path):
+        return None
+    return token_header(path)["count"]
 
 
 def read_runs(out, norm, archs):
@@ -109,9 +117,10 @@ def report(a, archs, rows, minutes, data_label):
         line = f"- **{norm}-norm**: Grassmann / Transformer val perplexity {fmt(gm, gs)}; {holds}."
         if h:
             hm, hs = mean_spread(h)
-            side = "better than" if hm + hs < 1 else "worse than" if hm - hs > 1 else "level with"
-            line += (f" The hybrid (attention first, then Grassmann) / Transformer: {fmt(hm, hs)}, "
-                     f"{side} the Transformer within the seed spread.")
+            side = ("better than the Transformer by more than the seed spread" if hm + hs < 1 else
+                    "worse than the Transformer by more than the seed spread" if hm - hs > 1 else
+                    "level with the Transformer within the seed spread")
+            line += f" The hybrid (attention first, then Grassmann) / Transformer: {fmt(hm, hs)}, {side}."
         md.append(line)
     for name, _ in archs:
         pr = norm_ratios(rows, name)
@@ -136,6 +145,15 @@ def report(a, archs, rows, minutes, data_label):
         g, h = mean_spread(ratios(rows, norm, "grassmann")), mean_spread(ratios(rows, norm, "hybrid"))
         md.append(f"| ours, {data_label} | {norm} | {fmt(*per['transformer'], 1)} | {fmt(*per['grassmann'], 1)} "
                   f"| {fmt(*per['hybrid'], 1)} | {fmt(*g)} | {fmt(*h)} |")
+    # The paper's 30 epochs at the speed measured here.
+    train_tokens = a.train_tokens
+    if train_tokens:
+        tok_s = mean_spread([r["tok_s"] for r in rows])[0]
+        per_run = 30 * train_tokens / tok_s / 3600
+        md += ["", f"**The paper's 30 epochs** of this train split ({train_tokens:,} tokens, {30 * train_tokens:,} per "
+                   f"run) at the {tok_s:,.0f} tokens/s measured here: about {per_run:.1f} hours per run, "
+                   f"{per_run * len(rows):.0f} hours for these {len(rows)} runs: "
+                   f"`make paper PAPER_ARGS=\"--budget tokens:{30 * train_tokens}\"`."]
     md += ["", "## Runs", "",
            "| norm | architecture | parameters | seed | tokens | train seconds | tokens/s | val ppl | test ppl |",
            "|---|---|---|---|---|---|---|---|---|"]
@@ -212,6 +230,7 @@ def main():
             if subprocess.run(cmd, cwd=ROOT).returncode != 0:
                 die(f"the {norm}-norm comparison failed (its output is above)")
     rows = [r for norm in NORMS for r in read_runs(a.out, norm, archs)]
+    a.train_tokens = train_tokens(data)
     if not rows:
         die(f"no runs in {a.out}/pre or {a.out}/post")
     md = report(a, archs, rows, 0 if a.report_only else (time.time() - t0) / 60, data_label)

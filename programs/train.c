@@ -107,10 +107,14 @@ static int check(const RunOptions *o, const Actions *a, const Dist *dist) {
 static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_threads) {
     const RunOptions *o = &r->o;
     const Model *m = &r->model;
-    char mixers[256], how[96] = ""; /* how: the tuner's part of the line */
-    say("model: %zu parameters | n_layer %zu, n_head %zu, n_embd %zu, block %zu, vocab %zu | mixers %s | pos %s | norm %s\n",
+    char mixers[1024], windows[1024], grassmann[1100] = "", how[96] = ""; /* how: the tuner's part of the line */
+    for (size_t l = 0; l < o->cfg.n_layer; l++)
+        if (strcmp(o->cfg.mixers[l]->name, "grassmann") == 0)
+            snprintf(grassmann, sizeof grassmann, " | grassmann r %zu, windows %s", o->cfg.grassmann_rank,
+                     config_window_list(&o->cfg, windows, sizeof windows));
+    say("model: %zu parameters | n_layer %zu, n_head %zu, n_embd %zu, block %zu, vocab %zu | mixers %s | pos %s | norm %s%s\n",
            m->n_params, o->cfg.n_layer, o->cfg.n_head, o->cfg.n_embd, o->cfg.block_size, o->cfg.vocab_size,
-           config_mixer_list(&o->cfg, mixers, sizeof mixers), pos_name(o->cfg.pos), norm_name(o->cfg.norm));
+           config_mixer_list(&o->cfg, mixers, sizeof mixers), pos_name(o->cfg.pos), norm_name(o->cfg.norm), grassmann);
     size_t width = tuner->cand[0];
     if (tuner->adaptive && start_threads < width)
         snprintf(how, sizeof how, " (fewer while that is faster; starting with %zu: the other cores are busy)", start_threads);

@@ -1,0 +1,117 @@
+"""make paper's pieces without its hour of training: the architectures, the
+paired ratios, the report written from compare reports (--report-only, on
+runs made up here), one-line errors for bad options and missing data, and
+Wikitext-2's files prepared through bin/prepare --train/--val/--test. Run from
+the repository root after make: /usr/bin/python3 -m tests.paper_test"""
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from harness.common import BIN
+from harness.paper import archs_for, norm_ratios, prepare_wikitext2, ratios
+
+PAPER = [sys.executable, "-m", "harness.paper"]
+KEYS = ["arch", "budget", "seed", "params", "steps", "tokens", "train_seconds", "wall", "tok_s", "val_loss", "val_ppl",
+        "test_loss", "test_ppl", "recall_loss", "other_loss", "recall_tokens", "other_tokens", "mixers", "grassmann_rank"]
+
+
+def fake_compare(out, norm, ppl):
+    """A compare.csv as harness.compare writes it: ppl[name] = [val ppl per seed]."""
+    os.makedirs(os.path.join(out, norm))
+    with open(os.path.join(out, norm, "compare.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(KEYS)
+        for name, mixers in archs_for(6):
+            for k, p in enumerate(ppl[name]):
+                spec = ",".join([mixers] * 6 if "," not in mixers else mixers.split(","))
+                w.writerow([name, "tokens:1000", 1337 + k, 6_868_992, 10, 1000, 1.0, 2.0, 1000.0, 5.0, p, 5.0, p * 1.01,
+                            3.0, 5.0, 10, 90, spec, "" if name == "transformer" else 32])
+
+
+class Pieces(unittest.TestCase):
+    def test_archs(self):
+        archs = dict(archs_for(6))
+        self.assertEqual(archs["transformer"], "attention")
+        self.assertEqual(archs["hybrid"].split(","), ["attention"] + ["grassmann"] * 5)
+        self.assertEqual(len(dict(archs_for(12))["hybrid"].split(",")), 12)
+
+    def test_ratios_are_paired_by_seed(self):
+        rows = [{"norm": "pre", "name": "transformer", "seed": 1, "val_ppl": 100.0},
+                {"norm": "pre", "name": "transformer", "seed": 2, "val_ppl": 200.0},
+                {"norm": "pre", "name": "grassmann", "seed": 2, "val_ppl": 220.0},
+                {"norm": "pre", "name": "grassmann", "seed": 1, "val_ppl": 120.0},
+                {"norm": "post", "name": "grassmann", "seed": 1, "val_ppl": 60.0}]
+        self.assertEqual(sorted(ratios(rows, "pre", "grassmann")), [1.1, 1.2])
+        self.assertEqual(norm_ratios(rows, "grassmann"), [0.5])
+        self.assertEqual(ratios(rows, "post", "grassmann"), [])  # no post-norm transformer to pair with
+
+
+class Report(unittest.TestCase):
+    def test_report_only(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fake_compare(tmp, "pre", {"transformer": [200.0, 210.0], "grassmann": [220.0, 235.2],
+                                      "hybrid": [190.0, 199.5]})
+            fake_compare(tmp, "post", {"transformer": [250.0, 240.0], "grassmann": [300.0, 300.0],
+                                       "hybrid": [240.0, 230.0]})
+            r = subprocess.run(PAPER + ["--out", tmp, "--report-only", "--data", tmp], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(tmp, "paper.json")) as f:
+                rows = json.load(f)
+            self.assertEqual(len(rows), 12)
+            for row in rows:
+                for k in ("arch", "norm", "seed", "tokens", "val_ppl", "test_ppl", "params"):
+                    self.assertIn(k, row)
+                self.assertEqual(len(row["arch"].split(",")), 6)
+            with open(os.path.join(tmp, "paper.md")) as f:
+                md = f.read()
+            # pre: 1.11 and 1.11 -> the paper's ratio is inside; post: 1.2 and 1.25 -> outside
+            self.assertIn("**pre-norm**: Grassmann / Transformer val perplexity 1.110 ± 0.010; **the paper's 1.11 lies "
+                          "inside", md)
+            self.assertIn("**post-norm**: Grassmann / Transformer val perplexity 1.225 ± 0.025; **the paper's 1.11 lies "
+                          "outside", md)
+            self.assertIn("hybrid (attention first, then Grassmann) / Transformer: 0.950 ± 0.000, better than", md)
+            self.assertIn("| the paper, Table 1", md)
+
+
+class Errors(unittest.TestCase):
+    def expect(self, args, text):
+        r = subprocess.run(PAPER + args, capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertIn(text, r.stderr)
+
+    def test_bad_options(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            self.expect(["--out", tmp, "--norms", "pre,middle"], "--norms must list pre and/or post")
+            self.expect(["--out", tmp, "--seeds", "0"], "--seeds must be at least 1")
+            self.expect(["--out", tmp, "--data", os.path.join(tmp, "none")], "has no train.bin")
+            self.expect(["--out", tmp, "--wikitext2", tmp], "has no wiki.train.tokens or wiki.train.raw")
+            self.expect(["--out", tmp, "--report-only"], "no runs in")
+
+    def test_wikitext2_files(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "wikitext-2")
+            os.makedirs(src)
+            for stem, n in (("wiki.train", 60), ("wiki.valid", 8), ("wiki.test", 8)):
+                with open(os.path.join(src, stem + ".tokens"), "w") as f:
+                    for i in range(n):
+                        f.write(f" = Heading {i} = \n The whale @-@ line {i} of {stem} , it repeats . \n")
+            out = os.path.join(tmp, "data")
+            prepare_wikitext2(src, out, 300)
+            counts = {}
+            for split in ("train", "val", "test"):
+                with open(os.path.join(out, split + ".bin"), "rb") as f:
+                    counts[split] = int.from_bytes(f.read(32)[24:32], "little")
+            self.assertGreater(counts["train"], 5 * counts["val"])
+            self.assertGreater(counts["val"], 0)
+            self.assertGreater(counts["test"], 0)
+            self.assertTrue(os.path.exists(os.path.join(out, "tokenizer.json")))
+            self.assertTrue(os.path.exists(os.path.join(BIN, "prepare")))
+
+
+if __name__ == "__main__":
+    unittest.main()
