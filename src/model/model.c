@@ -276,6 +276,33 @@ static LnSlot next_ln(Model *m, size_t l) {
     return (LnSlot){m->lnf, m->lnf_mean, m->lnf_rstd, m->params + m->lnf_w, m->params + m->lnf_b};
 }
 
+/* Where one block's pieces read and write, by norm placement:
+ *   mixer_in  the mixer's input: LN1(h) pre-norm, h post-norm;
+ *   ln_mid    the LayerNorm of h_mid = h + mix (kept in resid_mid): LN2
+ *             pre-norm, LN1 post-norm; its output is the MLP's input;
+ *   sum_out   where the MLP's residual sum sum_in + mlp goes, and ln_out
+ *             the LayerNorm that reads it. Pre-norm: h_mid + mlp = the next
+ *             layer's h, read by the next LN1 (or LN_f). Post-norm: LN1 out
+ *             + mlp (kept in ln2), and LN2's output is the next h. */
+typedef struct BlockPlan {
+    const float *mixer_in, *sum_in;
+    LnSlot ln_mid, ln_out;
+    float *sum_out;
+} BlockPlan;
+
+static BlockPlan block_plan(Model *m, size_t l) {
+    LayerActs *L = &m->la[l];
+    const LayerOffsets *lo = &m->layer[l];
+    const float *P = m->params;
+    float *next = l + 1 < m->cfg.n_layer ? m->la[l + 1].resid : m->resid_out;
+    if (m->cfg.norm == NORM_POST)
+        return (BlockPlan){L->resid, L->ln1,
+                           {L->ln1, L->ln1_mean, L->ln1_rstd, P + lo->ln1_w, P + lo->ln1_b},
+                           {next, L->ln2_mean, L->ln2_rstd, P + lo->ln2_w, P + lo->ln2_b},
+                           L->ln2};
+    return (BlockPlan){L->ln1, L->resid_mid, {L->ln2, L->ln2_mean, L->ln2_rstd, P + lo->ln2_w, P + lo->ln2_b}, next_ln(m, l), next};
+}
+
 void model_forward(Model *m, const int32_t *inputs, const int32_t *targets, size_t B, size_t T,
                    const uint64_t *dropout_key) {
     const ModelConfig *c = &m->cfg;
@@ -289,50 +316,36 @@ void model_forward(Model *m, const int32_t *inputs, const int32_t *targets, size
     m->dropout_key = m->dropout_on ? *dropout_key : 0;
     memcpy(m->inputs, inputs, N * sizeof(int32_t));
     PROFILED(pr, "embedding", F, embedding_forward(m->la[0].resid, inputs, P + m->wte, positions(m), B, T, C));
-    if (c->norm == NORM_POST) {
-        /* h_mid = h + mix -> LN1 -> MLP; h_mid' = LN1 out + mlp -> LN2 = the next layer's h. */
-        for (size_t l = 0; l < c->n_layer; l++) {
-            LayerActs *L = &m->la[l];
-            const LayerOffsets *lo = &m->layer[l];
-            float *next = l + 1 < c->n_layer ? m->la[l + 1].resid : m->resid_out;
-            PROFILED(pr, c->mixers[l]->name, F,
-                     c->mixers[l]->forward(model_layer_cfg(m, l), P + lo->mixer, L->mixer, L->mix, L->resid, B, T));
-            PROFILED(pr, "residual", F, branch_dropout(L->mix, L->drop1, m, 2 * l));
-            PROFILED(pr, "layernorm", F,
-                     residual_layernorm_forward(L->resid_mid, L->ln1, L->ln1_mean, L->ln1_rstd, L->resid, L->mix,
-                                                P + lo->ln1_w, P + lo->ln1_b, N, C));
-            PROFILED(pr, "mlp", F, mlp_forward(L->mlp, L->fc, L->act, L->ln1, mlp_params(P, lo), N, C));
-            PROFILED(pr, "residual", F, branch_dropout(L->mlp, L->drop2, m, 2 * l + 1));
-            PROFILED(pr, "layernorm", F,
-                     residual_layernorm_forward(L->ln2, next, L->ln2_mean, L->ln2_rstd, L->ln1, L->mlp, P + lo->ln2_w,
-                                                P + lo->ln2_b, N, C));
-        }
-        PROFILED(pr, "layernorm", F,
-                 layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->resid_out, P + m->lnf_w, P + m->lnf_b, N, C));
-    } else {
+    int post = c->norm == NORM_POST;
+    if (!post) {
         LayerActs *L0 = &m->la[0];
         PROFILED(pr, "layernorm", F,
                  layernorm_forward(L0->ln1, L0->ln1_mean, L0->ln1_rstd, L0->resid, P + m->layer[0].ln1_w,
                                    P + m->layer[0].ln1_b, N, C));
-        /* Each residual connection is fused with the LayerNorm that reads its
-         * result: h_mid = h + mix -> LN2; h_next = h_mid + mlp -> next LN1 (or LN_f). */
-        for (size_t l = 0; l < c->n_layer; l++) {
-            LayerActs *L = &m->la[l];
-            const LayerOffsets *lo = &m->layer[l];
-            float *next = l + 1 < c->n_layer ? m->la[l + 1].resid : m->resid_out;
-            LnSlot ln = next_ln(m, l);
-            PROFILED(pr, c->mixers[l]->name, F,
-                     c->mixers[l]->forward(model_layer_cfg(m, l), P + lo->mixer, L->mixer, L->mix, L->ln1, B, T));
-            PROFILED(pr, "residual", F, branch_dropout(L->mix, L->drop1, m, 2 * l));
-            PROFILED(pr, "layernorm", F,
-                     residual_layernorm_forward(L->resid_mid, L->ln2, L->ln2_mean, L->ln2_rstd, L->resid, L->mix,
-                                                P + lo->ln2_w, P + lo->ln2_b, N, C));
-            PROFILED(pr, "mlp", F, mlp_forward(L->mlp, L->fc, L->act, L->ln2, mlp_params(P, lo), N, C));
-            PROFILED(pr, "residual", F, branch_dropout(L->mlp, L->drop2, m, 2 * l + 1));
-            PROFILED(pr, "layernorm", F,
-                     residual_layernorm_forward(next, ln.out, ln.mean, ln.rstd, L->resid_mid, L->mlp, ln.w, ln.b, N, C));
-        }
     }
+    /* Each residual connection is fused with the LayerNorm that reads its
+     * result (block_plan): pre-norm h_mid = h + mix -> LN2, h_next = h_mid + mlp
+     * -> the next LN1 (or LN_f); post-norm h + mix -> LN1, LN1 out + mlp -> LN2
+     * = h_next. */
+    for (size_t l = 0; l < c->n_layer; l++) {
+        LayerActs *L = &m->la[l];
+        const LayerOffsets *lo = &m->layer[l];
+        BlockPlan bp = block_plan(m, l);
+        PROFILED(pr, c->mixers[l]->name, F,
+                 c->mixers[l]->forward(model_layer_cfg(m, l), P + lo->mixer, L->mixer, L->mix, bp.mixer_in, B, T));
+        PROFILED(pr, "residual", F, branch_dropout(L->mix, L->drop1, m, 2 * l));
+        PROFILED(pr, "layernorm", F,
+                 residual_layernorm_forward(L->resid_mid, bp.ln_mid.out, bp.ln_mid.mean, bp.ln_mid.rstd, L->resid, L->mix,
+                                            bp.ln_mid.w, bp.ln_mid.b, N, C));
+        PROFILED(pr, "mlp", F, mlp_forward(L->mlp, L->fc, L->act, bp.ln_mid.out, mlp_params(P, lo), N, C));
+        PROFILED(pr, "residual", F, branch_dropout(L->mlp, L->drop2, m, 2 * l + 1));
+        PROFILED(pr, "layernorm", F,
+                 residual_layernorm_forward(bp.sum_out, bp.ln_out.out, bp.ln_out.mean, bp.ln_out.rstd, bp.sum_in, L->mlp,
+                                            bp.ln_out.w, bp.ln_out.b, N, C));
+    }
+    if (post)
+        PROFILED(pr, "layernorm", F,
+                 layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->resid_out, P + m->lnf_w, P + m->lnf_b, N, C));
     double t0 = profile_start(pr);
     matmul_forward(m->logits, m->lnf, P + m->wte, NULL, N, C, V);
     m->loss = NAN;
@@ -371,9 +384,15 @@ static void grads_ready(Model *m, size_t from, size_t to) {
     if (m->grads_ready) m->grads_ready(m->grads_ready_ctx, m->grads, from, to - from);
 }
 
-/* d(stream) <-> the scratch beside it: after a LayerNorm's backward has
- * written d(its input) into m->dln, that becomes the stream's gradient. */
-static void swap_scratch(Model *m) {
+/* Back through a post-norm LayerNorm: m->dresid holds d(its output) and
+ * becomes d(its input) (in the scratch beside it, the two then trade places:
+ * the old gradient is no longer needed). in, mean, rstd: what its forward
+ * read and kept; w, dw, db: its gain and their gradients. */
+static void post_ln_backward(Model *m, float *dw, float *db, const float *in, const float *w, const float *mean,
+                             const float *rstd) {
+    size_t N = m->B * m->T, C = m->cfg.n_embd;
+    zero_floats(m->dln, N * C);
+    layernorm_backward(m->dln, dw, db, m->dresid, in, w, mean, rstd, N, C);
     float *t = m->dresid;
     m->dresid = m->dln;
     m->dln = t;
@@ -395,20 +414,15 @@ static void post_norm_backward(Model *m) {
         const LayerOffsets *lo = &m->layer[l];
         MlpGrads mg = {G + lo->fc_w, G + lo->fc_b, G + lo->proj_w, G + lo->proj_b};
         const float *dbranch;
-        PROFILED(pr, "layernorm", Bk, zero_floats(m->dln, N * C));
         PROFILED(pr, "layernorm", Bk,
-                 layernorm_backward(m->dln, G + lo->ln2_w, G + lo->ln2_b, m->dresid, L->ln2, P + lo->ln2_w,
-                                    L->ln2_mean, L->ln2_rstd, N, C));
-        swap_scratch(m); /* dresid = ds2 */
-        PROFILED(pr, "residual", Bk, dbranch = branch_grad(m, L->drop2));
+                 post_ln_backward(m, G + lo->ln2_w, G + lo->ln2_b, L->ln2, P + lo->ln2_w, L->ln2_mean, L->ln2_rstd));
+        PROFILED(pr, "residual", Bk, dbranch = branch_grad(m, L->drop2)); /* from ds2 */
         PROFILED(pr, "mlp", Bk, mlp_backward(m->dln, mg, m->dfc, dbranch, L->ln1, L->fc, L->act, mlp_params(P, lo), N, C));
         PROFILED(pr, "residual", Bk, add_inplace(m->dresid, m->dln, N * C)); /* dy */
-        PROFILED(pr, "layernorm", Bk, zero_floats(m->dln, N * C));
         PROFILED(pr, "layernorm", Bk,
-                 layernorm_backward(m->dln, G + lo->ln1_w, G + lo->ln1_b, m->dresid, L->resid_mid, P + lo->ln1_w,
-                                    L->ln1_mean, L->ln1_rstd, N, C));
-        swap_scratch(m); /* dresid = ds1 */
-        PROFILED(pr, "residual", Bk, dbranch = branch_grad(m, L->drop1));
+                 post_ln_backward(m, G + lo->ln1_w, G + lo->ln1_b, L->resid_mid, P + lo->ln1_w, L->ln1_mean,
+                                  L->ln1_rstd));
+        PROFILED(pr, "residual", Bk, dbranch = branch_grad(m, L->drop1)); /* from ds1 */
         PROFILED(pr, c->mixers[l]->name, Bk,
                  c->mixers[l]->backward(model_layer_cfg(m, l), P + lo->mixer, G + lo->mixer, L->mixer, L->resid,
                                         dbranch, m->dln, B, T));
@@ -514,21 +528,22 @@ void model_step(const Model *m, ModelState *s, int32_t token, float *logits) {
     for (size_t i = 0; i < C; i++) x[i] = e[i] + (pos ? pos[t * C + i] : 0.0f);
     for (size_t l = 0; l < c->n_layer; l++) {
         const LayerOffsets *lo = &m->layer[l];
-        if (c->norm == NORM_POST) {
-            c->mixers[l]->step(model_layer_cfg(m, l), P + lo->mixer, s->mixer_state[l], x, mix, t);
-            add_forward(mid, x, mix, C);
-            layernorm_forward(ln, mean, rstd, mid, P + lo->ln1_w, P + lo->ln1_b, 1, C);
-            mlp_forward(mlp, fc, act, ln, mlp_params(P, lo), 1, C);
-            add_forward(mid, ln, mlp, C);
-            layernorm_forward(x, mean, rstd, mid, P + lo->ln2_w, P + lo->ln2_b, 1, C);
-            continue;
-        }
-        layernorm_forward(ln, mean, rstd, x, P + lo->ln1_w, P + lo->ln1_b, 1, C);
-        c->mixers[l]->step(model_layer_cfg(m, l), P + lo->mixer, s->mixer_state[l], ln, mix, t);
+        int post = c->norm == NORM_POST;
+        /* The mixer reads x (post-norm) or LN1(x); h_mid = x + mix goes
+         * through the other LayerNorm (LN1 post-norm, LN2 pre) into the MLP. */
+        if (!post) layernorm_forward(ln, mean, rstd, x, P + lo->ln1_w, P + lo->ln1_b, 1, C);
+        c->mixers[l]->step(model_layer_cfg(m, l), P + lo->mixer, s->mixer_state[l], post ? x : ln, mix, t);
         add_forward(mid, x, mix, C);
-        layernorm_forward(ln2, mean, rstd, mid, P + lo->ln2_w, P + lo->ln2_b, 1, C);
-        mlp_forward(mlp, fc, act, ln2, mlp_params(P, lo), 1, C);
-        add_forward(x, mid, mlp, C);
+        float *y = post ? ln : ln2;
+        size_t w = post ? lo->ln1_w : lo->ln2_w, b = post ? lo->ln1_b : lo->ln2_b;
+        layernorm_forward(y, mean, rstd, mid, P + w, P + b, 1, C);
+        mlp_forward(mlp, fc, act, y, mlp_params(P, lo), 1, C);
+        if (post) {
+            add_forward(mid, y, mlp, C);
+            layernorm_forward(x, mean, rstd, mid, P + lo->ln2_w, P + lo->ln2_b, 1, C);
+        } else {
+            add_forward(x, mid, mlp, C);
+        }
     }
     layernorm_forward(ln, mean, rstd, x, P + m->lnf_w, P + m->lnf_b, 1, C);
     matmul_forward(logits, ln, P + m->wte, NULL, 1, C, c->vocab_size);
