@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 
-from harness.common import BIN, ROOT, die, run_ok, token_header
+from harness.common import BIN, ROOT, die, read_train_log, run_ok, token_header
 from harness.compare import fmt, mean_spread
 
 # The paper's numbers: (what, transformer val ppl, grassmann val ppl, ratio).
@@ -70,6 +70,25 @@ def train_tokens(data):
     return token_header(path)["count"]
 
 
+def val_curve(path):
+    """(val loss at step 0, the lowest later, the last, whether any training
+    loss was not a number) from a run's training log; None without the log."""
+    if not os.path.exists(path):
+        return None
+    rows = read_train_log(path)
+    val = [r["val_loss"] for r in rows if r["val_loss"] is not None]
+    nan = any(r["ms_per_step"] is not None and r["train_loss"] is None for r in rows)
+    return (val[0], min(val[1:] or val), val[-1], nan) if val else None
+
+
+def diverged(curve):
+    """A run diverged when its training loss stopped being a number, or its
+    last val loss is not below where it started, or climbed back more than
+    0.5 nats above its lowest."""
+    first, low, last, nan = curve
+    return nan or last != last or last >= first or last > low + 0.5
+
+
 def read_runs(out, norm, archs):
     path = os.path.join(out, norm, "compare.csv")
     if not os.path.exists(path):
@@ -78,7 +97,8 @@ def read_runs(out, norm, archs):
     rows = []
     with open(path) as f:
         for r in csv.DictReader(f):
-            rows.append({"name": r["arch"], "arch": r["mixers"], "norm": norm, "seed": int(r["seed"]),
+            curve = val_curve(os.path.join(out, norm, f"{r['arch']}_{r['budget'].split(':')[0]}_{r['seed']}.csv"))
+            rows.append({"curve": curve, "name": r["arch"], "arch": r["mixers"], "norm": norm, "seed": int(r["seed"]),
                          "tokens": int(r["tokens"]), "val_ppl": float(r["val_ppl"]), "test_ppl": float(r["test_ppl"]),
                          "val_loss": float(r["val_loss"]), "params": int(r["params"]),
                          "train_seconds": float(r["train_seconds"]), "tok_s": float(r["tok_s"]),
@@ -122,6 +142,18 @@ def report(a, archs, rows, minutes, data_label):
                     "level with the Transformer within the seed spread")
             line += f" The hybrid (attention first, then Grassmann) / Transformer: {fmt(hm, hs)}, {side}."
         md.append(line)
+    curves = [r for r in rows if r["curve"]]
+    bad = [r for r in curves if diverged(r["curve"])]
+    if bad:
+        md.append("- **Diverged**: " + "; ".join(
+            f"{r['norm']}-norm {r['name']} seed {r['seed']} (val loss {r['curve'][0]:.2f} at step 0, lowest "
+            f"{r['curve'][1]:.2f}, last {r['curve'][2]:.2f})" for r in bad) +
+            f", at lr {a.lr:g} with {a.warmup_iters} warm-up steps.")
+    elif curves:
+        post_t = [r["curve"] for r in curves if r["norm"] == "post" and r["name"] == "transformer"]
+        md.append(f"- **No run diverged** at lr {a.lr:g} with {a.warmup_iters} linear warm-up steps: every val loss "
+                  f"fell from its start and ended within 0.5 nats of its lowest"
+                  + (f"; the post-norm Transformer's from {post_t[0][0]:.2f} to {post_t[0][2]:.2f}." if post_t else "."))
     for name, _ in archs:
         pr = norm_ratios(rows, name)
         if pr:
@@ -172,8 +204,9 @@ def report(a, archs, rows, minutes, data_label):
     with open(os.path.join(a.out, "paper.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     with open(os.path.join(a.out, "paper.json"), "w") as f:
-        json.dump([{k: r[k] for k in ("arch", "norm", "seed", "tokens", "val_ppl", "test_ppl", "params", "name",
-                                      "grassmann_rank", "train_seconds")} for r in rows], f, indent=1)
+        json.dump([dict({k: r[k] for k in ("arch", "norm", "seed", "tokens", "val_ppl", "test_ppl", "params", "name",
+                                           "grassmann_rank", "train_seconds")},
+                        diverged=diverged(r["curve"]) if r["curve"] else None) for r in rows], f, indent=1)
         f.write("\n")
     return md
 

@@ -19,6 +19,17 @@ KEYS = ["arch", "budget", "seed", "params", "steps", "tokens", "train_seconds", 
         "test_loss", "test_ppl", "recall_loss", "other_loss", "recall_tokens", "other_tokens", "mixers", "grassmann_rank"]
 
 
+LOG = "step,tokens,train_loss,val_loss,val_bits_per_byte,lr,grad_norm,ms_per_step,elapsed_s,threads\n"
+
+
+def fake_log(out, norm, name, seed, losses):
+    """A run's training log: (train loss, val loss) per step."""
+    with open(os.path.join(out, norm, f"{name}_tokens_{seed}.csv"), "w") as f:
+        f.write(LOG + "0,0,,9.0,2.0,,,,0.000,\n")
+        for i, (tl, vl) in enumerate(losses, 1):
+            f.write(f"{i},{i * 100},{tl},{vl},1.0,0.001,1.0,10.0,{i * 0.01:.3f},2\n")
+
+
 def fake_compare(out, norm, ppl):
     """A compare.csv as harness.compare writes it: ppl[name] = [val ppl per seed]."""
     os.makedirs(os.path.join(out, norm))
@@ -75,6 +86,31 @@ class Report(unittest.TestCase):
                           "outside", md)
             self.assertIn("hybrid (attention first, then Grassmann) / Transformer: 0.950 ± 0.000, better than", md)
             self.assertIn("| the paper, Table 1", md)
+            self.assertNotIn("diverged", md.lower())  # no training logs: nothing said
+
+    def test_divergence(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            ppl = {"transformer": [200.0], "grassmann": [220.0], "hybrid": [190.0]}
+            fake_compare(tmp, "pre", ppl)
+            fake_compare(tmp, "post", ppl)
+            for norm in ("pre", "post"):
+                for name in ppl:
+                    fake_log(tmp, norm, name, 1337, [(6.0, 6.5), (5.0, 5.5)])
+            r = subprocess.run(PAPER + ["--out", tmp, "--report-only", "--data", tmp], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(tmp, "paper.md")) as f:
+                self.assertIn("**No run diverged** at lr 0.001 with 100 linear warm-up steps", f.read())
+            fake_log(tmp, "post", "transformer", 1337, [(6.0, 6.5), ("nan", 8.9)])
+            fake_log(tmp, "pre", "grassmann", 1337, [(6.0, 4.5), (5.0, 5.5)])  # back up 1 nat from its lowest
+            r = subprocess.run(PAPER + ["--out", tmp, "--report-only", "--data", tmp], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(tmp, "paper.md")) as f:
+                md = f.read()
+            self.assertIn("**Diverged**: pre-norm grassmann seed 1337", md)
+            self.assertIn("post-norm transformer seed 1337 (val loss 9.00 at step 0, lowest 6.50, last 8.90)", md)
+            with open(os.path.join(tmp, "paper.json")) as f:
+                flags = {(r["norm"], r["name"]): r["diverged"] for r in json.load(f)}
+            self.assertEqual(sum(flags.values()), 2)
 
 
 class Errors(unittest.TestCase):
