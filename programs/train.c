@@ -58,7 +58,9 @@ static void on_signal(int sig) {
 
 /* The command line into o and a; CLI_CONTINUE to go on, else the exit status. */
 static int parse(int argc, char **argv, RunOptions *o, Actions *a) {
-    CliOption opts[16 + 64] = {
+    /* The program's own options, then one per run option (run.h's table),
+     * whose "given" bits tell resume which ones the command line set. */
+    CliOption own[] = {
         CLI_TEXT("data", 'd', &o->data, "DIR", "prepared data directory (train.bin, val.bin, tokenizer.txt)"),
         CLI_TEXT("out", 'o', &o->out, "CKPT", "checkpoint to write (safetensors; written atomically)"),
         CLI_TEXT("resume", 0, &o->resume, "CKPT",
@@ -80,7 +82,11 @@ static int parse(int argc, char **argv, RunOptions *o, Actions *a) {
                  "learn every target even where DIR has train.mask / val.mask\n"
                  "(by default only the targets they mark are in the loss)"),
     };
-    size_t n = 12, first_run = n;
+    enum { N_OWN = sizeof own / sizeof own[0] };
+    CliOption opts[N_OWN + 64];
+    if (n_run_options > 64) return cli_error(program.name, "internal: %zu run options, room for 64", n_run_options);
+    memcpy(opts, own, sizeof own);
+    size_t n = N_OWN, first_run = n;
     for (size_t i = 0; i < n_run_options; i++) {
         const RunOption *r = &run_options[i];
         void *dst = (char *)o + r->offset;
