@@ -22,12 +22,16 @@ those compare reports without training.
 import argparse
 import csv
 import json
+import math
 import os
+import statistics
 import subprocess
 import sys
 import time
+from array import array
+from collections import Counter
 
-from harness.common import BIN, ROOT, die, read_train_log, run_ok, token_header
+from harness.common import BIN, ROOT, die, gnuplot, need_gnuplot, read_train_log, run_ok, token_header
 from harness.compare import fmt, mean_spread
 
 # The paper's numbers: (what, transformer val ppl, grassmann val ppl, ratio).
@@ -70,15 +74,47 @@ def train_tokens(data):
     return token_header(path)["count"]
 
 
-def val_curve(path):
+def val_curve(rows):
     """(val loss at step 0, the lowest later, the last, whether any training
-    loss was not a number) from a run's training log; None without the log."""
-    if not os.path.exists(path):
-        return None
-    rows = read_train_log(path)
+    loss was not a number) from a run's training log rows; None without
+    val losses."""
     val = [r["val_loss"] for r in rows if r["val_loss"] is not None]
     nan = any(r["ms_per_step"] is not None and r["train_loss"] is None for r in rows)
     return (val[0], min(val[1:] or val), val[-1], nan) if val else None
+
+
+def read_token_file(path):
+    """A token file (bin/prepare) as an array, and its vocabulary size."""
+    head = token_header(path)
+    tokens = array("H" if head["width"] == 2 else "I")
+    with open(path, "rb") as f:
+        f.seek(32)
+        tokens.frombytes(f.read(head["count"] * head["width"]))
+    if sys.byteorder != "little":
+        tokens.byteswap()
+    return tokens, head["vocab"]
+
+
+def unigram_loss(data):
+    """The val loss, in nats per token, of the model that knows only how often
+    each token occurs in train (add-one smoothed): what a model that learned
+    nothing of context scores. None when the token files are not there."""
+    paths = [os.path.join(data, f) for f in ("train.bin", "val.bin")]
+    if not all(os.path.exists(p) for p in paths):
+        return None
+    (train, vocab), (val, _) = read_token_file(paths[0]), read_token_file(paths[1])
+    counts, total = Counter(train), len(train) + vocab
+    return -sum(n * math.log((counts[t] + 1) / total) for t, n in Counter(val).items()) / len(val)
+
+
+# A run whose val loss ends within this much of the unigram model's learned
+# token frequencies and nothing of context: it did not train.
+UNIGRAM_MARGIN = 0.2
+
+
+def stuck(row, unigram):
+    """Whether a run ended at the unigram model's loss (see UNIGRAM_MARGIN)."""
+    return unigram is not None and row["val_loss"] > unigram - UNIGRAM_MARGIN
 
 
 def diverged(curve):
@@ -89,16 +125,27 @@ def diverged(curve):
     return nan or last != last or last >= first or last > low + 0.5
 
 
-def read_runs(out, norm, archs):
+SETTINGS = "paper_settings.json"  # beside each norm's compare.csv: the lr and warm-up its runs had
+
+
+def read_runs(out, norm, archs, a):
+    """The runs of one norm's compare report, with the lr and warm-up they
+    trained with (OUT/NORM/paper_settings.json; else this command's)."""
     path = os.path.join(out, norm, "compare.csv")
     if not os.path.exists(path):
         return []
+    settings = {"lr": a.lr, "warmup_iters": a.warmup_iters}
+    if os.path.exists(os.path.join(out, norm, SETTINGS)):
+        with open(os.path.join(out, norm, SETTINGS)) as f:
+            settings.update(json.load(f))
     mixers = {name: spec for name, spec in archs}
     rows = []
     with open(path) as f:
         for r in csv.DictReader(f):
-            curve = val_curve(os.path.join(out, norm, f"{r['arch']}_{r['budget'].split(':')[0]}_{r['seed']}.csv"))
-            rows.append({"curve": curve, "name": r["arch"], "arch": r["mixers"], "norm": norm, "seed": int(r["seed"]),
+            log = os.path.join(out, norm, f"{r['arch']}_{r['budget'].split(':')[0]}_{r['seed']}.csv")
+            steps = read_train_log(log) if os.path.exists(log) else []
+            rows.append({"curve": val_curve(steps), "lr": settings["lr"], "warmup_iters": settings["warmup_iters"],
+                         "points": [(int(s["tokens"]), s["val_loss"]) for s in steps if s["val_loss"] is not None], "name": r["arch"], "arch": r["mixers"], "norm": norm, "seed": int(r["seed"]),
                          "tokens": int(r["tokens"]), "val_ppl": float(r["val_ppl"]), "test_ppl": float(r["test_ppl"]),
                          "val_loss": float(r["val_loss"]), "params": int(r["params"]),
                          "train_seconds": float(r["train_seconds"]), "tok_s": float(r["tok_s"]),
@@ -120,7 +167,37 @@ def norm_ratios(rows, name):
     return [r["val_ppl"] / pre[r["seed"]] for r in rows if r["norm"] == "post" and r["name"] == name and r["seed"] in pre]
 
 
-def report(a, archs, rows, minutes, data_label):
+def write_plot(out, archs, rows, unigram):
+    """OUT/paper_val_loss.png: val loss against training tokens, mean over
+    seeds, each architecture in its colour, pre-norm solid, post-norm dashed,
+    and the unigram model's loss as a grey line."""
+    colors = {"transformer": "#1f77b4", "grassmann": "#d62728", "hybrid": "#2ca02c"}
+    parts = []
+    for norm in NORMS:
+        for name, _ in archs:
+            runs = [r["points"] for r in rows if r["norm"] == norm and r["name"] == name and r["points"]]
+            if not runs:
+                continue
+            path = os.path.join(out, f"paper_{norm}_{name}.dat")
+            with open(path, "w") as f:
+                for k in range(min(map(len, runs))):
+                    f.write(f"{runs[0][k][0]} {sum(p[k][1] for p in runs) / len(runs)}\n")
+            dash = "" if norm == "pre" else " dt 2"
+            parts.append(f"'{path}' using 1:2 with linespoints lw 2 pt 7 ps 0.5{dash} "
+                         f"lc rgb '{colors.get(name, '#9467bd')}' title '{name}, {norm}-norm'")
+    if not parts:
+        return None
+    if unigram is not None:
+        parts.append(f"{unigram} with lines lw 1.5 dt 3 lc rgb '#7f7f7f' title 'token frequencies alone (unigram)'")
+    png = os.path.join(out, "paper_val_loss.png")
+    gnuplot("set terminal pngcairo size 900,560 font ',11'\nset grid\nset key top right\n"
+            f"set output '{png}'\nset title \"Validation loss, the paper's configuration (mean over seeds)\"\n"
+            "set xlabel 'training tokens'\nset format x '%.1s%c'\nset ylabel 'validation loss (nats per token)'\n"
+            "set yrange [*:7.5]\nplot " + ", \\\n     ".join(parts) + "\n")
+    return png
+
+
+def report(a, archs, rows, minutes, data_label, unigram=None, plot=None):
     what, paper_t, paper_g, paper_ratio = PAPER[a.table]
     seeds = sorted({r["seed"] for r in rows})
     md = [f"# The Grassmann paper at its own configuration ({what.split(':')[0]})", "", "## Reading", ""]
@@ -144,15 +221,30 @@ def report(a, archs, rows, minutes, data_label):
         md.append(line)
     curves = [r for r in rows if r["curve"]]
     bad = [r for r in curves if diverged(r["curve"])]
+    flat = [r for r in rows if stuck(r, unigram) and r not in bad]
+    def setting(runs):
+        """'at lr X with W linear warm-up steps' for these runs, per norm where the norms differ."""
+        per = {r["norm"]: (r["lr"], r["warmup_iters"]) for r in runs}
+        say = [f"lr {lr:g} with {w} linear warm-up steps" for lr, w in dict.fromkeys(per.values())]
+        if len(say) == 1:
+            return "at " + say[0]
+        return "at " + "; ".join(f"{n}-norm {lr:g} with {w} warm-up steps" for n, (lr, w) in per.items())
+
     if bad:
         md.append("- **Diverged**: " + "; ".join(
             f"{r['norm']}-norm {r['name']} seed {r['seed']} (val loss {r['curve'][0]:.2f} at step 0, lowest "
-            f"{r['curve'][1]:.2f}, last {r['curve'][2]:.2f})" for r in bad) +
-            f", at lr {a.lr:g} with {a.warmup_iters} warm-up steps.")
-    elif curves:
+            f"{r['curve'][1]:.2f}, last {r['curve'][2]:.2f})" for r in bad) + f", {setting(bad)}.")
+    if flat:
+        md.append("- **Did not train**: " + "; ".join(
+            f"{r['norm']}-norm {r['name']} seed {r['seed']} (val loss {r['val_loss']:.3f})" for r in flat) +
+            f", {setting(flat)}: the val loss of a model that knows only each token's frequency in train is "
+            f"{unigram:.3f}, so these runs learned the frequencies and nothing of context; their ratios "
+            f"above compare with a model that did not train.")
+    if curves and not bad and not flat:
         post_t = [r["curve"] for r in curves if r["norm"] == "post" and r["name"] == "transformer"]
-        md.append(f"- **No run diverged** at lr {a.lr:g} with {a.warmup_iters} linear warm-up steps: every val loss "
-                  f"fell from its start and ended within 0.5 nats of its lowest"
+        md.append(f"- **Every run trained** {setting(rows)}: every val loss fell from its start, ended within 0.5 nats "
+                  f"of its lowest" + (f" and more than {UNIGRAM_MARGIN} nats below the unigram model's "
+                                      f"{unigram:.3f}" if unigram is not None else "")
                   + (f"; the post-norm Transformer's from {post_t[0][0]:.2f} to {post_t[0][2]:.2f}." if post_t else "."))
     for name, _ in archs:
         pr = norm_ratios(rows, name)
@@ -160,6 +252,9 @@ def report(a, archs, rows, minutes, data_label):
             m, s = mean_spread(pr)
             md.append(f"- Post-norm / pre-norm val perplexity, {name}: {fmt(m, s)}.")
     budget_tokens = sorted({r["tokens"] for r in rows})
+    if plot:
+        md += ["", f"![Validation loss against training tokens, pre-norm solid, post-norm dashed]"
+                   f"({os.path.basename(plot)})"]
     md += ["", f"Ratios are paired by seed (same initial weights' seed, same batches) and given as mean ± spread, "
                f"the spread being half the range over {len(seeds)} seeds ({', '.join(map(str, seeds))}). Each run "
                f"trained on {', '.join(f'{t:,}' for t in budget_tokens)} tokens; the paper trains 30 epochs of "
@@ -180,10 +275,10 @@ def report(a, archs, rows, minutes, data_label):
     # The paper's 30 epochs at the speed measured here.
     train_tokens = a.train_tokens
     if train_tokens:
-        tok_s = mean_spread([r["tok_s"] for r in rows])[0]
+        tok_s = statistics.median(r["tok_s"] for r in rows)  # the median: a shared machine slows some runs
         per_run = 30 * train_tokens / tok_s / 3600
         md += ["", f"**The paper's 30 epochs** of this train split ({train_tokens:,} tokens, {30 * train_tokens:,} per "
-                   f"run) at the {tok_s:,.0f} tokens/s measured here: about {per_run:.1f} hours per run, "
+                   f"run) at the median {tok_s:,.0f} tokens/s measured here: about {per_run:.1f} hours per run, "
                    f"{per_run * len(rows):.0f} hours for these {len(rows)} runs: "
                    f"`make paper PAPER_ARGS=\"--budget tokens:{30 * train_tokens}\"`."]
     md += ["", "## Runs", "",
@@ -194,8 +289,8 @@ def report(a, archs, rows, minutes, data_label):
                   f"| {r['train_seconds']:.0f} | {r['tok_s']:,.0f} | {r['val_ppl']:.2f} | {r['test_ppl']:.2f} |")
     cfg = TABLES[a.table]
     md += ["", f"Model: n_layer {cfg['n_layer']}, n_embd 256, n_head {a.n_head}, FFN 1024, block {cfg['block_size']}, "
-               f"Grassmann rank 32, windows {cfg['windows']}; batch {a.batch_size}; lr {a.lr} -> {a.lr / 10:g} cosine, "
-               f"{a.warmup_iters} warm-up steps. Data: {data_label}. "
+               f"Grassmann rank 32, windows {cfg['windows']}; batch {a.batch_size}; {setting(rows)[3:]}, then cosine "
+               f"decay to a tenth. Data: {data_label}. "
                f"Architectures: " + "; ".join(f"{n} = {s}" for n, s in archs) + ". "
                f"Each norm's full comparison (loss curves, loss by position, recall split) is in "
                f"[pre/compare.md](pre/compare.md) and [post/compare.md](post/compare.md). "
@@ -206,7 +301,8 @@ def report(a, archs, rows, minutes, data_label):
     with open(os.path.join(a.out, "paper.json"), "w") as f:
         json.dump([dict({k: r[k] for k in ("arch", "norm", "seed", "tokens", "val_ppl", "test_ppl", "params", "name",
                                            "grassmann_rank", "train_seconds")},
-                        diverged=diverged(r["curve"]) if r["curve"] else None) for r in rows], f, indent=1)
+                        diverged=diverged(r["curve"]) if r["curve"] else None,
+                        stuck_at_unigram=stuck(r, unigram) if unigram is not None else None) for r in rows], f, indent=1)
         f.write("\n")
     return md
 
@@ -221,7 +317,8 @@ def main():
     ap.add_argument("--vocab-size", type=int, default=8192, help="BPE vocabulary for --wikitext2 (8192)")
     ap.add_argument("--out", default=os.path.join(ROOT, "runs/paper"), help="output directory (runs/paper)")
     ap.add_argument("--norms", default="pre,post", help="which norms to run (pre,post)")
-    ap.add_argument("--budget", default="tokens:1000000", help="per run, as make compare takes it (tokens:1000000)")
+    ap.add_argument("--budget", default="tokens:800000",
+                    help="per run, as make compare takes it (tokens:800000: the 12 runs take about an hour on 2 cores)")
     ap.add_argument("--seeds", type=int, default=2, help="seeds per architecture and norm (2)")
     ap.add_argument("--seed", type=int, default=1337, help="first seed (1337)")
     ap.add_argument("--n-head", type=int, default=4)
@@ -236,6 +333,7 @@ def main():
         die(f"--norms must list pre and/or post (got '{a.norms}')")
     if a.seeds < 1:
         die("--seeds must be at least 1")
+    need_gnuplot()
     os.makedirs(a.out, exist_ok=True)
     cfg = TABLES[a.table]
     archs = archs_for(cfg["n_layer"])
@@ -245,7 +343,7 @@ def main():
         if not a.report_only:
             prepare_wikitext2(a.wikitext2, data, a.vocab_size)
     elif data_label == "data/sotu":
-        data_label = "State of the Union addresses 1790-2018 (make data-large), BPE 8,192, split by speech"
+        data_label = "State of the Union addresses 1790-2021 (make data-large), BPE 8,192, split by speech"
     t0 = time.time()
     if not a.report_only:
         for f in ("train.bin", "val.bin", "test.bin", "tokenizer.txt"):
@@ -262,11 +360,15 @@ def main():
             print(f"paper: {norm}-norm: {' '.join(cmd[1:])}", flush=True)
             if subprocess.run(cmd, cwd=ROOT).returncode != 0:
                 die(f"the {norm}-norm comparison failed (its output is above)")
-    rows = [r for norm in NORMS for r in read_runs(a.out, norm, archs)]
+            with open(os.path.join(a.out, norm, SETTINGS), "w") as f:
+                json.dump({"lr": a.lr, "warmup_iters": a.warmup_iters}, f)
+    rows = [r for norm in NORMS for r in read_runs(a.out, norm, archs, a)]
     a.train_tokens = train_tokens(data)
     if not rows:
         die(f"no runs in {a.out}/pre or {a.out}/post")
-    md = report(a, archs, rows, 0 if a.report_only else (time.time() - t0) / 60, data_label)
+    unigram = unigram_loss(data)
+    plot = write_plot(a.out, archs, rows, unigram)
+    md = report(a, archs, rows, 0 if a.report_only else (time.time() - t0) / 60, data_label, unigram, plot)
     print("\n".join(md[:12]))
     print(f"\nwrote {os.path.join(a.out, 'paper.md')} and paper.json")
 

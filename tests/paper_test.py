@@ -5,14 +5,16 @@ Wikitext-2's files prepared through bin/prepare --train/--val/--test. Run from
 the repository root after make: /usr/bin/python3 -m tests.paper_test"""
 import csv
 import json
+import math
 import os
+import struct
 import subprocess
 import sys
 import tempfile
 import unittest
 
 from harness.common import BIN
-from harness.paper import archs_for, norm_ratios, prepare_wikitext2, ratios
+from harness.paper import archs_for, norm_ratios, prepare_wikitext2, ratios, unigram_loss
 
 PAPER = [sys.executable, "-m", "harness.paper"]
 KEYS = ["arch", "budget", "seed", "params", "steps", "tokens", "train_seconds", "wall", "tok_s", "val_loss", "val_ppl",
@@ -39,8 +41,14 @@ def fake_compare(out, norm, ppl):
         for name, mixers in archs_for(6):
             for k, p in enumerate(ppl[name]):
                 spec = ",".join([mixers] * 6 if "," not in mixers else mixers.split(","))
-                w.writerow([name, "tokens:1000", 1337 + k, 6_868_992, 10, 1000, 1.0, 2.0, 1000.0, 5.0, p, 5.0, p * 1.01,
+                w.writerow([name, "tokens:1000", 1337 + k, 6_868_992, 10, 1000, 1.0, 2.0, 1000.0, math.log(p), p, 5.0, p * 1.01,
                             3.0, 5.0, 10, 90, spec, "" if name == "transformer" else 32])
+
+
+def token_file(path, tokens, vocab):
+    """A token file as bin/prepare writes it (format 1, 2-byte tokens)."""
+    with open(path, "wb") as f:
+        f.write(b"LMTOKENS" + struct.pack("<IIQQ", 1, 2, vocab, len(tokens)) + struct.pack(f"<{len(tokens)}H", *tokens))
 
 
 class Pieces(unittest.TestCase):
@@ -59,6 +67,14 @@ class Pieces(unittest.TestCase):
         self.assertEqual(sorted(ratios(rows, "pre", "grassmann")), [1.1, 1.2])
         self.assertEqual(norm_ratios(rows, "grassmann"), [0.5])
         self.assertEqual(ratios(rows, "post", "grassmann"), [])  # no post-norm transformer to pair with
+
+    def test_unigram_loss(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            self.assertIsNone(unigram_loss(tmp))
+            # train counts 3, 1, 0 of a 3-token vocabulary, add-one: 4/7, 2/7, 1/7
+            token_file(os.path.join(tmp, "train.bin"), [0, 0, 1, 0], 3)
+            token_file(os.path.join(tmp, "val.bin"), [0, 2], 3)
+            self.assertAlmostEqual(unigram_loss(tmp), -(math.log(4 / 7) + math.log(1 / 7)) / 2, places=12)
 
 
 class Report(unittest.TestCase):
@@ -99,7 +115,7 @@ class Report(unittest.TestCase):
             r = subprocess.run(PAPER + ["--out", tmp, "--report-only", "--data", tmp], capture_output=True, text=True)
             self.assertEqual(r.returncode, 0, r.stderr)
             with open(os.path.join(tmp, "paper.md")) as f:
-                self.assertIn("**No run diverged** at lr 0.001 with 100 linear warm-up steps", f.read())
+                self.assertIn("**Every run trained** at lr 0.001 with 100 linear warm-up steps", f.read())
             fake_log(tmp, "post", "transformer", 1337, [(6.0, 6.5), ("nan", 8.9)])
             fake_log(tmp, "pre", "grassmann", 1337, [(6.0, 4.5), (5.0, 5.5)])  # back up 1 nat from its lowest
             r = subprocess.run(PAPER + ["--out", tmp, "--report-only", "--data", tmp], capture_output=True, text=True)
@@ -111,6 +127,35 @@ class Report(unittest.TestCase):
             with open(os.path.join(tmp, "paper.json")) as f:
                 flags = {(r["norm"], r["name"]): r["diverged"] for r in json.load(f)}
             self.assertEqual(sum(flags.values()), 2)
+
+    def test_stuck_at_unigram(self):
+        """A run that ends at the loss of token frequencies alone did not
+        train, though its loss fell and never climbed back."""
+        with tempfile.TemporaryDirectory() as tmp:
+            # Train and val with uniform frequencies over 400 tokens: the
+            # unigram loss is log 400 = 5.99 nats (ppl 400).
+            token_file(os.path.join(tmp, "train.bin"), list(range(400)) * 3, 400)
+            token_file(os.path.join(tmp, "val.bin"), list(range(400)), 400)
+            ppl = {"transformer": [390.0], "grassmann": [220.0], "hybrid": [190.0]}
+            for norm in ("pre", "post"):
+                fake_compare(tmp, norm, ppl if norm == "post" else dict(ppl, transformer=[200.0]))
+                for name in ppl:
+                    fake_log(tmp, norm, name, 1337, [(6.0, 6.5), (5.0, 5.5)])
+            # The post-norm runs had a longer warm-up: the report says what each norm's runs had.
+            with open(os.path.join(tmp, "post", "paper_settings.json"), "w") as f:
+                json.dump({"lr": 0.001, "warmup_iters": 400}, f)
+            r = subprocess.run(PAPER + ["--out", tmp, "--report-only", "--data", tmp], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(tmp, "paper.md")) as f:
+                md = f.read()
+            self.assertIn("**Did not train**: post-norm transformer seed 1337 (val loss 5.966), at lr 0.001 with 400 "
+                          "linear warm-up steps", md)
+            self.assertIn("batch 16; pre-norm 0.001 with 100 warm-up steps; post-norm 0.001 with 400 warm-up steps", md)
+            self.assertIn("is 5.991, so these runs learned the frequencies and nothing of context", md)
+            self.assertNotIn("Every run trained", md)
+            with open(os.path.join(tmp, "paper.json")) as f:
+                flags = {(r["norm"], r["name"]): r["stuck_at_unigram"] for r in json.load(f)}
+            self.assertEqual([k for k, v in flags.items() if v], [("post", "transformer")])
 
 
 class Errors(unittest.TestCase):
