@@ -247,6 +247,15 @@ if $B/gemm-rate --ms 5 --json 64x48x32:NT:2 40x30x20:TN >"$tmp/out" 2>"$tmp/err"
 assert len(p)==2 and p[0]["count"]==2 and p[1]["form"]=="TN" and all(x["gflops"]>0 and x["seconds"]>0 for x in p)
 assert abs(r["total_flop"]-(2*2*64*48*32+2*40*30*20))<1 and r["gflops"]>0 and "kernel" in r["blas"]' "$tmp/out"; then ok
 else bad "gemm-rate --json: $(head -c 300 "$tmp/out" "$tmp/err")"; fi
+# --bf16: a table where the CPU has AVX512_BF16, else one line and exit 2 (never emulated).
+if grep -qw avx512_bf16 /proc/cpuinfo; then
+    if $B/gemm-rate --ms 5 --bf16 64x48x32:NT 40x30x20:TN >"$tmp/out" 2>"$tmp/err" && [ ! -s "$tmp/err" ] \
+        && grep -q "oneDNN" "$tmp/out" && [ "$(grep -cE '^(64x48x32 +NT|40x30x20 +TN) ' "$tmp/out")" -eq 2 ]; then ok
+    else bad "gemm-rate --bf16: $(head -c 300 "$tmp/out" "$tmp/err")"; fi
+else
+    expect_error "gemm-rate --bf16 without AVX512_BF16" "AVX512_BF16" $B/gemm-rate --ms 5 --bf16 64x48x32:NT
+fi
+expect_error "gemm-rate --bf16 --json" "text only" $B/gemm-rate --bf16 --json 64x48x32:NT
 
 # BLAS kernels, for the library this build links (BLIS or OpenBLAS, from the
 # start-up line). This CPU's library may already choose its best kernels, so
