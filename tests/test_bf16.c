@@ -365,6 +365,39 @@ static void test_thread_invariance(void **state) {
         }
 }
 
+/* The serial product is one tile: the bits of the tiled one at width 1, the
+ * same on any thread, and inside a parallel region of the caller's own. */
+static void test_serial(void **state) {
+    (void)state;
+    skip_without_bf16();
+    Case c;
+    case_make(&c, 0, 0, 96, 80, 130, 333);
+    size_t bytes = c.m * c.ldc * sizeof(float);
+    float *tiled = malloc(bytes), *serial = malloc(bytes), *inside = malloc(bytes);
+    memcpy(tiled, c.c0, bytes), memcpy(serial, c.c0, bytes), memcpy(inside, c.c0, bytes);
+    Error err;
+    threads_set_width(1);
+    assert_int_equal(bf16_gemm(0, 0, c.m, c.n, c.k, 1.0f, c.ah, c.lda, c.bh, c.ldb, 1.0f, tiled, c.ldc, &err), 0);
+    threads_set_width(0);
+    assert_int_equal(bf16_gemm_serial(0, 0, c.m, c.n, c.k, 1.0f, c.ah, c.lda, c.bh, c.ldb, 1.0f, serial, c.ldc, &err), 0);
+    assert_memory_equal(tiled, serial, bytes);
+    int rc = 0;
+#pragma omp parallel num_threads(2) reduction(| : rc)
+    { /* two row blocks, one per thread, each a serial product */
+        size_t r0 = omp_get_thread_num() == 0 ? 0 : 48;
+        Error e;
+        rc |= bf16_gemm_serial(0, 0, 48, c.n, c.k, 1.0f, c.ah + r0 * c.lda, c.lda, c.bh, c.ldb, 1.0f,
+                               inside + r0 * c.ldc, c.ldc, &e);
+    }
+    assert_int_equal(rc, 0);
+    /* Not the bits of the 96-row product (other tiles, perhaps another blocking), but within its bound of it. */
+    double *want = malloc(c.m * c.n * sizeof *want), *abs_sum = malloc(c.m * c.n * sizeof *abs_sum);
+    reference(&c, c.ar, c.br, want, abs_sum);
+    assert_true(worst_ratio(&c, inside, want, abs_sum, 1.0f, 1.0f, bf16_accumulation_bound) <= 1.0);
+    free(tiled), free(serial), free(inside), free(want), free(abs_sum);
+    case_free(&c);
+}
+
 /* The start-up check passes here, and fails on a spoiled result, saying where. */
 static void test_check(void **state) {
     (void)state;
@@ -447,6 +480,7 @@ int main(void) {
         cmocka_unit_test(test_convert_cases),           cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_rounding_is_nearest_even), cmocka_unit_test(test_against_rounded_reference),
         cmocka_unit_test(test_against_fp32_gemm),       cmocka_unit_test(test_thread_invariance),
+        cmocka_unit_test(test_serial),
         cmocka_unit_test(test_check),                   cmocka_unit_test(test_bias_epilogue),
         cmocka_unit_test(test_implementation),
     };

@@ -317,6 +317,17 @@ int bf16_gemm_tiled(int trans_a, int trans_b, size_t m, size_t n, size_t k, floa
     return failed ? -1 : 0;
 }
 
+int bf16_gemm_serial(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const uint16_t *a,
+                     size_t lda, const uint16_t *b, size_t ldb, float beta, float *c, size_t ldc, Error *err) {
+    if (m == 0 || n == 0) return 0;
+    if (k == 0) {
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : c[i * ldc + j] * beta;
+        return 0;
+    }
+    return run_tile(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, err);
+}
+
 int bf16_gemm(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const uint16_t *a, size_t lda,
               const uint16_t *b, size_t ldb, float beta, float *c, size_t ldc, Error *err) {
     return bf16_gemm_tiled(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL, NULL, NULL, err);

@@ -79,6 +79,13 @@ int bf16_gemm_tiled(int trans_a, int trans_b, size_t m, size_t n, size_t k, floa
                     size_t lda, const uint16_t *b, size_t ldb, float beta, float *c, size_t ldc,
                     const float *bias_rows, TileEpilogue epilogue, void *ctx, Error *err);
 
+/* The same product computed by the calling thread alone, as one tile (no
+ * tiling, no parallel region): for chains of per-row-block products inside a
+ * parallel region of the caller's own (nn/mlp.c's, with gemm_row_blocks), as
+ * gemm_serial is for fp32. Returns 0, or -1 with err set. */
+int bf16_gemm_serial(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const uint16_t *a,
+                     size_t lda, const uint16_t *b, size_t ldb, float beta, float *c, size_t ldc, Error *err);
+
 /* bf16_gemm_tiled without bias or epilogue. */
 int bf16_gemm(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const uint16_t *a, size_t lda,
               const uint16_t *b, size_t ldb, float beta, float *c, size_t ldc, Error *err);
