@@ -195,6 +195,34 @@ for drop in 0 0.1; do
     done
 done
 
+# --precision: a bad value, and bf16 where the CPU has AVX512_BF16 (else one line, exit 2).
+expect_error "train precision value" "--precision must be fp32 or bf16 .got 'fp16'." $B/train --data "$tmp/a" --out "$tmp/x.ckpt" --precision fp16
+if grep -qw avx512_bf16 /proc/cpuinfo; then
+    # resume == uninterrupted in bf16 too, and 1 thread == 2 threads, byte for byte
+    for mixer in attention grassmann; do
+        args=(--data "$tmp/a" "${SMALL[@]}" --max-iters 12 --eval-interval 4 --dropout 0.1 --mixer "$mixer" --grassmann-windows 1,2,4 --precision bf16)
+        $B/train "${args[@]}" --out "$tmp/bf.ckpt" --threads 2 >"$tmp/out" 2>&1
+        $B/train "${args[@]}" --out "$tmp/bf1.ckpt" --threads 1 >/dev/null 2>&1
+        $B/train "${args[@]}" --out "$tmp/bfh.ckpt" --stop-at 5 >/dev/null 2>&1
+        $B/train --data "$tmp/a" --out "$tmp/bfh.ckpt" --resume "$tmp/bfh.ckpt" >/dev/null 2>&1
+        grep -q "^precision: bf16 products, fp32 accumulation" "$tmp/out" && ok || bad "bf16 start-up line: $(grep '^precision' "$tmp/out")"
+        cmp -s "$tmp/bf.ckpt" "$tmp/bfh.ckpt" && ok || bad "bf16 resume ($mixer) differs from the uninterrupted run"
+        cmp -s "$tmp/bf.ckpt" "$tmp/bf1.ckpt" && ok || bad "bf16 ($mixer) on 1 thread differs from 2 threads"
+    done
+    cmp -s "$tmp/bf.ckpt" "$tmp/full.ckpt" && bad "bf16 wrote the fp32 run's bytes" || ok
+    python3 -c 'import json,struct,sys
+f = open(sys.argv[1], "rb"); h = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+assert json.loads(h["__metadata__"]["train"])["precision"] == "bf16"' "$tmp/bf.ckpt" && ok || bad "bf16 is not recorded in the checkpoint"
+    python3 -c 'import json,struct,sys
+f = open(sys.argv[1], "rb"); h = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+assert "precision" not in json.loads(h["__metadata__"]["train"])' "$tmp/full.ckpt" && ok || bad "an fp32 checkpoint names its precision"
+    expect_error "resume bf16 as fp32" "--precision fp32 differs from the run's bf16" $B/train --data "$tmp/a" --out "$tmp/bf.ckpt" --resume "$tmp/bf.ckpt" --precision fp32
+    expect_error "resume fp32 as bf16" "--precision bf16 differs from the run's fp32" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" --resume "$tmp/good.ckpt" --precision bf16
+    expect_ok "eval a bf16 checkpoint" $B/eval --model "$tmp/bf.ckpt" --data "$tmp/a/val.bin" --stride 8
+else
+    expect_error "train bf16 without AVX512_BF16" "AVX512_BF16" $B/train --data "$tmp/a" --out "$tmp/x.ckpt" --precision bf16
+fi
+
 # The log's validation bits per byte: ASCII characters are one byte each, so
 # with the char tokenizer it is the loss in bits.
 $B/train --data "$tmp/a" --out "$tmp/bpb.ckpt" "${SMALL[@]}" --max-iters 4 --eval-interval 2 --log "$tmp/bpb.csv" >/dev/null 2>&1
