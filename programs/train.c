@@ -150,8 +150,12 @@ static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_thr
                "all-reduce of %.1f MiB per step, started layer by layer during backward\n",
                r->dist->size, r->dist->local_size, width, r->dist->size, (double)m->n_params * 4.0 / (1024.0 * 1024.0));
     const double mib = 4.0 / (1024.0 * 1024.0); /* floats to MiB */
-    say("memory: weights %.1f MiB, gradients and AdamW moments %.1f MiB, activations %.1f MiB\n",
-           (double)m->n_params * mib, 3.0 * (double)m->n_params * mib, (double)m->n_acts * mib);
+    char bf16_mem[96] = ""; /* the bf16 weights and the scratch of one product's rounded operands */
+    if (m->bf16)
+        snprintf(bf16_mem, sizeof bf16_mem, ", bf16 weights and operands %.1f MiB",
+                 ((double)m->n_params + 2.0 * (double)m->bf16->scratch_len) * mib / 2.0);
+    say("memory: weights %.1f MiB, gradients and AdamW moments %.1f MiB, activations %.1f MiB%s\n",
+           (double)m->n_params * mib, 3.0 * (double)m->n_params * mib, (double)m->n_acts * mib, bf16_mem);
     fflush(stdout);
 }
 
