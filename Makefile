@@ -19,7 +19,8 @@ CFLAGS  += -std=c11 $(OPT) -fno-trapping-math -fno-math-errno -ffp-contract=fast
 MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
 MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
 CFLAGS  += $(MPI_CFLAGS)
-LDLIBS  += -lpcre2-8 -ljansson -lm $(MPI_LIBS)
+# oneDNN: the bf16 matrix products (src/blas/bf16.h).
+LDLIBS  += -ldnnl -lpcre2-8 -ljansson -lm $(MPI_LIBS)
 BUILD   ?= build
 BIN     ?= bin
 

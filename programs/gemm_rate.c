@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "blas/backend.h"
+#include "blas/bf16.h"
 #include "blas/blas_setup.h"
 #include "cli/cli.h"
 #include "cli/options.h"
@@ -39,7 +40,13 @@ static const CliProgram program = {
              "  COUNT how many such products one step makes (default 1): the combined rate\n"
              "        is their total FLOPs over their total time.\n"
              "Each product is warmed up, then timed in repetitions of enough calls to last\n"
-             "a few milliseconds; the best repetition counts.\n",
+             "a few milliseconds; the best repetition counts.\n"
+             "\n"
+             "--bf16 compares the fp32 products with bf16 ones (blas/bf16.h: bf16 inputs,\n"
+             "fp32 accumulation and C, on oneDNN), both cut into the same tiles: the median\n"
+             "of 9 repetitions of each, in GFLOP/s, for beta 0 and for beta 1 (C += A B,\n"
+             "oneDNN's sum post-op). The inputs' rounding to bf16 is not timed. Needs a CPU\n"
+             "with AVX512_BF16.\n",
     .column = 22,
     .positional = 1,
 };
@@ -130,15 +137,125 @@ static double time_product(const Product *p, double budget_s, uint64_t *seed) {
 
 static double flops(const Product *p) { return 2.0 * (double)p->m * (double)p->n * (double)p->k; }
 
+/* ---- --bf16: fp32 against bf16 ------------------------------------------------ */
+
+typedef enum { RUN_FP32, RUN_BF16, RUN_BF16_ACC } RunKind;
+
+typedef struct Operands {
+    float *a, *b, *c;
+    uint16_t *ah, *bh; /* a and b rounded to bf16 */
+} Operands;
+
+static int run_kind(RunKind kind, const Product *p, const Operands *o, Error *err) {
+    size_t m = p->m, n = p->n, k = p->k;
+    if (kind == RUN_FP32) {
+        run_product(p, o->a, o->b, o->c);
+        return 0;
+    }
+    float beta = kind == RUN_BF16_ACC ? 1.0f : 0.0f;
+    if (!strcmp(p->form, "NT")) return bf16_gemm(0, 1, m, n, k, 1.0f, o->ah, k, o->bh, k, beta, o->c, n, err);
+    if (!strcmp(p->form, "NN")) return bf16_gemm(0, 0, m, n, k, 1.0f, o->ah, k, o->bh, n, beta, o->c, n, err);
+    return bf16_gemm(1, 0, m, n, k, 1.0f, o->ah, m, o->bh, n, beta, o->c, n, err);
+}
+
+static int compare_seconds(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+#define MEDIAN_REPS 9
+
+/* Median seconds per call over MEDIAN_REPS repetitions of enough calls to
+ * last budget_s / MEDIAN_REPS each (the median, not the best: on a shared
+ * machine it is the rate a training run would see); 0 on failure. */
+static double time_median(RunKind kind, const Product *p, const Operands *o, double budget_s, Error *err) {
+    if (run_kind(kind, p, o, err)) return 0.0; /* warm-up: primitives, buffers, caches */
+    double t0 = wall_seconds();
+    if (run_kind(kind, p, o, err)) return 0.0;
+    double one = wall_seconds() - t0, rep_s = budget_s / MEDIAN_REPS;
+    size_t inner = one > 0.0 && one < rep_s ? (size_t)(rep_s / one) : 1;
+    double per_call[MEDIAN_REPS];
+    for (int rep = 0; rep < MEDIAN_REPS; rep++) {
+        t0 = wall_seconds();
+        for (size_t i = 0; i < inner; i++)
+            if (run_kind(kind, p, o, err)) return 0.0;
+        per_call[rep] = (wall_seconds() - t0) / (double)inner;
+    }
+    qsort(per_call, MEDIAN_REPS, sizeof per_call[0], compare_seconds);
+    return per_call[MEDIAN_REPS / 2];
+}
+
+/* The CPU's model name from /proc/cpuinfo ("unknown CPU" if unreadable). */
+static void cpu_name(char *buf, size_t len) {
+    snprintf(buf, len, "unknown CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[256];
+    while (fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (!strncmp(line, "model name", 10) && colon) {
+            snprintf(buf, len, "%s", colon + 2);
+            buf[strcspn(buf, "\n")] = '\0';
+            break;
+        }
+    }
+    fclose(f);
+}
+
+static int compare_bf16(const char *prog, Product *prods, size_t n_prod, size_t budget_ms) {
+    if (!bf16_supported()) return cli_error(prog, "--bf16: this CPU has no AVX512_BF16 (bf16 products are not emulated)");
+    char cpu[128], impl[64];
+    cpu_name(cpu, sizeof cpu);
+    printf("cpu: %s | %zu threads, parallel width %zu\n", cpu, threads_max(), threads_width());
+    printf("fp32: %s\nbf16: %s, bf16 inputs, fp32 accumulation and C\n", blas_describe(), bf16_library());
+    printf("median of %d repetitions, GFLOP/s\n", MEDIAN_REPS);
+    printf("%-16s %4s %9s %9s %11s %6s  %s\n", "MxNxK", "form", "fp32", "bf16", "bf16 C+=AB", "ratio", "oneDNN kernel (one tile)");
+    uint64_t seed = 1337;
+    int rc = 0;
+    for (size_t i = 0; i < n_prod && rc == 0; i++) {
+        const Product *p = &prods[i];
+        Error err;
+        Operands o = {random_matrix(p->m * p->k, &seed), random_matrix(p->n * p->k, &seed), random_matrix(p->m * p->n, &seed),
+                      malloc(p->m * p->k * sizeof(uint16_t)), malloc(p->n * p->k * sizeof(uint16_t))};
+        if (!o.a || !o.b || !o.c || !o.ah || !o.bh) {
+            fprintf(stderr, "%s: error: out of memory for product %zux%zux%zu\n", prog, p->m, p->n, p->k);
+            rc = 1;
+        } else {
+            bf16_from_floats(p->m * p->k, o.a, o.ah);
+            bf16_from_floats(p->n * p->k, o.b, o.bh);
+            TileGrid g = gemm_tile_grid(p->m, p->n, p->k);
+            int ta = !strcmp(p->form, "TN"), tb = !strcmp(p->form, "NT");
+            size_t lda = ta ? p->m : p->k, ldb = tb ? p->k : p->n;
+            double budget = (double)budget_ms * 1e-3, fp32 = time_median(RUN_FP32, p, &o, budget, &err);
+            double bf16 = time_median(RUN_BF16, p, &o, budget, &err);
+            double acc = bf16 > 0.0 ? time_median(RUN_BF16_ACC, p, &o, budget, &err) : 0.0;
+            if (fp32 <= 0.0 || bf16 <= 0.0 || acc <= 0.0 ||
+                bf16_gemm_impl(ta, tb, g.mt, g.nt, p->k, lda, ldb, p->n, impl, sizeof impl, &err)) {
+                fprintf(stderr, "%s: error: %s\n", prog, err.msg);
+                rc = 1;
+            } else {
+                char dims[64];
+                snprintf(dims, sizeof dims, "%zux%zux%zu", p->m, p->n, p->k);
+                printf("%-16s %4s %9.1f %9.1f %11.1f %5.2fx  %s\n", dims, p->form, flops(p) / fp32 * 1e-9,
+                       flops(p) / bf16 * 1e-9, flops(p) / acc * 1e-9, fp32 / bf16, impl);
+            }
+        }
+        free(o.a), free(o.b), free(o.c), free(o.ah), free(o.bh);
+    }
+    bf16_release();
+    return rc;
+}
+
 int main(int argc, char **argv) {
     blas_setup(argc, argv); /* first: it may restart the program with faster kernels */
     size_t threads = 0, budget_ms = 30;
-    int json = 0, best_core = 0, first;
+    int json = 0, best_core = 0, bf16 = 0, first;
     Error err;
     CliOption opts[] = {
         CLI_SIZE("threads", 0, &threads, 0, 1024, "N", "OpenMP/OpenBLAS threads (default: all cores)"),
         CLI_SIZE("ms", 0, &budget_ms, 0, 60000, "T", "time spent timing each product, in ms (default 30)"),
         CLI_FLAG("json", 0, &json, "print one JSON object instead of text"),
+        CLI_FLAG("bf16", 0, &bf16, "compare fp32 with bf16 products (median GFLOP/s; see above)"),
         CLI_FLAG("best-core", 0, &best_core, "print the fastest kernels of the linked library (a BLIS configuration, an OpenBLAS core) this CPU supports and exit"),
     };
     int rc = cli_parse(&program, opts, sizeof opts / sizeof opts[0], argc, argv, &first);
@@ -166,6 +283,15 @@ int main(int argc, char **argv) {
             return cli_error(prog, "%s", err.msg);
         }
     threads_use(threads);
+    if (bf16) {
+        if (json) {
+            free(prods);
+            return cli_error(prog, "--bf16 prints text only (no --json)");
+        }
+        rc = compare_bf16(prog, prods, n_prod, budget_ms);
+        free(prods);
+        return rc;
+    }
 
     uint64_t seed = 1337;
     /* Warm-up: a freshly started process sometimes runs its first ~50 ms of

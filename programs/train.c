@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas/bf16.h"
 #include "blas/blas_setup.h"
 #include "cli/cli.h"
 #include "cli/options.h"
@@ -71,6 +72,8 @@ static int parse(int argc, char **argv, RunOptions *o, Actions *a) {
         CLI_TEXT("norm", 0, &o->norm, "N", "pre | post: LayerNorm before each branch (GPT-2) or\nafter each residual sum (the paper's; pre)"),
         CLI_TEXT("grassmann-windows", 0, &o->windows, "L",
                  "Grassmann window offsets for every layer (1,2,4,8,12,16),\nor one list per layer separated by ';'\n(\"1;1;2;2;4;4\")"),
+        CLI_TEXT("precision", 0, &o->precision_given, "P",
+                 "fp32 | bf16: the matrix products in fp32, or with bf16 inputs\nand fp32 accumulation (CPUs with AVX512_BF16;\nweights, gradients, optimizer, LayerNorm, softmax and\nloss stay fp32); a resumed run keeps its own (fp32)"),
         CLI_TEXT("log", 0, &o->log, "FILE", "per-step log for plotting: CSV, or JSON lines if FILE ends in .jsonl"),
         CLI_TEXT("dump-grads", 0, &o->dump, "FILE", "write weights, gradients, loss and the first batch, then exit"),
         CLI_FLAG("count-params", 0, &a->count_only, "print the model's parameter count and exit"),
@@ -99,8 +102,13 @@ static int parse(int argc, char **argv, RunOptions *o, Actions *a) {
 }
 
 /* The checks of the command line that need no file. */
-static int check(const RunOptions *o, const Actions *a, const Dist *dist) {
+static int check(RunOptions *o, const Actions *a, const Dist *dist) {
     const char *prog = program.name;
+    if (o->precision_given && precision_parse(o->precision_given, &o->precision))
+        return cli_error(prog, "--precision must be fp32 or bf16 (got '%s')", o->precision_given);
+    /* Never emulated: without the instructions bf16 would be slower than fp32. */
+    if (o->precision == PRECISION_BF16 && !bf16_supported())
+        return cli_error(prog, "--precision bf16 needs a CPU with AVX512_BF16, which this one lacks (use fp32)");
     if (!o->data) return cli_error(prog, "--data DIR is required (see --help)");
     if (!o->out && !o->dump && !a->count_only) return cli_error(prog, "--out CKPT is required (see --help)");
     if (o->dump && dist->size > 1) return cli_error(prog, "--dump-grads runs in one process (this job has %d ranks)", dist->size);
@@ -129,6 +137,11 @@ static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_thr
            r->ds.train.n, r->ds.val.n, o->batch_size, o->cfg.block_size, o->grad_accum, r->start_step, o->stop_at,
            o->max_iters, width, how);
     say("blas: %s | %zu threads\n", blas_describe(), width);
+    if (o->precision == PRECISION_BF16)
+        say("precision: bf16 products, fp32 accumulation | %s, %s | checked at the model's shapes: worst %.2f of "
+            "its bound\n", bf16_library(), r->bf16_impl, r->bf16_worst);
+    else
+        say("precision: fp32\n");
     if (r->masks.train.marked || r->masks.val.marked)
         say("loss mask: only the targets marked in%s%s are in the loss (--no-loss-mask: all)\n",
                r->masks.train.marked ? " train.mask" : "", r->masks.val.marked ? " val.mask" : "");
@@ -137,9 +150,36 @@ static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_thr
                "all-reduce of %.1f MiB per step, started layer by layer during backward\n",
                r->dist->size, r->dist->local_size, width, r->dist->size, (double)m->n_params * 4.0 / (1024.0 * 1024.0));
     const double mib = 4.0 / (1024.0 * 1024.0); /* floats to MiB */
-    say("memory: weights %.1f MiB, gradients and AdamW moments %.1f MiB, activations %.1f MiB\n",
-           (double)m->n_params * mib, 3.0 * (double)m->n_params * mib, (double)m->n_acts * mib);
+    char bf16_mem[96] = ""; /* the bf16 weights and the scratch of one product's rounded operands */
+    if (m->bf16)
+        snprintf(bf16_mem, sizeof bf16_mem, ", bf16 weights and operands %.1f MiB",
+                 ((double)m->n_params + 2.0 * (double)m->bf16->scratch_len) * mib / 2.0);
+    say("memory: weights %.1f MiB, gradients and AdamW moments %.1f MiB, activations %.1f MiB%s\n",
+           (double)m->n_params * mib, 3.0 * (double)m->n_params * mib, (double)m->n_acts * mib, bf16_mem);
     fflush(stdout);
+}
+
+/* The start-up check of the bf16 products (blas/bf16.h) at the model's
+ * shapes: each weight matrix's forward product over the batch's tokens
+ * (checked in all three forms, so backward's too), and the kernel that runs
+ * the widest one, for the start-up line. */
+static int check_bf16(Run *r, Error *err) {
+    const Model *m = &r->model;
+    size_t N = r->o.batch_size * r->o.cfg.block_size, n = 0;
+    Bf16Shape shapes[8];
+    for (size_t i = 0; i < m->n_tensors && n < 8; i++) {
+        const ParamTensor *t = &m->tensors[i];
+        if (!model_is_product_weight(m, t)) continue;
+        Bf16Shape s = {N, t->rows, t->cols};
+        int seen = 0;
+        for (size_t j = 0; j < n; j++) seen |= shapes[j].n == s.n && shapes[j].k == s.k;
+        if (!seen) shapes[n++] = s;
+    }
+    int rc = dist_agree(r->dist, bf16_check(shapes, n, false, &r->bf16_worst, err) != 0, err);
+    threads_use(0); /* bf16_check leaves the parallel width at its default: the run's again */
+    if (rc) return -1;
+    return bf16_gemm_impl(0, 1, N, shapes[0].n, shapes[0].k, shapes[0].k, shapes[0].k, shapes[0].n, r->bf16_impl,
+                          sizeof r->bf16_impl, err);
 }
 
 /* The end of a run as one JSON object (--json): what make bench reads. */
@@ -152,8 +192,8 @@ static void print_json(const Run *r, size_t threads, size_t step, float loss, fl
     char *config = config_to_json(&o->cfg), *blas = NULL;
     sb_append_json_string(&blas, blas_describe());
     printf("{\"program\":\"train\",\"params\":%zu,\"config\":%s,\"blas\":%s,\"blas_kernel\":\"%s\",\"threads\":%zu,"
-           "\"ranks\":%d,\"batch\":%zu,\"block\":%zu,\"grad_accum\":%zu,\"tokens_per_step\":%zu,",
-           m->n_params, config, blas, blas_kernel(), threads, r->dist->size, o->batch_size, o->cfg.block_size,
+           "\"ranks\":%d,\"precision\":\"%s\",\"batch\":%zu,\"block\":%zu,\"grad_accum\":%zu,\"tokens_per_step\":%zu,",
+           m->n_params, config, blas, blas_kernel(), threads, r->dist->size, precision_name(o->precision), o->batch_size, o->cfg.block_size,
            o->grad_accum, o->batch_size * o->cfg.block_size * o->grad_accum * (size_t)r->dist->size);
     printf("\"memory_mib\":{\"weights\":%.6g,\"state\":%.6g,\"activations\":%.6g},", (double)m->n_params * mib,
            3.0 * (double)m->n_params * mib, (double)m->n_acts * mib);
@@ -346,6 +386,7 @@ int main(int argc, char **argv) {
         text_on = !a.json;
         threads_use(threads_per_rank(o.threads, dist.local_size)); /* --threads is per rank */
         if (run_open(&r, &o, &dist, a.count_only, a.no_loss_mask, &err)) rc = cli_error(prog, "%s", err.msg);
+        else if (!a.count_only && r.o.precision == PRECISION_BF16 && check_bf16(&r, &err)) rc = cli_error(prog, "%s", err.msg);
         else if (a.count_only) printf("%zu\n", r.model.n_params), rc = 0;
         else if (o.dump) rc = dump_grads(&r, &err) ? cli_error(prog, "%s", err.msg) : 0;
         else rc = train(&r, &a);

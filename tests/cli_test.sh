@@ -195,6 +195,34 @@ for drop in 0 0.1; do
     done
 done
 
+# --precision: a bad value, and bf16 where the CPU has AVX512_BF16 (else one line, exit 2).
+expect_error "train precision value" "--precision must be fp32 or bf16 .got 'fp16'." $B/train --data "$tmp/a" --out "$tmp/x.ckpt" --precision fp16
+if grep -qw avx512_bf16 /proc/cpuinfo; then
+    # resume == uninterrupted in bf16 too, and 1 thread == 2 threads, byte for byte
+    for mixer in attention grassmann; do
+        args=(--data "$tmp/a" "${SMALL[@]}" --max-iters 12 --eval-interval 4 --dropout 0.1 --mixer "$mixer" --grassmann-windows 1,2,4 --precision bf16)
+        $B/train "${args[@]}" --out "$tmp/bf.ckpt" --threads 2 >"$tmp/out" 2>&1
+        $B/train "${args[@]}" --out "$tmp/bf1.ckpt" --threads 1 >/dev/null 2>&1
+        $B/train "${args[@]}" --out "$tmp/bfh.ckpt" --stop-at 5 >/dev/null 2>&1
+        $B/train --data "$tmp/a" --out "$tmp/bfh.ckpt" --resume "$tmp/bfh.ckpt" >/dev/null 2>&1
+        grep -q "^precision: bf16 products, fp32 accumulation" "$tmp/out" && ok || bad "bf16 start-up line: $(grep '^precision' "$tmp/out")"
+        cmp -s "$tmp/bf.ckpt" "$tmp/bfh.ckpt" && ok || bad "bf16 resume ($mixer) differs from the uninterrupted run"
+        cmp -s "$tmp/bf.ckpt" "$tmp/bf1.ckpt" && ok || bad "bf16 ($mixer) on 1 thread differs from 2 threads"
+    done
+    cmp -s "$tmp/bf.ckpt" "$tmp/full.ckpt" && bad "bf16 wrote the fp32 run's bytes" || ok
+    python3 -c 'import json,struct,sys
+f = open(sys.argv[1], "rb"); h = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+assert json.loads(h["__metadata__"]["train"])["precision"] == "bf16"' "$tmp/bf.ckpt" && ok || bad "bf16 is not recorded in the checkpoint"
+    python3 -c 'import json,struct,sys
+f = open(sys.argv[1], "rb"); h = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+assert "precision" not in json.loads(h["__metadata__"]["train"])' "$tmp/full.ckpt" && ok || bad "an fp32 checkpoint names its precision"
+    expect_error "resume bf16 as fp32" "--precision fp32 differs from the run's bf16" $B/train --data "$tmp/a" --out "$tmp/bf.ckpt" --resume "$tmp/bf.ckpt" --precision fp32
+    expect_error "resume fp32 as bf16" "--precision bf16 differs from the run's fp32" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" --resume "$tmp/good.ckpt" --precision bf16
+    expect_ok "eval a bf16 checkpoint" $B/eval --model "$tmp/bf.ckpt" --data "$tmp/a/val.bin" --stride 8
+else
+    expect_error "train bf16 without AVX512_BF16" "AVX512_BF16" $B/train --data "$tmp/a" --out "$tmp/x.ckpt" --precision bf16
+fi
+
 # The log's validation bits per byte: ASCII characters are one byte each, so
 # with the char tokenizer it is the loss in bits.
 $B/train --data "$tmp/a" --out "$tmp/bpb.ckpt" "${SMALL[@]}" --max-iters 4 --eval-interval 2 --log "$tmp/bpb.csv" >/dev/null 2>&1
@@ -247,6 +275,15 @@ if $B/gemm-rate --ms 5 --json 64x48x32:NT:2 40x30x20:TN >"$tmp/out" 2>"$tmp/err"
 assert len(p)==2 and p[0]["count"]==2 and p[1]["form"]=="TN" and all(x["gflops"]>0 and x["seconds"]>0 for x in p)
 assert abs(r["total_flop"]-(2*2*64*48*32+2*40*30*20))<1 and r["gflops"]>0 and "kernel" in r["blas"]' "$tmp/out"; then ok
 else bad "gemm-rate --json: $(head -c 300 "$tmp/out" "$tmp/err")"; fi
+# --bf16: a table where the CPU has AVX512_BF16, else one line and exit 2 (never emulated).
+if grep -qw avx512_bf16 /proc/cpuinfo; then
+    if $B/gemm-rate --ms 5 --bf16 64x48x32:NT 40x30x20:TN >"$tmp/out" 2>"$tmp/err" && [ ! -s "$tmp/err" ] \
+        && grep -q "oneDNN" "$tmp/out" && [ "$(grep -cE '^(64x48x32 +NT|40x30x20 +TN) ' "$tmp/out")" -eq 2 ]; then ok
+    else bad "gemm-rate --bf16: $(head -c 300 "$tmp/out" "$tmp/err")"; fi
+else
+    expect_error "gemm-rate --bf16 without AVX512_BF16" "AVX512_BF16" $B/gemm-rate --ms 5 --bf16 64x48x32:NT
+fi
+expect_error "gemm-rate --bf16 --json" "text only" $B/gemm-rate --bf16 --json 64x48x32:NT
 
 # BLAS kernels, for the library this build links (BLIS or OpenBLAS, from the
 # start-up line). This CPU's library may already choose its best kernels, so

@@ -37,6 +37,15 @@ else bad "2 ranks vs --grad-accum 2: $(cat "$tmp/cmp")"; fi
 # (at the same threads per process).
 cmp -s "$tmp/r2.ckpt" "$tmp/r1.ckpt" && ok || bad "2 ranks vs --grad-accum 2: the checkpoints are not byte for byte equal"
 
+# The same in bf16 (where the CPU has it): the ranks' bf16 products and the
+# fp32 all-reduce of their gradients give one process's bytes.
+if grep -qw avx512_bf16 /proc/cpuinfo; then
+    "${MPIRUN[@]}" -np 2 $B/train "${RUN[@]}" --precision bf16 --out "$tmp/b2.ckpt" >"$tmp/out" 2>"$tmp/err" \
+        && grep -q "^precision: bf16" "$tmp/out" && ok || bad "2-rank bf16 run: $(tail -c 300 "$tmp/err")"
+    $B/train "${RUN[@]}" --precision bf16 --grad-accum 2 --out "$tmp/b1.ckpt" >/dev/null 2>&1 || bad "1-process bf16 run failed"
+    cmp -s "$tmp/b2.ckpt" "$tmp/b1.ckpt" && ok || bad "bf16: 2 ranks vs --grad-accum 2: the checkpoints are not byte for byte equal"
+fi
+
 # Resume on 2 ranks: byte for byte the uninterrupted run.
 "${MPIRUN[@]}" -np 2 $B/train "${RUN[@]}" --stop-at 8 --out "$tmp/half.ckpt" >/dev/null 2>&1 || bad "2-rank run to step 8 failed"
 cp "$tmp/half.ckpt" "$tmp/half1.ckpt"

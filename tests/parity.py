@@ -6,6 +6,13 @@ model in PyTorch (float64, from those float32 weights), runs autograd on the
 same batch and requires a relative error below 1e-4 for the loss and for each
 gradient tensor: |c - torch| / |torch| over the whole tensor.
 
+Where the CPU has AVX512_BF16, the same for bin/train --precision bf16
+(check_bf16): against float64 within a derived bf16 tolerance, and against
+PyTorch's CPU autocast to bf16 (torch.autocast("cpu", dtype=torch.bfloat16),
+the same fp32 weights), which our recipe must match at least as closely to
+float64 (it rounds less: its products' outputs and the attention scores stay
+fp32, autocast's are bf16).
+
 Run from the project root after `make`: /usr/bin/python3 -m tests.parity
 """
 import json
@@ -21,6 +28,18 @@ from harness.safetensors_np import read_safetensors
 from harness.torch_ref import model_loss
 
 TOL = 1e-4
+
+# bf16 against float64, per gradient tensor (and the loss), relatively: each
+# product on a path adds at most 2^-7 of its magnitude sum (bf16.h: both
+# operands rounded by <= 2^-8); with P products on the longest path from the
+# weights through the loss and back, and K = 4 for magnitude sums above the
+# results' size (as tests/test_bf16_train.c): P 2^-7 K. These models (2
+# layers) have P = 9 forward (per layer mixer 2-3 + MLP 2, then the head)
+# and 9 backward: P = 18.
+TOL_BF16 = 18 * 2.0 ** -7 * 4
+# Our bf16 gradients' distance from float64 (all tensors together) may be at
+# most this multiple of autocast's.
+AUTOCAST_RATIO = 1.5
 
 
 def check(name, dump):
@@ -50,6 +69,56 @@ def check(name, dump):
     for f in failures:
         print("   ", f)
     return not failures
+
+
+def grads_against(W, cfg, inputs, targets, dtype, autocast):
+    """Loss and gradients of the model at weights W (float64 tensors), computed in dtype, under autocast or not."""
+    Wd = {k: v.detach().to(dtype).requires_grad_(True) for k, v in W.items()}
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        loss = model_loss(Wd, cfg, inputs, targets)
+    loss.float().backward()
+    return loss.item(), {k: v.grad.to(torch.float64) for k, v in Wd.items()}
+
+
+def check_bf16(name, dump):
+    tensors, meta = read_safetensors(dump)
+    cfg = json.loads(meta["config"])
+    W = {k: torch.tensor(v, dtype=torch.float64)
+         for k, v in tensors.items() if not k.startswith("grad.") and k not in ("inputs", "targets")}
+    inputs = torch.tensor(tensors["inputs"], dtype=torch.long)
+    targets = torch.tensor(tensors["targets"], dtype=torch.long)
+    loss64, g64 = grads_against(W, cfg, inputs, targets, torch.float64, False)
+    loss_ac, g_ac = grads_against(W, cfg, inputs, targets, torch.float32, True)
+    ours = {k: torch.tensor(tensors["grad." + k], dtype=torch.float64) for k in W}
+    c_loss = float(meta["loss"])
+    failures = []
+    if not abs(c_loss - loss64) / abs(loss64) <= TOL_BF16:
+        failures.append(f"loss {c_loss} vs float64 {loss64}")
+    for k in W:
+        rel = (ours[k] - g64[k]).norm().item() / max(g64[k].norm().item(), 1e-30)
+        if not rel <= TOL_BF16:
+            failures.append(f"{k}: relative error {rel:.2e} from float64, bound {TOL_BF16:.2e}")
+    flat = lambda g: torch.cat([g[k].flatten() for k in sorted(W)])
+    ref = flat(g64)
+    e_ours = (flat(ours) - ref).norm().item() / ref.norm().item()
+    e_ac = (flat(g_ac) - ref).norm().item() / ref.norm().item()
+    if not e_ours > 1e-6:
+        failures.append(f"gradients equal float64's to {e_ours:.1e}: the bf16 products did not run")
+    if not e_ours <= AUTOCAST_RATIO * e_ac:
+        failures.append(f"gradients {e_ours:.2e} from float64, autocast's {e_ac:.2e}")
+    status = "ok" if not failures else "FAILED"
+    print(f"parity {name:<34} loss {c_loss:.6f} float64 {loss64:.6f} autocast {loss_ac:.6f}  gradients from "
+          f"float64: ours {e_ours:.2e}, autocast {e_ac:.2e}  {status}")
+    for f in failures:
+        print("   ", f)
+    return not failures
+
+
+def has_bf16():
+    try:
+        return "avx512_bf16" in open("/proc/cpuinfo").read().split()
+    except OSError:
+        return False
 
 
 def main():
@@ -82,6 +151,13 @@ def main():
         ("hybrid g,a post-norm, trained", ["--mixer", "grassmann,attention", "--norm", "post",
                                            "--grassmann-rank", "6", "--grassmann-windows", "2,4;1"]),
     ]
+    bf16 = [
+        ("bf16 attention", ["--mixer", "attention"]),
+        ("bf16 hybrid a,g post-norm, rope", ["--mixer", "attention,grassmann", "--norm", "post", "--pos", "rope",
+                                            "--grassmann-rank", "6", "--grassmann-windows", "1,2,4"]),
+    ] if has_bf16() else []
+    if not bf16:
+        print("parity: this CPU has no AVX512_BF16: the bf16 comparisons are skipped")
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "text.txt"), "w") as f:
@@ -90,6 +166,15 @@ def main():
                         "--out", os.path.join(tmp, "data"), "--val-fraction", "0.2", "--test-fraction", "0"],
                        check=True, stdout=subprocess.DEVNULL)
         base = ["--n-layer", "2", "--n-head", "2", "--n-embd", "16", "--block-size", "16", "--batch-size", "3"]
+        for i, (name, extra) in enumerate(bf16):
+            dump = os.path.join(tmp, f"bf16_{i}.safetensors")
+            subprocess.run([os.path.join(BIN, "train"), "--data", os.path.join(tmp, "data"), "--seed", str(3 + i),
+                            "--precision", "bf16", "--dump-grads", dump] + base + extra,
+                           check=True, stdout=subprocess.DEVNULL)
+            if check_bf16(name, dump):
+                passed += 1
+            else:
+                failed += 1
         for i, (name, extra) in enumerate(configs + trained):
             dump = os.path.join(tmp, f"dump{i}.safetensors")
             train = [os.path.join(BIN, "train"), "--data", os.path.join(tmp, "data"), "--seed", str(7 + i)] + base + extra

@@ -330,7 +330,7 @@ static MlpParams mlp_p(const MlpCtx *c) {
 
 static double mlp_obj(void *p) {
     MlpCtx *c = p;
-    mlp_forward(c->out, c->fc, c->act, c->in, mlp_p(c), c->N, c->C);
+    mlp_forward(NULL, c->out, c->fc, c->act, c->in, mlp_p(c), c->N, c->C);
     return dot_objective(c->out, c->w, c->N * c->C);
 }
 
@@ -342,7 +342,7 @@ static void test_mlp(void **s) {
     float *dp = zeros(np), *din = rand_tensor(N * C, 1e3f, 25), *dfc = rand_tensor(N * 4 * C, 1e3f, 26); /* written, not added to */
     mlp_obj(&c);
     MlpGrads g = {dp, dp + 4 * C * C, dp + 4 * C * C + 4 * C, dp + 8 * C * C + 4 * C};
-    mlp_backward(din, g, dfc, c.w, c.in, c.fc, c.act, mlp_p(&c), N, C);
+    mlp_backward(NULL, din, g, dfc, c.w, c.in, c.fc, c.act, mlp_p(&c), N, C);
     CHECK_GRAD(mlp_obj, &c, c.in, din, N * C, 100, 1e-2f, TOL, "mlp input");
     CHECK_GRAD(mlp_obj, &c, c.params, dp, 4 * C * C, 100, 1e-2f, TOL, "mlp fc.weight");
     CHECK_GRAD(mlp_obj, &c, c.params + 4 * C * C, dp + 4 * C * C, 4 * C, 100, 1e-2f, TOL, "mlp fc.bias");

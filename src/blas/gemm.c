@@ -20,17 +20,12 @@
  * equal at the model's shapes), while smaller tiles would (8 tiles on 2 cores:
  * 7% slower). */
 
-typedef struct TileGrid {
-    size_t mt, nt;           /* tile rows and columns (the last ones may be short) */
-    size_t tiles_m, tiles_n; /* tiles down and across */
-} TileGrid;
-
 static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 
 /* Splits the longer side of the tiles until there are `width` of them, as
  * long as a tile keeps at least 16 rows and columns and 2^17 multiply-adds
  * (a few microseconds: enough to pay for the call and its packing). */
-static TileGrid tile_grid(size_t m, size_t n, size_t k) {
+TileGrid gemm_tile_grid(size_t m, size_t n, size_t k) {
     size_t width = threads_width();
     TileGrid g = {.mt = m, .nt = n, .tiles_m = 1, .tiles_n = 1};
     while (g.tiles_m * g.tiles_n < width) {
@@ -58,7 +53,7 @@ void gemm_tiled(int trans_a, int trans_b, size_t m, size_t n, size_t k, float al
                        size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc,
                        const float *bias_rows, TileEpilogue epilogue, void *ctx) {
     if (m == 0 || n == 0) return;
-    TileGrid g = tile_grid(m, n, k);
+    TileGrid g = gemm_tile_grid(m, n, k);
 #pragma omp parallel for schedule(dynamic, 1)
     for (size_t t = 0; t < g.tiles_m * g.tiles_n; t++) {
         size_t i0 = (t / g.tiles_n) * g.mt, j0 = (t % g.tiles_n) * g.nt;

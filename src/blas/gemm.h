@@ -35,6 +35,16 @@ size_t gemm_row_blocks(size_t n, size_t *rows_per);
 void gemm_serial(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha,
                  const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc);
 
+/* The grid of output tiles a product of C (m,n) with inner size k is cut
+ * into: tiles of mt x nt (the last ones may be short), tiles_m down and
+ * tiles_n across, fixed by the shape and the parallel width alone. The bf16
+ * products (blas/bf16.h) cut theirs the same way. */
+typedef struct TileGrid {
+    size_t mt, nt;
+    size_t tiles_m, tiles_n;
+} TileGrid;
+TileGrid gemm_tile_grid(size_t m, size_t n, size_t k);
+
 /* The general form the others call: gemm with an epilogue, and with every
  * row of each tile of C first set to bias_rows[j0 ..] (a bias, NULL for none;
  * beta must then be 1). */

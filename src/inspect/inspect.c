@@ -60,7 +60,7 @@ static int logit_lens(Inspection *in, const Model *m, size_t T, Error *err) {
     for (size_t s = 0; s <= L; s++) {
         const float *h = s < L ? m->la[s].resid : m->resid_out;
         layernorm_forward(ln, mean, rstd, h, m->params + m->lnf_w, m->params + m->lnf_b, T, C);
-        matmul_forward(logits, ln, m->params + m->wte, NULL, T, C, V);
+        matmul_forward(NULL, logits, ln, m->params + m->wte, NULL, T, C, V);
         for (size_t t = 0; t < T; t++) {
             float *row = logits + t * V;
             softmax(row, row, V);

@@ -232,7 +232,7 @@ static void attention_forward(const ModelConfig *cfg, const float *params, float
     AttnParams p = attn_params(params, C);
     AttnActs a;
     attn_layout(acts, B, T, C, H, &a);
-    matmul_forward(a.qkv, in, p.qkv_w, p.qkv_b, B * T, C, 3 * C);
+    matmul_forward(cfg->bf16, a.qkv, in, p.qkv_w, p.qkv_b, B * T, C, 3 * C);
     if (cfg->pos == POS_ROPE) rope_forward(a.qkv, cfg->rope, B, T, 0, C, hs); /* qkv keeps the rotated q, k */
     /* Later query tiles see more keys: hand out tasks one by one. */
 #pragma omp parallel for schedule(dynamic, 1)
@@ -244,7 +244,7 @@ static void attention_forward(const ModelConfig *cfg, const float *params, float
         flash_forward_tile(a.y + (b * T + i0) * C + h * hs, C, a.lse + bh * T + i0, st, st + ts * ts, ts,
                            q + i0 * 3 * C, q + C, q + 2 * C, 3 * C, i0, nq, hs, scale);
     }
-    matmul_forward(out, a.y, p.proj_w, p.proj_b, B * T, C, C);
+    matmul_forward(cfg->bf16, out, a.y, p.proj_w, p.proj_b, B * T, C, C);
 }
 
 static void attention_backward(const ModelConfig *cfg, const float *params, float *dparams,
@@ -256,7 +256,7 @@ static void attention_backward(const ModelConfig *cfg, const float *params, floa
     AttnParams g = attn_params(dparams, C);
     AttnActs a;
     attn_layout(acts, B, T, C, H, &a);
-    matmul_backward(a.dy, 0.0f, (float *)g.proj_w, (float *)g.proj_b, dout, a.y, p.proj_w, B * T, C, C);
+    matmul_backward(cfg->bf16, a.dy, 0.0f, (float *)g.proj_w, (float *)g.proj_b, dout, a.y, p.proj_w, B * T, C, C);
 #pragma omp parallel for schedule(static)
     for (size_t bh = 0; bh < B * H; bh++) {
         size_t b = bh / H, h = bh % H, off = b * T * 3 * C + h * hs;
@@ -274,7 +274,7 @@ static void attention_backward(const ModelConfig *cfg, const float *params, floa
                             hs, scale);
     }
     if (cfg->pos == POS_ROPE) rope_backward(a.dqkv, cfg->rope, B, T, 0, C, hs);
-    matmul_backward(din, 0.0f, (float *)g.qkv_w, (float *)g.qkv_b, a.dqkv, in, p.qkv_w, B * T, C, 3 * C);
+    matmul_backward(cfg->bf16, din, 0.0f, (float *)g.qkv_w, (float *)g.qkv_b, a.dqkv, in, p.qkv_w, B * T, C, 3 * C);
 }
 
 /* Sampling state: K and V caches (block_size, C) each, then scratch for
@@ -289,7 +289,7 @@ static void attention_step(const ModelConfig *cfg, const float *params, float *s
     float scale = 1.0f / sqrtf((float)hs);
     AttnParams p = attn_params(params, C);
     float *kc = state, *vc = kc + Tm * C, *qkv = vc + Tm * C, *row = qkv + 3 * C, *y = row + Tm;
-    matmul_forward(qkv, in_t, p.qkv_w, p.qkv_b, 1, C, 3 * C);
+    matmul_forward(cfg->bf16, qkv, in_t, p.qkv_w, p.qkv_b, 1, C, 3 * C);
     if (cfg->pos == POS_ROPE) rope_forward(qkv, cfg->rope, 1, 1, t, C, hs); /* the cache holds rotated keys */
     memcpy(kc + t * C, qkv + C, C * sizeof(float));
     memcpy(vc + t * C, qkv + 2 * C, C * sizeof(float));
@@ -298,7 +298,7 @@ static void attention_step(const ModelConfig *cfg, const float *params, float *s
         softmax(row, row, t + 1);
         gemm(0, 0, 1, hs, t + 1, 1.0f, row, t + 1, vc + h * hs, C, 0.0f, y + h * hs, C);
     }
-    matmul_forward(out_t, y, p.proj_w, p.proj_b, 1, C, C);
+    matmul_forward(cfg->bf16, out_t, y, p.proj_w, p.proj_b, 1, C, C);
 }
 
 /* A causal token meets (T + 1) / 2 keys on average; QK^T and PV take 2

@@ -217,7 +217,7 @@ int attention_inspect(const ModelConfig *cfg, const float *params, const float *
         return -1;
     }
     /* q and k as the layer has them, rotated by position with rope. */
-    matmul_forward(qkv, x, p.qkv_w, p.qkv_b, T, C, 3 * C);
+    matmul_forward(NULL, qkv, x, p.qkv_w, p.qkv_b, T, C, 3 * C);
     if (cfg->pos == POS_ROPE) rope_forward(qkv, cfg->rope, 1, T, 0, C, hs);
     for (size_t h = 0; h < H; h++) {
         attention_probs(L->probs + h * T * T, qkv, T, C, H, h);

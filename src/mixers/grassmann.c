@@ -307,12 +307,12 @@ static const float *gate_w_g(GrParams p, size_t C) { return p.gate_w + C; }
 static void gr_tail_forward(const ModelConfig *cfg, GrParams p, GrActs a, float *out, const float *x,
                             size_t N, size_t T, size_t t0) {
     size_t C = cfg->n_embd, P = n_pairs(cfg->grassmann_rank), dmin = min_window(cfg);
-    matmul_forward(a.g, a.qbar, p.plu_w, p.plu_b, N, P, C);
+    matmul_forward(cfg->bf16, a.g, a.qbar, p.plu_w, p.plu_b, N, P, C);
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++)
         if ((t0 + n) % T < dmin) memset(a.g + n * C, 0, C * sizeof(float)); /* no offset fits: g = 0 */
-    matmul_forward_strided(a.a, x, gate_w_x(p), 2 * C, p.gate_b, N, C, C);
-    gemm(0, 1, N, C, C, 1.0f, a.g, C, gate_w_g(p, C), 2 * C, 1.0f, a.a, C);
+    matmul_forward_strided(cfg->bf16, a.a, x, gate_w_x(p), 2 * C, p.gate_b, N, C, C);
+    matmul_add_strided(cfg->bf16, a.a, a.g, gate_w_g(p, C), 2 * C, N, C, C);
     grassmann_gate_forward(a.m, a.a, x, a.g, N * C);
     layernorm_forward(out, a.mean, a.rstd, a.m, p.ln_w, p.ln_b, N, C);
 }
@@ -322,7 +322,7 @@ static void grassmann_forward(const ModelConfig *cfg, const float *params, float
     size_t N = B * T, C = cfg->n_embd, r = cfg->grassmann_rank;
     GrParams p = gr_params(params, cfg);
     GrActs a = gr_acts(acts, cfg, N);
-    matmul_forward(a.z, in, p.red_w, p.red_b, N, C, r);
+    matmul_forward(cfg->bf16, a.z, in, p.red_w, p.red_b, N, C, r);
     grassmann_mix_forward(a.qbar, a.z, cfg->windows, cfg->n_windows, B, T, r, GRASSMANN_EPS);
     gr_tail_forward(cfg, p, a, out, in, N, T, 0);
 }
@@ -338,17 +338,16 @@ static void grassmann_backward(const ModelConfig *cfg, const float *params, floa
     layernorm_backward(a.dm, (float *)g.ln_w, (float *)g.ln_b, dout, a.m, p.ln_w, a.mean, a.rstd, N, C);
     grassmann_gate_backward(din, a.dg, a.dapre, a.dm, a.a, in, a.g, N * C);
     /* apre = x W_x^T + g W_g^T + b: both column blocks of the gate weight. */
-    gemm(0, 0, N, C, C, 1.0f, a.dapre, C, gate_w_x(p), 2 * C, 1.0f, din, C);
-    gemm(0, 0, N, C, C, 1.0f, a.dapre, C, gate_w_g(p, C), 2 * C, 1.0f, a.dg, C);
-    gemm(1, 0, C, C, N, 1.0f, a.dapre, C, in, C, 1.0f, (float *)gate_w_x(g), 2 * C);
-    gemm(1, 0, C, C, N, 1.0f, a.dapre, C, a.g, C, 1.0f, (float *)gate_w_g(g, C), 2 * C);
-    column_sum_add((float *)g.gate_b, a.dapre, N, C);
+    matmul_backward_strided(cfg->bf16, din, 1.0f, (float *)gate_w_x(g), 2 * C, (float *)g.gate_b, a.dapre, in,
+                            gate_w_x(p), N, C, C);
+    matmul_backward_strided(cfg->bf16, a.dg, 1.0f, (float *)gate_w_g(g, C), 2 * C, NULL, a.dapre, a.g,
+                            gate_w_g(p, C), N, C, C);
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++)
         if (n % T < dmin) memset(a.dg + n * C, 0, C * sizeof(float)); /* g was held at 0 there */
-    matmul_backward(a.dqbar, 0.0f, (float *)g.plu_w, (float *)g.plu_b, a.dg, a.qbar, p.plu_w, N, P, C);
+    matmul_backward(cfg->bf16, a.dqbar, 0.0f, (float *)g.plu_w, (float *)g.plu_b, a.dg, a.qbar, p.plu_w, N, P, C);
     grassmann_mix_backward(a.dz, a.u, a.coef, a.dqbar, a.z, cfg->windows, cfg->n_windows, B, T, r, GRASSMANN_EPS);
-    matmul_backward(din, 1.0f, (float *)g.red_w, (float *)g.red_b, a.dz, in, p.red_w, N, C, r);
+    matmul_backward(cfg->bf16, din, 1.0f, (float *)g.red_w, (float *)g.red_b, a.dz, in, p.red_w, N, C, r);
 }
 
 /* Sampling state: a ring of the last max(D) + 1 reduced vectors, then one
@@ -370,7 +369,7 @@ static void grassmann_step(const ModelConfig *cfg, const float *params, float *s
     float *ring = state;
     GrActs a = gr_acts(state + R * r, cfg, 1);
     float *zt = ring + (t % R) * r;
-    matmul_forward(zt, in_t, p.red_w, p.red_b, 1, C, r);
+    matmul_forward(cfg->bf16, zt, in_t, p.red_w, p.red_b, 1, C, r);
     const float *past[MAX_WINDOWS];
     float c[GRASSMANN_MAX_RANK];
     for (size_t k = 0; k < cfg->n_windows; k++)

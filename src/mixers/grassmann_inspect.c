@@ -49,15 +49,15 @@ int grassmann_inspect(const ModelConfig *cfg, const float *params, const float *
     int rc = L->offset_norm ? 0 : -1;
     if (rc) goto done;
     /* The layer's forward, as in grassmann.c: z, the mixed coordinates, g, the gate. */
-    matmul_forward(z, x, p.red_w, p.red_b, T, C, r);
+    matmul_forward(NULL, z, x, p.red_w, p.red_b, T, C, r);
     grassmann_mix_forward(qbar, z, cfg->windows, nw, 1, T, r, GRASSMANN_EPS);
-    matmul_forward(g, qbar, p.plu_w, p.plu_b, T, P, C);
+    matmul_forward(NULL, g, qbar, p.plu_w, p.plu_b, T, P, C);
     for (size_t t = 0; t < T; t++) {
         size_t cnt = 0;
         for (size_t k = 0; k < nw; k++) cnt += cfg->windows[k] <= t;
         if (cnt == 0) memset(g + t * C, 0, C * sizeof(float)); /* no offset fits: g = 0 */
     }
-    matmul_forward_strided(apre, x, p.gate_w, 2 * C, p.gate_b, T, C, C);
+    matmul_forward_strided(NULL, apre, x, p.gate_w, 2 * C, p.gate_b, T, C, C);
     gemm(0, 1, T, C, C, 1.0f, g, C, p.gate_w + C, 2 * C, 1.0f, apre, C);
     for (size_t t = 0; t < T; t++) {
         double s = 0.0;
@@ -75,7 +75,7 @@ int grassmann_inspect(const ModelConfig *cfg, const float *params, const float *
             for (size_t w = 0; w < nw; w++) cnt += cfg->windows[w] <= t;
             memset(q, 0, P * sizeof(float));
             grassmann_pair_forward(q, z + t * r, z + (t - d) * r, 1.0f / (float)cnt, GRASSMANN_EPS, r);
-            matmul_forward(contrib, q, p.plu_w, NULL, 1, P, C);
+            matmul_forward(NULL, contrib, q, p.plu_w, NULL, 1, P, C);
             double n2 = 0.0;
             for (size_t c = 0; c < C; c++) n2 += (double)contrib[c] * contrib[c];
             sum += sqrt(n2);

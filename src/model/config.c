@@ -82,6 +82,16 @@ int norm_parse(const char *name, NormKind *out) {
     return i >= 0 ? 0 : -1;
 }
 
+static const char *const PRECISION_NAMES[] = {"fp32", "bf16"};
+
+const char *precision_name(Precision p) { return PRECISION_NAMES[p]; }
+
+int precision_parse(const char *name, Precision *out) {
+    int i = name_index(PRECISION_NAMES, sizeof PRECISION_NAMES / sizeof PRECISION_NAMES[0], name);
+    if (i >= 0) *out = (Precision)i;
+    return i >= 0 ? 0 : -1;
+}
+
 static const char *const POS_NAMES[] = {"learned", "sinusoidal", "rope"};
 
 const char *pos_name(PosKind pos) { return POS_NAMES[pos]; }

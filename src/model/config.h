@@ -22,6 +22,12 @@ typedef enum { POS_LEARNED = 0, POS_SINUSOIDAL = 1, POS_ROPE = 2 } PosKind;
 typedef enum { NORM_PRE = 0, NORM_POST = 1 } NormKind;
 
 struct Mixer;
+struct MatmulBf16;
+
+/* The precision of a run's matrix products (bin/train --precision): fp32, or
+ * bf16 operands with fp32 accumulation (nn/ops.h's MatmulBf16). Not part of
+ * the config JSON: the weights are fp32 either way. */
+typedef enum { PRECISION_FP32 = 0, PRECISION_BF16 = 1 } Precision;
 
 typedef struct ModelConfig {
     size_t vocab_size;
@@ -46,6 +52,10 @@ typedef struct ModelConfig {
      * attention reads through the config it is handed: model_alloc points it
      * at the model's rope table (src/nn/rope.h); NULL otherwise. */
     const float *rope;
+    /* Likewise the model's runtime state for bf16 products, which every layer
+     * passes to its matmul calls: model_set_precision points it at the
+     * model's bf16 weights and scratch; NULL (the default): fp32. */
+    const struct MatmulBf16 *bf16;
 } ModelConfig;
 
 /* The defaults of bin/train (vocab_size left 0: it comes from the data). */
@@ -77,6 +87,10 @@ void config_layer_view(const ModelConfig *cfg, size_t l, ModelConfig *view);
 /* "pre" or "post"; norm_parse returns -1 for anything else. */
 const char *norm_name(NormKind norm);
 int norm_parse(const char *name, NormKind *out);
+
+/* "fp32" or "bf16"; precision_parse returns -1 for anything else. */
+const char *precision_name(Precision p);
+int precision_parse(const char *name, Precision *out);
 
 /* "learned", "sinusoidal" or "rope"; pos_parse returns -1 for anything else. */
 const char *pos_name(PosKind pos);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas/bf16.h"
 #include "nn/dropout.h"
 #include "nn/embedding.h"
 #include "nn/layernorm.h"
@@ -71,6 +72,7 @@ int model_alloc(Model *m, const ModelConfig *cfg, Error *err) {
     memset(m, 0, sizeof *m);
     if (config_validate(cfg, err)) return -1;
     m->cfg = *cfg;
+    m->cfg.bf16 = NULL; /* model_set_precision's, never a config's */
     m->tensors = lm_calloc(4 + cfg->n_layer * (8 + MIXER_MAX_TENSORS), sizeof *m->tensors, err);
     m->layer_cfg = m->tensors ? lm_calloc(cfg->n_layer, sizeof *m->layer_cfg, err) : NULL;
     if (!m->layer_cfg) {
@@ -210,10 +212,66 @@ int model_alloc_acts(Model *m, size_t B, size_t T, Error *err) {
     m->n_acts = n;
     m->B_max = B;
     m->T_max = T;
+    return m->precision == PRECISION_BF16 ? model_set_precision(m, PRECISION_BF16, err) : 0; /* its scratch too */
+}
+
+/* The widest operand of any product, in entries per token: every product
+ * multiplies by a weight matrix, and its activation operands (input or
+ * output gradient) are as wide as one of the matrix's dimensions. */
+static size_t widest_product(const Model *m) {
+    size_t w = 0;
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        const ParamTensor *t = &m->tensors[i];
+        if (!t->cols) continue;
+        w = t->rows > w ? t->rows : w;
+        w = t->cols > w ? t->cols : w;
+    }
+    return w;
+}
+
+static void bf16_free(Model *m) {
+    free(m->params_h);
+    free(m->bf16_scratch);
+    free(m->bf16);
+    m->params_h = m->bf16_scratch = NULL;
+    m->bf16 = NULL;
+    m->cfg.bf16 = NULL;
+    for (size_t l = 0; m->layer_cfg && l < m->cfg.n_layer; l++) m->layer_cfg[l].bf16 = NULL;
+}
+
+int model_set_precision(Model *m, Precision p, Error *err) {
+    bf16_free(m);
+    m->precision = PRECISION_FP32;
+    if (p == PRECISION_FP32) return 0;
+    if (!bf16_supported()) return err_set(err, "--precision bf16 needs a CPU with AVX512_BF16, which this one lacks");
+    size_t slot = (m->B_max * m->T_max > 1 ? m->B_max * m->T_max : 1) * widest_product(m);
+    m->params_h = lm_calloc(m->n_params, sizeof(uint16_t), err);
+    m->bf16_scratch = m->params_h ? lm_calloc(2 * slot, sizeof(uint16_t), err) : NULL;
+    m->bf16 = m->bf16_scratch ? lm_calloc(1, sizeof *m->bf16, err) : NULL;
+    if (!m->bf16) {
+        bf16_free(m);
+        return -1;
+    }
+    *m->bf16 = (MatmulBf16){.params = m->params, .params_h = m->params_h, .n_params = m->n_params,
+                            .scratch = {m->bf16_scratch, m->bf16_scratch + slot}, .scratch_len = slot};
+    m->cfg.bf16 = m->bf16;
+    for (size_t l = 0; l < m->cfg.n_layer; l++) m->layer_cfg[l].bf16 = m->bf16;
+    m->precision = PRECISION_BF16;
+    model_round_weights(m);
     return 0;
 }
 
+void model_round_weights(Model *m) {
+    if (!m->params_h) return;
+    enum { CHUNK = 1 << 16 };
+    size_t n = m->n_params;
+#pragma omp parallel for schedule(static)
+    for (size_t c = 0; c < (n + CHUNK - 1) / CHUNK; c++)
+        bf16_from_floats(n - c * CHUNK < CHUNK ? n - c * CHUNK : CHUNK, m->params + c * CHUNK, m->params_h + c * CHUNK);
+}
+
 void model_free(Model *m) {
+    bf16_free(m);
     free(m->tensors);
     free(m->layer_cfg);
     free(m->params);
@@ -337,7 +395,7 @@ void model_forward(Model *m, const int32_t *inputs, const int32_t *targets, size
         PROFILED(pr, "layernorm", F,
                  residual_layernorm_forward(L->resid_mid, bp.ln_mid.out, bp.ln_mid.mean, bp.ln_mid.rstd, L->resid, L->mix,
                                             bp.ln_mid.w, bp.ln_mid.b, N, C));
-        PROFILED(pr, "mlp", F, mlp_forward(L->mlp, L->fc, L->act, bp.ln_mid.out, mlp_params(P, lo), N, C));
+        PROFILED(pr, "mlp", F, mlp_forward(c->bf16, L->mlp, L->fc, L->act, bp.ln_mid.out, mlp_params(P, lo), N, C));
         PROFILED(pr, "residual", F, branch_dropout(L->mlp, L->drop2, m, 2 * l + 1));
         PROFILED(pr, "layernorm", F,
                  residual_layernorm_forward(bp.sum_out, bp.ln_out.out, bp.ln_out.mean, bp.ln_out.rstd, bp.sum_in, L->mlp,
@@ -347,7 +405,7 @@ void model_forward(Model *m, const int32_t *inputs, const int32_t *targets, size
         PROFILED(pr, "layernorm", F,
                  layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->resid_out, P + m->lnf_w, P + m->lnf_b, N, C));
     double t0 = profile_start(pr);
-    matmul_forward(m->logits, m->lnf, P + m->wte, NULL, N, C, V);
+    matmul_forward(c->bf16, m->logits, m->lnf, P + m->wte, NULL, N, C, V);
     m->loss = NAN;
     if (targets) {
         memcpy(m->targets, targets, N * sizeof(int32_t));
@@ -417,7 +475,7 @@ static void post_norm_backward(Model *m) {
         PROFILED(pr, "layernorm", Bk,
                  post_ln_backward(m, G + lo->ln2_w, G + lo->ln2_b, L->ln2, P + lo->ln2_w, L->ln2_mean, L->ln2_rstd));
         PROFILED(pr, "residual", Bk, dbranch = branch_grad(m, L->drop2)); /* from ds2 */
-        PROFILED(pr, "mlp", Bk, mlp_backward(m->dln, mg, m->dfc, dbranch, L->ln1, L->fc, L->act, mlp_params(P, lo), N, C));
+        PROFILED(pr, "mlp", Bk, mlp_backward(c->bf16, m->dln, mg, m->dfc, dbranch, L->ln1, L->fc, L->act, mlp_params(P, lo), N, C));
         PROFILED(pr, "residual", Bk, add_inplace(m->dresid, m->dln, N * C)); /* dy */
         PROFILED(pr, "layernorm", Bk,
                  post_ln_backward(m, G + lo->ln1_w, G + lo->ln1_b, L->resid_mid, P + lo->ln1_w, L->ln1_mean,
@@ -441,7 +499,7 @@ void model_backward(Model *m, float loss_scale) {
     double t0 = profile_start(pr);
     crossentropy_backward(m->dlogits, m->probs, m->targets, m->scored ? loss_scale / (float)m->scored : 0.0f, N, V);
     zero_floats(m->dresid, N * C);
-    matmul_backward(m->dln, 0.0f, G + m->wte, NULL, m->dlogits, m->lnf, P + m->wte, N, C, V);
+    matmul_backward(c->bf16, m->dln, 0.0f, G + m->wte, NULL, m->dlogits, m->lnf, P + m->wte, N, C, V);
     profile_stop(pr, "head", Bk, t0);
     PROFILED(pr, "layernorm", Bk,
              layernorm_backward(m->dresid, G + m->lnf_w, G + m->lnf_b, m->dln, m->resid_out, P + m->lnf_w,
@@ -458,7 +516,7 @@ void model_backward(Model *m, float loss_scale) {
             const float *dbranch;
             PROFILED(pr, "residual", Bk, dbranch = branch_grad(m, L->drop2));
             PROFILED(pr, "mlp", Bk,
-                     mlp_backward(m->dln, mg, m->dfc, dbranch, L->ln2, L->fc, L->act, mlp_params(P, lo), N, C));
+                     mlp_backward(c->bf16, m->dln, mg, m->dfc, dbranch, L->ln2, L->fc, L->act, mlp_params(P, lo), N, C));
             PROFILED(pr, "layernorm", Bk,
                      layernorm_backward(m->dresid, G + lo->ln2_w, G + lo->ln2_b, m->dln, L->resid_mid, P + lo->ln2_w,
                                         L->ln2_mean, L->ln2_rstd, N, C));
@@ -537,7 +595,7 @@ void model_step(const Model *m, ModelState *s, int32_t token, float *logits) {
         float *y = post ? ln : ln2;
         size_t w = post ? lo->ln1_w : lo->ln2_w, b = post ? lo->ln1_b : lo->ln2_b;
         layernorm_forward(y, mean, rstd, mid, P + w, P + b, 1, C);
-        mlp_forward(mlp, fc, act, y, mlp_params(P, lo), 1, C);
+        mlp_forward(c->bf16, mlp, fc, act, y, mlp_params(P, lo), 1, C);
         if (post) {
             add_forward(mid, y, mlp, C);
             layernorm_forward(x, mean, rstd, mid, P + lo->ln2_w, P + lo->ln2_b, 1, C);
@@ -546,6 +604,6 @@ void model_step(const Model *m, ModelState *s, int32_t token, float *logits) {
         }
     }
     layernorm_forward(ln, mean, rstd, x, P + m->lnf_w, P + m->lnf_b, 1, C);
-    matmul_forward(logits, ln, P + m->wte, NULL, 1, C, c->vocab_size);
+    matmul_forward(c->bf16, logits, ln, P + m->wte, NULL, 1, C, c->vocab_size);
     s->t++;
 }

@@ -23,6 +23,7 @@
 
 #include "mixers/mixer.h"
 #include "model/config.h"
+#include "nn/ops.h"
 #include "runtime/error.h"
 #include "runtime/profile.h"
 
@@ -64,6 +65,14 @@ typedef struct Model {
     float *params, *grads, *m, *v; /* grads, m, v: only after model_alloc_training */
     float *grads_micro;            /* one micro-batch's gradients, for accumulation (model_alloc_grad_accum) */
     float *pos_table;              /* (block_size, C) sinusoidal table, or NULL */
+    /* Mixed precision (model_set_precision): with PRECISION_BF16 the
+     * products run on params_h, the bf16 rounding of params (refreshed by
+     * model_round_weights, which the optimizer step calls), and bf16_scratch
+     * (2 slots for the rounded activations of one product); bf16 holds
+     * those pointers and cfg.bf16 (and every layer view's) points at it. */
+    Precision precision;
+    uint16_t *params_h, *bf16_scratch;
+    MatmulBf16 *bf16;
     float *rope_table;             /* (block_size, hs/2, 2) rope cos, sin (src/nn/rope.h), or NULL; cfg.rope points here */
 
     /* Activation arena, for up to B_max x T_max tokens: n_acts floats. */
@@ -121,6 +130,16 @@ int model_is_product_weight(const Model *m, const ParamTensor *t);
  * micro-batch's gradients apart and then add them (model_backward_accumulate). */
 int model_alloc_grad_accum(Model *m, Error *err);
 int model_alloc_acts(Model *m, size_t B, size_t T, Error *err);
+/* The precision of the model's products. PRECISION_BF16 needs the CPU's
+ * AVX512_BF16 (bf16_supported; else -1, with err saying so) and allocates
+ * the bf16 weights (n_params x 2 bytes) and the scratch for the activations
+ * of up to B_max x T_max tokens (again with model_alloc_acts), then rounds
+ * the weights. PRECISION_FP32 frees them. Returns 0, or -1 with err set. */
+int model_set_precision(Model *m, Precision p, Error *err);
+/* Rounds params into params_h (nothing in fp32): after anything changes the
+ * weights (the optimizer step calls it; a checkpoint loaded before
+ * model_set_precision needs nothing). The same for any thread count. */
+void model_round_weights(Model *m);
 void model_free(Model *m);
 
 const ParamTensor *model_find_tensor(const Model *m, const char *name);

@@ -35,6 +35,7 @@ void model_adamw_step(Model *model, const AdamWConfig *cfg, float lr, size_t t, 
         adamw_span(model->params + off, model->grads + off, grad_scale, model->m + off, model->v + off, n, lr,
                    pt->cols ? cfg->weight_decay : 0.0f, cfg, t);
     }
+    model_round_weights(model); /* bf16: the products' weights, once per step */
 }
 
 /* Cosine from lr (ratio 0) down to min_lr (ratio >= 1). */

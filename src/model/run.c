@@ -86,6 +86,8 @@ char *run_options_json(const RunOptions *o, size_t ranks) {
                         *(const size_t *)p * (r->offset == offsetof(RunOptions, grad_accum) ? ranks : 1));
         first = 0;
     }
+    /* fp32 is the absence of the key: fp32 checkpoints are what they were before bf16. */
+    if (o->precision != PRECISION_FP32) sb_appendf(&sb, ",\"precision\":\"%s\"", precision_name(o->precision));
     sb_appendf(&sb, "}");
     char *out = strdup(sb);
     sb_free(&sb);
@@ -119,6 +121,15 @@ int run_options_from_json(RunOptions *o, const char *json, size_t ranks, Error *
                 o->grad_accum /= ranks;
         }
     }
+    const json_t *pv = json_object_get(root, "precision");
+    Precision have = PRECISION_FP32;
+    if (rc == 0 && pv && (!json_is_string(pv) || precision_parse(json_string_value(pv), &have)))
+        rc = err_set(err, "its run options hold a bad 'precision'");
+    else if (rc == 0 && o->precision_given && o->precision != have)
+        rc = err_set(err, "--precision %s differs from the run's %s: a resumed run keeps its precision",
+                     precision_name(o->precision), precision_name(have));
+    else if (rc == 0)
+        o->precision = have;
     json_decref(root);
     return rc;
 }
@@ -228,7 +239,8 @@ static int prepare_steps(Run *r, Error *err) {
                        r->ds.train.n, r->ds.val.n);
     if (o->min_lr > o->lr) return err_set(err, "--min-lr (%g) must not exceed --lr (%g)", o->min_lr, o->lr);
     if (dist_agree(dist, model_alloc_acts(&r->model, B, T, err) != 0 ||
-                             (o->grad_accum > 1 && model_alloc_grad_accum(&r->model, err) != 0), err))
+                             (o->grad_accum > 1 && model_alloc_grad_accum(&r->model, err) != 0) ||
+                             model_set_precision(&r->model, o->precision, err) != 0, err))
         return -1;
     r->inputs = calloc(B * T, sizeof(int32_t));
     r->targets = calloc(B * T, sizeof(int32_t));

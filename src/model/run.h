@@ -24,6 +24,8 @@
 typedef struct RunOptions {
     const char *data, *out, *resume, *log, *dump; /* paths; resume, log and dump may be NULL */
     const char *mixer, *pos, *norm, *windows;     /* as given on the command line (NULL: the default) */
+    const char *precision_given;                  /* --precision as given (NULL: not given) */
+    Precision precision; /* the products': kept in the checkpoint's run options ("precision", absent: fp32) */
     size_t batch_size, grad_accum, max_iters, stop_at, warmup_iters, eval_interval, eval_iters;
     size_t log_interval, ckpt_interval, seed, threads;
     size_t window_align; /* probes: data of fixed-length sequences */
@@ -61,7 +63,9 @@ void run_options_defaults(RunOptions *o);
 char *run_options_json(const RunOptions *o, size_t ranks);
 /* Takes the RUN_KEPT options from a checkpoint's JSON, except those given on
  * the command line; a checkpoint is input too: its values keep the command
- * line's bounds. */
+ * line's bounds. The precision is the checkpoint's (absent: fp32): a
+ * --precision given that differs is refused, since a resumed run continues
+ * the one that wrote the checkpoint exactly. */
 int run_options_from_json(RunOptions *o, const char *json, size_t ranks, Error *err);
 /* With --resume, model options given on the command line must equal the
  * checkpoint's (so the command that started a run, plus --resume, continues
@@ -82,6 +86,10 @@ typedef struct Run {
     Rng data_rng;    /* where the data stream is */
     int32_t *inputs, *targets; /* one micro-batch */
     TrainHyper hyper;
+    /* With bf16 products: bin/train's start-up check (worst error as a
+     * fraction of its bound) and the kernel it ran, for the start-up line. */
+    double bf16_worst;
+    char bf16_impl[64];
 } Run;
 
 /* Sets the run up on every rank of dist together (a failure on any rank is

@@ -8,20 +8,22 @@
  * between. Only the weight gradients, which sum over all rows, are separate
  * products. */
 
-void mlp_forward(float *out, float *fc, float *act, const float *in, MlpParams p, size_t N, size_t C) {
+void mlp_forward(const MatmulBf16 *bf, float *out, float *fc, float *act, const float *in, MlpParams p, size_t N,
+                 size_t C) {
     size_t rows_per, blocks = gemm_row_blocks(N, &rows_per), H = 4 * C;
 #pragma omp parallel for schedule(dynamic, 1)
     for (size_t b = 0; b < blocks; b++) {
         size_t r0 = b * rows_per, rows = N - r0 < rows_per ? N - r0 : rows_per;
         float *f = fc + r0 * H, *a = act + r0 * H;
-        matmul_rows(f, in + r0 * C, p.fc_w, p.fc_b, rows, C, H);
+        /* with bf16 each block rounds its rows into its share of the scratch slots */
+        matmul_rows(bf, bf ? bf->scratch[0] + r0 * C : NULL, f, in + r0 * C, p.fc_w, p.fc_b, rows, C, H);
 #pragma omp simd
         for (size_t i = 0; i < rows * H; i++) a[i] = gelu(f[i]);
-        matmul_rows(out + r0 * C, a, p.proj_w, p.proj_b, rows, H, C);
+        matmul_rows(bf, bf ? bf->scratch[1] + r0 * H : NULL, out + r0 * C, a, p.proj_w, p.proj_b, rows, H, C);
     }
 }
 
-void mlp_backward(float *din, MlpGrads g, float *dfc, const float *dout, const float *in, const float *fc,
+void mlp_backward(const MatmulBf16 *bf, float *din, MlpGrads g, float *dfc, const float *dout, const float *in, const float *fc,
                   const float *act, MlpParams p, size_t N, size_t C) {
     size_t rows_per, blocks = gemm_row_blocks(N, &rows_per), H = 4 * C;
 #pragma omp parallel for schedule(dynamic, 1)
@@ -29,11 +31,12 @@ void mlp_backward(float *din, MlpGrads g, float *dfc, const float *dout, const f
         size_t r0 = b * rows_per, rows = N - r0 < rows_per ? N - r0 : rows_per;
         float *d = dfc + r0 * H;
         const float *f = fc + r0 * H;
-        gemm_serial(0, 0, rows, H, C, 1.0f, dout + r0 * C, C, p.proj_w, H, 0.0f, d, H); /* dL/d(act) */
+        matmul_rows_backward(bf, bf ? bf->scratch[0] + r0 * C : NULL, d, dout + r0 * C, p.proj_w, rows, H,
+                             C); /* dL/d(act) */
 #pragma omp simd
         for (size_t i = 0; i < rows * H; i++) d[i] *= gelu_grad(f[i]);                   /* dL/d(fc) */
-        gemm_serial(0, 0, rows, C, H, 1.0f, d, H, p.fc_w, C, 0.0f, din + r0 * C, C);
+        matmul_rows_backward(bf, bf ? bf->scratch[1] + r0 * H : NULL, din + r0 * C, d, p.fc_w, rows, C, H);
     }
-    matmul_backward(NULL, 0.0f, g.proj_w, g.proj_b, dout, act, p.proj_w, N, H, C);
-    matmul_backward(NULL, 0.0f, g.fc_w, g.fc_b, dfc, in, p.fc_w, N, C, H);
+    matmul_backward(bf, NULL, 0.0f, g.proj_w, g.proj_b, dout, act, p.proj_w, N, H, C);
+    matmul_backward(bf, NULL, 0.0f, g.fc_w, g.fc_b, dfc, in, p.fc_w, N, C, H);
 }

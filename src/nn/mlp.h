@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "nn/ops.h"
+
 typedef struct MlpParams {
     const float *fc_w, *fc_b, *proj_w, *proj_b;
 } MlpParams;
@@ -14,9 +16,10 @@ typedef struct MlpGrads {
     float *fc_w, *fc_b, *proj_w, *proj_b;
 } MlpGrads;
 
-void mlp_forward(float *out, float *fc, float *act, const float *in, MlpParams p, size_t N, size_t C);
+/* bf: how the products run (NULL: fp32; nn/ops.h). */
+void mlp_forward(const MatmulBf16 *bf, float *out, float *fc, float *act, const float *in, MlpParams p, size_t N, size_t C);
 /* din is written, the parameter gradients accumulate; dfc (N, 4C) is scratch. */
-void mlp_backward(float *din, MlpGrads g, float *dfc, const float *dout, const float *in, const float *fc,
+void mlp_backward(const MatmulBf16 *bf, float *din, MlpGrads g, float *dfc, const float *dout, const float *in, const float *fc,
                   const float *act, MlpParams p, size_t N, size_t C);
 
 #endif

@@ -10,31 +10,79 @@
 #define LM_OPS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "blas/gemm.h"
+#include "runtime/error.h"
 
-/* out (n, out_dim) = in (n, in_dim) . w^T (out_dim, in_dim) + bias (out_dim, may be NULL) */
-void matmul_forward(float *out, const float *in, const float *w, const float *bias,
-                    size_t n, size_t in_dim, size_t out_dim);
+/* How the layers' products run (issue 20, mixed precision). NULL: in fp32.
+ * Else in bf16: each product's operands are rounded to bf16 (round to
+ * nearest even) and multiplied with fp32 accumulation into its fp32 result
+ * (blas/bf16.h); weight gradients accumulate (beta 1) straight into the
+ * fp32 gradients. The weights come rounded already: params_h mirrors params
+ * entry for entry (refreshed once per optimizer step by the model), and a
+ * product's weight w (a pointer into params) is read at the same offset in
+ * params_h. Activations and output gradients are rounded per product into
+ * the scratch buffers (scratch_len entries each: the model sizes them for
+ * its widest product). Nothing here is global: the model hands this to its
+ * layers (ModelConfig.bf16). */
+typedef struct MatmulBf16 {
+    const float *params;      /* the fp32 weights ... */
+    const uint16_t *params_h; /* ... and their bf16 rounding, same layout */
+    size_t n_params;
+    uint16_t *scratch[2];     /* rounded activations, scratch_len entries each */
+    size_t scratch_len;
+} MatmulBf16;
+
+/* w's bf16 rounding: params_h at w's offset in params (w must lie inside). */
+const uint16_t *matmul_bf16_weight(const MatmulBf16 *bf, const float *w);
+/* Rounds n floats of x into scratch[slot] (rows of a product operand) and
+ * returns it; parallel over chunks (serial: the calling thread alone, for
+ * callers inside their own parallel region, at offset `at` of the slot). */
+const uint16_t *matmul_bf16_round(const MatmulBf16 *bf, int slot, const float *x, size_t n);
+uint16_t *matmul_bf16_round_serial(const MatmulBf16 *bf, int slot, size_t at, const float *x, size_t n);
+/* Stops the program with one line on stderr if a bf16 product failed (rc
+ * != 0): only the library refusing a shape the start-up check passed, or
+ * memory running out inside it. */
+void matmul_bf16_check(int rc, const Error *err);
+
+/* Every matmul_* takes bf (NULL: fp32) first.
+ *
+ * out (n, out_dim) = in (n, in_dim) . w^T (out_dim, in_dim) + bias (out_dim, may be NULL) */
+void matmul_forward(const MatmulBf16 *bf, float *out, const float *in, const float *w, const float *bias, size_t n,
+                    size_t in_dim, size_t out_dim);
 
 /* The same with w a column block of a wider matrix: row o of w starts at
  * w + o * ldw (ldw >= in_dim). */
-void matmul_forward_strided(float *out, const float *in, const float *w, size_t ldw, const float *bias,
-                            size_t n, size_t in_dim, size_t out_dim);
+void matmul_forward_strided(const MatmulBf16 *bf, float *out, const float *in, const float *w, size_t ldw,
+                            const float *bias, size_t n, size_t in_dim, size_t out_dim);
+/* out += in . w^T, w strided as above. */
+void matmul_add_strided(const MatmulBf16 *bf, float *out, const float *in, const float *w, size_t ldw, size_t n,
+                        size_t in_dim, size_t out_dim);
 
 /* din = dout . w + din_beta * din (din_beta 0 writes it, 1 accumulates);
  * dw += dout^T . in;  dbias += column sums of dout.
  * Any of din, dw, dbias may be NULL when not wanted. */
-void matmul_backward(float *din, float din_beta, float *dw, float *dbias, const float *dout,
+void matmul_backward(const MatmulBf16 *bf, float *din, float din_beta, float *dw, float *dbias, const float *dout,
                      const float *in, const float *w, size_t n, size_t in_dim, size_t out_dim);
+/* The same with w and dw column blocks of wider matrices (row stride ldw). */
+void matmul_backward_strided(const MatmulBf16 *bf, float *din, float din_beta, float *dw, size_t ldw, float *dbias,
+                             const float *dout, const float *in, const float *w, size_t n, size_t in_dim,
+                             size_t out_dim);
 
 /* matmul_forward, then epilogue on each tile of out. */
 void matmul_forward_then(float *out, const float *in, const float *w, const float *bias, size_t n, size_t in_dim,
                          size_t out_dim, TileEpilogue epilogue, void *ctx);
 
-/* matmul_forward of `rows` rows on the calling thread alone. */
-void matmul_rows(float *out, const float *in, const float *w, const float *bias, size_t rows, size_t in_dim,
-                 size_t out_dim);
+/* matmul_forward of `rows` rows on the calling thread alone (inside the
+ * caller's parallel region); with bf, in is rounded into in_h first (rows x
+ * in_dim entries: the caller's share of a scratch slot). */
+void matmul_rows(const MatmulBf16 *bf, uint16_t *in_h, float *out, const float *in, const float *w,
+                 const float *bias, size_t rows, size_t in_dim, size_t out_dim);
+/* din (rows, in_dim) = dout (rows, out_dim) . w on the calling thread alone;
+ * with bf, dout is rounded into dout_h first (rows x out_dim entries). */
+void matmul_rows_backward(const MatmulBf16 *bf, uint16_t *dout_h, float *din, const float *dout, const float *w,
+                          size_t rows, size_t in_dim, size_t out_dim);
 
 /* exp(x) to about 2 ulp, written so that loops calling it vectorise (libm's
  * expf and tanhf are scalar calls and dominated the GELU and softmax loops).
