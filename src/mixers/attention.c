@@ -90,6 +90,11 @@ static size_t attention_act_size(const ModelConfig *cfg, size_t B, size_t T) {
     return attn_layout(NULL, B, T, cfg->n_embd, cfg->n_head, &unused);
 }
 
+/* The tiles' products: fp32, or with --precision bf16 Q, K, V, dY, P and dS
+ * rounded to bf16 as they enter each product (accumulation, softmax and its
+ * backward stay fp32). */
+static TileGemmFn tile_product(const ModelConfig *cfg) { return cfg->bf16 ? tile_gemm_bf16 : tile_gemm; }
+
 /* How many keys of a key tile starting at j0 query row t may see (causal). */
 static size_t visible(size_t t, size_t j0, size_t nk) {
     size_t n = t + 1 - j0;
@@ -107,7 +112,7 @@ static size_t visible(size_t t, size_t j0, size_t nk) {
  * log-sum-exp, for backward. st: the score tile; qt: Q^T of the tile's
  * queries (both row stride lds), so that every product reads rows of its
  * right-hand side (src/blas/tile_gemm.c). */
-static void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, float *qt, size_t lds, const float *q,
+static void flash_forward_tile(TileGemmFn tile_gemm, float *o, size_t ldo, float *lse, float *st, float *qt, size_t lds, const float *q,
                                const float *k, const float *v, size_t ld, size_t i0, size_t nq, size_t hs,
                                float scale) {
     float m[TILE], l[TILE], m_new[TILE];
@@ -174,7 +179,7 @@ static void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, floa
  *   dV += P^T dY,  dP = dY V^T,  dS = P * (dP - delta),  dQ += s dS K,  dK += s dS^T Q
  * (delta = rowsum(dY * Y)). The whole head is one task, so dQ needs no
  * reduction across threads. kt, vt: room for K^T and V^T of the head (hs x T). */
-static void flash_backward_head(float *dq, float *dk, float *dv, float *s, float *ds, size_t lds, float *kt,
+static void flash_backward_head(TileGemmFn tile_gemm, float *dq, float *dk, float *dv, float *s, float *ds, size_t lds, float *kt,
                                 float *vt, const float *q, const float *k, const float *v, size_t ld, const float *dy,
                                 const float *lse, const float *delta, size_t ldy, size_t T, size_t hs, float scale) {
     for (size_t t = 0; t < T; t++) {
@@ -233,6 +238,7 @@ static void attention_forward(const ModelConfig *cfg, const float *params, float
     AttnActs a;
     attn_layout(acts, B, T, C, H, &a);
     matmul_forward(cfg->bf16, a.qkv, in, p.qkv_w, p.qkv_b, B * T, C, 3 * C);
+    TileGemmFn product = tile_product(cfg);
     if (cfg->pos == POS_ROPE) rope_forward(a.qkv, cfg->rope, B, T, 0, C, hs); /* qkv keeps the rotated q, k */
     /* Later query tiles see more keys: hand out tasks one by one. */
 #pragma omp parallel for schedule(dynamic, 1)
@@ -241,7 +247,7 @@ static void attention_forward(const ModelConfig *cfg, const float *params, float
         size_t nq = T - i0 < TILE ? T - i0 : TILE;
         const float *q = a.qkv + b * T * 3 * C + h * hs;
         float *st = a.tiles + task * forward_task_floats(T, hs);
-        flash_forward_tile(a.y + (b * T + i0) * C + h * hs, C, a.lse + bh * T + i0, st, st + ts * ts, ts,
+        flash_forward_tile(product, a.y + (b * T + i0) * C + h * hs, C, a.lse + bh * T + i0, st, st + ts * ts, ts,
                            q + i0 * 3 * C, q + C, q + 2 * C, 3 * C, i0, nq, hs, scale);
     }
     matmul_forward(cfg->bf16, out, a.y, p.proj_w, p.proj_b, B * T, C, C);
@@ -257,6 +263,7 @@ static void attention_backward(const ModelConfig *cfg, const float *params, floa
     AttnActs a;
     attn_layout(acts, B, T, C, H, &a);
     matmul_backward(cfg->bf16, a.dy, 0.0f, (float *)g.proj_w, (float *)g.proj_b, dout, a.y, p.proj_w, B * T, C, C);
+    TileGemmFn product = tile_product(cfg);
 #pragma omp parallel for schedule(static)
     for (size_t bh = 0; bh < B * H; bh++) {
         size_t b = bh / H, h = bh % H, off = b * T * 3 * C + h * hs;
@@ -269,7 +276,7 @@ static void attention_backward(const ModelConfig *cfg, const float *params, floa
         }
         size_t ts = tile_side(T);
         float *s = a.tiles + bh * backward_task_floats(T, hs), *kt = s + 2 * ts * ts;
-        flash_backward_head(a.dqkv + off, a.dqkv + off + C, a.dqkv + off + 2 * C, s, s + ts * ts, ts, kt, kt + hs * T,
+        flash_backward_head(product, a.dqkv + off, a.dqkv + off + C, a.dqkv + off + 2 * C, s, s + ts * ts, ts, kt, kt + hs * T,
                             a.qkv + off, a.qkv + off + C, a.qkv + off + 2 * C, 3 * C, dy, a.lse + bh * T, delta, C, T,
                             hs, scale);
     }
