@@ -12,6 +12,7 @@
 
 #include "blas/bf16.h"
 #include "blas/gemm.h"
+#include "blas/tile_gemm.h"
 #include "runtime/threads.h"
 
 static uint32_t bits_of(float x) {
@@ -477,6 +478,57 @@ static void test_implementation(void **state) {
     }
 }
 
+/* ---- the attention tiles' kernel ---------------------------------------------------- */
+
+/* tile_gemm_bf16 in both forms of A the attention core uses (A = X: rsa =
+ * ldx, csa = 1; A = X^T: rsa = 1, csa = ldx), B row-major, every leading
+ * dimension padded, at sizes off the 6 x 64 register block and with odd k
+ * (the last pair's zero partner), alpha 1 and 1/8, beta 0 and 1: each entry
+ * against the double product of the rounded inputs within
+ * bf16_accumulation_bound, and the padding never written. */
+static void test_tile_kernel(void **state) {
+    (void)state;
+    skip_without_bf16();
+    static const size_t sizes[][3] = {{1, 1, 1}, {1, 7, 3}, {5, 17, 1}, {7, 65, 2}, {37, 29, 61}, {13, 64, 33},
+                                      {6, 128, 64}, {128, 128, 64}, {64, 64, 127}, {70, 100, 129}, {16, 112, 400}};
+    double worst = 0.0;
+    uint64_t seed = 900;
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+        for (int trans = 0; trans < 2; trans++)
+            for (int form = 0; form < 4; form++) {
+                size_t m = sizes[s][0], n = sizes[s][1], k = sizes[s][2];
+                float alpha = form & 1 ? 0.125f : 1.0f, beta = form & 2 ? 1.0f : 0.0f;
+                size_t lda = (trans ? m : k) + 3, ldb = n + 5, ldc = n + 2;
+                float *a = rand_tensor((trans ? k : m) * lda, 1.0f, seed++), *b = rand_tensor(k * ldb, 1.0f, seed++);
+                float *c0 = rand_tensor(m * ldc, 1.0f, seed++), *c = malloc(m * ldc * sizeof *c);
+                for (size_t i = 0; i < m * ldc; i++) c[i] = beta == 0.0f ? NAN : c0[i];
+                for (size_t i = 0; i < m; i++) c[i * ldc + n] = c[i * ldc + n + 1] = 12345.0f;
+                tile_gemm_bf16(m, n, k, alpha, a, trans ? 1 : lda, trans ? lda : 1, b, ldb, beta, c, ldc);
+                for (size_t i = 0; i < m; i++) {
+                    assert_true(c[i * ldc + n] == 12345.0f && c[i * ldc + n + 1] == 12345.0f);
+                    for (size_t j = 0; j < n; j++) {
+                        double want = 0.0, abs_sum = 0.0;
+                        for (size_t p = 0; p < k; p++) {
+                            double x = bf16_to_float(bf16_from_float(trans ? a[p * lda + i] : a[i * lda + p]));
+                            double y = bf16_to_float(bf16_from_float(b[p * ldb + j]));
+                            want += x * y, abs_sum += fabs(x * y);
+                        }
+                        float old = c0[i * ldc + j];
+                        want = alpha * want + beta * old;
+                        double bound = bf16_accumulation_bound(k, alpha, abs_sum, beta, old);
+                        double err = fabs((double)c[i * ldc + j] - want);
+                        if (!(err <= bound))
+                            fail_msg("tile_gemm_bf16 %zux%zux%zu %s alpha %g beta %g (%zu,%zu): %.9g, want %.9g, bound %.3g",
+                                     m, n, k, trans ? "A^T" : "A", (double)alpha, (double)beta, i, j,
+                                     (double)c[i * ldc + j], want, bound);
+                        if (bound > 0 && err / bound > worst) worst = err / bound;
+                    }
+                }
+                free(a), free(b), free(c0), free(c);
+            }
+    if (getenv("VERBOSE")) printf("  tile_gemm_bf16: worst error %.3f of its bound\n", worst);
+}
+
 int main(void) {
     have_bf16 = bf16_supported();
     if (!have_bf16) printf("test_bf16: this CPU has no AVX512_BF16: the product tests are skipped, the conversion tests run\n");
@@ -486,7 +538,7 @@ int main(void) {
         cmocka_unit_test(test_against_fp32_gemm),       cmocka_unit_test(test_thread_invariance),
         cmocka_unit_test(test_serial),
         cmocka_unit_test(test_check),                   cmocka_unit_test(test_bias_epilogue),
-        cmocka_unit_test(test_implementation),
+        cmocka_unit_test(test_implementation),          cmocka_unit_test(test_tile_kernel),
     };
     int rc = cmocka_run_group_tests_name("bf16", tests, NULL, NULL);
     bf16_release();

@@ -262,10 +262,15 @@ static void test_attention(void **state) {
     ModelConfig cfg;
     config_defaults(&cfg);
     cfg.n_embd = 32, cfg.n_head = 4, cfg.block_size = 40, cfg.vocab_size = 5;
-    /* forward: qkv, then proj (the attention tiles stay fp32): P = 2;
-     * backward: proj^T, then qkv^T after the tiles, and each weight's dW
-     * reads a product's output: P = 4 */
-    run_mixer(&attention_mixer, cfg, 2, 40, 2, 4, "attn.proj.bias");
+    /* forward: qkv, the tiles' S = Q K^T and P V (bf16 too, tile_gemm_bf16),
+     * then proj: P = 4; backward: proj^T, the tiles' dP = dY V^T and
+     * dQ/dK/dV (after S, recomputed from the products qkv and Q K^T), then
+     * qkv^T, whose dW reads a product's output: P = 6 */
+    run_mixer(&attention_mixer, cfg, 2, 40, 4, 6, "attn.proj.bias");
+    /* two query/key tiles (128 + 22: off-diagonal tiles and a short last
+     * one) at a head size of 10 (no whole vector of 16) */
+    cfg.n_embd = 30, cfg.n_head = 3, cfg.block_size = 150;
+    run_mixer(&attention_mixer, cfg, 1, 150, 4, 6, "attn.proj.bias");
 }
 
 static void test_grassmann(void **state) {
@@ -299,7 +304,8 @@ static void run_model(const char *mixers, NormKind norm) {
     for (int i = 0; i < 16; i++) tok[i] = (i * 7 + 3) % 11, tgt[i] = (i * 5 + 1) % 11;
     forward_backward(&m32, tok, tgt);
     forward_backward(&m16, tok, tgt);
-    /* Loss: the logits carry at most P = 2 x 2 layers x 3 + 1 products of
+    /* Loss: the logits carry at most P = 2 layers x (4 in attention: qkv,
+     * the tiles' Q K^T and P V, proj; 2 in the MLP) + the head = 13 products of
      * error, about 13 2^-7 K of their size (~1 here: weights 0.3, LayerNorm
      * before the head), and the loss moves by at most max|d logit| (its
      * gradient in the logits has l1 norm <= 2 per position). */

@@ -90,6 +90,11 @@ static size_t attention_act_size(const ModelConfig *cfg, size_t B, size_t T) {
     return attn_layout(NULL, B, T, cfg->n_embd, cfg->n_head, &unused);
 }
 
+/* The tiles' products: fp32, or with --precision bf16 Q, K, V, dY, P and dS
+ * rounded to bf16 as they enter each product (accumulation, softmax and its
+ * backward stay fp32). */
+static TileGemmFn tile_product(const ModelConfig *cfg) { return cfg->bf16 ? tile_gemm_bf16 : tile_gemm; }
+
 /* How many keys of a key tile starting at j0 query row t may see (causal). */
 static size_t visible(size_t t, size_t j0, size_t nk) {
     size_t n = t + 1 - j0;
@@ -107,7 +112,7 @@ static size_t visible(size_t t, size_t j0, size_t nk) {
  * log-sum-exp, for backward. st: the score tile; qt: Q^T of the tile's
  * queries (both row stride lds), so that every product reads rows of its
  * right-hand side (src/blas/tile_gemm.c). */
-static void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, float *qt, size_t lds, const float *q,
+static void flash_forward_tile(TileGemmFn product, float *o, size_t ldo, float *lse, float *st, float *qt, size_t lds, const float *q,
                                const float *k, const float *v, size_t ld, size_t i0, size_t nq, size_t hs,
                                float scale) {
     float m[TILE], l[TILE], m_new[TILE];
@@ -120,10 +125,10 @@ static void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, floa
     for (size_t j0 = 0; j0 < i0 + nq; j0 += TILE) {
         size_t nk = i0 + nq - j0 < TILE ? i0 + nq - j0 : TILE;
         int diagonal = j0 + nk > i0 + 1; /* some key comes after some query: mask */
-        if (!diagonal) tile_gemm(nk, nq, hs, scale, k + j0 * ld, ld, 1, qt, lds, 0.0f, st, lds); /* s^T = K Q^T */
+        if (!diagonal) product(nk, nq, hs, scale, k + j0 * ld, ld, 1, qt, lds, 0.0f, st, lds); /* s^T = K Q^T */
         else /* (nk == nq) key strip c0 meets queries c0 .. nq-1; what it leaves unwritten is masked below */
             for (size_t c0 = 0; c0 < nk; c0 += STRIP)
-                tile_gemm(strip_rows(c0, nk), nq - c0, hs, scale, k + (j0 + c0) * ld, ld, 1, qt + c0, lds, 0.0f,
+                product(strip_rows(c0, nk), nq - c0, hs, scale, k + (j0 + c0) * ld, ld, 1, qt + c0, lds, 0.0f,
                           st + c0 * lds + c0, lds);
         memcpy(m_new, m, nq * sizeof(float));
         for (size_t c = 0; c < nk; c++) {
@@ -155,11 +160,11 @@ static void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, floa
                 l[r] += p;
             }
         }
-        if (!diagonal) tile_gemm(nq, hs, nk, 1.0f, st, 1, lds, v + j0 * ld, ld, 1.0f, o, ldo); /* O += (s^T)^T V */
+        if (!diagonal) product(nq, hs, nk, 1.0f, st, 1, lds, v + j0 * ld, ld, 1.0f, o, ldo); /* O += (s^T)^T V */
         else /* query strip r0 sees keys 0 .. r0 + rows - 1 */
             for (size_t r0 = 0; r0 < nq; r0 += STRIP) {
                 size_t rows = strip_rows(r0, nq);
-                tile_gemm(rows, hs, r0 + rows, 1.0f, st + r0, 1, lds, v + j0 * ld, ld, 1.0f, o + r0 * ldo, ldo);
+                product(rows, hs, r0 + rows, 1.0f, st + r0, 1, lds, v + j0 * ld, ld, 1.0f, o + r0 * ldo, ldo);
             }
     }
     for (size_t r = 0; r < nq; r++) {
@@ -174,7 +179,7 @@ static void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, floa
  *   dV += P^T dY,  dP = dY V^T,  dS = P * (dP - delta),  dQ += s dS K,  dK += s dS^T Q
  * (delta = rowsum(dY * Y)). The whole head is one task, so dQ needs no
  * reduction across threads. kt, vt: room for K^T and V^T of the head (hs x T). */
-static void flash_backward_head(float *dq, float *dk, float *dv, float *s, float *ds, size_t lds, float *kt,
+static void flash_backward_head(TileGemmFn product, float *dq, float *dk, float *dv, float *s, float *ds, size_t lds, float *kt,
                                 float *vt, const float *q, const float *k, const float *v, size_t ld, const float *dy,
                                 const float *lse, const float *delta, size_t ldy, size_t T, size_t hs, float scale) {
     for (size_t t = 0; t < T; t++) {
@@ -191,9 +196,9 @@ static void flash_backward_head(float *dq, float *dk, float *dv, float *s, float
             int diagonal = i0 == j0; /* then nq == nk; strips as in the forward pass */
             for (size_t r0 = 0; r0 < nq; r0 += (diagonal ? STRIP : nq)) {
                 size_t rows = diagonal ? strip_rows(r0, nq) : nq, keys = diagonal ? r0 + rows : nk;
-                tile_gemm(rows, keys, hs, scale, q + (i0 + r0) * ld, ld, 1, kt + j0, T, 0.0f, s + r0 * lds,
+                product(rows, keys, hs, scale, q + (i0 + r0) * ld, ld, 1, kt + j0, T, 0.0f, s + r0 * lds,
                           lds); /* S = s Q K^T */
-                tile_gemm(rows, keys, hs, 1.0f, dy + (i0 + r0) * ldy, ldy, 1, vt + j0, T, 0.0f, ds + r0 * lds,
+                product(rows, keys, hs, 1.0f, dy + (i0 + r0) * ldy, ldy, 1, vt + j0, T, 0.0f, ds + r0 * lds,
                           lds); /* dP = dY V^T */
             }
             for (size_t r = 0; r < nq; r++) {
@@ -207,18 +212,18 @@ static void flash_backward_head(float *dq, float *dk, float *dv, float *s, float
                 for (size_t c = nv; c < nk; c++) p[c] = d[c] = 0.0f;
             }
             if (!diagonal) {
-                tile_gemm(nk, hs, nq, 1.0f, s, 1, lds, dy + i0 * ldy, ldy, 1.0f, dv + j0 * ld, ld); /* dV += P^T dY */
-                tile_gemm(nq, hs, nk, scale, ds, lds, 1, k + j0 * ld, ld, 1.0f, dq + i0 * ld, ld); /* dQ += s dS K */
-                tile_gemm(nk, hs, nq, scale, ds, 1, lds, q + i0 * ld, ld, 1.0f, dk + j0 * ld, ld); /* dK += s dS^T Q */
+                product(nk, hs, nq, 1.0f, s, 1, lds, dy + i0 * ldy, ldy, 1.0f, dv + j0 * ld, ld); /* dV += P^T dY */
+                product(nq, hs, nk, scale, ds, lds, 1, k + j0 * ld, ld, 1.0f, dq + i0 * ld, ld); /* dQ += s dS K */
+                product(nk, hs, nq, scale, ds, 1, lds, q + i0 * ld, ld, 1.0f, dk + j0 * ld, ld); /* dK += s dS^T Q */
                 continue;
             }
             for (size_t c0 = 0; c0 < nq; c0 += STRIP) { /* key strip c0 is seen by queries c0 .. nq-1 */
                 size_t rows = strip_rows(c0, nq), d0 = c0 * lds + c0;
-                tile_gemm(rows, hs, nq - c0, 1.0f, s + d0, 1, lds, dy + (i0 + c0) * ldy, ldy, 1.0f,
+                product(rows, hs, nq - c0, 1.0f, s + d0, 1, lds, dy + (i0 + c0) * ldy, ldy, 1.0f,
                           dv + (j0 + c0) * ld, ld);
-                tile_gemm(rows, hs, nq - c0, scale, ds + d0, 1, lds, q + (i0 + c0) * ld, ld, 1.0f,
+                product(rows, hs, nq - c0, scale, ds + d0, 1, lds, q + (i0 + c0) * ld, ld, 1.0f,
                           dk + (j0 + c0) * ld, ld);
-                tile_gemm(rows, hs, c0 + rows, scale, ds + c0 * lds, lds, 1, k + j0 * ld, ld, 1.0f,
+                product(rows, hs, c0 + rows, scale, ds + c0 * lds, lds, 1, k + j0 * ld, ld, 1.0f,
                           dq + (i0 + c0) * ld, ld); /* query strip c0 sees keys 0 .. c0 + rows - 1 */
             }
         }
@@ -233,6 +238,7 @@ static void attention_forward(const ModelConfig *cfg, const float *params, float
     AttnActs a;
     attn_layout(acts, B, T, C, H, &a);
     matmul_forward(cfg->bf16, a.qkv, in, p.qkv_w, p.qkv_b, B * T, C, 3 * C);
+    TileGemmFn product = tile_product(cfg);
     if (cfg->pos == POS_ROPE) rope_forward(a.qkv, cfg->rope, B, T, 0, C, hs); /* qkv keeps the rotated q, k */
     /* Later query tiles see more keys: hand out tasks one by one. */
 #pragma omp parallel for schedule(dynamic, 1)
@@ -241,7 +247,7 @@ static void attention_forward(const ModelConfig *cfg, const float *params, float
         size_t nq = T - i0 < TILE ? T - i0 : TILE;
         const float *q = a.qkv + b * T * 3 * C + h * hs;
         float *st = a.tiles + task * forward_task_floats(T, hs);
-        flash_forward_tile(a.y + (b * T + i0) * C + h * hs, C, a.lse + bh * T + i0, st, st + ts * ts, ts,
+        flash_forward_tile(product, a.y + (b * T + i0) * C + h * hs, C, a.lse + bh * T + i0, st, st + ts * ts, ts,
                            q + i0 * 3 * C, q + C, q + 2 * C, 3 * C, i0, nq, hs, scale);
     }
     matmul_forward(cfg->bf16, out, a.y, p.proj_w, p.proj_b, B * T, C, C);
@@ -257,6 +263,7 @@ static void attention_backward(const ModelConfig *cfg, const float *params, floa
     AttnActs a;
     attn_layout(acts, B, T, C, H, &a);
     matmul_backward(cfg->bf16, a.dy, 0.0f, (float *)g.proj_w, (float *)g.proj_b, dout, a.y, p.proj_w, B * T, C, C);
+    TileGemmFn product = tile_product(cfg);
 #pragma omp parallel for schedule(static)
     for (size_t bh = 0; bh < B * H; bh++) {
         size_t b = bh / H, h = bh % H, off = b * T * 3 * C + h * hs;
@@ -269,7 +276,7 @@ static void attention_backward(const ModelConfig *cfg, const float *params, floa
         }
         size_t ts = tile_side(T);
         float *s = a.tiles + bh * backward_task_floats(T, hs), *kt = s + 2 * ts * ts;
-        flash_backward_head(a.dqkv + off, a.dqkv + off + C, a.dqkv + off + 2 * C, s, s + ts * ts, ts, kt, kt + hs * T,
+        flash_backward_head(product, a.dqkv + off, a.dqkv + off + C, a.dqkv + off + 2 * C, s, s + ts * ts, ts, kt, kt + hs * T,
                             a.qkv + off, a.qkv + off + C, a.qkv + off + 2 * C, 3 * C, dy, a.lse + bh * T, delta, C, T,
                             hs, scale);
     }
