@@ -210,6 +210,9 @@ if grep -qw avx512_bf16 /proc/cpuinfo; then
         cmp -s "$tmp/bf.ckpt" "$tmp/bf1.ckpt" && ok || bad "bf16 ($mixer) on 1 thread differs from 2 threads"
     done
     cmp -s "$tmp/bf.ckpt" "$tmp/full.ckpt" && bad "bf16 wrote the fp32 run's bytes" || ok
+    # the memory check before allocating counts the bf16 weights and operand scratch
+    expect_error "larger than memory (bf16)" "needs [0-9.]+ GiB .*bf16 weights and operands.* but [0-9.]+ GiB are available" \
+        $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --n-layer 8 --n-head 8 --n-embd 512 --block-size 1024 --batch-size 512 --precision bf16
     python3 -c 'import json,struct,sys
 f = open(sys.argv[1], "rb"); h = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
 assert json.loads(h["__metadata__"]["train"])["precision"] == "bf16"' "$tmp/bf.ckpt" && ok || bad "bf16 is not recorded in the checkpoint"
