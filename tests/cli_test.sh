@@ -286,7 +286,18 @@ if grep -qw avx512_bf16 /proc/cpuinfo; then
 else
     expect_error "gemm-rate --bf16 without AVX512_BF16" "AVX512_BF16" $B/gemm-rate --ms 5 --bf16 64x48x32:NT
 fi
-expect_error "gemm-rate --bf16 --json" "text only" $B/gemm-rate --bf16 --json 64x48x32:NT
+if grep -qw avx512_bf16 /proc/cpuinfo; then  # --bf16 --json: make bench's bf16 rate, TN taken at C += A B
+    if $B/gemm-rate --ms 5 --bf16 --json 64x48x32:NT:2 40x30x20:TN >"$tmp/out" 2>"$tmp/err" && [ ! -s "$tmp/err" ] \
+        && python3 -c 'import json,sys
+o = json.load(open(sys.argv[1])); p = o["products"]
+assert [(x["m"], x["form"], x["count"]) for x in p] == [(64, "NT", 2), (40, "TN", 1)]
+f = [2 * x["m"] * x["n"] * x["k"] for x in p]
+t16 = 2 * f[0] / p[0]["bf16_gflops"] + f[1] / p[1]["bf16_acc_gflops"]
+t32 = 2 * f[0] / p[0]["fp32_gflops"] + f[1] / p[1]["fp32_gflops"]
+assert abs(o["gflops"] / ((2 * f[0] + f[1]) / t16) - 1) < 1e-3 and abs(o["fp32_gflops"] / ((2 * f[0] + f[1]) / t32) - 1) < 1e-3
+assert "oneDNN" in o["bf16"] and o["threads"] >= 1' "$tmp/out"; then ok
+    else bad "gemm-rate --bf16 --json: $(head -c 300 "$tmp/out" "$tmp/err")"; fi
+fi
 
 # BLAS kernels, for the library this build links (BLIS or OpenBLAS, from the
 # start-up line). This CPU's library may already choose its best kernels, so
