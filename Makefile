@@ -109,6 +109,7 @@ test: unit-test $(PROGRAMS)
 	bash tests/probe_test.sh
 	/usr/bin/python3 -m tests.bench_test
 	/usr/bin/python3 -m tests.paper_test
+	/usr/bin/python3 -m tests.compare_test
 
 # The other BLAS library's programs too (bin-blis or bin-openblas), for the
 # bench's blas section, which compares the two.

@@ -37,6 +37,16 @@ train    For each configuration (baby, medium, long) and mixer (attention,
          sets OPENBLAS_CORETYPE, which is then kept as it is (some machines
          pin it because old OpenBLAS builds compute wrong results there). The
          kernel each ran is printed.
+         Precisions (--precision fp32,bf16; by default both where the CPU
+         has AVX512_BF16, else fp32 and one line saying why): every round runs
+         each configuration and mixer in each, alternating: bf16 is bin/train
+         --precision bf16, PyTorch under torch.autocast("cpu",
+         dtype=torch.bfloat16), and bin/gemm-rate --bf16 at the same products
+         (oneDNN, bf16 inputs, fp32 accumulation; TN at C += A B), the rate
+         bf16's MFU is taken against. bf16/fp32: the median over rounds of
+         fp32 ms / bf16 ms in the same round, for C and for PyTorch. Inference
+         is fp32 whatever the training precision, so it runs once, on the
+         first precision's checkpoint. The other sections train in fp32.
 mixers   The mixers alone as the sequence grows: n_layer 2, n_head 4,
          n_embd 128, T = 256, 1024, 4096 with B = 4096 / T; the mixer's time
          per token (its --profile row), the whole step's, and the peak RSS.
@@ -93,7 +103,10 @@ round (about two minutes on 2 cores for the default sections; the full run
 about fifteen). Every number printed is measured by this run; what could not
 be measured is said so. Progress goes to stderr; --json prints one JSON object
 instead of the tables (scaling: {threads, rows, default_threads}, layouts:
-{rows, fastest}, rows with named fields)."""
+{rows, fastest}, rows with named fields; train: one row per config, mixer and
+precision, with bf16_over_fp32 and torch_bf16_over_fp32 on bf16 rows, the
+row's GEMM rate under sgemm, and eval and sample null on all but the first
+precision's)."""
 import argparse
 import contextlib
 import json
@@ -115,6 +128,7 @@ CONFIGS = {
     "long": {"n_layer": 2, "n_head": 4, "n_embd": 128, "block": 4096, "batch": 1},
 }
 MIXERS = ("attention", "grassmann")
+PRECISIONS = ("fp32", "bf16")
 RANK, WINDOWS = 32, (1, 2, 4, 8, 12, 16)
 MIXER_LENGTHS = (256, 1024, 4096)
 MIXER_TOKENS = 4096
@@ -187,12 +201,14 @@ def gemm_products(report):
 
 
 def memory_count(report):
-    """bin/train's own count in MiB: weights, state (gradients and AdamW moments), activations, total."""
+    """bin/train's own count in MiB: weights, state (gradients and AdamW moments), activations, bf16 (the
+    bf16 weights and operand scratch of --precision bf16; 0 in fp32), total."""
     m = report.get("memory_mib")
     if not m:
         return None
-    return {"weights": m["weights"], "state": m["state"], "activations": m["activations"],
-            "total": m["weights"] + m["state"] + m["activations"]}
+    bf16 = m.get("bf16", 0.0)
+    return {"weights": m["weights"], "state": m["state"], "activations": m["activations"], "bf16": bf16,
+            "total": m["weights"] + m["state"] + m["activations"] + bf16}
 
 
 def profile_parts(report, mixer):
@@ -269,7 +285,7 @@ def torch_env():
     return env
 
 
-def torch_train(ctx, c, steps, warmup, threads):
+def torch_train(ctx, c, steps, warmup, threads, precision="fp32"):
     """One harness/bench_torch.py run (with --torch-python's interpreter, N
     threads) of the model of the C run c (the config of its bin/train --json
     report, its batch): median ms/step after warm-up, peak RSS, the OpenBLAS
@@ -279,7 +295,7 @@ def torch_train(ctx, c, steps, warmup, threads):
         return None
     env = torch_env()
     cmd = [ctx.torch_python, "-m", "harness.bench_torch", json.dumps(c["train"]["config"]), ctx.data,
-           str(c["train"]["batch"]), str(steps), str(threads)]
+           str(c["train"]["batch"]), str(steps), str(threads), precision]
     r = run(cmd, env, cwd=ROOT)
     if r.status != 0:
         ctx.torch_missing = f"PyTorch run failed: {r.why()}"
@@ -292,10 +308,15 @@ def torch_train(ctx, c, steps, warmup, threads):
             "env_coretype": env.get("OPENBLAS_CORETYPE") if env.get("OPENBLAS_CORETYPE") != os.environ.get("OPENBLAS_CORETYPE") else None}
 
 
-def gemm_rate(c, threads):
-    """bin/gemm-rate --json over one training step's products of the C run c, on N threads."""
+def gemm_rate(c, threads, precision="fp32"):
+    """bin/gemm-rate --json over one training step's products of the C run c, on N threads: the sgemm
+    rate, or with bf16 (--bf16) the bf16 rate ("gflops") with "blas" naming oneDNN."""
     cmd = [os.path.join(BIN, "gemm-rate"), "--threads", str(threads), "--json"] + gemm_products(c["train"])
-    return run_ok(cmd).json()
+    if precision == "fp32":
+        return run_ok(cmd).json()
+    r = run_ok(cmd[:1] + ["--bf16"] + cmd[1:]).json()
+    r["blas"] = r["bf16"]
+    return r
 
 
 def eval_speed(ctx, ckpt):
@@ -315,26 +336,30 @@ def sample_speed(ctx, ckpt, n=500):
 
 # ---- sections --------------------------------------------------------------------
 
-def train_rounds(ctx, section, name, mixer, thread_counts, profile=True, tuner=False):
-    """R rounds, each of: for every N of thread_counts, bin/train --threads N,
-    PyTorch on N threads and bin/gemm-rate on N threads (so that machine noise
-    hits C, PyTorch and every N alike); with tuner, then bin/train with its
-    default threads. Returns ({N: summarise_train(...)}, the default runs)."""
+def train_rounds(ctx, section, name, mixer, thread_counts, profile=True, tuner=False, precisions=("fp32",)):
+    """R rounds, each of: for every N of thread_counts and every precision,
+    bin/train --threads N [--precision bf16], PyTorch on N threads (bf16:
+    under CPU autocast) and bin/gemm-rate on N threads (bf16: --bf16, the
+    bf16 rate), so that machine noise hits C, PyTorch, N and the precisions
+    alike; with tuner, then bin/train with its default threads. Returns
+    ({(N, precision): summarise_train(...)}, the default runs)."""
     cfg = CONFIGS[name]
     steps, warmup = ctx.steps[name]
-    runs = {n: ([], [], []) for n in thread_counts}
+    runs = {(n, p): ([], [], []) for n in thread_counts for p in precisions}
     tuned = []
     for rnd in range(ctx.rounds):
         for n in thread_counts:
-            c = c_train(ctx, cfg, mixer, steps, warmup, n, profile=profile)
-            t = torch_train(ctx, c, steps, warmup, n)
-            g = gemm_rate(c, n)
-            for kept, x in zip(runs[n], (c, t, g)):
-                kept.append(x)
-            progress(f"{section} {name} {mixer} round {rnd + 1}/{ctx.rounds}, {plural(n, 'thread')}: "
-                     f"C {c['ms']:.1f} ms/step, "
-                     + (f"PyTorch {t['ms']:.1f} ms/step ({t['ms'] / c['ms']:.2f}x)" if t else "PyTorch n/a")
-                     + f", sgemm {g['gflops']:.0f} GFLOP/s")
+            for p in precisions:
+                extra = ["--precision", p] if p != "fp32" else []
+                c = c_train(ctx, cfg, mixer, steps, warmup, n, profile=profile, extra=extra)
+                t = torch_train(ctx, c, steps, warmup, n, p)
+                g = gemm_rate(c, n, p)
+                for kept, x in zip(runs[(n, p)], (c, t, g)):
+                    kept.append(x)
+                progress(f"{section} {name} {mixer} {p} round {rnd + 1}/{ctx.rounds}, {plural(n, 'thread')}: "
+                         f"C {c['ms']:.1f} ms/step, "
+                         + (f"PyTorch {t['ms']:.1f} ms/step ({t['ms'] / c['ms']:.2f}x)" if t else "PyTorch n/a")
+                         + f", {'sgemm' if p == 'fp32' else 'bf16 GEMM'} {g['gflops']:.0f} GFLOP/s")
         if tuner:
             d = c_train(ctx, cfg, mixer, steps, warmup, 0, profile=False)
             tuned.append(d)
@@ -342,20 +367,39 @@ def train_rounds(ctx, section, name, mixer, thread_counts, profile=True, tuner=F
                      f"{d['tokens_per_s_mean']:.0f} tokens/s (threads used: "
                      + " ".join(f"{k}:{v}" for k, v in d["threads_used"].items()) + ")")
     tokens = cfg["batch"] * cfg["block"]
-    return {n: summarise_train(ctx, name, cfg, mixer, tokens, *r) for n, r in runs.items()}, tuned
+    return {k: summarise_train(ctx, name, cfg, mixer, tokens, *r, precision=k[1]) for k, r in runs.items()}, tuned
+
+
+def precision_ratio(fp32_rounds_ms, bf16_rounds_ms):
+    """bf16's speed over fp32's: the median over rounds of fp32 ms / bf16 ms in
+    the same round (None if either was not measured)."""
+    pairs = [(f, b) for f, b in zip(fp32_rounds_ms or [], bf16_rounds_ms or []) if f and b]
+    return med([f / b for f, b in pairs]) if pairs else None
 
 
 def section_train(ctx):
     results = []
     for name in ctx.configs:
         for mixer in ctx.mixers:
-            summaries, _ = train_rounds(ctx, "train", name, mixer, [ctx.threads])
-            results.append(summaries[ctx.threads])
-            last = summaries[ctx.threads]["c"].pop("ckpt")
-            results[-1]["eval"] = eval_speed(ctx, last)
-            results[-1]["sample"] = sample_speed(ctx, last)
-            progress(f"train {name} {mixer}: eval {results[-1]['eval']['tokens_per_s']:.0f} tokens/s, "
-                     f"sample {results[-1]['sample']['tokens_per_s']:.0f} tokens/s")
+            summaries, _ = train_rounds(ctx, "train", name, mixer, [ctx.threads], precisions=ctx.precisions)
+            rows = [summaries[(ctx.threads, p)] for p in ctx.precisions]
+            fp32 = summaries.get((ctx.threads, "fp32"))
+            for r in rows:
+                last = r["c"].pop("ckpt")
+                r["bf16_over_fp32"] = None
+                r["torch_bf16_over_fp32"] = None
+                if r["precision"] != "fp32" and fp32:
+                    r["bf16_over_fp32"] = precision_ratio(fp32["c"]["rounds_ms"], r["c"]["rounds_ms"])
+                    r["torch_bf16_over_fp32"] = precision_ratio(fp32["torch"] and fp32["torch"]["rounds_ms"],
+                                                                r["torch"] and r["torch"]["rounds_ms"])
+                # Inference is fp32 whatever the training precision: measured once, on the first precision's model.
+                r["eval"] = r["sample"] = None
+                if r is rows[0]:
+                    r["eval"] = eval_speed(ctx, last)
+                    r["sample"] = sample_speed(ctx, last)
+                    progress(f"train {name} {mixer}: eval {r['eval']['tokens_per_s']:.0f} tokens/s, "
+                             f"sample {r['sample']['tokens_per_s']:.0f} tokens/s")
+            results += rows
     return results
 
 
@@ -366,7 +410,7 @@ def utilisation(flops_per_token, tokens_per_s, sgemm_gflops):
     return gflops, gflops / sgemm_gflops if sgemm_gflops else None
 
 
-def summarise_train(ctx, name, cfg, mixer, tokens, c_runs, t_runs, g_runs):
+def summarise_train(ctx, name, cfg, mixer, tokens, c_runs, t_runs, g_runs, precision="fp32"):
     flops = {k: c_runs[-1]["train"]["flops_per_token"][k] for k in ("dense", "mixing", "total")}
     c_ms = med([c["ms"] for c in c_runs])
     t_ok = [t for t in t_runs if t]
@@ -397,10 +441,11 @@ def summarise_train(ctx, name, cfg, mixer, tokens, c_runs, t_runs, g_runs):
         profile = {part: {k: med([p.get(part, {}).get(k) for p in profiles])
                           for k in ("forward", "backward", "total", "share")} for part in PARTS}
         profile["step"] = med([p.get("step") for p in profiles])
-    return {"config": name, "mixer": mixer, "shape": dict(cfg), "tokens_per_step": tokens, "flops_per_token": flops,
+    return {"config": name, "mixer": mixer, "precision": precision, "shape": dict(cfg), "tokens_per_step": tokens,
+            "flops_per_token": flops,
             "c": c, "torch": t, "torch_unavailable": None if t else ctx.torch_missing,
             "torch_over_c": {"median": med(ratios), "rounds": ratios},
-            "sgemm": {"gflops": gemm, "rounds": [g["gflops"] for g in g_runs], "blas": g_runs[-1]["blas"],
+            "sgemm": {"gflops": gemm, "precision": precision, "rounds": [g["gflops"] for g in g_runs], "blas": g_runs[-1]["blas"],
                       "products": g_runs[-1]["products"]},
             "memory": mem, "profile": profile}
 
@@ -683,6 +728,7 @@ def section_scaling(ctx):
     for name in ctx.configs:
         for mixer in ctx.mixers:
             summaries, tuned = train_rounds(ctx, "scaling", name, mixer, ctx.thread_list, profile=False, tuner=True)
+            summaries = {n: s for (n, _), s in summaries.items()}  # fp32 only
             base = summaries[1]["c"]["rounds_ms"] if 1 in summaries else None
             for n, s in summaries.items():
                 speedup, efficiency = scaling(base, s["c"]["rounds_ms"], n)
@@ -784,15 +830,22 @@ def table(header, rows):
 def print_speed(ctx, res):
     steps = ", ".join(f"{n} {ctx.steps[n][0]} steps ({ctx.steps[n][1]} dropped)" for n in ctx.configs)
     print(f"\n== Training steps, C vs PyTorch ({plural(ctx.rounds, 'alternating round')}; {steps}) ==")
-    table(["config", "mixer", "C ms/step", "PT ms/step", "C tokens/s", "PT tokens/s", "PT/C", "C kernel", "PT kernel"],
-          [[r["config"], r["mixer"], fmt(r["c"]["ms_per_step"]), fmt(r["torch"] and r["torch"]["ms_per_step"]),
+    table(["config", "mixer", "precision", "C ms/step", "PT ms/step", "C tokens/s", "PT tokens/s", "PT/C",
+           "C bf16/fp32", "PT bf16/fp32", "C kernel", "PT kernel"],
+          [[r["config"], r["mixer"], r["precision"], fmt(r["c"]["ms_per_step"]),
+            fmt(r["torch"] and r["torch"]["ms_per_step"]),
             fmt(r["c"]["tokens_per_s"], ",.0f"), fmt(r["torch"] and r["torch"]["tokens_per_s"], ",.0f"),
-            fmt(r["torch_over_c"]["median"], ".2f", "x"), r["c"]["kernel"] or "?",
+            fmt(r["torch_over_c"]["median"], ".2f", "x"), fmt(r.get("bf16_over_fp32"), ".2f", "x"),
+            fmt(r.get("torch_bf16_over_fp32"), ".2f", "x"), r["c"]["kernel"] or "?",
             r["torch"]["kernel"] if r["torch"] else "n/a"] for r in res])
     print("  ms/step: median over rounds of each run's median step time after warm-up (PT: PyTorch).\n"
-          "  PT/C: median over rounds of PyTorch ms / C ms in the same round.")
+          "  PT/C: median over rounds of PyTorch ms / C ms in the same round. precision bf16: bin/train\n"
+          "  --precision bf16, PyTorch under torch.autocast(\"cpu\", dtype=torch.bfloat16); bf16/fp32: median over\n"
+          "  rounds of fp32 ms / bf16 ms in the same round (> 1: bf16 is faster).")
+    said = set()
     for r in res:
-        if r["torch"] and r["torch"]["openblas_coretype"]:
+        if r["torch"] and r["torch"]["openblas_coretype"] and (r["config"], r["mixer"]) not in said:
+            said.add((r["config"], r["mixer"]))
             print(f"  {r['config']} {r['mixer']}: PyTorch ran with OPENBLAS_CORETYPE={r['torch']['openblas_coretype']}"
                   " (the best OpenBLAS core for this CPU)")
     for r in res:
@@ -809,9 +862,9 @@ def print_speed(ctx, res):
 
 def print_flops(ctx, res):
     print(f"\n== FLOPs and utilisation ({ctx.threads} threads) ==")
-    table(["config", "mixer", "MFLOP/token", "dense", "mixing", "sgemm GFLOP/s", "C GFLOP/s", "C MFU",
+    table(["config", "mixer", "precision", "MFLOP/token", "dense", "mixing", "GEMM GFLOP/s", "C GFLOP/s", "C MFU",
            "PT GFLOP/s", "PT MFU"],
-          [[r["config"], r["mixer"], fmt(r["flops_per_token"]["total"] / 1e6, ".2f"),
+          [[r["config"], r["mixer"], r["precision"], fmt(r["flops_per_token"]["total"] / 1e6, ".2f"),
             fmt(r["flops_per_token"]["dense"] / 1e6, ".2f"), fmt(r["flops_per_token"]["mixing"] / 1e6, ".2f"),
             fmt(r["sgemm"]["gflops"]), fmt(r["c"]["gflops"]), fmt(r["c"]["mfu"] and 100 * r["c"]["mfu"], ".0f", "%"),
             fmt(r["torch"] and r["torch"]["gflops"]),
@@ -819,7 +872,8 @@ def print_flops(ctx, res):
     print("  FLOPs/token: dense 6 x sum(rows x cols) of the weight matrices (LM head included, embeddings, biases,\n"
           "  LayerNorms not counted) + mixing per layer: attention 6C(T+1), Grassmann 3(2P + 8r|D|), P = r(r-1)/2.\n"
           "  sgemm: bin/gemm-rate over one step's products at the model's shapes (forward NT, backward NN and TN),\n"
-          "  total FLOPs / total time, the best of the rounds. MFU = achieved GFLOP/s / that rate.")
+          "  total FLOPs / total time, the best of the rounds; bf16 rows: bin/gemm-rate --bf16 at the same products\n"
+          "  (oneDNN, bf16 inputs, fp32 accumulation; TN at C += A B). MFU = achieved GFLOP/s / the row's rate.")
     high = [f"{r['config']} {r['mixer']}" for r in res if (r["c"]["mfu"] or 0) > 1 or (r["torch"] and (r["torch"]["mfu"] or 0) > 1)]
     if high:
         print(f"  MFU above 100% ({', '.join(high)}): the sgemm runs were slowed by other load; more rounds help.")
@@ -827,22 +881,23 @@ def print_flops(ctx, res):
 
 def print_memory(ctx, res):
     print("\n== Peak memory (ru_maxrss of the process tree) ==")
-    table(["config", "mixer", "weights", "grads+moments", "activations", "theory MiB", "C peak MiB", "C/theory",
+    table(["config", "mixer", "precision", "weights", "grads+moments", "activations", "bf16", "theory MiB", "C peak MiB", "C/theory",
            "PT peak MiB", "PT/theory", "PT base MiB"],
-          [[r["config"], r["mixer"], fmt(r["memory"] and r["memory"]["weights"]),
+          [[r["config"], r["mixer"], r["precision"], fmt(r["memory"] and r["memory"]["weights"]),
             fmt(r["memory"] and r["memory"]["state"]), fmt(r["memory"] and r["memory"]["activations"]),
-            fmt(r["memory"] and r["memory"]["total"]), fmt(r["c"]["peak_rss_mib"]),
+            fmt(r["memory"] and r["memory"]["bf16"]), fmt(r["memory"] and r["memory"]["total"]), fmt(r["c"]["peak_rss_mib"]),
             fmt(r["c"]["rss_over_theory"], ".2f", "x"), fmt(r["torch"] and r["torch"]["peak_rss_mib"]),
             fmt(r["torch"] and r["torch"]["rss_over_theory"], ".2f", "x"),
             fmt(r["torch"] and r["torch"]["base_rss_mib"])] for r in res])
-    print("  theory: bin/train's own count (weights + gradients and AdamW moments + activation arena). PT base:\n"
+    print("  theory: bin/train's own count (weights + gradients and AdamW moments + activation arena + with bf16 the\n"
+          "  bf16 weights and operand scratch). PT base:\n"
           "  PyTorch's peak after importing torch and reading the data, before the model (part of PT peak).")
 
 
 def print_profile(ctx, res):
     print("\n== Where a C training step goes (bin/train --profile, ms per step, share; median over rounds) ==")
-    table(["config", "mixer"] + list(PARTS) + ["step ms"],
-          [[r["config"], r["mixer"]] + [prof_cell(r["profile"], p) for p in PARTS]
+    table(["config", "mixer", "precision"] + list(PARTS) + ["step ms"],
+          [[r["config"], r["mixer"], r["precision"]] + [prof_cell(r["profile"], p) for p in PARTS]
            + [fmt(r["profile"] and r["profile"]["step"])] for r in res])
     print("  mixer: the attention or Grassmann layers (forward + backward); optimizer: clipping and AdamW.")
 
@@ -853,9 +908,10 @@ def print_inference(ctx, res):
     table(["config", "mixer", "eval tokens", "eval s", "eval tokens/s", "sample tokens", "sample s", "sample tokens/s"],
           [[r["config"], r["mixer"], r["eval"]["tokens"], fmt(r["eval"]["seconds"], ".2f"),
             fmt(r["eval"]["tokens_per_s"], ",.0f"), r["sample"]["tokens"], fmt(r["sample"]["seconds"], ".2f"),
-            fmt(r["sample"]["tokens_per_s"], ",.0f")] for r in res])
+            fmt(r["sample"]["tokens_per_s"], ",.0f")] for r in res if r["eval"]])
     print(f"  eval: bin/eval --threads {ctx.threads} over {label}; sample: bin/sample --tokens 500 (1 thread).\n"
-          "  Seconds are the whole command's wall time (start-up and loading included).")
+          "  Seconds are the whole command's wall time (start-up and loading included). Inference is fp32, so it\n"
+          "  runs once per model, on the first precision's checkpoint.")
 
 
 def prof_cell(prof, part):
@@ -1026,8 +1082,12 @@ def parse_args():
                          "bin-blis or bin-openblas, whichever is the other; make bench builds it when that "
                          "library is installed)")
     ap.add_argument("--data", default=os.path.join(ROOT, "data", "moby"), help="prepared data (default data/moby)")
+    ap.add_argument("--precision", metavar="P[,P]",
+                    help="the train section's precisions, of fp32, bf16 (bin/train --precision; default both where "
+                         "the CPU has AVX512_BF16, else fp32)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     a = ap.parse_args()
+    a.precisions, a.precision_note = parse_precisions(a.precision, cpu_has_bf16())
     a.thread_list = parse_threads(a.threads) if a.threads is not None else default_thread_list(os.cpu_count() or 1)
     if a.thread_list is None:
         die(f"--threads must be a positive count or a comma list of them (got '{a.threads}')")
@@ -1043,6 +1103,29 @@ def parse_args():
     if not a.no_torch and not (os.path.isfile(a.torch_python) and os.access(a.torch_python, os.X_OK)):
         die(f"--torch-python '{a.torch_python}' is not an executable file")
     return a
+
+
+def cpu_has_bf16():
+    """Whether /proc/cpuinfo lists avx512_bf16 (what bin/train --precision bf16 needs)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return "avx512_bf16" in f.read().split()
+    except OSError:
+        return False
+
+
+def parse_precisions(text, has_bf16):
+    """--precision as (the precisions, fp32 first; a note on one left out, or
+    None). Not given: fp32 and bf16 where the CPU has AVX512_BF16, else fp32
+    and a note saying why; bf16 asked for on a CPU without it dies."""
+    if text is None:
+        if has_bf16:
+            return ["fp32", "bf16"], None
+        return ["fp32"], "bf16 left out: this CPU has no AVX512_BF16 (bin/train --precision bf16 needs it)"
+    names = comma_list("--precision", text, PRECISIONS)
+    if "bf16" in names and not has_bf16:
+        die("--precision bf16: this CPU has no AVX512_BF16 (bin/train --precision bf16 needs it)")
+    return [p for p in PRECISIONS if p in names], None
 
 
 def comma_list(option, text, known):
@@ -1072,6 +1155,7 @@ def make_context(a, tmp):
     ctx.blas_configs = a.blas_configs
     ctx.quick, ctx.configs, ctx.tmp = a.quick, a.configs, tmp
     ctx.torch_python = a.torch_python
+    ctx.precisions, ctx.precision_note = a.precisions, a.precision_note
     ctx.data = os.path.abspath(a.data)
     ctx.vocab = token_header(os.path.join(a.data, "train.bin"))["vocab"]
     ctx.eval_tokens = ctx.steps["eval_tokens"]
@@ -1109,7 +1193,8 @@ def main():
                               "rounds": ctx.rounds, "quick": ctx.quick, "data": ctx.data, "vocab": ctx.vocab,
                               "openblas_coretype_env": os.environ.get("OPENBLAS_CORETYPE"),
                               "blis_arch_type_env": os.environ.get("BLIS_ARCH_TYPE"),
-                              "torch_unavailable": ctx.torch_missing}
+                              "torch_unavailable": ctx.torch_missing, "precisions": ctx.precisions,
+                              "precision_note": ctx.precision_note}
             progress(f"{cpu_model()}, {ctx.threads} threads"
                      + (f" (scaling: {','.join(map(str, ctx.thread_list))})" if {"scaling", "layouts"} & set(a.sections) else "")
                      + f", {plural(ctx.rounds, 'round')}; sections {','.join(a.sections)}")
@@ -1140,6 +1225,8 @@ def print_report(ctx, out):
         print(f"BLIS_ARCH_TYPE={m['blis_arch_type_env']} is set by the environment: every C program keeps it.")
     if m["torch_unavailable"]:
         print(f"PyTorch: not measured ({m['torch_unavailable']})")
+    if m.get("precision_note"):
+        print(f"precision: {m['precision_note']}")
     for s in SECTIONS:
         for show in SECTION_PRINTS[s] if s in out else ():
             show(ctx, out[s])

@@ -7,7 +7,10 @@ backward, clip, AdamW step; the batch is cut before the clock starts), "blas"
 the loaded library), "threads" (torch.get_num_threads()) and "base_rss_mib"
 (the process's peak RSS after importing torch and reading the data, before
 the model exists: the interpreter's and libraries' share of the peak).
-Usage: /usr/bin/python3 -m harness.bench_torch CONFIG_JSON DATA_DIR BATCH STEPS THREADS"""
+PRECISION bf16 runs the forward under torch.autocast("cpu", dtype=torch.bfloat16)
+(PyTorch's bf16 mixed precision); fp32 (the default) without it.
+Usage: /usr/bin/python3 -m harness.bench_torch CONFIG_JSON DATA_DIR BATCH STEPS THREADS [PRECISION]"""
+import contextlib
 import ctypes
 import json
 import os
@@ -37,7 +40,7 @@ def loaded_openblas():
     return "no OpenBLAS loaded (PyTorch uses another BLAS)"
 
 
-def main(cfg_json, data, batch, steps, threads):
+def main(cfg_json, data, batch, steps, threads, precision="fp32"):
     torch.set_num_threads(int(threads))
     cfg = json.loads(cfg_json)
     tokens, _ = read_tokens(os.path.join(data, "train.bin"))
@@ -53,7 +56,8 @@ def main(cfg_json, data, batch, steps, threads):
         y = torch.stack([tokens[i + 1:i + T + 1] for i in idx])
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = model_loss(W, cfg, x, y)
+        with torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16" else contextlib.nullcontext():
+            loss = model_loss(W, cfg, x, y)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(W.values(), 1.0)
         opt.step()
@@ -63,6 +67,6 @@ def main(cfg_json, data, batch, steps, threads):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 6:
+    if len(sys.argv) not in (6, 7) or sys.argv[6:] not in ([], ["fp32"], ["bf16"]):
         sys.exit(__doc__.rstrip().rsplit("\n", 1)[-1])
     main(*sys.argv[1:])

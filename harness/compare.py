@@ -17,7 +17,9 @@ run with seeds seed, seed+1, ...; seeds are paired across architectures (the
 same seed draws the same batches), runs are interleaved so that a busy
 machine slows every architecture alike.
 
-Each run is scored on val and test with bin/eval --by-position
+--precision bf16 passes bin/train --precision bf16 to every training run (bf16
+products, fp32 accumulation; the title, the model line and compare.csv say
+so); scoring stays fp32. Each run is scored on val and test with bin/eval --by-position
 --split-recall N. Writes OUT/compare.md (a reading, then the tables),
 compare.csv (one row per run), and plots: val_loss_tokens.png,
 val_loss_seconds.png, loss_by_position.png, recall_split.png.
@@ -93,6 +95,12 @@ def match_rank(data, shared, mixers, target):
     return best, size(best)
 
 
+def precision_text(precision):
+    """How the report says the runs' precision."""
+    return ("bf16 products with fp32 accumulation (bin/train --precision bf16)" if precision == "bf16"
+            else "fp32 products")
+
+
 def mean_spread(xs):
     """Mean and spread (half the range over seeds: every seed lies within mean +- spread... of the midrange)."""
     xs = [x for x in xs if x is not None and not math.isnan(x)]
@@ -112,6 +120,18 @@ class Harness:
                        "--block-size", str(a.block_size), "--dropout", str(a.dropout),
                        "--grassmann-windows", a.grassmann_windows, "--norm", a.norm]
 
+    def train_args(self, arch, seed, ckpt, log, eval_interval):
+        """bin/train's command for one run, but its budget: every run in --precision's products."""
+        a = self.a
+        args = [os.path.join(BIN, "train"), "--data", a.data, "--out", ckpt, "--log", log] + self.shared + [
+            "--mixer", ",".join(arch["mixers"]), "--batch-size", str(a.batch_size), "--lr", str(a.lr), "--min-lr", str(a.min_lr),
+            "--warmup-iters", str(a.warmup_iters), "--seed", str(seed), "--eval-interval", str(eval_interval),
+            "--eval-iters", str(a.eval_iters), "--log-interval", "1000000", "--threads", str(a.threads),
+            "--precision", a.precision]
+        if arch["rank"]:
+            args += ["--grassmann-rank", str(arch["rank"])]
+        return args
+
     def train(self, arch, budget, seed, tag):
         a = self.a
         ckpt, log = os.path.join(a.out, f"{tag}.ckpt"), os.path.join(a.out, f"{tag}.csv")
@@ -126,12 +146,7 @@ class Harness:
         else:
             limit = ["--max-iters", "100000000", "--max-seconds", str(value)]
             eval_interval = a.seconds_eval_interval
-        args = [os.path.join(BIN, "train"), "--data", a.data, "--out", ckpt, "--log", log] + self.shared + [
-            "--mixer", ",".join(arch["mixers"]), "--batch-size", str(a.batch_size), "--lr", str(a.lr), "--min-lr", str(a.min_lr),
-            "--warmup-iters", str(a.warmup_iters), "--seed", str(seed), "--eval-interval", str(eval_interval),
-            "--eval-iters", str(a.eval_iters), "--log-interval", "1000000", "--threads", str(a.threads)] + limit
-        if arch["rank"]:
-            args += ["--grassmann-rank", str(arch["rank"])]
+        args = self.train_args(arch, seed, ckpt, log, eval_interval) + limit
         t0 = time.time()
         run(args, live=True)
         wall = time.time() - t0
@@ -272,6 +287,9 @@ def main():
                     help="offsets for every layer, or one list per layer separated by ';' (1;1;2;2)")
     ap.add_argument("--norm", default="pre", choices=("pre", "post"), help="LayerNorm placement (bin/train --norm; pre)")
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--precision", default="fp32", choices=("fp32", "bf16"),
+                    help="the matrix products of every training run (bin/train --precision; fp32). Evaluation "
+                         "(bin/eval) is fp32 either way")
     ap.add_argument("--keep-checkpoints", action="store_true")
     a = ap.parse_args()
     budgets = [parse_budget(b) for b in (a.budget or ["tokens:768000", "seconds:40"])]
@@ -301,6 +319,7 @@ def main():
         if abs(gap) > 5:
             print(f"compare: warning: {label} differs in size from {archs[0]['label']} by {gap:+.1f}%")
 
+    print(f"compare: every run trains with {precision_text(a.precision)}", flush=True)
     runs = []
     seeds = [a.seed + k for k in range(a.seeds)]
     t_all = time.time()
@@ -355,7 +374,7 @@ def main():
 
     seeds_txt = ", ".join(map(str, seeds))
     cmd = "python3 -m harness.compare " + " ".join(sys.argv[1:])
-    md = ["# Comparison: " + " vs ".join(x["label"] for x in archs), "",
+    md = ["# Comparison: " + " vs ".join(x["label"] for x in archs) + (", bf16" if a.precision == "bf16" else ""), "",
           "## Reading", ""] + reading + [
           "", f"Ratios are paired by seed (same batches) and given as mean ± spread, the spread being half the "
               f"range over the {a.seeds} seeds ({seeds_txt}); a ratio is called a difference only when its distance "
@@ -371,7 +390,7 @@ def main():
                   f"| {fmt(*g['val_ppl'])} | {fmt(*g['test_ppl'])} | {fmt(*row['ratio'])} "
                   f"| {fmt(*g['recall_loss'])} | {fmt(*g['other_loss'])} |")
     md += ["", f"Model: n_layer {a.n_layer}, n_head {a.n_head}, n_embd {a.n_embd}, block {a.block_size}, batch "
-               f"{a.batch_size}, {a.norm}-norm; lr {a.lr} -> {a.min_lr} cosine (over the steps, or over the seconds under a time "
+               f"{a.batch_size}, {a.norm}-norm; {precision_text(a.precision)}; lr {a.lr} -> {a.min_lr} cosine (over the steps, or over the seconds under a time "
                f"budget), {a.warmup_iters} warm-up steps; Grassmann windows {a.grassmann_windows}. Val and test: "
                f"every token scored once (bin/eval). Recall tokens: {a.recall_n}-grams seen earlier in their "
                f"window ({100 * rows[0]['recall_frac']:.1f}% of val tokens). Train seconds count training steps only; "
@@ -385,11 +404,11 @@ def main():
         w = csv.writer(f)
         keys = ["arch", "budget", "seed", "params", "steps", "tokens", "train_seconds", "wall", "tok_s", "val_loss",
                 "val_ppl", "test_loss", "test_ppl", "recall_loss", "other_loss", "recall_tokens", "other_tokens"]
-        w.writerow(keys + ["mixers", "grassmann_rank"])
+        w.writerow(keys + ["mixers", "grassmann_rank", "precision"])
         for r in runs:
             arch = next(x for x in archs if x["name"] == r["arch"])
             w.writerow([f"{r[k]:.6f}" if isinstance(r[k], float) else r[k] for k in keys] +
-                       [",".join(arch["mixers"]), arch["rank"] or ""])
+                       [",".join(arch["mixers"]), arch["rank"] or "", a.precision])
     write_plots(a, archs, budgets, runs, unit)
     print("\n" + "\n".join(md[:len(reading) + 16]))
     print(f"\nwrote {os.path.join(a.out, 'compare.md')}, compare.csv and 4 plots ({total / 60:.1f} min)")

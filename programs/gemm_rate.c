@@ -46,7 +46,9 @@ static const CliProgram program = {
              "fp32 accumulation and C, on oneDNN), both cut into the same tiles: the median\n"
              "of 9 repetitions of each, in GFLOP/s, for beta 0 and for beta 1 (C += A B,\n"
              "oneDNN's sum post-op). The inputs' rounding to bf16 is not timed. Needs a CPU\n"
-             "with AVX512_BF16.\n",
+             "with AVX512_BF16. With --json one object: per product fp32_gflops,\n"
+             "bf16_gflops, bf16_acc_gflops and kernel; fp32_gflops and gflops (bf16) over\n"
+             "all, by count, TN at C += A B as the weight gradients accumulate.\n",
     .column = 22,
     .positional = 1,
 };
@@ -202,18 +204,30 @@ static void cpu_name(char *buf, size_t len) {
     fclose(f);
 }
 
-static int compare_bf16(const char *prog, Product *prods, size_t n_prod, size_t budget_ms) {
+/* One product's --bf16 results: median GFLOP/s and oneDNN's kernel. */
+typedef struct Bf16Row {
+    double fp32, bf16, acc;
+    char impl[64];
+} Bf16Row;
+
+/* --bf16: per product fp32, bf16 (beta 0) and bf16 C += A B (beta 1), as text
+ * or with json one object whose combined rates are total FLOPs over total
+ * time weighted by the products' counts; bf16's takes TN at beta 1, since
+ * the weight gradients accumulate, and NT and NN at beta 0. */
+static int compare_bf16(const char *prog, Product *prods, size_t n_prod, size_t budget_ms, int json) {
     if (!bf16_supported()) return cli_error(prog, "--bf16: this CPU has no AVX512_BF16 (bf16 products are not emulated)");
-    char cpu[128], impl[64];
+    char cpu[128];
     cpu_name(cpu, sizeof cpu);
-    printf("cpu: %s | %zu threads, parallel width %zu\n", cpu, threads_max(), threads_width());
-    printf("fp32: %s\nbf16: %s, bf16 inputs, fp32 accumulation and C\n", blas_describe(), bf16_library());
-    printf("median of %d repetitions, GFLOP/s\n", MEDIAN_REPS);
-    printf("%-16s %4s %9s %9s %11s %6s  %s\n", "MxNxK", "form", "fp32", "bf16", "bf16 C+=AB", "ratio", "oneDNN kernel (one tile)");
+    Bf16Row *rows = calloc(n_prod, sizeof *rows);
+    if (!rows) {
+        fprintf(stderr, "%s: error: out of memory\n", prog);
+        return 1;
+    }
     uint64_t seed = 1337;
     int rc = 0;
     for (size_t i = 0; i < n_prod && rc == 0; i++) {
         const Product *p = &prods[i];
+        Bf16Row *row = &rows[i];
         Error err;
         Operands o = {random_matrix(p->m * p->k, &seed), random_matrix(p->n * p->k, &seed), random_matrix(p->m * p->n, &seed),
                       malloc(p->m * p->k * sizeof(uint16_t)), malloc(p->n * p->k * sizeof(uint16_t))};
@@ -230,20 +244,63 @@ static int compare_bf16(const char *prog, Product *prods, size_t n_prod, size_t 
             double bf16 = time_median(RUN_BF16, p, &o, budget, &err);
             double acc = bf16 > 0.0 ? time_median(RUN_BF16_ACC, p, &o, budget, &err) : 0.0;
             if (fp32 <= 0.0 || bf16 <= 0.0 || acc <= 0.0 ||
-                bf16_gemm_impl(ta, tb, g.mt, g.nt, p->k, lda, ldb, p->n, impl, sizeof impl, &err)) {
+                bf16_gemm_impl(ta, tb, g.mt, g.nt, p->k, lda, ldb, p->n, row->impl, sizeof row->impl, &err)) {
                 fprintf(stderr, "%s: error: %s\n", prog, err.msg);
                 rc = 1;
             } else {
-                char dims[64];
-                snprintf(dims, sizeof dims, "%zux%zux%zu", p->m, p->n, p->k);
-                printf("%-16s %4s %9.1f %9.1f %11.1f %5.2fx  %s\n", dims, p->form, flops(p) / fp32 * 1e-9,
-                       flops(p) / bf16 * 1e-9, flops(p) / acc * 1e-9, fp32 / bf16, impl);
+                row->fp32 = fp32, row->bf16 = bf16, row->acc = acc;
             }
         }
         free(o.a), free(o.b), free(o.c), free(o.ah), free(o.bh);
     }
     bf16_release();
-    return rc;
+    if (rc) {
+        free(rows);
+        return rc;
+    }
+    double flop = 0.0, s32 = 0.0, s16 = 0.0;
+    for (size_t i = 0; i < n_prod; i++) {
+        const Product *p = &prods[i];
+        flop += (double)p->count * flops(p);
+        s32 += (double)p->count * rows[i].fp32;
+        s16 += (double)p->count * (!strcmp(p->form, "TN") ? rows[i].acc : rows[i].bf16);
+    }
+    if (json) {
+        char *blas = NULL, *lib = NULL, *name = NULL;
+        sb_append_json_string(&blas, blas_describe());
+        sb_append_json_string(&lib, bf16_library());
+        sb_append_json_string(&name, cpu);
+        printf("{\"cpu\":%s,\"blas\":%s,\"bf16\":%s,\"threads\":%zu,\"products\":[", name, blas, lib, threads_max());
+        sb_free(&blas), sb_free(&lib), sb_free(&name);
+        for (size_t i = 0; i < n_prod; i++) {
+            const Product *p = &prods[i];
+            printf("%s{\"m\":%zu,\"n\":%zu,\"k\":%zu,\"form\":\"%s\",\"count\":%zu,\"fp32_gflops\":%.9g,"
+                   "\"bf16_gflops\":%.9g,\"bf16_acc_gflops\":%.9g,\"kernel\":\"%s\"}",
+                   i ? "," : "", p->m, p->n, p->k, p->form, p->count, flops(p) / rows[i].fp32 * 1e-9,
+                   flops(p) / rows[i].bf16 * 1e-9, flops(p) / rows[i].acc * 1e-9, rows[i].impl);
+        }
+        printf("],\"total_flop\":%.6g,\"fp32_gflops\":%.9g,\"gflops\":%.9g}\n", flop, flop / s32 * 1e-9,
+               flop / s16 * 1e-9);
+    } else {
+        printf("cpu: %s | %zu threads, parallel width %zu\n", cpu, threads_max(), threads_width());
+        printf("fp32: %s\nbf16: %s, bf16 inputs, fp32 accumulation and C\n", blas_describe(), bf16_library());
+        printf("median of %d repetitions, GFLOP/s\n", MEDIAN_REPS);
+        printf("%-16s %4s %9s %9s %11s %6s  %s\n", "MxNxK", "form", "fp32", "bf16", "bf16 C+=AB", "ratio",
+               "oneDNN kernel (one tile)");
+        for (size_t i = 0; i < n_prod; i++) {
+            const Product *p = &prods[i];
+            char dims[64];
+            snprintf(dims, sizeof dims, "%zux%zux%zu", p->m, p->n, p->k);
+            printf("%-16s %4s %9.1f %9.1f %11.1f %5.2fx  %s\n", dims, p->form, flops(p) / rows[i].fp32 * 1e-9,
+                   flops(p) / rows[i].bf16 * 1e-9, flops(p) / rows[i].acc * 1e-9, rows[i].fp32 / rows[i].bf16,
+                   rows[i].impl);
+        }
+        if (n_prod > 1)
+            printf("all, by count:   fp32 %.1f, bf16 %.1f GFLOP/s (TN at C+=AB, as weight gradients accumulate)\n",
+                   flop / s32 * 1e-9, flop / s16 * 1e-9);
+    }
+    free(rows);
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -284,11 +341,7 @@ int main(int argc, char **argv) {
         }
     threads_use(threads);
     if (bf16) {
-        if (json) {
-            free(prods);
-            return cli_error(prog, "--bf16 prints text only (no --json)");
-        }
-        rc = compare_bf16(prog, prods, n_prod, budget_ms);
+        rc = compare_bf16(prog, prods, n_prod, budget_ms, json);
         free(prods);
         return rc;
     }

@@ -195,8 +195,9 @@ static void print_json(const Run *r, size_t threads, size_t step, float loss, fl
            "\"ranks\":%d,\"precision\":\"%s\",\"batch\":%zu,\"block\":%zu,\"grad_accum\":%zu,\"tokens_per_step\":%zu,",
            m->n_params, config, blas, blas_kernel(), threads, r->dist->size, precision_name(o->precision), o->batch_size, o->cfg.block_size,
            o->grad_accum, o->batch_size * o->cfg.block_size * o->grad_accum * (size_t)r->dist->size);
-    printf("\"memory_mib\":{\"weights\":%.6g,\"state\":%.6g,\"activations\":%.6g},", (double)m->n_params * mib,
-           3.0 * (double)m->n_params * mib, (double)m->n_acts * mib);
+    printf("\"memory_mib\":{\"weights\":%.6g,\"state\":%.6g,\"activations\":%.6g,\"bf16\":%.6g},",
+           (double)m->n_params * mib, 3.0 * (double)m->n_params * mib, (double)m->n_acts * mib,
+           m->bf16 ? ((double)m->n_params + 2.0 * (double)m->bf16->scratch_len) * mib / 2.0 : 0.0);
     printf("\"flops_per_token\":{\"dense\":%.17g,\"mixing\":%.17g,\"total\":%.17g},\"matrices\":[", f.dense, f.mixing,
            f.total);
     int first = 1;

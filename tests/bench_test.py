@@ -1,15 +1,20 @@
 """make bench's scaling pieces: the pure helpers (thread lists, layouts,
-speed-up, efficiency and MFU arithmetic), one-line errors for bad options, and
+speed-up, efficiency and MFU arithmetic; --precision and the bf16/fp32 ratio,
+bf16's memory), one-line errors for bad options, the train section in fp32
+and bf16 (baby, attention, 2 rounds, where the CPU has AVX512_BF16), and
 the scaling and layouts sections end to end at the smallest size (baby,
 attention, 1 and 2 threads, no PyTorch, --quick: about half a minute), read
 through --json. Run from the repository root after make:
 /usr/bin/python3 -m tests.bench_test"""
+import contextlib
+import io
 import json
 import subprocess
 import sys
 import unittest
 
-from harness.bench import default_thread_list, layouts, parse_threads, scaling, utilisation
+from harness.bench import (cpu_has_bf16, default_thread_list, layouts, memory_count, parse_precisions, parse_threads,
+                           precision_ratio, scaling, utilisation)
 
 BENCH = [sys.executable, "-m", "harness.bench"]
 
@@ -47,11 +52,39 @@ class Helpers(unittest.TestCase):
         self.assertIsNone(utilisation(1e6, 2e4, None)[1])
 
 
+    def test_precisions(self):
+        self.assertEqual(parse_precisions(None, True), (["fp32", "bf16"], None))
+        only, note = parse_precisions(None, False)
+        self.assertEqual(only, ["fp32"])
+        self.assertIn("AVX512_BF16", note)
+        self.assertEqual(parse_precisions("bf16,fp32", True), (["fp32", "bf16"], None))  # fp32 first
+        self.assertEqual(parse_precisions("bf16", True), (["bf16"], None))
+        self.assertEqual(parse_precisions("fp32", False), (["fp32"], None))
+        with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()) as err:
+            parse_precisions("bf16", False)  # asked for, never emulated
+        self.assertIn("AVX512_BF16", err.getvalue())
+        with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
+            parse_precisions("fp16", True)
+
+    def test_precision_arithmetic(self):
+        # per-round fp32 ms / bf16 ms: 2.0, 1.5, 1.8 -> median 1.8
+        self.assertAlmostEqual(precision_ratio([100.0, 90.0, 90.0], [50.0, 60.0, 50.0]), 1.8)
+        self.assertIsNone(precision_ratio(None, [50.0]))
+        self.assertIsNone(precision_ratio([50.0], None))
+        # bf16 MFU is against the bf16 GEMM rate: 20 GFLOP/s achieved of 160 is 12.5%
+        self.assertAlmostEqual(utilisation(1e6, 2e4, 160.0)[1], 0.125)
+        m = memory_count({"memory_mib": {"weights": 1.0, "state": 3.0, "activations": 10.0, "bf16": 2.5}})
+        self.assertEqual((m["bf16"], m["total"]), (2.5, 16.5))
+        self.assertEqual(memory_count({"memory_mib": {"weights": 1.0, "state": 3.0, "activations": 10.0}})["total"],
+                         14.0)
+
+
 class Options(unittest.TestCase):
     def test_bad_options(self):
         for args, says in ((["--threads", "2,0"], "--threads must be"), (["--mixers", "mamba"], "--mixers"),
                            (["--sections", "scaling,nope"], "--sections"), (["--torch-python", "/nonexistent"],
-                                                                             "--torch-python")):
+                                                                             "--torch-python"),
+                           (["--precision", "fp32,fp16"], "--precision")):
             p = subprocess.run(BENCH + args, capture_output=True, text=True)
             self.assertEqual(p.returncode, 2, args)
             self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
@@ -59,6 +92,35 @@ class Options(unittest.TestCase):
 
 
 class EndToEnd(unittest.TestCase):
+    @unittest.skipUnless(cpu_has_bf16(), "this CPU has no AVX512_BF16")
+    def test_train_bf16(self):
+        p = subprocess.run(BENCH + ["--quick", "--sections", "train", "--configs", "baby", "--mixers", "attention",
+                                    "--threads", "2", "--rounds", "2", "--no-torch", "--json",
+                                    "--precision", "bf16,fp32"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+        out = json.loads(p.stdout)
+        self.assertEqual(out["machine"]["precisions"], ["fp32", "bf16"])
+        self.assertIsNone(out["machine"]["precision_note"])
+        rows = out["train"]
+        self.assertEqual([(r["config"], r["mixer"], r["precision"]) for r in rows],
+                         [("baby", "attention", "fp32"), ("baby", "attention", "bf16")])
+        fp32, bf16 = rows
+        for r in rows:
+            self.assertEqual(r["sgemm"]["precision"], r["precision"])
+            self.assertGreater(r["sgemm"]["gflops"], 0)
+            self.assertEqual(len(r["c"]["rounds_ms"]), 2)
+            self.assertAlmostEqual(r["c"]["mfu"], r["c"]["gflops"] / r["sgemm"]["gflops"])
+            self.assertIsNone(r["torch"])
+        self.assertIn("oneDNN", bf16["sgemm"]["blas"])
+        self.assertNotIn("oneDNN", fp32["sgemm"]["blas"])
+        self.assertEqual(fp32["memory"]["bf16"], 0)
+        self.assertGreater(bf16["memory"]["bf16"], 0)
+        self.assertIsNone(fp32["bf16_over_fp32"])
+        self.assertAlmostEqual(bf16["bf16_over_fp32"], precision_ratio(fp32["c"]["rounds_ms"], bf16["c"]["rounds_ms"]))
+        self.assertIsNone(bf16["torch_bf16_over_fp32"])  # --no-torch: not measured, not invented
+        self.assertGreater(fp32["eval"]["tokens_per_s"], 0)  # inference once, on the fp32 model
+        self.assertIsNone(bf16["eval"])
+
     def test_scaling_and_layouts(self):
         p = subprocess.run(BENCH + ["--quick", "--sections", "scaling,layouts", "--configs", "baby", "--mixers",
                                     "attention", "--threads", "1,2", "--no-torch", "--json"],

@@ -210,6 +210,9 @@ if grep -qw avx512_bf16 /proc/cpuinfo; then
         cmp -s "$tmp/bf.ckpt" "$tmp/bf1.ckpt" && ok || bad "bf16 ($mixer) on 1 thread differs from 2 threads"
     done
     cmp -s "$tmp/bf.ckpt" "$tmp/full.ckpt" && bad "bf16 wrote the fp32 run's bytes" || ok
+    # the memory check before allocating counts the bf16 weights and operand scratch
+    expect_error "larger than memory (bf16)" "needs [0-9.]+ GiB .*bf16 weights and operands.* but [0-9.]+ GiB are available" \
+        $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --n-layer 8 --n-head 8 --n-embd 512 --block-size 1024 --batch-size 512 --precision bf16
     python3 -c 'import json,struct,sys
 f = open(sys.argv[1], "rb"); h = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
 assert json.loads(h["__metadata__"]["train"])["precision"] == "bf16"' "$tmp/bf.ckpt" && ok || bad "bf16 is not recorded in the checkpoint"
@@ -283,7 +286,18 @@ if grep -qw avx512_bf16 /proc/cpuinfo; then
 else
     expect_error "gemm-rate --bf16 without AVX512_BF16" "AVX512_BF16" $B/gemm-rate --ms 5 --bf16 64x48x32:NT
 fi
-expect_error "gemm-rate --bf16 --json" "text only" $B/gemm-rate --bf16 --json 64x48x32:NT
+if grep -qw avx512_bf16 /proc/cpuinfo; then  # --bf16 --json: make bench's bf16 rate, TN taken at C += A B
+    if $B/gemm-rate --ms 5 --bf16 --json 64x48x32:NT:2 40x30x20:TN >"$tmp/out" 2>"$tmp/err" && [ ! -s "$tmp/err" ] \
+        && python3 -c 'import json,sys
+o = json.load(open(sys.argv[1])); p = o["products"]
+assert [(x["m"], x["form"], x["count"]) for x in p] == [(64, "NT", 2), (40, "TN", 1)]
+f = [2 * x["m"] * x["n"] * x["k"] for x in p]
+t16 = 2 * f[0] / p[0]["bf16_gflops"] + f[1] / p[1]["bf16_acc_gflops"]
+t32 = 2 * f[0] / p[0]["fp32_gflops"] + f[1] / p[1]["fp32_gflops"]
+assert abs(o["gflops"] / ((2 * f[0] + f[1]) / t16) - 1) < 1e-3 and abs(o["fp32_gflops"] / ((2 * f[0] + f[1]) / t32) - 1) < 1e-3
+assert "oneDNN" in o["bf16"] and o["threads"] >= 1' "$tmp/out"; then ok
+    else bad "gemm-rate --bf16 --json: $(head -c 300 "$tmp/out" "$tmp/err")"; fi
+fi
 
 # BLAS kernels, for the library this build links (BLIS or OpenBLAS, from the
 # start-up line). This CPU's library may already choose its best kernels, so

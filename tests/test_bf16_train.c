@@ -361,6 +361,26 @@ static void test_shadow(void **state) {
     model_free(&m), model_free(&ref);
 }
 
+/* bin/train's memory check counts what model_set_precision allocates: the
+ * shadow (2 bytes per weight) and two operand slots (2 bytes per entry), for
+ * both mixers and a batch other than the model's own. */
+static void test_memory_count(void **state) {
+    (void)state;
+    if (skip_without_bf16()) return;
+    for (int k = 0; k < 2; k++) {
+        Model m;
+        tiny_test_model_ex(&m, k ? "grassmann" : "attention,grassmann", POS_LEARNED, 0.0f, NORM_PRE, NULL);
+        Error err;
+        assert_int_equal(model_alloc_acts(&m, 3, 8, &err), 0);
+        assert_int_equal(model_set_precision(&m, PRECISION_BF16, &err), 0);
+        size_t allocated = (m.n_params + 2 * m.bf16->scratch_len) * sizeof(uint16_t);
+        assert_true(allocated > m.n_params * sizeof(uint16_t));
+        assert_int_equal(model_bf16_bytes(&m.cfg, 3, 8), allocated);
+        assert_true(model_bf16_bytes(&m.cfg, 6, 8) > allocated); /* the scratch grows with the batch */
+        model_free(&m);
+    }
+}
+
 /* bf16 results do not depend on the thread count: the same tiles (fixed by
  * the parallel width) run on 1 or 2 threads, rows rounded element-wise. */
 static void test_thread_invariance(void **state) {
@@ -399,6 +419,7 @@ int main(void) {
         cmocka_unit_test(test_attention),       cmocka_unit_test(test_grassmann),
         cmocka_unit_test(test_model_attention), cmocka_unit_test(test_model_hybrid_post),
         cmocka_unit_test(test_shadow),          cmocka_unit_test(test_thread_invariance),
+        cmocka_unit_test(test_memory_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -68,6 +68,19 @@ size_t model_count_params(const ModelConfig *cfg) {
     return m.n_params;
 }
 
+static size_t widest_product(const Model *m);
+
+size_t model_bf16_bytes(const ModelConfig *cfg, size_t B, size_t T) {
+    Model m = {.cfg = *cfg};
+    m.tensors = calloc(4 + cfg->n_layer * (8 + MIXER_MAX_TENSORS), sizeof *m.tensors);
+    if (!m.tensors) return 0;
+    build_layout(&m);
+    /* model_set_precision's allocations: the weights' shadow and two scratch slots */
+    size_t slot = (B * T > 1 ? B * T : 1) * widest_product(&m), bytes = (m.n_params + 2 * slot) * sizeof(uint16_t);
+    free(m.tensors);
+    return bytes;
+}
+
 int model_alloc(Model *m, const ModelConfig *cfg, Error *err) {
     memset(m, 0, sizeof *m);
     if (config_validate(cfg, err)) return -1;

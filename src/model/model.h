@@ -112,6 +112,10 @@ size_t model_count_params(const ModelConfig *cfg);
  * second gradient buffer); the activations for (B, T). For checking against
  * the machine's memory before allocating. */
 size_t model_memory_bytes(const ModelConfig *cfg, size_t B, size_t T, int training, int accum);
+/* The bytes --precision bf16 adds for batch B x T (model_set_precision): the
+ * bf16 shadow of the weights and the scratch of one product's two rounded
+ * operands; 0 if the layout cannot be counted. */
+size_t model_bf16_bytes(const ModelConfig *cfg, size_t B, size_t T);
 int model_alloc_training(Model *m, Error *err);
 
 /* Training FLOPs per token at block size T, counted alike for every mixer:

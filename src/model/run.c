@@ -172,11 +172,14 @@ int run_check_resume(const RunOptions *o, const ModelConfig *ckpt, Error *err) {
 }
 
 int run_check_memory(const ModelConfig *cfg, const RunOptions *o, size_t ckpt_bytes, Error *err) {
-    char what[200];
-    snprintf(what, sizeof what, "%sweights, gradients, AdamW moments and activations for batch %zu x %zu",
-             ckpt_bytes ? "the checkpoint file, " : "", o->batch_size, cfg->block_size);
-    return memory_check(ckpt_bytes + model_memory_bytes(cfg, o->batch_size, cfg->block_size, 1, o->grad_accum > 1),
-                        "this run", what, "use a smaller model, --batch-size or --block-size", err);
+    char what[240];
+    int bf16 = o->precision == PRECISION_BF16;
+    snprintf(what, sizeof what, "%sweights, gradients, AdamW moments and activations for batch %zu x %zu%s",
+             ckpt_bytes ? "the checkpoint file, " : "", o->batch_size, cfg->block_size,
+             bf16 ? ", with the bf16 weights and operands" : "");
+    size_t need = ckpt_bytes + model_memory_bytes(cfg, o->batch_size, cfg->block_size, 1, o->grad_accum > 1) +
+                  (bf16 ? model_bf16_bytes(cfg, o->batch_size, cfg->block_size) : 0);
+    return memory_check(need, "this run", what, "use a smaller model, --batch-size or --block-size", err);
 }
 
 /* The checkpoint of --resume: the model, the step, the data position and

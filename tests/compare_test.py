@@ -1,0 +1,74 @@
+"""make compare's --precision: every bin/train command carries it, and a
+tiny bf16 comparison (1 layer, 1 seed, one token budget, where the CPU has
+AVX512_BF16 and gnuplot is installed: a few seconds) says bf16 in its report
+and its CSV. Run from the repository root after make:
+/usr/bin/python3 -m tests.compare_test"""
+import argparse
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from harness.common import BIN
+from harness.compare import Harness, precision_text
+
+ARCH = {"name": "attention", "mixers": ["attention"], "rank": None}
+
+
+def has_bf16():
+    with open("/proc/cpuinfo") as f:
+        return "avx512_bf16" in f.read().split()
+
+
+def options(precision):
+    return argparse.Namespace(n_layer=1, n_head=2, n_embd=32, block_size=16, dropout=0.0, grassmann_windows="1,2",
+                              norm="pre", data="d", batch_size=4, lr=1e-3, min_lr=1e-4, warmup_iters=2,
+                              eval_iters=2, threads=1, precision=precision)
+
+
+class Commands(unittest.TestCase):
+    def test_precision_passed(self):
+        for p in ("fp32", "bf16"):
+            args = Harness(options(p)).train_args(ARCH, 7, "c.ckpt", "c.csv", 5)
+            i = args.index("--precision")
+            self.assertEqual(args[i + 1], p)
+        self.assertIn("bf16", precision_text("bf16"))
+        self.assertNotIn("bf16", precision_text("fp32"))
+
+    def test_bad_precision(self):
+        p = subprocess.run([sys.executable, "-m", "harness.compare", "--precision", "fp16"], capture_output=True,
+                           text=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--precision", p.stderr)
+
+
+@unittest.skipUnless(has_bf16() and shutil.which("gnuplot"), "needs AVX512_BF16 and gnuplot")
+class EndToEnd(unittest.TestCase):
+    def test_bf16_report(self):
+        with tempfile.TemporaryDirectory(prefix="lm-compare-") as tmp:
+            text = os.path.join(tmp, "t.txt")
+            with open(text, "w") as f:
+                f.write("".join(f"line {i % 17} of the sea and the whale {i % 5}.\n" for i in range(3000)))
+            data = os.path.join(tmp, "d")
+            subprocess.run([os.path.join(BIN, "prepare"), "--input", text, "--out", data, "--tokenizer", "char",
+                            "--val-fraction", "0.1", "--test-fraction", "0.1"], check=True, capture_output=True)
+            out = os.path.join(tmp, "out")
+            p = subprocess.run([sys.executable, "-m", "harness.compare", "--data", data, "--out", out, "--archs",
+                                "attention", "--budget", "tokens:640", "--seeds", "1", "--n-layer", "1", "--n-head",
+                                "2", "--n-embd", "32", "--block-size", "16", "--batch-size", "4", "--threads", "1",
+                                "--curve-points", "2", "--precision", "bf16"], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr[-2000:] + p.stdout[-2000:])
+            self.assertIn("bin/train --precision bf16", p.stdout)
+            with open(os.path.join(out, "compare.md")) as f:
+                md = f.read()
+            self.assertIn("bf16 products with fp32 accumulation", md)
+            with open(os.path.join(out, "compare.csv")) as f:
+                rows = list(csv.DictReader(f))
+            self.assertEqual([r["precision"] for r in rows], ["bf16"])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
