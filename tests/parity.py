@@ -42,6 +42,14 @@ TOL_BF16 = 18 * 2.0 ** -7 * 4
 AUTOCAST_RATIO = 1.5
 
 
+def report(line, failures):
+    """Print one check's line with ok or FAILED and each failure under it; True if it passed."""
+    print(f"{line}  {'ok' if not failures else 'FAILED'}")
+    for f in failures:
+        print("   ", f)
+    return not failures
+
+
 def check(name, dump):
     tensors, meta = read_safetensors(dump)
     cfg = json.loads(meta["config"])
@@ -63,12 +71,8 @@ def check(name, dump):
         worst = max(worst, rel)
         if not rel < TOL:
             failures.append(f"{k}: relative error {rel:.2e}")
-    status = "ok" if not failures else "FAILED"
-    print(f"parity {name:<34} loss {c_loss:.6f} torch {loss.item():.6f}  "
-          f"{len(W)} gradients, worst relative error {worst:.2e}  {status}")
-    for f in failures:
-        print("   ", f)
-    return not failures
+    return report(f"parity {name:<34} loss {c_loss:.6f} torch {loss.item():.6f}  "
+                  f"{len(W)} gradients, worst relative error {worst:.2e}", failures)
 
 
 def grads_against(W, cfg, inputs, targets, dtype, autocast):
@@ -106,12 +110,8 @@ def check_bf16(name, dump):
         failures.append(f"gradients equal float64's to {e_ours:.1e}: the bf16 products did not run")
     if not e_ours <= AUTOCAST_RATIO * e_ac:
         failures.append(f"gradients {e_ours:.2e} from float64, autocast's {e_ac:.2e}")
-    status = "ok" if not failures else "FAILED"
-    print(f"parity {name:<34} loss {c_loss:.6f} float64 {loss64:.6f} autocast {loss_ac:.6f}  gradients from "
-          f"float64: ours {e_ours:.2e}, autocast {e_ac:.2e}  {status}")
-    for f in failures:
-        print("   ", f)
-    return not failures
+    return report(f"parity {name:<34} loss {c_loss:.6f} float64 {loss64:.6f} autocast {loss_ac:.6f}  gradients from "
+                  f"float64: ours {e_ours:.2e}, autocast {e_ac:.2e}", failures)
 
 
 def has_bf16():

@@ -296,23 +296,20 @@ int bf16_gemm_tiled(int trans_a, int trans_b, size_t m, size_t n, size_t k, floa
     int failed = 0;
 #pragma omp parallel for schedule(dynamic, 1)
     for (size_t t = 0; t < g.tiles_m * g.tiles_n; t++) {
-        size_t i0 = (t / g.tiles_n) * g.mt, j0 = (t % g.tiles_n) * g.nt;
-        size_t rows = m - i0 < g.mt ? m - i0 : g.mt, cols = n - j0 < g.nt ? n - j0 : g.nt;
-        float *ct = c + i0 * ldc + j0;
-        if (bias_rows)
-            for (size_t i = 0; i < rows; i++) memcpy(ct + i * ldc, bias_rows + j0, cols * sizeof(float));
-        const uint16_t *at = a + (trans_a ? i0 : i0 * lda), *bt = b + (trans_b ? j0 * ldb : j0);
+        TileRect r = gemm_tile_rect(g, t, m, n);
+        float *ct = c + r.i0 * ldc + r.j0;
+        if (bias_rows) gemm_tile_set_bias(ct, ldc, bias_rows + r.j0, r.rows, r.cols);
+        const uint16_t *at = a + (trans_a ? r.i0 : r.i0 * lda), *bt = b + (trans_b ? r.j0 * ldb : r.j0);
         if (k > 0) {
             Error tile_err;
-            if (run_tile(trans_a, trans_b, rows, cols, k, alpha, at, lda, bt, ldb, beta, ct, ldc, &tile_err)) {
+            if (run_tile(trans_a, trans_b, r.rows, r.cols, k, alpha, at, lda, bt, ldb, beta, ct, ldc, &tile_err)) {
 #pragma omp critical(bf16_gemm_error)
                 if (!failed++) *err = tile_err;
                 continue;
             }
         } else if (!bias_rows)
-            for (size_t i = 0; i < rows; i++)
-                for (size_t j = 0; j < cols; j++) ct[i * ldc + j] = beta == 0.0f ? 0.0f : ct[i * ldc + j] * beta;
-        if (epilogue) epilogue(ctx, i0, j0, rows, cols);
+            gemm_tile_scale(ct, ldc, beta, r.rows, r.cols);
+        if (epilogue) epilogue(ctx, r.i0, r.j0, r.rows, r.cols);
     }
     return failed ? -1 : 0;
 }
@@ -321,8 +318,7 @@ int bf16_gemm_serial(int trans_a, int trans_b, size_t m, size_t n, size_t k, flo
                      size_t lda, const uint16_t *b, size_t ldb, float beta, float *c, size_t ldc, Error *err) {
     if (m == 0 || n == 0) return 0;
     if (k == 0) {
-        for (size_t i = 0; i < m; i++)
-            for (size_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : c[i * ldc + j] * beta;
+        gemm_tile_scale(c, ldc, beta, m, n);
         return 0;
     }
     return run_tile(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, err);

@@ -49,6 +49,22 @@ void gemm_serial(int trans_a, int trans_b, size_t m, size_t n, size_t k, float a
     blas_backend_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+TileRect gemm_tile_rect(TileGrid g, size_t t, size_t m, size_t n) {
+    TileRect r = {(t / g.tiles_n) * g.mt, (t % g.tiles_n) * g.nt, 0, 0};
+    r.rows = m - r.i0 < g.mt ? m - r.i0 : g.mt;
+    r.cols = n - r.j0 < g.nt ? n - r.j0 : g.nt;
+    return r;
+}
+
+void gemm_tile_set_bias(float *c, size_t ldc, const float *bias, size_t rows, size_t cols) {
+    for (size_t i = 0; i < rows; i++) memcpy(c + i * ldc, bias, cols * sizeof(float));
+}
+
+void gemm_tile_scale(float *c, size_t ldc, float beta, size_t rows, size_t cols) {
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : c[i * ldc + j] * beta;
+}
+
 void gemm_tiled(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const float *a,
                        size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc,
                        const float *bias_rows, TileEpilogue epilogue, void *ctx) {
@@ -56,17 +72,13 @@ void gemm_tiled(int trans_a, int trans_b, size_t m, size_t n, size_t k, float al
     TileGrid g = gemm_tile_grid(m, n, k);
 #pragma omp parallel for schedule(dynamic, 1)
     for (size_t t = 0; t < g.tiles_m * g.tiles_n; t++) {
-        size_t i0 = (t / g.tiles_n) * g.mt, j0 = (t % g.tiles_n) * g.nt;
-        size_t rows = m - i0 < g.mt ? m - i0 : g.mt, cols = n - j0 < g.nt ? n - j0 : g.nt;
-        float *ct = c + i0 * ldc + j0;
-        if (bias_rows)
-            for (size_t i = 0; i < rows; i++) memcpy(ct + i * ldc, bias_rows + j0, cols * sizeof(float));
-        const float *at = a + (trans_a ? i0 : i0 * lda), *bt = b + (trans_b ? j0 * ldb : j0);
-        if (k > 0) gemm_serial(trans_a, trans_b, rows, cols, k, alpha, at, lda, bt, ldb, beta, ct, ldc);
-        else if (!bias_rows)
-            for (size_t i = 0; i < rows; i++)
-                for (size_t j = 0; j < cols; j++) ct[i * ldc + j] *= beta;
-        if (epilogue) epilogue(ctx, i0, j0, rows, cols);
+        TileRect r = gemm_tile_rect(g, t, m, n);
+        float *ct = c + r.i0 * ldc + r.j0;
+        if (bias_rows) gemm_tile_set_bias(ct, ldc, bias_rows + r.j0, r.rows, r.cols);
+        const float *at = a + (trans_a ? r.i0 : r.i0 * lda), *bt = b + (trans_b ? r.j0 * ldb : r.j0);
+        if (k > 0) gemm_serial(trans_a, trans_b, r.rows, r.cols, k, alpha, at, lda, bt, ldb, beta, ct, ldc);
+        else if (!bias_rows) gemm_tile_scale(ct, ldc, beta, r.rows, r.cols);
+        if (epilogue) epilogue(ctx, r.i0, r.j0, r.rows, r.cols);
     }
 }
 

@@ -44,6 +44,17 @@ typedef struct TileGrid {
     size_t tiles_m, tiles_n;
 } TileGrid;
 TileGrid gemm_tile_grid(size_t m, size_t n, size_t k);
+/* Tile t of that grid over an m x n product: its first row and column, and
+ * its size (the last row and column of tiles may be smaller). */
+typedef struct TileRect {
+    size_t i0, j0, rows, cols;
+} TileRect;
+TileRect gemm_tile_rect(TileGrid g, size_t t, size_t m, size_t n);
+/* What a tile of C (rows x cols, row stride ldc) starts from before its
+ * product: every row set to bias (cols floats) where there is one; and
+ * where k = 0 leaves no product, C scaled by beta (beta 0: zeros, C unread). */
+void gemm_tile_set_bias(float *c, size_t ldc, const float *bias, size_t rows, size_t cols);
+void gemm_tile_scale(float *c, size_t ldc, float beta, size_t rows, size_t cols);
 
 /* The general form the others call: gemm with an epilogue, and with every
  * row of each tile of C first set to bias_rows[j0 ..] (a bias, NULL for none;
