@@ -166,11 +166,11 @@ static void test_products(void **state) {
     }
     /* the MLP's per-row products on the calling thread */
     float *r32 = malloc(5 * out_dim * sizeof(float)), *r16 = malloc(5 * out_dim * sizeof(float));
-    matmul_rows(NULL, NULL, r32, in, w, bias, 5, in_dim, out_dim);
+    matmul_rows(NULL, 0, 0, r32, in, w, bias, 5, in_dim, out_dim);
     /* (rows of a strided W are not what matmul_rows takes: W contiguous here) */
     Bf c = bf_make(params, out_dim * ldw + out_dim, n * ldw);
-    matmul_rows(NULL, NULL, r32, in, w, NULL, 5, in_dim, out_dim);
-    matmul_rows(&c.bf, c.bf.scratch[0], r16, in, w, NULL, 5, in_dim, out_dim);
+    matmul_rows(NULL, 0, 0, r32, in, w, NULL, 5, in_dim, out_dim);
+    matmul_rows(&c.bf, 0, 0, r16, in, w, NULL, 5, in_dim, out_dim);
     for (size_t i = 0; i < 5; i++)
         for (size_t j = 0; j < out_dim; j++)
             check_entry(r16[i * out_dim + j], r32[i * out_dim + j],

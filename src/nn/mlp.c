@@ -16,10 +16,10 @@ void mlp_forward(const MatmulBf16 *bf, float *out, float *fc, float *act, const 
         size_t r0 = b * rows_per, rows = N - r0 < rows_per ? N - r0 : rows_per;
         float *f = fc + r0 * H, *a = act + r0 * H;
         /* with bf16 each block rounds its rows into its share of the scratch slots */
-        matmul_rows(bf, bf ? bf->scratch[0] + r0 * C : NULL, f, in + r0 * C, p.fc_w, p.fc_b, rows, C, H);
+        matmul_rows(bf, 0, r0 * C, f, in + r0 * C, p.fc_w, p.fc_b, rows, C, H);
 #pragma omp simd
         for (size_t i = 0; i < rows * H; i++) a[i] = gelu(f[i]);
-        matmul_rows(bf, bf ? bf->scratch[1] + r0 * H : NULL, out + r0 * C, a, p.proj_w, p.proj_b, rows, H, C);
+        matmul_rows(bf, 1, r0 * H, out + r0 * C, a, p.proj_w, p.proj_b, rows, H, C);
     }
 }
 
@@ -31,11 +31,10 @@ void mlp_backward(const MatmulBf16 *bf, float *din, MlpGrads g, float *dfc, cons
         size_t r0 = b * rows_per, rows = N - r0 < rows_per ? N - r0 : rows_per;
         float *d = dfc + r0 * H;
         const float *f = fc + r0 * H;
-        matmul_rows_backward(bf, bf ? bf->scratch[0] + r0 * C : NULL, d, dout + r0 * C, p.proj_w, rows, H,
-                             C); /* dL/d(act) */
+        matmul_rows_backward(bf, 0, r0 * C, d, dout + r0 * C, p.proj_w, rows, H, C); /* dL/d(act) */
 #pragma omp simd
         for (size_t i = 0; i < rows * H; i++) d[i] *= gelu_grad(f[i]);                   /* dL/d(fc) */
-        matmul_rows_backward(bf, bf ? bf->scratch[1] + r0 * H : NULL, din + r0 * C, d, p.fc_w, rows, C, H);
+        matmul_rows_backward(bf, 1, r0 * H, din + r0 * C, d, p.fc_w, rows, C, H);
     }
     matmul_backward(bf, NULL, 0.0f, g.proj_w, g.proj_b, dout, act, p.proj_w, N, H, C);
     matmul_backward(bf, NULL, 0.0f, g.fc_w, g.fc_b, dfc, in, p.fc_w, N, C, H);

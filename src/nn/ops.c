@@ -49,7 +49,7 @@ void matmul_bf16_check(int rc, const Error *err) {
 
 /* ---- products ---------------------------------------------------------------- */
 
-void matmul_rows(const MatmulBf16 *bf, uint16_t *in_h, float *out, const float *in, const float *w,
+void matmul_rows(const MatmulBf16 *bf, int slot, size_t at, float *out, const float *in, const float *w,
                  const float *bias, size_t rows, size_t in_dim, size_t out_dim) {
     if (bias)
         for (size_t i = 0; i < rows; i++) memcpy(out + i * out_dim, bias, out_dim * sizeof(float));
@@ -58,20 +58,20 @@ void matmul_rows(const MatmulBf16 *bf, uint16_t *in_h, float *out, const float *
         return;
     }
     Error err;
-    bf16_from_floats(rows * in_dim, in, in_h);
+    const uint16_t *in_h = matmul_bf16_round_serial(bf, slot, at, in, rows * in_dim);
     matmul_bf16_check(bf16_gemm_serial(0, 1, rows, out_dim, in_dim, 1.0f, in_h, in_dim, matmul_bf16_weight(bf, w),
                                        in_dim, bias ? 1.0f : 0.0f, out, out_dim, &err),
                       &err);
 }
 
-void matmul_rows_backward(const MatmulBf16 *bf, uint16_t *dout_h, float *din, const float *dout, const float *w,
+void matmul_rows_backward(const MatmulBf16 *bf, int slot, size_t at, float *din, const float *dout, const float *w,
                           size_t rows, size_t in_dim, size_t out_dim) {
     if (!bf) {
         gemm_serial(0, 0, rows, in_dim, out_dim, 1.0f, dout, out_dim, w, in_dim, 0.0f, din, in_dim);
         return;
     }
     Error err;
-    bf16_from_floats(rows * out_dim, dout, dout_h);
+    const uint16_t *dout_h = matmul_bf16_round_serial(bf, slot, at, dout, rows * out_dim);
     matmul_bf16_check(bf16_gemm_serial(0, 0, rows, in_dim, out_dim, 1.0f, dout_h, out_dim, matmul_bf16_weight(bf, w),
                                        in_dim, 0.0f, din, in_dim, &err),
                       &err);

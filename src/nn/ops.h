@@ -75,13 +75,15 @@ void matmul_forward_then(float *out, const float *in, const float *w, const floa
                          size_t out_dim, TileEpilogue epilogue, void *ctx);
 
 /* matmul_forward of `rows` rows on the calling thread alone (inside the
- * caller's parallel region); with bf, in is rounded into in_h first (rows x
- * in_dim entries: the caller's share of a scratch slot). */
-void matmul_rows(const MatmulBf16 *bf, uint16_t *in_h, float *out, const float *in, const float *w,
+ * caller's parallel region); with bf, in is rounded first into scratch[slot]
+ * at entry `at` (rows x in_dim entries: the caller's share of the slot;
+ * ignored in fp32). */
+void matmul_rows(const MatmulBf16 *bf, int slot, size_t at, float *out, const float *in, const float *w,
                  const float *bias, size_t rows, size_t in_dim, size_t out_dim);
 /* din (rows, in_dim) = dout (rows, out_dim) . w on the calling thread alone;
- * with bf, dout is rounded into dout_h first (rows x out_dim entries). */
-void matmul_rows_backward(const MatmulBf16 *bf, uint16_t *dout_h, float *din, const float *dout, const float *w,
+ * with bf, dout is rounded first into scratch[slot] at entry `at` (rows x
+ * out_dim entries). */
+void matmul_rows_backward(const MatmulBf16 *bf, int slot, size_t at, float *din, const float *dout, const float *w,
                           size_t rows, size_t in_dim, size_t out_dim);
 
 /* exp(x) to about 2 ulp, written so that loops calling it vectorise (libm's
