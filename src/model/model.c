@@ -59,24 +59,32 @@ static void build_layout(Model *m) {
     m->lnf_b = add_tensor(m, "ln_f.bias", C, 0, INIT_ZERO);
 }
 
+/* Room for every tensor a model of cfg can have. */
+static size_t tensor_capacity(const ModelConfig *cfg) { return 4 + cfg->n_layer * (8 + MIXER_MAX_TENSORS); }
+
+/* The tensors' layout alone (no weights), for counting; free m->tensors after. */
+static int layout_only(Model *m, const ModelConfig *cfg) {
+    *m = (Model){.cfg = *cfg};
+    m->tensors = calloc(tensor_capacity(cfg), sizeof *m->tensors);
+    if (!m->tensors) return -1;
+    build_layout(m);
+    return 0;
+}
+
 size_t model_count_params(const ModelConfig *cfg) {
-    Model m = {.cfg = *cfg};
-    m.tensors = calloc(4 + cfg->n_layer * (8 + MIXER_MAX_TENSORS), sizeof *m.tensors);
-    if (!m.tensors) return 0;
-    build_layout(&m);
+    Model m;
+    if (layout_only(&m, cfg)) return 0;
     free(m.tensors);
     return m.n_params;
 }
 
-static size_t widest_product(const Model *m);
+static size_t bf16_slot_entries(const Model *m, size_t B, size_t T);
 
 size_t model_bf16_bytes(const ModelConfig *cfg, size_t B, size_t T) {
-    Model m = {.cfg = *cfg};
-    m.tensors = calloc(4 + cfg->n_layer * (8 + MIXER_MAX_TENSORS), sizeof *m.tensors);
-    if (!m.tensors) return 0;
-    build_layout(&m);
+    Model m;
+    if (layout_only(&m, cfg)) return 0;
     /* model_set_precision's allocations: the weights' shadow and two scratch slots */
-    size_t slot = (B * T > 1 ? B * T : 1) * widest_product(&m), bytes = (m.n_params + 2 * slot) * sizeof(uint16_t);
+    size_t bytes = (m.n_params + 2 * bf16_slot_entries(&m, B, T)) * sizeof(uint16_t);
     free(m.tensors);
     return bytes;
 }
@@ -86,7 +94,7 @@ int model_alloc(Model *m, const ModelConfig *cfg, Error *err) {
     if (config_validate(cfg, err)) return -1;
     m->cfg = *cfg;
     m->cfg.bf16 = NULL; /* model_set_precision's, never a config's */
-    m->tensors = lm_calloc(4 + cfg->n_layer * (8 + MIXER_MAX_TENSORS), sizeof *m->tensors, err);
+    m->tensors = lm_calloc(tensor_capacity(cfg), sizeof *m->tensors, err);
     m->layer_cfg = m->tensors ? lm_calloc(cfg->n_layer, sizeof *m->layer_cfg, err) : NULL;
     if (!m->layer_cfg) {
         model_free(m);
@@ -242,6 +250,11 @@ static size_t widest_product(const Model *m) {
     return w;
 }
 
+/* Entries of one bf16 scratch slot: the widest operand of a B x T batch. */
+static size_t bf16_slot_entries(const Model *m, size_t B, size_t T) {
+    return (B * T > 1 ? B * T : 1) * widest_product(m);
+}
+
 static void bf16_free(Model *m) {
     free(m->params_h);
     free(m->bf16_scratch);
@@ -257,7 +270,7 @@ int model_set_precision(Model *m, Precision p, Error *err) {
     m->precision = PRECISION_FP32;
     if (p == PRECISION_FP32) return 0;
     if (!bf16_supported()) return err_set(err, "--precision bf16 needs a CPU with AVX512_BF16, which this one lacks");
-    size_t slot = (m->B_max * m->T_max > 1 ? m->B_max * m->T_max : 1) * widest_product(m);
+    size_t slot = bf16_slot_entries(m, m->B_max, m->T_max);
     m->params_h = lm_calloc(m->n_params, sizeof(uint16_t), err);
     m->bf16_scratch = m->params_h ? lm_calloc(2 * slot, sizeof(uint16_t), err) : NULL;
     m->bf16 = m->bf16_scratch ? lm_calloc(1, sizeof *m->bf16, err) : NULL;
