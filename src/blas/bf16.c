@@ -10,6 +10,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include "blas/bf16_lanes.h"
 #include "runtime/cpu.h"
 
 bool bf16_supported(void) {
@@ -31,15 +32,9 @@ void bf16_from_floats_scalar(size_t n, const float *x, uint16_t *out) {
 }
 
 __attribute__((target("avx512f"))) static void from_floats_avx512(size_t n, const float *x, uint16_t *out) {
-    const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff), quiet = _mm512_set1_epi32(0x0040);
-    const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 lanes = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
-        __m512i u = _mm512_maskz_loadu_epi32(lanes, x + i);
-        __m512i top = _mm512_srli_epi32(u, 16);
-        __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(half, _mm512_and_si512(top, one))), 16);
-        __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs_mask), inf);
-        rounded = _mm512_mask_mov_epi32(rounded, nan, _mm512_or_si512(top, quiet));
+        __m512i rounded = _mm512_srli_epi32(bf16_round_top(_mm512_maskz_loadu_epi32(lanes, x + i)), 16);
         _mm512_mask_cvtepi32_storeu_epi16(out + i, lanes, rounded); /* the low 16 bits of each lane */
     }
 }

@@ -26,22 +26,13 @@
 #include <stdlib.h>
 
 #include "blas/bf16.h"
+#include "blas/bf16_lanes.h"
 #include "blas/tile_gemm.h"
 
 #define BF16_TARGET __attribute__((target("avx512bf16,avx512f,avx512bw,avx512vl")))
 #define ROWS 6
 #define VECS 4
 #define LANES 16
-
-/* fp32 -> bf16 as bf16_from_float, 16 at a time: the bf16 ends up in the
- * top half of each 32-bit lane (the low half is garbage). */
-BF16_TARGET static inline __m512i round_top(__m512i u) {
-    const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff);
-    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(half, _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
-    __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-                                            _mm512_set1_epi32(0x7f800000));
-    return _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(u, _mm512_set1_epi32(0x00400000)));
-}
 
 static inline __mmask16 lanes_mask(size_t left) { return left >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1); }
 
@@ -55,8 +46,8 @@ BF16_TARGET static void pack_pairs(size_t k, size_t n, const float *src, size_t 
         int has_hi = 2 * q + 1 < k;
         for (size_t j = 0; j < ldd; j += LANES) {
             __mmask16 m = j < n ? lanes_mask(n - j) : 0;
-            __m512i lo = round_top(_mm512_maskz_loadu_epi32(m, r0 + j));
-            __m512i hi = has_hi ? round_top(_mm512_maskz_loadu_epi32(m, r1 + j)) : _mm512_setzero_si512();
+            __m512i lo = bf16_round_top(_mm512_maskz_loadu_epi32(m, r0 + j));
+            __m512i hi = has_hi ? bf16_round_top(_mm512_maskz_loadu_epi32(m, r1 + j)) : _mm512_setzero_si512();
             __m512i w = _mm512_or_si512(_mm512_srli_epi32(lo, 16), _mm512_and_si512(hi, top));
             _mm512_storeu_si512(dst + q * ldd + j, w);
         }
@@ -72,8 +63,8 @@ BF16_TARGET static void pack_rows(size_t rows, size_t k, const float *src, size_
         for (size_t p = 0; p < k; p += 2 * LANES) {
             size_t left = k - p;
             __mmask16 m0 = lanes_mask(left), m1 = left > LANES ? lanes_mask(left - LANES) : 0;
-            __m512i a0 = _mm512_srli_epi32(round_top(_mm512_maskz_loadu_epi32(m0, s + p)), 16);
-            __m512i a1 = _mm512_srli_epi32(round_top(_mm512_maskz_loadu_epi32(m1, s + p + LANES)), 16);
+            __m512i a0 = _mm512_srli_epi32(bf16_round_top(_mm512_maskz_loadu_epi32(m0, s + p)), 16);
+            __m512i a1 = _mm512_srli_epi32(bf16_round_top(_mm512_maskz_loadu_epi32(m1, s + p + LANES)), 16);
             __m256i h0 = _mm512_cvtepi32_epi16(a0), h1 = _mm512_cvtepi32_epi16(a1);
             __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(h0), h1, 1);
             /* whole words: up to the pair holding entry k - 1 (its partner a masked zero) */
