@@ -51,6 +51,13 @@ void bf16_from_floats(size_t n, const float *x, uint16_t *out) {
     else bf16_from_floats_scalar(n, x, out);
 }
 
+void bf16_from_floats_parallel(size_t n, const float *x, uint16_t *out) {
+    enum { CHUNK = 1 << 14 }; /* 64 KiB of floats: enough to pay for a task */
+#pragma omp parallel for schedule(static)
+    for (size_t c = 0; c < (n + CHUNK - 1) / CHUNK; c++)
+        bf16_from_floats(n - c * CHUNK < CHUNK ? n - c * CHUNK : CHUNK, x + c * CHUNK, out + c * CHUNK);
+}
+
 void bf16_to_floats(size_t n, const uint16_t *h, float *out) {
     for (size_t i = 0; i < n; i++) out[i] = bf16_to_float(h[i]); /* the compiler vectorises the shift */
 }

@@ -61,6 +61,9 @@ static inline float bf16_to_float(uint16_t h) {
 /* out[i] = bf16_from_float(x[i]) for n entries, bit for bit the same, with
  * AVX-512 where the CPU has it. */
 void bf16_from_floats(size_t n, const float *x, uint16_t *out);
+/* The same in parallel over chunks (the calling thread's region or a new
+ * one), for whole operands and the weights' shadow. */
+void bf16_from_floats_parallel(size_t n, const float *x, uint16_t *out);
 /* The scalar loop, always (the tests compare the two). */
 void bf16_from_floats_scalar(size_t n, const float *x, uint16_t *out);
 /* out[i] = bf16_to_float(h[i]). */

@@ -288,12 +288,7 @@ int model_set_precision(Model *m, Precision p, Error *err) {
 }
 
 void model_round_weights(Model *m) {
-    if (!m->params_h) return;
-    enum { CHUNK = 1 << 16 };
-    size_t n = m->n_params;
-#pragma omp parallel for schedule(static)
-    for (size_t c = 0; c < (n + CHUNK - 1) / CHUNK; c++)
-        bf16_from_floats(n - c * CHUNK < CHUNK ? n - c * CHUNK : CHUNK, m->params + c * CHUNK, m->params_h + c * CHUNK);
+    if (m->params_h) bf16_from_floats_parallel(m->n_params, m->params, m->params_h);
 }
 
 void model_free(Model *m) {

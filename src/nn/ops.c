@@ -33,11 +33,8 @@ uint16_t *matmul_bf16_round_serial(const MatmulBf16 *bf, int slot, size_t at, co
 }
 
 const uint16_t *matmul_bf16_round(const MatmulBf16 *bf, int slot, const float *x, size_t n) {
-    enum { CHUNK = 1 << 14 };
     uint16_t *h = slot_room(bf, slot, 0, n);
-#pragma omp parallel for schedule(static)
-    for (size_t c = 0; c < (n + CHUNK - 1) / CHUNK; c++)
-        bf16_from_floats(n - c * CHUNK < CHUNK ? n - c * CHUNK : CHUNK, x + c * CHUNK, h + c * CHUNK);
+    bf16_from_floats_parallel(n, x, h);
     return h;
 }
 
