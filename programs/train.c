@@ -270,6 +270,11 @@ static int train(Run *r, const Actions *a) {
         run_log_row(&log, 0, 0, NAN, val, NAN, NAN, NAN, 0.0, NAN);
         val_loss = val.loss;
     }
+    /* Whether the ranks agreed to stop on a signal. Decided by the one collective
+     * below and never re-read from `interrupted`: a signal landing on one rank
+     * just after that collective would otherwise stop that rank alone, and the
+     * others would wait for it in the next step's all-reduce for ever. */
+    int signalled = 0;
     for (; step < o->stop_at; step++) {
         double t0 = cli_now();
         StepStats st;
@@ -337,8 +342,8 @@ static int train(Run *r, const Actions *a) {
             rc = 1;
             break;
         }
-        if (dist_any(dist, interrupted)) interrupted = 1; /* a signal to any rank stops them all, after the same step */
-        if (interrupted || time_up) {
+        signalled = dist_any(dist, interrupted); /* a signal to any rank stops them all, after the same step */
+        if (signalled || time_up) {
             if (time_up) say("time budget: %.1f s of training steps reached after step %zu\n", train_clock, done);
             step++;
             break;
@@ -347,7 +352,7 @@ static int train(Run *r, const Actions *a) {
     if (rc == 0) {
         if (run_save(r, o->out, step, &err)) {
             rc = cli_error(prog, "%s", err.msg);
-        } else if (interrupted) {
+        } else if (signalled) {
             say("interrupted: checkpoint at step %zu saved to %s (continue with --resume %s)\n", step, o->out, o->out);
             rc = 130;
         } else {
