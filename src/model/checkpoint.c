@@ -90,6 +90,15 @@ int ckpt_read_config(const char *path, ModelConfig *cfg, size_t *file_bytes, Err
     return rc;
 }
 
+int ckpt_has_moments(const char *path, int *has, Error *err) {
+    StFile f;
+    size_t file_bytes;
+    if (st_open_header(&f, path, &file_bytes, err)) return -1;
+    *has = st_has(&f, "optim.m.wte") && st_has(&f, "optim.v.wte"); /* wte: every model's first tensor */
+    st_close(&f);
+    return 0;
+}
+
 /* Before loading for inference: one line and -1 when the file (read whole
  * while loading), the weights, activations for `batch` sequences of
  * block_size tokens and extra_bytes of the program's own (extra_what) do not
