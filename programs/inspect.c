@@ -31,7 +31,8 @@ static ReadingNeeds needs(const ModelConfig *cfg, const void *ctx) {
     const size_t *prompt_bytes_and_seqs = ctx;
     size_t T = prompt_bytes_and_seqs[0] < cfg->block_size ? prompt_bytes_and_seqs[0] : cfg->block_size;
     size_t maps = (cfg->n_layer * cfg->n_head * T * T + T * (cfg->n_embd + cfg->vocab_size)) * sizeof(float);
-    return (ReadingNeeds){prompt_bytes_and_seqs[1], maps, "attention maps and the logit lens"};
+    return (ReadingNeeds){prompt_bytes_and_seqs[1], maps, "attention maps and the logit lens",
+                          "use fewer --induction-seqs"};
 }
 
 /* The files bin/inspect wrote, by what the layers measured. */

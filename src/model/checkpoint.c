@@ -100,17 +100,17 @@ int ckpt_has_moments(const char *path, int *has, Error *err) {
 }
 
 /* Before loading for inference: one line and -1 when the file (read whole
- * while loading), the weights, activations for `batch` sequences of
- * block_size tokens and extra_bytes of the program's own (extra_what) do not
- * fit the memory available. */
-static int check_memory(const char *path, const ModelConfig *cfg, size_t file_bytes, size_t batch, size_t extra_bytes,
-                        const char *extra_what, Error *err) {
+ * while loading), the weights, activations for want->batch sequences of
+ * block_size tokens and want->bytes of the program's own do not fit the
+ * memory available. */
+static int check_memory(const char *path, const ModelConfig *cfg, size_t file_bytes, const ReadingNeeds *want,
+                        Error *err) {
     char who[256], what[256];
     snprintf(who, sizeof who, "loading '%s'", path);
-    snprintf(what, sizeof what, "the file, read whole; the weights; activations for %zu x %zu tokens%s%s", batch,
-             cfg->block_size, extra_bytes ? "; " : "", extra_bytes ? extra_what : "");
-    return memory_check(file_bytes + model_memory_bytes(cfg, batch, cfg->block_size, 0, 0) + extra_bytes, who, what,
-                        NULL, err);
+    snprintf(what, sizeof what, "the file, read whole; the weights; activations for %zu x %zu tokens%s%s", want->batch,
+             cfg->block_size, want->bytes ? "; " : "", want->bytes ? want->what : "");
+    return memory_check(file_bytes + model_memory_bytes(cfg, want->batch, cfg->block_size, 0, 0) + want->bytes, who,
+                        what, want->advice, err);
 }
 
 int ckpt_load(const char *path, Model *m, CkptState *s, int with_optim, Error *err) {
@@ -172,8 +172,8 @@ int model_open_checked(const char *path, ReadingNeeds (*needs)(const ModelConfig
     ModelConfig cfg;
     size_t file_bytes;
     if (ckpt_read_config(path, &cfg, &file_bytes, err)) return -1;
-    ReadingNeeds want = needs ? needs(&cfg, ctx) : (ReadingNeeds){1, 0, NULL};
-    if (check_memory(path, &cfg, file_bytes, want.batch, want.bytes, want.what, err)) return -1;
+    ReadingNeeds want = needs ? needs(&cfg, ctx) : (ReadingNeeds){1, 0, NULL, NULL};
+    if (check_memory(path, &cfg, file_bytes, &want, err)) return -1;
     return model_open(path, m, tok, err);
 }
 

@@ -39,11 +39,13 @@ int ckpt_read_config(const char *path, ModelConfig *cfg, size_t *file_bytes, Err
 int ckpt_has_moments(const char *path, int *has, Error *err);
 /* What a program that only reads a model needs besides the model itself:
  * activations for `batch` sequences of block_size tokens, and `bytes` of its
- * own (`what`, for the message), both known once the config is. */
+ * own (`what`, for the message), both known once the config is; `advice`
+ * (or NULL) ends the message when that does not fit ("use a smaller --batch-size"). */
 typedef struct ReadingNeeds {
     size_t batch;
     size_t bytes;
     const char *what;
+    const char *advice;
 } ReadingNeeds;
 
 /* Loads the model (no optimizer state) and the tokenizer stored in the
