@@ -162,11 +162,12 @@ static void test_form_spectrum_matches_full(void **s) {
     for (size_t h = 0; h < H; h++) {
         HeadStats st;
         bilinear_spectrum(&st, w, C, H, h);
-        double M[144] = {0}, sv[12];
+        double M[144] = {0}, A[144], sv[12];
         for (size_t d = 0; d < hs; d++)
             for (size_t a = 0; a < C; a++)
                 for (size_t b = 0; b < C; b++) M[a * C + b] += (double)w[(h * hs + d) * C + a] * w[(C + h * hs + d) * C + b];
-        singular_values(M, C, C, sv);
+        memcpy(A, M, sizeof M);
+        singular_values(A, C, C, sv); /* overwrites A */
         assert_float_equal(st.sv_max, sv[0], 1e-9 * sv[0]);
         assert_float_equal(st.sv_min, sv[hs - 1], 1e-9 * sv[0]);
         if (h == 2) assert_true(st.sv_min < 1e-9 * sv[0]);
@@ -176,8 +177,69 @@ static void test_form_spectrum_matches_full(void **s) {
         for (size_t i = 0; i < C; i++)
             if (sv[i] > 1e-12 * sv[0]) ent -= sv[i] / total * log(sv[i] / total);
         assert_float_equal(st.effective_rank, exp(ent), 1e-6);
+        /* The norms from d_head x d_head products equal the full form's. */
+        double fro = 0, anti = 0, trace = 0, off = 0;
+        for (size_t a = 0; a < C; a++) {
+            trace += M[a * C + a];
+            for (size_t b = 0; b < C; b++) {
+                double y = 0.5 * (M[a * C + b] - M[b * C + a]);
+                fro += M[a * C + b] * M[a * C + b];
+                anti += y * y;
+            }
+        }
+        for (size_t a = 0; a < C; a++)
+            for (size_t b = 0; b < C; b++) {
+                double y = M[a * C + b] - (a == b ? trace / (double)C : 0.0);
+                off += y * y;
+            }
+        assert_float_equal(st.antisym_share, anti / fro, 1e-9);
+        assert_float_equal(st.identity_dist, sqrt(off / fro), 1e-9);
     }
     free(w);
+}
+
+/* The maps (one gemm, then the causal softmax) and the similarity
+ * correlation (the cosines once per layer) equal a direct computation in
+ * double, over a length that cuts the gemm into several tiles. */
+static void test_maps_match_direct(void **s) {
+    (void)s;
+    Error err;
+    size_t T = 77, C = 24, H = 3, hs = 8;
+    float *qkv = rand_tensor(T * 3 * C, 1.5f, 91), *x = rand_tensor(T * C, 1.0f, 92);
+    float *probs = malloc(T * T * sizeof(float)), *cos = malloc(T * T * sizeof(float));
+    float *scores = malloc(T * T * sizeof(float));
+    assert_int_equal(input_cosines(cos, x, T, C, &err), 0);
+    for (size_t h = 0; h < H; h++) {
+        attention_probs(probs, qkv, T, C, H, h);
+        double n = 0, sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
+        for (size_t i = 0; i < T; i++) {
+            double row[77], mx = -INFINITY, sum = 0;
+            for (size_t j = 0; j <= i; j++) {
+                double qk = 0, dot = 0, ni = 0, nj = 0;
+                for (size_t d = 0; d < hs; d++) qk += (double)qkv[i * 3 * C + h * hs + d] * qkv[j * 3 * C + C + h * hs + d];
+                for (size_t c = 0; c < C; c++) {
+                    dot += (double)x[i * C + c] * x[j * C + c];
+                    ni += (double)x[i * C + c] * x[i * C + c];
+                    nj += (double)x[j * C + c] * x[j * C + c];
+                }
+                double a = dot / sqrt(ni * nj), b = qk / sqrt((double)hs);
+                assert_float_equal(cos[i * T + j], a, 1e-5);
+                scores[i * T + j] = (float)b;
+                row[j] = b;
+                mx = b > mx ? b : mx;
+                n++, sa += a, sb += b, saa += a * a, sbb += b * b, sab += a * b;
+            }
+            for (size_t j = 0; j <= i; j++) sum += exp(row[j] - mx);
+            for (size_t j = 0; j < T; j++) {
+                double want = j <= i ? exp(row[j] - mx) / sum : 0.0;
+                if (fabs(probs[i * T + j] - want) > 1e-6 * (1 + want))
+                    fail_msg("head %zu p[%zu][%zu] = %g, want %g", h, i, j, probs[i * T + j], want);
+            }
+        }
+        double r = (sab - sa * sb / n) / sqrt((saa - sa * sa / n) * (sbb - sb * sb / n));
+        assert_float_equal(similarity_logit_corr(cos, scores, T), r, 1e-5);
+    }
+    free(qkv), free(x), free(probs), free(cos), free(scores);
 }
 
 /* The un-normalised coordinates of a wedge satisfy the relations to float
@@ -572,6 +634,7 @@ int main(void) {
         cmocka_unit_test(test_identity_form_correlates),
         cmocka_unit_test(test_singular_values),
         cmocka_unit_test(test_form_spectrum_matches_full),
+        cmocka_unit_test(test_maps_match_direct),
         cmocka_unit_test(test_plucker_residual),
         cmocka_unit_test(test_grassmann_layer),
         cmocka_unit_test(test_attribution_and_lens),
