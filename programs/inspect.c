@@ -20,8 +20,9 @@ static const CliProgram program = {
              "correlation of raw similarity with attention logits, the spectrum of W_q W_k^T\n"
              "and an induction score; per Grassmann layer the gate along the prompt (PNG),\n"
              "each offset's contribution and the Plücker residual; the logit lens (lens.txt)\n"
-             "and the direct attribution of the last prediction (PNG). Everything also goes\n"
-             "to DIR/inspect.json; a summary is printed.\n",
+             "and the direct attribution of the last prediction (PNG); every head at a\n"
+             "glance (heads.png, heads.txt). Everything also goes to DIR/inspect.json; a\n"
+             "summary is printed (per layer, and the heads that stand out, past 32 heads).\n",
     .column = 28,
 };
 
@@ -59,8 +60,9 @@ static void print_written(const char *dir, const Inspection *in, double seconds)
         gates |= in->layer[l].gate_mean != NULL;
     }
     printf("wrote %s:%s%s attribution.png, lens.txt, tokens.txt, inspect.json (%.1f s)\n", dir,
-           maps ? " attention maps attn_L<layer>_H<head>.png and attn_L<layer>.png," : "", gates ? " gates.png," : "",
-           seconds);
+           maps ? " attention maps attn_L<layer>_H<head>.png and attn_L<layer>.png, every head in heads.png and heads.txt,"
+                : "",
+           gates ? " gates.png," : "", seconds);
 }
 
 int main(int argc, char **argv) {
