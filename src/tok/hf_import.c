@@ -31,6 +31,13 @@ typedef struct HfSource {
     const char *regex;
 } HfSource;
 
+/* err's message after "'origin': " and `what`. */
+static int prefix_error(Error *err, const char *origin, const char *what) {
+    char why[sizeof err->msg];
+    snprintf(why, sizeof why, "%s", err->msg);
+    return err_set(err, "'%s': %s%s", origin, what, why);
+}
+
 /* A spelling for an error line: at most 40 bytes, control characters as '?'. */
 static const char *shown(const char *s, char buf[48]) {
     size_t n = 0;
@@ -346,9 +353,7 @@ static int build(Tokenizer *tok, const HfSource *s, Error *err) {
     }
 
     if (bpe_init(&bpe, s->pattern, s->regex, err)) {
-        char why[sizeof err->msg];
-        snprintf(why, sizeof why, "%s", err->msg);
-        err_set(err, "'%s': the split regex: %s", o, why);
+        prefix_error(err, o, "");
         goto out;
     }
     have_bpe = 1;
@@ -378,11 +383,7 @@ int tokenizer_import_hf_json(Tokenizer *tok, const char *text, size_t len, const
     memset(tok, 0, sizeof *tok);
     HfSource s = {.origin = origin};
     json_t *root = json_parse(text, len, err);
-    if (!root) {
-        char why[sizeof err->msg];
-        snprintf(why, sizeof why, "%s", err->msg);
-        return err_set(err, "'%s': %s", origin, why);
-    }
+    if (!root) return prefix_error(err, origin, "");
     int rc = -1;
     const json_t *model = json_object_get(root, "model"), *added = json_object_get(root, "added_tokens");
     if (!json_is_object(model)) {
@@ -411,11 +412,7 @@ int tokenizer_import_hf_vocab_merges(Tokenizer *tok, const char *vocab_json, siz
     memset(tok, 0, sizeof *tok);
     HfSource s = {.origin = origin};
     json_t *vocab = json_parse(vocab_json, vocab_len, err);
-    if (!vocab) {
-        char why[sizeof err->msg];
-        snprintf(why, sizeof why, "%s", err->msg);
-        return err_set(err, "'%s': vocab.json: %s", origin, why);
-    }
+    if (!vocab) return prefix_error(err, origin, "vocab.json: ");
     int rc = -1;
     if (!json_is_object(vocab)) {
         err_set(err, "'%s': vocab.json is not an object of tokens and their ids", origin);
