@@ -103,6 +103,7 @@ test: unit-test $(PROGRAMS)
 	bash tests/hardstop_test.sh
 	bash tests/limits_test.sh
 	bash tests/bpe_cli_test.sh
+	bash tests/tokenizer_from_test.sh
 	bash tests/bpe_agreement.sh
 	bash tests/gpt2_tokenizer.sh
 	/usr/bin/python3 -m tests.parity
@@ -158,6 +159,7 @@ asan:
 	BIN=bin-asan bash tests/hardstop_test.sh
 	BIN=bin-asan bash tests/limits_test.sh
 	BIN=bin-asan bash tests/bpe_cli_test.sh
+	BIN=bin-asan bash tests/tokenizer_from_test.sh
 	BIN=bin-asan bash tests/loss_mask_test.sh
 
 # Valgrind memcheck: the unit tests and a short train, eval and sample, with

@@ -393,6 +393,7 @@ static void test_refusals(void **s) {
         {"model.vocab.at", NULL, "makes 'at', which is not in the vocabulary"}, /* merge 3's result */
         {"model.vocab.\xc4\xa0" "c", "262", "has id 262, not 258"},                   /* merge 2's result moved */
         {"model.vocab.ab", "0", "both have id 0"},
+        {"model.vocab.<|x|>", "262", "'<|x|>' (id 262) follows the last of the 5 merges but is not an added token"},
     };
     Error err;
     Tokenizer t;
@@ -459,6 +460,17 @@ static void test_bad_files(void **s) {
     assert_int_equal(import_files(&t, vocab, merges, &err), -1);
     assert_non_null(strstr(err.msg, "disagree"));
     json_object_del(vocab, "\xc4\xa0the");
+    /* ... and so is one that two earlier tokens join into: its merge is missing. */
+    char *four = hand_merges_txt("");
+    *strrchr(four, ' ') = 0; /* cut the last merge: "...\na t\nĠc" */
+    *strrchr(four, '\n') = 0;
+    json_object_del(vocab, "\xc4\xa0" "cat");
+    json_object_set_new(vocab, "ath", json_integer(260));
+    assert_int_equal(import_files(&t, vocab, four, &err), -1);
+    assert_non_null(strstr(err.msg, "'ath' (id 260) follows the last of the 4 merges but joins 'a' and 'th'"));
+    json_object_del(vocab, "ath");
+    json_object_set_new(vocab, "\xc4\xa0" "cat", json_integer(260));
+    sb_free(&four);
     const char *bad_merges[][2] = {
         {"#version: 0.2\nt h\n\nth e\n", "line 3 is empty"},
         {"th\n", "line 1 is not two tokens"},

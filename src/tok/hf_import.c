@@ -188,6 +188,42 @@ static int read_model(const json_t *model, HfSource *s, Error *err) {
     return 0;
 }
 
+/* A vocabulary entry after the merges that no added token names. vocab.json
+ * has no other way to hold a special token (GPT-2's <|endoftext|>), but a
+ * merges.txt cut short leaves its last merges' tokens there too: an entry
+ * that two tokens before it join into, or that is spelled with byte-level
+ * stand-ins (U+0100.., for space and control bytes), is taken for such a
+ * token and the files for disagreeing. tokenizer.json lists its specials as
+ * added tokens, so there every such entry is a disagreement. */
+static int check_unlisted(const HfSource *s, const char *token, size_t id, size_t first, Error *err) {
+    const char *o = s->origin;
+    char a[48], b[48], c[48];
+    size_t n_merges = first - 256, len = strlen(token);
+    if (s->added)
+        return err_set(err, "'%s': '%s' (id %zu) follows the last of the %zu merges but is not an added token: the "
+                            "vocabulary and the merges disagree", o, shown(token, a), id, n_merges);
+    if (len == 0) return err_set(err, "'%s': the empty token (id %zu) cannot be a special token", o, id);
+    for (size_t at = 0; at < len;) {
+        uint32_t cp;
+        size_t n = utf8_decode((const unsigned char *)token + at, len - at, &cp);
+        if (n && cp >= 0x100 && cp < N_BYTE_CHARS)
+            return err_set(err, "'%s': '%s' (id %zu) follows the last of the %zu merges but is spelled as byte-level "
+                                "text, not a special token: the vocabulary and the merges disagree", o, shown(token, a), id,
+                           n_merges);
+        at += n ? n : 1;
+        const json_t *left = json_object_getn(s->vocab, token, at), *right = json_object_get(s->vocab, token + at);
+        if (at < len && left && right && (size_t)json_integer_value(left) < first &&
+            (size_t)json_integer_value(right) < first) {
+            char head[48];
+            snprintf(head, sizeof head, "%.*s", (int)(at < 40 ? at : 40), token);
+            return err_set(err, "'%s': '%s' (id %zu) follows the last of the %zu merges but joins '%s' and '%s': a merge "
+                                "is missing, the vocabulary and the merges disagree", o, shown(token, a), id, n_merges,
+                           shown(head, b), shown(token + at, c));
+        }
+    }
+    return 0;
+}
+
 /* Checks that the vocabulary is laid out as our Bpe's (bytes, then one token
  * per merge in merge order, then the specials) and builds the tokenizer. */
 static int build(Tokenizer *tok, const HfSource *s, Error *err) {
@@ -313,24 +349,7 @@ static int build(Tokenizer *tok, const HfSource *s, Error *err) {
     }
     for (size_t id = first; id < limit; id++) {
         if (!spelled[id] || special[id]) continue;
-        /* A token after the merges spelled with the byte-level stand-ins
-         * (U+0100.., for space and control bytes) is a merge's token whose
-         * merge is missing, not a special token. */
-        for (const unsigned char *p = (const unsigned char *)spelled[id]; *p;) {
-            uint32_t cp;
-            size_t n = utf8_decode(p, strlen((const char *)p), &cp);
-            if (n && cp >= 0x100 && cp < N_BYTE_CHARS) {
-                err_set(err, "'%s': '%s' (id %zu) follows the last of the %zu merges but is spelled as byte-level text, "
-                             "not a special token: the vocabulary and the merges disagree", o, shown(spelled[id], a), id,
-                        n_merges);
-                goto out;
-            }
-            p += n ? n : 1;
-        }
-        if (!spelled[id][0]) {
-            err_set(err, "'%s': the empty token (id %zu) cannot be a special token", o, id);
-            goto out;
-        }
+        if (check_unlisted(s, spelled[id], id, first, err)) goto out;
         special[id] = spelled[id];
     }
     size_t n_tokens = first;
