@@ -184,7 +184,7 @@ FUZZERS      := $(patsubst tests/fuzz/%.c,build-fuzz$(BLAS_SUFFIX)/%,$(wildcard 
 build-fuzz$(BLAS_SUFFIX)/%.o: src/%.c $(LIB_HDR) | build-fuzz$(BLAS_SUFFIX)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
-build-fuzz$(BLAS_SUFFIX)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_input.h $(FUZZ_OBJ) | build-fuzz$(BLAS_SUFFIX)
+build-fuzz$(BLAS_SUFFIX)/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h) $(FUZZ_OBJ) | build-fuzz$(BLAS_SUFFIX)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) -o $@ $(LDLIBS)
 build-fuzz$(BLAS_SUFFIX):
 	mkdir -p $@
