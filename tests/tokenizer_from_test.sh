@@ -13,11 +13,7 @@ set -u
 cd "$(dirname "$0")/.."
 . tests/cli_lib.sh
 
-for i in $(seq 1 120); do
-    echo "Line $i: the whale, the WHALE's wake; they'll sail at $((i * 37)) knots -- caf$(printf '\xc3\xa9') na$(printf '\xc3\xaf')ve."
-done >"$tmp/a.txt"
-mkdir -p "$tmp/docs"
-for d in 1 2 3; do sed -n "$((d * 30)),$((d * 30 + 40))p" "$tmp/a.txt" >"$tmp/docs/doc$d.txt"; done
+whale_text
 SEP="<|endoftext|>"
 expect_ok "prepare bpe" $B/prepare --input "$tmp/docs" --out "$tmp/bpe" --tokenizer bpe --vocab-size 400 --doc-separator "$SEP" \
     --split-pattern gpt2 # vocab.json + merges.txt have no pattern: GPT-2's is theirs
