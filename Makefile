@@ -104,6 +104,7 @@ test: unit-test $(PROGRAMS)
 	bash tests/limits_test.sh
 	bash tests/bpe_cli_test.sh
 	bash tests/bpe_agreement.sh
+	bash tests/gpt2_tokenizer.sh
 	/usr/bin/python3 -m tests.parity
 	bash tests/loss_mask_test.sh
 	bash tests/probe_test.sh

@@ -143,18 +143,38 @@ done:
     return rc;
 }
 
+/* A checkpoint's tokenizer from its stored text, which must match the hash
+ * and the vocabulary stored beside it. */
+static int stored_tokenizer(const char *text, const char *hash, size_t vocab_size, const char *path, Tokenizer *tok,
+                            Error *err) {
+    if (!text || !*text) return err_set(err, "'%s' holds no tokenizer", path);
+    if (tokenizer_from_text(tok, text, path, err)) return -1;
+    if (!hash || strcmp(tok->hash, hash) != 0 || tok->vocab_size != vocab_size) {
+        tokenizer_free(tok);
+        return err_set(err, "'%s' is corrupt: its tokenizer does not match its hash or vocabulary", path);
+    }
+    return 0;
+}
+
 int model_open(const char *path, Model *m, Tokenizer *tok, Error *err) {
     CkptState st;
     if (ckpt_load(path, m, &st, 0, err)) return -1;
-    int rc = 0;
-    if (!st.tokenizer_text) rc = err_set(err, "'%s' holds no tokenizer", path);
-    else if (tokenizer_from_text(tok, st.tokenizer_text, path, err)) rc = -1;
-    else if (strcmp(tok->hash, st.tokenizer) != 0 || tok->vocab_size != m->cfg.vocab_size) {
-        tokenizer_free(tok);
-        rc = err_set(err, "'%s' is corrupt: its tokenizer does not match its hash or vocabulary", path);
-    }
+    int rc = stored_tokenizer(st.tokenizer_text, st.tokenizer, m->cfg.vocab_size, path, tok, err);
     ckpt_state_free(&st);
     if (rc) model_free(m);
+    return rc;
+}
+
+int ckpt_read_tokenizer(const char *path, Tokenizer *tok, Error *err) {
+    memset(tok, 0, sizeof *tok);
+    StFile f;
+    size_t file_len;
+    ModelConfig cfg;
+    if (st_open_header(&f, path, &file_len, err)) return -1;
+    int rc = header_config(&f, file_len, 0, path, &cfg, err) ||
+             stored_tokenizer(st_meta(&f, "tokenizer_text"), st_meta(&f, "tokenizer"), cfg.vocab_size, path, tok, err)
+                 ? -1 : 0;
+    st_close(&f);
     return rc;
 }
 

@@ -42,6 +42,9 @@ typedef struct ReadingNeeds {
     const char *what;
 } ReadingNeeds;
 
+/* The tokenizer stored in a checkpoint, reading only its header (no
+ * weights, no checksum): bin/prepare --tokenizer-from. */
+int ckpt_read_tokenizer(const char *path, Tokenizer *tok, Error *err);
 /* Loads the model (no optimizer state) and the tokenizer stored in the
  * checkpoint. */
 int model_open(const char *path, Model *m, Tokenizer *tok, Error *err);

@@ -472,7 +472,7 @@ int tokenizer_import_hf(Tokenizer *tok, const char *path, Error *err) {
         snprintf(merges_path, sizeof merges_path, "%s/merges.txt", path);
         if (is_file(json_path)) file = json_path;
         else if (!is_file(vocab_path) || !is_file(merges_path))
-            return err_set(err, "'%s' holds neither tokenizer.json nor vocab.json and merges.txt", path);
+            return err_set(err, "'%s' holds no tokenizer: no tokenizer.json, nor vocab.json and merges.txt", path);
         else {
             size_t vocab_len, merges_len;
             char *vocab = read_file(vocab_path, &vocab_len, err), *merges = vocab ? read_file(merges_path, &merges_len, err) : NULL;
