@@ -292,7 +292,7 @@ static int import_init(Import *im, const char *dir, Model *m, Error *err) {
         add_slot(im, name, SLOT_IGNORED, NULL);
     }
     add_slot(im, "lm_head.weight", SLOT_LM_HEAD, NULL);
-    sh_new_arena(im->by_name);
+    sh_new_strdup(im->by_name); /* not the arena: stb_ds writes past its char[8] member, which UBSan reports */
     for (ptrdiff_t i = 0; i < arrlen(im->slots); i++) shput(im->by_name, im->slots[i].name, (size_t)i);
     im->scratch = lm_calloc(im->scratch_len, sizeof(float), err);
     return im->scratch ? 0 : -1;
@@ -623,8 +623,10 @@ int hf_gpt2_export(const Model *m, const Tokenizer *tok, const char *dir, Error 
     snprintf(target, sizeof target, "%s", dir);
     for (size_t n = strlen(target); n > 1 && target[n - 1] == '/'; n--) target[n - 1] = '\0';
     if (check_target(target, err)) return -1;
-    snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", target);
-    if (!mkdtemp(tmp)) return err_set(err, "cannot create a directory beside '%s': %s", target, strerror(errno));
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", target, (long)getpid()); /* named as write_file_atomic names its files */
+    if (mkdir(tmp, 0777) != 0)
+        return err_set(err, "cannot create '%s'%s: %s", tmp, errno == EEXIST ? " (left by an interrupted export? remove it)" : "",
+                       strerror(errno));
     int rc = write_export(m, tok, tmp, err);
     if (rc == 0 && rename(tmp, target) != 0) rc = err_set(err, "cannot rename '%s' to '%s': %s", tmp, target, strerror(errno));
     if (rc == 0 && fsync_parent_dir(target) != 0)

@@ -61,7 +61,7 @@ int hf_gpt2_exportable(const ModelConfig *cfg, const Tokenizer *tok, Error *err)
 /* Writes dir as save_pretrained would for GPT2LMHeadModel: config.json,
  * model.safetensors (F32, "transformer." names, Conv1D layout, the head
  * tied), tokenizer.json and tokenizer_config.json. dir must not exist or be
- * empty; the files are written into a fresh dir.tmp-XXXXXX, which is renamed
+ * empty; the files are written into a fresh dir.tmp.<pid>, which is renamed
  * to dir once all are complete, so a failure leaves no dir behind. */
 int hf_gpt2_export(const Model *m, const Tokenizer *tok, const char *dir, Error *err);
 
