@@ -29,8 +29,10 @@ Checks:
   stderr, and nothing written (a checkpoint already at --out is unchanged).
 
 Run from the project root after `make`: /usr/bin/python3 -m tests.gpt2_convert
-(`--write-hf DIR` only writes one small random GPT-2 directory: the fuzzers'
-seeds, tests/fuzz/make_seeds.sh.)
+(`--write-fuzz-seeds DIR` only writes tiny random GPT-2 directories, the
+fuzzers' seeds: tests/fuzz/make_seeds.sh. `--write-random DIR L,H,C,P,V DTYPE`
+only writes config.json and model.safetensors of a random GPT-2 of those sizes,
+without a tokenizer: docs/gpt2.md's measurements at 124M.)
 """
 import json
 import math
@@ -46,11 +48,14 @@ import numpy as np
 import torch
 
 from harness.common import ROOT
-from harness.safetensors_np import read_safetensors
+from harness.safetensors_np import NUMPY_DTYPES, read_safetensors
 
 BIN = os.path.join(ROOT, os.environ.get("BIN", "bin"))
 TOL = 1e-4
 N_LAYER, N_HEAD, N_EMBD, N_POSITIONS = 2, 4, 64, 32
+SIZES = {"n_layer": N_LAYER, "n_head": N_HEAD, "n_embd": N_EMBD, "n_positions": N_POSITIONS}
+# the fuzzers' model (tests/fuzz/fuzz_hf_gpt2.c writes the same config.json and a 256-byte tokenizer)
+TINY = {"n_layer": 2, "n_head": 2, "n_embd": 4, "n_positions": 4}
 EOT = "<|endoftext|>"
 
 # ---- GPT-2's byte-level BPE, written from its definition --------------------------------
@@ -76,7 +81,7 @@ TEXT = ("Call me Ishmael. Some years ago, never mind how long precisely, having 
         "part of the world. ") * 4
 
 
-def small_bpe(n_merges=40):
+def small_bpe(n_merges=40, eot=True):
     """A GPT-2-style vocabulary (bytes in bytes_to_unicode order, then merges
     learnt greedily from TEXT, then <|endoftext|>) and its merges, spelled."""
     table = bytes_to_unicode()
@@ -104,7 +109,8 @@ def small_bpe(n_merges=40):
                 if w[i] == a and w[i + 1] == b:
                     w[i:i + 2] = [a + b]
                 i += 1
-    vocab[EOT] = len(vocab)
+    if eot:
+        vocab[EOT] = len(vocab)
     return vocab, merges
 
 
@@ -120,7 +126,7 @@ def write_tokenizer_json(d, vocab, merges):
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
     doc = {"version": "1.0", "truncation": None, "padding": None,
            "added_tokens": [{"id": vocab[EOT], "content": EOT, "single_word": False, "lstrip": False,
-                             "rstrip": False, "normalized": True, "special": True}],
+                             "rstrip": False, "normalized": True, "special": True}] if EOT in vocab else [],
            "normalizer": None, "pre_tokenizer": byte_level, "post_processor": byte_level, "decoder": byte_level,
            "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
                      "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False,
@@ -132,14 +138,11 @@ def write_tokenizer_json(d, vocab, merges):
 
 # ---- safetensors as other programs write and read it --------------------------------------
 
-DTYPES = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "I64": np.int64, "BOOL": np.bool_}
-
-
 def encode(a, dtype):
     """Raw little-endian bytes of a float32 array in dtype (BF16: rounded to nearest even by torch)."""
     if dtype == "BF16":
         return torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32)).to(torch.bfloat16).view(torch.int16).numpy().tobytes()
-    return np.ascontiguousarray(a, dtype=DTYPES[dtype]).tobytes()
+    return np.ascontiguousarray(a, dtype=NUMPY_DTYPES[dtype]).tobytes()
 
 
 def write_st(path, tensors, metadata=None, order=None):
@@ -158,26 +161,6 @@ def write_st(path, tensors, metadata=None, order=None):
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
-def read_st(path):
-    """name -> float64 torch tensor for F32/F16/BF16 (others as numpy), and the metadata."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + n])
-    meta = header.pop("__metadata__", None)
-    data, out = raw[8 + n:], {}
-    for name, e in header.items():
-        a, b = e["data_offsets"]
-        if e["dtype"] == "BF16":
-            bits = np.frombuffer(data[a:b], dtype=np.uint16).astype(np.uint32) << 16
-            arr = bits.view(np.float32)
-        else:
-            arr = np.frombuffer(data[a:b], dtype=DTYPES[e["dtype"]])
-        arr = arr.reshape(e["shape"])
-        out[name] = torch.tensor(arr.astype(np.float64)) if e["dtype"] in ("F32", "F16", "BF16") else arr
-    return out, meta
-
-
 def load_hf(d):
     """A save_pretrained directory as transformers loads GPT2LMHeadModel: config.json, then model.safetensors
     or the shards of its index; names without "transformer."; buffers (attn.bias, masked_bias) dropped."""
@@ -190,11 +173,11 @@ def load_hf(d):
             files = sorted(set(json.load(f)["weight_map"].values()))
     W = {}
     for name in files:
-        tensors, _ = read_st(f"{d}/{name}")
+        tensors, _ = read_safetensors(f"{d}/{name}")
         for k, v in tensors.items():
             k = k[len("transformer."):] if k.startswith("transformer.") else k
             if not re.fullmatch(r"h\.\d+\.attn\.(bias|masked_bias)", k):
-                W[k] = v
+                W[k] = torch.tensor(v.astype(np.float64))
     return cfg, W
 
 
@@ -249,16 +232,16 @@ def reference_losses(d, tokens):
 # ---- random GPT-2 models in Hugging Face's layout ------------------------------------------------
 
 
-def random_gpt2(vocab_size, seed):
+def random_gpt2(vocab_size, seed, sizes=SIZES):
     """HF names (no prefix) -> float32 arrays in HF layout, every tensor non-trivial."""
     g = np.random.default_rng(seed)
-    C, P = N_EMBD, N_POSITIONS
+    C, P = sizes["n_embd"], sizes["n_positions"]
 
     def normal(*shape, scale):
         return g.normal(0.0, scale, size=shape).astype(np.float32)
 
     W = {"wte.weight": normal(vocab_size, C, scale=0.1), "wpe.weight": normal(P, C, scale=0.05)}
-    for l in range(N_LAYER):
+    for l in range(sizes["n_layer"]):
         p = f"h.{l}."
         for ln in ("ln_1", "ln_2"):
             W[p + ln + ".weight"] = 1.0 + normal(C, scale=0.2)
@@ -272,11 +255,12 @@ def random_gpt2(vocab_size, seed):
     return W
 
 
-def gpt2_config(vocab, **changes):
+def gpt2_config(vocab, sizes=SIZES, **changes):
     """GPT-2's config.json (as transformers 4.36 saves it) at our small sizes, with changes (... removes a key)."""
     vocab_size = vocab
     cfg = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "activation_function": "gelu_new",
-           "n_layer": N_LAYER, "n_head": N_HEAD, "n_embd": N_EMBD, "n_positions": N_POSITIONS, "n_ctx": N_POSITIONS,
+           "n_layer": sizes["n_layer"], "n_head": sizes["n_head"], "n_embd": sizes["n_embd"],
+           "n_positions": sizes["n_positions"], "n_ctx": sizes["n_positions"],
            "n_inner": None, "vocab_size": vocab_size, "layer_norm_epsilon": 1e-05, "initializer_range": 0.02,
            "resid_pdrop": 0.1, "embd_pdrop": 0.1, "attn_pdrop": 0.1, "scale_attn_weights": True,
            "summary_type": "cls_index", "bos_token_id": vocab_size - 1, "eos_token_id": vocab_size - 1,
@@ -285,30 +269,38 @@ def gpt2_config(vocab, **changes):
     return {k: v for k, v in cfg.items() if v is not ...}
 
 
+def entry(a, dtype="F32"):
+    """A tensor for write_st."""
+    return dtype, a.shape, encode(a, dtype)
+
+
+def hf_tensors(W, dtype="F32", prefix=True):
+    """The weights W under their file names."""
+    return {("transformer." if prefix else "") + k: entry(a, dtype) for k, a in W.items()}
+
+
 def write_hf(d, *, dtype="F32", prefix=True, lm_head=False, buffers=False, shards=1, tokenizer="vocab_merges",
-             seed=1, config=None, weights=None):
+             seed=1, config=None, weights=None, sizes=SIZES, n_merges=40, eot=True):
     """A random GPT-2 save_pretrained directory; returns (vocab size, HF weights as float32 arrays)."""
     os.makedirs(d, exist_ok=True)
-    vocab, merges = small_bpe()
+    vocab, merges = small_bpe(n_merges, eot)
     V = len(vocab)
     if tokenizer == "vocab_merges":
         write_vocab_merges(d, vocab, merges)
     else:
         write_tokenizer_json(d, vocab, merges)
-    W = weights if weights is not None else random_gpt2(V, seed)
+    W = weights if weights is not None else random_gpt2(V, seed, sizes)
     with open(f"{d}/config.json", "w") as f:
-        json.dump(config if config is not None else gpt2_config(V), f, indent=2)
-    tensors = {}
-    for k, a in W.items():
-        tensors[("transformer." if prefix else "") + k] = (dtype, a.shape, encode(a, dtype))
+        json.dump(config if config is not None else gpt2_config(V, sizes, **({} if eot else {"bos_token_id": None, "eos_token_id": None})), f, indent=2)
+    tensors = hf_tensors(W, dtype, prefix)
     if lm_head:
-        tensors["lm_head.weight"] = (dtype, W["wte.weight"].shape, encode(W["wte.weight"], dtype))
+        tensors["lm_head.weight"] = entry(W["wte.weight"], dtype)
     if buffers:
-        P = N_POSITIONS
-        for l in range(N_LAYER):
+        P = sizes["n_positions"]
+        for l in range(sizes["n_layer"]):
             mask = np.tril(np.ones((P, P), dtype=np.bool_)).reshape(1, 1, P, P)
             tensors[f"{'transformer.' if prefix else ''}h.{l}.attn.bias"] = ("BOOL", mask.shape, mask.tobytes())
-            tensors[f"{'transformer.' if prefix else ''}h.{l}.attn.masked_bias"] = ("F32", (), encode(np.array(-1e4), "F32"))
+            tensors[f"{'transformer.' if prefix else ''}h.{l}.attn.masked_bias"] = entry(np.array(-1e4, np.float32))
     meta = {"format": "pt"}
     if shards == 1:
         write_st(f"{d}/model.safetensors", tensors, meta)
@@ -386,17 +378,6 @@ def expect_refusal(name, pattern, args, out_path):
                                                     f"output {'changed' if before != after else 'unchanged'})"))
 
 
-def st_tensor_bytes(path):
-    """name -> raw bytes of each tensor in a safetensors file, and its metadata."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + n])
-    meta = header.pop("__metadata__", None)
-    return {k: (e["dtype"], e["shape"], raw[8 + n + e["data_offsets"][0]:8 + n + e["data_offsets"][1]])
-            for k, e in header.items()}, meta
-
-
 # ---- the checks ---------------------------------------------------------------------------------------
 
 
@@ -459,9 +440,10 @@ def exports(tmp, tokens, tokens_path):
             "scale_attn_by_inverse_layer_idx": False, "reorder_and_upcast_attn": False,
             "bos_token_id": V - 1, "eos_token_id": V - 1}
     check(all(cfg.get(k) == v for k, v in want.items()), "the export's config.json is GPT2Config's")
-    tensors, meta = st_tensor_bytes(f"{out}/model.safetensors")
-    hf, _ = st_tensor_bytes(f"{tmp}/hf0/model.safetensors")
-    check(meta == {"format": "pt"} and tensors == hf,
+    tensors, meta = read_safetensors(f"{out}/model.safetensors")
+    hf, _ = read_safetensors(f"{tmp}/hf0/model.safetensors")
+    check(meta == {"format": "pt"} and sorted(tensors) == sorted(hf) and
+          all(a.dtype == np.float32 and a.shape == hf[k].shape and a.tobytes() == hf[k].tobytes() for k, a in tensors.items()),
           "the export's model.safetensors: format pt, the imported file's tensors byte for byte (names, Conv1D shapes, F32)")
     compare("export read back by the reference", f"{tmp}/hf0.ckpt", out, tokens, tokens_path)
     r = run("convert", "--from-hf", out, "--out", f"{tmp}/back.ckpt")
@@ -578,25 +560,18 @@ def hostile(tmp):
         with open(f"{d}/model.safetensors", "r+b") as f:
             f.truncate(os.path.getsize(f"{d}/model.safetensors") - 100)
 
-    def retype(d, dtype, bad_name):
-        tensors, meta = st_tensor_bytes(f"{d}/model.safetensors")
-        a = W[bad_name[len("transformer."):]]
-        tensors[bad_name] = (dtype, a.shape, encode(a, dtype))
-        write_st(f"{d}/model.safetensors", tensors, meta)
+    def rewrite(change):
+        """An edit: model.safetensors as the good one's (F32, "transformer." names) after change(tensors)."""
+        def edit(d):
+            tensors = hf_tensors(W)
+            change(tensors)
+            write_st(f"{d}/model.safetensors", tensors, {"format": "pt"})
+        return edit
 
-    def nan(d):
-        w = dict(W)
-        w["h.1.mlp.c_fc.bias"] = w["h.1.mlp.c_fc.bias"].copy()
-        w["h.1.mlp.c_fc.bias"][3] = np.nan
-        tensors = {"transformer." + k: ("F32", a.shape, encode(a, "F32")) for k, a in w.items()}
-        write_st(f"{d}/model.safetensors", tensors, {"format": "pt"})
-
-    def unequal_head(d):
-        tensors, meta = st_tensor_bytes(f"{d}/model.safetensors")
-        head = W["wte.weight"].copy()
-        head[5, 7] += 1e-3
-        tensors["lm_head.weight"] = ("F32", head.shape, encode(head, "F32"))
-        write_st(f"{d}/model.safetensors", tensors, meta)
+    nan_bias = W["h.1.mlp.c_fc.bias"].copy()
+    nan_bias[3] = np.nan
+    head = W["wte.weight"].copy()
+    head[5, 7] += 1e-3
 
     def index(edit_map):
         def edit(d):
@@ -607,16 +582,6 @@ def hostile(tmp):
                 json.dump(doc, f)
         return edit
 
-    def extra_tensor(d):
-        tensors, meta = st_tensor_bytes(f"{d}/model.safetensors")
-        tensors["transformer.h.0.attn.extra.weight"] = ("F32", (C,), encode(np.ones(C), "F32"))
-        write_st(f"{d}/model.safetensors", tensors, meta)
-
-    def both_names(d):
-        tensors, meta = st_tensor_bytes(f"{d}/model.safetensors")
-        tensors["wte.weight"] = tensors["transformer.wte.weight"]
-        write_st(f"{d}/model.safetensors", tensors, meta)
-
     def no_safetensors(d):
         os.remove(f"{d}/model.safetensors")
         open(f"{d}/pytorch_model.bin", "wb").close()
@@ -624,14 +589,15 @@ def hostile(tmp):
     transposed = dict(W)
     transposed["h.0.attn.c_attn.weight"] = np.ascontiguousarray(W["h.0.attn.c_attn.weight"].T)
     variant("a missing tensor", "no tensor 'h.1.mlp.c_fc.bias'", weights=without("h.1.mlp.c_fc.bias"))
-    variant("an extra tensor", "does not have", edit=extra_tensor)
-    variant("a tensor under both names", "twice", edit=both_names)
+    variant("an extra tensor", "does not have",
+            edit=rewrite(lambda t: t.update({"transformer.h.0.attn.extra.weight": entry(np.ones(C, np.float32))})))
+    variant("a tensor under both names", "twice", edit=rewrite(lambda t: t.update({"wte.weight": entry(W["wte.weight"])})))
     variant("a misshaped tensor (c_attn not in Conv1D layout)", "has shape [192, 64]", weights=transposed)
     variant("a wrongly typed tensor (F64)", "only F32, F16 and BF16",
-            edit=lambda d: retype(d, "F64", "transformer.h.0.ln_1.weight"))
+            edit=rewrite(lambda t: t.update({"transformer.h.0.ln_1.weight": entry(W["h.0.ln_1.weight"], "F64")})))
     variant("a wrongly typed tensor (I64)", "only F32, F16 and BF16",
-            edit=lambda d: retype(d, "I64", "transformer.wpe.weight"))
-    variant("lm_head unequal to wte", "lm_head.weight differs", edit=unequal_head)
+            edit=rewrite(lambda t: t.update({"transformer.wpe.weight": entry(W["wpe.weight"], "I64")})))
+    variant("lm_head unequal to wte", "lm_head.weight differs", edit=rewrite(lambda t: t.update({"lm_head.weight": entry(head)})))
     variant("untied without lm_head", "tie_word_embeddings", edit=config(tie_word_embeddings=False))
     variant("config n_embd disagrees with the tensors", "has shape", edit=config(n_embd=32, n_head=4))
     variant("config n_layer above the tensors'", "no tensor 'h.2.", edit=config(n_layer=3))
@@ -652,7 +618,7 @@ def hostile(tmp):
     variant("config.json an array", "not a JSON object", edit=write_file("config.json", b"[1, 2]"))
     variant("a truncated model.safetensors", "truncated", edit=truncate)
     variant("model.safetensors not safetensors", "not a safetensors", edit=write_file("model.safetensors", b"hello"))
-    variant("a NaN weight", "NaN", edit=nan)
+    variant("a NaN weight", "NaN", edit=rewrite(lambda t: t.update({"transformer.h.1.mlp.c_fc.bias": entry(nan_bias)})))
     variant("only pytorch_model.bin", "pytorch_model.bin", edit=no_safetensors)
     variant("no tokenizer", "tokenizer", edit=lambda d: [os.remove(f"{d}/{f}") for f in ("vocab.json", "merges.txt")])
     variant("an index naming a missing shard", "cannot open", shards=2,
@@ -675,8 +641,20 @@ def hostile(tmp):
 
 
 def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "--write-hf":
-        write_hf(sys.argv[2], dtype="F16", lm_head=True, buffers=True, tokenizer="json")
+    if len(sys.argv) == 5 and sys.argv[1] == "--write-random":  # docs/gpt2.md's measurements at GPT-2's sizes
+        L, H, C, P, V = map(int, sys.argv[3].split(","))
+        sizes, d = {"n_layer": L, "n_head": H, "n_embd": C, "n_positions": P}, sys.argv[2]
+        os.makedirs(d, exist_ok=True)
+        with open(f"{d}/config.json", "w") as f:
+            json.dump(gpt2_config(V, sizes, bos_token_id=V - 1, eos_token_id=V - 1), f, indent=2)
+        W = random_gpt2(V, 1, sizes)
+        write_st(f"{d}/model.safetensors", {"transformer." + k: (sys.argv[4], a.shape, encode(a, sys.argv[4]))
+                                            for k, a in W.items()}, {"format": "pt"})
+        return
+    if len(sys.argv) == 3 and sys.argv[1] == "--write-fuzz-seeds":  # tests/fuzz/make_seeds.sh
+        for name, kw in (("f32", dict(dtype="F32")), ("f16-head-masks", dict(dtype="F16", lm_head=True, buffers=True)),
+                         ("bf16-bare", dict(dtype="BF16", prefix=False))):
+            write_hf(f"{sys.argv[2]}/{name}", sizes=TINY, n_merges=0, eot=False, tokenizer="json", **kw)
         return
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as tmp:

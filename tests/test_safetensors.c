@@ -4,8 +4,6 @@
  * transposition). */
 #include "testutil.h"
 
-#include <unistd.h>
-
 #include "io/safetensors.h"
 #include "runtime/files.h"
 
@@ -69,9 +67,7 @@ static void write_raw(const char *path, const char *header, const void *data, si
 static void test_foreign_reader(void **s) {
     (void)s;
     char path[] = "/tmp/test_safetensors_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
+    temp_file(path);
     /* F16 [2, 3]: 1 .. 6; BF16 [3]: -1, 0.5, 2; F32 []: 7; BOOL [1, 1, 2, 2]; an unknown dtype; I64 [1] */
     unsigned char data[12 + 6 + 4 + 4 + 3 + 8];
     const uint16_t f16[6] = {0x3c00, 0x4000, 0x4200, 0x4400, 0x4500, 0x4600}, bf16[3] = {0xbf80, 0x3f00, 0x4000};
@@ -153,9 +149,7 @@ static void test_foreign_reader(void **s) {
 static void test_foreign_writer(void **s) {
     (void)s;
     char path[] = "/tmp/test_safetensors_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
+    temp_file(path);
     const float w[6] = {1, 2, 3, 4, 5, 6}; /* [3, 2]: written as its [2, 3] transpose */
     const float b[2] = {-1, -2};
     StTensor ts[] = {{.name = "conv.weight", .dtype = ST_F32, .ndim = 2, .shape = {2, 3}, .data = w, .transpose = 1},

@@ -141,7 +141,9 @@ static int st_parse_header(StFile *f, size_t file_len, const char *path, Error *
     return 0;
 }
 
-int st_open(StFile *f, const char *path, Error *err) {
+/* The whole file into f->buf and its header parsed: what st_open and
+ * st_open_foreign check further. */
+static int read_whole(StFile *f, const char *path, Error *err) {
     memset(f, 0, sizeof *f);
     f->buf = read_file(path, &f->len, err);
     if (!f->buf) return -1;
@@ -149,6 +151,11 @@ int st_open(StFile *f, const char *path, Error *err) {
         st_close(f);
         return -1;
     }
+    return 0;
+}
+
+int st_open(StFile *f, const char *path, Error *err) {
+    if (read_whole(f, path, err)) return -1;
     char *key = memmem(f->buf + 8, f->data_start - 8, CHECKSUM_KEY, strlen(CHECKSUM_KEY));
     size_t at = key ? (size_t)(key - f->buf) + strlen(CHECKSUM_KEY) : 0;
     const char *stored = st_meta(f, "checksum");
@@ -187,13 +194,7 @@ int st_open_header(StFile *f, const char *path, size_t *file_len, Error *err) {
 }
 
 int st_open_foreign(StFile *f, const char *path, Error *err) {
-    memset(f, 0, sizeof *f);
-    f->buf = read_file(path, &f->len, err);
-    if (!f->buf) return -1;
-    if (st_parse_header(f, f->len, path, err)) {
-        st_close(f);
-        return -1;
-    }
+    if (read_whole(f, path, err)) return -1;
     const char *name;
     json_t *entry;
     json_object_foreach(f->header, name, entry) {

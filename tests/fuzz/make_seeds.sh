@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The fuzzers' seed inputs (tests/fuzz/seeds/<harness>/), made by the
 # programs from a tiny model: a checkpoint, a gradient dump, and the config
-# JSON of each mixer, token files and tokenizer files of each kind. Small
+# JSON of each mixer, token files and tokenizer files of each kind; and tiny
+# random GPT-2 directories in Hugging Face's layout (tests/gpt2_convert.py)
+# with bin/convert's export of one: their model.safetensors and config.json. Small
 # enough to keep in the repository. Inputs named regression-* (crashes the
 # fuzzers found, kept so they are tried again) are left as they are.
 set -euo pipefail
@@ -10,7 +12,7 @@ B=${BIN:-bin}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 S=tests/fuzz/seeds
-for h in fuzz_checkpoint fuzz_safetensors fuzz_config fuzz_tokens fuzz_tokenizer; do
+for h in fuzz_checkpoint fuzz_safetensors fuzz_config fuzz_tokens fuzz_tokenizer fuzz_hf_config fuzz_hf_gpt2; do
     mkdir -p "$S/$h"
     find "$S/$h" -type f ! -name 'regression-*' -delete
 done
@@ -34,4 +36,13 @@ for i in $(seq 1 30); do echo "The whale's wake, the whale: $i knots -- caf$(pri
 $B/prepare --input "$tmp/b.txt" --out "$tmp/bpe" --tokenizer bpe --vocab-size 300 --special '<|endoftext|>' >/dev/null
 cp "$tmp/bpe/tokenizer.txt" "$S/fuzz_tokenizer/bpe-tokenizer"
 cp "$tmp/bpe/val.bin" "$S/fuzz_tokens/bpe-tokens"
+/usr/bin/python3 -m tests.gpt2_convert --write-fuzz-seeds "$tmp/hf"
+$B/convert --from-hf "$tmp/hf/f32" --out "$tmp/hf.ckpt" >/dev/null
+$B/convert --to-hf "$tmp/hf.ckpt" --out "$tmp/hf/export" >/dev/null
+for d in "$tmp"/hf/*/; do
+    name=$(basename "$d")
+    [ "$name" = export ] || cp "$d/model.safetensors" "$S/fuzz_hf_gpt2/$name-weights"
+    cp "$d/model.safetensors" "$S/fuzz_safetensors/hf-$name-weights"
+    cp "$d/config.json" "$S/fuzz_hf_config/$name-config.json"
+done
 du -sh "$S"
