@@ -103,6 +103,7 @@ test: unit-test $(PROGRAMS)
 	bash tests/hardstop_test.sh
 	bash tests/limits_test.sh
 	bash tests/bpe_cli_test.sh
+	bash tests/tokenizer_from_test.sh
 	bash tests/bpe_agreement.sh
 	bash tests/gpt2_tokenizer.sh
 	/usr/bin/python3 -m tests.parity
@@ -159,6 +160,7 @@ asan:
 	BIN=bin-asan bash tests/hardstop_test.sh
 	BIN=bin-asan bash tests/limits_test.sh
 	BIN=bin-asan bash tests/bpe_cli_test.sh
+	BIN=bin-asan bash tests/tokenizer_from_test.sh
 	BIN=bin-asan bash tests/loss_mask_test.sh
 	BIN=bin-asan /usr/bin/python3 -m tests.gpt2_convert
 
@@ -184,7 +186,7 @@ FUZZERS      := $(patsubst tests/fuzz/%.c,build-fuzz$(BLAS_SUFFIX)/%,$(wildcard 
 build-fuzz$(BLAS_SUFFIX)/%.o: src/%.c $(LIB_HDR) | build-fuzz$(BLAS_SUFFIX)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
-build-fuzz$(BLAS_SUFFIX)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_input.h $(FUZZ_OBJ) | build-fuzz$(BLAS_SUFFIX)
+build-fuzz$(BLAS_SUFFIX)/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h) $(FUZZ_OBJ) | build-fuzz$(BLAS_SUFFIX)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) -o $@ $(LDLIBS)
 build-fuzz$(BLAS_SUFFIX):
 	mkdir -p $@

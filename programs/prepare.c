@@ -182,11 +182,8 @@ int main(int argc, char **argv) {
                        recipe.vocab_size, recipe.n_specials);
     if (rc) goto done;
     if (from) {
-        if (tokenizer_from_source(&tok, from, &err)) {
-            char why[sizeof err.msg];
-            snprintf(why, sizeof why, "%s", err.msg);
-            rc = cli_error(prog, "--tokenizer-from: %s", why);
-        } else if (separator && tokenizer_special_id(&tok, separator) == tok.vocab_size)
+        if (tokenizer_from_source(&tok, from, &err)) rc = cli_error(prog, "--tokenizer-from: %s", err.msg);
+        else if (separator && tokenizer_special_id(&tok, separator) == tok.vocab_size)
             rc = cli_error(prog, "--doc-separator '%s' is not a special token of the tokenizer of '%s'", separator, from);
         if (rc) goto done;
     }

@@ -8,8 +8,6 @@ cd "$(dirname "$0")/.."
 B=${BIN:-bin}
 NAME="bpe agreement"
 source tests/npm_tokenizers.sh
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 status=0
 for spec in "gpt4 4096" "gpt2 1000"; do
     set -- $spec

@@ -6,7 +6,9 @@ Usage: /usr/bin/python3 -m tests.ckpt_forge KIND IN OUT, KIND one of
   dupkey     the header names "__metadata__" twice
   bigoffset  a tensor's data offsets past 2^53 (exact only as integers)
   realoffset a tensor's data offsets written as 0.0, n.0
-  bighdr     the length field claims a 200 MB header (file made that large)"""
+  bighdr     the length field claims a 200 MB header (file made that large)
+  tokenizer  the stored tokenizer's last merge reversed: it parses, but is not
+             the tokenizer the stored hash names"""
 import json
 import struct
 import sys
@@ -45,6 +47,12 @@ def main(kind, src, dst):
         a, b = header[first]["data_offsets"]
         new = [2**53 + 1, 2**53 + 1 + b - a] if kind == "bigoffset" else [float(a), float(b)]
         header[first]["data_offsets"] = new
+        text = json.dumps(header, separators=(",", ":"))
+    elif kind == "tokenizer":
+        meta = header["__metadata__"]
+        lines = meta["tokenizer_text"].rstrip("\n").split("\n")
+        lines[-1] = " ".join(reversed(lines[-1].split()))
+        meta["tokenizer_text"] = "\n".join(lines) + "\n"
         text = json.dumps(header, separators=(",", ":"))
     elif kind == "bighdr":
         out = struct.pack("<Q", 200_000_000) + raw[8:]

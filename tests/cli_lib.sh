@@ -28,3 +28,14 @@ expect_ok() {
     shift
     if "$@" >"$tmp/out" 2>"$tmp/err"; then ok; else bad "$name: exit $? $(tail -c 300 "$tmp/err")"; fi
 }
+
+# whale_text: $tmp/a.txt, 120 lines of English with accents, and $tmp/docs/doc{1,2,3}.txt,
+# three overlapping documents cut from it (the BPE tests' corpus).
+whale_text() {
+    local i d
+    for i in $(seq 1 120); do
+        echo "Line $i: the whale, the WHALE's wake; they'll sail at $((i * 37)) knots -- caf$(printf '\xc3\xa9') na$(printf '\xc3\xaf')ve."
+    done >"$tmp/a.txt"
+    mkdir -p "$tmp/docs"
+    for d in 1 2 3; do sed -n "$((d * 30)),$((d * 30 + 40))p" "$tmp/a.txt" >"$tmp/docs/doc$d.txt"; done
+}

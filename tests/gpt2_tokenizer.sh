@@ -12,8 +12,6 @@ cd "$(dirname "$0")/.."
 B=${BIN:-bin}
 NAME="gpt2 tokenizer"
 source tests/npm_tokenizers.sh
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 MODULES=$NPM_DIR/node_modules
 status=0
 fail() { echo "FAIL $*"; status=1; }

@@ -24,6 +24,8 @@
 
 int bpe_init(Bpe *b, const char *pattern_name, const char *regex, Error *err) {
     memset(b, 0, sizeof *b);
+    /* The saved form keeps the regex on one line; PCRE2 reads \n and \r as the characters. */
+    if (strpbrk(regex, "\r\n")) return err_set(err, "the split regex holds a line break (write it as \\n or \\r)");
     for (int i = 0; i < 256; i++) {
         b->byte_of_id[i] = (uint8_t)i;
         b->id_of_byte[i] = (uint32_t)i;

@@ -74,7 +74,8 @@ typedef struct Bpe {
     size_t n_caches;
 } Bpe;
 
-/* Sets pattern and regex and compiles it; the bytes' ids in byte order. */
+/* Sets pattern and regex and compiles it; the bytes' ids in byte order. A
+ * regex holding a line break is refused (the saved form has it on one line). */
 int bpe_init(Bpe *b, const char *pattern_name, const char *regex, Error *err);
 /* Ids 0..255 stand for these bytes (byte_of_id[i] is id i's byte); -1 with
  * err set unless it is a permutation of the 256 bytes. */

@@ -31,6 +31,13 @@ typedef struct HfSource {
     const char *regex;
 } HfSource;
 
+/* err's message after "'origin': " and `what`. */
+static int prefix_error(Error *err, const char *origin, const char *what) {
+    char why[sizeof err->msg];
+    snprintf(why, sizeof why, "%s", err->msg);
+    return err_set(err, "'%s': %s%s", origin, what, why);
+}
+
 /* A spelling for an error line: at most 40 bytes, control characters as '?'. */
 static const char *shown(const char *s, char buf[48]) {
     size_t n = 0;
@@ -181,6 +188,42 @@ static int read_model(const json_t *model, HfSource *s, Error *err) {
     return 0;
 }
 
+/* A vocabulary entry after the merges that no added token names. vocab.json
+ * has no other way to hold a special token (GPT-2's <|endoftext|>), but a
+ * merges.txt cut short leaves its last merges' tokens there too: an entry
+ * that two tokens before it join into, or that is spelled with byte-level
+ * stand-ins (U+0100.., for space and control bytes), is taken for such a
+ * token and the files for disagreeing. tokenizer.json lists its specials as
+ * added tokens, so there every such entry is a disagreement. */
+static int check_unlisted(const HfSource *s, const char *token, size_t id, size_t first, Error *err) {
+    const char *o = s->origin;
+    char a[48], b[48], c[48];
+    size_t n_merges = first - 256, len = strlen(token);
+    if (s->added)
+        return err_set(err, "'%s': '%s' (id %zu) follows the last of the %zu merges but is not an added token: the "
+                            "vocabulary and the merges disagree", o, shown(token, a), id, n_merges);
+    if (len == 0) return err_set(err, "'%s': the empty token (id %zu) cannot be a special token", o, id);
+    for (size_t at = 0; at < len;) {
+        uint32_t cp;
+        size_t n = utf8_decode((const unsigned char *)token + at, len - at, &cp);
+        if (n && cp >= 0x100 && cp < N_BYTE_CHARS)
+            return err_set(err, "'%s': '%s' (id %zu) follows the last of the %zu merges but is spelled as byte-level "
+                                "text, not a special token: the vocabulary and the merges disagree", o, shown(token, a), id,
+                           n_merges);
+        at += n ? n : 1;
+        const json_t *left = json_object_getn(s->vocab, token, at), *right = json_object_get(s->vocab, token + at);
+        if (at < len && left && right && (size_t)json_integer_value(left) < first &&
+            (size_t)json_integer_value(right) < first) {
+            char head[48];
+            snprintf(head, sizeof head, "%.*s", (int)(at < 40 ? at : 40), token);
+            return err_set(err, "'%s': '%s' (id %zu) follows the last of the %zu merges but joins '%s' and '%s': a merge "
+                                "is missing, the vocabulary and the merges disagree", o, shown(token, a), id, n_merges,
+                           shown(head, b), shown(token + at, c));
+        }
+    }
+    return 0;
+}
+
 /* Checks that the vocabulary is laid out as our Bpe's (bytes, then one token
  * per merge in merge order, then the specials) and builds the tokenizer. */
 static int build(Tokenizer *tok, const HfSource *s, Error *err) {
@@ -306,24 +349,7 @@ static int build(Tokenizer *tok, const HfSource *s, Error *err) {
     }
     for (size_t id = first; id < limit; id++) {
         if (!spelled[id] || special[id]) continue;
-        /* A token after the merges spelled with the byte-level stand-ins
-         * (U+0100.., for space and control bytes) is a merge's token whose
-         * merge is missing, not a special token. */
-        for (const unsigned char *p = (const unsigned char *)spelled[id]; *p;) {
-            uint32_t cp;
-            size_t n = utf8_decode(p, strlen((const char *)p), &cp);
-            if (n && cp >= 0x100 && cp < N_BYTE_CHARS) {
-                err_set(err, "'%s': '%s' (id %zu) follows the last of the %zu merges but is spelled as byte-level text, "
-                             "not a special token: the vocabulary and the merges disagree", o, shown(spelled[id], a), id,
-                        n_merges);
-                goto out;
-            }
-            p += n ? n : 1;
-        }
-        if (!spelled[id][0]) {
-            err_set(err, "'%s': the empty token (id %zu) cannot be a special token", o, id);
-            goto out;
-        }
+        if (check_unlisted(s, spelled[id], id, first, err)) goto out;
         special[id] = spelled[id];
     }
     size_t n_tokens = first;
@@ -346,9 +372,7 @@ static int build(Tokenizer *tok, const HfSource *s, Error *err) {
     }
 
     if (bpe_init(&bpe, s->pattern, s->regex, err)) {
-        char why[sizeof err->msg];
-        snprintf(why, sizeof why, "%s", err->msg);
-        err_set(err, "'%s': the split regex: %s", o, why);
+        prefix_error(err, o, "");
         goto out;
     }
     have_bpe = 1;
@@ -378,11 +402,7 @@ int tokenizer_import_hf_json(Tokenizer *tok, const char *text, size_t len, const
     memset(tok, 0, sizeof *tok);
     HfSource s = {.origin = origin};
     json_t *root = json_parse(text, len, err);
-    if (!root) {
-        char why[sizeof err->msg];
-        snprintf(why, sizeof why, "%s", err->msg);
-        return err_set(err, "'%s': %s", origin, why);
-    }
+    if (!root) return prefix_error(err, origin, "");
     int rc = -1;
     const json_t *model = json_object_get(root, "model"), *added = json_object_get(root, "added_tokens");
     if (!json_is_object(model)) {
@@ -411,11 +431,7 @@ int tokenizer_import_hf_vocab_merges(Tokenizer *tok, const char *vocab_json, siz
     memset(tok, 0, sizeof *tok);
     HfSource s = {.origin = origin};
     json_t *vocab = json_parse(vocab_json, vocab_len, err);
-    if (!vocab) {
-        char why[sizeof err->msg];
-        snprintf(why, sizeof why, "%s", err->msg);
-        return err_set(err, "'%s': vocab.json: %s", origin, why);
-    }
+    if (!vocab) return prefix_error(err, origin, "vocab.json: ");
     int rc = -1;
     if (!json_is_object(vocab)) {
         err_set(err, "'%s': vocab.json is not an object of tokens and their ids", origin);
