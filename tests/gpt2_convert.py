@@ -263,7 +263,9 @@ def gpt2_config(vocab, sizes=SIZES, **changes):
            "n_positions": sizes["n_positions"], "n_ctx": sizes["n_positions"],
            "n_inner": None, "vocab_size": vocab_size, "layer_norm_epsilon": 1e-05, "initializer_range": 0.02,
            "resid_pdrop": 0.1, "embd_pdrop": 0.1, "attn_pdrop": 0.1, "scale_attn_weights": True,
-           "summary_type": "cls_index", "bos_token_id": vocab_size - 1, "eos_token_id": vocab_size - 1,
+           "summary_type": "cls_index", "summary_activation": None, "summary_use_proj": True,
+           "task_specific_params": {"text-generation": {"do_sample": True, "max_length": 50}},
+           "bos_token_id": vocab_size - 1, "eos_token_id": vocab_size - 1,
            "torch_dtype": "float32", "transformers_version": "4.36.2"}
     cfg.update(changes)
     return {k: v for k, v in cfg.items() if v is not ...}
@@ -280,7 +282,7 @@ def hf_tensors(W, dtype="F32", prefix=True):
 
 
 def write_hf(d, *, dtype="F32", prefix=True, lm_head=False, buffers=False, shards=1, tokenizer="vocab_merges",
-             seed=1, config=None, weights=None, sizes=SIZES, n_merges=40, eot=True):
+             seed=1, config=None, weights=None, sizes=SIZES, n_merges=40, eot=True, mask_dtype="BOOL"):
     """A random GPT-2 save_pretrained directory; returns (vocab size, HF weights as float32 arrays)."""
     os.makedirs(d, exist_ok=True)
     vocab, merges = small_bpe(n_merges, eot)
@@ -298,8 +300,8 @@ def write_hf(d, *, dtype="F32", prefix=True, lm_head=False, buffers=False, shard
     if buffers:
         P = sizes["n_positions"]
         for l in range(sizes["n_layer"]):
-            mask = np.tril(np.ones((P, P), dtype=np.bool_)).reshape(1, 1, P, P)
-            tensors[f"{'transformer.' if prefix else ''}h.{l}.attn.bias"] = ("BOOL", mask.shape, mask.tobytes())
+            mask = np.tril(np.ones((P, P), dtype=np.float32)).reshape(1, 1, P, P)
+            tensors[f"{'transformer.' if prefix else ''}h.{l}.attn.bias"] = entry(mask, mask_dtype)
             tensors[f"{'transformer.' if prefix else ''}h.{l}.attn.masked_bias"] = entry(np.array(-1e4, np.float32))
     meta = {"format": "pt"}
     if shards == 1:
@@ -384,7 +386,8 @@ def expect_refusal(name, pattern, args, out_path):
 def imports(tmp, tokens, tokens_path):
     variants = [
         ("F32, transformer. names, no lm_head, vocab.json + merges.txt", dict(dtype="F32")),
-        ("F32, bare names (GPT2Model), old mask buffers", dict(dtype="F32", prefix=False, buffers=True)),
+        ("F32, bare names, F32 mask buffers (the hub's gpt2)", dict(dtype="F32", prefix=False, buffers=True,
+                                                                     mask_dtype="F32")),
         ("F16, lm_head present, tokenizer.json", dict(dtype="F16", lm_head=True, tokenizer="json")),
         ("BF16, mask buffers, lm_head, 3 shards + index", dict(dtype="BF16", buffers=True, lm_head=True, shards=3)),
         ("F16, bare names, lm_head, 2 shards", dict(dtype="F16", prefix=False, lm_head=True, shards=2, seed=2)),
