@@ -24,7 +24,7 @@ static const CliProgram program = {
 /* The export holds the weights again, in the file's layout, beside the model. */
 static ReadingNeeds export_needs(const ModelConfig *cfg, const void *ctx) {
     (void)ctx;
-    return (ReadingNeeds){1, model_count_params(cfg) * sizeof(float), "the exported weights"};
+    return (ReadingNeeds){.batch = 1, .bytes = model_count_params(cfg) * sizeof(float), .what = "the exported weights"};
 }
 
 static void describe(const Model *m, const Tokenizer *tok) {
