@@ -184,9 +184,9 @@ int ckpt_read_tokenizer(const char *path, Tokenizer *tok, Error *err) {
     size_t file_len;
     ModelConfig cfg;
     if (st_open_header(&f, path, &file_len, err)) return -1;
-    int rc = header_config(&f, file_len, 0, path, &cfg, err) ||
-             stored_tokenizer(st_meta(&f, "tokenizer_text"), st_meta(&f, "tokenizer"), cfg.vocab_size, path, tok, err)
-                 ? -1 : 0;
+    int rc = header_config(&f, file_len, 0, path, &cfg, err);
+    if (rc == 0)
+        rc = stored_tokenizer(st_meta(&f, "tokenizer_text"), st_meta(&f, "tokenizer"), cfg.vocab_size, path, tok, err);
     st_close(&f);
     return rc;
 }
