@@ -59,7 +59,7 @@ LIB_SRC  := $(wildcard src/*/*.c) src/blas/backends/$(BLAS).c
 LIB_HDR  := $(wildcard src/*/*.h)
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(OUT)/%.o)
 LIB      := $(OUT)/liblm.a
-PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample $(BIN)/inspect $(BIN)/probegen $(BIN)/gemm-rate
+PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample $(BIN)/inspect $(BIN)/probegen $(BIN)/gemm-rate $(BIN)/convert
 TESTS    := $(patsubst tests/%.c,$(OUT)/%,$(wildcard tests/test_*.c))
 
 .PHONY: FORCE all test unit-test bench demo data data-large compare probe clean asan deps fuzz fuzz-seeds valgrind
@@ -107,6 +107,7 @@ test: unit-test $(PROGRAMS)
 	bash tests/bpe_agreement.sh
 	bash tests/gpt2_tokenizer.sh
 	/usr/bin/python3 -m tests.parity
+	/usr/bin/python3 -m tests.gpt2_convert
 	bash tests/loss_mask_test.sh
 	bash tests/probe_test.sh
 	/usr/bin/python3 -m tests.bench_test
@@ -161,6 +162,7 @@ asan:
 	BIN=bin-asan bash tests/bpe_cli_test.sh
 	BIN=bin-asan bash tests/tokenizer_from_test.sh
 	BIN=bin-asan bash tests/loss_mask_test.sh
+	BIN=bin-asan /usr/bin/python3 -m tests.gpt2_convert
 
 # Valgrind memcheck: the unit tests and a short train, eval and sample, with
 # zero errors and no definitely lost bytes (VALGRIND_ARGS=--quick: the

@@ -11,7 +11,7 @@
 #define CKPT_FORMAT "lm-ckpt 1"
 
 static StTensor param_tensor(const ParamTensor *pt, const char *name, const float *base) {
-    StTensor t = {name, ST_F32, pt->cols ? 2 : 1, {pt->rows, pt->cols}, base + pt->offset};
+    StTensor t = {.name = name, .dtype = ST_F32, .ndim = pt->cols ? 2 : 1, .shape = {pt->rows, pt->cols}, .data = base + pt->offset};
     return t;
 }
 
@@ -54,6 +54,15 @@ int ckpt_save(const char *path, const Model *m, const CkptState *s, Error *err) 
     return rc;
 }
 
+int ckpt_save_model(const char *path, const Model *m, const Tokenizer *tok, Error *err) {
+    CkptState s = {.step = 0, .tokenizer_text = tokenizer_to_text(tok)};
+    if (!s.tokenizer_text) return err_set(err, "out of memory");
+    memcpy(s.tokenizer, tok->hash, sizeof s.tokenizer);
+    int rc = ckpt_save(path, m, &s, err);
+    free(s.tokenizer_text);
+    return rc;
+}
+
 static int read_params(const StFile *f, const Model *m, float *base, const char *prefix, Error *err) {
     for (size_t i = 0; i < m->n_tensors; i++) {
         const ParamTensor *pt = &m->tensors[i];
@@ -75,6 +84,10 @@ static int header_config(const StFile *f, size_t file_len, int with_optim, const
         return err_set(err, "'%s' is not a checkpoint of this program (metadata missing)", path);
     Error cerr;
     if (config_from_json(cfg, config, &cerr)) return err_set(err, "'%s': bad config: %s", path, cerr.msg);
+    if (with_optim && !st_has(f, "optim.m.wte"))
+        return err_set(err, "'%s' holds weights without optimizer state (a converted model): --resume continues a run; "
+                            "start one from these weights with --init",
+                       path);
     size_t need = model_count_params(cfg) * sizeof(float) * (with_optim ? 3 : 1);
     if (config_validate(cfg, &cerr) || need == 0 || need > file_len - f->data_start)
         return err_set(err, "'%s' is corrupt: its config needs %zu bytes of tensors, it holds %zu", path, need,
@@ -202,8 +215,8 @@ int grads_dump(const char *path, const Model *m, Error *err) {
         ts[i] = param_tensor(pt, pt->name, m->params);
         ts[nt + i] = param_tensor(pt, names[i], m->grads);
     }
-    ts[2 * nt] = (StTensor){"inputs", ST_I32, 2, {m->B, m->T}, m->inputs};
-    ts[2 * nt + 1] = (StTensor){"targets", ST_I32, 2, {m->B, m->T}, m->targets};
+    ts[2 * nt] = (StTensor){.name = "inputs", .dtype = ST_I32, .ndim = 2, .shape = {m->B, m->T}, .data = m->inputs};
+    ts[2 * nt + 1] = (StTensor){.name = "targets", .dtype = ST_I32, .ndim = 2, .shape = {m->B, m->T}, .data = m->targets};
     char *config = config_to_json(&m->cfg);
     char loss[32];
     snprintf(loss, sizeof loss, "%.9g", m->loss);

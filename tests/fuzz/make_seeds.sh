@@ -3,7 +3,9 @@
 # programs from a tiny model: a checkpoint, a gradient dump, and the config
 # JSON of each mixer, token files and tokenizer files of each kind, and
 # Hugging Face tokenizers (tokenizer.json as we export it and as GPT-2's is
-# laid out, vocab.json + merges.txt joined by a NUL byte). Small
+# laid out, vocab.json + merges.txt joined by a NUL byte); and tiny random
+# GPT-2 directories in Hugging Face's layout (tests/gpt2_convert.py) with
+# bin/convert's export of one: their model.safetensors and config.json. Small
 # enough to keep in the repository. Inputs named regression-* (crashes the
 # fuzzers found, kept so they are tried again) are left as they are.
 set -euo pipefail
@@ -12,7 +14,8 @@ B=${BIN:-bin}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 S=tests/fuzz/seeds
-for h in fuzz_checkpoint fuzz_safetensors fuzz_config fuzz_tokens fuzz_tokenizer fuzz_hf_tokenizer; do
+for h in fuzz_checkpoint fuzz_safetensors fuzz_config fuzz_tokens fuzz_tokenizer fuzz_hf_tokenizer fuzz_hf_config \
+         fuzz_hf_gpt2; do
     mkdir -p "$S/$h"
     find "$S/$h" -type f ! -name 'regression-*' -delete
 done
@@ -61,4 +64,13 @@ PY
 # a saved tokenizer with a byte-order line: GPT-2's layout imported
 $B/prepare --input "$tmp/b.txt" --out "$tmp/order" --tokenizer-from "$S/fuzz_hf_tokenizer/gpt2-tokenizer.json" >/dev/null
 cp "$tmp/order/tokenizer.txt" "$S/fuzz_tokenizer/bpe-byte-order-tokenizer"
+/usr/bin/python3 -m tests.gpt2_convert --write-fuzz-seeds "$tmp/hf"
+$B/convert --from-hf "$tmp/hf/f32" --out "$tmp/hf.ckpt" >/dev/null
+$B/convert --to-hf "$tmp/hf.ckpt" --out "$tmp/hf/export" >/dev/null
+for d in "$tmp"/hf/*/; do
+    name=$(basename "$d")
+    [ "$name" = export ] || cp "$d/model.safetensors" "$S/fuzz_hf_gpt2/$name-weights"
+    cp "$d/model.safetensors" "$S/fuzz_safetensors/hf-$name-weights"
+    cp "$d/config.json" "$S/fuzz_hf_config/$name-config.json"
+done
 du -sh "$S"
