@@ -54,22 +54,26 @@ static int skip_without_bf16(void) {
     return 1;
 }
 
-/* A MatmulBf16 over one parameter buffer, with scratch slots of `slot` entries. */
+/* A MatmulBf16 over one parameter buffer, with scratch slots of `slot`
+ * entries and `packed` words of packed operands. */
 typedef struct {
     MatmulBf16 bf;
     uint16_t *h, *scratch;
+    uint32_t *packed;
 } Bf;
 
-static Bf bf_make(const float *params, size_t n, size_t slot) {
+static Bf bf_make(const float *params, size_t n, size_t slot, size_t packed) {
     Bf b;
     b.h = malloc(n * sizeof *b.h);
     b.scratch = malloc(2 * slot * sizeof *b.scratch);
+    b.packed = packed ? malloc(packed * sizeof *b.packed) : NULL;
     bf16_from_floats(n, params, b.h);
     b.bf = (MatmulBf16){.params = params, .params_h = b.h, .n_params = n,
-                        .scratch = {b.scratch, b.scratch + slot}, .scratch_len = slot};
+                        .scratch = {b.scratch, b.scratch + slot}, .scratch_len = slot,
+                        .packed = b.packed, .packed_len = packed};
     return b;
 }
-static void bf_free(Bf *b) { free(b->h), free(b->scratch); }
+static void bf_free(Bf *b) { free(b->h), free(b->scratch), free(b->packed); }
 
 static double norm2(const float *x, size_t n) {
     double s = 0.0;
@@ -117,7 +121,7 @@ static void test_products(void **state) {
     float *in = rand_tensor(n * in_dim, 1.0f, 2), *dout = rand_tensor(n * out_dim, 1.0f, 3);
     float *c0 = rand_tensor(n * out_dim, 1.0f, 4), *d0 = rand_tensor(n * in_dim, 1.0f, 5);
     float *g0 = rand_tensor(out_dim * ldw, 1.0f, 6);
-    Bf b = bf_make(params, out_dim * ldw + out_dim, n * ldw);
+    Bf b = bf_make(params, out_dim * ldw + out_dim, n * ldw, 0);
     float *f32 = malloc(n * out_dim * sizeof(float)), *h16 = malloc(n * out_dim * sizeof(float));
     /* forward with bias: out = in W^T + bias, W a strided block */
     matmul_forward_strided(NULL, f32, in, w, ldw, bias, n, in_dim, out_dim);
@@ -168,7 +172,7 @@ static void test_products(void **state) {
     float *r32 = malloc(5 * out_dim * sizeof(float)), *r16 = malloc(5 * out_dim * sizeof(float));
     matmul_rows(NULL, 0, 0, r32, in, w, bias, 5, in_dim, out_dim);
     /* (rows of a strided W are not what matmul_rows takes: W contiguous here) */
-    Bf c = bf_make(params, out_dim * ldw + out_dim, n * ldw);
+    Bf c = bf_make(params, out_dim * ldw + out_dim, n * ldw, 0);
     matmul_rows(NULL, 0, 0, r32, in, w, NULL, 5, in_dim, out_dim);
     matmul_rows(&c.bf, 0, 0, r16, in, w, NULL, 5, in_dim, out_dim);
     for (size_t i = 0; i < 5; i++)
@@ -194,7 +198,7 @@ static void test_mlp(void **state) {
     float *out32 = zeros(N * C), *out16 = zeros(N * C), *fc32 = zeros(N * H), *fc16 = zeros(N * H);
     float *act32 = zeros(N * H), *act16 = zeros(N * H), *dfc = zeros(N * H);
     float *din32 = zeros(N * C), *din16 = zeros(N * C), *g32 = zeros(np), *g16 = zeros(np);
-    Bf b = bf_make(params, np, N * H);
+    Bf b = bf_make(params, np, N * H, 0);
     mlp_forward(NULL, out32, fc32, act32, in, p, N, C);
     mlp_forward(&b.bf, out16, fc16, act16, in, p, N, C);
     /* per entry, first order (see the top): S1 of fc, S2 of proj, |W2| S1 */
@@ -230,7 +234,7 @@ static void run_mixer(const Mixer *mx, ModelConfig cfg, size_t B, size_t T, int 
     float *params = rand_tensor(np, 0.2f, 21), *in = rand_tensor(N * C, 1.0f, 22), *dout = rand_tensor(N * C, 1.0f, 23);
     float *acts = zeros(na), *acts16 = zeros(na), *out32 = zeros(N * C), *out16 = zeros(N * C);
     float *din32 = zeros(N * C), *din16 = zeros(N * C), *g32 = zeros(np), *g16 = zeros(np);
-    Bf b = bf_make(params, np, N * 4 * C);
+    Bf b = bf_make(params, np, N * 4 * C, mx->bf16_words ? mx->bf16_words(&cfg, B, T) : 0);
     ModelConfig c16 = cfg;
     c16.bf16 = &b.bf;
     mx->forward(&cfg, params, acts, out32, in, B, T);
@@ -262,7 +266,7 @@ static void test_attention(void **state) {
     ModelConfig cfg;
     config_defaults(&cfg);
     cfg.n_embd = 32, cfg.n_head = 4, cfg.block_size = 40, cfg.vocab_size = 5;
-    /* forward: qkv, the tiles' S = Q K^T and P V (bf16 too, tile_gemm_bf16),
+    /* forward: qkv, the tiles' S = Q K^T and P V (bf16 too, tile_product on packed heads),
      * then proj: P = 4; backward: proj^T, the tiles' dP = dY V^T and
      * dQ/dK/dV (after S, recomputed from the products qkv and Q K^T), then
      * qkv^T, whose dW reads a product's output: P = 6 */
@@ -362,8 +366,9 @@ static void test_shadow(void **state) {
 }
 
 /* bin/train's memory check counts what model_set_precision allocates: the
- * shadow (2 bytes per weight) and two operand slots (2 bytes per entry), for
- * both mixers and a batch other than the model's own. */
+ * shadow (2 bytes per weight), two operand slots (2 bytes per entry) and the
+ * mixers' packed operands (4 bytes per word: attention's only), for both
+ * mixers and a batch other than the model's own. */
 static void test_memory_count(void **state) {
     (void)state;
     if (skip_without_bf16()) return;
@@ -373,8 +378,10 @@ static void test_memory_count(void **state) {
         Error err;
         assert_int_equal(model_alloc_acts(&m, 3, 8, &err), 0);
         assert_int_equal(model_set_precision(&m, PRECISION_BF16, &err), 0);
-        size_t allocated = (m.n_params + 2 * m.bf16->scratch_len) * sizeof(uint16_t);
+        size_t allocated = (m.n_params + 2 * m.bf16->scratch_len) * sizeof(uint16_t) +
+                           m.bf16->packed_len * sizeof(uint32_t);
         assert_true(allocated > m.n_params * sizeof(uint16_t));
+        assert_true(k ? m.bf16->packed_len == 0 && !m.bf16->packed : m.bf16->packed_len > 0 && m.bf16->packed);
         assert_int_equal(model_bf16_bytes(&m.cfg, 3, 8), allocated);
         assert_true(model_bf16_bytes(&m.cfg, 6, 8) > allocated); /* the scratch grows with the batch */
         model_free(&m);

@@ -32,6 +32,15 @@ uint16_t *matmul_bf16_round_serial(const MatmulBf16 *bf, int slot, size_t at, co
     return h;
 }
 
+uint32_t *matmul_bf16_packed(const MatmulBf16 *bf, size_t words) {
+    if (words > bf->packed_len) {
+        fprintf(stderr, "internal error: %zu words of packed bf16 operands exceed their buffer (%zu)\n", words,
+                bf->packed_len);
+        abort();
+    }
+    return bf->packed;
+}
+
 const uint16_t *matmul_bf16_round(const MatmulBf16 *bf, int slot, const float *x, size_t n) {
     uint16_t *h = slot_room(bf, slot, 0, n);
     bf16_from_floats_parallel(n, x, h);
