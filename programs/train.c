@@ -118,6 +118,12 @@ static int check(RunOptions *o, const Actions *a, const Dist *dist) {
     return CLI_CONTINUE;
 }
 
+/* What --precision bf16 allocated, in MiB (0 in fp32): model_set_precision's
+ * weights' shadow, operand scratch and packed heads, as model_bf16_bytes counts them. */
+static double bf16_mib(const Model *m) {
+    return m->bf16 ? (double)model_bf16_bytes(&m->cfg, m->B_max, m->T_max) / (1024.0 * 1024.0) : 0.0;
+}
+
 static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_threads) {
     const RunOptions *o = &r->o;
     const Model *m = &r->model;
@@ -150,10 +156,8 @@ static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_thr
                "all-reduce of %.1f MiB per step, started layer by layer during backward\n",
                r->dist->size, r->dist->local_size, width, r->dist->size, (double)m->n_params * 4.0 / (1024.0 * 1024.0));
     const double mib = 4.0 / (1024.0 * 1024.0); /* floats to MiB */
-    char bf16_mem[96] = ""; /* the bf16 weights and the scratch of one product's rounded operands */
-    if (m->bf16)
-        snprintf(bf16_mem, sizeof bf16_mem, ", bf16 weights and operands %.1f MiB",
-                 ((double)m->n_params + 2.0 * (double)m->bf16->scratch_len) * mib / 2.0);
+    char bf16_mem[96] = ""; /* the bf16 weights, the scratch of one product's rounded operands, packed heads */
+    if (m->bf16) snprintf(bf16_mem, sizeof bf16_mem, ", bf16 weights and operands %.1f MiB", bf16_mib(m));
     say("memory: weights %.1f MiB, gradients and AdamW moments %.1f MiB, activations %.1f MiB%s\n",
            (double)m->n_params * mib, 3.0 * (double)m->n_params * mib, (double)m->n_acts * mib, bf16_mem);
     fflush(stdout);
@@ -197,7 +201,7 @@ static void print_json(const Run *r, size_t threads, size_t step, float loss, fl
            o->grad_accum, o->batch_size * o->cfg.block_size * o->grad_accum * (size_t)r->dist->size);
     printf("\"memory_mib\":{\"weights\":%.6g,\"state\":%.6g,\"activations\":%.6g,\"bf16\":%.6g},",
            (double)m->n_params * mib, 3.0 * (double)m->n_params * mib, (double)m->n_acts * mib,
-           m->bf16 ? ((double)m->n_params + 2.0 * (double)m->bf16->scratch_len) * mib / 2.0 : 0.0);
+           bf16_mib(m));
     printf("\"flops_per_token\":{\"dense\":%.17g,\"mixing\":%.17g,\"total\":%.17g},\"matrices\":[", f.dense, f.mixing,
            f.total);
     int first = 1;
