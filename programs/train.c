@@ -229,9 +229,16 @@ static int dump_grads(Run *r, Error *err) {
     batch_sample(&r->ds.train, &r->data_rng, B, T, r->o.window_align, r->masks.train.marked, r->inputs, r->targets);
     model_forward(m, r->inputs, r->targets, B, T, NULL);
     model_backward(m, 1.0f);
-    if (grads_dump(r->o.dump, m, err)) return -1;
+    if (model_bf16_failed(m, err) || grads_dump(r->o.dump, m, err)) return -1;
     say("wrote %s: loss %.6f, %zu parameters, batch %zu x %zu\n", r->o.dump, m->loss, m->n_params, B, T);
     return 0;
+}
+
+/* A failure that ends the run before it saves: one line (from rank 0), and
+ * the last good checkpoint stays as it was. Returns the exit status, 1. */
+static int stop_unsaved(const char *prog, const Dist *dist, const char *msg) {
+    if (dist->rank == 0) fprintf(stderr, "%s: error: %s; stopping without saving, the last good checkpoint is kept\n", prog, msg);
+    return 1;
 }
 
 /* The training loop: steps, validation, the log, progress lines and checkpoints. */
@@ -269,17 +276,21 @@ static int train(Run *r, const Actions *a) {
      * its step and token count: the untrained model first, then every
      * eval_interval steps and at the end of the schedule. */
     if (r->start_step == 0) {
-        ValLoss val = estimate_loss(model, &r->ds.val, &r->hyper, dist, &r->ds.tok, r->inputs, r->targets);
-        say("step %5d | val loss %.4f | %.4f bits per byte\n", 0, val.loss, val.bits_per_byte);
-        run_log_row(&log, 0, 0, NAN, val, NAN, NAN, NAN, 0.0, NAN);
-        val_loss = val.loss;
+        ValLoss val;
+        if (estimate_loss(model, &r->ds.val, &r->hyper, dist, &r->ds.tok, r->inputs, r->targets, &val, &err)) {
+            rc = stop_unsaved(prog, dist, err.msg);
+        } else {
+            say("step %5d | val loss %.4f | %.4f bits per byte\n", 0, val.loss, val.bits_per_byte);
+            run_log_row(&log, 0, 0, NAN, val, NAN, NAN, NAN, 0.0, NAN);
+            val_loss = val.loss;
+        }
     }
     /* Whether the ranks agreed to stop on a signal. Decided by the one collective
      * below and never re-read from `interrupted`: a signal landing on one rank
      * just after that collective would otherwise stop that rank alone, and the
      * others would wait for it in the next step's all-reduce for ever. */
     int signalled = 0;
-    for (; step < o->stop_at; step++) {
+    for (; rc == 0 && step < o->stop_at; step++) {
         double t0 = cli_now();
         StepStats st;
         /* The profile skips the run's first step (first touches of memory) and validation. */
@@ -291,9 +302,7 @@ static int train(Run *r, const Actions *a) {
         thread_tuner_record(&tuner, cli_now() - t0);
         model->prof = NULL;
         if (failed) {
-            if (dist->rank == 0)
-                fprintf(stderr, "%s: error: %s; stopping without saving, the last good checkpoint is kept\n", prog, err.msg);
-            rc = 1;
+            rc = stop_unsaved(prog, dist, err.msg);
             break;
         }
         wait_secs += dist->wait_seconds;
@@ -305,8 +314,11 @@ static int train(Run *r, const Actions *a) {
         if (profiled) train_secs += now - t0;
         size_t done = step + 1;
         ValLoss val = {NAN, NAN};
-        if ((o->eval_interval && done % o->eval_interval == 0) || done == o->max_iters || time_up)
-            val = estimate_loss(model, &r->ds.val, &r->hyper, dist, &r->ds.tok, r->inputs, r->targets);
+        if (((o->eval_interval && done % o->eval_interval == 0) || done == o->max_iters || time_up) &&
+            estimate_loss(model, &r->ds.val, &r->hyper, dist, &r->ds.tok, r->inputs, r->targets, &val, &err)) {
+            rc = stop_unsaved(prog, dist, err.msg);
+            break;
+        }
         run_log_row(&log, done, done * tokens_per_step, loss, val, st.lr, st.grad_norm, ms, cli_now() - t_start,
                     (double)threads);
         if (done % o->log_interval == 0 || done == o->stop_at || time_up) {
@@ -340,10 +352,9 @@ static int train(Run *r, const Actions *a) {
             break;
         }
         if (dist_any(dist, log.failed != 0)) { /* rank 0 could not write the log: stop, keep the last checkpoint */
-            if (dist->rank == 0)
-                fprintf(stderr, "%s: error: cannot write the log '%s': %s; stopping without saving, the last good "
-                                "checkpoint is kept\n", prog, log.path, strerror(log.failed));
-            rc = 1;
+            char msg[512];
+            snprintf(msg, sizeof msg, "cannot write the log '%s': %s", log.path, strerror(log.failed));
+            rc = stop_unsaved(prog, dist, msg);
             break;
         }
         signalled = dist_any(dist, interrupted); /* a signal to any rank stops them all, after the same step */

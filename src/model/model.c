@@ -298,12 +298,19 @@ int model_set_precision(Model *m, Precision p, Error *err) {
     }
     *m->bf16 = (MatmulBf16){.params = m->params, .params_h = m->params_h, .n_params = m->n_params,
                             .scratch = {m->bf16_scratch, m->bf16_scratch + slot}, .scratch_len = slot,
-                            .packed = m->bf16_packed, .packed_len = packed};
+                            .packed = m->bf16_packed, .packed_len = packed, .failure = &m->bf16_failure};
+    m->bf16_failure = (MatmulBf16Failure){0};
     m->cfg.bf16 = m->bf16;
     for (size_t l = 0; l < m->cfg.n_layer; l++) m->layer_cfg[l].bf16 = m->bf16;
     m->precision = PRECISION_BF16;
     model_round_weights(m);
     return 0;
+}
+
+int model_bf16_failed(const Model *m, Error *err) {
+    if (!m->bf16_failure.failed) return 0;
+    *err = m->bf16_failure.err;
+    return -1;
 }
 
 void model_round_weights(Model *m) {

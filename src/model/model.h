@@ -75,6 +75,7 @@ typedef struct Model {
     uint16_t *params_h, *bf16_scratch;
     uint32_t *bf16_packed;
     MatmulBf16 *bf16;
+    MatmulBf16Failure bf16_failure; /* a failed bf16 product, if any (model_bf16_failed) */
     float *rope_table;             /* (block_size, hs/2, 2) rope cos, sin (src/nn/rope.h), or NULL; cfg.rope points here */
 
     /* Activation arena, for up to B_max x T_max tokens: n_acts floats. */
@@ -144,6 +145,11 @@ int model_alloc_acts(Model *m, size_t B, size_t T, Error *err);
  * model_alloc_acts), then rounds
  * the weights. PRECISION_FP32 frees them. Returns 0, or -1 with err set. */
 int model_set_precision(Model *m, Precision p, Error *err);
+/* Whether a bf16 product failed since model_set_precision (nn/ops.h's
+ * MatmulBf16Failure): -1 with err set to the first failure's message (the
+ * results of the passes since are undefined), else 0. Ask after a forward or
+ * backward pass before using what it computed. */
+int model_bf16_failed(const Model *m, Error *err);
 /* Rounds params into params_h (nothing in fp32): after anything changes the
  * weights (the optimizer step calls it; a checkpoint loaded before
  * model_set_precision needs nothing). The same for any thread count. */
