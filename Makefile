@@ -94,6 +94,8 @@ $(OUT) $(BIN):
 # bad input, resume, checkpoints, and parity with PyTorch autograd.
 unit-test: $(TESTS)
 	@for t in $(TESTS); do echo "== $$t"; OMP_NUM_THREADS=2 $$t || exit 1; done
+	@echo "== $(OUT)/test_bf16 as on a CPU without AVX512_BF16 (LM_TEST_CPU_HIDE: the conversion's AVX-512F path)"
+	@LM_TEST_CPU_HIDE=avx512bf16 OMP_NUM_THREADS=2 $(OUT)/test_bf16
 
 test: unit-test $(PROGRAMS)
 	bash tests/cli_test.sh
