@@ -99,6 +99,7 @@ unit-test: $(TESTS)
 
 test: unit-test $(PROGRAMS)
 	bash tests/cli_test.sh
+	bash tests/init_test.sh
 	bash tests/rope_test.sh
 	bash tests/inspect_test.sh
 	bash tests/mpi_test.sh
@@ -156,6 +157,7 @@ asan:
 	$(MAKE) BUILD=build-asan BIN=bin-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
 	        LDFLAGS="-fsanitize=address,undefined" unit-test all
 	BIN=bin-asan bash tests/cli_test.sh
+	BIN=bin-asan bash tests/init_test.sh
 	BIN=bin-asan bash tests/rope_test.sh
 	BIN=bin-asan bash tests/inspect_test.sh
 	BIN=bin-asan bash tests/mpi_test.sh

@@ -20,18 +20,36 @@ static const CliProgram program = {
              "correlation of raw similarity with attention logits, the spectrum of W_q W_k^T\n"
              "and an induction score; per Grassmann layer the gate along the prompt (PNG),\n"
              "each offset's contribution and the Plücker residual; the logit lens (lens.txt)\n"
-             "and the direct attribution of the last prediction (PNG). Everything also goes\n"
-             "to DIR/inspect.json; a summary is printed.\n",
+             "and the direct attribution of the last prediction (PNG); every head at a\n"
+             "glance (heads.png, heads.txt). Everything also goes to DIR/inspect.json; a\n"
+             "summary is printed (per layer, and the heads that stand out, past 32 heads).\n",
     .column = 28,
 };
 
-/* The induction batch, and for the prompt (at most one token per byte)
- * every head's attention map and the logit lens. */
+/* --induction-length, or by default block_size / 2 up to 128 tokens: a
+ * copy that long already shows an induction head (GPT-2 small's are found with
+ * 50), and at GPT-2's block of 1,024 the 8 sequences of 512 twice over would
+ * take 8 GB of activations and most of the run. */
+static size_t induction_length(size_t given, const ModelConfig *cfg) {
+    if (given) return given;
+    return cfg->block_size / 2 < 128 ? cfg->block_size / 2 : 128;
+}
+
+typedef struct InspectArgs {
+    size_t prompt_bytes, ind_len, ind_seqs;
+} InspectArgs;
+
+/* The induction batch (its sequences of 2 x length tokens, as whole blocks),
+ * and for the prompt (at most one token per byte) every head's attention map
+ * and the logit lens. */
 static ReadingNeeds needs(const ModelConfig *cfg, const void *ctx) {
-    const size_t *prompt_bytes_and_seqs = ctx;
-    size_t T = prompt_bytes_and_seqs[0] < cfg->block_size ? prompt_bytes_and_seqs[0] : cfg->block_size;
+    const InspectArgs *a = ctx;
+    size_t T = a->prompt_bytes < cfg->block_size ? a->prompt_bytes : cfg->block_size;
+    size_t ind_tokens = a->ind_seqs * 2 * induction_length(a->ind_len, cfg);
+    size_t blocks = (ind_tokens + cfg->block_size - 1) / cfg->block_size;
     size_t maps = (cfg->n_layer * cfg->n_head * T * T + T * (cfg->n_embd + cfg->vocab_size)) * sizeof(float);
-    return (ReadingNeeds){prompt_bytes_and_seqs[1], maps, "attention maps and the logit lens"};
+    return (ReadingNeeds){blocks > 1 ? blocks : 1, maps, "attention maps and the logit lens",
+                          "use fewer --induction-seqs or a shorter --induction-length"};
 }
 
 /* The files bin/inspect wrote, by what the layers measured. */
@@ -42,8 +60,9 @@ static void print_written(const char *dir, const Inspection *in, double seconds)
         gates |= in->layer[l].gate_mean != NULL;
     }
     printf("wrote %s:%s%s attribution.png, lens.txt, tokens.txt, inspect.json (%.1f s)\n", dir,
-           maps ? " attention maps attn_L<layer>_H<head>.png and attn_L<layer>.png," : "", gates ? " gates.png," : "",
-           seconds);
+           maps ? " attention maps attn_L<layer>_H<head>.png and attn_L<layer>.png, every head in heads.png and heads.txt,"
+                : "",
+           gates ? " gates.png," : "", seconds);
 }
 
 int main(int argc, char **argv) {
@@ -55,7 +74,7 @@ int main(int argc, char **argv) {
         CLI_TEXT("prompt", 'p', &prompt, "TEXT", "1 to block_size tokens, every character in the model's vocabulary"),
         CLI_TEXT("out", 'o', &out_dir, "DIR", "output directory (created if missing)"),
         CLI_SIZE("induction-length", 0, &ind_len, 0, 1u << 20, "N",
-                 "random tokens per copy for the induction test\n(default block_size / 2, at most block_size / 2)"),
+                 "random tokens per copy for the induction test\n(default block_size / 2 up to 128; at most block_size / 2)"),
         CLI_SIZE("induction-seqs", 0, &ind_seqs, 0, 1024, "K", "random sequences averaged (default 8)"),
         CLI_SIZE("seed", 0, &seed, 0, 1e18, "S", "seed of the random sequences (default 1337)"),
         CLI_SIZE("threads", 0, &threads, 0, 1024, "N", "OpenMP/OpenBLAS threads (default: all cores)"),
@@ -73,10 +92,10 @@ int main(int argc, char **argv) {
     Model m;
     Tokenizer tok;
     Error err;
-    if (model_open_checked(model_path, needs, (size_t[]){strlen(prompt), ind_seqs}, &m, &tok, &err))
-        return cli_error(prog, "%s", err.msg);
+    InspectArgs args = {strlen(prompt), ind_len, ind_seqs};
+    if (model_open_checked(model_path, needs, &args, &m, &tok, &err)) return cli_error(prog, "%s", err.msg);
     size_t Tm = m.cfg.block_size, T;
-    if (ind_len == 0) ind_len = Tm / 2;
+    ind_len = induction_length(ind_len, &m.cfg);
     int32_t *tokens = NULL;
     Inspection in = {0};
     Induction ind = {0};

@@ -20,7 +20,8 @@ static const CliProgram program = {
 /* One sequence's activations bound the decoder's state; the logits and the sampler's arrays are ours. */
 static ReadingNeeds needs(const ModelConfig *cfg, const void *ctx) {
     (void)ctx;
-    return (ReadingNeeds){1, cfg->vocab_size * (2 * sizeof(float) + sizeof(size_t)), "the logits and the sampler's arrays"};
+    return (ReadingNeeds){1, cfg->vocab_size * (2 * sizeof(float) + sizeof(size_t)), "the logits and the sampler's arrays",
+                          NULL};
 }
 
 static void print_text(void *ctx, const char *text, size_t len) {

@@ -1,7 +1,8 @@
 /* bin/train: trains a model on a prepared data directory.
  * forward -> backward -> all-reduce over the ranks -> clip -> AdamW, with
  * warm-up + cosine schedule, gradient accumulation, periodic validation,
- * logging and checkpoints (atomic), Ctrl-C that saves, and exact resume; one
+ * logging and checkpoints (atomic), Ctrl-C that saves, exact resume, and new
+ * runs from a checkpoint's weights (--init: fine-tuning); one
  * process, or a job of several under mpirun (src/runtime/dist.h), where rank 0
  * prints, logs and checkpoints for all. The run's set-up is model/run.h, its
  * step model/trainer.h; this file parses, loops and prints. */
@@ -25,7 +26,8 @@
 
 static const CliProgram program = {
     .name = "train",
-    .usage = "bin/train --data DIR --out CKPT [options]\nbin/train --data DIR --out CKPT --resume CKPT [options]",
+    .usage = "bin/train --data DIR --out CKPT [options]\nbin/train --data DIR --out CKPT --resume CKPT [options]\n"
+             "bin/train --data DIR --out CKPT --init CKPT [options]",
     .about = "Trains a Transformer, Grassmann or hybrid language model on DIR (from bin/prepare).\n",
     .after = "\n"
              "On several processes: mpirun -np N bin/train ... (Open MPI). Micro-batch i of a step goes\n"
@@ -67,6 +69,10 @@ static int parse(int argc, char **argv, RunOptions *o, Actions *a) {
         CLI_TEXT("resume", 0, &o->resume, "CKPT",
                  "continue a run exactly where CKPT stopped; the model and\n"
                  "the run's options come from CKPT (run options given here win)"),
+        CLI_TEXT("init", 0, &o->init, "CKPT",
+                 "start a new run from CKPT's weights (fine-tuning): its model and\n"
+                 "tokenizer, fresh AdamW moments, step 0, and this command's run\n"
+                 "options; model options given must equal CKPT's (--dropout may differ)"),
         CLI_TEXT("mixer", 0, &o->mixer, "M", "attention | grassmann | a comma list, one per layer (attention)"),
         CLI_TEXT("pos", 0, &o->pos, "P", "learned | sinusoidal | rope positions (learned)"),
         CLI_TEXT("norm", 0, &o->norm, "N", "pre | post: LayerNorm before each branch (GPT-2) or\nafter each residual sum (the paper's; pre)"),
@@ -142,6 +148,8 @@ static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_thr
     say("train: %zu tokens, val %zu | batch %zu x %zu x accum %zu | steps %zu..%zu of %zu | %zu threads%s\n",
            r->ds.train.n, r->ds.val.n, o->batch_size, o->cfg.block_size, o->grad_accum, r->start_step, o->stop_at,
            o->max_iters, width, how);
+    if (o->init)
+        say("init: the weights of %s; a new run: fresh AdamW moments, step 0, this run's schedule\n", o->init);
     say("blas: %s | %zu threads\n", blas_describe(), width);
     if (o->precision == PRECISION_BF16)
         say("precision: bf16 products, fp32 accumulation | %s, %s | checked at the model's shapes: worst %.2f of "

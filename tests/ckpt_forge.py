@@ -8,7 +8,9 @@ Usage: /usr/bin/python3 -m tests.ckpt_forge KIND IN OUT, KIND one of
   realoffset a tensor's data offsets written as 0.0, n.0
   bighdr     the length field claims a 200 MB header (file made that large)
   tokenizer  the stored tokenizer's last merge reversed: it parses, but is not
-             the tokenizer the stored hash names"""
+             the tokenizer the stored hash names
+  weights-only  the weights alone, as bin/convert writes a model: no optim.m. /
+             optim.v. tensors, step 0, no data position or run options"""
 import json
 import struct
 import sys
@@ -54,6 +56,18 @@ def main(kind, src, dst):
         lines[-1] = " ".join(reversed(lines[-1].split()))
         meta["tokenizer_text"] = "\n".join(lines) + "\n"
         text = json.dumps(header, separators=(",", ":"))
+    elif kind == "weights-only":
+        kept, parts, at = {}, [], 0
+        for name, info in header.items():
+            if name == "__metadata__" or name.startswith("optim."):
+                continue
+            a, b = info["data_offsets"]
+            parts.append(data[a:b])
+            kept[name] = dict(info, data_offsets=[at, at + b - a])
+            at += b - a
+        meta = dict(header["__metadata__"], step="0", data_rng="0", train="{}")
+        text = json.dumps({"__metadata__": meta, **kept}, separators=(",", ":"))
+        data = b"".join(parts)
     elif kind == "bighdr":
         out = struct.pack("<Q", 200_000_000) + raw[8:]
         with open(dst, "wb") as f:

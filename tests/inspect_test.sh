@@ -39,6 +39,36 @@ expect_ok "inspect byte" $B/inspect --model "$tmp/b.ckpt" --prompt "$(printf 'a\
 /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['prompt']=='a\ufffd wh', d['prompt']" \
     "$tmp/o/b/inspect.json" && ok || bad "inspect byte: inspect.json"
 
+# A BPE model of 3 layers x 12 heads (more than the 32 the summary lists one
+# by one): readable labels (the leading space as ␣ in the tables, _ in the
+# pictures), every head in heads.png and heads.txt, a per-layer summary with
+# the heads that stand out, and for a prompt past 128 tokens a JSON of each
+# row's strongest keys instead of every map.
+for i in $(seq 1 1500); do echo "The whale swam past the ship, and the sailors watched the whale $i times."; done >"$tmp/w.txt"
+expect_ok "prepare bpe" $B/prepare --input "$tmp/w.txt" --out "$tmp/wb" --tokenizer bpe --vocab-size 320
+expect_ok "train bpe" $B/train --data "$tmp/wb" --out "$tmp/wb.ckpt" --n-layer 3 --n-head 12 --n-embd 48 --block-size 256 \
+    --batch-size 2 --eval-iters 1 --log-interval 5 --max-iters 5
+long=$(for i in $(seq 1 20); do printf "The whale swam past the ship %d. " "$i"; done)
+expect_ok "inspect bpe" $B/inspect --model "$tmp/wb.ckpt" --prompt "$long" --out "$tmp/o/wb" --induction-length 16 --induction-seqs 2
+for f in heads.png heads.txt attn_L2_H11.png attn_L2.png; do [ -s "$tmp/o/wb/$f" ] && ok || bad "inspect bpe: $f missing"; done
+grep -q "^attention: 36 heads; per layer" "$tmp/out" && grep -q "^most weight on the previous token: L" "$tmp/out" \
+    && ! grep -q "^layer 0 attention" "$tmp/out" && ok || bad "inspect bpe: summary: $(head -c 400 "$tmp/out")"
+[ "$(grep -c "^  H" "$tmp/o/wb/heads.txt")" -eq 36 ] && ok || bad "inspect bpe: heads.txt"
+grep -q "$(printf '\t\xe2\x90\xa3')" "$tmp/o/wb/tokens.txt" && ok || bad "inspect bpe: no ␣ in tokens.txt"
+if /usr/bin/python3 - "$tmp/o/wb/inspect.json" <<'PY'; then ok; else bad "inspect bpe: inspect.json"; fi
+import json, sys
+d = json.load(open(sys.argv[1]))
+toks = d["tokens"]
+assert len(toks) > 128 and d["attention_maps"] == "top keys", (len(toks), d["attention_maps"])
+assert "".join(t["text"] for t in toks) == d["prompt"]
+spaced = [t for t in toks if t["text"].startswith(" ")]
+assert spaced and all(t["label"].startswith("\u2423") for t in spaced), spaced[:3]
+head = d["layers"][1]["heads"][7]
+assert "attention" not in head and len(head["attention_top"]) == len(toks)
+assert all(len(r) == min(i + 1, 3) and all(k <= i for k, _ in r) for i, r in enumerate(head["attention_top"]))
+PY
+[ "$(du -k "$tmp/o/wb/inspect.json" | cut -f1)" -lt 4096 ] && ok || bad "inspect bpe: inspect.json over 4 MB"
+
 # Bad input.
 long=$(printf 'the whale %.0s' 1 2)
 expect_error "prompt too long" "20 tokens, longer than the model's block size 16" $B/inspect --model "$tmp/a.ckpt" --prompt "$long" --out "$tmp/o/x"

@@ -411,13 +411,13 @@ static void test_dropout(void **s) {
 
 typedef struct {
     size_t N, V;
-    float *logits, *probs, *losses;
+    float *logits, *losses;
     int32_t *tg;
 } CeCtx;
 
 static double ce_obj(void *p) {
     CeCtx *c = p;
-    crossentropy_forward(c->losses, c->probs, c->logits, c->tg, c->N, c->V);
+    crossentropy_forward(c->losses, c->logits, c->tg, c->N, c->V);
     double s = 0.0;
     for (size_t i = 0; i < c->N; i++) s += c->losses[i];
     return s / (double)c->N;
@@ -426,12 +426,40 @@ static double ce_obj(void *p) {
 static void test_crossentropy(void **s) {
     (void)s;
     int32_t tg[4] = {0, 3, 6, 3};
-    CeCtx c = {4, 7, rand_tensor(28, 2.0f, 27), zeros(28), zeros(4), tg};
+    CeCtx c = {4, 7, rand_tensor(28, 2.0f, 27), zeros(4), tg};
     ce_obj(&c);
     float *dl = zeros(28);
-    crossentropy_backward(dl, c.probs, tg, 1.0f / 4.0f, 4, 7);
+    crossentropy_backward(dl, c.logits, tg, 1.0f / 4.0f, 4, 7);
     CHECK_GRAD(ce_obj, &c, c.logits, dl, 28, 28, 1e-2f, TOL, "cross-entropy");
-    free(c.logits), free(c.probs), free(c.losses), free(dl);
+    /* In place over the logits (as the model's head does): the same bits. */
+    float *inplace = zeros(28);
+    memcpy(inplace, c.logits, 28 * sizeof(float));
+    crossentropy_backward(inplace, inplace, tg, 1.0f / 4.0f, 4, 7);
+    assert_memory_equal(inplace, dl, 28 * sizeof(float));
+    free(c.logits), free(c.losses), free(dl), free(inplace);
+}
+
+/* At GPT-2's vocabulary the loss (one pass, fast_expf summed in double) is
+ * the double-precision log-sum-exp's to 1e-6, and a target far below the
+ * maximum keeps a finite, exact loss. */
+static void test_crossentropy_large_vocab(void **s) {
+    (void)s;
+    enum { N = 3, V = 50257 };
+    float *logits = rand_tensor(N * V, 4.0f, 31), losses[N];
+    int32_t tg[N] = {0, 12345, V - 1};
+    logits[2 * V + V - 1] = -120.0f; /* exp(-120 - max) underflows a float: the loss must not */
+    crossentropy_forward(losses, logits, tg, N, V);
+    for (size_t n = 0; n < N; n++) {
+        const float *z = logits + n * V;
+        double mx = z[0], sum = 0.0;
+        for (size_t v = 1; v < V; v++) mx = z[v] > mx ? z[v] : mx;
+        for (size_t v = 0; v < V; v++) sum += exp((double)z[v] - mx);
+        double want = log(sum) + mx - z[tg[n]];
+        assert_true(isfinite(losses[n]));
+        assert_true(fabs(losses[n] - want) <= 1e-6 * want);
+    }
+    assert_true(losses[2] > 120.0f);
+    free(logits);
 }
 
 /* ---- whole models ---------------------------------------------------------------- */
@@ -493,7 +521,7 @@ int main(void) {
         cmocka_unit_test(test_mlp),
         cmocka_unit_test(test_gelu),
         cmocka_unit_test(test_dropout),
-        cmocka_unit_test(test_crossentropy),
+        cmocka_unit_test(test_crossentropy), cmocka_unit_test(test_crossentropy_large_vocab),
         cmocka_unit_test(test_grassmann_plucker_normalised),
         cmocka_unit_test(test_grassmann_clamp),
         cmocka_unit_test(test_grassmann_offset_mean),

@@ -162,11 +162,12 @@ static void test_form_spectrum_matches_full(void **s) {
     for (size_t h = 0; h < H; h++) {
         HeadStats st;
         bilinear_spectrum(&st, w, C, H, h);
-        double M[144] = {0}, sv[12];
+        double M[144] = {0}, A[144], sv[12];
         for (size_t d = 0; d < hs; d++)
             for (size_t a = 0; a < C; a++)
                 for (size_t b = 0; b < C; b++) M[a * C + b] += (double)w[(h * hs + d) * C + a] * w[(C + h * hs + d) * C + b];
-        singular_values(M, C, C, sv);
+        memcpy(A, M, sizeof M);
+        singular_values(A, C, C, sv); /* overwrites A */
         assert_float_equal(st.sv_max, sv[0], 1e-9 * sv[0]);
         assert_float_equal(st.sv_min, sv[hs - 1], 1e-9 * sv[0]);
         if (h == 2) assert_true(st.sv_min < 1e-9 * sv[0]);
@@ -176,8 +177,69 @@ static void test_form_spectrum_matches_full(void **s) {
         for (size_t i = 0; i < C; i++)
             if (sv[i] > 1e-12 * sv[0]) ent -= sv[i] / total * log(sv[i] / total);
         assert_float_equal(st.effective_rank, exp(ent), 1e-6);
+        /* The norms from d_head x d_head products equal the full form's. */
+        double fro = 0, anti = 0, trace = 0, off = 0;
+        for (size_t a = 0; a < C; a++) {
+            trace += M[a * C + a];
+            for (size_t b = 0; b < C; b++) {
+                double y = 0.5 * (M[a * C + b] - M[b * C + a]);
+                fro += M[a * C + b] * M[a * C + b];
+                anti += y * y;
+            }
+        }
+        for (size_t a = 0; a < C; a++)
+            for (size_t b = 0; b < C; b++) {
+                double y = M[a * C + b] - (a == b ? trace / (double)C : 0.0);
+                off += y * y;
+            }
+        assert_float_equal(st.antisym_share, anti / fro, 1e-9);
+        assert_float_equal(st.identity_dist, sqrt(off / fro), 1e-9);
     }
     free(w);
+}
+
+/* The maps (one gemm, then the causal softmax) and the similarity
+ * correlation (the cosines once per layer) equal a direct computation in
+ * double, over a length that cuts the gemm into several tiles. */
+static void test_maps_match_direct(void **s) {
+    (void)s;
+    Error err;
+    size_t T = 77, C = 24, H = 3, hs = 8;
+    float *qkv = rand_tensor(T * 3 * C, 1.5f, 91), *x = rand_tensor(T * C, 1.0f, 92);
+    float *probs = malloc(T * T * sizeof(float)), *cos = malloc(T * T * sizeof(float));
+    float *scores = malloc(T * T * sizeof(float));
+    assert_int_equal(input_cosines(cos, x, T, C, &err), 0);
+    for (size_t h = 0; h < H; h++) {
+        attention_probs(probs, qkv, T, C, H, h);
+        double n = 0, sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
+        for (size_t i = 0; i < T; i++) {
+            double row[77], mx = -INFINITY, sum = 0;
+            for (size_t j = 0; j <= i; j++) {
+                double qk = 0, dot = 0, ni = 0, nj = 0;
+                for (size_t d = 0; d < hs; d++) qk += (double)qkv[i * 3 * C + h * hs + d] * qkv[j * 3 * C + C + h * hs + d];
+                for (size_t c = 0; c < C; c++) {
+                    dot += (double)x[i * C + c] * x[j * C + c];
+                    ni += (double)x[i * C + c] * x[i * C + c];
+                    nj += (double)x[j * C + c] * x[j * C + c];
+                }
+                double a = dot / sqrt(ni * nj), b = qk / sqrt((double)hs);
+                assert_float_equal(cos[i * T + j], a, 1e-5);
+                scores[i * T + j] = (float)b;
+                row[j] = b;
+                mx = b > mx ? b : mx;
+                n++, sa += a, sb += b, saa += a * a, sbb += b * b, sab += a * b;
+            }
+            for (size_t j = 0; j <= i; j++) sum += exp(row[j] - mx);
+            for (size_t j = 0; j < T; j++) {
+                double want = j <= i ? exp(row[j] - mx) / sum : 0.0;
+                if (fabs(probs[i * T + j] - want) > 1e-6 * (1 + want))
+                    fail_msg("head %zu p[%zu][%zu] = %g, want %g", h, i, j, probs[i * T + j], want);
+            }
+        }
+        double r = (sab - sa * sb / n) / sqrt((saa - sa * sa / n) * (sbb - sb * sb / n));
+        assert_float_equal(similarity_logit_corr(cos, scores, T), r, 1e-5);
+    }
+    free(qkv), free(x), free(probs), free(cos), free(scores);
 }
 
 /* The un-normalised coordinates of a wedge satisfy the relations to float
@@ -345,8 +407,8 @@ static void test_mixer_without_hook(void **s) {
     while (fgets(line, sizeof line, f)) said |= strncmp(line, "layer 1 stub: no measurements", 29) == 0;
     fclose(f);
     assert_true(said);
-    const char *files[] = {"attn_L0_H0.png", "attn_L0_H1.png", "attn_L0.png", "attribution.png", "lens.txt",
-                           "tokens.txt", "inspect.json"};
+    const char *files[] = {"attn_L0_H0.png", "attn_L0_H1.png", "attn_L0.png", "heads.png", "heads.txt",
+                           "attribution.png", "lens.txt", "tokens.txt", "inspect.json"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
         assert_int_equal(unlink(path), 0);
@@ -459,7 +521,7 @@ static void test_heatmap_png(void **s) {
     size_t rows = 3, cols = 3;
     float vals[9] = {1.0f, 0.3f, 0.2f, 0.5f, 0.5f, 0.9f, 0.0f, 0.25f, 0.75f};
     const char *labels[3] = {"a", "b", "c"};
-    HeatmapSpec spec = {"title", NULL, labels, labels, 1, 0.0f, 1.0f};
+    HeatmapSpec spec = {"title", NULL, labels, labels, 1, 0.0f, 1.0f, 0, 0};
     const float *p = vals;
     assert_int_equal(png_heatmap(path, &p, 1, rows, cols, &spec, &err), 0);
     int w, h, n;
@@ -493,6 +555,183 @@ static void test_heatmap_png(void **s) {
     rmdir(dir);
 }
 
+/* Panels in a grid (columns) with a given cell size: every cell of every
+ * panel where heatmap_panel_x / heatmap_panel_y say, in its colour. */
+static void test_heatmap_grid(void **s) {
+    (void)s;
+    Error err;
+    char dir[] = "/tmp/lm_inspect_XXXXXX", path[128];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/g.png", dir);
+    float a[4] = {0.0f, 0.5f, 1.0f, 0.25f}, b[4] = {1.0f, 0.0f, 0.75f, 0.5f}, c[4] = {0.1f, 0.9f, 0.4f, 0.6f};
+    const float *panels[3] = {a, b, c};
+    const char *titles[3] = {"a", "b", "c"};
+    HeatmapSpec spec = {.title = "grid", .panel_titles = titles, .vmin = 0.0f, .vmax = 1.0f, .columns = 2, .cell = 5};
+    assert_int_equal(png_heatmap(path, panels, 3, 2, 2, &spec, &err), 0);
+    int w, h, n;
+    unsigned char *img = stbi_load(path, &w, &h, &n, 3);
+    assert_non_null(img);
+    HeatmapLayout L = heatmap_layout(2, 2, 3, &spec);
+    assert_int_equal(L.cell, 5);
+    assert_int_equal(w, (int)L.width);
+    assert_int_equal(h, (int)L.height);
+    assert_true(heatmap_panel_y(&L, 2) > heatmap_panel_y(&L, 1) + L.panel_h); /* the third panel on a second row */
+    assert_int_equal(heatmap_panel_x(&L, 2), heatmap_panel_x(&L, 0));
+    for (size_t p = 0; p < 3; p++)
+        for (size_t r = 0; r < 2; r++)
+            for (size_t col = 0; col < 2; col++) {
+                unsigned char want[3];
+                colormap(panels[p][r * 2 + col], want);
+                for (size_t y = 0; y < L.cell; y++)
+                    for (size_t x = 0; x < L.cell; x++) {
+                        size_t px = heatmap_panel_x(&L, p) + col * L.cell + x, py = heatmap_panel_y(&L, p) + r * L.cell + y;
+                        if (memcmp(img + (py * (size_t)w + px) * 3, want, 3) != 0)
+                            fail_msg("panel %zu cell (%zu, %zu) wrong colour", p, r, col);
+                    }
+            }
+    stbi_image_free(img);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* Token labels: BPE tokens with their leading space, newlines, bytes that are
+ * not UTF-8, control bytes and long tokens, as text and for the pictures. */
+static void test_token_labels(void **s) {
+    (void)s;
+    Error err;
+    Tokenizer tok;
+    /* 256 " t", 257 " th", 258 "\n\n", 259 "é", 260 "aa" .. 264 32 x 'a', then the special */
+    const char *text = "lm-tokenizer 1\nbpe 266\npattern gpt2\nregex 'x\nspecials 1\n3c7c656e647c3e\nmerges 9\n"
+                       "32 116\n256 104\n10 10\n195 169\n97 97\n260 260\n261 261\n262 262\n263 263\n";
+    if (tokenizer_from_text(&tok, text, "test", &err)) fail_msg("%s", err.msg);
+    struct {
+        uint32_t id;
+        const char *text, *ascii;
+    } want[] = {{257, "\xE2\x90\xA3th", "_th"},   {32, "\xE2\x90\xA3", "_"}, {258, "\\n\\n", "$$"},
+                {259, "\xC3\xA9", "?"},           {195, "<0xC3>", "?"},      {9, "\\t", "?"},
+                {1, "<0x01>", "?"},               {97, "a", "a"},            {265, "<|end|>", "<|end|>"},
+                {264, "aaaaaaaaaaaaaaaaaaaaaaaa\xE2\x80\xA6", "aaaaaaaaaa~"}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        char buf[TOKEN_LABEL_MAX];
+        token_label(&tok, want[i].id, 0, buf, sizeof buf);
+        if (strcmp(buf, want[i].text)) fail_msg("token %u: text label '%s', want '%s'", want[i].id, buf, want[i].text);
+        token_label(&tok, want[i].id, 1, buf, sizeof buf);
+        if (strcmp(buf, want[i].ascii)) fail_msg("token %u: picture label '%s', want '%s'", want[i].id, buf, want[i].ascii);
+    }
+    /* A buffer too small for the whole label gets its start and the mark. */
+    char small[8];
+    token_label(&tok, 264, 0, small, sizeof small);
+    assert_string_equal(small, "aaaa\xE2\x80\xA6");
+    tokenizer_free(&tok);
+}
+
+/* A prompt longer than INSPECT_JSON_MAPS and a model of more than 32 heads:
+ * the JSON keeps each row's 3 strongest keys (in order, causal, the row's
+ * true largest weights), the pictures stay small (maps pooled, heads in a
+ * grid), heads.txt has a line per head, and the summary goes per layer with
+ * the heads that stand out. */
+static void test_long_prompt_many_heads(void **s) {
+    (void)s;
+    Model m;
+    Error err;
+    Tokenizer tok;
+    const char *text = "abcdefghij";
+    assert_int_equal(tokenizer_build_char(&tok, text, strlen(text), &err), 0);
+    size_t V = tok.vocab_size, T = 150, L = 3, H = 12;
+    make_model(&m, "attention", V, 160, L, H, 48, 0.3f);
+    int32_t *tokens = malloc(T * sizeof *tokens);
+    for (size_t t = 0; t < T; t++) tokens[t] = (int32_t)(1 + (t * 7 + t / 5) % (V - 1));
+    Inspection in;
+    Induction ind;
+    assert_int_equal(inspect_induction(&ind, &m, 8, 2, 3, &err), 0);
+    assert_int_equal(inspect_run(&in, &m, tokens, T, &err), 0);
+    char dir[] = "/tmp/lm_inspect_XXXXXX", path[256];
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(inspect_write(dir, &in, &ind, &m, &tok, "x", &err), 0);
+    snprintf(path, sizeof path, "%s/inspect.json", dir);
+    size_t len;
+    char *json = read_file(path, &len, &err);
+    assert_non_null(json);
+    json_t *j = json_parse(json, len, &err);
+    if (!j) fail_msg("inspect.json: %s", err.msg);
+    assert_string_equal(json_string_value(json_object_get(j, "attention_maps")), "top keys");
+    const json_t *head = json_array_get(json_object_get(json_array_get(json_object_get(j, "layers"), 2), "heads"), 5);
+    assert_null(json_object_get(head, "attention"));
+    const json_t *rows = json_object_get(head, "attention_top");
+    assert_int_equal(json_array_size(rows), T);
+    const float *p = in.layer[2].probs + 5 * T * T;
+    for (size_t i = 0; i < T; i++) {
+        const json_t *row = json_array_get(rows, i);
+        assert_int_equal(json_array_size(row), i + 1 < 3 ? i + 1 : 3);
+        double last = INFINITY;
+        for (size_t k = 0; k < json_array_size(row); k++) {
+            size_t key = (size_t)json_integer_value(json_array_get(json_array_get(row, k), 0));
+            double w = json_number_value(json_array_get(json_array_get(row, k), 1));
+            assert_true(key <= i);
+            assert_float_equal(w, p[i * T + key], 1e-4);
+            assert_true(w <= last);
+            last = w;
+        }
+        size_t above = 0; /* no weight outside the three is larger than the third */
+        for (size_t jj = 0; jj <= i; jj++) above += p[i * T + jj] > last + 1e-4;
+        assert_true(above < 3);
+    }
+    json_decref(j);
+    free(json);
+    const char *small[] = {"attn_L0_H0.png", "attn_L2.png", "heads.png"};
+    for (size_t i = 0; i < 3; i++) {
+        int w, h, n;
+        snprintf(path, sizeof path, "%s/%s", dir, small[i]);
+        unsigned char *img = stbi_load(path, &w, &h, &n, 3);
+        assert_non_null(img);
+        if (w > 1400 || h > 1400) fail_msg("%s is %d x %d", small[i], w, h);
+        stbi_image_free(img);
+    }
+    snprintf(path, sizeof path, "%s/heads.txt", dir);
+    char *heads = read_file(path, &len, &err);
+    assert_non_null(heads);
+    size_t lines = 0;
+    for (const char *c = heads; (c = strstr(c, "\n  H")); c++) lines++;
+    assert_int_equal(lines, L * H);
+    free(heads);
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    inspect_print(f, &in, &ind, &m, &tok);
+    rewind(f);
+    char line[4096];
+    int per_layer = 0, prev = 0, top = 0, per_head = 0;
+    while (fgets(line, sizeof line, f)) {
+        per_layer |= strncmp(line, "attention: 36 heads; per layer", 30) == 0;
+        prev |= strncmp(line, "most weight on the previous token: L", 36) == 0;
+        per_head |= strncmp(line, "layer 0 attention", 17) == 0;
+        if (strstr(line, "top heads (a uniform head scores")) {
+            for (const char *c = line; (c = strstr(c, " H")); c++) top++;
+        }
+    }
+    fclose(f);
+    assert_true(per_layer && prev && !per_head);
+    assert_int_equal(top, 10);
+    const char *files[] = {"heads.png", "heads.txt", "attribution.png", "lens.txt", "tokens.txt", "inspect.json"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        assert_int_equal(unlink(path), 0);
+    }
+    for (size_t l = 0; l < L; l++) {
+        snprintf(path, sizeof path, "%s/attn_L%zu.png", dir, l);
+        assert_int_equal(unlink(path), 0);
+        for (size_t h = 0; h < H; h++) {
+            snprintf(path, sizeof path, "%s/attn_L%zu_H%zu.png", dir, l, h);
+            assert_int_equal(unlink(path), 0);
+        }
+    }
+    assert_int_equal(rmdir(dir), 0);
+    free(tokens);
+    inspect_free(&in);
+    induction_free(&ind);
+    tokenizer_free(&tok);
+    model_free(&m);
+}
+
 static int file_exists(const char *dir, const char *name) {
     char path[256];
     struct stat st;
@@ -520,8 +759,8 @@ static void test_write_outputs(void **s) {
     assert_non_null(mkdtemp(base));
     snprintf(dir, sizeof dir, "%s/new/deeper", base);
     assert_int_equal(inspect_write(dir, &in, &ind, &m, &tok, "abcabcd", &err), 0);
-    const char *files[] = {"attn_L0_H0.png", "attn_L0_H1.png", "attn_L0.png", "gates.png", "attribution.png",
-                           "lens.txt", "tokens.txt", "inspect.json"};
+    const char *files[] = {"attn_L0_H0.png", "attn_L0_H1.png", "attn_L0.png", "heads.png", "heads.txt", "gates.png",
+                           "attribution.png", "lens.txt", "tokens.txt", "inspect.json"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++)
         if (!file_exists(dir, files[i])) fail_msg("%s missing", files[i]);
     int w, h, n;
@@ -572,6 +811,7 @@ int main(void) {
         cmocka_unit_test(test_identity_form_correlates),
         cmocka_unit_test(test_singular_values),
         cmocka_unit_test(test_form_spectrum_matches_full),
+        cmocka_unit_test(test_maps_match_direct),
         cmocka_unit_test(test_plucker_residual),
         cmocka_unit_test(test_grassmann_layer),
         cmocka_unit_test(test_attribution_and_lens),
@@ -579,6 +819,9 @@ int main(void) {
         cmocka_unit_test(test_induction_circuit),
         cmocka_unit_test(test_induction_random),
         cmocka_unit_test(test_heatmap_png),
+        cmocka_unit_test(test_heatmap_grid),
+        cmocka_unit_test(test_token_labels),
+        cmocka_unit_test(test_long_prompt_many_heads),
         cmocka_unit_test(test_write_outputs),
     };
     return cmocka_run_group_tests_name("inspect", tests, NULL, NULL);

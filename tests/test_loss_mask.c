@@ -19,14 +19,14 @@
 static void test_crossentropy_ignore(void **s) {
     (void)s;
     enum { N = 5, V = 7 };
-    float *logits = rand_tensor(N * V, 1.0f, 3), probs[N * V], losses[N], probs2[N * V], losses2[N];
+    float *logits = rand_tensor(N * V, 1.0f, 3), losses[N], losses2[N];
     float d[N * V], d2[N * V];
     int32_t all[N] = {1, 4, 0, 6, 2}, some[N] = {1, LOSS_IGNORE, 0, LOSS_IGNORE, 2};
-    crossentropy_forward(losses, probs, logits, all, N, V);
-    crossentropy_forward(losses2, probs2, logits, some, N, V);
-    crossentropy_backward(d, probs, all, 0.25f, N, V);
+    crossentropy_forward(losses, logits, all, N, V);
+    crossentropy_forward(losses2, logits, some, N, V);
+    crossentropy_backward(d, logits, all, 0.25f, N, V);
     memset(d2, 0x7f, sizeof d2); /* garbage: backward must overwrite every row */
-    crossentropy_backward(d2, probs2, some, 0.25f, N, V);
+    crossentropy_backward(d2, logits, some, 0.25f, N, V);
     assert_int_equal(crossentropy_scored(some, N), 3);
     assert_int_equal(crossentropy_scored(all, N), N);
     for (size_t n = 0; n < N; n++) {

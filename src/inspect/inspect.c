@@ -46,6 +46,25 @@ static void add_part(Inspection *in, const char *name, double value, int share) 
     arrput(in->parts, p);
 }
 
+/* The k largest of z (V) in decreasing order (the first index among equals)
+ * and their softmax probabilities, in one pass over the row. */
+static void top_tokens(const float *z, size_t V, size_t k, uint32_t *ids, float *probs) {
+    float best[LENS_TOP], mx = z[0];
+    size_t n = 0;
+    for (size_t v = 0; v < V; v++) {
+        mx = z[v] > mx ? z[v] : mx;
+        if (n == k && !(z[v] > best[k - 1])) continue;
+        size_t i = n < k ? n++ : k - 1; /* the slot it takes, then moved up past smaller ones */
+        for (; i > 0 && z[v] > best[i - 1]; i--) best[i] = best[i - 1], ids[i] = ids[i - 1];
+        best[i] = z[v];
+        ids[i] = (uint32_t)v;
+    }
+    double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+    for (size_t v = 0; v < V; v++) sum += (double)fast_expf(z[v] - mx);
+    for (size_t i = 0; i < k; i++) probs[i] = (float)(exp((double)best[i] - mx) / sum);
+}
+
 /* The logit lens: every stage's stream through LN_f and the tied head. */
 static int logit_lens(Inspection *in, const Model *m, size_t T, Error *err) {
     size_t C = m->cfg.n_embd, V = m->cfg.vocab_size, L = m->cfg.n_layer;
@@ -57,27 +76,15 @@ static int logit_lens(Inspection *in, const Model *m, size_t T, Error *err) {
         return -1;
     }
     float *logits = ln + T * C, *mean = logits + T * V, *rstd = mean + T;
+    size_t k = V < LENS_TOP ? V : LENS_TOP;
     for (size_t s = 0; s <= L; s++) {
         const float *h = s < L ? m->la[s].resid : m->resid_out;
         layernorm_forward(ln, mean, rstd, h, m->params + m->lnf_w, m->params + m->lnf_b, T, C);
         matmul_forward(NULL, logits, ln, m->params + m->wte, NULL, T, C, V);
-        for (size_t t = 0; t < T; t++) {
-            float *row = logits + t * V;
-            softmax(row, row, V);
-            uint32_t *top = in->lens_top + (s * T + t) * LENS_TOP;
-            float *pr = in->lens_prob + (s * T + t) * LENS_TOP;
-            for (size_t k = 0; k < LENS_TOP; k++) {
-                size_t best = 0;
-                float bp = -1.0f;
-                for (size_t v = 0; v < V; v++) {
-                    int taken = 0;
-                    for (size_t j = 0; j < k; j++) taken |= top[j] == v;
-                    if (!taken && row[v] > bp) bp = row[v], best = v;
-                }
-                top[k] = (uint32_t)best;
-                pr[k] = bp;
-            }
-        }
+#pragma omp parallel for schedule(static)
+        for (size_t t = 0; t < T; t++)
+            top_tokens(logits + t * V, V, k, in->lens_top + (s * T + t) * LENS_TOP,
+                       in->lens_prob + (s * T + t) * LENS_TOP);
     }
     free(ln);
     return 0;

@@ -115,13 +115,17 @@ HeatmapLayout heatmap_layout(size_t rows, size_t cols, size_t n_panels, const He
     /* Square maps fit in ~640 px; strips (few rows) get wider cells. */
     l.cell = 4 * rows <= cols ? 960 / cols : (big ? 640 / big : 32);
     l.cell = l.cell < 8 ? 8 : (l.cell > 32 ? 32 : l.cell);
-    size_t ls = label_scale(l.cell);
+    if (spec->cell) l.cell = spec->cell;
+    l.columns = spec->columns && spec->columns < n_panels ? spec->columns : n_panels;
+    size_t ls = label_scale(l.cell), grid_rows = (n_panels + l.columns - 1) / l.columns;
+    size_t title_h = spec->panel_titles ? TEXT_HEIGHT(1) + 4 : 0, labels_h = spec->col_labels ? TEXT_HEIGHT(ls) + 4 : 0;
     l.left = 8 + max_label_width(spec->row_labels, rows, ls) + 4;
-    l.top = 8 + (spec->title ? TEXT_HEIGHT(2) + 6 : 0) + (spec->panel_titles ? TEXT_HEIGHT(1) + 4 : 0);
+    l.top = 8 + (spec->title ? TEXT_HEIGHT(2) + 6 : 0) + title_h;
     l.gap = 16;
     l.panel_w = cols * l.cell;
     l.panel_h = rows * l.cell;
-    l.bar_x = l.left + n_panels * l.panel_w + (n_panels - 1) * l.gap + l.gap;
+    l.row_stride = l.panel_h + labels_h + l.gap + title_h;
+    l.bar_x = l.left + l.columns * l.panel_w + (l.columns - 1) * l.gap + l.gap;
     l.bar_w = 16;
     char lo[32], hi[32];
     snprintf(lo, sizeof lo, "%g", spec->vmin);
@@ -129,46 +133,48 @@ HeatmapLayout heatmap_layout(size_t rows, size_t cols, size_t n_panels, const He
     size_t tw = text_width(lo, 1) > text_width(hi, 1) ? text_width(lo, 1) : text_width(hi, 1);
     l.width = l.bar_x + l.bar_w + 4 + tw + 8;
     size_t min_h = l.top + 2 * TEXT_HEIGHT(1) + 40; /* room for the colour bar's labels */
-    l.height = l.top + l.panel_h + (spec->col_labels ? TEXT_HEIGHT(ls) + 4 : 0) + 8;
+    l.height = l.top + (grid_rows - 1) * l.row_stride + l.panel_h + labels_h + 8;
     l.height = l.height < min_h ? min_h : l.height;
     if (spec->title && text_width(spec->title, 2) + 16 > l.width) l.width = text_width(spec->title, 2) + 16;
     return l;
 }
 
-size_t heatmap_panel_x(const HeatmapLayout *lay, size_t panel) { return lay->left + panel * (lay->panel_w + lay->gap); }
+size_t heatmap_panel_x(const HeatmapLayout *lay, size_t panel) {
+    return lay->left + panel % lay->columns * (lay->panel_w + lay->gap);
+}
+
+size_t heatmap_panel_y(const HeatmapLayout *lay, size_t panel) { return lay->top + panel / lay->columns * lay->row_stride; }
 
 int png_heatmap(const char *path, const float *const *panels, size_t n_panels, size_t rows, size_t cols,
                 const HeatmapSpec *spec, Error *err) {
     HeatmapLayout L = heatmap_layout(rows, cols, n_panels, spec);
     Image im;
     if (image_init(&im, L.width, L.height, err)) return -1;
-    size_t ls = label_scale(L.cell), y = 8;
-    if (spec->title) {
-        image_text(&im, 8, (long)y, spec->title, 2, BLACK);
-        y += TEXT_HEIGHT(2) + 6;
-    }
+    size_t ls = label_scale(L.cell);
+    if (spec->title) image_text(&im, 8, 8, spec->title, 2, BLACK);
     double span = spec->vmax > spec->vmin ? (double)spec->vmax - spec->vmin : 1.0;
     for (size_t p = 0; p < n_panels; p++) {
-        size_t px = heatmap_panel_x(&L, p);
-        if (spec->panel_titles) image_text(&im, (long)px, (long)y, spec->panel_titles[p], 1, BLACK);
+        size_t px = heatmap_panel_x(&L, p), py = heatmap_panel_y(&L, p);
+        if (spec->panel_titles)
+            image_text(&im, (long)px, (long)(py - TEXT_HEIGHT(1) - 4), spec->panel_titles[p], 1, BLACK);
         for (size_t r = 0; r < rows; r++)
             for (size_t c = 0; c < cols; c++) {
                 float v = panels[p][r * cols + c];
                 unsigned char rgb[3];
                 if ((spec->causal && c > r) || isnan(v)) memcpy(rgb, GREY, 3);
                 else colormap((v - spec->vmin) / span, rgb);
-                image_rect(&im, (long)(px + c * L.cell), (long)(L.top + r * L.cell), (long)L.cell, (long)L.cell, rgb);
+                image_rect(&im, (long)(px + c * L.cell), (long)(py + r * L.cell), (long)L.cell, (long)L.cell, rgb);
             }
         for (size_t c = 0; spec->col_labels && c < cols; c++) {
             size_t tw = text_width(spec->col_labels[c], ls);
             long x = (long)(px + c * L.cell + L.cell / 2) - (long)tw / 2;
-            image_text(&im, x, (long)(L.top + L.panel_h + 3), spec->col_labels[c], ls, BLACK);
+            image_text(&im, x, (long)(py + L.panel_h + 3), spec->col_labels[c], ls, BLACK);
         }
-    }
-    for (size_t r = 0; spec->row_labels && r < rows; r++) {
-        size_t tw = text_width(spec->row_labels[r], ls);
-        long yr = (long)(L.top + r * L.cell + L.cell / 2) - (long)(TEXT_HEIGHT(ls) * 4 / 10);
-        image_text(&im, (long)(L.left - 4 - tw), yr, spec->row_labels[r], ls, BLACK);
+        for (size_t r = 0; spec->row_labels && p % L.columns == 0 && r < rows; r++) {
+            size_t tw = text_width(spec->row_labels[r], ls);
+            long yr = (long)(py + r * L.cell + L.cell / 2) - (long)(TEXT_HEIGHT(ls) * 4 / 10);
+            image_text(&im, (long)(L.left - 4 - tw), yr, spec->row_labels[r], ls, BLACK);
+        }
     }
     /* The colour bar: vmax at the top, vmin at the bottom, over the panels' height (or 40 px). */
     size_t bar_h = L.panel_h > 40 ? L.panel_h : 40;

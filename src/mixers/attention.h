@@ -37,8 +37,12 @@ int attention_inspect(const ModelConfig *cfg, const float *params, const float *
 void attention_probs(float *probs, const float *qkv, size_t T, size_t C, size_t H, size_t h);
 /* entropy, diagonal, previous of a (T, T) causal map. */
 void attention_map_stats(HeadStats *s, const float *probs, size_t T);
-/* similarity_corr of head h: x (T, C) the LN1 output. */
-double similarity_logit_corr(const float *x, const float *qkv, size_t T, size_t C, size_t H, size_t h);
+/* cos (T, T): the cosine of rows i and j of x (T, C), the LN1 output (0 for
+ * a zero row); the same for every head of a layer. */
+int input_cosines(float *cos, const float *x, size_t T, size_t C, Error *err);
+/* similarity_corr of a head: Pearson's r of cos and its scaled logits
+ * (T, T, before the softmax) over the causal pairs j <= i. */
+double similarity_logit_corr(const float *cos, const float *scores, size_t T);
 /* sv_max .. identity_dist of head h from qkv.weight (3C, C). */
 void bilinear_spectrum(HeadStats *s, const float *qkv_w, size_t C, size_t H, size_t h);
 

@@ -7,34 +7,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas/gemm.h"
 #include "mixers/attention.h"
 #include "nn/ops.h"
 #include "nn/rope.h"
 #include "nn/svd.h"
 
-void attention_probs(float *probs, const float *qkv, size_t T, size_t C, size_t H, size_t h) {
+/* The scaled logits q_i.k_j / sqrt(d_head) of head h, all T x T of them
+ * (the map uses j <= i), in one product through the tiled gemm. */
+static void attention_scores(float *scores, const float *qkv, size_t T, size_t C, size_t H, size_t h) {
     size_t hs = C / H;
-    double scale = 1.0 / sqrt((double)hs);
-    double *row = malloc(T * sizeof *row);
-    if (!row) { /* out of memory: a map of NaN says so rather than a crash */
-        for (size_t i = 0; i < T * T; i++) probs[i] = NAN;
-        return;
-    }
+    gemm(0, 1, T, T, hs, 1.0f / sqrtf((float)hs), qkv + h * hs, 3 * C, qkv + C + h * hs, 3 * C, 0.0f, scores, T);
+}
+
+/* Scores (T, T) into a causal map in place: row i the softmax of columns
+ * 0..i (sum in double), zero after. */
+static void causal_softmax(float *p, size_t T) {
+#pragma omp parallel for schedule(dynamic, 16)
     for (size_t i = 0; i < T; i++) {
-        const float *q = qkv + i * 3 * C + h * hs;
-        double mx = -INFINITY, sum = 0.0;
+        float *row = p + i * T, mx = row[0];
+        for (size_t j = 1; j <= i; j++) mx = row[j] > mx ? row[j] : mx;
+        double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
         for (size_t j = 0; j <= i; j++) {
-            const float *k = qkv + j * 3 * C + C + h * hs;
-            double s = 0.0;
-            for (size_t d = 0; d < hs; d++) s += (double)q[d] * k[d];
-            row[j] = s * scale;
-            mx = row[j] > mx ? row[j] : mx;
+            row[j] = fast_expf(row[j] - mx);
+            sum += row[j];
         }
-        for (size_t j = 0; j <= i; j++) sum += (row[j] = exp(row[j] - mx));
-        float *p = probs + i * T;
-        for (size_t j = 0; j < T; j++) p[j] = j <= i ? (float)(row[j] / sum) : 0.0f;
+        float inv = (float)(1.0 / sum);
+        for (size_t j = 0; j <= i; j++) row[j] *= inv;
+        for (size_t j = i + 1; j < T; j++) row[j] = 0.0f;
     }
-    free(row);
+}
+
+void attention_probs(float *probs, const float *qkv, size_t T, size_t C, size_t H, size_t h) {
+    attention_scores(probs, qkv, T, C, H, h);
+    causal_softmax(probs, T);
 }
 
 void attention_map_stats(HeadStats *s, const float *probs, size_t T) {
@@ -51,29 +58,27 @@ void attention_map_stats(HeadStats *s, const float *probs, size_t T) {
     s->previous = T > 1 ? prev / (double)(T - 1) : NAN;
 }
 
-double similarity_logit_corr(const float *x, const float *qkv, size_t T, size_t C, size_t H, size_t h) {
-    size_t hs = C / H;
-    double scale = 1.0 / sqrt((double)hs);
-    double *norm = malloc(T * sizeof *norm);
-    if (!norm) return NAN;
+int input_cosines(float *cos, const float *x, size_t T, size_t C, Error *err) {
+    float *unit = lm_calloc(T * C, sizeof(float), err);
+    if (!unit) return -1;
     for (size_t i = 0; i < T; i++) {
         double s = 0.0;
         for (size_t c = 0; c < C; c++) s += (double)x[i * C + c] * x[i * C + c];
-        norm[i] = sqrt(s);
+        float inv = s > 0.0 ? (float)(1.0 / sqrt(s)) : 0.0f; /* a zero row: cosine 0 */
+        for (size_t c = 0; c < C; c++) unit[i * C + c] = x[i * C + c] * inv;
     }
+    gemm(0, 1, T, T, C, 1.0f, unit, C, unit, C, 0.0f, cos, T);
+    free(unit);
+    return 0;
+}
+
+double similarity_logit_corr(const float *cos, const float *scores, size_t T) {
     /* Pearson's r from running sums, centred on the first pair to keep the
      * sums small (cancellation in sum x^2 - n mean^2). */
-    double n = 0, sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0, a0 = 0, b0 = 0;
+    double n = 0, sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0, a0 = cos[0], b0 = scores[0];
     for (size_t i = 0; i < T; i++)
         for (size_t j = 0; j <= i; j++) {
-            double dot = 0.0, qk = 0.0;
-            for (size_t c = 0; c < C; c++) dot += (double)x[i * C + c] * x[j * C + c];
-            const float *q = qkv + i * 3 * C + h * hs, *k = qkv + j * 3 * C + C + h * hs;
-            for (size_t d = 0; d < hs; d++) qk += (double)q[d] * k[d];
-            double a = norm[i] > 0 && norm[j] > 0 ? dot / (norm[i] * norm[j]) : 0.0, b = qk * scale;
-            if (n == 0) a0 = a, b0 = b;
-            a -= a0;
-            b -= b0;
+            double a = (double)cos[i * T + j] - a0, b = (double)scores[i * T + j] - b0;
             n += 1;
             sa += a;
             sb += b;
@@ -81,28 +86,18 @@ double similarity_logit_corr(const float *x, const float *qkv, size_t T, size_t 
             sbb += b * b;
             sab += a * b;
         }
-    free(norm);
     double va = saa - sa * sa / n, vb = sbb - sb * sb / n, cov = sab - sa * sb / n;
     if (!(va > 1e-12 * (saa + 1e-300)) || !(vb > 1e-12 * (sbb + 1e-300))) return NAN; /* a constant: undefined */
     return cov / sqrt(va * vb);
 }
 
-/* The nonzero singular values of M = W_q^T W_k (hs of them) from a C x hs
- * matrix rather than the C x C one: with W_k^T = Q R (modified Gram-Schmidt;
- * a dependent column leaves q_j = 0 and row j of R zero),
- * M = (W_q^T R^T) Q^T, and Q^T only rotates. */
-static void form_singular_values(double *sv, const float *wq, const float *wk, size_t C, size_t hs) {
-    double *Q = calloc(hs * C, sizeof *Q), *R = calloc(hs * hs, sizeof *R), *X = calloc(C * hs, sizeof *X);
-    if (!Q || !R || !X) {
-        for (size_t i = 0; i < hs; i++) sv[i] = NAN;
-        free(Q);
-        free(R);
-        free(X);
-        return;
-    }
+/* R (hs x hs, upper triangular) of W^T = Q R by modified Gram-Schmidt over
+ * the hs rows of w (each of C); a dependent row leaves its q zero and its row
+ * of R zero. Q: scratch of hs x C. */
+static void gram_schmidt_r(double *R, double *Q, const float *w, size_t C, size_t hs) {
     for (size_t j = 0; j < hs; j++) {
         double *v = Q + j * C, norm0 = 0.0, norm = 0.0;
-        for (size_t c = 0; c < C; c++) v[c] = wk[j * C + c], norm0 += v[c] * v[c];
+        for (size_t c = 0; c < C; c++) v[c] = w[j * C + c], norm0 += v[c] * v[c];
         for (size_t i = 0; i < j; i++) {
             double r = 0.0;
             for (size_t c = 0; c < C; c++) r += Q[i * C + c] * v[c];
@@ -118,50 +113,64 @@ static void form_singular_values(double *sv, const float *wq, const float *wk, s
             memset(v, 0, C * sizeof *v);
         }
     }
-    for (size_t a = 0; a < C; a++) /* X = W_q^T R^T: X[a][j] = sum_d W_q[d][a] R[j][d] */
-        for (size_t j = 0; j < hs; j++) {
-            double x = 0.0;
-            for (size_t d = j; d < hs; d++) x += (double)wq[d * C + a] * R[j * hs + d];
-            X[a * hs + j] = x;
+}
+
+/* The nonzero singular values of M = W_q^T W_k (hs of them) from an
+ * hs x hs matrix rather than the C x C one: with W_q^T = Q_q R_q and
+ * W_k^T = Q_k R_k, M = Q_q (R_q R_k^T) Q_k^T, and the Q only rotate (a zero
+ * column of Q meets a zero row of R). */
+static void form_singular_values(double *sv, const float *wq, const float *wk, size_t C, size_t hs) {
+    double *Q = calloc(hs * C, sizeof *Q), *R = calloc(3 * hs * hs, sizeof *R);
+    if (!Q || !R) {
+        for (size_t i = 0; i < hs; i++) sv[i] = NAN;
+        free(Q);
+        free(R);
+        return;
+    }
+    double *Rq = R, *Rk = R + hs * hs, *Y = R + 2 * hs * hs;
+    gram_schmidt_r(Rq, Q, wq, C, hs);
+    gram_schmidt_r(Rk, Q, wk, C, hs);
+    for (size_t a = 0; a < hs; a++) /* Y = R_q R_k^T, both upper triangular */
+        for (size_t b = 0; b < hs; b++) {
+            double y = 0.0;
+            for (size_t d = a > b ? a : b; d < hs; d++) y += Rq[a * hs + d] * Rk[b * hs + d];
+            Y[a * hs + b] = y;
         }
-    singular_values(X, C, hs, sv);
+    singular_values(Y, hs, hs, sv);
     free(Q);
     free(R);
-    free(X);
 }
 
 void bilinear_spectrum(HeadStats *s, const float *qkv_w, size_t C, size_t H, size_t h) {
     size_t hs = C / H;
     const float *wq = qkv_w + h * hs * C, *wk = qkv_w + (C + h * hs) * C;
-    double *M = calloc(C * C, sizeof *M), *sv = malloc(hs * sizeof *sv);
-    if (!M || !sv) {
+    double *sv = malloc(hs * sizeof *sv);
+    if (!sv) {
         s->sv_max = s->sv_min = s->effective_rank = s->antisym_share = s->identity_dist = NAN;
-        free(M);
-        free(sv);
         return;
     }
-    /* logit = x^T M x' with M = W_q^T W_k (C x C): the form that compares two
-     * positions' inputs; its rank is at most d_head. */
+    /* logit = x^T M x' with M = W_q^T W_k (C x C, rank <= d_head): the form
+     * that compares two positions' inputs. Its norms come from d_head x d_head
+     * products of the head's rows, never forming M (C^2 d_head work, 37M
+     * multiply-adds a head at GPT-2's width): with Gq = W_q W_q^T,
+     * Gk = W_k W_k^T and X = W_q W_k^T, |M|^2 = <Gq, Gk>, tr(M M) = tr(X X)
+     * and tr M = tr X; the antisymmetric part has |(M - M^T)/2|^2 =
+     * (|M|^2 - tr(M M)) / 2, and |M - (tr M / C) I|^2 = |M|^2 - (tr M)^2 / C. */
+    double fro = 0.0, mm = 0.0, trace = 0.0;
     for (size_t d = 0; d < hs; d++)
-        for (size_t a = 0; a < C; a++) {
-            double qa = wq[d * C + a];
-            for (size_t b = 0; b < C; b++) M[a * C + b] += qa * wk[d * C + b];
+        for (size_t e = 0; e < hs; e++) {
+            double gq = 0.0, gk = 0.0, xde = 0.0, xed = 0.0;
+            for (size_t c = 0; c < C; c++) {
+                gq += (double)wq[d * C + c] * wq[e * C + c];
+                gk += (double)wk[d * C + c] * wk[e * C + c];
+                xde += (double)wq[d * C + c] * wk[e * C + c];
+                xed += (double)wq[e * C + c] * wk[d * C + c];
+            }
+            fro += gq * gk;
+            mm += xde * xed;
+            if (d == e) trace += xde;
         }
-    double fro = 0.0, anti = 0.0, trace = 0.0;
-    for (size_t a = 0; a < C; a++) {
-        trace += M[a * C + a];
-        for (size_t b = 0; b < C; b++) {
-            double x = M[a * C + b], y = 0.5 * (x - M[b * C + a]);
-            fro += x * x;
-            anti += y * y;
-        }
-    }
-    double off = 0.0, mu = trace / (double)C;
-    for (size_t a = 0; a < C; a++)
-        for (size_t b = 0; b < C; b++) {
-            double y = M[a * C + b] - (a == b ? mu : 0.0);
-            off += y * y;
-        }
+    double anti = 0.5 * (fro - mm), off = fro - trace * trace / (double)C;
     form_singular_values(sv, wq, wk, C, hs);
     double total = 0.0, ent = 0.0;
     for (size_t i = 0; i < hs; i++) total += sv[i];
@@ -170,9 +179,8 @@ void bilinear_spectrum(HeadStats *s, const float *qkv_w, size_t C, size_t H, siz
     s->sv_max = sv[0];
     s->sv_min = sv[hs - 1];
     s->effective_rank = total > 0 ? exp(ent) : 0.0;
-    s->antisym_share = fro > 0 ? anti / fro : NAN;
-    s->identity_dist = fro > 0 ? sqrt(off / fro) : NAN;
-    free(M);
+    s->antisym_share = fro > 0 ? (anti > 0 ? anti : 0.0) / fro : NAN;
+    s->identity_dist = fro > 0 ? sqrt(off > 0 ? off / fro : 0.0) : NAN;
     free(sv);
 }
 
@@ -206,30 +214,36 @@ int attention_inspect(const ModelConfig *cfg, const float *params, const float *
     AttnParams p = attn_params(params, C);
     L->label = "attn";
     float *qkv = lm_calloc(T * 3 * C + hs, sizeof(float), err); /* then y of one head */
-    L->probs = qkv ? lm_calloc(H * T * T, sizeof(float), err) : NULL;
+    float *cos = qkv && all ? lm_calloc(T * T, sizeof(float), err) : NULL;
+    L->probs = qkv && (cos || !all) ? lm_calloc(H * T * T, sizeof(float), err) : NULL;
     if (all && L->probs) {
         L->heads = lm_calloc(H, sizeof(HeadStats), err);
         L->part_name = L->heads ? lm_calloc(H + 1, sizeof *L->part_name, err) : NULL;
         L->part_out = L->part_name ? lm_calloc((H + 1) * C, sizeof(float), err) : NULL;
     }
-    if (!L->probs || (all && !L->part_out)) {
+    if (!L->probs || (all && !L->part_out) || (all && input_cosines(cos, x, T, C, err))) {
         free(qkv);
+        free(cos);
         return -1;
     }
     /* q and k as the layer has them, rotated by position with rope. */
     matmul_forward(NULL, qkv, x, p.qkv_w, p.qkv_b, T, C, 3 * C);
     if (cfg->pos == POS_ROPE) rope_forward(qkv, cfg->rope, 1, T, 0, C, hs);
     for (size_t h = 0; h < H; h++) {
-        attention_probs(L->probs + h * T * T, qkv, T, C, H, h);
-        if (!all) continue;
-        attention_map_stats(&L->heads[h], L->probs + h * T * T, T);
-        L->heads[h].similarity_corr = similarity_logit_corr(x, qkv, T, C, H, h);
-        bilinear_spectrum(&L->heads[h], p.qkv_w, C, H, h);
+        float *map = L->probs + h * T * T;
+        attention_scores(map, qkv, T, C, H, h);
+        if (all) L->heads[h].similarity_corr = similarity_logit_corr(cos, map, T);
+        causal_softmax(map, T);
+        if (all) attention_map_stats(&L->heads[h], map, T);
     }
     if (all) {
+        /* The weights' geometry, a head per thread: each is serial and alone. */
+#pragma omp parallel for schedule(dynamic, 1)
+        for (size_t h = 0; h < H; h++) bilinear_spectrum(&L->heads[h], p.qkv_w, C, H, h);
         L->n_parts = H + 1;
         head_parts(L, p, qkv, T, C, H, qkv + T * 3 * C);
     }
     free(qkv);
+    free(cos);
     return 0;
 }

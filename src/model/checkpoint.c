@@ -84,10 +84,6 @@ static int header_config(const StFile *f, size_t file_len, int with_optim, const
         return err_set(err, "'%s' is not a checkpoint of this program (metadata missing)", path);
     Error cerr;
     if (config_from_json(cfg, config, &cerr)) return err_set(err, "'%s': bad config: %s", path, cerr.msg);
-    if (with_optim && !st_has(f, "optim.m.wte"))
-        return err_set(err, "'%s' holds weights without optimizer state (a converted model): --resume continues a run; "
-                            "start one from these weights with --init",
-                       path);
     size_t need = model_count_params(cfg) * sizeof(float) * (with_optim ? 3 : 1);
     if (config_validate(cfg, &cerr) || need == 0 || need > file_len - f->data_start)
         return err_set(err, "'%s' is corrupt: its config needs %zu bytes of tensors, it holds %zu", path, need,
@@ -103,18 +99,27 @@ int ckpt_read_config(const char *path, ModelConfig *cfg, size_t *file_bytes, Err
     return rc;
 }
 
+int ckpt_has_moments(const char *path, int *has, Error *err) {
+    StFile f;
+    size_t file_bytes;
+    if (st_open_header(&f, path, &file_bytes, err)) return -1;
+    *has = st_has(&f, "optim.m.wte") && st_has(&f, "optim.v.wte"); /* wte: every model's first tensor */
+    st_close(&f);
+    return 0;
+}
+
 /* Before loading for inference: one line and -1 when the file (read whole
- * while loading), the weights, activations for `batch` sequences of
- * block_size tokens and extra_bytes of the program's own (extra_what) do not
- * fit the memory available. */
-static int check_memory(const char *path, const ModelConfig *cfg, size_t file_bytes, size_t batch, size_t extra_bytes,
-                        const char *extra_what, Error *err) {
+ * while loading), the weights, activations for want->batch sequences of
+ * block_size tokens and want->bytes of the program's own do not fit the
+ * memory available. */
+static int check_memory(const char *path, const ModelConfig *cfg, size_t file_bytes, const ReadingNeeds *want,
+                        Error *err) {
     char who[256], what[256];
     snprintf(who, sizeof who, "loading '%s'", path);
-    snprintf(what, sizeof what, "the file, read whole; the weights; activations for %zu x %zu tokens%s%s", batch,
-             cfg->block_size, extra_bytes ? "; " : "", extra_bytes ? extra_what : "");
-    return memory_check(file_bytes + model_memory_bytes(cfg, batch, cfg->block_size, 0, 0) + extra_bytes, who, what,
-                        NULL, err);
+    snprintf(what, sizeof what, "the file, read whole; the weights; activations for %zu x %zu tokens%s%s", want->batch,
+             cfg->block_size, want->bytes ? "; " : "", want->bytes ? want->what : "");
+    return memory_check(file_bytes + model_memory_bytes(cfg, want->batch, cfg->block_size, 0, 0) + want->bytes, who,
+                        what, want->advice, err);
 }
 
 int ckpt_load(const char *path, Model *m, CkptState *s, int with_optim, Error *err) {
@@ -196,8 +201,8 @@ int model_open_checked(const char *path, ReadingNeeds (*needs)(const ModelConfig
     ModelConfig cfg;
     size_t file_bytes;
     if (ckpt_read_config(path, &cfg, &file_bytes, err)) return -1;
-    ReadingNeeds want = needs ? needs(&cfg, ctx) : (ReadingNeeds){1, 0, NULL};
-    if (check_memory(path, &cfg, file_bytes, want.batch, want.bytes, want.what, err)) return -1;
+    ReadingNeeds want = needs ? needs(&cfg, ctx) : (ReadingNeeds){1, 0, NULL, NULL};
+    if (check_memory(path, &cfg, file_bytes, &want, err)) return -1;
     return model_open(path, m, tok, err);
 }
 

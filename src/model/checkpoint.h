@@ -38,13 +38,19 @@ int ckpt_load(const char *path, Model *m, CkptState *s, int with_optim, Error *e
  * checksum: that needs the whole file), and the file's size: for a memory
  * estimate before loading. */
 int ckpt_read_config(const char *path, ModelConfig *cfg, size_t *file_bytes, Error *err);
+/* Whether the checkpoint holds the AdamW moments, from its header alone:
+ * bin/train writes them; a model that only has weights (bin/convert's) can
+ * start a new run (bin/train --init) but not continue one. */
+int ckpt_has_moments(const char *path, int *has, Error *err);
 /* What a program that only reads a model needs besides the model itself:
  * activations for `batch` sequences of block_size tokens, and `bytes` of its
- * own (`what`, for the message), both known once the config is. */
+ * own (`what`, for the message), both known once the config is; `advice`
+ * (or NULL) ends the message when that does not fit ("use a smaller --batch-size"). */
 typedef struct ReadingNeeds {
     size_t batch;
     size_t bytes;
     const char *what;
+    const char *advice;
 } ReadingNeeds;
 
 /* The tokenizer stored in a checkpoint, reading only its header (no

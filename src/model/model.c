@@ -202,14 +202,12 @@ static size_t layout_acts(Model *m, float *base, size_t B, size_t T) {
     TAKE(m->lnf, N * C);
     TAKE(m->lnf_mean, N);
     TAKE(m->lnf_rstd, N);
-    TAKE(m->logits, N * V);
-    TAKE(m->probs, N * V);
+    TAKE(m->logits, N * V); /* and in backward d(loss)/d(logits), in place */
     TAKE(m->losses, N);
     TAKE(m->dresid, N * C);
     TAKE(m->dbranch, drop ? N * C : 0);
     TAKE(m->dln, N * C);
     TAKE(m->dfc, N * 4 * C);
-    TAKE(m->dlogits, N * V);
 #undef TAKE
     return used;
 }
@@ -456,7 +454,7 @@ void model_forward(Model *m, const int32_t *inputs, const int32_t *targets, size
     m->loss = NAN;
     if (targets) {
         memcpy(m->targets, targets, N * sizeof(int32_t));
-        crossentropy_forward(m->losses, m->probs, m->logits, targets, N, V);
+        crossentropy_forward(m->losses, m->logits, targets, N, V);
         /* The mean over the scored targets (all of them without a loss mask); a
          * batch with none scored has loss 0 and no gradient. */
         m->scored = crossentropy_scored(targets, N);
@@ -544,9 +542,11 @@ void model_backward(Model *m, float loss_scale) {
     Profile *pr = m->prof;
     const Pass Bk = PASS_BACKWARD;
     double t0 = profile_start(pr);
-    crossentropy_backward(m->dlogits, m->probs, m->targets, m->scored ? loss_scale / (float)m->scored : 0.0f, N, V);
+    /* The logits become their gradient: nothing reads them after this. */
+    float *dlogits = m->logits;
+    crossentropy_backward(dlogits, m->logits, m->targets, m->scored ? loss_scale / (float)m->scored : 0.0f, N, V);
     zero_floats(m->dresid, N * C);
-    matmul_backward(c->bf16, m->dln, 0.0f, G + m->wte, NULL, m->dlogits, m->lnf, P + m->wte, N, C, V);
+    matmul_backward(c->bf16, m->dln, 0.0f, G + m->wte, NULL, dlogits, m->lnf, P + m->wte, N, C, V);
     profile_stop(pr, "head", Bk, t0);
     PROFILED(pr, "layernorm", Bk,
              layernorm_backward(m->dresid, G + m->lnf_w, G + m->lnf_b, m->dln, m->resid_out, P + m->lnf_w,

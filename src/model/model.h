@@ -82,8 +82,9 @@ typedef struct Model {
     size_t B_max, T_max, n_acts;
     float *acts;
     LayerActs la[MAX_LAYERS];
-    float *resid_out, *lnf, *lnf_mean, *lnf_rstd, *logits, *probs, *losses;
-    float *dresid, *dbranch, *dln, *dfc, *dlogits; /* backward scratch (dbranch: only with dropout) */
+    float *resid_out, *lnf, *lnf_mean, *lnf_rstd, *losses;
+    float *logits; /* (N, V); model_backward turns them into d(loss)/d(logits) in place */
+    float *dresid, *dbranch, *dln, *dfc; /* backward scratch (dbranch: only with dropout) */
     int32_t *inputs, *targets;
 
     /* What the last forward did, for backward. */

@@ -134,10 +134,11 @@ int run_options_from_json(RunOptions *o, const char *json, size_t ranks, Error *
     return rc;
 }
 
-int run_check_resume(const RunOptions *o, const ModelConfig *ckpt, Error *err) {
+int run_check_model(const RunOptions *o, const ModelConfig *ckpt, int init, Error *err) {
     for (size_t i = 0; i < n_run_options; i++) {
         const RunOption *r = &run_options[i];
         if (r->role != RUN_ARCH || !given(o, i)) continue;
+        if (init && r->offset == offsetof(RunOptions, cfg.dropout)) continue;
         const void *mine = (const char *)o + r->offset;
         const void *have = (const char *)ckpt + (r->offset - offsetof(RunOptions, cfg));
         if (r->is_float ? *(const float *)mine != *(const float *)have : *(const size_t *)mine != *(const size_t *)have) {
@@ -182,23 +183,44 @@ int run_check_memory(const ModelConfig *cfg, const RunOptions *o, size_t ckpt_by
     return memory_check(need, "this run", what, "use a smaller model, --batch-size or --block-size", err);
 }
 
+/* Loads a checkpoint for --resume (with_optim: its AdamW moments too) or
+ * --init: the config from the header first (loading reads the whole file) for
+ * the memory check, then the model, whose tokenizer must be the data's and
+ * whose config the model options given must match. */
+static int load_checkpoint(Run *r, const char *path, int with_optim, CkptState *st, Error *err) {
+    RunOptions *o = &r->o;
+    ModelConfig cfg;
+    size_t file_bytes;
+    if (ckpt_read_config(path, &cfg, &file_bytes, err) || run_check_memory(&cfg, o, file_bytes, err) ||
+        ckpt_load(path, &r->model, st, with_optim, err))
+        return -1;
+    int rc = 0;
+    if (strcmp(st->tokenizer, r->ds.tok.hash) != 0)
+        rc = err_set(err, "checkpoint '%s' was trained with tokenizer %s but '%s' has tokenizer %s", path,
+                     st->tokenizer, o->data, r->ds.tok.hash);
+    else if (run_check_model(o, &r->model.cfg, !with_optim, err))
+        rc = -1;
+    if (rc) {
+        ckpt_state_free(st);
+        model_free(&r->model);
+    }
+    return rc;
+}
+
 /* The checkpoint of --resume: the model, the step, the data position and
  * the run's options (those given on the command line win). */
 static int resume(Run *r, Error *err) {
     RunOptions *o = &r->o;
     CkptState st;
-    ModelConfig cfg; /* first from the header alone: loading reads the whole file */
-    size_t file_bytes, ranks = (size_t)r->dist->size;
-    if (ckpt_read_config(o->resume, &cfg, &file_bytes, err) || run_check_memory(&cfg, o, file_bytes, err) ||
-        ckpt_load(o->resume, &r->model, &st, 1, err))
-        return -1;
+    int moments;
+    size_t ranks = (size_t)r->dist->size;
+    if (ckpt_has_moments(o->resume, &moments, err)) return -1;
+    if (!moments)
+        return err_set(err, "'%s' holds weights only, no optimizer state to continue: start a new run from it with "
+                            "--init %s", o->resume, o->resume);
+    if (load_checkpoint(r, o->resume, 1, &st, err)) return -1;
     int rc = 0;
-    if (strcmp(st.tokenizer, r->ds.tok.hash) != 0)
-        rc = err_set(err, "checkpoint '%s' was trained with tokenizer %s but '%s' has tokenizer %s", o->resume,
-                     st.tokenizer, o->data, r->ds.tok.hash);
-    else if (run_check_resume(o, &r->model.cfg, err))
-        rc = -1;
-    else if (run_options_from_json(o, st.train, ranks, err)) {
+    if (run_options_from_json(o, st.train, ranks, err)) {
         char why[sizeof err->msg];
         snprintf(why, sizeof why, "%s", err->msg);
         rc = err_set(err, "'%s': %s", o->resume, why);
@@ -209,6 +231,26 @@ static int resume(Run *r, Error *err) {
     ckpt_state_free(&st);
     if (rc) model_free(&r->model);
     return rc;
+}
+
+/* --init: a new run from a checkpoint's weights, its model and tokenizer,
+ * with fresh (zero) AdamW moments, step 0, the data stream from the seed and
+ * every run option from the command line; --dropout, when given, is the new
+ * run's. What the checkpoint's own run stored (moments, step, data position,
+ * options) is not read. */
+static int init_from(Run *r, Error *err) {
+    RunOptions *o = &r->o;
+    CkptState st;
+    if (load_checkpoint(r, o->init, 0, &st, err)) return -1;
+    ckpt_state_free(&st);
+    Model *m = &r->model;
+    if (given_named(o, "dropout")) {
+        m->cfg.dropout = o->cfg.dropout;
+        for (size_t l = 0; l < m->cfg.n_layer; l++) m->layer_cfg[l].dropout = o->cfg.dropout;
+    }
+    o->cfg = m->cfg;
+    rng_seed(&r->data_rng, o->seed);
+    return model_alloc_training(m, err);
 }
 
 /* A new model from the options. */
@@ -261,12 +303,15 @@ int run_open(Run *r, const RunOptions *o, Dist *dist, int count_only, int no_los
     memset(r, 0, sizeof *r);
     r->o = *o;
     r->dist = dist;
+    if (o->resume && o->init)
+        return err_set(err, "--init and --resume cannot be used together: --init starts a new run from a checkpoint's "
+                            "weights, --resume continues the run that wrote it");
     /* Every rank reads the same data (and checkpoint). */
     char train_bin[4096], val_bin[4096], tok_txt[4096];
     snprintf(train_bin, sizeof train_bin, "%s/train.bin", o->data);
     snprintf(val_bin, sizeof val_bin, "%s/val.bin", o->data);
     snprintf(tok_txt, sizeof tok_txt, "%s/tokenizer.txt", o->data);
-    const char *same_files[] = {train_bin, val_bin, tok_txt, o->resume, NULL};
+    const char *same_files[] = {train_bin, val_bin, tok_txt, o->resume ? o->resume : o->init, NULL};
     if (dist_check_files(dist, same_files, err)) return -1;
     if (dist_agree(dist, dataset_open(&r->ds, o->data, 0, err) != 0, err)) return -1;
     if (o->resume) {
@@ -275,6 +320,8 @@ int run_open(Run *r, const RunOptions *o, Dist *dist, int count_only, int no_los
         if (dist_agree(dist, resume(r, err) != 0, err)) return -1;
         /* A checkpoint's model is allocated already; its activations are not. */
         if (dist_agree(dist, run_check_memory(&r->o.cfg, &r->o, 0, err) != 0, err)) return -1;
+    } else if (o->init) {
+        if (dist_agree(dist, init_from(r, err) != 0, err)) return -1;
     } else if (create(r, count_only, err)) {
         return -1;
     }

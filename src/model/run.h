@@ -22,7 +22,7 @@
 #include "runtime/rng.h"
 
 typedef struct RunOptions {
-    const char *data, *out, *resume, *log, *dump; /* paths; resume, log and dump may be NULL */
+    const char *data, *out, *resume, *init, *log, *dump; /* paths; resume, init, log and dump may be NULL */
     const char *mixer, *pos, *norm, *windows;     /* as given on the command line (NULL: the default) */
     const char *precision_given;                  /* --precision as given (NULL: not given) */
     Precision precision; /* the products': kept in the checkpoint's run options ("precision", absent: fp32) */
@@ -67,10 +67,12 @@ char *run_options_json(const RunOptions *o, size_t ranks);
  * --precision given that differs is refused, since a resumed run continues
  * the one that wrote the checkpoint exactly. */
 int run_options_from_json(RunOptions *o, const char *json, size_t ranks, Error *err);
-/* With --resume, model options given on the command line must equal the
- * checkpoint's (so the command that started a run, plus --resume, continues
- * it); the first that differs is named with both values. */
-int run_check_resume(const RunOptions *o, const ModelConfig *ckpt, Error *err);
+/* With --resume or --init, model options given on the command line must
+ * equal the checkpoint's (so the command that started a run, plus --resume,
+ * continues it; and --init never reshapes the weights it starts from); the
+ * first that differs is named with both values. With init, --dropout is the
+ * new run's own: it changes no weight. */
+int run_check_model(const RunOptions *o, const ModelConfig *ckpt, int init, Error *err);
 /* That the run fits the machine's memory (the checkpoint file, read whole,
  * when resuming): said before allocating rather than found by the OOM killer. */
 int run_check_memory(const ModelConfig *cfg, const RunOptions *o, size_t ckpt_bytes, Error *err);
@@ -93,8 +95,9 @@ typedef struct Run {
 } Run;
 
 /* Sets the run up on every rank of dist together (a failure on any rank is
- * one line on all): the dataset, the model (new from o, or o->resume with its
- * step, data position and kept options), the loss masks (unless no_loss_mask),
+ * one line on all): the dataset, the model (new from o; or o->resume with its
+ * step, data position and kept options; or a new run from o->init's weights,
+ * with fresh AdamW moments, step 0 and this run's options), the loss masks (unless no_loss_mask),
  * activations and batch buffers. With count_only it stops after the model's
  * layout (model.n_params), allocating no weights' gradients or activations. */
 int run_open(Run *r, const RunOptions *o, Dist *dist, int count_only, int no_loss_mask, Error *err);

@@ -4,37 +4,37 @@
 
 #include "nn/ops.h"
 
-void crossentropy_forward(float *losses, float *probs, const float *logits,
-                          const int32_t *targets, size_t N, size_t V) {
+void crossentropy_forward(float *losses, const float *logits, const int32_t *targets, size_t N, size_t V) {
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++) {
-        float *p = probs + n * V;
         const float *z = logits + n * V;
-        softmax(p, z, V);
         if (targets[n] < 0) {
             losses[n] = 0.0f;
             continue;
         }
-        /* log-softmax directly, so a tiny probability gives a finite loss. */
+        /* log-softmax directly, so a tiny probability gives a finite loss;
+         * the sum in double, in vector lanes (its terms are at most 1). */
         float maxv = z[0];
-        for (size_t v = 1; v < V; v++) maxv = z[v] > maxv ? z[v] : maxv;
+#pragma omp simd reduction(max : maxv)
+        for (size_t v = 0; v < V; v++) maxv = z[v] > maxv ? z[v] : maxv;
         double s = 0.0;
-        for (size_t v = 0; v < V; v++) s += exp((double)(z[v] - maxv));
+#pragma omp simd reduction(+ : s)
+        for (size_t v = 0; v < V; v++) s += (double)fast_expf(z[v] - maxv);
         losses[n] = (float)(log(s) - (double)(z[targets[n]] - maxv));
     }
 }
 
-void crossentropy_backward(float *dlogits, const float *probs, const int32_t *targets,
-                           float dloss, size_t N, size_t V) {
+void crossentropy_backward(float *dlogits, const float *logits, const int32_t *targets, float dloss, size_t N,
+                           size_t V) {
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++) {
         float *d = dlogits + n * V;
-        const float *p = probs + n * V;
         if (targets[n] < 0) {
             for (size_t v = 0; v < V; v++) d[v] = 0.0f;
             continue;
         }
-        for (size_t v = 0; v < V; v++) d[v] = p[v] * dloss;
+        softmax(d, logits + n * V, V); /* the probabilities, recomputed: the forward keeps none */
+        for (size_t v = 0; v < V; v++) d[v] *= dloss;
         d[targets[n]] -= dloss;
     }
 }

@@ -1,5 +1,9 @@
 /* Softmax cross-entropy over the logits of the tied LM head.
- *   logits, probs (N, V); targets (N) int32; losses (N) = -log probs[target].
+ *   logits (N, V); targets (N) int32; losses (N) = -log softmax(logits)[target].
+ * No (N, V) array of probabilities is kept: the forward needs only each row's
+ * log-sum-exp, and the backward recomputes the softmax of the row it writes,
+ * in place over the logits if asked (at GPT-2's 50,257 tokens each (N, V)
+ * array is 200 KB per position).
  * A target of LOSS_IGNORE (any negative id) is not a prediction to learn (a
  * training loss mask, src/data/loss_mask.h): its loss is 0 and its row of
  * dlogits 0, so it contributes nothing to the gradient. */
@@ -11,11 +15,11 @@
 
 #define LOSS_IGNORE (-1)
 
-void crossentropy_forward(float *losses, float *probs, const float *logits,
-                          const int32_t *targets, size_t N, size_t V);
-/* dlogits = (probs - onehot(target)) * dloss, overwritten (dloss: d mean-loss / d loss_n); 0 for ignored targets. */
-void crossentropy_backward(float *dlogits, const float *probs, const int32_t *targets,
-                           float dloss, size_t N, size_t V);
+void crossentropy_forward(float *losses, const float *logits, const int32_t *targets, size_t N, size_t V);
+/* dlogits = (softmax(logits) - onehot(target)) * dloss, overwritten (dloss: d mean-loss / d loss_n); 0 for
+ * ignored targets. dlogits may be logits itself. */
+void crossentropy_backward(float *dlogits, const float *logits, const int32_t *targets, float dloss, size_t N,
+                           size_t V);
 /* How many targets are not ignored. */
 size_t crossentropy_scored(const int32_t *targets, size_t N);
 
