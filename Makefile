@@ -59,7 +59,7 @@ LIB_SRC  := $(wildcard src/*/*.c) src/blas/backends/$(BLAS).c
 LIB_HDR  := $(wildcard src/*/*.h)
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(OUT)/%.o)
 LIB      := $(OUT)/liblm.a
-PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample $(BIN)/inspect $(BIN)/probegen $(BIN)/gemm-rate
+PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample $(BIN)/inspect $(BIN)/probegen $(BIN)/gemm-rate $(BIN)/convert
 TESTS    := $(patsubst tests/%.c,$(OUT)/%,$(wildcard tests/test_*.c))
 
 .PHONY: FORCE all test unit-test bench demo data data-large compare probe clean asan deps fuzz fuzz-seeds valgrind
@@ -94,6 +94,8 @@ $(OUT) $(BIN):
 # bad input, resume, checkpoints, and parity with PyTorch autograd.
 unit-test: $(TESTS)
 	@for t in $(TESTS); do echo "== $$t"; OMP_NUM_THREADS=2 $$t || exit 1; done
+	@echo "== $(OUT)/test_bf16 as on a CPU without AVX512_BF16 (LM_TEST_CPU_HIDE: the conversion's AVX-512F path)"
+	@LM_TEST_CPU_HIDE=avx512bf16 OMP_NUM_THREADS=2 $(OUT)/test_bf16
 
 test: unit-test $(PROGRAMS)
 	bash tests/cli_test.sh
@@ -104,8 +106,11 @@ test: unit-test $(PROGRAMS)
 	bash tests/hardstop_test.sh
 	bash tests/limits_test.sh
 	bash tests/bpe_cli_test.sh
+	bash tests/tokenizer_from_test.sh
 	bash tests/bpe_agreement.sh
+	bash tests/gpt2_tokenizer.sh
 	/usr/bin/python3 -m tests.parity
+	/usr/bin/python3 -m tests.gpt2_convert
 	bash tests/loss_mask_test.sh
 	bash tests/probe_test.sh
 	/usr/bin/python3 -m tests.bench_test
@@ -159,7 +164,9 @@ asan:
 	BIN=bin-asan bash tests/hardstop_test.sh
 	BIN=bin-asan bash tests/limits_test.sh
 	BIN=bin-asan bash tests/bpe_cli_test.sh
+	BIN=bin-asan bash tests/tokenizer_from_test.sh
 	BIN=bin-asan bash tests/loss_mask_test.sh
+	BIN=bin-asan /usr/bin/python3 -m tests.gpt2_convert
 
 # Valgrind memcheck: the unit tests and a short train, eval and sample, with
 # zero errors and no definitely lost bytes (VALGRIND_ARGS=--quick: the
@@ -183,7 +190,7 @@ FUZZERS      := $(patsubst tests/fuzz/%.c,build-fuzz$(BLAS_SUFFIX)/%,$(wildcard 
 build-fuzz$(BLAS_SUFFIX)/%.o: src/%.c $(LIB_HDR) | build-fuzz$(BLAS_SUFFIX)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
-build-fuzz$(BLAS_SUFFIX)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_input.h $(FUZZ_OBJ) | build-fuzz$(BLAS_SUFFIX)
+build-fuzz$(BLAS_SUFFIX)/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h) $(FUZZ_OBJ) | build-fuzz$(BLAS_SUFFIX)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) -o $@ $(LDLIBS)
 build-fuzz$(BLAS_SUFFIX):
 	mkdir -p $@

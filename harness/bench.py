@@ -202,7 +202,7 @@ def gemm_products(report):
 
 def memory_count(report):
     """bin/train's own count in MiB: weights, state (gradients and AdamW moments), activations, bf16 (the
-    bf16 weights and operand scratch of --precision bf16; 0 in fp32), total."""
+    bf16 weights, operand scratch and packed attention heads of --precision bf16; 0 in fp32), total."""
     m = report.get("memory_mib")
     if not m:
         return None
@@ -890,7 +890,7 @@ def print_memory(ctx, res):
             fmt(r["torch"] and r["torch"]["rss_over_theory"], ".2f", "x"),
             fmt(r["torch"] and r["torch"]["base_rss_mib"])] for r in res])
     print("  theory: bin/train's own count (weights + gradients and AdamW moments + activation arena + with bf16 the\n"
-          "  bf16 weights and operand scratch). PT base:\n"
+          "  bf16 weights, operand scratch and packed attention heads). PT base:\n"
           "  PyTorch's peak after importing torch and reading the data, before the model (part of PT peak).")
 
 

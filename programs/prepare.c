@@ -1,12 +1,15 @@
 /* bin/prepare: text files -> train/val/test token files and the tokenizer. */
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "data/corpus.h"
+#include "model/checkpoint.h"
 #include "runtime/ds.h"
 #include "runtime/files.h"
 #include "tok/bpe.h"
@@ -20,7 +23,9 @@ static const CliProgram program = {
              "(a directory: its files, by name); the split is contiguous over that stream:\n"
              "train first, then val, then test. Or the splits are given file by file\n"
              "(--train, --val, --test; e.g. Wikitext's wiki.train/valid/test.tokens), each\n"
-             "used whole. The tokenizer learns from train only.\n",
+             "used whole. The tokenizer learns from train only, or is an existing one\n"
+             "(--tokenizer-from: a model's, another data directory's, or a Hugging Face\n"
+             "byte-level BPE such as GPT-2's).\n",
     .after = "For bpe it also writes DIR/tokenizer.json (Hugging Face tokenizers format).\n",
     .column = 27,
 };
@@ -84,9 +89,28 @@ static int check_recipe(const TokenizerRecipe *r, int bpe_options, const char *s
     return 0;
 }
 
+/* A checkpoint is a safetensors file: a little-endian u64 header length that
+ * fits the file, then the JSON header. Text (a tokenizer.json or .txt) never
+ * starts so: eight bytes of text read as a length exceed any file. */
+static int is_checkpoint(const char *path) {
+    Error ignored;
+    size_t n, size;
+    unsigned char *head = (unsigned char *)read_file_head(path, 9, &n, &size, &ignored);
+    uint64_t header_len = 0;
+    for (size_t i = 0; head && n == 9 && i < 8; i++) header_len |= (uint64_t)head[i] << (8 * i);
+    int yes = head && n == 9 && head[8] == '{' && header_len >= 2 && header_len <= size - 8;
+    free(head);
+    return yes;
+}
+
+/* --tokenizer-from: a checkpoint's tokenizer, or one kept in a file or directory. */
+static int tokenizer_from_source(Tokenizer *tok, const char *path, Error *err) {
+    return is_checkpoint(path) ? ckpt_read_tokenizer(path, tok, err) : tokenizer_open(tok, path, err);
+}
+
 int main(int argc, char **argv) {
     signal(SIGXFSZ, SIG_IGN); /* past a file-size limit a write fails (EFBIG) and is reported, not fatal */
-    const char *out = NULL, *separator = NULL, **specials = NULL;
+    const char *out = NULL, *separator = NULL, **specials = NULL, *from = NULL;
     TokenizerRecipe recipe = {.kind = "char", .vocab_size = 4096, .pattern = "gpt4"};
     float val_frac = 0.05f, test_frac = 0.05f;
     Corpus corpus = {0};
@@ -99,6 +123,10 @@ int main(int argc, char **argv) {
         CLI_TEXT("out", 'o', &out, "DIR", "output directory (created if missing)"),
         CLI_TEXT("tokenizer", 't', &recipe.kind, "KIND",
                  "char (characters of the training text + unknown;\ndefault), byte (256 symbols) or bpe (byte-level BPE)"),
+        CLI_TEXT("tokenizer-from", 0, &from, "SRC",
+                 "instead of learning one, encode with the tokenizer\nof SRC: a checkpoint, a tokenizer.txt or\n"
+                 "tokenizer.json, or a directory holding one (a\nprepared data directory; Hugging Face's\n"
+                 "tokenizer.json or vocab.json + merges.txt);\n--doc-separator may name one of its specials"),
         CLI_FLOAT("val-fraction", 0, &val_frac, 0.0, 0.9, "F", "share of the text for validation (default 0.05)"),
         CLI_FLOAT("test-fraction", 0, &test_frac, 0.0, 0.9, "F", "share of the text for test (default 0.05; 0 = none)"),
         CLI_HEADING("bpe only:"),
@@ -120,6 +148,8 @@ int main(int argc, char **argv) {
         vals = cli_option(opts, n_opts, "val")->given, tests = cli_option(opts, n_opts, "test")->given;
     int fractions = cli_option(opts, n_opts, "val-fraction")->given || cli_option(opts, n_opts, "test-fraction")->given;
     int explicit_splits = trains || vals || tests;
+    int learning_options = cli_option(opts, n_opts, "tokenizer")->given || vocab_given ||
+                           cli_option(opts, n_opts, "split-pattern")->given || cli_option(opts, n_opts, "special")->given;
     if (rc != CLI_CONTINUE) goto done;
     rc = 0;
     if (vocab_given && (recipe.vocab_size < 257 || recipe.vocab_size > 65536))
@@ -132,7 +162,10 @@ int main(int argc, char **argv) {
     else if (explicit_splits && !trains) rc = cli_error(prog, "--val and --test need --train");
     else if (trains && !vals) rc = cli_error(prog, "--train needs --val: training needs validation data");
     else if (!corpus.paths || !out) rc = cli_error(prog, "--input (or --train and --val) and --out are required (see --help)");
-    else if (check_recipe(&recipe, vocab_given, separator, specials != NULL, &err)) rc = cli_error(prog, "%s", err.msg);
+    else if (from && learning_options)
+        rc = cli_error(prog, "--tokenizer-from uses its tokenizer as it is: --tokenizer, --vocab-size, --split-pattern and "
+                             "--special are for learning one");
+    else if (!from && check_recipe(&recipe, vocab_given, separator, specials != NULL, &err)) rc = cli_error(prog, "%s", err.msg);
     else if (val_frac <= 0.0f) rc = cli_error(prog, "--val-fraction must be positive: training needs validation data");
     else if (val_frac + test_frac >= 0.5f) rc = cli_error(prog, "--val-fraction + --test-fraction must be below 0.5");
     if (rc) goto done;
@@ -144,10 +177,16 @@ int main(int argc, char **argv) {
             if (strcmp(specials[i], specials[j]) == 0) rc = cli_error(prog, "special token '%s' is given twice", specials[i]);
     recipe.specials = specials;
     recipe.n_specials = arrlenu(specials);
-    if (rc == 0 && strcmp(recipe.kind, "bpe") == 0 && recipe.vocab_size < 257 + recipe.n_specials)
+    if (rc == 0 && !from && strcmp(recipe.kind, "bpe") == 0 && recipe.vocab_size < 257 + recipe.n_specials)
         rc = cli_error(prog, "--vocab-size %zu leaves no merge: it must be at least 256 + %zu special tokens + 1",
                        recipe.vocab_size, recipe.n_specials);
     if (rc) goto done;
+    if (from) {
+        if (tokenizer_from_source(&tok, from, &err)) rc = cli_error(prog, "--tokenizer-from: %s", err.msg);
+        else if (separator && tokenizer_special_id(&tok, separator) == tok.vocab_size)
+            rc = cli_error(prog, "--doc-separator '%s' is not a special token of the tokenizer of '%s'", separator, from);
+        if (rc) goto done;
+    }
 
     Progress pr = {0};
     BpeStats stats = {0};
@@ -155,7 +194,7 @@ int main(int argc, char **argv) {
     char path[4096];
     if (corpus_open(&corpus, &err)) goto failed;
     if (!explicit_splits) corpus_split(&corpus, val_frac, test_frac);
-    if (corpus_tokenizer(&corpus, &recipe, &tok, show_progress, &pr, &stats, &err)) goto failed;
+    if (!from && corpus_tokenizer(&corpus, &recipe, &tok, show_progress, &pr, &stats, &err)) goto failed;
     if (stats.merges)
         fprintf(stderr, "prepare: learned %zu merges from %zu bytes (%zu distinct pieces) in %.2f s\n", stats.merges,
                 stats.bytes, stats.pieces, stats.seconds);
@@ -175,7 +214,7 @@ int main(int argc, char **argv) {
     }
     printf("prepared %s: %s tokenizer, vocabulary %zu, hash %s; train %zu, val %zu, test %zu tokens "
            "(%zu bytes of text in %zu file%s, encoded in %.2f s)\n",
-           out, recipe.kind, tok.vocab_size, tok.hash, counts[SPLIT_TRAIN], counts[SPLIT_VAL], counts[SPLIT_TEST],
+           out, tok.kind->name, tok.vocab_size, tok.hash, counts[SPLIT_TRAIN], counts[SPLIT_VAL], counts[SPLIT_TEST],
            corpus.total, corpus.n_docs, corpus.n_docs == 1 ? "" : "s", encode_s);
     goto done;
 failed:

@@ -124,6 +124,12 @@ static int check(RunOptions *o, const Actions *a, const Dist *dist) {
     return CLI_CONTINUE;
 }
 
+/* What --precision bf16 allocated, in MiB (0 in fp32): model_set_precision's
+ * weights' shadow, operand scratch and packed heads, as model_bf16_bytes counts them. */
+static double bf16_mib(const Model *m) {
+    return m->bf16 ? (double)model_bf16_bytes(&m->cfg, m->B_max, m->T_max) / (1024.0 * 1024.0) : 0.0;
+}
+
 static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_threads) {
     const RunOptions *o = &r->o;
     const Model *m = &r->model;
@@ -158,10 +164,8 @@ static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_thr
                "all-reduce of %.1f MiB per step, started layer by layer during backward\n",
                r->dist->size, r->dist->local_size, width, r->dist->size, (double)m->n_params * 4.0 / (1024.0 * 1024.0));
     const double mib = 4.0 / (1024.0 * 1024.0); /* floats to MiB */
-    char bf16_mem[96] = ""; /* the bf16 weights and the scratch of one product's rounded operands */
-    if (m->bf16)
-        snprintf(bf16_mem, sizeof bf16_mem, ", bf16 weights and operands %.1f MiB",
-                 ((double)m->n_params + 2.0 * (double)m->bf16->scratch_len) * mib / 2.0);
+    char bf16_mem[96] = ""; /* the bf16 weights, the scratch of one product's rounded operands, packed heads */
+    if (m->bf16) snprintf(bf16_mem, sizeof bf16_mem, ", bf16 weights and operands %.1f MiB", bf16_mib(m));
     say("memory: weights %.1f MiB, gradients and AdamW moments %.1f MiB, activations %.1f MiB%s\n",
            (double)m->n_params * mib, 3.0 * (double)m->n_params * mib, (double)m->n_acts * mib, bf16_mem);
     fflush(stdout);
@@ -205,7 +209,7 @@ static void print_json(const Run *r, size_t threads, size_t step, float loss, fl
            o->grad_accum, o->batch_size * o->cfg.block_size * o->grad_accum * (size_t)r->dist->size);
     printf("\"memory_mib\":{\"weights\":%.6g,\"state\":%.6g,\"activations\":%.6g,\"bf16\":%.6g},",
            (double)m->n_params * mib, 3.0 * (double)m->n_params * mib, (double)m->n_acts * mib,
-           m->bf16 ? ((double)m->n_params + 2.0 * (double)m->bf16->scratch_len) * mib / 2.0 : 0.0);
+           bf16_mib(m));
     printf("\"flops_per_token\":{\"dense\":%.17g,\"mixing\":%.17g,\"total\":%.17g},\"matrices\":[", f.dense, f.mixing,
            f.total);
     int first = 1;
@@ -233,9 +237,16 @@ static int dump_grads(Run *r, Error *err) {
     batch_sample(&r->ds.train, &r->data_rng, B, T, r->o.window_align, r->masks.train.marked, r->inputs, r->targets);
     model_forward(m, r->inputs, r->targets, B, T, NULL);
     model_backward(m, 1.0f);
-    if (grads_dump(r->o.dump, m, err)) return -1;
+    if (model_bf16_failed(m, err) || grads_dump(r->o.dump, m, err)) return -1;
     say("wrote %s: loss %.6f, %zu parameters, batch %zu x %zu\n", r->o.dump, m->loss, m->n_params, B, T);
     return 0;
+}
+
+/* A failure that ends the run before it saves: one line (from rank 0), and
+ * the last good checkpoint stays as it was. Returns the exit status, 1. */
+static int stop_unsaved(const char *prog, const Dist *dist, const char *msg) {
+    if (dist->rank == 0) fprintf(stderr, "%s: error: %s; stopping without saving, the last good checkpoint is kept\n", prog, msg);
+    return 1;
 }
 
 /* The training loop: steps, validation, the log, progress lines and checkpoints. */
@@ -273,17 +284,21 @@ static int train(Run *r, const Actions *a) {
      * its step and token count: the untrained model first, then every
      * eval_interval steps and at the end of the schedule. */
     if (r->start_step == 0) {
-        ValLoss val = estimate_loss(model, &r->ds.val, &r->hyper, dist, &r->ds.tok, r->inputs, r->targets);
-        say("step %5d | val loss %.4f | %.4f bits per byte\n", 0, val.loss, val.bits_per_byte);
-        run_log_row(&log, 0, 0, NAN, val, NAN, NAN, NAN, 0.0, NAN);
-        val_loss = val.loss;
+        ValLoss val;
+        if (estimate_loss(model, &r->ds.val, &r->hyper, dist, &r->ds.tok, r->inputs, r->targets, &val, &err)) {
+            rc = stop_unsaved(prog, dist, err.msg);
+        } else {
+            say("step %5d | val loss %.4f | %.4f bits per byte\n", 0, val.loss, val.bits_per_byte);
+            run_log_row(&log, 0, 0, NAN, val, NAN, NAN, NAN, 0.0, NAN);
+            val_loss = val.loss;
+        }
     }
     /* Whether the ranks agreed to stop on a signal. Decided by the one collective
      * below and never re-read from `interrupted`: a signal landing on one rank
      * just after that collective would otherwise stop that rank alone, and the
      * others would wait for it in the next step's all-reduce for ever. */
     int signalled = 0;
-    for (; step < o->stop_at; step++) {
+    for (; rc == 0 && step < o->stop_at; step++) {
         double t0 = cli_now();
         StepStats st;
         /* The profile skips the run's first step (first touches of memory) and validation. */
@@ -295,9 +310,7 @@ static int train(Run *r, const Actions *a) {
         thread_tuner_record(&tuner, cli_now() - t0);
         model->prof = NULL;
         if (failed) {
-            if (dist->rank == 0)
-                fprintf(stderr, "%s: error: %s; stopping without saving, the last good checkpoint is kept\n", prog, err.msg);
-            rc = 1;
+            rc = stop_unsaved(prog, dist, err.msg);
             break;
         }
         wait_secs += dist->wait_seconds;
@@ -309,8 +322,11 @@ static int train(Run *r, const Actions *a) {
         if (profiled) train_secs += now - t0;
         size_t done = step + 1;
         ValLoss val = {NAN, NAN};
-        if ((o->eval_interval && done % o->eval_interval == 0) || done == o->max_iters || time_up)
-            val = estimate_loss(model, &r->ds.val, &r->hyper, dist, &r->ds.tok, r->inputs, r->targets);
+        if (((o->eval_interval && done % o->eval_interval == 0) || done == o->max_iters || time_up) &&
+            estimate_loss(model, &r->ds.val, &r->hyper, dist, &r->ds.tok, r->inputs, r->targets, &val, &err)) {
+            rc = stop_unsaved(prog, dist, err.msg);
+            break;
+        }
         run_log_row(&log, done, done * tokens_per_step, loss, val, st.lr, st.grad_norm, ms, cli_now() - t_start,
                     (double)threads);
         if (done % o->log_interval == 0 || done == o->stop_at || time_up) {
@@ -344,10 +360,9 @@ static int train(Run *r, const Actions *a) {
             break;
         }
         if (dist_any(dist, log.failed != 0)) { /* rank 0 could not write the log: stop, keep the last checkpoint */
-            if (dist->rank == 0)
-                fprintf(stderr, "%s: error: cannot write the log '%s': %s; stopping without saving, the last good "
-                                "checkpoint is kept\n", prog, log.path, strerror(log.failed));
-            rc = 1;
+            char msg[512];
+            snprintf(msg, sizeof msg, "cannot write the log '%s': %s", log.path, strerror(log.failed));
+            rc = stop_unsaved(prog, dist, msg);
             break;
         }
         signalled = dist_any(dist, interrupted); /* a signal to any rank stops them all, after the same step */

@@ -8,11 +8,7 @@ cd "$(dirname "$0")/.."
 B=${BIN:-bin}
 . tests/cli_lib.sh
 
-for i in $(seq 1 120); do
-    echo "Line $i: the whale, the WHALE's wake; they'll sail at $((i * 37)) knots -- caf$(printf '\xc3\xa9') na$(printf '\xc3\xaf')ve."
-done >"$tmp/a.txt"
-mkdir -p "$tmp/docs"
-for d in 1 2 3; do sed -n "$((d * 30)),$((d * 30 + 40))p" "$tmp/a.txt" >"$tmp/docs/doc$d.txt"; done
+whale_text
 P=(--tokenizer bpe --vocab-size 400)
 
 # bad input

@@ -7,6 +7,8 @@ Usage: /usr/bin/python3 -m tests.ckpt_forge KIND IN OUT, KIND one of
   bigoffset  a tensor's data offsets past 2^53 (exact only as integers)
   realoffset a tensor's data offsets written as 0.0, n.0
   bighdr     the length field claims a 200 MB header (file made that large)
+  tokenizer  the stored tokenizer's last merge reversed: it parses, but is not
+             the tokenizer the stored hash names
   weights-only  the weights alone, as bin/convert writes a model: no optim.m. /
              optim.v. tensors, step 0, no data position or run options"""
 import json
@@ -47,6 +49,12 @@ def main(kind, src, dst):
         a, b = header[first]["data_offsets"]
         new = [2**53 + 1, 2**53 + 1 + b - a] if kind == "bigoffset" else [float(a), float(b)]
         header[first]["data_offsets"] = new
+        text = json.dumps(header, separators=(",", ":"))
+    elif kind == "tokenizer":
+        meta = header["__metadata__"]
+        lines = meta["tokenizer_text"].rstrip("\n").split("\n")
+        lines[-1] = " ".join(reversed(lines[-1].split()))
+        meta["tokenizer_text"] = "\n".join(lines) + "\n"
         text = json.dumps(header, separators=(",", ":"))
     elif kind == "weights-only":
         kept, parts, at = {}, [], 0

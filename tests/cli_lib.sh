@@ -39,3 +39,14 @@ small_corpora() {
     expect_ok "prepare b" $B/prepare --input "$tmp/b.txt" --out "$tmp/b"
     SMALL=(--n-layer 2 --n-head 2 --n-embd 16 --block-size 16 --batch-size 4 --eval-iters 2 --log-interval 5)
 }
+
+# whale_text: $tmp/a.txt, 120 lines of English with accents, and $tmp/docs/doc{1,2,3}.txt,
+# three overlapping documents cut from it (the BPE tests' corpus).
+whale_text() {
+    local i d
+    for i in $(seq 1 120); do
+        echo "Line $i: the whale, the WHALE's wake; they'll sail at $((i * 37)) knots -- caf$(printf '\xc3\xa9') na$(printf '\xc3\xaf')ve."
+    done >"$tmp/a.txt"
+    mkdir -p "$tmp/docs"
+    for d in 1 2 3; do sed -n "$((d * 30)),$((d * 30 + 40))p" "$tmp/a.txt" >"$tmp/docs/doc$d.txt"; done
+}

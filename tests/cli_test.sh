@@ -221,6 +221,23 @@ assert "precision" not in json.loads(h["__metadata__"]["train"])' "$tmp/full.ckp
 else
     expect_error "train bf16 without AVX512_BF16" "AVX512_BF16" $B/train --data "$tmp/a" --out "$tmp/x.ckpt" --precision bf16
 fi
+# The same refusal on any CPU: LM_TEST_CPU_HIDE (src/runtime/cpu.h) makes
+# detection report AVX512_BF16 absent. One line, exit 2, nothing written; a
+# bf16 run's resume is refused alike and its checkpoint left as it was; fp32
+# training, eval and sampling run.
+NOBF16=(env LM_TEST_CPU_HIDE=avx512bf16)
+rm -f "$tmp/hidden.ckpt"
+expect_error "train bf16, AVX512_BF16 hidden" "^train: error: --precision bf16 needs a CPU with AVX512_BF16, which this one lacks \\(use fp32\\)$" \
+    "${NOBF16[@]}" $B/train --data "$tmp/a" --out "$tmp/hidden.ckpt" "${SMALL[@]}" --max-iters 2 --precision bf16
+[ ! -e "$tmp/hidden.ckpt" ] && ok || bad "a refused bf16 run wrote its checkpoint"
+expect_ok "train fp32, AVX512_BF16 hidden" "${NOBF16[@]}" $B/train --data "$tmp/a" --out "$tmp/hidden.ckpt" "${SMALL[@]}" --max-iters 2
+if grep -qw avx512_bf16 /proc/cpuinfo; then
+    cp "$tmp/bf.ckpt" "$tmp/bf_kept.ckpt"
+    expect_error "resume bf16, AVX512_BF16 hidden" "^train: error: --precision bf16 needs a CPU with AVX512_BF16" \
+        "${NOBF16[@]}" $B/train --data "$tmp/a" --out "$tmp/bf.ckpt" --resume "$tmp/bf.ckpt" --max-iters 20
+    cmp -s "$tmp/bf.ckpt" "$tmp/bf_kept.ckpt" && ok || bad "a refused bf16 resume changed its checkpoint"
+    expect_ok "eval a bf16 checkpoint, AVX512_BF16 hidden" "${NOBF16[@]}" $B/eval --model "$tmp/bf.ckpt" --data "$tmp/a/val.bin" --stride 8
+fi
 
 # The log's validation bits per byte: ASCII characters are one byte each, so
 # with the char tokenizer it is the loss in bits.
@@ -282,6 +299,15 @@ if grep -qw avx512_bf16 /proc/cpuinfo; then
 else
     expect_error "gemm-rate --bf16 without AVX512_BF16" "AVX512_BF16" $B/gemm-rate --ms 5 --bf16 64x48x32:NT
 fi
+# ... and with AVX512_BF16 hidden (LM_TEST_CPU_HIDE): --bf16 and --bf16 --json refused in one line;
+# the fp32 products still timed
+expect_error "gemm-rate --bf16, AVX512_BF16 hidden" "^gemm-rate: error: --bf16: this CPU has no AVX512_BF16" \
+    env LM_TEST_CPU_HIDE=avx512bf16 $B/gemm-rate --ms 5 --bf16 64x48x32:NT
+expect_error "gemm-rate --bf16 --json, AVX512_BF16 hidden" "AVX512_BF16" \
+    env LM_TEST_CPU_HIDE=avx512bf16 $B/gemm-rate --ms 5 --bf16 --json 64x48x32:NT
+if LM_TEST_CPU_HIDE=avx512bf16 $B/gemm-rate --ms 5 --threads 1 64x48x32:NT >"$tmp/out" 2>"$tmp/err" && [ ! -s "$tmp/err" ] \
+    && grep -qE '^64x48x32 +NT ' "$tmp/out"; then ok
+else bad "gemm-rate (fp32), AVX512_BF16 hidden: $(head -c 300 "$tmp/out" "$tmp/err")"; fi
 if grep -qw avx512_bf16 /proc/cpuinfo; then  # --bf16 --json: make bench's bf16 rate, TN taken at C += A B
     if $B/gemm-rate --ms 5 --bf16 --json 64x48x32:NT:2 40x30x20:TN >"$tmp/out" 2>"$tmp/err" && [ ! -s "$tmp/err" ] \
         && python3 -c 'import json,sys

@@ -480,12 +480,97 @@ static void test_implementation(void **state) {
 
 /* ---- the attention tiles' kernel ---------------------------------------------------- */
 
-/* tile_gemm_bf16 in both forms of A the attention core uses (A = X: rsa =
- * ldx, csa = 1; A = X^T: rsa = 1, csa = ldx), B row-major, every leading
- * dimension padded, at sizes off the 6 x 64 register block and with odd k
- * (the last pair's zero partner), alpha 1 and 1/8, beta 0 and 1: each entry
- * against the double product of the rounded inputs within
- * bf16_accumulation_bound, and the padding never written. */
+/* The packings word for word against bf16_from_float (pairs, odd counts'
+ * zero partners, zero padding), on values with denormals among them (the
+ * conversion's slow path) and sizes off the 16-word vectors, each into a
+ * buffer with guard words after its documented size, which must survive. */
+static uint32_t pair_word(const float *x, size_t ldx, size_t rows, size_t cols, size_t i, size_t p, int down) {
+    /* the pair starting at X(i, p): along the row, or down the column */
+    size_t i2 = down ? i + 1 : i, p2 = down ? p : p + 1;
+    uint32_t lo = i < rows && p < cols ? bf16_from_float(x[i * ldx + p]) : 0;
+    uint32_t hi = i2 < rows && p2 < cols ? bf16_from_float(x[i2 * ldx + p2]) : 0;
+    return lo | hi << 16;
+}
+
+static void test_tile_packing(void **state) {
+    (void)state;
+    skip_without_bf16();
+    static const size_t sizes[][2] = {{1, 1}, {1, 2}, {3, 5}, {16, 32}, {17, 33}, {40, 64}, {129, 10}, {7, 100}};
+    enum { GUARD = 40 };
+    uint64_t seed = 1200;
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        size_t rows = sizes[s][0], cols = sizes[s][1], ldx = cols + 3;
+        float *x = rand_tensor(rows * ldx, 1.0f, seed++);
+        for (size_t i = 0; i < rows * ldx; i += 7) x[i] = float_of(0x00018000u + (uint32_t)i); /* denormals */
+        for (int kind = 0; kind < 3; kind++) { /* rows, columns, rows_transposed */
+            size_t ldd = kind == 0 ? (cols + 1) / 2 + 1 : tile_bf16_padded(kind == 1 ? cols : rows) + s % 3;
+            size_t words = kind == 0 ? rows * ldd : (kind == 1 ? (rows + 1) / 2 : (cols + 1) / 2) * ldd;
+            uint32_t *d = malloc((words + GUARD) * sizeof *d);
+            for (size_t w = 0; w < words + GUARD; w++) d[w] = 0xdeadbeefu;
+            if (kind == 0) tile_pack_bf16_rows(rows, cols, x, ldx, d, ldd);
+            else if (kind == 1) tile_pack_bf16_columns(rows, cols, x, ldx, d, ldd);
+            else tile_pack_bf16_rows_transposed(rows, cols, x, ldx, d, ldd);
+            for (size_t w = words; w < words + GUARD; w++) assert_true(d[w] == 0xdeadbeefu);
+            for (size_t w = 0; w < words; w++) {
+                size_t r = w / ldd, c = w % ldd;
+                uint32_t want;
+                if (kind == 0) {
+                    if (c >= (cols + 1) / 2) continue; /* past the row's words: not the packing's */
+                    want = pair_word(x, ldx, rows, cols, r, 2 * c, 0);
+                } else if (kind == 1) want = pair_word(x, ldx, rows, cols, 2 * r, c, 1);
+                else want = pair_word(x, ldx, rows, cols, c, 2 * r, 0);
+                if (d[w] != want)
+                    fail_msg("packing %d of %zux%zu: word (%zu,%zu) is 0x%08x, want 0x%08x", kind, rows, cols, r, c,
+                             d[w], want);
+            }
+            free(d);
+        }
+        free(x);
+    }
+}
+
+/* The forms of tile_product's operands the attention core uses, A m x k
+ * and B k x n: */
+enum { A_ROWS, A_COLUMNS, A_PACKED_ROWS, A_PACKED_COLUMNS, A_PACKED_TRANSPOSED, A_FORMS };
+enum { B_PACKED_COLUMNS, B_PACKED_TRANSPOSED, B_FORMS };
+static const char *const a_names[] = {"fp32 X", "fp32 X^T", "rows", "columns (X^T)", "rows_transposed"};
+static const char *const b_names[] = {"columns", "rows_transposed (X^T)"};
+static int a_stored_transposed(int form) { return form == A_COLUMNS || form == A_PACKED_COLUMNS; }
+
+/* A (m x k) in form `form` from its storage a (m x k, or k x m when stored
+ * transposed; row stride lda), packing into room when packed. */
+static TileOperand a_operand(int form, size_t m, size_t k, const float *a, size_t lda, uint32_t *room) {
+    size_t kp = (k + 1) / 2;
+    switch (form) {
+    case A_ROWS: return (TileOperand){.f = a, .rs = lda, .cs = 1};
+    case A_COLUMNS: return (TileOperand){.f = a, .rs = 1, .cs = lda};
+    case A_PACKED_ROWS: tile_pack_bf16_rows(m, k, a, lda, room, kp); return (TileOperand){.w = room, .rs = kp, .cs = 1};
+    case A_PACKED_COLUMNS:
+        tile_pack_bf16_columns(k, m, a, lda, room, tile_bf16_padded(m));
+        return (TileOperand){.w = room, .rs = 1, .cs = tile_bf16_padded(m)};
+    default:
+        tile_pack_bf16_rows_transposed(m, k, a, lda, room, tile_bf16_padded(m));
+        return (TileOperand){.w = room, .rs = 1, .cs = tile_bf16_padded(m)};
+    }
+}
+
+/* B (k x n) from its storage b (k x n, or n x k for X^T; row stride ldb). */
+static TileOperand b_operand(int form, size_t k, size_t n, const float *b, size_t ldb, uint32_t *room) {
+    if (form == B_PACKED_COLUMNS) {
+        tile_pack_bf16_columns(k, n, b, ldb, room, tile_bf16_padded(n));
+        return (TileOperand){.w = room, .rs = tile_bf16_padded(n)};
+    }
+    tile_pack_bf16_rows_transposed(n, k, b, ldb, room, tile_bf16_padded(n));
+    return (TileOperand){.w = room, .rs = tile_bf16_padded(n)};
+}
+
+/* tile_product with a packed B (both packings) and A in every form, at
+ * sizes off the 6 x 64 register block and with odd k (the last pair's zero
+ * partner), alpha 1 and 1/8, beta 0 and 1, every leading dimension padded:
+ * each entry against the double product of the rounded inputs within
+ * bf16_accumulation_bound, the columns past n never written. Then the same
+ * products from an origin moved by tile_a_at / tile_b_at (an even number of
+ * entries along k, as the attention core's diagonal strips move them). */
 static void test_tile_kernel(void **state) {
     (void)state;
     skip_without_bf16();
@@ -494,39 +579,63 @@ static void test_tile_kernel(void **state) {
     double worst = 0.0;
     uint64_t seed = 900;
     for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
-        for (int trans = 0; trans < 2; trans++)
-            for (int form = 0; form < 4; form++) {
-                size_t m = sizes[s][0], n = sizes[s][1], k = sizes[s][2];
-                float alpha = form & 1 ? 0.125f : 1.0f, beta = form & 2 ? 1.0f : 0.0f;
-                size_t lda = (trans ? m : k) + 3, ldb = n + 5, ldc = n + 2;
-                float *a = rand_tensor((trans ? k : m) * lda, 1.0f, seed++), *b = rand_tensor(k * ldb, 1.0f, seed++);
-                float *c0 = rand_tensor(m * ldc, 1.0f, seed++), *c = malloc(m * ldc * sizeof *c);
-                for (size_t i = 0; i < m * ldc; i++) c[i] = beta == 0.0f ? NAN : c0[i];
-                for (size_t i = 0; i < m; i++) c[i * ldc + n] = c[i * ldc + n + 1] = 12345.0f;
-                tile_gemm_bf16(m, n, k, alpha, a, trans ? 1 : lda, trans ? lda : 1, b, ldb, beta, c, ldc);
-                for (size_t i = 0; i < m; i++) {
-                    assert_true(c[i * ldc + n] == 12345.0f && c[i * ldc + n + 1] == 12345.0f);
-                    for (size_t j = 0; j < n; j++) {
-                        double want = 0.0, abs_sum = 0.0;
-                        for (size_t p = 0; p < k; p++) {
-                            double x = bf16_to_float(bf16_from_float(trans ? a[p * lda + i] : a[i * lda + p]));
-                            double y = bf16_to_float(bf16_from_float(b[p * ldb + j]));
-                            want += x * y, abs_sum += fabs(x * y);
+        for (int af = 0; af < A_FORMS; af++)
+            for (int bf = 0; bf < B_FORMS; bf++)
+                for (int form = 0; form < 4; form++) {
+                    size_t m = sizes[s][0], n = sizes[s][1], k = sizes[s][2], ta = a_stored_transposed(af);
+                    size_t moved = form == 3 && k > 2 ? 2 : 0; /* the origin moved along k */
+                    float alpha = form & 1 ? 0.125f : 1.0f, beta = form & 2 ? 1.0f : 0.0f;
+                    size_t K = k + moved, lda = (ta ? m : K) + 3, ldb = (bf ? K : n) + 5, ldc = n + 2;
+                    float *a = rand_tensor((ta ? K : m) * lda, 1.0f, seed++);
+                    float *b = rand_tensor((bf ? n : K) * ldb, 1.0f, seed++);
+                    float *c0 = rand_tensor(m * ldc, 1.0f, seed++), *c = malloc(m * ldc * sizeof *c);
+                    uint32_t *room_a = malloc(((K + 1) / 2 + 16) * (m + 16) * sizeof *room_a);
+                    uint32_t *room_b = malloc(((K + 1) / 2 + 16) * (n + 16) * sizeof *room_b);
+                    for (size_t i = 0; i < m * ldc; i++) c[i] = beta == 0.0f ? NAN : c0[i];
+                    for (size_t i = 0; i < m; i++) c[i * ldc + n] = c[i * ldc + n + 1] = 12345.0f;
+                    TileOperand ao = tile_a_at(a_operand(af, m, K, a, lda, room_a), 0, moved);
+                    TileOperand bo = tile_b_at(b_operand(bf, K, n, b, ldb, room_b), moved, 0);
+                    tile_product(m, n, k, alpha, ao, bo, beta, c, ldc);
+                    for (size_t i = 0; i < m; i++) {
+                        assert_true(c[i * ldc + n] == 12345.0f && c[i * ldc + n + 1] == 12345.0f);
+                        for (size_t j = 0; j < n; j++) {
+                            double want = 0.0, abs_sum = 0.0;
+                            for (size_t p = moved; p < K; p++) {
+                                double x = bf16_to_float(bf16_from_float(ta ? a[p * lda + i] : a[i * lda + p]));
+                                double y = bf16_to_float(bf16_from_float(bf ? b[j * ldb + p] : b[p * ldb + j]));
+                                want += x * y, abs_sum += fabs(x * y);
+                            }
+                            float old = c0[i * ldc + j];
+                            want = alpha * want + beta * old;
+                            double bound = bf16_accumulation_bound(k, alpha, abs_sum, beta, old);
+                            double err = fabs((double)c[i * ldc + j] - want);
+                            if (!(err <= bound))
+                                fail_msg("tile_product %zux%zux%zu A %s B %s alpha %g beta %g moved %zu (%zu,%zu): "
+                                         "%.9g, want %.9g, bound %.3g",
+                                         m, n, k, a_names[af], b_names[bf], (double)alpha, (double)beta, moved, i, j,
+                                         (double)c[i * ldc + j], want, bound);
+                            if (bound > 0 && err / bound > worst) worst = err / bound;
                         }
-                        float old = c0[i * ldc + j];
-                        want = alpha * want + beta * old;
-                        double bound = bf16_accumulation_bound(k, alpha, abs_sum, beta, old);
-                        double err = fabs((double)c[i * ldc + j] - want);
-                        if (!(err <= bound))
-                            fail_msg("tile_gemm_bf16 %zux%zux%zu %s alpha %g beta %g (%zu,%zu): %.9g, want %.9g, bound %.3g",
-                                     m, n, k, trans ? "A^T" : "A", (double)alpha, (double)beta, i, j,
-                                     (double)c[i * ldc + j], want, bound);
-                        if (bound > 0 && err / bound > worst) worst = err / bound;
                     }
+                    free(a), free(b), free(c0), free(c), free(room_a), free(room_b);
                 }
-                free(a), free(b), free(c0), free(c);
-            }
-    if (getenv("VERBOSE")) printf("  tile_gemm_bf16: worst error %.3f of its bound\n", worst);
+    if (getenv("VERBOSE")) printf("  tile_product: worst error %.3f of its bound\n", worst);
+}
+
+/* fp32 operands: tile_product is tile_gemm, bit for bit. */
+static void test_tile_product_fp32(void **state) {
+    (void)state;
+    size_t m = 37, n = 70, k = 45, lda = 50, ldb = 80, ldc = 75;
+    float *a = rand_tensor(k * lda, 1.0f, 31), *b = rand_tensor(k * ldb, 1.0f, 32);
+    float *c = rand_tensor(m * ldc, 1.0f, 33), *want = malloc(m * ldc * sizeof *want);
+    for (int t = 0; t < 2; t++) {
+        memcpy(want, c, m * ldc * sizeof *c);
+        tile_gemm(m, n, k, 0.5f, a, t ? 1 : lda, t ? lda : 1, b, ldb, 1.0f, want, ldc);
+        tile_product(m, n, k, 0.5f, (TileOperand){.f = a, .rs = t ? 1 : lda, .cs = t ? lda : 1},
+                     (TileOperand){.f = b, .rs = ldb}, 1.0f, c, ldc);
+        assert_memory_equal(c, want, m * ldc * sizeof *c);
+    }
+    free(a), free(b), free(c), free(want);
 }
 
 int main(void) {
@@ -538,7 +647,8 @@ int main(void) {
         cmocka_unit_test(test_against_fp32_gemm),       cmocka_unit_test(test_thread_invariance),
         cmocka_unit_test(test_serial),
         cmocka_unit_test(test_check),                   cmocka_unit_test(test_bias_epilogue),
-        cmocka_unit_test(test_implementation),          cmocka_unit_test(test_tile_kernel),
+        cmocka_unit_test(test_implementation),          cmocka_unit_test(test_tile_packing),
+        cmocka_unit_test(test_tile_kernel),             cmocka_unit_test(test_tile_product_fp32),
     };
     int rc = cmocka_run_group_tests_name("bf16", tests, NULL, NULL);
     bf16_release();

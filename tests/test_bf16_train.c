@@ -44,6 +44,7 @@
 #include "mixers/attention.h"
 #include "mixers/grassmann.h"
 #include "model/model.h"
+#include "model/trainer.h"
 #include "nn/mlp.h"
 #include "nn/ops.h"
 #include "runtime/threads.h"
@@ -54,22 +55,30 @@ static int skip_without_bf16(void) {
     return 1;
 }
 
-/* A MatmulBf16 over one parameter buffer, with scratch slots of `slot` entries. */
+/* A MatmulBf16 over one parameter buffer, with scratch slots of `slot`
+ * entries and `packed` words of packed operands. */
 typedef struct {
     MatmulBf16 bf;
     uint16_t *h, *scratch;
+    uint32_t *packed;
+    MatmulBf16Failure failure;
 } Bf;
 
-static Bf bf_make(const float *params, size_t n, size_t slot) {
-    Bf b;
-    b.h = malloc(n * sizeof *b.h);
-    b.scratch = malloc(2 * slot * sizeof *b.scratch);
-    bf16_from_floats(n, params, b.h);
-    b.bf = (MatmulBf16){.params = params, .params_h = b.h, .n_params = n,
-                        .scratch = {b.scratch, b.scratch + slot}, .scratch_len = slot};
-    return b;
+static void bf_make(Bf *b, const float *params, size_t n, size_t slot, size_t packed) {
+    b->h = malloc(n * sizeof *b->h);
+    b->scratch = malloc(2 * slot * sizeof *b->scratch);
+    b->packed = packed ? malloc(packed * sizeof *b->packed) : NULL;
+    b->failure = (MatmulBf16Failure){0};
+    bf16_from_floats(n, params, b->h);
+    b->bf = (MatmulBf16){.params = params, .params_h = b->h, .n_params = n,
+                         .scratch = {b->scratch, b->scratch + slot}, .scratch_len = slot,
+                         .packed = b->packed, .packed_len = packed, .failure = &b->failure};
 }
-static void bf_free(Bf *b) { free(b->h), free(b->scratch); }
+/* Frees b, after checking that none of its products failed. */
+static void bf_free(Bf *b) {
+    assert_false(b->failure.failed);
+    free(b->h), free(b->scratch), free(b->packed);
+}
 
 static double norm2(const float *x, size_t n) {
     double s = 0.0;
@@ -117,7 +126,8 @@ static void test_products(void **state) {
     float *in = rand_tensor(n * in_dim, 1.0f, 2), *dout = rand_tensor(n * out_dim, 1.0f, 3);
     float *c0 = rand_tensor(n * out_dim, 1.0f, 4), *d0 = rand_tensor(n * in_dim, 1.0f, 5);
     float *g0 = rand_tensor(out_dim * ldw, 1.0f, 6);
-    Bf b = bf_make(params, out_dim * ldw + out_dim, n * ldw);
+    Bf b;
+    bf_make(&b, params, out_dim * ldw + out_dim, n * ldw, 0);
     float *f32 = malloc(n * out_dim * sizeof(float)), *h16 = malloc(n * out_dim * sizeof(float));
     /* forward with bias: out = in W^T + bias, W a strided block */
     matmul_forward_strided(NULL, f32, in, w, ldw, bias, n, in_dim, out_dim);
@@ -168,7 +178,8 @@ static void test_products(void **state) {
     float *r32 = malloc(5 * out_dim * sizeof(float)), *r16 = malloc(5 * out_dim * sizeof(float));
     matmul_rows(NULL, 0, 0, r32, in, w, bias, 5, in_dim, out_dim);
     /* (rows of a strided W are not what matmul_rows takes: W contiguous here) */
-    Bf c = bf_make(params, out_dim * ldw + out_dim, n * ldw);
+    Bf c;
+    bf_make(&c, params, out_dim * ldw + out_dim, n * ldw, 0);
     matmul_rows(NULL, 0, 0, r32, in, w, NULL, 5, in_dim, out_dim);
     matmul_rows(&c.bf, 0, 0, r16, in, w, NULL, 5, in_dim, out_dim);
     for (size_t i = 0; i < 5; i++)
@@ -194,7 +205,8 @@ static void test_mlp(void **state) {
     float *out32 = zeros(N * C), *out16 = zeros(N * C), *fc32 = zeros(N * H), *fc16 = zeros(N * H);
     float *act32 = zeros(N * H), *act16 = zeros(N * H), *dfc = zeros(N * H);
     float *din32 = zeros(N * C), *din16 = zeros(N * C), *g32 = zeros(np), *g16 = zeros(np);
-    Bf b = bf_make(params, np, N * H);
+    Bf b;
+    bf_make(&b, params, np, N * H, 0);
     mlp_forward(NULL, out32, fc32, act32, in, p, N, C);
     mlp_forward(&b.bf, out16, fc16, act16, in, p, N, C);
     /* per entry, first order (see the top): S1 of fc, S2 of proj, |W2| S1 */
@@ -230,7 +242,8 @@ static void run_mixer(const Mixer *mx, ModelConfig cfg, size_t B, size_t T, int 
     float *params = rand_tensor(np, 0.2f, 21), *in = rand_tensor(N * C, 1.0f, 22), *dout = rand_tensor(N * C, 1.0f, 23);
     float *acts = zeros(na), *acts16 = zeros(na), *out32 = zeros(N * C), *out16 = zeros(N * C);
     float *din32 = zeros(N * C), *din16 = zeros(N * C), *g32 = zeros(np), *g16 = zeros(np);
-    Bf b = bf_make(params, np, N * 4 * C);
+    Bf b;
+    bf_make(&b, params, np, N * 4 * C, mx->bf16_words ? mx->bf16_words(&cfg, B, T) : 0);
     ModelConfig c16 = cfg;
     c16.bf16 = &b.bf;
     mx->forward(&cfg, params, acts, out32, in, B, T);
@@ -262,7 +275,7 @@ static void test_attention(void **state) {
     ModelConfig cfg;
     config_defaults(&cfg);
     cfg.n_embd = 32, cfg.n_head = 4, cfg.block_size = 40, cfg.vocab_size = 5;
-    /* forward: qkv, the tiles' S = Q K^T and P V (bf16 too, tile_gemm_bf16),
+    /* forward: qkv, the tiles' S = Q K^T and P V (bf16 too, tile_product on packed heads),
      * then proj: P = 4; backward: proj^T, the tiles' dP = dY V^T and
      * dQ/dK/dV (after S, recomputed from the products qkv and Q K^T), then
      * qkv^T, whose dW reads a product's output: P = 6 */
@@ -362,8 +375,9 @@ static void test_shadow(void **state) {
 }
 
 /* bin/train's memory check counts what model_set_precision allocates: the
- * shadow (2 bytes per weight) and two operand slots (2 bytes per entry), for
- * both mixers and a batch other than the model's own. */
+ * shadow (2 bytes per weight), two operand slots (2 bytes per entry) and the
+ * mixers' packed operands (4 bytes per word: attention's only), for both
+ * mixers and a batch other than the model's own. */
 static void test_memory_count(void **state) {
     (void)state;
     if (skip_without_bf16()) return;
@@ -373,8 +387,10 @@ static void test_memory_count(void **state) {
         Error err;
         assert_int_equal(model_alloc_acts(&m, 3, 8, &err), 0);
         assert_int_equal(model_set_precision(&m, PRECISION_BF16, &err), 0);
-        size_t allocated = (m.n_params + 2 * m.bf16->scratch_len) * sizeof(uint16_t);
+        size_t allocated = (m.n_params + 2 * m.bf16->scratch_len) * sizeof(uint16_t) +
+                           m.bf16->packed_len * sizeof(uint32_t);
         assert_true(allocated > m.n_params * sizeof(uint16_t));
+        assert_true(k ? m.bf16->packed_len == 0 && !m.bf16->packed : m.bf16->packed_len > 0 && m.bf16->packed);
         assert_int_equal(model_bf16_bytes(&m.cfg, 3, 8), allocated);
         assert_true(model_bf16_bytes(&m.cfg, 6, 8) > allocated); /* the scratch grows with the batch */
         model_free(&m);
@@ -413,13 +429,65 @@ static void test_thread_invariance(void **state) {
     threads_set_width(0);
 }
 
+/* A failed bf16 product is reported, never fatal: the first failure is kept,
+ * train_step then returns -1 with its message before the weights change and
+ * validation likewise, the model stays usable (fp32 asks nothing), and
+ * setting the precision again starts clean. */
+static void test_failure_reported(void **state) {
+    (void)state;
+    if (skip_without_bf16()) return;
+    Model m;
+    tiny_test_model_ex(&m, "attention,grassmann", POS_LEARNED, 0.0f, NORM_PRE, NULL);
+    Error err;
+    assert_int_equal(model_set_precision(&m, PRECISION_BF16, &err), 0);
+    uint16_t tokens[300];
+    for (size_t i = 0; i < 300; i++) tokens[i] = (uint16_t)((i * 7 + 3) % 11);
+    TokenFile tf = {.data = tokens, .width = 2, .n = 300, .vocab_size = 11};
+    TrainHyper h = {.batch_size = 2, .grad_accum = 1, .max_iters = 10, .warmup_iters = 2, .eval_iters = 2,
+                    .lr = 1e-3f, .min_lr = 1e-4f, .grad_clip = 1.0f, .adam = {0.9f, 0.99f, 1e-8f, 0.1f}, .seed = 3};
+    int32_t in[16], tg[16];
+    Rng rng;
+    rng_seed(&rng, 4);
+    StepStats st;
+    ValLoss val;
+    assert_int_equal(train_step(&m, &tf, &rng, &h, NULL, 0, 0.0, in, tg, &st, &err), 0);
+    assert_int_equal(estimate_loss(&m, &tf, &h, NULL, NULL, in, tg, &val, &err), 0);
+    assert_true(isfinite(val.loss));
+    assert_int_equal(model_bf16_failed(&m, &err), 0);
+
+    Error first, second;
+    err_set(&first, "oneDNN: no bf16 matmul for 7x5x3 (first)");
+    err_set(&second, "second");
+    matmul_bf16_record(m.bf16, 0, &second); /* success: nothing recorded */
+    assert_int_equal(model_bf16_failed(&m, &err), 0);
+    matmul_bf16_record(m.bf16, -1, &first);
+    matmul_bf16_record(m.bf16, -1, &second);
+    float *before = malloc(m.n_params * sizeof *before);
+    memcpy(before, m.params, m.n_params * sizeof *before);
+    memset(err.msg, 0, sizeof err.msg);
+    assert_int_equal(train_step(&m, &tf, &rng, &h, NULL, 1, 0.0, in, tg, &st, &err), -1);
+    assert_string_equal(err.msg, "a bf16 matrix product failed: oneDNN: no bf16 matmul for 7x5x3 (first)");
+    assert_memory_equal(m.params, before, m.n_params * sizeof *before);
+    memset(err.msg, 0, sizeof err.msg);
+    assert_int_equal(estimate_loss(&m, &tf, &h, NULL, NULL, in, tg, &val, &err), -1);
+    assert_non_null(strstr(err.msg, "(first)"));
+
+    assert_int_equal(model_set_precision(&m, PRECISION_FP32, &err), 0); /* fp32: nothing to ask */
+    assert_int_equal(train_step(&m, &tf, &rng, &h, NULL, 1, 0.0, in, tg, &st, &err), 0);
+    assert_int_equal(model_set_precision(&m, PRECISION_BF16, &err), 0); /* a clean record */
+    assert_int_equal(model_bf16_failed(&m, &err), 0);
+    assert_int_equal(train_step(&m, &tf, &rng, &h, NULL, 2, 0.0, in, tg, &st, &err), 0);
+    free(before);
+    model_free(&m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_products),        cmocka_unit_test(test_mlp),
         cmocka_unit_test(test_attention),       cmocka_unit_test(test_grassmann),
         cmocka_unit_test(test_model_attention), cmocka_unit_test(test_model_hybrid_post),
         cmocka_unit_test(test_shadow),          cmocka_unit_test(test_thread_invariance),
-        cmocka_unit_test(test_memory_count),
+        cmocka_unit_test(test_memory_count),    cmocka_unit_test(test_failure_reported),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

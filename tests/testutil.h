@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -25,6 +26,14 @@ static inline float *rand_tensor(size_t n, float scale, uint64_t seed) {
 }
 
 static inline float *zeros(size_t n) { return calloc(n, sizeof(float)); }
+
+/* Makes an empty file from a mkstemp template ("/tmp/name_XXXXXX", changed
+ * in place) for a test to write and read back. */
+static inline void temp_file(char *path) {
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+}
 
 /* sum(out * w) in double: the scalar whose gradient with respect to out is w. */
 static inline double dot_objective(const float *out, const float *w, size_t n) {

@@ -21,33 +21,50 @@ bool bf16_supported(void) {
 
 /* ---- conversion ---------------------------------------------------------------
  *
- * The vector path does bf16_from_float's integer arithmetic 16 lanes at a
- * time (AVX-512F), rather than vcvtneps2bf16: that instruction flushes
- * denormal inputs to zero, so it would differ from the scalar definition,
- * and this one runs on any AVX-512 CPU. Compiled for AVX-512 whatever -march
- * says, and called only where the CPU has it. */
+ * The vector paths do bf16_from_float's integer arithmetic 16 lanes at a
+ * time (AVX-512F), or on CPUs with AVX512_BF16 convert 32 at a time with
+ * vcvtne2ps2bf16 where that gives the same bits (bf16_round_32: all but
+ * denormal inputs, which that instruction flushes to zero); both bit for bit
+ * the scalar definition. Compiled for AVX-512 whatever -march says, and
+ * called only where the CPU has it. */
 
 void bf16_from_floats_scalar(size_t n, const float *x, uint16_t *out) {
     for (size_t i = 0; i < n; i++) out[i] = bf16_from_float(x[i]);
 }
 
+static __mmask16 lanes16(size_t left) { return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u); }
+
 __attribute__((target("avx512f"))) static void from_floats_avx512(size_t n, const float *x, uint16_t *out) {
     for (size_t i = 0; i < n; i += 16) {
-        __mmask16 lanes = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+        __mmask16 lanes = lanes16(n - i);
         __m512i rounded = _mm512_srli_epi32(bf16_round_top(_mm512_maskz_loadu_epi32(lanes, x + i)), 16);
         _mm512_mask_cvtepi32_storeu_epi16(out + i, lanes, rounded); /* the low 16 bits of each lane */
     }
 }
 
-static int have_avx512 = -1; /* unknown until the first call */
+__attribute__((target("avx512bf16,avx512f,avx512bw"))) static void from_floats_bf16(size_t n, const float *x,
+                                                                                   uint16_t *out) {
+    for (size_t i = 0; i < n; i += 32) {
+        size_t left = n - i;
+        __mmask32 halves = left >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << left) - 1u);
+        __m512i h = bf16_round_32(_mm512_maskz_loadu_ps(lanes16(left), x + i),
+                                  _mm512_maskz_loadu_ps(left > 16 ? lanes16(left - 16) : 0, x + i + 16));
+        _mm512_mask_storeu_epi16(out + i, halves, h);
+    }
+}
+
+typedef enum { PATH_UNKNOWN, PATH_SCALAR, PATH_AVX512, PATH_BF16 } ConvertPath;
+static ConvertPath convert_path; /* until the first call, unknown */
 
 void bf16_from_floats(size_t n, const float *x, uint16_t *out) {
-    if (have_avx512 < 0) {
+    if (convert_path == PATH_UNKNOWN) {
         CpuFeatures cpu;
         cpu_features_detect(&cpu);
-        have_avx512 = cpu.avx512f; /* a benign race: every thread writes the same value */
+        /* a benign race: every thread stores the same value */
+        convert_path = bf16_supported() ? PATH_BF16 : cpu.avx512f ? PATH_AVX512 : PATH_SCALAR;
     }
-    if (have_avx512) from_floats_avx512(n, x, out);
+    if (convert_path == PATH_BF16) from_floats_bf16(n, x, out);
+    else if (convert_path == PATH_AVX512) from_floats_avx512(n, x, out);
     else bf16_from_floats_scalar(n, x, out);
 }
 

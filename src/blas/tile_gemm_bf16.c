@@ -3,13 +3,13 @@
  * vdpbf16ps (_mm512_dpbf16_ps) adds to each of 16 fp32 lanes the products of
  * a PAIR of bf16 numbers from each source: lane j of C gets
  * a[i][2q] b[2q][j] + a[i][2q+1] b[2q+1][j]. So the operands are packed by
- * k-pairs first (rounding fp32 to bf16 on the way, round to nearest even as
- * bf16_from_float, denormals kept):
- *   B as pair rows: bp[q][j] = (b[2q][j], b[2q+1][j]) in one 32-bit word
- *     (low half the even k), columns padded with zeros to a multiple of 16;
- *   A so that the pair (A(i,2q), A(i,2q+1)) is one 32-bit word, broadcast to
- *     all lanes: for A = X (row-major) that is simply X's row in bf16, for
- *     A = X^T it is X packed as pair rows, like B.
+ * k-pairs (rounding fp32 to bf16 on the way, round to nearest even as
+ * bf16_from_float, denormals kept): B as pair rows, bp[q][j] = (b[2q][j],
+ * b[2q+1][j]) in one 32-bit word (low half the even k), rows padded with
+ * zeros to a multiple of 16; A so that its pair (A(i,2q), A(i,2q+1)) is one
+ * 32-bit word, broadcast to all lanes. The packings are tile_pack_bf16_*;
+ * tile_product packs an fp32 A itself, per call (the attention core's
+ * probability and score-gradient tiles, made fresh for each product).
  * An odd k gets a zero partner for its last entry (adding 0 * 0 is exact).
  * The register block is 6 rows x 4 vectors (64 columns) of fp32
  * accumulators, as in the fp32 kernel; the last vector of a row is stored
@@ -24,6 +24,7 @@
 #include <immintrin.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "blas/bf16.h"
 #include "blas/bf16_lanes.h"
@@ -36,40 +37,90 @@
 
 static inline __mmask16 lanes_mask(size_t left) { return left >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1); }
 
-/* dst[q * ldd + j] = (src[2q][j], src[2q+1][j]) for q < ceil(k/2), j < ldd
- * (ldd a multiple of 16 >= n; zeros past n and for the missing partner of an
- * odd k). src: k x n, row stride lds. */
-BF16_TARGET static void pack_pairs(size_t k, size_t n, const float *src, size_t lds, uint32_t *dst, size_t ldd) {
-    const __m512i top = _mm512_set1_epi32((int)0xffff0000u);
-    for (size_t q = 0; 2 * q < k; q++) {
-        const float *r0 = src + 2 * q * lds, *r1 = r0 + lds;
-        int has_hi = 2 * q + 1 < k;
+size_t tile_bf16_padded(size_t n) { return (n + LANES - 1) / LANES * LANES; }
+
+/* The 16-bit positions that interleave two rows' bf16 (lo at 0..15, hi at
+ * 16..31, as bf16_round_32 leaves them) into pair words: lo_j, hi_j. */
+static const uint16_t pair_order[2 * LANES] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+                                               8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+
+BF16_TARGET void tile_pack_bf16_columns(size_t rows, size_t cols, const float *x, size_t ldx, uint32_t *dst,
+                                        size_t ldd) {
+    const __m512i order = _mm512_loadu_si512(pair_order);
+    for (size_t q = 0; 2 * q < rows; q++) {
+        const float *r0 = x + 2 * q * ldx, *r1 = r0 + ldx;
+        int has_hi = 2 * q + 1 < rows;
         for (size_t j = 0; j < ldd; j += LANES) {
-            __mmask16 m = j < n ? lanes_mask(n - j) : 0;
-            __m512i lo = bf16_round_top(_mm512_maskz_loadu_epi32(m, r0 + j));
-            __m512i hi = has_hi ? bf16_round_top(_mm512_maskz_loadu_epi32(m, r1 + j)) : _mm512_setzero_si512();
-            __m512i w = _mm512_or_si512(_mm512_srli_epi32(lo, 16), _mm512_and_si512(hi, top));
-            _mm512_storeu_si512(dst + q * ldd + j, w);
+            __mmask16 m = j < cols ? lanes_mask(cols - j) : 0;
+            __m512 lo = _mm512_maskz_loadu_ps(m, r0 + j), hi = _mm512_maskz_loadu_ps(has_hi ? m : 0, r1 + j);
+            _mm512_mask_storeu_epi32(dst + q * ldd + j, lanes_mask(ldd - j),
+                                     _mm512_permutexvar_epi16(order, bf16_round_32(lo, hi)));
         }
     }
 }
 
-/* dst (rows x ldd words, ldd >= ceil(k/2)): each row of src (k entries, row
- * stride lds) in bf16, in order, with a zero after an odd k. */
-BF16_TARGET static void pack_rows(size_t rows, size_t k, const float *src, size_t lds, uint32_t *dst, size_t ldd) {
+BF16_TARGET void tile_pack_bf16_rows(size_t rows, size_t cols, const float *x, size_t ldx, uint32_t *dst,
+                                     size_t ldd) {
     for (size_t i = 0; i < rows; i++) {
-        const float *s = src + i * lds;
-        uint16_t *d = (uint16_t *)(dst + i * ldd);
-        for (size_t p = 0; p < k; p += 2 * LANES) {
-            size_t left = k - p;
+        const float *s = x + i * ldx;
+        uint32_t *d = dst + i * ldd;
+        for (size_t p = 0; p < cols; p += 2 * LANES) {
+            size_t left = cols - p;
             __mmask16 m0 = lanes_mask(left), m1 = left > LANES ? lanes_mask(left - LANES) : 0;
-            __m512i a0 = _mm512_srli_epi32(bf16_round_top(_mm512_maskz_loadu_epi32(m0, s + p)), 16);
-            __m512i a1 = _mm512_srli_epi32(bf16_round_top(_mm512_maskz_loadu_epi32(m1, s + p + LANES)), 16);
-            __m256i h0 = _mm512_cvtepi32_epi16(a0), h1 = _mm512_cvtepi32_epi16(a1);
-            __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(h0), h1, 1);
-            /* whole words: up to the pair holding entry k - 1 (its partner a masked zero) */
+            __m512i w = bf16_round_32(_mm512_maskz_loadu_ps(m0, s + p), _mm512_maskz_loadu_ps(m1, s + p + LANES));
+            /* whole words: up to the pair holding entry cols - 1 (its partner a masked zero) */
             size_t words = (left + 1) / 2 < LANES ? (left + 1) / 2 : LANES;
-            _mm512_mask_storeu_epi32(d + p, lanes_mask(words), w);
+            _mm512_mask_storeu_epi32(d + p / 2, lanes_mask(words), w);
+        }
+    }
+}
+
+/* r[j] = column j of the 16 x 16 words r[0..15]: 32-bit interleaves of
+ * row pairs, 64-bit interleaves of those (then lane L of v[4k + c] holds
+ * rows 4k..4k+3 of column 4L + c), and a 4 x 4 transpose of the 128-bit
+ * lanes of v[c], v[4 + c], v[8 + c], v[12 + c] for each c. */
+BF16_TARGET static inline void transpose_16x16(__m512i r[LANES]) {
+    __m512i u[LANES], v[LANES];
+    for (int k = 0; k < 8; k++) {
+        u[2 * k] = _mm512_unpacklo_epi32(r[2 * k], r[2 * k + 1]);
+        u[2 * k + 1] = _mm512_unpackhi_epi32(r[2 * k], r[2 * k + 1]);
+    }
+    for (int k = 0; k < 4; k++) {
+        v[4 * k] = _mm512_unpacklo_epi64(u[4 * k], u[4 * k + 2]);
+        v[4 * k + 1] = _mm512_unpackhi_epi64(u[4 * k], u[4 * k + 2]);
+        v[4 * k + 2] = _mm512_unpacklo_epi64(u[4 * k + 1], u[4 * k + 3]);
+        v[4 * k + 3] = _mm512_unpackhi_epi64(u[4 * k + 1], u[4 * k + 3]);
+    }
+    for (int c = 0; c < 4; c++) {
+        __m512i low01 = _mm512_shuffle_i32x4(v[c], v[4 + c], 0x44), high01 = _mm512_shuffle_i32x4(v[c], v[4 + c], 0xee);
+        __m512i low23 = _mm512_shuffle_i32x4(v[8 + c], v[12 + c], 0x44);
+        __m512i high23 = _mm512_shuffle_i32x4(v[8 + c], v[12 + c], 0xee);
+        r[c] = _mm512_shuffle_i32x4(low01, low23, 0x88);
+        r[4 + c] = _mm512_shuffle_i32x4(low01, low23, 0xdd);
+        r[8 + c] = _mm512_shuffle_i32x4(high01, high23, 0x88);
+        r[12 + c] = _mm512_shuffle_i32x4(high01, high23, 0xdd);
+    }
+}
+
+/* Blocks of 16 rows x 32 columns: each row's 16 words in a register (zeros
+ * past the rows and columns), transposed in registers, stored as 16 rows
+ * of 16 words. */
+BF16_TARGET void tile_pack_bf16_rows_transposed(size_t rows, size_t cols, const float *x, size_t ldx, uint32_t *dst,
+                                                size_t ldd) {
+    size_t words = (cols + 1) / 2;
+    for (size_t i0 = 0; i0 < ldd; i0 += LANES) {
+        __mmask16 out = lanes_mask(ldd - i0);
+        for (size_t q0 = 0; q0 < words; q0 += LANES) {
+            size_t left = cols - 2 * q0;
+            __mmask16 m0 = lanes_mask(left), m1 = left > LANES ? lanes_mask(left - LANES) : 0;
+            __m512i r[LANES];
+            for (size_t k = 0; k < LANES; k++) {
+                const float *s = x + (i0 + k) * ldx + 2 * q0;
+                r[k] = i0 + k < rows ? bf16_round_32(_mm512_maskz_loadu_ps(m0, s), _mm512_maskz_loadu_ps(m1, s + LANES))
+                                     : _mm512_setzero_si512();
+            }
+            transpose_16x16(r);
+            for (size_t q = 0; q < LANES && q0 + q < words; q++) _mm512_mask_storeu_epi32(dst + (q0 + q) * ldd + i0, out, r[q]);
         }
     }
 }
@@ -148,24 +199,27 @@ BF16_TARGET static void product(size_t m, size_t n, size_t kp, float alpha, cons
     }
 }
 
-/* Without the packing buffer (memory ran out) or for an A that has neither
- * stride 1: the same arithmetic one entry at a time (rounded inputs, exact
- * products, fp32 sums), so the same bound. */
+/* One bf16 half of a packed word, as a float: the low half holds the even k. */
+static float word_half(uint32_t w, int high) { return bf16_to_float((uint16_t)(high ? w >> 16 : w)); }
+
+/* Without the packing buffer (memory ran out) or for an fp32 A that has
+ * neither stride 1: the same arithmetic one entry at a time (rounded inputs,
+ * exact products, fp32 sums), so the same bound. */
 static void product_scalar(size_t m, size_t n, size_t k, float alpha, const float *a, size_t rsa, size_t csa,
-                           const float *b, size_t ldb, float beta, float *c, size_t ldc) {
+                           const uint32_t *bp, size_t ldb, float beta, float *c, size_t ldc) {
     for (size_t i = 0; i < m; i++)
         for (size_t j = 0; j < n; j++) {
             float sum = 0.0f;
             for (size_t p = 0; p < k; p++)
-                sum += bf16_to_float(bf16_from_float(a[i * rsa + p * csa])) *
-                       bf16_to_float(bf16_from_float(b[p * ldb + j]));
+                sum += bf16_to_float(bf16_from_float(a[i * rsa + p * csa])) * word_half(bp[p / 2 * ldb + j], p & 1);
             float *cp = c + i * ldc + j;
             *cp = alpha * sum + (beta != 0.0f ? beta * *cp : 0.0f);
         }
 }
 
-/* Each thread's packing buffer, grown as needed and kept (the attention
- * core calls this thousands of times per step at the same few shapes). */
+/* Each thread's buffer for an fp32 A packed per call, grown as needed and
+ * kept (the attention core calls this thousands of times per step at the
+ * same few shapes). */
 static _Thread_local uint32_t *scratch;
 static _Thread_local size_t scratch_words;
 
@@ -178,24 +232,27 @@ static uint32_t *scratch_get(size_t words) {
     return p;
 }
 
-void tile_gemm_bf16(size_t m, size_t n, size_t k, float alpha, const float *a, size_t rsa, size_t csa,
-                    const float *b, size_t ldb, float beta, float *c, size_t ldc) {
-    if (m == 0 || n == 0) return;
-    size_t kp = (k + 1) / 2, ldbp = (n + LANES - 1) / LANES * LANES, mp = (m + LANES - 1) / LANES * LANES;
-    int a_rows = csa == 1; /* A = X: rows of X; else A = X^T (rsa == 1): X as pair rows */
-    size_t a_words = a_rows ? m * kp : kp * mp;
-    uint32_t *buf = (a_rows || rsa == 1) ? scratch_get(a_words + kp * ldbp) : NULL;
-    if (!buf) {
-        product_scalar(m, n, k, alpha, a, rsa, csa, b, ldb, beta, c, ldc);
+void tile_product(size_t m, size_t n, size_t k, float alpha, TileOperand a, TileOperand b, float beta, float *c,
+                  size_t ldc) {
+    if (!b.w) {
+        tile_gemm(m, n, k, alpha, a.f, a.rs, a.cs, b.f, b.rs, beta, c, ldc);
         return;
     }
-    uint32_t *ap = buf, *bp = buf + a_words;
-    pack_pairs(k, n, b, ldb, bp, ldbp);
-    if (a_rows) {
-        pack_rows(m, k, a, rsa, ap, kp);
-        product(m, n, kp, alpha, ap, kp, 1, bp, ldbp, beta, c, ldc);
+    if (m == 0 || n == 0) return;
+    size_t kp = (k + 1) / 2;
+    if (a.w) {
+        product(m, n, kp, alpha, a.w, a.rs, a.cs, b.w, b.rs, beta, c, ldc);
+        return;
+    }
+    /* A = X: X's rows; A = X^T (rs == 1): X by columns */
+    size_t mp = tile_bf16_padded(m);
+    uint32_t *ap = a.cs == 1 ? scratch_get(m * kp) : a.rs == 1 ? scratch_get(kp * mp) : NULL;
+    if (!ap) product_scalar(m, n, k, alpha, a.f, a.rs, a.cs, b.w, b.rs, beta, c, ldc);
+    else if (a.cs == 1) {
+        tile_pack_bf16_rows(m, k, a.f, a.rs, ap, kp);
+        product(m, n, kp, alpha, ap, kp, 1, b.w, b.rs, beta, c, ldc);
     } else {
-        pack_pairs(k, m, a, csa, ap, mp);
-        product(m, n, kp, alpha, ap, 1, mp, bp, ldbp, beta, c, ldc);
+        tile_pack_bf16_columns(k, m, a.f, a.cs, ap, mp);
+        product(m, n, kp, alpha, ap, 1, mp, b.w, b.rs, beta, c, ldc);
     }
 }

@@ -1,7 +1,9 @@
-/* safetensors files: writing with a checksum, reading with every offset and the checksum checked (see io/safetensors.h). */
+/* safetensors files: ours written with a checksum and read with every offset and the checksum checked; other
+ * programs' read with every entry checked and their F16 and BF16 tensors turned into floats (see io/safetensors.h). */
 #include "io/safetensors.h"
 
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +14,24 @@
 #define CHECKSUM_KEY "\"checksum\":\"fnv1a64:"
 #define CHECKSUM_DIGITS 16
 
+/* The dtypes of the safetensors format whose element size is known, so that
+ * an entry's data offsets can be checked against its shape; ours first, in
+ * StDtype's order. Any other dtype only needs offsets inside the file. */
+static const struct {
+    const char *name;
+    size_t size;
+} dtypes[] = {{"F32", 4}, {"I32", 4},  {"F16", 2},  {"BF16", 2}, {"F64", 8},     {"I64", 8},     {"U64", 8},
+              {"U32", 4}, {"I16", 2},  {"U16", 2},  {"I8", 1},   {"U8", 1},      {"BOOL", 1},    {"F8_E5M2", 1},
+              {"F8_E4M3", 1}};
+
+static size_t dtype_size(const char *name) {
+    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
+        if (strcmp(dtypes[i].name, name) == 0) return dtypes[i].size;
+    return 0;
+}
+
 static size_t tensor_bytes(const StTensor *t) {
-    size_t n = 4;
+    size_t n = dtypes[t->dtype].size;
     for (size_t d = 0; d < t->ndim; d++) n *= t->shape[d];
     return n;
 }
@@ -24,22 +42,41 @@ static uint64_t file_checksum(const char *buf, size_t len, size_t digits_at) {
     return fnv1a(h, buf + digits_at + CHECKSUM_DIGITS, len - digits_at - CHECKSUM_DIGITS);
 }
 
-int st_write(const char *path, const StTensor *tensors, size_t n, const StMeta *meta, size_t n_meta, Error *err) {
-    char *h = NULL;
-    sb_appendf(&h, "{\"__metadata__\":{" CHECKSUM_KEY "0000000000000000\"");
-    for (size_t i = 0; i < n_meta; i++) {
-        sb_appendf(&h, ",");
-        sb_append_json_string(&h, meta[i].key);
-        sb_appendf(&h, ":");
-        sb_append_json_string(&h, meta[i].value);
+/* A tensor's bytes at dst: as stored, or transposed (t->transpose: the
+ * source is the [shape[1], shape[0]] matrix). Ours are 4-byte elements. */
+static void copy_tensor(char *dst, const StTensor *t) {
+    if (!t->transpose) {
+        memcpy(dst, t->data, tensor_bytes(t));
+        return;
     }
-    sb_appendf(&h, "}");
+    size_t rows = t->shape[0], cols = t->shape[1];
+    const uint32_t *src = t->data;
+    uint32_t *out = (uint32_t *)(void *)dst; /* the header is padded to 8 bytes and tensors are 4-byte: aligned */
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++) out[i * cols + j] = src[j * rows + i];
+}
+
+static int write_file(const char *path, const StTensor *tensors, size_t n, const StMeta *meta, size_t n_meta,
+                      int checksum, Error *err) {
+    char *h = NULL;
+    sb_appendf(&h, "{");
+    if (checksum || n_meta) {
+        sb_appendf(&h, "\"__metadata__\":{");
+        if (checksum) sb_appendf(&h, CHECKSUM_KEY "0000000000000000\"");
+        for (size_t i = 0; i < n_meta; i++) {
+            if (checksum || i) sb_appendf(&h, ",");
+            sb_append_json_string(&h, meta[i].key);
+            sb_appendf(&h, ":");
+            sb_append_json_string(&h, meta[i].value);
+        }
+        sb_appendf(&h, "}");
+    }
     size_t offset = 0;
     for (size_t i = 0; i < n; i++) {
         const StTensor *t = &tensors[i];
-        sb_appendf(&h, ",");
+        if (checksum || n_meta || i) sb_appendf(&h, ",");
         sb_append_json_string(&h, t->name);
-        sb_appendf(&h, ":{\"dtype\":\"%s\",\"shape\":[", t->dtype == ST_F32 ? "F32" : "I32");
+        sb_appendf(&h, ":{\"dtype\":\"%s\",\"shape\":[", dtypes[t->dtype].name);
         for (size_t d = 0; d < t->ndim; d++) sb_appendf(&h, "%s%zu", d ? "," : "", t->shape[d]);
         sb_appendf(&h, "],\"data_offsets\":[%zu,%zu]}", offset, offset + tensor_bytes(t));
         offset += tensor_bytes(t);
@@ -58,16 +95,27 @@ int st_write(const char *path, const StTensor *tensors, size_t n, const StMeta *
     char *data = buf + 8 + hlen;
     for (size_t i = 0; i < n; i++) {
         /* x86 and every target we build for are little-endian, as the format is. */
-        memcpy(data, tensors[i].data, tensor_bytes(&tensors[i]));
+        copy_tensor(data, &tensors[i]);
         data += tensor_bytes(&tensors[i]);
     }
-    size_t at = (size_t)(strstr(buf + 8, CHECKSUM_KEY) - buf) + strlen(CHECKSUM_KEY);
-    char digits[CHECKSUM_DIGITS + 1];
-    snprintf(digits, sizeof digits, "%016" PRIx64, file_checksum(buf, total, at));
-    memcpy(buf + at, digits, CHECKSUM_DIGITS);
+    if (checksum) {
+        size_t at = (size_t)(strstr(buf + 8, CHECKSUM_KEY) - buf) + strlen(CHECKSUM_KEY);
+        char digits[CHECKSUM_DIGITS + 1];
+        snprintf(digits, sizeof digits, "%016" PRIx64, file_checksum(buf, total, at));
+        memcpy(buf + at, digits, CHECKSUM_DIGITS);
+    }
     int rc = write_file_atomic(path, buf, total, err);
     free(buf);
     return rc;
+}
+
+int st_write(const char *path, const StTensor *tensors, size_t n, const StMeta *meta, size_t n_meta, Error *err) {
+    return write_file(path, tensors, n, meta, n_meta, 1, err);
+}
+
+int st_write_foreign(const char *path, const StTensor *tensors, size_t n, const StMeta *meta, size_t n_meta,
+                     Error *err) {
+    return write_file(path, tensors, n, meta, n_meta, 0, err);
 }
 
 /* The header length in a file's first 8 bytes (0 if it has fewer). */
@@ -82,7 +130,7 @@ static uint64_t st_header_len(const char *buf, size_t len) {
 static int st_parse_header(StFile *f, size_t file_len, const char *path, Error *err) {
     uint64_t hlen = st_header_len(f->buf, f->len);
     if (f->len < 8 || hlen < 2 || hlen > file_len - 8)
-        return err_set(err, "'%s' is not a safetensors checkpoint (bad or truncated header)", path);
+        return err_set(err, "'%s' is not a safetensors file (bad or truncated header)", path);
     if (hlen > ST_HEADER_MAX || hlen > f->len - 8)
         return err_set(err, "'%s' has a %" PRIu64 "-byte header, more than the %d this reader accepts", path, hlen,
                        ST_HEADER_MAX);
@@ -93,7 +141,9 @@ static int st_parse_header(StFile *f, size_t file_len, const char *path, Error *
     return 0;
 }
 
-int st_open(StFile *f, const char *path, Error *err) {
+/* The whole file into f->buf and its header parsed: what st_open and
+ * st_open_foreign check further. */
+static int read_whole(StFile *f, const char *path, Error *err) {
     memset(f, 0, sizeof *f);
     f->buf = read_file(path, &f->len, err);
     if (!f->buf) return -1;
@@ -101,6 +151,11 @@ int st_open(StFile *f, const char *path, Error *err) {
         st_close(f);
         return -1;
     }
+    return 0;
+}
+
+int st_open(StFile *f, const char *path, Error *err) {
+    if (read_whole(f, path, err)) return -1;
     char *key = memmem(f->buf + 8, f->data_start - 8, CHECKSUM_KEY, strlen(CHECKSUM_KEY));
     size_t at = key ? (size_t)(key - f->buf) + strlen(CHECKSUM_KEY) : 0;
     const char *stored = st_meta(f, "checksum");
@@ -138,34 +193,120 @@ int st_open_header(StFile *f, const char *path, size_t *file_len, Error *err) {
     return 0;
 }
 
+int st_open_foreign(StFile *f, const char *path, Error *err) {
+    if (read_whole(f, path, err)) return -1;
+    const char *name;
+    json_t *entry;
+    json_object_foreach(f->header, name, entry) {
+        StInfo t;
+        Error terr;
+        if (strcmp(name, "__metadata__") == 0) continue;
+        if (st_info(f, name, &t, &terr)) {
+            st_close(f);
+            return err_set(err, "'%s': %s", path, terr.msg);
+        }
+    }
+    return 0;
+}
+
 const char *st_meta(const StFile *f, const char *key) {
     return json_string_value(json_object_get(json_object_get(f->header, "__metadata__"), key));
 }
 
 int st_has(const StFile *f, const char *name) { return json_object_get(f->header, name) != NULL; }
 
-int st_read(const StFile *f, const char *name, StDtype dtype, size_t ndim, const size_t *shape, void *dst, Error *err) {
+const char **st_names(const StFile *f, size_t *n, Error *err) {
+    *n = 0;
+    const char **names = lm_calloc(json_object_size(f->header) + 1, sizeof *names, err);
+    if (!names) return NULL;
+    const char *name;
+    json_t *entry;
+    json_object_foreach((json_t *)f->header, name, entry) {
+        if (strcmp(name, "__metadata__") != 0) names[(*n)++] = name;
+    }
+    return names;
+}
+
+int st_info(const StFile *f, const char *name, StInfo *info, Error *err) {
+    memset(info, 0, sizeof *info);
     const json_t *t = json_object_get(f->header, name);
     if (!t) return err_set(err, "checkpoint has no tensor '%s'", name);
-    const char *dt = json_string_value(json_object_get(t, "dtype"));
     const json_t *sh = json_object_get(t, "shape"), *off = json_object_get(t, "data_offsets");
-    if (!dt || strcmp(dt, dtype == ST_F32 ? "F32" : "I32") != 0) return err_set(err, "tensor '%s' has the wrong dtype", name);
-    size_t count = 1;
-    if (!json_is_array(sh) || json_array_size(sh) != ndim) return err_set(err, "tensor '%s' has the wrong rank", name);
-    for (size_t d = 0; d < ndim; d++) {
+    info->dtype = json_string_value(json_object_get(t, "dtype"));
+    if (!info->dtype) return err_set(err, "tensor '%s' has no dtype", name);
+    if (!json_is_array(sh)) return err_set(err, "tensor '%s' has no shape", name);
+    size_t elem = dtype_size(info->dtype);
+    info->ndim = json_array_size(sh);
+    info->count = 1;
+    for (size_t d = 0; d < info->ndim; d++) {
         size_t dim;
         if (json_size(json_array_get(sh, d), SIZE_MAX, &dim))
             return err_set(err, "tensor '%s' has a shape dimension that is not a size", name);
-        if (dim != shape[d]) return err_set(err, "tensor '%s' has shape dimension %zu, expected %zu", name, dim, shape[d]);
-        count *= shape[d];
+        if (d < ST_MAX_RANK) info->shape[d] = dim;
+        if (dim && info->count > SIZE_MAX / 8 / dim) return err_set(err, "tensor '%s' has an impossible shape", name);
+        info->count *= dim;
     }
     /* Offsets are integers, so exact beyond 2^53; checked without overflow. */
     size_t a, b, data_len = f->len - f->data_start;
     if (!json_is_array(off) || json_array_size(off) != 2) return err_set(err, "tensor '%s' has no data offsets", name);
-    if (json_size(json_array_get(off, 0), data_len, &a) || json_size(json_array_get(off, 1), data_len, &b) || b < a ||
-        b - a != count * 4)
+    if (json_size(json_array_get(off, 0), SIZE_MAX, &a) || json_size(json_array_get(off, 1), SIZE_MAX, &b) || b < a)
         return err_set(err, "tensor '%s' has bad data offsets", name);
-    memcpy(dst, f->buf + f->data_start + a, count * 4);
+    if (b > data_len)
+        return err_set(err, "tensor '%s' has bad data offsets: past the %zu bytes of data the file holds (truncated?)",
+                       name, data_len);
+    if (elem && b - a != info->count * elem)
+        return err_set(err, "tensor '%s' has bad data offsets: %zu bytes for %zu %s values", name, b - a, info->count,
+                       info->dtype);
+    info->data = f->buf + f->data_start + a;
+    info->bytes = b - a;
+    return 0;
+}
+
+int st_read(const StFile *f, const char *name, StDtype dtype, size_t ndim, const size_t *shape, void *dst, Error *err) {
+    StInfo t;
+    if (st_info(f, name, &t, err)) return -1;
+    if (strcmp(t.dtype, dtypes[dtype].name) != 0) return err_set(err, "tensor '%s' has the wrong dtype", name);
+    if (t.ndim != ndim) return err_set(err, "tensor '%s' has the wrong rank", name);
+    for (size_t d = 0; d < ndim; d++)
+        if (t.shape[d] != shape[d])
+            return err_set(err, "tensor '%s' has shape dimension %zu, expected %zu", name, t.shape[d], shape[d]);
+    memcpy(dst, t.data, t.bytes);
+    return 0;
+}
+
+float st_f16_value(unsigned short h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff, bits;
+    if (exponent == 0x1f) { /* infinity, or NaN with its payload */
+        bits = sign | 0x7f800000u | mantissa << 13;
+    } else if (exponent) { /* normal: rebias 15 -> 127 */
+        bits = sign | (exponent + 112) << 23 | mantissa << 13;
+    } else { /* zero or subnormal, mantissa x 2^-24: a normal float, exactly */
+        float v = (float)mantissa * 0x1p-24f;
+        memcpy(&bits, &v, sizeof bits);
+        bits |= sign;
+    }
+    float v;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
+float st_bf16_value(unsigned short bits) {
+    uint32_t wide = (uint32_t)bits << 16;
+    float v;
+    memcpy(&v, &wide, sizeof v);
+    return v;
+}
+
+int st_to_f32(const StInfo *t, const char *name, size_t first, size_t count, float *dst, Error *err) {
+    if (strcmp(t->dtype, "F32") == 0) {
+        memcpy(dst, (const char *)t->data + 4 * first, count * sizeof(float));
+    } else if (strcmp(t->dtype, "F16") == 0 || strcmp(t->dtype, "BF16") == 0) {
+        float (*value)(unsigned short) = t->dtype[0] == 'F' ? st_f16_value : st_bf16_value;
+        const unsigned char *src = (const unsigned char *)t->data + 2 * first;
+        for (size_t i = 0; i < count; i++) dst[i] = value((unsigned short)(src[2 * i] | src[2 * i + 1] << 8));
+    } else {
+        return err_set(err, "tensor '%s' is %s: only F32, F16 and BF16 tensors are read", name, t->dtype);
+    }
     return 0;
 }
 
@@ -174,4 +315,3 @@ void st_close(StFile *f) {
     json_decref(f->header);
     memset(f, 0, sizeof *f);
 }
-

@@ -90,10 +90,69 @@ static size_t attention_act_size(const ModelConfig *cfg, size_t B, size_t T) {
     return attn_layout(NULL, B, T, cfg->n_embd, cfg->n_head, &unused);
 }
 
-/* The tiles' products: fp32, or with --precision bf16 Q, K, V, dY, P and dS
- * rounded to bf16 as they enter each product (accumulation, softmax and its
- * backward stay fp32). */
-static TileGemmFn tile_product(const ModelConfig *cfg) { return cfg->bf16 ? tile_gemm_bf16 : tile_gemm; }
+/* The tiles' products (blas/tile_gemm.h's tile_product) read each head's
+ * Q, K, V and dY (X: T x hs, the head's columns of qkv or dy) in three roles:
+ *   X as A, the inner dimension hs:      K in s^T = K Q^T, Q in S = Q K^T, dY in dP = dY V^T
+ *   X^T as B, the inner dimension hs:    Q^T, K^T, V^T in those
+ *   X as B, the inner dimension tokens:  V in O += P V, dY in dV += P^T dY, K in dQ += dS K, Q in dK += dS^T Q
+ * In fp32 the first and last read X in place and the second a transposed
+ * copy. With --precision bf16 each role reads X rounded to bf16 and packed
+ * by pairs once per head (tile_pack_bf16_rows, _rows_transposed, _columns),
+ * so every tile and diagonal strip reads the head's packing instead of
+ * rounding and packing its operands again; the probabilities P and score
+ * gradients dS, fresh for each tile, are rounded and packed by each product
+ * (as A). Accumulation, softmax and its backward stay fp32. */
+typedef struct HeadPacking {
+    size_t T, hs, pairs, T_padded, hs_padded; /* pairs: ceil(hs / 2) words per packed row */
+} HeadPacking;
+
+static HeadPacking head_packing(size_t T, size_t hs) {
+    return (HeadPacking){T, hs, (hs + 1) / 2, tile_bf16_padded(T), tile_bf16_padded(hs)};
+}
+
+/* Words of each role's packing of one head's X. */
+static size_t packed_a_words(HeadPacking h) { return h.T * h.pairs; }
+static size_t packed_bt_words(HeadPacking h) { return h.pairs * h.T_padded; }
+static size_t packed_b_words(HeadPacking h) { return (h.T + 1) / 2 * h.hs_padded; }
+
+/* Backward packs Q and dY as A, K and V as B^T, dY, K and Q as B; forward
+ * K as A, Q as B^T and V as B: fewer. */
+static size_t head_packed_words(HeadPacking h) {
+    return 2 * packed_a_words(h) + 2 * packed_bt_words(h) + 3 * packed_b_words(h);
+}
+
+/* X (T x hs, row stride ld) in each role: fp32, X as it is (the transposed
+ * copy for B^T is the caller's); bf16, packed into dst, and the operand that
+ * reads it there. */
+static TileOperand fp32_a(const float *x, size_t ld) { return (TileOperand){.f = x, .rs = ld, .cs = 1}; }
+static TileOperand fp32_b(const float *x, size_t ld) { return (TileOperand){.f = x, .rs = ld}; }
+
+static void pack_a(HeadPacking h, const float *x, size_t ld, uint32_t *dst) {
+    tile_pack_bf16_rows(h.T, h.hs, x, ld, dst, h.pairs);
+}
+static void pack_bt(HeadPacking h, const float *x, size_t ld, uint32_t *dst) {
+    tile_pack_bf16_rows_transposed(h.T, h.hs, x, ld, dst, h.T_padded);
+}
+static void pack_b(HeadPacking h, const float *x, size_t ld, uint32_t *dst) {
+    tile_pack_bf16_columns(h.T, h.hs, x, ld, dst, h.hs_padded);
+}
+static TileOperand packed_a(HeadPacking h, const uint32_t *w) { return (TileOperand){.w = w, .rs = h.pairs, .cs = 1}; }
+static TileOperand packed_bt(HeadPacking h, const uint32_t *w) { return (TileOperand){.w = w, .rs = h.T_padded}; }
+static TileOperand packed_b(HeadPacking h, const uint32_t *w) { return (TileOperand){.w = w, .rs = h.hs_padded}; }
+
+/* Forward's packing of one head in its room: K as A, Q as B^T, V as B. */
+typedef struct ForwardRoom {
+    uint32_t *k, *qt, *v;
+} ForwardRoom;
+
+static ForwardRoom forward_room(HeadPacking h, uint32_t *room) {
+    return (ForwardRoom){room, room + packed_a_words(h), room + packed_a_words(h) + packed_bt_words(h)};
+}
+
+/* The head's packing room in the model's bf16 buffer (nn/ops.h). */
+static uint32_t *head_room(const ModelConfig *cfg, HeadPacking h, size_t B, size_t H, size_t bh) {
+    return matmul_bf16_packed(cfg->bf16, B * H * head_packed_words(h)) + bh * head_packed_words(h);
+}
 
 /* How many keys of a key tile starting at j0 query row t may see (causal). */
 static size_t visible(size_t t, size_t j0, size_t nk) {
@@ -108,28 +167,25 @@ static size_t visible(size_t t, size_t j0, size_t nk) {
  * never touched. The scores are computed transposed, s^T = K Q^T (a key per
  * row, a query per column), so that every per-query quantity (max, sum,
  * exp(s - m)) runs down the columns in vector lanes, with no horizontal
- * reductions. q, k, v: row stride ld; o: row stride ldo; lse: the rows'
- * log-sum-exp, for backward. st: the score tile; qt: Q^T of the tile's
- * queries (both row stride lds), so that every product reads rows of its
- * right-hand side (src/blas/tile_gemm.c). */
-static void flash_forward_tile(TileGemmFn product, float *o, size_t ldo, float *lse, float *st, float *qt, size_t lds, const float *q,
-                               const float *k, const float *v, size_t ld, size_t i0, size_t nq, size_t hs,
-                               float scale) {
+ * reductions. k: K as A and v: V as B, from key 0; qt: Q^T of the tile's
+ * queries as B (see HeadPacking); o: row stride ldo; lse: the rows'
+ * log-sum-exp, for backward; st: the score tile (row stride lds). */
+static void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, size_t lds, TileOperand k, TileOperand qt,
+                               TileOperand v, size_t i0, size_t nq, size_t hs, float scale) {
     float m[TILE], l[TILE], m_new[TILE];
     for (size_t r = 0; r < nq; r++) {
         m[r] = -INFINITY;
         l[r] = 0.0f;
         memset(o + r * ldo, 0, hs * sizeof(float));
     }
-    tile_transpose(nq, hs, q, ld, qt, lds);
     for (size_t j0 = 0; j0 < i0 + nq; j0 += TILE) {
         size_t nk = i0 + nq - j0 < TILE ? i0 + nq - j0 : TILE;
         int diagonal = j0 + nk > i0 + 1; /* some key comes after some query: mask */
-        if (!diagonal) product(nk, nq, hs, scale, k + j0 * ld, ld, 1, qt, lds, 0.0f, st, lds); /* s^T = K Q^T */
+        if (!diagonal) tile_product(nk, nq, hs, scale, tile_a_at(k, j0, 0), qt, 0.0f, st, lds); /* s^T = K Q^T */
         else /* (nk == nq) key strip c0 meets queries c0 .. nq-1; what it leaves unwritten is masked below */
             for (size_t c0 = 0; c0 < nk; c0 += STRIP)
-                product(strip_rows(c0, nk), nq - c0, hs, scale, k + (j0 + c0) * ld, ld, 1, qt + c0, lds, 0.0f,
-                          st + c0 * lds + c0, lds);
+                tile_product(strip_rows(c0, nk), nq - c0, hs, scale, tile_a_at(k, j0 + c0, 0), tile_b_at(qt, 0, c0),
+                             0.0f, st + c0 * lds + c0, lds);
         memcpy(m_new, m, nq * sizeof(float));
         for (size_t c = 0; c < nk; c++) {
             const float *row = st + c * lds;
@@ -160,11 +216,14 @@ static void flash_forward_tile(TileGemmFn product, float *o, size_t ldo, float *
                 l[r] += p;
             }
         }
-        if (!diagonal) product(nq, hs, nk, 1.0f, st, 1, lds, v + j0 * ld, ld, 1.0f, o, ldo); /* O += (s^T)^T V */
+        TileOperand vj = tile_b_at(v, j0, 0);
+        if (!diagonal) /* O += (s^T)^T V */
+            tile_product(nq, hs, nk, 1.0f, (TileOperand){.f = st, .rs = 1, .cs = lds}, vj, 1.0f, o, ldo);
         else /* query strip r0 sees keys 0 .. r0 + rows - 1 */
             for (size_t r0 = 0; r0 < nq; r0 += STRIP) {
                 size_t rows = strip_rows(r0, nq);
-                product(rows, hs, r0 + rows, 1.0f, st + r0, 1, lds, v + j0 * ld, ld, 1.0f, o + r0 * ldo, ldo);
+                tile_product(rows, hs, r0 + rows, 1.0f, (TileOperand){.f = st + r0, .rs = 1, .cs = lds}, vj, 1.0f,
+                             o + r0 * ldo, ldo);
             }
     }
     for (size_t r = 0; r < nq; r++) {
@@ -174,21 +233,26 @@ static void flash_forward_tile(TileGemmFn product, float *o, size_t ldo, float *
     }
 }
 
+/* One head's operands for backward (see HeadPacking): Q and dY as A, K^T
+ * and V^T as B, dY, K and Q as B (the inner dimension the tokens). */
+typedef struct BackwardOperands {
+    TileOperand q, dy, kt, vt, dy_b, k_b, q_b;
+} BackwardOperands;
+
 /* One head, all of it: for each key tile j, each query tile i that can see
  * it recomputes P = exp(S - lse) and adds its share to dV_j, dK_j and dQ_i:
  *   dV += P^T dY,  dP = dY V^T,  dS = P * (dP - delta),  dQ += s dS K,  dK += s dS^T Q
  * (delta = rowsum(dY * Y)). The whole head is one task, so dQ needs no
- * reduction across threads. kt, vt: room for K^T and V^T of the head (hs x T). */
-static void flash_backward_head(TileGemmFn product, float *dq, float *dk, float *dv, float *s, float *ds, size_t lds, float *kt,
-                                float *vt, const float *q, const float *k, const float *v, size_t ld, const float *dy,
-                                const float *lse, const float *delta, size_t ldy, size_t T, size_t hs, float scale) {
+ * reduction across threads. dq, dk, dv: row stride ld; s, ds: two score
+ * tiles (row stride lds). */
+static void flash_backward_head(float *dq, float *dk, float *dv, size_t ld, float *s, float *ds, size_t lds,
+                                BackwardOperands x, const float *lse, const float *delta, size_t T, size_t hs,
+                                float scale) {
     for (size_t t = 0; t < T; t++) {
         memset(dq + t * ld, 0, hs * sizeof(float));
         memset(dk + t * ld, 0, hs * sizeof(float));
         memset(dv + t * ld, 0, hs * sizeof(float));
     }
-    tile_transpose(T, hs, k, ld, kt, T);
-    tile_transpose(T, hs, v, ld, vt, T);
     for (size_t j0 = 0; j0 < T; j0 += TILE) {
         size_t nk = T - j0 < TILE ? T - j0 : TILE;
         for (size_t i0 = j0; i0 < T; i0 += TILE) { /* the query tiles that can see key tile j0 */
@@ -196,10 +260,10 @@ static void flash_backward_head(TileGemmFn product, float *dq, float *dk, float 
             int diagonal = i0 == j0; /* then nq == nk; strips as in the forward pass */
             for (size_t r0 = 0; r0 < nq; r0 += (diagonal ? STRIP : nq)) {
                 size_t rows = diagonal ? strip_rows(r0, nq) : nq, keys = diagonal ? r0 + rows : nk;
-                product(rows, keys, hs, scale, q + (i0 + r0) * ld, ld, 1, kt + j0, T, 0.0f, s + r0 * lds,
-                          lds); /* S = s Q K^T */
-                product(rows, keys, hs, 1.0f, dy + (i0 + r0) * ldy, ldy, 1, vt + j0, T, 0.0f, ds + r0 * lds,
-                          lds); /* dP = dY V^T */
+                tile_product(rows, keys, hs, scale, tile_a_at(x.q, i0 + r0, 0), tile_b_at(x.kt, 0, j0), 0.0f,
+                             s + r0 * lds, lds); /* S = s Q K^T */
+                tile_product(rows, keys, hs, 1.0f, tile_a_at(x.dy, i0 + r0, 0), tile_b_at(x.vt, 0, j0), 0.0f,
+                             ds + r0 * lds, lds); /* dP = dY V^T */
             }
             for (size_t r = 0; r < nq; r++) {
                 float *p = s + r * lds, *d = ds + r * lds, L = lse[i0 + r], D = delta[i0 + r];
@@ -212,19 +276,23 @@ static void flash_backward_head(TileGemmFn product, float *dq, float *dk, float 
                 for (size_t c = nv; c < nk; c++) p[c] = d[c] = 0.0f;
             }
             if (!diagonal) {
-                product(nk, hs, nq, 1.0f, s, 1, lds, dy + i0 * ldy, ldy, 1.0f, dv + j0 * ld, ld); /* dV += P^T dY */
-                product(nq, hs, nk, scale, ds, lds, 1, k + j0 * ld, ld, 1.0f, dq + i0 * ld, ld); /* dQ += s dS K */
-                product(nk, hs, nq, scale, ds, 1, lds, q + i0 * ld, ld, 1.0f, dk + j0 * ld, ld); /* dK += s dS^T Q */
+                tile_product(nk, hs, nq, 1.0f, (TileOperand){.f = s, .rs = 1, .cs = lds}, tile_b_at(x.dy_b, i0, 0),
+                             1.0f, dv + j0 * ld, ld); /* dV += P^T dY */
+                tile_product(nq, hs, nk, scale, (TileOperand){.f = ds, .rs = lds, .cs = 1}, tile_b_at(x.k_b, j0, 0),
+                             1.0f, dq + i0 * ld, ld); /* dQ += s dS K */
+                tile_product(nk, hs, nq, scale, (TileOperand){.f = ds, .rs = 1, .cs = lds}, tile_b_at(x.q_b, i0, 0),
+                             1.0f, dk + j0 * ld, ld); /* dK += s dS^T Q */
                 continue;
             }
             for (size_t c0 = 0; c0 < nq; c0 += STRIP) { /* key strip c0 is seen by queries c0 .. nq-1 */
                 size_t rows = strip_rows(c0, nq), d0 = c0 * lds + c0;
-                product(rows, hs, nq - c0, 1.0f, s + d0, 1, lds, dy + (i0 + c0) * ldy, ldy, 1.0f,
-                          dv + (j0 + c0) * ld, ld);
-                product(rows, hs, nq - c0, scale, ds + d0, 1, lds, q + (i0 + c0) * ld, ld, 1.0f,
-                          dk + (j0 + c0) * ld, ld);
-                product(rows, hs, c0 + rows, scale, ds + c0 * lds, lds, 1, k + j0 * ld, ld, 1.0f,
-                          dq + (i0 + c0) * ld, ld); /* query strip c0 sees keys 0 .. c0 + rows - 1 */
+                tile_product(rows, hs, nq - c0, 1.0f, (TileOperand){.f = s + d0, .rs = 1, .cs = lds},
+                             tile_b_at(x.dy_b, i0 + c0, 0), 1.0f, dv + (j0 + c0) * ld, ld);
+                tile_product(rows, hs, nq - c0, scale, (TileOperand){.f = ds + d0, .rs = 1, .cs = lds},
+                             tile_b_at(x.q_b, i0 + c0, 0), 1.0f, dk + (j0 + c0) * ld, ld);
+                tile_product(rows, hs, c0 + rows, scale, (TileOperand){.f = ds + c0 * lds, .rs = lds, .cs = 1},
+                             tile_b_at(x.k_b, j0, 0), 1.0f, dq + (i0 + c0) * ld,
+                             ld); /* query strip c0 sees keys 0 .. c0 + rows - 1 */
             }
         }
     }
@@ -238,32 +306,75 @@ static void attention_forward(const ModelConfig *cfg, const float *params, float
     AttnActs a;
     attn_layout(acts, B, T, C, H, &a);
     matmul_forward(cfg->bf16, a.qkv, in, p.qkv_w, p.qkv_b, B * T, C, 3 * C);
-    TileGemmFn product = tile_product(cfg);
     if (cfg->pos == POS_ROPE) rope_forward(a.qkv, cfg->rope, B, T, 0, C, hs); /* qkv keeps the rotated q, k */
+    HeadPacking hp = head_packing(T, hs);
+    if (cfg->bf16) { /* each head's K, Q and V packed once for all its query tiles */
+#pragma omp parallel for schedule(static)
+        for (size_t bh = 0; bh < B * H; bh++) {
+            const float *q = a.qkv + (bh / H) * T * 3 * C + (bh % H) * hs;
+            ForwardRoom r = forward_room(hp, head_room(cfg, hp, B, H, bh));
+            pack_a(hp, q + C, 3 * C, r.k);
+            pack_bt(hp, q, 3 * C, r.qt);
+            pack_b(hp, q + 2 * C, 3 * C, r.v);
+        }
+    }
     /* Later query tiles see more keys: hand out tasks one by one. */
 #pragma omp parallel for schedule(dynamic, 1)
     for (size_t task = 0; task < B * H * nt; task++) {
         size_t bh = task / nt, b = bh / H, h = bh % H, i0 = (task % nt) * TILE;
         size_t nq = T - i0 < TILE ? T - i0 : TILE;
         const float *q = a.qkv + b * T * 3 * C + h * hs;
-        float *st = a.tiles + task * forward_task_floats(T, hs);
-        flash_forward_tile(product, a.y + (b * T + i0) * C + h * hs, C, a.lse + bh * T + i0, st, st + ts * ts, ts,
-                           q + i0 * 3 * C, q + C, q + 2 * C, 3 * C, i0, nq, hs, scale);
+        float *st = a.tiles + task * forward_task_floats(T, hs), *qt = st + ts * ts;
+        TileOperand k_a, qt_b, v_b;
+        if (cfg->bf16) {
+            ForwardRoom r = forward_room(hp, head_room(cfg, hp, B, H, bh));
+            k_a = packed_a(hp, r.k), qt_b = tile_b_at(packed_bt(hp, r.qt), 0, i0), v_b = packed_b(hp, r.v);
+        } else {
+            tile_transpose(nq, hs, q + i0 * 3 * C, 3 * C, qt, ts);
+            k_a = fp32_a(q + C, 3 * C), qt_b = fp32_b(qt, ts), v_b = fp32_b(q + 2 * C, 3 * C);
+        }
+        flash_forward_tile(a.y + (b * T + i0) * C + h * hs, C, a.lse + bh * T + i0, st, ts, k_a, qt_b, v_b, i0, nq,
+                           hs, scale);
     }
     matmul_forward(cfg->bf16, out, a.y, p.proj_w, p.proj_b, B * T, C, C);
+}
+
+/* Backward's operands of one head (q, k, v: row stride ld; dy: ldy): in
+ * bf16 packed into its room; in fp32 as they are, with K^T and V^T
+ * transposed into kt and vt (hs x T each). */
+static BackwardOperands backward_operands(const ModelConfig *cfg, HeadPacking hp, uint32_t *room, float *kt,
+                                          float *vt, const float *q, const float *k, const float *v, size_t ld,
+                                          const float *dy, size_t ldy) {
+    size_t T = hp.T, hs = hp.hs;
+    if (!cfg->bf16) {
+        tile_transpose(T, hs, k, ld, kt, T);
+        tile_transpose(T, hs, v, ld, vt, T);
+        return (BackwardOperands){.q = fp32_a(q, ld), .dy = fp32_a(dy, ldy), .kt = fp32_b(kt, T),
+                                  .vt = fp32_b(vt, T), .dy_b = fp32_b(dy, ldy), .k_b = fp32_b(k, ld),
+                                  .q_b = fp32_b(q, ld)};
+    }
+    BackwardOperands x;
+    pack_a(hp, q, ld, room), x.q = packed_a(hp, room), room += packed_a_words(hp);
+    pack_a(hp, dy, ldy, room), x.dy = packed_a(hp, room), room += packed_a_words(hp);
+    pack_bt(hp, k, ld, room), x.kt = packed_bt(hp, room), room += packed_bt_words(hp);
+    pack_bt(hp, v, ld, room), x.vt = packed_bt(hp, room), room += packed_bt_words(hp);
+    pack_b(hp, dy, ldy, room), x.dy_b = packed_b(hp, room), room += packed_b_words(hp);
+    pack_b(hp, k, ld, room), x.k_b = packed_b(hp, room), room += packed_b_words(hp);
+    pack_b(hp, q, ld, room), x.q_b = packed_b(hp, room);
+    return x;
 }
 
 static void attention_backward(const ModelConfig *cfg, const float *params, float *dparams,
                                float *acts, const float *in, const float *dout, float *din,
                                size_t B, size_t T) {
-    size_t C = cfg->n_embd, H = cfg->n_head, hs = C / H;
+    size_t C = cfg->n_embd, H = cfg->n_head, hs = C / H, ts = tile_side(T);
     float scale = 1.0f / sqrtf((float)hs);
     AttnParams p = attn_params(params, C);
     AttnParams g = attn_params(dparams, C);
     AttnActs a;
     attn_layout(acts, B, T, C, H, &a);
     matmul_backward(cfg->bf16, a.dy, 0.0f, (float *)g.proj_w, (float *)g.proj_b, dout, a.y, p.proj_w, B * T, C, C);
-    TileGemmFn product = tile_product(cfg);
+    HeadPacking hp = head_packing(T, hs);
 #pragma omp parallel for schedule(static)
     for (size_t bh = 0; bh < B * H; bh++) {
         size_t b = bh / H, h = bh % H, off = b * T * 3 * C + h * hs;
@@ -274,14 +385,21 @@ static void attention_backward(const ModelConfig *cfg, const float *params, floa
             for (size_t d = 0; d < hs; d++) sum += dy[t * C + d] * y[t * C + d];
             delta[t] = sum;
         }
-        size_t ts = tile_side(T);
         float *s = a.tiles + bh * backward_task_floats(T, hs), *kt = s + 2 * ts * ts;
-        flash_backward_head(product, a.dqkv + off, a.dqkv + off + C, a.dqkv + off + 2 * C, s, s + ts * ts, ts, kt, kt + hs * T,
-                            a.qkv + off, a.qkv + off + C, a.qkv + off + 2 * C, 3 * C, dy, a.lse + bh * T, delta, C, T,
-                            hs, scale);
+        BackwardOperands x =
+            backward_operands(cfg, hp, cfg->bf16 ? head_room(cfg, hp, B, H, bh) : NULL, kt, kt + hs * T,
+                              a.qkv + off, a.qkv + off + C, a.qkv + off + 2 * C, 3 * C, dy, C);
+        flash_backward_head(a.dqkv + off, a.dqkv + off + C, a.dqkv + off + 2 * C, 3 * C, s, s + ts * ts, ts, x,
+                            a.lse + bh * T, delta, T, hs, scale);
     }
     if (cfg->pos == POS_ROPE) rope_backward(a.dqkv, cfg->rope, B, T, 0, C, hs);
     matmul_backward(cfg->bf16, din, 0.0f, (float *)g.qkv_w, (float *)g.qkv_b, a.dqkv, in, p.qkv_w, B * T, C, 3 * C);
+}
+
+/* Words of packed operands --precision bf16 uses (MatmulBf16.packed): every
+ * head's backward packing (forward's is smaller), for batch B x T. */
+static size_t attention_bf16_words(const ModelConfig *cfg, size_t B, size_t T) {
+    return B * cfg->n_head * head_packed_words(head_packing(T, cfg->n_embd / cfg->n_head));
 }
 
 /* Sampling state: K and V caches (block_size, C) each, then scratch for
@@ -322,5 +440,6 @@ const Mixer attention_mixer = {
     .state_size = attention_state_size,
     .step = attention_step,
     .flops = attention_flops,
+    .bf16_words = attention_bf16_words,
     .inspect = attention_inspect,
 };

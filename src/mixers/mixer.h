@@ -59,6 +59,11 @@ typedef struct Mixer {
      * its weight matrices (which the model counts alike for every mixer:
      * model_flops), for model FLOP utilisation: forward and backward. */
     double (*flops)(const ModelConfig *cfg, size_t T);
+    /* Optional (NULL: none): 32-bit words of packed operands that forward and
+     * backward keep in cfg->bf16->packed under --precision bf16 (nn/ops.h),
+     * for a batch B x T; the layers take turns in one buffer that the model
+     * sizes for the largest. */
+    size_t (*bf16_words)(const ModelConfig *cfg, size_t B, size_t T);
     /* Optional (NULL: the layer is inspected only through what the model sees
      * of every layer: logit lens, the attribution of its whole output, no
      * induction scores). Looks at the layer on one sequence x (T, C), its

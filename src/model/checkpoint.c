@@ -11,7 +11,7 @@
 #define CKPT_FORMAT "lm-ckpt 1"
 
 static StTensor param_tensor(const ParamTensor *pt, const char *name, const float *base) {
-    StTensor t = {name, ST_F32, pt->cols ? 2 : 1, {pt->rows, pt->cols}, base + pt->offset};
+    StTensor t = {.name = name, .dtype = ST_F32, .ndim = pt->cols ? 2 : 1, .shape = {pt->rows, pt->cols}, .data = base + pt->offset};
     return t;
 }
 
@@ -51,6 +51,15 @@ int ckpt_save(const char *path, const Model *m, const CkptState *s, Error *err) 
     free(config);
     free(names);
     free(ts);
+    return rc;
+}
+
+int ckpt_save_model(const char *path, const Model *m, const Tokenizer *tok, Error *err) {
+    CkptState s = {.step = 0, .tokenizer_text = tokenizer_to_text(tok)};
+    if (!s.tokenizer_text) return err_set(err, "out of memory");
+    memcpy(s.tokenizer, tok->hash, sizeof s.tokenizer);
+    int rc = ckpt_save(path, m, &s, err);
+    free(s.tokenizer_text);
     return rc;
 }
 
@@ -152,18 +161,38 @@ done:
     return rc;
 }
 
+/* A checkpoint's tokenizer from its stored text, which must match the hash
+ * and the vocabulary stored beside it. */
+static int stored_tokenizer(const char *text, const char *hash, size_t vocab_size, const char *path, Tokenizer *tok,
+                            Error *err) {
+    if (!text || !*text) return err_set(err, "'%s' holds no tokenizer", path);
+    if (tokenizer_from_text(tok, text, path, err)) return -1;
+    if (!hash || strcmp(tok->hash, hash) != 0 || tok->vocab_size != vocab_size) {
+        tokenizer_free(tok);
+        return err_set(err, "'%s' is corrupt: its tokenizer does not match its hash or vocabulary", path);
+    }
+    return 0;
+}
+
 int model_open(const char *path, Model *m, Tokenizer *tok, Error *err) {
     CkptState st;
     if (ckpt_load(path, m, &st, 0, err)) return -1;
-    int rc = 0;
-    if (!st.tokenizer_text) rc = err_set(err, "'%s' holds no tokenizer", path);
-    else if (tokenizer_from_text(tok, st.tokenizer_text, path, err)) rc = -1;
-    else if (strcmp(tok->hash, st.tokenizer) != 0 || tok->vocab_size != m->cfg.vocab_size) {
-        tokenizer_free(tok);
-        rc = err_set(err, "'%s' is corrupt: its tokenizer does not match its hash or vocabulary", path);
-    }
+    int rc = stored_tokenizer(st.tokenizer_text, st.tokenizer, m->cfg.vocab_size, path, tok, err);
     ckpt_state_free(&st);
     if (rc) model_free(m);
+    return rc;
+}
+
+int ckpt_read_tokenizer(const char *path, Tokenizer *tok, Error *err) {
+    memset(tok, 0, sizeof *tok);
+    StFile f;
+    size_t file_len;
+    ModelConfig cfg;
+    if (st_open_header(&f, path, &file_len, err)) return -1;
+    int rc = header_config(&f, file_len, 0, path, &cfg, err);
+    if (rc == 0)
+        rc = stored_tokenizer(st_meta(&f, "tokenizer_text"), st_meta(&f, "tokenizer"), cfg.vocab_size, path, tok, err);
+    st_close(&f);
     return rc;
 }
 
@@ -191,8 +220,8 @@ int grads_dump(const char *path, const Model *m, Error *err) {
         ts[i] = param_tensor(pt, pt->name, m->params);
         ts[nt + i] = param_tensor(pt, names[i], m->grads);
     }
-    ts[2 * nt] = (StTensor){"inputs", ST_I32, 2, {m->B, m->T}, m->inputs};
-    ts[2 * nt + 1] = (StTensor){"targets", ST_I32, 2, {m->B, m->T}, m->targets};
+    ts[2 * nt] = (StTensor){.name = "inputs", .dtype = ST_I32, .ndim = 2, .shape = {m->B, m->T}, .data = m->inputs};
+    ts[2 * nt + 1] = (StTensor){.name = "targets", .dtype = ST_I32, .ndim = 2, .shape = {m->B, m->T}, .data = m->targets};
     char *config = config_to_json(&m->cfg);
     char loss[32];
     snprintf(loss, sizeof loss, "%.9g", m->loss);

@@ -25,8 +25,13 @@ typedef struct CkptState {
 
 void ckpt_state_free(CkptState *s);
 int ckpt_save(const char *path, const Model *m, const CkptState *s, Error *err);
+/* A checkpoint of weights and tokenizer alone: step 0, no AdamW moments, no
+ * run options (a model converted from elsewhere: every program reads it, and
+ * bin/train starts a run from its weights with --init, not --resume). */
+int ckpt_save_model(const char *path, const Model *m, const Tokenizer *tok, Error *err);
 /* Builds the model from the checkpoint's config and loads its weights; with
- * with_optim also the AdamW moments (allocating gradients and moments). */
+ * with_optim also the AdamW moments (allocating gradients and moments): a
+ * checkpoint of weights alone is then refused in one line naming --init. */
 int ckpt_load(const char *path, Model *m, CkptState *s, int with_optim, Error *err);
 
 /* The config in a checkpoint's header, reading only the header (no
@@ -48,6 +53,9 @@ typedef struct ReadingNeeds {
     const char *advice;
 } ReadingNeeds;
 
+/* The tokenizer stored in a checkpoint, reading only its header (no
+ * weights, no checksum): bin/prepare --tokenizer-from. */
+int ckpt_read_tokenizer(const char *path, Tokenizer *tok, Error *err);
 /* Loads the model (no optimizer state) and the tokenizer stored in the
  * checkpoint. */
 int model_open(const char *path, Model *m, Tokenizer *tok, Error *err);

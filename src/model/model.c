@@ -79,12 +79,15 @@ size_t model_count_params(const ModelConfig *cfg) {
 }
 
 static size_t bf16_slot_entries(const Model *m, size_t B, size_t T);
+static size_t bf16_packed_words(const ModelConfig *cfg, size_t B, size_t T);
 
 size_t model_bf16_bytes(const ModelConfig *cfg, size_t B, size_t T) {
     Model m;
     if (layout_only(&m, cfg)) return 0;
-    /* model_set_precision's allocations: the weights' shadow and two scratch slots */
-    size_t bytes = (m.n_params + 2 * bf16_slot_entries(&m, B, T)) * sizeof(uint16_t);
+    /* model_set_precision's allocations: the weights' shadow, two scratch
+     * slots and the mixers' packed operands */
+    size_t bytes = (m.n_params + 2 * bf16_slot_entries(&m, B, T)) * sizeof(uint16_t) +
+                   bf16_packed_words(cfg, B, T) * sizeof(uint32_t);
     free(m.tensors);
     return bytes;
 }
@@ -253,11 +256,25 @@ static size_t bf16_slot_entries(const Model *m, size_t B, size_t T) {
     return (B * T > 1 ? B * T : 1) * widest_product(m);
 }
 
+/* Words of the mixers' packed operands: the largest layer's (they take turns). */
+static size_t bf16_packed_words(const ModelConfig *cfg, size_t B, size_t T) {
+    size_t words = 0;
+    for (size_t l = 0; l < cfg->n_layer; l++) {
+        ModelConfig view;
+        config_layer_view(cfg, l, &view);
+        size_t w = cfg->mixers[l]->bf16_words ? cfg->mixers[l]->bf16_words(&view, B, T) : 0;
+        words = w > words ? w : words;
+    }
+    return words;
+}
+
 static void bf16_free(Model *m) {
     free(m->params_h);
     free(m->bf16_scratch);
+    free(m->bf16_packed);
     free(m->bf16);
     m->params_h = m->bf16_scratch = NULL;
+    m->bf16_packed = NULL;
     m->bf16 = NULL;
     m->cfg.bf16 = NULL;
     for (size_t l = 0; m->layer_cfg && l < m->cfg.n_layer; l++) m->layer_cfg[l].bf16 = NULL;
@@ -268,21 +285,30 @@ int model_set_precision(Model *m, Precision p, Error *err) {
     m->precision = PRECISION_FP32;
     if (p == PRECISION_FP32) return 0;
     if (!bf16_supported()) return err_set(err, "--precision bf16 needs a CPU with AVX512_BF16, which this one lacks");
-    size_t slot = bf16_slot_entries(m, m->B_max, m->T_max);
+    size_t slot = bf16_slot_entries(m, m->B_max, m->T_max), packed = bf16_packed_words(&m->cfg, m->B_max, m->T_max);
     m->params_h = lm_calloc(m->n_params, sizeof(uint16_t), err);
     m->bf16_scratch = m->params_h ? lm_calloc(2 * slot, sizeof(uint16_t), err) : NULL;
-    m->bf16 = m->bf16_scratch ? lm_calloc(1, sizeof *m->bf16, err) : NULL;
+    m->bf16_packed = m->bf16_scratch && packed ? lm_calloc(packed, sizeof(uint32_t), err) : NULL;
+    m->bf16 = m->bf16_scratch && (m->bf16_packed || !packed) ? lm_calloc(1, sizeof *m->bf16, err) : NULL;
     if (!m->bf16) {
         bf16_free(m);
         return -1;
     }
     *m->bf16 = (MatmulBf16){.params = m->params, .params_h = m->params_h, .n_params = m->n_params,
-                            .scratch = {m->bf16_scratch, m->bf16_scratch + slot}, .scratch_len = slot};
+                            .scratch = {m->bf16_scratch, m->bf16_scratch + slot}, .scratch_len = slot,
+                            .packed = m->bf16_packed, .packed_len = packed, .failure = &m->bf16_failure};
+    m->bf16_failure = (MatmulBf16Failure){0};
     m->cfg.bf16 = m->bf16;
     for (size_t l = 0; l < m->cfg.n_layer; l++) m->layer_cfg[l].bf16 = m->bf16;
     m->precision = PRECISION_BF16;
     model_round_weights(m);
     return 0;
+}
+
+int model_bf16_failed(const Model *m, Error *err) {
+    if (!m->bf16_failure.failed) return 0;
+    *err = m->bf16_failure.err;
+    return -1;
 }
 
 void model_round_weights(Model *m) {

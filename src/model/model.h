@@ -67,12 +67,15 @@ typedef struct Model {
     float *pos_table;              /* (block_size, C) sinusoidal table, or NULL */
     /* Mixed precision (model_set_precision): with PRECISION_BF16 the
      * products run on params_h, the bf16 rounding of params (refreshed by
-     * model_round_weights, which the optimizer step calls), and bf16_scratch
-     * (2 slots for the rounded activations of one product); bf16 holds
-     * those pointers and cfg.bf16 (and every layer view's) points at it. */
+     * model_round_weights, which the optimizer step calls), bf16_scratch
+     * (2 slots for the rounded activations of one product) and bf16_packed
+     * (the mixers' packed operands, MatmulBf16.packed); bf16 holds those
+     * pointers and cfg.bf16 (and every layer view's) points at it. */
     Precision precision;
     uint16_t *params_h, *bf16_scratch;
+    uint32_t *bf16_packed;
     MatmulBf16 *bf16;
+    MatmulBf16Failure bf16_failure; /* a failed bf16 product, if any (model_bf16_failed) */
     float *rope_table;             /* (block_size, hs/2, 2) rope cos, sin (src/nn/rope.h), or NULL; cfg.rope points here */
 
     /* Activation arena, for up to B_max x T_max tokens: n_acts floats. */
@@ -114,8 +117,9 @@ size_t model_count_params(const ModelConfig *cfg);
  * the machine's memory before allocating. */
 size_t model_memory_bytes(const ModelConfig *cfg, size_t B, size_t T, int training, int accum);
 /* The bytes --precision bf16 adds for batch B x T (model_set_precision): the
- * bf16 shadow of the weights and the scratch of one product's two rounded
- * operands; 0 if the layout cannot be counted. */
+ * bf16 shadow of the weights, the scratch of one product's two rounded
+ * operands and the mixers' packed operands (Mixer.bf16_words); 0 if the
+ * layout cannot be counted. */
 size_t model_bf16_bytes(const ModelConfig *cfg, size_t B, size_t T);
 int model_alloc_training(Model *m, Error *err);
 
@@ -137,10 +141,16 @@ int model_alloc_grad_accum(Model *m, Error *err);
 int model_alloc_acts(Model *m, size_t B, size_t T, Error *err);
 /* The precision of the model's products. PRECISION_BF16 needs the CPU's
  * AVX512_BF16 (bf16_supported; else -1, with err saying so) and allocates
- * the bf16 weights (n_params x 2 bytes) and the scratch for the activations
- * of up to B_max x T_max tokens (again with model_alloc_acts), then rounds
+ * the bf16 weights (n_params x 2 bytes), the scratch for the activations
+ * and the mixers' packed operands of up to B_max x T_max tokens (again with
+ * model_alloc_acts), then rounds
  * the weights. PRECISION_FP32 frees them. Returns 0, or -1 with err set. */
 int model_set_precision(Model *m, Precision p, Error *err);
+/* Whether a bf16 product failed since model_set_precision (nn/ops.h's
+ * MatmulBf16Failure): -1 with err set to the first failure's message (the
+ * results of the passes since are undefined), else 0. Ask after a forward or
+ * backward pass before using what it computed. */
+int model_bf16_failed(const Model *m, Error *err);
 /* Rounds params into params_h (nothing in fp32): after anything changes the
  * weights (the optimizer step calls it; a checkpoint loaded before
  * model_set_precision needs nothing). The same for any thread count. */

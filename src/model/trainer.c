@@ -9,6 +9,15 @@ static void start_bucket(void *dist, float *grads, size_t offset, size_t count) 
     dist_bucket_start(dist, grads, offset, count);
 }
 
+/* Whether a bf16 product failed on any rank since the precision was set
+ * (model_bf16_failed): agreed as one, so that every rank stops at the same
+ * point. -1 with err. Nothing to ask in fp32. */
+static int bf16_failed(const Model *m, Dist *dist, Error *err) {
+    if (!m->bf16) return 0;
+    int failed = model_bf16_failed(m, err) != 0;
+    return dist ? dist_agree(dist, failed, err) : -failed;
+}
+
 int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper *h, Dist *dist, size_t step,
                double elapsed, int32_t *inputs, int32_t *targets, StepStats *out, Error *err) {
     size_t B = h->batch_size, T = m->cfg.block_size;
@@ -41,6 +50,7 @@ int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper
         if (dist_buckets_wait(dist, err) || dist_sum_doubles(dist, &total, 1, err)) return -1;
         profile_stop(m->prof, "allreduce", PASS_BACKWARD, t0);
     }
+    if (bf16_failed(m, dist, err)) return -1; /* the gradients are undefined: before the weights change */
     out->loss = (float)(total / (double)job_accum);
     double t0 = profile_start(m->prof);
     out->grad_norm = grad_norm(m->grads, m->n_params);
@@ -55,8 +65,8 @@ int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper
     return 0;
 }
 
-ValLoss estimate_loss(Model *m, const TokenFile *tf, const TrainHyper *h, Dist *dist, const Tokenizer *tok,
-                      int32_t *inputs, int32_t *targets) {
+int estimate_loss(Model *m, const TokenFile *tf, const TrainHyper *h, Dist *dist, const Tokenizer *tok,
+                  int32_t *inputs, int32_t *targets, ValLoss *out, Error *err) {
     size_t ranks = dist ? (size_t)dist->size : 1, rank = dist ? (size_t)dist->rank : 0;
     size_t BT = h->batch_size * m->cfg.block_size;
     Rng rng;
@@ -72,8 +82,13 @@ ValLoss estimate_loss(Model *m, const TokenFile *tf, const TrainHyper *h, Dist *
         for (size_t j = 0; tok && j < BT; j++)
             if (targets[j] >= 0) sums[1] += (double)tokenizer_token_bytes(tok, (uint32_t)targets[j]);
     }
-    Error err;
-    if (ranks > 1 && dist_sum_doubles(dist, sums, 3, &err)) return (ValLoss){NAN, NAN};
+    if (bf16_failed(m, dist, err)) return -1;
+    Error sum_err;
+    if (ranks > 1 && dist_sum_doubles(dist, sums, 3, &sum_err)) {
+        *out = (ValLoss){NAN, NAN};
+        return 0;
+    }
     double loss = sums[0] / (double)h->eval_iters;
-    return (ValLoss){(float)loss, tok && sums[1] > 0 ? (float)(sums[2] / log(2.0) / sums[1]) : NAN};
+    *out = (ValLoss){(float)loss, tok && sums[1] > 0 ? (float)(sums[2] / log(2.0) / sums[1]) : NAN};
+    return 0;
 }

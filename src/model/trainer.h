@@ -38,8 +38,9 @@ typedef struct StepStats {
  * dist: the job (NULL: one process); grad_accum is per rank, so the step
  * takes grad_accum * ranks micro-batches from the stream, and every rank
  * ends with the same weights. elapsed: seconds of training steps before this
- * one (used only with max_seconds). A non-finite loss or gradient returns -1
- * before the weights change. */
+ * one (used only with max_seconds). A non-finite loss or gradient, or a bf16
+ * product that failed (model_bf16_failed) on any rank, returns -1 before the
+ * weights change. */
 int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper *h, Dist *dist, size_t step,
                double elapsed, int32_t *inputs, int32_t *targets, StepStats *out, Error *err);
 
@@ -47,11 +48,12 @@ int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper
  * every time, so successive estimates along a run are comparable. Shared out
  * over the ranks of dist (NULL: one process); NaN if their sum failed. With
  * a tokenizer also in bits per byte of the text the targets stand for, which
- * compares runs with different tokenizers (NaN without one). */
+ * compares runs with different tokenizers (NaN without one). Into *out;
+ * returns 0, or -1 with err set if a bf16 product failed on any rank. */
 typedef struct ValLoss {
     float loss, bits_per_byte;
 } ValLoss;
-ValLoss estimate_loss(Model *m, const TokenFile *tf, const TrainHyper *h, Dist *dist, const Tokenizer *tok,
-                      int32_t *inputs, int32_t *targets);
+int estimate_loss(Model *m, const TokenFile *tf, const TrainHyper *h, Dist *dist, const Tokenizer *tok,
+                  int32_t *inputs, int32_t *targets, ValLoss *out, Error *err);
 
 #endif

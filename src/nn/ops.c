@@ -32,16 +32,28 @@ uint16_t *matmul_bf16_round_serial(const MatmulBf16 *bf, int slot, size_t at, co
     return h;
 }
 
+uint32_t *matmul_bf16_packed(const MatmulBf16 *bf, size_t words) {
+    if (words > bf->packed_len) {
+        fprintf(stderr, "internal error: %zu words of packed bf16 operands exceed their buffer (%zu)\n", words,
+                bf->packed_len);
+        abort();
+    }
+    return bf->packed;
+}
+
 const uint16_t *matmul_bf16_round(const MatmulBf16 *bf, int slot, const float *x, size_t n) {
     uint16_t *h = slot_room(bf, slot, 0, n);
     bf16_from_floats_parallel(n, x, h);
     return h;
 }
 
-void matmul_bf16_check(int rc, const Error *err) {
+void matmul_bf16_record(const MatmulBf16 *bf, int rc, const Error *err) {
     if (!rc) return;
-    fprintf(stderr, "error: a bf16 matrix product failed: %s\n", err->msg);
-    exit(1);
+#pragma omp critical(matmul_bf16_failure)
+    if (!bf->failure->failed) {
+        bf->failure->failed = 1;
+        err_set(&bf->failure->err, "a bf16 matrix product failed: %s", err->msg);
+    }
 }
 
 /* ---- products ---------------------------------------------------------------- */
@@ -56,7 +68,7 @@ void matmul_rows(const MatmulBf16 *bf, int slot, size_t at, float *out, const fl
     }
     Error err;
     const uint16_t *in_h = matmul_bf16_round_serial(bf, slot, at, in, rows * in_dim);
-    matmul_bf16_check(bf16_gemm_serial(0, 1, rows, out_dim, in_dim, 1.0f, in_h, in_dim, matmul_bf16_weight(bf, w),
+    matmul_bf16_record(bf, bf16_gemm_serial(0, 1, rows, out_dim, in_dim, 1.0f, in_h, in_dim, matmul_bf16_weight(bf, w),
                                        in_dim, bias ? 1.0f : 0.0f, out, out_dim, &err),
                       &err);
 }
@@ -69,7 +81,7 @@ void matmul_rows_backward(const MatmulBf16 *bf, int slot, size_t at, float *din,
     }
     Error err;
     const uint16_t *dout_h = matmul_bf16_round_serial(bf, slot, at, dout, rows * out_dim);
-    matmul_bf16_check(bf16_gemm_serial(0, 0, rows, in_dim, out_dim, 1.0f, dout_h, out_dim, matmul_bf16_weight(bf, w),
+    matmul_bf16_record(bf, bf16_gemm_serial(0, 0, rows, in_dim, out_dim, 1.0f, dout_h, out_dim, matmul_bf16_weight(bf, w),
                                        in_dim, 0.0f, din, in_dim, &err),
                       &err);
 }
@@ -83,7 +95,7 @@ static void forward_product(const MatmulBf16 *bf, float *out, const float *in, c
     }
     Error err;
     const uint16_t *in_h = matmul_bf16_round(bf, 0, in, n * in_dim);
-    matmul_bf16_check(bf16_gemm_tiled(0, 1, n, out_dim, in_dim, 1.0f, in_h, in_dim, matmul_bf16_weight(bf, w), ldw,
+    matmul_bf16_record(bf, bf16_gemm_tiled(0, 1, n, out_dim, in_dim, 1.0f, in_h, in_dim, matmul_bf16_weight(bf, w), ldw,
                                       beta, out, out_dim, bias, NULL, NULL, &err),
                       &err);
 }
@@ -123,12 +135,12 @@ void matmul_backward_strided(const MatmulBf16 *bf, float *din, float din_beta, f
         Error err;
         const uint16_t *dout_h = matmul_bf16_round(bf, 0, dout, n * out_dim); /* once for both products */
         if (din)
-            matmul_bf16_check(bf16_gemm(0, 0, n, in_dim, out_dim, 1.0f, dout_h, out_dim, matmul_bf16_weight(bf, w),
+            matmul_bf16_record(bf, bf16_gemm(0, 0, n, in_dim, out_dim, 1.0f, dout_h, out_dim, matmul_bf16_weight(bf, w),
                                         ldw, din_beta, din, in_dim, &err),
                               &err);
         if (dw) {
             const uint16_t *in_h = matmul_bf16_round(bf, 1, in, n * in_dim);
-            matmul_bf16_check(
+            matmul_bf16_record(bf, 
                 bf16_gemm(1, 0, out_dim, in_dim, n, 1.0f, dout_h, out_dim, in_h, in_dim, 1.0f, dw, ldw, &err), &err);
         }
     }

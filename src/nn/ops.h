@@ -24,15 +24,31 @@
  * product's weight w (a pointer into params) is read at the same offset in
  * params_h. Activations and output gradients are rounded per product into
  * the scratch buffers (scratch_len entries each: the model sizes them for
- * its widest product). Nothing here is global: the model hands this to its
- * layers (ModelConfig.bf16). */
+ * its widest product). A mixer with bf16 kernels of its own keeps their
+ * packed operands in `packed` (the attention core's heads: blas/tile_gemm.h),
+ * packed_len 32-bit words that the model sizes by the mixers' bf16_words
+ * (mixers/mixer.h) and every layer uses in turn. Nothing here is global: the
+ * model hands this to its layers (ModelConfig.bf16). */
 typedef struct MatmulBf16 {
     const float *params;      /* the fp32 weights ... */
     const uint16_t *params_h; /* ... and their bf16 rounding, same layout */
     size_t n_params;
     uint16_t *scratch[2];     /* rounded activations, scratch_len entries each */
     size_t scratch_len;
+    uint32_t *packed;         /* the mixers' packed operands, packed_len words */
+    size_t packed_len;
+    struct MatmulBf16Failure *failure; /* where a failed product is recorded (matmul_bf16_record) */
 } MatmulBf16;
+
+/* The first bf16 product that failed since the model set its precision, if
+ * any: the layers' functions return nothing, so a failure (oneDNN refusing a
+ * tile shape the start-up check did not cover, or memory running out inside
+ * it) is recorded here, the product's output left undefined, and whoever ran
+ * the forward or backward pass asks (model_bf16_failed) before using it. */
+typedef struct MatmulBf16Failure {
+    int failed;
+    Error err;
+} MatmulBf16Failure;
 
 /* w's bf16 rounding: params_h at w's offset in params (w must lie inside). */
 const uint16_t *matmul_bf16_weight(const MatmulBf16 *bf, const float *w);
@@ -41,10 +57,12 @@ const uint16_t *matmul_bf16_weight(const MatmulBf16 *bf, const float *w);
  * callers inside their own parallel region, at offset `at` of the slot). */
 const uint16_t *matmul_bf16_round(const MatmulBf16 *bf, int slot, const float *x, size_t n);
 uint16_t *matmul_bf16_round_serial(const MatmulBf16 *bf, int slot, size_t at, const float *x, size_t n);
-/* Stops the program with one line on stderr if a bf16 product failed (rc
- * != 0): only the library refusing a shape the start-up check passed, or
- * memory running out inside it. */
-void matmul_bf16_check(int rc, const Error *err);
+/* The packed-operand buffer, checked to hold `words` words (the model sized
+ * it by the same mixer's bf16_words: more is an internal error). */
+uint32_t *matmul_bf16_packed(const MatmulBf16 *bf, size_t words);
+/* Records a bf16 product's failure (rc != 0, err its message) in
+ * bf->failure, keeping the first; safe from concurrent threads. */
+void matmul_bf16_record(const MatmulBf16 *bf, int rc, const Error *err);
 
 /* Every matmul_* takes bf (NULL: fp32) first.
  *

@@ -1,7 +1,10 @@
 /* CPU features from CPUID and XGETBV (see runtime/cpu.h). */
 #include "runtime/cpu.h"
 
+#include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -17,7 +20,7 @@ static uint64_t read_xcr0(void) {
 }
 #endif
 
-void cpu_features_detect(CpuFeatures *cpu) {
+static void detect_hardware(CpuFeatures *cpu) {
     memset(cpu, 0, sizeof *cpu);
 #if defined(__x86_64__) || defined(__i386__)
     unsigned a, b, c, d;
@@ -53,3 +56,40 @@ void cpu_features_detect(CpuFeatures *cpu) {
 #endif
 }
 
+/* ---- LM_TEST_CPU_HIDE ------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    size_t offset;
+} flag_names[] = {
+    {"avx", offsetof(CpuFeatures, avx)},           {"avx2", offsetof(CpuFeatures, avx2)},
+    {"fma", offsetof(CpuFeatures, fma)},           {"avx512f", offsetof(CpuFeatures, avx512f)},
+    {"avx512bw", offsetof(CpuFeatures, avx512bw)}, {"avx512vl", offsetof(CpuFeatures, avx512vl)},
+    {"avx512dq", offsetof(CpuFeatures, avx512dq)}, {"avx512cd", offsetof(CpuFeatures, avx512cd)},
+    {"avx512bf16", offsetof(CpuFeatures, avx512bf16)},
+};
+#define N_FLAGS (sizeof flag_names / sizeof flag_names[0])
+
+static bool *flag(CpuFeatures *cpu, size_t i) { return (bool *)((char *)cpu + flag_names[i].offset); }
+
+static CpuFeatures hidden; /* true: reported absent */
+static pthread_once_t hidden_once = PTHREAD_ONCE_INIT;
+
+static void read_hidden(void) {
+    const char *list = getenv("LM_TEST_CPU_HIDE");
+    for (const char *p = list; p && *p;) {
+        size_t len = strcspn(p, ",");
+        for (size_t i = 0; i < N_FLAGS; i++)
+            if (strlen(flag_names[i].name) == len && strncmp(p, flag_names[i].name, len) == 0) *flag(&hidden, i) = true;
+        p += len + (p[len] == ',');
+    }
+}
+
+void cpu_features_detect(CpuFeatures *cpu) {
+    detect_hardware(cpu);
+    pthread_once(&hidden_once, read_hidden);
+    for (size_t i = 0; i < N_FLAGS; i++)
+        if (*flag(&hidden, i)) *flag(cpu, i) = false;
+    if (!cpu->avx) cpu->avx2 = cpu->fma = cpu->avx512f = false; /* what the hardware check does without them */
+    if (!cpu->avx512f) cpu->avx512bw = cpu->avx512vl = cpu->avx512dq = cpu->avx512cd = cpu->avx512bf16 = false;
+}

@@ -6,8 +6,12 @@
  *   <each special token's bytes in hexadecimal>   (K lines)
  *   merges <M>
  *   <left id> <right id>                          (M lines; merge k makes id 256 + k)
+ *   byte-order <the bytes of ids 0..255>          (only when not 0 1 2 ... 255)
  *
- * The vocabulary is 256 + M + K; the specials take the last K ids. */
+ * The vocabulary is 256 + M + K; the specials take the last K ids. The
+ * byte-order line comes last and only for imported tokenizers, so every
+ * learned tokenizer's text, and its hash, is what it was before the line
+ * existed. */
 #include "tok/bpe.h"
 
 #include <omp.h>
@@ -20,6 +24,12 @@
 
 int bpe_init(Bpe *b, const char *pattern_name, const char *regex, Error *err) {
     memset(b, 0, sizeof *b);
+    /* The saved form keeps the regex on one line; PCRE2 reads \n and \r as the characters. */
+    if (strpbrk(regex, "\r\n")) return err_set(err, "the split regex holds a line break (write it as \\n or \\r)");
+    for (int i = 0; i < 256; i++) {
+        b->byte_of_id[i] = (uint8_t)i;
+        b->id_of_byte[i] = (uint32_t)i;
+    }
     snprintf(b->pattern, sizeof b->pattern, "%s", pattern_name);
     b->regex = strdup(regex);
     if (!b->regex) return err_set(err, "out of memory");
@@ -29,6 +39,23 @@ int bpe_init(Bpe *b, const char *pattern_name, const char *regex, Error *err) {
         return -1;
     }
     return 0;
+}
+
+int bpe_set_byte_order(Bpe *b, const uint8_t byte_of_id[256], Error *err) {
+    int seen[256] = {0};
+    for (int i = 0; i < 256; i++)
+        if (seen[byte_of_id[i]]++) return err_set(err, "byte 0x%02x stands for two ids", byte_of_id[i]);
+    for (int i = 0; i < 256; i++) {
+        b->byte_of_id[i] = byte_of_id[i];
+        b->id_of_byte[byte_of_id[i]] = (uint32_t)i;
+    }
+    return 0;
+}
+
+int bpe_bytes_in_order(const Bpe *b) {
+    for (int i = 0; i < 256; i++)
+        if (b->byte_of_id[i] != i) return 0;
+    return 1;
 }
 
 void bpe_index(Bpe *b) {
@@ -63,7 +90,7 @@ static void bpe_table(Tokenizer *tok, Bpe *b) {
     tok->impl = b;
     bpe_index(b);
     for (int i = 0; i < 256; i++) {
-        char c = (char)i;
+        char c = (char)b->byte_of_id[i];
         tokenizer_table_add(tok, &c, 1, 0);
     }
     char *buf = NULL;
@@ -115,6 +142,25 @@ static int parse_hex(const char *s, const char *end, char **out) {
     return 0;
 }
 
+/* The byte-order line's numbers from s; *end gets the next line. A line that
+ * gives the identity is refused: it is never written, so the saved form
+ * (and the hash) of a tokenizer stays one text. */
+static int parse_byte_order(Bpe *b, const char *s, const char **end) {
+    uint8_t order[256];
+    for (int i = 0; i < 256; i++) {
+        char *e;
+        if (*s < '0' || *s > '9') return -1;
+        unsigned long v = strtoul(s, &e, 10);
+        if (v > 255 || e - s > 3 || *e != (i == 255 ? '\n' : ' ')) return -1;
+        order[i] = (uint8_t)v;
+        s = e + 1;
+    }
+    Error ignored;
+    if (bpe_set_byte_order(b, order, &ignored) || bpe_bytes_in_order(b)) return -1;
+    *end = s;
+    return 0;
+}
+
 static int bpe_parse(Tokenizer *tok, const char *body, size_t vocab, const char *origin, Error *err) {
     (void)vocab;
     char name[32];
@@ -163,6 +209,8 @@ static int bpe_parse(Tokenizer *tok, const char *body, size_t vocab, const char 
         arrput(b->merges, m);
         cur = e2 + 1;
     }
+    if (strncmp(cur, "byte-order ", 11) == 0 && parse_byte_order(b, cur + 11, &cur))
+        return err_set(err, "'%s' is corrupt: bad byte-order line (the 256 bytes, each once, not in order)", origin);
     if (*cur) return err_set(err, "'%s' is corrupt: text after the last merge", origin);
     bpe_table(tok, b);
     return 0;
@@ -177,6 +225,10 @@ static void bpe_serialize(const Tokenizer *tok, char **sb) {
     }
     sb_appendf(sb, "merges %zu\n", (size_t)arrlenu(b->merges));
     for (size_t k = 0; k < arrlenu(b->merges); k++) sb_appendf(sb, "%u %u\n", b->merges[k].left, b->merges[k].right);
+    if (bpe_bytes_in_order(b)) return;
+    sb_appendf(sb, "byte-order");
+    for (int i = 0; i < 256; i++) sb_appendf(sb, " %u", b->byte_of_id[i]);
+    sb_appendf(sb, "\n");
 }
 
 /* Special tokens inside the text are ordinary text here (like tiktoken's

@@ -5,7 +5,12 @@
  *
  * Ids: 0..255 are the bytes, 256 + k is merge k (its bytes are the two
  * merged tokens' bytes), then the special tokens. A merge's rank is its
- * index, so the lowest-ranked pair is also the smallest id it makes. */
+ * index, so the lowest-ranked pair is also the smallest id it makes.
+ *
+ * The bytes' ids are in byte order (id i is byte i) for every tokenizer
+ * this project learns; an imported one may order them otherwise (GPT-2's
+ * vocabulary puts them in its byte-to-unicode table's order: id 0 is '!'),
+ * so the byte of each of ids 0..255 is a table (byte_of_id). */
 #ifndef LM_BPE_H
 #define LM_BPE_H
 
@@ -62,13 +67,21 @@ typedef struct Bpe {
     BpeMerge *merges;   /* stb_ds */
     char **specials;    /* stb_ds of malloc'd strings (no NUL inside) */
     PairRank *ranks;    /* stb_ds hash map (left, right) -> id */
+    uint8_t byte_of_id[256];  /* the byte that id i < 256 stands for (identity unless imported) */
+    uint32_t id_of_byte[256]; /* its inverse */
     struct BpeCache *caches; /* one per OpenMP thread: encoding mutates them, so one
                                 Bpe must not encode from two callers at once */
     size_t n_caches;
 } Bpe;
 
-/* Sets pattern and regex and compiles it. */
+/* Sets pattern and regex and compiles it; the bytes' ids in byte order. A
+ * regex holding a line break is refused (the saved form has it on one line). */
 int bpe_init(Bpe *b, const char *pattern_name, const char *regex, Error *err);
+/* Ids 0..255 stand for these bytes (byte_of_id[i] is id i's byte); -1 with
+ * err set unless it is a permutation of the 256 bytes. */
+int bpe_set_byte_order(Bpe *b, const uint8_t byte_of_id[256], Error *err);
+/* 1 when id i is byte i for every byte (the order every learned Bpe has). */
+int bpe_bytes_in_order(const Bpe *b);
 /* After merges are set: builds the rank map. */
 void bpe_index(Bpe *b);
 void bpe_free(Bpe *b);
@@ -97,7 +110,8 @@ void bpe_counter_init(BpeCounter *c, const Pretokenizer *pre);
 void bpe_count(BpeCounter *c, const char *text, size_t len);
 void bpe_counter_free(BpeCounter *c);
 
-/* Learns up to n_merges merges into b->merges (replacing any). Each step
+/* Learns up to n_merges merges into b->merges (replacing any); b has its
+ * bytes in byte order (bpe_init's), as the tie rule below counts on. Each step
  * merges the pair of adjacent tokens with the highest count over all words
  * (each word weighted by its count); between equal counts the pair with the
  * smaller left id wins, then the smaller right id. A pair whose bytes are
@@ -123,6 +137,12 @@ void bpe_encode_piece(const Bpe *b, const char *piece, size_t len, uint32_t **id
 void bpe_encode(const Bpe *b, const char *text, size_t len, uint32_t **ids);
 
 /* ---- export ------------------------------------------------------------- */
+
+/* Byte-level BPE's spelling of bytes as characters (GPT-2's bytes_to_unicode
+ * table, which Hugging Face's ByteLevel uses): the printable Latin-1 bytes
+ * ('!'..'~', 0xA1..0xAC, 0xAE..0xFF) as themselves, the other 68 as
+ * U+0100 onwards, in byte order. code_point[b] is byte b's character. */
+void bpe_byte_chars(uint32_t code_point[256]);
 
 /* tokenizer.json in the Hugging Face tokenizers format: a Split pre-tokenizer
  * with our regex, ByteLevel without its own regex, a BPE model with our

@@ -68,7 +68,7 @@ void bpe_encode_piece(const Bpe *b, const char *piece, size_t len, uint32_t **id
     uint32_t *id = malloc(len * sizeof(uint32_t)), *next = malloc(len * sizeof(uint32_t)),
              *prev = malloc(len * sizeof(uint32_t));
     for (size_t i = 0; i < len; i++) {
-        id[i] = (unsigned char)piece[i];
+        id[i] = b->id_of_byte[(unsigned char)piece[i]];
         next[i] = i + 1 < len ? (uint32_t)(i + 1) : DEAD;
         prev[i] = i ? (uint32_t)(i - 1) : DEAD;
     }
@@ -101,7 +101,7 @@ typedef struct EncodeCtx {
 static void encode_cached(const char *piece, size_t len, void *ctx) {
     EncodeCtx *e = ctx;
     if (len == 1) {
-        arrput(*e->ids, (unsigned char)piece[0]);
+        arrput(*e->ids, e->b->id_of_byte[(unsigned char)piece[0]]);
         return;
     }
     BpeCache *c = e->cache;

@@ -10,11 +10,11 @@
 #include "runtime/ds.h"
 #include "tok/bpe.h"
 
-static void byte_chars(uint32_t map[256]) {
+void bpe_byte_chars(uint32_t code_point[256]) {
     uint32_t next = 256;
     for (int b = 0; b < 256; b++) {
         int printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-        map[b] = printable ? (uint32_t)b : next++;
+        code_point[b] = printable ? (uint32_t)b : next++;
     }
 }
 
@@ -32,13 +32,13 @@ static void append_spelled(char **sb, const uint32_t map[256], const char *bytes
 
 char *bpe_export_hf_json(const Bpe *b, Error *err) {
     uint32_t map[256];
-    byte_chars(map);
+    bpe_byte_chars(map);
     /* The bytes of every token, built the same way as the tokenizer's table. */
     char **tokens = NULL;
     size_t *lens = NULL;
     for (int i = 0; i < 256; i++) {
         char *t = malloc(1);
-        t[0] = (char)i;
+        t[0] = (char)b->byte_of_id[i]; /* id i's byte: the vocabulary keeps an imported order */
         arrput(tokens, t);
         arrput(lens, 1);
     }

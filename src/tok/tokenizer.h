@@ -2,8 +2,9 @@
  *   char: id 0 is the unknown token; ids 1.. are the distinct Unicode code
  *         points of the training text, in code-point order (tok/char.c).
  *   byte: ids 0..255 are the bytes (tok/byte.c).
- *   bpe:  byte-level BPE: ids 0..255 the bytes, then one id per merge in
- *         merge order, then the special tokens (tok/bpe*.c).
+ *   bpe:  byte-level BPE: ids 0..255 the bytes (in byte order unless
+ *         imported), then one id per merge in merge order, then the special
+ *         tokens (tok/bpe*.c; Hugging Face's read by tok/hf_import.c).
  * Saved as text beside the token files ("lm-tokenizer 1", "<kind> <vocab>",
  * then the kind's own lines); its hash (FNV-1a of that text, 16 hex digits)
  * identifies it in every checkpoint.
@@ -29,6 +30,11 @@ const char *tokenizer_names(void); /* "char, byte, bpe" for messages */
  * names it in errors. */
 int tokenizer_from_text(Tokenizer *tok, const char *text, const char *origin, Error *err);
 int tokenizer_load(Tokenizer *tok, const char *path, Error *err);
+/* A tokenizer from wherever one is kept: a tokenizer.txt, a tokenizer.json
+ * (bin/prepare's or Hugging Face's byte-level BPE: tok/hf_import.h), or a
+ * directory holding tokenizer.txt (a prepared data directory: it wins over
+ * a tokenizer.json beside it), tokenizer.json, or vocab.json + merges.txt. */
+int tokenizer_open(Tokenizer *tok, const char *path, Error *err);
 
 /* Where text[0..len) may be cut at or after `at` so that the parts encode
  * to the same ids as the whole: a character boundary, or for BPE a piece

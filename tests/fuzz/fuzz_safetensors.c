@@ -1,11 +1,35 @@
-/* Fuzzes the safetensors reader under every checkpoint and gradient dump
- * (st_open, st_meta, st_read): each tensor the header lists is read at the
- * shape the header claims. */
+/* Fuzzes the safetensors readers: ours under every checkpoint and gradient
+ * dump (st_open, st_meta, st_read: each tensor the header lists is read at
+ * the shape the header claims), and the reader of files other programs
+ * write, what bin/convert --from-hf reads (read_foreign). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "fuzz_input.h"
 #include "io/safetensors.h"
+
+/* st_open_foreign, st_names, st_info and st_to_f32: every tensor whatever its
+ * dtype or rank, turned into floats where it is F32, F16 or BF16, whole and
+ * from its middle. */
+static void read_foreign(const char *path, size_t size) {
+    StFile f;
+    Error err;
+    if (st_open_foreign(&f, path, &err) != 0) return;
+    size_t n;
+    const char **names = st_names(&f, &n, &err);
+    for (size_t i = 0; names && i < n; i++) {
+        StInfo t;
+        if (st_info(&f, names[i], &t, &err) || t.count > size) continue; /* only what the file could hold */
+        float *dst = malloc(t.count * sizeof(float) + 4);
+        if (dst) {
+            st_to_f32(&t, names[i], 0, t.count, dst, &err);
+            if (t.count > 1) st_to_f32(&t, names[i], t.count / 2, t.count - t.count / 2, dst, &err);
+        }
+        free(dst);
+    }
+    free(names);
+    st_close(&f);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char path[64];
@@ -37,6 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         st_close(&f);
     }
+    read_foreign(path, size);
     close(fd);
     return 0;
 }

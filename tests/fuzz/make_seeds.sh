@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The fuzzers' seed inputs (tests/fuzz/seeds/<harness>/), made by the
 # programs from a tiny model: a checkpoint, a gradient dump, and the config
-# JSON of each mixer, token files and tokenizer files of each kind. Small
+# JSON of each mixer, token files and tokenizer files of each kind, and
+# Hugging Face tokenizers (tokenizer.json as we export it and as GPT-2's is
+# laid out, vocab.json + merges.txt joined by a NUL byte); and tiny random
+# GPT-2 directories in Hugging Face's layout (tests/gpt2_convert.py) with
+# bin/convert's export of one: their model.safetensors and config.json. Small
 # enough to keep in the repository. Inputs named regression-* (crashes the
 # fuzzers found, kept so they are tried again) are left as they are.
 set -euo pipefail
@@ -10,7 +14,8 @@ B=${BIN:-bin}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 S=tests/fuzz/seeds
-for h in fuzz_checkpoint fuzz_safetensors fuzz_config fuzz_tokens fuzz_tokenizer; do
+for h in fuzz_checkpoint fuzz_safetensors fuzz_config fuzz_tokens fuzz_tokenizer fuzz_hf_tokenizer fuzz_hf_config \
+         fuzz_hf_gpt2; do
     mkdir -p "$S/$h"
     find "$S/$h" -type f ! -name 'regression-*' -delete
 done
@@ -34,4 +39,38 @@ for i in $(seq 1 30); do echo "The whale's wake, the whale: $i knots -- caf$(pri
 $B/prepare --input "$tmp/b.txt" --out "$tmp/bpe" --tokenizer bpe --vocab-size 300 --special '<|endoftext|>' >/dev/null
 cp "$tmp/bpe/tokenizer.txt" "$S/fuzz_tokenizer/bpe-tokenizer"
 cp "$tmp/bpe/val.bin" "$S/fuzz_tokens/bpe-tokens"
+cp "$tmp/bpe/tokenizer.json" "$S/fuzz_hf_tokenizer/bpe-tokenizer.json"
+$B/prepare --input "$tmp/b.txt" --out "$tmp/gpt2" --tokenizer bpe --vocab-size 300 --split-pattern gpt2 --special '<|endoftext|>' >/dev/null
+$B/prepare --input "$tmp/b.txt" --out "$tmp/none" --tokenizer bpe --vocab-size 280 --split-pattern none >/dev/null
+cp "$tmp/none/tokenizer.json" "$S/fuzz_hf_tokenizer/none-tokenizer.json"
+# GPT-2's layout: bytes in bytes_to_unicode order, ByteLevel with its own regex, the special in the vocabulary too
+/usr/bin/python3 - "$tmp/gpt2/tokenizer.json" "$S/fuzz_hf_tokenizer" <<'PY'
+import json, sys
+tj = json.load(open(sys.argv[1], encoding="utf-8"))
+old = tj["model"]["vocab"]
+order = sorted(range(256), key=lambda i: (ord(next(t for t, v in old.items() if v == i)) >= 256, i))
+new_id = {old_id: new for new, old_id in enumerate(order)}
+vocab = {t: new_id.get(i, i) for t, i in old.items()}
+for t in tj["added_tokens"]:
+    vocab[t["content"]] = t["id"]
+byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+tj.update(pre_tokenizer=byte_level, post_processor=byte_level, decoder=byte_level)
+tj["model"]["vocab"] = vocab
+tj["model"]["merges"] = [f"{a} {b}" for a, b in tj["model"]["merges"]]
+json.dump(tj, open(sys.argv[2] + "/gpt2-tokenizer.json", "w", encoding="utf-8"), ensure_ascii=False)
+with open(sys.argv[2] + "/gpt2-vocab-merges", "w", encoding="utf-8") as f:
+    f.write(json.dumps(vocab, ensure_ascii=False) + "\0#version: 0.2\n" + "".join(m + "\n" for m in tj["model"]["merges"]))
+PY
+# a saved tokenizer with a byte-order line: GPT-2's layout imported
+$B/prepare --input "$tmp/b.txt" --out "$tmp/order" --tokenizer-from "$S/fuzz_hf_tokenizer/gpt2-tokenizer.json" >/dev/null
+cp "$tmp/order/tokenizer.txt" "$S/fuzz_tokenizer/bpe-byte-order-tokenizer"
+/usr/bin/python3 -m tests.gpt2_convert --write-fuzz-seeds "$tmp/hf"
+$B/convert --from-hf "$tmp/hf/f32" --out "$tmp/hf.ckpt" >/dev/null
+$B/convert --to-hf "$tmp/hf.ckpt" --out "$tmp/hf/export" >/dev/null
+for d in "$tmp"/hf/*/; do
+    name=$(basename "$d")
+    [ "$name" = export ] || cp "$d/model.safetensors" "$S/fuzz_hf_gpt2/$name-weights"
+    cp "$d/model.safetensors" "$S/fuzz_safetensors/hf-$name-weights"
+    cp "$d/config.json" "$S/fuzz_hf_config/$name-config.json"
+done
 du -sh "$S"
