@@ -16,9 +16,14 @@ The merges are valid, not trained: the data encoded with them (greedy lowest
 rank per piece, Python's approximation of the split pattern) is data in that
 vocabulary, which is all the programs need of it.
 
+With --tokenizer-of DIR the model takes the tokenizer of a prepared data
+directory instead (DIR/tokenizer.txt), such as GPT-2's real one:
+bin/prepare --tokenizer-from on the files tests/gpt2_tokenizer.mjs derives
+from tiktoken's gpt2 ranks (docs/gpt2.md); DIR is then its data.
+
 Usage (from the project root):
   /usr/bin/python3 -m tests.gpt2_forge --out runs/gpt2/model.ckpt \\
-      [--data runs/gpt2/data --text data/cache/moby-dick.txt] \\
+      [--data runs/gpt2/data --text data/cache/moby-dick.txt | --tokenizer-of DIR] \\
       [--n-layer 12 --n-head 12 --n-embd 768 --block-size 1024 --merges 50000 --seed 1]
 Without --text the data are random tokens. The checkpoint's checksum is FNV-1a
 over the whole file, byte by byte in Python: about 45 s for the 500 MB of the
@@ -159,6 +164,7 @@ def main():
     ap.add_argument("--out", required=True, help="the checkpoint to write")
     ap.add_argument("--data", help="also a data directory in its tokenizer: tokenizer.txt, train.bin, val.bin")
     ap.add_argument("--text", help="text whose words the merges spell and the data encode")
+    ap.add_argument("--tokenizer-of", help="a prepared data directory whose tokenizer.txt the model takes")
     ap.add_argument("--n-layer", type=int, default=12)
     ap.add_argument("--n-head", type=int, default=12)
     ap.add_argument("--n-embd", type=int, default=768)
@@ -168,10 +174,16 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
-    text = open(a.text, encoding="utf-8", errors="replace").read() if a.text else ""
-    merges, _ = make_merges(a.merges, text, rng)
-    tok_text = tokenizer_text(merges)
-    vocab = 256 + len(merges) + 1
+    if a.tokenizer_of:
+        if a.data or a.text:
+            ap.error("--tokenizer-of takes its data directory's tokenizer: no --data or --text")
+        tok_text = open(os.path.join(a.tokenizer_of, "tokenizer.txt"), encoding="utf-8", newline="").read()
+        vocab = int(tok_text.split("\n")[1].split()[1])  # "<kind> <vocabulary>"
+    else:
+        text = open(a.text, encoding="utf-8", errors="replace").read() if a.text else ""
+        merges, _ = make_merges(a.merges, text, rng)
+        tok_text = tokenizer_text(merges)
+        vocab = 256 + len(merges) + 1
     cfg = {"vocab_size": vocab, "block_size": a.block_size, "n_layer": a.n_layer, "n_head": a.n_head,
            "n_embd": a.n_embd, "mixers": ["attention"] * a.n_layer, "pos": "learned", "norm": "pre",
            "grassmann_rank": 32, "grassmann_windows": [1, 2, 4, 8, 12, 16], "dropout": 0}

@@ -14,7 +14,9 @@ alternate with these, for a before/after.
 
 The model and its data are forged on first use by tests/gpt2_forge.py
 (random N(0, 0.02) weights, a byte-level BPE of 50,000 merges spelling the
-words of data/cache/moby-dick.txt when it is there)."""
+words of data/cache/moby-dick.txt when it is there). For GPT-2's real
+tokenizer, prepare DIR/data with it and forge DIR/model.ckpt from that
+(docs/programs.md#at-gpt-2-smalls-size), then give --dir DIR."""
 import argparse
 import json
 import os
