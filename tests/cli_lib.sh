@@ -1,5 +1,6 @@
 # Shared by the CLI test scripts (sourced, from the repository root): the
-# temporary directory, the pass/fail counters and the expect_* checks.
+# temporary directory, the pass/fail counters, the expect_* checks and the
+# small corpora most of them train on.
 B=${BIN:-bin}  # BIN=bin-asan runs the same checks on the sanitizer build
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -27,6 +28,16 @@ expect_ok() {
     local name=$1
     shift
     if "$@" >"$tmp/out" 2>"$tmp/err"; then ok; else bad "$name: exit $? $(tail -c 300 "$tmp/err")"; fi
+}
+
+# Two small corpora, $tmp/a.txt and $tmp/b.txt, prepared into $tmp/a and $tmp/b:
+# data directories with different tokenizers; and SMALL, a tiny model's options.
+small_corpora() {
+    for i in $(seq 1 60); do echo "The whale, the whale! Line $i of a small corpus for tests; it repeats."; done >"$tmp/a.txt"
+    for i in $(seq 1 60); do echo "Quite different text, $i: zebras & xylophones {}[]"; done >"$tmp/b.txt"
+    expect_ok "prepare a" $B/prepare --input "$tmp/a.txt" --out "$tmp/a"
+    expect_ok "prepare b" $B/prepare --input "$tmp/b.txt" --out "$tmp/b"
+    SMALL=(--n-layer 2 --n-head 2 --n-embd 16 --block-size 16 --batch-size 4 --eval-iters 2 --log-interval 5)
 }
 
 # whale_text: $tmp/a.txt, 120 lines of English with accents, and $tmp/docs/doc{1,2,3}.txt,

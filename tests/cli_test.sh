@@ -8,12 +8,8 @@ cd "$(dirname "$0")/.."
 . tests/cli_lib.sh  # B, tmp, ok, bad, expect_error, expect_ok
 
 # A small corpus and two data directories with different tokenizers.
-for i in $(seq 1 60); do echo "The whale, the whale! Line $i of a small corpus for tests; it repeats."; done >"$tmp/a.txt"
-for i in $(seq 1 60); do echo "Quite different text, $i: zebras & xylophones {}[]"; done >"$tmp/b.txt"
-expect_ok "prepare a" $B/prepare --input "$tmp/a.txt" --out "$tmp/a"
-expect_ok "prepare b" $B/prepare --input "$tmp/b.txt" --out "$tmp/b"
+small_corpora  # a.txt, b.txt, a, b, SMALL
 expect_ok "prepare byte" $B/prepare --input "$tmp/a.txt" --out "$tmp/abyte" --tokenizer byte
-SMALL=(--n-layer 2 --n-head 2 --n-embd 16 --block-size 16 --batch-size 4 --eval-iters 2 --log-interval 5)
 expect_ok "train good" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" "${SMALL[@]}" --max-iters 10
 cp "$tmp/good.ckpt" "$tmp/good.copy"
 

@@ -7,13 +7,9 @@
 # line and exit status 2.
 set -u
 cd "$(dirname "$0")/.."
-. tests/cli_lib.sh  # B, tmp, ok, bad, expect_error, expect_ok
+. tests/cli_lib.sh  # B, tmp, ok, bad, expect_error, expect_ok, small_corpora
 
-for i in $(seq 1 60); do echo "The whale, the whale! Line $i of a small corpus for tests; it repeats."; done >"$tmp/a.txt"
-for i in $(seq 1 60); do echo "Quite different text, $i: zebras & xylophones {}[]"; done >"$tmp/b.txt"
-expect_ok "prepare a" $B/prepare --input "$tmp/a.txt" --out "$tmp/a"
-expect_ok "prepare b" $B/prepare --input "$tmp/b.txt" --out "$tmp/b"
-SMALL=(--n-layer 2 --n-head 2 --n-embd 16 --block-size 16 --batch-size 4 --eval-iters 2 --log-interval 5)
+small_corpora  # a.txt, b.txt, a, b, SMALL
 # The model to start from, trained well below a new one's loss, and the same
 # weights without the optimizer's state.
 expect_ok "train base" $B/train --data "$tmp/a" --out "$tmp/base.ckpt" "${SMALL[@]}" --max-iters 150 --lr 3e-3 --warmup-iters 10

@@ -5,9 +5,11 @@
 #include <omp.h>
 
 #include "blas/backend.h"
+#include "blas/gemm.h"
 #include "blas/blas_setup.h"
 #include "blas/kernel_check.h"
 #include "nn/ops.h"
+#include "runtime/threads.h"
 
 /* CPUs as CPUID describes them. */
 static CpuFeatures cpu_sse_only(void) {
@@ -276,6 +278,31 @@ static void test_gemm_one_row(void **state) {
     free(a), free(b), free(bt);
 }
 
+/* One row (decoding a token) is cut by columns across the width: each tile
+ * a gemv over its own rows of the weights; the same bits on 1 and 2 threads,
+ * the single call's values; a row too small to share stays whole. */
+static void test_gemm_one_row_tiles(void **state) {
+    (void)state;
+    size_t n = 4099, k = 96;
+    float *a = rand_tensor(k, 1.0f, 31), *w = rand_tensor(n * k, 1.0f, 32);
+    float *one = zeros(n), *two = zeros(n), *whole = zeros(n);
+    threads_set_width(2);
+    TileGrid g = gemm_tile_grid(1, n, k);
+    assert_int_equal(g.tiles_m, 1);
+    assert_int_equal(g.tiles_n, 2);
+    TileGrid tiny = gemm_tile_grid(1, 64, 64);
+    assert_int_equal(tiny.tiles_m * tiny.tiles_n, 1);
+    omp_set_num_threads(1);
+    gemm(0, 1, 1, n, k, 1.0f, a, k, w, k, 0.0f, one, n);
+    omp_set_num_threads(2);
+    gemm(0, 1, 1, n, k, 1.0f, a, k, w, k, 0.0f, two, n);
+    assert_memory_equal(one, two, n * sizeof *one);
+    gemm_serial(0, 1, 1, n, k, 1.0f, a, k, w, k, 0.0f, whole, n);
+    for (size_t j = 0; j < n; j++) assert_float_equal(one[j], whole[j], 1e-5f * (1.0f + fabsf(whole[j])));
+    threads_set_width(0);
+    free(a), free(w), free(one), free(two), free(whole);
+}
+
 /* A product called outside any parallel region (the sampler's) runs on the
  * calling thread alone and leaves the program's thread setting as it was:
  * the same bits as the call a tile makes inside our region. */
@@ -314,6 +341,7 @@ int main(void) {
         cmocka_unit_test(test_backend),          cmocka_unit_test(test_detect),
         cmocka_unit_test(test_gemm_error_by_hand), cmocka_unit_test(test_gemm_error_sgemm),
         cmocka_unit_test(test_probe),            cmocka_unit_test(test_gemm_one_row),
+        cmocka_unit_test(test_gemm_one_row_tiles),
         cmocka_unit_test(test_serial_outside_region), cmocka_unit_test(test_describe),
     };
     return cmocka_run_group_tests_name("blas", tests, NULL, NULL);

@@ -55,6 +55,67 @@ static float *tensor(Model *m, const char *name) {
     return m->params + t->offset;
 }
 
+/* A char tokenizer of text and a model over it (mixers, block, L layers of
+ * H heads, C wide; random weights of 0.3). */
+static void char_model(Model *m, Tokenizer *tok, const char *text, const char *mixers, size_t block, size_t L, size_t H,
+                       size_t C) {
+    Error err;
+    assert_int_equal(tokenizer_build_char(tok, text, strlen(text), &err), 0);
+    make_model(m, mixers, tok->vocab_size, block, L, H, C, 0.3f);
+}
+
+/* dir/name read whole (free it), or the test fails. */
+static char *read_output(const char *dir, const char *name, size_t *len) {
+    char path[256];
+    Error err;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *text = read_file(path, len, &err);
+    if (!text) fail_msg("%s: %s", name, err.msg);
+    return text;
+}
+
+/* dir/inspect.json parsed (json_decref it), or the test fails. */
+static json_t *read_inspect_json(const char *dir) {
+    size_t len;
+    Error err;
+    char *text = read_output(dir, "inspect.json", &len);
+    json_t *j = json_parse(text, len, &err);
+    if (!j) fail_msg("inspect.json: %s", err.msg);
+    free(text);
+    return j;
+}
+
+/* What inspect_print says (free it). */
+static char *printed_summary(const Inspection *in, const Induction *ind, const Model *m, const Tokenizer *tok) {
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    inspect_print(f, in, ind, m, tok);
+    long len = ftell(f);
+    char *text = calloc((size_t)len + 1, 1);
+    assert_non_null(text);
+    rewind(f);
+    assert_int_equal(fread(text, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    return text;
+}
+
+/* Whether a line of text starts with prefix. */
+static int has_line(const char *text, const char *prefix) {
+    for (const char *line = text; line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        if (strncmp(line, prefix, strlen(prefix)) == 0) return 1;
+    return 0;
+}
+
+/* Removes the n files from dir, each of which must be there, then dir. */
+static void remove_outputs(const char *dir, const char *const *files, size_t n) {
+    char path[256];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        if (unlink(path) != 0) fail_msg("%s was not written", files[i]);
+    }
+    assert_int_equal(rmdir(dir), 0);
+}
+
 /* q = 0 makes every logit of a row equal: row t is uniform over t + 1 keys,
  * entropy log(t + 1). */
 static void test_equal_logits_entropy(void **s) {
@@ -339,10 +400,8 @@ static void test_mixer_without_hook(void **s) {
     Model m;
     Error err;
     Tokenizer tok;
-    const char *text = "abcdefgh";
-    assert_int_equal(tokenizer_build_char(&tok, text, strlen(text), &err), 0);
-    size_t T = 10, H = 2, V = tok.vocab_size;
-    make_model(&m, "attention,attention", V, 16, 2, H, 16, 0.3f);
+    char_model(&m, &tok, "abcdefgh", "attention,attention", 16, 2, 2, 16);
+    size_t T = 10, H = 2;
     int32_t tokens[10] = {1, 2, 3, 4, 5, 6, 7, 8, 1, 5}, seqs[2 * 4] = {1, 2, 3, 4, 5, 6, 7, 8};
     Inspection in;
     Induction ind;
@@ -387,33 +446,17 @@ static void test_mixer_without_hook(void **s) {
     assert_int_equal(inspect_write(dir, &in, &ind, &m, &tok, "abcdefghae", &err), 0);
     snprintf(path, sizeof path, "%s/attn_L1_H0.png", dir);
     assert_int_equal(access(path, F_OK), -1);
-    snprintf(path, sizeof path, "%s/inspect.json", dir);
-    size_t len;
-    char *json = read_file(path, &len, &err);
-    assert_non_null(json);
-    json_t *j = json_parse(json, len, &err);
-    if (!j) fail_msg("inspect.json: %s", err.msg);
+    json_t *j = read_inspect_json(dir);
     const json_t *layer1 = json_array_get(json_object_get(j, "layers"), 1);
     assert_string_equal(json_string_value(json_object_get(layer1, "mixer")), "stub");
     assert_null(json_object_get(layer1, "heads"));
     json_decref(j);
-    free(json);
-    FILE *f = tmpfile();
-    assert_non_null(f);
-    inspect_print(f, &in, &ind, &m, &tok);
-    rewind(f);
-    char line[512];
-    int said = 0;
-    while (fgets(line, sizeof line, f)) said |= strncmp(line, "layer 1 stub: no measurements", 29) == 0;
-    fclose(f);
-    assert_true(said);
+    char *said = printed_summary(&in, &ind, &m, &tok);
+    assert_true(has_line(said, "layer 1 stub: no measurements"));
+    free(said);
     const char *files[] = {"attn_L0_H0.png", "attn_L0_H1.png", "attn_L0.png", "heads.png", "heads.txt",
                            "attribution.png", "lens.txt", "tokens.txt", "inspect.json"};
-    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-        assert_int_equal(unlink(path), 0);
-    }
-    assert_int_equal(rmdir(dir), 0);
+    remove_outputs(dir, files, sizeof files / sizeof *files);
     inspect_free(&in);
     induction_free(&ind);
     tokenizer_free(&tok);
@@ -635,12 +678,10 @@ static void test_long_prompt_many_heads(void **s) {
     Model m;
     Error err;
     Tokenizer tok;
-    const char *text = "abcdefghij";
-    assert_int_equal(tokenizer_build_char(&tok, text, strlen(text), &err), 0);
-    size_t V = tok.vocab_size, T = 150, L = 3, H = 12;
-    make_model(&m, "attention", V, 160, L, H, 48, 0.3f);
+    size_t T = 150, L = 3, H = 12;
+    char_model(&m, &tok, "abcdefghij", "attention", 160, L, H, 48);
     int32_t *tokens = malloc(T * sizeof *tokens);
-    for (size_t t = 0; t < T; t++) tokens[t] = (int32_t)(1 + (t * 7 + t / 5) % (V - 1));
+    for (size_t t = 0; t < T; t++) tokens[t] = (int32_t)(1 + (t * 7 + t / 5) % (tok.vocab_size - 1));
     Inspection in;
     Induction ind;
     assert_int_equal(inspect_induction(&ind, &m, 8, 2, 3, &err), 0);
@@ -648,12 +689,7 @@ static void test_long_prompt_many_heads(void **s) {
     char dir[] = "/tmp/lm_inspect_XXXXXX", path[256];
     assert_non_null(mkdtemp(dir));
     assert_int_equal(inspect_write(dir, &in, &ind, &m, &tok, "x", &err), 0);
-    snprintf(path, sizeof path, "%s/inspect.json", dir);
-    size_t len;
-    char *json = read_file(path, &len, &err);
-    assert_non_null(json);
-    json_t *j = json_parse(json, len, &err);
-    if (!j) fail_msg("inspect.json: %s", err.msg);
+    json_t *j = read_inspect_json(dir);
     assert_string_equal(json_string_value(json_object_get(j, "attention_maps")), "top keys");
     const json_t *head = json_array_get(json_object_get(json_array_get(json_object_get(j, "layers"), 2), "heads"), 5);
     assert_null(json_object_get(head, "attention"));
@@ -677,7 +713,6 @@ static void test_long_prompt_many_heads(void **s) {
         assert_true(above < 3);
     }
     json_decref(j);
-    free(json);
     const char *small[] = {"attn_L0_H0.png", "attn_L2.png", "heads.png"};
     for (size_t i = 0; i < 3; i++) {
         int w, h, n;
@@ -687,35 +722,22 @@ static void test_long_prompt_many_heads(void **s) {
         if (w > 1400 || h > 1400) fail_msg("%s is %d x %d", small[i], w, h);
         stbi_image_free(img);
     }
-    snprintf(path, sizeof path, "%s/heads.txt", dir);
-    char *heads = read_file(path, &len, &err);
-    assert_non_null(heads);
-    size_t lines = 0;
+    size_t len, lines = 0;
+    char *heads = read_output(dir, "heads.txt", &len);
     for (const char *c = heads; (c = strstr(c, "\n  H")); c++) lines++;
     assert_int_equal(lines, L * H);
     free(heads);
-    FILE *f = tmpfile();
-    assert_non_null(f);
-    inspect_print(f, &in, &ind, &m, &tok);
-    rewind(f);
-    char line[4096];
-    int per_layer = 0, prev = 0, top = 0, per_head = 0;
-    while (fgets(line, sizeof line, f)) {
-        per_layer |= strncmp(line, "attention: 36 heads; per layer", 30) == 0;
-        prev |= strncmp(line, "most weight on the previous token: L", 36) == 0;
-        per_head |= strncmp(line, "layer 0 attention", 17) == 0;
-        if (strstr(line, "top heads (a uniform head scores")) {
-            for (const char *c = line; (c = strstr(c, " H")); c++) top++;
-        }
-    }
-    fclose(f);
-    assert_true(per_layer && prev && !per_head);
-    assert_int_equal(top, 10);
+    char *said = printed_summary(&in, &ind, &m, &tok);
+    assert_true(has_line(said, "attention: 36 heads; per layer"));
+    assert_true(has_line(said, "most weight on the previous token: L"));
+    assert_false(has_line(said, "layer 0 attention"));
+    const char *top = strstr(said, "top heads (a uniform head scores");
+    assert_non_null(top);
+    size_t listed = 0;
+    for (const char *c = top; (c = strstr(c, " H")) && c < strchr(top, '\n'); c++) listed++;
+    assert_int_equal(listed, 10);
+    free(said);
     const char *files[] = {"heads.png", "heads.txt", "attribution.png", "lens.txt", "tokens.txt", "inspect.json"};
-    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-        assert_int_equal(unlink(path), 0);
-    }
     for (size_t l = 0; l < L; l++) {
         snprintf(path, sizeof path, "%s/attn_L%zu.png", dir, l);
         assert_int_equal(unlink(path), 0);
@@ -724,7 +746,7 @@ static void test_long_prompt_many_heads(void **s) {
             assert_int_equal(unlink(path), 0);
         }
     }
-    assert_int_equal(rmdir(dir), 0);
+    remove_outputs(dir, files, sizeof files / sizeof *files);
     free(tokens);
     inspect_free(&in);
     induction_free(&ind);
@@ -746,10 +768,8 @@ static void test_write_outputs(void **s) {
     Model m;
     Error err;
     Tokenizer tok;
-    const char *text = "abcdefgh";
-    assert_int_equal(tokenizer_build_char(&tok, text, strlen(text), &err), 0);
-    size_t V = tok.vocab_size, T = 7;
-    make_model(&m, "attention,grassmann", V, 16, 2, 2, 16, 0.3f);
+    size_t T = 7;
+    char_model(&m, &tok, "abcdefgh", "attention,grassmann", 16, 2, 2, 16);
     int32_t tokens[7] = {1, 2, 3, 1, 2, 3, 4};
     Inspection in;
     Induction ind;
@@ -768,12 +788,7 @@ static void test_write_outputs(void **s) {
     unsigned char *img = stbi_load(path, &w, &h, &n, 3);
     assert_non_null(img);
     stbi_image_free(img);
-    size_t len;
-    snprintf(path, sizeof path, "%s/inspect.json", dir);
-    char *json = read_file(path, &len, &err);
-    assert_non_null(json);
-    json_t *j = json_parse(json, len, &err);
-    if (!j) fail_msg("inspect.json: %s", err.msg);
+    json_t *j = read_inspect_json(dir);
     const json_t *layers = json_object_get(j, "layers");
     assert_int_equal(json_array_size(layers), 2);
     const json_t *heads = json_object_get(json_array_get(layers, 0), "heads");
@@ -786,16 +801,11 @@ static void test_write_outputs(void **s) {
     assert_int_equal(json_array_size(json_object_get(j, "logit_lens")), 3);
     assert_non_null(json_object_get(json_object_get(j, "induction"), "loss_second_copy"));
     json_decref(j);
-    free(json);
     /* A path through a file: one clear error. */
     snprintf(path, sizeof path, "%s/inspect.json/x", dir);
     assert_int_equal(inspect_write(path, &in, &ind, &m, &tok, "abcabcd", &err), -1);
     assert_non_null(strstr(err.msg, "not a directory"));
-    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-        unlink(path);
-    }
-    rmdir(dir);
+    remove_outputs(dir, files, sizeof files / sizeof *files);
     snprintf(path, sizeof path, "%s/new", base);
     rmdir(path);
     rmdir(base);

@@ -24,14 +24,17 @@ static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 
 /* Splits the longer side of the tiles until there are `width` of them, as
  * long as a tile keeps at least 16 rows and columns and 2^17 multiply-adds
- * (a few microseconds: enough to pay for the call and its packing). */
+ * (a few microseconds: enough to pay for the call and its packing). A single
+ * row (decoding a token at a time) is split by columns alone: each tile a
+ * matrix-vector product over its own rows of the weights, which is what
+ * bounds decoding (GPT-2 small reads 500 MB of weights a token). */
 TileGrid gemm_tile_grid(size_t m, size_t n, size_t k) {
     size_t width = threads_width();
     TileGrid g = {.mt = m, .nt = n, .tiles_m = 1, .tiles_n = 1};
     while (g.tiles_m * g.tiles_n < width) {
-        int split_m = g.mt >= g.nt;
+        int split_m = g.mt >= g.nt && m > 1;
         size_t mt = split_m ? ceil_div(m, g.tiles_m + 1) : g.mt, nt = split_m ? g.nt : ceil_div(n, g.tiles_n + 1);
-        if (mt < 16 || nt < 16 || mt * nt * k < ((size_t)1 << 17)) break;
+        if ((mt < 16 && m > 1) || nt < 16 || mt * nt * k < ((size_t)1 << 17)) break;
         if (split_m) g.tiles_m++;
         else g.tiles_n++;
         g.mt = mt;

@@ -23,10 +23,40 @@ void sampler_free(Sampler *s) {
     memset(s, 0, sizeof *s);
 }
 
-static const float *sort_logits;
-static int by_logit_desc(const void *a, const void *b) {
-    float x = sort_logits[*(const size_t *)a], y = sort_logits[*(const size_t *)b];
-    return (x < y) - (x > y);
+/* Whether id i ranks before id j: the larger logit, the lower id among equals. */
+static int ranks_before(const float *z, size_t i, size_t j) { return z[i] > z[j] || (z[i] == z[j] && i < j); }
+
+/* Sinks heap[at] in a heap of n ids whose root is the one that ranks last. */
+static void sift_down(size_t *heap, size_t n, size_t at, const float *z) {
+    for (;;) {
+        size_t last = at, l = 2 * at + 1, r = l + 1;
+        if (l < n && ranks_before(z, heap[last], heap[l])) last = l;
+        if (r < n && ranks_before(z, heap[last], heap[r])) last = r;
+        if (last == at) return;
+        size_t t = heap[at];
+        heap[at] = heap[last];
+        heap[last] = t;
+        at = last;
+    }
+}
+
+/* The k ids of logits (V) that rank first, in rank order, into order[0..k):
+ * O(V log k) through a heap of the best k so far (a sort of all 50,257 of
+ * GPT-2's logits for every token would cost more than the token's head). */
+static void top_ids(size_t *order, const float *z, size_t V, size_t k) {
+    for (size_t i = 0; i < k; i++) order[i] = i;
+    for (size_t i = k / 2; i-- > 0;) sift_down(order, k, i, z);
+    for (size_t v = k; v < V; v++)
+        if (ranks_before(z, v, order[0])) {
+            order[0] = v;
+            sift_down(order, k, 0, z);
+        }
+    for (size_t n = k; n > 1; n--) { /* the last-ranked to the back, one at a time */
+        size_t t = order[0];
+        order[0] = order[n - 1];
+        order[n - 1] = t;
+        sift_down(order, n - 1, 0, z);
+    }
 }
 
 uint32_t sampler_pick(Sampler *s, const float *logits, float temperature, size_t top_k, Rng *rng) {
@@ -34,11 +64,9 @@ uint32_t sampler_pick(Sampler *s, const float *logits, float temperature, size_t
     for (size_t v = 1; v < V; v++) best = logits[v] > logits[best] ? v : best;
     if (temperature == 0.0f) return (uint32_t)best;
     size_t k = top_k && top_k < V ? top_k : V;
-    for (size_t v = 0; v < V; v++) s->order[v] = v;
-    if (k < V) {
-        sort_logits = logits;
-        qsort(s->order, V, sizeof(size_t), by_logit_desc);
-    }
+    if (k < V) top_ids(s->order, logits, V, k);
+    else
+        for (size_t v = 0; v < V; v++) s->order[v] = v;
     double sum = 0.0;
     for (size_t i = 0; i < k; i++) {
         s->probs[i] = expf((logits[s->order[i]] - logits[best]) / temperature);

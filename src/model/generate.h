@@ -28,7 +28,8 @@ typedef struct Sampler {
 int sampler_init(Sampler *s, size_t V, Error *err);
 void sampler_free(Sampler *s);
 /* The next token from logits (V): greedy at temperature 0, else a draw from
- * softmax(logits / temperature) over the top_k largest (0: all). */
+ * softmax(logits / temperature) over the top_k largest (0: all; the lower id
+ * first among equal logits), found in O(V log top_k). */
 uint32_t sampler_pick(Sampler *s, const float *logits, float temperature, size_t top_k, Rng *rng);
 
 /* Receives the generated text as it comes, in pieces that end on UTF-8

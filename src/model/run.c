@@ -180,7 +180,10 @@ int run_check_memory(const ModelConfig *cfg, const RunOptions *o, size_t ckpt_by
              bf16 ? ", with the bf16 weights and operands" : "");
     size_t need = ckpt_bytes + model_memory_bytes(cfg, o->batch_size, cfg->block_size, 1, o->grad_accum > 1) +
                   (bf16 ? model_bf16_bytes(cfg, o->batch_size, cfg->block_size) : 0);
-    return memory_check(need, "this run", what, "use a smaller model, --batch-size or --block-size", err);
+    /* A checkpoint fixes the model: only the batch is the run's to choose. */
+    const char *advice = o->resume || o->init ? "use a smaller --batch-size (--grad-accum keeps the tokens per step)"
+                                              : "use a smaller model, --batch-size or --block-size";
+    return memory_check(need, "this run", what, advice, err);
 }
 
 /* Loads a checkpoint for --resume (with_optim: its AdamW moments too) or
