@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "blas/tile_gemm.h"
 #include "io/json.h"
 #include "io/safetensors.h"
 #include "nn/layernorm.h"
@@ -348,9 +349,7 @@ static int place(Import *im, const StFile *f, const char *path, const char *name
         return -1;
     float *dst = im->m->params + pt->offset;
     if (convert_values(im, &t, path, name, 0, t.count, conv1d ? im->scratch : dst, err)) return -1;
-    if (conv1d) /* [in, out] -> [out, in] */
-        for (size_t o = 0; o < pt->rows; o++)
-            for (size_t i = 0; i < pt->cols; i++) dst[o * pt->cols + i] = im->scratch[i * pt->rows + o];
+    if (conv1d) tile_transpose(pt->cols, pt->rows, im->scratch, pt->rows, dst, pt->cols); /* [in, out] -> [out, in] */
     for (size_t i = 0; i < t.count; i++)
         if (!isfinite(dst[i])) return err_set(err, "'%s': tensor '%s' holds a NaN or an infinity", path, name);
     return 0;
