@@ -34,6 +34,11 @@ int blas_backend_select_value(const char *core, char *value, size_t len);
  * that the library's own choice stands and no restart inherits it. */
 const char *blas_backend_environment_core(void);
 
+/* 1 if the library read its selecting variable before main (OpenBLAS, when
+ * it loads), so that removing the variable changes nothing until the
+ * program restarts; 0 if it reads it when first used (BLIS). */
+int blas_backend_reads_variable_at_load(void);
+
 /* Row-major C (m,n) = alpha op(A) op(B) + beta C, computed by the calling
  * thread alone whatever thread settings the library has (the parallelism is
  * ours: blas/gemm.h), so that each result depends only on the call. */

@@ -253,7 +253,18 @@ void blas_setup(int argc, char **argv) {
     const char *probe_for = env_value(ENV_PROBE);
     if (probe_for) _exit(run_probe(probe_for)); /* we are a probe: never run the program */
 
+    /* An empty selecting variable, or one naming nothing of the library,
+     * counts as unset: blas_backend_environment_core removes it. A library
+     * that read it before main already runs whatever it made of it (OpenBLAS
+     * 0.3.21 falls back to Haswell on a Zen, whose own choice is Zen), so
+     * the program restarts without it and the library makes its own choice,
+     * the one the start-up line then names. */
+    int variable_given = getenv(blas_backend_cores()->env_var) != NULL;
     const char *env_core = blas_backend_environment_core();
+    if (variable_given && !env_core && blas_backend_reads_variable_at_load() && argc >= 1 && argv && argv[0]) {
+        fflush(NULL);
+        execv(self_path(), argv); /* returns only on failure: the line still names what runs */
+    }
     const char *selected_over = env_value(ENV_SELECTED);
     const char *pretend = env_value(ENV_TEST_CORENAME);
     CpuFeatures cpu;

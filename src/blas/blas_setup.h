@@ -28,9 +28,12 @@
  * A selecting variable set by the environment is never overridden (a BLIS
  * configuration's name is translated to its number, the form BLIS reads);
  * if it names slower kernels than the CPU could run, the start-up line
- * (blas_describe) says so. One that names nothing of the library is ignored
- * with a line on stderr (BLIS itself would abort or misread it, OpenBLAS
- * silently runs its own choice). Any failed step keeps the library's own
+ * (blas_describe) says so. An empty one counts as unset, and one that names
+ * nothing of the library is ignored with a line on stderr: BLIS itself would
+ * abort or misread it, and OpenBLAS, which read it before main, runs kernels
+ * of its own fallback rather than its own choice for the CPU, so the program
+ * restarts without it and the start-up line names what then runs, the
+ * library's choice. Any failed step keeps the library's own
  * choice and prints one line on stderr saying why. When the library already
  * chose the best, nothing is printed.
  *

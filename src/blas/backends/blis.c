@@ -124,6 +124,8 @@ const char *blas_backend_environment_core(void) {
     return NULL;
 }
 
+int blas_backend_reads_variable_at_load(void) { return 0; } /* at bli_init: blas_backend_init */
+
 /* ---- products ------------------------------------------------------------------- */
 
 /* One thread per call whatever BLIS_NUM_THREADS or OMP_NUM_THREADS say. */

@@ -54,6 +54,8 @@ const char *blas_backend_environment_core(void) {
     return NULL;
 }
 
+int blas_backend_reads_variable_at_load(void) { return 1; }
+
 /* ---- products ------------------------------------------------------------------- */
 
 /* The OpenMP build (0.3.21: num_cpu_avail, common_thread.h) runs a call on
