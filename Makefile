@@ -9,17 +9,17 @@
 #   make paper      the Grassmann paper's configuration, pre- and post-norm (PAPER_ARGS=...)
 #   make probe      MQAR and copy recall probes per architecture (PROBE_ARGS=...)
 #   make asan       unit and CLI tests under AddressSanitizer + UBSan
-#   make BLAS=blis ...       any of these with BLIS instead of OpenBLAS (src/blas/backend.h)
+#   make BLAS=blis ...       any of these with BLIS instead of OpenBLAS (lm/backend.h)
 CC      ?= cc
 OPT     ?= -O3 -march=native
 CFLAGS  += -std=c11 $(OPT) -fno-trapping-math -fno-math-errno -ffp-contract=fast -fopenmp -Wall -Wextra -Wno-format-truncation -D_DEFAULT_SOURCE -D_GNU_SOURCE \
-           -Isrc -I/usr/include/stb $(EXTRA_CFLAGS)
+           -Iinclude -Isrc -I/usr/include/stb $(EXTRA_CFLAGS)
 # Open MPI for data-parallel bin/train (src/runtime/dist.c); its wrapper compiler
 # knows the include and library paths.
 MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
 MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
 CFLAGS  += $(MPI_CFLAGS)
-# oneDNN: the bf16 matrix products (src/blas/bf16.h).
+# oneDNN: the bf16 matrix products (lm/bf16.h).
 LDLIBS  += -ldnnl -lpcre2-8 -ljansson -lm $(MPI_LIBS)
 BUILD   ?= build
 BIN     ?= bin
@@ -54,10 +54,16 @@ BLAS_STAMP := $(BIN)/.blas-library
 # The test scripts run the programs in $(BIN) (make BLAS=blis BIN=bin-blis test).
 export BIN
 
+# The library (src/, the public headers in include/lm/) and the programs'
+# application code (train/, eval/, data/: every file there but the programs'
+# own) build into liblm.a; each program is its one file linked against it.
 # src/blas/backends/ holds one file per library: only this build's is compiled.
-LIB_SRC  := $(wildcard src/*/*.c) src/blas/backends/$(BLAS).c
-LIB_HDR  := $(wildcard src/*/*.h)
-LIB_OBJ  := $(LIB_SRC:src/%.c=$(OUT)/%.o)
+PROGRAM_SRC := train/train.c eval/eval.c eval/sample.c eval/inspect.c eval/gemm_rate.c \
+               data/prepare.c data/probegen.c data/convert.c
+APP_SRC  := $(filter-out $(PROGRAM_SRC),$(wildcard train/*.c eval/*.c data/*.c))
+LIB_SRC  := $(wildcard src/*/*.c) src/blas/backends/$(BLAS).c $(APP_SRC)
+LIB_HDR  := $(wildcard include/lm/*.h src/*/*.h train/*.h eval/*.h data/*.h)
+LIB_OBJ  := $(LIB_SRC:%.c=$(OUT)/%.o)
 LIB      := $(OUT)/liblm.a
 PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample $(BIN)/inspect $(BIN)/probegen $(BIN)/gemm-rate $(BIN)/convert
 TESTS    := $(patsubst tests/%.c,$(OUT)/%,$(wildcard tests/test_*.c))
@@ -65,7 +71,7 @@ TESTS    := $(patsubst tests/%.c,$(OUT)/%,$(wildcard tests/test_*.c))
 .PHONY: FORCE all test unit-test bench demo data data-large compare probe clean asan deps fuzz fuzz-seeds valgrind
 all: $(PROGRAMS)
 
-$(OUT)/%.o: src/%.c $(LIB_HDR) | $(OUT)
+$(OUT)/%.o: %.c $(LIB_HDR) | $(OUT)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -73,9 +79,11 @@ $(LIB): $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-$(BIN)/%: programs/%.c $(LIB) $(LIB_HDR) $(BLAS_STAMP) | $(BIN)
-	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
-$(BIN)/gemm-rate: programs/gemm_rate.c $(LIB) $(LIB_HDR) $(BLAS_STAMP) | $(BIN)
+# Each program from its file: bin/NAME from train/, eval/ or data/NAME.c
+# (bin/gemm-rate from eval/gemm_rate.c).
+program_src = $(filter %/$(subst -,_,$(notdir $(1))).c,$(PROGRAM_SRC))
+.SECONDEXPANSION:
+$(PROGRAMS): $(BIN)/%: $$(call program_src,%) $(LIB) $(LIB_HDR) $(BLAS_STAMP) | $(BIN)
 	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 
 # Names the library the programs in $(BIN) were linked with; rewritten (so
@@ -85,7 +93,7 @@ $(BLAS_STAMP): FORCE | $(BIN)
 FORCE:
 
 $(OUT)/test_%: tests/test_%.c $(wildcard tests/*.h) $(LIB) | $(OUT)
-	$(CC) $(CFLAGS) -Itests $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS) -lcmocka
+	$(CC) $(CFLAGS) -I. -Itests $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS) -lcmocka
 
 $(OUT) $(BIN):
 	mkdir -p $@
@@ -184,10 +192,10 @@ valgrind:
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_FLAGS   := -std=c11 -g -O1 -fopenmp -D_DEFAULT_SOURCE -D_GNU_SOURCE -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION \
-                -Isrc -I/usr/include/stb $(BLAS_CFLAGS) $(MPI_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined -Wno-pass-failed
-FUZZ_OBJ     := $(LIB_SRC:src/%.c=build-fuzz$(BLAS_SUFFIX)/%.o)
+                -I. -Iinclude -Isrc -I/usr/include/stb $(BLAS_CFLAGS) $(MPI_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined -Wno-pass-failed
+FUZZ_OBJ     := $(LIB_SRC:%.c=build-fuzz$(BLAS_SUFFIX)/%.o)
 FUZZERS      := $(patsubst tests/fuzz/%.c,build-fuzz$(BLAS_SUFFIX)/%,$(wildcard tests/fuzz/fuzz_*.c))
-build-fuzz$(BLAS_SUFFIX)/%.o: src/%.c $(LIB_HDR) | build-fuzz$(BLAS_SUFFIX)
+build-fuzz$(BLAS_SUFFIX)/%.o: %.c $(LIB_HDR) | build-fuzz$(BLAS_SUFFIX)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 build-fuzz$(BLAS_SUFFIX)/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h) $(FUZZ_OBJ) | build-fuzz$(BLAS_SUFFIX)

@@ -622,7 +622,7 @@ def section_mpi(ctx):
 def section_blas(ctx):
     """The two BLAS builds side by side (bin/ and --other-bin), per config and
     mixer, alternating: at the run's thread count, and on 1 thread cutting the
-    work as W threads would (LM_PARALLEL_WIDTH=W, src/runtime/threads.h), so
+    work as W threads would (LM_PARALLEL_WIDTH=W, lm/threads.h), so
     that a small machine measures what a W-way cut costs each core: the rows
     and tiles of a product shrink as threads grow, and a library's per-call
     costs (packing) with them. Per-core efficiency: 1-way ms / W-way ms, the

@@ -435,7 +435,7 @@ rc=$?
     && ok || bad "blas: $OTHER set under $LIB: exit $rc, $(grep '^blas:' "$tmp/out" "$tmp/err")"
 
 # ---- bin/eval --by-position, --split-recall, masks (issue 7) ----
-# mask_file PATH COUNT BYTE...: an LMMASK file (see src/data/token_mask.h).
+# mask_file PATH COUNT BYTE...: an LMMASK file (see lm/token_mask.h).
 mask_file() {
     /usr/bin/python3 -c 'import struct,sys; n=int(sys.argv[2]); b=bytes(int(x) for x in sys.argv[3:]); open(sys.argv[1],"wb").write(b"LMMASK\0\0"+struct.pack("<IIQ",1,0,n)+b)' "$@"
 }

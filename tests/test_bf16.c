@@ -1,4 +1,4 @@
-/* Unit tests of the bf16 products (src/blas/bf16.h): the fp32 -> bf16
+/* Unit tests of the bf16 products (lm/bf16.h): the fp32 -> bf16
  * rounding bit by bit, and the tiled oneDNN products against the bounds
  * derived in bf16.h (the exact product of the rounded inputs; the fp32 gemm
  * of the unrounded ones), in every form, with padded rows, beta 0 and 1, and
@@ -10,10 +10,10 @@
 #include <float.h>
 #include <omp.h>
 
-#include "blas/bf16.h"
+#include "lm/bf16.h"
 #include "blas/gemm.h"
 #include "blas/tile_gemm.h"
-#include "runtime/threads.h"
+#include "lm/threads.h"
 
 static uint32_t bits_of(float x) {
     uint32_t u;

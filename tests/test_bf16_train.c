@@ -5,7 +5,7 @@
  *
  * The bounds. u8 = 2^-8: rounding an operand to bf16 moves it by at most
  * u8 relatively, so a product term a*b moves by at most 2 u8 + u8^2; fp32
- * accumulation adds gamma(k+2) (blas/bf16.h). Hence, per entry of ONE
+ * accumulation adds gamma(k+2) (lm/bf16.h). Hence, per entry of ONE
  * product (bf16_rounding_bound):
  *   |c_bf16 - c_fp32| <= (2^-7 + 2^-16) sum_p |a_ip b_pj| + accumulation,
  * which the product tests check exactly, entry by entry, with the magnitude
@@ -40,14 +40,14 @@
 
 #include <omp.h>
 
-#include "blas/bf16.h"
+#include "lm/bf16.h"
 #include "mixers/attention.h"
 #include "mixers/grassmann.h"
-#include "model/model.h"
-#include "model/trainer.h"
+#include "lm/model.h"
+#include "train/trainer.h"
 #include "nn/mlp.h"
-#include "nn/ops.h"
-#include "runtime/threads.h"
+#include "lm/ops.h"
+#include "lm/threads.h"
 
 static int skip_without_bf16(void) {
     if (bf16_supported()) return 0;

@@ -4,12 +4,12 @@
 
 #include <omp.h>
 
-#include "blas/backend.h"
+#include "lm/backend.h"
 #include "blas/gemm.h"
-#include "blas/blas_setup.h"
+#include "lm/blas_setup.h"
 #include "blas/kernel_check.h"
-#include "nn/ops.h"
-#include "runtime/threads.h"
+#include "lm/ops.h"
+#include "lm/threads.h"
 
 /* CPUs as CPUID describes them. */
 static CpuFeatures cpu_sse_only(void) {

@@ -6,12 +6,12 @@
 
 #include <unistd.h>
 
-#include "data/tokens.h"
-#include "io/utf8.h"
-#include "runtime/ds.h"
-#include "tok/bpe.h"
-#include "tok/text_units.h"
-#include "tok/tokenizer.h"
+#include "lm/tokens.h"
+#include "lm/utf8.h"
+#include "lm/ds.h"
+#include "lm/bpe.h"
+#include "lm/text_units.h"
+#include "lm/tokenizer.h"
 
 static void train_on(Bpe *b, const char *pattern, const char *const *words, size_t n_words, size_t merges,
                      size_t *learned) {

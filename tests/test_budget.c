@@ -3,9 +3,9 @@
  * (--window-align). */
 #include "testutil.h"
 
-#include "data/batch.h"
-#include "data/tokens.h"
-#include "model/optim.h"
+#include "lm/batch.h"
+#include "lm/tokens.h"
+#include "lm/optim.h"
 
 static void test_lr_schedule_timed(void **s) {
     (void)s;

@@ -4,11 +4,11 @@
 
 #include <unistd.h>
 
-#include "data/loss_breakdown.h"
-#include "data/token_mask.h"
-#include "model/config.h"
-#include "model/evaluate.h"
-#include "model/model.h"
+#include "lm/loss_breakdown.h"
+#include "lm/token_mask.h"
+#include "lm/config.h"
+#include "eval/evaluate.h"
+#include "lm/model.h"
 
 #define V 7
 #define T 8

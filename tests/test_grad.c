@@ -6,13 +6,13 @@
 
 #include "mixers/attention.h"
 #include "mixers/grassmann.h"
-#include "model/model.h"
+#include "lm/model.h"
 #include "nn/dropout.h"
 #include "nn/embedding.h"
 #include "nn/layernorm.h"
 #include "nn/loss.h"
 #include "nn/mlp.h"
-#include "nn/ops.h"
+#include "lm/ops.h"
 #include "nn/rope.h"
 
 #define TOL 1e-2

@@ -1,4 +1,4 @@
-/* Hugging Face tokenizers read into our Bpe (tok/hf_import.h), and the byte
+/* Hugging Face tokenizers read into our Bpe (src/hf/tokenizer_import.h), and the byte
  * order for ids 0..255 they need: a permuted tokenizer encodes and decodes
  * as the byte-ordered one with its ids renamed, saves and exports with its
  * order and reads back to the same hash, while a byte-ordered one saves as
@@ -9,12 +9,12 @@
  * says what is wrong. */
 #include "testutil.h"
 
-#include "io/json.h"
-#include "io/utf8.h"
-#include "runtime/ds.h"
-#include "tok/bpe.h"
-#include "tok/hf_import.h"
-#include "tok/tokenizer.h"
+#include "lm/json.h"
+#include "lm/utf8.h"
+#include "lm/ds.h"
+#include "lm/bpe.h"
+#include "hf/tokenizer_import.h"
+#include "lm/tokenizer.h"
 
 static const char *corpus =
     "Call me Ishmael. Some years ago--never mind how long precisely--having little or no money in my purse, "

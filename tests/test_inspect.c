@@ -5,18 +5,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "inspect/inspect.h"
-#include "io/json.h"
-#include "io/plot_png.h"
+#include "lm/inspect.h"
+#include "lm/json.h"
+#include "lm/plot_png.h"
 #include "mixers/attention.h"
 #include "mixers/grassmann.h"
-#include "model/config.h"
-#include "model/model.h"
+#include "lm/config.h"
+#include "lm/model.h"
 #include "nn/svd.h"
-#include "runtime/ds.h"
-#include "runtime/files.h"
+#include "lm/ds.h"
+#include "lm/files.h"
 #include "tok/char.h"
-#include "tok/tokenizer.h"
+#include "lm/tokenizer.h"
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"

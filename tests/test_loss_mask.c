@@ -8,10 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "data/batch.h"
-#include "data/loss_mask.h"
-#include "model/config.h"
-#include "model/model.h"
+#include "lm/batch.h"
+#include "lm/loss_mask.h"
+#include "lm/config.h"
+#include "lm/model.h"
 #include "nn/loss.h"
 
 /* Cross-entropy: an ignored row has loss 0 and zero gradient; the others are

@@ -7,8 +7,8 @@
 
 #include "testutil.h"
 
-#include "model/config.h"
-#include "model/model.h"
+#include "lm/config.h"
+#include "lm/model.h"
 
 /* windows: NULL for 1,2,3 in every layer, or a --grassmann-windows text;
  * with norm NORM_POST the LayerNorm gains and biases are drawn too (1 and

@@ -2,7 +2,7 @@
  * and which tokens are marked. */
 #include "testutil.h"
 
-#include "data/probe_tasks.h"
+#include "lm/probe_tasks.h"
 
 static void test_copy_layout(void **s) {
     (void)s;

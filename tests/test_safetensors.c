@@ -5,7 +5,7 @@
 #include "testutil.h"
 
 #include "io/safetensors.h"
-#include "runtime/files.h"
+#include "lm/files.h"
 
 /* Every one of the 65,536 halves against the compiler's own conversion
  * (_Float16: the F16C instruction or libgcc), bit for bit; NaNs stay NaN

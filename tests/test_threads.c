@@ -8,11 +8,11 @@
 
 #include <omp.h>
 
-#include "model/config.h"
-#include "model/model.h"
-#include "model/optim.h"
-#include "nn/ops.h"
-#include "runtime/threads.h"
+#include "lm/config.h"
+#include "lm/model.h"
+#include "lm/optim.h"
+#include "lm/ops.h"
+#include "lm/threads.h"
 
 /* A model big enough that its products are cut into several tiles. */
 static void train_steps(const char *mixers, size_t threads, Model *m) {

@@ -6,22 +6,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "data/batch.h"
-#include "data/corpus.h"
-#include "data/tokens.h"
-#include "io/json.h"
+#include "lm/batch.h"
+#include "lm/corpus.h"
+#include "lm/tokens.h"
+#include "lm/json.h"
 #include "mixers/grassmann.h"
-#include "model/checkpoint.h"
-#include "model/config.h"
-#include "model/evaluate.h"
-#include "model/generate.h"
-#include "model/model.h"
-#include "model/optim.h"
-#include "runtime/ds.h"
-#include "runtime/files.h"
-#include "tok/byte.h"
+#include "lm/checkpoint.h"
+#include "lm/config.h"
+#include "eval/evaluate.h"
+#include "eval/generate.h"
+#include "lm/model.h"
+#include "lm/optim.h"
+#include "lm/ds.h"
+#include "lm/files.h"
+#include "lm/byte.h"
 #include "tok/char.h"
-#include "tok/tokenizer.h"
+#include "lm/tokenizer.h"
 
 static void small_config(ModelConfig *cfg, const char *mixers) {
     Error err;

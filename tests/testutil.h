@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "runtime/rng.h"
+#include "lm/rng.h"
 
 static inline float *rand_tensor(size_t n, float scale, uint64_t seed) {
     float *x = malloc(n * sizeof(float));

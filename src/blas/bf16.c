@@ -1,5 +1,5 @@
-/* bf16 conversion and the tiled bf16 products on oneDNN (see blas/bf16.h). */
-#include "blas/bf16.h"
+/* bf16 conversion and the tiled bf16 products on oneDNN (see lm/bf16.h). */
+#include "lm/bf16.h"
 
 #include <immintrin.h>
 #include <omp.h>

@@ -1,6 +1,6 @@
 /* The bf16 products' error bounds, their double-precision reference, and the
- * start-up check built on them (see blas/bf16.h). */
-#include "blas/bf16.h"
+ * start-up check built on them (see lm/bf16.h). */
+#include "lm/bf16.h"
 
 #include <float.h>
 #include <math.h>
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/rng.h"
-#include "runtime/threads.h"
+#include "lm/rng.h"
+#include "lm/threads.h"
 
 #define U_FP32 0x1p-24 /* fp32's unit round-off */
 #define U_BF16 0x1p-8  /* bf16's: 8 bits of precision */

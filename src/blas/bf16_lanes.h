@@ -1,5 +1,5 @@
 /* fp32 -> bf16 rounding in vectors, the vector forms of bf16_from_float
- * (blas/bf16.h), shared by the conversion (bf16.c) and the attention tiles'
+ * (lm/bf16.h), shared by the conversion (bf16.c) and the attention tiles'
  * packing (tile_gemm_bf16.c). Internal to src/blas/. */
 #ifndef LM_BF16_LANES_H
 #define LM_BF16_LANES_H

@@ -1,5 +1,5 @@
-/* Chooses the fastest kernels of the linked BLAS library this CPU runs correctly (see src/blas/blas_setup.h). */
-#include "blas/blas_setup.h"
+/* Chooses the fastest kernels of the linked BLAS library this CPU runs correctly (see lm/blas_setup.h). */
+#include "lm/blas_setup.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "blas/backend.h"
+#include "lm/backend.h"
 #include "blas/kernel_check.h"
 
 extern char **environ;

@@ -1,6 +1,6 @@
 /* The kernel sets of the BLAS libraries this project can link, ranked by
  * the instruction set they use: the pure part of the start-up choice
- * (blas/blas_setup.h). Both libraries' tables are here in every build, so
+ * (lm/blas_setup.h). Both libraries' tables are here in every build, so
  * the unit tests check both whichever one a build links. */
 #ifndef LM_BLAS_CORES_H
 #define LM_BLAS_CORES_H

@@ -1,12 +1,12 @@
 /* Matrix products: every product of the model is one gemm call here, cut
  * into output tiles that run in parallel, each tile a single-threaded sgemm
- * of the BLAS library the build links (blas/backend.h: BLIS or OpenBLAS). The
+ * of the BLAS library the build links (lm/backend.h: BLIS or OpenBLAS). The
  * tiles depend only on the product's shape and the run's parallel width
- * (runtime/threads.h), never on how many threads run them, so results do not
+ * (lm/threads.h), never on how many threads run them, so results do not
  * change with the thread count (src/runtime/threads.c varies it during training).
  *
  * Row-major throughout; trans_a / trans_b select op(A) = A^T / op(B) = B^T.
- * The library's kernels are chosen at start-up (blas/blas_setup.h). */
+ * The library's kernels are chosen at start-up (lm/blas_setup.h). */
 #ifndef LM_GEMM_H
 #define LM_GEMM_H
 
@@ -18,7 +18,7 @@
 typedef void (*TileEpilogue)(void *ctx, size_t i0, size_t j0, size_t rows, size_t cols);
 
 /* Row-major C (m,n) = alpha * op(A) op(B) + beta * C with explicit leading
- * dimensions, cut into tiles run in parallel (runtime/threads.h: threads_width). */
+ * dimensions, cut into tiles run in parallel (lm/threads.h: threads_width). */
 void gemm(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha,
           const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc);
 
@@ -38,7 +38,7 @@ void gemm_serial(int trans_a, int trans_b, size_t m, size_t n, size_t k, float a
 /* The grid of output tiles a product of C (m,n) with inner size k is cut
  * into: tiles of mt x nt (the last ones may be short), tiles_m down and
  * tiles_n across, fixed by the shape and the parallel width alone. The bf16
- * products (blas/bf16.h) cut theirs the same way. */
+ * products (lm/bf16.h) cut theirs the same way. */
 typedef struct TileGrid {
     size_t mt, nt;
     size_t tiles_m, tiles_n;

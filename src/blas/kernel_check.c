@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "blas/gemm.h"
-#include "runtime/rng.h"
-#include "runtime/threads.h"
+#include "lm/rng.h"
+#include "lm/threads.h"
 
 void blas_reference_gemm(size_t m, size_t n, size_t k, const float *a, const float *b, double *want) {
     for (size_t i = 0; i < m; i++) {

@@ -1,5 +1,5 @@
 /* The check a candidate set of BLAS kernels must pass before the programs
- * use it (blas/blas_setup.h runs it in a probe process): our tiled products
+ * use it (lm/blas_setup.h runs it in a probe process): our tiled products
  * against a double-precision reference, at the model's kinds of shapes. */
 #ifndef LM_KERNEL_CHECK_H
 #define LM_KERNEL_CHECK_H

@@ -24,7 +24,7 @@ void tile_gemm(size_t m, size_t n, size_t k, float alpha, const float *a, size_t
  * AVX512_BF16's vdpbf16ps multiplies PAIRS of bf16 numbers adjacent along a
  * product's inner dimension k, so the bf16 kernel reads its operands as
  * 32-bit words, each such a pair (the even k in the low half), rounded from
- * fp32 to nearest even as bf16_from_float (blas/bf16.h), an odd k's last
+ * fp32 to nearest even as bf16_from_float (lm/bf16.h), an odd k's last
  * entry with a zero partner. An operand packed so once serves every product
  * that reads it: the attention core packs each head's Q, K, V and dY once
  * and its tiles' products read them, rather than rounding and packing both

@@ -18,7 +18,7 @@
  * Error: the products of two bf16 numbers are exact in fp32 and vdpbf16ps
  * rounds after each of its two additions, so C's entries carry the k
  * additions, alpha's multiplication and beta C's addition: the bound of
- * bf16_accumulation_bound (blas/bf16.h) against the exact product of the
+ * bf16_accumulation_bound (lm/bf16.h) against the exact product of the
  * rounded inputs. The instruction treats denormal inputs as zero and flushes
  * denormal results, which that bound's k * 2^-126 covers. */
 #include <immintrin.h>
@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blas/bf16.h"
+#include "lm/bf16.h"
 #include "blas/bf16_lanes.h"
 #include "blas/tile_gemm.h"
 

@@ -1,10 +1,10 @@
-#include "cli/cli.h"
+#include "lm/cli.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "runtime/error.h"
-#include "runtime/machine.h"
+#include "lm/error.h"
+#include "lm/machine.h"
 
 static int quiet = 0;
 

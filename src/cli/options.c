@@ -1,5 +1,5 @@
-/* Option tables: parsing and --help from the same rows (see cli/options.h). */
-#include "cli/options.h"
+/* Option tables: parsing and --help from the same rows (see lm/options.h). */
+#include "lm/options.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "lm/cli.h"
 
 /* getopt_long's value for row i; clear of every short-option character. */
 #define ROW_BASE 1000

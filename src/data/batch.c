@@ -1,5 +1,5 @@
-/* The batch sampler (see data/batch.h). */
-#include "data/batch.h"
+/* The batch sampler (see lm/batch.h). */
+#include "lm/batch.h"
 
 #include "nn/loss.h"
 

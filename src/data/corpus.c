@@ -1,5 +1,5 @@
-/* A corpus from text files to token files (see data/corpus.h). */
-#include "data/corpus.h"
+/* A corpus from text files to token files (see lm/corpus.h). */
+#include "lm/corpus.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -11,12 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "data/tokens.h"
-#include "io/utf8.h"
-#include "runtime/ds.h"
-#include "runtime/machine.h"
-#include "tok/bpe.h"
-#include "tok/byte.h"
+#include "lm/tokens.h"
+#include "lm/utf8.h"
+#include "lm/ds.h"
+#include "lm/machine.h"
+#include "lm/bpe.h"
+#include "lm/byte.h"
 #include "tok/char.h"
 
 /* Text is counted and encoded in blocks of about this many bytes. */

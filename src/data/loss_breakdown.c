@@ -4,7 +4,7 @@
  * comparing the tokens, and a hash collision falls back to a direct scan, so
  * the answer is exact. (stb_ds's 8-byte key hash shifts into the sign bit,
  * which UBSan reports, hence a table of our own.) */
-#include "data/loss_breakdown.h"
+#include "lm/loss_breakdown.h"
 
 #include <stdlib.h>
 #include <string.h>

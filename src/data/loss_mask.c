@@ -1,5 +1,5 @@
 /* The training loss mask (see loss_mask.h): reading it, applying it to a window. */
-#include "data/loss_mask.h"
+#include "lm/loss_mask.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,12 +1,12 @@
 /* Generators of the synthetic recall probes (see probe_tasks.h). */
-#include "data/probe_tasks.h"
+#include "lm/probe_tasks.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/token_mask.h"
-#include "data/tokens.h"
+#include "lm/token_mask.h"
+#include "lm/tokens.h"
 
 static size_t stored_len(const ProbeSpec *s) { return s->task == PROBE_MQAR ? 2 * s->pairs : s->segment; }
 

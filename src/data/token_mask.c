@@ -1,12 +1,12 @@
 /* Mask files: which tokens of a token file are scored (see token_mask.h). */
-#include "data/token_mask.h"
+#include "lm/token_mask.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/files.h"
+#include "lm/files.h"
 
 #define MASK_MAGIC "LMMASK\0\0"
 #define MASK_VERSION 1

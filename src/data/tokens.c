@@ -1,4 +1,4 @@
-#include "data/tokens.h"
+#include "lm/tokens.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/ds.h"
-#include "runtime/files.h"
+#include "lm/ds.h"
+#include "lm/files.h"
 
 #define TOKENS_MAGIC "LMTOKENS"
 #define TOKENS_VERSION 1

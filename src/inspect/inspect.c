@@ -2,7 +2,7 @@
  * layer's mixer measures (its inspect hook), the logit lens, the direct
  * attribution of the last prediction, and induction scores on repeated
  * random tokens. No mixer is named here: a layer is what its hook says. */
-#include "inspect/inspect.h"
+#include "lm/inspect.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "nn/layernorm.h"
-#include "nn/ops.h"
-#include "runtime/ds.h"
-#include "runtime/rng.h"
+#include "lm/ops.h"
+#include "lm/ds.h"
+#include "lm/rng.h"
 
 /* Asks layer l's mixer about x (T, C), its input (model_mixer_input);
  * nothing (0) for a mixer without an inspect hook. */

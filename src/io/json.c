@@ -1,14 +1,14 @@
 /* JSON through jansson: parsing with our rules and error lines, sizes as
  * integers, and the string builder the JSON writers use. */
-#include "io/json.h"
+#include "lm/json.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/utf8.h"
-#include "runtime/ds.h"
+#include "lm/utf8.h"
+#include "lm/ds.h"
 
 json_t *json_parse(const char *text, size_t len, Error *err) {
     json_error_t e;

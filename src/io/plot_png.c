@@ -1,5 +1,5 @@
 /* PNG heatmaps and bar charts for bin/inspect (stb_image_write, stb_easy_font). */
-#include "io/plot_png.h"
+#include "lm/plot_png.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -17,8 +17,8 @@
 #include "stb_easy_font.h"
 #pragma GCC diagnostic pop
 
-#include "runtime/ds.h"
-#include "runtime/files.h"
+#include "lm/ds.h"
+#include "lm/files.h"
 
 static const unsigned char BLACK[3] = {0, 0, 0}, GREY[3] = {200, 200, 200}, DARK[3] = {90, 90, 90};
 

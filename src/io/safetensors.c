@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/files.h"
+#include "lm/files.h"
 #include "runtime/hash.h"
 
 #define CHECKSUM_KEY "\"checksum\":\"fnv1a64:"

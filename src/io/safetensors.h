@@ -8,14 +8,14 @@
  * save_pretrained) have none: st_open_foreign reads them, checking every
  * tensor entry instead, and st_to_f32 turns their F32, F16 and BF16 tensors
  * into floats. What the tensors and the other metadata mean is the caller's
- * business (model/checkpoint.h, model/hf_gpt2.h). */
+ * business (lm/checkpoint.h, lm/hf.h). */
 #ifndef LM_SAFETENSORS_H
 #define LM_SAFETENSORS_H
 
 #include <stddef.h>
 
-#include "io/json.h"
-#include "runtime/error.h"
+#include "lm/json.h"
+#include "lm/error.h"
 
 typedef enum { ST_F32, ST_I32, ST_F16, ST_BF16 } StDtype;
 
@@ -35,7 +35,7 @@ typedef struct StMeta {
     const char *key, *value;
 } StMeta;
 
-/* Our file: the checksum first in the metadata, then meta. Atomic (runtime/files.h). */
+/* Our file: the checksum first in the metadata, then meta. Atomic (lm/files.h). */
 int st_write(const char *path, const StTensor *tensors, size_t n, const StMeta *meta, size_t n_meta, Error *err);
 /* A file for other programs: no checksum, the metadata exactly meta (none
  * when n_meta is 0). Atomic too. */

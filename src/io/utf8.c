@@ -1,5 +1,5 @@
 /* UTF-8 encoding and decoding of single code points. */
-#include "io/utf8.h"
+#include "lm/utf8.h"
 
 size_t utf8_decode(const unsigned char *s, size_t len, uint32_t *cp) {
     unsigned char c = s[0];

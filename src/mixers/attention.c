@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "blas/tile_gemm.h"
-#include "nn/ops.h"
+#include "lm/ops.h"
 #include "nn/rope.h"
 
 /* Tiles of queries and keys: the score tile of one (query tile, key tile)
@@ -149,7 +149,7 @@ static ForwardRoom forward_room(HeadPacking h, uint32_t *room) {
     return (ForwardRoom){room, room + packed_a_words(h), room + packed_a_words(h) + packed_bt_words(h)};
 }
 
-/* The head's packing room in the model's bf16 buffer (nn/ops.h). */
+/* The head's packing room in the model's bf16 buffer (lm/ops.h). */
 static uint32_t *head_room(const ModelConfig *cfg, HeadPacking h, size_t B, size_t H, size_t bh) {
     return matmul_bf16_packed(cfg->bf16, B * H * head_packed_words(h)) + bh * head_packed_words(h);
 }

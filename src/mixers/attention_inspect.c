@@ -9,7 +9,7 @@
 
 #include "blas/gemm.h"
 #include "mixers/attention.h"
-#include "nn/ops.h"
+#include "lm/ops.h"
 #include "nn/rope.h"
 #include "nn/svd.h"
 

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "nn/layernorm.h"
-#include "nn/ops.h"
+#include "lm/ops.h"
 
 /* Forward keeps z, qbar, g, the gate a, m and the LayerNorm statistics;
  * backward uses the d* regions, u and coef as scratch. */

@@ -16,8 +16,8 @@
 #include <stddef.h>
 
 #include "mixers/inspection.h"
-#include "model/config.h"
-#include "runtime/error.h"
+#include "lm/config.h"
+#include "lm/error.h"
 
 typedef enum { INIT_NORMAL, INIT_RESIDUAL, INIT_ZERO, INIT_ONE } InitKind;
 
@@ -60,7 +60,7 @@ typedef struct Mixer {
      * model_flops), for model FLOP utilisation: forward and backward. */
     double (*flops)(const ModelConfig *cfg, size_t T);
     /* Optional (NULL: none): 32-bit words of packed operands that forward and
-     * backward keep in cfg->bf16->packed under --precision bf16 (nn/ops.h),
+     * backward keep in cfg->bf16->packed under --precision bf16 (lm/ops.h),
      * for a batch B x T; the layers take turns in one buffer that the model
      * sizes for the largest. */
     size_t (*bf16_words)(const ModelConfig *cfg, size_t B, size_t T);

@@ -1,12 +1,12 @@
-/* Checkpoints: the model, its AdamW moments and the run's state in a safetensors file (see model/checkpoint.h). */
-#include "model/checkpoint.h"
+/* Checkpoints: the model, its AdamW moments and the run's state in a safetensors file (see lm/checkpoint.h). */
+#include "lm/checkpoint.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/machine.h"
+#include "lm/machine.h"
 
 #define CKPT_FORMAT "lm-ckpt 1"
 

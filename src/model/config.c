@@ -1,11 +1,11 @@
-#include "model/config.h"
+#include "lm/config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/options.h"
-#include "io/json.h"
+#include "lm/options.h"
+#include "lm/json.h"
 #include "mixers/mixer.h"
 
 /* Upper bounds that catch typos (an extra zero or three) before they turn

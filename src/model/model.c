@@ -1,19 +1,19 @@
-#include "model/model.h"
+#include "lm/model.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "blas/bf16.h"
+#include "lm/bf16.h"
 #include "nn/dropout.h"
 #include "nn/embedding.h"
 #include "nn/layernorm.h"
 #include "nn/loss.h"
 #include "nn/mlp.h"
-#include "nn/ops.h"
+#include "lm/ops.h"
 #include "nn/rope.h"
-#include "runtime/rng.h"
+#include "lm/rng.h"
 
 static size_t add_tensor(Model *m, const char *name, size_t rows, size_t cols, InitKind init) {
     ParamTensor *t = &m->tensors[m->n_tensors++];

@@ -1,6 +1,6 @@
 #include "nn/dropout.h"
 
-#include "runtime/rng.h"
+#include "lm/rng.h"
 
 void dropout_mask(float *mask, size_t n, float p, uint64_t key) {
     float keep = 1.0f / (1.0f - p);

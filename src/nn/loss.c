@@ -2,7 +2,7 @@
 
 #include <math.h>
 
-#include "nn/ops.h"
+#include "lm/ops.h"
 
 void crossentropy_forward(float *losses, const float *logits, const int32_t *targets, size_t N, size_t V) {
 #pragma omp parallel for schedule(static)

@@ -5,7 +5,7 @@
  * in place over the logits if asked (at GPT-2's 50,257 tokens each (N, V)
  * array is 200 KB per position).
  * A target of LOSS_IGNORE (any negative id) is not a prediction to learn (a
- * training loss mask, src/data/loss_mask.h): its loss is 0 and its row of
+ * training loss mask, lm/loss_mask.h): its loss is 0 and its row of
  * dlogits 0, so it contributes nothing to the gradient. */
 #ifndef LM_LOSS_H
 #define LM_LOSS_H

@@ -1,6 +1,6 @@
 #include "nn/mlp.h"
 
-#include "nn/ops.h"
+#include "lm/ops.h"
 
 /* Both passes run in row blocks, one parallel region each way: a block's
  * rows go through fc, GELU and proj (forward), or proj^T, GELU' and fc^T

@@ -1,11 +1,11 @@
-#include "nn/ops.h"
+#include "lm/ops.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "blas/bf16.h"
+#include "lm/bf16.h"
 
 /* ---- bf16 operands ---------------------------------------------------------- */
 

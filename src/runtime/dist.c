@@ -1,5 +1,5 @@
-/* Data-parallel communication over Open MPI (see src/runtime/dist.h). */
-#include "runtime/dist.h"
+/* Data-parallel communication over Open MPI (see lm/dist.h). */
+#include "lm/dist.h"
 
 #include <mpi.h>
 #include <stdio.h>

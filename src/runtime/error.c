@@ -1,4 +1,4 @@
-#include "runtime/error.h"
+#include "lm/error.h"
 
 #include <stdarg.h>
 #include <stdio.h>

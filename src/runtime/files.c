@@ -1,4 +1,4 @@
-#include "runtime/files.h"
+#include "lm/files.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "runtime/machine.h"
+#include "lm/machine.h"
 
 #include <stdio.h>
 #include <time.h>

@@ -3,8 +3,8 @@
 
 #include <string.h>
 
-#include "runtime/error.h"
-#include "runtime/machine.h"
+#include "lm/error.h"
+#include "lm/machine.h"
 
 double profile_start(const Profile *prof) { return prof ? wall_seconds() : 0.0; }
 

@@ -1,4 +1,4 @@
-#include "runtime/rng.h"
+#include "lm/rng.h"
 
 #include <math.h>
 

@@ -5,5 +5,5 @@
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #pragma GCC diagnostic ignored "-Wunused-function"
 #define STB_DS_IMPLEMENTATION
-#include "runtime/ds.h"
+#include "lm/ds.h"
 #pragma GCC diagnostic pop

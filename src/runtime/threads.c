@@ -1,5 +1,5 @@
-/* The run's thread count and parallel width, and the adaptive thread count of training steps (see runtime/threads.h). */
-#include "runtime/threads.h"
+/* The run's thread count and parallel width, and the adaptive thread count of training steps (see lm/threads.h). */
+#include "lm/threads.h"
 
 #include <omp.h>
 #include <stdio.h>
@@ -7,8 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/error.h"
-#include "runtime/machine.h"
+#include "lm/error.h"
+#include "lm/machine.h"
 
 /* A probe must beat the current count by this factor to replace it: step
  * times wobble by a few percent on a quiet machine. */

@@ -12,15 +12,15 @@
  * byte-order line comes last and only for imported tokenizers, so every
  * learned tokenizer's text, and its hash, is what it was before the line
  * existed. */
-#include "tok/bpe.h"
+#include "lm/bpe.h"
 
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/json.h"
-#include "runtime/ds.h"
+#include "lm/json.h"
+#include "lm/ds.h"
 
 int bpe_init(Bpe *b, const char *pattern_name, const char *regex, Error *err) {
     memset(b, 0, sizeof *b);

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/ds.h"
-#include "tok/bpe.h"
+#include "lm/ds.h"
+#include "lm/bpe.h"
 
 #define CACHE_MAX_PIECES (1u << 18) /* then the cache stops growing */
 #define CACHE_MAX_LEN 64            /* longer pieces are rare: not cached */

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/json.h"
-#include "io/utf8.h"
-#include "runtime/ds.h"
-#include "tok/bpe.h"
+#include "lm/json.h"
+#include "lm/utf8.h"
+#include "lm/ds.h"
+#include "lm/bpe.h"
 
 void bpe_byte_chars(uint32_t code_point[256]) {
     uint32_t next = 256;

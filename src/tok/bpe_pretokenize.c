@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime/ds.h"
-#include "tok/bpe.h"
+#include "lm/ds.h"
+#include "lm/bpe.h"
 
 /* The split patterns of tiktoken's cl100k_base (GPT-4) and of GPT-2. */
 static const struct {

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/ds.h"
-#include "tok/bpe.h"
+#include "lm/ds.h"
+#include "lm/bpe.h"
 
 /* ---- counting pre-tokens ------------------------------------------------ */
 

@@ -1,9 +1,9 @@
 /* The byte tokenizer: ids 0..255 are the bytes. */
-#include "tok/byte.h"
+#include "lm/byte.h"
 
 #include <string.h>
 
-#include "runtime/ds.h"
+#include "lm/ds.h"
 
 static void byte_table(Tokenizer *tok) {
     for (int b = 0; b < 256; b++) {

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/ds.h"
-#include "runtime/error.h"
+#include "lm/ds.h"
+#include "lm/error.h"
 #include "runtime/hash.h"
 
 static uint64_t hash_bytes(const char *key, size_t len) {

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/json.h"
-#include "io/utf8.h"
-#include "runtime/ds.h"
+#include "lm/json.h"
+#include "lm/utf8.h"
+#include "lm/ds.h"
 
 #define UNKNOWN_CP 0xFFFDu
 

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "runtime/error.h"
+#include "lm/error.h"
 #include "tok/table.h"
 
 extern const TokenizerKind tokenizer_char;

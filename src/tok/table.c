@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/json.h"
-#include "runtime/ds.h"
-#include "runtime/files.h"
+#include "lm/json.h"
+#include "lm/ds.h"
+#include "lm/files.h"
 #include "runtime/hash.h"
 
 void tokenizer_table_add(Tokenizer *tok, const char *bytes, size_t len, int special) {

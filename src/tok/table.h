@@ -2,14 +2,14 @@
  * token bytes, so decoding, token lengths, bits per byte and the saved text
  * form (and its hash, the tokenizer's identity) are the same code for all.
  * The kinds (tok/char.c, tok/byte.c, tok/bpe.c) build on this; finding a
- * kind by name and reading a saved tokenizer are tok/tokenizer.h. */
+ * kind by name and reading a saved tokenizer are lm/tokenizer.h. */
 #ifndef LM_TOK_TABLE_H
 #define LM_TOK_TABLE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/error.h"
+#include "lm/error.h"
 
 /* The first line of a saved tokenizer. */
 #define TOKENIZER_MAGIC "lm-tokenizer 1"

@@ -1,5 +1,5 @@
 /* Bytes and words of the text that scored tokens stand for. */
-#include "tok/text_units.h"
+#include "lm/text_units.h"
 
 static int is_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 

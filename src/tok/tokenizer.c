@@ -1,6 +1,6 @@
 /* The tokenizer registry, the one place that names the kinds, and what needs
  * a kind found by name: reading a saved tokenizer; where a text may be cut. */
-#include "tok/tokenizer.h"
+#include "lm/tokenizer.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -9,13 +9,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "io/utf8.h"
-#include "runtime/files.h"
+#include "lm/utf8.h"
+#include "lm/files.h"
 #include "runtime/registry.h"
-#include "tok/bpe.h"
-#include "tok/byte.h"
+#include "lm/bpe.h"
+#include "lm/byte.h"
 #include "tok/char.h"
-#include "tok/hf_import.h"
 
 _Static_assert(offsetof(TokenizerKind, name) == 0, "a registry entry starts with its name");
 
@@ -62,23 +61,3 @@ int tokenizer_load(Tokenizer *tok, const char *path, Error *err) {
     return rc;
 }
 
-int tokenizer_open(Tokenizer *tok, const char *path, Error *err) {
-    memset(tok, 0, sizeof *tok);
-    struct stat st;
-    if (stat(path, &st) != 0) return err_set(err, "cannot open '%s': %s", path, strerror(errno));
-    if (S_ISDIR(st.st_mode)) {
-        char saved[4096];
-        snprintf(saved, sizeof saved, "%s/tokenizer.txt", path);
-        return stat(saved, &st) == 0 ? tokenizer_load(tok, saved, err) : tokenizer_import_hf(tok, path, err);
-    }
-    size_t len;
-    char *text = read_file(path, &len, err);
-    if (!text) return -1;
-    size_t lead = strspn(text, " \t\r\n");
-    int rc;
-    if (strncmp(text, TOKENIZER_MAGIC "\n", strlen(TOKENIZER_MAGIC) + 1) == 0) rc = tokenizer_from_text(tok, text, path, err);
-    else if (text[lead] == '{') rc = tokenizer_import_hf_json(tok, text, len, path, err);
-    else rc = err_set(err, "'%s' is neither a tokenizer.txt nor a tokenizer.json", path);
-    free(text);
-    return rc;
-}

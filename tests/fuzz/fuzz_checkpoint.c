@@ -3,7 +3,7 @@
  * (with the AdamW moments), and ckpt_read_config (the header alone, read
  * before those for the memory estimate). The file's checksum is not checked in fuzzing
  * builds, so mutations reach the parsing behind it. */
-#include "model/checkpoint.h"
+#include "lm/checkpoint.h"
 #include "fuzz_input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -1,10 +1,10 @@
 /* Fuzzes the JSON reading (jansson with our rules, src/io/json.c) and the model config parsed from it (a
  * checkpoint's "config" metadata), then builds the layout the config
  * describes without allocating its weights. */
-#include "model/config.h"
+#include "lm/config.h"
 #include "fuzz_input.h"
-#include "io/json.h"
-#include "model/model.h"
+#include "lm/json.h"
+#include "lm/model.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * what bin/convert --from-hf accepts and refuses), then builds the layout the
  * config describes without allocating its weights. */
 #include "fuzz_input.h"
-#include "model/hf_gpt2.h"
+#include "lm/hf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     Error err;

@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "fuzz_input.h"
-#include "model/hf_gpt2.h"
-#include "tok/bpe.h"
+#include "lm/hf.h"
+#include "lm/bpe.h"
 
 static char dir[64];
 

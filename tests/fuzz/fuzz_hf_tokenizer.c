@@ -1,4 +1,4 @@
-/* Fuzzes the Hugging Face tokenizer import (tok/hf_import.c): an input with
+/* Fuzzes the Hugging Face tokenizer import (src/hf/tokenizer_import.c): an input with
  * a NUL byte is vocab.json before it and merges.txt after it, any other a
  * tokenizer.json. What it accepts must encode and decode a little text
  * (fuzz_tokenizer_check.h), and be the same tokenizer (the same hash) once
@@ -8,8 +8,8 @@
 
 #include "fuzz_input.h"
 #include "fuzz_tokenizer_check.h"
-#include "tok/bpe.h"
-#include "tok/hf_import.h"
+#include "lm/bpe.h"
+#include "hf/tokenizer_import.h"
 
 static void same_hash(const Tokenizer *a, int read_rc, Tokenizer *b) {
     if (read_rc != 0 || strcmp(a->hash, b->hash) != 0) __builtin_trap();

@@ -6,7 +6,7 @@
 
 #include "fuzz_input.h"
 #include "fuzz_tokenizer_check.h"
-#include "tok/tokenizer.h"
+#include "lm/tokenizer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *text = malloc(size + 1);

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/ds.h"
-#include "tok/tokenizer.h"
+#include "lm/ds.h"
+#include "lm/tokenizer.h"
 
 static void fuzz_check_tokenizer(const Tokenizer *tok) {
     static const char sample[] = "Call me Ishmael. \xc3\xa9\xff\n";

@@ -2,7 +2,7 @@
  * token below the vocabulary) and reads what it accepts. */
 #include <stdlib.h>
 
-#include "data/tokens.h"
+#include "lm/tokens.h"
 #include "fuzz_input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

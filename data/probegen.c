@@ -1,0 +1,80 @@
+/* bin/probegen: writes a synthetic recall probe (MQAR or copy) as an ordinary
+ * data directory (train.bin, val.bin, tokenizer.txt) plus train.mask and
+ * val.mask marking the answer tokens: bin/train learns only those (its loss
+ * mask), bin/eval scores only those. */
+#include <stdio.h>
+#include <string.h>
+
+#include "lm/cli.h"
+#include "lm/options.h"
+#include "lm/probe_tasks.h"
+#include "lm/files.h"
+#include "lm/byte.h"
+
+static const CliProgram program = {
+    .name = "probegen",
+    .usage = "bin/probegen --task mqar|copy --out DIR [options]",
+    .about = "Writes a synthetic recall probe as DIR/train.bin, val.bin, train.mask and val.mask\n"
+             "(the answer tokens: bin/train learns only these, bin/eval scores only these) and\n"
+             "tokenizer.txt (bytes). Sequences are --seq-len tokens\n"
+             "each, back to back (plus one filler token at the end); train them with\n"
+             "bin/train --block-size L --window-align L.\n"
+             "  mqar: p key-value pairs, a gap, then queries of the stored keys filling the rest\n"
+             "        of the sequence (the answers marked)\n"
+             "  copy: a random segment, a gap, a marker, the segment again (the repeat marked)\n",
+    .column = 24,
+};
+
+int main(int argc, char **argv) {
+    const char *task = NULL, *out = NULL, *queries = "rounds";
+    ProbeSpec spec = {.seq_len = 256, .symbols = 64, .pairs = 16};
+    size_t train_seqs = 4000, val_seqs = 200, seed = 1337;
+    CliOption opts[] = {
+        CLI_TEXT("task", 0, &task, "T", "mqar or copy"),
+        CLI_TEXT("out", 'o', &out, "DIR", "output directory (created)"),
+        CLI_SIZE("seq-len", 0, &spec.seq_len, 0, 1u << 20, "L", "tokens per sequence (256)"),
+        CLI_SIZE("symbols", 0, &spec.symbols, 0, 127, "K",
+                 "distinct keys/values (mqar) or segment symbols (copy), K <= 127 (64)"),
+        CLI_SIZE("pairs", 0, &spec.pairs, 0, 1u << 20, "P", "mqar: key-value pairs (16)"),
+        CLI_SIZE("segment", 0, &spec.segment, 0, 1u << 20, "S",
+                 "copy: segment length (default: the most that fits, (L - 1 - G) / 2)"),
+        CLI_SIZE("gap", 0, &spec.gap, 0, 1u << 20, "G",
+                 "filler tokens between the stored part and the queries or the\n"
+                 "repeat: the recall distance grows with it (0)"),
+        CLI_TEXT("queries", 0, &queries, "Q",
+                 "mqar: rounds (every key once before any repeats; the last of\n"
+                 "a round can be guessed by elimination) or random (each query\n"
+                 "an independent draw) (rounds)"),
+        CLI_SIZE("train-seqs", 0, &train_seqs, 0, 1u << 24, "N", "training sequences (4000)"),
+        CLI_SIZE("val-seqs", 0, &val_seqs, 0, 1u << 24, "N", "validation sequences (200)"),
+        CLI_SIZE("seed", 0, &seed, 0, 1e18, "N", "(1337)"),
+    };
+    size_t n_opts = sizeof opts / sizeof opts[0];
+    int rc = cli_parse(&program, opts, n_opts, argc, argv, NULL);
+    if (rc != CLI_CONTINUE) return rc;
+    const char *prog = program.name;
+    if (!task || !out) return cli_error(prog, "--task and --out are required (see --help)");
+    if (strcmp(task, "mqar") == 0) spec.task = PROBE_MQAR;
+    else if (strcmp(task, "copy") == 0) spec.task = PROBE_COPY;
+    else return cli_error(prog, "--task must be mqar or copy (got '%s')", task);
+    if (strcmp(queries, "rounds") == 0) spec.queries = PROBE_QUERIES_ROUNDS;
+    else if (strcmp(queries, "random") == 0) spec.queries = PROBE_QUERIES_RANDOM;
+    else return cli_error(prog, "--queries must be rounds or random (got '%s')", queries);
+    if (train_seqs == 0 || val_seqs == 0) return cli_error(prog, "--train-seqs and --val-seqs must be positive");
+    if (!cli_option(opts, n_opts, "segment")->given)
+        spec.segment = spec.seq_len > spec.gap + 1 ? (spec.seq_len - 1 - spec.gap) / 2 : 0;
+
+    Error err;
+    Tokenizer tok;
+    tokenizer_init_byte(&tok);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tokenizer.txt", out);
+    int failed = probe_check(&spec, 256, &err) || dir_create(out, 0777, &err) || tokenizer_save(&tok, path, &err) ||
+                 probe_write_split(out, "train", &spec, train_seqs, seed, &err) ||
+                 probe_write_split(out, "val", &spec, val_seqs, seed ^ 0x76616cULL, &err);
+    tokenizer_free(&tok);
+    if (failed) return cli_error(prog, "%s", err.msg);
+    printf("%s: %s, %zu + %zu sequences of %zu tokens, gap %zu, %zu marked answers per sequence\n", out, task,
+           train_seqs, val_seqs, spec.seq_len, spec.gap, spec.task == PROBE_MQAR ? probe_queries(&spec) : spec.segment);
+    return 0;
+}

@@ -1,0 +1,120 @@
+/* bin/inspect: what each layer of a trained model does with a prompt --
+ * attention maps, projection geometry, induction heads, Grassmann gates,
+ * logit lens and direct attribution -- as PNGs, a table, JSON and a summary. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lm/blas_setup.h"
+#include "lm/cli.h"
+#include "lm/options.h"
+#include "lm/inspect.h"
+#include "lm/checkpoint.h"
+#include "lm/threads.h"
+
+static const CliProgram program = {
+    .name = "inspect",
+    .usage = "bin/inspect --model CKPT --prompt TEXT --out DIR [options]",
+    .about = "Shows what each layer of a model does with a prompt: per attention head the\n"
+             "attention map (PNG), its entropy, diagonal and previous-token weight, the\n"
+             "correlation of raw similarity with attention logits, the spectrum of W_q W_k^T\n"
+             "and an induction score; per Grassmann layer the gate along the prompt (PNG),\n"
+             "each offset's contribution and the Plücker residual; the logit lens (lens.txt)\n"
+             "and the direct attribution of the last prediction (PNG); every head at a\n"
+             "glance (heads.png, heads.txt). Everything also goes to DIR/inspect.json; a\n"
+             "summary is printed (per layer, and the heads that stand out, past 32 heads).\n",
+    .column = 28,
+};
+
+/* --induction-length, or by default block_size / 2 up to 128 tokens: a
+ * copy that long already shows an induction head (GPT-2 small's are found with
+ * 50), and at GPT-2's block of 1,024 the 8 sequences of 512 twice over would
+ * take 8 GB of activations and most of the run. */
+static size_t induction_length(size_t given, const ModelConfig *cfg) {
+    if (given) return given;
+    return cfg->block_size / 2 < 128 ? cfg->block_size / 2 : 128;
+}
+
+typedef struct InspectArgs {
+    size_t prompt_bytes, ind_len, ind_seqs;
+} InspectArgs;
+
+/* The induction batch (its sequences of 2 x length tokens, as whole blocks),
+ * and for the prompt (at most one token per byte) every head's attention map
+ * and the logit lens. */
+static ReadingNeeds needs(const ModelConfig *cfg, const void *ctx) {
+    const InspectArgs *a = ctx;
+    size_t T = a->prompt_bytes < cfg->block_size ? a->prompt_bytes : cfg->block_size;
+    size_t ind_tokens = a->ind_seqs * 2 * induction_length(a->ind_len, cfg);
+    size_t blocks = (ind_tokens + cfg->block_size - 1) / cfg->block_size;
+    size_t maps = (cfg->n_layer * cfg->n_head * T * T + T * (cfg->n_embd + cfg->vocab_size)) * sizeof(float);
+    return (ReadingNeeds){blocks > 1 ? blocks : 1, maps, "attention maps and the logit lens",
+                          "use fewer --induction-seqs or a shorter --induction-length"};
+}
+
+/* The files bin/inspect wrote, by what the layers measured. */
+static void print_written(const char *dir, const Inspection *in, double seconds) {
+    int maps = 0, gates = 0;
+    for (size_t l = 0; l < in->n_layer; l++) {
+        maps |= in->layer[l].probs != NULL;
+        gates |= in->layer[l].gate_mean != NULL;
+    }
+    printf("wrote %s:%s%s attribution.png, lens.txt, tokens.txt, inspect.json (%.1f s)\n", dir,
+           maps ? " attention maps attn_L<layer>_H<head>.png and attn_L<layer>.png, every head in heads.png and heads.txt,"
+                : "",
+           gates ? " gates.png," : "", seconds);
+}
+
+int main(int argc, char **argv) {
+    blas_setup(argc, argv); /* first: it may restart the program with faster kernels */
+    const char *model_path = NULL, *prompt = NULL, *out_dir = NULL;
+    size_t ind_len = 0, ind_seqs = 8, seed = 1337, threads = 0;
+    CliOption opts[] = {
+        CLI_TEXT("model", 'm', &model_path, "CKPT", "checkpoint from bin/train"),
+        CLI_TEXT("prompt", 'p', &prompt, "TEXT", "1 to block_size tokens, every character in the model's vocabulary"),
+        CLI_TEXT("out", 'o', &out_dir, "DIR", "output directory (created if missing)"),
+        CLI_SIZE("induction-length", 0, &ind_len, 0, 1u << 20, "N",
+                 "random tokens per copy for the induction test\n(default block_size / 2 up to 128; at most block_size / 2)"),
+        CLI_SIZE("induction-seqs", 0, &ind_seqs, 0, 1024, "K", "random sequences averaged (default 8)"),
+        CLI_SIZE("seed", 0, &seed, 0, 1e18, "S", "seed of the random sequences (default 1337)"),
+        CLI_SIZE("threads", 0, &threads, 0, 1024, "N", "OpenMP/OpenBLAS threads (default: all cores)"),
+    };
+    int rc = cli_parse(&program, opts, sizeof opts / sizeof opts[0], argc, argv, NULL);
+    if (rc != CLI_CONTINUE) return rc;
+    const char *prog = program.name;
+    if (!model_path) return cli_error(prog, "--model is required (see --help)");
+    if (!prompt) return cli_error(prog, "--prompt is required (see --help)");
+    if (!out_dir || !*out_dir) return cli_error(prog, "--out is required (see --help)");
+    if (!*prompt) return cli_error(prog, "the prompt is empty");
+    if (ind_seqs == 0) return cli_error(prog, "--induction-seqs must be at least 1");
+    threads_use(threads);
+
+    Model m;
+    Tokenizer tok;
+    Error err;
+    InspectArgs args = {strlen(prompt), ind_len, ind_seqs};
+    if (model_open_checked(model_path, needs, &args, &m, &tok, &err)) return cli_error(prog, "%s", err.msg);
+    size_t Tm = m.cfg.block_size, T;
+    ind_len = induction_length(ind_len, &m.cfg);
+    int32_t *tokens = NULL;
+    Inspection in = {0};
+    Induction ind = {0};
+    double t0 = cli_now();
+    if (inspect_prompt(&m, &tok, prompt, &tokens, &T, &err)) rc = cli_error(prog, "%s", err.msg);
+    else if (ind_len < 2 || 2 * ind_len > Tm)
+        rc = cli_error(prog, "--induction-length must be between 2 and block_size / 2 = %zu (got %zu)", Tm / 2, ind_len);
+    else if (inspect_induction(&ind, &m, ind_len, ind_seqs, seed, &err) || inspect_run(&in, &m, tokens, T, &err) ||
+             inspect_write(out_dir, &in, &ind, &m, &tok, prompt, &err))
+        rc = cli_error(prog, "%s", err.msg);
+    else {
+        inspect_print(stdout, &in, &ind, &m, &tok);
+        print_written(out_dir, &in, cli_now() - t0);
+        rc = 0;
+    }
+    inspect_free(&in);
+    induction_free(&ind);
+    free(tokens);
+    tokenizer_free(&tok);
+    model_free(&m);
+    return rc;
+}

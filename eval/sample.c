@@ -1,0 +1,63 @@
+/* bin/sample: generates text from a checkpoint, one token at a time, with
+ * the model's incremental decoder (KV cache for attention, a rolling window of
+ * reduced vectors for Grassmann). */
+#include <stdio.h>
+
+#include "lm/blas_setup.h"
+#include "lm/cli.h"
+#include "lm/options.h"
+#include "lm/checkpoint.h"
+#include "generate.h"
+#include "lm/threads.h"
+
+static const CliProgram program = {
+    .name = "sample",
+    .usage = "bin/sample --model CKPT [options]",
+    .about = "Continues a prompt with text sampled from the model.\n",
+    .column = 25,
+};
+
+/* One sequence's activations bound the decoder's state; the logits and the sampler's arrays are ours. */
+static ReadingNeeds needs(const ModelConfig *cfg, const void *ctx) {
+    (void)ctx;
+    return (ReadingNeeds){1, cfg->vocab_size * (2 * sizeof(float) + sizeof(size_t)), "the logits and the sampler's arrays",
+                          NULL};
+}
+
+static void print_text(void *ctx, const char *text, size_t len) {
+    fwrite(text, 1, len, ctx);
+    fflush(ctx);
+}
+
+int main(int argc, char **argv) {
+    blas_setup(argc, argv); /* first: it may restart the program with faster kernels */
+    const char *model_path = NULL, *prompt = "\n";
+    size_t n_tokens = 500, seed = 1337, threads = 1;
+    SampleOptions so = {.temperature = 0.8f};
+    CliOption opts[] = {
+        CLI_TEXT("model", 'm', &model_path, "CKPT", "checkpoint from bin/train"),
+        CLI_TEXT("prompt", 'p', &prompt, "TEXT", "text to continue (default: a newline)"),
+        CLI_SIZE("tokens", 'n', &n_tokens, 0, 100000000, "N", "tokens to generate (default 500)"),
+        CLI_FLOAT("temperature", 0, &so.temperature, 0, 100, "T", "softmax temperature, 0 = greedy (default 0.8)"),
+        CLI_SIZE("top-k", 0, &so.top_k, 0, 1u << 24, "K", "sample among the K most likely tokens, 0 = all (default 0)"),
+        CLI_SIZE("seed", 0, &seed, 0, 1e18, "S", "random seed (default 1337)"),
+        CLI_SIZE("threads", 0, &threads, 0, 1024, "N",
+                 "OpenMP/OpenBLAS threads (default 1: one token at a time\nis too small to share)"),
+    };
+    int rc = cli_parse(&program, opts, sizeof opts / sizeof opts[0], argc, argv, NULL);
+    if (rc != CLI_CONTINUE) return rc;
+    if (!model_path) return cli_error(program.name, "--model is required (see --help)");
+    threads_use(threads);
+    so.seed = seed;
+
+    Model m;
+    Tokenizer tok;
+    Error err;
+    if (model_open_checked(model_path, needs, NULL, &m, &tok, &err)) return cli_error(program.name, "%s", err.msg);
+    fputs(prompt, stdout);
+    if (generate(&m, &tok, prompt, n_tokens, &so, print_text, stdout, &err)) rc = cli_error(program.name, "%s", err.msg);
+    else fputc('\n', stdout);
+    tokenizer_free(&tok);
+    model_free(&m);
+    return rc == CLI_CONTINUE ? 0 : rc;
+}

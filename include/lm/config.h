@@ -1,0 +1,104 @@
+/* Model configuration: everything that fixes the parameter layout. */
+#ifndef LM_CONFIG_H
+#define LM_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lm/error.h"
+
+#define MAX_LAYERS 64
+#define MAX_WINDOWS 32
+
+/* learned: a trained wpe table added to the embeddings; sinusoidal: the fixed
+ * sin/cos table added instead; rope: nothing added, attention rotates q and k
+ * by position (src/nn/rope.h). */
+typedef enum { POS_LEARNED = 0, POS_SINUSOIDAL = 1, POS_ROPE = 2 } PosKind;
+
+/* Where a block's LayerNorms sit. pre (GPT-2): h += mixer(LN1(h)),
+ * h += MLP(LN2(h)). post (the original Transformer, the Grassmann paper):
+ * h = LN1(h + mixer(h)), h = LN2(h + MLP(h)). Both end with LN_f before the
+ * head (see docs/design.md). */
+typedef enum { NORM_PRE = 0, NORM_POST = 1 } NormKind;
+
+struct Mixer;
+struct MatmulBf16;
+
+/* The precision of a run's matrix products (bin/train --precision): fp32, or
+ * bf16 operands with fp32 accumulation (lm/ops.h's MatmulBf16). Not part of
+ * the config JSON: the weights are fp32 either way. */
+typedef enum { PRECISION_FP32 = 0, PRECISION_BF16 = 1 } Precision;
+
+typedef struct ModelConfig {
+    size_t vocab_size;
+    size_t block_size;
+    size_t n_layer;
+    size_t n_head;
+    size_t n_embd;
+    PosKind pos;
+    const struct Mixer *mixers[MAX_LAYERS]; /* one per layer */
+    NormKind norm;
+    size_t grassmann_rank;
+    /* The Grassmann window offsets: every offset any layer uses, in order
+     * of first use. layer_windows[l] selects layer l's (bit k: windows[k]);
+     * 0 means all of them, so one list for every layer is all zeros. A
+     * mixer reads n_windows and windows only, from its layer's view
+     * (config_layer_view), where they are that layer's own. */
+    size_t n_windows;
+    size_t windows[MAX_WINDOWS];
+    uint32_t layer_windows[MAX_LAYERS];
+    float dropout;
+    /* Not configuration but the model's runtime table for POS_ROPE, which
+     * attention reads through the config it is handed: model_alloc points it
+     * at the model's rope table (src/nn/rope.h); NULL otherwise. */
+    const float *rope;
+    /* Likewise the model's runtime state for bf16 products, which every layer
+     * passes to its matmul calls: model_set_precision points it at the
+     * model's bf16 weights and scratch; NULL (the default): fp32. */
+    const struct MatmulBf16 *bf16;
+} ModelConfig;
+
+/* The defaults of bin/train (vocab_size left 0: it comes from the data). */
+void config_defaults(ModelConfig *cfg);
+
+/* Checks every size and each layer's mixer; a one-line reason on failure. */
+int config_validate(const ModelConfig *cfg, Error *err);
+
+/* Fills cfg->mixers from "attention", "grassmann" or a comma list with one
+ * entry per layer (cfg->n_layer must be set). */
+int config_set_mixers(ModelConfig *cfg, const char *spec, Error *err);
+
+/* The layers' mixers as "attention,grassmann,..." (the form --mixer takes), in buf. */
+const char *config_mixer_list(const ModelConfig *cfg, char *buf, size_t len);
+
+/* Parses "1,2,4" (one list for every layer) or a schedule with one list
+ * per layer separated by ';' ("1;1;2;2" or "1,2;4,8") into cfg->windows
+ * and cfg->layer_windows; a schedule needs cfg->n_layer set and one list
+ * per layer. */
+int config_set_windows(ModelConfig *cfg, const char *spec, Error *err);
+
+/* The windows as config_set_windows takes them ("1,2,4" or "1;1;2;2"), in buf. */
+const char *config_window_list(const ModelConfig *cfg, char *buf, size_t len);
+
+/* Layer l's view of the config: cfg with n_windows and windows set to the
+ * layer's own offsets. What every mixer call is handed. */
+void config_layer_view(const ModelConfig *cfg, size_t l, ModelConfig *view);
+
+/* "pre" or "post"; norm_parse returns -1 for anything else. */
+const char *norm_name(NormKind norm);
+int norm_parse(const char *name, NormKind *out);
+
+/* "fp32" or "bf16"; precision_parse returns -1 for anything else. */
+const char *precision_name(Precision p);
+int precision_parse(const char *name, Precision *out);
+
+/* "learned", "sinusoidal" or "rope"; pos_parse returns -1 for anything else. */
+const char *pos_name(PosKind pos);
+int pos_parse(const char *name, PosKind *out);
+
+/* The `config` JSON of checkpoints and gradient dumps (docs/design.md, file formats).
+ * config_to_json returns a malloc'd string. */
+char *config_to_json(const ModelConfig *cfg);
+int config_from_json(ModelConfig *cfg, const char *json, Error *err);
+
+#endif

@@ -1,0 +1,112 @@
+/* Looking inside a trained model (bin/inspect): what each layer does with a
+ * prompt, computed from the model's public weights and one evaluation
+ * forward pass. The training path is untouched. Each layer's own
+ * measurements come from its mixer's inspect hook (src/mixers/mixer.h,
+ * src/mixers/inspection.h), which recomputes them from the layer's weights
+ * and input:
+ *
+ *   attention layers: the (H, T, T) causal attention maps (recomputed from
+ *     q and k: the flash-attention forward keeps no T x T matrix); per head
+ *     the mean row entropy, the weight on the diagonal and on the previous
+ *     token; the projection geometry (correlation of cos(x_i, x_j) with
+ *     q_i.k_j / sqrt(d_head) over causal pairs; the spectrum of the bilinear
+ *     form W_q^T W_k); induction scores on repeated random tokens.
+ *   Grassmann layers: the gate averaged over channels per position, the
+ *     norm of each offset's contribution to g, and the largest Plücker-relation
+ *     residual of the un-normalised coordinates.
+ *   every layer, whatever its mixer: the logit lens (top-3 next tokens of the
+ *     residual stream through LN_f and the tied head) and the direct
+ *     attribution of the last position's predicted logit to each mixer and
+ *     MLP, and to the parts of a mixer's output its hook gives (attention:
+ *     each head and the output bias). A layer without maps scores NaN for
+ *     induction. */
+#ifndef LM_INSPECT_H
+#define LM_INSPECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "mixers/inspection.h"
+#include "lm/model.h"
+#include "lm/error.h"
+#include "lm/tokenizer.h"
+
+#define LENS_TOP 3
+
+/* Direct attribution of the last position's predicted logit: each part's
+ * output (centred, times LN_f's gain and the position's 1/std, dotted with the
+ * token's embedding); the parts sum to the logit. */
+typedef struct AttributionPart {
+    char name[32];  /* "embed", "L0 attn", "L0 mlp", "L0 H1", "L0 attn bias", "ln_f bias" */
+    double value;
+    int share;      /* 1: a share of the layer's mixer part, listed after it ("L0 H1", "L0 attn bias") */
+} AttributionPart;
+
+typedef struct Inspection {
+    size_t T, n_layer, n_head, vocab;
+    int32_t *tokens;             /* T */
+    LayerInspection layer[MAX_LAYERS]; /* what each layer's mixer measured (src/mixers/inspection.h) */
+    /* logit lens: stage 0 is the embedding, stage l+1 the stream after layer l */
+    uint32_t *lens_top;          /* (n_layer + 1, T, LENS_TOP) token ids */
+    float *lens_prob;            /* (n_layer + 1, T, LENS_TOP) their probabilities */
+    uint32_t predicted;          /* argmax of the model's logits at the last position */
+    double predicted_logit;
+    AttributionPart *parts;      /* stb_ds array; a layer's shares sum to its mixer part */
+} Inspection;
+
+/* The prompt as the model's tokens (a malloc'd array of *T): one line and
+ * -1 when a character of it is outside the vocabulary (a tokenizer with an
+ * unknown id) or it is longer than block_size. */
+int inspect_prompt(const Model *m, const Tokenizer *tok, const char *prompt, int32_t **tokens, size_t *T, Error *err);
+
+/* Runs the model on tokens (T <= block_size) and fills `out`. Allocates the
+ * model's activations for one sequence of T tokens. */
+int inspect_run(Inspection *out, Model *m, const int32_t *tokens, size_t T, Error *err);
+void inspect_free(Inspection *in);
+
+/* Induction heads: n_seq random sequences of n tokens (ids 1..V-1, without
+ * repeats when n < V), each repeated twice. Per head, the mean attention from
+ * each position i of the second copy to position i - n + 1, just after the
+ * first occurrence of its token; NaN for layers without maps (Grassmann). */
+typedef struct Induction {
+    size_t n, n_seq, n_layer, n_head;
+    double *score;               /* (n_layer, n_head) */
+    double loss_first, loss_second; /* mean loss on the tokens of each copy (the first copy's first token excluded) */
+    double uniform;              /* the score of a head that attends uniformly: mean of 1/(i+1) over the second copy */
+} Induction;
+
+int inspect_induction(Induction *out, Model *m, size_t n, size_t n_seq, uint64_t seed, Error *err);
+/* The same on given sequences (n_seq rows of n tokens), for tests. */
+int inspect_induction_on(Induction *out, Model *m, const int32_t *seqs, size_t n, size_t n_seq, Error *err);
+void induction_free(Induction *ind);
+
+/* ---- output ---- */
+
+/* One token as readable text, for the tables and the pictures. Text (ascii
+ * 0): its characters, with space as U+2423 '␣' (BPE tokens carry their
+ * leading space), newline, tab and carriage return as \n \t \r, and control
+ * bytes or bytes that are not UTF-8 as <0xNN>; at most TOKEN_LABEL_CHARS
+ * characters, then '…'. Pictures (ascii 1: the font has printable ASCII
+ * only): space '_', newline '$', anything else outside printable ASCII '?'
+ * (one per character); at most TOKEN_LABEL_ASCII characters, then '~'.
+ * buf: TOKEN_LABEL_MAX bytes hold any label. */
+#define TOKEN_LABEL_CHARS 24
+#define TOKEN_LABEL_ASCII 10
+#define TOKEN_LABEL_MAX (TOKEN_LABEL_CHARS * 6 + 8)
+void token_label(const Tokenizer *tok, uint32_t id, int ascii, char *buf, size_t len);
+
+/* Writes into dir (created if missing): attn_L<l>_H<h>.png and attn_L<l>.png
+ * (maps of more than INSPECT_MAP_CELLS positions max-pooled in blocks),
+ * heads.png and heads.txt (every head's measures), gates.png,
+ * attribution.png, lens.txt, tokens.txt and inspect.json (every map in full
+ * up to INSPECT_JSON_MAPS positions, beyond that each row's top 3 keys). */
+#define INSPECT_MAP_CELLS 64
+#define INSPECT_JSON_MAPS 128
+int inspect_write(const char *dir, const Inspection *in, const Induction *ind, const Model *m,
+                  const Tokenizer *tok, const char *prompt, Error *err);
+/* A summary on f: per head for models of at most 32 heads; beyond, per layer
+ * (means over its heads) and the heads that stand out on each measure. */
+void inspect_print(FILE *f, const Inspection *in, const Induction *ind, const Model *m, const Tokenizer *tok);
+
+#endif

@@ -1,0 +1,195 @@
+/* The language model: token + position embedding, n_layer residual blocks
+ * (pre- or post-LN), final LayerNorm, LM head tied to the token embedding.
+ *
+ *   h0 = wte[tokens] + pos                       (B, T, C); rope: h0 = wte[tokens]
+ *   for each layer l, pre-norm (default):
+ *     h = h + dropout(mixer_l(LN1(h)))           mixer: attention | grassmann
+ *     h = h + dropout(MLP(LN2(h)))
+ *   or post-norm (--norm post):
+ *     h = LN1(h + dropout(mixer_l(h)))
+ *     h = LN2(h + dropout(MLP(h)))
+ *   logits = LN_f(h) wte^T                        (B, T, V)
+ *   loss = mean cross-entropy over the B*T positions (those whose target is not
+ *          LOSS_IGNORE: a training loss mask, lm/loss_mask.h)
+ *
+ * Memory: parameters in one float buffer; gradients and the two AdamW
+ * moments in buffers of the same layout; activations in one arena sized for
+ * (B, T) once. Nothing is allocated inside forward, backward or step. */
+#ifndef LM_MODEL_H
+#define LM_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mixers/mixer.h"
+#include "lm/config.h"
+#include "lm/ops.h"
+#include "lm/error.h"
+#include "runtime/profile.h"
+
+typedef struct ParamTensor {
+    char name[TENSOR_NAME_MAX];
+    size_t rows, cols; /* cols == 0: a vector */
+    size_t offset;     /* into params (and grads, m, v) */
+    InitKind init;
+} ParamTensor;
+
+typedef struct LayerOffsets {
+    size_t ln1_w, ln1_b, mixer, ln2_w, ln2_b, fc_w, fc_b, proj_w, proj_b;
+} LayerOffsets;
+
+/* Post-norm uses the same buffers: resid is the mixer's input, resid_mid
+ * the sum h + mix that LN1 reads, ln1 both LN1's output and the MLP's
+ * input, and ln2 the sum that LN2 reads (its output is the next layer's
+ * resid, or resid_out). */
+typedef struct LayerActs {
+    float *resid;                      /* (N, C) the stream entering the layer */
+    float *ln1, *ln1_mean, *ln1_rstd;  /* (N, C), (N), (N) */
+    float *mix;                        /* (N, C) mixer output, after dropout */
+    float *mixer;                      /* the mixer's own region */
+    float *drop1;                      /* (N, C) dropout mask */
+    float *resid_mid;                  /* (N, C) after the mixer branch */
+    float *ln2, *ln2_mean, *ln2_rstd;
+    float *fc, *act, *mlp;             /* (N, 4C), (N, 4C), (N, C) */
+    float *drop2;
+} LayerActs;
+
+typedef struct Model {
+    ModelConfig cfg;
+    ModelConfig *layer_cfg;        /* n_layer views (config_layer_view): what each layer's mixer is handed */
+    ParamTensor *tensors;
+    size_t n_tensors;
+    size_t n_params;
+    size_t wte, wpe, lnf_w, lnf_b; /* wpe only with learned positions */
+    LayerOffsets layer[MAX_LAYERS];
+    float *params, *grads, *m, *v; /* grads, m, v: only after model_alloc_training */
+    float *grads_micro;            /* one micro-batch's gradients, for accumulation (model_alloc_grad_accum) */
+    float *pos_table;              /* (block_size, C) sinusoidal table, or NULL */
+    /* Mixed precision (model_set_precision): with PRECISION_BF16 the
+     * products run on params_h, the bf16 rounding of params (refreshed by
+     * model_round_weights, which the optimizer step calls), bf16_scratch
+     * (2 slots for the rounded activations of one product) and bf16_packed
+     * (the mixers' packed operands, MatmulBf16.packed); bf16 holds those
+     * pointers and cfg.bf16 (and every layer view's) points at it. */
+    Precision precision;
+    uint16_t *params_h, *bf16_scratch;
+    uint32_t *bf16_packed;
+    MatmulBf16 *bf16;
+    MatmulBf16Failure bf16_failure; /* a failed bf16 product, if any (model_bf16_failed) */
+    float *rope_table;             /* (block_size, hs/2, 2) rope cos, sin (src/nn/rope.h), or NULL; cfg.rope points here */
+
+    /* Activation arena, for up to B_max x T_max tokens: n_acts floats. */
+    size_t B_max, T_max, n_acts;
+    float *acts;
+    LayerActs la[MAX_LAYERS];
+    float *resid_out, *lnf, *lnf_mean, *lnf_rstd, *losses;
+    float *logits; /* (N, V); model_backward turns them into d(loss)/d(logits) in place */
+    float *dresid, *dbranch, *dln, *dfc; /* backward scratch (dbranch: only with dropout) */
+    int32_t *inputs, *targets;
+
+    /* What the last forward did, for backward. */
+    size_t B, T;
+    int dropout_on;
+    uint64_t dropout_key; /* the step's key, when dropout_on */
+    float loss;    /* mean loss of the last forward with targets, over the targets not ignored */
+    size_t scored; /* how many were not (LOSS_IGNORE, src/nn/loss.h) */
+    Profile *prof; /* NULL, or where forward and backward charge their time per part */
+    /* NULL, or called by model_backward each time a part's gradients are
+     * final: grads[offset .. offset + count) (the final LayerNorm, each layer
+     * from the top, then the embeddings; together all of grads, once each),
+     * so a data-parallel all-reduce of that part can start while backward
+     * goes on. */
+    void (*grads_ready)(void *ctx, float *grads, size_t offset, size_t count);
+    void *grads_ready_ctx;
+} Model;
+
+/* Builds the layout and initialises weights from `seed` (docs/design.md, initialisation). */
+int model_init(Model *m, const ModelConfig *cfg, uint64_t seed, Error *err);
+/* Builds the layout and allocates the weights, all zero: for a model whose
+ * weights are read next (a checkpoint), which need no random draw first. */
+int model_alloc(Model *m, const ModelConfig *cfg, Error *err);
+/* The parameter count of a valid config, without allocating the weights
+ * (0 if memory ran out). */
+size_t model_count_params(const ModelConfig *cfg);
+/* What a model of this config allocates, in bytes: the weights; with
+ * training the gradients and the two AdamW moments (and with accum the
+ * second gradient buffer); the activations for (B, T). For checking against
+ * the machine's memory before allocating. */
+size_t model_memory_bytes(const ModelConfig *cfg, size_t B, size_t T, int training, int accum);
+/* The bytes --precision bf16 adds for batch B x T (model_set_precision): the
+ * bf16 shadow of the weights, the scratch of one product's two rounded
+ * operands and the mixers' packed operands (Mixer.bf16_words); 0 if the
+ * layout cannot be counted. */
+size_t model_bf16_bytes(const ModelConfig *cfg, size_t B, size_t T);
+int model_alloc_training(Model *m, Error *err);
+
+/* Training FLOPs per token at block size T, counted alike for every mixer:
+ * dense = 6 x the sum of rows x cols over the weight matrices a step
+ * multiplies by (the tied head included, wpe, a lookup, not): forward 2 per
+ * multiply-add, backward 4 (dX and dW); mixing = each layer's own
+ * (Mixer.flops). Biases, LayerNorms and lookups are not counted. */
+typedef struct ModelFlops {
+    double dense, mixing, total;
+} ModelFlops;
+ModelFlops model_flops(const Model *m, size_t T);
+/* Whether a tensor is a weight matrix a training step multiplies by (what
+ * model_flops counts: every 2-D tensor but wpe). */
+int model_is_product_weight(const Model *m, const ParamTensor *t);
+/* A second gradient buffer, so that gradient accumulation can compute each
+ * micro-batch's gradients apart and then add them (model_backward_accumulate). */
+int model_alloc_grad_accum(Model *m, Error *err);
+int model_alloc_acts(Model *m, size_t B, size_t T, Error *err);
+/* The precision of the model's products. PRECISION_BF16 needs the CPU's
+ * AVX512_BF16 (bf16_supported; else -1, with err saying so) and allocates
+ * the bf16 weights (n_params x 2 bytes), the scratch for the activations
+ * and the mixers' packed operands of up to B_max x T_max tokens (again with
+ * model_alloc_acts), then rounds
+ * the weights. PRECISION_FP32 frees them. Returns 0, or -1 with err set. */
+int model_set_precision(Model *m, Precision p, Error *err);
+/* Whether a bf16 product failed since model_set_precision (lm/ops.h's
+ * MatmulBf16Failure): -1 with err set to the first failure's message (the
+ * results of the passes since are undefined), else 0. Ask after a forward or
+ * backward pass before using what it computed. */
+int model_bf16_failed(const Model *m, Error *err);
+/* Rounds params into params_h (nothing in fp32): after anything changes the
+ * weights (the optimizer step calls it; a checkpoint loaded before
+ * model_set_precision needs nothing). The same for any thread count. */
+void model_round_weights(Model *m);
+void model_free(Model *m);
+
+const ParamTensor *model_find_tensor(const Model *m, const char *name);
+
+/* Layer l's config as its mixer sees it (its own Grassmann windows). */
+const ModelConfig *model_layer_cfg(const Model *m, size_t l);
+
+/* What layer l's mixer read in the last forward: LN1(h) pre-norm, h post-norm. */
+const float *model_mixer_input(const Model *m, size_t l);
+
+/* inputs, targets (B, T); targets may be NULL (logits only). dropout_key NULL
+ * means evaluation: no dropout. Requires B <= B_max, T <= T_max. */
+void model_forward(Model *m, const int32_t *inputs, const int32_t *targets, size_t B, size_t T,
+                   const uint64_t *dropout_key);
+/* Accumulates d(loss * loss_scale)/d params into grads (loss_scale = 1 / grad_accum). */
+void model_backward(Model *m, float loss_scale);
+void model_zero_grads(Model *m);
+/* model_backward of a micro-batch after the first: its gradients are
+ * computed apart, in grads_micro, and then added to grads, so that the sum is
+ * fl(g0 + g1 + ...) element by element in micro-batch order, the same
+ * whether the micro-batches ran in one process or on ranks whose gradients
+ * an all-reduce then sums (2 ranks: bit for bit). */
+void model_backward_accumulate(Model *m, float loss_scale);
+
+/* Incremental decoding: feed one token at a time, positions 0, 1, ... up to
+ * block_size - 1; each step writes the logits (V) for the next token. */
+typedef struct ModelState {
+    float *mixer_state[MAX_LAYERS];
+    float *buf;
+    size_t t;
+} ModelState;
+
+int model_state_init(const Model *m, ModelState *s, Error *err);
+void model_state_reset(ModelState *s);
+void model_state_free(ModelState *s);
+void model_step(const Model *m, ModelState *s, int32_t token, float *logits);
+
+#endif

@@ -1,0 +1,50 @@
+/* Synthetic recall probes (Zoology-style), one fixed-length sequence at a time:
+ *   MQAR  k1 v1 k2 v2 ... kp vp | gap of filler | q1 a1 q2 a2 ... | filler
+ *         p distinct keys with random values, then queries filling the rest
+ *         of the sequence, each a stored key: drawn independently (RANDOM),
+ *         or in shuffled rounds, every key once before any repeats (ROUNDS:
+ *         the last query of a round can then be guessed by elimination); the
+ *         answers a_i (the value stored with q_i) are marked. Many queries per
+ *         sequence: a dense training signal.
+ *   copy  s1 ... sS | gap of filler | MARK s1 ... sS | filler
+ *         a random segment repeated after a gap; the repeat is marked.
+ * Token ids: 0 filler, 1 the copy marker, keys (and copy symbols) 2 .. 2+K-1,
+ * values 2+K .. 2+2K-1, for K = `symbols`. The distance from a stored item to
+ * its query grows with the gap. */
+#ifndef LM_PROBE_TASKS_H
+#define LM_PROBE_TASKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lm/error.h"
+#include "lm/rng.h"
+
+typedef enum { PROBE_MQAR = 0, PROBE_COPY = 1 } ProbeTask;
+typedef enum { PROBE_QUERIES_ROUNDS = 0, PROBE_QUERIES_RANDOM = 1 } ProbeQueries;
+
+#define PROBE_FILLER 0u
+#define PROBE_MARK 1u
+#define PROBE_FIRST_SYMBOL 2u
+
+typedef struct ProbeSpec {
+    ProbeTask task;
+    size_t seq_len;
+    size_t symbols; /* K: distinct keys (MQAR) or segment symbols (copy) */
+    size_t pairs;   /* MQAR: key-value pairs */
+    size_t segment; /* copy: segment length */
+    size_t gap;     /* filler between the stored part and the queries / the repeat: the distance */
+    ProbeQueries queries; /* MQAR: the order of the queries */
+} ProbeSpec;
+
+/* MQAR: the number of query-answer pairs after the pairs and the gap. */
+size_t probe_queries(const ProbeSpec *s);
+/* Checks that the parts fit in seq_len and that the ids fit in vocab. */
+int probe_check(const ProbeSpec *s, size_t vocab, Error *err);
+/* One sequence: seq_len tokens, and marked[i] = 1 for the answer tokens. */
+void probe_sequence(const ProbeSpec *s, Rng *rng, uint32_t *tokens, uint8_t *marked);
+/* DIR/<name>.bin and DIR/<name>.mask: `seqs` sequences drawn from `seed`,
+ * back to back, plus one filler token so that the last window has its target. */
+int probe_write_split(const char *dir, const char *name, const ProbeSpec *s, size_t seqs, uint64_t seed, Error *err);
+
+#endif

@@ -1,0 +1,642 @@
+/* GPT-2 in Hugging Face's layout, to and from our model (see lm/hf.h and docs/gpt2.md). */
+#include "lm/hf.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "blas/tile_gemm.h"
+#include "lm/json.h"
+#include "io/safetensors.h"
+#include "nn/layernorm.h"
+#include "lm/ds.h"
+#include "lm/files.h"
+#include "lm/machine.h"
+#include "lm/bpe.h"
+#include "hf/tokenizer_import.h"
+
+#define PREFIX "transformer."
+/* config.json, model.safetensors.index.json: a few kB for GPT-2 (the index
+ * lists every tensor); anything far larger is not one. */
+#define SMALL_JSON_MAX (64u << 20)
+
+/* ---- names ---------------------------------------------------------------------- */
+
+/* Each block's tensors: our name after "h.{l}.", Hugging Face's, and whether
+ * it is a Conv1D matrix (stored [in, out]; ours are [out, in]). */
+static const struct {
+    const char *ours, *hf;
+    int conv1d;
+} block_names[] = {
+    {"ln1.weight", "ln_1.weight", 0},          {"ln1.bias", "ln_1.bias", 0},
+    {"attn.qkv.weight", "attn.c_attn.weight", 1}, {"attn.qkv.bias", "attn.c_attn.bias", 0},
+    {"attn.proj.weight", "attn.c_proj.weight", 1}, {"attn.proj.bias", "attn.c_proj.bias", 0},
+    {"ln2.weight", "ln_2.weight", 0},          {"ln2.bias", "ln_2.bias", 0},
+    {"mlp.fc.weight", "mlp.c_fc.weight", 1},   {"mlp.fc.bias", "mlp.c_fc.bias", 0},
+    {"mlp.proj.weight", "mlp.c_proj.weight", 1}, {"mlp.proj.bias", "mlp.c_proj.bias", 0},
+};
+static const struct {
+    const char *ours, *hf;
+} model_names[] = {{"wte", "wte.weight"}, {"wpe", "wpe.weight"}, {"ln_f.weight", "ln_f.weight"}, {"ln_f.bias", "ln_f.bias"}};
+
+/* Our tensor's Hugging Face name (without PREFIX) into out, and whether it
+ * is a Conv1D matrix; -1 for a tensor GPT-2 does not have. */
+static int hf_name(const char *ours, char *out, size_t len, int *conv1d) {
+    *conv1d = 0;
+    for (size_t i = 0; i < sizeof model_names / sizeof model_names[0]; i++)
+        if (strcmp(ours, model_names[i].ours) == 0) return snprintf(out, len, "%s", model_names[i].hf), 0;
+    char *end;
+    if (strncmp(ours, "h.", 2) != 0) return -1;
+    unsigned long layer = strtoul(ours + 2, &end, 10);
+    if (end == ours + 2 || *end != '.') return -1;
+    for (size_t i = 0; i < sizeof block_names / sizeof block_names[0]; i++)
+        if (strcmp(end + 1, block_names[i].ours) == 0) {
+            *conv1d = block_names[i].conv1d;
+            return snprintf(out, len, "h.%lu.%s", layer, block_names[i].hf), 0;
+        }
+    return -1;
+}
+
+/* ---- config.json ------------------------------------------------------------------ */
+
+/* A size under key: required, or absent (*found 0) when found is not NULL. */
+static int config_size(const json_t *root, const char *key, size_t *out, int *found, const char *origin, Error *err) {
+    const json_t *v = json_object_get(root, key);
+    if (found) *found = v != NULL;
+    if (!v && found) return 0;
+    if (!v) return err_set(err, "'%s' has no %s", origin, key);
+    if (json_size(v, SIZE_MAX, out) || *out == 0) return err_set(err, "'%s': %s must be a positive integer", origin, key);
+    return 0;
+}
+
+/* A true or false under key, dflt when absent. */
+static int config_bool(const json_t *root, const char *key, int dflt, int *out, const char *origin, Error *err) {
+    const json_t *v = json_object_get(root, key);
+    *out = dflt;
+    if (!v) return 0;
+    if (!json_is_boolean(v)) return err_set(err, "'%s': %s must be true or false", origin, key);
+    *out = json_is_true(v);
+    return 0;
+}
+
+static int config_from_root(const json_t *root, const char *origin, ModelConfig *cfg, int *tied, Error *err) {
+    if (!json_is_object(root)) return err_set(err, "'%s' is not a JSON object", origin);
+    const char *type = json_string_value(json_object_get(root, "model_type"));
+    if (!type) return err_set(err, "'%s' has no model_type: not a Hugging Face model's config.json", origin);
+    if (strcmp(type, "gpt2") != 0)
+        return err_set(err, "'%s': model_type '%s' is not GPT-2: only model_type gpt2 converts", origin, type);
+    config_defaults(cfg); /* attention in every layer, learned positions, pre-norm, no dropout */
+    int has_positions;
+    if (config_size(root, "n_layer", &cfg->n_layer, NULL, origin, err) ||
+        config_size(root, "n_head", &cfg->n_head, NULL, origin, err) ||
+        config_size(root, "n_embd", &cfg->n_embd, NULL, origin, err) ||
+        config_size(root, "vocab_size", &cfg->vocab_size, NULL, origin, err) ||
+        config_size(root, "n_positions", &cfg->block_size, &has_positions, origin, err) ||
+        /* the oldest configs name the context n_ctx (newer ones keep both, equal) */
+        (!has_positions && config_size(root, "n_ctx", &cfg->block_size, NULL, origin, err)))
+        return -1;
+    const json_t *v = json_object_get(root, "n_inner"); /* null: 4 n_embd */
+    size_t inner;
+    if (v && !json_is_null(v) && json_size(v, SIZE_MAX, &inner))
+        return err_set(err, "'%s': n_inner must be an integer or null", origin);
+    if (v && !json_is_null(v) && inner != 4 * cfg->n_embd)
+        return err_set(err, "'%s': n_inner %zu: our MLP is 4 x n_embd = %zu wide", origin, inner, 4 * cfg->n_embd);
+    v = json_object_get(root, "activation_function");
+    const char *act = v ? json_string_value(v) : "gelu_new";
+    /* gelu_pytorch_tanh is the same tanh approximation, computed by PyTorch's own kernel */
+    if (!act || (strcmp(act, "gelu_new") != 0 && strcmp(act, "gelu_pytorch_tanh") != 0))
+        return err_set(err, "'%s': activation_function %s is not GPT-2's tanh GELU (gelu_new), the only one our MLP has",
+                       origin, act ? act : "(not a string)");
+    v = json_object_get(root, "layer_norm_epsilon");
+    if (v && !json_is_number(v)) return err_set(err, "'%s': layer_norm_epsilon must be a number", origin);
+    if (v && (float)json_number_value(v) != LAYERNORM_EPS)
+        return err_set(err, "'%s': layer_norm_epsilon %g: our LayerNorm's eps is fixed at %g", origin,
+                       json_number_value(v), (double)LAYERNORM_EPS);
+    int scaled, by_layer, reordered, cross;
+    /* reorder_and_upcast_attn computes the same scores in fp32 with the
+     * scale applied first: only the rounding of half-precision runs changes,
+     * and ours are fp32 throughout, so it is accepted (checked as a boolean). */
+    if (config_bool(root, "scale_attn_weights", 1, &scaled, origin, err) ||
+        config_bool(root, "scale_attn_by_inverse_layer_idx", 0, &by_layer, origin, err) ||
+        config_bool(root, "reorder_and_upcast_attn", 0, &reordered, origin, err) ||
+        config_bool(root, "add_cross_attention", 0, &cross, origin, err) ||
+        config_bool(root, "tie_word_embeddings", 1, tied, origin, err))
+        return -1;
+    if (!scaled)
+        return err_set(err, "'%s': scale_attn_weights false: our attention always scales scores by 1/sqrt(head size)",
+                       origin);
+    if (by_layer)
+        return err_set(err, "'%s': scale_attn_by_inverse_layer_idx true: our attention does not scale by 1/(layer + 1)",
+                       origin);
+    if (cross) return err_set(err, "'%s': add_cross_attention true: our model has no cross-attention", origin);
+    Error verr;
+    if (config_validate(cfg, &verr)) return err_set(err, "'%s': %s", origin, verr.msg);
+    return 0;
+}
+
+int hf_gpt2_config_parse(const char *text, size_t len, const char *origin, ModelConfig *cfg, int *tied, Error *err) {
+    Error perr;
+    json_t *root = json_parse(text, len, &perr);
+    if (!root) return err_set(err, "'%s' is not valid JSON: %s", origin, perr.msg);
+    int rc = config_from_root(root, origin, cfg, tied, err);
+    json_decref(root);
+    return rc;
+}
+
+/* A small JSON file (config.json, the shard index) as text. */
+static char *read_small_json(const char *path, size_t *len, Error *err) {
+    size_t size;
+    char *text = read_file_head(path, SMALL_JSON_MAX + 1, len, &size, err);
+    if (text && size > SMALL_JSON_MAX) {
+        free(text);
+        err_set(err, "'%s' is %zu bytes, far more than a Hugging Face JSON file holds", path, size);
+        return NULL;
+    }
+    return text;
+}
+
+/* ---- the weights' files ------------------------------------------------------------ */
+
+typedef struct WeightFiles {
+    char **paths;   /* stb_ds of malloc'd paths */
+    char **shards;  /* stb_ds: each path's file name, as the index names it (sharded only) */
+    json_t *index;  /* model.safetensors.index.json, or NULL */
+    const json_t *weight_map;
+    size_t largest; /* bytes of the largest file */
+} WeightFiles;
+
+static void weight_files_free(WeightFiles *w) {
+    for (ptrdiff_t i = 0; i < arrlen(w->paths); i++) free(w->paths[i]);
+    for (ptrdiff_t i = 0; i < arrlen(w->shards); i++) free(w->shards[i]);
+    arrfree(w->paths);
+    arrfree(w->shards);
+    json_decref(w->index);
+    memset(w, 0, sizeof *w);
+}
+
+static int is_file(const char *path, size_t *bytes) {
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+    if (bytes) *bytes = (size_t)st.st_size;
+    return 1;
+}
+
+static int add_weight_file(WeightFiles *w, const char *dir, const char *name, Error *err) {
+    char path[4096];
+    size_t bytes;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (!is_file(path, &bytes)) return err_set(err, "cannot open '%s': not a file", path);
+    if (bytes > w->largest) w->largest = bytes;
+    arrput(w->paths, strdup(path));
+    return 0;
+}
+
+/* model.safetensors, or the shards model.safetensors.index.json lists (each
+ * a file name in dir, in order of first mention), as from_pretrained looks. */
+static int find_weight_files(const char *dir, WeightFiles *w, Error *err) {
+    memset(w, 0, sizeof *w);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (is_file(path, NULL)) return add_weight_file(w, dir, "model.safetensors", err);
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    if (!is_file(path, NULL)) {
+        static const char *others[] = {"pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5",
+                                       "flax_model.msgpack"};
+        for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+            snprintf(path, sizeof path, "%s/%s", dir, others[i]);
+            if (is_file(path, NULL))
+                return err_set(err, "'%s' has no model.safetensors, only %s, which this program does not read "
+                                    "(save the model with save_pretrained(..., safe_serialization=True))",
+                               dir, others[i]);
+        }
+        return err_set(err, "'%s' has no model.safetensors (nor model.safetensors.index.json)", dir);
+    }
+    size_t len;
+    char *text = read_small_json(path, &len, err);
+    if (!text) return -1;
+    Error perr;
+    w->index = json_parse(text, len, &perr);
+    free(text);
+    if (!w->index) return err_set(err, "'%s' is not valid JSON: %s", path, perr.msg);
+    w->weight_map = json_object_get(w->index, "weight_map");
+    if (!json_is_object(w->weight_map) || json_object_size(w->weight_map) == 0)
+        return err_set(err, "'%s' has no weight_map of tensor names to files", path);
+    const char *name;
+    const json_t *file;
+    json_object_foreach((json_t *)w->weight_map, name, file) {
+        const char *shard = json_string_value(file);
+        if (!shard || !*shard || strchr(shard, '/') || !strcmp(shard, ".") || !strcmp(shard, ".."))
+            return err_set(err, "'%s' places '%s' in %s, not a file name in its directory", path, name,
+                           shard ? shard : "something that is not a string");
+        int known = 0;
+        for (ptrdiff_t i = 0; i < arrlen(w->shards) && !known; i++) known = strcmp(w->shards[i], shard) == 0;
+        if (known) continue;
+        if (add_weight_file(w, dir, shard, err)) return -1;
+        arrput(w->shards, strdup(shard));
+    }
+    return 0;
+}
+
+/* ---- reading the weights ------------------------------------------------------------ */
+
+typedef enum { SLOT_WEIGHT, SLOT_CONV1D, SLOT_IGNORED, SLOT_LM_HEAD } SlotKind;
+
+typedef struct Slot {
+    char name[TENSOR_NAME_MAX + 16]; /* Hugging Face's, without PREFIX */
+    SlotKind kind;
+    const ParamTensor *ours; /* SLOT_WEIGHT and SLOT_CONV1D */
+    int seen;
+} Slot;
+
+typedef struct Import {
+    const char *dir; /* for messages */
+    Model *m;
+    Slot *slots;                          /* stb_ds */
+    struct { char *key; size_t value; } *by_name; /* stb_ds string map: name -> slot */
+    float *scratch;                       /* the largest Conv1D matrix, converted before it is transposed */
+    size_t scratch_len;
+    unsigned dtypes;                      /* bit i: dtype_names[i] was read */
+    size_t seen;                          /* tensors met in all files */
+    char *lm_head_path;                   /* the file holding lm_head.weight, when wte.weight came later */
+} Import;
+
+static const char *dtype_names[] = {"F32", "F16", "BF16"};
+
+static void add_slot(Import *im, const char *name, SlotKind kind, const ParamTensor *ours) {
+    Slot s = {.kind = kind, .ours = ours};
+    snprintf(s.name, sizeof s.name, "%s", name);
+    arrput(im->slots, s);
+}
+
+static int import_init(Import *im, const char *dir, Model *m, Error *err) {
+    memset(im, 0, sizeof *im);
+    im->dir = dir;
+    im->m = m;
+    char name[TENSOR_NAME_MAX + 16];
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        int conv1d;
+        if (hf_name(m->tensors[i].name, name, sizeof name, &conv1d))
+            return err_set(err, "tensor '%s' has no GPT-2 name", m->tensors[i].name); /* not for a GPT-2 config */
+        add_slot(im, name, conv1d ? SLOT_CONV1D : SLOT_WEIGHT, &m->tensors[i]);
+        if (conv1d && m->tensors[i].rows * m->tensors[i].cols > im->scratch_len)
+            im->scratch_len = m->tensors[i].rows * m->tensors[i].cols;
+    }
+    for (size_t l = 0; l < m->cfg.n_layer; l++) {
+        snprintf(name, sizeof name, "h.%zu.attn.bias", l); /* older files' causal mask, a buffer */
+        add_slot(im, name, SLOT_IGNORED, NULL);
+        snprintf(name, sizeof name, "h.%zu.attn.masked_bias", l);
+        add_slot(im, name, SLOT_IGNORED, NULL);
+    }
+    add_slot(im, "lm_head.weight", SLOT_LM_HEAD, NULL);
+    sh_new_strdup(im->by_name); /* not the arena: stb_ds writes past its char[8] member, which UBSan reports */
+    for (ptrdiff_t i = 0; i < arrlen(im->slots); i++) shput(im->by_name, im->slots[i].name, (size_t)i);
+    im->scratch = lm_calloc(im->scratch_len, sizeof(float), err);
+    return im->scratch ? 0 : -1;
+}
+
+static void import_free(Import *im) {
+    arrfree(im->slots);
+    shfree(im->by_name);
+    free(im->scratch);
+    free(im->lm_head_path);
+    memset(im, 0, sizeof *im);
+}
+
+/* "[a, b]" */
+static void shape_text(const size_t *shape, size_t ndim, char *out, size_t len) {
+    size_t at = (size_t)snprintf(out, len, "[");
+    for (size_t d = 0; d < ndim && d < ST_MAX_RANK && at < len; d++)
+        at += (size_t)snprintf(out + at, len - at, "%s%zu", d ? ", " : "", shape[d]);
+    if (at < len) snprintf(out + at, len - at, "%s]", ndim > ST_MAX_RANK ? ", ..." : "");
+}
+
+/* The tensor's header entry, with the shape config.json gives it (rows x cols as Hugging Face stores them). */
+static int expect_shape(const Import *im, const StFile *f, const char *path, const char *name, size_t rows,
+                        size_t cols, int conv1d, StInfo *t, Error *err) {
+    if (st_info(f, name, t, err)) return -1;
+    size_t want[2] = {rows, cols}, ndim = cols ? 2 : 1;
+    if (t->ndim == ndim && t->shape[0] == want[0] && (ndim == 1 || t->shape[1] == want[1])) return 0;
+    char have[160], need[64];
+    shape_text(t->shape, t->ndim, have, sizeof have);
+    shape_text(want, ndim, need, sizeof need);
+    const ModelConfig *c = &im->m->cfg;
+    return err_set(err, "'%s': tensor '%s' has shape %s but config.json (n_embd %zu, n_positions %zu, vocab_size %zu) "
+                        "needs %s%s",
+                   path, name, have, c->n_embd, c->block_size, c->vocab_size, need,
+                   conv1d ? " (a Conv1D weight, stored [in, out])" : "");
+}
+
+static int convert_values(Import *im, const StInfo *t, const char *path, const char *name, size_t first, size_t count,
+                          float *dst, Error *err) {
+    Error cerr;
+    if (st_to_f32(t, name, first, count, dst, &cerr)) return err_set(err, "'%s': %s", path, cerr.msg);
+    for (size_t i = 0; i < sizeof dtype_names / sizeof dtype_names[0]; i++)
+        if (strcmp(t->dtype, dtype_names[i]) == 0) im->dtypes |= 1u << i;
+    return 0;
+}
+
+/* One of our tensors from the file: converted to f32, Conv1D matrices transposed. */
+static int place(Import *im, const StFile *f, const char *path, const char *name, const Slot *s, Error *err) {
+    const ParamTensor *pt = s->ours;
+    int conv1d = s->kind == SLOT_CONV1D;
+    StInfo t;
+    if (expect_shape(im, f, path, name, conv1d ? pt->cols : pt->rows, conv1d ? pt->rows : pt->cols, conv1d, &t, err))
+        return -1;
+    float *dst = im->m->params + pt->offset;
+    if (convert_values(im, &t, path, name, 0, t.count, conv1d ? im->scratch : dst, err)) return -1;
+    if (conv1d) tile_transpose(pt->cols, pt->rows, im->scratch, pt->rows, dst, pt->cols); /* [in, out] -> [out, in] */
+    for (size_t i = 0; i < t.count; i++)
+        if (!isfinite(dst[i])) return err_set(err, "'%s': tensor '%s' holds a NaN or an infinity", path, name);
+    return 0;
+}
+
+/* lm_head.weight must be wte.weight (already read): compared value by value,
+ * in pieces the size of the scratch buffer. */
+static int check_lm_head(Import *im, const StFile *f, const char *path, const char *name, Error *err) {
+    const Model *m = im->m;
+    size_t V = m->cfg.vocab_size, C = m->cfg.n_embd;
+    StInfo t;
+    if (expect_shape(im, f, path, name, V, C, 0, &t, err)) return -1;
+    const float *wte = m->params + m->wte;
+    for (size_t first = 0; first < t.count; first += im->scratch_len) {
+        size_t n = t.count - first < im->scratch_len ? t.count - first : im->scratch_len;
+        if (convert_values(im, &t, path, name, first, n, im->scratch, err)) return -1;
+        for (size_t i = 0; i < n; i++)
+            if (im->scratch[i] != wte[first + i])
+                return err_set(err, "'%s': lm_head.weight differs from wte.weight (row %zu, column %zu: %g against %g): "
+                                    "an output layer of its own, which our model, whose head is the token embedding, "
+                                    "cannot hold",
+                               path, (first + i) / C, (first + i) % C, (double)im->scratch[i], (double)wte[first + i]);
+    }
+    return 0;
+}
+
+/* Every tensor of one file: ours placed, the ignored ones passed, anything
+ * else refused; lm_head compared once wte is in. shard: the file's name in
+ * the index's weight_map (NULL without one). */
+static int read_weight_file(Import *im, const char *path, const char *shard, const json_t *weight_map, Error *err) {
+    StFile f;
+    if (st_open_foreign(&f, path, err)) return -1;
+    size_t n;
+    const char **names = st_names(&f, &n, err), *lm_head = NULL;
+    int rc = names ? 0 : -1;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const char *name = names[i], *listed = weight_map ? json_string_value(json_object_get(weight_map, name)) : NULL;
+        if (weight_map && (!listed || strcmp(listed, shard) != 0)) {
+            rc = err_set(err, "'%s' holds tensor '%s', which model.safetensors.index.json %s%s", path, name,
+                         listed ? "places in " : "does not list", listed ? listed : "");
+            break;
+        }
+        const char *base = strncmp(name, PREFIX, strlen(PREFIX)) == 0 ? name + strlen(PREFIX) : name;
+        ptrdiff_t at = shgeti(im->by_name, base);
+        if (at < 0) {
+            rc = err_set(err, "'%s' holds tensor '%s', which GPT-2 with config.json's n_layer %zu does not have", path,
+                         name, im->m->cfg.n_layer);
+            break;
+        }
+        Slot *s = &im->slots[im->by_name[at].value];
+        if (s->seen) {
+            rc = err_set(err, "'%s': tensor '%s' is given twice (with and without '" PREFIX "', or in two files)", path,
+                         name);
+            break;
+        }
+        s->seen = 1;
+        im->seen++;
+        if (s->kind == SLOT_LM_HEAD) lm_head = name;
+        else if (s->kind != SLOT_IGNORED) rc = place(im, &f, path, name, s, err);
+    }
+    if (rc == 0 && lm_head) {
+        if (im->slots[0].seen) rc = check_lm_head(im, &f, path, lm_head, err); /* slot 0: wte */
+        else im->lm_head_path = strdup(path);
+    }
+    free(names);
+    st_close(&f);
+    return rc;
+}
+
+/* Reads every file, then checks that nothing GPT-2 needs is missing. */
+static int read_weights(Import *im, const WeightFiles *w, int tied, Error *err) {
+    for (ptrdiff_t i = 0; i < arrlen(w->paths); i++)
+        if (read_weight_file(im, w->paths[i], w->shards ? w->shards[i] : NULL, w->weight_map, err)) return -1;
+    if (w->weight_map && im->seen != json_object_size(w->weight_map))
+        return err_set(err, "'%s': model.safetensors.index.json lists %zu tensors but its files hold %zu", im->dir,
+                       json_object_size(w->weight_map), im->seen);
+    const Model *m = im->m;
+    for (ptrdiff_t i = 0; i < arrlen(im->slots); i++) {
+        const Slot *s = &im->slots[i];
+        if (!s->seen && (s->kind == SLOT_WEIGHT || s->kind == SLOT_CONV1D))
+            return err_set(err, "'%s': the weights have no tensor '%s' (or '" PREFIX "%s'), which GPT-2 with n_layer %zu has",
+                           im->dir, s->name, s->name, m->cfg.n_layer);
+    }
+    const Slot *lm_head = &im->slots[arrlen(im->slots) - 1];
+    if (!tied && !lm_head->seen)
+        return err_set(err, "'%s': config.json sets tie_word_embeddings false, but the weights hold no lm_head.weight",
+                       im->dir);
+    if (im->lm_head_path) { /* lm_head.weight came in a file before wte.weight's */
+        StFile f;
+        if (st_open_foreign(&f, im->lm_head_path, err)) return -1;
+        int rc = check_lm_head(im, &f, im->lm_head_path, "lm_head.weight", err);
+        st_close(&f);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+int hf_gpt2_import(const char *dir, Model *m, Tokenizer *tok, HfGpt2Import *info, Error *err) {
+    memset(info, 0, sizeof *info);
+    memset(m, 0, sizeof *m);
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return err_set(err, "'%s' is not a directory (the one save_pretrained writes: config.json, model.safetensors, "
+                            "tokenizer.json)",
+                       dir);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    size_t len;
+    char *text = read_small_json(path, &len, err);
+    if (!text) return -1;
+    ModelConfig cfg;
+    int tied;
+    int rc = hf_gpt2_config_parse(text, len, path, &cfg, &tied, err);
+    free(text);
+    if (rc) return -1;
+    if (tokenizer_import_hf(tok, dir, err)) return -1;
+    if (tok->vocab_size != cfg.vocab_size) {
+        err_set(err, "'%s': config.json's vocab_size %zu differs from the tokenizer's %zu tokens", dir, cfg.vocab_size,
+                tok->vocab_size);
+        tokenizer_free(tok);
+        return -1;
+    }
+    WeightFiles w;
+    Import im = {0};
+    size_t weights = model_count_params(&cfg) * sizeof(float);
+    char who[4200];
+    snprintf(who, sizeof who, "converting '%s'", dir);
+    /* the weights, then the largest file beside them while it is read, or
+     * the checkpoint's buffer while it is written (about the weights again) */
+    rc = find_weight_files(dir, &w, err) ||
+         memory_check(weights + (w.largest > weights ? w.largest : weights), who,
+                      "the weights; the largest safetensors file, read whole, then the checkpoint as it is written",
+                      NULL, err) ||
+         model_alloc(m, &cfg, err) || import_init(&im, dir, m, err) || read_weights(&im, &w, tied, err);
+    if (rc == 0) {
+        for (size_t i = 0; i < sizeof dtype_names / sizeof dtype_names[0]; i++)
+            if (im.dtypes & 1u << i)
+                snprintf(info->dtypes + strlen(info->dtypes), sizeof info->dtypes - strlen(info->dtypes), "%s%s",
+                         info->dtypes[0] ? "+" : "", dtype_names[i]);
+        info->files = (size_t)arrlen(w.paths);
+        info->lm_head = im.slots[arrlen(im.slots) - 1].seen;
+    } else {
+        model_free(m);
+        tokenizer_free(tok);
+    }
+    import_free(&im);
+    weight_files_free(&w);
+    return rc ? -1 : 0;
+}
+
+/* ---- export ------------------------------------------------------------------------- */
+
+int hf_gpt2_exportable(const ModelConfig *cfg, const Tokenizer *tok, Error *err) {
+    const Mixer *attention = mixer_find("attention");
+    for (size_t l = 0; l < cfg->n_layer; l++)
+        if (cfg->mixers[l] != attention)
+            return err_set(err, "layer %zu is %s: GPT-2 has attention in every layer", l, cfg->mixers[l]->name);
+    if (cfg->pos != POS_LEARNED)
+        return err_set(err, "its positions are %s: GPT-2 learns its positions (a wpe table)", pos_name(cfg->pos));
+    if (cfg->norm != NORM_PRE)
+        return err_set(err, "its blocks are %s-norm: GPT-2's are pre-norm", norm_name(cfg->norm));
+    if (!tokenizer_bpe_of(tok))
+        return err_set(err, "its tokenizer is %s: GPT-2's is byte-level BPE (bin/prepare --tokenizer bpe)",
+                       tok->kind->name);
+    return 0;
+}
+
+/* config.json as GPT2Config reads it. */
+static char *config_json(const ModelConfig *c, const Tokenizer *tok) {
+    uint32_t eot = tokenizer_special_id(tok, "<|endoftext|>");
+    char id[32] = "null";
+    if (eot < tok->vocab_size) snprintf(id, sizeof id, "%u", eot);
+    char *sb = NULL;
+    sb_appendf(&sb,
+               "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
+               "  \"activation_function\": \"gelu_new\",\n  \"n_layer\": %zu,\n  \"n_head\": %zu,\n  \"n_embd\": %zu,\n"
+               "  \"n_positions\": %zu,\n  \"n_ctx\": %zu,\n  \"n_inner\": null,\n  \"vocab_size\": %zu,\n"
+               "  \"layer_norm_epsilon\": %g,\n  \"initializer_range\": 0.02,\n"
+               "  \"resid_pdrop\": %.9g,\n  \"embd_pdrop\": 0.0,\n  \"attn_pdrop\": 0.0,\n"
+               "  \"scale_attn_weights\": true,\n  \"scale_attn_by_inverse_layer_idx\": false,\n"
+               "  \"reorder_and_upcast_attn\": false,\n  \"tie_word_embeddings\": true,\n  \"use_cache\": true,\n"
+               "  \"bos_token_id\": %s,\n  \"eos_token_id\": %s,\n  \"torch_dtype\": \"float32\"\n}\n",
+               c->n_layer, c->n_head, c->n_embd, c->block_size, c->block_size, c->vocab_size, (double)LAYERNORM_EPS,
+               (double)c->dropout, id, id);
+    char *out = strdup(sb);
+    sb_free(&sb);
+    return out;
+}
+
+/* tokenizer_config.json: the fast GPT-2 tokenizer over tokenizer.json, with
+ * <|endoftext|> as its special tokens when there is one (else none: GPT-2's
+ * default would add a token the model does not have). */
+static char *tokenizer_config_json(const ModelConfig *c, const Tokenizer *tok) {
+    int eot = tokenizer_special_id(tok, "<|endoftext|>") < tok->vocab_size;
+    const char *special = eot ? "\"<|endoftext|>\"" : "null";
+    char *sb = NULL;
+    sb_appendf(&sb,
+               "{\n  \"tokenizer_class\": \"GPT2Tokenizer\",\n  \"model_max_length\": %zu,\n"
+               "  \"add_prefix_space\": false,\n  \"clean_up_tokenization_spaces\": false,\n"
+               "  \"bos_token\": %s,\n  \"eos_token\": %s,\n  \"unk_token\": %s\n}\n",
+               c->block_size, special, special, special);
+    char *out = strdup(sb);
+    sb_free(&sb);
+    return out;
+}
+
+/* model.safetensors: our tensors under their Hugging Face names, the blocks'
+ * matrices transposed to Conv1D's [in, out]; no lm_head (tied), as
+ * save_pretrained writes it. */
+static int write_weights(const Model *m, const char *path, Error *err) {
+    StTensor *ts = lm_calloc(m->n_tensors, sizeof *ts, err);
+    char (*names)[TENSOR_NAME_MAX + 32] = ts ? lm_calloc(m->n_tensors, sizeof *names, err) : NULL;
+    int rc = names ? 0 : -1;
+    for (size_t i = 0; i < m->n_tensors && rc == 0; i++) {
+        const ParamTensor *pt = &m->tensors[i];
+        int conv1d;
+        strcpy(names[i], PREFIX);
+        if (hf_name(pt->name, names[i] + strlen(PREFIX), sizeof names[i] - strlen(PREFIX), &conv1d))
+            rc = err_set(err, "tensor '%s' has no GPT-2 name", pt->name);
+        ts[i] = (StTensor){.name = names[i], .dtype = ST_F32, .ndim = pt->cols ? 2 : 1,
+                           .shape = {conv1d ? pt->cols : pt->rows, conv1d ? pt->rows : pt->cols},
+                           .data = m->params + pt->offset, .transpose = conv1d};
+    }
+    StMeta meta[] = {{"format", "pt"}};
+    if (rc == 0) rc = st_write_foreign(path, ts, m->n_tensors, meta, 1, err);
+    free(names);
+    free(ts);
+    return rc;
+}
+
+static const char *export_files[] = {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"};
+
+static int write_text(const char *dir, const char *name, char *text, Error *err) {
+    if (!text) return err_set(err, "out of memory");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int rc = write_file_atomic(path, text, strlen(text), err);
+    free(text);
+    return rc;
+}
+
+static int write_export(const Model *m, const Tokenizer *tok, const char *dir, Error *err) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (write_text(dir, "config.json", config_json(&m->cfg, tok), err) || write_weights(m, path, err)) return -1;
+    char *json = bpe_export_hf_json(tokenizer_bpe_of(tok), err);
+    if (!json) return -1;
+    return write_text(dir, "tokenizer.json", json, err) ||
+           write_text(dir, "tokenizer_config.json", tokenizer_config_json(&m->cfg, tok), err);
+}
+
+/* dir must be absent or an empty directory: the export overwrites nothing. */
+static int check_target(const char *dir, Error *err) {
+    struct stat st;
+    if (stat(dir, &st) != 0) return errno == ENOENT ? 0 : err_set(err, "cannot use '%s': %s", dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode)) return err_set(err, "'%s' exists and is not a directory", dir);
+    DIR *d = opendir(dir);
+    if (!d) return err_set(err, "cannot read directory '%s': %s", dir, strerror(errno));
+    const struct dirent *e;
+    int empty = 1;
+    while (empty && (e = readdir(d)))
+        empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+    closedir(d);
+    return empty ? 0 : err_set(err, "'%s' is not empty: the export goes to a new or empty directory", dir);
+}
+
+int hf_gpt2_export(const Model *m, const Tokenizer *tok, const char *dir, Error *err) {
+    if (hf_gpt2_exportable(&m->cfg, tok, err)) return -1;
+    char target[4096], tmp[4200];
+    snprintf(target, sizeof target, "%s", dir);
+    for (size_t n = strlen(target); n > 1 && target[n - 1] == '/'; n--) target[n - 1] = '\0';
+    if (check_target(target, err)) return -1;
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", target, (long)getpid()); /* named as write_file_atomic names its files */
+    if (mkdir(tmp, 0777) != 0)
+        return err_set(err, "cannot create '%s'%s: %s", tmp, errno == EEXIST ? " (left by an interrupted export? remove it)" : "",
+                       strerror(errno));
+    int rc = write_export(m, tok, tmp, err);
+    if (rc == 0 && rename(tmp, target) != 0) rc = err_set(err, "cannot rename '%s' to '%s': %s", tmp, target, strerror(errno));
+    if (rc == 0 && fsync_parent_dir(target) != 0)
+        return err_set(err, "cannot sync the directory of '%s': %s", target, strerror(errno));
+    if (rc) { /* nothing of a half export stays */
+        for (size_t i = 0; i < sizeof export_files / sizeof export_files[0]; i++) {
+            char path[4300];
+            snprintf(path, sizeof path, "%s/%s", tmp, export_files[i]);
+            unlink(path);
+        }
+        rmdir(tmp);
+    }
+    return rc;
+}

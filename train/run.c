@@ -1,0 +1,356 @@
+/* A training run's options, their checkpoint form, and its set-up (see train/run.h). */
+#include "run.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "lm/json.h"
+#include "lm/checkpoint.h"
+#include "lm/machine.h"
+
+#define SZ(field) 0, offsetof(RunOptions, field)
+#define FL(field) 1, offsetof(RunOptions, field)
+const RunOption run_options[] = {
+    {"n-layer", SZ(cfg.n_layer), 1, MAX_LAYERS, RUN_ARCH, "transformer blocks (4)"},
+    {"n-head", SZ(cfg.n_head), 1, 256, RUN_ARCH, "attention heads (4)"},
+    {"n-embd", SZ(cfg.n_embd), 1, 8192, RUN_ARCH, "embedding width C (128)"},
+    {"block-size", SZ(cfg.block_size), 2, 16384, RUN_ARCH, "context length T (64)"},
+    {"dropout", FL(cfg.dropout), 0, 0.95, RUN_ARCH, "dropout on the residual branches (0)"},
+    {"grassmann-rank", SZ(cfg.grassmann_rank), 0, 1024, RUN_ARCH, "Grassmann reduced rank r (32)"},
+    {"batch-size", SZ(batch_size), 1, 65536, RUN_KEPT, "sequences per micro-batch B (12)"},
+    {"grad-accum", SZ(grad_accum), 1, 4096, RUN_KEPT, "micro-batches per optimizer step (1)"},
+    {"max-iters", SZ(max_iters), 1, 100000000, RUN_KEPT, "optimizer steps; defines the schedule (2000)"},
+    {"stop-at", SZ(stop_at), 1, 100000000, RUN_ONCE, "stop after this step with a checkpoint (max-iters)"},
+    {"lr", FL(lr), 0, 10, RUN_KEPT, "peak learning rate (1e-3)"},
+    {"min-lr", FL(min_lr), 0, 10, RUN_KEPT, "final learning rate of the cosine decay (1e-4)"},
+    {"warmup-iters", SZ(warmup_iters), 0, 100000000, RUN_KEPT, "linear warm-up steps (100)"},
+    {"weight-decay", FL(weight_decay), 0, 10, RUN_KEPT, "AdamW decoupled weight decay, matrices only (0.1)"},
+    {"grad-clip", FL(grad_clip), 0, 1e6, RUN_KEPT, "global gradient-norm clip, 0 = off (1.0)"},
+    {"beta1", FL(beta1), 0, 0.999999, RUN_KEPT, "AdamW beta1 (0.9)"},
+    {"beta2", FL(beta2), 0, 0.999999, RUN_KEPT, "AdamW beta2 (0.99)"},
+    {"adam-eps", FL(eps), 1e-30, 1, RUN_KEPT, "AdamW epsilon (1e-8)"},
+    {"eval-interval", SZ(eval_interval), 0, 100000000, RUN_KEPT,
+     "validate at step 0, every N steps and at the end; 0 = start and end (250)"},
+    {"eval-iters", SZ(eval_iters), 1, 100000, RUN_KEPT, "validation batches per estimate (20)"},
+    {"log-interval", SZ(log_interval), 1, 100000000, RUN_KEPT, "progress line every N steps (10)"},
+    {"ckpt-interval", SZ(ckpt_interval), 0, 100000000, RUN_KEPT, "checkpoint every N steps, 0 = only at the end (0)"},
+    {"seed", SZ(seed), 0, 1e18, RUN_KEPT, "seed for weights, batches and dropout (1337)"},
+    {"threads", SZ(threads), 0, 1024, RUN_ONCE, "threads, fixed; 0 = up to all cores, fewer while that is faster (0)"},
+    {"max-seconds", FL(max_seconds), 0, 1e7, RUN_ONCE,
+     "stop after X seconds of training steps (validation not counted); the cosine then follows the elapsed time, "
+     "not the step; 0 = off (0)"},
+    {"window-align", SZ(window_align), 0, 100000000, RUN_KEPT,
+     "training and validation windows start only at multiples of N; 0 = anywhere (0)"},
+};
+const size_t n_run_options = sizeof run_options / sizeof run_options[0];
+_Static_assert(sizeof run_options / sizeof run_options[0] <= 64, "RunOptions.given has a bit per option");
+
+void run_options_defaults(RunOptions *o) {
+    memset(o, 0, sizeof *o);
+    config_defaults(&o->cfg);
+    o->batch_size = 12;
+    o->grad_accum = 1;
+    o->max_iters = 2000;
+    o->lr = 1e-3f;
+    o->min_lr = 1e-4f;
+    o->warmup_iters = 100;
+    o->weight_decay = 0.1f;
+    o->grad_clip = 1.0f;
+    o->beta1 = 0.9f;
+    o->beta2 = 0.99f;
+    o->eps = 1e-8f;
+    o->eval_interval = 250;
+    o->eval_iters = 20;
+    o->log_interval = 10;
+    o->seed = 1337;
+}
+
+static int given(const RunOptions *o, size_t i) { return (o->given >> i) & 1; }
+
+static int given_named(const RunOptions *o, const char *name) {
+    for (size_t i = 0; i < n_run_options; i++)
+        if (strcmp(run_options[i].name, name) == 0) return given(o, i);
+    return 0;
+}
+
+char *run_options_json(const RunOptions *o, size_t ranks) {
+    char *sb = NULL;
+    sb_appendf(&sb, "{");
+    int first = 1;
+    for (size_t i = 0; i < n_run_options; i++) {
+        const RunOption *r = &run_options[i];
+        if (r->role != RUN_KEPT) continue;
+        const void *p = (const char *)o + r->offset;
+        if (r->is_float) sb_appendf(&sb, "%s\"%s\":%.9g", first ? "" : ",", r->name, *(const float *)p);
+        else sb_appendf(&sb, "%s\"%s\":%zu", first ? "" : ",", r->name,
+                        *(const size_t *)p * (r->offset == offsetof(RunOptions, grad_accum) ? ranks : 1));
+        first = 0;
+    }
+    /* fp32 is the absence of the key: fp32 checkpoints are what they were before bf16. */
+    if (o->precision != PRECISION_FP32) sb_appendf(&sb, ",\"precision\":\"%s\"", precision_name(o->precision));
+    sb_appendf(&sb, "}");
+    char *out = strdup(sb);
+    sb_free(&sb);
+    return out;
+}
+
+int run_options_from_json(RunOptions *o, const char *json, size_t ranks, Error *err) {
+    json_t *root = json_parse(json, strlen(json), err);
+    if (!root) return -1;
+    int rc = 0;
+    for (size_t i = 0; i < n_run_options && rc == 0; i++) {
+        const RunOption *r = &run_options[i];
+        if (r->role != RUN_KEPT || given(o, i)) continue; /* the command line wins */
+        const json_t *v = json_object_get(root, r->name);
+        if (!v) continue;
+        void *p = (char *)o + r->offset;
+        int job_wide = r->offset == offsetof(RunOptions, grad_accum);
+        double x = json_number_value(v), hi = r->hi * (job_wide ? (double)ranks : 1.0);
+        if (!(r->is_float ? json_is_number(v) : json_is_integer(v)) || x < r->lo || x > hi) {
+            rc = err_set(err, "its run options hold a bad '%s'", r->name);
+            break;
+        }
+        if (r->is_float) *(float *)p = (float)x;
+        else *(size_t *)p = (size_t)json_integer_value(v);
+        if (job_wide) { /* the job's: shared over this job's ranks */
+            if (o->grad_accum % ranks)
+                rc = err_set(err, "its steps take %zu micro-batches, which %zu ranks cannot share evenly: "
+                                  "run on a divisor of %zu ranks, or give --grad-accum",
+                             o->grad_accum, ranks, o->grad_accum);
+            else
+                o->grad_accum /= ranks;
+        }
+    }
+    const json_t *pv = json_object_get(root, "precision");
+    Precision have = PRECISION_FP32;
+    if (rc == 0 && pv && (!json_is_string(pv) || precision_parse(json_string_value(pv), &have)))
+        rc = err_set(err, "its run options hold a bad 'precision'");
+    else if (rc == 0 && o->precision_given && o->precision != have)
+        rc = err_set(err, "--precision %s differs from the run's %s: a resumed run keeps its precision",
+                     precision_name(o->precision), precision_name(have));
+    else if (rc == 0)
+        o->precision = have;
+    json_decref(root);
+    return rc;
+}
+
+int run_check_model(const RunOptions *o, const ModelConfig *ckpt, int init, Error *err) {
+    for (size_t i = 0; i < n_run_options; i++) {
+        const RunOption *r = &run_options[i];
+        if (r->role != RUN_ARCH || !given(o, i)) continue;
+        if (init && r->offset == offsetof(RunOptions, cfg.dropout)) continue;
+        const void *mine = (const char *)o + r->offset;
+        const void *have = (const char *)ckpt + (r->offset - offsetof(RunOptions, cfg));
+        if (r->is_float ? *(const float *)mine != *(const float *)have : *(const size_t *)mine != *(const size_t *)have) {
+            if (r->is_float)
+                return err_set(err, "--%s %g differs from the checkpoint's %g: the model comes from the checkpoint",
+                               r->name, *(const float *)mine, *(const float *)have);
+            return err_set(err, "--%s %zu differs from the checkpoint's %zu: the model comes from the checkpoint", r->name,
+                           *(const size_t *)mine, *(const size_t *)have);
+        }
+    }
+    if (o->pos && strcmp(o->pos, pos_name(ckpt->pos)) != 0)
+        return err_set(err, "--pos %s differs from the checkpoint's %s", o->pos, pos_name(ckpt->pos));
+    if (o->norm && strcmp(o->norm, norm_name(ckpt->norm)) != 0)
+        return err_set(err, "--norm %s differs from the checkpoint's %s", o->norm, norm_name(ckpt->norm));
+    ModelConfig mine = *ckpt;
+    if (o->mixer) {
+        if (config_set_mixers(&mine, o->mixer, err)) return -1;
+        char have[256];
+        /* Only the model's layers: one name fills every slot, and the
+         * checkpoint's slots past n_layer hold whatever its defaults left. */
+        if (memcmp(mine.mixers, ckpt->mixers, ckpt->n_layer * sizeof mine.mixers[0]) != 0)
+            return err_set(err, "--mixer %s differs from the checkpoint's %s", o->mixer,
+                           config_mixer_list(ckpt, have, sizeof have));
+    }
+    if (o->windows) {
+        if (config_set_windows(&mine, o->windows, err)) return -1;
+        char want[1024], have[1024]; /* compared as each layer's offsets, in the canonical form */
+        if (strcmp(config_window_list(&mine, want, sizeof want), config_window_list(ckpt, have, sizeof have)) != 0)
+            return err_set(err, "--grassmann-windows %s differs from the checkpoint's %s", o->windows, have);
+    }
+    return 0;
+}
+
+int run_check_memory(const ModelConfig *cfg, const RunOptions *o, size_t ckpt_bytes, Error *err) {
+    char what[240];
+    int bf16 = o->precision == PRECISION_BF16;
+    snprintf(what, sizeof what, "%sweights, gradients, AdamW moments and activations for batch %zu x %zu%s",
+             ckpt_bytes ? "the checkpoint file, " : "", o->batch_size, cfg->block_size,
+             bf16 ? ", with the bf16 weights and operands" : "");
+    size_t need = ckpt_bytes + model_memory_bytes(cfg, o->batch_size, cfg->block_size, 1, o->grad_accum > 1) +
+                  (bf16 ? model_bf16_bytes(cfg, o->batch_size, cfg->block_size) : 0);
+    /* A checkpoint fixes the model: only the batch is the run's to choose. */
+    const char *advice = o->resume || o->init ? "use a smaller --batch-size (--grad-accum keeps the tokens per step)"
+                                              : "use a smaller model, --batch-size or --block-size";
+    return memory_check(need, "this run", what, advice, err);
+}
+
+/* Loads a checkpoint for --resume (with_optim: its AdamW moments too) or
+ * --init: the config from the header first (loading reads the whole file) for
+ * the memory check, then the model, whose tokenizer must be the data's and
+ * whose config the model options given must match. */
+static int load_checkpoint(Run *r, const char *path, int with_optim, CkptState *st, Error *err) {
+    RunOptions *o = &r->o;
+    ModelConfig cfg;
+    size_t file_bytes;
+    if (ckpt_read_config(path, &cfg, &file_bytes, err) || run_check_memory(&cfg, o, file_bytes, err) ||
+        ckpt_load(path, &r->model, st, with_optim, err))
+        return -1;
+    int rc = 0;
+    if (strcmp(st->tokenizer, r->ds.tok.hash) != 0)
+        rc = err_set(err, "checkpoint '%s' was trained with tokenizer %s but '%s' has tokenizer %s", path,
+                     st->tokenizer, o->data, r->ds.tok.hash);
+    else if (run_check_model(o, &r->model.cfg, !with_optim, err))
+        rc = -1;
+    if (rc) {
+        ckpt_state_free(st);
+        model_free(&r->model);
+    }
+    return rc;
+}
+
+/* The checkpoint of --resume: the model, the step, the data position and
+ * the run's options (those given on the command line win). */
+static int resume(Run *r, Error *err) {
+    RunOptions *o = &r->o;
+    CkptState st;
+    int moments;
+    size_t ranks = (size_t)r->dist->size;
+    if (ckpt_has_moments(o->resume, &moments, err)) return -1;
+    if (!moments)
+        return err_set(err, "'%s' holds weights only, no optimizer state to continue: start a new run from it with "
+                            "--init %s", o->resume, o->resume);
+    if (load_checkpoint(r, o->resume, 1, &st, err)) return -1;
+    int rc = 0;
+    if (run_options_from_json(o, st.train, ranks, err)) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        rc = err_set(err, "'%s': %s", o->resume, why);
+    }
+    o->cfg = r->model.cfg;
+    r->start_step = st.step;
+    r->data_rng.state = st.data_rng;
+    ckpt_state_free(&st);
+    if (rc) model_free(&r->model);
+    return rc;
+}
+
+/* --init: a new run from a checkpoint's weights, its model and tokenizer,
+ * with fresh (zero) AdamW moments, step 0, the data stream from the seed and
+ * every run option from the command line; --dropout, when given, is the new
+ * run's. What the checkpoint's own run stored (moments, step, data position,
+ * options) is not read. */
+static int init_from(Run *r, Error *err) {
+    RunOptions *o = &r->o;
+    CkptState st;
+    if (load_checkpoint(r, o->init, 0, &st, err)) return -1;
+    ckpt_state_free(&st);
+    Model *m = &r->model;
+    if (given_named(o, "dropout")) {
+        m->cfg.dropout = o->cfg.dropout;
+        for (size_t l = 0; l < m->cfg.n_layer; l++) m->layer_cfg[l].dropout = o->cfg.dropout;
+    }
+    o->cfg = m->cfg;
+    rng_seed(&r->data_rng, o->seed);
+    return model_alloc_training(m, err);
+}
+
+/* A new model from the options. */
+static int create(Run *r, int count_only, Error *err) {
+    RunOptions *o = &r->o;
+    o->cfg.vocab_size = r->ds.tok.vocab_size;
+    if (o->pos && pos_parse(o->pos, &o->cfg.pos))
+        return err_set(err, "--pos must be learned, sinusoidal or rope (got '%s')", o->pos);
+    if (o->norm && norm_parse(o->norm, &o->cfg.norm))
+        return err_set(err, "--norm must be pre or post (got '%s')", o->norm);
+    /* The config is the same on every rank; the memory may not be. */
+    int bad_config = (o->mixer && config_set_mixers(&o->cfg, o->mixer, err)) ||
+                     (o->windows && config_set_windows(&o->cfg, o->windows, err)) || config_validate(&o->cfg, err);
+    int failed = bad_config || (!count_only && run_check_memory(&o->cfg, o, 0, err)) ||
+                 model_init(&r->model, &o->cfg, o->seed, err);
+    if (dist_agree(r->dist, failed, err)) return -1;
+    if (dist_agree(r->dist, model_alloc_training(&r->model, err) != 0, err)) return -1;
+    rng_seed(&r->data_rng, o->seed);
+    return 0;
+}
+
+/* The buffers of a training step, and the schedule's and optimizer's settings. */
+static int prepare_steps(Run *r, Error *err) {
+    RunOptions *o = &r->o;
+    Dist *dist = r->dist;
+    size_t B = o->batch_size, T = o->cfg.block_size;
+    if (!given_named(o, "stop-at")) o->stop_at = o->max_iters; /* --stop-at defaults to the end of the schedule */
+    if (o->stop_at > o->max_iters) o->stop_at = o->max_iters;
+    if (r->ds.train.n <= T || r->ds.val.n <= T)
+        return err_set(err, "'%s' is too small for block_size %zu (train %zu, val %zu tokens)", o->data, T,
+                       r->ds.train.n, r->ds.val.n);
+    if (o->min_lr > o->lr) return err_set(err, "--min-lr (%g) must not exceed --lr (%g)", o->min_lr, o->lr);
+    if (dist_agree(dist, model_alloc_acts(&r->model, B, T, err) != 0 ||
+                             (o->grad_accum > 1 && model_alloc_grad_accum(&r->model, err) != 0) ||
+                             model_set_precision(&r->model, o->precision, err) != 0, err))
+        return -1;
+    r->inputs = calloc(B * T, sizeof(int32_t));
+    r->targets = calloc(B * T, sizeof(int32_t));
+    if (dist_agree(dist, !r->inputs || !r->targets ? err_set(err, "out of memory") : 0, err)) return -1;
+    r->hyper = (TrainHyper){.batch_size = B, .grad_accum = o->grad_accum, .max_iters = o->max_iters,
+                            .warmup_iters = o->warmup_iters, .eval_iters = o->eval_iters, .lr = o->lr,
+                            .min_lr = o->min_lr, .grad_clip = o->grad_clip,
+                            .adam = {o->beta1, o->beta2, o->eps, o->weight_decay}, .seed = o->seed,
+                            .window_align = o->window_align, .max_seconds = o->max_seconds,
+                            .train_mask = r->masks.train.marked, .val_mask = r->masks.val.marked};
+    return 0;
+}
+
+int run_open(Run *r, const RunOptions *o, Dist *dist, int count_only, int no_loss_mask, Error *err) {
+    memset(r, 0, sizeof *r);
+    r->o = *o;
+    r->dist = dist;
+    if (o->resume && o->init)
+        return err_set(err, "--init and --resume cannot be used together: --init starts a new run from a checkpoint's "
+                            "weights, --resume continues the run that wrote it");
+    /* Every rank reads the same data (and checkpoint). */
+    char train_bin[4096], val_bin[4096], tok_txt[4096];
+    snprintf(train_bin, sizeof train_bin, "%s/train.bin", o->data);
+    snprintf(val_bin, sizeof val_bin, "%s/val.bin", o->data);
+    snprintf(tok_txt, sizeof tok_txt, "%s/tokenizer.txt", o->data);
+    const char *same_files[] = {train_bin, val_bin, tok_txt, o->resume ? o->resume : o->init, NULL};
+    if (dist_check_files(dist, same_files, err)) return -1;
+    if (dist_agree(dist, dataset_open(&r->ds, o->data, 0, err) != 0, err)) return -1;
+    if (o->resume) {
+        if (o->max_seconds > 0)
+            return err_set(err, "--max-seconds cannot be used with --resume: the time budget belongs to one run");
+        if (dist_agree(dist, resume(r, err) != 0, err)) return -1;
+        /* A checkpoint's model is allocated already; its activations are not. */
+        if (dist_agree(dist, run_check_memory(&r->o.cfg, &r->o, 0, err) != 0, err)) return -1;
+    } else if (o->init) {
+        if (dist_agree(dist, init_from(r, err) != 0, err)) return -1;
+    } else if (create(r, count_only, err)) {
+        return -1;
+    }
+    if (count_only) return 0;
+    if (!no_loss_mask && dist_agree(dist, loss_masks_open(&r->masks, o->data, &r->ds, err) != 0, err)) return -1;
+    return prepare_steps(r, err);
+}
+
+void run_close(Run *r) {
+    free(r->inputs);
+    free(r->targets);
+    model_free(&r->model);
+    loss_masks_free(&r->masks);
+    dataset_free(&r->ds);
+    memset(r, 0, sizeof *r);
+}
+
+int run_save(Run *r, const char *path, size_t step, Error *err) {
+    int failed = 0;
+    if (r->dist->rank == 0) {
+        CkptState s = {.step = step, .data_rng = r->data_rng.state};
+        memcpy(s.tokenizer, r->ds.tok.hash, 17);
+        s.tokenizer_text = tokenizer_to_text(&r->ds.tok);
+        s.train = run_options_json(&r->o, (size_t)r->dist->size);
+        failed = ckpt_save(path, &r->model, &s, err) != 0;
+        ckpt_state_free(&s);
+    }
+    return dist_agree(r->dist, failed, err);
+}

@@ -1,0 +1,109 @@
+/* A training run as bin/train sets it up: its options (which of them a
+ * checkpoint remembers, which fix the model), their JSON form inside
+ * checkpoints, the checks that a resumed run continues the one that wrote
+ * the checkpoint, and the run's data, model and buffers opened together on
+ * every rank of a job (lm/dist.h).
+ *
+ * The training step itself is train/trainer.h; the per-step log is
+ * train/run_log.h. */
+#ifndef LM_RUN_H
+#define LM_RUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lm/loss_mask.h"
+#include "lm/tokens.h"
+#include "lm/config.h"
+#include "lm/model.h"
+#include "trainer.h"
+#include "lm/dist.h"
+#include "lm/error.h"
+#include "lm/rng.h"
+
+typedef struct RunOptions {
+    const char *data, *out, *resume, *init, *log, *dump; /* paths; resume, init, log and dump may be NULL */
+    const char *mixer, *pos, *norm, *windows;     /* as given on the command line (NULL: the default) */
+    const char *precision_given;                  /* --precision as given (NULL: not given) */
+    Precision precision; /* the products': kept in the checkpoint's run options ("precision", absent: fp32) */
+    size_t batch_size, grad_accum, max_iters, stop_at, warmup_iters, eval_interval, eval_iters;
+    size_t log_interval, ckpt_interval, seed, threads;
+    size_t window_align; /* probes: data of fixed-length sequences */
+    float max_seconds;   /* equal-time comparisons */
+    float lr, min_lr, weight_decay, grad_clip, beta1, beta2, eps;
+    ModelConfig cfg;
+    uint64_t given;      /* bit i: run_options[i] was given on the command line */
+} RunOptions;
+
+/* What a numeric option is to a checkpoint. */
+typedef enum {
+    RUN_ONCE = 0, /* this invocation only (threads, stop-at, time budget) */
+    RUN_KEPT = 1, /* stored in the checkpoint; --resume takes it unless given again */
+    RUN_ARCH = 2, /* fixes the model: with --resume it must equal the checkpoint's */
+} RunOptionRole;
+
+/* One numeric option: the command line's row and the checkpoint's JSON key. */
+typedef struct RunOption {
+    const char *name;
+    int is_float; /* a float, else a size_t */
+    size_t offset; /* into RunOptions */
+    double lo, hi;
+    RunOptionRole role;
+    const char *help;
+} RunOption;
+
+extern const RunOption run_options[];
+extern const size_t n_run_options;
+
+/* bin/train's defaults (the model's from config_defaults). */
+void run_options_defaults(RunOptions *o);
+/* The run's options as JSON, stored in checkpoints so --resume needs none.
+ * grad-accum is stored for the whole job (per rank x ranks), so that the
+ * checkpoint resumes on any number of ranks that divides it. */
+char *run_options_json(const RunOptions *o, size_t ranks);
+/* Takes the RUN_KEPT options from a checkpoint's JSON, except those given on
+ * the command line; a checkpoint is input too: its values keep the command
+ * line's bounds. The precision is the checkpoint's (absent: fp32): a
+ * --precision given that differs is refused, since a resumed run continues
+ * the one that wrote the checkpoint exactly. */
+int run_options_from_json(RunOptions *o, const char *json, size_t ranks, Error *err);
+/* With --resume or --init, model options given on the command line must
+ * equal the checkpoint's (so the command that started a run, plus --resume,
+ * continues it; and --init never reshapes the weights it starts from); the
+ * first that differs is named with both values. With init, --dropout is the
+ * new run's own: it changes no weight. */
+int run_check_model(const RunOptions *o, const ModelConfig *ckpt, int init, Error *err);
+/* That the run fits the machine's memory (the checkpoint file, read whole,
+ * when resuming): said before allocating rather than found by the OOM killer. */
+int run_check_memory(const ModelConfig *cfg, const RunOptions *o, size_t ckpt_bytes, Error *err);
+
+/* Everything a run trains with. */
+typedef struct Run {
+    RunOptions o;
+    Dist *dist;
+    Dataset ds;
+    LossMasks masks; /* the loss on marked targets only, where the data says which */
+    Model model;
+    size_t start_step;
+    Rng data_rng;    /* where the data stream is */
+    int32_t *inputs, *targets; /* one micro-batch */
+    TrainHyper hyper;
+    /* With bf16 products: bin/train's start-up check (worst error as a
+     * fraction of its bound) and the kernel it ran, for the start-up line. */
+    double bf16_worst;
+    char bf16_impl[64];
+} Run;
+
+/* Sets the run up on every rank of dist together (a failure on any rank is
+ * one line on all): the dataset, the model (new from o; or o->resume with its
+ * step, data position and kept options; or a new run from o->init's weights,
+ * with fresh AdamW moments, step 0 and this run's options), the loss masks (unless no_loss_mask),
+ * activations and batch buffers. With count_only it stops after the model's
+ * layout (model.n_params), allocating no weights' gradients or activations. */
+int run_open(Run *r, const RunOptions *o, Dist *dist, int count_only, int no_loss_mask, Error *err);
+void run_close(Run *r);
+/* The checkpoint at `step`: rank 0 writes it, atomically; every rank learns
+ * whether that worked. */
+int run_save(Run *r, const char *path, size_t step, Error *err);
+
+#endif

@@ -1,0 +1,27 @@
+/* The per-step log of a training run (bin/train --log): CSV, or JSON lines
+ * when the name ends in .jsonl; one row per step with its loss, learning
+ * rate, gradient norm, time and thread count, and the validation loss on
+ * the steps that measured one. A resumed run appends to it. */
+#ifndef LM_RUN_LOG_H
+#define LM_RUN_LOG_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "trainer.h"
+#include "lm/error.h"
+
+typedef struct RunLog {
+    FILE *f; /* NULL: no log, and log_row does nothing */
+    int jsonl;
+    const char *path;
+    int failed; /* errno of the first failed write, 0 if none: the run stops, keeping its last checkpoint */
+} RunLog;
+
+int run_log_open(RunLog *log, const char *path, int append, Error *err);
+/* A value a row does not have is NaN: an empty CSV field, or null. */
+void run_log_row(RunLog *log, size_t step, size_t tokens, float loss, ValLoss val, float lr, float norm, double ms,
+                 double elapsed, double threads);
+void run_log_close(RunLog *log);
+
+#endif

@@ -1,0 +1,426 @@
+/* bin/train: trains a model on a prepared data directory.
+ * forward -> backward -> all-reduce over the ranks -> clip -> AdamW, with
+ * warm-up + cosine schedule, gradient accumulation, periodic validation,
+ * logging and checkpoints (atomic), Ctrl-C that saves, exact resume, and new
+ * runs from a checkpoint's weights (--init: fine-tuning); one
+ * process, or a job of several under mpirun (lm/dist.h), where rank 0
+ * prints, logs and checkpoints for all. The run's set-up is train/run.h, its
+ * step train/trainer.h; this file parses, loops and prints. */
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lm/bf16.h"
+#include "lm/blas_setup.h"
+#include "lm/cli.h"
+#include "lm/options.h"
+#include "lm/batch.h"
+#include "lm/json.h"
+#include "lm/checkpoint.h"
+#include "run.h"
+#include "run_log.h"
+#include "lm/threads.h"
+
+static const CliProgram program = {
+    .name = "train",
+    .usage = "bin/train --data DIR --out CKPT [options]\nbin/train --data DIR --out CKPT --resume CKPT [options]\n"
+             "bin/train --data DIR --out CKPT --init CKPT [options]",
+    .about = "Trains a Transformer, Grassmann or hybrid language model on DIR (from bin/prepare).\n",
+    .after = "\n"
+             "On several processes: mpirun -np N bin/train ... (Open MPI). Micro-batch i of a step goes\n"
+             "to rank i mod N, so N ranks with --grad-accum A train exactly as one process with\n"
+             "--grad-accum N*A; rank 0 prints, logs and writes the checkpoint, which resumes on any\n"
+             "number of ranks. --threads is per rank (default: the cores / the ranks on the machine).\n",
+    .column = 29,
+};
+
+/* What this invocation does besides the run's options. */
+typedef struct Actions {
+    int count_only, profile, no_loss_mask, json;
+} Actions;
+
+/* The progress text on stdout, unless --json asked for one object instead. */
+static int text_on = 1;
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...) {
+    if (!text_on) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+}
+
+static volatile sig_atomic_t interrupted = 0;
+static void on_signal(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+/* The command line into o and a; CLI_CONTINUE to go on, else the exit status. */
+static int parse(int argc, char **argv, RunOptions *o, Actions *a) {
+    /* The program's own options, then one per run option (run.h's table),
+     * whose "given" bits tell resume which ones the command line set. */
+    CliOption own[] = {
+        CLI_TEXT("data", 'd', &o->data, "DIR", "prepared data directory (train.bin, val.bin, tokenizer.txt)"),
+        CLI_TEXT("out", 'o', &o->out, "CKPT", "checkpoint to write (safetensors; written atomically)"),
+        CLI_TEXT("resume", 0, &o->resume, "CKPT",
+                 "continue a run exactly where CKPT stopped; the model and\n"
+                 "the run's options come from CKPT (run options given here win)"),
+        CLI_TEXT("init", 0, &o->init, "CKPT",
+                 "start a new run from CKPT's weights (fine-tuning): its model and\n"
+                 "tokenizer, fresh AdamW moments, step 0, and this command's run\n"
+                 "options; model options given must equal CKPT's (--dropout may differ)"),
+        CLI_TEXT("mixer", 0, &o->mixer, "M", "attention | grassmann | a comma list, one per layer (attention)"),
+        CLI_TEXT("pos", 0, &o->pos, "P", "learned | sinusoidal | rope positions (learned)"),
+        CLI_TEXT("norm", 0, &o->norm, "N", "pre | post: LayerNorm before each branch (GPT-2) or\nafter each residual sum (the paper's; pre)"),
+        CLI_TEXT("grassmann-windows", 0, &o->windows, "L",
+                 "Grassmann window offsets for every layer (1,2,4,8,12,16),\nor one list per layer separated by ';'\n(\"1;1;2;2;4;4\")"),
+        CLI_TEXT("precision", 0, &o->precision_given, "P",
+                 "fp32 | bf16: the matrix products in fp32, or with bf16 inputs\nand fp32 accumulation (CPUs with AVX512_BF16;\nweights, gradients, optimizer, LayerNorm, softmax and\nloss stay fp32); a resumed run keeps its own (fp32)"),
+        CLI_TEXT("log", 0, &o->log, "FILE", "per-step log for plotting: CSV, or JSON lines if FILE ends in .jsonl"),
+        CLI_TEXT("dump-grads", 0, &o->dump, "FILE", "write weights, gradients, loss and the first batch, then exit"),
+        CLI_FLAG("count-params", 0, &a->count_only, "print the model's parameter count and exit"),
+        CLI_FLAG("profile", 0, &a->profile, "at the end, print where a step's time went, per part"),
+        CLI_FLAG("json", 0, &a->json,
+                 "print one JSON object at the end instead of the progress text\n"
+                 "(the model, its memory and FLOPs, the BLAS kernel, the last losses, the profile)"),
+        CLI_FLAG("no-loss-mask", 0, &a->no_loss_mask,
+                 "learn every target even where DIR has train.mask / val.mask\n"
+                 "(by default only the targets they mark are in the loss)"),
+    };
+    enum { N_OWN = sizeof own / sizeof own[0] };
+    CliOption opts[N_OWN + 64];
+    if (n_run_options > 64) return cli_error(program.name, "internal: %zu run options, room for 64", n_run_options);
+    memcpy(opts, own, sizeof own);
+    size_t n = N_OWN, first_run = n;
+    for (size_t i = 0; i < n_run_options; i++) {
+        const RunOption *r = &run_options[i];
+        void *dst = (char *)o + r->offset;
+        opts[n++] = r->is_float ? (CliOption)CLI_FLOAT(r->name, 0, dst, r->lo, r->hi, "X", r->help)
+                                : (CliOption)CLI_SIZE(r->name, 0, dst, r->lo, r->hi, "N", r->help);
+    }
+    int rc = cli_parse(&program, opts, n, argc, argv, NULL);
+    for (size_t i = 0; i < n_run_options; i++) o->given |= (uint64_t)opts[first_run + i].given << i;
+    return rc;
+}
+
+/* The checks of the command line that need no file. */
+static int check(RunOptions *o, const Actions *a, const Dist *dist) {
+    const char *prog = program.name;
+    if (o->precision_given && precision_parse(o->precision_given, &o->precision))
+        return cli_error(prog, "--precision must be fp32 or bf16 (got '%s')", o->precision_given);
+    /* Never emulated: without the instructions bf16 would be slower than fp32. */
+    if (o->precision == PRECISION_BF16 && !bf16_supported())
+        return cli_error(prog, "--precision bf16 needs a CPU with AVX512_BF16, which this one lacks (use fp32)");
+    if (!o->data) return cli_error(prog, "--data DIR is required (see --help)");
+    if (!o->out && !o->dump && !a->count_only) return cli_error(prog, "--out CKPT is required (see --help)");
+    if (o->dump && dist->size > 1) return cli_error(prog, "--dump-grads runs in one process (this job has %d ranks)", dist->size);
+    /* Each rank's clock differs, and the learning rate would follow it. */
+    if (o->max_seconds > 0 && dist->size > 1)
+        return cli_error(prog, "--max-seconds runs in one process (this job has %d ranks)", dist->size);
+    return CLI_CONTINUE;
+}
+
+/* What --precision bf16 allocated, in MiB (0 in fp32): model_set_precision's
+ * weights' shadow, operand scratch and packed heads, as model_bf16_bytes counts them. */
+static double bf16_mib(const Model *m) {
+    return m->bf16 ? (double)model_bf16_bytes(&m->cfg, m->B_max, m->T_max) / (1024.0 * 1024.0) : 0.0;
+}
+
+static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_threads) {
+    const RunOptions *o = &r->o;
+    const Model *m = &r->model;
+    char mixers[1024], windows[1024], grassmann[1100] = "", how[96] = ""; /* how: the tuner's part of the line */
+    for (size_t l = 0; l < o->cfg.n_layer; l++)
+        if (strcmp(o->cfg.mixers[l]->name, "grassmann") == 0)
+            snprintf(grassmann, sizeof grassmann, " | grassmann r %zu, windows %s", o->cfg.grassmann_rank,
+                     config_window_list(&o->cfg, windows, sizeof windows));
+    say("model: %zu parameters | n_layer %zu, n_head %zu, n_embd %zu, block %zu, vocab %zu | mixers %s | pos %s | norm %s%s\n",
+           m->n_params, o->cfg.n_layer, o->cfg.n_head, o->cfg.n_embd, o->cfg.block_size, o->cfg.vocab_size,
+           config_mixer_list(&o->cfg, mixers, sizeof mixers), pos_name(o->cfg.pos), norm_name(o->cfg.norm), grassmann);
+    size_t width = tuner->cand[0];
+    if (tuner->adaptive && start_threads < width)
+        snprintf(how, sizeof how, " (fewer while that is faster; starting with %zu: the other cores are busy)", start_threads);
+    else if (tuner->adaptive) snprintf(how, sizeof how, " (fewer while that is faster)");
+    say("train: %zu tokens, val %zu | batch %zu x %zu x accum %zu | steps %zu..%zu of %zu | %zu threads%s\n",
+           r->ds.train.n, r->ds.val.n, o->batch_size, o->cfg.block_size, o->grad_accum, r->start_step, o->stop_at,
+           o->max_iters, width, how);
+    if (o->init)
+        say("init: the weights of %s; a new run: fresh AdamW moments, step 0, this run's schedule\n", o->init);
+    say("blas: %s | %zu threads\n", blas_describe(), width);
+    if (o->precision == PRECISION_BF16)
+        say("precision: bf16 products, fp32 accumulation | %s, %s | checked at the model's shapes: worst %.2f of "
+            "its bound\n", bf16_library(), r->bf16_impl, r->bf16_worst);
+    else
+        say("precision: fp32\n");
+    if (r->masks.train.marked || r->masks.val.marked)
+        say("loss mask: only the targets marked in%s%s are in the loss (--no-loss-mask: all)\n",
+               r->masks.train.marked ? " train.mask" : "", r->masks.val.marked ? " val.mask" : "");
+    if (r->dist->size > 1)
+        say("mpi: %d ranks (%d on this machine) x %zu threads | micro-batch i of a step on rank i mod %d | "
+               "all-reduce of %.1f MiB per step, started layer by layer during backward\n",
+               r->dist->size, r->dist->local_size, width, r->dist->size, (double)m->n_params * 4.0 / (1024.0 * 1024.0));
+    const double mib = 4.0 / (1024.0 * 1024.0); /* floats to MiB */
+    char bf16_mem[96] = ""; /* the bf16 weights, the scratch of one product's rounded operands, packed heads */
+    if (m->bf16) snprintf(bf16_mem, sizeof bf16_mem, ", bf16 weights and operands %.1f MiB", bf16_mib(m));
+    say("memory: weights %.1f MiB, gradients and AdamW moments %.1f MiB, activations %.1f MiB%s\n",
+           (double)m->n_params * mib, 3.0 * (double)m->n_params * mib, (double)m->n_acts * mib, bf16_mem);
+    fflush(stdout);
+}
+
+/* The start-up check of the bf16 products (lm/bf16.h) at the model's
+ * shapes: each weight matrix's forward product over the batch's tokens
+ * (checked in all three forms, so backward's too), and the kernel that runs
+ * the widest one, for the start-up line. */
+static int check_bf16(Run *r, Error *err) {
+    const Model *m = &r->model;
+    size_t N = r->o.batch_size * r->o.cfg.block_size, n = 0;
+    Bf16Shape shapes[8];
+    for (size_t i = 0; i < m->n_tensors && n < 8; i++) {
+        const ParamTensor *t = &m->tensors[i];
+        if (!model_is_product_weight(m, t)) continue;
+        Bf16Shape s = {N, t->rows, t->cols};
+        int seen = 0;
+        for (size_t j = 0; j < n; j++) seen |= shapes[j].n == s.n && shapes[j].k == s.k;
+        if (!seen) shapes[n++] = s;
+    }
+    int rc = dist_agree(r->dist, bf16_check(shapes, n, false, &r->bf16_worst, err) != 0, err);
+    threads_use(0); /* bf16_check leaves the parallel width at its default: the run's again */
+    if (rc) return -1;
+    return bf16_gemm_impl(0, 1, N, shapes[0].n, shapes[0].k, shapes[0].k, shapes[0].k, shapes[0].n, r->bf16_impl,
+                          sizeof r->bf16_impl, err);
+}
+
+/* The end of a run as one JSON object (--json): what make bench reads. */
+static void print_json(const Run *r, size_t threads, size_t step, float loss, float val_loss, double seconds,
+                       const Profile *prof, double prof_seconds) {
+    const RunOptions *o = &r->o;
+    const Model *m = &r->model;
+    const double mib = 4.0 / (1024.0 * 1024.0);
+    ModelFlops f = model_flops(m, o->cfg.block_size);
+    char *config = config_to_json(&o->cfg), *blas = NULL;
+    sb_append_json_string(&blas, blas_describe());
+    printf("{\"program\":\"train\",\"params\":%zu,\"config\":%s,\"blas\":%s,\"blas_kernel\":\"%s\",\"threads\":%zu,"
+           "\"ranks\":%d,\"precision\":\"%s\",\"batch\":%zu,\"block\":%zu,\"grad_accum\":%zu,\"tokens_per_step\":%zu,",
+           m->n_params, config, blas, blas_kernel(), threads, r->dist->size, precision_name(o->precision), o->batch_size, o->cfg.block_size,
+           o->grad_accum, o->batch_size * o->cfg.block_size * o->grad_accum * (size_t)r->dist->size);
+    printf("\"memory_mib\":{\"weights\":%.6g,\"state\":%.6g,\"activations\":%.6g,\"bf16\":%.6g},",
+           (double)m->n_params * mib, 3.0 * (double)m->n_params * mib, (double)m->n_acts * mib,
+           bf16_mib(m));
+    printf("\"flops_per_token\":{\"dense\":%.17g,\"mixing\":%.17g,\"total\":%.17g},\"matrices\":[", f.dense, f.mixing,
+           f.total);
+    int first = 1;
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        const ParamTensor *t = &m->tensors[i];
+        if (!model_is_product_weight(m, t)) continue;
+        printf("%s{\"name\":\"%s\",\"rows\":%zu,\"cols\":%zu}", first ? "" : ",", t->name, t->rows, t->cols);
+        first = 0;
+    }
+    printf("],\"start_step\":%zu,\"step\":%zu,", r->start_step, step);
+    printf(isnan(loss) ? "\"train_loss\":null," : "\"train_loss\":%.6f,", loss);
+    printf(isnan(val_loss) ? "\"val_loss\":null," : "\"val_loss\":%.6f,", val_loss);
+    printf("\"seconds\":%.3f,\"profile\":", seconds);
+    profile_json(stdout, prof, prof_seconds);
+    printf("}\n");
+    free(config);
+    sb_free(&blas);
+}
+
+/* Writes the gradient dump of the run's first batch (--dump-grads). */
+static int dump_grads(Run *r, Error *err) {
+    Model *m = &r->model;
+    size_t B = r->o.batch_size, T = r->o.cfg.block_size;
+    model_zero_grads(m);
+    batch_sample(&r->ds.train, &r->data_rng, B, T, r->o.window_align, r->masks.train.marked, r->inputs, r->targets);
+    model_forward(m, r->inputs, r->targets, B, T, NULL);
+    model_backward(m, 1.0f);
+    if (model_bf16_failed(m, err) || grads_dump(r->o.dump, m, err)) return -1;
+    say("wrote %s: loss %.6f, %zu parameters, batch %zu x %zu\n", r->o.dump, m->loss, m->n_params, B, T);
+    return 0;
+}
+
+/* A failure that ends the run before it saves: one line (from rank 0), and
+ * the last good checkpoint stays as it was. Returns the exit status, 1. */
+static int stop_unsaved(const char *prog, const Dist *dist, const char *msg) {
+    if (dist->rank == 0) fprintf(stderr, "%s: error: %s; stopping without saving, the last good checkpoint is kept\n", prog, msg);
+    return 1;
+}
+
+/* The training loop: steps, validation, the log, progress lines and checkpoints. */
+static int train(Run *r, const Actions *a) {
+    const char *prog = program.name;
+    RunOptions *o = &r->o;
+    Model *model = &r->model;
+    Dist *dist = r->dist;
+    Error err;
+    RunLog log = {0};
+    int rc = 0;
+    if (dist_agree(dist, dist->rank == 0 && o->log && run_log_open(&log, o->log, r->start_step > 0, &err), &err))
+        return cli_error(prog, "%s", err.msg);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGXFSZ, SIG_IGN); /* past a file-size limit a write fails (EFBIG) and is reported, not fatal */
+
+    ThreadTuner tuner;
+    thread_tuner_init(&tuner, threads_max(), o->threads == 0 && dist->size == 1); /* ranks wait for the slowest: fixed */
+    print_start(r, &tuner, thread_tuner_start(&tuner));
+
+    size_t tokens_per_step = o->batch_size * o->cfg.block_size * o->grad_accum * (size_t)dist->size;
+    double wait_secs = 0.0; /* waiting for the all-reduce, since the last progress line */
+    double t_start = cli_now(), t_last = t_start, step_secs = 0.0; /* step_secs: training only, no validation */
+    double train_secs = 0.0;  /* the same, over the profiled steps */
+    double train_clock = 0.0; /* all training steps so far: --max-seconds' clock */
+    int time_up = 0;
+    Profile prof = {0};
+    size_t last_logged = r->start_step, step = r->start_step;
+    float loss = NAN, val_loss = NAN;
+    /* Validation is measured after a step, so a log row's val_loss belongs to
+     * its step and token count: the untrained model first, then every
+     * eval_interval steps and at the end of the schedule. */
+    if (r->start_step == 0) {
+        ValLoss val;
+        if (estimate_loss(model, &r->ds.val, &r->hyper, dist, &r->ds.tok, r->inputs, r->targets, &val, &err)) {
+            rc = stop_unsaved(prog, dist, err.msg);
+        } else {
+            say("step %5d | val loss %.4f | %.4f bits per byte\n", 0, val.loss, val.bits_per_byte);
+            run_log_row(&log, 0, 0, NAN, val, NAN, NAN, NAN, 0.0, NAN);
+            val_loss = val.loss;
+        }
+    }
+    /* Whether the ranks agreed to stop on a signal. Decided by the one collective
+     * below and never re-read from `interrupted`: a signal landing on one rank
+     * just after that collective would otherwise stop that rank alone, and the
+     * others would wait for it in the next step's all-reduce for ever. */
+    int signalled = 0;
+    for (; rc == 0 && step < o->stop_at; step++) {
+        double t0 = cli_now();
+        StepStats st;
+        /* The profile skips the run's first step (first touches of memory) and validation. */
+        int profiled = a->profile && step > r->start_step;
+        model->prof = profiled ? &prof : NULL;
+        size_t threads = thread_tuner_begin(&tuner);
+        int failed = train_step(model, &r->ds.train, &r->data_rng, &r->hyper, dist, step, train_clock, r->inputs,
+                                r->targets, &st, &err);
+        thread_tuner_record(&tuner, cli_now() - t0);
+        model->prof = NULL;
+        if (failed) {
+            rc = stop_unsaved(prog, dist, err.msg);
+            break;
+        }
+        wait_secs += dist->wait_seconds;
+        loss = st.loss;
+        double now = cli_now(), ms = 1e3 * (now - t0);
+        step_secs += now - t0;
+        train_clock += now - t0;
+        time_up = o->max_seconds > 0 && train_clock >= o->max_seconds;
+        if (profiled) train_secs += now - t0;
+        size_t done = step + 1;
+        ValLoss val = {NAN, NAN};
+        if (((o->eval_interval && done % o->eval_interval == 0) || done == o->max_iters || time_up) &&
+            estimate_loss(model, &r->ds.val, &r->hyper, dist, &r->ds.tok, r->inputs, r->targets, &val, &err)) {
+            rc = stop_unsaved(prog, dist, err.msg);
+            break;
+        }
+        run_log_row(&log, done, done * tokens_per_step, loss, val, st.lr, st.grad_norm, ms, cli_now() - t_start,
+                    (double)threads);
+        if (done % o->log_interval == 0 || done == o->stop_at || time_up) {
+            double n = (double)(done - last_logged), per = step_secs / n, wall = (cli_now() - t_last) / n;
+            char eta[32], busy[64] = ""; /* the tuner has stepped down, or the all-reduce kept us waiting: say so */
+            /* Steps left at the recent pace, or with --max-seconds the time
+             * budget left, whichever ends first. */
+            double left = wall * (double)(o->stop_at - done);
+            if (o->max_seconds > 0 && per > 0.0) {
+                double budget = (o->max_seconds - train_clock) * (wall / per); /* validation's share too */
+                left = budget < left ? (budget > 0.0 ? budget : 0.0) : left;
+            }
+            cli_duration(left, eta, sizeof eta);
+            if (threads < tuner.cand[0]) snprintf(busy, sizeof busy, " | %zu of %zu threads", threads, tuner.cand[0]);
+            if (dist->size > 1) snprintf(busy, sizeof busy, " | all-reduce wait %.1f ms/step", 1e3 * wait_secs / n);
+            wait_secs = 0.0;
+            say("step %5zu/%zu | loss %.4f | lr %.2e | norm %6.3f | %7.0f tok/s | %6.1f ms/step | ETA %s%s\n", done,
+                o->max_iters, loss, st.lr, st.grad_norm, (double)tokens_per_step / per, 1e3 * per, eta, busy);
+            fflush(stdout);
+            t_last = cli_now();
+            step_secs = 0.0;
+            last_logged = done;
+        }
+        if (!isnan(val.loss)) {
+            val_loss = val.loss;
+            say("step %5zu | val loss %.4f | %.4f bits per byte%s\n", done, val.loss, val.bits_per_byte,
+                done == o->max_iters || time_up ? " (final)" : "");
+        }
+        if (o->ckpt_interval && done % o->ckpt_interval == 0 && done < o->stop_at && run_save(r, o->out, done, &err)) {
+            rc = cli_error(prog, "%s", err.msg);
+            break;
+        }
+        if (dist_any(dist, log.failed != 0)) { /* rank 0 could not write the log: stop, keep the last checkpoint */
+            char msg[512];
+            snprintf(msg, sizeof msg, "cannot write the log '%s': %s", log.path, strerror(log.failed));
+            rc = stop_unsaved(prog, dist, msg);
+            break;
+        }
+        signalled = dist_any(dist, interrupted); /* a signal to any rank stops them all, after the same step */
+        if (signalled || time_up) {
+            if (time_up) say("time budget: %.1f s of training steps reached after step %zu\n", train_clock, done);
+            step++;
+            break;
+        }
+    }
+    if (rc == 0) {
+        if (run_save(r, o->out, step, &err)) {
+            rc = cli_error(prog, "%s", err.msg);
+        } else if (signalled) {
+            say("interrupted: checkpoint at step %zu saved to %s (continue with --resume %s)\n", step, o->out, o->out);
+            rc = 130;
+        } else {
+            char took[32];
+            cli_duration(cli_now() - t_start, took, sizeof took);
+            say("saved %s at step %zu (%s)\n", o->out, step, took);
+        }
+    }
+    if (a->profile && text_on) profile_print(stdout, &prof, train_secs);
+    if (a->json && dist->rank == 0 && (rc == 0 || rc == 130))
+        print_json(r, tuner.cand[0], step, loss, val_loss, cli_now() - t_start, &prof, train_secs);
+    run_log_close(&log);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    blas_setup(argc, argv); /* first: it may restart the program with faster kernels */
+    const char *prog = program.name;
+    Dist dist;
+    Error err;
+    if (dist_init(&dist, &argc, &argv, &err)) {
+        fprintf(stderr, "%s: error: %s\n", prog, err.msg);
+        return 1;
+    }
+    if (dist.rank != 0) { /* rank 0 speaks for the job */
+        cli_set_quiet(1);
+        if (!freopen("/dev/null", "w", stdout)) fclose(stdout);
+    }
+    RunOptions o;
+    Actions a = {0};
+    Run r = {0};
+    run_options_defaults(&o);
+    int rc = dist_check_args(&dist, argc, argv, &err) ? cli_error(prog, "%s", err.msg) /* every rank parses the same */
+                                                      : parse(argc, argv, &o, &a);
+    if (rc == CLI_CONTINUE) rc = check(&o, &a, &dist);
+    if (rc == CLI_CONTINUE) {
+        text_on = !a.json;
+        threads_use(threads_per_rank(o.threads, dist.local_size)); /* --threads is per rank */
+        if (run_open(&r, &o, &dist, a.count_only, a.no_loss_mask, &err)) rc = cli_error(prog, "%s", err.msg);
+        else if (!a.count_only && r.o.precision == PRECISION_BF16 && check_bf16(&r, &err)) rc = cli_error(prog, "%s", err.msg);
+        else if (a.count_only) printf("%zu\n", r.model.n_params), rc = 0;
+        else if (o.dump) rc = dump_grads(&r, &err) ? cli_error(prog, "%s", err.msg) : 0;
+        else rc = train(&r, &a);
+    }
+    run_close(&r);
+    dist_finalize(&dist);
+    return rc;
+}
