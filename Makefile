@@ -106,6 +106,7 @@ unit-test: $(TESTS)
 	@LM_TEST_CPU_HIDE=avx512bf16 OMP_NUM_THREADS=2 $(OUT)/test_bf16
 
 test: unit-test $(PROGRAMS)
+	/usr/bin/python3 tests/house.py
 	bash tests/cli_test.sh
 	bash tests/init_test.sh
 	bash tests/rope_test.sh
