@@ -18,6 +18,7 @@
 #include "lm/ops.h"
 #include "lm/error.h"
 #include "lm/machine.h"
+#include "lm/rng.h"
 #include "lm/threads.h"
 
 #define MAX_DIM (1u << 20)
@@ -101,18 +102,16 @@ static void run_product(const Product *p, const float *a, const float *b, float 
     else gemm(1, 0, m, n, k, 1.0f, a, m, b, n, 0.0f, c, n);
 }
 
-static float *random_matrix(size_t count, uint64_t *state) {
+/* Entries uniform in [-0.5, 0.5): the values do not matter to the rate. */
+static float *random_matrix(size_t count, Rng *rng) {
     float *x = malloc(count * sizeof *x);
-    for (size_t i = 0; x && i < count; i++) {
-        *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
-        x[i] = (float)((double)(*state >> 40) / (double)(1u << 24) - 0.5);
-    }
+    for (size_t i = 0; x && i < count; i++) x[i] = rng_uniform(rng) - 0.5f;
     return x;
 }
 
 /* Best seconds per call over repetitions of `inner` calls each, about
  * budget_s in all (at least 3 repetitions); 0 if memory ran out. */
-static double time_product(const Product *p, double budget_s, uint64_t *seed) {
+static double time_product(const Product *p, double budget_s, Rng *seed) {
     float *a = random_matrix(p->m * p->k, seed), *b = random_matrix(p->n * p->k, seed);
     float *c = malloc(p->m * p->n * sizeof *c);
     double best = 0.0;
@@ -223,7 +222,8 @@ static int compare_bf16(const char *prog, Product *prods, size_t n_prod, size_t 
         fprintf(stderr, "%s: error: out of memory\n", prog);
         return 1;
     }
-    uint64_t seed = 1337;
+    Rng seed;
+    rng_seed(&seed, 1337);
     int rc = 0;
     for (size_t i = 0; i < n_prod && rc == 0; i++) {
         const Product *p = &prods[i];
@@ -346,7 +346,8 @@ int main(int argc, char **argv) {
         return rc;
     }
 
-    uint64_t seed = 1337;
+    Rng seed;
+    rng_seed(&seed, 1337);
     /* Warm-up: a freshly started process sometimes runs its first ~50 ms of
      * two-thread products at a fraction of the speed (seen here as 8 ms
      * instead of 0.5 ms a call through a whole product's timing), so the

@@ -18,8 +18,8 @@
 #define JSON_TOP_KEYS 3
 
 static void json_num(char **sb, double v) {
-    if (isfinite(v)) sb_appendf(sb, "%.6g", v);
-    else sb_appendf(sb, "null");
+    char buf[JSON_NUMBER_MAX];
+    sb_appendf(sb, "%s", json_number(buf, "%.6g", v));
 }
 
 /* , "name": value */
