@@ -8,13 +8,6 @@
 #include "lm/json.h"
 #include "mixers/mixer.h"
 
-/* Upper bounds that catch typos (an extra zero or three) before they turn
- * into a multi-gigabyte allocation. */
-#define MAX_VOCAB (1u << 24)
-#define MAX_BLOCK 16384
-#define MAX_EMBD 8192
-#define MAX_HEADS 256
-
 void config_defaults(ModelConfig *cfg) {
     memset(cfg, 0, sizeof *cfg);
     cfg->block_size = 64;
