@@ -1,6 +1,6 @@
 /* bin/inspect's report of an Inspection (lm/inspect.h): pictures, tables,
  * JSON and the printed summary, written by report.c, report_png.c,
- * report_text.c and report_json.c. */
+ * report_text.c and report_json.c, with report_parts.c between them. */
 #ifndef LM_EVAL_REPORT_H
 #define LM_EVAL_REPORT_H
 

@@ -22,7 +22,7 @@ LM_WING = {"ds": "runtime", "backend": "blas", "hf": "hf"}
 # Arrows that run back up, each with why it is still there. Empty is the goal.
 KNOWN_BACK_ARROWS = {
     # Every mixer is handed the model's configuration type.
-    ("src/mixers/mixer.h", "lm/config.h"),
+    ("include/lm/mixer.h", "lm/config.h"),
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

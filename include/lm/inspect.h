@@ -1,8 +1,8 @@
 /* Looking inside a trained model (bin/inspect): what each layer does with a
  * prompt, computed from the model's public weights and one evaluation
  * forward pass. The training path is untouched. Each layer's own
- * measurements come from its mixer's inspect hook (src/mixers/mixer.h,
- * src/mixers/inspection.h), which recomputes them from the layer's weights
+ * measurements come from its mixer's inspect hook (lm/mixer.h,
+ * lm/inspection.h), which recomputes them from the layer's weights
  * and input:
  *
  *   attention layers: the (H, T, T) causal attention maps (recomputed from
@@ -27,7 +27,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "mixers/inspection.h"
+#include "lm/inspection.h"
 #include "lm/model.h"
 #include "lm/error.h"
 #include "lm/tokenizer.h"
@@ -46,7 +46,7 @@ typedef struct AttributionPart {
 typedef struct Inspection {
     size_t T, n_layer, n_head, vocab;
     int32_t *tokens;             /* T */
-    LayerInspection layer[MAX_LAYERS]; /* what each layer's mixer measured (src/mixers/inspection.h) */
+    LayerInspection layer[MAX_LAYERS]; /* what each layer's mixer measured (lm/inspection.h) */
     /* logit lens: stage 0 is the embedding, stage l+1 the stream after layer l */
     uint32_t *lens_top;          /* (n_layer + 1, T, LENS_TOP) token ids */
     float *lens_prob;            /* (n_layer + 1, T, LENS_TOP) their probabilities */

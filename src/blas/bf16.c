@@ -11,7 +11,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "blas/bf16_lanes.h"
-#include "runtime/cpu.h"
+#include "lm/cpu.h"
 
 bool bf16_supported(void) {
     CpuFeatures cpu;

@@ -1,5 +1,5 @@
-/* The tiled parallel gemm every matrix product goes through (see blas/gemm.h). */
-#include "blas/gemm.h"
+/* The tiled parallel gemm every matrix product goes through (see lm/gemm.h). */
+#include "lm/gemm.h"
 
 #include <stdlib.h>
 #include <string.h>

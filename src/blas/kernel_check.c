@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blas/gemm.h"
+#include "lm/gemm.h"
 #include "blas/tile_gemm.h"
 #include "lm/rng.h"
 #include "lm/threads.h"

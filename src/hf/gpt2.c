@@ -12,7 +12,7 @@
 
 #include "blas/tile_gemm.h"
 #include "lm/json.h"
-#include "io/safetensors.h"
+#include "lm/safetensors.h"
 #include "nn/layernorm.h"
 #include "lm/ds.h"
 #include "lm/files.h"

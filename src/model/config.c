@@ -6,7 +6,7 @@
 
 #include "lm/options.h"
 #include "lm/json.h"
-#include "mixers/mixer.h"
+#include "lm/mixer.h"
 
 void config_defaults(ModelConfig *cfg) {
     memset(cfg, 0, sizeof *cfg);
