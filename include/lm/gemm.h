@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+#include "lm/error.h"
+
 /* Called on each finished output tile (rows i0.., columns j0.. of the
  * product) by the thread that computed it, while the tile is in cache: an
  * element-wise pass fused into the product (bias + GELU, GELU backward). */
@@ -55,6 +57,19 @@ TileRect gemm_tile_rect(TileGrid g, size_t t, size_t m, size_t n);
  * where k = 0 leaves no product, C scaled by beta (beta 0: zeros, C unread). */
 void gemm_tile_set_bias(float *c, size_t ldc, const float *bias, size_t rows, size_t cols);
 void gemm_tile_scale(float *c, size_t ldc, float beta, size_t rows, size_t cols);
+
+/* One tile's product: the tile of C at ct (rows r.rows, columns r.cols of
+ * the product, row stride as the caller's) = alpha op(A) op(B) + beta C, by
+ * the calling thread, from the operands the caller describes. Returns 0,
+ * or -1 with err set. */
+typedef int (*TileProduct)(const void *operands, TileRect r, float *ct, Error *err);
+/* The tile loop every tiled product shares (fp32 here, bf16 in lm/bf16.h):
+ * the tiles of gemm_tile_grid in parallel, each first set to bias_rows
+ * where given (else, with k = 0, scaled by beta), then its product, then
+ * the epilogue. Returns 0, or -1 with the first failing tile's err (that
+ * tile's epilogue is skipped). */
+int gemm_tile_loop(size_t m, size_t n, size_t k, float beta, float *c, size_t ldc, const float *bias_rows,
+                   TileProduct product, const void *operands, TileEpilogue epilogue, void *ctx, Error *err);
 
 /* The general form the others call: gemm with an epilogue, and with every
  * row of each tile of C first set to bias_rows[j0 ..] (a bias, NULL for none;
