@@ -307,17 +307,8 @@ static int run_tile(int trans_a, int trans_b, size_t m, size_t n, size_t k, floa
     return 0;
 }
 
-/* A bf16 product's operands, for its tiles. */
-typedef struct Bf16Operands {
-    int trans_a, trans_b;
-    size_t k, lda, ldb, ldc;
-    float alpha, beta;
-    const uint16_t *a, *b;
-} Bf16Operands;
-
-static int bf16_tile(const void *operands, TileRect r, float *ct, Error *err) {
-    const Bf16Operands *o = operands;
-    const uint16_t *at = o->a + (o->trans_a ? r.i0 : r.i0 * o->lda), *bt = o->b + (o->trans_b ? r.j0 * o->ldb : r.j0);
+static int bf16_tile(const TileOperands *o, TileRect r, float *ct, Error *err) {
+    const uint16_t *at = (const uint16_t *)o->a + tile_a_offset(o, r), *bt = (const uint16_t *)o->b + tile_b_offset(o, r);
     return run_tile(o->trans_a, o->trans_b, r.rows, r.cols, o->k, o->alpha, at, o->lda, bt, o->ldb, o->beta, ct, o->ldc,
                     err);
 }
@@ -325,8 +316,8 @@ static int bf16_tile(const void *operands, TileRect r, float *ct, Error *err) {
 int bf16_gemm_tiled(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const uint16_t *a,
                     size_t lda, const uint16_t *b, size_t ldb, float beta, float *c, size_t ldc,
                     const float *bias_rows, TileEpilogue epilogue, void *ctx, Error *err) {
-    Bf16Operands o = {trans_a, trans_b, k, lda, ldb, ldc, alpha, beta, a, b};
-    return gemm_tile_loop(m, n, k, beta, c, ldc, bias_rows, bf16_tile, &o, epilogue, ctx, err);
+    TileOperands o = {trans_a, trans_b, k, lda, ldb, ldc, alpha, beta, a, b};
+    return gemm_tile_loop(m, n, &o, c, bias_rows, bf16_tile, epilogue, ctx, err);
 }
 
 int bf16_gemm_serial(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const uint16_t *a,

@@ -68,9 +68,10 @@ void gemm_tile_scale(float *c, size_t ldc, float beta, size_t rows, size_t cols)
         for (size_t j = 0; j < cols; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : c[i * ldc + j] * beta;
 }
 
-int gemm_tile_loop(size_t m, size_t n, size_t k, float beta, float *c, size_t ldc, const float *bias_rows,
-                   TileProduct product, const void *operands, TileEpilogue epilogue, void *ctx, Error *err) {
+int gemm_tile_loop(size_t m, size_t n, const TileOperands *o, float *c, const float *bias_rows, TileProduct product,
+                   TileEpilogue epilogue, void *ctx, Error *err) {
     if (m == 0 || n == 0) return 0;
+    size_t k = o->k, ldc = o->ldc;
     TileGrid g = gemm_tile_grid(m, n, k);
     int failed = 0;
 #pragma omp parallel for schedule(dynamic, 1)
@@ -80,30 +81,21 @@ int gemm_tile_loop(size_t m, size_t n, size_t k, float beta, float *c, size_t ld
         if (bias_rows) gemm_tile_set_bias(ct, ldc, bias_rows + r.j0, r.rows, r.cols);
         if (k > 0) {
             Error tile_err;
-            if (product(operands, r, ct, &tile_err)) {
+            if (product(o, r, ct, &tile_err)) {
 #pragma omp critical(gemm_tile_error)
                 if (!failed++ && err) *err = tile_err;
                 continue;
             }
         } else if (!bias_rows)
-            gemm_tile_scale(ct, ldc, beta, r.rows, r.cols);
+            gemm_tile_scale(ct, ldc, o->beta, r.rows, r.cols);
         if (epilogue) epilogue(ctx, r.i0, r.j0, r.rows, r.cols);
     }
     return failed ? -1 : 0;
 }
 
-/* An fp32 product's operands, for its tiles. */
-typedef struct Fp32Operands {
-    int trans_a, trans_b;
-    size_t k, lda, ldb, ldc;
-    float alpha, beta;
-    const float *a, *b;
-} Fp32Operands;
-
-static int fp32_tile(const void *operands, TileRect r, float *ct, Error *err) {
+static int fp32_tile(const TileOperands *o, TileRect r, float *ct, Error *err) {
     (void)err;
-    const Fp32Operands *o = operands;
-    const float *at = o->a + (o->trans_a ? r.i0 : r.i0 * o->lda), *bt = o->b + (o->trans_b ? r.j0 * o->ldb : r.j0);
+    const float *at = (const float *)o->a + tile_a_offset(o, r), *bt = (const float *)o->b + tile_b_offset(o, r);
     gemm_serial(o->trans_a, o->trans_b, r.rows, r.cols, o->k, o->alpha, at, o->lda, bt, o->ldb, o->beta, ct, o->ldc);
     return 0;
 }
@@ -111,8 +103,8 @@ static int fp32_tile(const void *operands, TileRect r, float *ct, Error *err) {
 void gemm_tiled(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const float *a,
                        size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc,
                        const float *bias_rows, TileEpilogue epilogue, void *ctx) {
-    Fp32Operands o = {trans_a, trans_b, k, lda, ldb, ldc, alpha, beta, a, b};
-    gemm_tile_loop(m, n, k, beta, c, ldc, bias_rows, fp32_tile, &o, epilogue, ctx, NULL);
+    TileOperands o = {trans_a, trans_b, k, lda, ldb, ldc, alpha, beta, a, b};
+    gemm_tile_loop(m, n, &o, c, bias_rows, fp32_tile, epilogue, ctx, NULL);
 }
 
 size_t gemm_row_blocks(size_t n, size_t *rows_per) {
