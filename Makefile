@@ -75,6 +75,23 @@ $(OUT)/%.o: %.c $(LIB_HDR) | $(OUT)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+# Our own kernels, one file per instruction-set level (lm/cpu.h's levels),
+# each compiled with its level's flags whatever OPT's -march says, and
+# chosen at run time by CPUID (capped by LM_MAX_ISA): so a build runs on any
+# x86-64 its OPT allows (OPT="-O3 -march=x86-64" for a release: every
+# x86-64) and at its best level on each, and any machine tests the levels
+# below its own (make test). The portable level drops AVX (on a native
+# build it keeps the SSE4 the build machine has); AVX2 drops AVX-512, so
+# no EVEX encoding slips in where the build machine has it.
+ifneq ($(filter x86_64%,$(shell $(CC) -dumpmachine)),)
+ISA_FLAGS_portable := -mno-avx
+ISA_FLAGS_avx2     := -mavx2 -mfma -mno-avx512f
+ISA_FLAGS_avx512   := -mavx2 -mfma -mavx512f
+endif
+$(OUT)/src/blas/tile_gemm_portable.o: CFLAGS += $(ISA_FLAGS_portable)
+$(OUT)/src/blas/tile_gemm_avx2.o: CFLAGS += $(ISA_FLAGS_avx2)
+$(OUT)/src/blas/tile_gemm_avx512.o: CFLAGS += $(ISA_FLAGS_avx512)
+
 $(LIB): $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
