@@ -117,8 +117,11 @@ $(OUT) $(BIN):
 
 # Unit tests and gradient checks (cmocka), then the programs from outside:
 # bad input, resume, checkpoints, and parity with PyTorch autograd.
-unit-test: $(TESTS)
-	@for t in $(TESTS); do echo "== $$t"; OMP_NUM_THREADS=2 $$t || exit 1; done
+# At every instruction-set level of our kernels this CPU runs (lm/cpu.h:
+# LM_MAX_ISA caps the level; bin/gemm-rate --isa-levels lists them).
+unit-test: $(TESTS) $(BIN)/gemm-rate
+	@for isa in $$($(BIN)/gemm-rate --isa-levels); do for t in $(TESTS); do \
+	  echo "== $$t (LM_MAX_ISA=$$isa)"; LM_MAX_ISA=$$isa OMP_NUM_THREADS=2 $$t || exit 1; done; done
 	@echo "== $(OUT)/test_bf16 as on a CPU without AVX512_BF16 (LM_TEST_CPU_HIDE: the conversion's AVX-512F path)"
 	@LM_TEST_CPU_HIDE=avx512bf16 OMP_NUM_THREADS=2 $(OUT)/test_bf16
 
@@ -135,7 +138,8 @@ test: unit-test $(PROGRAMS)
 	bash tests/tokenizer_from_test.sh
 	bash tests/bpe_agreement.sh
 	bash tests/gpt2_tokenizer.sh
-	/usr/bin/python3 -m tests.parity
+	@for isa in $$($(BIN)/gemm-rate --isa-levels); do echo "== tests.parity (LM_MAX_ISA=$$isa)"; \
+	  LM_MAX_ISA=$$isa /usr/bin/python3 -m tests.parity || exit 1; done
 	/usr/bin/python3 -m tests.gpt2_convert
 	bash tests/loss_mask_test.sh
 	bash tests/probe_test.sh

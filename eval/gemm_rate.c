@@ -26,7 +26,7 @@
 
 static const CliProgram program = {
     .name = "gemm-rate",
-    .usage = "bin/gemm-rate [options] PRODUCT...\nbin/gemm-rate --best-core",
+    .usage = "bin/gemm-rate [options] PRODUCT...\nbin/gemm-rate --best-core\nbin/gemm-rate --isa-levels",
     .about = "Times single-precision matrix products (row-major, alpha 1, beta 0) as the\n"
              "model makes them: the BLAS library's sgemm (BLIS or OpenBLAS, as built) with\n"
              "the kernels the other programs choose, on\n"
@@ -62,7 +62,7 @@ int main(int argc, char **argv) {
     Error setup_err; /* first: it may restart the program with faster kernels */
     if (blas_setup(argc, argv, &setup_err)) return cli_error(program.name, "%s", setup_err.msg);
     size_t threads = 0, budget_ms = 30;
-    int json = 0, best_core = 0, bf16 = 0, tile = 0, first;
+    int json = 0, best_core = 0, bf16 = 0, tile = 0, isa_levels = 0, first;
     Error err;
     CliOption opts[] = {
         CLI_SIZE("threads", 0, &threads, 0, 1024, "N", "OpenMP/OpenBLAS threads (default: all cores)"),
@@ -70,12 +70,18 @@ int main(int argc, char **argv) {
         CLI_FLAG("json", 0, &json, "print one JSON object instead of text"),
         CLI_FLAG("bf16", 0, &bf16, "compare fp32 with bf16 products (median GFLOP/s; see above)"),
         CLI_FLAG("tile", 0, &tile, "compare the attention tile kernel with the library's sgemm, 1 thread (see above)"),
+        CLI_FLAG("isa-levels", 0, &isa_levels, "print the instruction-set levels of our kernels this CPU runs, lowest first, one a line (LM_MAX_ISA takes each) and exit"),
         CLI_FLAG("best-core", 0, &best_core, "print the fastest kernels of the linked library (a BLIS configuration, an OpenBLAS core) this CPU supports and exit"),
     };
     int rc = cli_parse(&program, opts, sizeof opts / sizeof opts[0], argc, argv, &first);
     if (rc != CLI_CONTINUE) return rc;
     const char *prog = program.name;
     if (budget_ms == 0) return cli_error(prog, "--ms must be positive");
+    if (isa_levels) {
+        if (first < argc) return cli_error(prog, "--isa-levels takes no products (got '%s')", argv[first]);
+        for (int level = CPU_ISA_PORTABLE; level <= (int)cpu_isa_hardware(); level++) printf("%s\n", cpu_isa_name((CpuIsa)level));
+        return 0;
+    }
     if (best_core) {
         if (first < argc) return cli_error(prog, "--best-core takes no products (got '%s')", argv[first]);
         CpuFeatures cpu;
