@@ -253,7 +253,7 @@ def c_train(ctx, cfg, mixer, steps, warmup, threads, env=None, profile=True, lau
         th = None if row.get("threads") is None else int(row["threads"])
         used[th] = used.get(th, 0) + 1
     return {"ms": med(ms), "tokens_per_s_mean": tokens * len(ms) * 1e3 / sum(ms),
-            "rss_mib": r.rss_mib, "kernel": report.get("blas_kernel"), "blas": report.get("blas"),
+            "rss_mib": r.rss_mib, "kernel": report.get("blas_kernel"), "blas": report.get("blas"), "isa": report.get("isa"),
             "memory": memory_count(report), "profile": profile_parts(report, mixer), "ckpt": ckpt, "train": report,
             "threads_used": {str(k): v for k, v in sorted(used.items(), key=lambda kv: -(kv[0] or 0))}}
 
@@ -273,6 +273,29 @@ def best_openblas_core():
     if {"avx2", "fma"} <= flags:
         return "Zen" if "AuthenticAMD" in text else "Haswell"
     return "Sandybridge" if "avx" in flags else None
+
+
+# --isa: our level (LM_MAX_ISA) and PyTorch's ATEN_CPU_CAPABILITY for it.
+ISA_ATEN = {"portable": "default", "avx2": "avx2", "avx512": "avx512"}
+
+
+def torch_isa():
+    """PyTorch's kernel level as the bench set it (ATEN_CPU_CAPABILITY), or best."""
+    return os.environ.get("ATEN_CPU_CAPABILITY") or "best"
+
+
+def cap_isa(level):
+    """--isa: cap our kernels (LM_MAX_ISA) and PyTorch's (ATEN_CPU_CAPABILITY)
+    alike for every run the bench starts; dies in one line on a level that
+    bin/gemm-rate --isa-levels does not list (this CPU lacks it)."""
+    if level not in ISA_ATEN:
+        die(f"--isa must be one of {', '.join(ISA_ATEN)} (got '{level}')")
+    r = subprocess.run([os.path.join(BIN, "gemm-rate"), "--isa-levels"], capture_output=True, text=True)
+    levels = r.stdout.split()
+    if level not in levels:
+        die(f"--isa {level}: this CPU runs {', '.join(levels) or 'no level (bin/gemm-rate --isa-levels failed)'}")
+    os.environ["LM_MAX_ISA"] = level
+    os.environ["ATEN_CPU_CAPABILITY"] = ISA_ATEN[level]
 
 
 def torch_env():
@@ -428,7 +451,8 @@ def summarise_train(ctx, name, cfg, mixer, tokens, c_runs, t_runs, g_runs, preci
                 "peak_rss_mib": rss, "rss_over_theory": rss / mem["total"] if mem and rss else None}
 
     c = speed(c_ms, max(x["rss_mib"] for x in c_runs))
-    c.update({"blas": c_runs[-1]["blas"], "kernel": c_runs[-1]["kernel"], "rounds_ms": [x["ms"] for x in c_runs],
+    c.update({"blas": c_runs[-1]["blas"], "kernel": c_runs[-1]["kernel"], "isa": c_runs[-1]["isa"],
+              "rounds_ms": [x["ms"] for x in c_runs],
               "rounds_tokens_per_s_mean": [x["tokens_per_s_mean"] for x in c_runs], "ckpt": c_runs[-1]["ckpt"]})
     t = speed(t_ms, max(x["rss_mib"] for x in t_ok) if t_ok else None)
     if t:
@@ -830,15 +854,18 @@ def table(header, rows):
 def print_speed(ctx, res):
     steps = ", ".join(f"{n} {ctx.steps[n][0]} steps ({ctx.steps[n][1]} dropped)" for n in ctx.configs)
     print(f"\n== Training steps, C vs PyTorch ({plural(ctx.rounds, 'alternating round')}; {steps}) ==")
-    table(["config", "mixer", "precision", "C ms/step", "PT ms/step", "C tokens/s", "PT tokens/s", "PT/C",
+    table(["config", "mixer", "precision", "isa C/PT", "C ms/step", "PT ms/step", "C tokens/s", "PT tokens/s", "PT/C",
            "C bf16/fp32", "PT bf16/fp32", "C kernel", "PT kernel"],
-          [[r["config"], r["mixer"], r["precision"], fmt(r["c"]["ms_per_step"]),
+          [[r["config"], r["mixer"], r["precision"], f'{r["c"].get("isa") or "?"}/{torch_isa() if r["torch"] else "n/a"}',
+            fmt(r["c"]["ms_per_step"]),
             fmt(r["torch"] and r["torch"]["ms_per_step"]),
             fmt(r["c"]["tokens_per_s"], ",.0f"), fmt(r["torch"] and r["torch"]["tokens_per_s"], ",.0f"),
             fmt(r["torch_over_c"]["median"], ".2f", "x"), fmt(r.get("bf16_over_fp32"), ".2f", "x"),
             fmt(r.get("torch_bf16_over_fp32"), ".2f", "x"), r["c"]["kernel"] or "?",
             r["torch"]["kernel"] if r["torch"] else "n/a"] for r in res])
-    print("  ms/step: median over rounds of each run's median step time after warm-up (PT: PyTorch).\n"
+    print("  isa C/PT: the instruction-set level our kernels ran at (bin/train's start-up line; --isa caps it with\n"
+          "  LM_MAX_ISA) / PyTorch's ATEN_CPU_CAPABILITY (best: not capped). The BLAS kernels are in the last columns.\n"
+          "  ms/step: median over rounds of each run's median step time after warm-up (PT: PyTorch).\n"
           "  PT/C: median over rounds of PyTorch ms / C ms in the same round. precision bf16: bin/train\n"
           "  --precision bf16, PyTorch under torch.autocast(\"cpu\", dtype=torch.bfloat16); bf16/fp32: median over\n"
           "  rounds of fp32 ms / bf16 ms in the same round (> 1: bf16 is faster).")
@@ -1085,8 +1112,14 @@ def parse_args():
     ap.add_argument("--precision", metavar="P[,P]",
                     help="the train section's precisions, of fp32, bf16 (bin/train --precision; default both where "
                          "the CPU has AVX512_BF16, else fp32)")
+    ap.add_argument("--isa", metavar="LEVEL",
+                    help="cap our kernels (LM_MAX_ISA) and PyTorch's (ATEN_CPU_CAPABILITY) alike at portable, avx2 "
+                         "or avx512, e.g. to measure AVX2 on an AVX-512 machine (default: each at its best); the BLAS "
+                         "libraries keep their kernels")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     a = ap.parse_args()
+    if a.isa is not None:
+        cap_isa(a.isa)
     a.precisions, a.precision_note = parse_precisions(a.precision, cpu_has_bf16())
     a.thread_list = parse_threads(a.threads) if a.threads is not None else default_thread_list(os.cpu_count() or 1)
     if a.thread_list is None:
@@ -1192,6 +1225,7 @@ def main():
                               "thread_list": ctx.thread_list, "torch_python": ctx.torch_python,
                               "rounds": ctx.rounds, "quick": ctx.quick, "data": ctx.data, "vocab": ctx.vocab,
                               "openblas_coretype_env": os.environ.get("OPENBLAS_CORETYPE"),
+                              "lm_max_isa": os.environ.get("LM_MAX_ISA"), "torch_isa": torch_isa(),
                               "blis_arch_type_env": os.environ.get("BLIS_ARCH_TYPE"),
                               "torch_unavailable": ctx.torch_missing, "precisions": ctx.precisions,
                               "precision_note": ctx.precision_note}
