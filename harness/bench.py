@@ -290,8 +290,8 @@ def cap_isa(level):
     bin/gemm-rate --isa-levels does not list (this CPU lacks it)."""
     if level not in ISA_ATEN:
         die(f"--isa must be one of {', '.join(ISA_ATEN)} (got '{level}')")
-    r = subprocess.run([os.path.join(BIN, "gemm-rate"), "--isa-levels"], capture_output=True, text=True)
-    levels = r.stdout.split()
+    r = run([os.path.join(BIN, "gemm-rate"), "--isa-levels"])
+    levels = r.out.split() if r.status == 0 else []
     if level not in levels:
         die(f"--isa {level}: this CPU runs {', '.join(levels) or 'no level (bin/gemm-rate --isa-levels failed)'}")
     os.environ["LM_MAX_ISA"] = level
