@@ -247,10 +247,7 @@ static int init_from(Run *r, Error *err) {
     if (load_checkpoint(r, o->init, 0, &st, err)) return -1;
     ckpt_state_free(&st);
     Model *m = &r->model;
-    if (given_named(o, "dropout")) {
-        m->cfg.dropout = o->cfg.dropout;
-        for (size_t l = 0; l < m->cfg.n_layer; l++) m->layer_cfg[l].dropout = o->cfg.dropout;
-    }
+    if (given_named(o, "dropout")) m->cfg.dropout = o->cfg.dropout;
     o->cfg = m->cfg;
     rng_seed(&r->data_rng, o->seed);
     return model_alloc_training(m, err);
@@ -266,7 +263,7 @@ static int create(Run *r, int count_only, Error *err) {
         return err_set(err, "--norm must be pre or post (got '%s')", o->norm);
     /* The config is the same on every rank; the memory may not be. */
     int bad_config = (o->mixer && config_set_mixers(&o->cfg, o->mixer, err)) ||
-                     (o->windows && config_set_windows(&o->cfg, o->windows, err)) || config_validate(&o->cfg, err);
+                     (o->windows && config_set_windows(&o->cfg, o->windows, err)) || model_check_config(&o->cfg, err);
     int failed = bad_config || (!count_only && run_check_memory(&o->cfg, o, 0, err)) ||
                  model_init(&r->model, &o->cfg, o->seed, err);
     if (dist_agree(r->dist, failed, err)) return -1;

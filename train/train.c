@@ -135,7 +135,7 @@ static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_thr
     const Model *m = &r->model;
     char mixers[1024], windows[1024], grassmann[1100] = "", how[96] = ""; /* how: the tuner's part of the line */
     for (size_t l = 0; l < o->cfg.n_layer; l++)
-        if (strcmp(o->cfg.mixers[l]->name, "grassmann") == 0)
+        if (o->cfg.mixers[l] == MIXER_GRASSMANN)
             snprintf(grassmann, sizeof grassmann, " | grassmann r %zu, windows %s", o->cfg.grassmann_rank,
                      config_window_list(&o->cfg, windows, sizeof windows));
     say("model: %zu parameters | n_layer %zu, n_head %zu, n_embd %zu, block %zu, vocab %zu | mixers %s | pos %s | norm %s%s\n",
@@ -237,7 +237,7 @@ static int dump_grads(Run *r, Error *err) {
     model_zero_grads(m);
     batch_sample(&r->ds.train, &r->data_rng, B, T, r->o.window_align, r->masks.train.marked, r->inputs, r->targets);
     model_forward(m, r->inputs, r->targets, B, T, NULL);
-    model_backward(m, 1.0f);
+    model_backward(m, 1.0f, NULL);
     if (model_bf16_failed(m, err) || grads_dump(r->o.dump, m, err)) return -1;
     say("wrote %s: loss %.6f, %zu parameters, batch %zu x %zu\n", r->o.dump, m->loss, m->n_params, B, T);
     return 0;
@@ -304,12 +304,10 @@ static int train(Run *r, const Actions *a) {
         StepStats st;
         /* The profile skips the run's first step (first touches of memory) and validation. */
         int profiled = a->profile && step > r->start_step;
-        model->prof = profiled ? &prof : NULL;
         size_t threads = thread_tuner_begin(&tuner);
-        int failed = train_step(model, &r->ds.train, &r->data_rng, &r->hyper, dist, step, train_clock, r->inputs,
-                                r->targets, &st, &err);
+        int failed = train_step(model, &r->ds.train, &r->data_rng, &r->hyper, dist, profiled ? &prof : NULL, step,
+                                train_clock, r->inputs, r->targets, &st, &err);
         thread_tuner_record(&tuner, cli_now() - t0);
-        model->prof = NULL;
         if (failed) {
             rc = stop_unsaved(prog, dist, err.msg);
             break;

@@ -135,7 +135,7 @@ static int config_from_root(const json_t *root, const char *origin, ModelConfig 
                        origin);
     if (cross) return err_set(err, "'%s': add_cross_attention true: our model has no cross-attention", origin);
     Error verr;
-    if (config_validate(cfg, &verr)) return err_set(err, "'%s': %s", origin, verr.msg);
+    if (model_check_config(cfg, &verr)) return err_set(err, "'%s': %s", origin, verr.msg);
     return 0;
 }
 
@@ -503,10 +503,9 @@ int hf_gpt2_import(const char *dir, Model *m, Tokenizer *tok, HfGpt2Import *info
 /* ---- export ------------------------------------------------------------------------- */
 
 int hf_gpt2_exportable(const ModelConfig *cfg, const Tokenizer *tok, Error *err) {
-    const Mixer *attention = mixer_find("attention");
     for (size_t l = 0; l < cfg->n_layer; l++)
-        if (cfg->mixers[l] != attention)
-            return err_set(err, "layer %zu is %s: GPT-2 has attention in every layer", l, cfg->mixers[l]->name);
+        if (cfg->mixers[l] != MIXER_ATTENTION)
+            return err_set(err, "layer %zu is %s: GPT-2 has attention in every layer", l, mixer_kind_name(cfg->mixers[l]));
     if (cfg->pos != POS_LEARNED)
         return err_set(err, "its positions are %s: GPT-2 learns its positions (a wpe table)", pos_name(cfg->pos));
     if (cfg->norm != NORM_PRE)

@@ -83,9 +83,10 @@ static int header_config(const StFile *f, size_t file_len, int with_optim, const
     if (!format || strcmp(format, CKPT_FORMAT) != 0 || !config)
         return err_set(err, "'%s' is not a checkpoint of this program (metadata missing)", path);
     Error cerr;
-    if (config_from_json(cfg, config, &cerr)) return err_set(err, "'%s': bad config: %s", path, cerr.msg);
+    if (config_from_json(cfg, config, &cerr) || model_check_config(cfg, &cerr))
+        return err_set(err, "'%s': bad config: %s", path, cerr.msg);
     size_t need = model_count_params(cfg) * sizeof(float) * (with_optim ? 3 : 1);
-    if (config_validate(cfg, &cerr) || need == 0 || need > file_len - f->data_start)
+    if (model_check_config(cfg, &cerr) || need == 0 || need > file_len - f->data_start)
         return err_set(err, "'%s' is corrupt: its config needs %zu bytes of tensors, it holds %zu", path, need,
                        file_len - f->data_start);
     return 0;
