@@ -359,10 +359,10 @@ static void test_shadow(void **state) {
     tiny_test_model(&ref, "grassmann", POS_LEARNED, 0.0f);
     Error err;
     assert_int_equal(model_set_precision(&m, PRECISION_BF16, &err), 0);
-    for (size_t i = 0; i < m.n_params; i++) assert_true(m.params_h[i] == bf16_from_float(m.params[i]));
+    for (size_t i = 0; i < m.n_params; i++) assert_true(m.bf16->params_h[i] == bf16_from_float(m.params[i]));
     for (size_t i = 0; i < m.n_params; i++) m.params[i] *= 2.0f; /* exact, and so is the way back */
     model_round_weights(&m);
-    for (size_t i = 0; i < m.n_params; i++) assert_true(m.params_h[i] == bf16_from_float(m.params[i]));
+    for (size_t i = 0; i < m.n_params; i++) assert_true(m.bf16->params_h[i] == bf16_from_float(m.params[i]));
     for (size_t i = 0; i < m.n_params; i++) m.params[i] *= 0.5f;
     assert_int_equal(model_set_precision(&m, PRECISION_FP32, &err), 0);
     assert_null(m.bf16);

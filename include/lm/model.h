@@ -65,17 +65,14 @@ typedef struct Model {
     float *params, *grads, *m, *v; /* grads, m, v: only after model_alloc_training */
     float *grads_micro;            /* one micro-batch's gradients, for accumulation (model_alloc_grad_accum) */
     float *pos_table;              /* (block_size, C) sinusoidal table, or NULL */
-    /* Mixed precision (model_set_precision): with PRECISION_BF16 the
-     * products run on params_h, the bf16 rounding of params (refreshed by
-     * model_round_weights, which the optimizer step calls), bf16_scratch
-     * (2 slots for the rounded activations of one product) and bf16_packed
-     * (the mixers' packed operands, MatmulBf16.packed); bf16 holds those
-     * pointers, and every mixer call is handed it (MixerRuntime). */
-    Precision precision;
-    uint16_t *params_h, *bf16_scratch;
-    uint32_t *bf16_packed;
+    /* Mixed precision (model_set_precision): NULL in fp32; with
+     * PRECISION_BF16 the products run on bf16->params_h, the bf16 rounding
+     * of params (refreshed by model_round_weights, which the optimizer step
+     * calls), with its scratch (2 slots for the rounded activations of one
+     * product), the mixers' packed operands and the record of a failed
+     * product (model_bf16_failed), all the model's; every mixer call is
+     * handed it (MixerRuntime). */
     MatmulBf16 *bf16;
-    MatmulBf16Failure bf16_failure; /* a failed bf16 product, if any (model_bf16_failed) */
     float *rope_table;             /* (block_size, hs/2, 2) rope cos, sin (src/nn/rope.h), or NULL; handed to every mixer call */
 
     /* Activation arena, for up to B_max x T_max tokens: n_acts floats. */

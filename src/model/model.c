@@ -248,7 +248,7 @@ int model_alloc_acts(Model *m, size_t B, size_t T, Error *err) {
     m->n_acts = n;
     m->B_max = B;
     m->T_max = T;
-    return m->precision == PRECISION_BF16 ? model_set_precision(m, PRECISION_BF16, err) : 0; /* its scratch too */
+    return m->bf16 ? model_set_precision(m, PRECISION_BF16, err) : 0; /* its scratch too */
 }
 
 /* The widest operand of any product, in entries per token: every product
@@ -282,47 +282,53 @@ static size_t bf16_packed_words(const ModelConfig *cfg, size_t B, size_t T) {
     return words;
 }
 
+/* What model_set_precision allocates besides the three buffers: the
+ * products' state and the record of a failed product it points at, in one
+ * allocation (Model.bf16 is its first member). */
+typedef struct Bf16State {
+    MatmulBf16 mm;
+    MatmulBf16Failure failure;
+} Bf16State;
+
 static void bf16_free(Model *m) {
-    free(m->params_h);
-    free(m->bf16_scratch);
-    free(m->bf16_packed);
-    free(m->bf16);
-    m->params_h = m->bf16_scratch = NULL;
-    m->bf16_packed = NULL;
+    if (m->bf16) {
+        free((void *)m->bf16->params_h);
+        free(m->bf16->scratch[0]);
+        free(m->bf16->packed);
+        free(m->bf16);
+    }
     m->bf16 = NULL;
 }
 
 int model_set_precision(Model *m, Precision p, Error *err) {
     bf16_free(m);
-    m->precision = PRECISION_FP32;
     if (p == PRECISION_FP32) return 0;
     if (!bf16_supported()) return err_set(err, "--precision bf16 needs a CPU with AVX512_BF16, which this one lacks");
     size_t slot = bf16_slot_entries(m, m->B_max, m->T_max), packed = bf16_packed_words(&m->cfg, m->B_max, m->T_max);
-    m->params_h = lm_calloc(m->n_params, sizeof(uint16_t), err);
-    m->bf16_scratch = m->params_h ? lm_calloc(2 * slot, sizeof(uint16_t), err) : NULL;
-    m->bf16_packed = m->bf16_scratch && packed ? lm_calloc(packed, sizeof(uint32_t), err) : NULL;
-    m->bf16 = m->bf16_scratch && (m->bf16_packed || !packed) ? lm_calloc(1, sizeof *m->bf16, err) : NULL;
-    if (!m->bf16) {
-        bf16_free(m);
+    uint16_t *params_h = lm_calloc(m->n_params, sizeof(uint16_t), err);
+    uint16_t *scratch = params_h ? lm_calloc(2 * slot, sizeof(uint16_t), err) : NULL;
+    uint32_t *words = scratch && packed ? lm_calloc(packed, sizeof(uint32_t), err) : NULL;
+    Bf16State *st = scratch && (words || !packed) ? lm_calloc(1, sizeof *st, err) : NULL;
+    if (!st) {
+        free(params_h), free(scratch), free(words);
         return -1;
     }
-    *m->bf16 = (MatmulBf16){.params = m->params, .params_h = m->params_h, .n_params = m->n_params,
-                            .scratch = {m->bf16_scratch, m->bf16_scratch + slot}, .scratch_len = slot,
-                            .packed = m->bf16_packed, .packed_len = packed, .failure = &m->bf16_failure};
-    m->bf16_failure = (MatmulBf16Failure){0};
-    m->precision = PRECISION_BF16;
+    st->mm = (MatmulBf16){.params = m->params, .params_h = params_h, .n_params = m->n_params,
+                          .scratch = {scratch, scratch + slot}, .scratch_len = slot,
+                          .packed = words, .packed_len = packed, .failure = &st->failure};
+    m->bf16 = &st->mm;
     model_round_weights(m);
     return 0;
 }
 
 int model_bf16_failed(const Model *m, Error *err) {
-    if (!m->bf16_failure.failed) return 0;
-    *err = m->bf16_failure.err;
+    if (!m->bf16 || !m->bf16->failure->failed) return 0;
+    *err = m->bf16->failure->err;
     return -1;
 }
 
 void model_round_weights(Model *m) {
-    if (m->params_h) bf16_from_floats_parallel(m->n_params, m->params, m->params_h);
+    if (m->bf16) bf16_from_floats_parallel(m->n_params, m->params, (uint16_t *)m->bf16->params_h);
 }
 
 void model_free(Model *m) {
