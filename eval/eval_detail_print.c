@@ -5,8 +5,8 @@
 #include "evaluate.h"
 
 static void json_num(FILE *f, double v) {
-    if (isnan(v)) fputs("null", f);
-    else fprintf(f, "%.6f", v);
+    char buf[JSON_NUMBER_MAX];
+    fputs(json_number(buf, "%.6f", v), f);
 }
 
 static void print_json(FILE *f, const EvalDetail *d, const EvalResult *r, const char *mask_name) {

@@ -9,6 +9,7 @@
 #include "lm/cli.h"
 #include "lm/options.h"
 #include "lm/inspect.h"
+#include "report.h"
 #include "lm/checkpoint.h"
 #include "lm/threads.h"
 

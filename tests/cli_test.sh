@@ -226,7 +226,7 @@ assert "precision" not in json.loads(h["__metadata__"]["train"])' "$tmp/full.ckp
 else
     expect_error "train bf16 without AVX512_BF16" "AVX512_BF16" $B/train --data "$tmp/a" --out "$tmp/x.ckpt" --precision bf16
 fi
-# The same refusal on any CPU: LM_TEST_CPU_HIDE (src/runtime/cpu.h) makes
+# The same refusal on any CPU: LM_TEST_CPU_HIDE (lm/cpu.h) makes
 # detection report AVX512_BF16 absent. One line, exit 2, nothing written; a
 # bf16 run's resume is refused alike and its checkpoint left as it was; fp32
 # training, eval and sampling run.

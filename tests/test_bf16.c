@@ -11,7 +11,7 @@
 #include <omp.h>
 
 #include "lm/bf16.h"
-#include "blas/gemm.h"
+#include "lm/gemm.h"
 #include "blas/tile_gemm.h"
 #include "lm/threads.h"
 

@@ -5,7 +5,7 @@
 #include <omp.h>
 
 #include "lm/backend.h"
-#include "blas/gemm.h"
+#include "lm/gemm.h"
 #include "lm/blas_setup.h"
 #include "blas/kernel_check.h"
 #include "lm/ops.h"

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "lm/inspect.h"
+#include "eval/report.h"
 #include "lm/json.h"
 #include "lm/plot_png.h"
 #include "mixers/attention.h"

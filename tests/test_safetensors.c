@@ -1,10 +1,10 @@
-/* Unit tests of safetensors files other programs write (src/io/safetensors.h):
+/* Unit tests of safetensors files other programs write (lm/safetensors.h):
  * F16 and BF16 turned into floats exactly, the foreign reader's checks, and
  * the foreign writer's layout (no checksum, the caller's metadata, Conv1D
  * transposition). */
 #include "testutil.h"
 
-#include "io/safetensors.h"
+#include "lm/safetensors.h"
 #include "lm/files.h"
 
 /* Every one of the 65,536 halves against the compiler's own conversion

@@ -12,9 +12,9 @@
 #define FL(field) 1, offsetof(RunOptions, field)
 const RunOption run_options[] = {
     {"n-layer", SZ(cfg.n_layer), 1, MAX_LAYERS, RUN_ARCH, "transformer blocks (4)"},
-    {"n-head", SZ(cfg.n_head), 1, 256, RUN_ARCH, "attention heads (4)"},
-    {"n-embd", SZ(cfg.n_embd), 1, 8192, RUN_ARCH, "embedding width C (128)"},
-    {"block-size", SZ(cfg.block_size), 2, 16384, RUN_ARCH, "context length T (64)"},
+    {"n-head", SZ(cfg.n_head), 1, MAX_HEADS, RUN_ARCH, "attention heads (4)"},
+    {"n-embd", SZ(cfg.n_embd), 1, MAX_EMBD, RUN_ARCH, "embedding width C (128)"},
+    {"block-size", SZ(cfg.block_size), 2, MAX_BLOCK, RUN_ARCH, "context length T (64)"},
     {"dropout", FL(cfg.dropout), 0, 0.95, RUN_ARCH, "dropout on the residual branches (0)"},
     {"grassmann-rank", SZ(cfg.grassmann_rank), 0, 1024, RUN_ARCH, "Grassmann reduced rank r (32)"},
     {"batch-size", SZ(batch_size), 1, 65536, RUN_KEPT, "sequences per micro-batch B (12)"},

@@ -5,6 +5,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "lm/json.h"
+
 int run_log_open(RunLog *log, const char *path, int append, Error *err) {
     size_t n = strlen(path);
     log->jsonl = n > 6 && strcmp(path + n - 6, ".jsonl") == 0;
@@ -17,9 +19,11 @@ int run_log_open(RunLog *log, const char *path, int append, Error *err) {
     return 0;
 }
 
+/* A CSV cell (empty for NaN) or a JSON number. */
 static void put_num(FILE *f, const char *fmt, double v, int jsonl) {
-    if (isnan(v)) fputs(jsonl ? "null" : "", f);
-    else fprintf(f, fmt, v);
+    char buf[JSON_NUMBER_MAX];
+    if (jsonl) fputs(json_number(buf, fmt, v), f);
+    else if (!isnan(v)) fprintf(f, fmt, v);
 }
 
 void run_log_row(RunLog *log, size_t step, size_t tokens, float loss, ValLoss val, float lr, float norm, double ms,

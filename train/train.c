@@ -220,8 +220,9 @@ static void print_json(const Run *r, size_t threads, size_t step, float loss, fl
         first = 0;
     }
     printf("],\"start_step\":%zu,\"step\":%zu,", r->start_step, step);
-    printf(isnan(loss) ? "\"train_loss\":null," : "\"train_loss\":%.6f,", loss);
-    printf(isnan(val_loss) ? "\"val_loss\":null," : "\"val_loss\":%.6f,", val_loss);
+    char num[JSON_NUMBER_MAX];
+    printf("\"train_loss\":%s,", json_number(num, "%.6f", loss));
+    printf("\"val_loss\":%s,", json_number(num, "%.6f", val_loss));
     printf("\"seconds\":%.3f,\"profile\":", seconds);
     profile_json(stdout, prof, prof_seconds);
     printf("}\n");

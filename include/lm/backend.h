@@ -1,14 +1,14 @@
 /* The BLAS library this build links (make BLAS=blis or BLAS=openblas): the
  * few things that differ between libraries, implemented once per library in
  * src/blas/backends/<library>.c, of which the Makefile compiles exactly one.
- * The tiles (blas/gemm.h) and the start-up choice of kernels
+ * The tiles (lm/gemm.h) and the start-up choice of kernels
  * (lm/blas_setup.h) are written once, against this. */
 #ifndef LM_BLAS_BACKEND_H
 #define LM_BLAS_BACKEND_H
 
 #include <stddef.h>
 
-#include "blas/cores.h"
+#include "lm/cores.h"
 
 /* The linked library's kernel sets, their ranking and the variable that selects them. */
 const BlasCores *blas_backend_cores(void);
@@ -41,7 +41,7 @@ int blas_backend_reads_variable_at_load(void);
 
 /* Row-major C (m,n) = alpha op(A) op(B) + beta C, computed by the calling
  * thread alone whatever thread settings the library has (the parallelism is
- * ours: blas/gemm.h), so that each result depends only on the call. */
+ * ours: lm/gemm.h), so that each result depends only on the call. */
 void blas_backend_sgemm(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const float *a,
                         size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc);
 

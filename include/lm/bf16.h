@@ -8,7 +8,7 @@
  * only errors are the inputs' rounding and the fp32 accumulation.
  *
  * The products run on oneDNN's matmul (its brgemm kernels on AVX512_BF16's
- * vdpbf16ps), cut into the same tiles as the fp32 gemm (blas/gemm.h: tiles
+ * vdpbf16ps), cut into the same tiles as the fp32 gemm (lm/gemm.h: tiles
  * fixed by the shape and the parallel width, never by the threads that run
  * them), each tile one single-threaded oneDNN call, so results do not depend
  * on the thread count. Only on CPUs with AVX512_BF16 (bf16_supported): on
@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "blas/gemm.h"
+#include "lm/gemm.h"
 #include "lm/error.h"
 
 /* The CPU has AVX512_BF16 (and the AVX-512 state saved by the OS): the

@@ -57,7 +57,7 @@
 
 #include <stddef.h>
 
-#include "blas/cores.h" /* the pure parts: ranking and decision */
+#include "lm/cores.h" /* the pure parts: ranking and decision */
 
 /* Call first thing in main, before any matrix work and before printing
  * anything: it may replace the process (execv) with the same arguments.

@@ -18,8 +18,8 @@
 #include <stdint.h>
 
 #include "lm/error.h"
-#include "tok/byte_table.h"
-#include "tok/table.h"
+#include "lm/byte_table.h"
+#include "lm/table.h"
 
 /* ---- pre-tokenization --------------------------------------------------- */
 

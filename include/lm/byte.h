@@ -2,7 +2,7 @@
 #ifndef LM_TOK_BYTE_H
 #define LM_TOK_BYTE_H
 
-#include "tok/table.h"
+#include "lm/table.h"
 
 extern const TokenizerKind tokenizer_byte;
 

@@ -1,5 +1,5 @@
 /* Checkpoints and gradient dumps: what this project stores in safetensors
- * files (io/safetensors.h).
+ * files (lm/safetensors.h).
  *
  * A checkpoint holds every weight under its name in docs/design.md, the AdamW
  * moments as optim.m.<name> / optim.v.<name>, and metadata: format, config
@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io/safetensors.h"
+#include "lm/safetensors.h"
 #include "lm/model.h"
 #include "lm/error.h"
 #include "lm/tokenizer.h"

@@ -7,8 +7,14 @@
 
 #include "lm/error.h"
 
+/* Upper bounds that catch typos (an extra zero or three) before they turn
+ * into a multi-gigabyte allocation; bin/train's options are bounded by them. */
 #define MAX_LAYERS 64
 #define MAX_WINDOWS 32
+#define MAX_VOCAB (1u << 24)
+#define MAX_BLOCK 16384
+#define MAX_EMBD 8192
+#define MAX_HEADS 256
 
 /* learned: a trained wpe table added to the embeddings; sinusoidal: the fixed
  * sin/cos table added instead; rope: nothing added, attention rotates q and k

@@ -23,5 +23,12 @@ int fsync_parent_dir(const char *path);
 /* mkdir that is content with a directory already there: "cannot create
  * directory" when path is something else or cannot be made. */
 int dir_create(const char *path, unsigned mode, Error *err);
+/* mkdir -p: creates every missing directory of path (mode 0777 less the
+ * umask); "'X' is not a directory" when a part of it is something else. */
+int dirs_create(const char *path, Error *err);
+
+/* Writes dir/name holding text (NUL-terminated) atomically, as
+ * write_file_atomic; text NULL (a failed allocation) is "out of memory". */
+int write_text_in(const char *dir, const char *name, const char *text, Error *err);
 
 #endif

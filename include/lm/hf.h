@@ -32,7 +32,7 @@
 #include "lm/tokenizer.h"
 #include "lm/model.h"
 #include "lm/error.h"
-#include "tok/table.h"
+#include "lm/table.h"
 
 /* A config.json's GPT-2 (text of len bytes; origin names it in errors):
  * the sizes into cfg (a model of attention layers, learned positions,

@@ -1,8 +1,8 @@
 /* Looking inside a trained model (bin/inspect): what each layer does with a
  * prompt, computed from the model's public weights and one evaluation
  * forward pass. The training path is untouched. Each layer's own
- * measurements come from its mixer's inspect hook (src/mixers/mixer.h,
- * src/mixers/inspection.h), which recomputes them from the layer's weights
+ * measurements come from its mixer's inspect hook (lm/mixer.h,
+ * lm/inspection.h), which recomputes them from the layer's weights
  * and input:
  *
  *   attention layers: the (H, T, T) causal attention maps (recomputed from
@@ -27,7 +27,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "mixers/inspection.h"
+#include "lm/inspection.h"
 #include "lm/model.h"
 #include "lm/error.h"
 #include "lm/tokenizer.h"
@@ -46,7 +46,7 @@ typedef struct AttributionPart {
 typedef struct Inspection {
     size_t T, n_layer, n_head, vocab;
     int32_t *tokens;             /* T */
-    LayerInspection layer[MAX_LAYERS]; /* what each layer's mixer measured (src/mixers/inspection.h) */
+    LayerInspection layer[MAX_LAYERS]; /* what each layer's mixer measured (lm/inspection.h) */
     /* logit lens: stage 0 is the embedding, stage l+1 the stream after layer l */
     uint32_t *lens_top;          /* (n_layer + 1, T, LENS_TOP) token ids */
     float *lens_prob;            /* (n_layer + 1, T, LENS_TOP) their probabilities */
@@ -80,33 +80,5 @@ int inspect_induction(Induction *out, Model *m, size_t n, size_t n_seq, uint64_t
 /* The same on given sequences (n_seq rows of n tokens), for tests. */
 int inspect_induction_on(Induction *out, Model *m, const int32_t *seqs, size_t n, size_t n_seq, Error *err);
 void induction_free(Induction *ind);
-
-/* ---- output ---- */
-
-/* One token as readable text, for the tables and the pictures. Text (ascii
- * 0): its characters, with space as U+2423 '␣' (BPE tokens carry their
- * leading space), newline, tab and carriage return as \n \t \r, and control
- * bytes or bytes that are not UTF-8 as <0xNN>; at most TOKEN_LABEL_CHARS
- * characters, then '…'. Pictures (ascii 1: the font has printable ASCII
- * only): space '_', newline '$', anything else outside printable ASCII '?'
- * (one per character); at most TOKEN_LABEL_ASCII characters, then '~'.
- * buf: TOKEN_LABEL_MAX bytes hold any label. */
-#define TOKEN_LABEL_CHARS 24
-#define TOKEN_LABEL_ASCII 10
-#define TOKEN_LABEL_MAX (TOKEN_LABEL_CHARS * 6 + 8)
-void token_label(const Tokenizer *tok, uint32_t id, int ascii, char *buf, size_t len);
-
-/* Writes into dir (created if missing): attn_L<l>_H<h>.png and attn_L<l>.png
- * (maps of more than INSPECT_MAP_CELLS positions max-pooled in blocks),
- * heads.png and heads.txt (every head's measures), gates.png,
- * attribution.png, lens.txt, tokens.txt and inspect.json (every map in full
- * up to INSPECT_JSON_MAPS positions, beyond that each row's top 3 keys). */
-#define INSPECT_MAP_CELLS 64
-#define INSPECT_JSON_MAPS 128
-int inspect_write(const char *dir, const Inspection *in, const Induction *ind, const Model *m,
-                  const Tokenizer *tok, const char *prompt, Error *err);
-/* A summary on f: per head for models of at most 32 heads; beyond, per layer
- * (means over its heads) and the heads that stand out on each measure. */
-void inspect_print(FILE *f, const Inspection *in, const Induction *ind, const Model *m, const Tokenizer *tok);
 
 #endif

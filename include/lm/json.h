@@ -28,4 +28,9 @@ void sb_appendf(char **sb, const char *fmt, ...) __attribute__((format(printf, 2
 void sb_append_json_string(char **sb, const char *s);
 void sb_free(char **sb);
 
+/* v as a JSON number printed with fmt ("%.6f"), or null where JSON has no
+ * number for it (NaN, infinities). Returns buf or "null". */
+#define JSON_NUMBER_MAX 64
+const char *json_number(char buf[JSON_NUMBER_MAX], const char *fmt, double v);
+
 #endif

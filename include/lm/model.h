@@ -21,11 +21,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mixers/mixer.h"
+#include "lm/mixer.h"
 #include "lm/config.h"
 #include "lm/ops.h"
 #include "lm/error.h"
-#include "runtime/profile.h"
+#include "lm/profile.h"
 
 typedef struct ParamTensor {
     char name[TENSOR_NAME_MAX];

@@ -1,4 +1,4 @@
-/* Shared kernels: the layers' matrix products (matmul_*, over blas/gemm.h's
+/* Shared kernels: the layers' matrix products (matmul_*, over lm/gemm.h's
  * tiled gemm) and element-wise passes; every loop here is OpenMP-parallel and
  * computes each output the same way on any number of threads.
  *
@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "blas/gemm.h"
+#include "lm/gemm.h"
 #include "lm/error.h"
 
 /* How the layers' products run (issue 20, mixed precision). NULL: in fp32.
@@ -27,7 +27,7 @@
  * its widest product). A mixer with bf16 kernels of its own keeps their
  * packed operands in `packed` (the attention core's heads: blas/tile_gemm.h),
  * packed_len 32-bit words that the model sizes by the mixers' bf16_words
- * (mixers/mixer.h) and every layer uses in turn. Nothing here is global: the
+ * (lm/mixer.h) and every layer uses in turn. Nothing here is global: the
  * model hands this to its layers (ModelConfig.bf16). */
 typedef struct MatmulBf16 {
     const float *params;      /* the fp32 weights ... */

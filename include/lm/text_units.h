@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tok/table.h"
+#include "lm/table.h"
 
 typedef struct TextUnits {
     size_t bytes; /* of the scored tokens' text; special tokens count 0 */

@@ -42,7 +42,7 @@ size_t threads_per_rank(size_t requested, int local_ranks);
 /* The OpenMP thread count: how many threads a parallel region gets now. */
 size_t threads_max(void);
 /* The run's parallel width: how many tiles a large product is cut into (and
- * so the most threads it can use; blas/gemm.h), set once per run to the
+ * so the most threads it can use; lm/gemm.h), set once per run to the
  * largest thread count the run may use. Results depend on it, never on the
  * number of threads that actually run; 0 (the default) means the current
  * OpenMP thread count. */

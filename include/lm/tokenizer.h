@@ -21,7 +21,7 @@
 #include <stddef.h>
 
 #include "lm/error.h"
-#include "tok/table.h"
+#include "lm/table.h"
 
 const TokenizerKind *tokenizer_find(const char *name);
 const char *tokenizer_names(void); /* "char, byte, bpe" for messages */

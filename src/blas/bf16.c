@@ -11,7 +11,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "blas/bf16_lanes.h"
-#include "runtime/cpu.h"
+#include "lm/cpu.h"
 
 bool bf16_supported(void) {
     CpuFeatures cpu;
@@ -307,30 +307,17 @@ static int run_tile(int trans_a, int trans_b, size_t m, size_t n, size_t k, floa
     return 0;
 }
 
+static int bf16_tile(const TileOperands *o, TileRect r, float *ct, Error *err) {
+    const uint16_t *at = (const uint16_t *)o->a + tile_a_offset(o, r), *bt = (const uint16_t *)o->b + tile_b_offset(o, r);
+    return run_tile(o->trans_a, o->trans_b, r.rows, r.cols, o->k, o->alpha, at, o->lda, bt, o->ldb, o->beta, ct, o->ldc,
+                    err);
+}
+
 int bf16_gemm_tiled(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const uint16_t *a,
                     size_t lda, const uint16_t *b, size_t ldb, float beta, float *c, size_t ldc,
                     const float *bias_rows, TileEpilogue epilogue, void *ctx, Error *err) {
-    if (m == 0 || n == 0) return 0;
-    TileGrid g = gemm_tile_grid(m, n, k);
-    int failed = 0;
-#pragma omp parallel for schedule(dynamic, 1)
-    for (size_t t = 0; t < g.tiles_m * g.tiles_n; t++) {
-        TileRect r = gemm_tile_rect(g, t, m, n);
-        float *ct = c + r.i0 * ldc + r.j0;
-        if (bias_rows) gemm_tile_set_bias(ct, ldc, bias_rows + r.j0, r.rows, r.cols);
-        const uint16_t *at = a + (trans_a ? r.i0 : r.i0 * lda), *bt = b + (trans_b ? r.j0 * ldb : r.j0);
-        if (k > 0) {
-            Error tile_err;
-            if (run_tile(trans_a, trans_b, r.rows, r.cols, k, alpha, at, lda, bt, ldb, beta, ct, ldc, &tile_err)) {
-#pragma omp critical(bf16_gemm_error)
-                if (!failed++) *err = tile_err;
-                continue;
-            }
-        } else if (!bias_rows)
-            gemm_tile_scale(ct, ldc, beta, r.rows, r.cols);
-        if (epilogue) epilogue(ctx, r.i0, r.j0, r.rows, r.cols);
-    }
-    return failed ? -1 : 0;
+    TileOperands o = {trans_a, trans_b, k, lda, ldb, ldc, alpha, beta, a, b};
+    return gemm_tile_loop(m, n, &o, c, bias_rows, bf16_tile, epilogue, ctx, err);
 }
 
 int bf16_gemm_serial(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const uint16_t *a,

@@ -115,6 +115,77 @@ static char **probe_environment(const char *candidate, char *coretype, size_t co
     return env;
 }
 
+/* Reads the probe's report from fd until it closes the pipe (exits) or the
+ * deadline passes; returns 1 if time ran out. */
+static int read_report(int fd, double deadline, char *report, size_t size, size_t *report_len) {
+    *report_len = 0;
+    report[0] = '\0';
+    for (;;) {
+        double left = deadline - monotonic_seconds();
+        if (left <= 0) return 1;
+        struct pollfd p = {fd, POLLIN, 0};
+        int ready = poll(&p, 1, (int)(left * 1000.0) + 1);
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready <= 0) continue; /* the deadline check ends the loop */
+        char chunk[128];
+        ssize_t got = read(fd, chunk, sizeof chunk);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return 0; /* end of file: the probe is done */
+        size_t keep = (size_t)got < size - 1 - *report_len ? (size_t)got : size - 1 - *report_len;
+        memcpy(report + *report_len, chunk, keep);
+        *report_len += keep;
+        report[*report_len] = '\0';
+    }
+}
+
+/* Reaps the probe, which may still be exiting after closing its pipe; kills
+ * it once the deadline has passed. Returns waitpid's result (pid, or -1 with
+ * *wait_errno). */
+static pid_t reap_probe(pid_t pid, double deadline, int timed_out, int *status, int *wait_errno) {
+    pid_t waited = 0;
+    while (!timed_out) {
+        waited = waitpid(pid, status, WNOHANG);
+        *wait_errno = errno;
+        if (waited == pid || (waited < 0 && *wait_errno != EINTR)) return waited;
+        if (monotonic_seconds() > deadline) timed_out = 1;
+        else {
+            struct timespec pause = {0, 2000000};
+            nanosleep(&pause, NULL);
+        }
+    }
+    kill(pid, SIGKILL);
+    while (waitpid(pid, status, 0) < 0 && errno == EINTR) {}
+    return 0;
+}
+
+/* Why a finished probe failed, into why; 0 if it passed. */
+static int probe_verdict(const char *candidate, const char *exe, int timed_out, pid_t waited, int wait_errno,
+                         int status, const char *report, size_t report_len, char *why, size_t why_len) {
+    char reported_core[64];
+    double error;
+    if (timed_out)
+        snprintf(why, why_len, "the %s probe did not finish within %.0f s", candidate, PROBE_TIMEOUT_S);
+    else if (waited < 0)
+        snprintf(why, why_len, "could not wait for the %s probe (%s)", candidate, strerror(wait_errno));
+    else if (WIFSIGNALED(status))
+        snprintf(why, why_len, "the %s probe crashed (signal %d, %s)", candidate, WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+    else if (WEXITSTATUS(status) == PROBE_PASSED && sscanf(report, "error %lf", &error) == 1)
+        return 0;
+    else if (WEXITSTATUS(status) == PROBE_WRONG_RESULTS && sscanf(report, "error %lf", &error) == 1)
+        snprintf(why, why_len, "the %s probe computed wrong results (max relative error %.1e)", candidate, error);
+    else if (WEXITSTATUS(status) == PROBE_UNKNOWN_CORE && sscanf(report, "core %63s", reported_core) == 1)
+        snprintf(why, why_len, "this %s does not run %s (asked for it, it ran %s)", blas_backend_cores()->library,
+                 candidate, reported_core);
+    else if (WEXITSTATUS(status) == PROBE_EXEC_FAILED)
+        snprintf(why, why_len, "could not run %s for the %s probe", exe, candidate);
+    else if (report_len == 0) /* the program printed or exited before calling blas_setup */
+        snprintf(why, why_len, "the %s probe gave no report (exit status %d)", candidate, WEXITSTATUS(status));
+    else
+        snprintf(why, why_len, "the %s probe failed (exit status %d)", candidate, WEXITSTATUS(status));
+    return -1;
+}
+
 /* Starts the probe for `candidate` and waits for it, at most PROBE_TIMEOUT_S.
  * Returns 0 if it passed; otherwise -1 with why in `why`. */
 static int probe_candidate(const char *candidate, char **argv, char *why, size_t why_len) {
@@ -158,75 +229,16 @@ static int probe_candidate(const char *candidate, char **argv, char *why, size_t
         snprintf(why, why_len, "could not start the %s probe (fork: %s)", candidate, strerror(fork_errno));
         return -1;
     }
-
-    /* Read its report until it closes the pipe (exits) or time runs out. */
     double deadline = monotonic_seconds() + PROBE_TIMEOUT_S;
-    char report[128] = "";
-    size_t report_len = 0;
-    int timed_out = 0;
-    for (;;) {
-        double left = deadline - monotonic_seconds();
-        if (left <= 0) {
-            timed_out = 1;
-            break;
-        }
-        struct pollfd p = {pipe_fds[0], POLLIN, 0};
-        int ready = poll(&p, 1, (int)(left * 1000.0) + 1);
-        if (ready < 0 && errno == EINTR) continue;
-        if (ready <= 0) continue; /* the deadline check ends the loop */
-        char chunk[128];
-        ssize_t got = read(pipe_fds[0], chunk, sizeof chunk);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) break; /* end of file: the probe is done */
-        size_t keep = (size_t)got < sizeof report - 1 - report_len ? (size_t)got : sizeof report - 1 - report_len;
-        memcpy(report + report_len, chunk, keep);
-        report_len += keep;
-        report[report_len] = '\0';
-    }
+    char report[128];
+    size_t report_len;
+    int timed_out = read_report(pipe_fds[0], deadline, report, sizeof report, &report_len);
     close(pipe_fds[0]);
-
-    /* Reap it; it may still be exiting after closing the pipe. */
     int status = 0, wait_errno = 0;
-    pid_t waited = 0;
-    while (!timed_out) {
-        waited = waitpid(pid, &status, WNOHANG);
-        wait_errno = errno;
-        if (waited == pid || (waited < 0 && wait_errno != EINTR)) break;
-        if (monotonic_seconds() > deadline) timed_out = 1;
-        else {
-            struct timespec pause = {0, 2000000};
-            nanosleep(&pause, NULL);
-        }
-    }
-    if (timed_out) {
-        kill(pid, SIGKILL);
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    }
+    pid_t waited = reap_probe(pid, deadline, timed_out, &status, &wait_errno);
+    if (waited == 0) timed_out = 1;
     sigaction(SIGCHLD, &old_chld, NULL);
-
-    char reported_core[64];
-    double error;
-    if (timed_out)
-        snprintf(why, why_len, "the %s probe did not finish within %.0f s", candidate, PROBE_TIMEOUT_S);
-    else if (waited < 0)
-        snprintf(why, why_len, "could not wait for the %s probe (%s)", candidate, strerror(wait_errno));
-    else if (WIFSIGNALED(status))
-        snprintf(why, why_len, "the %s probe crashed (signal %d, %s)", candidate, WTERMSIG(status),
-                 strsignal(WTERMSIG(status)));
-    else if (WEXITSTATUS(status) == PROBE_PASSED && sscanf(report, "error %lf", &error) == 1)
-        return 0;
-    else if (WEXITSTATUS(status) == PROBE_WRONG_RESULTS && sscanf(report, "error %lf", &error) == 1)
-        snprintf(why, why_len, "the %s probe computed wrong results (max relative error %.1e)", candidate, error);
-    else if (WEXITSTATUS(status) == PROBE_UNKNOWN_CORE && sscanf(report, "core %63s", reported_core) == 1)
-        snprintf(why, why_len, "this %s does not run %s (asked for it, it ran %s)", blas_backend_cores()->library,
-                 candidate, reported_core);
-    else if (WEXITSTATUS(status) == PROBE_EXEC_FAILED)
-        snprintf(why, why_len, "could not run %s for the %s probe", exe, candidate);
-    else if (report_len == 0) /* the program printed or exited before calling blas_setup */
-        snprintf(why, why_len, "the %s probe gave no report (exit status %d)", candidate, WEXITSTATUS(status));
-    else
-        snprintf(why, why_len, "the %s probe failed (exit status %d)", candidate, WEXITSTATUS(status));
-    return -1;
+    return probe_verdict(candidate, exe, timed_out, waited, wait_errno, status, report, report_len, why, why_len);
 }
 
 /* ---- start-up ----------------------------------------------------------------- */

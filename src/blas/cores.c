@@ -1,5 +1,5 @@
-/* The libraries' kernel sets ranked by instruction set (see blas/cores.h). */
-#include "blas/cores.h"
+/* The libraries' kernel sets ranked by instruction set (see lm/cores.h). */
+#include "lm/cores.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
-/* The tiled parallel gemm every matrix product goes through (see blas/gemm.h). */
-#include "blas/gemm.h"
+/* The tiled parallel gemm every matrix product goes through (see lm/gemm.h). */
+#include "lm/gemm.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -68,21 +68,43 @@ void gemm_tile_scale(float *c, size_t ldc, float beta, size_t rows, size_t cols)
         for (size_t j = 0; j < cols; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : c[i * ldc + j] * beta;
 }
 
-void gemm_tiled(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const float *a,
-                       size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc,
-                       const float *bias_rows, TileEpilogue epilogue, void *ctx) {
-    if (m == 0 || n == 0) return;
+int gemm_tile_loop(size_t m, size_t n, const TileOperands *o, float *c, const float *bias_rows, TileProduct product,
+                   TileEpilogue epilogue, void *ctx, Error *err) {
+    if (m == 0 || n == 0) return 0;
+    size_t k = o->k, ldc = o->ldc;
     TileGrid g = gemm_tile_grid(m, n, k);
+    int failed = 0;
 #pragma omp parallel for schedule(dynamic, 1)
     for (size_t t = 0; t < g.tiles_m * g.tiles_n; t++) {
         TileRect r = gemm_tile_rect(g, t, m, n);
         float *ct = c + r.i0 * ldc + r.j0;
         if (bias_rows) gemm_tile_set_bias(ct, ldc, bias_rows + r.j0, r.rows, r.cols);
-        const float *at = a + (trans_a ? r.i0 : r.i0 * lda), *bt = b + (trans_b ? r.j0 * ldb : r.j0);
-        if (k > 0) gemm_serial(trans_a, trans_b, r.rows, r.cols, k, alpha, at, lda, bt, ldb, beta, ct, ldc);
-        else if (!bias_rows) gemm_tile_scale(ct, ldc, beta, r.rows, r.cols);
+        if (k > 0) {
+            Error tile_err;
+            if (product(o, r, ct, &tile_err)) {
+#pragma omp critical(gemm_tile_error)
+                if (!failed++ && err) *err = tile_err;
+                continue;
+            }
+        } else if (!bias_rows)
+            gemm_tile_scale(ct, ldc, o->beta, r.rows, r.cols);
         if (epilogue) epilogue(ctx, r.i0, r.j0, r.rows, r.cols);
     }
+    return failed ? -1 : 0;
+}
+
+static int fp32_tile(const TileOperands *o, TileRect r, float *ct, Error *err) {
+    (void)err;
+    const float *at = (const float *)o->a + tile_a_offset(o, r), *bt = (const float *)o->b + tile_b_offset(o, r);
+    gemm_serial(o->trans_a, o->trans_b, r.rows, r.cols, o->k, o->alpha, at, o->lda, bt, o->ldb, o->beta, ct, o->ldc);
+    return 0;
+}
+
+void gemm_tiled(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const float *a,
+                       size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc,
+                       const float *bias_rows, TileEpilogue epilogue, void *ctx) {
+    TileOperands o = {trans_a, trans_b, k, lda, ldb, ldc, alpha, beta, a, b};
+    gemm_tile_loop(m, n, &o, c, bias_rows, fp32_tile, epilogue, ctx, NULL);
 }
 
 size_t gemm_row_blocks(size_t n, size_t *rows_per) {

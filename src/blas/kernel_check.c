@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blas/gemm.h"
+#include "lm/gemm.h"
+#include "blas/tile_gemm.h"
 #include "lm/rng.h"
 #include "lm/threads.h"
 
@@ -32,11 +33,6 @@ double blas_gemm_error(size_t count, const float *got, const double *want, float
         if (diff > worst) worst = diff;
     }
     return scale > 0.0 ? worst / scale : worst;
-}
-
-static void transpose(size_t rows, size_t cols, const float *src, float *dst) {
-    for (size_t i = 0; i < rows; i++)
-        for (size_t j = 0; j < cols; j++) dst[j * rows + i] = src[i * cols + j];
 }
 
 /* Products like the model's, as m x n x k: a ragged one that leaves partial
@@ -74,8 +70,8 @@ int blas_probe_gemm(bool perturb, double *worst) {
             for (size_t i = 0; i < m * k; i++) a[i] = 2.0f * rng_uniform(&r) - 1.0f;
             for (size_t i = 0; i < k * n; i++) b[i] = 2.0f * rng_uniform(&r) - 1.0f;
             for (size_t i = 0; i < m * n; i++) c0[i] = 2.0f * rng_uniform(&r) - 1.0f;
-            transpose(m, k, a, at);
-            transpose(k, n, b, bt);
+            tile_transpose(m, k, a, k, at, m);
+            tile_transpose(k, n, b, n, bt, k);
             blas_reference_gemm(m, n, k, a, b, want); /* the same product in every form below */
             for (int form = FORM_NT; form <= FORM_TN; form++)
                 for (size_t width = 1; width <= 2; width++)

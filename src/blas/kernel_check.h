@@ -19,7 +19,7 @@ void blas_reference_gemm(size_t m, size_t n, size_t k, const float *a, const flo
  * over `count` entries; c0 may be NULL when beta is 0. */
 double blas_gemm_error(size_t count, const float *got, const double *want, float alpha, float beta, const float *c0);
 
-/* Runs gemm (blas/gemm.h: the tiled products the model makes) in the three
+/* Runs gemm (lm/gemm.h: the tiled products the model makes) in the three
  * forms the model uses (NT: out = in W^T, NN, TN; row-major) at model-like and
  * ragged shapes, alpha 1 with beta 0 and 1, cut into tiles for 1 and 2
  * threads, against blas_reference_gemm. `perturb` spoils one

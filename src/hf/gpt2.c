@@ -12,7 +12,7 @@
 
 #include "blas/tile_gemm.h"
 #include "lm/json.h"
-#include "io/safetensors.h"
+#include "lm/safetensors.h"
 #include "nn/layernorm.h"
 #include "lm/ds.h"
 #include "lm/files.h"
@@ -582,11 +582,8 @@ static int write_weights(const Model *m, const char *path, Error *err) {
 
 static const char *export_files[] = {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"};
 
-static int write_text(const char *dir, const char *name, char *text, Error *err) {
-    if (!text) return err_set(err, "out of memory");
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    int rc = write_file_atomic(path, text, strlen(text), err);
+static int write_owned_text(const char *dir, const char *name, char *text, Error *err) {
+    int rc = write_text_in(dir, name, text, err);
     free(text);
     return rc;
 }
@@ -594,11 +591,11 @@ static int write_text(const char *dir, const char *name, char *text, Error *err)
 static int write_export(const Model *m, const Tokenizer *tok, const char *dir, Error *err) {
     char path[4200];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    if (write_text(dir, "config.json", config_json(&m->cfg, tok), err) || write_weights(m, path, err)) return -1;
+    if (write_owned_text(dir, "config.json", config_json(&m->cfg, tok), err) || write_weights(m, path, err)) return -1;
     char *json = bpe_export_hf_json(tokenizer_bpe_of(tok), err);
     if (!json) return -1;
-    return write_text(dir, "tokenizer.json", json, err) ||
-           write_text(dir, "tokenizer_config.json", tokenizer_config_json(&m->cfg, tok), err);
+    return write_owned_text(dir, "tokenizer.json", json, err) ||
+           write_owned_text(dir, "tokenizer_config.json", tokenizer_config_json(&m->cfg, tok), err);
 }
 
 /* dir must be absent or an empty directory: the export overwrites nothing. */

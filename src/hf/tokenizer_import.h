@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 #include "lm/error.h"
-#include "tok/table.h"
+#include "lm/table.h"
 
 /* Reads a Hugging Face byte-level BPE tokenizer: `path` is a tokenizer.json file, or a
  * directory holding tokenizer.json, or vocab.json + merges.txt. Fills tok (a "bpe"

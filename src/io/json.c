@@ -3,6 +3,7 @@
 #include "lm/json.h"
 
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,4 +65,10 @@ void sb_append_json_string(char **sb, const char *s) {
 void sb_free(char **sb) {
     arrfree(*sb);
     *sb = NULL;
+}
+
+const char *json_number(char buf[JSON_NUMBER_MAX], const char *fmt, double v) {
+    if (!isfinite(v)) return "null";
+    snprintf(buf, JSON_NUMBER_MAX, fmt, v);
+    return buf;
 }

@@ -1,6 +1,6 @@
 /* safetensors files: ours written with a checksum and read with every offset and the checksum checked; other
- * programs' read with every entry checked and their F16 and BF16 tensors turned into floats (see io/safetensors.h). */
-#include "io/safetensors.h"
+ * programs' read with every entry checked and their F16 and BF16 tensors turned into floats (see lm/safetensors.h). */
+#include "lm/safetensors.h"
 
 #include <inttypes.h>
 #include <stdint.h>

@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "mixers/mixer.h"
+#include "lm/mixer.h"
 
 extern const Mixer attention_mixer;
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blas/gemm.h"
+#include "lm/gemm.h"
 #include "mixers/attention.h"
 #include "lm/ops.h"
 #include "nn/rope.h"

@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#include "mixers/mixer.h"
+#include "lm/mixer.h"
 
 #define GRASSMANN_EPS 1e-8f
 #define GRASSMANN_MAX_RANK 1024

@@ -1,4 +1,4 @@
-#include "mixers/inspection.h"
+#include "lm/inspection.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* The mixer registry: the one place that names the implementations. */
-#include "mixers/mixer.h"
+#include "lm/mixer.h"
 
 #include <stddef.h>
 

@@ -6,14 +6,7 @@
 
 #include "lm/options.h"
 #include "lm/json.h"
-#include "mixers/mixer.h"
-
-/* Upper bounds that catch typos (an extra zero or three) before they turn
- * into a multi-gigabyte allocation. */
-#define MAX_VOCAB (1u << 24)
-#define MAX_BLOCK 16384
-#define MAX_EMBD 8192
-#define MAX_HEADS 256
+#include "lm/mixer.h"
 
 void config_defaults(ModelConfig *cfg) {
     memset(cfg, 0, sizeof *cfg);

@@ -1,5 +1,5 @@
-/* CPU features from CPUID and XGETBV (see runtime/cpu.h). */
-#include "runtime/cpu.h"
+/* CPU features from CPUID and XGETBV (see lm/cpu.h). */
+#include "lm/cpu.h"
 
 #include <pthread.h>
 #include <stddef.h>

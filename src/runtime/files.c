@@ -101,3 +101,31 @@ int dir_create(const char *path, unsigned mode, Error *err) {
     if (mkdir(path, (mode_t)mode) == 0 || (stat(path, &st) == 0 && S_ISDIR(st.st_mode))) return 0;
     return err_set(err, "cannot create directory '%s'", path);
 }
+
+int dirs_create(const char *path, Error *err) {
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return err_set(err, "output path too long");
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p != '\0') continue;
+        char saved = *p;
+        *p = '\0';
+        struct stat st;
+        if (stat(buf, &st) != 0) {
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return err_set(err, "cannot create output directory '%s': %s", buf, strerror(errno));
+        } else if (!S_ISDIR(st.st_mode)) {
+            return err_set(err, "'%s' is not a directory", buf);
+        }
+        *p = saved;
+        if (!saved) break;
+    }
+    return 0;
+}
+
+int write_text_in(const char *dir, const char *name, const char *text, Error *err) {
+    if (!text) return err_set(err, "out of memory");
+    char path[4200];
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+        return err_set(err, "output path too long: '%s/%s'", dir, name);
+    return write_file_atomic(path, text, strlen(text), err);
+}

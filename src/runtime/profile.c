@@ -1,5 +1,5 @@
-/* Wall-time accounting per model part (see src/runtime/profile.h). */
-#include "runtime/profile.h"
+/* Wall-time accounting per model part (see lm/profile.h). */
+#include "lm/profile.h"
 
 #include <string.h>
 

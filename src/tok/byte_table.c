@@ -1,5 +1,5 @@
 /* A hash set of byte strings numbering its entries in insertion order. */
-#include "tok/byte_table.h"
+#include "lm/byte_table.h"
 
 #include <stdlib.h>
 #include <string.h>

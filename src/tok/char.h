@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 #include "lm/error.h"
-#include "tok/table.h"
+#include "lm/table.h"
 
 extern const TokenizerKind tokenizer_char;
 

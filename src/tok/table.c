@@ -1,5 +1,5 @@
-/* The token table every kind fills, and the saved text form (see tok/table.h). */
-#include "tok/table.h"
+/* The token table every kind fills, and the saved text form (see lm/table.h). */
+#include "lm/table.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "fuzz_input.h"
-#include "io/safetensors.h"
+#include "lm/safetensors.h"
 
 /* st_open_foreign, st_names, st_info and st_to_f32: every tensor whatever its
  * dtype or rank, turned into floats where it is F32, F16 or BF16, whole and

@@ -61,7 +61,7 @@ int blas_backend_reads_variable_at_load(void) { return 1; }
 /* The OpenMP build (0.3.21: num_cpu_avail, common_thread.h) runs a call on
  * the calling thread alone when it is inside an active parallel region or
  * omp_get_max_threads() is 1, and otherwise on omp_get_max_threads()
- * threads. The tiles (blas/gemm.h) call from inside our region, but a
+ * threads. The tiles (lm/gemm.h) call from inside our region, but a
  * region of one thread is not active, and the sampler calls from outside
  * any. Those calls run in a region of one thread whose own thread setting is
  * 1: omp_set_num_threads changes only the setting of the task that calls it,

@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#include "mixers/inspection.h"
+#include "lm/inspection.h"
 #include "lm/config.h"
 #include "lm/error.h"
 
@@ -67,7 +67,7 @@ typedef struct Mixer {
     /* Optional (NULL: the layer is inspected only through what the model sees
      * of every layer: logit lens, the attribution of its whole output, no
      * induction scores). Looks at the layer on one sequence x (T, C), its
-     * input as forward gets it, and fills `out` (src/mixers/inspection.h)
+     * input as forward gets it, and fills `out` (lm/inspection.h)
      * with what it measures, in arrays it allocates (freed by
      * layer_inspection_free, also after a failure); the maps must be the
      * ones forward uses (with rope positions q and k rotated as it does).

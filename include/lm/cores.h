@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "runtime/cpu.h"
+#include "lm/cpu.h"
 
 typedef enum BlasLevel {
     BLAS_LEVEL_UNKNOWN = 0, /* a name not in the table: never compared */

@@ -1,5 +1,5 @@
 /* What a mixer tells about one of its layers when asked (the optional
- * `inspect` hook of src/mixers/mixer.h, used by bin/inspect through
+ * `inspect` hook of lm/mixer.h, used by bin/inspect through
  * src/inspect/): its own measurements on a prompt, and the parts of its
  * output for the direct attribution of the last prediction. A mixer fills
  * what it has and leaves the rest zero; what is left zero is not reported.

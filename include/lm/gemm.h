@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+#include "lm/error.h"
+
 /* Called on each finished output tile (rows i0.., columns j0.. of the
  * product) by the thread that computed it, while the tile is in cache: an
  * element-wise pass fused into the product (bias + GELU, GELU backward). */
@@ -55,6 +57,29 @@ TileRect gemm_tile_rect(TileGrid g, size_t t, size_t m, size_t n);
  * where k = 0 leaves no product, C scaled by beta (beta 0: zeros, C unread). */
 void gemm_tile_set_bias(float *c, size_t ldc, const float *bias, size_t rows, size_t cols);
 void gemm_tile_scale(float *c, size_t ldc, float beta, size_t rows, size_t cols);
+
+/* A tiled product's operands as each tile sees them: fp32 or bf16 elements
+ * (a, b), leading dimensions in elements. */
+typedef struct TileOperands {
+    int trans_a, trans_b;
+    size_t k, lda, ldb, ldc;
+    float alpha, beta;
+    const void *a, *b;
+} TileOperands;
+/* Where tile r's rows of op(A) and its columns of op(B) start, in elements. */
+static inline size_t tile_a_offset(const TileOperands *o, TileRect r) { return o->trans_a ? r.i0 : r.i0 * o->lda; }
+static inline size_t tile_b_offset(const TileOperands *o, TileRect r) { return o->trans_b ? r.j0 * o->ldb : r.j0; }
+/* One tile's product: the tile of C at ct (rows r.rows, columns r.cols of
+ * the product, row stride o->ldc) = alpha op(A) op(B) + beta C, by the
+ * calling thread. Returns 0, or -1 with err set. */
+typedef int (*TileProduct)(const TileOperands *o, TileRect r, float *ct, Error *err);
+/* The tile loop every tiled product shares (fp32 here, bf16 in lm/bf16.h):
+ * the tiles of gemm_tile_grid in parallel, each first set to bias_rows
+ * where given (else, with k = 0, scaled by beta), then its product, then
+ * the epilogue. Returns 0, or -1 with the first failing tile's err (that
+ * tile's epilogue is skipped). */
+int gemm_tile_loop(size_t m, size_t n, const TileOperands *o, float *c, const float *bias_rows, TileProduct product,
+                   TileEpilogue epilogue, void *ctx, Error *err);
 
 /* The general form the others call: gemm with an epilogue, and with every
  * row of each tile of C first set to bias_rows[j0 ..] (a bias, NULL for none;

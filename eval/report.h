@@ -1,0 +1,68 @@
+/* bin/inspect's report of an Inspection (lm/inspect.h): pictures, tables,
+ * JSON and the printed summary, written by report.c, report_png.c,
+ * report_text.c and report_json.c, with report_parts.c between them. */
+#ifndef LM_EVAL_REPORT_H
+#define LM_EVAL_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "lm/error.h"
+#include "lm/inspect.h"
+#include "lm/model.h"
+#include "lm/tokenizer.h"
+
+/* One token as readable text, for the tables and the pictures. Text (ascii
+ * 0): its characters, with space as U+2423 '␣' (BPE tokens carry their
+ * leading space), newline, tab and carriage return as \n \t \r, and control
+ * bytes or bytes that are not UTF-8 as <0xNN>; at most TOKEN_LABEL_CHARS
+ * characters, then '…'. Pictures (ascii 1: the font has printable ASCII
+ * only): space '_', newline '$', anything else outside printable ASCII '?'
+ * (one per character); at most TOKEN_LABEL_ASCII characters, then '~'.
+ * buf: TOKEN_LABEL_MAX bytes hold any label. */
+#define TOKEN_LABEL_CHARS 24
+#define TOKEN_LABEL_ASCII 10
+#define TOKEN_LABEL_MAX (TOKEN_LABEL_CHARS * 6 + 8)
+void token_label(const Tokenizer *tok, uint32_t id, int ascii, char *buf, size_t len);
+
+/* Writes into dir (created if missing): attn_L<l>_H<h>.png and attn_L<l>.png
+ * (maps of more than INSPECT_MAP_CELLS positions max-pooled in blocks),
+ * heads.png and heads.txt (every head's measures), gates.png,
+ * attribution.png, lens.txt, tokens.txt and inspect.json (every map in full
+ * up to INSPECT_JSON_MAPS positions, beyond that each row's top 3 keys). */
+#define INSPECT_MAP_CELLS 64
+#define INSPECT_JSON_MAPS 128
+int inspect_write(const char *dir, const Inspection *in, const Induction *ind, const Model *m,
+                  const Tokenizer *tok, const char *prompt, Error *err);
+/* A summary on f: per head for models of at most 32 heads; beyond, per layer
+ * (means over its heads) and the heads that stand out on each measure. */
+void inspect_print(FILE *f, const Inspection *in, const Induction *ind, const Model *m, const Tokenizer *tok);
+
+/* ---- between the report's files ---- */
+
+/* Beyond this many attribution parts, the picture and the summary keep the largest. */
+#define MANY_PARTS 40
+
+/* What is measured of every head, by layer and head (NaN for a layer without maps). */
+typedef enum { HM_ENTROPY, HM_DIAGONAL, HM_PREVIOUS, HM_CORR, HM_RANK, HM_ANTISYM, HM_INDUCTION } HeadMeasure;
+double report_head_measure(const Inspection *in, const Induction *ind, size_t l, size_t h, HeadMeasure which);
+/* One measure over every head, layer-major (n_layer x n_head); NULL if out of memory. */
+double *report_head_measures(const Inspection *in, const Induction *ind, HeadMeasure which);
+/* The k indices of v (n) with the largest values (absolute: largest |v|), NaN
+ * left out, in decreasing order and the first index first among equals;
+ * returns how many (at most k). */
+size_t report_top_k(const double *v, size_t n, size_t k, int absolute, size_t *out);
+/* Whether any layer has attention maps. */
+int report_any_maps(const Inspection *in);
+
+/* report_png.c: every picture into dir. */
+int report_pictures(const char *dir, const Inspection *in, const Induction *ind, const Tokenizer *tok, Error *err);
+/* report_text.c: the logit lens as a table; one line per head of layer l. */
+char *report_lens_table(const Inspection *in, const Tokenizer *tok);
+void report_head_lines(char **sb, const Inspection *in, const Induction *ind, size_t l);
+/* report_json.c: inspect.json's text (free with sb_free). */
+char *report_json(const Inspection *in, const Induction *ind, const Model *m, const Tokenizer *tok,
+                 const char *prompt);
+
+#endif

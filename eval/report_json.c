@@ -1,0 +1,171 @@
+/* bin/inspect's inspect.json: every measure of the prompt, each head's map
+ * (in full up to INSPECT_JSON_MAPS positions, beyond that each row's
+ * strongest keys), the lens and the attribution. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+#include "lm/json.h"
+#include "lm/plot_png.h"
+#include "lm/utf8.h"
+#include "lm/ds.h"
+#include "lm/files.h"
+
+/* Each row's strongest keys, in the JSON of a long prompt. */
+#define JSON_TOP_KEYS 3
+
+static void json_num(char **sb, double v) {
+    char buf[JSON_NUMBER_MAX];
+    sb_appendf(sb, "%s", json_number(buf, "%.6g", v));
+}
+
+/* , "name": value */
+static void json_field(char **sb, const char *name, double v) {
+    sb_appendf(sb, ", \"%s\": ", name);
+    json_num(sb, v);
+}
+
+/* The token's own text, as a JSON string (bytes that are not UTF-8: U+FFFD). */
+static void json_token_text(char **sb, const Tokenizer *tok, uint32_t id) {
+    size_t n;
+    const char *bytes = tokenizer_token(tok, id, &n);
+    char *text = malloc(n + 1);
+    if (text) {
+        memcpy(text, bytes, n);
+        text[n] = '\0';
+    }
+    sb_append_json_string(sb, text ? text : "");
+    free(text);
+}
+
+static void json_label(char **sb, const Tokenizer *tok, uint32_t id) {
+    char lab[TOKEN_LABEL_MAX];
+    token_label(tok, id, 0, lab, sizeof lab);
+    sb_append_json_string(sb, lab);
+}
+
+/* A head's map: every row in full, or for a long prompt each row's
+ * strongest JSON_TOP_KEYS keys as [key, weight] pairs. */
+static void json_map(char **sb, const float *p, size_t T) {
+    int full = T <= INSPECT_JSON_MAPS;
+    sb_appendf(sb, full ? ", \"attention\": [" : ", \"attention_top\": [");
+    double *row = full ? NULL : malloc(T * sizeof *row);
+    for (size_t i = 0; i < T; i++) {
+        sb_appendf(sb, "%s[", i ? ", " : "");
+        if (full) {
+            for (size_t j = 0; j <= i; j++) sb_appendf(sb, "%s%.4g", j ? ", " : "", p[i * T + j]);
+        } else if (row) {
+            size_t keys[JSON_TOP_KEYS];
+            for (size_t j = 0; j <= i; j++) row[j] = p[i * T + j];
+            size_t k = report_top_k(row, i + 1, JSON_TOP_KEYS, 0, keys);
+            for (size_t r = 0; r < k; r++) sb_appendf(sb, "%s[%zu, %.4g]", r ? ", " : "", keys[r], p[i * T + keys[r]]);
+        }
+        sb_appendf(sb, "]");
+    }
+    sb_appendf(sb, "]");
+    free(row);
+}
+
+char *report_json(const Inspection *in, const Induction *ind, const Model *m, const Tokenizer *tok,
+                        const char *prompt) {
+    size_t T = in->T, H = in->n_head;
+    char *sb = NULL;
+    sb_appendf(&sb, "{\"prompt\": ");
+    {
+        /* The prompt as the model saw it: its tokens decoded. */
+        uint32_t *ids = malloc(T * sizeof *ids);
+        for (size_t t = 0; ids && t < T; t++) ids[t] = (uint32_t)in->tokens[t];
+        char *text = ids ? tokenizer_decode(tok, ids, T) : NULL;
+        sb_append_json_string(&sb, text ? text : ""); /* not UTF-8: U+FFFD, as a byte-level model may decode */
+        free(text);
+        free(ids);
+    }
+    sb_appendf(&sb, ", \"prompt_bytes\": %zu", strlen(prompt));
+    sb_appendf(&sb, ", \"tokens\": [");
+    for (size_t t = 0; t < T; t++) {
+        sb_appendf(&sb, "%s{\"id\": %d, \"text\": ", t ? ", " : "", (int)in->tokens[t]);
+        json_token_text(&sb, tok, (uint32_t)in->tokens[t]);
+        sb_appendf(&sb, ", \"label\": ");
+        json_label(&sb, tok, (uint32_t)in->tokens[t]);
+        sb_appendf(&sb, "}");
+    }
+    sb_appendf(&sb, "], \"n_layer\": %zu, \"n_head\": %zu, \"attention_maps\": \"%s\", \"layers\": [", in->n_layer, H,
+               T <= INSPECT_JSON_MAPS ? "full" : "top keys");
+    for (size_t l = 0; l < in->n_layer; l++) {
+        const LayerInspection *li = &in->layer[l];
+        sb_appendf(&sb, "%s{\"layer\": %zu, \"mixer\": \"%s\"", l ? ", " : "", l, li->mixer);
+        if (li->probs) {
+            sb_appendf(&sb, ", \"heads\": [");
+            for (size_t h = 0; h < H; h++) {
+                const HeadStats *s = &li->heads[h];
+                sb_appendf(&sb, "%s{\"head\": %zu, \"entropy\": ", h ? ", " : "", h);
+                json_num(&sb, s->entropy);
+                json_field(&sb, "diagonal", s->diagonal);
+                json_field(&sb, "previous", s->previous);
+                json_field(&sb, "similarity_logit_corr", s->similarity_corr);
+                json_field(&sb, "sv_max", s->sv_max);
+                json_field(&sb, "sv_min", s->sv_min);
+                json_field(&sb, "effective_rank", s->effective_rank);
+                json_field(&sb, "antisymmetric_share", s->antisym_share);
+                json_field(&sb, "identity_distance", s->identity_dist);
+                json_field(&sb, "induction", ind ? ind->score[l * H + h] : NAN);
+                json_map(&sb, li->probs + h * T * T, T);
+                sb_appendf(&sb, "}");
+            }
+            sb_appendf(&sb, "]");
+        }
+        if (li->gate_mean) {
+            sb_appendf(&sb, ", \"gate_mean\": [");
+            for (size_t t = 0; t < T; t++) sb_appendf(&sb, "%s%.5g", t ? ", " : "", li->gate_mean[t]);
+            sb_appendf(&sb, "], \"offsets\": [");
+            const ModelConfig *lc = model_layer_cfg(m, l);
+            for (size_t k = 0; k < lc->n_windows; k++) {
+                sb_appendf(&sb, "%s{\"offset\": %zu, \"contribution_norm\": ", k ? ", " : "", lc->windows[k]);
+                json_num(&sb, li->offset_norm[k]);
+                sb_appendf(&sb, "}");
+            }
+            sb_appendf(&sb, "], \"plucker_residual\": ");
+            json_num(&sb, li->plucker_residual);
+        }
+        sb_appendf(&sb, "}");
+    }
+    sb_appendf(&sb, "], \"logit_lens\": [");
+    for (size_t s = 0; s <= in->n_layer; s++) {
+        sb_appendf(&sb, "%s{\"after\": \"%s", s ? ", " : "", s ? "layer " : "embedding");
+        if (s) sb_appendf(&sb, "%zu", s - 1);
+        sb_appendf(&sb, "\", \"positions\": [");
+        for (size_t t = 0; t < T; t++) {
+            sb_appendf(&sb, "%s[", t ? ", " : "");
+            for (size_t k = 0; k < LENS_TOP; k++) {
+                size_t i = (s * T + t) * LENS_TOP + k;
+                sb_appendf(&sb, "%s{\"id\": %u, \"token\": ", k ? ", " : "", in->lens_top[i]);
+                json_token_text(&sb, tok, in->lens_top[i]);
+                sb_appendf(&sb, ", \"p\": %.4g}", in->lens_prob[i]);
+            }
+            sb_appendf(&sb, "]");
+        }
+        sb_appendf(&sb, "]}");
+    }
+    sb_appendf(&sb, "], \"attribution\": {\"position\": %zu, \"predicted_id\": %u, \"predicted\": ", T - 1, in->predicted);
+    json_token_text(&sb, tok, in->predicted);
+    json_field(&sb, "logit", in->predicted_logit);
+    sb_appendf(&sb, ", \"parts\": [");
+    for (size_t i = 0; i < arrlenu(in->parts); i++) {
+        sb_appendf(&sb, "%s{\"name\": \"%s\", \"value\": ", i ? ", " : "", in->parts[i].name);
+        json_num(&sb, in->parts[i].value);
+        sb_appendf(&sb, "}");
+    }
+    sb_appendf(&sb, "]}");
+    if (ind) {
+        sb_appendf(&sb, ", \"induction\": {\"length\": %zu, \"sequences\": %zu, \"loss_first_copy\": ", ind->n, ind->n_seq);
+        json_num(&sb, ind->loss_first);
+        json_field(&sb, "loss_second_copy", ind->loss_second);
+        json_field(&sb, "uniform_head_score", ind->uniform);
+        sb_appendf(&sb, "}");
+    }
+    sb_appendf(&sb, "}\n");
+    return sb;
+}
