@@ -1,7 +1,9 @@
 """Every relative link in README.md and docs/**/*.md resolves: the file or
 directory exists, and a #anchor names a heading (or an <a id/name>) of the
 Markdown file it points into, by GitHub's rules for heading anchors. Links
-to other sites are not followed. Prints one line per broken link and exits
+to other sites are not followed. A source path named in code (`src/...`,
+`include/...`, `train/...`, `eval/...`, `tests/...`, `harness/...`,
+`scripts/...`, without placeholders) exists too, so a moved file is caught. Prints one line per broken link and exits
 1, or one line with the count. Run from the repository root:
 /usr/bin/python3 -m tests.doc_links [FILE.md ...]"""
 import glob
@@ -19,6 +21,7 @@ HTML_ANCHOR = re.compile(r"<a\s+[^>]*?(?:id|name)\s*=\s*[\"']([^\"']+)[\"']", re
 INLINE = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*(<[^>]*>|[^)\s]*)(?:\s+\"[^\"]*\")?\s*\)")
 REFERENCE = re.compile(r"^ {0,3}\[[^\]]+\]:\s*(\S+)")
 CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+SOURCE_PATH = re.compile(r"^(?:src|include|train|eval|tests|harness|scripts)/[A-Za-z0-9_./-]*$")
 
 
 def slug(heading):
@@ -44,9 +47,10 @@ def strip_code(line):
 
 
 def scan(path):
-    """(anchors, links) of a Markdown file: the set of its anchors, and
-    (line number, target) for each link outside code."""
-    anchors, links, seen = set(), [], {}
+    """(anchors, links, paths) of a Markdown file: the set of its anchors,
+    (line number, target) for each link outside code, and (line number,
+    path) for each source path named in a code span."""
+    anchors, links, paths, seen = set(), [], [], {}
     fence = None
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
@@ -65,17 +69,19 @@ def scan(path):
                 anchors.add(base if k == 0 else f"{base}-{k}")  # repeats: -1, -2, ...
                 seen[base] = k + 1
             anchors.update(a for a in HTML_ANCHOR.findall(line))
+            paths += [(n, m.group(2).strip()) for m in CODE_SPAN.finditer(line)
+                      if SOURCE_PATH.match(m.group(2).strip()) and "..." not in m.group(2)]
             text = strip_code(line)
             for m in INLINE.finditer(text):
                 links.append((n, m.group(1).strip("<>")))
             m = REFERENCE.match(text)
             if m:
                 links.append((n, m.group(1)))
-    return anchors, links
+    return anchors, links, paths
 
 
 def check(files, root="."):
-    """The broken links of files as 'file:line: target: why', and how many links were checked."""
+    """The broken links and source paths of files as 'file:line: target: why', and how many were checked."""
     anchors_of, broken, count = {}, [], 0
 
     def anchors(path):
@@ -84,7 +90,12 @@ def check(files, root="."):
         return anchors_of[path]
 
     for path in files:
-        for n, target in scan(path)[1]:
+        _, links, paths = scan(path)
+        for n, name in paths:
+            count += 1
+            if not os.path.exists(os.path.join(root, name)):
+                broken.append(f"{os.path.relpath(path, root)}:{n}: `{name}`: no such file or directory")
+        for n, target in links:
             if not target or re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I):  # http:, mailto:, ...
                 continue
             count += 1
@@ -117,10 +128,10 @@ def main():
     for line in problems + broken:
         print(line)
     if problems or broken:
-        print(f"doc links: {len(broken)} of {count} links in {len(files)} files broken"
+        print(f"doc links: {len(broken)} of {count} links and source paths in {len(files)} files broken"
               + (f", {len(problems)} anchor rules wrong" if problems else ""))
         sys.exit(1)
-    print(f"doc links: {count} links in {len(files)} files, every one resolves")
+    print(f"doc links: {count} links and source paths in {len(files)} files, every one resolves")
 
 
 if __name__ == "__main__":
