@@ -1,5 +1,5 @@
-"""Every relative link in README.md and docs/**/*.md resolves: the file or
-directory exists, and a #anchor names a heading (or an <a id/name>) of the
+"""Every relative link in README.md, docs/**/*.md and the folders' READMEs
+resolves: the file or directory exists, and a #anchor names a heading (or an <a id/name>) of the
 Markdown file it points into, by GitHub's rules for heading anchors. Links
 to other sites are not followed. A source path named in code (`src/...`,
 `include/...`, `train/...`, `eval/...`, `tests/...`, `harness/...`,
@@ -122,7 +122,8 @@ def self_check():
 
 
 def main():
-    files = sys.argv[1:] or ["README.md"] + sorted(glob.glob("docs/**/*.md", recursive=True))
+    files = sys.argv[1:] or sorted(dict.fromkeys(["README.md"] + glob.glob("docs/**/*.md", recursive=True)
+                                                 + glob.glob("*/README.md") + glob.glob("*/*/README.md")))
     problems = self_check()
     broken, count = check(files)
     for line in problems + broken:
