@@ -1,10 +1,11 @@
 """Every relative link in README.md, docs/**/*.md and the folders' READMEs
-resolves: the file or directory exists, and a #anchor names a heading (or an <a id/name>) of the
-Markdown file it points into, by GitHub's rules for heading anchors. Links
-to other sites are not followed. A source path named in code (`src/...`,
-`include/...`, `train/...`, `eval/...`, `tests/...`, `harness/...`,
-`scripts/...`, without placeholders) exists too, so a moved file is caught. Prints one line per broken link and exits
-1, or one line with the count. Run from the repository root:
+resolves: the file or directory exists, and a #anchor names a heading (or an
+<a id/name>) of the Markdown file it points into, by GitHub's rules for
+heading anchors. Links to other sites are not followed. A source path named in
+code (`src/...`, `include/...`, `train/...`, `eval/...`, `tests/...`,
+`harness/...`, `scripts/...`, without placeholders) exists too, so a moved
+file is caught. Prints one line per broken link and exits 1, or one line with
+the count. Run from the repository root:
 /usr/bin/python3 -m tests.doc_links [FILE.md ...]"""
 import glob
 import os
