@@ -107,6 +107,7 @@ unit-test: $(TESTS)
 
 test: unit-test $(PROGRAMS)
 	/usr/bin/python3 tests/house.py
+	/usr/bin/python3 -m tests.doc_links
 	bash tests/cli_test.sh
 	bash tests/init_test.sh
 	bash tests/rope_test.sh

@@ -132,7 +132,7 @@ int main(int argc, char **argv) {
         CLI_FLOAT("test-fraction", 0, &test_frac, 0.0, 0.9, "F", "share of the text for test (default 0.05; 0 = none)"),
         CLI_HEADING("bpe only:"),
         CLI_SIZE("vocab-size", 0, &recipe.vocab_size, 0, (double)((size_t)1 << 40), "N",
-                 "257..65536: 256 bytes + merges + special tokens\n(default 4096)"),
+                 "257..65536: 256 bytes + merges + special tokens\n(default 4096, or fewer when the training text\nhas fewer merges to learn)"),
         CLI_TEXT("split-pattern", 0, &recipe.pattern, "P",
                  "pre-tokenizer: gpt4 (default), gpt2 or none (the\nwhole text is one piece: small texts only)"),
         CLI_CALL("special", 0, add_special, &specials, "TEXT", "add a special token (repeatable)"),
@@ -178,6 +178,7 @@ int main(int argc, char **argv) {
             if (strcmp(specials[i], specials[j]) == 0) rc = cli_error(prog, "special token '%s' is given twice", specials[i]);
     recipe.specials = specials;
     recipe.n_specials = arrlenu(specials);
+    recipe.fit_vocab = !vocab_given; /* the default size, 4096, gives way to a small corpus; a given one does not */
     if (rc == 0 && !from && strcmp(recipe.kind, "bpe") == 0 && recipe.vocab_size < 257 + recipe.n_specials)
         rc = cli_error(prog, "--vocab-size %zu leaves no merge: it must be at least 256 + %zu special tokens + 1",
                        recipe.vocab_size, recipe.n_specials);
@@ -199,6 +200,9 @@ int main(int argc, char **argv) {
     if (stats.merges)
         fprintf(stderr, "prepare: learned %zu merges from %zu bytes (%zu distinct pieces) in %.2f s\n", stats.merges,
                 stats.bytes, stats.pieces, stats.seconds);
+    if (!from && tokenizer_bpe_of(&tok) && tok.vocab_size < recipe.vocab_size)
+        fprintf(stderr, "prepare: the training split has only %zu merges to learn: vocabulary %zu instead of the default "
+                        "%zu (--vocab-size sets it)\n", stats.merges, tok.vocab_size, recipe.vocab_size);
     if (dir_create(out, 0755, &err)) goto failed;
     double t0 = cli_now();
     int skip_test = explicit_splits ? !tests : test_frac == 0.0f;

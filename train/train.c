@@ -248,6 +248,13 @@ static int train(Run *r, const Actions *a) {
     return rc;
 }
 
+/* One line when warm-up outlasts the run: its learning rate never reaches --lr. */
+static void warn_short_run(const RunOptions *o, const Dist *dist) {
+    if (dist->rank == 0 && o->max_seconds <= 0 && o->warmup_iters > o->max_iters)
+        fprintf(stderr, "%s: warning: --warmup-iters %zu exceeds the run's %zu steps: the learning rate never reaches "
+                        "--lr %g (lower --warmup-iters)\n", program.name, o->warmup_iters, o->max_iters, o->lr);
+}
+
 int main(int argc, char **argv) {
     blas_setup(argc, argv); /* first: it may restart the program with faster kernels */
     const char *prog = program.name;
@@ -275,7 +282,10 @@ int main(int argc, char **argv) {
         else if (!a.count_only && r.o.precision == PRECISION_BF16 && check_bf16(&r, &err)) rc = cli_error(prog, "%s", err.msg);
         else if (a.count_only) printf("%zu\n", r.model.n_params), rc = 0;
         else if (o.dump) rc = dump_grads(&r, &err) ? cli_error(prog, "%s", err.msg) : 0;
-        else rc = train(&r, &a);
+        else {
+            warn_short_run(&r.o, &dist);
+            rc = train(&r, &a);
+        }
     }
     run_close(&r);
     dist_finalize(&dist);

@@ -205,7 +205,7 @@ static int bpe_tokenizer(const Corpus *c, const TokenizerRecipe *r, Tokenizer *t
     size_t want = r->vocab_size - 256 - r->n_specials, learned = bpe_train(&b, &counter, want);
     if (stats) *stats = (BpeStats){learned, train_bytes, byte_table_count(&counter.words), 0.0};
     bpe_counter_free(&counter);
-    if (learned < want) {
+    if (learned < want && !(r->fit_vocab && learned > 0)) {
         bpe_free(&b);
         return err_set(err, "the training split (%zu bytes) has only %zu merges to learn, not %zu: use --vocab-size %zu or less",
                        train_bytes, learned, want, 256 + learned + r->n_specials);
