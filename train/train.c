@@ -20,6 +20,7 @@
 #include "lm/batch.h"
 #include "lm/json.h"
 #include "lm/checkpoint.h"
+#include "lm/files.h"
 #include "run.h"
 #include "run_log.h"
 #include "lm/threads.h"
@@ -392,6 +393,22 @@ static int train(Run *r, const Actions *a) {
     return rc;
 }
 
+/* The output is this run's alone: a lock beside it (a second run on the same
+ * --out refuses, naming this one's pid), and what killed runs left of it
+ * removed. Rank 0 writes the checkpoints, so rank 0 holds the lock. */
+static int claim_output(const RunOptions *o, const Actions *a, Dist *dist, int *lock, Error *err) {
+    *lock = -1;
+    if (!o->out || a->count_only || o->dump) return 0;
+    int failed = dist->rank == 0 && output_lock(o->out, lock, err) != 0;
+    if (dist_agree(dist, failed, err)) return -1;
+    if (dist->rank != 0) return 0;
+    int removed = remove_dead_temporaries(o->out, err);
+    if (removed > 0)
+        fprintf(stderr, "%s: removed %d temporar%s of %s left by runs that were killed\n", program.name, removed,
+                removed == 1 ? "y" : "ies", o->out);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     blas_setup(argc, argv); /* first: it may restart the program with faster kernels */
     const char *prog = program.name;
@@ -412,6 +429,8 @@ int main(int argc, char **argv) {
     int rc = dist_check_args(&dist, argc, argv, &err) ? cli_error(prog, "%s", err.msg) /* every rank parses the same */
                                                       : parse(argc, argv, &o, &a);
     if (rc == CLI_CONTINUE) rc = check(&o, &a, &dist);
+    int lock = -1;
+    if (rc == CLI_CONTINUE && claim_output(&o, &a, &dist, &lock, &err)) rc = cli_error(prog, "%s", err.msg);
     if (rc == CLI_CONTINUE) {
         text_on = !a.json;
         threads_use(threads_per_rank(o.threads, dist.local_size)); /* --threads is per rank */
@@ -422,6 +441,7 @@ int main(int argc, char **argv) {
         else rc = train(&r, &a);
     }
     run_close(&r);
+    output_unlock(lock);
     dist_finalize(&dist);
     return rc;
 }
