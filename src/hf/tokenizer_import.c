@@ -217,18 +217,35 @@ static uint64_t hash_step(uint64_t h, unsigned char byte) {
     return r >= HASH_MOD ? r - HASH_MOD : r;
 }
 
-/* The hashes of the tokens the bytes and merges make (ids below 256 + merges). */
+/* The hashes of the tokens the bytes and merges make (ids below 256 +
+ * merges): a set by open addressing, each slot a hash + 1 (0: empty; a
+ * hash is below 2^61 - 1, so + 1 never wraps). Its own, not stb_ds's: that
+ * hashes 8-byte keys with int shifts that overflow for high bytes (UBSan). */
 typedef struct TokenHashes {
-    struct {
-        uint64_t key;
-        char value;
-    } *set; /* stb_ds hash map */
+    uint64_t *slot;
+    size_t mask;
 } TokenHashes;
 
-static void token_hashes_add(TokenHashes *t, const char *token) {
-    uint64_t h = 0;
-    for (const unsigned char *p = (const unsigned char *)token; *p; p++) h = hash_step(h, *p);
-    hmput(t->set, h, 1);
+static int token_hashes_init(TokenHashes *t, const char *const *tokens, size_t n, Error *err) {
+    size_t cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    t->mask = cap - 1;
+    t->slot = lm_calloc(cap, sizeof *t->slot, err);
+    if (!t->slot) return -1;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t h = 0;
+        for (const unsigned char *p = (const unsigned char *)tokens[i]; *p; p++) h = hash_step(h, *p);
+        size_t at = (size_t)h & t->mask;
+        while (t->slot[at] && t->slot[at] != h + 1) at = (at + 1) & t->mask;
+        t->slot[at] = h + 1;
+    }
+    return 0;
+}
+
+static int token_hashes_has(const TokenHashes *t, uint64_t h) {
+    for (size_t at = (size_t)h & t->mask; t->slot[at]; at = (at + 1) & t->mask)
+        if (t->slot[at] == h + 1) return 1;
+    return 0;
 }
 
 /* A vocabulary entry after the merges that no added token names. vocab.json
@@ -238,7 +255,7 @@ static void token_hashes_add(TokenHashes *t, const char *token) {
  * stand-ins (U+0100.., for space and control bytes), is taken for such a
  * token and the files for disagreeing. tokenizer.json lists its specials as
  * added tokens, so there every such entry is a disagreement. */
-static int check_unlisted(const HfSource *s, TokenHashes *made, const char *token, size_t id, size_t first,
+static int check_unlisted(const HfSource *s, const TokenHashes *made, const char *token, size_t id, size_t first,
                           Error *err) {
     const char *o = s->origin;
     char a[48], b[48], c[48];
@@ -273,8 +290,8 @@ static int check_unlisted(const HfSource *s, TokenHashes *made, const char *toke
             break;
         }
         at += n ? n : 1;
-        if (at >= len || hmgeti(made->set, prefix[at]) < 0 ||
-            hmgeti(made->set, hash_sub(prefix[len], hash_mul(prefix[at], power[len - at]))) < 0)
+        if (at >= len || !token_hashes_has(made, prefix[at]) ||
+            !token_hashes_has(made, hash_sub(prefix[len], hash_mul(prefix[at], power[len - at]))))
             continue;
         const json_t *left = json_object_getn(s->vocab, token, at), *right = json_object_get(s->vocab, token + at);
         if (left && right && (size_t)json_integer_value(left) < first && (size_t)json_integer_value(right) < first) {
@@ -305,7 +322,7 @@ static int build(Tokenizer *tok, const HfSource *s, Error *err) {
     json_t *seen = json_object();
     char *joined = NULL;
     Bpe bpe;
-    TokenHashes made = {NULL};
+    TokenHashes made = {NULL, 0};
     int have_bpe = 0, rc = -1;
     if (!spelled || !special || !seen) {
         err_set(err, "out of memory reading '%s'", o);
@@ -417,7 +434,7 @@ static int build(Tokenizer *tok, const HfSource *s, Error *err) {
         }
         special[id] = text;
     }
-    for (size_t id = 0; id < first; id++) token_hashes_add(&made, spelled[id]);
+    if (token_hashes_init(&made, spelled, first, err)) goto out;
     for (size_t id = first; id < limit; id++) {
         if (!spelled[id] || special[id]) continue;
         if (check_unlisted(s, &made, spelled[id], id, first, err)) goto out;
@@ -457,7 +474,7 @@ static int build(Tokenizer *tok, const HfSource *s, Error *err) {
     rc = tokenizer_from_bpe(tok, &bpe, err);
 out:
     if (have_bpe) bpe_free(&bpe);
-    hmfree(made.set);
+    free(made.slot);
     arrfree(joined);
     json_decref(seen);
     free(spelled);
