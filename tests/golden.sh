@@ -53,7 +53,7 @@ run_all "$new" "$work/new"
 # Timings, rates and the folder differ between runs, not behaviour.
 mask() {
     case "$1" in *.csv) cut -d, -f1-7 "$1"; return ;; esac  # ms_per_step, elapsed_s and the tuner's threads vary
-    sed -E "s#$work/(old|new)#W#g; s#(old|new)/#X/#g; s/[0-9.]+ ?(ms|s|tok\/s|tokens\/s|k tok\/s|GFLOP\/s|%)\b/T\1/g; s/(eta|elapsed|took)[^|]*//g; s/\"(seconds|ms_per_step|tokens_per_second|tok_per_s|wall_s|profile)\"[^,}]*//g; s/ \| [0-9]+ of [0-9]+ threads//; s/ +/ /g" "$1"
+    sed -E "s#$work/(old|new)#W#g; s#(old|new)/#X/#g; s/[0-9.]+ ?(ms|s|tok\/s|tokens\/s|k tok\/s|GFLOP\/s|%)\b/T\1/g; s/(eta|elapsed|took)[^|]*//g; s/\"(seconds|ms_per_step|tokens_per_second|tok_per_s|wall_s|profile)\"[^,}]*//g; s/([0-9]+[hm])+T/T/g; s/ \| [0-9]+ of [0-9]+ threads//; s/ +/ /g" "$1"
 }
 pass=0 fail=0
 for f in $(cd "$work/old" && find . -type f | sort); do

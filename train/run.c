@@ -1,11 +1,13 @@
 /* A training run's options, their checkpoint form, and its set-up (see train/run.h). */
 #include "run.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lm/json.h"
 #include "lm/checkpoint.h"
+#include "lm/files.h"
 #include "lm/machine.h"
 
 #define SZ(field) 0, offsetof(RunOptions, field)
@@ -299,6 +301,19 @@ static int prepare_steps(Run *r, Error *err) {
                             .adam = {o->beta1, o->beta2, o->eps, o->weight_decay}, .seed = o->seed,
                             .window_align = o->window_align, .max_seconds = o->max_seconds,
                             .train_mask = r->masks.train.marked, .val_mask = r->masks.val.marked};
+    return 0;
+}
+
+int run_claim_output(const RunOptions *o, Dist *dist, const char *prog, int *lock, Error *err) {
+    *lock = -1;
+    if (!o->out || o->dump) return 0;
+    int failed = dist->rank == 0 && output_lock(o->out, lock, err) != 0;
+    if (dist_agree(dist, failed, err)) return -1;
+    if (dist->rank != 0) return 0;
+    int removed = remove_dead_temporaries(o->out, err);
+    if (removed > 0)
+        fprintf(stderr, "%s: removed %d temporar%s of %s left by runs that were killed\n", prog, removed,
+                removed == 1 ? "y" : "ies", o->out);
     return 0;
 }
 
