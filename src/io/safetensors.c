@@ -172,11 +172,14 @@ static int check_layout(const json_t *header, size_t data_len, const char *path,
         spans[k++].name = name;
     }
     if (rc == 0) qsort(spans, k, sizeof *spans, span_order);
+    /* Overlaps first: a tensor moved onto another's bytes leaves a gap too,
+     * and the overlap is what names the fault. */
+    for (size_t i = 1; rc == 0 && i < k; i++)
+        if (spans[i].a < spans[i - 1].b)
+            rc = err_set(err, "'%s' is corrupt: tensors '%s' and '%s' overlap", path, spans[i - 1].name, spans[i].name);
     for (size_t i = 0, end = 0; rc == 0 && i <= k; end = spans[i++].b) {
         size_t at = i < k ? spans[i].a : data_len;
-        if (at < end)
-            rc = err_set(err, "'%s' is corrupt: tensors '%s' and '%s' overlap", path, spans[i - 1].name, spans[i].name);
-        else if (at > end && i == k)
+        if (at > end && i == k)
             rc = err_set(err, "'%s' is corrupt: %zu bytes after its last tensor belong to none", path, at - end);
         else if (at > end)
             rc = err_set(err, "'%s' is corrupt: %zu bytes before tensor '%s' belong to none", path, at - end,
