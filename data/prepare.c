@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "lm/cli.h"
+#include "lm/utf8.h"
 #include "lm/options.h"
 #include "lm/corpus.h"
 #include "lm/checkpoint.h"
@@ -173,8 +174,14 @@ int main(int argc, char **argv) {
     int listed = 0;
     for (size_t i = 0; separator && i < arrlenu(specials); i++) listed |= strcmp(specials[i], separator) == 0;
     if (separator && !listed) arrput(specials, separator);
-    for (size_t i = 0; i < arrlenu(specials); i++)
-        for (size_t j = 0; j < i; j++)
+    for (size_t i = 0; i < arrlenu(specials) && rc == 0; i++) {
+        size_t len = strlen(specials[i]), bad = utf8_invalid_at(specials[i], len);
+        if (bad < len) /* tokenizer.json (bin/convert --to-hf) holds only UTF-8: the round trip would change it */
+            rc = cli_error(prog, "special token %zu is not valid UTF-8 (byte 0x%02x at offset %zu): special tokens must "
+                                 "be UTF-8 text", i + 1, (unsigned char)specials[i][bad], bad);
+    }
+    for (size_t i = 0; i < arrlenu(specials) && rc == 0; i++)
+        for (size_t j = 0; j < i && rc == 0; j++)
             if (strcmp(specials[i], specials[j]) == 0) rc = cli_error(prog, "special token '%s' is given twice", specials[i]);
     recipe.specials = specials;
     recipe.n_specials = arrlenu(specials);

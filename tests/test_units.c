@@ -163,6 +163,11 @@ static void test_window_schedule(void **s) {
     assert_int_not_equal(config_set_windows(&cfg, "1;;2;4", &err), 0);
     assert_int_not_equal(config_set_windows(&cfg, "1;2;2,2;4", &err), 0);
     assert_non_null(strstr(err.msg, "twice"));
+    /* The same rule for one list given to every layer. */
+    assert_int_not_equal(config_set_windows(&cfg, "1,1", &err), 0);
+    assert_non_null(strstr(err.msg, "lists 1 twice"));
+    assert_int_not_equal(config_set_windows(&cfg, "2,4,2", &err), 0);
+    assert_non_null(strstr(err.msg, "lists 2 twice"));
     /* A checkpoint from before post-norm has no "norm": pre. */
     assert_int_equal(config_from_json(&back,
                                       "{\"vocab_size\":10,\"block_size\":64,\"n_layer\":1,\"n_head\":4,\"n_embd\":128,"

@@ -18,6 +18,7 @@
 #include "lm/batch.h"
 #include "lm/json.h"
 #include "lm/checkpoint.h"
+#include "lm/files.h"
 #include "loop.h"
 #include "run.h"
 #include "say.h"
@@ -275,6 +276,8 @@ int main(int argc, char **argv) {
     int rc = dist_check_args(&dist, argc, argv, &err) ? cli_error(prog, "%s", err.msg) /* every rank parses the same */
                                                       : parse(argc, argv, &o, &a);
     if (rc == CLI_CONTINUE) rc = check(&o, &a, &dist);
+    int lock = -1;
+    if (rc == CLI_CONTINUE && !a.count_only && run_claim_output(&o, &dist, prog, &lock, &err)) rc = cli_error(prog, "%s", err.msg);
     if (rc == CLI_CONTINUE) {
         say_on = !a.json;
         threads_use(threads_per_rank(o.threads, dist.local_size)); /* --threads is per rank */
@@ -288,6 +291,7 @@ int main(int argc, char **argv) {
         }
     }
     run_close(&r);
+    output_unlock(lock);
     dist_finalize(&dist);
     return rc;
 }

@@ -15,6 +15,8 @@
 #define MAX_BLOCK 16384
 #define MAX_EMBD 8192
 #define MAX_HEADS 256
+/* The most optimizer steps a run takes (--max-iters), so the largest step a checkpoint may hold. */
+#define MAX_STEPS 100000000
 
 /* learned: a trained wpe table added to the embeddings; sinusoidal: the fixed
  * sin/cos table added instead; rope: nothing added, attention rotates q and k

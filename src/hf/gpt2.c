@@ -187,9 +187,9 @@ static int is_file(const char *path, size_t *bytes) {
 }
 
 static int add_weight_file(WeightFiles *w, const char *dir, const char *name, Error *err) {
-    char path[4096];
+    char path[PATH_BUF];
     size_t bytes;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (path_format(path, sizeof path, err, "%s/%s", dir, name)) return -1;
     if (!is_file(path, &bytes)) return err_set(err, "cannot open '%s': not a file", path);
     if (bytes > w->largest) w->largest = bytes;
     arrput(w->paths, strdup(path));
@@ -200,7 +200,8 @@ static int add_weight_file(WeightFiles *w, const char *dir, const char *name, Er
  * a file name in dir, in order of first mention), as from_pretrained looks. */
 static int find_weight_files(const char *dir, WeightFiles *w, Error *err) {
     memset(w, 0, sizeof *w);
-    char path[4096];
+    char path[PATH_BUF];
+    if (path_format(path, sizeof path, err, "%s/model.safetensors.index.json", dir)) return -1; /* the longest name */
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (is_file(path, NULL)) return add_weight_file(w, dir, "model.safetensors", err);
     snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
@@ -455,8 +456,8 @@ int hf_gpt2_import(const char *dir, Model *m, Tokenizer *tok, HfGpt2Import *info
         return err_set(err, "'%s' is not a directory (the one save_pretrained writes: config.json, model.safetensors, "
                             "tokenizer.json)",
                        dir);
-    char path[4096];
-    snprintf(path, sizeof path, "%s/config.json", dir);
+    char path[PATH_BUF];
+    if (path_format(path, sizeof path, err, "%s/config.json", dir)) return -1;
     size_t len;
     char *text = read_small_json(path, &len, err);
     if (!text) return -1;
@@ -588,8 +589,8 @@ static int write_owned_text(const char *dir, const char *name, char *text, Error
 }
 
 static int write_export(const Model *m, const Tokenizer *tok, const char *dir, Error *err) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    char path[PATH_BUF];
+    if (path_format(path, sizeof path, err, "%s/model.safetensors", dir)) return -1;
     if (write_owned_text(dir, "config.json", config_json(&m->cfg, tok), err) || write_weights(m, path, err)) return -1;
     char *json = bpe_export_hf_json(tokenizer_bpe_of(tok), err);
     if (!json) return -1;
@@ -614,14 +615,10 @@ static int check_target(const char *dir, Error *err) {
 
 int hf_gpt2_export(const Model *m, const Tokenizer *tok, const char *dir, Error *err) {
     if (hf_gpt2_exportable(&m->cfg, tok, err)) return -1;
-    char target[4096], tmp[4200];
-    snprintf(target, sizeof target, "%s", dir);
+    char target[PATH_BUF], tmp[PATH_BUF];
+    if (path_format(target, sizeof target, err, "%s", dir)) return -1;
     for (size_t n = strlen(target); n > 1 && target[n - 1] == '/'; n--) target[n - 1] = '\0';
-    if (check_target(target, err)) return -1;
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", target, (long)getpid()); /* named as write_file_atomic names its files */
-    if (mkdir(tmp, 0777) != 0)
-        return err_set(err, "cannot create '%s'%s: %s", tmp, errno == EEXIST ? " (left by an interrupted export? remove it)" : "",
-                       strerror(errno));
+    if (check_target(target, err) || temp_dir_create(target, tmp, sizeof tmp, err)) return -1;
     int rc = write_export(m, tok, tmp, err);
     if (rc == 0 && rename(tmp, target) != 0) rc = err_set(err, "cannot rename '%s' to '%s': %s", tmp, target, strerror(errno));
     if (rc == 0 && fsync_parent_dir(target) != 0)

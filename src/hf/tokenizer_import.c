@@ -20,6 +20,9 @@
 
 #define MAX_MERGES (1u << 24) /* as many as the saved form reads back (tok/bpe.c) */
 #define MAX_SPECIALS 65536
+/* The longest token read, in bytes: far above any real vocabulary's
+ * (GPT-2's longest is 128), far below what would slow the checks. */
+#define TOKEN_BYTES_MAX 65536u
 #define N_BYTE_CHARS 0x144 /* the byte-level spelling uses code points below this */
 
 typedef struct HfSource {
@@ -189,6 +192,62 @@ static int read_model(const json_t *model, HfSource *s, Error *err) {
     return 0;
 }
 
+/* Refuses a token longer than TOKEN_BYTES_MAX. */
+static int too_long(const char *token, size_t id, const char *o, Error *err) {
+    size_t len = strlen(token);
+    char a[48];
+    if (len <= TOKEN_BYTES_MAX) return 0;
+    return err_set(err, "'%s': token '%s' (id %zu) is %zu bytes long, more than the %u a token may be", o, shown(token, a), id,
+                   len, TOKEN_BYTES_MAX);
+}
+
+/* Polynomial hashes of byte strings modulo the prime 2^61 - 1 (no string
+ * family collides for every base, as they do modulo 2^64). */
+#define HASH_MOD ((1ull << 61) - 1)
+#define HASH_BASE 1000003ull
+
+static uint64_t hash_mul(uint64_t x, uint64_t y) {
+    unsigned __int128 p = (unsigned __int128)x * y;
+    uint64_t r = (uint64_t)(p & HASH_MOD) + (uint64_t)(p >> 61);
+    return r >= HASH_MOD ? r - HASH_MOD : r;
+}
+static uint64_t hash_sub(uint64_t x, uint64_t y) { return x >= y ? x - y : x + HASH_MOD - y; }
+static uint64_t hash_step(uint64_t h, unsigned char byte) {
+    uint64_t r = hash_mul(h, HASH_BASE) + byte + 1;
+    return r >= HASH_MOD ? r - HASH_MOD : r;
+}
+
+/* The hashes of the tokens the bytes and merges make (ids below 256 +
+ * merges): a set by open addressing, each slot a hash + 1 (0: empty; a
+ * hash is below 2^61 - 1, so + 1 never wraps). Its own, not stb_ds's: that
+ * hashes 8-byte keys with int shifts that overflow for high bytes (UBSan). */
+typedef struct TokenHashes {
+    uint64_t *slot;
+    size_t mask;
+} TokenHashes;
+
+static int token_hashes_init(TokenHashes *t, const char *const *tokens, size_t n, Error *err) {
+    size_t cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    t->mask = cap - 1;
+    t->slot = lm_calloc(cap, sizeof *t->slot, err);
+    if (!t->slot) return -1;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t h = 0;
+        for (const unsigned char *p = (const unsigned char *)tokens[i]; *p; p++) h = hash_step(h, *p);
+        size_t at = (size_t)h & t->mask;
+        while (t->slot[at] && t->slot[at] != h + 1) at = (at + 1) & t->mask;
+        t->slot[at] = h + 1;
+    }
+    return 0;
+}
+
+static int token_hashes_has(const TokenHashes *t, uint64_t h) {
+    for (size_t at = (size_t)h & t->mask; t->slot[at]; at = (at + 1) & t->mask)
+        if (t->slot[at] == h + 1) return 1;
+    return 0;
+}
+
 /* A vocabulary entry after the merges that no added token names. vocab.json
  * has no other way to hold a special token (GPT-2's <|endoftext|>), but a
  * merges.txt cut short leaves its last merges' tokens there too: an entry
@@ -196,7 +255,8 @@ static int read_model(const json_t *model, HfSource *s, Error *err) {
  * stand-ins (U+0100.., for space and control bytes), is taken for such a
  * token and the files for disagreeing. tokenizer.json lists its specials as
  * added tokens, so there every such entry is a disagreement. */
-static int check_unlisted(const HfSource *s, const char *token, size_t id, size_t first, Error *err) {
+static int check_unlisted(const HfSource *s, const TokenHashes *made, const char *token, size_t id, size_t first,
+                          Error *err) {
     const char *o = s->origin;
     char a[48], b[48], c[48];
     size_t n_merges = first - 256, len = strlen(token);
@@ -204,25 +264,47 @@ static int check_unlisted(const HfSource *s, const char *token, size_t id, size_
         return err_set(err, "'%s': '%s' (id %zu) follows the last of the %zu merges but is not an added token: the "
                             "vocabulary and the merges disagree", o, shown(token, a), id, n_merges);
     if (len == 0) return err_set(err, "'%s': the empty token (id %zu) cannot be a special token", o, id);
-    for (size_t at = 0; at < len;) {
+    /* Every split into two tokens the merges made, found in linear time: the
+     * two halves' hashes from the token's prefix hashes, looked up among the
+     * made tokens' hashes, and only a match compared in full. */
+    uint64_t *prefix = malloc((len + 1) * sizeof *prefix), *power = malloc((len + 1) * sizeof *power);
+    if (!prefix || !power) {
+        free(prefix);
+        free(power);
+        return err_set(err, "out of memory reading '%s'", o);
+    }
+    prefix[0] = 0;
+    power[0] = 1;
+    for (size_t i = 0; i < len; i++) {
+        prefix[i + 1] = hash_step(prefix[i], (unsigned char)token[i]);
+        power[i + 1] = hash_mul(power[i], HASH_BASE);
+    }
+    int rc = 0;
+    for (size_t at = 0; at < len && rc == 0;) {
         uint32_t cp;
         size_t n = utf8_decode((const unsigned char *)token + at, len - at, &cp);
-        if (n && cp >= 0x100 && cp < N_BYTE_CHARS)
-            return err_set(err, "'%s': '%s' (id %zu) follows the last of the %zu merges but is spelled as byte-level "
-                                "text, not a special token: the vocabulary and the merges disagree", o, shown(token, a), id,
-                           n_merges);
+        if (n && cp >= 0x100 && cp < N_BYTE_CHARS) {
+            rc = err_set(err, "'%s': '%s' (id %zu) follows the last of the %zu merges but is spelled as byte-level "
+                              "text, not a special token: the vocabulary and the merges disagree", o, shown(token, a), id,
+                         n_merges);
+            break;
+        }
         at += n ? n : 1;
+        if (at >= len || !token_hashes_has(made, prefix[at]) ||
+            !token_hashes_has(made, hash_sub(prefix[len], hash_mul(prefix[at], power[len - at]))))
+            continue;
         const json_t *left = json_object_getn(s->vocab, token, at), *right = json_object_get(s->vocab, token + at);
-        if (at < len && left && right && (size_t)json_integer_value(left) < first &&
-            (size_t)json_integer_value(right) < first) {
+        if (left && right && (size_t)json_integer_value(left) < first && (size_t)json_integer_value(right) < first) {
             char head[48];
             snprintf(head, sizeof head, "%.*s", (int)(at < 40 ? at : 40), token);
-            return err_set(err, "'%s': '%s' (id %zu) follows the last of the %zu merges but joins '%s' and '%s': a merge "
-                                "is missing, the vocabulary and the merges disagree", o, shown(token, a), id, n_merges,
-                           shown(head, b), shown(token + at, c));
+            rc = err_set(err, "'%s': '%s' (id %zu) follows the last of the %zu merges but joins '%s' and '%s': a merge "
+                              "is missing, the vocabulary and the merges disagree", o, shown(token, a), id, n_merges,
+                         shown(head, b), shown(token + at, c));
         }
     }
-    return 0;
+    free(prefix);
+    free(power);
+    return rc;
 }
 
 /* Checks that the vocabulary is laid out as our Bpe's (bytes, then one token
@@ -240,6 +322,7 @@ static int build(Tokenizer *tok, const HfSource *s, Error *err) {
     json_t *seen = json_object();
     char *joined = NULL;
     Bpe bpe;
+    TokenHashes made = {NULL, 0};
     int have_bpe = 0, rc = -1;
     if (!spelled || !special || !seen) {
         err_set(err, "out of memory reading '%s'", o);
@@ -264,6 +347,8 @@ static int build(Tokenizer *tok, const HfSource *s, Error *err) {
         }
         spelled[id] = key;
     }
+    for (size_t id = 0; id < limit; id++)
+        if (spelled[id] && too_long(spelled[id], id, o, err)) goto out;
 
     /* Ids 0..255: each one character of the byte-level spelling. */
     uint32_t code_point[256];
@@ -327,6 +412,7 @@ static int build(Tokenizer *tok, const HfSource *s, Error *err) {
             goto out;
         }
         const char *text = json_string_value(content);
+        if (too_long(text, id, o, err)) goto out;
         if (flag(t, "special", 1) != 1) {
             err_set(err, "'%s': added token '%s' is not special: text holding it would encode differently here", o,
                     shown(text, a));
@@ -348,9 +434,10 @@ static int build(Tokenizer *tok, const HfSource *s, Error *err) {
         }
         special[id] = text;
     }
+    if (token_hashes_init(&made, spelled, first, err)) goto out;
     for (size_t id = first; id < limit; id++) {
         if (!spelled[id] || special[id]) continue;
-        if (check_unlisted(s, spelled[id], id, first, err)) goto out;
+        if (check_unlisted(s, &made, spelled[id], id, first, err)) goto out;
         special[id] = spelled[id];
     }
     size_t n_tokens = first;
@@ -387,6 +474,7 @@ static int build(Tokenizer *tok, const HfSource *s, Error *err) {
     rc = tokenizer_from_bpe(tok, &bpe, err);
 out:
     if (have_bpe) bpe_free(&bpe);
+    free(made.slot);
     arrfree(joined);
     json_decref(seen);
     free(spelled);
@@ -481,12 +569,13 @@ int tokenizer_import_hf(Tokenizer *tok, const char *path, Error *err) {
     memset(tok, 0, sizeof *tok);
     struct stat st;
     if (stat(path, &st) != 0) return err_set(err, "cannot open '%s': %s", path, strerror(errno));
-    char json_path[4096], vocab_path[4096], merges_path[4096];
+    char json_path[PATH_BUF], vocab_path[PATH_BUF], merges_path[PATH_BUF];
     const char *file = path;
     if (S_ISDIR(st.st_mode)) {
-        snprintf(json_path, sizeof json_path, "%s/tokenizer.json", path);
-        snprintf(vocab_path, sizeof vocab_path, "%s/vocab.json", path);
-        snprintf(merges_path, sizeof merges_path, "%s/merges.txt", path);
+        if (path_format(json_path, sizeof json_path, err, "%s/tokenizer.json", path) ||
+            path_format(vocab_path, sizeof vocab_path, err, "%s/vocab.json", path) ||
+            path_format(merges_path, sizeof merges_path, err, "%s/merges.txt", path))
+            return -1;
         if (is_file(json_path)) file = json_path;
         else if (!is_file(vocab_path) || !is_file(merges_path))
             return err_set(err, "'%s' holds no tokenizer: no tokenizer.json, nor vocab.json and merges.txt", path);
@@ -514,8 +603,8 @@ int tokenizer_open(Tokenizer *tok, const char *path, Error *err) {
     struct stat st;
     if (stat(path, &st) != 0) return err_set(err, "cannot open '%s': %s", path, strerror(errno));
     if (S_ISDIR(st.st_mode)) {
-        char saved[4096];
-        snprintf(saved, sizeof saved, "%s/tokenizer.txt", path);
+        char saved[PATH_BUF];
+        if (path_format(saved, sizeof saved, err, "%s/tokenizer.txt", path)) return -1;
         return stat(saved, &st) == 0 ? tokenizer_load(tok, saved, err) : tokenizer_import_hf(tok, path, err);
     }
     size_t len;

@@ -160,6 +160,8 @@ static int parse_window_list(const char *list, const char *spec, size_t *out, si
         if (n == MAX_WINDOWS) return err_set(err, "grassmann window list has more than %d offsets", MAX_WINDOWS);
         if (parse_size(num, MAX_BLOCK, &out[n], "grassmann window offset", err)) return -1;
         if (out[n] == 0) return err_set(err, "grassmann window offset must be positive (got 0)");
+        for (size_t k = 0; k < n; k++)
+            if (out[k] == out[n]) return err_set(err, "grassmann window list '%s' lists %zu twice", list, out[n]);
         n++;
     }
     *n_out = n;
@@ -192,7 +194,6 @@ int config_set_windows(ModelConfig *cfg, const char *spec, Error *err) {
                     return err_set(err, "grassmann window schedule uses more than %d distinct offsets", MAX_WINDOWS);
                 all[n_union++] = mine[i];
             }
-            if (mask >> k & 1u) return err_set(err, "grassmann window schedule: layer %zu lists %zu twice", n_layers, mine[i]);
             mask |= 1u << k;
         }
         masks[n_layers++] = mask;
