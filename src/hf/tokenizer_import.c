@@ -307,178 +307,192 @@ static int check_unlisted(const HfSource *s, const TokenHashes *made, const char
     return rc;
 }
 
-/* Checks that the vocabulary is laid out as our Bpe's (bytes, then one token
- * per merge in merge order, then the specials) and builds the tokenizer. */
-static int build(Tokenizer *tok, const HfSource *s, Error *err) {
+/* The vocabulary as our Bpe lays it out: ids 0..255 the bytes, then one
+ * token per merge, then the specials. */
+typedef struct Layout {
+    size_t n_vocab, n_added, n_merges;
+    size_t limit;             /* ids 0..limit-1 may be used */
+    size_t first;             /* the first id after the merges: 256 + n_merges */
+    size_t n_tokens;          /* the bytes, the merges and the specials */
+    const char **spelled;     /* [limit]: each vocabulary entry's spelling by id */
+    const char **special;     /* [limit]: each special token's text by id */
+    uint8_t byte_of_id[256];  /* which byte ids 0..255 stand for */
+} Layout;
+
+/* Every vocabulary entry by id: integers from 0, none twice, none too long. */
+static int spell_ids(const HfSource *s, Layout *L, Error *err) {
     const char *o = s->origin;
-    size_t n_vocab = json_object_size(s->vocab), n_added = json_array_size(s->added),
-           n_merges = arrlenu(s->part_at) / 2, limit = n_vocab + n_added, first = 256 + n_merges;
-    char a[48], b[48], c[48];
-    if (n_merges > MAX_MERGES) return err_set(err, "'%s': %zu merges, more than %u", o, n_merges, MAX_MERGES);
-    if (n_vocab < first)
-        return err_set(err, "'%s': %zu merges need 256 + %zu tokens, but the vocabulary holds %zu: the vocabulary and "
-                            "the merges disagree", o, n_merges, n_merges, n_vocab);
-    const char **spelled = calloc(limit, sizeof *spelled), **special = calloc(limit, sizeof *special);
-    json_t *seen = json_object();
-    char *joined = NULL;
-    Bpe bpe;
-    TokenHashes made = {NULL, 0};
-    int have_bpe = 0, rc = -1;
-    if (!spelled || !special || !seen) {
-        err_set(err, "out of memory reading '%s'", o);
-        goto out;
-    }
+    char a[48], b[48];
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)s->vocab, key, v) {
         size_t id;
-        if (!json_is_integer(v)) {
-            err_set(err, "'%s': token '%s' has an id that is not an integer", o, shown(key, a));
-            goto out;
-        }
-        if (json_size(v, limit - 1, &id)) {
-            err_set(err, "'%s': token '%s' has id %lld, outside 0..%zu (ids run from 0 without gaps)", o, shown(key, a),
-                    (long long)json_integer_value(v), limit - 1);
-            goto out;
-        }
-        if (spelled[id]) {
-            err_set(err, "'%s': tokens '%s' and '%s' both have id %zu", o, shown(spelled[id], a), shown(key, b), id);
-            goto out;
-        }
-        spelled[id] = key;
+        if (!json_is_integer(v)) return err_set(err, "'%s': token '%s' has an id that is not an integer", o, shown(key, a));
+        if (json_size(v, L->limit - 1, &id))
+            return err_set(err, "'%s': token '%s' has id %lld, outside 0..%zu (ids run from 0 without gaps)", o,
+                           shown(key, a), (long long)json_integer_value(v), L->limit - 1);
+        if (L->spelled[id])
+            return err_set(err, "'%s': tokens '%s' and '%s' both have id %zu", o, shown(L->spelled[id], a), shown(key, b),
+                           id);
+        L->spelled[id] = key;
     }
-    for (size_t id = 0; id < limit; id++)
-        if (spelled[id] && too_long(spelled[id], id, o, err)) goto out;
+    for (size_t id = 0; id < L->limit; id++)
+        if (L->spelled[id] && too_long(L->spelled[id], id, o, err)) return -1;
+    return 0;
+}
 
-    /* Ids 0..255: each one character of the byte-level spelling. */
+/* Ids 0..255: each one character of the byte-level spelling. */
+static int read_bytes(const HfSource *s, Layout *L, Error *err) {
+    char a[48];
     uint32_t code_point[256];
     int byte_at[N_BYTE_CHARS];
-    uint8_t byte_of_id[256];
     bpe_byte_chars(code_point);
     for (int i = 0; i < N_BYTE_CHARS; i++) byte_at[i] = -1;
     for (int i = 0; i < 256; i++) byte_at[code_point[i]] = i;
     for (size_t id = 0; id < 256; id++) {
+        const char *sp = L->spelled[id];
         uint32_t cp = 0;
-        size_t n = spelled[id] ? utf8_decode((const unsigned char *)spelled[id], strlen(spelled[id]), &cp) : 0;
-        if (!spelled[id] || !n || spelled[id][n] || cp >= N_BYTE_CHARS || byte_at[cp] < 0) {
-            err_set(err, "'%s': id %zu is %s%s%s, not a byte: ids 0..255 must be the 256 bytes in byte-level spelling "
-                         "(vocabularies laid out otherwise are not read)", o, id, spelled[id] ? "'" : "",
-                    spelled[id] ? shown(spelled[id], a) : "missing", spelled[id] ? "'" : "");
-            goto out;
-        }
-        byte_of_id[id] = (uint8_t)byte_at[cp];
+        size_t n = sp ? utf8_decode((const unsigned char *)sp, strlen(sp), &cp) : 0;
+        if (!sp || !n || sp[n] || cp >= N_BYTE_CHARS || byte_at[cp] < 0)
+            return err_set(err, "'%s': id %zu is %s%s%s, not a byte: ids 0..255 must be the 256 bytes in byte-level "
+                                "spelling (vocabularies laid out otherwise are not read)", s->origin, id, sp ? "'" : "",
+                           sp ? shown(sp, a) : "missing", sp ? "'" : "");
+        L->byte_of_id[id] = (uint8_t)byte_at[cp];
     }
+    return 0;
+}
 
-    /* Merge k joins two earlier tokens into the token with id 256 + k. */
-    for (size_t k = 0; k < n_merges; k++) {
+/* Merge k joins two earlier tokens into the token with id 256 + k. */
+static int check_merges(const HfSource *s, const Layout *L, Error *err) {
+    const char *o = s->origin;
+    char a[48], b[48], c[48], *joined = NULL;
+    int rc = 0;
+    for (size_t k = 0; k < L->n_merges && !rc; k++) {
         const char *left = s->parts + s->part_at[2 * k], *right = s->parts + s->part_at[2 * k + 1];
         const json_t *lv = json_object_get(s->vocab, left), *rv = json_object_get(s->vocab, right);
         if (!lv || !rv) {
-            err_set(err, "'%s': merge %zu ('%s' '%s'): '%s' is not in the vocabulary", o, k, shown(left, a),
-                    shown(right, b), lv ? b : a);
-            goto out;
+            rc = err_set(err, "'%s': merge %zu ('%s' '%s'): '%s' is not in the vocabulary", o, k, shown(left, a),
+                         shown(right, b), lv ? b : a);
+            break;
         }
         size_t l = (size_t)json_integer_value(lv), r = (size_t)json_integer_value(rv);
         if (l >= 256 + k || r >= 256 + k) {
-            err_set(err, "'%s': merge %zu ('%s' '%s') joins id %zu, made by no earlier merge: the merges must be in rank "
-                         "order, merge k making id 256 + k", o, k, shown(left, a), shown(right, b), l > r ? l : r);
-            goto out;
+            rc = err_set(err, "'%s': merge %zu ('%s' '%s') joins id %zu, made by no earlier merge: the merges must be in "
+                              "rank order, merge k making id 256 + k", o, k, shown(left, a), shown(right, b), l > r ? l : r);
+            break;
         }
         arrclear(joined);
         size_t ll = strlen(left), rl = strlen(right);
         memcpy(arraddnptr(joined, ll), left, ll);
         memcpy(arraddnptr(joined, rl + 1), right, rl + 1);
         const json_t *jv = json_object_get(s->vocab, joined);
-        if (!jv) {
-            err_set(err, "'%s': merge %zu ('%s' '%s') makes '%s', which is not in the vocabulary", o, k, shown(left, a),
-                    shown(right, b), shown(joined, c));
-            goto out;
-        }
-        if ((size_t)json_integer_value(jv) != 256 + k) {
-            err_set(err, "'%s': merge %zu makes '%s', which has id %lld, not %zu: the vocabulary must be the 256 bytes, then "
-                         "one token per merge in merge order, then the special tokens", o, k, shown(joined, a),
-                    (long long)json_integer_value(jv), 256 + k);
-            goto out;
-        }
+        if (!jv)
+            rc = err_set(err, "'%s': merge %zu ('%s' '%s') makes '%s', which is not in the vocabulary", o, k,
+                         shown(left, a), shown(right, b), shown(joined, c));
+        else if ((size_t)json_integer_value(jv) != 256 + k)
+            rc = err_set(err, "'%s': merge %zu makes '%s', which has id %lld, not %zu: the vocabulary must be the 256 "
+                              "bytes, then one token per merge in merge order, then the special tokens", o, k,
+                         shown(joined, a), (long long)json_integer_value(jv), 256 + k);
     }
+    arrfree(joined);
+    return rc;
+}
 
-    /* The special tokens: the added tokens, and any vocabulary entry after
-     * the merges (vocab.json holds GPT-2's <|endoftext|> so). */
-    for (size_t i = 0; i < n_added; i++) {
+/* The added tokens: special, after the merges, agreeing with the vocabulary. */
+static int read_added(const HfSource *s, Layout *L, Error *err) {
+    const char *o = s->origin;
+    char a[48], b[48];
+    for (size_t i = 0; i < L->n_added; i++) {
         const json_t *t = json_array_get(s->added, i), *content = json_object_get(t, "content");
         size_t id;
-        if (!json_is_string(content) || json_string_length(content) == 0 || json_size(json_object_get(t, "id"), limit - 1, &id)) {
-            err_set(err, "'%s': added token %zu needs a non-empty content and an id from 0 to %zu", o, i, limit - 1);
-            goto out;
-        }
+        if (!json_is_string(content) || json_string_length(content) == 0 ||
+            json_size(json_object_get(t, "id"), L->limit - 1, &id))
+            return err_set(err, "'%s': added token %zu needs a non-empty content and an id from 0 to %zu", o, i,
+                           L->limit - 1);
         const char *text = json_string_value(content);
-        if (too_long(text, id, o, err)) goto out;
-        if (flag(t, "special", 1) != 1) {
-            err_set(err, "'%s': added token '%s' is not special: text holding it would encode differently here", o,
-                    shown(text, a));
-            goto out;
-        }
-        if (id < first) {
-            err_set(err, "'%s': added token '%s' has id %zu, among the bytes and merges (0..%zu): special tokens must "
-                         "follow the merges", o, shown(text, a), id, first - 1);
-            goto out;
-        }
-        if (spelled[id] && strcmp(spelled[id], text) != 0) {
-            err_set(err, "'%s': id %zu is '%s' in the vocabulary but added token '%s'", o, id, shown(spelled[id], a),
-                    shown(text, b));
-            goto out;
-        }
-        if (special[id]) {
-            err_set(err, "'%s': added tokens '%s' and '%s' both have id %zu", o, shown(special[id], a), shown(text, b), id);
-            goto out;
-        }
-        special[id] = text;
+        if (too_long(text, id, o, err)) return -1;
+        if (flag(t, "special", 1) != 1)
+            return err_set(err, "'%s': added token '%s' is not special: text holding it would encode differently here", o,
+                           shown(text, a));
+        if (id < L->first)
+            return err_set(err, "'%s': added token '%s' has id %zu, among the bytes and merges (0..%zu): special tokens "
+                                "must follow the merges", o, shown(text, a), id, L->first - 1);
+        if (L->spelled[id] && strcmp(L->spelled[id], text) != 0)
+            return err_set(err, "'%s': id %zu is '%s' in the vocabulary but added token '%s'", o, id,
+                           shown(L->spelled[id], a), shown(text, b));
+        if (L->special[id])
+            return err_set(err, "'%s': added tokens '%s' and '%s' both have id %zu", o, shown(L->special[id], a),
+                           shown(text, b), id);
+        L->special[id] = text;
     }
-    if (token_hashes_init(&made, spelled, first, err)) goto out;
-    for (size_t id = first; id < limit; id++) {
-        if (!spelled[id] || special[id]) continue;
-        if (check_unlisted(s, &made, spelled[id], id, first, err)) goto out;
-        special[id] = spelled[id];
-    }
-    size_t n_tokens = first;
-    while (n_tokens < limit && special[n_tokens]) n_tokens++;
-    for (size_t id = n_tokens; id < limit; id++)
-        if (special[id]) {
-            err_set(err, "'%s': no token has id %zu, yet id %zu is used (ids run from 0 without gaps)", o, n_tokens, id);
-            goto out;
-        }
-    if (n_tokens - first > MAX_SPECIALS) {
-        err_set(err, "'%s': %zu special tokens, more than %d", o, n_tokens - first, MAX_SPECIALS);
-        goto out;
-    }
-    for (size_t id = first; id < n_tokens; id++) {
-        if (json_object_get(seen, special[id])) {
-            err_set(err, "'%s': special token '%s' is given twice", o, shown(special[id], a));
-            goto out;
-        }
-        json_object_set_new(seen, special[id], json_true());
-    }
+    return 0;
+}
 
-    if (bpe_init(&bpe, s->pattern, s->regex, err)) {
-        prefix_error(err, o, "");
-        goto out;
+/* The special tokens: the added tokens, and any vocabulary entry after the
+ * merges (vocab.json holds GPT-2's <|endoftext|> so) that no merge could
+ * have made; their ids without gaps, none twice. */
+static int read_specials(const HfSource *s, Layout *L, Error *err) {
+    const char *o = s->origin;
+    char a[48];
+    TokenHashes made = {NULL, 0};
+    json_t *seen = json_object();
+    int rc = !seen ? err_set(err, "out of memory reading '%s'", o) : read_added(s, L, err) ? -1
+             : token_hashes_init(&made, L->spelled, L->first, err) ? -1 : 0;
+    for (size_t id = L->first; id < L->limit && !rc; id++) {
+        if (!L->spelled[id] || L->special[id]) continue;
+        if (check_unlisted(s, &made, L->spelled[id], id, L->first, err)) rc = -1;
+        else L->special[id] = L->spelled[id];
     }
-    have_bpe = 1;
-    if (bpe_set_byte_order(&bpe, byte_of_id, err)) goto out;
-    for (size_t k = 0; k < n_merges; k++) {
+    L->n_tokens = L->first;
+    while (!rc && L->n_tokens < L->limit && L->special[L->n_tokens]) L->n_tokens++;
+    for (size_t id = L->n_tokens; id < L->limit && !rc; id++)
+        if (L->special[id])
+            rc = err_set(err, "'%s': no token has id %zu, yet id %zu is used (ids run from 0 without gaps)", o,
+                         L->n_tokens, id);
+    if (!rc && L->n_tokens - L->first > MAX_SPECIALS)
+        rc = err_set(err, "'%s': %zu special tokens, more than %d", o, L->n_tokens - L->first, MAX_SPECIALS);
+    for (size_t id = L->first; id < L->n_tokens && !rc; id++) {
+        if (json_object_get(seen, L->special[id]))
+            rc = err_set(err, "'%s': special token '%s' is given twice", o, shown(L->special[id], a));
+        else json_object_set_new(seen, L->special[id], json_true());
+    }
+    free(made.slot);
+    json_decref(seen);
+    return rc;
+}
+
+/* The tokenizer from a checked layout. */
+static int make_tokenizer(Tokenizer *tok, const HfSource *s, const Layout *L, Error *err) {
+    Bpe bpe;
+    if (bpe_init(&bpe, s->pattern, s->regex, err)) return prefix_error(err, s->origin, "");
+    int rc = bpe_set_byte_order(&bpe, L->byte_of_id, err);
+    for (size_t k = 0; k < L->n_merges && !rc; k++) {
         BpeMerge m = {(uint32_t)json_integer_value(json_object_get(s->vocab, s->parts + s->part_at[2 * k])),
                       (uint32_t)json_integer_value(json_object_get(s->vocab, s->parts + s->part_at[2 * k + 1]))};
         arrput(bpe.merges, m);
     }
-    for (size_t id = first; id < n_tokens; id++) arrput(bpe.specials, strdup(special[id]));
-    rc = tokenizer_from_bpe(tok, &bpe, err);
-out:
-    if (have_bpe) bpe_free(&bpe);
-    free(made.slot);
-    arrfree(joined);
-    json_decref(seen);
-    free(spelled);
-    free(special);
+    for (size_t id = L->first; id < L->n_tokens && !rc; id++) arrput(bpe.specials, strdup(L->special[id]));
+    if (!rc) rc = tokenizer_from_bpe(tok, &bpe, err);
+    bpe_free(&bpe);
+    return rc;
+}
+
+/* Checks that the vocabulary is laid out as our Bpe's (bytes, then one token
+ * per merge in merge order, then the specials) and builds the tokenizer. */
+static int build(Tokenizer *tok, const HfSource *s, Error *err) {
+    Layout L = {.n_vocab = json_object_size(s->vocab), .n_added = json_array_size(s->added),
+                .n_merges = arrlenu(s->part_at) / 2};
+    L.limit = L.n_vocab + L.n_added, L.first = 256 + L.n_merges;
+    if (L.n_merges > MAX_MERGES) return err_set(err, "'%s': %zu merges, more than %u", s->origin, L.n_merges, MAX_MERGES);
+    if (L.n_vocab < L.first)
+        return err_set(err, "'%s': %zu merges need 256 + %zu tokens, but the vocabulary holds %zu: the vocabulary and "
+                            "the merges disagree", s->origin, L.n_merges, L.n_merges, L.n_vocab);
+    L.spelled = calloc(L.limit, sizeof *L.spelled), L.special = calloc(L.limit, sizeof *L.special);
+    int rc = !L.spelled || !L.special ? err_set(err, "out of memory reading '%s'", s->origin)
+             : spell_ids(s, &L, err) || read_bytes(s, &L, err) || check_merges(s, &L, err) ||
+                       read_specials(s, &L, err) || make_tokenizer(tok, s, &L, err) ? -1 : 0;
+    free(L.spelled);
+    free(L.special);
     return rc;
 }
 
