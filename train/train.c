@@ -95,9 +95,9 @@ static int check(RunOptions *o, const Actions *a, const Dist *dist) {
     const char *prog = program.name;
     if (o->precision_given && precision_parse(o->precision_given, &o->precision))
         return cli_error(prog, "--precision must be fp32 or bf16 (got '%s')", o->precision_given);
-    /* Never emulated: without the instructions bf16 would be slower than fp32. */
-    if (o->precision == PRECISION_BF16 && !bf16_supported())
-        return cli_error(prog, "--precision bf16 needs a CPU with AVX512_BF16, which this one lacks (use fp32)");
+    Error err;
+    if (o->precision == PRECISION_BF16 && bf16_require("--precision bf16", &err))
+        return cli_error(prog, "%s (use fp32)", err.msg);
     if (!o->data) return cli_error(prog, "--data DIR is required (see --help)");
     if (!o->out && !o->dump && !a->count_only) return cli_error(prog, "--out CKPT is required (see --help)");
     if (o->dump && dist->size > 1) return cli_error(prog, "--dump-grads runs in one process (this job has %d ranks)", dist->size);

@@ -303,7 +303,7 @@ static void bf16_free(Model *m) {
 int model_set_precision(Model *m, Precision p, Error *err) {
     bf16_free(m);
     if (p == PRECISION_FP32) return 0;
-    if (!bf16_supported()) return err_set(err, "--precision bf16 needs a CPU with AVX512_BF16, which this one lacks");
+    if (bf16_require("--precision bf16", err)) return -1;
     size_t slot = bf16_slot_entries(m, m->B_max, m->T_max), packed = bf16_packed_words(&m->cfg, m->B_max, m->T_max);
     uint16_t *params_h = lm_calloc(m->n_params, sizeof(uint16_t), err);
     uint16_t *scratch = params_h ? lm_calloc(2 * slot, sizeof(uint16_t), err) : NULL;
