@@ -1,4 +1,4 @@
-/* bin/gemm-rate: how fast the model's matrix products (src/nn/ops.c's gemm:
+/* bin/gemm-rate: how fast the model's matrix products (src/blas/gemm.c's gemm:
  * the BLAS library's sgemm on tiles shared by our threads) run on this machine at given
  * shapes, with the kernels and threads the programs use. make bench measures
  * the model's own products with it and divides the model's FLOP rate by the
@@ -16,7 +16,6 @@
 #include "lm/options.h"
 #include "lm/json.h"
 #include "lm/config.h"
-#include "lm/ops.h"
 #include "lm/error.h"
 #include "lm/machine.h"
 #include "lm/rng.h"

@@ -7,7 +7,7 @@
 #include "products.h"
 #include "lm/cli.h"
 #include "lm/machine.h"
-#include "lm/ops.h"
+#include "lm/gemm.h"
 #include "lm/options.h"
 
 /* "MxNxK:FORM[:COUNT]" into p; a one-line reason on failure. */

@@ -46,6 +46,7 @@
 #include "lm/model.h"
 #include "train/trainer.h"
 #include "nn/mlp.h"
+#include "lm/matmul.h"
 #include "lm/ops.h"
 #include "lm/threads.h"
 

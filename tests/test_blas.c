@@ -8,7 +8,6 @@
 #include "lm/gemm.h"
 #include "lm/blas_setup.h"
 #include "blas/kernel_check.h"
-#include "lm/ops.h"
 #include "lm/threads.h"
 
 /* CPUs as CPUID describes them. */

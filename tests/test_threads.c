@@ -11,7 +11,6 @@
 #include "lm/config.h"
 #include "lm/model.h"
 #include "lm/optim.h"
-#include "lm/ops.h"
 #include "lm/threads.h"
 
 /* A model big enough that its products are cut into several tiles. */

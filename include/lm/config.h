@@ -34,7 +34,7 @@ typedef enum { NORM_PRE = 0, NORM_POST = 1 } NormKind;
 typedef enum { MIXER_ATTENTION = 0, MIXER_GRASSMANN = 1, MIXER_KINDS } MixerKind;
 
 /* The precision of a run's matrix products (bin/train --precision): fp32, or
- * bf16 operands with fp32 accumulation (lm/ops.h's MatmulBf16). Not part of
+ * bf16 operands with fp32 accumulation (lm/matmul.h's MatmulBf16). Not part of
  * the config JSON: the weights are fp32 either way. */
 typedef enum { PRECISION_FP32 = 0, PRECISION_BF16 = 1 } Precision;
 

@@ -41,7 +41,7 @@ typedef struct MixerSpec {
  * state that the model owns and hands to every call, never configuration. */
 typedef struct MixerRuntime {
     const float *rope;             /* with rope: (block_size, hs/2, 2) cos, sin (src/nn/rope.h); else NULL */
-    const struct MatmulBf16 *bf16; /* bf16 products' weights and scratch (lm/ops.h); NULL: fp32 */
+    const struct MatmulBf16 *bf16; /* bf16 products' weights and scratch (lm/matmul.h); NULL: fp32 */
 } MixerRuntime;
 
 typedef struct TensorSpec {
@@ -80,7 +80,7 @@ typedef struct Mixer {
      * model_flops), for model FLOP utilisation: forward and backward. */
     double (*flops)(const MixerSpec *spec, size_t T);
     /* Optional (NULL: none): 32-bit words of packed operands that forward and
-     * backward keep in rt->bf16->packed under --precision bf16 (lm/ops.h),
+     * backward keep in rt->bf16->packed under --precision bf16 (lm/matmul.h),
      * for a batch B x T; the layers take turns in one buffer that the model
      * sizes for the largest. */
     size_t (*bf16_words)(const MixerSpec *spec, size_t B, size_t T);

@@ -23,7 +23,7 @@
 
 #include "lm/mixer.h"
 #include "lm/config.h"
-#include "lm/ops.h"
+#include "lm/matmul.h"
 #include "lm/error.h"
 #include "lm/profile.h"
 
@@ -140,7 +140,7 @@ int model_alloc_acts(Model *m, size_t B, size_t T, Error *err);
  * model_alloc_acts), then rounds
  * the weights. PRECISION_FP32 frees them. Returns 0, or -1 with err set. */
 int model_set_precision(Model *m, Precision p, Error *err);
-/* Whether a bf16 product failed since model_set_precision (lm/ops.h's
+/* Whether a bf16 product failed since model_set_precision (lm/matmul.h's
  * MatmulBf16Failure): -1 with err set to the first failure's message (the
  * results of the passes since are undefined), else 0. Ask after a forward or
  * backward pass before using what it computed. */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "nn/layernorm.h"
+#include "lm/matmul.h"
 #include "lm/ops.h"
 #include "lm/ds.h"
 #include "lm/rng.h"

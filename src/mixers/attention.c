@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "blas/tile_gemm.h"
+#include "lm/matmul.h"
 #include "lm/ops.h"
 #include "nn/rope.h"
 

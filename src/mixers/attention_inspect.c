@@ -9,6 +9,7 @@
 
 #include "lm/gemm.h"
 #include "mixers/attention.h"
+#include "lm/matmul.h"
 #include "lm/ops.h"
 #include "nn/rope.h"
 #include "nn/svd.h"

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "nn/layernorm.h"
+#include "lm/matmul.h"
 #include "lm/ops.h"
 
 /* Forward keeps z, qbar, g, the gate a, m and the LayerNorm statistics;

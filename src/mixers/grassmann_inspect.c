@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "mixers/grassmann.h"
-#include "lm/ops.h"
+#include "lm/matmul.h"
 
 /* Coordinates are checked on the first PLUCKER_MAX_RANK indices: r^4/24
  * quadruples per pair of positions grow fast. */

@@ -12,6 +12,7 @@
 #include "nn/layernorm.h"
 #include "nn/loss.h"
 #include "nn/mlp.h"
+#include "lm/matmul.h"
 #include "lm/ops.h"
 #include "lm/rng.h"
 

@@ -7,7 +7,7 @@
 
 #include "lm/bf16.h"
 #include "nn/embedding.h"
-#include "lm/ops.h"
+#include "lm/matmul.h"
 #include "nn/rope.h"
 #include "lm/rng.h"
 
