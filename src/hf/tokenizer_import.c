@@ -19,19 +19,6 @@
 #include "lm/files.h"
 #include "lm/bpe.h"
 
-int hf_prefix_error(Error *err, const char *origin, const char *what) {
-    char why[sizeof err->msg];
-    snprintf(why, sizeof why, "%s", err->msg);
-    return err_set(err, "'%s': %s%s", origin, what, why);
-}
-
-const char *hf_shown(const char *s, char buf[48]) {
-    size_t n = 0;
-    for (; s[n] && n < 40; n++) buf[n] = (unsigned char)s[n] < 0x20 || s[n] == 0x7f ? '?' : s[n];
-    snprintf(buf + n, 48 - n, "%s", s[n] ? "..." : "");
-    return buf;
-}
-
 static void add_merge(HfSource *s, const char *left, size_t left_len, const char *right, size_t right_len) {
     arrput(s->part_at, arrlenu(s->parts));
     memcpy(arraddnptr(s->parts, left_len), left, left_len);
@@ -57,13 +44,6 @@ static const char *type_of(const json_t *o) {
 }
 
 static int is_type(const json_t *o, const char *type) { return strcmp(type_of(o), type) == 0; }
-
-/* A boolean field; `absent` when missing or null (Hugging Face's default), -1 when not a boolean. */
-int hf_flag(const json_t *o, const char *field, int absent) {
-    const json_t *v = json_object_get(o, field);
-    if (!v || json_is_null(v)) return absent;
-    return json_is_boolean(v) ? json_is_true(v) : -1;
-}
 
 /* A field that must be null, absent or "" (a string option our BPE has no use for). */
 static int empty_text(const json_t *o, const char *field) {
