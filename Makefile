@@ -9,7 +9,7 @@
 #   make paper      the Grassmann paper's configuration, pre- and post-norm (PAPER_ARGS=...)
 #   make probe      MQAR and copy recall probes per architecture (PROBE_ARGS=...)
 #   make asan       unit and CLI tests under AddressSanitizer + UBSan
-#   make BLAS=blis ...       any of these with BLIS instead of OpenBLAS (lm/backend.h)
+#   make BLAS=blis ...       any of these with BLIS instead of OpenBLAS (src/blas/backend.h)
 CC      ?= cc
 OPT     ?= -O3 -march=native
 CFLAGS  += -std=c11 $(OPT) -fno-trapping-math -fno-math-errno -ffp-contract=fast -fopenmp -Wall -Wextra -Wno-format-truncation -D_DEFAULT_SOURCE -D_GNU_SOURCE \

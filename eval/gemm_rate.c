@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "products.h"
-#include "lm/backend.h"
 #include "lm/bf16.h"
 #include "lm/blas_setup.h"
 #include "lm/cli.h"
@@ -69,9 +68,7 @@ int main(int argc, char **argv) {
     if (budget_ms == 0) return cli_error(prog, "--ms must be positive");
     if (best_core) {
         if (first < argc) return cli_error(prog, "--best-core takes no products (got '%s')", argv[first]);
-        CpuFeatures cpu;
-        cpu_features_detect(&cpu);
-        const char *best = blas_best_core(blas_backend_cores(), &cpu);
+        const char *best = blas_best_kernel();
         printf("%s\n", best ? best : "none");
         return 0;
     }

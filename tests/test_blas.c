@@ -4,7 +4,7 @@
 
 #include <omp.h>
 
-#include "lm/backend.h"
+#include "blas/backend.h"
 #include "lm/gemm.h"
 #include "lm/blas_setup.h"
 #include "blas/kernel_check.h"

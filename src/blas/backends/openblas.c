@@ -1,7 +1,7 @@
-/* OpenBLAS behind lm/backend.h (make BLAS=openblas): Debian's
+/* OpenBLAS behind blas/backend.h (make BLAS=openblas): Debian's
  * libopenblas-openmp-dev 0.3.21, built with DYNAMIC_ARCH (kernels for every
  * x86_64 core in one library, chosen when it loads) and USE_OPENMP. */
-#include "lm/backend.h"
+#include "blas/backend.h"
 
 #include <cblas.h>
 #include <omp.h>
