@@ -75,6 +75,23 @@ $(OUT)/%.o: %.c $(LIB_HDR) | $(OUT)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+# Our own kernels, one file per instruction-set level (lm/cpu.h's levels),
+# each compiled with its level's flags whatever OPT's -march says, and
+# chosen at run time by CPUID (capped by LM_MAX_ISA): so a build runs on any
+# x86-64 its OPT allows (OPT="-O3 -march=x86-64" for a release: every
+# x86-64) and at its best level on each, and any machine tests the levels
+# below its own (make test). The portable level drops AVX (on a native
+# build it keeps the SSE4 the build machine has); AVX2 drops AVX-512, so
+# no EVEX encoding slips in where the build machine has it.
+ifneq ($(filter x86_64%,$(shell $(CC) -dumpmachine)),)
+ISA_FLAGS_portable := -mno-avx
+ISA_FLAGS_avx2     := -mavx2 -mfma -mno-avx512f
+ISA_FLAGS_avx512   := -mavx2 -mfma -mavx512f
+endif
+$(OUT)/src/blas/tile_gemm_portable.o: CFLAGS += $(ISA_FLAGS_portable)
+$(OUT)/src/blas/tile_gemm_avx2.o: CFLAGS += $(ISA_FLAGS_avx2)
+$(OUT)/src/blas/tile_gemm_avx512.o: CFLAGS += $(ISA_FLAGS_avx512)
+
 $(LIB): $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
@@ -100,8 +117,11 @@ $(OUT) $(BIN):
 
 # Unit tests and gradient checks (cmocka), then the programs from outside:
 # bad input, resume, checkpoints, and parity with PyTorch autograd.
-unit-test: $(TESTS)
-	@for t in $(TESTS); do echo "== $$t"; OMP_NUM_THREADS=2 $$t || exit 1; done
+# At every instruction-set level of our kernels this CPU runs (lm/cpu.h:
+# LM_MAX_ISA caps the level; bin/gemm-rate --isa-levels lists them).
+unit-test: $(TESTS) $(BIN)/gemm-rate
+	@for isa in $$($(BIN)/gemm-rate --isa-levels); do for t in $(TESTS); do \
+	  echo "== $$t (LM_MAX_ISA=$$isa)"; LM_MAX_ISA=$$isa OMP_NUM_THREADS=2 $$t || exit 1; done; done
 	@echo "== $(OUT)/test_bf16 as on a CPU without AVX512_BF16 (LM_TEST_CPU_HIDE: the conversion's AVX-512F path)"
 	@LM_TEST_CPU_HIDE=avx512bf16 OMP_NUM_THREADS=2 $(OUT)/test_bf16
 
@@ -120,7 +140,8 @@ test: unit-test $(PROGRAMS)
 	bash tests/tokenizer_from_test.sh
 	bash tests/bpe_agreement.sh
 	bash tests/gpt2_tokenizer.sh
-	/usr/bin/python3 -m tests.parity
+	@for isa in $$($(BIN)/gemm-rate --isa-levels); do echo "== tests.parity (LM_MAX_ISA=$$isa)"; \
+	  LM_MAX_ISA=$$isa /usr/bin/python3 -m tests.parity || exit 1; done
 	/usr/bin/python3 -m tests.gpt2_convert
 	bash tests/loss_mask_test.sh
 	bash tests/probe_test.sh

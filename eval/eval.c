@@ -70,7 +70,8 @@ static void print_text(const char *path, const Model *m, const Tokenizer *tok, c
 }
 
 int main(int argc, char **argv) {
-    blas_setup(argc, argv); /* first: it may restart the program with faster kernels */
+    Error setup_err; /* first: it may restart the program with faster kernels */
+    if (blas_setup(argc, argv, &setup_err)) return cli_error(program.name, "%s", setup_err.msg);
     const char *model_path = NULL, *data = NULL, *split = "val", *mask_arg = NULL;
     size_t stride = 0, batch = 0, threads = 0; /* batch 0: eval_batch's default */
     int json = 0, word_ppl = 0;

@@ -11,6 +11,7 @@
 #include "products.h"
 #include "lm/bf16.h"
 #include "lm/blas_setup.h"
+#include "lm/cpu.h"
 #include "lm/cli.h"
 #include "lm/options.h"
 #include "lm/json.h"
@@ -23,7 +24,7 @@
 
 static const CliProgram program = {
     .name = "gemm-rate",
-    .usage = "bin/gemm-rate [options] PRODUCT...\nbin/gemm-rate --best-core",
+    .usage = "bin/gemm-rate [options] PRODUCT...\nbin/gemm-rate --best-core\nbin/gemm-rate --isa-levels",
     .about = "Times single-precision matrix products (row-major, alpha 1, beta 0) as the\n"
              "model makes them: the BLAS library's sgemm (BLIS or OpenBLAS, as built) with\n"
              "the kernels the other programs choose, on\n"
@@ -45,27 +46,40 @@ static const CliProgram program = {
              "oneDNN's sum post-op). The inputs' rounding to bf16 is not timed. Needs a CPU\n"
              "with AVX512_BF16. With --json one object: per product fp32_gflops,\n"
              "bf16_gflops, bf16_acc_gflops and kernel; fp32_gflops and gflops (bf16) over\n"
-             "all, by count, TN at C += A B as the weight gradients accumulate.\n",
+             "all, by count, TN at C += A B as the weight gradients accumulate.\n"
+             "\n"
+             "--tile compares the attention tiles' own kernel (lm/gemm.h's tile_gemm, at\n"
+             "the run's instruction-set level: LM_MAX_ISA caps it) with the library's sgemm\n"
+             "on one thread, at NN and TN products: best of 3 alternating rounds each, in\n"
+             "GFLOP/s, and their ratio.\n",
     .column = 22,
     .positional = 1,
 };
 
 int main(int argc, char **argv) {
-    blas_setup(argc, argv); /* first: it may restart the program with faster kernels */
+    Error setup_err; /* first: it may restart the program with faster kernels */
+    if (blas_setup(argc, argv, &setup_err)) return cli_error(program.name, "%s", setup_err.msg);
     size_t threads = 0, budget_ms = 30;
-    int json = 0, best_core = 0, bf16 = 0, first;
+    int json = 0, best_core = 0, bf16 = 0, tile = 0, isa_levels = 0, first;
     Error err;
     CliOption opts[] = {
         CLI_SIZE("threads", 0, &threads, 0, 1024, "N", "OpenMP/OpenBLAS threads (default: all cores)"),
         CLI_SIZE("ms", 0, &budget_ms, 0, 60000, "T", "time spent timing each product, in ms (default 30)"),
         CLI_FLAG("json", 0, &json, "print one JSON object instead of text"),
         CLI_FLAG("bf16", 0, &bf16, "compare fp32 with bf16 products (median GFLOP/s; see above)"),
+        CLI_FLAG("tile", 0, &tile, "compare the attention tile kernel with the library's sgemm, 1 thread (see above)"),
+        CLI_FLAG("isa-levels", 0, &isa_levels, "print the instruction-set levels of our kernels this CPU runs, lowest first, one a line (LM_MAX_ISA takes each) and exit"),
         CLI_FLAG("best-core", 0, &best_core, "print the fastest kernels of the linked library (a BLIS configuration, an OpenBLAS core) this CPU supports and exit"),
     };
     int rc = cli_parse(&program, opts, sizeof opts / sizeof opts[0], argc, argv, &first);
     if (rc != CLI_CONTINUE) return rc;
     const char *prog = program.name;
     if (budget_ms == 0) return cli_error(prog, "--ms must be positive");
+    if (isa_levels) {
+        if (first < argc) return cli_error(prog, "--isa-levels takes no products (got '%s')", argv[first]);
+        for (int level = CPU_ISA_PORTABLE; level <= (int)cpu_isa_hardware(); level++) printf("%s\n", cpu_isa_name((CpuIsa)level));
+        return 0;
+    }
     if (best_core) {
         if (first < argc) return cli_error(prog, "--best-core takes no products (got '%s')", argv[first]);
         const char *best = blas_best_kernel();
@@ -85,8 +99,12 @@ int main(int argc, char **argv) {
             return cli_error(prog, "%s", err.msg);
         }
     threads_use(threads);
-    if (bf16) {
-        rc = compare_bf16(prog, prods, n_prod, budget_ms, json);
+    if (bf16 && tile) {
+        free(prods);
+        return cli_error(prog, "--bf16 and --tile are separate comparisons: give one");
+    }
+    if (bf16 || tile) {
+        rc = bf16 ? compare_bf16(prog, prods, n_prod, budget_ms, json) : compare_tile(prog, prods, n_prod, budget_ms, json);
         free(prods);
         return rc;
     }
@@ -123,7 +141,7 @@ int main(int argc, char **argv) {
         printf("],\"total_flop\":%.6g,\"total_seconds\":%.9g,\"gflops\":%.4f}\n", total_flop, total_s,
                total_flop / total_s * 1e-9);
     } else {
-        printf("blas: %s | %zu threads\n", blas_describe(), threads_max());
+        printf("blas: %s | %zu threads | isa %s\n", blas_describe(), threads_max(), cpu_isa_describe());
         printf("%-20s %4s %6s %11s %9s\n", "MxNxK", "form", "count", "ms/call", "GFLOP/s");
         for (size_t i = 0; i < n_prod; i++) {
             const Product *p = &prods[i];

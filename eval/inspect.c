@@ -68,7 +68,8 @@ static void print_written(const char *dir, const Inspection *in, double seconds)
 }
 
 int main(int argc, char **argv) {
-    blas_setup(argc, argv); /* first: it may restart the program with faster kernels */
+    Error setup_err; /* first: it may restart the program with faster kernels */
+    if (blas_setup(argc, argv, &setup_err)) return cli_error(program.name, "%s", setup_err.msg);
     const char *model_path = NULL, *prompt = NULL, *out_dir = NULL;
     size_t ind_len = INDUCTION_DEFAULT, ind_seqs = 8, seed = 1337, threads = 0;
     CliOption opts[] = {

@@ -5,7 +5,11 @@
 #include <string.h>
 
 #include "products.h"
+#include "lm/backend.h"
+#include "lm/blas_setup.h"
 #include "lm/cli.h"
+#include "lm/cpu.h"
+#include "lm/gemm.h"
 #include "lm/machine.h"
 #include "lm/gemm.h"
 #include "lm/options.h"
@@ -47,7 +51,11 @@ int product_parse(const char *s, Product *p, Error *err) {
 
 void product_run(const Product *p, const float *a, const float *b, float *c) {
     size_t m = p->m, n = p->n, k = p->k;
-    if (!strcmp(p->form, "NT")) gemm(0, 1, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n);
+    int ta = !strcmp(p->form, "TN"), tb = !strcmp(p->form, "NT");
+    if (p->engine == ENGINE_TILE) tile_gemm(m, n, k, 1.0f, a, ta ? 1 : k, ta ? m : 1, b, n, 0.0f, c, n);
+    else if (p->engine == ENGINE_SGEMM_SERIAL)
+        blas_backend_sgemm(ta, tb, m, n, k, 1.0f, a, ta ? m : k, b, tb ? k : n, 0.0f, c, n);
+    else if (tb) gemm(0, 1, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n);
     else if (!strcmp(p->form, "NN")) gemm(0, 0, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
     else gemm(1, 0, m, n, k, 1.0f, a, m, b, n, 0.0f, c, n);
 }
@@ -87,3 +95,43 @@ double product_time(const Product *p, double budget_s, Rng *seed) {
 }
 
 double product_flops(const Product *p) { return 2.0 * (double)p->m * (double)p->n * (double)p->k; }
+int compare_tile(const char *prog, Product *prods, size_t n_prod, size_t budget_ms, int json) {
+    for (size_t i = 0; i < n_prod; i++)
+        if (!strcmp(prods[i].form, "NT"))
+            return cli_error(prog, "--tile times NN and TN products (the tile kernel reads B by rows), not %zux%zux%zu:NT",
+                             prods[i].m, prods[i].n, prods[i].k);
+    Rng seed;
+    rng_seed(&seed, 1337);
+    if (json) printf("{\"blas\":\"%s\",\"isa\":\"%s\",\"threads\":1,\"products\":[", blas_kernel(), cpu_isa_name(cpu_isa()));
+    else {
+        printf("tile kernel (isa %s) against %s sgemm, 1 thread, best of 3 alternating rounds\n", cpu_isa_describe(),
+               blas_kernel());
+        printf("%-16s %4s %12s %12s %10s\n", "MxNxK", "form", "sgemm GF/s", "tile GF/s", "tile/sgemm");
+    }
+    for (size_t i = 0; i < n_prod; i++) {
+        Product s = prods[i], t = prods[i];
+        s.engine = ENGINE_SGEMM_SERIAL, t.engine = ENGINE_TILE;
+        double best_s = 0.0, best_t = 0.0;
+        for (int round = 0; round < 3; round++) { /* alternating: a loaded machine slows both alike */
+            double ss = product_time(&s, (double)budget_ms * 1e-3 / 3.0, &seed);
+            double ts = product_time(&t, (double)budget_ms * 1e-3 / 3.0, &seed);
+            if (ss <= 0.0 || ts <= 0.0) {
+                fprintf(stderr, "%s: error: out of memory for product %zux%zux%zu\n", prog, s.m, s.n, s.k);
+                return 1;
+            }
+            if (best_s == 0.0 || ss < best_s) best_s = ss;
+            if (best_t == 0.0 || ts < best_t) best_t = ts;
+        }
+        double f = product_flops(&s) * 1e-9;
+        if (json)
+            printf("%s{\"m\":%zu,\"n\":%zu,\"k\":%zu,\"form\":\"%s\",\"sgemm_gflops\":%.4f,\"tile_gflops\":%.4f}",
+                   i ? "," : "", s.m, s.n, s.k, s.form, f / best_s, f / best_t);
+        else {
+            char dims[64];
+            snprintf(dims, sizeof dims, "%zux%zux%zu", s.m, s.n, s.k);
+            printf("%-16s %4s %12.1f %12.1f %9.0f%%\n", dims, s.form, f / best_s, f / best_t, 100.0 * best_s / best_t);
+        }
+    }
+    if (json) printf("]}\n");
+    return 0;
+}

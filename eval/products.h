@@ -14,15 +14,21 @@
 #define MAX_ELEMS ((size_t)1 << 28) /* 1 GiB of floats per matrix */
 #define MAX_COUNT 100000
 
+/* What runs a product: the model's gemm (tiled, parallel), the BLAS
+ * library's sgemm on the calling thread alone (lm/backend.h), or the
+ * attention tiles' kernel (lm/gemm.h's tile_gemm, forms NN and TN). */
+typedef enum ProductEngine { ENGINE_GEMM, ENGINE_SGEMM_SERIAL, ENGINE_TILE } ProductEngine;
+
 typedef struct Product {
     size_t m, n, k, count;
     char form[3];
+    ProductEngine engine;
     double seconds; /* best time of one call */
 } Product;
 
 /* "MxNxK:FORM[:COUNT]" into p; a one-line reason on failure. */
 int product_parse(const char *s, Product *p, Error *err);
-/* C = op(A) op(B) through the model's gemm, in p's form. */
+/* C = op(A) op(B) in p's form, by p's engine. */
 void product_run(const Product *p, const float *a, const float *b, float *c);
 /* count floats uniform in [-0.5, 0.5) (NULL if out of memory). */
 float *product_operand(size_t count, Rng *rng);
@@ -35,5 +41,9 @@ double product_flops(const Product *p);
 /* --bf16: per product fp32, bf16 (beta 0) and bf16 C += A B (beta 1), as text
  * or with json one object; 0, or 2 after one line on stderr naming prog. */
 int compare_bf16(const char *prog, Product *prods, size_t n_prod, size_t budget_ms, int json);
+
+/* --tile: per product (NN or TN) the tile kernel against the library's sgemm
+ * on one thread, alternating; 0, or 2 after one line on stderr naming prog. */
+int compare_tile(const char *prog, Product *prods, size_t n_prod, size_t budget_ms, int json);
 
 #endif

@@ -30,7 +30,8 @@ static void print_text(void *ctx, const char *text, size_t len) {
 }
 
 int main(int argc, char **argv) {
-    blas_setup(argc, argv); /* first: it may restart the program with faster kernels */
+    Error setup_err; /* first: it may restart the program with faster kernels */
+    if (blas_setup(argc, argv, &setup_err)) return cli_error(program.name, "%s", setup_err.msg);
     const char *model_path = NULL, *prompt = "\n";
     size_t n_tokens = 500, seed = 1337, threads = 1;
     SampleOptions so = {.temperature = 0.8f};

@@ -304,6 +304,31 @@ if grep -qw avx512_bf16 /proc/cpuinfo; then
 else
     expect_error "gemm-rate --bf16 without AVX512_BF16" "AVX512_BF16" $B/gemm-rate --ms 5 --bf16 64x48x32:NT
 fi
+# LM_MAX_ISA (lm/cpu.h): a level the CPU lacks (AVX-512 hidden, so on any
+# CPU) or a name that is no level is refused in one line, exit 2, never
+# SIGILL; an empty one counts as unset; the portable cap runs, says so in
+# the start-up line, and trains to the loss of the best level (within the
+# portable kernel's separate roundings: the same 4 digits).
+expect_error "LM_MAX_ISA=avx512, AVX-512 hidden" "^train: error: LM_MAX_ISA=avx512: this CPU does not run it \\(its best level is (portable|avx2)\\)$" \
+    env LM_TEST_CPU_HIDE=avx512f LM_MAX_ISA=avx512 $B/train --data "$tmp/a" --out "$tmp/isa.ckpt" "${SMALL[@]}" --max-iters 2
+expect_error "LM_MAX_ISA=sse" "^gemm-rate: error: LM_MAX_ISA=sse: not a level \\(portable, avx2 or avx512\\)$" \
+    env LM_MAX_ISA=sse $B/gemm-rate --ms 5 64x48x32:NN
+[ "$($B/gemm-rate --isa-levels | head -1)" = portable ] && [ "$(LM_MAX_ISA= $B/gemm-rate --isa-levels)" = "$($B/gemm-rate --isa-levels)" ] \
+    && ok || bad "gemm-rate --isa-levels: $($B/gemm-rate --isa-levels 2>&1 | tr '\n' ' ')"
+best_isa=$($B/gemm-rate --isa-levels | tail -1)
+expect_ok "train at the best level" $B/train --data "$tmp/a" --out "$tmp/isa_best.ckpt" "${SMALL[@]}" --max-iters 6
+grep -q "^blas: .* | isa $best_isa\$" "$tmp/out" && ok || bad "the start-up line does not name isa $best_isa: $(grep '^blas:' "$tmp/out")"
+loss_best=$(sed -n 's/^step  *6\/6 | loss \([0-9.]*\) .*/\1/p' "$tmp/out")
+expect_ok "train at LM_MAX_ISA=portable" env LM_MAX_ISA=portable $B/train --data "$tmp/a" --out "$tmp/isa_portable.ckpt" "${SMALL[@]}" --max-iters 6
+if [ "$best_isa" = portable ]; then grep -q "^blas: .* | isa portable\$" "$tmp/out"
+else grep -q "^blas: .* | isa portable (LM_MAX_ISA; this CPU has $best_isa)\$" "$tmp/out"; fi && ok \
+    || bad "LM_MAX_ISA=portable: the start-up line says $(grep '^blas:' "$tmp/out")"
+loss_portable=$(sed -n 's/^step  *6\/6 | loss \([0-9.]*\) .*/\1/p' "$tmp/out")
+[ -n "$loss_best" ] && [ "$loss_best" = "$loss_portable" ] && ok || bad "loss at $best_isa '$loss_best', portable '$loss_portable'"
+if $B/gemm-rate --tile --ms 5 64x48x32:NN 40x30x20:TN >"$tmp/out" 2>"$tmp/err" && [ ! -s "$tmp/err" ] \
+    && grep -q "^tile kernel (isa $best_isa) against" "$tmp/out" && [ "$(grep -cE '^(64x48x32 +NN|40x30x20 +TN) ' "$tmp/out")" -eq 2 ]; then ok
+else bad "gemm-rate --tile: $(head -c 300 "$tmp/out" "$tmp/err")"; fi
+expect_error "gemm-rate --tile NT" "^gemm-rate: error: --tile times NN and TN products" $B/gemm-rate --tile --ms 5 64x48x32:NT
 # ... and with AVX512_BF16 hidden (LM_TEST_CPU_HIDE): --bf16 and --bf16 --json refused in one line;
 # the fp32 products still timed
 expect_error "gemm-rate --bf16, AVX512_BF16 hidden" "^gemm-rate: error: --bf16: this CPU has no AVX512_BF16" \

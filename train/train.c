@@ -13,6 +13,7 @@
 
 #include "lm/bf16.h"
 #include "lm/blas_setup.h"
+#include "lm/cpu.h"
 #include "lm/cli.h"
 #include "lm/options.h"
 #include "lm/batch.h"
@@ -141,7 +142,7 @@ static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_thr
            o->max_iters, width, how);
     if (o->init)
         say("init: the weights of %s; a new run: fresh AdamW moments, step 0, this run's schedule\n", o->init);
-    say("blas: %s | %zu threads\n", blas_describe(), width);
+    say("blas: %s | %zu threads | isa %s\n", blas_describe(), width, cpu_isa_describe());
     if (o->precision == PRECISION_BF16)
         say("precision: bf16 products, fp32 accumulation | %s, %s | checked at the model's shapes: worst %.2f of "
             "its bound\n", bf16_library(), r->bf16_impl, r->bf16_worst);
@@ -194,9 +195,9 @@ static void print_json(const Run *r, size_t threads, size_t step, float loss, fl
     ModelFlops f = model_flops(m, o->cfg.block_size);
     char *config = config_to_json(&o->cfg), *blas = NULL;
     sb_append_json_string(&blas, blas_describe());
-    printf("{\"program\":\"train\",\"params\":%zu,\"config\":%s,\"blas\":%s,\"blas_kernel\":\"%s\",\"threads\":%zu,"
+    printf("{\"program\":\"train\",\"params\":%zu,\"config\":%s,\"blas\":%s,\"blas_kernel\":\"%s\",\"isa\":\"%s\",\"threads\":%zu,"
            "\"ranks\":%d,\"precision\":\"%s\",\"batch\":%zu,\"block\":%zu,\"grad_accum\":%zu,\"tokens_per_step\":%zu,",
-           m->n_params, config, blas, blas_kernel(), threads, r->dist->size, precision_name(o->precision), o->batch_size, o->cfg.block_size,
+           m->n_params, config, blas, blas_kernel(), cpu_isa_name(cpu_isa()), threads, r->dist->size, precision_name(o->precision), o->batch_size, o->cfg.block_size,
            o->grad_accum, o->batch_size * o->cfg.block_size * o->grad_accum * (size_t)r->dist->size);
     printf("\"memory_mib\":{\"weights\":%.6g,\"state\":%.6g,\"activations\":%.6g,\"bf16\":%.6g},",
            mem.weights, mem.state, mem.activations, mem.bf16);
@@ -257,7 +258,8 @@ static void warn_short_run(const RunOptions *o, const Dist *dist) {
 }
 
 int main(int argc, char **argv) {
-    blas_setup(argc, argv); /* first: it may restart the program with faster kernels */
+    Error setup_err; /* first: it may restart the program with faster kernels */
+    if (blas_setup(argc, argv, &setup_err)) return cli_error(program.name, "%s", setup_err.msg);
     const char *prog = program.name;
     Dist dist;
     Error err;

@@ -16,7 +16,7 @@ from harness.bench.mixers import print_mixers, section_mixers
 from harness.bench.mpi import print_mpi, section_mpi
 from harness.bench.scaling import default_thread_list, parse_threads, print_scaling, section_scaling
 from harness.bench.shared import CONFIGS, MIXERS, PRECISIONS, STEPS, T0, Context, plural, progress
-from harness.bench.train import (print_flops, print_inference, print_memory, print_profile, print_speed,
+from harness.bench.train import (cap_isa, torch_isa, print_flops, print_inference, print_memory, print_profile, print_speed,
                                  section_train)
 from harness.common import BIN, PYTHON, ROOT, cpu_model, die, kill_children, token_header
 
@@ -72,8 +72,14 @@ def parse_args():
     ap.add_argument("--precision", metavar="P[,P]",
                     help="the train section's precisions, of fp32, bf16 (bin/train --precision; default both where "
                          "the CPU has AVX512_BF16, else fp32)")
+    ap.add_argument("--isa", metavar="LEVEL",
+                    help="cap our kernels (LM_MAX_ISA) and PyTorch's (ATEN_CPU_CAPABILITY) alike at portable, avx2 "
+                         "or avx512, e.g. to measure AVX2 on an AVX-512 machine (default: each at its best); the BLAS "
+                         "libraries keep their kernels")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     a = ap.parse_args()
+    if a.isa is not None:
+        cap_isa(a.isa)
     a.precisions, a.precision_note = parse_precisions(a.precision, cpu_has_bf16())
     a.thread_list = parse_threads(a.threads) if a.threads is not None else default_thread_list(os.cpu_count() or 1)
     if a.thread_list is None:
@@ -179,6 +185,7 @@ def main():
                               "thread_list": ctx.thread_list, "torch_python": ctx.torch_python,
                               "rounds": ctx.rounds, "quick": ctx.quick, "data": ctx.data, "vocab": ctx.vocab,
                               "openblas_coretype_env": os.environ.get("OPENBLAS_CORETYPE"),
+                              "lm_max_isa": os.environ.get("LM_MAX_ISA"), "torch_isa": torch_isa(),
                               "blis_arch_type_env": os.environ.get("BLIS_ARCH_TYPE"),
                               "torch_unavailable": ctx.torch_missing, "precisions": ctx.precisions,
                               "precision_note": ctx.precision_note}

@@ -105,7 +105,7 @@ def c_train(ctx, cfg, mixer, steps, warmup, threads, env=None, profile=True, lau
         th = None if row.get("threads") is None else int(row["threads"])
         used[th] = used.get(th, 0) + 1
     return {"ms": med(ms), "tokens_per_s_mean": tokens * len(ms) * 1e3 / sum(ms),
-            "rss_mib": r.rss_mib, "kernel": report.get("blas_kernel"), "blas": report.get("blas"),
+            "rss_mib": r.rss_mib, "kernel": report.get("blas_kernel"), "blas": report.get("blas"), "isa": report.get("isa"),
             "memory": memory_count(report), "profile": profile_parts(report, mixer), "ckpt": ckpt, "train": report,
             "threads_used": {str(k): v for k, v in sorted(used.items(), key=lambda kv: -(kv[0] or 0))}}
 

@@ -45,7 +45,7 @@ import os
 import re
 
 from harness.bench.shared import CONFIGS, PARTS, c_train, fmt, gemm_products, med, plural, progress, table
-from harness.common import BIN, ROOT, run, run_ok
+from harness.common import BIN, ROOT, die, run, run_ok
 
 
 def best_openblas_core():
@@ -63,6 +63,29 @@ def best_openblas_core():
     if {"avx2", "fma"} <= flags:
         return "Zen" if "AuthenticAMD" in text else "Haswell"
     return "Sandybridge" if "avx" in flags else None
+
+
+# --isa: our level (LM_MAX_ISA) and PyTorch's ATEN_CPU_CAPABILITY for it.
+ISA_ATEN = {"portable": "default", "avx2": "avx2", "avx512": "avx512"}
+
+
+def torch_isa():
+    """PyTorch's kernel level as the bench set it (ATEN_CPU_CAPABILITY), or best."""
+    return os.environ.get("ATEN_CPU_CAPABILITY") or "best"
+
+
+def cap_isa(level):
+    """--isa: cap our kernels (LM_MAX_ISA) and PyTorch's (ATEN_CPU_CAPABILITY)
+    alike for every run the bench starts; dies in one line on a level that
+    bin/gemm-rate --isa-levels does not list (this CPU lacks it)."""
+    if level not in ISA_ATEN:
+        die(f"--isa must be one of {', '.join(ISA_ATEN)} (got '{level}')")
+    r = run([os.path.join(BIN, "gemm-rate"), "--isa-levels"])
+    levels = r.out.split() if r.status == 0 else []
+    if level not in levels:
+        die(f"--isa {level}: this CPU runs {', '.join(levels) or 'no level (bin/gemm-rate --isa-levels failed)'}")
+    os.environ["LM_MAX_ISA"] = level
+    os.environ["ATEN_CPU_CAPABILITY"] = ISA_ATEN[level]
 
 
 def torch_env():
@@ -216,7 +239,8 @@ def summarise_train(ctx, name, cfg, mixer, tokens, c_runs, t_runs, g_runs, preci
                 "peak_rss_mib": rss, "rss_over_theory": rss / mem["total"] if mem and rss else None}
 
     c = speed(c_ms, max(x["rss_mib"] for x in c_runs))
-    c.update({"blas": c_runs[-1]["blas"], "kernel": c_runs[-1]["kernel"], "rounds_ms": [x["ms"] for x in c_runs],
+    c.update({"blas": c_runs[-1]["blas"], "kernel": c_runs[-1]["kernel"], "isa": c_runs[-1]["isa"],
+              "rounds_ms": [x["ms"] for x in c_runs],
               "rounds_tokens_per_s_mean": [x["tokens_per_s_mean"] for x in c_runs], "ckpt": c_runs[-1]["ckpt"]})
     t = speed(t_ms, max(x["rss_mib"] for x in t_ok) if t_ok else None)
     if t:
@@ -241,15 +265,18 @@ def summarise_train(ctx, name, cfg, mixer, tokens, c_runs, t_runs, g_runs, preci
 def print_speed(ctx, res):
     steps = ", ".join(f"{n} {ctx.steps[n][0]} steps ({ctx.steps[n][1]} dropped)" for n in ctx.configs)
     print(f"\n== Training steps, C vs PyTorch ({plural(ctx.rounds, 'alternating round')}; {steps}) ==")
-    table(["config", "mixer", "precision", "C ms/step", "PT ms/step", "C tokens/s", "PT tokens/s", "PT/C",
+    table(["config", "mixer", "precision", "isa C/PT", "C ms/step", "PT ms/step", "C tokens/s", "PT tokens/s", "PT/C",
            "C bf16/fp32", "PT bf16/fp32", "C kernel", "PT kernel"],
-          [[r["config"], r["mixer"], r["precision"], fmt(r["c"]["ms_per_step"]),
+          [[r["config"], r["mixer"], r["precision"], f'{r["c"].get("isa") or "?"}/{torch_isa() if r["torch"] else "n/a"}',
+            fmt(r["c"]["ms_per_step"]),
             fmt(r["torch"] and r["torch"]["ms_per_step"]),
             fmt(r["c"]["tokens_per_s"], ",.0f"), fmt(r["torch"] and r["torch"]["tokens_per_s"], ",.0f"),
             fmt(r["torch_over_c"]["median"], ".2f", "x"), fmt(r.get("bf16_over_fp32"), ".2f", "x"),
             fmt(r.get("torch_bf16_over_fp32"), ".2f", "x"), r["c"]["kernel"] or "?",
             r["torch"]["kernel"] if r["torch"] else "n/a"] for r in res])
-    print("  ms/step: median over rounds of each run's median step time after warm-up (PT: PyTorch).\n"
+    print("  isa C/PT: the instruction-set level our kernels ran at (bin/train's start-up line; --isa caps it with\n"
+          "  LM_MAX_ISA) / PyTorch's ATEN_CPU_CAPABILITY (best: not capped). The BLAS kernels are in the last columns.\n"
+          "  ms/step: median over rounds of each run's median step time after warm-up (PT: PyTorch).\n"
           "  PT/C: median over rounds of PyTorch ms / C ms in the same round. precision bf16: bin/train\n"
           "  --precision bf16, PyTorch under torch.autocast(\"cpu\", dtype=torch.bfloat16); bf16/fp32: median over\n"
           "  rounds of fp32 ms / bf16 ms in the same round (> 1: bf16 is faster).")

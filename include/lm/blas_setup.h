@@ -58,11 +58,15 @@
 #include <stddef.h>
 
 #include "lm/cores.h" /* the pure parts: ranking and decision */
+#include "lm/error.h"
 
 /* Call first thing in main, before any matrix work and before printing
  * anything: it may replace the process (execv) with the same arguments.
- * Never fails the program; at worst the library's own kernels stay. */
-void blas_setup(int argc, char **argv);
+ * Fails only on an LM_MAX_ISA this CPU cannot run or that names no level
+ * (lm/cpu.h's cpu_isa_check: -1, one line in err, which the program says
+ * before it exits); a BLAS kernel that fails its check never fails the
+ * program: at worst the library's own kernels stay. */
+int blas_setup(int argc, char **argv, Error *err);
 
 /* One line for humans, e.g. "BLIS 0.9.0, kernel skx (selected: the library
  * chose generic on this CPU)" or "OpenBLAS 0.3.21, kernel Cooperlake (the

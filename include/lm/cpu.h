@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 
+#include "lm/error.h"
+
 /* What the CPU can run. A flag is set only if the OS also saves the
  * registers it needs (XCR0), since otherwise the instructions fault. */
 typedef struct CpuFeatures {
@@ -21,5 +23,39 @@ typedef struct CpuFeatures {
  * Hiding avx or avx512f hides what needs it too; names not listed above are
  * ignored. Read once, at the first call. */
 void cpu_features_detect(CpuFeatures *cpu);
+
+/* ---- Instruction-set levels of our own kernels ------------------------------------
+ *
+ * The levels our kernels are built at (the attention tiles: one file per
+ * level, each compiled with its level's flags) and run at:
+ *   portable  C with 4-float vectors (SSE2 on x86-64, NEON on ARM64);
+ *   avx2      x86-64 AVX2 and FMA (x86-64-v3's vector part);
+ *   avx512    x86-64 AVX-512F.
+ * A run uses the highest level the CPU has, or lower: LM_MAX_ISA=portable,
+ * avx2 or avx512 caps it (as oneDNN's ONEDNN_MAX_CPU_ISA caps oneDNN's), so
+ * that any machine runs and tests the levels below its own. The cap also
+ * hides the features above it from cpu_features_detect (LM_MAX_ISA=avx2:
+ * no AVX-512, so no bf16 kernels either; portable: no AVX at all), so that
+ * everything that asks the CPU sees the capped one. Read once, at the first
+ * call; an empty LM_MAX_ISA counts as unset. */
+typedef enum CpuIsa { CPU_ISA_PORTABLE, CPU_ISA_AVX2, CPU_ISA_AVX512 } CpuIsa;
+
+/* The level our kernels run at: the CPU's best, capped by LM_MAX_ISA (a
+ * cap cpu_isa_check refuses counts as absent here). */
+CpuIsa cpu_isa(void);
+
+/* The CPU's best level, without the cap. */
+CpuIsa cpu_isa_hardware(void);
+
+const char *cpu_isa_name(CpuIsa isa);
+
+/* LM_MAX_ISA as the programs take it: 0 if unset, empty, or a level this
+ * CPU has; -1 with one line in err if it names no level or one this CPU
+ * lacks (the programs refuse to start rather than die of SIGILL). */
+int cpu_isa_check(Error *err);
+
+/* For the start-up line: the level in use, and the cap if one lowered it,
+ * e.g. "avx2" or "portable (LM_MAX_ISA; this CPU has avx2)". */
+const char *cpu_isa_describe(void);
 
 #endif

@@ -37,6 +37,23 @@ size_t gemm_row_blocks(size_t n, size_t *rows_per);
 void gemm_serial(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha,
                  const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc);
 
+/* Small products on one thread, for the tiles of the attention core
+ * (src/blas/tile_gemm.c; the bf16 twin and packings: src/blas/tile_gemm.h).
+ * A BLAS call pays for its packing and bookkeeping: BLIS 0.9 spends ~7 us
+ * on a 64 x 64 x 32 product that takes ~2 us of arithmetic, and the attention
+ * core of a small model makes thousands of them per step. These products are
+ * at most a tile (128) on each side, so they run straight from the operands
+ * (no packing), with a register block per instruction-set level (lm/cpu.h:
+ * cpu_isa; src/blas/tile_gemm_kernel.h): AVX-512 6 rows x 64 columns of C,
+ * AVX2 6 x 16, portable 4 x 8.
+ *
+ * tile_gemm: C = alpha A B + beta C, C m x n (row stride ldc), B k x n
+ * (row stride ldb, rows contiguous), A m x k given by strides: A(i, p) =
+ * a[i * rsa + p * csa], so A = X is (rsa, csa) = (ldx, 1) and A = X^T is
+ * (1, ldx). beta is 0 (C is overwritten, never read) or 1. */
+void tile_gemm(size_t m, size_t n, size_t k, float alpha, const float *a, size_t rsa, size_t csa, const float *b,
+               size_t ldb, float beta, float *c, size_t ldc);
+
 /* The grid of output tiles a product of C (m,n) with inner size k is cut
  * into: tiles of mt x nt (the last ones may be short), tiles_m down and
  * tiles_n across, fixed by the shape and the parallel width alone. The bf16

@@ -261,7 +261,8 @@ static const char *env_value(const char *name) {
     return v && *v ? v : NULL;
 }
 
-void blas_setup(int argc, char **argv) {
+int blas_setup(int argc, char **argv, Error *err) {
+    if (cpu_isa_check(err)) return -1;
     const char *probe_for = env_value(ENV_PROBE);
     if (probe_for) _exit(run_probe(probe_for)); /* we are a probe: never run the program */
 
@@ -286,7 +287,7 @@ void blas_setup(int argc, char **argv) {
         blas_state.origin = ORIGIN_SELECTED;
         copy_name(blas_state.library_core, sizeof blas_state.library_core, selected_over);
         blas_state.pretended = pretend != NULL;
-        return;
+        return 0;
     }
     if (env_core) { /* the environment's choice stands, right or wrong */
         blas_state.origin = ORIGIN_ENVIRONMENT;
@@ -296,14 +297,14 @@ void blas_setup(int argc, char **argv) {
          * program runs on such a machine, and its errors stay one line. */
         if (best && in_use != BLAS_LEVEL_UNKNOWN && in_use < blas_core_level(blas_backend_cores(), best))
             copy_name(blas_state.could_run, sizeof blas_state.could_run, best);
-        return;
+        return 0;
     }
 
     blas_state.origin = ORIGIN_LIBRARY;
     blas_state.pretended = pretend != NULL;
     copy_name(blas_state.library_core, sizeof blas_state.library_core, pretend ? pretend : blas_backend_core());
     BlasDecision decision = blas_decide(blas_backend_cores(), blas_state.library_core, &cpu);
-    if (!decision.switch_to) return;
+    if (!decision.switch_to) return 0;
 
     char why[256], value[64];
     int selectable = blas_backend_select_value(decision.switch_to, value, sizeof value) == 0;
@@ -324,6 +325,7 @@ void blas_setup(int argc, char **argv) {
     blas_state.origin = ORIGIN_KEPT;
     copy_name(blas_state.rejected, sizeof blas_state.rejected, decision.switch_to);
     fprintf(stderr, "blas: kept %s's %s kernels: %s\n", blas_backend_cores()->library, blas_state.library_core, why);
+    return 0;
 }
 
 const char *blas_kernel(void) { return blas_backend_core(); }

@@ -1,23 +1,15 @@
 /* Small matrix products on one thread, for the tiles of the attention core.
  *
- * A BLAS call pays for its packing and bookkeeping: BLIS 0.9 spends ~7 us
- * on a 64 x 64 x 32 product that takes ~2 us of arithmetic, and the attention
- * core of a small model makes thousands of them per step. These products are
- * at most a tile (128) on each side, so they run straight from the operands
- * (no packing), with a register block of 4 rows x 64 columns of C.
- *
- * tile_gemm: C = alpha A B + beta C, C m x n (row stride ldc), B k x n
- * (row stride ldb, rows contiguous), A m x k given by strides: A(i, p) =
- * a[i * rsa + p * csa], so A = X is (rsa, csa) = (ldx, 1) and A = X^T is
- * (1, ldx). beta is 0 (C is overwritten, never read) or 1. */
+ * The fp32 kernel, tile_gemm, is declared in lm/gemm.h (bin/gemm-rate --tile
+ * times it); its register blocks per instruction-set level are in
+ * blas/tile_gemm_kernel.h. */
 #ifndef LM_TILE_GEMM_H
 #define LM_TILE_GEMM_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-void tile_gemm(size_t m, size_t n, size_t k, float alpha, const float *a, size_t rsa, size_t csa, const float *b,
-               size_t ldb, float beta, float *c, size_t ldc);
+#include "lm/gemm.h"
 
 /* ---- bf16 (--precision bf16, issue 20) ----------------------------------------
  *

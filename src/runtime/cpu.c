@@ -2,6 +2,7 @@
 #include "lm/cpu.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -75,7 +76,19 @@ static bool *flag(CpuFeatures *cpu, size_t i) { return (bool *)((char *)cpu + fl
 static CpuFeatures hidden; /* true: reported absent */
 static pthread_once_t hidden_once = PTHREAD_ONCE_INIT;
 
+static const char *const isa_names[] = {"portable", "avx2", "avx512"};
+#define N_ISA (sizeof isa_names / sizeof isa_names[0])
+
+/* LM_MAX_ISA: unset or empty (-1, no cap), a level's index, or N_ISA (names none). */
+static int isa_cap = -1;
+
 static void read_hidden(void) {
+    const char *cap = getenv("LM_MAX_ISA");
+    if (cap && *cap) {
+        isa_cap = (int)N_ISA;
+        for (size_t i = 0; i < N_ISA; i++)
+            if (strcmp(cap, isa_names[i]) == 0) isa_cap = (int)i;
+    }
     const char *list = getenv("LM_TEST_CPU_HIDE");
     for (const char *p = list; p && *p;) {
         size_t len = strcspn(p, ",");
@@ -85,11 +98,67 @@ static void read_hidden(void) {
     }
 }
 
-void cpu_features_detect(CpuFeatures *cpu) {
+/* The hardware with LM_TEST_CPU_HIDE's flags hidden, and what needs them. */
+static void detect_visible(CpuFeatures *cpu) {
     detect_hardware(cpu);
     pthread_once(&hidden_once, read_hidden);
     for (size_t i = 0; i < N_FLAGS; i++)
         if (*flag(&hidden, i)) *flag(cpu, i) = false;
     if (!cpu->avx) cpu->avx2 = cpu->fma = cpu->avx512f = false; /* what the hardware check does without them */
     if (!cpu->avx512f) cpu->avx512bw = cpu->avx512vl = cpu->avx512dq = cpu->avx512cd = cpu->avx512bf16 = false;
+}
+
+static CpuIsa level_of(const CpuFeatures *cpu) {
+#if defined(__x86_64__)
+    if (cpu->avx512f && cpu->avx2 && cpu->fma) return CPU_ISA_AVX512;
+    if (cpu->avx2 && cpu->fma) return CPU_ISA_AVX2;
+#else
+    (void)cpu;
+#endif
+    return CPU_ISA_PORTABLE;
+}
+
+/* A cap the CPU has (else none: cpu_isa_check refuses it). */
+static int usable_cap(CpuIsa hardware) { return isa_cap >= 0 && isa_cap <= (int)hardware ? isa_cap : -1; }
+
+void cpu_features_detect(CpuFeatures *cpu) {
+    detect_visible(cpu);
+    int cap = usable_cap(level_of(cpu));
+    if (cap == CPU_ISA_PORTABLE) cpu->avx = false;
+    if (cap == CPU_ISA_PORTABLE || cap == CPU_ISA_AVX2) cpu->avx512f = false;
+    if (!cpu->avx) cpu->avx2 = cpu->fma = cpu->avx512f = false;
+    if (!cpu->avx512f) cpu->avx512bw = cpu->avx512vl = cpu->avx512dq = cpu->avx512cd = cpu->avx512bf16 = false;
+}
+
+CpuIsa cpu_isa_hardware(void) {
+    CpuFeatures cpu;
+    detect_visible(&cpu);
+    return level_of(&cpu);
+}
+
+CpuIsa cpu_isa(void) {
+    CpuFeatures cpu;
+    cpu_features_detect(&cpu);
+    return level_of(&cpu);
+}
+
+const char *cpu_isa_name(CpuIsa isa) { return (size_t)isa < N_ISA ? isa_names[isa] : "?"; }
+
+int cpu_isa_check(Error *err) {
+    CpuIsa hardware = cpu_isa_hardware(); /* reads LM_MAX_ISA */
+    if (isa_cap == (int)N_ISA)
+        return err_set(err, "LM_MAX_ISA=%s: not a level (portable, avx2 or avx512)", getenv("LM_MAX_ISA"));
+    if (isa_cap > (int)hardware)
+        return err_set(err, "LM_MAX_ISA=%s: this CPU does not run it (its best level is %s)", isa_names[isa_cap],
+                       isa_names[hardware]);
+    return 0;
+}
+
+const char *cpu_isa_describe(void) {
+    static char text[96];
+    CpuIsa hardware = cpu_isa_hardware(), in_use = cpu_isa();
+    if (in_use < hardware)
+        snprintf(text, sizeof text, "%s (LM_MAX_ISA; this CPU has %s)", isa_names[in_use], isa_names[hardware]);
+    else snprintf(text, sizeof text, "%s", isa_names[in_use]);
+    return text;
 }

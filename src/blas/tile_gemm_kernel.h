@@ -1,0 +1,117 @@
+/* The attention tiles' fp32 kernel (lm: blas/tile_gemm.h's tile_gemm), as a
+ * template: each file that includes it compiles it for one instruction-set
+ * level with that level's compiler flags (the Makefile's), after defining
+ *   TILE_KERNEL    the function's name (tile_gemm_portable, _avx2, _avx512);
+ *   LANES          floats per vector: 4 (SSE, NEON), 8 (AVX2), 16 (AVX-512);
+ *   MAX_ROWS, MAX_VECS  the register block: MAX_ROWS rows x MAX_VECS vectors of C.
+ * The block is chosen so that its accumulators, a row of B and a broadcast
+ * entry of A fit the level's vector registers with none left over for
+ * spills: AVX2's 16 ymm hold 6 x 2 accumulators, 2 of B and a broadcast
+ * (15); AVX-512's 32 zmm 6 x 4, 4 and one (29).
+ * Every entry of C is the same sequence of multiply-adds along k at every
+ * level and block (p = 0, 1, ..., k-1 into one accumulator; fused where the
+ * level has FMA), so levels with FMA agree bit for bit and the portable one
+ * differs by its separate roundings only. */
+#include <stddef.h>
+#include <string.h>
+
+typedef float vec __attribute__((vector_size(LANES * sizeof(float))));
+
+/* Unaligned (tiles start anywhere in a row) loads and stores; macros, since
+ * a function taking or returning a vector has an ABI that depends on the flags. */
+#define LOAD(v, p) memcpy(&(v), (p), sizeof(vec))
+#define STORE(p, v) memcpy((p), &(v), sizeof(vec))
+
+/* C[0:rows, 0:vecs*LANES]: the accumulators stay in registers over all of
+ * k; each step loads `vecs` vectors of a row of B and broadcasts `rows`
+ * entries of A. rows and vecs are constants at every call, so the loops
+ * over them unroll away. */
+static inline __attribute__((always_inline)) void register_block(const int rows, const int vecs, size_t k,
+                                                                 float alpha, const float *a, size_t rsa, size_t csa,
+                                                                 const float *b, size_t ldb, float beta, float *c,
+                                                                 size_t ldc) {
+    vec acc[MAX_ROWS][MAX_VECS];
+#pragma GCC unroll 8
+    for (int r = 0; r < rows; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < vecs; v++) acc[r][v] = (vec){0};
+    for (size_t p = 0; p < k; p++) {
+        vec bv[MAX_VECS];
+#pragma GCC unroll 4
+        for (int v = 0; v < vecs; v++) LOAD(bv[v], b + p * ldb + (size_t)v * LANES);
+#pragma GCC unroll 8
+        for (int r = 0; r < rows; r++) {
+            vec ar = a[(size_t)r * rsa + p * csa] - (vec){0}; /* a broadcast (x - 0 is x, even -0: folded away) */
+#pragma GCC unroll 4
+            for (int v = 0; v < vecs; v++) acc[r][v] += ar * bv[v];
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < rows; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < vecs; v++) {
+            float *cp = c + (size_t)r * ldc + (size_t)v * LANES;
+            vec out = alpha * acc[r][v], old;
+            if (beta != 0.0f) {
+                LOAD(old, cp);
+                out += beta * old;
+            }
+            STORE(cp, out);
+        }
+}
+
+/* Columns j0 .. n-1 (fewer than LANES) of `rows` rows, one at a time. */
+static void column_tail(int rows, size_t j0, size_t n, size_t k, float alpha, const float *a, size_t rsa, size_t csa,
+                        const float *b, size_t ldb, float beta, float *c, size_t ldc) {
+    for (int r = 0; r < rows; r++)
+        for (size_t j = j0; j < n; j++) {
+            float sum = 0.0f;
+            for (size_t p = 0; p < k; p++) sum += a[(size_t)r * rsa + p * csa] * b[p * ldb + j];
+            float *cp = c + (size_t)r * ldc + j;
+            *cp = alpha * sum + (beta != 0.0f ? beta * *cp : 0.0f);
+        }
+}
+
+/* All columns of `rows` rows of C: MAX_VECS vectors at a time, then 2, 1,
+ * then single columns (wider blocks first: fewer accumulators leave the
+ * FMA units waiting on each other's results). */
+static inline __attribute__((always_inline)) void row_block(const int rows, size_t n, size_t k, float alpha,
+                                                            const float *a, size_t rsa, size_t csa, const float *b,
+                                                            size_t ldb, float beta, float *c, size_t ldc) {
+    size_t j = 0;
+    for (; j + MAX_VECS * LANES <= n; j += MAX_VECS * LANES)
+        register_block(rows, MAX_VECS, k, alpha, a, rsa, csa, b + j, ldb, beta, c + j, ldc);
+    if (MAX_VECS > 2)
+        for (; j + 2 * LANES <= n; j += 2 * LANES)
+            register_block(rows, 2, k, alpha, a, rsa, csa, b + j, ldb, beta, c + j, ldc);
+    for (; j + LANES <= n; j += LANES) register_block(rows, 1, k, alpha, a, rsa, csa, b + j, ldb, beta, c + j, ldc);
+    if (j < n) column_tail(rows, j, n, k, alpha, a, rsa, csa, b, ldb, beta, c, ldc);
+}
+
+void TILE_KERNEL(size_t m, size_t n, size_t k, float alpha, const float *a, size_t rsa, size_t csa, const float *b,
+                 size_t ldb, float beta, float *c, size_t ldc);
+
+void TILE_KERNEL(size_t m, size_t n, size_t k, float alpha, const float *a, size_t rsa, size_t csa, const float *b,
+                 size_t ldb, float beta, float *c, size_t ldc) {
+    size_t i = 0;
+    for (; i + MAX_ROWS <= m; i += MAX_ROWS)
+        row_block(MAX_ROWS, n, k, alpha, a + i * rsa, rsa, csa, b, ldb, beta, c + i * ldc, ldc);
+    const float *ai = a + i * rsa;
+    float *ci = c + i * ldc;
+    switch (m - i) { /* the last rows, in one block of a constant height */
+    case 0: break;
+#if MAX_ROWS > 5
+    case 5: row_block(5, n, k, alpha, ai, rsa, csa, b, ldb, beta, ci, ldc); break;
+#endif
+#if MAX_ROWS > 4
+    case 4: row_block(4, n, k, alpha, ai, rsa, csa, b, ldb, beta, ci, ldc); break;
+#endif
+#if MAX_ROWS > 3
+    case 3: row_block(3, n, k, alpha, ai, rsa, csa, b, ldb, beta, ci, ldc); break;
+#endif
+#if MAX_ROWS > 2
+    case 2: row_block(2, n, k, alpha, ai, rsa, csa, b, ldb, beta, ci, ldc); break;
+#endif
+    default: row_block(1, n, k, alpha, ai, rsa, csa, b, ldb, beta, ci, ldc); break;
+    }
+}
