@@ -9,7 +9,7 @@
 #   make paper      the Grassmann paper's configuration, pre- and post-norm (PAPER_ARGS=...)
 #   make probe      MQAR and copy recall probes per architecture (PROBE_ARGS=...)
 #   make asan       unit and CLI tests under AddressSanitizer + UBSan
-#   make BLAS=blis ...       any of these with BLIS instead of OpenBLAS (lm/backend.h)
+#   make BLAS=blis ...       any of these with BLIS instead of OpenBLAS (src/blas/backend.h)
 CC      ?= cc
 OPT     ?= -O3 -march=native
 CFLAGS  += -std=c11 $(OPT) -fno-trapping-math -fno-math-errno -ffp-contract=fast -fopenmp -Wall -Wextra -Wno-format-truncation -D_DEFAULT_SOURCE -D_GNU_SOURCE \
@@ -127,6 +127,7 @@ unit-test: $(TESTS) $(BIN)/gemm-rate
 
 test: unit-test $(PROGRAMS)
 	/usr/bin/python3 tests/house.py
+	/usr/bin/python3 -m tests.doc_links
 	bash tests/cli_test.sh
 	bash tests/init_test.sh
 	bash tests/rope_test.sh
@@ -134,6 +135,7 @@ test: unit-test $(PROGRAMS)
 	bash tests/mpi_test.sh
 	bash tests/hardstop_test.sh
 	bash tests/limits_test.sh
+	bash tests/harden_test.sh
 	bash tests/bpe_cli_test.sh
 	bash tests/tokenizer_from_test.sh
 	bash tests/bpe_agreement.sh
@@ -193,6 +195,7 @@ asan:
 	BIN=bin-asan bash tests/mpi_test.sh
 	BIN=bin-asan bash tests/hardstop_test.sh
 	BIN=bin-asan bash tests/limits_test.sh
+	BIN=bin-asan bash tests/harden_test.sh
 	BIN=bin-asan bash tests/bpe_cli_test.sh
 	BIN=bin-asan bash tests/tokenizer_from_test.sh
 	BIN=bin-asan bash tests/loss_mask_test.sh

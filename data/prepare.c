@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "lm/cli.h"
+#include "lm/utf8.h"
 #include "lm/options.h"
 #include "lm/corpus.h"
 #include "lm/checkpoint.h"
@@ -109,6 +110,95 @@ static int tokenizer_from_source(Tokenizer *tok, const char *path, Error *err) {
     return is_checkpoint(path) ? ckpt_read_tokenizer(path, tok, err) : tokenizer_open(tok, path, err);
 }
 
+/* What the command line gave, beyond the options' values. */
+typedef struct Given {
+    int vocab, inputs, trains, vals, tests, fractions, explicit_splits, learning_options;
+} Given;
+
+/* The checks of the options that need no file; 0, or the exit status after one line. */
+static int check_options(const Given *g, const TokenizerRecipe *recipe, const Corpus *corpus, const char *out,
+                         const char *from, const char *separator, const char **specials, float val_frac,
+                         float test_frac) {
+    const char *prog = program.name;
+    Error err;
+    int rc = 0;
+    if (g->vocab && (recipe->vocab_size < 257 || recipe->vocab_size > 65536))
+        rc = cli_error(prog, "--vocab-size must be from 257 to 65536 (got %zu)", recipe->vocab_size);
+    else if (g->inputs && g->explicit_splits)
+        rc = cli_error(prog, "--input cannot be used with --train, --val or --test: give the text one way or the other");
+    else if (g->explicit_splits && g->fractions)
+        rc = cli_error(prog, "--val-fraction and --test-fraction cannot be used with --train, --val and --test: "
+                             "the files are the split");
+    else if (g->explicit_splits && !g->trains) rc = cli_error(prog, "--val and --test need --train");
+    else if (g->trains && !g->vals) rc = cli_error(prog, "--train needs --val: training needs validation data");
+    else if (!corpus->paths || !out) rc = cli_error(prog, "--input (or --train and --val) and --out are required (see --help)");
+    else if (from && g->learning_options)
+        rc = cli_error(prog, "--tokenizer-from uses its tokenizer as it is: --tokenizer, --vocab-size, --split-pattern and "
+                             "--special are for learning one");
+    else if (!from && check_recipe(recipe, g->vocab, separator, specials != NULL, &err)) rc = cli_error(prog, "%s", err.msg);
+    else if (val_frac <= 0.0f) rc = cli_error(prog, "--val-fraction must be positive: training needs validation data");
+    else if (val_frac + test_frac >= 0.5f) rc = cli_error(prog, "--val-fraction + --test-fraction must be below 0.5");
+    return rc;
+}
+
+/* The separator among the specials, each UTF-8 and given once; 0, or the
+ * exit status after one line. */
+static int check_specials(const char ***specials_io, const char *separator) {
+    const char *prog = program.name, **specials = *specials_io;
+    int rc = 0, listed = 0;
+    for (size_t i = 0; separator && i < arrlenu(specials); i++) listed |= strcmp(specials[i], separator) == 0;
+    if (separator && !listed) arrput(specials, separator);
+    for (size_t i = 0; i < arrlenu(specials) && rc == 0; i++) {
+        size_t len = strlen(specials[i]), bad = utf8_invalid_at(specials[i], len);
+        if (bad < len) /* tokenizer.json (bin/convert --to-hf) holds only UTF-8: the round trip would change it */
+            rc = cli_error(prog, "special token %zu is not valid UTF-8 (byte 0x%02x at offset %zu): special tokens must "
+                                 "be UTF-8 text", i + 1, (unsigned char)specials[i][bad], bad);
+    }
+    for (size_t i = 0; i < arrlenu(specials) && rc == 0; i++)
+        for (size_t j = 0; j < i && rc == 0; j++)
+            if (strcmp(specials[i], specials[j]) == 0) rc = cli_error(prog, "special token '%s' is given twice", specials[i]);
+    *specials_io = specials;
+    return rc;
+}
+
+/* Reads, splits, learns or takes the tokenizer, encodes and writes DIR;
+ * 0, or -1 with err. */
+static int prepare(Corpus *corpus, const TokenizerRecipe *recipe, Tokenizer *tok, const char *out, const char *from,
+                   const char *separator, const Given *g, float val_frac, float test_frac, Error *err) {
+    Progress pr = {0};
+    BpeStats stats = {0};
+    size_t counts[N_SPLITS];
+    char path[4096];
+    if (corpus_open(corpus, err)) return -1;
+    if (!g->explicit_splits) corpus_split(corpus, val_frac, test_frac);
+    if (!from && corpus_tokenizer(corpus, recipe, tok, show_progress, &pr, &stats, err)) return -1;
+    if (stats.merges)
+        fprintf(stderr, "prepare: learned %zu merges from %zu bytes (%zu distinct pieces) in %.2f s\n", stats.merges,
+                stats.bytes, stats.pieces, stats.seconds);
+    if (!from && tokenizer_bpe_of(tok) && tok->vocab_size < recipe->vocab_size)
+        fprintf(stderr, "prepare: the training split has only %zu merges to learn: vocabulary %zu instead of the default "
+                        "%zu (--vocab-size sets it)\n", stats.merges, tok->vocab_size, recipe->vocab_size);
+    if (dir_create(out, 0755, err)) return -1;
+    double t0 = cli_now();
+    int skip_test = g->explicit_splits ? !g->tests : test_frac == 0.0f;
+    if (corpus_encode(corpus, tok, separator, out, skip_test, counts, show_progress, &pr, err)) return -1;
+    double encode_s = cli_now() - t0;
+    snprintf(path, sizeof path, "%s/tokenizer.txt", out);
+    if (tokenizer_save(tok, path, err)) return -1;
+    if (tokenizer_bpe_of(tok)) {
+        char *json = bpe_export_hf_json(tokenizer_bpe_of(tok), err);
+        snprintf(path, sizeof path, "%s/tokenizer.json", out);
+        int bad = !json || write_file_atomic(path, json, strlen(json), err);
+        free(json);
+        if (bad) return -1;
+    }
+    printf("prepared %s: %s tokenizer, vocabulary %zu, hash %s; train %zu, val %zu, test %zu tokens "
+           "(%zu bytes of text in %zu file%s, encoded in %.2f s)\n",
+           out, tok->kind->name, tok->vocab_size, tok->hash, counts[SPLIT_TRAIN], counts[SPLIT_VAL], counts[SPLIT_TEST],
+           corpus->total, corpus->n_docs, corpus->n_docs == 1 ? "" : "s", encode_s);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     signal(SIGXFSZ, SIG_IGN); /* past a file-size limit a write fails (EFBIG) and is reported, not fatal */
     const char *out = NULL, *separator = NULL, **specials = NULL, *from = NULL;
@@ -132,7 +222,7 @@ int main(int argc, char **argv) {
         CLI_FLOAT("test-fraction", 0, &test_frac, 0.0, 0.9, "F", "share of the text for test (default 0.05; 0 = none)"),
         CLI_HEADING("bpe only:"),
         CLI_SIZE("vocab-size", 0, &recipe.vocab_size, 0, (double)((size_t)1 << 40), "N",
-                 "257..65536: 256 bytes + merges + special tokens\n(default 4096)"),
+                 "257..65536: 256 bytes + merges + special tokens\n(default 4096, or fewer when the training text\nhas fewer merges to learn)"),
         CLI_TEXT("split-pattern", 0, &recipe.pattern, "P",
                  "pre-tokenizer: gpt4 (default), gpt2 or none (the\nwhole text is one piece: small texts only)"),
         CLI_CALL("special", 0, add_special, &specials, "TEXT", "add a special token (repeatable)"),
@@ -144,40 +234,23 @@ int main(int argc, char **argv) {
     Error err;
     Tokenizer tok = {0};
     int rc = cli_parse(&program, opts, n_opts, argc, argv, NULL);
-    int vocab_given = cli_option(opts, n_opts, "vocab-size")->given;
-    int inputs = cli_option(opts, n_opts, "input")->given, trains = cli_option(opts, n_opts, "train")->given,
-        vals = cli_option(opts, n_opts, "val")->given, tests = cli_option(opts, n_opts, "test")->given;
-    int fractions = cli_option(opts, n_opts, "val-fraction")->given || cli_option(opts, n_opts, "test-fraction")->given;
-    int explicit_splits = trains || vals || tests;
-    int learning_options = cli_option(opts, n_opts, "tokenizer")->given || vocab_given ||
-                           cli_option(opts, n_opts, "split-pattern")->given || cli_option(opts, n_opts, "special")->given;
+    Given given = {
+        .vocab = cli_option(opts, n_opts, "vocab-size")->given,
+        .inputs = cli_option(opts, n_opts, "input")->given,
+        .trains = cli_option(opts, n_opts, "train")->given,
+        .vals = cli_option(opts, n_opts, "val")->given,
+        .tests = cli_option(opts, n_opts, "test")->given,
+        .fractions = cli_option(opts, n_opts, "val-fraction")->given || cli_option(opts, n_opts, "test-fraction")->given,
+    };
+    given.explicit_splits = given.trains || given.vals || given.tests;
+    given.learning_options = cli_option(opts, n_opts, "tokenizer")->given || given.vocab ||
+                             cli_option(opts, n_opts, "split-pattern")->given || cli_option(opts, n_opts, "special")->given;
     if (rc != CLI_CONTINUE) goto done;
-    rc = 0;
-    if (vocab_given && (recipe.vocab_size < 257 || recipe.vocab_size > 65536))
-        rc = cli_error(prog, "--vocab-size must be from 257 to 65536 (got %zu)", recipe.vocab_size);
-    else if (inputs && explicit_splits)
-        rc = cli_error(prog, "--input cannot be used with --train, --val or --test: give the text one way or the other");
-    else if (explicit_splits && fractions)
-        rc = cli_error(prog, "--val-fraction and --test-fraction cannot be used with --train, --val and --test: "
-                             "the files are the split");
-    else if (explicit_splits && !trains) rc = cli_error(prog, "--val and --test need --train");
-    else if (trains && !vals) rc = cli_error(prog, "--train needs --val: training needs validation data");
-    else if (!corpus.paths || !out) rc = cli_error(prog, "--input (or --train and --val) and --out are required (see --help)");
-    else if (from && learning_options)
-        rc = cli_error(prog, "--tokenizer-from uses its tokenizer as it is: --tokenizer, --vocab-size, --split-pattern and "
-                             "--special are for learning one");
-    else if (!from && check_recipe(&recipe, vocab_given, separator, specials != NULL, &err)) rc = cli_error(prog, "%s", err.msg);
-    else if (val_frac <= 0.0f) rc = cli_error(prog, "--val-fraction must be positive: training needs validation data");
-    else if (val_frac + test_frac >= 0.5f) rc = cli_error(prog, "--val-fraction + --test-fraction must be below 0.5");
-    if (rc) goto done;
-    int listed = 0;
-    for (size_t i = 0; separator && i < arrlenu(specials); i++) listed |= strcmp(specials[i], separator) == 0;
-    if (separator && !listed) arrput(specials, separator);
-    for (size_t i = 0; i < arrlenu(specials); i++)
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(specials[i], specials[j]) == 0) rc = cli_error(prog, "special token '%s' is given twice", specials[i]);
+    rc = check_options(&given, &recipe, &corpus, out, from, separator, specials, val_frac, test_frac);
+    if (rc == 0) rc = check_specials(&specials, separator);
     recipe.specials = specials;
     recipe.n_specials = arrlenu(specials);
+    recipe.fit_vocab = !given.vocab; /* the default size, 4096, gives way to a small corpus; a given one does not */
     if (rc == 0 && !from && strcmp(recipe.kind, "bpe") == 0 && recipe.vocab_size < 257 + recipe.n_specials)
         rc = cli_error(prog, "--vocab-size %zu leaves no merge: it must be at least 256 + %zu special tokens + 1",
                        recipe.vocab_size, recipe.n_specials);
@@ -189,37 +262,8 @@ int main(int argc, char **argv) {
         if (rc) goto done;
     }
 
-    Progress pr = {0};
-    BpeStats stats = {0};
-    size_t counts[N_SPLITS];
-    char path[4096];
-    if (corpus_open(&corpus, &err)) goto failed;
-    if (!explicit_splits) corpus_split(&corpus, val_frac, test_frac);
-    if (!from && corpus_tokenizer(&corpus, &recipe, &tok, show_progress, &pr, &stats, &err)) goto failed;
-    if (stats.merges)
-        fprintf(stderr, "prepare: learned %zu merges from %zu bytes (%zu distinct pieces) in %.2f s\n", stats.merges,
-                stats.bytes, stats.pieces, stats.seconds);
-    if (dir_create(out, 0755, &err)) goto failed;
-    double t0 = cli_now();
-    int skip_test = explicit_splits ? !tests : test_frac == 0.0f;
-    if (corpus_encode(&corpus, &tok, separator, out, skip_test, counts, show_progress, &pr, &err)) goto failed;
-    double encode_s = cli_now() - t0;
-    snprintf(path, sizeof path, "%s/tokenizer.txt", out);
-    if (tokenizer_save(&tok, path, &err)) goto failed;
-    if (tokenizer_bpe_of(&tok)) {
-        char *json = bpe_export_hf_json(tokenizer_bpe_of(&tok), &err);
-        snprintf(path, sizeof path, "%s/tokenizer.json", out);
-        int bad = !json || write_file_atomic(path, json, strlen(json), &err);
-        free(json);
-        if (bad) goto failed;
-    }
-    printf("prepared %s: %s tokenizer, vocabulary %zu, hash %s; train %zu, val %zu, test %zu tokens "
-           "(%zu bytes of text in %zu file%s, encoded in %.2f s)\n",
-           out, tok.kind->name, tok.vocab_size, tok.hash, counts[SPLIT_TRAIN], counts[SPLIT_VAL], counts[SPLIT_TEST],
-           corpus.total, corpus.n_docs, corpus.n_docs == 1 ? "" : "s", encode_s);
-    goto done;
-failed:
-    rc = cli_error(prog, "%s", err.msg);
+    if (prepare(&corpus, &recipe, &tok, out, from, separator, &given, val_frac, test_frac, &err))
+        rc = cli_error(prog, "%s", err.msg);
 done:
     tokenizer_free(&tok);
     corpus_free(&corpus);

@@ -1,4 +1,4 @@
-/* bin/gemm-rate: how fast the model's matrix products (src/nn/ops.c's gemm:
+/* bin/gemm-rate: how fast the model's matrix products (src/blas/gemm.c's gemm:
  * the BLAS library's sgemm on tiles shared by our threads) run on this machine at given
  * shapes, with the kernels and threads the programs use. make bench measures
  * the model's own products with it and divides the model's FLOP rate by the
@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "products.h"
-#include "lm/backend.h"
 #include "lm/bf16.h"
 #include "lm/blas_setup.h"
 #include "lm/cpu.h"
@@ -17,7 +16,6 @@
 #include "lm/options.h"
 #include "lm/json.h"
 #include "lm/config.h"
-#include "lm/ops.h"
 #include "lm/error.h"
 #include "lm/machine.h"
 #include "lm/rng.h"
@@ -84,9 +82,7 @@ int main(int argc, char **argv) {
     }
     if (best_core) {
         if (first < argc) return cli_error(prog, "--best-core takes no products (got '%s')", argv[first]);
-        CpuFeatures cpu;
-        cpu_features_detect(&cpu);
-        const char *best = blas_best_core(blas_backend_cores(), &cpu);
+        const char *best = blas_best_kernel();
         printf("%s\n", best ? best : "none");
         return 0;
     }

@@ -106,8 +106,10 @@ int generate(const Model *m, const Tokenizer *tok, const char *prompt, size_t n_
         const char *bytes = tokenizer_token(tok, next, &len);
         if (len) memcpy(arraddnptr(pending, len), bytes, len);
         size_t ready = utf8_complete_prefix((const unsigned char *)pending, arrlenu(pending));
-        out(ctx, pending, ready);
-        if (ready) arrdeln(pending, 0, ready);
+        if (ready) {
+            out(ctx, pending, ready);
+            arrdeln(pending, 0, ready);
+        }
         arrput(ids, next);
         if (st.t == Tm) {
             model_state_reset(&st);
@@ -116,7 +118,7 @@ int generate(const Model *m, const Tokenizer *tok, const char *prompt, size_t n_
             model_step(m, &st, (int32_t)next, logits);
         }
     }
-    out(ctx, pending, arrlenu(pending));
+    if (arrlenu(pending)) out(ctx, pending, arrlenu(pending)); /* none at all with --tokens 0: pending is NULL */
     arrfree(pending);
     sampler_free(&s);
     model_state_free(&st);

@@ -31,8 +31,9 @@ static const CliProgram program = {
  * copy that long already shows an induction head (GPT-2 small's are found with
  * 50), and at GPT-2's block of 1,024 the 8 sequences of 512 twice over would
  * take 8 GB of activations and most of the run. */
+#define INDUCTION_DEFAULT SIZE_MAX /* no --induction-length given (0 is given, and refused as 1 is) */
 static size_t induction_length(size_t given, const ModelConfig *cfg) {
-    if (given) return given;
+    if (given != INDUCTION_DEFAULT) return given;
     return cfg->block_size / 2 < 128 ? cfg->block_size / 2 : 128;
 }
 
@@ -70,7 +71,7 @@ int main(int argc, char **argv) {
     Error setup_err; /* first: it may restart the program with faster kernels */
     if (blas_setup(argc, argv, &setup_err)) return cli_error(program.name, "%s", setup_err.msg);
     const char *model_path = NULL, *prompt = NULL, *out_dir = NULL;
-    size_t ind_len = 0, ind_seqs = 8, seed = 1337, threads = 0;
+    size_t ind_len = INDUCTION_DEFAULT, ind_seqs = 8, seed = 1337, threads = 0;
     CliOption opts[] = {
         CLI_TEXT("model", 'm', &model_path, "CKPT", "checkpoint from bin/train"),
         CLI_TEXT("prompt", 'p', &prompt, "TEXT", "1 to block_size tokens, every character in the model's vocabulary"),

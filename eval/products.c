@@ -5,13 +5,11 @@
 #include <string.h>
 
 #include "products.h"
-#include "lm/backend.h"
 #include "lm/blas_setup.h"
 #include "lm/cli.h"
 #include "lm/cpu.h"
 #include "lm/gemm.h"
 #include "lm/machine.h"
-#include "lm/ops.h"
 #include "lm/options.h"
 
 /* "MxNxK:FORM[:COUNT]" into p; a one-line reason on failure. */
@@ -54,7 +52,7 @@ void product_run(const Product *p, const float *a, const float *b, float *c) {
     int ta = !strcmp(p->form, "TN"), tb = !strcmp(p->form, "NT");
     if (p->engine == ENGINE_TILE) tile_gemm(m, n, k, 1.0f, a, ta ? 1 : k, ta ? m : 1, b, n, 0.0f, c, n);
     else if (p->engine == ENGINE_SGEMM_SERIAL)
-        blas_backend_sgemm(ta, tb, m, n, k, 1.0f, a, ta ? m : k, b, tb ? k : n, 0.0f, c, n);
+        gemm_serial(ta, tb, m, n, k, 1.0f, a, ta ? m : k, b, tb ? k : n, 0.0f, c, n); /* the library's sgemm, this thread */
     else if (tb) gemm(0, 1, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n);
     else if (!strcmp(p->form, "NN")) gemm(0, 0, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
     else gemm(1, 0, m, n, k, 1.0f, a, m, b, n, 0.0f, c, n);

@@ -1,5 +1,5 @@
 /* The matrix products bin/gemm-rate times: parsed from "MxNxK:FORM[:COUNT]",
- * filled with random operands, run through the model's gemm (lm/ops.h) and
+ * filled with random operands, run through the model's gemm (lm/gemm.h) and
  * timed (products.c); the fp32 against bf16 comparison of --bf16
  * (products_bf16.c). */
 #ifndef LM_EVAL_PRODUCTS_H

@@ -121,7 +121,8 @@ char *report_json(const Inspection *in, const Induction *ind, const Model *m, co
             sb_appendf(&sb, ", \"gate_mean\": [");
             for (size_t t = 0; t < T; t++) sb_appendf(&sb, "%s%.5g", t ? ", " : "", li->gate_mean[t]);
             sb_appendf(&sb, "], \"offsets\": [");
-            const ModelConfig *lc = model_layer_cfg(m, l);
+            MixerSpec spec = model_mixer_spec(&m->cfg, l);
+            const MixerSpec *lc = &spec;
             for (size_t k = 0; k < lc->n_windows; k++) {
                 sb_appendf(&sb, "%s{\"offset\": %zu, \"contribution_norm\": ", k ? ", " : "", lc->windows[k]);
                 json_num(&sb, li->offset_norm[k]);

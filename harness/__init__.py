@@ -4,8 +4,9 @@ root as a module, e.g. `python3 -m harness.compare`:
 
   compare.py      make compare: architectures of matched size, seeds, token and time budgets
   probe.py        make probe: MQAR and copy recall probes per architecture
-  bench.py        make bench: speed and memory against PyTorch and sgemm (reads bin/train --json)
-  bench_torch.py  one PyTorch training run, for bench.py
+  bench/          make bench: speed and memory against PyTorch and sgemm (reads bin/train --json),
+                  one module per section (train, mixers, kernel, blas, load, mpi, scaling, layouts)
+  bench_torch.py  one PyTorch training run, for make bench
   bench_bpe.py    BPE training and encoding speed against SentencePiece, HF tokenizers, tiktoken
   torch_train.py  trains the PyTorch reference as bin/train would, for comparing losses
   torch_ref.py    the PyTorch reference model (also used by tests/parity.py)

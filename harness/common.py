@@ -22,8 +22,11 @@ PYTHON = "/usr/bin/python3"
 
 
 def program_name():
-    """The harness being run: 'probe' for python3 -m harness.probe."""
-    return os.path.splitext(os.path.basename(sys.argv[0] or "harness"))[0]
+    """The harness being run: 'probe' for python3 -m harness.probe, 'bench'
+    for python3 -m harness.bench (a package: its __main__.py)."""
+    path = sys.argv[0] or "harness"
+    name = os.path.splitext(os.path.basename(path))[0]
+    return os.path.basename(os.path.dirname(path)) if name == "__main__" else name
 
 
 def die(msg, status=2):

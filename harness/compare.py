@@ -109,6 +109,16 @@ def mean_spread(xs):
     return statistics.fmean(xs), (max(xs) - min(xs)) / 2
 
 
+ONE_SEED = "one seed: no spread to compare against"
+
+
+def difference(m, s, n_seeds):
+    """How a paired ratio, mean m ± spread s over n_seeds seeds, reads against 1."""
+    if n_seeds < 2:
+        return ONE_SEED
+    return "a difference (it exceeds the seed spread)" if abs(m - 1) > s else "NOT a difference (within the seed spread)"
+
+
 def fmt(m, s, digits=3):
     return f"{m:.{digits}f} ± {s:.{digits}f}"
 
@@ -360,8 +370,7 @@ def main():
                          "recall_frac": rs[0]["recall_tokens"] / (rs[0]["recall_tokens"] + rs[0]["other_tokens"])})
             if arch is not archs[0]:
                 m, s = ratio
-                verdict = ("a difference (it exceeds the seed spread)" if abs(m - 1) > s
-                           else "NOT a difference (within the seed spread)")
+                verdict = difference(m, s, len(rs))
                 where = ""
                 if rows[-1]["share"]:
                     sm, ss = rows[-1]["share"]
@@ -378,7 +387,9 @@ def main():
           "## Reading", ""] + reading + [
           "", f"Ratios are paired by seed (same batches) and given as mean ± spread, the spread being half the "
               f"range over the {a.seeds} seeds ({seeds_txt}); a ratio is called a difference only when its distance "
-              f"from 1 exceeds that spread.", "",
+              f"from 1 exceeds that spread." if a.seeds > 1 else
+              f"Ratios are paired by seed (same batches); with one seed ({seeds_txt}) there is no spread, so no ratio "
+              f"is called a difference.", "",
           "## Results", "",
           "| budget | architecture | parameters | tokens | train seconds | tokens/s | val loss | val ppl | test ppl "
           f"| val ppl / {archs[0]['name']} | recall-token loss | other-token loss |",

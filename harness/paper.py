@@ -32,7 +32,7 @@ from array import array
 from collections import Counter
 
 from harness.common import BIN, ROOT, die, gnuplot, need_gnuplot, read_train_log, run_ok, token_header
-from harness.compare import fmt, mean_spread
+from harness.compare import ONE_SEED, fmt, mean_spread
 
 # The paper's numbers: (what, transformer val ppl, grassmann val ppl, ratio).
 PAPER = {
@@ -214,7 +214,8 @@ def report(a, archs, rows, minutes, data_label, unigram=None, plot=None):
         line = f"- **{norm}-norm**: Grassmann / Transformer val perplexity {fmt(gm, gs)}; {holds}."
         if h:
             hm, hs = mean_spread(h)
-            side = ("better than the Transformer by more than the seed spread" if hm + hs < 1 else
+            side = (ONE_SEED if len(h) < 2 else
+                    "better than the Transformer by more than the seed spread" if hm + hs < 1 else
                     "worse than the Transformer by more than the seed spread" if hm - hs > 1 else
                     "level with the Transformer within the seed spread")
             line += f" The hybrid (attention first, then Grassmann) / Transformer: {fmt(hm, hs)}, {side}."

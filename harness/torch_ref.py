@@ -1,6 +1,6 @@
 """The PyTorch reference model: the same architecture as the C code, written
 with torch operations, from a dict of weights named as in docs/design.md. Used
-by tests/parity.py (autograd gradients), harness/bench.py (speed, through
+by tests/parity.py (autograd gradients), harness/bench/ (speed, through
 harness/bench_torch.py) and harness/torch_train.py (the loss it reaches)."""
 import math
 

@@ -13,8 +13,11 @@ import subprocess
 import sys
 import unittest
 
-from harness.bench import (cpu_has_bf16, default_thread_list, layouts, memory_count, parse_precisions, parse_threads,
-                           precision_ratio, scaling, utilisation)
+from harness.bench.layouts import layouts
+from harness.bench.main import cpu_has_bf16, parse_precisions
+from harness.bench.scaling import default_thread_list, parse_threads, scaling
+from harness.bench.shared import memory_count
+from harness.bench.train import precision_ratio, utilisation
 
 BENCH = [sys.executable, "-m", "harness.bench"]
 

@@ -18,6 +18,18 @@ expect_error "vocab not a number" "integer" $B/prepare --input "$tmp/a.txt" --ou
 expect_error "no room for merges" "leaves no merge" $B/prepare --input "$tmp/a.txt" --out "$tmp/x" --tokenizer bpe \
     --vocab-size 258 --special "<a>" --special "<b>"
 expect_error "too little text" "only [0-9]+ merges" $B/prepare --input "$tmp/a.txt" --out "$tmp/x" --tokenizer bpe --vocab-size 60000
+# the default --vocab-size (4096) on a text with fewer merges: all of them, one line saying so, and the
+# same files as asking for that size
+if $B/prepare --input "$tmp/a.txt" --out "$tmp/fit" --tokenizer bpe >"$tmp/out" 2>"$tmp/err" &&
+   [ "$(grep -c "instead of the default 4096" "$tmp/err")" = 1 ]; then ok
+else bad "default vocab on a small text: $(tail -c 300 "$tmp/err")"; fi
+fit=$(sed -n 's/.*vocabulary \([0-9]*\) instead.*/\1/p' "$tmp/err")
+expect_ok "prepare at the fitted size" $B/prepare --input "$tmp/a.txt" --out "$tmp/fit2" --tokenizer bpe --vocab-size "${fit:-0}"
+if [ -n "$fit" ] && [ "$fit" -lt 4096 ] && cmp -s "$tmp/fit/tokenizer.txt" "$tmp/fit2/tokenizer.txt" &&
+   cmp -s "$tmp/fit/train.bin" "$tmp/fit2/train.bin"; then ok
+else bad "the default's fitted vocabulary ($fit) differs from --vocab-size $fit"; fi
+expect_error "a given size is not shrunk" "only [0-9]+ merges" $B/prepare --input "$tmp/a.txt" --out "$tmp/x" --tokenizer bpe --vocab-size 4096
+rm -rf "$tmp/fit" "$tmp/fit2"
 expect_error "unknown pattern" "unknown --split-pattern" $B/prepare --input "$tmp/a.txt" --out "$tmp/x" "${P[@]}" --split-pattern gpt5
 expect_error "vocab for char" "need --tokenizer bpe" $B/prepare --input "$tmp/a.txt" --out "$tmp/x" --vocab-size 300
 expect_error "empty special" "non-empty" $B/prepare --input "$tmp/a.txt" --out "$tmp/x" "${P[@]}" --special ""

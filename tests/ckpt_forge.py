@@ -9,6 +9,11 @@ Usage: /usr/bin/python3 -m tests.ckpt_forge KIND IN OUT, KIND one of
   bighdr     the length field claims a 200 MB header (file made that large)
   tokenizer  the stored tokenizer's last merge reversed: it parses, but is not
              the tokenizer the stored hash names
+  meta:KEY=VALUE  the metadata field KEY set to VALUE (a header that lies:
+             step "abc", "-1", "99999999999999999999"...)
+  overlap    the second tensor's data offsets the same as the first's (both
+             of one size), its own bytes left unclaimed
+  trailing   4 KB of bytes after the last tensor
   weights-only  the weights alone, as bin/convert writes a model: no optim.m. /
              optim.v. tensors, step 0, no data position or run options"""
 import json
@@ -68,6 +73,19 @@ def main(kind, src, dst):
         meta = dict(header["__metadata__"], step="0", data_rng="0", train="{}")
         text = json.dumps({"__metadata__": meta, **kept}, separators=(",", ":"))
         data = b"".join(parts)
+    elif kind.startswith("meta:"):
+        key, value = kind[5:].split("=", 1)
+        header["__metadata__"][key] = value
+        text = json.dumps(header, separators=(",", ":"))
+    elif kind == "overlap":
+        names = [k for k in header if k != "__metadata__"]
+        size = lambda n: header[n]["data_offsets"][1] - header[n]["data_offsets"][0]
+        a, b = next((a, b) for i, a in enumerate(names) for b in names[i + 1:] if size(a) == size(b))
+        header[b]["data_offsets"] = list(header[a]["data_offsets"])
+        text = json.dumps(header, separators=(",", ":"))
+        size = None
+    elif kind == "trailing":
+        data += b"\x01" * 4096
     elif kind == "bighdr":
         out = struct.pack("<Q", 200_000_000) + raw[8:]
         with open(dst, "wb") as f:

@@ -12,6 +12,11 @@ small_corpora  # a.txt, b.txt, a, b, SMALL
 expect_ok "prepare byte" $B/prepare --input "$tmp/a.txt" --out "$tmp/abyte" --tokenizer byte
 expect_ok "train good" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" "${SMALL[@]}" --max-iters 10
 cp "$tmp/good.ckpt" "$tmp/good.copy"
+# warm-up longer than the run: one line saying so (the default 100 against 10 steps), none when it fits
+if [ "$(grep -c "warning: --warmup-iters 100 exceeds the run's 10 steps" "$tmp/err")" = 1 ] &&
+   [ "$(wc -l <"$tmp/err")" = 1 ]; then ok; else bad "no warm-up warning: $(head -c 300 "$tmp/err")"; fi
+expect_ok "train, warm-up within the run" $B/train --data "$tmp/a" --out "$tmp/w.ckpt" "${SMALL[@]}" --max-iters 10 --warmup-iters 10
+if grep -q "warmup" "$tmp/err"; then bad "a warm-up warning for a warm-up that fits: $(head -c 300 "$tmp/err")"; else ok; fi
 
 # --help everywhere
 for p in prepare train eval sample; do
@@ -355,7 +360,7 @@ fi
 # variable (BLIS_ARCH_TYPE, OPENBLAS_CORETYPE) from the environment is never
 # overridden: where it is set, these tests check that it is kept whatever
 # the hooks pretend.
-BLAS_RUN=(--data "$tmp/a" "${SMALL[@]}" --max-iters 3 --eval-interval 0 --out "$tmp/blas.ckpt")
+BLAS_RUN=(--data "$tmp/a" "${SMALL[@]}" --max-iters 3 --warmup-iters 1 --eval-interval 0 --out "$tmp/blas.ckpt")
 $B/train "${BLAS_RUN[@]}" >"$tmp/out" 2>"$tmp/err"
 if grep -q '^blas: OpenBLAS ' "$tmp/out"; then
     LIB=OpenBLAS VAR=OPENBLAS_CORETYPE SLOW=Prescott AVX2=Haswell KIND=core

@@ -13,7 +13,7 @@ import tempfile
 import unittest
 
 from harness.common import BIN
-from harness.compare import Harness, precision_text
+from harness.compare import ONE_SEED, Harness, difference, precision_text
 
 ARCH = {"name": "attention", "mixers": ["attention"], "rank": None}
 
@@ -37,6 +37,11 @@ class Commands(unittest.TestCase):
             self.assertEqual(args[i + 1], p)
         self.assertIn("bf16", precision_text("bf16"))
         self.assertNotIn("bf16", precision_text("fp32"))
+
+    def test_one_seed_has_no_spread(self):
+        self.assertEqual(difference(1.339, 0.0, 1), ONE_SEED)
+        self.assertEqual(difference(1.339, 0.010, 3), "a difference (it exceeds the seed spread)")
+        self.assertEqual(difference(1.005, 0.010, 3), "NOT a difference (within the seed spread)")
 
     def test_bad_precision(self):
         p = subprocess.run([sys.executable, "-m", "harness.compare", "--precision", "fp16"], capture_output=True,

@@ -585,6 +585,23 @@ def hostile(tmp):
                 json.dump(doc, f)
         return edit
 
+    def raw_header(change, tail=b""):
+        """An edit: model.safetensors's header changed by change(header) (its length kept in step), tail appended."""
+        def edit(d):
+            with open(f"{d}/model.safetensors", "rb") as f:
+                raw = f.read()
+            (n,) = struct.unpack("<Q", raw[:8])
+            header = json.loads(raw[8:8 + n])
+            change(header)
+            text = json.dumps(header).encode()
+            text += b" " * (-(len(text) + 8) % 8)
+            with open(f"{d}/model.safetensors", "wb") as f:
+                f.write(struct.pack("<Q", len(text)) + text + raw[8 + n:] + tail)
+        return edit
+
+    def overlap(header):
+        header["transformer.h.0.ln_1.bias"]["data_offsets"] = list(header["transformer.h.0.ln_1.weight"]["data_offsets"])
+
     def no_safetensors(d):
         os.remove(f"{d}/model.safetensors")
         open(f"{d}/pytorch_model.bin", "wb").close()
@@ -621,6 +638,10 @@ def hostile(tmp):
     variant("config.json an array", "not a JSON object", edit=write_file("config.json", b"[1, 2]"))
     variant("a truncated model.safetensors", "truncated", edit=truncate)
     variant("model.safetensors not safetensors", "not a safetensors", edit=write_file("model.safetensors", b"hello"))
+    variant("two tensors on the same bytes", "overlap", edit=raw_header(overlap))
+    variant("bytes after the last tensor", "4096 bytes after its last tensor", edit=raw_header(lambda h: None, b"\0" * 4096))
+    variant("__metadata__ an array", "__metadata__", edit=raw_header(lambda h: h.update({"__metadata__": ["pt"]})))
+    variant("__metadata__ with a number", "not a string", edit=raw_header(lambda h: h.update({"__metadata__": {"format": 1}})))
     variant("a NaN weight", "NaN", edit=rewrite(lambda t: t.update({"transformer.h.1.mlp.c_fc.bias": entry(nan_bias)})))
     variant("only pytorch_model.bin", "pytorch_model.bin", edit=no_safetensors)
     variant("no tokenizer", "tokenizer", edit=lambda d: [os.remove(f"{d}/{f}") for f in ("vocab.json", "merges.txt")])

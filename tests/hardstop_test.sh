@@ -53,7 +53,7 @@ rm -f "$tmp"/run.ckpt.tmp.*  # what the last kill left
 echo "hardstop: $KILLS SIGKILLs, $mid_write during a checkpoint write; the checkpoint always loaded; $resumed resumed runs moved on, to step $last_step"
 
 # ---- a full disk ---------------------------------------------------------------------
-SMALL=(--data "$tmp/a" --n-layer 2 --n-head 4 --n-embd 128 --block-size 32 --batch-size 4 --eval-interval 0 --eval-iters 1)
+SMALL=(--data "$tmp/a" --n-layer 2 --n-head 4 --n-embd 128 --block-size 32 --batch-size 4 --eval-interval 0 --eval-iters 1 --warmup-iters 1)
 $B/train "${SMALL[@]}" --max-iters 3 --out "$tmp/good.ckpt" >/dev/null 2>&1 || bad "the small run failed"
 cp "$tmp/good.ckpt" "$tmp/good.copy"
 size=$(stat -c %s "$tmp/good.ckpt")

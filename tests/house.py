@@ -19,12 +19,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WINGS = ["runtime", "io", "cli", "blas", "nn", "tok", "data", "mixers", "model", "optim", "inspect", "hf"]
 PROGRAM_DIRS = ["train", "eval", "data"]
 # include/lm/ headers whose implementation is not src/<wing>/<name>.c.
-LM_WING = {"ds": "runtime", "backend": "blas", "hf": "hf"}
+LM_WING = {"hf": "hf"}
 # Arrows that run back up, each with why it is still there. Empty is the goal.
-KNOWN_BACK_ARROWS = {
-    # Every mixer is handed the model's configuration type.
-    ("include/lm/mixer.h", "lm/config.h"),
-}
+KNOWN_BACK_ARROWS = set()
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 

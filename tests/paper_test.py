@@ -115,7 +115,10 @@ class Report(unittest.TestCase):
             r = subprocess.run(PAPER + ["--out", tmp, "--report-only", "--data", tmp], capture_output=True, text=True)
             self.assertEqual(r.returncode, 0, r.stderr)
             with open(os.path.join(tmp, "paper.md")) as f:
-                self.assertIn("**Every run trained** at lr 0.001 with 100 linear warm-up steps", f.read())
+                md = f.read()
+            self.assertIn("**Every run trained** at lr 0.001 with 100 linear warm-up steps", md)
+            self.assertIn("/ Transformer: 0.950 ± 0.000, one seed: no spread to compare against.", md)
+            self.assertNotIn("by more than the seed spread", md)
             fake_log(tmp, "post", "transformer", 1337, [(6.0, 6.5), ("nan", 8.9)])
             fake_log(tmp, "pre", "grassmann", 1337, [(6.0, 4.5), (5.0, 5.5)])  # back up 1 nat from its lowest
             r = subprocess.run(PAPER + ["--out", tmp, "--report-only", "--data", tmp], capture_output=True, text=True)

@@ -46,6 +46,7 @@
 #include "lm/model.h"
 #include "train/trainer.h"
 #include "nn/mlp.h"
+#include "lm/matmul.h"
 #include "lm/ops.h"
 #include "lm/threads.h"
 
@@ -238,25 +239,25 @@ static void test_mlp(void **state) {
 
 /* Forward and backward in both precisions; P: products on the longest path. */
 static void run_mixer(const Mixer *mx, ModelConfig cfg, size_t B, size_t T, int P_fwd, int P_bwd, const char *exact) {
-    size_t C = cfg.n_embd, N = B * T, np = mixer_param_count(mx, &cfg), na = mx->act_size(&cfg, B, T);
+    MixerSpec spec = model_mixer_spec(&cfg, 0);
+    size_t C = cfg.n_embd, N = B * T, np = mixer_param_count(mx, &spec), na = mx->act_size(&spec, B, T);
     float *params = rand_tensor(np, 0.2f, 21), *in = rand_tensor(N * C, 1.0f, 22), *dout = rand_tensor(N * C, 1.0f, 23);
     float *acts = zeros(na), *acts16 = zeros(na), *out32 = zeros(N * C), *out16 = zeros(N * C);
     float *din32 = zeros(N * C), *din16 = zeros(N * C), *g32 = zeros(np), *g16 = zeros(np);
     Bf b;
-    bf_make(&b, params, np, N * 4 * C, mx->bf16_words ? mx->bf16_words(&cfg, B, T) : 0);
-    ModelConfig c16 = cfg;
-    c16.bf16 = &b.bf;
-    mx->forward(&cfg, params, acts, out32, in, B, T);
-    mx->forward(&c16, params, acts16, out16, in, B, T);
-    mx->backward(&cfg, params, g32, acts, in, dout, din32, B, T);
-    mx->backward(&c16, params, g16, acts16, in, dout, din16, B, T);
+    bf_make(&b, params, np, N * 4 * C, mx->bf16_words ? mx->bf16_words(&spec, B, T) : 0);
+    MixerRuntime fp32 = {NULL, NULL}, bf16 = {NULL, &b.bf};
+    mx->forward(&spec, &fp32, params, acts, out32, in, B, T);
+    mx->forward(&spec, &bf16, params, acts16, out16, in, B, T);
+    mx->backward(&spec, &fp32, params, g32, acts, in, dout, din32, B, T);
+    mx->backward(&spec, &bf16, params, g16, acts16, in, dout, din16, B, T);
     char what[96];
     snprintf(what, sizeof what, "%s forward", mx->name);
     check_normwise(out16, out32, N * C, P_fwd, what);
     snprintf(what, sizeof what, "%s din", mx->name);
     check_normwise(din16, din32, N * C, P_bwd, what);
     TensorSpec specs[MIXER_MAX_TENSORS];
-    size_t ns = mx->tensors(&cfg, specs), off = 0;
+    size_t ns = mx->tensors(&spec, specs), off = 0;
     for (size_t i = 0; i < ns; i++) {
         size_t n = specs[i].rows * (specs[i].cols ? specs[i].cols : 1);
         snprintf(what, sizeof what, "%s d %s", mx->name, specs[i].name);
@@ -304,7 +305,7 @@ static void test_grassmann(void **state) {
 static void forward_backward(Model *m, const int32_t *tok, const int32_t *tgt) {
     model_zero_grads(m);
     model_forward(m, tok, tgt, 2, 8, NULL);
-    model_backward(m, 1.0f);
+    model_backward(m, 1.0f, NULL);
 }
 
 static void run_model(const char *mixers, NormKind norm) {
@@ -359,13 +360,13 @@ static void test_shadow(void **state) {
     tiny_test_model(&ref, "grassmann", POS_LEARNED, 0.0f);
     Error err;
     assert_int_equal(model_set_precision(&m, PRECISION_BF16, &err), 0);
-    for (size_t i = 0; i < m.n_params; i++) assert_true(m.params_h[i] == bf16_from_float(m.params[i]));
+    for (size_t i = 0; i < m.n_params; i++) assert_true(m.bf16->params_h[i] == bf16_from_float(m.params[i]));
     for (size_t i = 0; i < m.n_params; i++) m.params[i] *= 2.0f; /* exact, and so is the way back */
     model_round_weights(&m);
-    for (size_t i = 0; i < m.n_params; i++) assert_true(m.params_h[i] == bf16_from_float(m.params[i]));
+    for (size_t i = 0; i < m.n_params; i++) assert_true(m.bf16->params_h[i] == bf16_from_float(m.params[i]));
     for (size_t i = 0; i < m.n_params; i++) m.params[i] *= 0.5f;
     assert_int_equal(model_set_precision(&m, PRECISION_FP32, &err), 0);
-    assert_null(m.cfg.bf16);
+    assert_null(m.bf16);
     int32_t tok[16], tgt[16];
     for (int i = 0; i < 16; i++) tok[i] = (i * 3 + 1) % 11, tgt[i] = (i * 2 + 5) % 11;
     forward_backward(&m, tok, tgt);
@@ -416,7 +417,7 @@ static void test_thread_invariance(void **state) {
         for (int i = 0; i < 32; i++) tok[i] = (i * 7 + 3) % 11, tgt[i] = (i * 5 + 1) % 11;
         model_zero_grads(&m);
         model_forward(&m, tok, tgt, 4, 8, NULL);
-        model_backward(&m, 1.0f);
+        model_backward(&m, 1.0f, NULL);
         loss[run] = m.loss;
         grads[run] = malloc(m.n_params * sizeof(float));
         memcpy(grads[run], m.grads, m.n_params * sizeof(float));
@@ -450,7 +451,7 @@ static void test_failure_reported(void **state) {
     rng_seed(&rng, 4);
     StepStats st;
     ValLoss val;
-    assert_int_equal(train_step(&m, &tf, &rng, &h, NULL, 0, 0.0, in, tg, &st, &err), 0);
+    assert_int_equal(train_step(&m, &tf, &rng, &h, NULL, NULL, 0, 0.0, in, tg, &st, &err), 0);
     assert_int_equal(estimate_loss(&m, &tf, &h, NULL, NULL, in, tg, &val, &err), 0);
     assert_true(isfinite(val.loss));
     assert_int_equal(model_bf16_failed(&m, &err), 0);
@@ -465,7 +466,7 @@ static void test_failure_reported(void **state) {
     float *before = malloc(m.n_params * sizeof *before);
     memcpy(before, m.params, m.n_params * sizeof *before);
     memset(err.msg, 0, sizeof err.msg);
-    assert_int_equal(train_step(&m, &tf, &rng, &h, NULL, 1, 0.0, in, tg, &st, &err), -1);
+    assert_int_equal(train_step(&m, &tf, &rng, &h, NULL, NULL, 1, 0.0, in, tg, &st, &err), -1);
     assert_string_equal(err.msg, "a bf16 matrix product failed: oneDNN: no bf16 matmul for 7x5x3 (first)");
     assert_memory_equal(m.params, before, m.n_params * sizeof *before);
     memset(err.msg, 0, sizeof err.msg);
@@ -473,10 +474,10 @@ static void test_failure_reported(void **state) {
     assert_non_null(strstr(err.msg, "(first)"));
 
     assert_int_equal(model_set_precision(&m, PRECISION_FP32, &err), 0); /* fp32: nothing to ask */
-    assert_int_equal(train_step(&m, &tf, &rng, &h, NULL, 1, 0.0, in, tg, &st, &err), 0);
+    assert_int_equal(train_step(&m, &tf, &rng, &h, NULL, NULL, 1, 0.0, in, tg, &st, &err), 0);
     assert_int_equal(model_set_precision(&m, PRECISION_BF16, &err), 0); /* a clean record */
     assert_int_equal(model_bf16_failed(&m, &err), 0);
-    assert_int_equal(train_step(&m, &tf, &rng, &h, NULL, 2, 0.0, in, tg, &st, &err), 0);
+    assert_int_equal(train_step(&m, &tf, &rng, &h, NULL, NULL, 2, 0.0, in, tg, &st, &err), 0);
     free(before);
     model_free(&m);
 }

@@ -4,11 +4,10 @@
 
 #include <omp.h>
 
-#include "lm/backend.h"
+#include "blas/backend.h"
 #include "lm/gemm.h"
 #include "lm/blas_setup.h"
 #include "blas/kernel_check.h"
-#include "lm/ops.h"
 #include "lm/threads.h"
 
 /* CPUs as CPUID describes them. */

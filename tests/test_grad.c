@@ -96,34 +96,37 @@ static void test_layernorm(void **s) {
 
 typedef struct {
     const Mixer *mx;
-    ModelConfig cfg;
+    MixerSpec spec;
+    MixerRuntime rt;
     size_t B, T, np;
     float *params, *acts, *in, *out, *w;
 } MixCtx;
 
 static double mix_obj(void *p) {
     MixCtx *c = p;
-    c->mx->forward(&c->cfg, c->params, c->acts, c->out, c->in, c->B, c->T);
-    return dot_objective(c->out, c->w, c->B * c->T * c->cfg.n_embd);
+    c->mx->forward(&c->spec, &c->rt, c->params, c->acts, c->out, c->in, c->B, c->T);
+    return dot_objective(c->out, c->w, c->B * c->T * c->spec.n_embd);
 }
 
-static void run_mixer(const Mixer *mx, ModelConfig cfg, size_t B, size_t T, float pscale) {
-    MixCtx c = {mx, cfg, B, T, mixer_param_count(mx, &cfg), NULL, NULL, NULL, NULL, NULL};
+/* rope: the cos/sin table with rope positions, else NULL. */
+static void run_mixer(const Mixer *mx, ModelConfig cfg, const float *rope, size_t B, size_t T, float pscale) {
+    MixerSpec spec = model_mixer_spec(&cfg, 0);
+    MixCtx c = {mx, spec, {rope, NULL}, B, T, mixer_param_count(mx, &spec), NULL, NULL, NULL, NULL, NULL};
     size_t C = cfg.n_embd, N = B * T;
     c.params = rand_tensor(c.np, pscale, 8);
-    c.acts = zeros(mx->act_size(&cfg, B, T));
+    c.acts = zeros(mx->act_size(&spec, B, T));
     c.in = rand_tensor(N * C, 1.0f, 9);
     c.out = zeros(N * C);
     c.w = rand_tensor(N * C, 1.0f, 10);
     float *dp = zeros(c.np), *din = rand_tensor(N * C, 1e3f, 27); /* backward writes din: stale values must go */
     mix_obj(&c);
-    mx->backward(&cfg, c.params, dp, c.acts, c.in, c.w, din, B, T);
+    mx->backward(&spec, &c.rt, c.params, dp, c.acts, c.in, c.w, din, B, T);
     char what[64];
     snprintf(what, sizeof what, "%s input", mx->name);
     CHECK_GRAD(mix_obj, &c, c.in, din, N * C, 400, 1e-2f, TOL, what);
     /* Each tensor separately, so a dropped term in any one of them shows. */
     TensorSpec specs[MIXER_MAX_TENSORS];
-    size_t ns = mx->tensors(&cfg, specs), off = 0;
+    size_t ns = mx->tensors(&spec, specs), off = 0;
     for (size_t i = 0; i < ns; i++) {
         size_t n = specs[i].rows * (specs[i].cols ? specs[i].cols : 1);
         snprintf(what, sizeof what, "%s %s", mx->name, specs[i].name);
@@ -138,7 +141,7 @@ static void test_attention(void **s) {
     ModelConfig cfg;
     config_defaults(&cfg);
     cfg.n_embd = 12, cfg.n_head = 3, cfg.block_size = 8, cfg.vocab_size = 5;
-    run_mixer(&attention_mixer, cfg, 2, 7, 0.3f);
+    run_mixer(&attention_mixer, cfg, NULL, 2, 7, 0.3f);
 }
 
 /* Flash attention over three query and key tiles, the last one short: the
@@ -149,7 +152,7 @@ static void test_attention_tiles(void **s) {
     ModelConfig cfg;
     config_defaults(&cfg);
     cfg.n_embd = 8, cfg.n_head = 2, cfg.block_size = 320, cfg.vocab_size = 5;
-    run_mixer(&attention_mixer, cfg, 1, 300, 0.5f); /* tiles of 128, 128 and 44 */
+    run_mixer(&attention_mixer, cfg, NULL, 1, 300, 0.5f); /* tiles of 128, 128 and 44 */
 }
 
 static void test_grassmann_layer(void **s) {
@@ -160,7 +163,7 @@ static void test_grassmann_layer(void **s) {
     size_t w[] = {1, 2, 4};
     memcpy(cfg.windows, w, sizeof w);
     cfg.n_windows = 3;
-    run_mixer(&grassmann_mixer, cfg, 2, 9, 0.3f);
+    run_mixer(&grassmann_mixer, cfg, NULL, 2, 9, 0.3f);
 }
 
 /* Attention with rope positions: the rotation between the qkv projection and
@@ -172,8 +175,7 @@ static void test_attention_rope(void **s) {
     cfg.n_embd = 12, cfg.n_head = 3, cfg.block_size = 8, cfg.vocab_size = 5, cfg.pos = POS_ROPE;
     float table[8 * 4];
     rope_table(table, 8, 4);
-    cfg.rope = table;
-    run_mixer(&attention_mixer, cfg, 2, 7, 0.3f);
+    run_mixer(&attention_mixer, cfg, table, 2, 7, 0.3f);
 }
 
 /* ---- rope alone ------------------------------------------------------------------ */
@@ -473,7 +475,7 @@ typedef struct {
 
 static double model_obj(void *p) {
     ModelCtx *c = p;
-    model_forward(c->m, c->in, c->tg, c->B, c->T, &c->key);
+    model_forward(c->m, c->in, c->tg, c->B, c->T, &(PassOptions){.dropout_key = &c->key});
     return c->m->loss;
 }
 

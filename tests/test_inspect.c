@@ -416,7 +416,7 @@ static void test_mixer_without_hook(void **s) {
     stub = attention_mixer;
     stub.name = "stub";
     stub.inspect = NULL;
-    m.cfg.mixers[1] = &stub;
+    m.mixers[1] = &stub;
     assert_int_equal(inspect_run(&in, &m, tokens, T, &err), 0);
     const LayerInspection *li = &in.layer[1];
     assert_string_equal(li->mixer, "stub");

@@ -79,13 +79,13 @@ static void run_masked_model(const char *mixers) {
     float *g = malloc(m.n_params * sizeof(float));
     model_zero_grads(&m);
     masked_obj(&c);
-    model_backward(&m, 1.0f);
+    model_backward(&m, 1.0f, NULL);
     memcpy(g, m.grads, m.n_params * sizeof(float));
     double full_loss;
     model_forward(&m, in, tg_all, B, T, NULL);
     full_loss = m.loss;
     model_zero_grads(&m);
-    model_backward(&m, 1.0f);
+    model_backward(&m, 1.0f, NULL);
     double differ = 0.0;
     for (size_t i = 0; i < m.n_params; i++) differ += fabs(g[i] - m.grads[i]);
     assert_true(differ > 1e-4); /* the mask does change the gradient */
@@ -98,7 +98,7 @@ static void run_masked_model(const char *mixers) {
     assert_int_equal(m.scored, 0);
     assert_true(m.loss == 0.0f);
     model_zero_grads(&m);
-    model_backward(&m, 1.0f);
+    model_backward(&m, 1.0f, NULL);
     for (size_t i = 0; i < m.n_params; i++) assert_true(m.grads[i] == 0.0f);
     model_free(&m);
 }

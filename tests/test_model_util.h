@@ -45,7 +45,7 @@ static inline void tiny_test_model(Model *m, const char *mixers, PosKind pos, fl
 static inline void check_model_grads(Model *m, Objective f, void *ctx, const char *label) {
     model_zero_grads(m);
     f(ctx);
-    model_backward(m, 1.0f);
+    model_backward(m, 1.0f, NULL);
     for (size_t i = 0; i < m->n_tensors; i++) {
         const ParamTensor *t = &m->tensors[i];
         char what[160];

@@ -146,6 +146,46 @@ static void test_foreign_reader(void **s) {
     unlink(path);
 }
 
+/* The format's reference rules for every file, ours and others': the
+ * tensors tile the data exactly (no overlap, no gap, nothing after the last,
+ * nothing before the first) and __metadata__ maps strings to strings. */
+static void test_layout(void **s) {
+    (void)s;
+    char path[] = "/tmp/test_safetensors_XXXXXX";
+    temp_file(path);
+    unsigned char data[16] = {0};
+    const char *broken[][3] = {
+        {"{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+         "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", "8", "tensors 'w' and 'b' overlap"},
+        {"{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+         "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", "12", "overlap"},
+        {"{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", "16", "8 bytes after its last tensor"},
+        {"{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}", "16", "8 bytes before tensor 'w'"},
+        {"{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+         "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}", "12", "4 bytes before tensor 'b'"},
+        {"{\"__metadata__\":[\"pt\"],\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", "8",
+         "__metadata__ is not a map of strings"},
+        {"{\"__metadata__\":{\"format\":1},\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", "8",
+         "entry 'format' is not a string"},
+    };
+    StFile f;
+    Error err;
+    for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
+        write_raw(path, broken[i][0], data, (size_t)atoi(broken[i][1]));
+        assert_int_equal(st_open_foreign(&f, path, &err), -1);
+        if (!strstr(err.msg, broken[i][2])) fail_msg("%s: '%s' lacks '%s'", broken[i][0], err.msg, broken[i][2]);
+    }
+    /* tiled exactly, in any order of the header, with an empty tensor anywhere: read */
+    write_raw(path,
+              "{\"__metadata__\":{\"format\":\"pt\"},\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]},"
+              "\"e\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[8,8]},"
+              "\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+              data, 16);
+    assert_int_equal(st_open_foreign(&f, path, &err), 0);
+    st_close(&f);
+    unlink(path);
+}
+
 static void test_foreign_writer(void **s) {
     (void)s;
     char path[] = "/tmp/test_safetensors_XXXXXX";
@@ -187,6 +227,7 @@ int main(void) {
         cmocka_unit_test(test_bf16_values),
         cmocka_unit_test(test_foreign_reader),
         cmocka_unit_test(test_foreign_writer),
+        cmocka_unit_test(test_layout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,6 @@
 #include "lm/config.h"
 #include "lm/model.h"
 #include "lm/optim.h"
-#include "lm/ops.h"
 #include "lm/threads.h"
 
 /* A model big enough that its products are cut into several tiles. */
@@ -35,7 +34,7 @@ static void train_steps(const char *mixers, size_t threads, Model *m) {
         for (size_t i = 0; i < B * T; i++) in[i] = (int32_t)rng_below(&r, 50), tg[i] = (int32_t)rng_below(&r, 50);
         model_zero_grads(m);
         model_forward(m, in, tg, B, T, NULL);
-        model_backward(m, 1.0f);
+        model_backward(m, 1.0f, NULL);
         model_adamw_step(m, &adam, 1e-3f, step + 1, clip_scale(grad_norm(m->grads, m->n_params), 1.0f));
     }
     omp_set_num_threads(2);

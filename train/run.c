@@ -1,11 +1,13 @@
 /* A training run's options, their checkpoint form, and its set-up (see train/run.h). */
 #include "run.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lm/json.h"
 #include "lm/checkpoint.h"
+#include "lm/files.h"
 #include "lm/machine.h"
 
 #define SZ(field) 0, offsetof(RunOptions, field)
@@ -19,8 +21,8 @@ const RunOption run_options[] = {
     {"grassmann-rank", SZ(cfg.grassmann_rank), 0, 1024, RUN_ARCH, "Grassmann reduced rank r (32)"},
     {"batch-size", SZ(batch_size), 1, 65536, RUN_KEPT, "sequences per micro-batch B (12)"},
     {"grad-accum", SZ(grad_accum), 1, 4096, RUN_KEPT, "micro-batches per optimizer step (1)"},
-    {"max-iters", SZ(max_iters), 1, 100000000, RUN_KEPT, "optimizer steps; defines the schedule (2000)"},
-    {"stop-at", SZ(stop_at), 1, 100000000, RUN_ONCE, "stop after this step with a checkpoint (max-iters)"},
+    {"max-iters", SZ(max_iters), 1, MAX_STEPS, RUN_KEPT, "optimizer steps; defines the schedule (2000)"},
+    {"stop-at", SZ(stop_at), 1, MAX_STEPS, RUN_ONCE, "stop after this step with a checkpoint (max-iters)"},
     {"lr", FL(lr), 0, 10, RUN_KEPT, "peak learning rate (1e-3)"},
     {"min-lr", FL(min_lr), 0, 10, RUN_KEPT, "final learning rate of the cosine decay (1e-4)"},
     {"warmup-iters", SZ(warmup_iters), 0, 100000000, RUN_KEPT, "linear warm-up steps (100)"},
@@ -247,10 +249,7 @@ static int init_from(Run *r, Error *err) {
     if (load_checkpoint(r, o->init, 0, &st, err)) return -1;
     ckpt_state_free(&st);
     Model *m = &r->model;
-    if (given_named(o, "dropout")) {
-        m->cfg.dropout = o->cfg.dropout;
-        for (size_t l = 0; l < m->cfg.n_layer; l++) m->layer_cfg[l].dropout = o->cfg.dropout;
-    }
+    if (given_named(o, "dropout")) m->cfg.dropout = o->cfg.dropout;
     o->cfg = m->cfg;
     rng_seed(&r->data_rng, o->seed);
     return model_alloc_training(m, err);
@@ -266,7 +265,7 @@ static int create(Run *r, int count_only, Error *err) {
         return err_set(err, "--norm must be pre or post (got '%s')", o->norm);
     /* The config is the same on every rank; the memory may not be. */
     int bad_config = (o->mixer && config_set_mixers(&o->cfg, o->mixer, err)) ||
-                     (o->windows && config_set_windows(&o->cfg, o->windows, err)) || config_validate(&o->cfg, err);
+                     (o->windows && config_set_windows(&o->cfg, o->windows, err)) || model_check_config(&o->cfg, err);
     int failed = bad_config || (!count_only && run_check_memory(&o->cfg, o, 0, err)) ||
                  model_init(&r->model, &o->cfg, o->seed, err);
     if (dist_agree(r->dist, failed, err)) return -1;
@@ -299,6 +298,19 @@ static int prepare_steps(Run *r, Error *err) {
                             .adam = {o->beta1, o->beta2, o->eps, o->weight_decay}, .seed = o->seed,
                             .window_align = o->window_align, .max_seconds = o->max_seconds,
                             .train_mask = r->masks.train.marked, .val_mask = r->masks.val.marked};
+    return 0;
+}
+
+int run_claim_output(const RunOptions *o, Dist *dist, const char *prog, int *lock, Error *err) {
+    *lock = -1;
+    if (!o->out || o->dump) return 0;
+    int failed = dist->rank == 0 && output_lock(o->out, lock, err) != 0;
+    if (dist_agree(dist, failed, err)) return -1;
+    if (dist->rank != 0) return 0;
+    int removed = remove_dead_temporaries(o->out, err);
+    if (removed > 0)
+        fprintf(stderr, "%s: removed %d temporar%s of %s left by runs that were killed\n", prog, removed,
+                removed == 1 ? "y" : "ies", o->out);
     return 0;
 }
 

@@ -100,6 +100,11 @@ typedef struct Run {
  * with fresh AdamW moments, step 0 and this run's options), the loss masks (unless no_loss_mask),
  * activations and batch buffers. With count_only it stops after the model's
  * layout (model.n_params), allocating no weights' gradients or activations. */
+/* The output is this run's alone: rank 0 (which writes the checkpoints)
+ * holds a lock beside o->out (lm/files.h: a second run on it refuses,
+ * naming this one's pid) in *lock until output_unlock, and removes what
+ * killed runs left of it, saying so on stderr as prog. Nothing for --dump-grads. */
+int run_claim_output(const RunOptions *o, Dist *dist, const char *prog, int *lock, Error *err);
 int run_open(Run *r, const RunOptions *o, Dist *dist, int count_only, int no_loss_mask, Error *err);
 void run_close(Run *r);
 /* The checkpoint at `step`: rank 0 writes it, atomically; every rank learns

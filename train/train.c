@@ -7,8 +7,6 @@
  * prints, logs and checkpoints for all. The run's set-up is train/run.h, its
  * step train/trainer.h; this file parses, loops and prints. */
 #include <math.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +19,10 @@
 #include "lm/batch.h"
 #include "lm/json.h"
 #include "lm/checkpoint.h"
+#include "lm/files.h"
+#include "loop.h"
 #include "run.h"
-#include "run_log.h"
+#include "say.h"
 #include "lm/threads.h"
 
 static const CliProgram program = {
@@ -42,23 +42,6 @@ static const CliProgram program = {
 typedef struct Actions {
     int count_only, profile, no_loss_mask, json;
 } Actions;
-
-/* The progress text on stdout, unless --json asked for one object instead. */
-static int text_on = 1;
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...) {
-    if (!text_on) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-}
-
-static volatile sig_atomic_t interrupted = 0;
-static void on_signal(int sig) {
-    (void)sig;
-    interrupted = 1;
-}
 
 /* The command line into o and a; CLI_CONTINUE to go on, else the exit status. */
 static int parse(int argc, char **argv, RunOptions *o, Actions *a) {
@@ -113,9 +96,9 @@ static int check(RunOptions *o, const Actions *a, const Dist *dist) {
     const char *prog = program.name;
     if (o->precision_given && precision_parse(o->precision_given, &o->precision))
         return cli_error(prog, "--precision must be fp32 or bf16 (got '%s')", o->precision_given);
-    /* Never emulated: without the instructions bf16 would be slower than fp32. */
-    if (o->precision == PRECISION_BF16 && !bf16_supported())
-        return cli_error(prog, "--precision bf16 needs a CPU with AVX512_BF16, which this one lacks (use fp32)");
+    Error err;
+    if (o->precision == PRECISION_BF16 && bf16_require("--precision bf16", &err))
+        return cli_error(prog, "%s (use fp32)", err.msg);
     if (!o->data) return cli_error(prog, "--data DIR is required (see --help)");
     if (!o->out && !o->dump && !a->count_only) return cli_error(prog, "--out CKPT is required (see --help)");
     if (o->dump && dist->size > 1) return cli_error(prog, "--dump-grads runs in one process (this job has %d ranks)", dist->size);
@@ -125,10 +108,18 @@ static int check(RunOptions *o, const Actions *a, const Dist *dist) {
     return CLI_CONTINUE;
 }
 
-/* What --precision bf16 allocated, in MiB (0 in fp32): model_set_precision's
- * weights' shadow, operand scratch and packed heads, as model_bf16_bytes counts them. */
-static double bf16_mib(const Model *m) {
-    return m->bf16 ? (double)model_bf16_bytes(&m->cfg, m->B_max, m->T_max) / (1024.0 * 1024.0) : 0.0;
+/* What the run holds, in MiB: the weights; gradients and AdamW moments;
+ * activations; and what --precision bf16 added (model_set_precision's
+ * weights' shadow, operand scratch and packed heads, as model_bf16_bytes
+ * counts them; 0 in fp32). */
+typedef struct MemoryMib {
+    double weights, state, activations, bf16;
+} MemoryMib;
+static MemoryMib memory_mib(const Model *m) {
+    const double mib = 1.0 / (1024.0 * 1024.0);
+    return (MemoryMib){(double)m->n_params * 4.0 * mib, 3.0 * (double)m->n_params * 4.0 * mib,
+                       (double)m->n_acts * 4.0 * mib,
+                       m->bf16 ? (double)model_bf16_bytes(&m->cfg, m->B_max, m->T_max) * mib : 0.0};
 }
 
 static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_threads) {
@@ -136,7 +127,7 @@ static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_thr
     const Model *m = &r->model;
     char mixers[1024], windows[1024], grassmann[1100] = "", how[96] = ""; /* how: the tuner's part of the line */
     for (size_t l = 0; l < o->cfg.n_layer; l++)
-        if (strcmp(o->cfg.mixers[l]->name, "grassmann") == 0)
+        if (o->cfg.mixers[l] == MIXER_GRASSMANN)
             snprintf(grassmann, sizeof grassmann, " | grassmann r %zu, windows %s", o->cfg.grassmann_rank,
                      config_window_list(&o->cfg, windows, sizeof windows));
     say("model: %zu parameters | n_layer %zu, n_head %zu, n_embd %zu, block %zu, vocab %zu | mixers %s | pos %s | norm %s%s\n",
@@ -164,11 +155,11 @@ static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_thr
         say("mpi: %d ranks (%d on this machine) x %zu threads | micro-batch i of a step on rank i mod %d | "
                "all-reduce of %.1f MiB per step, started layer by layer during backward\n",
                r->dist->size, r->dist->local_size, width, r->dist->size, (double)m->n_params * 4.0 / (1024.0 * 1024.0));
-    const double mib = 4.0 / (1024.0 * 1024.0); /* floats to MiB */
+    MemoryMib mem = memory_mib(m);
     char bf16_mem[96] = ""; /* the bf16 weights, the scratch of one product's rounded operands, packed heads */
-    if (m->bf16) snprintf(bf16_mem, sizeof bf16_mem, ", bf16 weights and operands %.1f MiB", bf16_mib(m));
+    if (m->bf16) snprintf(bf16_mem, sizeof bf16_mem, ", bf16 weights and operands %.1f MiB", mem.bf16);
     say("memory: weights %.1f MiB, gradients and AdamW moments %.1f MiB, activations %.1f MiB%s\n",
-           (double)m->n_params * mib, 3.0 * (double)m->n_params * mib, (double)m->n_acts * mib, bf16_mem);
+           mem.weights, mem.state, mem.activations, bf16_mem);
     fflush(stdout);
 }
 
@@ -200,7 +191,7 @@ static void print_json(const Run *r, size_t threads, size_t step, float loss, fl
                        const Profile *prof, double prof_seconds) {
     const RunOptions *o = &r->o;
     const Model *m = &r->model;
-    const double mib = 4.0 / (1024.0 * 1024.0);
+    MemoryMib mem = memory_mib(m);
     ModelFlops f = model_flops(m, o->cfg.block_size);
     char *config = config_to_json(&o->cfg), *blas = NULL;
     sb_append_json_string(&blas, blas_describe());
@@ -209,8 +200,7 @@ static void print_json(const Run *r, size_t threads, size_t step, float loss, fl
            m->n_params, config, blas, blas_kernel(), cpu_isa_name(cpu_isa()), threads, r->dist->size, precision_name(o->precision), o->batch_size, o->cfg.block_size,
            o->grad_accum, o->batch_size * o->cfg.block_size * o->grad_accum * (size_t)r->dist->size);
     printf("\"memory_mib\":{\"weights\":%.6g,\"state\":%.6g,\"activations\":%.6g,\"bf16\":%.6g},",
-           (double)m->n_params * mib, 3.0 * (double)m->n_params * mib, (double)m->n_acts * mib,
-           bf16_mib(m));
+           mem.weights, mem.state, mem.activations, mem.bf16);
     printf("\"flops_per_token\":{\"dense\":%.17g,\"mixing\":%.17g,\"total\":%.17g},\"matrices\":[", f.dense, f.mixing,
            f.total);
     int first = 1;
@@ -238,159 +228,33 @@ static int dump_grads(Run *r, Error *err) {
     model_zero_grads(m);
     batch_sample(&r->ds.train, &r->data_rng, B, T, r->o.window_align, r->masks.train.marked, r->inputs, r->targets);
     model_forward(m, r->inputs, r->targets, B, T, NULL);
-    model_backward(m, 1.0f);
+    model_backward(m, 1.0f, NULL);
     if (model_bf16_failed(m, err) || grads_dump(r->o.dump, m, err)) return -1;
     say("wrote %s: loss %.6f, %zu parameters, batch %zu x %zu\n", r->o.dump, m->loss, m->n_params, B, T);
     return 0;
 }
 
-/* A failure that ends the run before it saves: one line (from rank 0), and
- * the last good checkpoint stays as it was. Returns the exit status, 1. */
-static int stop_unsaved(const char *prog, const Dist *dist, const char *msg) {
-    if (dist->rank == 0) fprintf(stderr, "%s: error: %s; stopping without saving, the last good checkpoint is kept\n", prog, msg);
-    return 1;
+/* The run: its start-up lines, the loop (loop.h), then --profile's and
+ * --json's report. */
+static int train(Run *r, const Actions *a) {
+    TrainLoop loop;
+    Error err;
+    if (train_loop_open(&loop, r, a->profile, &err)) return cli_error(program.name, "%s", err.msg);
+    print_start(r, &loop.tuner, thread_tuner_start(&loop.tuner));
+    int rc = train_loop_run(&loop, program.name);
+    if (a->profile && say_on) profile_print(stdout, &loop.prof, loop.train_secs);
+    if (a->json && r->dist->rank == 0 && (rc == 0 || rc == 130))
+        print_json(r, loop.tuner.cand[0], loop.step, loop.loss, loop.val_loss, cli_now() - loop.t_start, &loop.prof,
+                   loop.train_secs);
+    train_loop_close(&loop);
+    return rc;
 }
 
-/* The training loop: steps, validation, the log, progress lines and checkpoints. */
-static int train(Run *r, const Actions *a) {
-    const char *prog = program.name;
-    RunOptions *o = &r->o;
-    Model *model = &r->model;
-    Dist *dist = r->dist;
-    Error err;
-    RunLog log = {0};
-    int rc = 0;
-    if (dist_agree(dist, dist->rank == 0 && o->log && run_log_open(&log, o->log, r->start_step > 0, &err), &err))
-        return cli_error(prog, "%s", err.msg);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    signal(SIGXFSZ, SIG_IGN); /* past a file-size limit a write fails (EFBIG) and is reported, not fatal */
-
-    ThreadTuner tuner;
-    thread_tuner_init(&tuner, threads_max(), o->threads == 0 && dist->size == 1); /* ranks wait for the slowest: fixed */
-    print_start(r, &tuner, thread_tuner_start(&tuner));
-
-    size_t tokens_per_step = o->batch_size * o->cfg.block_size * o->grad_accum * (size_t)dist->size;
-    double wait_secs = 0.0; /* waiting for the all-reduce, since the last progress line */
-    double t_start = cli_now(), t_last = t_start, step_secs = 0.0; /* step_secs: training only, no validation */
-    double train_secs = 0.0;  /* the same, over the profiled steps */
-    double train_clock = 0.0; /* all training steps so far: --max-seconds' clock */
-    int time_up = 0;
-    Profile prof = {0};
-    size_t last_logged = r->start_step, step = r->start_step;
-    float loss = NAN, val_loss = NAN;
-    /* Validation is measured after a step, so a log row's val_loss belongs to
-     * its step and token count: the untrained model first, then every
-     * eval_interval steps and at the end of the schedule. */
-    if (r->start_step == 0) {
-        ValLoss val;
-        if (estimate_loss(model, &r->ds.val, &r->hyper, dist, &r->ds.tok, r->inputs, r->targets, &val, &err)) {
-            rc = stop_unsaved(prog, dist, err.msg);
-        } else {
-            say("step %5d | val loss %.4f | %.4f bits per byte\n", 0, val.loss, val.bits_per_byte);
-            run_log_row(&log, 0, 0, NAN, val, NAN, NAN, NAN, 0.0, NAN);
-            val_loss = val.loss;
-        }
-    }
-    /* Whether the ranks agreed to stop on a signal. Decided by the one collective
-     * below and never re-read from `interrupted`: a signal landing on one rank
-     * just after that collective would otherwise stop that rank alone, and the
-     * others would wait for it in the next step's all-reduce for ever. */
-    int signalled = 0;
-    for (; rc == 0 && step < o->stop_at; step++) {
-        double t0 = cli_now();
-        StepStats st;
-        /* The profile skips the run's first step (first touches of memory) and validation. */
-        int profiled = a->profile && step > r->start_step;
-        model->prof = profiled ? &prof : NULL;
-        size_t threads = thread_tuner_begin(&tuner);
-        int failed = train_step(model, &r->ds.train, &r->data_rng, &r->hyper, dist, step, train_clock, r->inputs,
-                                r->targets, &st, &err);
-        thread_tuner_record(&tuner, cli_now() - t0);
-        model->prof = NULL;
-        if (failed) {
-            rc = stop_unsaved(prog, dist, err.msg);
-            break;
-        }
-        wait_secs += dist->wait_seconds;
-        loss = st.loss;
-        double now = cli_now(), ms = 1e3 * (now - t0);
-        step_secs += now - t0;
-        train_clock += now - t0;
-        time_up = o->max_seconds > 0 && train_clock >= o->max_seconds;
-        if (profiled) train_secs += now - t0;
-        size_t done = step + 1;
-        ValLoss val = {NAN, NAN};
-        if (((o->eval_interval && done % o->eval_interval == 0) || done == o->max_iters || time_up) &&
-            estimate_loss(model, &r->ds.val, &r->hyper, dist, &r->ds.tok, r->inputs, r->targets, &val, &err)) {
-            rc = stop_unsaved(prog, dist, err.msg);
-            break;
-        }
-        run_log_row(&log, done, done * tokens_per_step, loss, val, st.lr, st.grad_norm, ms, cli_now() - t_start,
-                    (double)threads);
-        if (done % o->log_interval == 0 || done == o->stop_at || time_up) {
-            double n = (double)(done - last_logged), per = step_secs / n, wall = (cli_now() - t_last) / n;
-            char eta[32], busy[64] = ""; /* the tuner has stepped down, or the all-reduce kept us waiting: say so */
-            /* Steps left at the recent pace, or with --max-seconds the time
-             * budget left, whichever ends first. */
-            double left = wall * (double)(o->stop_at - done);
-            if (o->max_seconds > 0 && per > 0.0) {
-                double budget = (o->max_seconds - train_clock) * (wall / per); /* validation's share too */
-                left = budget < left ? (budget > 0.0 ? budget : 0.0) : left;
-            }
-            cli_duration(left, eta, sizeof eta);
-            if (threads < tuner.cand[0]) snprintf(busy, sizeof busy, " | %zu of %zu threads", threads, tuner.cand[0]);
-            if (dist->size > 1) snprintf(busy, sizeof busy, " | all-reduce wait %.1f ms/step", 1e3 * wait_secs / n);
-            wait_secs = 0.0;
-            say("step %5zu/%zu | loss %.4f | lr %.2e | norm %6.3f | %7.0f tok/s | %6.1f ms/step | ETA %s%s\n", done,
-                o->max_iters, loss, st.lr, st.grad_norm, (double)tokens_per_step / per, 1e3 * per, eta, busy);
-            fflush(stdout);
-            t_last = cli_now();
-            step_secs = 0.0;
-            last_logged = done;
-        }
-        if (!isnan(val.loss)) {
-            val_loss = val.loss;
-            say("step %5zu | val loss %.4f | %.4f bits per byte%s\n", done, val.loss, val.bits_per_byte,
-                done == o->max_iters || time_up ? " (final)" : "");
-        }
-        if (o->ckpt_interval && done % o->ckpt_interval == 0 && done < o->stop_at && run_save(r, o->out, done, &err)) {
-            rc = cli_error(prog, "%s", err.msg);
-            break;
-        }
-        if (dist_any(dist, log.failed != 0)) { /* rank 0 could not write the log: stop, keep the last checkpoint */
-            char msg[512];
-            snprintf(msg, sizeof msg, "cannot write the log '%s': %s", log.path, strerror(log.failed));
-            rc = stop_unsaved(prog, dist, msg);
-            break;
-        }
-        signalled = dist_any(dist, interrupted); /* a signal to any rank stops them all, after the same step */
-        if (signalled || time_up) {
-            if (time_up) say("time budget: %.1f s of training steps reached after step %zu\n", train_clock, done);
-            step++;
-            break;
-        }
-    }
-    if (rc == 0) {
-        if (run_save(r, o->out, step, &err)) {
-            rc = cli_error(prog, "%s", err.msg);
-        } else if (signalled) {
-            say("interrupted: checkpoint at step %zu saved to %s (continue with --resume %s)\n", step, o->out, o->out);
-            rc = 130;
-        } else {
-            char took[32];
-            cli_duration(cli_now() - t_start, took, sizeof took);
-            say("saved %s at step %zu (%s)\n", o->out, step, took);
-        }
-    }
-    if (a->profile && text_on) profile_print(stdout, &prof, train_secs);
-    if (a->json && dist->rank == 0 && (rc == 0 || rc == 130))
-        print_json(r, tuner.cand[0], step, loss, val_loss, cli_now() - t_start, &prof, train_secs);
-    run_log_close(&log);
-    return rc;
+/* One line when warm-up outlasts the run: its learning rate never reaches --lr. */
+static void warn_short_run(const RunOptions *o, const Dist *dist) {
+    if (dist->rank == 0 && o->max_seconds <= 0 && o->warmup_iters > o->max_iters)
+        fprintf(stderr, "%s: warning: --warmup-iters %zu exceeds the run's %zu steps: the learning rate never reaches "
+                        "--lr %g (lower --warmup-iters)\n", program.name, o->warmup_iters, o->max_iters, o->lr);
 }
 
 int main(int argc, char **argv) {
@@ -414,16 +278,22 @@ int main(int argc, char **argv) {
     int rc = dist_check_args(&dist, argc, argv, &err) ? cli_error(prog, "%s", err.msg) /* every rank parses the same */
                                                       : parse(argc, argv, &o, &a);
     if (rc == CLI_CONTINUE) rc = check(&o, &a, &dist);
+    int lock = -1;
+    if (rc == CLI_CONTINUE && !a.count_only && run_claim_output(&o, &dist, prog, &lock, &err)) rc = cli_error(prog, "%s", err.msg);
     if (rc == CLI_CONTINUE) {
-        text_on = !a.json;
+        say_on = !a.json;
         threads_use(threads_per_rank(o.threads, dist.local_size)); /* --threads is per rank */
         if (run_open(&r, &o, &dist, a.count_only, a.no_loss_mask, &err)) rc = cli_error(prog, "%s", err.msg);
         else if (!a.count_only && r.o.precision == PRECISION_BF16 && check_bf16(&r, &err)) rc = cli_error(prog, "%s", err.msg);
         else if (a.count_only) printf("%zu\n", r.model.n_params), rc = 0;
         else if (o.dump) rc = dump_grads(&r, &err) ? cli_error(prog, "%s", err.msg) : 0;
-        else rc = train(&r, &a);
+        else {
+            warn_short_run(&r.o, &dist);
+            rc = train(&r, &a);
+        }
     }
     run_close(&r);
+    output_unlock(lock);
     dist_finalize(&dist);
     return rc;
 }

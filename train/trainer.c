@@ -18,8 +18,8 @@ static int bf16_failed(const Model *m, Dist *dist, Error *err) {
     return dist ? dist_agree(dist, failed, err) : -failed;
 }
 
-int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper *h, Dist *dist, size_t step,
-               double elapsed, int32_t *inputs, int32_t *targets, StepStats *out, Error *err) {
+int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper *h, Dist *dist, Profile *prof,
+               size_t step, double elapsed, int32_t *inputs, int32_t *targets, StepStats *out, Error *err) {
     size_t B = h->batch_size, T = m->cfg.block_size;
     size_t ranks = dist ? (size_t)dist->size : 1, rank = dist ? (size_t)dist->rank : 0;
     size_t job_accum = h->grad_accum * ranks; /* the job's micro-batches per step */
@@ -34,25 +34,25 @@ int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper
         batch_sample(train, data_rng, B, T, h->window_align, h->train_mask, inputs, targets);
         if (micro % ranks != rank) continue;
         uint64_t key = rng_hash(h->seed, step * job_accum + micro);
-        model_forward(m, inputs, targets, B, T, &key);
-        total += m->loss;
         /* With one micro-batch per rank, each part of the model is summed
          * over the ranks as soon as backward has finished it. */
-        m->grads_ready = ranks > 1 && h->grad_accum == 1 ? start_bucket : NULL;
-        m->grads_ready_ctx = dist;
-        if (mine++ == 0) model_backward(m, 1.0f / (float)job_accum);
-        else model_backward_accumulate(m, 1.0f / (float)job_accum);
-        m->grads_ready = NULL;
+        PassOptions pass = {.dropout_key = &key, .prof = prof,
+                            .grads_ready = ranks > 1 && h->grad_accum == 1 ? start_bucket : NULL,
+                            .grads_ready_ctx = dist};
+        model_forward(m, inputs, targets, B, T, &pass);
+        total += m->loss;
+        if (mine++ == 0) model_backward(m, 1.0f / (float)job_accum, &pass);
+        else model_backward_accumulate(m, 1.0f / (float)job_accum, &pass);
     }
     if (ranks > 1 && h->grad_accum > 1) dist_bucket_start(dist, m->grads, 0, m->n_params); /* the accumulated sum */
     if (ranks > 1) {
-        double t0 = profile_start(m->prof);
+        double t0 = profile_start(prof);
         if (dist_buckets_wait(dist, err) || dist_sum_doubles(dist, &total, 1, err)) return -1;
-        profile_stop(m->prof, "allreduce", PASS_BACKWARD, t0);
+        profile_stop(prof, "allreduce", PASS_BACKWARD, t0);
     }
     if (bf16_failed(m, dist, err)) return -1; /* the gradients are undefined: before the weights change */
     out->loss = (float)(total / (double)job_accum);
-    double t0 = profile_start(m->prof);
+    double t0 = profile_start(prof);
     out->grad_norm = grad_norm(m->grads, m->n_params);
     if (!isfinite(out->loss) || !isfinite(out->grad_norm))
         return err_set(err, "training diverged at step %zu (loss %g, gradient norm %g)", step, out->loss,
@@ -60,8 +60,8 @@ int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper
     out->lr = h->max_seconds > 0 ? lr_schedule_timed(step, h->warmup_iters, elapsed, h->max_seconds, h->lr, h->min_lr)
                                  : lr_schedule(step, h->warmup_iters, h->max_iters, h->lr, h->min_lr);
     model_adamw_step(m, &h->adam, out->lr, step + 1, clip_scale(out->grad_norm, h->grad_clip));
-    profile_stop(m->prof, "optimizer", PASS_FORWARD, t0);
-    if (m->prof) m->prof->steps++;
+    profile_stop(prof, "optimizer", PASS_FORWARD, t0);
+    if (prof) prof->steps++;
     return 0;
 }
 

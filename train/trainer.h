@@ -35,14 +35,15 @@ typedef struct StepStats {
 } StepStats;
 
 /* Step `step` (0-based). inputs/targets: scratch of batch_size * block_size.
- * dist: the job (NULL: one process); grad_accum is per rank, so the step
+ * dist: the job (NULL: one process); prof: NULL, or where the step's
+ * time goes, per part (bin/train --profile); grad_accum is per rank, so the step
  * takes grad_accum * ranks micro-batches from the stream, and every rank
  * ends with the same weights. elapsed: seconds of training steps before this
  * one (used only with max_seconds). A non-finite loss or gradient, or a bf16
  * product that failed (model_bf16_failed) on any rank, returns -1 before the
  * weights change. */
-int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper *h, Dist *dist, size_t step,
-               double elapsed, int32_t *inputs, int32_t *targets, StepStats *out, Error *err);
+int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper *h, Dist *dist, Profile *prof,
+               size_t step, double elapsed, int32_t *inputs, int32_t *targets, StepStats *out, Error *err);
 
 /* Mean loss over eval_iters batches drawn from a fixed seed: the same batches
  * every time, so successive estimates along a run are comparable. Shared out

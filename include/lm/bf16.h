@@ -31,6 +31,10 @@
 /* The CPU has AVX512_BF16 (and the AVX-512 state saved by the OS): the
  * products can run. */
 bool bf16_supported(void);
+/* 0 where the CPU has AVX512_BF16, else -1 with "WHAT needs a CPU with
+ * AVX512_BF16, which this one lacks" in err: bf16 is never emulated
+ * (without the instructions it would be slower than fp32). */
+int bf16_require(const char *what, Error *err);
 
 /* ---- conversion ------------------------------------------------------------ */
 

@@ -1,5 +1,5 @@
 /* Start-up choice of the BLAS library's kernels: the fastest this CPU runs
- * correctly. The library is the one the build links (lm/backend.h): BLIS
+ * correctly. The library is the one the build links (src/blas/backend.h): BLIS
  * or OpenBLAS; "the selecting variable" below is BLIS_ARCH_TYPE for BLIS and
  * OPENBLAS_CORETYPE for OpenBLAS, and the other one concerns a library this
  * build does not link, so it changes nothing here.
@@ -74,5 +74,9 @@ int blas_setup(int argc, char **argv, Error *err);
 const char *blas_describe(void);
 /* The kernels in use, as the library names them ("skx", "zen3", "Cooperlake", ...). */
 const char *blas_kernel(void);
+
+/* The fastest kernels of the linked library this CPU supports, by its
+ * table (NULL: none known for this CPU), whatever runs now. */
+const char *blas_best_kernel(void);
 
 #endif

@@ -15,6 +15,8 @@
 #define MAX_BLOCK 16384
 #define MAX_EMBD 8192
 #define MAX_HEADS 256
+/* The most optimizer steps a run takes (--max-iters), so the largest step a checkpoint may hold. */
+#define MAX_STEPS 100000000
 
 /* learned: a trained wpe table added to the embeddings; sinusoidal: the fixed
  * sin/cos table added instead; rope: nothing added, attention rotates q and k
@@ -27,11 +29,12 @@ typedef enum { POS_LEARNED = 0, POS_SINUSOIDAL = 1, POS_ROPE = 2 } PosKind;
  * head (see docs/design.md). */
 typedef enum { NORM_PRE = 0, NORM_POST = 1 } NormKind;
 
-struct Mixer;
-struct MatmulBf16;
+/* Each layer's token-mixing layer, by kind; the model resolves a kind to its
+ * implementation (lm/mixer.h) when it builds itself. */
+typedef enum { MIXER_ATTENTION = 0, MIXER_GRASSMANN = 1, MIXER_KINDS } MixerKind;
 
 /* The precision of a run's matrix products (bin/train --precision): fp32, or
- * bf16 operands with fp32 accumulation (lm/ops.h's MatmulBf16). Not part of
+ * bf16 operands with fp32 accumulation (lm/matmul.h's MatmulBf16). Not part of
  * the config JSON: the weights are fp32 either way. */
 typedef enum { PRECISION_FP32 = 0, PRECISION_BF16 = 1 } Precision;
 
@@ -42,33 +45,29 @@ typedef struct ModelConfig {
     size_t n_head;
     size_t n_embd;
     PosKind pos;
-    const struct Mixer *mixers[MAX_LAYERS]; /* one per layer */
+    MixerKind mixers[MAX_LAYERS]; /* one per layer */
     NormKind norm;
     size_t grassmann_rank;
     /* The Grassmann window offsets: every offset any layer uses, in order
      * of first use. layer_windows[l] selects layer l's (bit k: windows[k]);
-     * 0 means all of them, so one list for every layer is all zeros. A
-     * mixer reads n_windows and windows only, from its layer's view
-     * (config_layer_view), where they are that layer's own. */
+     * 0 means all of them, so one list for every layer is all zeros
+     * (config_layer_windows gives a layer its own). */
     size_t n_windows;
     size_t windows[MAX_WINDOWS];
     uint32_t layer_windows[MAX_LAYERS];
     float dropout;
-    /* Not configuration but the model's runtime table for POS_ROPE, which
-     * attention reads through the config it is handed: model_alloc points it
-     * at the model's rope table (src/nn/rope.h); NULL otherwise. */
-    const float *rope;
-    /* Likewise the model's runtime state for bf16 products, which every layer
-     * passes to its matmul calls: model_set_precision points it at the
-     * model's bf16 weights and scratch; NULL (the default): fp32. */
-    const struct MatmulBf16 *bf16;
 } ModelConfig;
 
 /* The defaults of bin/train (vocab_size left 0: it comes from the data). */
 void config_defaults(ModelConfig *cfg);
 
-/* Checks every size and each layer's mixer; a one-line reason on failure. */
+/* Checks every size and choice; a one-line reason on failure. What each
+ * mixer asks of its layer the model checks (model_check_config). */
 int config_validate(const ModelConfig *cfg, Error *err);
+
+/* "attention" or "grassmann"; mixer_kind_parse returns -1 for anything else. */
+const char *mixer_kind_name(MixerKind kind);
+int mixer_kind_parse(const char *name, MixerKind *out);
 
 /* Fills cfg->mixers from "attention", "grassmann" or a comma list with one
  * entry per layer (cfg->n_layer must be set). */
@@ -86,9 +85,9 @@ int config_set_windows(ModelConfig *cfg, const char *spec, Error *err);
 /* The windows as config_set_windows takes them ("1,2,4" or "1;1;2;2"), in buf. */
 const char *config_window_list(const ModelConfig *cfg, char *buf, size_t len);
 
-/* Layer l's view of the config: cfg with n_windows and windows set to the
- * layer's own offsets. What every mixer call is handed. */
-void config_layer_view(const ModelConfig *cfg, size_t l, ModelConfig *view);
+/* Layer l's own Grassmann window offsets into out (room for MAX_WINDOWS);
+ * returns how many. */
+size_t config_layer_windows(const ModelConfig *cfg, size_t l, size_t *out);
 
 /* "pre" or "post"; norm_parse returns -1 for anything else. */
 const char *norm_name(NormKind norm);

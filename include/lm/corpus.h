@@ -66,6 +66,9 @@ typedef struct TokenizerRecipe {
     const char *pattern;        /* bpe: a split pattern's name (lm/bpe.h) */
     const char *const *specials; /* bpe: n_specials special tokens */
     size_t n_specials;
+    int fit_vocab;              /* bpe: a training split with fewer merges than vocab_size
+                                 * asks for gives a smaller vocabulary (all its merges)
+                                 * instead of an error */
 } TokenizerRecipe;
 
 typedef struct BpeStats {

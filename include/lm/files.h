@@ -3,8 +3,27 @@
 #define LM_FILES_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "lm/error.h"
+
+/* The size of the buffers paths are built in; a longer path is refused
+ * ("path too long"), never cut. */
+#define PATH_BUF 4096
+
+/* snprintf into a path buffer: -1 with "path too long" when the result does
+ * not fit, instead of a silently shortened path. */
+int path_format(char *buf, size_t size, Error *err, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* An input file opened for reading, which must be a regular file: a
+ * directory, a FIFO or pipe, a device or a socket is refused in one line
+ * ("not a regular file"), without waiting for a FIFO's writer. Returns the
+ * descriptor (or the FILE) with *size (if not NULL) its size; -1 (NULL) with
+ * err set. Every program's inputs are opened through these. */
+int open_input(const char *path, size_t *size, Error *err);
+FILE *fopen_input(const char *path, size_t *size, Error *err);
+/* 0 for a regular file's st_mode; -1 with the refusal open_input gives. */
+int input_refusal(const char *path, unsigned mode, Error *err);
 
 /* Reads a whole file into a malloc'd buffer (NUL-terminated for text use). */
 char *read_file(const char *path, size_t *len, Error *err);
@@ -12,7 +31,34 @@ char *read_file(const char *path, size_t *len, Error *err);
  * gets its whole size (if not NULL). */
 char *read_file_head(const char *path, size_t max, size_t *len, size_t *file_size, Error *err);
 
-/* Writes `len` bytes to path via path.tmp + fsync + rename + fsync of the
+/* The temporaries written beside a file: path + TEMP_INFIX + the writer's pid. */
+#define TEMP_INFIX ".tmp."
+/* This process's temporary for path, into buf. */
+int temp_path(char *buf, size_t size, const char *path, Error *err);
+/* Removes the temporaries of path (regular files named as temp_path names
+ * them) whose process is gone: what a killed run left. Returns how many. */
+int remove_dead_temporaries(const char *path, Error *err);
+
+/* An advisory lock (flock) on path.lock, so that two runs writing the same
+ * output refuse instead of overwriting each other: the second gets "being
+ * written by another run (pid N)". *fd holds the lock until output_unlock. */
+int output_lock(const char *path, int *fd, Error *err);
+void output_unlock(int fd);
+
+/* The two halves of an atomic write, for a writer that streams: temp_create
+ * creates path's temporary (its name into tmp) new, never through a link
+ * (O_EXCL | O_NOFOLLOW), with the mode the umask gives; temp_commit flushes
+ * and syncs it, renames it over path and syncs the directory, or (failed
+ * non-zero: the caller's writes failed, errno saying why) removes it,
+ * closing f either way. */
+FILE *temp_create(const char *path, char *tmp, size_t size, Error *err);
+int temp_commit(FILE *f, const char *tmp, const char *path, int failed, Error *err);
+/* path's temporary as a new directory (mkdir: never through a link), for a
+ * directory written whole and then renamed into place. */
+int temp_dir_create(const char *path, char *tmp, size_t size, Error *err);
+
+/* Writes `len` bytes to path via its temporary (created new, never through a
+ * link: O_EXCL | O_NOFOLLOW) + fsync + rename + fsync of the
  * directory, so a failure, a kill or a power cut never leaves a half-written
  * file where a good one was. */
 int write_file_atomic(const char *path, const void *data, size_t len, Error *err);

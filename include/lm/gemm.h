@@ -1,6 +1,6 @@
 /* Matrix products: every product of the model is one gemm call here, cut
  * into output tiles that run in parallel, each tile a single-threaded sgemm
- * of the BLAS library the build links (lm/backend.h: BLIS or OpenBLAS). The
+ * of the BLAS library the build links (blas/backend.h: BLIS or OpenBLAS). The
  * tiles depend only on the product's shape and the run's parallel width
  * (lm/threads.h), never on how many threads run them, so results do not
  * change with the thread count (src/runtime/threads.c varies it during training).

@@ -23,7 +23,7 @@
 
 #include "lm/mixer.h"
 #include "lm/config.h"
-#include "lm/ops.h"
+#include "lm/matmul.h"
 #include "lm/error.h"
 #include "lm/profile.h"
 
@@ -56,7 +56,7 @@ typedef struct LayerActs {
 
 typedef struct Model {
     ModelConfig cfg;
-    ModelConfig *layer_cfg;        /* n_layer views (config_layer_view): what each layer's mixer is handed */
+    const Mixer *mixers[MAX_LAYERS]; /* each layer's, resolved from cfg.mixers */
     ParamTensor *tensors;
     size_t n_tensors;
     size_t n_params;
@@ -65,18 +65,15 @@ typedef struct Model {
     float *params, *grads, *m, *v; /* grads, m, v: only after model_alloc_training */
     float *grads_micro;            /* one micro-batch's gradients, for accumulation (model_alloc_grad_accum) */
     float *pos_table;              /* (block_size, C) sinusoidal table, or NULL */
-    /* Mixed precision (model_set_precision): with PRECISION_BF16 the
-     * products run on params_h, the bf16 rounding of params (refreshed by
-     * model_round_weights, which the optimizer step calls), bf16_scratch
-     * (2 slots for the rounded activations of one product) and bf16_packed
-     * (the mixers' packed operands, MatmulBf16.packed); bf16 holds those
-     * pointers and cfg.bf16 (and every layer view's) points at it. */
-    Precision precision;
-    uint16_t *params_h, *bf16_scratch;
-    uint32_t *bf16_packed;
+    /* Mixed precision (model_set_precision): NULL in fp32; with
+     * PRECISION_BF16 the products run on bf16->params_h, the bf16 rounding
+     * of params (refreshed by model_round_weights, which the optimizer step
+     * calls), with its scratch (2 slots for the rounded activations of one
+     * product), the mixers' packed operands and the record of a failed
+     * product (model_bf16_failed), all the model's; every mixer call is
+     * handed it (MixerRuntime). */
     MatmulBf16 *bf16;
-    MatmulBf16Failure bf16_failure; /* a failed bf16 product, if any (model_bf16_failed) */
-    float *rope_table;             /* (block_size, hs/2, 2) rope cos, sin (src/nn/rope.h), or NULL; cfg.rope points here */
+    float *rope_table;             /* (block_size, hs/2, 2) rope cos, sin (src/nn/rope.h), or NULL; handed to every mixer call */
 
     /* Activation arena, for up to B_max x T_max tokens: n_acts floats. */
     size_t B_max, T_max, n_acts;
@@ -93,15 +90,12 @@ typedef struct Model {
     uint64_t dropout_key; /* the step's key, when dropout_on */
     float loss;    /* mean loss of the last forward with targets, over the targets not ignored */
     size_t scored; /* how many were not (LOSS_IGNORE, src/nn/loss.h) */
-    Profile *prof; /* NULL, or where forward and backward charge their time per part */
-    /* NULL, or called by model_backward each time a part's gradients are
-     * final: grads[offset .. offset + count) (the final LayerNorm, each layer
-     * from the top, then the embeddings; together all of grads, once each),
-     * so a data-parallel all-reduce of that part can start while backward
-     * goes on. */
-    void (*grads_ready)(void *ctx, float *grads, size_t offset, size_t count);
-    void *grads_ready_ctx;
 } Model;
+
+/* config_validate, and each layer's mixer's own checks (Mixer.validate). */
+int model_check_config(const ModelConfig *cfg, Error *err);
+/* Layer l of cfg as its mixer sees it: the sizes and the layer's own windows. */
+MixerSpec model_mixer_spec(const ModelConfig *cfg, size_t l);
 
 /* Builds the layout and initialises weights from `seed` (docs/design.md, initialisation). */
 int model_init(Model *m, const ModelConfig *cfg, uint64_t seed, Error *err);
@@ -146,7 +140,7 @@ int model_alloc_acts(Model *m, size_t B, size_t T, Error *err);
  * model_alloc_acts), then rounds
  * the weights. PRECISION_FP32 frees them. Returns 0, or -1 with err set. */
 int model_set_precision(Model *m, Precision p, Error *err);
-/* Whether a bf16 product failed since model_set_precision (lm/ops.h's
+/* Whether a bf16 product failed since model_set_precision (lm/matmul.h's
  * MatmulBf16Failure): -1 with err set to the first failure's message (the
  * results of the passes since are undefined), else 0. Ask after a forward or
  * backward pass before using what it computed. */
@@ -159,25 +153,35 @@ void model_free(Model *m);
 
 const ParamTensor *model_find_tensor(const Model *m, const char *name);
 
-/* Layer l's config as its mixer sees it (its own Grassmann windows). */
-const ModelConfig *model_layer_cfg(const Model *m, size_t l);
-
 /* What layer l's mixer read in the last forward: LN1(h) pre-norm, h post-norm. */
 const float *model_mixer_input(const Model *m, size_t l);
 
-/* inputs, targets (B, T); targets may be NULL (logits only). dropout_key NULL
- * means evaluation: no dropout. Requires B <= B_max, T <= T_max. */
+/* What a training pass is asked besides its data; NULL (or all fields
+ * zero) is an evaluation pass: no dropout, no profile, no hook. */
+typedef struct PassOptions {
+    const uint64_t *dropout_key; /* forward: the step's dropout key; NULL: no dropout */
+    Profile *prof;               /* NULL, or where the pass charges its time per part */
+    /* Backward: NULL, or called each time a part's gradients are final:
+     * grads[offset .. offset + count) (the final LayerNorm, each layer from
+     * the top, then the embeddings; together all of grads, once each), so a
+     * data-parallel all-reduce of that part can start while backward goes on. */
+    void (*grads_ready)(void *ctx, float *grads, size_t offset, size_t count);
+    void *grads_ready_ctx;
+} PassOptions;
+
+/* inputs, targets (B, T); targets may be NULL (logits only). Requires
+ * B <= B_max, T <= T_max. */
 void model_forward(Model *m, const int32_t *inputs, const int32_t *targets, size_t B, size_t T,
-                   const uint64_t *dropout_key);
+                   const PassOptions *opt);
 /* Accumulates d(loss * loss_scale)/d params into grads (loss_scale = 1 / grad_accum). */
-void model_backward(Model *m, float loss_scale);
+void model_backward(Model *m, float loss_scale, const PassOptions *opt);
 void model_zero_grads(Model *m);
 /* model_backward of a micro-batch after the first: its gradients are
  * computed apart, in grads_micro, and then added to grads, so that the sum is
  * fl(g0 + g1 + ...) element by element in micro-batch order, the same
  * whether the micro-batches ran in one process or on ranks whose gradients
  * an all-reduce then sums (2 ranks: bit for bit). */
-void model_backward_accumulate(Model *m, float loss_scale);
+void model_backward_accumulate(Model *m, float loss_scale, const PassOptions *opt);
 
 /* Incremental decoding: feed one token at a time, positions 0, 1, ... up to
  * block_size - 1; each step writes the logits (V) for the next token. */

@@ -1,7 +1,8 @@
 /* Where a training step's time goes: wall seconds per part of the model,
  * forward and backward apart, for `bin/train --profile` and make bench.
  *
- * A Profile is switched on by pointing Model.prof at one; with prof == NULL
+ * A Profile is switched on by handing one to a pass (PassOptions.prof,
+ * train_step); with prof == NULL
  * every call here is a no-op that reads no clock. Parts are named by static
  * strings ("layernorm", "mlp", a mixer's name, ...), compared by content. */
 #ifndef LM_PROFILE_H

@@ -52,9 +52,15 @@ typedef struct StFile {
  * own reader): ours are a few hundred bytes per tensor plus the tokenizer. */
 #define ST_HEADER_MAX 100000000
 
-/* Reads and verifies the whole file (structure, offsets, checksum). */
+/* Every whole file read, ours or another program's, is held to the format's
+ * own rules (those of its reference reader): __metadata__, if there, maps
+ * strings to strings, and the tensors tile the data exactly, each beginning
+ * where the one before it in the file ends, the first at the data's start and
+ * the last at the file's end: no two share bytes, no byte belongs to none. */
+
+/* Reads and verifies the whole file (structure, offsets, layout, checksum). */
 int st_open(StFile *f, const char *path, Error *err);
-/* Reads only the header (no data, no checksum: that needs the whole file),
+/* Reads only the header (no data, no checksum, no layout: those need the whole file),
  * for a look before loading; *file_len gets the file's size. */
 int st_open_header(StFile *f, const char *path, size_t *file_len, Error *err);
 /* Reads a whole file another program wrote: no checksum is looked for, but

@@ -40,11 +40,11 @@ int tokens_read(const char *path, TokenFile *tf, Error *err);
 uint32_t *tokens_copy_u32(const TokenFile *tf, size_t from, size_t n, Error *err);
 void tokens_free(TokenFile *tf);
 
-/* Writes a token file as it goes (to path.tmp, renamed on close), so a
- * corpus never has to be held in memory as ids. */
+/* Writes a token file as it goes (to its temporary, lm/files.h, renamed on
+ * close), so a corpus never has to be held in memory as ids. */
 typedef struct TokenWriter {
     FILE *f;
-    char path[4096];
+    char path[4096], tmp[4096];
     size_t width, vocab_size, n;
     unsigned char *buf; /* stb_ds: encoded tokens not yet written */
 } TokenWriter;

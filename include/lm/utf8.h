@@ -8,6 +8,8 @@
 /* Decodes one sequence at s (len bytes available); returns its length, or 0
  * for an invalid or truncated sequence (the caller then consumes one byte). */
 size_t utf8_decode(const unsigned char *s, size_t len, uint32_t *cp);
+/* The offset of the first byte of s that is not valid UTF-8 (len: none). */
+size_t utf8_invalid_at(const char *s, size_t len);
 /* Writes cp (at most 4 bytes) to out; returns the length. */
 size_t utf8_encode(uint32_t cp, char *out);
 /* Length of the longest prefix of s[0..len) that ends on a character

@@ -19,6 +19,10 @@ bool bf16_supported(void) {
     return cpu.avx512bf16 && cpu.avx512f && cpu.avx512bw && cpu.avx512vl;
 }
 
+int bf16_require(const char *what, Error *err) {
+    return bf16_supported() ? 0 : err_set(err, "%s needs a CPU with AVX512_BF16, which this one lacks", what);
+}
+
 /* ---- conversion ---------------------------------------------------------------
  *
  * The vector paths do bf16_from_float's integer arithmetic 16 lanes at a

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lm/backend.h"
+#include "blas/backend.h"
 #include "blas/kernel_check.h"
 
 extern char **environ;
@@ -329,6 +329,12 @@ int blas_setup(int argc, char **argv, Error *err) {
 }
 
 const char *blas_kernel(void) { return blas_backend_core(); }
+
+const char *blas_best_kernel(void) {
+    CpuFeatures cpu;
+    cpu_features_detect(&cpu);
+    return blas_best_core(blas_backend_cores(), &cpu);
+}
 
 const char *blas_describe(void) {
     static char text[320];

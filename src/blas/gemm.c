@@ -4,14 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lm/backend.h"
+#include "blas/backend.h"
 #include "lm/threads.h"
 
 /* ---- matrix products ------------------------------------------------------
  *
  * Every product is cut into a grid of output tiles that depends only on its
  * shape (m, n, k) and on the run's parallel width (lm/threads.h), and each tile is one
- * single-threaded sgemm call of the library (lm/backend.h). So every element
+ * single-threaded sgemm call of the library (src/blas/backend.h). So every element
  * of a result is computed by the same call, in the same summation order, whether 1 thread or `width` threads share the
  * tiles: the thread count can change during a run (under load, see
  * src/runtime/threads.c) without changing a single bit of the results. One tile per

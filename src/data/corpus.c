@@ -14,6 +14,7 @@
 #include "lm/tokens.h"
 #include "lm/utf8.h"
 #include "lm/ds.h"
+#include "lm/files.h"
 #include "lm/machine.h"
 #include "lm/bpe.h"
 #include "lm/byte.h"
@@ -33,6 +34,7 @@ static int list_input(const char *path, char ***found, size_t *bytes, Error *err
     *bytes = 0;
     if (stat(path, &st) != 0) return err_set(err, "cannot open '%s': %s", path, strerror(errno));
     if (!S_ISDIR(st.st_mode)) {
+        if (input_refusal(path, st.st_mode, err)) return -1;
         arrput(*found, strdup(path));
         *bytes = (size_t)st.st_size;
         return 0;
@@ -41,8 +43,11 @@ static int list_input(const char *path, char ***found, size_t *bytes, Error *err
     if (!d) return err_set(err, "cannot read directory '%s': %s", path, strerror(errno));
     for (struct dirent *e; (e = readdir(d));) {
         if (e->d_name[0] == '.') continue;
-        char full[4096];
-        snprintf(full, sizeof full, "%s/%s", path, e->d_name);
+        char full[PATH_BUF];
+        if (path_format(full, sizeof full, err, "%s/%s", path, e->d_name)) {
+            closedir(d);
+            return -1;
+        }
         if (stat(full, &st) == 0 && S_ISREG(st.st_mode)) {
             arrput(*found, strdup(full));
             *bytes += (size_t)st.st_size;
@@ -82,13 +87,8 @@ static int map_doc(CorpusDoc *d, const char *path, Error *err) {
     d->path = path;
     d->text = NULL;
     d->len = 0;
-    int fd = open(path, O_RDONLY);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        if (fd >= 0) close(fd);
-        return err_set(err, "cannot open '%s': %s", path, strerror(errno));
-    }
-    d->len = (size_t)st.st_size;
+    int fd = open_input(path, &d->len, err);
+    if (fd < 0) return -1;
     if (d->len) d->text = mmap(NULL, d->len, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (d->text == MAP_FAILED) {
@@ -205,7 +205,7 @@ static int bpe_tokenizer(const Corpus *c, const TokenizerRecipe *r, Tokenizer *t
     size_t want = r->vocab_size - 256 - r->n_specials, learned = bpe_train(&b, &counter, want);
     if (stats) *stats = (BpeStats){learned, train_bytes, byte_table_count(&counter.words), 0.0};
     bpe_counter_free(&counter);
-    if (learned < want) {
+    if (learned < want && !(r->fit_vocab && learned > 0)) {
         bpe_free(&b);
         return err_set(err, "the training split (%zu bytes) has only %zu merges to learn, not %zu: use --vocab-size %zu or less",
                        train_bytes, learned, want, 256 + learned + r->n_specials);
@@ -280,8 +280,8 @@ int corpus_encode(const Corpus *c, const Tokenizer *tok, const char *separator, 
     for (int s = 0; s < N_SPLITS; s++) {
         counts[s] = 0;
         if (s == SPLIT_TEST && skip_test) break;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s.bin", dir, split_names[s]);
+        char path[PATH_BUF];
+        if (path_format(path, sizeof path, err, "%s/%s.bin", dir, split_names[s])) return -1;
         if (encode_split(c, s, tok, sep_id, path, &counts[s], &done, progress, ctx, err)) return -1;
     }
     if (progress) progress(ctx, "encoding", done, c->total, 1);

@@ -33,11 +33,9 @@ static void header(unsigned char *h, size_t width, size_t vocab_size, size_t n) 
 
 int token_writer_open(TokenWriter *w, const char *path, size_t vocab_size, Error *err) {
     memset(w, 0, sizeof *w);
-    snprintf(w->path, sizeof w->path, "%s", path);
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    w->f = fopen(tmp, "wb");
-    if (!w->f) return err_set(err, "cannot write '%s': %s", path, strerror(errno));
+    if (path_format(w->path, sizeof w->path, err, "%s", path)) return -1;
+    w->f = temp_create(path, w->tmp, sizeof w->tmp, err);
+    if (!w->f) return -1;
     w->width = tokens_width(vocab_size);
     w->vocab_size = vocab_size;
     unsigned char h[TOKENS_HEADER];
@@ -69,32 +67,22 @@ int token_writer_add(TokenWriter *w, const uint32_t *ids, size_t n, Error *err) 
 }
 
 int token_writer_close(TokenWriter *w, Error *err) {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", w->path);
     unsigned char h[TOKENS_HEADER];
     header(h, w->width, w->vocab_size, w->n);
-    /* As write_file_atomic: on the disk before the rename, the rename on the
-     * disk before we return. */
-    int rc = flush(w, err);
-    if (rc == 0 && (fseek(w->f, 0, SEEK_SET) != 0 || fwrite(h, 1, sizeof h, w->f) != sizeof h || fflush(w->f) != 0 ||
-                    fsync(fileno(w->f)) != 0))
-        rc = err_set(err, "cannot write '%s': %s", w->path, strerror(errno));
-    if (fclose(w->f) != 0 && rc == 0) rc = err_set(err, "cannot write '%s': %s", w->path, strerror(errno));
+    errno = 0;
+    int failed = flush(w, err) != 0 || fseek(w->f, 0, SEEK_SET) != 0 || fwrite(h, 1, sizeof h, w->f) != sizeof h;
+    int rc = temp_commit(w->f, w->tmp, w->path, failed, err);
     w->f = NULL;
-    if (rc == 0 && rename(tmp, w->path) != 0) rc = err_set(err, "cannot rename '%s' to '%s': %s", tmp, w->path, strerror(errno));
-    if (rc) remove(tmp);
-    else if (fsync_parent_dir(w->path) != 0)
-        rc = err_set(err, "cannot sync the directory of '%s': %s", w->path, strerror(errno));
     arrfree(w->buf);
     return rc;
 }
 
 void token_writer_abort(TokenWriter *w) {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", w->path);
-    if (w->f) fclose(w->f);
+    if (w->f) {
+        fclose(w->f);
+        unlink(w->tmp);
+    }
     w->f = NULL;
-    remove(tmp);
     arrfree(w->buf);
 }
 
@@ -110,14 +98,9 @@ int tokens_write(const char *path, const uint32_t *tokens, size_t n, size_t voca
 
 int tokens_read(const char *path, TokenFile *tf, Error *err) {
     memset(tf, 0, sizeof *tf);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return err_set(err, "cannot open '%s': %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
-        close(fd);
-        return err_set(err, "'%s' is not a token file (run bin/prepare on a text file first)", path);
-    }
-    size_t len = (size_t)st.st_size;
+    size_t len;
+    int fd = open_input(path, &len, err);
+    if (fd < 0) return -1;
     const unsigned char *buf = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
     close(fd);
     if (buf == MAP_FAILED) return err_set(err, "cannot map '%s': %s", path, strerror(errno));
@@ -173,14 +156,12 @@ void tokens_free(TokenFile *tf) {
 
 int dataset_open(Dataset *ds, const char *dir, int need_test, Error *err) {
     memset(ds, 0, sizeof *ds);
-    char path[4096];
-    snprintf(path, sizeof path, "%s/tokenizer.txt", dir);
-    if (tokenizer_load(&ds->tok, path, err)) return -1;
+    char path[PATH_BUF];
+    if (path_format(path, sizeof path, err, "%s/tokenizer.txt", dir) || tokenizer_load(&ds->tok, path, err)) return -1;
     const char *names[] = {"train", "val", "test"};
     TokenFile *files[] = {&ds->train, &ds->val, &ds->test};
     for (int i = 0; i < (need_test ? 3 : 2); i++) {
-        snprintf(path, sizeof path, "%s/%s.bin", dir, names[i]);
-        if (tokens_read(path, files[i], err)) {
+        if (path_format(path, sizeof path, err, "%s/%s.bin", dir, names[i]) || tokens_read(path, files[i], err)) {
             dataset_free(ds);
             return -1;
         }

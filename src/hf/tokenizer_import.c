@@ -1,10 +1,11 @@
 /* Hugging Face byte-level BPE tokenizers (tokenizer.json, or vocab.json +
  * merges.txt) read into our Bpe. Both forms come down to the same three
- * things, checked the same way in build(): the vocabulary (byte-level
+ * things, checked the same way (tokenizer_layout.c): the vocabulary (byte-level
  * spelling -> id), the merges as pairs of spellings in rank order, and the
  * special tokens. */
 #include "hf/tokenizer_import.h"
 #include "lm/hf.h"
+#include "hf/tokenizer_source.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -17,35 +18,6 @@
 #include "lm/ds.h"
 #include "lm/files.h"
 #include "lm/bpe.h"
-
-#define MAX_MERGES (1u << 24) /* as many as the saved form reads back (tok/bpe.c) */
-#define MAX_SPECIALS 65536
-#define N_BYTE_CHARS 0x144 /* the byte-level spelling uses code points below this */
-
-typedef struct HfSource {
-    const char *origin;
-    const json_t *vocab;  /* object: spelled token -> id */
-    const json_t *added;  /* array of added tokens ({id, content, special}), or NULL */
-    char *parts;          /* stb_ds: each merge's two spellings, NUL-terminated, one after another */
-    size_t *part_at;      /* stb_ds: offsets into parts, two per merge */
-    char pattern[32];     /* the split pattern's name: gpt2, gpt4, none or custom */
-    const char *regex;
-} HfSource;
-
-/* err's message after "'origin': " and `what`. */
-static int prefix_error(Error *err, const char *origin, const char *what) {
-    char why[sizeof err->msg];
-    snprintf(why, sizeof why, "%s", err->msg);
-    return err_set(err, "'%s': %s%s", origin, what, why);
-}
-
-/* A spelling for an error line: at most 40 bytes, control characters as '?'. */
-static const char *shown(const char *s, char buf[48]) {
-    size_t n = 0;
-    for (; s[n] && n < 40; n++) buf[n] = (unsigned char)s[n] < 0x20 || s[n] == 0x7f ? '?' : s[n];
-    snprintf(buf + n, 48 - n, "%s", s[n] ? "..." : "");
-    return buf;
-}
 
 static void add_merge(HfSource *s, const char *left, size_t left_len, const char *right, size_t right_len) {
     arrput(s->part_at, arrlenu(s->parts));
@@ -73,13 +45,6 @@ static const char *type_of(const json_t *o) {
 
 static int is_type(const json_t *o, const char *type) { return strcmp(type_of(o), type) == 0; }
 
-/* A boolean field; `absent` when missing or null (Hugging Face's default), -1 when not a boolean. */
-static int flag(const json_t *o, const char *field, int absent) {
-    const json_t *v = json_object_get(o, field);
-    if (!v || json_is_null(v)) return absent;
-    return json_is_boolean(v) ? json_is_true(v) : -1;
-}
-
 /* A field that must be null, absent or "" (a string option our BPE has no use for). */
 static int empty_text(const json_t *o, const char *field) {
     const json_t *v = json_object_get(o, field);
@@ -89,8 +54,8 @@ static int empty_text(const json_t *o, const char *field) {
 /* ByteLevel: maps bytes to their spelling; with use_regex it splits by
  * GPT-2's regex first. A prefix space changes the text, so is refused. */
 static int read_byte_level(const json_t *o, int *use_regex, const char *origin, Error *err) {
-    int prefix = flag(o, "add_prefix_space", 1);
-    *use_regex = flag(o, "use_regex", 1);
+    int prefix = hf_flag(o, "add_prefix_space", 1);
+    *use_regex = hf_flag(o, "use_regex", 1);
     if (prefix != 0)
         return err_set(err, "'%s': the ByteLevel pre-tokenizer %s (add_prefix_space): not supported", origin,
                        prefix > 0 ? "puts a space before the text" : "has a bad add_prefix_space");
@@ -107,7 +72,7 @@ static int read_split(const json_t *o, const char **regex, const char *origin, E
     if (!json_is_string(behavior) || strcmp(json_string_value(behavior), "Isolated") != 0)
         return err_set(err, "'%s': the Split pre-tokenizer's behavior is %s, not Isolated: not supported", origin,
                        json_is_string(behavior) ? json_string_value(behavior) : "missing");
-    if (flag(o, "invert", 0) != 0) return err_set(err, "'%s': the Split pre-tokenizer is inverted: not supported", origin);
+    if (hf_flag(o, "invert", 0) != 0) return err_set(err, "'%s': the Split pre-tokenizer is inverted: not supported", origin);
     *regex = json_string_value(re);
     return 0;
 }
@@ -171,7 +136,7 @@ static int read_model(const json_t *model, HfSource *s, Error *err) {
     if (!empty_text(model, "continuing_subword_prefix") || !empty_text(model, "end_of_word_suffix"))
         return err_set(err, "'%s': the BPE model marks word pieces (continuing_subword_prefix or end_of_word_suffix): "
                             "not byte-level BPE", o);
-    if (flag(model, "byte_fallback", 0) != 0 || flag(model, "ignore_merges", 0) != 0)
+    if (hf_flag(model, "byte_fallback", 0) != 0 || hf_flag(model, "ignore_merges", 0) != 0)
         return err_set(err, "'%s': the BPE model has byte_fallback or ignore_merges: not supported", o);
     s->vocab = json_object_get(model, "vocab");
     const json_t *merges = json_object_get(model, "merges");
@@ -189,211 +154,6 @@ static int read_model(const json_t *model, HfSource *s, Error *err) {
     return 0;
 }
 
-/* A vocabulary entry after the merges that no added token names. vocab.json
- * has no other way to hold a special token (GPT-2's <|endoftext|>), but a
- * merges.txt cut short leaves its last merges' tokens there too: an entry
- * that two tokens before it join into, or that is spelled with byte-level
- * stand-ins (U+0100.., for space and control bytes), is taken for such a
- * token and the files for disagreeing. tokenizer.json lists its specials as
- * added tokens, so there every such entry is a disagreement. */
-static int check_unlisted(const HfSource *s, const char *token, size_t id, size_t first, Error *err) {
-    const char *o = s->origin;
-    char a[48], b[48], c[48];
-    size_t n_merges = first - 256, len = strlen(token);
-    if (s->added)
-        return err_set(err, "'%s': '%s' (id %zu) follows the last of the %zu merges but is not an added token: the "
-                            "vocabulary and the merges disagree", o, shown(token, a), id, n_merges);
-    if (len == 0) return err_set(err, "'%s': the empty token (id %zu) cannot be a special token", o, id);
-    for (size_t at = 0; at < len;) {
-        uint32_t cp;
-        size_t n = utf8_decode((const unsigned char *)token + at, len - at, &cp);
-        if (n && cp >= 0x100 && cp < N_BYTE_CHARS)
-            return err_set(err, "'%s': '%s' (id %zu) follows the last of the %zu merges but is spelled as byte-level "
-                                "text, not a special token: the vocabulary and the merges disagree", o, shown(token, a), id,
-                           n_merges);
-        at += n ? n : 1;
-        const json_t *left = json_object_getn(s->vocab, token, at), *right = json_object_get(s->vocab, token + at);
-        if (at < len && left && right && (size_t)json_integer_value(left) < first &&
-            (size_t)json_integer_value(right) < first) {
-            char head[48];
-            snprintf(head, sizeof head, "%.*s", (int)(at < 40 ? at : 40), token);
-            return err_set(err, "'%s': '%s' (id %zu) follows the last of the %zu merges but joins '%s' and '%s': a merge "
-                                "is missing, the vocabulary and the merges disagree", o, shown(token, a), id, n_merges,
-                           shown(head, b), shown(token + at, c));
-        }
-    }
-    return 0;
-}
-
-/* Checks that the vocabulary is laid out as our Bpe's (bytes, then one token
- * per merge in merge order, then the specials) and builds the tokenizer. */
-static int build(Tokenizer *tok, const HfSource *s, Error *err) {
-    const char *o = s->origin;
-    size_t n_vocab = json_object_size(s->vocab), n_added = json_array_size(s->added),
-           n_merges = arrlenu(s->part_at) / 2, limit = n_vocab + n_added, first = 256 + n_merges;
-    char a[48], b[48], c[48];
-    if (n_merges > MAX_MERGES) return err_set(err, "'%s': %zu merges, more than %u", o, n_merges, MAX_MERGES);
-    if (n_vocab < first)
-        return err_set(err, "'%s': %zu merges need 256 + %zu tokens, but the vocabulary holds %zu: the vocabulary and "
-                            "the merges disagree", o, n_merges, n_merges, n_vocab);
-    const char **spelled = calloc(limit, sizeof *spelled), **special = calloc(limit, sizeof *special);
-    json_t *seen = json_object();
-    char *joined = NULL;
-    Bpe bpe;
-    int have_bpe = 0, rc = -1;
-    if (!spelled || !special || !seen) {
-        err_set(err, "out of memory reading '%s'", o);
-        goto out;
-    }
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)s->vocab, key, v) {
-        size_t id;
-        if (!json_is_integer(v)) {
-            err_set(err, "'%s': token '%s' has an id that is not an integer", o, shown(key, a));
-            goto out;
-        }
-        if (json_size(v, limit - 1, &id)) {
-            err_set(err, "'%s': token '%s' has id %lld, outside 0..%zu (ids run from 0 without gaps)", o, shown(key, a),
-                    (long long)json_integer_value(v), limit - 1);
-            goto out;
-        }
-        if (spelled[id]) {
-            err_set(err, "'%s': tokens '%s' and '%s' both have id %zu", o, shown(spelled[id], a), shown(key, b), id);
-            goto out;
-        }
-        spelled[id] = key;
-    }
-
-    /* Ids 0..255: each one character of the byte-level spelling. */
-    uint32_t code_point[256];
-    int byte_at[N_BYTE_CHARS];
-    uint8_t byte_of_id[256];
-    bpe_byte_chars(code_point);
-    for (int i = 0; i < N_BYTE_CHARS; i++) byte_at[i] = -1;
-    for (int i = 0; i < 256; i++) byte_at[code_point[i]] = i;
-    for (size_t id = 0; id < 256; id++) {
-        uint32_t cp = 0;
-        size_t n = spelled[id] ? utf8_decode((const unsigned char *)spelled[id], strlen(spelled[id]), &cp) : 0;
-        if (!spelled[id] || !n || spelled[id][n] || cp >= N_BYTE_CHARS || byte_at[cp] < 0) {
-            err_set(err, "'%s': id %zu is %s%s%s, not a byte: ids 0..255 must be the 256 bytes in byte-level spelling "
-                         "(vocabularies laid out otherwise are not read)", o, id, spelled[id] ? "'" : "",
-                    spelled[id] ? shown(spelled[id], a) : "missing", spelled[id] ? "'" : "");
-            goto out;
-        }
-        byte_of_id[id] = (uint8_t)byte_at[cp];
-    }
-
-    /* Merge k joins two earlier tokens into the token with id 256 + k. */
-    for (size_t k = 0; k < n_merges; k++) {
-        const char *left = s->parts + s->part_at[2 * k], *right = s->parts + s->part_at[2 * k + 1];
-        const json_t *lv = json_object_get(s->vocab, left), *rv = json_object_get(s->vocab, right);
-        if (!lv || !rv) {
-            err_set(err, "'%s': merge %zu ('%s' '%s'): '%s' is not in the vocabulary", o, k, shown(left, a),
-                    shown(right, b), lv ? b : a);
-            goto out;
-        }
-        size_t l = (size_t)json_integer_value(lv), r = (size_t)json_integer_value(rv);
-        if (l >= 256 + k || r >= 256 + k) {
-            err_set(err, "'%s': merge %zu ('%s' '%s') joins id %zu, made by no earlier merge: the merges must be in rank "
-                         "order, merge k making id 256 + k", o, k, shown(left, a), shown(right, b), l > r ? l : r);
-            goto out;
-        }
-        arrclear(joined);
-        size_t ll = strlen(left), rl = strlen(right);
-        memcpy(arraddnptr(joined, ll), left, ll);
-        memcpy(arraddnptr(joined, rl + 1), right, rl + 1);
-        const json_t *jv = json_object_get(s->vocab, joined);
-        if (!jv) {
-            err_set(err, "'%s': merge %zu ('%s' '%s') makes '%s', which is not in the vocabulary", o, k, shown(left, a),
-                    shown(right, b), shown(joined, c));
-            goto out;
-        }
-        if ((size_t)json_integer_value(jv) != 256 + k) {
-            err_set(err, "'%s': merge %zu makes '%s', which has id %lld, not %zu: the vocabulary must be the 256 bytes, then "
-                         "one token per merge in merge order, then the special tokens", o, k, shown(joined, a),
-                    (long long)json_integer_value(jv), 256 + k);
-            goto out;
-        }
-    }
-
-    /* The special tokens: the added tokens, and any vocabulary entry after
-     * the merges (vocab.json holds GPT-2's <|endoftext|> so). */
-    for (size_t i = 0; i < n_added; i++) {
-        const json_t *t = json_array_get(s->added, i), *content = json_object_get(t, "content");
-        size_t id;
-        if (!json_is_string(content) || json_string_length(content) == 0 || json_size(json_object_get(t, "id"), limit - 1, &id)) {
-            err_set(err, "'%s': added token %zu needs a non-empty content and an id from 0 to %zu", o, i, limit - 1);
-            goto out;
-        }
-        const char *text = json_string_value(content);
-        if (flag(t, "special", 1) != 1) {
-            err_set(err, "'%s': added token '%s' is not special: text holding it would encode differently here", o,
-                    shown(text, a));
-            goto out;
-        }
-        if (id < first) {
-            err_set(err, "'%s': added token '%s' has id %zu, among the bytes and merges (0..%zu): special tokens must "
-                         "follow the merges", o, shown(text, a), id, first - 1);
-            goto out;
-        }
-        if (spelled[id] && strcmp(spelled[id], text) != 0) {
-            err_set(err, "'%s': id %zu is '%s' in the vocabulary but added token '%s'", o, id, shown(spelled[id], a),
-                    shown(text, b));
-            goto out;
-        }
-        if (special[id]) {
-            err_set(err, "'%s': added tokens '%s' and '%s' both have id %zu", o, shown(special[id], a), shown(text, b), id);
-            goto out;
-        }
-        special[id] = text;
-    }
-    for (size_t id = first; id < limit; id++) {
-        if (!spelled[id] || special[id]) continue;
-        if (check_unlisted(s, spelled[id], id, first, err)) goto out;
-        special[id] = spelled[id];
-    }
-    size_t n_tokens = first;
-    while (n_tokens < limit && special[n_tokens]) n_tokens++;
-    for (size_t id = n_tokens; id < limit; id++)
-        if (special[id]) {
-            err_set(err, "'%s': no token has id %zu, yet id %zu is used (ids run from 0 without gaps)", o, n_tokens, id);
-            goto out;
-        }
-    if (n_tokens - first > MAX_SPECIALS) {
-        err_set(err, "'%s': %zu special tokens, more than %d", o, n_tokens - first, MAX_SPECIALS);
-        goto out;
-    }
-    for (size_t id = first; id < n_tokens; id++) {
-        if (json_object_get(seen, special[id])) {
-            err_set(err, "'%s': special token '%s' is given twice", o, shown(special[id], a));
-            goto out;
-        }
-        json_object_set_new(seen, special[id], json_true());
-    }
-
-    if (bpe_init(&bpe, s->pattern, s->regex, err)) {
-        prefix_error(err, o, "");
-        goto out;
-    }
-    have_bpe = 1;
-    if (bpe_set_byte_order(&bpe, byte_of_id, err)) goto out;
-    for (size_t k = 0; k < n_merges; k++) {
-        BpeMerge m = {(uint32_t)json_integer_value(json_object_get(s->vocab, s->parts + s->part_at[2 * k])),
-                      (uint32_t)json_integer_value(json_object_get(s->vocab, s->parts + s->part_at[2 * k + 1]))};
-        arrput(bpe.merges, m);
-    }
-    for (size_t id = first; id < n_tokens; id++) arrput(bpe.specials, strdup(special[id]));
-    rc = tokenizer_from_bpe(tok, &bpe, err);
-out:
-    if (have_bpe) bpe_free(&bpe);
-    arrfree(joined);
-    json_decref(seen);
-    free(spelled);
-    free(special);
-    return rc;
-}
-
 static void source_free(HfSource *s) {
     arrfree(s->parts);
     arrfree(s->part_at);
@@ -403,7 +163,7 @@ int tokenizer_import_hf_json(Tokenizer *tok, const char *text, size_t len, const
     memset(tok, 0, sizeof *tok);
     HfSource s = {.origin = origin};
     json_t *root = json_parse(text, len, err);
-    if (!root) return prefix_error(err, origin, "");
+    if (!root) return hf_prefix_error(err, origin, "");
     int rc = -1;
     const json_t *model = json_object_get(root, "model"), *added = json_object_get(root, "added_tokens");
     if (!json_is_object(model)) {
@@ -420,7 +180,7 @@ int tokenizer_import_hf_json(Tokenizer *tok, const char *text, size_t len, const
     if (read_surroundings(root, origin, err) || read_pre_tokenizer(json_object_get(root, "pre_tokenizer"), &s, err) ||
         read_model(model, &s, err))
         goto out;
-    rc = build(tok, &s, err);
+    rc = hf_tokenizer_build(tok, &s, err);
 out:
     source_free(&s);
     json_decref(root);
@@ -432,7 +192,7 @@ int tokenizer_import_hf_vocab_merges(Tokenizer *tok, const char *vocab_json, siz
     memset(tok, 0, sizeof *tok);
     HfSource s = {.origin = origin};
     json_t *vocab = json_parse(vocab_json, vocab_len, err);
-    if (!vocab) return prefix_error(err, origin, "vocab.json: ");
+    if (!vocab) return hf_prefix_error(err, origin, "vocab.json: ");
     int rc = -1;
     if (!json_is_object(vocab)) {
         err_set(err, "'%s': vocab.json is not an object of tokens and their ids", origin);
@@ -465,7 +225,7 @@ int tokenizer_import_hf_vocab_merges(Tokenizer *tok, const char *vocab_json, siz
         }
         at = nl ? nl + 1 : end;
     }
-    rc = build(tok, &s, err);
+    rc = hf_tokenizer_build(tok, &s, err);
 out:
     source_free(&s);
     json_decref(vocab);
@@ -481,12 +241,13 @@ int tokenizer_import_hf(Tokenizer *tok, const char *path, Error *err) {
     memset(tok, 0, sizeof *tok);
     struct stat st;
     if (stat(path, &st) != 0) return err_set(err, "cannot open '%s': %s", path, strerror(errno));
-    char json_path[4096], vocab_path[4096], merges_path[4096];
+    char json_path[PATH_BUF], vocab_path[PATH_BUF], merges_path[PATH_BUF];
     const char *file = path;
     if (S_ISDIR(st.st_mode)) {
-        snprintf(json_path, sizeof json_path, "%s/tokenizer.json", path);
-        snprintf(vocab_path, sizeof vocab_path, "%s/vocab.json", path);
-        snprintf(merges_path, sizeof merges_path, "%s/merges.txt", path);
+        if (path_format(json_path, sizeof json_path, err, "%s/tokenizer.json", path) ||
+            path_format(vocab_path, sizeof vocab_path, err, "%s/vocab.json", path) ||
+            path_format(merges_path, sizeof merges_path, err, "%s/merges.txt", path))
+            return -1;
         if (is_file(json_path)) file = json_path;
         else if (!is_file(vocab_path) || !is_file(merges_path))
             return err_set(err, "'%s' holds no tokenizer: no tokenizer.json, nor vocab.json and merges.txt", path);
@@ -514,8 +275,8 @@ int tokenizer_open(Tokenizer *tok, const char *path, Error *err) {
     struct stat st;
     if (stat(path, &st) != 0) return err_set(err, "cannot open '%s': %s", path, strerror(errno));
     if (S_ISDIR(st.st_mode)) {
-        char saved[4096];
-        snprintf(saved, sizeof saved, "%s/tokenizer.txt", path);
+        char saved[PATH_BUF];
+        if (path_format(saved, sizeof saved, err, "%s/tokenizer.txt", path)) return -1;
         return stat(saved, &st) == 0 ? tokenizer_load(tok, saved, err) : tokenizer_import_hf(tok, path, err);
     }
     size_t len;

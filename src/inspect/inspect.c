@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "nn/layernorm.h"
+#include "lm/matmul.h"
 #include "lm/ops.h"
 #include "lm/ds.h"
 #include "lm/rng.h"
@@ -18,9 +19,11 @@
  * nothing (0) for a mixer without an inspect hook. */
 static int ask_mixer(LayerInspection *L, const Model *m, size_t l, const float *x, size_t T, MixerInspectWhat what,
                      Error *err) {
-    const Mixer *mx = m->cfg.mixers[l];
+    const Mixer *mx = m->mixers[l];
+    MixerSpec spec = model_mixer_spec(&m->cfg, l);
+    MixerRuntime rt = {m->rope_table, m->bf16};
     memset(L, 0, sizeof *L);
-    int rc = mx->inspect ? mx->inspect(model_layer_cfg(m, l), m->params + m->layer[l].mixer, x, T, what, L, err) : 0;
+    int rc = mx->inspect ? mx->inspect(&spec, &rt, m->params + m->layer[l].mixer, x, T, what, L, err) : 0;
     L->mixer = mx->name;
     if (!L->label) L->label = mx->name;
     return rc;

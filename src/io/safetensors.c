@@ -118,6 +118,77 @@ int st_write_foreign(const char *path, const StTensor *tensors, size_t n, const 
     return write_file(path, tensors, n, meta, n_meta, 0, err);
 }
 
+/* A tensor entry's data offsets [*a, *b) within data_len bytes of data.
+ * Offsets are integers, so exact beyond 2^53; checked without overflow. */
+static int entry_offsets(const json_t *off, const char *name, size_t data_len, size_t *a, size_t *b, Error *err) {
+    if (!json_is_array(off) || json_array_size(off) != 2) return err_set(err, "tensor '%s' has no data offsets", name);
+    if (json_size(json_array_get(off, 0), SIZE_MAX, a) || json_size(json_array_get(off, 1), SIZE_MAX, b) || *b < *a)
+        return err_set(err, "tensor '%s' has bad data offsets", name);
+    if (*b > data_len)
+        return err_set(err, "tensor '%s' has bad data offsets: past the %zu bytes of data the file holds (truncated?)",
+                       name, data_len);
+    return 0;
+}
+
+typedef struct Span {
+    size_t a, b;
+    const char *name;
+} Span;
+
+static int span_order(const void *x, const void *y) {
+    const Span *p = x, *q = y;
+    return p->a != q->a ? (p->a < q->a ? -1 : 1) : p->b != q->b ? (p->b < q->b ? -1 : 1) : 0;
+}
+
+/* The rules of the format's reference reader, for every file read, ours or
+ * not: __metadata__ (if there) maps strings to strings, every other key is
+ * a tensor entry, and the tensors tile the data region exactly: in offset
+ * order each begins where the one before it ends, the first at 0, the last
+ * at the end of the file: no two share bytes, and no byte belongs to none. */
+static int check_layout(const json_t *header, size_t data_len, const char *path, Error *err) {
+    const json_t *meta = json_object_get(header, "__metadata__");
+    if (meta) {
+        const char *key;
+        const json_t *value;
+        if (!json_is_object(meta)) return err_set(err, "'%s' is corrupt: its __metadata__ is not a map of strings", path);
+        json_object_foreach((json_t *)meta, key, value) {
+            if (!json_is_string(value))
+                return err_set(err, "'%s' is corrupt: __metadata__ entry '%s' is not a string", path, key);
+        }
+    }
+    size_t n = json_object_size(header) - (meta != NULL), k = 0;
+    Span *spans = lm_calloc(n + 1, sizeof *spans, err);
+    if (!spans) return -1;
+    const char *name;
+    const json_t *entry;
+    int rc = 0;
+    json_object_foreach((json_t *)header, name, entry) {
+        if (strcmp(name, "__metadata__") == 0) continue;
+        Error oerr;
+        if (!json_is_object(entry)) rc = err_set(err, "'%s': '%s' is not a tensor entry", path, name);
+        else if (entry_offsets(json_object_get(entry, "data_offsets"), name, data_len, &spans[k].a, &spans[k].b, &oerr))
+            rc = err_set(err, "'%s': %s", path, oerr.msg);
+        if (rc) break;
+        spans[k++].name = name;
+    }
+    if (rc == 0) qsort(spans, k, sizeof *spans, span_order);
+    /* Overlaps first: a tensor moved onto another's bytes leaves a gap too,
+     * and the overlap is what names the fault. */
+    for (size_t i = 1; rc == 0 && i < k; i++)
+        if (spans[i].a < spans[i - 1].b)
+            rc = err_set(err, "'%s' is corrupt: tensors '%s' and '%s' overlap", path, spans[i - 1].name, spans[i].name);
+    for (size_t i = 0, end = 0; rc == 0 && i <= k; end = spans[i++].b) {
+        size_t at = i < k ? spans[i].a : data_len;
+        if (at > end && i == k)
+            rc = err_set(err, "'%s' is corrupt: %zu bytes after its last tensor belong to none", path, at - end);
+        else if (at > end)
+            rc = err_set(err, "'%s' is corrupt: %zu bytes before tensor '%s' belong to none", path, at - end,
+                         spans[i].name);
+    }
+    free(spans);
+    return rc;
+}
+
 /* The header length in a file's first 8 bytes (0 if it has fewer). */
 static uint64_t st_header_len(const char *buf, size_t len) {
     uint64_t hlen = 0;
@@ -173,6 +244,10 @@ int st_open(StFile *f, const char *path, Error *err) {
         st_close(f);
         return err_set(err, "'%s' is corrupt: checksum mismatch (truncated or modified file)", path);
     }
+    if (check_layout(f->header, f->len - f->data_start, path, err)) {
+        st_close(f);
+        return -1;
+    }
     return 0;
 }
 
@@ -205,6 +280,10 @@ int st_open_foreign(StFile *f, const char *path, Error *err) {
             st_close(f);
             return err_set(err, "'%s': %s", path, terr.msg);
         }
+    }
+    if (check_layout(f->header, f->len - f->data_start, path, err)) {
+        st_close(f);
+        return -1;
     }
     return 0;
 }
@@ -246,14 +325,8 @@ int st_info(const StFile *f, const char *name, StInfo *info, Error *err) {
         if (dim && info->count > SIZE_MAX / 8 / dim) return err_set(err, "tensor '%s' has an impossible shape", name);
         info->count *= dim;
     }
-    /* Offsets are integers, so exact beyond 2^53; checked without overflow. */
-    size_t a, b, data_len = f->len - f->data_start;
-    if (!json_is_array(off) || json_array_size(off) != 2) return err_set(err, "tensor '%s' has no data offsets", name);
-    if (json_size(json_array_get(off, 0), SIZE_MAX, &a) || json_size(json_array_get(off, 1), SIZE_MAX, &b) || b < a)
-        return err_set(err, "tensor '%s' has bad data offsets", name);
-    if (b > data_len)
-        return err_set(err, "tensor '%s' has bad data offsets: past the %zu bytes of data the file holds (truncated?)",
-                       name, data_len);
+    size_t a, b;
+    if (entry_offsets(off, name, f->len - f->data_start, &a, &b, err)) return -1;
     if (elem && b - a != info->count * elem)
         return err_set(err, "tensor '%s' has bad data offsets: %zu bytes for %zu %s values", name, b - a, info->count,
                        info->dtype);

@@ -20,6 +20,16 @@ size_t utf8_decode(const unsigned char *s, size_t len, uint32_t *cp) {
     return n;
 }
 
+size_t utf8_invalid_at(const char *s, size_t len) {
+    uint32_t cp;
+    for (size_t at = 0; at < len;) {
+        size_t n = utf8_decode((const unsigned char *)s + at, len - at, &cp);
+        if (!n) return at;
+        at += n;
+    }
+    return len;
+}
+
 size_t utf8_encode(uint32_t cp, char *out) {
     if (cp < 0x80) { out[0] = (char)cp; return 1; }
     if (cp < 0x800) { out[0] = (char)(0xC0 | (cp >> 6)); out[1] = (char)(0x80 | (cp & 0x3F)); return 2; }

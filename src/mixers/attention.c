@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "blas/tile_gemm.h"
+#include "lm/matmul.h"
 #include "lm/ops.h"
 #include "nn/rope.h"
 
@@ -66,18 +67,18 @@ static size_t attn_layout(float *base, size_t B, size_t T, size_t C, size_t H, A
     return used;
 }
 
-static int attention_validate(const ModelConfig *cfg, Error *err) {
-    if (cfg->n_head == 0) return err_set(err, "n_head must be positive");
-    if (cfg->n_embd % cfg->n_head != 0)
-        return err_set(err, "n_embd (%zu) must be divisible by n_head (%zu)", cfg->n_embd, cfg->n_head);
-    if (cfg->pos == POS_ROPE && (cfg->n_embd / cfg->n_head) % 2 != 0)
+static int attention_validate(const MixerSpec *spec, Error *err) {
+    if (spec->n_head == 0) return err_set(err, "n_head must be positive");
+    if (spec->n_embd % spec->n_head != 0)
+        return err_set(err, "n_embd (%zu) must be divisible by n_head (%zu)", spec->n_embd, spec->n_head);
+    if (spec->rope && (spec->n_embd / spec->n_head) % 2 != 0)
         return err_set(err, "rope positions rotate pairs of dimensions: the head size n_embd / n_head (%zu) must be even",
-                       cfg->n_embd / cfg->n_head);
+                       spec->n_embd / spec->n_head);
     return 0;
 }
 
-static size_t attention_tensors(const ModelConfig *cfg, TensorSpec *out) {
-    size_t C = cfg->n_embd;
+static size_t attention_tensors(const MixerSpec *spec, TensorSpec *out) {
+    size_t C = spec->n_embd;
     out[0] = (TensorSpec){"attn.qkv.weight", 3 * C, C, INIT_NORMAL};
     out[1] = (TensorSpec){"attn.qkv.bias", 3 * C, 0, INIT_ZERO};
     out[2] = (TensorSpec){"attn.proj.weight", C, C, INIT_RESIDUAL};
@@ -85,9 +86,9 @@ static size_t attention_tensors(const ModelConfig *cfg, TensorSpec *out) {
     return 4;
 }
 
-static size_t attention_act_size(const ModelConfig *cfg, size_t B, size_t T) {
+static size_t attention_act_size(const MixerSpec *spec, size_t B, size_t T) {
     AttnActs unused;
-    return attn_layout(NULL, B, T, cfg->n_embd, cfg->n_head, &unused);
+    return attn_layout(NULL, B, T, spec->n_embd, spec->n_head, &unused);
 }
 
 /* The tiles' products (blas/tile_gemm.h's tile_product) read each head's
@@ -150,8 +151,8 @@ static ForwardRoom forward_room(HeadPacking h, uint32_t *room) {
 }
 
 /* The head's packing room in the model's bf16 buffer (lm/ops.h). */
-static uint32_t *head_room(const ModelConfig *cfg, HeadPacking h, size_t B, size_t H, size_t bh) {
-    return matmul_bf16_packed(cfg->bf16, B * H * head_packed_words(h)) + bh * head_packed_words(h);
+static uint32_t *head_room(const MixerRuntime *rt, HeadPacking h, size_t B, size_t H, size_t bh) {
+    return matmul_bf16_packed(rt->bf16, B * H * head_packed_words(h)) + bh * head_packed_words(h);
 }
 
 /* How many keys of a key tile starting at j0 query row t may see (causal). */
@@ -298,21 +299,21 @@ static void flash_backward_head(float *dq, float *dk, float *dv, size_t ld, floa
     }
 }
 
-static void attention_forward(const ModelConfig *cfg, const float *params, float *acts,
+static void attention_forward(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *acts,
                               float *out, const float *in, size_t B, size_t T) {
-    size_t C = cfg->n_embd, H = cfg->n_head, hs = C / H, nt = ceil_div(T, TILE), ts = tile_side(T);
+    size_t C = spec->n_embd, H = spec->n_head, hs = C / H, nt = ceil_div(T, TILE), ts = tile_side(T);
     float scale = 1.0f / sqrtf((float)hs);
     AttnParams p = attn_params(params, C);
     AttnActs a;
     attn_layout(acts, B, T, C, H, &a);
-    matmul_forward(cfg->bf16, a.qkv, in, p.qkv_w, p.qkv_b, B * T, C, 3 * C);
-    if (cfg->pos == POS_ROPE) rope_forward(a.qkv, cfg->rope, B, T, 0, C, hs); /* qkv keeps the rotated q, k */
+    matmul_forward(rt->bf16, a.qkv, in, p.qkv_w, p.qkv_b, B * T, C, 3 * C);
+    if (spec->rope) rope_forward(a.qkv, rt->rope, B, T, 0, C, hs); /* qkv keeps the rotated q, k */
     HeadPacking hp = head_packing(T, hs);
-    if (cfg->bf16) { /* each head's K, Q and V packed once for all its query tiles */
+    if (rt->bf16) { /* each head's K, Q and V packed once for all its query tiles */
 #pragma omp parallel for schedule(static)
         for (size_t bh = 0; bh < B * H; bh++) {
             const float *q = a.qkv + (bh / H) * T * 3 * C + (bh % H) * hs;
-            ForwardRoom r = forward_room(hp, head_room(cfg, hp, B, H, bh));
+            ForwardRoom r = forward_room(hp, head_room(rt, hp, B, H, bh));
             pack_a(hp, q + C, 3 * C, r.k);
             pack_bt(hp, q, 3 * C, r.qt);
             pack_b(hp, q + 2 * C, 3 * C, r.v);
@@ -326,8 +327,8 @@ static void attention_forward(const ModelConfig *cfg, const float *params, float
         const float *q = a.qkv + b * T * 3 * C + h * hs;
         float *st = a.tiles + task * forward_task_floats(T, hs), *qt = st + ts * ts;
         TileOperand k_a, qt_b, v_b;
-        if (cfg->bf16) {
-            ForwardRoom r = forward_room(hp, head_room(cfg, hp, B, H, bh));
+        if (rt->bf16) {
+            ForwardRoom r = forward_room(hp, head_room(rt, hp, B, H, bh));
             k_a = packed_a(hp, r.k), qt_b = tile_b_at(packed_bt(hp, r.qt), 0, i0), v_b = packed_b(hp, r.v);
         } else {
             tile_transpose(nq, hs, q + i0 * 3 * C, 3 * C, qt, ts);
@@ -336,17 +337,17 @@ static void attention_forward(const ModelConfig *cfg, const float *params, float
         flash_forward_tile(a.y + (b * T + i0) * C + h * hs, C, a.lse + bh * T + i0, st, ts, k_a, qt_b, v_b, i0, nq,
                            hs, scale);
     }
-    matmul_forward(cfg->bf16, out, a.y, p.proj_w, p.proj_b, B * T, C, C);
+    matmul_forward(rt->bf16, out, a.y, p.proj_w, p.proj_b, B * T, C, C);
 }
 
 /* Backward's operands of one head (q, k, v: row stride ld; dy: ldy): in
  * bf16 packed into its room; in fp32 as they are, with K^T and V^T
  * transposed into kt and vt (hs x T each). */
-static BackwardOperands backward_operands(const ModelConfig *cfg, HeadPacking hp, uint32_t *room, float *kt,
+static BackwardOperands backward_operands(const MixerRuntime *rt, HeadPacking hp, uint32_t *room, float *kt,
                                           float *vt, const float *q, const float *k, const float *v, size_t ld,
                                           const float *dy, size_t ldy) {
     size_t T = hp.T, hs = hp.hs;
-    if (!cfg->bf16) {
+    if (!rt->bf16) {
         tile_transpose(T, hs, k, ld, kt, T);
         tile_transpose(T, hs, v, ld, vt, T);
         return (BackwardOperands){.q = fp32_a(q, ld), .dy = fp32_a(dy, ldy), .kt = fp32_b(kt, T),
@@ -364,16 +365,16 @@ static BackwardOperands backward_operands(const ModelConfig *cfg, HeadPacking hp
     return x;
 }
 
-static void attention_backward(const ModelConfig *cfg, const float *params, float *dparams,
+static void attention_backward(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *dparams,
                                float *acts, const float *in, const float *dout, float *din,
                                size_t B, size_t T) {
-    size_t C = cfg->n_embd, H = cfg->n_head, hs = C / H, ts = tile_side(T);
+    size_t C = spec->n_embd, H = spec->n_head, hs = C / H, ts = tile_side(T);
     float scale = 1.0f / sqrtf((float)hs);
     AttnParams p = attn_params(params, C);
     AttnParams g = attn_params(dparams, C);
     AttnActs a;
     attn_layout(acts, B, T, C, H, &a);
-    matmul_backward(cfg->bf16, a.dy, 0.0f, (float *)g.proj_w, (float *)g.proj_b, dout, a.y, p.proj_w, B * T, C, C);
+    matmul_backward(rt->bf16, a.dy, 0.0f, (float *)g.proj_w, (float *)g.proj_b, dout, a.y, p.proj_w, B * T, C, C);
     HeadPacking hp = head_packing(T, hs);
 #pragma omp parallel for schedule(static)
     for (size_t bh = 0; bh < B * H; bh++) {
@@ -387,35 +388,35 @@ static void attention_backward(const ModelConfig *cfg, const float *params, floa
         }
         float *s = a.tiles + bh * backward_task_floats(T, hs), *kt = s + 2 * ts * ts;
         BackwardOperands x =
-            backward_operands(cfg, hp, cfg->bf16 ? head_room(cfg, hp, B, H, bh) : NULL, kt, kt + hs * T,
+            backward_operands(rt, hp, rt->bf16 ? head_room(rt, hp, B, H, bh) : NULL, kt, kt + hs * T,
                               a.qkv + off, a.qkv + off + C, a.qkv + off + 2 * C, 3 * C, dy, C);
         flash_backward_head(a.dqkv + off, a.dqkv + off + C, a.dqkv + off + 2 * C, 3 * C, s, s + ts * ts, ts, x,
                             a.lse + bh * T, delta, T, hs, scale);
     }
-    if (cfg->pos == POS_ROPE) rope_backward(a.dqkv, cfg->rope, B, T, 0, C, hs);
-    matmul_backward(cfg->bf16, din, 0.0f, (float *)g.qkv_w, (float *)g.qkv_b, a.dqkv, in, p.qkv_w, B * T, C, 3 * C);
+    if (spec->rope) rope_backward(a.dqkv, rt->rope, B, T, 0, C, hs);
+    matmul_backward(rt->bf16, din, 0.0f, (float *)g.qkv_w, (float *)g.qkv_b, a.dqkv, in, p.qkv_w, B * T, C, 3 * C);
 }
 
 /* Words of packed operands --precision bf16 uses (MatmulBf16.packed): every
  * head's backward packing (forward's is smaller), for batch B x T. */
-static size_t attention_bf16_words(const ModelConfig *cfg, size_t B, size_t T) {
-    return B * cfg->n_head * head_packed_words(head_packing(T, cfg->n_embd / cfg->n_head));
+static size_t attention_bf16_words(const MixerSpec *spec, size_t B, size_t T) {
+    return B * spec->n_head * head_packed_words(head_packing(T, spec->n_embd / spec->n_head));
 }
 
 /* Sampling state: K and V caches (block_size, C) each, then scratch for
  * one position's qkv (3C), attention row (block_size) and y (C). */
-static size_t attention_state_size(const ModelConfig *cfg) {
-    return 2 * cfg->block_size * cfg->n_embd + 4 * cfg->n_embd + cfg->block_size;
+static size_t attention_state_size(const MixerSpec *spec) {
+    return 2 * spec->block_size * spec->n_embd + 4 * spec->n_embd + spec->block_size;
 }
 
-static void attention_step(const ModelConfig *cfg, const float *params, float *state,
+static void attention_step(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state,
                            const float *in_t, float *out_t, size_t t) {
-    size_t C = cfg->n_embd, H = cfg->n_head, hs = C / H, Tm = cfg->block_size;
+    size_t C = spec->n_embd, H = spec->n_head, hs = C / H, Tm = spec->block_size;
     float scale = 1.0f / sqrtf((float)hs);
     AttnParams p = attn_params(params, C);
     float *kc = state, *vc = kc + Tm * C, *qkv = vc + Tm * C, *row = qkv + 3 * C, *y = row + Tm;
-    matmul_forward(cfg->bf16, qkv, in_t, p.qkv_w, p.qkv_b, 1, C, 3 * C);
-    if (cfg->pos == POS_ROPE) rope_forward(qkv, cfg->rope, 1, 1, t, C, hs); /* the cache holds rotated keys */
+    matmul_forward(rt->bf16, qkv, in_t, p.qkv_w, p.qkv_b, 1, C, 3 * C);
+    if (spec->rope) rope_forward(qkv, rt->rope, 1, 1, t, C, hs); /* the cache holds rotated keys */
     memcpy(kc + t * C, qkv + C, C * sizeof(float));
     memcpy(vc + t * C, qkv + 2 * C, C * sizeof(float));
     for (size_t h = 0; h < H; h++) {
@@ -423,12 +424,12 @@ static void attention_step(const ModelConfig *cfg, const float *params, float *s
         softmax(row, row, t + 1);
         gemm(0, 0, 1, hs, t + 1, 1.0f, row, t + 1, vc + h * hs, C, 0.0f, y + h * hs, C);
     }
-    matmul_forward(cfg->bf16, out_t, y, p.proj_w, p.proj_b, 1, C, C);
+    matmul_forward(rt->bf16, out_t, y, p.proj_w, p.proj_b, 1, C, C);
 }
 
 /* A causal token meets (T + 1) / 2 keys on average; QK^T and PV take 2
  * multiply-adds per key and channel: forward 2 C (T + 1), backward twice that. */
-static double attention_flops(const ModelConfig *cfg, size_t T) { return 6.0 * (double)cfg->n_embd * (double)(T + 1); }
+static double attention_flops(const MixerSpec *spec, size_t T) { return 6.0 * (double)spec->n_embd * (double)(T + 1); }
 
 const Mixer attention_mixer = {
     .name = "attention",

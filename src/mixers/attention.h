@@ -31,7 +31,7 @@ AttnParams attn_params(const float *params, size_t C);
  * head the map statistics and the projection geometry; as parts, each
  * head's share of the output at T - 1 ("H<h>") and the output bias
  * ("attn bias"). */
-int attention_inspect(const ModelConfig *cfg, const float *params, const float *x, size_t T,
+int attention_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float *params, const float *x, size_t T,
                       MixerInspectWhat what, LayerInspection *out, Error *err);
 /* probs (T, T) of head h from qkv (T, 3C) rows as attention.c lays them out. */
 void attention_probs(float *probs, const float *qkv, size_t T, size_t C, size_t H, size_t h);

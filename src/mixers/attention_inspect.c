@@ -9,6 +9,7 @@
 
 #include "lm/gemm.h"
 #include "mixers/attention.h"
+#include "lm/matmul.h"
 #include "lm/ops.h"
 #include "nn/rope.h"
 #include "nn/svd.h"
@@ -207,9 +208,9 @@ static void head_parts(LayerInspection *L, AttnParams p, const float *qkv, size_
     snprintf(L->part_name[H], sizeof L->part_name[H], "attn bias");
 }
 
-int attention_inspect(const ModelConfig *cfg, const float *params, const float *x, size_t T,
+int attention_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float *params, const float *x, size_t T,
                       MixerInspectWhat what, LayerInspection *L, Error *err) {
-    size_t C = cfg->n_embd, H = cfg->n_head, hs = C / H;
+    size_t C = spec->n_embd, H = spec->n_head, hs = C / H;
     int all = what == MIXER_INSPECT_ALL;
     AttnParams p = attn_params(params, C);
     L->label = "attn";
@@ -228,7 +229,7 @@ int attention_inspect(const ModelConfig *cfg, const float *params, const float *
     }
     /* q and k as the layer has them, rotated by position with rope. */
     matmul_forward(NULL, qkv, x, p.qkv_w, p.qkv_b, T, C, 3 * C);
-    if (cfg->pos == POS_ROPE) rope_forward(qkv, cfg->rope, 1, T, 0, C, hs);
+    if (spec->rope) rope_forward(qkv, rt->rope, 1, T, 0, C, hs);
     for (size_t h = 0; h < H; h++) {
         float *map = L->probs + h * T * T;
         attention_scores(map, qkv, T, C, H, h);

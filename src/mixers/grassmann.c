@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "nn/layernorm.h"
+#include "lm/matmul.h"
 #include "lm/ops.h"
 
 /* Forward keeps z, qbar, g, the gate a, m and the LayerNorm statistics;
@@ -19,10 +20,10 @@ typedef struct GrActs {
 
 static size_t n_pairs(size_t r) { return r * (r - 1) / 2; }
 
-static size_t coef_size(const ModelConfig *cfg, size_t N) { return N * (cfg->n_windows * COEF_PER_OFFSET + 1); }
+static size_t coef_size(const MixerSpec *spec, size_t N) { return N * (spec->n_windows * COEF_PER_OFFSET + 1); }
 
-GrParams gr_params(const float *p, const ModelConfig *cfg) {
-    size_t C = cfg->n_embd, r = cfg->grassmann_rank, P = n_pairs(r);
+GrParams gr_params(const float *p, const MixerSpec *spec) {
+    size_t C = spec->n_embd, r = spec->grassmann_rank, P = n_pairs(r);
     GrParams g;
     g.red_w = p;
     g.red_b = g.red_w + r * C;
@@ -36,8 +37,8 @@ GrParams gr_params(const float *p, const ModelConfig *cfg) {
 }
 
 /* With base == NULL it only measures (the activation size). */
-static size_t gr_layout(float *base, const ModelConfig *cfg, size_t N, GrActs *a) {
-    size_t C = cfg->n_embd, r = cfg->grassmann_rank, P = n_pairs(r), used = 0;
+static size_t gr_layout(float *base, const MixerSpec *spec, size_t N, GrActs *a) {
+    size_t C = spec->n_embd, r = spec->grassmann_rank, P = n_pairs(r), used = 0;
 #define TAKE(field, count) (a->field = base ? base + used : NULL, used += (count))
     TAKE(z, N * r);
     TAKE(qbar, N * P);
@@ -52,31 +53,31 @@ static size_t gr_layout(float *base, const ModelConfig *cfg, size_t N, GrActs *a
     TAKE(dqbar, N * P);
     TAKE(dz, N * r);
     TAKE(u, N * r);
-    TAKE(coef, coef_size(cfg, N));
+    TAKE(coef, coef_size(spec, N));
 #undef TAKE
     return used;
 }
 
-static GrActs gr_acts(float *acts, const ModelConfig *cfg, size_t N) {
+static GrActs gr_acts(float *acts, const MixerSpec *spec, size_t N) {
     GrActs a;
-    gr_layout(acts, cfg, N, &a);
+    gr_layout(acts, spec, N, &a);
     return a;
 }
 
-static int grassmann_validate(const ModelConfig *cfg, Error *err) {
-    if (cfg->grassmann_rank < 2) return err_set(err, "grassmann rank must be at least 2 (got %zu)", cfg->grassmann_rank);
-    if (cfg->grassmann_rank > GRASSMANN_MAX_RANK)
-        return err_set(err, "grassmann rank %zu is too large (max %d)", cfg->grassmann_rank, GRASSMANN_MAX_RANK);
-    if (cfg->n_windows == 0) return err_set(err, "grassmann window list is empty");
-    for (size_t i = 0; i < cfg->n_windows; i++)
-        if (cfg->windows[i] == 0 || cfg->windows[i] >= cfg->block_size)
+static int grassmann_validate(const MixerSpec *spec, Error *err) {
+    if (spec->grassmann_rank < 2) return err_set(err, "grassmann rank must be at least 2 (got %zu)", spec->grassmann_rank);
+    if (spec->grassmann_rank > GRASSMANN_MAX_RANK)
+        return err_set(err, "grassmann rank %zu is too large (max %d)", spec->grassmann_rank, GRASSMANN_MAX_RANK);
+    if (spec->n_windows == 0) return err_set(err, "grassmann window list is empty");
+    for (size_t i = 0; i < spec->n_windows; i++)
+        if (spec->windows[i] == 0 || spec->windows[i] >= spec->block_size)
             return err_set(err, "grassmann window offset %zu must be between 1 and block_size - 1 (%zu)",
-                           cfg->windows[i], cfg->block_size - 1);
+                           spec->windows[i], spec->block_size - 1);
     return 0;
 }
 
-static size_t grassmann_tensors(const ModelConfig *cfg, TensorSpec *out) {
-    size_t C = cfg->n_embd, r = cfg->grassmann_rank, P = n_pairs(r);
+static size_t grassmann_tensors(const MixerSpec *spec, TensorSpec *out) {
+    size_t C = spec->n_embd, r = spec->grassmann_rank, P = n_pairs(r);
     out[0] = (TensorSpec){"grassmann.red.weight", r, C, INIT_NORMAL};
     out[1] = (TensorSpec){"grassmann.red.bias", r, 0, INIT_ZERO};
     out[2] = (TensorSpec){"grassmann.plu.weight", C, P, INIT_NORMAL};
@@ -88,9 +89,9 @@ static size_t grassmann_tensors(const ModelConfig *cfg, TensorSpec *out) {
     return 8;
 }
 
-static size_t grassmann_act_size(const ModelConfig *cfg, size_t B, size_t T) {
+static size_t grassmann_act_size(const MixerSpec *spec, size_t B, size_t T) {
     GrActs unused;
-    return gr_layout(NULL, cfg, B * T, &unused);
+    return gr_layout(NULL, spec, B * T, &unused);
 }
 
 /* ---- the mixing: normalised Plücker coordinates, averaged over offsets ----
@@ -182,7 +183,7 @@ void grassmann_mix_forward(float *qbar, const float *z, const size_t *windows, s
     size_t P = n_pairs(r);
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < B * T; n++) {
-        const float *past[MAX_WINDOWS];
+        const float *past[MIXER_MAX_WINDOWS];
         float c[GRASSMANN_MAX_RANK];
         size_t t = n % T;
         past_rows(past, z, n, t, windows, n_windows, r);
@@ -226,8 +227,8 @@ void grassmann_mix_backward(float *dz, float *u, float *coef, const float *dqbar
     size_t N = B * T, P = n_pairs(r), stride = n_windows * COEF_PER_OFFSET + 1;
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++) {
-        const float *past[MAX_WINDOWS], *a = z + n * r;
-        float c[GRASSMANN_MAX_RANK], v[GRASSMANN_MAX_RANK], s[MAX_WINDOWS];
+        const float *past[MIXER_MAX_WINDOWS], *a = z + n * r;
+        float c[GRASSMANN_MAX_RANK], v[GRASSMANN_MAX_RANK], s[MIXER_MAX_WINDOWS];
         float *un = u + n * r, *cf = coef + n * stride, *dzn = dz + n * r;
         size_t t = n % T;
         past_rows(past, z, n, t, windows, n_windows, r);
@@ -291,9 +292,9 @@ void grassmann_gate_backward(float *dx, float *dg, float *dapre, const float *dm
 
 /* ---- the layer ---------------------------------------------------------- */
 
-static size_t min_window(const ModelConfig *cfg) {
-    size_t m = cfg->windows[0];
-    for (size_t w = 1; w < cfg->n_windows; w++) m = cfg->windows[w] < m ? cfg->windows[w] : m;
+static size_t min_window(const MixerSpec *spec) {
+    size_t m = spec->windows[0];
+    for (size_t w = 1; w < spec->n_windows; w++) m = spec->windows[w] < m ? spec->windows[w] : m;
     return m;
 }
 
@@ -304,90 +305,90 @@ static const float *gate_w_g(GrParams p, size_t C) { return p.gate_w + C; }
 
 /* From qbar to the output, for N rows whose positions are t0, t0+1, ... mod T:
  * shared by the batched forward and the one-position sampling step. */
-static void gr_tail_forward(const ModelConfig *cfg, GrParams p, GrActs a, float *out, const float *x,
+static void gr_tail_forward(const MixerSpec *spec, const MixerRuntime *rt, GrParams p, GrActs a, float *out, const float *x,
                             size_t N, size_t T, size_t t0) {
-    size_t C = cfg->n_embd, P = n_pairs(cfg->grassmann_rank), dmin = min_window(cfg);
-    matmul_forward(cfg->bf16, a.g, a.qbar, p.plu_w, p.plu_b, N, P, C);
+    size_t C = spec->n_embd, P = n_pairs(spec->grassmann_rank), dmin = min_window(spec);
+    matmul_forward(rt->bf16, a.g, a.qbar, p.plu_w, p.plu_b, N, P, C);
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++)
         if ((t0 + n) % T < dmin) memset(a.g + n * C, 0, C * sizeof(float)); /* no offset fits: g = 0 */
-    matmul_forward_strided(cfg->bf16, a.a, x, gate_w_x(p), 2 * C, p.gate_b, N, C, C);
-    matmul_add_strided(cfg->bf16, a.a, a.g, gate_w_g(p, C), 2 * C, N, C, C);
+    matmul_forward_strided(rt->bf16, a.a, x, gate_w_x(p), 2 * C, p.gate_b, N, C, C);
+    matmul_add_strided(rt->bf16, a.a, a.g, gate_w_g(p, C), 2 * C, N, C, C);
     grassmann_gate_forward(a.m, a.a, x, a.g, N * C);
     layernorm_forward(out, a.mean, a.rstd, a.m, p.ln_w, p.ln_b, N, C);
 }
 
-static void grassmann_forward(const ModelConfig *cfg, const float *params, float *acts,
+static void grassmann_forward(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *acts,
                               float *out, const float *in, size_t B, size_t T) {
-    size_t N = B * T, C = cfg->n_embd, r = cfg->grassmann_rank;
-    GrParams p = gr_params(params, cfg);
-    GrActs a = gr_acts(acts, cfg, N);
-    matmul_forward(cfg->bf16, a.z, in, p.red_w, p.red_b, N, C, r);
-    grassmann_mix_forward(a.qbar, a.z, cfg->windows, cfg->n_windows, B, T, r, GRASSMANN_EPS);
-    gr_tail_forward(cfg, p, a, out, in, N, T, 0);
+    size_t N = B * T, C = spec->n_embd, r = spec->grassmann_rank;
+    GrParams p = gr_params(params, spec);
+    GrActs a = gr_acts(acts, spec, N);
+    matmul_forward(rt->bf16, a.z, in, p.red_w, p.red_b, N, C, r);
+    grassmann_mix_forward(a.qbar, a.z, spec->windows, spec->n_windows, B, T, r, GRASSMANN_EPS);
+    gr_tail_forward(spec, rt, p, a, out, in, N, T, 0);
 }
 
-static void grassmann_backward(const ModelConfig *cfg, const float *params, float *dparams,
+static void grassmann_backward(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *dparams,
                                float *acts, const float *in, const float *dout, float *din,
                                size_t B, size_t T) {
-    size_t N = B * T, C = cfg->n_embd, r = cfg->grassmann_rank, P = n_pairs(r), dmin = min_window(cfg);
-    GrParams p = gr_params(params, cfg);
-    GrParams g = gr_params(dparams, cfg);
-    GrActs a = gr_acts(acts, cfg, N);
+    size_t N = B * T, C = spec->n_embd, r = spec->grassmann_rank, P = n_pairs(r), dmin = min_window(spec);
+    GrParams p = gr_params(params, spec);
+    GrParams g = gr_params(dparams, spec);
+    GrActs a = gr_acts(acts, spec, N);
     memset(a.dm, 0, N * C * sizeof(float));
     layernorm_backward(a.dm, (float *)g.ln_w, (float *)g.ln_b, dout, a.m, p.ln_w, a.mean, a.rstd, N, C);
     grassmann_gate_backward(din, a.dg, a.dapre, a.dm, a.a, in, a.g, N * C);
     /* apre = x W_x^T + g W_g^T + b: both column blocks of the gate weight. */
-    matmul_backward_strided(cfg->bf16, din, 1.0f, (float *)gate_w_x(g), 2 * C, (float *)g.gate_b, a.dapre, in,
+    matmul_backward_strided(rt->bf16, din, 1.0f, (float *)gate_w_x(g), 2 * C, (float *)g.gate_b, a.dapre, in,
                             gate_w_x(p), N, C, C);
-    matmul_backward_strided(cfg->bf16, a.dg, 1.0f, (float *)gate_w_g(g, C), 2 * C, NULL, a.dapre, a.g,
+    matmul_backward_strided(rt->bf16, a.dg, 1.0f, (float *)gate_w_g(g, C), 2 * C, NULL, a.dapre, a.g,
                             gate_w_g(p, C), N, C, C);
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++)
         if (n % T < dmin) memset(a.dg + n * C, 0, C * sizeof(float)); /* g was held at 0 there */
-    matmul_backward(cfg->bf16, a.dqbar, 0.0f, (float *)g.plu_w, (float *)g.plu_b, a.dg, a.qbar, p.plu_w, N, P, C);
-    grassmann_mix_backward(a.dz, a.u, a.coef, a.dqbar, a.z, cfg->windows, cfg->n_windows, B, T, r, GRASSMANN_EPS);
-    matmul_backward(cfg->bf16, din, 1.0f, (float *)g.red_w, (float *)g.red_b, a.dz, in, p.red_w, N, C, r);
+    matmul_backward(rt->bf16, a.dqbar, 0.0f, (float *)g.plu_w, (float *)g.plu_b, a.dg, a.qbar, p.plu_w, N, P, C);
+    grassmann_mix_backward(a.dz, a.u, a.coef, a.dqbar, a.z, spec->windows, spec->n_windows, B, T, r, GRASSMANN_EPS);
+    matmul_backward(rt->bf16, din, 1.0f, (float *)g.red_w, (float *)g.red_b, a.dz, in, p.red_w, N, C, r);
 }
 
 /* Sampling state: a ring of the last max(D) + 1 reduced vectors, then one
  * position's worth of the forward activations. Constant in the text length. */
-static size_t ring_len(const ModelConfig *cfg) {
+static size_t ring_len(const MixerSpec *spec) {
     size_t m = 0;
-    for (size_t w = 0; w < cfg->n_windows; w++) m = cfg->windows[w] > m ? cfg->windows[w] : m;
+    for (size_t w = 0; w < spec->n_windows; w++) m = spec->windows[w] > m ? spec->windows[w] : m;
     return m + 1;
 }
 
-static size_t grassmann_state_size(const ModelConfig *cfg) {
-    return ring_len(cfg) * cfg->grassmann_rank + grassmann_act_size(cfg, 1, 1);
+static size_t grassmann_state_size(const MixerSpec *spec) {
+    return ring_len(spec) * spec->grassmann_rank + grassmann_act_size(spec, 1, 1);
 }
 
-static void grassmann_step(const ModelConfig *cfg, const float *params, float *state,
+static void grassmann_step(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state,
                            const float *in_t, float *out_t, size_t t) {
-    size_t C = cfg->n_embd, r = cfg->grassmann_rank, P = n_pairs(r), R = ring_len(cfg);
-    GrParams p = gr_params(params, cfg);
+    size_t C = spec->n_embd, r = spec->grassmann_rank, P = n_pairs(r), R = ring_len(spec);
+    GrParams p = gr_params(params, spec);
     float *ring = state;
-    GrActs a = gr_acts(state + R * r, cfg, 1);
+    GrActs a = gr_acts(state + R * r, spec, 1);
     float *zt = ring + (t % R) * r;
-    matmul_forward(cfg->bf16, zt, in_t, p.red_w, p.red_b, 1, C, r);
-    const float *past[MAX_WINDOWS];
+    matmul_forward(rt->bf16, zt, in_t, p.red_w, p.red_b, 1, C, r);
+    const float *past[MIXER_MAX_WINDOWS];
     float c[GRASSMANN_MAX_RANK];
-    for (size_t k = 0; k < cfg->n_windows; k++)
-        past[k] = cfg->windows[k] <= t ? ring + ((t - cfg->windows[k]) % R) * r : NULL;
-    if (combine_past(c, NULL, zt, past, cfg->windows, cfg->n_windows, t, GRASSMANN_EPS, r) == 0)
+    for (size_t k = 0; k < spec->n_windows; k++)
+        past[k] = spec->windows[k] <= t ? ring + ((t - spec->windows[k]) % R) * r : NULL;
+    if (combine_past(c, NULL, zt, past, spec->windows, spec->n_windows, t, GRASSMANN_EPS, r) == 0)
         memset(a.qbar, 0, P * sizeof(float));
     else
         grassmann_wedge(a.qbar, zt, c, r);
     /* One row at position t: "T" is taken past any t so that t0 = t is used as is. */
-    gr_tail_forward(cfg, p, a, out_t, in_t, 1, (size_t)-1, t);
+    gr_tail_forward(spec, rt, p, a, out_t, in_t, 1, (size_t)-1, t);
 }
 
 /* Forward: one wedge of P coordinates at 2 FLOPs each and, per offset, three
  * dot products and an axpy over r; backward twice the forward. */
-static double grassmann_flops(const ModelConfig *cfg, size_t T) {
+static double grassmann_flops(const MixerSpec *spec, size_t T) {
     (void)T;
-    double r = (double)cfg->grassmann_rank;
-    return 3.0 * (2.0 * (double)n_pairs(cfg->grassmann_rank) + 8.0 * r * (double)cfg->n_windows);
+    double r = (double)spec->grassmann_rank;
+    return 3.0 * (2.0 * (double)n_pairs(spec->grassmann_rank) + 8.0 * r * (double)spec->n_windows);
 }
 
 const Mixer grassmann_mixer = {

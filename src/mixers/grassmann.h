@@ -27,7 +27,7 @@ typedef struct GrParams {
     const float *red_w, *red_b, *plu_w, *plu_b, *gate_w, *gate_b, *ln_w, *ln_b;
 } GrParams;
 
-GrParams gr_params(const float *params, const ModelConfig *cfg);
+GrParams gr_params(const float *params, const MixerSpec *spec);
 
 /* The parts, exposed so tests (and inspection) can use each one alone. */
 
@@ -59,7 +59,7 @@ void grassmann_gate_backward(float *dx, float *dg, float *dapre, const float *dm
  * contribution to g and the largest Plücker-relation residual; no parts of
  * the output apart from the whole ("grassmann"). Nothing with
  * MIXER_INSPECT_MAPS: the layer has no maps. */
-int grassmann_inspect(const ModelConfig *cfg, const float *params, const float *x, size_t T,
+int grassmann_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float *params, const float *x, size_t T,
                       MixerInspectWhat what, LayerInspection *out, Error *err);
 /* Largest Plücker-relation residual of p (r(r-1)/2 coordinates), relative to |p|^2 (0 for p = 0). */
 double plucker_residual(const float *p, size_t r);

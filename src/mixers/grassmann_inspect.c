@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "mixers/grassmann.h"
-#include "lm/ops.h"
+#include "lm/matmul.h"
 
 /* Coordinates are checked on the first PLUCKER_MAX_RANK indices: r^4/24
  * quadruples per pair of positions grow fast. */
@@ -32,12 +32,13 @@ double plucker_residual(const float *p, size_t r) {
     return worst / norm2;
 }
 
-int grassmann_inspect(const ModelConfig *cfg, const float *params, const float *x, size_t T,
+int grassmann_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float *params, const float *x, size_t T,
                       MixerInspectWhat what, LayerInspection *L, Error *err) {
-    size_t C = cfg->n_embd, r = cfg->grassmann_rank, P = r * (r - 1) / 2, nw = cfg->n_windows;
+    size_t C = spec->n_embd, r = spec->grassmann_rank, P = r * (r - 1) / 2, nw = spec->n_windows;
+    (void)rt; /* no rope here, and the inspection's own products are fp32 */
     L->label = "grassmann";
     if (what == MIXER_INSPECT_MAPS) return 0; /* no maps */
-    GrParams p = gr_params(params, cfg);
+    GrParams p = gr_params(params, spec);
     float *z = lm_calloc(T * r, sizeof(float), err);
     float *qbar = z ? lm_calloc(T * P, sizeof(float), err) : NULL;
     float *g = qbar ? lm_calloc(T * C, sizeof(float), err) : NULL;
@@ -50,11 +51,11 @@ int grassmann_inspect(const ModelConfig *cfg, const float *params, const float *
     if (rc) goto done;
     /* The layer's forward, as in grassmann.c: z, the mixed coordinates, g, the gate. */
     matmul_forward(NULL, z, x, p.red_w, p.red_b, T, C, r);
-    grassmann_mix_forward(qbar, z, cfg->windows, nw, 1, T, r, GRASSMANN_EPS);
+    grassmann_mix_forward(qbar, z, spec->windows, nw, 1, T, r, GRASSMANN_EPS);
     matmul_forward(NULL, g, qbar, p.plu_w, p.plu_b, T, P, C);
     for (size_t t = 0; t < T; t++) {
         size_t cnt = 0;
-        for (size_t k = 0; k < nw; k++) cnt += cfg->windows[k] <= t;
+        for (size_t k = 0; k < nw; k++) cnt += spec->windows[k] <= t;
         if (cnt == 0) memset(g + t * C, 0, C * sizeof(float)); /* no offset fits: g = 0 */
     }
     matmul_forward_strided(NULL, apre, x, p.gate_w, 2 * C, p.gate_b, T, C, C);
@@ -68,11 +69,11 @@ int grassmann_inspect(const ModelConfig *cfg, const float *params, const float *
      * un-normalised coordinates must satisfy the Plücker relations. */
     L->plucker_residual = 0.0;
     for (size_t k = 0; k < nw; k++) {
-        size_t d = cfg->windows[k], fits = 0;
+        size_t d = spec->windows[k], fits = 0;
         double sum = 0.0;
         for (size_t t = d; t < T; t++) {
             size_t cnt = 0;
-            for (size_t w = 0; w < nw; w++) cnt += cfg->windows[w] <= t;
+            for (size_t w = 0; w < nw; w++) cnt += spec->windows[w] <= t;
             memset(q, 0, P * sizeof(float));
             grassmann_pair_forward(q, z + t * r, z + (t - d) * r, 1.0f / (float)cnt, GRASSMANN_EPS, r);
             matmul_forward(NULL, contrib, q, p.plu_w, NULL, 1, P, C);

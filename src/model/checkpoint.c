@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lm/machine.h"
+#include "lm/options.h"
 
 #define CKPT_FORMAT "lm-ckpt 1"
 
@@ -83,9 +84,10 @@ static int header_config(const StFile *f, size_t file_len, int with_optim, const
     if (!format || strcmp(format, CKPT_FORMAT) != 0 || !config)
         return err_set(err, "'%s' is not a checkpoint of this program (metadata missing)", path);
     Error cerr;
-    if (config_from_json(cfg, config, &cerr)) return err_set(err, "'%s': bad config: %s", path, cerr.msg);
+    if (config_from_json(cfg, config, &cerr) || model_check_config(cfg, &cerr))
+        return err_set(err, "'%s': bad config: %s", path, cerr.msg);
     size_t need = model_count_params(cfg) * sizeof(float) * (with_optim ? 3 : 1);
-    if (config_validate(cfg, &cerr) || need == 0 || need > file_len - f->data_start)
+    if (model_check_config(cfg, &cerr) || need == 0 || need > file_len - f->data_start)
         return err_set(err, "'%s' is corrupt: its config needs %zu bytes of tensors, it holds %zu", path, need,
                        file_len - f->data_start);
     return 0;
@@ -122,6 +124,15 @@ static int check_memory(const char *path, const ModelConfig *cfg, size_t file_by
                         what, want->advice, err);
 }
 
+/* A number in the header's metadata, checked as the command line's numbers
+ * are (digits only, at most max): a header that lies is refused, not read as
+ * 0 or wrapped round. */
+static int header_number(const char *value, size_t max, const char *key, const char *path, size_t *out, Error *err) {
+    Error perr;
+    if (parse_size(value, max, out, key, &perr)) return err_set(err, "'%s' is corrupt: %s", path, perr.msg);
+    return 0;
+}
+
 int ckpt_load(const char *path, Model *m, CkptState *s, int with_optim, Error *err) {
     memset(s, 0, sizeof *s);
     StFile f;
@@ -141,8 +152,11 @@ int ckpt_load(const char *path, Model *m, CkptState *s, int with_optim, Error *e
         if (model_alloc_training(m, err)) goto bad;
         if (read_params(&f, m, m->m, "optim.m.", err) || read_params(&f, m, m->v, "optim.v.", err)) goto bad;
     }
-    s->step = (size_t)strtoull(step, NULL, 10);
-    s->data_rng = strtoull(rng, NULL, 10);
+    size_t data_rng;
+    if (header_number(step, MAX_STEPS, "step", path, &s->step, err) ||
+        header_number(rng, UINT64_MAX, "data_rng", path, &data_rng, err))
+        goto free_model;
+    s->data_rng = data_rng;
     memcpy(s->tokenizer, tok, 17);
     s->train = strdup(train ? train : "{}");
     const char *tt = st_meta(&f, "tokenizer_text");
@@ -155,6 +169,7 @@ bad:
         snprintf(e2.msg, sizeof e2.msg, "'%s': %s", path, err->msg);
         *err = e2;
     }
+free_model:
     model_free(m);
 done:
     st_close(&f);

@@ -6,7 +6,6 @@
 
 #include "lm/options.h"
 #include "lm/json.h"
-#include "lm/mixer.h"
 
 void config_defaults(ModelConfig *cfg) {
     memset(cfg, 0, sizeof *cfg);
@@ -15,8 +14,7 @@ void config_defaults(ModelConfig *cfg) {
     cfg->n_head = 4;
     cfg->n_embd = 128;
     cfg->pos = POS_LEARNED;
-    const Mixer *attention = mixer_find("attention");
-    for (size_t l = 0; l < MAX_LAYERS; l++) cfg->mixers[l] = attention;
+    for (size_t l = 0; l < MAX_LAYERS; l++) cfg->mixers[l] = MIXER_ATTENTION;
     cfg->grassmann_rank = 32;
     static const size_t windows[] = {1, 2, 4, 8, 12, 16};
     cfg->n_windows = sizeof windows / sizeof windows[0];
@@ -39,23 +37,19 @@ int config_validate(const ModelConfig *cfg, Error *err) {
         return err_set(err, "dropout must be in [0, 1) (got %g)", cfg->dropout);
     if (cfg->norm != NORM_PRE && cfg->norm != NORM_POST) return err_set(err, "norm must be pre or post");
     for (size_t l = 0; l < cfg->n_layer; l++) {
-        if (!cfg->mixers[l]) return err_set(err, "layer %zu has no mixer", l);
+        if ((unsigned)cfg->mixers[l] >= MIXER_KINDS) return err_set(err, "layer %zu has no mixer", l);
         if (cfg->layer_windows[l] >> cfg->n_windows)
             return err_set(err, "layer %zu selects a grassmann window past the list's %zu", l, cfg->n_windows);
-        ModelConfig view;
-        config_layer_view(cfg, l, &view);
-        if (cfg->mixers[l]->validate(&view, err)) return -1;
     }
     return 0;
 }
 
-void config_layer_view(const ModelConfig *cfg, size_t l, ModelConfig *view) {
-    *view = *cfg;
+size_t config_layer_windows(const ModelConfig *cfg, size_t l, size_t *out) {
     uint32_t mask = cfg->layer_windows[l];
-    if (!mask) return;
-    view->n_windows = 0;
+    size_t n = 0;
     for (size_t k = 0; k < cfg->n_windows; k++)
-        if (mask >> k & 1u) view->windows[view->n_windows++] = cfg->windows[k];
+        if (!mask || mask >> k & 1u) out[n++] = cfg->windows[k];
+    return n;
 }
 
 /* The index of name in names[0 .. n), or -1. */
@@ -63,6 +57,17 @@ static int name_index(const char *const *names, size_t n, const char *name) {
     for (size_t i = 0; i < n; i++)
         if (strcmp(name, names[i]) == 0) return (int)i;
     return -1;
+}
+
+static const char *const MIXER_NAMES[] = {"attention", "grassmann"};
+_Static_assert(sizeof MIXER_NAMES / sizeof MIXER_NAMES[0] == MIXER_KINDS, "a name for every mixer kind");
+
+const char *mixer_kind_name(MixerKind kind) { return MIXER_NAMES[kind]; }
+
+int mixer_kind_parse(const char *name, MixerKind *out) {
+    int i = name_index(MIXER_NAMES, MIXER_KINDS, name);
+    if (i >= 0) *out = (MixerKind)i;
+    return i >= 0 ? 0 : -1;
 }
 
 static const char *const NORM_NAMES[] = {"pre", "post"};
@@ -109,16 +114,25 @@ static int next_item_sep(const char **s, char *item, size_t cap, int sep) {
 
 static int next_item(const char **s, char *item, size_t cap) { return next_item_sep(s, item, cap, ','); }
 
+/* "attention, grassmann" for messages. */
+static const char *mixer_kind_list(void) {
+    static char names[256];
+    names[0] = '\0';
+    for (size_t k = 0; k < MIXER_KINDS; k++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "", MIXER_NAMES[k]);
+    return names;
+}
+
 int config_set_mixers(ModelConfig *cfg, const char *spec, Error *err) {
-    const Mixer *list[MAX_LAYERS + 1];
+    MixerKind list[MAX_LAYERS + 1];
     size_t n = 0;
     char name[64];
     for (const char *s = spec; s;) {
         if (next_item(&s, name, sizeof name)) return err_set(err, "bad mixer list '%s'", spec);
-        const Mixer *mx = mixer_find(name);
-        if (!mx) return err_set(err, "unknown mixer '%s' (known: %s)", name, mixer_names());
+        MixerKind kind;
+        if (mixer_kind_parse(name, &kind)) return err_set(err, "unknown mixer '%s' (known: %s)", name, mixer_kind_list());
         if (n == MAX_LAYERS) return err_set(err, "mixer list has more than %d entries", MAX_LAYERS);
-        list[n++] = mx;
+        list[n++] = kind;
     }
     if (n == 1) {
         for (size_t l = 0; l < MAX_LAYERS; l++) cfg->mixers[l] = list[0];
@@ -133,7 +147,7 @@ int config_set_mixers(ModelConfig *cfg, const char *spec, Error *err) {
 const char *config_mixer_list(const ModelConfig *cfg, char *buf, size_t len) {
     buf[0] = '\0';
     for (size_t l = 0; l < cfg->n_layer; l++)
-        snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", l ? "," : "", cfg->mixers[l]->name);
+        snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", l ? "," : "", mixer_kind_name(cfg->mixers[l]));
     return buf;
 }
 
@@ -146,6 +160,8 @@ static int parse_window_list(const char *list, const char *spec, size_t *out, si
         if (n == MAX_WINDOWS) return err_set(err, "grassmann window list has more than %d offsets", MAX_WINDOWS);
         if (parse_size(num, MAX_BLOCK, &out[n], "grassmann window offset", err)) return -1;
         if (out[n] == 0) return err_set(err, "grassmann window offset must be positive (got 0)");
+        for (size_t k = 0; k < n; k++)
+            if (out[k] == out[n]) return err_set(err, "grassmann window list '%s' lists %zu twice", list, out[n]);
         n++;
     }
     *n_out = n;
@@ -178,7 +194,6 @@ int config_set_windows(ModelConfig *cfg, const char *spec, Error *err) {
                     return err_set(err, "grassmann window schedule uses more than %d distinct offsets", MAX_WINDOWS);
                 all[n_union++] = mine[i];
             }
-            if (mask >> k & 1u) return err_set(err, "grassmann window schedule: layer %zu lists %zu twice", n_layers, mine[i]);
             mask |= 1u << k;
         }
         masks[n_layers++] = mask;
@@ -202,22 +217,20 @@ static int windows_uniform(const ModelConfig *cfg) {
     return 1;
 }
 
-static void append_offsets(char *buf, size_t len, const ModelConfig *view) {
-    for (size_t w = 0; w < view->n_windows; w++)
-        snprintf(buf + strlen(buf), len - strlen(buf), "%s%zu", w ? "," : "", view->windows[w]);
+static void append_offsets(char *buf, size_t len, const size_t *windows, size_t n) {
+    for (size_t w = 0; w < n; w++) snprintf(buf + strlen(buf), len - strlen(buf), "%s%zu", w ? "," : "", windows[w]);
 }
 
 const char *config_window_list(const ModelConfig *cfg, char *buf, size_t len) {
     buf[0] = '\0';
     if (windows_uniform(cfg)) {
-        append_offsets(buf, len, cfg);
+        append_offsets(buf, len, cfg->windows, cfg->n_windows);
         return buf;
     }
     for (size_t l = 0; l < cfg->n_layer; l++) {
-        ModelConfig view;
-        config_layer_view(cfg, l, &view);
+        size_t windows[MAX_WINDOWS], n = config_layer_windows(cfg, l, windows);
         if (l) snprintf(buf + strlen(buf), len - strlen(buf), ";");
-        append_offsets(buf, len, &view);
+        append_offsets(buf, len, windows, n);
     }
     return buf;
 }
@@ -227,16 +240,15 @@ char *config_to_json(const ModelConfig *cfg) {
     sb_appendf(&sb, "{\"vocab_size\":%zu,\"block_size\":%zu,\"n_layer\":%zu,\"n_head\":%zu,\"n_embd\":%zu,",
                cfg->vocab_size, cfg->block_size, cfg->n_layer, cfg->n_head, cfg->n_embd);
     sb_appendf(&sb, "\"mixers\":[");
-    for (size_t l = 0; l < cfg->n_layer; l++) sb_appendf(&sb, "%s\"%s\"", l ? "," : "", cfg->mixers[l]->name);
+    for (size_t l = 0; l < cfg->n_layer; l++) sb_appendf(&sb, "%s\"%s\"", l ? "," : "", mixer_kind_name(cfg->mixers[l]));
     sb_appendf(&sb, "],\"pos\":\"%s\",\"norm\":\"%s\",\"grassmann_rank\":%zu,\"grassmann_windows\":[",
                pos_name(cfg->pos), norm_name(cfg->norm), cfg->grassmann_rank);
     /* One list for every layer, or a schedule: one list per layer. */
     int uniform = windows_uniform(cfg);
     for (size_t l = 0; l < (uniform ? 1 : cfg->n_layer); l++) {
-        ModelConfig view;
-        config_layer_view(cfg, l, &view);
+        size_t windows[MAX_WINDOWS], n = config_layer_windows(cfg, l, windows);
         sb_appendf(&sb, "%s%s", l ? "," : "", uniform ? "" : "[");
-        for (size_t w = 0; w < view.n_windows; w++) sb_appendf(&sb, "%s%zu", w ? "," : "", view.windows[w]);
+        for (size_t w = 0; w < n; w++) sb_appendf(&sb, "%s%zu", w ? "," : "", windows[w]);
         if (!uniform) sb_appendf(&sb, "]");
     }
     sb_appendf(&sb, "],\"dropout\":%.9g}", cfg->dropout);
@@ -300,8 +312,7 @@ int config_from_json(ModelConfig *cfg, const char *text, Error *err) {
     }
     for (size_t l = 0; l < cfg->n_layer; l++) {
         const char *name = json_string_value(json_array_get(mixers, l));
-        cfg->mixers[l] = name ? mixer_find(name) : NULL;
-        if (!cfg->mixers[l]) {
+        if (!name || mixer_kind_parse(name, &cfg->mixers[l])) {
             err_set(err, "config: unknown mixer in layer %zu", l);
             goto done;
         }

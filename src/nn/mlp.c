@@ -1,5 +1,6 @@
 #include "nn/mlp.h"
 
+#include "lm/matmul.h"
 #include "lm/ops.h"
 
 /* Both passes run in row blocks, one parallel region each way: a block's

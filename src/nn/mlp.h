@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "lm/ops.h"
+#include "lm/matmul.h"
 
 typedef struct MlpParams {
     const float *fc_w, *fc_b, *proj_w, *proj_b;
@@ -16,7 +16,7 @@ typedef struct MlpGrads {
     float *fc_w, *fc_b, *proj_w, *proj_b;
 } MlpGrads;
 
-/* bf: how the products run (NULL: fp32; lm/ops.h). */
+/* bf: how the products run (NULL: fp32; lm/matmul.h). */
 void mlp_forward(const MatmulBf16 *bf, float *out, float *fc, float *act, const float *in, MlpParams p, size_t N, size_t C);
 /* din is written, the parameter gradients accumulate; dfc (N, 4C) is scratch. */
 void mlp_backward(const MatmulBf16 *bf, float *din, MlpGrads g, float *dfc, const float *dout, const float *in, const float *fc,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lm/files.h"
 #include "runtime/hash.h"
 
 #define MESSAGE_BYTES 480 /* one rank's error message in dist_agree */
@@ -133,7 +134,8 @@ int dist_buckets_wait(Dist *d, Error *err) {
 /* ---- start-up consistency ------------------------------------------------------ */
 
 static uint64_t file_hash(const char *path, int *ok) {
-    FILE *f = fopen(path, "rb");
+    Error ignored;
+    FILE *f = fopen_input(path, NULL, &ignored);
     uint64_t h = FNV_OFFSET;
     *ok = f != NULL;
     if (!f) return 0;

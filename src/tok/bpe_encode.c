@@ -50,7 +50,9 @@ static Candidate cand_pop(Candidate **h) {
 }
 
 static void consider(const Bpe *b, Candidate **heap, const uint32_t *id, uint32_t pos, uint32_t next) {
-    if (pos == DEAD || next == DEAD) return;
+    /* No merges, no map: hmgeti_ts on an empty map allocates a default
+     * entry into the local copy, a leak on every call. */
+    if (pos == DEAD || next == DEAD || !b->ranks) return;
     /* Plain hmgeti writes into the map's header, and threads share the map:
      * the _ts form, on a local copy of the pointer (it assigns that too). */
     PairRank *ranks = b->ranks;

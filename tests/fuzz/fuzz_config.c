@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memcpy(text, data, size);
     text[size] = '\0';
     ModelConfig cfg;
-    if (config_from_json(&cfg, text, &err) == 0) (void)model_count_params(&cfg);
+    if (config_from_json(&cfg, text, &err) == 0 && model_check_config(&cfg, &err) == 0) (void)model_count_params(&cfg);
     free(text);
     return 0;
 }

@@ -73,4 +73,25 @@ for d in "$tmp"/hf/*/; do
     cp "$d/model.safetensors" "$S/fuzz_safetensors/hf-$name-weights"
     cp "$d/config.json" "$S/fuzz_hf_config/$name-config.json"
 done
+# Files the format's rules refuse (two tensors on the same bytes; bytes after
+# the last tensor): ours, with the checksum made to match, and others'.
+for kind in overlap trailing; do
+    /usr/bin/python3 -m tests.ckpt_forge "$kind" "$S/fuzz_checkpoint/attention-checkpoint" "$S/fuzz_checkpoint/attention-$kind"
+    cp "$S/fuzz_checkpoint/attention-$kind" "$S/fuzz_safetensors/"
+    /usr/bin/python3 - "$kind" "$S/fuzz_hf_gpt2/f32-weights" "$S/fuzz_hf_gpt2/f32-$kind-weights" <<'PY'
+import json, struct, sys
+kind, src, dst = sys.argv[1:]
+raw = open(src, "rb").read()
+(n,) = struct.unpack("<Q", raw[:8])
+header, data = json.loads(raw[8:8 + n]), raw[8 + n:]
+if kind == "overlap":
+    header["transformer.h.0.ln_1.bias"]["data_offsets"] = list(header["transformer.h.0.ln_1.weight"]["data_offsets"])
+else:
+    data += b"\0" * 4096
+text = json.dumps(header, separators=(",", ":")).encode()
+text += b" " * (-(len(text) + 8) % 8)
+open(dst, "wb").write(struct.pack("<Q", len(text)) + text + data)
+PY
+    cp "$S/fuzz_hf_gpt2/f32-$kind-weights" "$S/fuzz_safetensors/hf-f32-$kind-weights"
+done
 du -sh "$S"

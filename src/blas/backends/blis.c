@@ -1,5 +1,5 @@
-/* BLIS behind lm/backend.h (make BLAS=blis): Debian's libblis-openmp-dev 0.9. */
-#include "lm/backend.h"
+/* BLIS behind blas/backend.h (make BLAS=blis): Debian's libblis-openmp-dev 0.9. */
+#include "blas/backend.h"
 
 #include <blis.h>
 #include <pthread.h>

@@ -1,4 +1,6 @@
-/* GPT-2 in Hugging Face's layout, to and from our model (see lm/hf.h and docs/gpt2.md). */
+/* GPT-2 from Hugging Face's directory into our model: its weights' files
+ * found (one, or shards by their index), each tensor checked and placed, in
+ * F32, F16 or BF16 (see lm/hf.h and docs/gpt2.md). */
 #include "lm/hf.h"
 
 #include <dirent.h>
@@ -20,145 +22,7 @@
 #include "lm/bpe.h"
 #include "hf/tokenizer_import.h"
 
-#define PREFIX "transformer."
-/* config.json, model.safetensors.index.json: a few kB for GPT-2 (the index
- * lists every tensor); anything far larger is not one. */
-#define SMALL_JSON_MAX (64u << 20)
-
-/* ---- names ---------------------------------------------------------------------- */
-
-/* Each block's tensors: our name after "h.{l}.", Hugging Face's, and whether
- * it is a Conv1D matrix (stored [in, out]; ours are [out, in]). */
-static const struct {
-    const char *ours, *hf;
-    int conv1d;
-} block_names[] = {
-    {"ln1.weight", "ln_1.weight", 0},          {"ln1.bias", "ln_1.bias", 0},
-    {"attn.qkv.weight", "attn.c_attn.weight", 1}, {"attn.qkv.bias", "attn.c_attn.bias", 0},
-    {"attn.proj.weight", "attn.c_proj.weight", 1}, {"attn.proj.bias", "attn.c_proj.bias", 0},
-    {"ln2.weight", "ln_2.weight", 0},          {"ln2.bias", "ln_2.bias", 0},
-    {"mlp.fc.weight", "mlp.c_fc.weight", 1},   {"mlp.fc.bias", "mlp.c_fc.bias", 0},
-    {"mlp.proj.weight", "mlp.c_proj.weight", 1}, {"mlp.proj.bias", "mlp.c_proj.bias", 0},
-};
-static const struct {
-    const char *ours, *hf;
-} model_names[] = {{"wte", "wte.weight"}, {"wpe", "wpe.weight"}, {"ln_f.weight", "ln_f.weight"}, {"ln_f.bias", "ln_f.bias"}};
-
-/* Our tensor's Hugging Face name (without PREFIX) into out, and whether it
- * is a Conv1D matrix; -1 for a tensor GPT-2 does not have. */
-static int hf_name(const char *ours, char *out, size_t len, int *conv1d) {
-    *conv1d = 0;
-    for (size_t i = 0; i < sizeof model_names / sizeof model_names[0]; i++)
-        if (strcmp(ours, model_names[i].ours) == 0) return snprintf(out, len, "%s", model_names[i].hf), 0;
-    char *end;
-    if (strncmp(ours, "h.", 2) != 0) return -1;
-    unsigned long layer = strtoul(ours + 2, &end, 10);
-    if (end == ours + 2 || *end != '.') return -1;
-    for (size_t i = 0; i < sizeof block_names / sizeof block_names[0]; i++)
-        if (strcmp(end + 1, block_names[i].ours) == 0) {
-            *conv1d = block_names[i].conv1d;
-            return snprintf(out, len, "h.%lu.%s", layer, block_names[i].hf), 0;
-        }
-    return -1;
-}
-
-/* ---- config.json ------------------------------------------------------------------ */
-
-/* A size under key: required, or absent (*found 0) when found is not NULL. */
-static int config_size(const json_t *root, const char *key, size_t *out, int *found, const char *origin, Error *err) {
-    const json_t *v = json_object_get(root, key);
-    if (found) *found = v != NULL;
-    if (!v && found) return 0;
-    if (!v) return err_set(err, "'%s' has no %s", origin, key);
-    if (json_size(v, SIZE_MAX, out) || *out == 0) return err_set(err, "'%s': %s must be a positive integer", origin, key);
-    return 0;
-}
-
-/* A true or false under key, dflt when absent. */
-static int config_bool(const json_t *root, const char *key, int dflt, int *out, const char *origin, Error *err) {
-    const json_t *v = json_object_get(root, key);
-    *out = dflt;
-    if (!v) return 0;
-    if (!json_is_boolean(v)) return err_set(err, "'%s': %s must be true or false", origin, key);
-    *out = json_is_true(v);
-    return 0;
-}
-
-static int config_from_root(const json_t *root, const char *origin, ModelConfig *cfg, int *tied, Error *err) {
-    if (!json_is_object(root)) return err_set(err, "'%s' is not a JSON object", origin);
-    const char *type = json_string_value(json_object_get(root, "model_type"));
-    if (!type) return err_set(err, "'%s' has no model_type: not a Hugging Face model's config.json", origin);
-    if (strcmp(type, "gpt2") != 0)
-        return err_set(err, "'%s': model_type '%s' is not GPT-2: only model_type gpt2 converts", origin, type);
-    config_defaults(cfg); /* attention in every layer, learned positions, pre-norm, no dropout */
-    int has_positions;
-    if (config_size(root, "n_layer", &cfg->n_layer, NULL, origin, err) ||
-        config_size(root, "n_head", &cfg->n_head, NULL, origin, err) ||
-        config_size(root, "n_embd", &cfg->n_embd, NULL, origin, err) ||
-        config_size(root, "vocab_size", &cfg->vocab_size, NULL, origin, err) ||
-        config_size(root, "n_positions", &cfg->block_size, &has_positions, origin, err) ||
-        /* the oldest configs name the context n_ctx (newer ones keep both, equal) */
-        (!has_positions && config_size(root, "n_ctx", &cfg->block_size, NULL, origin, err)))
-        return -1;
-    const json_t *v = json_object_get(root, "n_inner"); /* null: 4 n_embd */
-    size_t inner;
-    if (v && !json_is_null(v) && json_size(v, SIZE_MAX, &inner))
-        return err_set(err, "'%s': n_inner must be an integer or null", origin);
-    if (v && !json_is_null(v) && inner != 4 * cfg->n_embd)
-        return err_set(err, "'%s': n_inner %zu: our MLP is 4 x n_embd = %zu wide", origin, inner, 4 * cfg->n_embd);
-    v = json_object_get(root, "activation_function");
-    const char *act = v ? json_string_value(v) : "gelu_new";
-    /* gelu_pytorch_tanh is the same tanh approximation, computed by PyTorch's own kernel */
-    if (!act || (strcmp(act, "gelu_new") != 0 && strcmp(act, "gelu_pytorch_tanh") != 0))
-        return err_set(err, "'%s': activation_function %s is not GPT-2's tanh GELU (gelu_new), the only one our MLP has",
-                       origin, act ? act : "(not a string)");
-    v = json_object_get(root, "layer_norm_epsilon");
-    if (v && !json_is_number(v)) return err_set(err, "'%s': layer_norm_epsilon must be a number", origin);
-    if (v && (float)json_number_value(v) != LAYERNORM_EPS)
-        return err_set(err, "'%s': layer_norm_epsilon %g: our LayerNorm's eps is fixed at %g", origin,
-                       json_number_value(v), (double)LAYERNORM_EPS);
-    int scaled, by_layer, reordered, cross;
-    /* reorder_and_upcast_attn computes the same scores in fp32 with the
-     * scale applied first: only the rounding of half-precision runs changes,
-     * and ours are fp32 throughout, so it is accepted (checked as a boolean). */
-    if (config_bool(root, "scale_attn_weights", 1, &scaled, origin, err) ||
-        config_bool(root, "scale_attn_by_inverse_layer_idx", 0, &by_layer, origin, err) ||
-        config_bool(root, "reorder_and_upcast_attn", 0, &reordered, origin, err) ||
-        config_bool(root, "add_cross_attention", 0, &cross, origin, err) ||
-        config_bool(root, "tie_word_embeddings", 1, tied, origin, err))
-        return -1;
-    if (!scaled)
-        return err_set(err, "'%s': scale_attn_weights false: our attention always scales scores by 1/sqrt(head size)",
-                       origin);
-    if (by_layer)
-        return err_set(err, "'%s': scale_attn_by_inverse_layer_idx true: our attention does not scale by 1/(layer + 1)",
-                       origin);
-    if (cross) return err_set(err, "'%s': add_cross_attention true: our model has no cross-attention", origin);
-    Error verr;
-    if (config_validate(cfg, &verr)) return err_set(err, "'%s': %s", origin, verr.msg);
-    return 0;
-}
-
-int hf_gpt2_config_parse(const char *text, size_t len, const char *origin, ModelConfig *cfg, int *tied, Error *err) {
-    Error perr;
-    json_t *root = json_parse(text, len, &perr);
-    if (!root) return err_set(err, "'%s' is not valid JSON: %s", origin, perr.msg);
-    int rc = config_from_root(root, origin, cfg, tied, err);
-    json_decref(root);
-    return rc;
-}
-
-/* A small JSON file (config.json, the shard index) as text. */
-static char *read_small_json(const char *path, size_t *len, Error *err) {
-    size_t size;
-    char *text = read_file_head(path, SMALL_JSON_MAX + 1, len, &size, err);
-    if (text && size > SMALL_JSON_MAX) {
-        free(text);
-        err_set(err, "'%s' is %zu bytes, far more than a Hugging Face JSON file holds", path, size);
-        return NULL;
-    }
-    return text;
-}
+#include "gpt2.h"
 
 /* ---- the weights' files ------------------------------------------------------------ */
 
@@ -187,9 +51,9 @@ static int is_file(const char *path, size_t *bytes) {
 }
 
 static int add_weight_file(WeightFiles *w, const char *dir, const char *name, Error *err) {
-    char path[4096];
+    char path[PATH_BUF];
     size_t bytes;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (path_format(path, sizeof path, err, "%s/%s", dir, name)) return -1;
     if (!is_file(path, &bytes)) return err_set(err, "cannot open '%s': not a file", path);
     if (bytes > w->largest) w->largest = bytes;
     arrput(w->paths, strdup(path));
@@ -200,7 +64,8 @@ static int add_weight_file(WeightFiles *w, const char *dir, const char *name, Er
  * a file name in dir, in order of first mention), as from_pretrained looks. */
 static int find_weight_files(const char *dir, WeightFiles *w, Error *err) {
     memset(w, 0, sizeof *w);
-    char path[4096];
+    char path[PATH_BUF];
+    if (path_format(path, sizeof path, err, "%s/model.safetensors.index.json", dir)) return -1; /* the longest name */
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (is_file(path, NULL)) return add_weight_file(w, dir, "model.safetensors", err);
     snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
@@ -455,8 +320,8 @@ int hf_gpt2_import(const char *dir, Model *m, Tokenizer *tok, HfGpt2Import *info
         return err_set(err, "'%s' is not a directory (the one save_pretrained writes: config.json, model.safetensors, "
                             "tokenizer.json)",
                        dir);
-    char path[4096];
-    snprintf(path, sizeof path, "%s/config.json", dir);
+    char path[PATH_BUF];
+    if (path_format(path, sizeof path, err, "%s/config.json", dir)) return -1;
     size_t len;
     char *text = read_small_json(path, &len, err);
     if (!text) return -1;
@@ -498,142 +363,4 @@ int hf_gpt2_import(const char *dir, Model *m, Tokenizer *tok, HfGpt2Import *info
     import_free(&im);
     weight_files_free(&w);
     return rc ? -1 : 0;
-}
-
-/* ---- export ------------------------------------------------------------------------- */
-
-int hf_gpt2_exportable(const ModelConfig *cfg, const Tokenizer *tok, Error *err) {
-    const Mixer *attention = mixer_find("attention");
-    for (size_t l = 0; l < cfg->n_layer; l++)
-        if (cfg->mixers[l] != attention)
-            return err_set(err, "layer %zu is %s: GPT-2 has attention in every layer", l, cfg->mixers[l]->name);
-    if (cfg->pos != POS_LEARNED)
-        return err_set(err, "its positions are %s: GPT-2 learns its positions (a wpe table)", pos_name(cfg->pos));
-    if (cfg->norm != NORM_PRE)
-        return err_set(err, "its blocks are %s-norm: GPT-2's are pre-norm", norm_name(cfg->norm));
-    if (!tokenizer_bpe_of(tok))
-        return err_set(err, "its tokenizer is %s: GPT-2's is byte-level BPE (bin/prepare --tokenizer bpe)",
-                       tok->kind->name);
-    return 0;
-}
-
-/* config.json as GPT2Config reads it. */
-static char *config_json(const ModelConfig *c, const Tokenizer *tok) {
-    uint32_t eot = tokenizer_special_id(tok, "<|endoftext|>");
-    char id[32] = "null";
-    if (eot < tok->vocab_size) snprintf(id, sizeof id, "%u", eot);
-    char *sb = NULL;
-    sb_appendf(&sb,
-               "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
-               "  \"activation_function\": \"gelu_new\",\n  \"n_layer\": %zu,\n  \"n_head\": %zu,\n  \"n_embd\": %zu,\n"
-               "  \"n_positions\": %zu,\n  \"n_ctx\": %zu,\n  \"n_inner\": null,\n  \"vocab_size\": %zu,\n"
-               "  \"layer_norm_epsilon\": %g,\n  \"initializer_range\": 0.02,\n"
-               "  \"resid_pdrop\": %.9g,\n  \"embd_pdrop\": 0.0,\n  \"attn_pdrop\": 0.0,\n"
-               "  \"scale_attn_weights\": true,\n  \"scale_attn_by_inverse_layer_idx\": false,\n"
-               "  \"reorder_and_upcast_attn\": false,\n  \"tie_word_embeddings\": true,\n  \"use_cache\": true,\n"
-               "  \"bos_token_id\": %s,\n  \"eos_token_id\": %s,\n  \"torch_dtype\": \"float32\"\n}\n",
-               c->n_layer, c->n_head, c->n_embd, c->block_size, c->block_size, c->vocab_size, (double)LAYERNORM_EPS,
-               (double)c->dropout, id, id);
-    char *out = strdup(sb);
-    sb_free(&sb);
-    return out;
-}
-
-/* tokenizer_config.json: the fast GPT-2 tokenizer over tokenizer.json, with
- * <|endoftext|> as its special tokens when there is one (else none: GPT-2's
- * default would add a token the model does not have). */
-static char *tokenizer_config_json(const ModelConfig *c, const Tokenizer *tok) {
-    int eot = tokenizer_special_id(tok, "<|endoftext|>") < tok->vocab_size;
-    const char *special = eot ? "\"<|endoftext|>\"" : "null";
-    char *sb = NULL;
-    sb_appendf(&sb,
-               "{\n  \"tokenizer_class\": \"GPT2Tokenizer\",\n  \"model_max_length\": %zu,\n"
-               "  \"add_prefix_space\": false,\n  \"clean_up_tokenization_spaces\": false,\n"
-               "  \"bos_token\": %s,\n  \"eos_token\": %s,\n  \"unk_token\": %s\n}\n",
-               c->block_size, special, special, special);
-    char *out = strdup(sb);
-    sb_free(&sb);
-    return out;
-}
-
-/* model.safetensors: our tensors under their Hugging Face names, the blocks'
- * matrices transposed to Conv1D's [in, out]; no lm_head (tied), as
- * save_pretrained writes it. */
-static int write_weights(const Model *m, const char *path, Error *err) {
-    StTensor *ts = lm_calloc(m->n_tensors, sizeof *ts, err);
-    char (*names)[TENSOR_NAME_MAX + 32] = ts ? lm_calloc(m->n_tensors, sizeof *names, err) : NULL;
-    int rc = names ? 0 : -1;
-    for (size_t i = 0; i < m->n_tensors && rc == 0; i++) {
-        const ParamTensor *pt = &m->tensors[i];
-        int conv1d;
-        strcpy(names[i], PREFIX);
-        if (hf_name(pt->name, names[i] + strlen(PREFIX), sizeof names[i] - strlen(PREFIX), &conv1d))
-            rc = err_set(err, "tensor '%s' has no GPT-2 name", pt->name);
-        ts[i] = (StTensor){.name = names[i], .dtype = ST_F32, .ndim = pt->cols ? 2 : 1,
-                           .shape = {conv1d ? pt->cols : pt->rows, conv1d ? pt->rows : pt->cols},
-                           .data = m->params + pt->offset, .transpose = conv1d};
-    }
-    StMeta meta[] = {{"format", "pt"}};
-    if (rc == 0) rc = st_write_foreign(path, ts, m->n_tensors, meta, 1, err);
-    free(names);
-    free(ts);
-    return rc;
-}
-
-static const char *export_files[] = {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"};
-
-static int write_owned_text(const char *dir, const char *name, char *text, Error *err) {
-    int rc = write_text_in(dir, name, text, err);
-    free(text);
-    return rc;
-}
-
-static int write_export(const Model *m, const Tokenizer *tok, const char *dir, Error *err) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    if (write_owned_text(dir, "config.json", config_json(&m->cfg, tok), err) || write_weights(m, path, err)) return -1;
-    char *json = bpe_export_hf_json(tokenizer_bpe_of(tok), err);
-    if (!json) return -1;
-    return write_owned_text(dir, "tokenizer.json", json, err) ||
-           write_owned_text(dir, "tokenizer_config.json", tokenizer_config_json(&m->cfg, tok), err);
-}
-
-/* dir must be absent or an empty directory: the export overwrites nothing. */
-static int check_target(const char *dir, Error *err) {
-    struct stat st;
-    if (stat(dir, &st) != 0) return errno == ENOENT ? 0 : err_set(err, "cannot use '%s': %s", dir, strerror(errno));
-    if (!S_ISDIR(st.st_mode)) return err_set(err, "'%s' exists and is not a directory", dir);
-    DIR *d = opendir(dir);
-    if (!d) return err_set(err, "cannot read directory '%s': %s", dir, strerror(errno));
-    const struct dirent *e;
-    int empty = 1;
-    while (empty && (e = readdir(d)))
-        empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
-    closedir(d);
-    return empty ? 0 : err_set(err, "'%s' is not empty: the export goes to a new or empty directory", dir);
-}
-
-int hf_gpt2_export(const Model *m, const Tokenizer *tok, const char *dir, Error *err) {
-    if (hf_gpt2_exportable(&m->cfg, tok, err)) return -1;
-    char target[4096], tmp[4200];
-    snprintf(target, sizeof target, "%s", dir);
-    for (size_t n = strlen(target); n > 1 && target[n - 1] == '/'; n--) target[n - 1] = '\0';
-    if (check_target(target, err)) return -1;
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", target, (long)getpid()); /* named as write_file_atomic names its files */
-    if (mkdir(tmp, 0777) != 0)
-        return err_set(err, "cannot create '%s'%s: %s", tmp, errno == EEXIST ? " (left by an interrupted export? remove it)" : "",
-                       strerror(errno));
-    int rc = write_export(m, tok, tmp, err);
-    if (rc == 0 && rename(tmp, target) != 0) rc = err_set(err, "cannot rename '%s' to '%s': %s", tmp, target, strerror(errno));
-    if (rc == 0 && fsync_parent_dir(target) != 0)
-        return err_set(err, "cannot sync the directory of '%s': %s", target, strerror(errno));
-    if (rc) { /* nothing of a half export stays */
-        for (size_t i = 0; i < sizeof export_files / sizeof export_files[0]; i++) {
-            char path[4300];
-            snprintf(path, sizeof path, "%s/%s", tmp, export_files[i]);
-            unlink(path);
-        }
-        rmdir(tmp);
-    }
-    return rc;
 }

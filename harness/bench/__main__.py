@@ -1,0 +1,4 @@
+"""/usr/bin/python3 -m harness.bench: make bench."""
+from harness.bench.main import main
+
+main()

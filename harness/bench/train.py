@@ -1,0 +1,358 @@
+"""The train section of make bench.
+
+For each configuration (baby, medium, long) and mixer (attention, grassmann):
+R rounds, each one bin/train run (--threads N, so its adaptive thread tuner is
+off; --profile) followed by one PyTorch run of the same model, batch, AdamW
+and clipping (harness/bench_torch.py, torch.set_num_threads(N)) and one
+bin/gemm-rate run. A run's time is the median ms per step after its warm-up
+steps (bin/train's --log CSV, column ms_per_step); the PyTorch/C ratio is
+taken per round, so that machine noise hits both alike, and its median
+reported. FLOPs per token (bin/train's flops_per_token: dense 6 x the sum of
+rows x cols over the weight matrices, the tied head included, the embeddings,
+biases and LayerNorms not; mixing per layer attention 6 C (T+1), Grassmann 3
+(2P + 8 r |D|)) times tokens/s gives the achieved GFLOP/s; divided by
+bin/gemm-rate's FLOP-weighted sgemm rate at the model's own products
+(gemm_products: those of bin/train's matrices; same threads, same kernel; the
+best of the rounds, as other load only ever lowers it) it gives the MFU.
+
+Peak memory is ru_maxrss of each run's process tree (wait4), against what
+bin/train says the model needs (weights + gradients and AdamW moments +
+activations). Per-part times come from bin/train --profile.
+
+Then, on the last C run's checkpoint (untrained weights: the speed does not
+depend on them), bin/eval over the val split (its first 16384 tokens with
+--quick; --threads N) and bin/sample for 500 tokens (its default --threads 1):
+tokens per second of wall time of the whole command.
+
+The C programs use the BLAS library they were built with, PyTorch uses
+OpenBLAS (libblas.so.3). PyTorch is given the best OpenBLAS core for this CPU
+(best_openblas_core: OPENBLAS_CORETYPE set for its runs), unless the
+environment already sets OPENBLAS_CORETYPE, which is then kept as it is (some
+machines pin it because old OpenBLAS builds compute wrong results there). The
+kernel each ran is printed.
+
+Precisions (--precision fp32,bf16; by default both where the CPU has
+AVX512_BF16, else fp32 and one line saying why): every round runs each
+configuration and mixer in each, alternating: bf16 is bin/train --precision
+bf16, PyTorch under torch.autocast("cpu", dtype=torch.bfloat16), and bin/gemm-rate
+--bf16 at the same products (oneDNN, bf16 inputs, fp32 accumulation; TN at
+C += A B), the rate bf16's MFU is taken against. bf16/fp32: the median over
+rounds of fp32 ms / bf16 ms in the same round, for C and for PyTorch.
+Inference is fp32 whatever the training precision, so it runs once, on the
+first precision's checkpoint. The other sections train in fp32."""
+import json
+import os
+import re
+
+from harness.bench.shared import CONFIGS, PARTS, c_train, fmt, gemm_products, med, plural, progress, table
+from harness.common import BIN, ROOT, die, run, run_ok
+
+
+def best_openblas_core():
+    """The fastest OpenBLAS 0.3.21 core this CPU's flags allow (/proc/cpuinfo),
+    or None: Cooperlake for AVX-512 with BF16, SkylakeX for AVX-512, Zen or
+    Haswell for AVX2 with FMA, Sandybridge for AVX."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            text = f.read()
+    except OSError:
+        return None
+    flags = set(re.search(r"^flags\s*:(.*)$", text, re.M).group(1).split()) if "flags" in text else set()
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512cd"} <= flags:
+        return "Cooperlake" if "avx512_bf16" in flags else "SkylakeX"
+    if {"avx2", "fma"} <= flags:
+        return "Zen" if "AuthenticAMD" in text else "Haswell"
+    return "Sandybridge" if "avx" in flags else None
+
+
+# --isa: our level (LM_MAX_ISA) and PyTorch's ATEN_CPU_CAPABILITY for it.
+ISA_ATEN = {"portable": "default", "avx2": "avx2", "avx512": "avx512"}
+
+
+def torch_isa():
+    """PyTorch's kernel level as the bench set it (ATEN_CPU_CAPABILITY), or best."""
+    return os.environ.get("ATEN_CPU_CAPABILITY") or "best"
+
+
+def cap_isa(level):
+    """--isa: cap our kernels (LM_MAX_ISA) and PyTorch's (ATEN_CPU_CAPABILITY)
+    alike for every run the bench starts; dies in one line on a level that
+    bin/gemm-rate --isa-levels does not list (this CPU lacks it)."""
+    if level not in ISA_ATEN:
+        die(f"--isa must be one of {', '.join(ISA_ATEN)} (got '{level}')")
+    r = run([os.path.join(BIN, "gemm-rate"), "--isa-levels"])
+    levels = r.out.split() if r.status == 0 else []
+    if level not in levels:
+        die(f"--isa {level}: this CPU runs {', '.join(levels) or 'no level (bin/gemm-rate --isa-levels failed)'}")
+    os.environ["LM_MAX_ISA"] = level
+    os.environ["ATEN_CPU_CAPABILITY"] = ISA_ATEN[level]
+
+
+def torch_env():
+    """The environment for PyTorch: the environment's OPENBLAS_CORETYPE if it
+    sets one, else the best OpenBLAS core for this CPU."""
+    env = dict(os.environ)
+    best = best_openblas_core()
+    if best and not os.environ.get("OPENBLAS_CORETYPE"):
+        env["OPENBLAS_CORETYPE"] = best
+    return env
+
+
+def torch_train(ctx, c, steps, warmup, threads, precision="fp32"):
+    """One harness/bench_torch.py run (with --torch-python's interpreter, N
+    threads) of the model of the C run c (the config of its bin/train --json
+    report, its batch): median ms/step after warm-up, peak RSS, the OpenBLAS
+    kernel it ran; None (and ctx.torch_missing set) on failure or with
+    --no-torch."""
+    if ctx.torch_missing:
+        return None
+    env = torch_env()
+    cmd = [ctx.torch_python, "-m", "harness.bench_torch", json.dumps(c["train"]["config"]), ctx.data,
+           str(c["train"]["batch"]), str(steps), str(threads), precision]
+    r = run(cmd, env, cwd=ROOT)
+    if r.status != 0:
+        ctx.torch_missing = f"PyTorch run failed: {r.why()}"
+        return None
+    res = json.loads(r.out)
+    ms = res["ms"][warmup:]
+    return {"ms": med(ms), "rss_mib": r.rss_mib, "blas": res["blas"],
+            "kernel": res["blas"].rsplit("kernel ", 1)[-1], "threads": res["threads"],
+            "base_rss_mib": res["base_rss_mib"],
+            "env_coretype": env.get("OPENBLAS_CORETYPE") if env.get("OPENBLAS_CORETYPE") != os.environ.get("OPENBLAS_CORETYPE") else None}
+
+
+def gemm_rate(c, threads, precision="fp32"):
+    """bin/gemm-rate --json over one training step's products of the C run c, on N threads: the sgemm
+    rate, or with bf16 (--bf16) the bf16 rate ("gflops") with "blas" naming oneDNN."""
+    cmd = [os.path.join(BIN, "gemm-rate"), "--threads", str(threads), "--json"] + gemm_products(c["train"])
+    if precision == "fp32":
+        return run_ok(cmd).json()
+    r = run_ok(cmd[:1] + ["--bf16"] + cmd[1:]).json()
+    r["blas"] = r["bf16"]
+    return r
+
+
+def eval_speed(ctx, ckpt):
+    """bin/eval over the val split (or its prefix with --quick): scored tokens per wall second."""
+    cmd = [os.path.join(BIN, "eval"), "--model", ckpt, "--data", ctx.eval_data, "--split", "val",
+           "--threads", str(ctx.threads), "--json"]
+    r = run_ok(cmd)
+    scored = r.json()["scored"]
+    return {"tokens": scored, "seconds": r.seconds, "tokens_per_s": scored / r.seconds, "rss_mib": r.rss_mib}
+
+
+def sample_speed(ctx, ckpt, n=500):
+    """bin/sample of n tokens (its default --threads 1): tokens per wall second."""
+    r = run_ok([os.path.join(BIN, "sample"), "--model", ckpt, "--tokens", str(n)])
+    return {"tokens": n, "seconds": r.seconds, "tokens_per_s": n / r.seconds, "rss_mib": r.rss_mib}
+
+
+def train_rounds(ctx, section, name, mixer, thread_counts, profile=True, tuner=False, precisions=("fp32",)):
+    """R rounds, each of: for every N of thread_counts and every precision,
+    bin/train --threads N [--precision bf16], PyTorch on N threads (bf16:
+    under CPU autocast) and bin/gemm-rate on N threads (bf16: --bf16, the
+    bf16 rate), so that machine noise hits C, PyTorch, N and the precisions
+    alike; with tuner, then bin/train with its default threads. Returns
+    ({(N, precision): summarise_train(...)}, the default runs)."""
+    cfg = CONFIGS[name]
+    steps, warmup = ctx.steps[name]
+    runs = {(n, p): ([], [], []) for n in thread_counts for p in precisions}
+    tuned = []
+    for rnd in range(ctx.rounds):
+        for n in thread_counts:
+            for p in precisions:
+                extra = ["--precision", p] if p != "fp32" else []
+                c = c_train(ctx, cfg, mixer, steps, warmup, n, profile=profile, extra=extra)
+                t = torch_train(ctx, c, steps, warmup, n, p)
+                g = gemm_rate(c, n, p)
+                for kept, x in zip(runs[(n, p)], (c, t, g)):
+                    kept.append(x)
+                progress(f"{section} {name} {mixer} {p} round {rnd + 1}/{ctx.rounds}, {plural(n, 'thread')}: "
+                         f"C {c['ms']:.1f} ms/step, "
+                         + (f"PyTorch {t['ms']:.1f} ms/step ({t['ms'] / c['ms']:.2f}x)" if t else "PyTorch n/a")
+                         + f", {'sgemm' if p == 'fp32' else 'bf16 GEMM'} {g['gflops']:.0f} GFLOP/s")
+        if tuner:
+            d = c_train(ctx, cfg, mixer, steps, warmup, 0, profile=False)
+            tuned.append(d)
+            progress(f"{section} {name} {mixer} round {rnd + 1}/{ctx.rounds}, default threads: "
+                     f"{d['tokens_per_s_mean']:.0f} tokens/s (threads used: "
+                     + " ".join(f"{k}:{v}" for k, v in d["threads_used"].items()) + ")")
+    tokens = cfg["batch"] * cfg["block"]
+    return {k: summarise_train(ctx, name, cfg, mixer, tokens, *r, precision=k[1]) for k, r in runs.items()}, tuned
+
+
+def precision_ratio(fp32_rounds_ms, bf16_rounds_ms):
+    """bf16's speed over fp32's: the median over rounds of fp32 ms / bf16 ms in
+    the same round (None if either was not measured)."""
+    pairs = [(f, b) for f, b in zip(fp32_rounds_ms or [], bf16_rounds_ms or []) if f and b]
+    return med([f / b for f, b in pairs]) if pairs else None
+
+
+def section_train(ctx):
+    results = []
+    for name in ctx.configs:
+        for mixer in ctx.mixers:
+            summaries, _ = train_rounds(ctx, "train", name, mixer, [ctx.threads], precisions=ctx.precisions)
+            rows = [summaries[(ctx.threads, p)] for p in ctx.precisions]
+            fp32 = summaries.get((ctx.threads, "fp32"))
+            for r in rows:
+                last = r["c"].pop("ckpt")
+                r["bf16_over_fp32"] = None
+                r["torch_bf16_over_fp32"] = None
+                if r["precision"] != "fp32" and fp32:
+                    r["bf16_over_fp32"] = precision_ratio(fp32["c"]["rounds_ms"], r["c"]["rounds_ms"])
+                    r["torch_bf16_over_fp32"] = precision_ratio(fp32["torch"] and fp32["torch"]["rounds_ms"],
+                                                                r["torch"] and r["torch"]["rounds_ms"])
+                # Inference is fp32 whatever the training precision: measured once, on the first precision's model.
+                r["eval"] = r["sample"] = None
+                if r is rows[0]:
+                    r["eval"] = eval_speed(ctx, last)
+                    r["sample"] = sample_speed(ctx, last)
+                    progress(f"train {name} {mixer}: eval {r['eval']['tokens_per_s']:.0f} tokens/s, "
+                             f"sample {r['sample']['tokens_per_s']:.0f} tokens/s")
+            results += rows
+    return results
+
+
+def utilisation(flops_per_token, tokens_per_s, sgemm_gflops):
+    """(achieved GFLOP/s, MFU): FLOPs per token x tokens/s, and that over the
+    sgemm rate (None without one)."""
+    gflops = flops_per_token * tokens_per_s * 1e-9
+    return gflops, gflops / sgemm_gflops if sgemm_gflops else None
+
+
+def summarise_train(ctx, name, cfg, mixer, tokens, c_runs, t_runs, g_runs, precision="fp32"):
+    flops = {k: c_runs[-1]["train"]["flops_per_token"][k] for k in ("dense", "mixing", "total")}
+    c_ms = med([c["ms"] for c in c_runs])
+    t_ok = [t for t in t_runs if t]
+    t_ms = med([t["ms"] for t in t_ok])
+    ratios = [t["ms"] / c["ms"] for c, t in zip(c_runs, t_runs) if t]
+    gemm = max(g["gflops"] for g in g_runs)  # load from elsewhere only ever lowers it
+    mem = c_runs[-1]["memory"]
+
+    def speed(ms, rss):
+        if ms is None:
+            return None
+        tps = tokens * 1e3 / ms
+        gflops, mfu = utilisation(flops["total"], tps, gemm)
+        return {"ms_per_step": ms, "tokens_per_s": tps, "gflops": gflops, "mfu": mfu,
+                "peak_rss_mib": rss, "rss_over_theory": rss / mem["total"] if mem and rss else None}
+
+    c = speed(c_ms, max(x["rss_mib"] for x in c_runs))
+    c.update({"blas": c_runs[-1]["blas"], "kernel": c_runs[-1]["kernel"], "isa": c_runs[-1]["isa"],
+              "rounds_ms": [x["ms"] for x in c_runs],
+              "rounds_tokens_per_s_mean": [x["tokens_per_s_mean"] for x in c_runs], "ckpt": c_runs[-1]["ckpt"]})
+    t = speed(t_ms, max(x["rss_mib"] for x in t_ok) if t_ok else None)
+    if t:
+        t.update({"blas": t_ok[-1]["blas"], "kernel": t_ok[-1]["kernel"], "threads": t_ok[-1]["threads"],
+                  "base_rss_mib": t_ok[-1]["base_rss_mib"], "openblas_coretype": t_ok[-1]["env_coretype"],
+                  "rounds_ms": [x["ms"] for x in t_ok]})
+    profiles = [x["profile"] for x in c_runs if x["profile"]]
+    profile = None
+    if profiles:
+        profile = {part: {k: med([p.get(part, {}).get(k) for p in profiles])
+                          for k in ("forward", "backward", "total", "share")} for part in PARTS}
+        profile["step"] = med([p.get("step") for p in profiles])
+    return {"config": name, "mixer": mixer, "precision": precision, "shape": dict(cfg), "tokens_per_step": tokens,
+            "flops_per_token": flops,
+            "c": c, "torch": t, "torch_unavailable": None if t else ctx.torch_missing,
+            "torch_over_c": {"median": med(ratios), "rounds": ratios},
+            "sgemm": {"gflops": gemm, "precision": precision, "rounds": [g["gflops"] for g in g_runs], "blas": g_runs[-1]["blas"],
+                      "products": g_runs[-1]["products"]},
+            "memory": mem, "profile": profile}
+
+
+def print_speed(ctx, res):
+    steps = ", ".join(f"{n} {ctx.steps[n][0]} steps ({ctx.steps[n][1]} dropped)" for n in ctx.configs)
+    print(f"\n== Training steps, C vs PyTorch ({plural(ctx.rounds, 'alternating round')}; {steps}) ==")
+    table(["config", "mixer", "precision", "isa C/PT", "C ms/step", "PT ms/step", "C tokens/s", "PT tokens/s", "PT/C",
+           "C bf16/fp32", "PT bf16/fp32", "C kernel", "PT kernel"],
+          [[r["config"], r["mixer"], r["precision"], f'{r["c"].get("isa") or "?"}/{torch_isa() if r["torch"] else "n/a"}',
+            fmt(r["c"]["ms_per_step"]),
+            fmt(r["torch"] and r["torch"]["ms_per_step"]),
+            fmt(r["c"]["tokens_per_s"], ",.0f"), fmt(r["torch"] and r["torch"]["tokens_per_s"], ",.0f"),
+            fmt(r["torch_over_c"]["median"], ".2f", "x"), fmt(r.get("bf16_over_fp32"), ".2f", "x"),
+            fmt(r.get("torch_bf16_over_fp32"), ".2f", "x"), r["c"]["kernel"] or "?",
+            r["torch"]["kernel"] if r["torch"] else "n/a"] for r in res])
+    print("  isa C/PT: the instruction-set level our kernels ran at (bin/train's start-up line; --isa caps it with\n"
+          "  LM_MAX_ISA) / PyTorch's ATEN_CPU_CAPABILITY (best: not capped). The BLAS kernels are in the last columns.\n"
+          "  ms/step: median over rounds of each run's median step time after warm-up (PT: PyTorch).\n"
+          "  PT/C: median over rounds of PyTorch ms / C ms in the same round. precision bf16: bin/train\n"
+          "  --precision bf16, PyTorch under torch.autocast(\"cpu\", dtype=torch.bfloat16); bf16/fp32: median over\n"
+          "  rounds of fp32 ms / bf16 ms in the same round (> 1: bf16 is faster).")
+    said = set()
+    for r in res:
+        if r["torch"] and r["torch"]["openblas_coretype"] and (r["config"], r["mixer"]) not in said:
+            said.add((r["config"], r["mixer"]))
+            print(f"  {r['config']} {r['mixer']}: PyTorch ran with OPENBLAS_CORETYPE={r['torch']['openblas_coretype']}"
+                  " (the best OpenBLAS core for this CPU)")
+    for r in res:
+        if r["torch"] and r["torch"]["threads"] != ctx.threads:
+            print(f"  {r['config']} {r['mixer']}: PyTorch ran {r['torch']['threads']} threads, not {ctx.threads}")
+    notes = {r["torch_unavailable"] for r in res if r["torch_unavailable"]}
+    for n in notes:
+        print(f"  PyTorch not measured: {n}")
+    for prog, blas in (("bin/train", {r["c"]["blas"] for r in res}), ("bin/gemm-rate", {r["sgemm"]["blas"] for r in res}),
+                       ("PyTorch", {r["torch"]["blas"] for r in res if r["torch"]})):
+        if blas:
+            print(f"  {prog} ran: " + "; ".join(sorted(b or "?" for b in blas)))
+
+
+def print_flops(ctx, res):
+    print(f"\n== FLOPs and utilisation ({ctx.threads} threads) ==")
+    table(["config", "mixer", "precision", "MFLOP/token", "dense", "mixing", "GEMM GFLOP/s", "C GFLOP/s", "C MFU",
+           "PT GFLOP/s", "PT MFU"],
+          [[r["config"], r["mixer"], r["precision"], fmt(r["flops_per_token"]["total"] / 1e6, ".2f"),
+            fmt(r["flops_per_token"]["dense"] / 1e6, ".2f"), fmt(r["flops_per_token"]["mixing"] / 1e6, ".2f"),
+            fmt(r["sgemm"]["gflops"]), fmt(r["c"]["gflops"]), fmt(r["c"]["mfu"] and 100 * r["c"]["mfu"], ".0f", "%"),
+            fmt(r["torch"] and r["torch"]["gflops"]),
+            fmt(r["torch"] and r["torch"]["mfu"] and 100 * r["torch"]["mfu"], ".0f", "%")] for r in res])
+    print("  FLOPs/token: dense 6 x sum(rows x cols) of the weight matrices (LM head included, embeddings, biases,\n"
+          "  LayerNorms not counted) + mixing per layer: attention 6C(T+1), Grassmann 3(2P + 8r|D|), P = r(r-1)/2.\n"
+          "  sgemm: bin/gemm-rate over one step's products at the model's shapes (forward NT, backward NN and TN),\n"
+          "  total FLOPs / total time, the best of the rounds; bf16 rows: bin/gemm-rate --bf16 at the same products\n"
+          "  (oneDNN, bf16 inputs, fp32 accumulation; TN at C += A B). MFU = achieved GFLOP/s / the row's rate.")
+    high = [f"{r['config']} {r['mixer']}" for r in res if (r["c"]["mfu"] or 0) > 1 or (r["torch"] and (r["torch"]["mfu"] or 0) > 1)]
+    if high:
+        print(f"  MFU above 100% ({', '.join(high)}): the sgemm runs were slowed by other load; more rounds help.")
+
+
+def print_memory(ctx, res):
+    print("\n== Peak memory (ru_maxrss of the process tree) ==")
+    table(["config", "mixer", "precision", "weights", "grads+moments", "activations", "bf16", "theory MiB", "C peak MiB", "C/theory",
+           "PT peak MiB", "PT/theory", "PT base MiB"],
+          [[r["config"], r["mixer"], r["precision"], fmt(r["memory"] and r["memory"]["weights"]),
+            fmt(r["memory"] and r["memory"]["state"]), fmt(r["memory"] and r["memory"]["activations"]),
+            fmt(r["memory"] and r["memory"]["bf16"]), fmt(r["memory"] and r["memory"]["total"]), fmt(r["c"]["peak_rss_mib"]),
+            fmt(r["c"]["rss_over_theory"], ".2f", "x"), fmt(r["torch"] and r["torch"]["peak_rss_mib"]),
+            fmt(r["torch"] and r["torch"]["rss_over_theory"], ".2f", "x"),
+            fmt(r["torch"] and r["torch"]["base_rss_mib"])] for r in res])
+    print("  theory: bin/train's own count (weights + gradients and AdamW moments + activation arena + with bf16 the\n"
+          "  bf16 weights, operand scratch and packed attention heads). PT base:\n"
+          "  PyTorch's peak after importing torch and reading the data, before the model (part of PT peak).")
+
+
+def print_profile(ctx, res):
+    print("\n== Where a C training step goes (bin/train --profile, ms per step, share; median over rounds) ==")
+    table(["config", "mixer", "precision"] + list(PARTS) + ["step ms"],
+          [[r["config"], r["mixer"], r["precision"]] + [prof_cell(r["profile"], p) for p in PARTS]
+           + [fmt(r["profile"] and r["profile"]["step"])] for r in res])
+    print("  mixer: the attention or Grassmann layers (forward + backward); optimizer: clipping and AdamW.")
+
+
+def print_inference(ctx, res):
+    label = "first %d tokens of val" % ctx.eval_tokens if ctx.eval_tokens else "the whole val split"
+    print("\n== Inference (the last C run's checkpoint) ==")
+    table(["config", "mixer", "eval tokens", "eval s", "eval tokens/s", "sample tokens", "sample s", "sample tokens/s"],
+          [[r["config"], r["mixer"], r["eval"]["tokens"], fmt(r["eval"]["seconds"], ".2f"),
+            fmt(r["eval"]["tokens_per_s"], ",.0f"), r["sample"]["tokens"], fmt(r["sample"]["seconds"], ".2f"),
+            fmt(r["sample"]["tokens_per_s"], ",.0f")] for r in res if r["eval"]])
+    print(f"  eval: bin/eval --threads {ctx.threads} over {label}; sample: bin/sample --tokens 500 (1 thread).\n"
+          "  Seconds are the whole command's wall time (start-up and loading included). Inference is fp32, so it\n"
+          "  runs once per model, on the first precision's checkpoint.")
+
+
+def prof_cell(prof, part):
+    if not prof or prof[part]["total"] is None:
+        return "n/a"
+    return f"{prof[part]['total']:.1f} ({prof[part]['share']:.0f}%)"

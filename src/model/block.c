@@ -1,0 +1,375 @@
+/* The passes through the model: forward, backward and the sampling step,
+ * every one through the same plan of a block (block_plan), for pre- and
+ * post-norm alike. The layout, memory and precision are model.c's. */
+#include "lm/model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/dropout.h"
+#include "nn/embedding.h"
+#include "nn/layernorm.h"
+#include "nn/loss.h"
+#include "nn/mlp.h"
+#include "lm/matmul.h"
+#include "lm/ops.h"
+#include "lm/rng.h"
+
+/* What every mixer call of m is handed besides its spec. */
+static MixerRuntime mixer_runtime(const Model *m) { return (MixerRuntime){m->rope_table, m->bf16}; }
+
+static MlpParams mlp_params(const float *p, const LayerOffsets *lo) {
+    return (MlpParams){p + lo->fc_w, p + lo->fc_b, p + lo->proj_w, p + lo->proj_b};
+}
+
+/* What the embedding adds per position: NULL with rope, which adds nothing. */
+static const float *positions(const Model *m) {
+    return m->cfg.pos == POS_LEARNED ? m->params + m->wpe : m->pos_table;
+}
+
+/* Zeroes x in parallel chunks: one thread's memset of the gradients (43 MB at
+ * the medium config) would be a serial section of every step on many cores. */
+static void zero_floats(float *x, size_t n) {
+    enum { CHUNK = 1 << 16 };
+#pragma omp parallel for schedule(static)
+    for (size_t c = 0; c < (n + CHUNK - 1) / CHUNK; c++)
+        memset(x + c * CHUNK, 0, (n - c * CHUNK < CHUNK ? n - c * CHUNK : CHUNK) * sizeof(float));
+}
+
+/* ---- the block plan -------------------------------------------------------- */
+
+/* A LayerNorm in a pass: what it reads and writes, and its gain and bias as
+ * offsets into params (and grads). */
+typedef struct LnSlot {
+    const float *in;
+    float *out, *mean, *rstd;
+    size_t w, b;
+} LnSlot;
+
+/* One residual branch of a block, the mixer's or the MLP's, with its own
+ * LayerNorm (LN1, LN2):
+ *   pre-norm   in = LN(h),  sum = h + dropout(branch(in)), the next h
+ *   post-norm  in = h,      sum = h + dropout(branch(in)), the next h = LN(sum)
+ * Forward fuses each sum with the LayerNorm that reads it (`next`): post-norm
+ * the branch's own; pre-norm the following branch's (after the mixer the
+ * MLP's LN2, after the MLP the next layer's LN1, or LN_f after the last). */
+typedef struct Branch {
+    const float *in, *resid; /* the branch's input; h, the stream it adds to */
+    float *out, *mask;       /* its output, dropout applied in place; the dropout mask */
+    float *sum;              /* resid + out */
+    LnSlot ln, next;         /* its own LayerNorm; the one that reads sum */
+    size_t site;             /* its dropout site: 2l the mixer's, 2l + 1 the MLP's */
+} Branch;
+
+typedef struct BlockPlan {
+    Branch mix, mlp;
+} BlockPlan;
+
+/* Layer l's block over the buffers L, the stream going on into next: the
+ * next layer's buffers, or after the last layer the final ones (final_acts:
+ * resid the stream out, ln1 LN_f's). A sampling step passes its one set of
+ * buffers as both. */
+static BlockPlan block_plan(const Model *m, size_t l, LayerActs *L, LayerActs *next) {
+    const LayerOffsets *lo = &m->layer[l];
+    int last = l + 1 == m->cfg.n_layer;
+    BlockPlan p;
+    if (m->cfg.norm == NORM_POST) {
+        /* LN1 reads h + mix (resid_mid) into ln1, the MLP's input and
+         * residual; LN2 reads ln1 + mlp (kept in ln2) into the next h. */
+        LnSlot ln1 = {L->resid_mid, L->ln1, L->ln1_mean, L->ln1_rstd, lo->ln1_w, lo->ln1_b};
+        LnSlot ln2 = {L->ln2, next->resid, L->ln2_mean, L->ln2_rstd, lo->ln2_w, lo->ln2_b};
+        p.mix = (Branch){L->resid, L->resid, L->mix, L->drop1, L->resid_mid, ln1, ln1, 2 * l};
+        p.mlp = (Branch){L->ln1, L->ln1, L->mlp, L->drop2, L->ln2, ln2, ln2, 2 * l + 1};
+    } else {
+        LnSlot ln1 = {L->resid, L->ln1, L->ln1_mean, L->ln1_rstd, lo->ln1_w, lo->ln1_b};
+        LnSlot ln2 = {L->resid_mid, L->ln2, L->ln2_mean, L->ln2_rstd, lo->ln2_w, lo->ln2_b};
+        LnSlot after = {next->resid, next->ln1, next->ln1_mean, next->ln1_rstd,
+                        last ? m->lnf_w : m->layer[l + 1].ln1_w, last ? m->lnf_b : m->layer[l + 1].ln1_b};
+        p.mix = (Branch){L->ln1, L->resid, L->mix, L->drop1, L->resid_mid, ln1, ln2, 2 * l};
+        p.mlp = (Branch){L->ln2, L->resid_mid, L->mlp, L->drop2, next->resid, ln2, after, 2 * l + 1};
+    }
+    return p;
+}
+
+/* The buffers after the last layer, as block_plan's `next`. */
+static LayerActs final_acts(Model *m) {
+    return (LayerActs){.resid = m->resid_out, .ln1 = m->lnf, .ln1_mean = m->lnf_mean, .ln1_rstd = m->lnf_rstd};
+}
+
+/* LN_f, which post-norm applies after the last block (pre-norm's is the last sum's `next`). */
+static LnSlot final_ln(const Model *m, const LayerActs *fin) {
+    return (LnSlot){fin->resid, fin->ln1, fin->ln1_mean, fin->ln1_rstd, m->lnf_w, m->lnf_b};
+}
+
+static void ln_forward(const Model *m, const LnSlot *s, size_t N) {
+    layernorm_forward(s->out, s->mean, s->rstd, s->in, m->params + s->w, m->params + s->b, N, m->cfg.n_embd);
+}
+
+/* ---- forward ------------------------------------------------------------------ */
+
+/* How a block's mixer runs: over B sequences of T with its activations in
+ * acts, or (state not NULL) one sampling position t with its state. */
+typedef struct MixerPass {
+    size_t B, T;
+    float *acts, *state;
+    size_t t;
+} MixerPass;
+
+/* The branch's dropout, in place, with the mask drawn from the step's key
+ * and the branch's site (nothing when dropout is off). */
+static void branch_dropout(const Model *m, const Branch *br, size_t N, int dropout) {
+    if (!dropout) return;
+    size_t n = N * m->cfg.n_embd;
+    dropout_mask(br->mask, n, m->cfg.dropout, rng_hash(m->dropout_key, br->site));
+    dropout_forward(br->out, br->mask, n);
+}
+
+/* After the branch: its dropout, then sum = resid + out fused with the
+ * LayerNorm that reads it. */
+static void branch_sum_forward(const Model *m, const Branch *br, size_t N, int dropout, Profile *pr) {
+    const float *P = m->params;
+    PROFILED(pr, "residual", PASS_FORWARD, branch_dropout(m, br, N, dropout));
+    PROFILED(pr, "layernorm", PASS_FORWARD,
+             residual_layernorm_forward(br->sum, br->next.out, br->next.mean, br->next.rstd, br->resid, br->out,
+                                        P + br->next.w, P + br->next.b, N, m->cfg.n_embd));
+}
+
+/* Layer l's block, forward, as bp plans it (fc and act from L). */
+static void block_forward(const Model *m, size_t l, const BlockPlan *bp, const LayerActs *L, const MixerPass *mp,
+                          const MixerRuntime *rt, int dropout, Profile *pr) {
+    const float *P = m->params;
+    const LayerOffsets *lo = &m->layer[l];
+    const Mixer *mx = m->mixers[l];
+    MixerSpec spec = model_mixer_spec(&m->cfg, l);
+    size_t N = mp->B * mp->T;
+    PROFILED(pr, mx->name, PASS_FORWARD,
+             mp->state ? mx->step(&spec, rt, P + lo->mixer, mp->state, bp->mix.in, bp->mix.out, mp->t)
+                       : mx->forward(&spec, rt, P + lo->mixer, mp->acts, bp->mix.out, bp->mix.in, mp->B, mp->T));
+    branch_sum_forward(m, &bp->mix, N, dropout, pr);
+    PROFILED(pr, "mlp", PASS_FORWARD,
+             mlp_forward(m->bf16, bp->mlp.out, L->fc, L->act, bp->mlp.in, mlp_params(P, lo), N, m->cfg.n_embd));
+    branch_sum_forward(m, &bp->mlp, N, dropout, pr);
+}
+
+void model_forward(Model *m, const int32_t *inputs, const int32_t *targets, size_t B, size_t T,
+                   const PassOptions *opt) {
+    const ModelConfig *c = &m->cfg;
+    size_t N = B * T, C = c->n_embd, V = c->vocab_size;
+    const float *P = m->params;
+    Profile *pr = opt ? opt->prof : NULL;
+    const Pass F = PASS_FORWARD;
+    MixerRuntime rt = mixer_runtime(m);
+    m->B = B;
+    m->T = T;
+    m->dropout_on = opt && opt->dropout_key && c->dropout > 0.0f;
+    m->dropout_key = m->dropout_on ? *opt->dropout_key : 0;
+    memcpy(m->inputs, inputs, N * sizeof(int32_t));
+    PROFILED(pr, "embedding", F, embedding_forward(m->la[0].resid, inputs, P + m->wte, positions(m), B, T, C));
+    LayerActs fin = final_acts(m);
+    for (size_t l = 0; l < c->n_layer; l++) {
+        BlockPlan bp = block_plan(m, l, &m->la[l], l + 1 < c->n_layer ? &m->la[l + 1] : &fin);
+        if (l == 0 && c->norm == NORM_PRE) PROFILED(pr, "layernorm", F, ln_forward(m, &bp.mix.ln, N));
+        MixerPass mp = {B, T, m->la[l].mixer, NULL, 0};
+        block_forward(m, l, &bp, &m->la[l], &mp, &rt, m->dropout_on, pr);
+    }
+    LnSlot lnf = final_ln(m, &fin);
+    if (c->norm == NORM_POST) PROFILED(pr, "layernorm", F, ln_forward(m, &lnf, N));
+    double t0 = profile_start(pr);
+    matmul_forward(m->bf16, m->logits, m->lnf, P + m->wte, NULL, N, C, V);
+    m->loss = NAN;
+    if (targets) {
+        memcpy(m->targets, targets, N * sizeof(int32_t));
+        crossentropy_forward(m->losses, m->logits, targets, N, V);
+        /* The mean over the scored targets (all of them without a loss mask); a
+         * batch with none scored has loss 0 and no gradient. */
+        m->scored = crossentropy_scored(targets, N);
+        m->loss = m->scored ? (float)(sum_floats(m->losses, N) / (double)m->scored) : 0.0f;
+    }
+    profile_stop(pr, "head", F, t0);
+}
+
+/* ---- backward ----------------------------------------------------------------- */
+
+/* d(loss)/d(the stream) at the point backward has reached, and a spare buffer
+ * as large for the branches' input gradients; post-norm's LayerNorms write
+ * their input gradient into the spare, and the two trade places. */
+typedef struct StreamGrad {
+    float *d, *spare;
+} StreamGrad;
+
+/* Where backward writes the gradients (the model's, or one micro-batch's),
+ * and the caller's options. */
+typedef struct BackwardTo {
+    float *G;
+    const PassOptions *opt;
+} BackwardTo;
+
+/* Tells the caller's hook that G[from .. to) are final. */
+static void grads_ready(const BackwardTo *to, size_t from, size_t end) {
+    if (to->opt && to->opt->grads_ready) to->opt->grads_ready(to->opt->grads_ready_ctx, to->G, from, end - from);
+}
+
+/* d(branch output) from d(sum): through the branch's dropout into
+ * m->dbranch, or d(sum) itself when dropout is off. */
+static const float *branch_grad(Model *m, const float *mask, const float *dsum) {
+    if (!m->dropout_on) return dsum;
+    size_t n = m->B * m->T * m->cfg.n_embd;
+    zero_floats(m->dbranch, n);
+    dropout_backward(m->dbranch, dsum, mask, n);
+    return m->dbranch;
+}
+
+/* Back through a post-norm LayerNorm: g->d holds d(its output), and the
+ * spare gets d(its input); the two then trade places (the old gradient is no
+ * longer needed). */
+static void post_ln_backward(Model *m, const LnSlot *ln, StreamGrad *g, float *G) {
+    size_t N = m->B * m->T, C = m->cfg.n_embd;
+    zero_floats(g->spare, N * C);
+    layernorm_backward(g->spare, G + ln->w, G + ln->b, g->d, ln->in, m->params + ln->w, ln->mean, ln->rstd, N, C);
+    *g = (StreamGrad){g->spare, g->d};
+}
+
+/* Into the branch from above: post-norm back through its LayerNorm first
+ * (g->d becomes d(sum)); then through its dropout. Returns d(branch output). */
+static const float *branch_backward_in(Model *m, const Branch *br, StreamGrad *g, float *G, Profile *pr) {
+    const float *dbranch;
+    if (m->cfg.norm == NORM_POST) PROFILED(pr, "layernorm", PASS_BACKWARD, post_ln_backward(m, &br->ln, g, G));
+    PROFILED(pr, "residual", PASS_BACKWARD, dbranch = branch_grad(m, br->mask, g->d));
+    return dbranch;
+}
+
+/* Out of the branch, whose backward wrote d(in) into g->spare: d(h) =
+ * d(sum) + d(in) post-norm (the branch read h), d(sum) + LN'(d(in)) pre-norm. */
+static void branch_backward_out(Model *m, const Branch *br, StreamGrad *g, float *G, Profile *pr) {
+    size_t N = m->B * m->T, C = m->cfg.n_embd;
+    if (m->cfg.norm == NORM_POST)
+        PROFILED(pr, "residual", PASS_BACKWARD, add_inplace(g->d, g->spare, N * C));
+    else
+        PROFILED(pr, "layernorm", PASS_BACKWARD,
+                 layernorm_backward(g->d, G + br->ln.w, G + br->ln.b, g->spare, br->ln.in, m->params + br->ln.w,
+                                    br->ln.mean, br->ln.rstd, N, C));
+}
+
+/* Layer l's block, backward: g->d holds d(loss)/d(its output) on entry and
+ * d(loss)/d(its input) on exit. */
+static void block_backward(Model *m, size_t l, const BlockPlan *bp, StreamGrad *g, const MixerRuntime *rt,
+                           float *G, Profile *pr) {
+    const float *P = m->params;
+    LayerActs *L = &m->la[l];
+    const LayerOffsets *lo = &m->layer[l];
+    const Mixer *mx = m->mixers[l];
+    MixerSpec spec = model_mixer_spec(&m->cfg, l);
+    size_t B = m->B, T = m->T, C = m->cfg.n_embd;
+    MlpGrads mg = {G + lo->fc_w, G + lo->fc_b, G + lo->proj_w, G + lo->proj_b};
+    const float *dbranch = branch_backward_in(m, &bp->mlp, g, G, pr);
+    PROFILED(pr, "mlp", PASS_BACKWARD,
+             mlp_backward(m->bf16, g->spare, mg, m->dfc, dbranch, bp->mlp.in, L->fc, L->act, mlp_params(P, lo), B * T, C));
+    branch_backward_out(m, &bp->mlp, g, G, pr);
+    dbranch = branch_backward_in(m, &bp->mix, g, G, pr);
+    PROFILED(pr, mx->name, PASS_BACKWARD,
+             mx->backward(&spec, rt, P + lo->mixer, G + lo->mixer, L->mixer, bp->mix.in, dbranch, g->spare, B, T));
+    branch_backward_out(m, &bp->mix, g, G, pr);
+}
+
+/* Accumulates d(loss * loss_scale)/d params into to->G. */
+static void backward(Model *m, float loss_scale, const BackwardTo *to) {
+    const ModelConfig *c = &m->cfg;
+    size_t B = m->B, T = m->T, N = B * T, C = c->n_embd, V = c->vocab_size;
+    const float *P = m->params;
+    float *G = to->G;
+    Profile *pr = to->opt ? to->opt->prof : NULL;
+    MixerRuntime rt = mixer_runtime(m);
+    StreamGrad g = {m->dresid, m->dln};
+    double t0 = profile_start(pr);
+    /* The logits become their gradient: nothing reads them after this. */
+    float *dlogits = m->logits;
+    crossentropy_backward(dlogits, m->logits, m->targets, m->scored ? loss_scale / (float)m->scored : 0.0f, N, V);
+    zero_floats(g.d, N * C);
+    matmul_backward(m->bf16, g.spare, 0.0f, G + m->wte, NULL, dlogits, m->lnf, P + m->wte, N, C, V);
+    profile_stop(pr, "head", PASS_BACKWARD, t0);
+    PROFILED(pr, "layernorm", PASS_BACKWARD,
+             layernorm_backward(g.d, G + m->lnf_w, G + m->lnf_b, g.spare, m->resid_out, P + m->lnf_w, m->lnf_mean,
+                                m->lnf_rstd, N, C));
+    grads_ready(to, m->lnf_w, m->n_params);
+    LayerActs fin = final_acts(m);
+    for (size_t l = c->n_layer; l-- > 0;) {
+        BlockPlan bp = block_plan(m, l, &m->la[l], l + 1 < c->n_layer ? &m->la[l + 1] : &fin);
+        block_backward(m, l, &bp, &g, &rt, G, pr);
+        grads_ready(to, m->layer[l].ln1_w, l + 1 < c->n_layer ? m->layer[l + 1].ln1_w : m->lnf_w);
+    }
+    PROFILED(pr, "embedding", PASS_BACKWARD,
+             embedding_backward(G + m->wte, c->pos == POS_LEARNED ? G + m->wpe : NULL, g.d, m->inputs, B, T, C));
+    grads_ready(to, 0, m->layer[0].ln1_w); /* wte also took the head's gradient, first of all */
+}
+
+void model_backward(Model *m, float loss_scale, const PassOptions *opt) {
+    backward(m, loss_scale, &(BackwardTo){m->grads, opt});
+}
+
+void model_zero_grads(Model *m) { zero_floats(m->grads, m->n_params); }
+
+void model_backward_accumulate(Model *m, float loss_scale, const PassOptions *opt) {
+    float *sum = m->grads, *micro = m->grads_micro;
+    zero_floats(micro, m->n_params);
+    backward(m, loss_scale, &(BackwardTo){micro, opt});
+    size_t n = m->n_params;
+#pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++) sum[i] += micro[i];
+}
+
+/* ---- incremental decoding ------------------------------------------------ */
+
+/* One position's buffers: x, ln, mix, mid, ln2, mlp (C each), fc, act (4C
+ * each), mean and rstd. */
+#define STEP_BUF(C) (6 * (C) + 8 * (C) + 2)
+
+int model_state_init(const Model *m, ModelState *s, Error *err) {
+    memset(s, 0, sizeof *s);
+    const ModelConfig *c = &m->cfg;
+    size_t total = STEP_BUF(c->n_embd), size[MAX_LAYERS];
+    for (size_t l = 0; l < c->n_layer; l++) {
+        MixerSpec spec = model_mixer_spec(c, l);
+        size[l] = m->mixers[l]->state_size(&spec);
+        total += size[l];
+    }
+    s->buf = lm_calloc(total, sizeof(float), err);
+    if (!s->buf) return -1;
+    float *cur = s->buf + STEP_BUF(c->n_embd);
+    for (size_t l = 0; l < c->n_layer; l++) {
+        s->mixer_state[l] = cur;
+        cur += size[l];
+    }
+    return 0;
+}
+
+void model_state_reset(ModelState *s) { s->t = 0; }
+
+void model_state_free(ModelState *s) {
+    free(s->buf);
+    memset(s, 0, sizeof *s);
+}
+
+void model_step(const Model *m, ModelState *s, int32_t token, float *logits) {
+    const ModelConfig *c = &m->cfg;
+    size_t C = c->n_embd, t = s->t;
+    MixerRuntime rt = mixer_runtime(m);
+    /* One set of buffers for every layer: each block reads x (the stream)
+     * and leaves the next layer's x there; the LayerNorms share mean and rstd. */
+    float *x = s->buf, *ln = x + C, *mix = ln + C, *mid = mix + C, *ln2 = mid + C, *mlp = ln2 + C;
+    float *fc = mlp + C, *act = fc + 4 * C, *mean = act + 4 * C, *rstd = mean + 1;
+    LayerActs L = {.resid = x, .ln1 = ln, .ln1_mean = mean, .ln1_rstd = rstd, .mix = mix, .resid_mid = mid,
+                   .ln2 = ln2, .ln2_mean = mean, .ln2_rstd = rstd, .fc = fc, .act = act, .mlp = mlp};
+    const float *pos = positions(m), *e = m->params + m->wte + (size_t)token * C;
+    for (size_t i = 0; i < C; i++) x[i] = e[i] + (pos ? pos[t * C + i] : 0.0f);
+    for (size_t l = 0; l < c->n_layer; l++) {
+        BlockPlan bp = block_plan(m, l, &L, &L);
+        if (l == 0 && c->norm == NORM_PRE) ln_forward(m, &bp.mix.ln, 1);
+        MixerPass mp = {1, 1, NULL, s->mixer_state[l], t};
+        block_forward(m, l, &bp, &L, &mp, &rt, 0, NULL);
+    }
+    LnSlot lnf = final_ln(m, &L);
+    if (c->norm == NORM_POST) ln_forward(m, &lnf, 1);
+    matmul_forward(m->bf16, logits, ln, m->params + m->wte, NULL, 1, C, c->vocab_size);
+    s->t++;
+}

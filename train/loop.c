@@ -1,0 +1,183 @@
+/* bin/train's loop (see loop.h). */
+#include "loop.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lm/cli.h"
+#include "say.h"
+#include "trainer.h"
+
+static volatile sig_atomic_t interrupted = 0;
+static void on_signal(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+/* The pace since the last progress line, and whether the ranks agreed to
+ * stop on a signal. That is decided by one collective after each step and
+ * never re-read from `interrupted`: a signal landing on one rank just after
+ * the collective would otherwise stop that rank alone, and the others would
+ * wait for it in the next step's all-reduce for ever. */
+typedef struct Pace {
+    size_t last_logged;
+    double t_last;    /* when the last progress line was printed */
+    double step_secs; /* training steps since then, validation not counted */
+    double wait_secs; /* waiting for the all-reduce since then */
+    int signalled;
+} Pace;
+
+/* A failure that ends the run before it saves: one line (from rank 0), and
+ * the last good checkpoint stays as it was. Returns the exit status, 1. */
+static int stop_unsaved(const char *prog, const Dist *dist, const char *msg) {
+    if (dist->rank == 0) fprintf(stderr, "%s: error: %s; stopping without saving, the last good checkpoint is kept\n", prog, msg);
+    return 1;
+}
+
+int train_loop_open(TrainLoop *L, Run *r, int profile, Error *err) {
+    memset(L, 0, sizeof *L);
+    L->r = r;
+    L->profile = profile;
+    L->step = r->start_step;
+    L->loss = NAN, L->val_loss = NAN;
+    const RunOptions *o = &r->o;
+    Dist *dist = r->dist;
+    if (dist_agree(dist, dist->rank == 0 && o->log && run_log_open(&L->log, o->log, r->start_step > 0, err), err))
+        return -1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGXFSZ, SIG_IGN); /* past a file-size limit a write fails (EFBIG) and is reported, not fatal */
+    thread_tuner_init(&L->tuner, threads_max(), o->threads == 0 && dist->size == 1); /* ranks wait for the slowest: fixed */
+    L->tokens_per_step = o->batch_size * o->cfg.block_size * o->grad_accum * (size_t)dist->size;
+    return 0;
+}
+
+void train_loop_close(TrainLoop *L) { run_log_close(&L->log); }
+
+static int validate(TrainLoop *L, ValLoss *val, Error *err) {
+    Run *r = L->r;
+    return estimate_loss(&r->model, &r->ds.val, &r->hyper, r->dist, &r->ds.tok, r->inputs, r->targets, val, err);
+}
+
+/* The progress line after step `done`, with the ETA: the steps left at the
+ * recent pace, or with --max-seconds the time budget left, whichever ends
+ * first; and a note when the tuner has stepped down or the all-reduce kept
+ * this rank waiting. */
+static void progress_line(TrainLoop *L, Pace *p, size_t done, size_t threads, const StepStats *st) {
+    const RunOptions *o = &L->r->o;
+    const Dist *dist = L->r->dist;
+    double n = (double)(done - p->last_logged), per = p->step_secs / n, wall = (cli_now() - p->t_last) / n;
+    char eta[32], busy[64] = "";
+    double left = wall * (double)(o->stop_at - done);
+    if (o->max_seconds > 0 && per > 0.0) {
+        double budget = (o->max_seconds - L->train_clock) * (wall / per); /* validation's share too */
+        left = budget < left ? (budget > 0.0 ? budget : 0.0) : left;
+    }
+    cli_duration(left, eta, sizeof eta);
+    if (threads < L->tuner.cand[0]) snprintf(busy, sizeof busy, " | %zu of %zu threads", threads, L->tuner.cand[0]);
+    if (dist->size > 1) snprintf(busy, sizeof busy, " | all-reduce wait %.1f ms/step", 1e3 * p->wait_secs / n);
+    p->wait_secs = 0.0;
+    say("step %5zu/%zu | loss %.4f | lr %.2e | norm %6.3f | %7.0f tok/s | %6.1f ms/step | ETA %s%s\n", done,
+        o->max_iters, L->loss, st->lr, st->grad_norm, (double)L->tokens_per_step / per, 1e3 * per, eta, busy);
+    fflush(stdout);
+    p->t_last = cli_now();
+    p->step_secs = 0.0;
+    p->last_logged = done;
+}
+
+/* Step L->step and what follows it: validation when due, the log row, a
+ * progress line, a checkpoint on its interval. Returns 0 to go on, 1 to
+ * stop after it (a signal, the time budget), or -1 with *rc set. */
+static int one_step(TrainLoop *L, Pace *p, const char *prog, int *rc) {
+    Run *r = L->r;
+    const RunOptions *o = &r->o;
+    Model *model = &r->model;
+    Dist *dist = r->dist;
+    Error err;
+    double t0 = cli_now();
+    StepStats st;
+    int profiled = L->profile && L->step > r->start_step;
+    size_t threads = thread_tuner_begin(&L->tuner);
+    int failed = train_step(model, &r->ds.train, &r->data_rng, &r->hyper, dist, profiled ? &L->prof : NULL, L->step,
+                            L->train_clock, r->inputs, r->targets, &st, &err);
+    thread_tuner_record(&L->tuner, cli_now() - t0);
+    if (failed) return *rc = stop_unsaved(prog, dist, err.msg), -1;
+    p->wait_secs += dist->wait_seconds;
+    L->loss = st.loss;
+    double now = cli_now(), ms = 1e3 * (now - t0);
+    p->step_secs += now - t0;
+    L->train_clock += now - t0;
+    int time_up = o->max_seconds > 0 && L->train_clock >= o->max_seconds;
+    if (profiled) L->train_secs += now - t0;
+    size_t done = L->step + 1;
+    ValLoss val = {NAN, NAN};
+    if (((o->eval_interval && done % o->eval_interval == 0) || done == o->max_iters || time_up) &&
+        validate(L, &val, &err))
+        return *rc = stop_unsaved(prog, dist, err.msg), -1;
+    run_log_row(&L->log, done, done * L->tokens_per_step, L->loss, val, st.lr, st.grad_norm, ms, cli_now() - L->t_start,
+                (double)threads);
+    if (done % o->log_interval == 0 || done == o->stop_at || time_up) progress_line(L, p, done, threads, &st);
+    if (!isnan(val.loss)) {
+        L->val_loss = val.loss;
+        say("step %5zu | val loss %.4f | %.4f bits per byte%s\n", done, val.loss, val.bits_per_byte,
+            done == o->max_iters || time_up ? " (final)" : "");
+    }
+    if (o->ckpt_interval && done % o->ckpt_interval == 0 && done < o->stop_at && run_save(r, o->out, done, &err))
+        return *rc = cli_error(prog, "%s", err.msg), -1;
+    if (dist_any(dist, L->log.failed != 0)) { /* rank 0 could not write the log: stop, keep the last checkpoint */
+        char msg[512];
+        snprintf(msg, sizeof msg, "cannot write the log '%s': %s", L->log.path, strerror(L->log.failed));
+        return *rc = stop_unsaved(prog, dist, msg), -1;
+    }
+    p->signalled = dist_any(dist, interrupted); /* a signal to any rank stops them all, after the same step */
+    if (time_up) say("time budget: %.1f s of training steps reached after step %zu\n", L->train_clock, done);
+    return p->signalled || time_up;
+}
+
+/* The checkpoint at the end, and the line that says so. */
+static int finish(TrainLoop *L, const char *prog, int signalled) {
+    const RunOptions *o = &L->r->o;
+    Error err;
+    if (run_save(L->r, o->out, L->step, &err)) return cli_error(prog, "%s", err.msg);
+    if (signalled) {
+        say("interrupted: checkpoint at step %zu saved to %s (continue with --resume %s)\n", L->step, o->out, o->out);
+        return 130;
+    }
+    char took[32];
+    cli_duration(cli_now() - L->t_start, took, sizeof took);
+    say("saved %s at step %zu (%s)\n", o->out, L->step, took);
+    return 0;
+}
+
+int train_loop_run(TrainLoop *L, const char *prog) {
+    Run *r = L->r;
+    Error err;
+    int rc = 0;
+    Pace p = {r->start_step, 0.0, 0.0, 0.0, 0};
+    L->t_start = p.t_last = cli_now();
+    /* Validation is measured after a step, so a log row's val_loss belongs to
+     * its step and token count: the untrained model first, then every
+     * eval_interval steps and at the end of the schedule. */
+    if (r->start_step == 0) {
+        ValLoss val;
+        if (validate(L, &val, &err)) {
+            rc = stop_unsaved(prog, r->dist, err.msg);
+        } else {
+            say("step %5d | val loss %.4f | %.4f bits per byte\n", 0, val.loss, val.bits_per_byte);
+            run_log_row(&L->log, 0, 0, NAN, val, NAN, NAN, NAN, 0.0, NAN);
+            L->val_loss = val.loss;
+        }
+    }
+    while (rc == 0 && L->step < r->o.stop_at) {
+        int next = one_step(L, &p, prog, &rc);
+        if (next < 0) break;
+        L->step++;
+        if (next > 0) break;
+    }
+    return rc == 0 ? finish(L, prog, p.signalled) : rc;
+}
