@@ -140,7 +140,7 @@ static int read_report(int fd, double deadline, char *report, size_t size, size_
 
 /* Reaps the probe, which may still be exiting after closing its pipe; kills
  * it once the deadline has passed. Returns waitpid's result (pid, or -1 with
- * *wait_errno). */
+ * *wait_errno), or 0 when it was killed for running out of time. */
 static pid_t reap_probe(pid_t pid, double deadline, int timed_out, int *status, int *wait_errno) {
     pid_t waited = 0;
     while (!timed_out) {
