@@ -43,6 +43,11 @@ const RunOption run_options[] = {
      "not the step; 0 = off (0)"},
     {"window-align", SZ(window_align), 0, 100000000, RUN_KEPT,
      "training and validation windows start only at multiples of N; 0 = anywhere (0)"},
+    {"muon-lr", FL(muon_lr), 0, 10, RUN_MUON,
+     "Muon's peak learning rate, on the same schedule as --lr (0.02)"},
+    {"muon-momentum", FL(muon_momentum), 0, 0.999999, RUN_MUON, "Muon's Nesterov momentum (0.95)"},
+    {"muon-weight-decay", FL(muon_weight_decay), 0, 10, RUN_MUON,
+     "Muon's decoupled weight decay, times its learning rate (0)"},
 };
 const size_t n_run_options = sizeof run_options / sizeof run_options[0];
 _Static_assert(sizeof run_options / sizeof run_options[0] <= 64, "RunOptions.given has a bit per option");
@@ -61,6 +66,10 @@ void run_options_defaults(RunOptions *o) {
     o->beta1 = 0.9f;
     o->beta2 = 0.99f;
     o->eps = 1e-8f;
+    o->optimizer = optimizer_find("adamw");
+    o->muon_lr = 0.02f;
+    o->muon_momentum = 0.95f;
+    o->muon_weight_decay = 0.0f;
     o->eval_interval = 250;
     o->eval_iters = 20;
     o->log_interval = 10;
@@ -78,10 +87,10 @@ static int given_named(const RunOptions *o, const char *name) {
 char *run_options_json(const RunOptions *o, size_t ranks) {
     char *sb = NULL;
     sb_appendf(&sb, "{");
-    int first = 1;
+    int first = 1, adamw = strcmp(o->optimizer->name, "adamw") == 0;
     for (size_t i = 0; i < n_run_options; i++) {
         const RunOption *r = &run_options[i];
-        if (r->role != RUN_KEPT) continue;
+        if (r->role != RUN_KEPT && (r->role != RUN_MUON || adamw)) continue;
         const void *p = (const char *)o + r->offset;
         if (r->is_float) sb_appendf(&sb, "%s\"%s\":%.9g", first ? "" : ",", r->name, *(const float *)p);
         else sb_appendf(&sb, "%s\"%s\":%zu", first ? "" : ",", r->name,
@@ -90,10 +99,24 @@ char *run_options_json(const RunOptions *o, size_t ranks) {
     }
     /* fp32 is the absence of the key: fp32 checkpoints are what they were before bf16. */
     if (o->precision != PRECISION_FP32) sb_appendf(&sb, ",\"precision\":\"%s\"", precision_name(o->precision));
+    /* adamw is the absence of the key, as fp32 is: AdamW checkpoints are what they were before Muon. */
+    if (!adamw) sb_appendf(&sb, ",\"optimizer\":\"%s\"", o->optimizer->name);
     sb_appendf(&sb, "}");
     char *out = strdup(sb);
     sb_free(&sb);
     return out;
+}
+
+/* The checkpoint's optimizer (absent: adamw); a different one given is refused. */
+static int kept_optimizer(RunOptions *o, const json_t *v, Error *err) {
+    const Optimizer *have = v ? (json_is_string(v) ? optimizer_find(json_string_value(v)) : NULL)
+                              : optimizer_find("adamw");
+    if (!have) return err_set(err, "its run options hold a bad 'optimizer'");
+    if (o->optimizer_given && o->optimizer != have)
+        return err_set(err, "--optimizer %s differs from the run's %s: a resumed run keeps its optimizer",
+                       o->optimizer->name, have->name);
+    o->optimizer = have;
+    return 0;
 }
 
 int run_options_from_json(RunOptions *o, const char *json, size_t ranks, Error *err) {
@@ -102,7 +125,7 @@ int run_options_from_json(RunOptions *o, const char *json, size_t ranks, Error *
     int rc = 0;
     for (size_t i = 0; i < n_run_options && rc == 0; i++) {
         const RunOption *r = &run_options[i];
-        if (r->role != RUN_KEPT || given(o, i)) continue; /* the command line wins */
+        if ((r->role != RUN_KEPT && r->role != RUN_MUON) || given(o, i)) continue; /* the command line wins */
         const json_t *v = json_object_get(root, r->name);
         if (!v) continue;
         void *p = (char *)o + r->offset;
@@ -132,6 +155,7 @@ int run_options_from_json(RunOptions *o, const char *json, size_t ranks, Error *
                      precision_name(o->precision), precision_name(have));
     else if (rc == 0)
         o->precision = have;
+    if (rc == 0) rc = kept_optimizer(o, json_object_get(root, "optimizer"), err);
     json_decref(root);
     return rc;
 }
@@ -177,11 +201,13 @@ int run_check_model(const RunOptions *o, const ModelConfig *ckpt, int init, Erro
 int run_check_memory(const ModelConfig *cfg, const RunOptions *o, size_t ckpt_bytes, Error *err) {
     char what[240];
     int bf16 = o->precision == PRECISION_BF16;
-    snprintf(what, sizeof what, "%sweights, gradients, AdamW moments and activations for batch %zu x %zu%s",
-             ckpt_bytes ? "the checkpoint file, " : "", o->batch_size, cfg->block_size,
+    size_t scratch = optimizer_scratch_bytes(o->optimizer, cfg); /* Muon's Newton-Schulz products; AdamW's 0 */
+    snprintf(what, sizeof what, "%sweights, gradients, %s and activations for batch %zu x %zu%s",
+             ckpt_bytes ? "the checkpoint file, " : "",
+             scratch ? "the optimizer's state and scratch" : "AdamW moments", o->batch_size, cfg->block_size,
              bf16 ? ", with the bf16 weights and operands" : "");
     size_t need = ckpt_bytes + model_memory_bytes(cfg, o->batch_size, cfg->block_size, 1, o->grad_accum > 1) +
-                  (bf16 ? model_bf16_bytes(cfg, o->batch_size, cfg->block_size) : 0);
+                  scratch + (bf16 ? model_bf16_bytes(cfg, o->batch_size, cfg->block_size) : 0);
     /* A checkpoint fixes the model: only the batch is the run's to choose. */
     const char *advice = o->resume || o->init ? "use a smaller --batch-size (--grad-accum keeps the tokens per step)"
                                               : "use a smaller model, --batch-size or --block-size";
@@ -291,11 +317,17 @@ static int prepare_steps(Run *r, Error *err) {
         return -1;
     r->inputs = calloc(B * T, sizeof(int32_t));
     r->targets = calloc(B * T, sizeof(int32_t));
-    if (dist_agree(dist, !r->inputs || !r->targets ? err_set(err, "out of memory") : 0, err)) return -1;
+    size_t scratch = o->optimizer->scratch_floats(&r->model);
+    r->optim_scratch = scratch ? calloc(scratch, sizeof(float)) : NULL;
+    if (dist_agree(dist, !r->inputs || !r->targets || (scratch && !r->optim_scratch) ? err_set(err, "out of memory") : 0,
+                   err))
+        return -1;
     r->hyper = (TrainHyper){.batch_size = B, .grad_accum = o->grad_accum, .max_iters = o->max_iters,
                             .warmup_iters = o->warmup_iters, .eval_iters = o->eval_iters, .lr = o->lr,
                             .min_lr = o->min_lr, .grad_clip = o->grad_clip,
-                            .adam = {o->beta1, o->beta2, o->eps, o->weight_decay}, .seed = o->seed,
+                            .adam = {o->beta1, o->beta2, o->eps, o->weight_decay}, .optimizer = o->optimizer,
+                            .muon = {o->muon_lr, o->muon_momentum, o->muon_weight_decay},
+                            .optim_scratch = r->optim_scratch, .seed = o->seed,
                             .window_align = o->window_align, .max_seconds = o->max_seconds,
                             .train_mask = r->masks.train.marked, .val_mask = r->masks.val.marked};
     return 0;
@@ -348,6 +380,7 @@ int run_open(Run *r, const RunOptions *o, Dist *dist, int count_only, int no_los
 void run_close(Run *r) {
     free(r->inputs);
     free(r->targets);
+    free(r->optim_scratch);
     model_free(&r->model);
     loss_masks_free(&r->masks);
     dataset_free(&r->ds);

@@ -25,12 +25,16 @@ typedef struct RunOptions {
     const char *data, *out, *resume, *init, *log, *dump; /* paths; resume, init, log and dump may be NULL */
     const char *mixer, *pos, *norm, *windows;     /* as given on the command line (NULL: the default) */
     const char *precision_given;                  /* --precision as given (NULL: not given) */
+    const char *optimizer_given;                  /* --optimizer as given (NULL: not given) */
+    /* kept in the checkpoint's run options ("optimizer", absent: adamw) */
+    const Optimizer *optimizer;
     Precision precision; /* the products': kept in the checkpoint's run options ("precision", absent: fp32) */
     size_t batch_size, grad_accum, max_iters, stop_at, warmup_iters, eval_interval, eval_iters;
     size_t log_interval, ckpt_interval, seed, threads;
     size_t window_align; /* probes: data of fixed-length sequences */
     float max_seconds;   /* equal-time comparisons */
     float lr, min_lr, weight_decay, grad_clip, beta1, beta2, eps;
+    float muon_lr, muon_momentum, muon_weight_decay;
     ModelConfig cfg;
     uint64_t given;      /* bit i: run_options[i] was given on the command line */
 } RunOptions;
@@ -40,6 +44,7 @@ typedef enum {
     RUN_ONCE = 0, /* this invocation only (threads, stop-at, time budget) */
     RUN_KEPT = 1, /* stored in the checkpoint; --resume takes it unless given again */
     RUN_ARCH = 2, /* fixes the model: with --resume it must equal the checkpoint's */
+    RUN_MUON = 3, /* as RUN_KEPT, stored only by a Muon run (an AdamW run's checkpoint is as it was) */
 } RunOptionRole;
 
 /* One numeric option: the command line's row and the checkpoint's JSON key. */
@@ -61,11 +66,12 @@ void run_options_defaults(RunOptions *o);
  * grad-accum is stored for the whole job (per rank x ranks), so that the
  * checkpoint resumes on any number of ranks that divides it. */
 char *run_options_json(const RunOptions *o, size_t ranks);
-/* Takes the RUN_KEPT options from a checkpoint's JSON, except those given on
- * the command line; a checkpoint is input too: its values keep the command
- * line's bounds. The precision is the checkpoint's (absent: fp32): a
- * --precision given that differs is refused, since a resumed run continues
- * the one that wrote the checkpoint exactly. */
+/* Takes the RUN_KEPT (and RUN_MUON) options from a checkpoint's JSON, except
+ * those given on the command line; a checkpoint is input too: its values keep
+ * the command line's bounds. The precision is the checkpoint's (absent: fp32),
+ * and so is the optimizer (absent: adamw): a --precision or --optimizer given
+ * that differs is refused, since a resumed run continues the one that wrote
+ * the checkpoint exactly. */
 int run_options_from_json(RunOptions *o, const char *json, size_t ranks, Error *err);
 /* With --resume or --init, model options given on the command line must
  * equal the checkpoint's (so the command that started a run, plus --resume,
@@ -87,6 +93,7 @@ typedef struct Run {
     size_t start_step;
     Rng data_rng;    /* where the data stream is */
     int32_t *inputs, *targets; /* one micro-batch */
+    float *optim_scratch;      /* the optimizer step's (Optimizer.scratch_floats), or NULL */
     TrainHyper hyper;
     /* With bf16 products: bin/train's start-up check (worst error as a
      * fraction of its bound) and the kernel it ran, for the start-up line. */

@@ -64,6 +64,8 @@ static int parse(int argc, char **argv, RunOptions *o, Actions *a) {
                  "Grassmann window offsets for every layer (1,2,4,8,12,16),\nor one list per layer separated by ';'\n(\"1;1;2;2;4;4\")"),
         CLI_TEXT("precision", 0, &o->precision_given, "P",
                  "fp32 | bf16: the matrix products in fp32, or with bf16 inputs\nand fp32 accumulation (CPUs with AVX512_BF16;\nweights, gradients, optimizer, LayerNorm, softmax and\nloss stay fp32); a resumed run keeps its own (fp32)"),
+        CLI_TEXT("optimizer", 0, &o->optimizer_given, "O",
+                 "adamw | muon: AdamW on every tensor, or Muon on the hidden\nlayers' matrices with AdamW (at --lr) on the rest\n(embeddings, head, gains, biases); a resumed run keeps its own (adamw)"),
         CLI_TEXT("log", 0, &o->log, "FILE", "per-step log for plotting: CSV, or JSON lines if FILE ends in .jsonl"),
         CLI_TEXT("dump-grads", 0, &o->dump, "FILE", "write weights, gradients, loss and the first batch, then exit"),
         CLI_FLAG("count-params", 0, &a->count_only, "print the model's parameter count and exit"),
@@ -96,6 +98,8 @@ static int check(RunOptions *o, const Actions *a, const Dist *dist) {
     const char *prog = program.name;
     if (o->precision_given && precision_parse(o->precision_given, &o->precision))
         return cli_error(prog, "--precision must be fp32 or bf16 (got '%s')", o->precision_given);
+    if (o->optimizer_given && !(o->optimizer = optimizer_find(o->optimizer_given)))
+        return cli_error(prog, "--optimizer must be one of %s (got '%s')", optimizer_names(), o->optimizer_given);
     Error err;
     if (o->precision == PRECISION_BF16 && bf16_require("--precision bf16", &err))
         return cli_error(prog, "%s (use fp32)", err.msg);
@@ -108,16 +112,19 @@ static int check(RunOptions *o, const Actions *a, const Dist *dist) {
     return CLI_CONTINUE;
 }
 
-/* What the run holds, in MiB: the weights; gradients and AdamW moments;
+/* What the run holds, in MiB: the weights; gradients and the optimizer's
+ * state (the two buffers mirroring the weights, and its step's scratch);
  * activations; and what --precision bf16 added (model_set_precision's
  * weights' shadow, operand scratch and packed heads, as model_bf16_bytes
  * counts them; 0 in fp32). */
 typedef struct MemoryMib {
     double weights, state, activations, bf16;
 } MemoryMib;
-static MemoryMib memory_mib(const Model *m) {
+static MemoryMib memory_mib(const Run *r) {
+    const Model *m = &r->model;
     const double mib = 1.0 / (1024.0 * 1024.0);
-    return (MemoryMib){(double)m->n_params * 4.0 * mib, 3.0 * (double)m->n_params * 4.0 * mib,
+    double scratch = (double)r->o.optimizer->scratch_floats(m) * 4.0;
+    return (MemoryMib){(double)m->n_params * 4.0 * mib, (3.0 * (double)m->n_params * 4.0 + scratch) * mib,
                        (double)m->n_acts * 4.0 * mib,
                        m->bf16 ? (double)model_bf16_bytes(&m->cfg, m->B_max, m->T_max) * mib : 0.0};
 }
@@ -155,11 +162,20 @@ static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_thr
         say("mpi: %d ranks (%d on this machine) x %zu threads | micro-batch i of a step on rank i mod %d | "
                "all-reduce of %.1f MiB per step, started layer by layer during backward\n",
                r->dist->size, r->dist->local_size, width, r->dist->size, (double)m->n_params * 4.0 / (1024.0 * 1024.0));
-    MemoryMib mem = memory_mib(m);
+    MemoryMib mem = memory_mib(r);
     char bf16_mem[96] = ""; /* the bf16 weights, the scratch of one product's rounded operands, packed heads */
     if (m->bf16) snprintf(bf16_mem, sizeof bf16_mem, ", bf16 weights and operands %.1f MiB", mem.bf16);
-    say("memory: weights %.1f MiB, gradients and AdamW moments %.1f MiB, activations %.1f MiB%s\n",
-           mem.weights, mem.state, mem.activations, bf16_mem);
+    int muon = strcmp(o->optimizer->name, "muon") == 0;
+    if (muon) { /* an AdamW run's lines are as they were before Muon */
+        size_t mats = 0, floats = 0;
+        for (size_t i = 0; i < m->n_tensors; i++)
+            if (muon_updates(&m->tensors[i])) mats++, floats += m->tensors[i].rows * m->tensors[i].cols;
+        say("optimizer: muon on %zu hidden matrices (%.1f%% of the weights; lr %g, momentum %g, weight decay %g), "
+            "adamw on the rest (lr %g)\n", mats, 100.0 * (double)floats / (double)m->n_params, o->muon_lr,
+            o->muon_momentum, o->muon_weight_decay, o->lr);
+    }
+    say("memory: weights %.1f MiB, gradients and %s %.1f MiB, activations %.1f MiB%s\n", mem.weights,
+        muon ? "optimizer state" : "AdamW moments", mem.state, mem.activations, bf16_mem);
     fflush(stdout);
 }
 
@@ -191,7 +207,7 @@ static void print_json(const Run *r, size_t threads, size_t step, float loss, fl
                        const Profile *prof, double prof_seconds) {
     const RunOptions *o = &r->o;
     const Model *m = &r->model;
-    MemoryMib mem = memory_mib(m);
+    MemoryMib mem = memory_mib(r);
     ModelFlops f = model_flops(m, o->cfg.block_size);
     char *config = config_to_json(&o->cfg), *blas = NULL;
     sb_append_json_string(&blas, blas_describe());

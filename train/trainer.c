@@ -59,7 +59,13 @@ int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper
                        out->grad_norm);
     out->lr = h->max_seconds > 0 ? lr_schedule_timed(step, h->warmup_iters, elapsed, h->max_seconds, h->lr, h->min_lr)
                                  : lr_schedule(step, h->warmup_iters, h->max_iters, h->lr, h->min_lr);
-    model_adamw_step(m, &h->adam, out->lr, step + 1, clip_scale(out->grad_norm, h->grad_clip));
+    float scale = clip_scale(out->grad_norm, h->grad_clip);
+    if (h->optimizer) {
+        OptimSettings set = {.adam = h->adam, .muon = h->muon, .lr_peak = h->lr};
+        h->optimizer->step(m, &set, h->optim_scratch, out->lr, step + 1, scale);
+    } else {
+        model_adamw_step(m, &h->adam, out->lr, step + 1, scale);
+    }
     profile_stop(prof, "optimizer", PASS_FORWARD, t0);
     if (prof) prof->steps++;
     return 0;

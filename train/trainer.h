@@ -1,6 +1,7 @@
 /* One training step and the validation estimate, as bin/train runs them:
  *   forward -> backward over grad_accum micro-batches -> all-reduce over the
- *   ranks (lm/dist.h) -> clip -> AdamW at the scheduled learning rate.
+ *   ranks (lm/dist.h) -> clip -> the optimizer (AdamW or Muon, lm/optim.h) at the
+ *   scheduled learning rate.
  * The batch RNG is the caller's, so a checkpoint can carry the data position;
  * dropout keys come from (seed, step, micro-batch), so a resumed run draws the
  * same masks as an uninterrupted one. */
@@ -22,6 +23,11 @@ typedef struct TrainHyper {
     double max_seconds;  /* > 0: the schedule follows the elapsed training time (lr_schedule_timed) */
     float lr, min_lr, grad_clip;
     AdamWConfig adam;
+    /* The optimizer (NULL: AdamW), Muon's settings, and the scratch of its
+     * step (Optimizer.scratch_floats floats). */
+    const Optimizer *optimizer;
+    MuonConfig muon;
+    float *optim_scratch;
     uint64_t seed;
     /* Loss masks (lm/loss_mask.h), one byte per token of the training and
      * validation files; NULL: every target counts. */

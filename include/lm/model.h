@@ -102,6 +102,9 @@ int model_init(Model *m, const ModelConfig *cfg, uint64_t seed, Error *err);
 /* Builds the layout and allocates the weights, all zero: for a model whose
  * weights are read next (a checkpoint), which need no random draw first. */
 int model_alloc(Model *m, const ModelConfig *cfg, Error *err);
+/* The layout alone: the tensors, their offsets and n_params, no weights (for
+ * counting what goes with each tensor before allocating); model_free frees it. */
+int model_layout(Model *m, const ModelConfig *cfg, Error *err);
 /* The parameter count of a valid config, without allocating the weights
  * (0 if memory ran out). */
 size_t model_count_params(const ModelConfig *cfg);

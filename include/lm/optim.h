@@ -1,5 +1,19 @@
-/* AdamW with decoupled weight decay (2-D weights only), the learning-rate
- * schedule (linear warm-up, cosine decay to min_lr) and global-norm clipping. */
+/* The optimizer, as an interface, with its two implementations: AdamW with
+ * decoupled weight decay (2-D weights only) on every tensor, and Muon on the
+ * hidden layers' matrices with AdamW for the rest; the learning-rate
+ * schedule (linear warm-up, cosine decay to min_lr) and global-norm clipping.
+ *
+ * An optimizer's state lives in the model's two buffers that mirror the
+ * parameters (Model.m, Model.v: allocated by model_alloc_training and stored
+ * in checkpoints as optim.m.<name> / optim.v.<name>): AdamW's moments, or
+ * for a tensor that Muon updates its momentum buffer in m (v stays zero).
+ * What a step needs besides (Muon's Newton-Schulz products) is scratch that
+ * the caller allocates once (Optimizer.scratch_floats): nothing is allocated
+ * inside a step.
+ *
+ * Adding an optimizer: write src/optim/<name>.c exporting a `const
+ * Optimizer`, and list it in the registry in src/optim/optim.c, the one
+ * place that names the implementations. */
 #ifndef LM_OPTIM_H
 #define LM_OPTIM_H
 
@@ -11,6 +25,41 @@ typedef struct AdamWConfig {
     float beta1, beta2, eps, weight_decay;
 } AdamWConfig;
 
+/* Muon's own settings (bin/train --muon-lr, --muon-momentum,
+ * --muon-weight-decay): its peak learning rate, which the schedule scales as
+ * it scales AdamW's; the momentum (Nesterov); the decoupled weight decay of
+ * the matrices it updates, as a fraction of its learning rate. */
+typedef struct MuonConfig {
+    float lr, momentum, weight_decay;
+} MuonConfig;
+
+/* What a step is told besides the gradients: every optimizer's settings
+ * (each reads its own) and the peak AdamW rate lr_peak, against which a
+ * step's scheduled lr gives the schedule's factor for Muon's rate. */
+typedef struct OptimSettings {
+    AdamWConfig adam;
+    MuonConfig muon;
+    float lr_peak;
+} OptimSettings;
+
+typedef struct Optimizer {
+    const char *name;
+    /* Floats of scratch a step needs for a model of this layout (0: none). */
+    size_t (*scratch_floats)(const Model *m);
+    /* One update of every parameter from the gradient grads * grad_scale
+     * (the clipping factor), at AdamW's scheduled rate lr; t is the 1-based
+     * step count. Refreshes the bf16 weights (model_round_weights). The
+     * result does not depend on the thread count. */
+    void (*step)(Model *m, const OptimSettings *s, float *scratch, float lr, size_t t, float grad_scale);
+} Optimizer;
+
+const Optimizer *optimizer_find(const char *name);
+/* "adamw, muon" for messages. */
+const char *optimizer_names(void);
+/* The bytes of scratch opt's step needs for a model of this config, for the
+ * memory check before allocating (0 if the layout cannot be counted). */
+size_t optimizer_scratch_bytes(const Optimizer *opt, const ModelConfig *cfg);
+
 /* One AdamW update of n parameters with gradient grads * grad_scale (the
  * clipping factor, applied here rather than in a pass of its own); t is the
  * 1-based step count. */
@@ -18,6 +67,17 @@ void adamw_update(float *params, const float *grads, float grad_scale, float *m,
                   float weight_decay, const AdamWConfig *cfg, size_t t);
 /* adamw_update over every tensor of the model, decaying only matrices. */
 void model_adamw_step(Model *model, const AdamWConfig *cfg, float lr, size_t t, float grad_scale);
+
+/* Whether Muon updates tensor t: a matrix of the hidden layers (the mixers'
+ * projections and the MLP's, names "h.<l>."); embeddings, the head, gains
+ * and biases stay with AdamW. */
+int muon_updates(const ParamTensor *t);
+/* Muon's orthogonalisation of a rows x cols matrix x, in place: x divided by
+ * its Frobenius norm (+ 1e-7), then 5 quintic Newton-Schulz iterations with
+ * coefficients (3.4445, -4.7750, 2.0315), on x or, when rows > cols, on x^T,
+ * every product through gemm (lm/gemm.h). scratch: muon_ns_scratch_floats. */
+void muon_orthogonalize(float *x, size_t rows, size_t cols, float *scratch);
+size_t muon_ns_scratch_floats(size_t rows, size_t cols);
 
 /* lr at 0-based step: (step+1)/warmup * lr during warm-up, then cosine from lr
  * down to min_lr at max_iters. */

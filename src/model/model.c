@@ -90,6 +90,10 @@ static int layout_only(Model *m, const ModelConfig *cfg) {
     return 0;
 }
 
+int model_layout(Model *m, const ModelConfig *cfg, Error *err) {
+    return layout_only(m, cfg) ? err_set(err, "out of memory") : 0;
+}
+
 size_t model_count_params(const ModelConfig *cfg) {
     Model m;
     if (layout_only(&m, cfg)) return 0;

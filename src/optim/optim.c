@@ -1,41 +1,34 @@
+/* The optimizer registry (the one place that names the implementations),
+ * the learning-rate schedule and gradient clipping. */
 #include "lm/optim.h"
 
 #include <math.h>
+#include <stddef.h>
 
 #include "lm/ops.h"
+#include "optim/adamw.h"
+#include "optim/muon.h"
+#include "runtime/registry.h"
 
-/* The update of one span of parameters, shared among the threads of the
- * enclosing parallel region (an orphaned `omp for`: one region serves all
- * tensors). Each element's result is the same whichever thread computes it. */
-static void adamw_span(float *params, const float *grads, float grad_scale, float *m, float *v, size_t n, float lr,
-                       float weight_decay, const AdamWConfig *cfg, size_t t) {
-    float b1 = cfg->beta1, b2 = cfg->beta2;
-    float c1 = 1.0f - powf(b1, (float)t), c2 = 1.0f - powf(b2, (float)t);
-    float decay = 1.0f - lr * weight_decay; /* decoupled, as torch.optim.AdamW */
-#pragma omp for schedule(static) nowait
-    for (size_t i = 0; i < n; i++) {
-        float g = grads[i] * grad_scale;
-        m[i] = b1 * m[i] + (1.0f - b1) * g;
-        v[i] = b2 * v[i] + (1.0f - b2) * g * g;
-        params[i] = params[i] * decay - lr * (m[i] / c1) / (sqrtf(v[i] / c2) + cfg->eps);
-    }
+_Static_assert(offsetof(Optimizer, name) == 0, "a registry entry starts with its name");
+
+static const void *const registry[] = {&adamw_optimizer, &muon_optimizer};
+#define N_OPTIMIZERS (sizeof registry / sizeof registry[0])
+
+const Optimizer *optimizer_find(const char *name) { return registry_find(registry, N_OPTIMIZERS, name); }
+
+const char *optimizer_names(void) {
+    static char names[128];
+    return registry_names(registry, N_OPTIMIZERS, names, sizeof names);
 }
 
-void adamw_update(float *params, const float *grads, float grad_scale, float *m, float *v, size_t n, float lr,
-                  float weight_decay, const AdamWConfig *cfg, size_t t) {
-#pragma omp parallel
-    adamw_span(params, grads, grad_scale, m, v, n, lr, weight_decay, cfg, t);
-}
-
-void model_adamw_step(Model *model, const AdamWConfig *cfg, float lr, size_t t, float grad_scale) {
-#pragma omp parallel
-    for (size_t i = 0; i < model->n_tensors; i++) {
-        const ParamTensor *pt = &model->tensors[i];
-        size_t off = pt->offset, n = pt->rows * (pt->cols ? pt->cols : 1);
-        adamw_span(model->params + off, model->grads + off, grad_scale, model->m + off, model->v + off, n, lr,
-                   pt->cols ? cfg->weight_decay : 0.0f, cfg, t);
-    }
-    model_round_weights(model); /* bf16: the products' weights, once per step */
+size_t optimizer_scratch_bytes(const Optimizer *opt, const ModelConfig *cfg) {
+    Model m;
+    Error err;
+    if (model_layout(&m, cfg, &err)) return 0;
+    size_t n = opt->scratch_floats(&m);
+    model_free(&m);
+    return n * sizeof(float);
 }
 
 /* Cosine from lr (ratio 0) down to min_lr (ratio >= 1). */

@@ -1,0 +1,212 @@
+/* The optimizers (lm/optim.h): Muon's orthogonalisation, which tensors it
+ * takes, and that its step does not depend on the thread count. Its update
+ * against a PyTorch Muon written from the published algorithm is
+ * tests/muon_test.py, which runs this binary with
+ *   test_optim --dump FILE
+ * to write a tiny model's weights before and after STEPS Muon steps on
+ * random gradients (safetensors: before.<name>, grad.<k>.<name>,
+ * after.<k>.<name>, metadata "settings": the step's settings as JSON). */
+#include "test_model_util.h"
+
+#include "lm/checkpoint.h"
+#include "lm/gemm.h"
+#include "lm/optim.h"
+#include "lm/threads.h"
+
+#define STEPS 3
+static const float step_lr[STEPS] = {4e-4f, 1e-3f, 7e-4f}; /* AdamW's scheduled rate at each step */
+static const OptimSettings settings = {.adam = {0.9f, 0.99f, 1e-8f, 0.1f}, .muon = {0.02f, 0.95f, 0.05f},
+                                       .lr_peak = 1e-3f};
+static const float grad_scale = 0.7f; /* a clipping factor */
+
+/* The tiny hybrid model (attention, then Grassmann), its Muon scratch. */
+static float *muon_model(Model *m) {
+    tiny_test_model(m, "attention,grassmann", POS_LEARNED, 0.0f);
+    const Optimizer *muon = optimizer_find("muon");
+    assert_non_null(muon);
+    return calloc(muon->scratch_floats(m) + 1, sizeof(float));
+}
+
+/* Gradient k of the run, the same on every call. */
+static void fill_grads(Model *m, size_t k) {
+    float *g = rand_tensor(m->n_params, 0.1f, 1000 + k);
+    memcpy(m->grads, g, m->n_params * sizeof(float));
+    free(g);
+}
+
+/* A diagonal matrix keeps its form through Newton-Schulz, each entry mapped by
+ * the quintic on its own: entries spread over three decades all end in the
+ * band the tuned coefficients aim at (about 0.7..1.2), the off-diagonal stays
+ * zero, and the tall and the wide orientations agree. */
+static void test_ns_diagonal(void **s) {
+    (void)s;
+    enum { R = 6, C = 10 };
+    float wide[R * C] = {0}, tall[C * R] = {0};
+    const float diag[R] = {1.0f, 0.5f, 0.1f, 0.03f, 0.01f, 0.002f};
+    for (size_t i = 0; i < R; i++) wide[i * C + i] = diag[i], tall[i * R + i] = diag[i];
+    float *scratch = calloc(muon_ns_scratch_floats(R, C), sizeof(float));
+    muon_orthogonalize(wide, R, C, scratch);
+    muon_orthogonalize(tall, C, R, scratch);
+    for (size_t i = 0; i < R; i++)
+        for (size_t j = 0; j < C; j++) {
+            float w = wide[i * C + j], t = tall[j * R + i];
+            if (i == j) {
+                assert_true(w > 0.6f && w < 1.25f);
+            } else {
+                assert_true(fabsf(w) < 1e-6f);
+            }
+            assert_true(fabsf(w - t) < 1e-5f);
+        }
+    free(scratch);
+}
+
+/* A random matrix comes out near orthonormal rows: X X^T near the identity
+ * (every singular value in the band), far from the input's own spread. */
+static void test_ns_random(void **s) {
+    (void)s;
+    enum { R = 16, C = 48 };
+    float *x = rand_tensor(R * C, 1.0f, 3), *scratch = calloc(muon_ns_scratch_floats(R, C), sizeof(float));
+    for (size_t j = 0; j < C; j++) x[j] *= 30.0f; /* one row dominates the input */
+    muon_orthogonalize(x, R, C, scratch);
+    float gram[R * R];
+    gemm(0, 1, R, R, C, 1.0f, x, C, x, C, 0.0f, gram, R);
+    for (size_t i = 0; i < R; i++)
+        for (size_t j = 0; j < R; j++)
+            if (i == j) assert_true(gram[i * R + j] > 0.45f && gram[i * R + j] < 1.5f);
+            else assert_true(fabsf(gram[i * R + j]) < 0.35f);
+    free(x);
+    free(scratch);
+}
+
+/* Muon takes the hidden layers' matrices; AdamW keeps embeddings, gains, biases. */
+static void test_muon_takes_hidden_matrices(void **s) {
+    (void)s;
+    Model m;
+    tiny_test_model(&m, "attention,grassmann", POS_LEARNED, 0.0f);
+    size_t taken = 0;
+    for (size_t i = 0; i < m.n_tensors; i++) {
+        const ParamTensor *t = &m.tensors[i];
+        int hidden_matrix = t->cols && strncmp(t->name, "h.", 2) == 0;
+        assert_int_equal(muon_updates(t), hidden_matrix);
+        taken += hidden_matrix;
+    }
+    assert_true(taken >= 6);
+    assert_false(muon_updates(model_find_tensor(&m, "wte")));
+    assert_false(muon_updates(model_find_tensor(&m, "wpe")));
+    assert_true(muon_updates(model_find_tensor(&m, "h.0.attn.qkv.weight")));
+    assert_true(muon_updates(model_find_tensor(&m, "h.0.mlp.fc.weight")));
+    assert_true(muon_updates(model_find_tensor(&m, "h.1.grassmann.red.weight")));
+    assert_false(muon_updates(model_find_tensor(&m, "h.0.mlp.fc.bias")));
+    assert_false(muon_updates(model_find_tensor(&m, "h.0.ln1.weight")));
+    model_free(&m);
+}
+
+/* STEPS Muon steps with `threads` threads at a fixed parallel width: the weights after. */
+static float *muon_run(size_t threads) {
+    Model m;
+    float *scratch = muon_model(&m);
+    const Optimizer *muon = optimizer_find("muon");
+    threads_use(threads);
+    threads_set_width(2);
+    for (size_t k = 0; k < STEPS; k++) {
+        fill_grads(&m, k);
+        muon->step(&m, &settings, scratch, step_lr[k], k + 1, grad_scale);
+    }
+    threads_use(0);
+    float *out = malloc(m.n_params * sizeof(float));
+    memcpy(out, m.params, m.n_params * sizeof(float));
+    free(scratch);
+    model_free(&m);
+    return out;
+}
+
+static void test_muon_threads(void **s) {
+    (void)s;
+    Model m;
+    tiny_test_model(&m, "attention,grassmann", POS_LEARNED, 0.0f);
+    size_t n = m.n_params;
+    model_free(&m);
+    float *one = muon_run(1), *two = muon_run(2);
+    assert_memory_equal(one, two, n * sizeof(float));
+    free(one);
+    free(two);
+}
+
+/* The registry: both by name, and nothing else. */
+static void test_optimizer_registry(void **s) {
+    (void)s;
+    assert_string_equal(optimizer_find("adamw")->name, "adamw");
+    assert_string_equal(optimizer_find("muon")->name, "muon");
+    assert_null(optimizer_find("sgd"));
+    assert_string_equal(optimizer_names(), "adamw, muon");
+    ModelConfig cfg;
+    config_defaults(&cfg);
+    cfg.vocab_size = 65;
+    assert_int_equal(optimizer_scratch_bytes(optimizer_find("adamw"), &cfg), 0);
+    /* the largest hidden matrix, the MLP's 4C x C, and its iterations' scratch */
+    size_t C = cfg.n_embd;
+    assert_int_equal(optimizer_scratch_bytes(optimizer_find("muon"), &cfg),
+                     (3 * 4 * C * C + 2 * C * C) * sizeof(float));
+}
+
+/* --dump FILE: the fixture of tests/muon_test.py. */
+static int dump(const char *path) {
+    Model m;
+    float *scratch = muon_model(&m);
+    const Optimizer *muon = optimizer_find("muon");
+    size_t nt = m.n_tensors, total = nt * (1 + 2 * STEPS);
+    StTensor *ts = calloc(total, sizeof *ts);
+    char (*names)[TENSOR_NAME_MAX + 32] = calloc(total, sizeof *names);
+    float *copies = calloc((1 + 2 * STEPS) * m.n_params, sizeof(float));
+    size_t at = 0;
+    /* copy c of the weights (or gradients) under names "<prefix><name>" */
+    for (size_t c = 0; c <= 2 * STEPS; c++) {
+        float *base = copies + c * m.n_params;
+        if (c == 0) memcpy(base, m.params, m.n_params * sizeof(float));
+        else if (c % 2 == 1) {
+            fill_grads(&m, c / 2);
+            memcpy(base, m.grads, m.n_params * sizeof(float));
+            muon->step(&m, &settings, scratch, step_lr[c / 2], c / 2 + 1, grad_scale);
+        } else {
+            memcpy(base, m.params, m.n_params * sizeof(float));
+        }
+        for (size_t i = 0; i < nt; i++) {
+            const ParamTensor *pt = &m.tensors[i];
+            if (c == 0) snprintf(names[at], sizeof names[0], "before.%s", pt->name);
+            else snprintf(names[at], sizeof names[0], "%s.%zu.%s", c % 2 ? "grad" : "after", (c - 1) / 2, pt->name);
+            ts[at] = (StTensor){.name = names[at], .dtype = ST_F32, .ndim = pt->cols ? 2 : 1,
+                                .shape = {pt->rows, pt->cols}, .data = base + pt->offset};
+            at++;
+        }
+    }
+    char json[512];
+    snprintf(json, sizeof json,
+             "{\"steps\":%d,\"lr\":[%.9g,%.9g,%.9g],\"lr_peak\":%.9g,\"grad_scale\":%.9g,\"beta1\":%.9g,"
+             "\"beta2\":%.9g,\"eps\":%.9g,\"weight_decay\":%.9g,\"muon_lr\":%.9g,\"muon_momentum\":%.9g,"
+             "\"muon_weight_decay\":%.9g}",
+             STEPS, step_lr[0], step_lr[1], step_lr[2], settings.lr_peak, grad_scale, settings.adam.beta1,
+             settings.adam.beta2, settings.adam.eps, settings.adam.weight_decay, settings.muon.lr,
+             settings.muon.momentum, settings.muon.weight_decay);
+    StMeta meta[] = {{"settings", json}};
+    Error err;
+    int rc = st_write(path, ts, total, meta, 1, &err);
+    if (rc) fprintf(stderr, "test_optim: %s\n", err.msg);
+    free(copies);
+    free(names);
+    free(ts);
+    free(scratch);
+    model_free(&m);
+    return rc ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "--dump") == 0) return dump(argv[2]);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ns_diagonal),
+        cmocka_unit_test(test_ns_random),
+        cmocka_unit_test(test_muon_takes_hidden_matrices),
+        cmocka_unit_test(test_muon_threads),
+        cmocka_unit_test(test_optimizer_registry),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
