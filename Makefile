@@ -133,6 +133,8 @@ test: unit-test $(PROGRAMS)
 	bash tests/rope_test.sh
 	bash tests/inspect_test.sh
 	bash tests/mpi_test.sh
+	bash tests/muon_cli_test.sh
+	/usr/bin/python3 -m tests.muon_test $(OUT)
 	bash tests/hardstop_test.sh
 	bash tests/limits_test.sh
 	bash tests/harden_test.sh
@@ -193,6 +195,7 @@ asan:
 	BIN=bin-asan bash tests/rope_test.sh
 	BIN=bin-asan bash tests/inspect_test.sh
 	BIN=bin-asan bash tests/mpi_test.sh
+	BIN=bin-asan bash tests/muon_cli_test.sh
 	BIN=bin-asan bash tests/hardstop_test.sh
 	BIN=bin-asan bash tests/limits_test.sh
 	BIN=bin-asan bash tests/harden_test.sh
