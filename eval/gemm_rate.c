@@ -51,7 +51,13 @@ static const CliProgram program = {
              "--tile compares the attention tiles' own kernel (lm/gemm.h's tile_gemm, at\n"
              "the run's instruction-set level: LM_MAX_ISA caps it) with the library's sgemm\n"
              "on one thread, at NN and TN products: best of 3 alternating rounds each, in\n"
-             "GFLOP/s, and their ratio.\n",
+             "GFLOP/s, and their ratio.\n"
+             "\n"
+             "--newton-schulz takes matrices RxC instead of products: Muon's\n"
+             "orthogonalisation of each (lm/optim.h: 5 iterations, 3 products each\n"
+             "through the model's gemm) timed whole, against its 15 products timed alone\n"
+             "at the same shapes: medians of 5 alternating rounds, in GFLOP/s, and their\n"
+             "ratio (what the normalisation, copies and calls cost).\n",
     .column = 22,
     .positional = 1,
 };
@@ -60,7 +66,7 @@ int main(int argc, char **argv) {
     Error setup_err; /* first: it may restart the program with faster kernels */
     if (blas_setup(argc, argv, &setup_err)) return cli_error(program.name, "%s", setup_err.msg);
     size_t threads = 0, budget_ms = 30;
-    int json = 0, best_core = 0, bf16 = 0, tile = 0, isa_levels = 0, first;
+    int json = 0, best_core = 0, bf16 = 0, tile = 0, isa_levels = 0, newton_schulz = 0, first;
     Error err;
     CliOption opts[] = {
         CLI_SIZE("threads", 0, &threads, 0, 1024, "N", "OpenMP/OpenBLAS threads (default: all cores)"),
@@ -68,6 +74,7 @@ int main(int argc, char **argv) {
         CLI_FLAG("json", 0, &json, "print one JSON object instead of text"),
         CLI_FLAG("bf16", 0, &bf16, "compare fp32 with bf16 products (median GFLOP/s; see above)"),
         CLI_FLAG("tile", 0, &tile, "compare the attention tile kernel with the library's sgemm, 1 thread (see above)"),
+        CLI_FLAG("newton-schulz", 0, &newton_schulz, "time Muon's orthogonalisation of matrices RxC against its products (see above)"),
         CLI_FLAG("isa-levels", 0, &isa_levels, "print the instruction-set levels of our kernels this CPU runs, lowest first, one a line (LM_MAX_ISA takes each) and exit"),
         CLI_FLAG("best-core", 0, &best_core, "print the fastest kernels of the linked library (a BLIS configuration, an OpenBLAS core) this CPU supports and exit"),
     };
@@ -87,6 +94,11 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (first == argc) return cli_error(prog, "no products to time: give MxNxK:FORM (see --help)");
+    if (newton_schulz) {
+        if (bf16 || tile) return cli_error(prog, "--newton-schulz is a comparison of its own: give it alone");
+        threads_use(threads);
+        return compare_newton_schulz(prog, argv + first, (size_t)(argc - first), budget_ms, json);
+    }
     size_t n_prod = (size_t)(argc - first);
     Product *prods = calloc(n_prod, sizeof *prods);
     if (!prods) {

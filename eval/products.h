@@ -1,7 +1,8 @@
 /* The matrix products bin/gemm-rate times: parsed from "MxNxK:FORM[:COUNT]",
  * filled with random operands, run through the model's gemm (lm/gemm.h) and
  * timed (products.c); the fp32 against bf16 comparison of --bf16
- * (products_bf16.c). */
+ * (products_bf16.c); Muon's Newton-Schulz against its products alone
+ * (products_ns.c). */
 #ifndef LM_EVAL_PRODUCTS_H
 #define LM_EVAL_PRODUCTS_H
 
@@ -45,5 +46,10 @@ int compare_bf16(const char *prog, Product *prods, size_t n_prod, size_t budget_
 /* --tile: per product (NN or TN) the tile kernel against the library's sgemm
  * on one thread, alternating; 0, or 2 after one line on stderr naming prog. */
 int compare_tile(const char *prog, Product *prods, size_t n_prod, size_t budget_ms, int json);
+
+/* --newton-schulz: per matrix "RxC", Muon's orthogonalisation timed whole
+ * and its products timed alone through gemm, alternating, medians; 0, or 2
+ * after one line on stderr naming prog. */
+int compare_newton_schulz(const char *prog, char **shapes, size_t n, size_t budget_ms, int json);
 
 #endif

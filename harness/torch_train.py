@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Trains the PyTorch reference model (harness/torch_ref.py) exactly as bin/train
-would -- AdamW (decay on matrices only), linear warm-up + cosine to min-lr,
+would -- AdamW (decay on matrices only), or with --optimizer muon Muon
+(harness/torch_muon.py) on the hidden layers' matrices and AdamW on the rest,
+its rate on the same schedule; linear warm-up + cosine to min-lr,
 global-norm clipping, random windows of train.bin -- then scores every token
 of val.bin once in block_size windows, as bin/eval does. For checking that the
 C trainer reaches the loss a PyTorch implementation of the same model reaches.
 
 usage: /usr/bin/python3 -m harness.torch_train --data DIR [--mixer attention|grassmann] [--n-layer 4 --n-head 4
        --n-embd 128 --block-size 64 --batch-size 12 --max-iters 2000 --lr 1e-3 --min-lr 1e-4
-       --warmup-iters 100 --seed 1337 --threads 2]"""
+       --warmup-iters 100 --seed 1337 --threads 2 --optimizer adamw|muon --muon-lr 0.02 --muon-momentum 0.95]"""
 import argparse
 import math
 import os
@@ -15,6 +17,7 @@ import time
 
 import torch
 
+from harness.torch_muon import Muon, muon_takes
 from harness.torch_ref import init_weights, model_loss, read_tokens
 
 
@@ -53,8 +56,10 @@ def main():
     for name, val in [("n-layer", 4), ("n-head", 4), ("n-embd", 128), ("block-size", 64), ("batch-size", 12),
                       ("max-iters", 2000), ("warmup-iters", 100), ("seed", 1337), ("threads", 2)]:
         ap.add_argument("--" + name, type=int, default=val)
-    for name, val in [("lr", 1e-3), ("min-lr", 1e-4), ("weight-decay", 0.1)]:
+    for name, val in [("lr", 1e-3), ("min-lr", 1e-4), ("weight-decay", 0.1), ("muon-lr", 0.02),
+                      ("muon-momentum", 0.95), ("muon-weight-decay", 0.0)]:
         ap.add_argument("--" + name, type=float, default=val)
+    ap.add_argument("--optimizer", choices=("adamw", "muon"), default="adamw")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -69,10 +74,12 @@ def main():
         for k, w in W.items():
             if k.endswith("attn.proj.weight") or k.endswith("mlp.proj.weight"):
                 w.mul_(1 / math.sqrt(2 * a.n_layer))
-    decay = [w for w in W.values() if w.dim() == 2]
+    hidden = [w for k, w in W.items() if a.optimizer == "muon" and muon_takes(k, w.shape)]
+    decay = [w for k, w in W.items() if w.dim() == 2 and not any(w is h for h in hidden)]
     no_decay = [w for w in W.values() if w.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}], lr=a.lr, betas=(0.9, 0.99), eps=1e-8)
+    muon = Muon(hidden, lr=a.muon_lr, momentum=a.muon_momentum, weight_decay=a.muon_weight_decay) if hidden else None
     g = torch.Generator().manual_seed(a.seed)
     B, T = a.batch_size, a.block_size
     t0 = time.time()
@@ -82,11 +89,17 @@ def main():
         y = torch.stack([train[i + 1:i + T + 1] for i in idx])
         for group in opt.param_groups:
             group["lr"] = lr_at(step, a)
+        if muon:
+            muon.param_groups[0]["lr"] = a.muon_lr * lr_at(step, a) / a.lr
         opt.zero_grad(set_to_none=True)
+        if muon:
+            muon.zero_grad(set_to_none=True)
         loss = model_loss(W, cfg, x, y)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(W.values(), 1.0)
         opt.step()
+        if muon:
+            muon.step()
         if (step + 1) % 200 == 0:
             print(f"torch step {step + 1}/{a.max_iters} loss {loss.item():.4f} ({time.time() - t0:.0f}s)", flush=True)
     vl, scored = evaluate(W, cfg, val)
