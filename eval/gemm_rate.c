@@ -53,11 +53,11 @@ static const CliProgram program = {
              "on one thread, at NN and TN products: best of 3 alternating rounds each, in\n"
              "GFLOP/s, and their ratio.\n"
              "\n"
-             "--newton-schulz takes matrices RxC instead of products: Muon's\n"
-             "orthogonalisation of each (lm/optim.h: 5 iterations, 3 products each\n"
-             "through the model's gemm) timed whole, against its 15 products timed alone\n"
-             "at the same shapes: medians of 5 alternating rounds, in GFLOP/s, and their\n"
-             "ratio (what the normalisation, copies and calls cost).\n",
+             "--newton-schulz takes matrices RxC[:COUNT] instead of products: Muon's\n"
+             "orthogonalisation of all of them (lm/optim.h: 5 iterations of 3 products\n"
+             "each, the matrices shared among the threads, each on one, as the step does)\n"
+             "timed whole, against the same products timed alone through the tiled gemm:\n"
+             "medians of 5 alternating rounds, in GFLOP/s, and their ratio.\n",
     .column = 22,
     .positional = 1,
 };
@@ -74,7 +74,7 @@ int main(int argc, char **argv) {
         CLI_FLAG("json", 0, &json, "print one JSON object instead of text"),
         CLI_FLAG("bf16", 0, &bf16, "compare fp32 with bf16 products (median GFLOP/s; see above)"),
         CLI_FLAG("tile", 0, &tile, "compare the attention tile kernel with the library's sgemm, 1 thread (see above)"),
-        CLI_FLAG("newton-schulz", 0, &newton_schulz, "time Muon's orthogonalisation of matrices RxC against its products (see above)"),
+        CLI_FLAG("newton-schulz", 0, &newton_schulz, "time Muon's orthogonalisation of matrices RxC[:COUNT] against its products (see above)"),
         CLI_FLAG("isa-levels", 0, &isa_levels, "print the instruction-set levels of our kernels this CPU runs, lowest first, one a line (LM_MAX_ISA takes each) and exit"),
         CLI_FLAG("best-core", 0, &best_core, "print the fastest kernels of the linked library (a BLIS configuration, an OpenBLAS core) this CPU supports and exit"),
     };

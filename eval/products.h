@@ -47,9 +47,10 @@ int compare_bf16(const char *prog, Product *prods, size_t n_prod, size_t budget_
  * on one thread, alternating; 0, or 2 after one line on stderr naming prog. */
 int compare_tile(const char *prog, Product *prods, size_t n_prod, size_t budget_ms, int json);
 
-/* --newton-schulz: per matrix "RxC", Muon's orthogonalisation timed whole
- * and its products timed alone through gemm, alternating, medians; 0, or 2
- * after one line on stderr naming prog. */
+/* --newton-schulz: matrices "RxC[:COUNT]" orthogonalised as Muon's step
+ * does (muon_orthogonalize_all), timed whole, against their products timed
+ * alone through gemm, alternating, medians; 0, or 2 after one line on stderr
+ * naming prog. */
 int compare_newton_schulz(const char *prog, char **shapes, size_t n, size_t budget_ms, int json);
 
 #endif

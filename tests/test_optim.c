@@ -19,12 +19,13 @@ static const OptimSettings settings = {.adam = {0.9f, 0.99f, 1e-8f, 0.1f}, .muon
                                        .lr_peak = 1e-3f};
 static const float grad_scale = 0.7f; /* a clipping factor */
 
-/* The tiny hybrid model (attention, then Grassmann), its Muon scratch. */
-static float *muon_model(Model *m) {
+/* The tiny hybrid model (attention, then Grassmann), its Muon scratch (*n floats). */
+static float *muon_model(Model *m, size_t *n) {
     tiny_test_model(m, "attention,grassmann", POS_LEARNED, 0.0f);
     const Optimizer *muon = optimizer_find("muon");
     assert_non_null(muon);
-    return calloc(muon->scratch_floats(m) + 1, sizeof(float));
+    *n = muon->scratch_floats(m);
+    return calloc(*n + 1, sizeof(float));
 }
 
 /* Gradient k of the run, the same on every call. */
@@ -104,13 +105,14 @@ static void test_muon_takes_hidden_matrices(void **s) {
 /* STEPS Muon steps with `threads` threads at a fixed parallel width: the weights after. */
 static float *muon_run(size_t threads) {
     Model m;
-    float *scratch = muon_model(&m);
-    const Optimizer *muon = optimizer_find("muon");
     threads_use(threads);
     threads_set_width(2);
+    size_t n_scratch;
+    float *scratch = muon_model(&m, &n_scratch);
+    const Optimizer *muon = optimizer_find("muon");
     for (size_t k = 0; k < STEPS; k++) {
         fill_grads(&m, k);
-        muon->step(&m, &settings, scratch, step_lr[k], k + 1, grad_scale);
+        muon->step(&m, &settings, scratch, n_scratch, step_lr[k], k + 1, grad_scale);
     }
     threads_use(0);
     float *out = malloc(m.n_params * sizeof(float));
@@ -143,16 +145,19 @@ static void test_optimizer_registry(void **s) {
     config_defaults(&cfg);
     cfg.vocab_size = 65;
     assert_int_equal(optimizer_scratch_bytes(optimizer_find("adamw"), &cfg), 0);
-    /* the largest hidden matrix, the MLP's 4C x C, and its iterations' scratch */
+    /* per thread of the width: the largest hidden matrix's update (the MLP's 4C x C) and its iterations' scratch */
     size_t C = cfg.n_embd;
+    threads_set_width(3);
     assert_int_equal(optimizer_scratch_bytes(optimizer_find("muon"), &cfg),
-                     (3 * 4 * C * C + 2 * C * C) * sizeof(float));
+                     3 * (3 * 4 * C * C + 2 * C * C) * sizeof(float));
+    threads_use(0);
 }
 
 /* --dump FILE: the fixture of tests/muon_test.py. */
 static int dump(const char *path) {
     Model m;
-    float *scratch = muon_model(&m);
+    size_t n_scratch;
+    float *scratch = muon_model(&m, &n_scratch);
     const Optimizer *muon = optimizer_find("muon");
     size_t nt = m.n_tensors, total = nt * (1 + 2 * STEPS);
     StTensor *ts = calloc(total, sizeof *ts);
@@ -166,7 +171,7 @@ static int dump(const char *path) {
         else if (c % 2 == 1) {
             fill_grads(&m, c / 2);
             memcpy(base, m.grads, m.n_params * sizeof(float));
-            muon->step(&m, &settings, scratch, step_lr[c / 2], c / 2 + 1, grad_scale);
+            muon->step(&m, &settings, scratch, n_scratch, step_lr[c / 2], c / 2 + 1, grad_scale);
         } else {
             memcpy(base, m.params, m.n_params * sizeof(float));
         }

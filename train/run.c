@@ -327,7 +327,7 @@ static int prepare_steps(Run *r, Error *err) {
                             .min_lr = o->min_lr, .grad_clip = o->grad_clip,
                             .adam = {o->beta1, o->beta2, o->eps, o->weight_decay}, .optimizer = o->optimizer,
                             .muon = {o->muon_lr, o->muon_momentum, o->muon_weight_decay},
-                            .optim_scratch = r->optim_scratch, .seed = o->seed,
+                            .optim_scratch = r->optim_scratch, .optim_scratch_floats = scratch, .seed = o->seed,
                             .window_align = o->window_align, .max_seconds = o->max_seconds,
                             .train_mask = r->masks.train.marked, .val_mask = r->masks.val.marked};
     return 0;

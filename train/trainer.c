@@ -62,7 +62,7 @@ int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper
     float scale = clip_scale(out->grad_norm, h->grad_clip);
     if (h->optimizer) {
         OptimSettings set = {.adam = h->adam, .muon = h->muon, .lr_peak = h->lr};
-        h->optimizer->step(m, &set, h->optim_scratch, out->lr, step + 1, scale);
+        h->optimizer->step(m, &set, h->optim_scratch, h->optim_scratch_floats, out->lr, step + 1, scale);
     } else {
         model_adamw_step(m, &h->adam, out->lr, step + 1, scale);
     }

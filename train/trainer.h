@@ -28,6 +28,7 @@ typedef struct TrainHyper {
     const Optimizer *optimizer;
     MuonConfig muon;
     float *optim_scratch;
+    size_t optim_scratch_floats;
     uint64_t seed;
     /* Loss masks (lm/loss_mask.h), one byte per token of the training and
      * validation files; NULL: every target counts. */

@@ -48,9 +48,12 @@ typedef struct Optimizer {
     size_t (*scratch_floats)(const Model *m);
     /* One update of every parameter from the gradient grads * grad_scale
      * (the clipping factor), at AdamW's scheduled rate lr; t is the 1-based
-     * step count. Refreshes the bf16 weights (model_round_weights). The
-     * result does not depend on the thread count. */
-    void (*step)(Model *m, const OptimSettings *s, float *scratch, float lr, size_t t, float grad_scale);
+     * step count; scratch holds n_scratch floats (scratch_floats asked when
+     * the run began: a step uses no more, and fewer threads if it must).
+     * Refreshes the bf16 weights (model_round_weights). The result does not
+     * depend on the thread count. */
+    void (*step)(Model *m, const OptimSettings *s, float *scratch, size_t n_scratch, float lr, size_t t,
+                 float grad_scale);
 } Optimizer;
 
 const Optimizer *optimizer_find(const char *name);
@@ -72,12 +75,19 @@ void model_adamw_step(Model *model, const AdamWConfig *cfg, float lr, size_t t, 
  * projections and the MLP's, names "h.<l>."); embeddings, the head, gains
  * and biases stay with AdamW. */
 int muon_updates(const ParamTensor *t);
-/* Muon's orthogonalisation of a rows x cols matrix x, in place: x divided by
- * its Frobenius norm (+ 1e-7), then 5 quintic Newton-Schulz iterations with
- * coefficients (3.4445, -4.7750, 2.0315), on x or, when rows > cols, on x^T,
- * every product through gemm (lm/gemm.h). scratch: muon_ns_scratch_floats. */
+/* Muon's orthogonalisation of a rows x cols matrix x, in place, on the
+ * calling thread: x divided by its Frobenius norm (+ 1e-7), then 5 quintic
+ * Newton-Schulz iterations with coefficients (3.4445, -4.7750, 2.0315), on x
+ * or, when rows > cols, on x^T, every product through gemm_serial
+ * (lm/gemm.h). scratch: muon_ns_scratch_floats. */
 void muon_orthogonalize(float *x, size_t rows, size_t cols, float *scratch);
 size_t muon_ns_scratch_floats(size_t rows, size_t cols);
+/* n matrices shared out among the threads as Muon's step shares them, each
+ * whole on one thread, thread i using scratch + i * per_thread (per_thread >=
+ * muon_ns_scratch_floats of the largest; n_scratch floats in all, so at most
+ * n_scratch / per_thread threads): bin/gemm-rate --newton-schulz. */
+void muon_orthogonalize_all(float *const *x, const size_t *rows, const size_t *cols, size_t n, float *scratch,
+                            size_t n_scratch, size_t per_thread);
 
 /* lr at 0-based step: (step+1)/warmup * lr during warm-up, then cosine from lr
  * down to min_lr at max_iters. */

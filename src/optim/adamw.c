@@ -39,8 +39,9 @@ static size_t adamw_scratch_floats(const Model *m) {
     return 0;
 }
 
-static void adamw_step(Model *m, const OptimSettings *s, float *scratch, float lr, size_t t, float grad_scale) {
-    (void)scratch;
+static void adamw_step(Model *m, const OptimSettings *s, float *scratch, size_t n_scratch, float lr, size_t t,
+                       float grad_scale) {
+    (void)scratch, (void)n_scratch;
     model_adamw_step(m, &s->adam, lr, t, grad_scale);
 }
 

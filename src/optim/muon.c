@@ -15,15 +15,21 @@
  *
  * NS5: five iterations of X = a X + (b A + c A A) X with A = X X^T and
  * (a, b, c) = (3.4445, -4.7750, 2.0315), on the wide orientation (X^T when
- * rows > cols, so A is the smaller Gram matrix), every product a gemm call
- * (lm/gemm.h: tiled, parallel, the same result for any thread count). */
+ * rows > cols, so A is the smaller Gram matrix), every product a call of
+ * lm/gemm.h. The step shares the matrices out among the threads, each matrix
+ * whole on one thread (gemm_serial): at a few hundred rows a product cut into
+ * tiles spends much of its time in the barriers between the fifteen
+ * products, and on a busy machine one descheduled thread holds up the
+ * other. A matrix's result is the same whichever thread computes it. */
 #include "optim/muon.h"
 
 #include <math.h>
+#include <omp.h>
 #include <string.h>
 
 #include "lm/gemm.h"
 #include "lm/ops.h"
+#include "lm/threads.h"
 #include "optim/adamw.h"
 
 #define NS_STEPS 5
@@ -31,6 +37,9 @@
 #define NS_B (-4.7750f)
 #define NS_C 2.0315f
 #define NS_EPS 1e-7f
+
+typedef void (*GemmFn)(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const float *a,
+                       size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc);
 
 int muon_updates(const ParamTensor *t) { return t->cols && strncmp(t->name, "h.", 2) == 0; }
 
@@ -42,46 +51,71 @@ size_t muon_ns_scratch_floats(size_t rows, size_t cols) {
     return 2 * rows * cols + 2 * k * k;
 }
 
-void muon_orthogonalize(float *x, size_t rows, size_t cols, float *scratch) {
+/* The iterations on x (already normalised), every product through `mul`. */
+static void newton_schulz(GemmFn mul, float *x, size_t rows, size_t cols, float *scratch) {
     size_t n = rows * cols, k = min_size(rows, cols);
     int tall = rows > cols;
-    float *y = scratch, *a = y + n, *b = a + k * k, *cur = x, *next = y;
-    float inv = 1.0f / ((float)sqrt(sum_squares(x, n)) + NS_EPS);
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) x[i] *= inv;
+    float *a = scratch + n, *b = a + k * k, *cur = x, *next = scratch;
     for (int it = 0; it < NS_STEPS; it++) {
         /* A = X X^T over the wide form: for a tall matrix (X = cur^T) that is cur^T cur. */
-        if (tall) gemm(1, 0, k, k, rows, 1.0f, cur, cols, cur, cols, 0.0f, a, k);
-        else gemm(0, 1, k, k, cols, 1.0f, cur, cols, cur, cols, 0.0f, a, k);
+        if (tall) mul(1, 0, k, k, rows, 1.0f, cur, cols, cur, cols, 0.0f, a, k);
+        else mul(0, 1, k, k, cols, 1.0f, cur, cols, cur, cols, 0.0f, a, k);
         memcpy(b, a, k * k * sizeof *b); /* B = b A + c A A */
-        gemm(0, 0, k, k, k, NS_C, a, k, a, k, NS_B, b, k);
+        mul(0, 0, k, k, k, NS_C, a, k, a, k, NS_B, b, k);
         memcpy(next, cur, n * sizeof *next); /* X' = a X + B X; tall: cur' = a cur + cur B^T */
-        if (tall) gemm(0, 1, rows, cols, k, 1.0f, cur, cols, b, k, NS_A, next, cols);
-        else gemm(0, 0, rows, cols, k, 1.0f, b, k, cur, cols, NS_A, next, cols);
+        if (tall) mul(0, 1, rows, cols, k, 1.0f, cur, cols, b, k, NS_A, next, cols);
+        else mul(0, 0, rows, cols, k, 1.0f, b, k, cur, cols, NS_A, next, cols);
         float *t = cur;
         cur = next, next = t;
     }
     if (cur != x) memcpy(x, cur, n * sizeof *x); /* NS_STEPS is odd: the result is in scratch */
 }
 
-static size_t muon_scratch_floats(const Model *m) {
+static void scale(float *x, size_t n, float by) {
+    for (size_t i = 0; i < n; i++) x[i] *= by;
+}
+
+void muon_orthogonalize(float *x, size_t rows, size_t cols, float *scratch) {
+    size_t n = rows * cols;
+    scale(x, n, 1.0f / ((float)sqrt(sum_squares(x, n)) + NS_EPS));
+    newton_schulz(gemm_serial, x, rows, cols, scratch);
+}
+
+/* What one thread needs for the largest matrix: the update, then the iterations' scratch. */
+static size_t thread_scratch(const Model *m) {
     size_t most = 0;
     for (size_t i = 0; i < m->n_tensors; i++) {
         const ParamTensor *t = &m->tensors[i];
-        if (!muon_updates(t)) continue;
-        /* the orthogonalised update, then the iterations' own scratch */
         size_t need = t->rows * t->cols + muon_ns_scratch_floats(t->rows, t->cols);
-        if (need > most) most = need;
+        if (muon_updates(t) && need > most) most = need;
     }
     return most;
 }
 
-/* One matrix: momentum, Nesterov, orthogonalisation, decay and update. */
+/* A region of it for each thread the run's width allows (lm/threads.h). */
+static size_t muon_scratch_floats(const Model *m) { return threads_width() * thread_scratch(m); }
+
+/* The threads of a region: at most one per scratch region. */
+static int region_threads(size_t regions) {
+    size_t t = threads_max();
+    return (int)(t < regions ? t : regions ? regions : 1);
+}
+
+void muon_orthogonalize_all(float *const *x, const size_t *rows, const size_t *cols, size_t n, float *scratch,
+                            size_t n_scratch, size_t per_thread) {
+#pragma omp parallel num_threads(region_threads(n_scratch / per_thread))
+    {
+        float *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
+#pragma omp for schedule(dynamic, 1)
+        for (size_t i = 0; i < n; i++) muon_orthogonalize(x[i], rows[i], cols[i], mine);
+    }
+}
+
+/* One matrix on the calling thread: momentum, Nesterov, orthogonalisation, decay and update. */
 static void muon_matrix(float *w, const float *g, float grad_scale, float *buf, size_t rows, size_t cols, float lr,
                         const MuonConfig *cfg, float *scratch) {
     size_t n = rows * cols;
     float mu = cfg->momentum, *u = scratch;
-#pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) {
         float gi = g[i] * grad_scale;
         buf[i] = mu * buf[i] + gi;
@@ -90,26 +124,32 @@ static void muon_matrix(float *w, const float *g, float grad_scale, float *buf, 
     muon_orthogonalize(u, rows, cols, scratch + n);
     float decay = 1.0f - lr * cfg->weight_decay;
     float step = lr * sqrtf(rows > cols ? (float)rows / (float)cols : 1.0f);
-#pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) w[i] = w[i] * decay - step * u[i];
 }
 
-static void muon_step(Model *m, const OptimSettings *s, float *scratch, float lr, size_t t, float grad_scale) {
+static void muon_step(Model *m, const OptimSettings *s, float *scratch, size_t n_scratch, float lr, size_t t,
+                      float grad_scale) {
     float muon_lr = s->lr_peak > 0.0f ? s->muon.lr * (lr / s->lr_peak) : 0.0f;
-#pragma omp parallel
-    for (size_t i = 0; i < m->n_tensors; i++) {
-        const ParamTensor *pt = &m->tensors[i];
-        if (muon_updates(pt)) continue;
-        size_t off = pt->offset, n = pt->rows * (pt->cols ? pt->cols : 1);
-        adamw_span(m->params + off, m->grads + off, grad_scale, m->m + off, m->v + off, n, lr,
-                   pt->cols ? s->adam.weight_decay : 0.0f, &s->adam, t);
-    }
-    for (size_t i = 0; i < m->n_tensors; i++) {
-        const ParamTensor *pt = &m->tensors[i];
-        size_t off = pt->offset;
-        if (muon_updates(pt))
-            muon_matrix(m->params + off, m->grads + off, grad_scale, m->m + off, pt->rows, pt->cols, muon_lr,
-                        &s->muon, scratch);
+    size_t per_thread = thread_scratch(m);
+    if (per_thread == 0) per_thread = 1; /* no hidden matrix: AdamW alone */
+#pragma omp parallel num_threads(region_threads(n_scratch / per_thread))
+    {
+        for (size_t i = 0; i < m->n_tensors; i++) { /* AdamW's share, cut among the threads tensor by tensor */
+            const ParamTensor *pt = &m->tensors[i];
+            if (muon_updates(pt)) continue;
+            size_t off = pt->offset, n = pt->rows * (pt->cols ? pt->cols : 1);
+            adamw_span(m->params + off, m->grads + off, grad_scale, m->m + off, m->v + off, n, lr,
+                       pt->cols ? s->adam.weight_decay : 0.0f, &s->adam, t);
+        }
+        float *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
+#pragma omp for schedule(dynamic, 1)
+        for (size_t i = 0; i < m->n_tensors; i++) { /* Muon's: each matrix whole on one thread */
+            const ParamTensor *pt = &m->tensors[i];
+            size_t off = pt->offset;
+            if (muon_updates(pt))
+                muon_matrix(m->params + off, m->grads + off, grad_scale, m->m + off, pt->rows, pt->cols, muon_lr,
+                            &s->muon, mine);
+        }
     }
     model_round_weights(m); /* bf16: the products' weights, once per step */
 }
