@@ -2,8 +2,9 @@
 # bin/train --optimizer muon from the outside: a resumed run equals an
 # uninterrupted one byte for byte, so does a run on 1 thread and on 2 (at one
 # parallel width), and a 2-rank job one process with twice the gradient
-# accumulation; the checkpoint records the optimizer and a resume refuses another in one line; an AdamW
-# checkpoint keeps no trace of Muon; bad values are one line and exit 2.
+# accumulation; the checkpoint records the optimizer and a resume refuses
+# another in one line; an AdamW checkpoint keeps no trace of Muon; bad values
+# are one line and exit 2.
 set -u
 cd "$(dirname "$0")/.."
 source tests/cli_lib.sh
