@@ -78,8 +78,7 @@ def parse_args():
                          "libraries keep their kernels")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     a = ap.parse_args()
-    if a.isa is not None:
-        cap_isa(a.isa)
+    a.isa_core = cap_isa(a.isa) if a.isa is not None else None
     a.precisions, a.precision_note = parse_precisions(a.precision, cpu_has_bf16())
     a.thread_list = parse_threads(a.threads) if a.threads is not None else default_thread_list(os.cpu_count() or 1)
     if a.thread_list is None:
@@ -184,7 +183,8 @@ def main():
             out["machine"] = {"cpu": cpu_model(), "cores": os.cpu_count(), "threads": ctx.threads,
                               "thread_list": ctx.thread_list, "torch_python": ctx.torch_python,
                               "rounds": ctx.rounds, "quick": ctx.quick, "data": ctx.data, "vocab": ctx.vocab,
-                              "openblas_coretype_env": os.environ.get("OPENBLAS_CORETYPE"),
+                              "openblas_coretype_env": None if a.isa_core else os.environ.get("OPENBLAS_CORETYPE"),
+                              "openblas_coretype_isa": a.isa_core,
                               "lm_max_isa": os.environ.get("LM_MAX_ISA"), "torch_isa": torch_isa(),
                               "blis_arch_type_env": os.environ.get("BLIS_ARCH_TYPE"),
                               "torch_unavailable": ctx.torch_missing, "precisions": ctx.precisions,
@@ -215,6 +215,9 @@ def print_report(ctx, out):
     if m["openblas_coretype_env"]:
         print(f"OPENBLAS_CORETYPE={m['openblas_coretype_env']} is set by the environment: PyTorch's OpenBLAS and "
               "every C program built with OpenBLAS keep it.")
+    if m.get("openblas_coretype_isa"):
+        print(f"OPENBLAS_CORETYPE={m['openblas_coretype_isa']}: --isa {m['lm_max_isa']} pins PyTorch's OpenBLAS and "
+              "every C program built with OpenBLAS to that level's kernels (the environment set none).")
     if m.get("blis_arch_type_env"):
         print(f"BLIS_ARCH_TYPE={m['blis_arch_type_env']} is set by the environment: every C program keeps it.")
     if m["torch_unavailable"]:
