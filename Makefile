@@ -88,9 +88,11 @@ ISA_FLAGS_portable := -mno-avx
 ISA_FLAGS_avx2     := -mavx2 -mfma -mno-avx512f
 ISA_FLAGS_avx512   := -mavx2 -mfma -mavx512f
 endif
-$(OUT)/src/blas/tile_gemm_portable.o: CFLAGS += $(ISA_FLAGS_portable)
-$(OUT)/src/blas/tile_gemm_avx2.o: CFLAGS += $(ISA_FLAGS_avx2)
-$(OUT)/src/blas/tile_gemm_avx512.o: CFLAGS += $(ISA_FLAGS_avx512)
+# A level's file is any file of the library named *_portable.c, *_avx2.c or
+# *_avx512.c (src/blas/tile_gemm_*, src/nn/vec_loops_*).
+$(OUT)/%_portable.o: CFLAGS += $(ISA_FLAGS_portable)
+$(OUT)/%_avx2.o: CFLAGS += $(ISA_FLAGS_avx2)
+$(OUT)/%_avx512.o: CFLAGS += $(ISA_FLAGS_avx512)
 
 $(LIB): $(LIB_OBJ)
 	rm -f $@
