@@ -9,6 +9,7 @@
 #   make paper      the Grassmann paper's configuration, pre- and post-norm (PAPER_ARGS=...)
 #   make probe      MQAR and copy recall probes per architecture (PROBE_ARGS=...)
 #   make asan       unit and CLI tests under AddressSanitizer + UBSan
+#   make release    programs for any x86-64 into bin-release/, kernels at each CPU's best level
 #   make BLAS=blis ...       any of these with BLIS instead of OpenBLAS (src/blas/backend.h)
 CC      ?= cc
 OPT     ?= -O3 -march=native
@@ -68,7 +69,7 @@ LIB      := $(OUT)/liblm.a
 PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample $(BIN)/inspect $(BIN)/probegen $(BIN)/gemm-rate $(BIN)/convert
 TESTS    := $(patsubst tests/%.c,$(OUT)/%,$(wildcard tests/test_*.c))
 
-.PHONY: FORCE all test unit-test bench demo data data-large compare probe clean asan deps fuzz fuzz-seeds valgrind
+.PHONY: FORCE all release release-test test unit-test bench demo data data-large compare probe clean asan deps fuzz fuzz-seeds valgrind
 all: $(PROGRAMS)
 
 $(OUT)/%.o: %.c $(LIB_HDR) | $(OUT)
@@ -93,6 +94,21 @@ endif
 $(OUT)/%_portable.o: CFLAGS += $(ISA_FLAGS_portable)
 $(OUT)/%_avx2.o: CFLAGS += $(ISA_FLAGS_avx2)
 $(OUT)/%_avx512.o: CFLAGS += $(ISA_FLAGS_avx512)
+
+# A build for other machines (a release, a packed copy for a bigger machine):
+# every x86-64 runs it, and our kernels (the levels' files above) still run
+# at AVX2 or AVX-512 where the CPU has them. Into build-release*/ and
+# bin-release/; tests/portable_check.sh then proves that no object but the
+# levels' files (and the bf16 kernels, each behind its own CPU check) holds
+# an AVX instruction. release-test runs the release's unit tests at every
+# level this CPU has.
+RELEASE_OPT ?= -O3 -march=x86-64 -mtune=generic
+RELEASE_VARS = BUILD=build-release BIN=bin-release OPT="$(RELEASE_OPT)"
+release:
+	$(MAKE) $(RELEASE_VARS) all
+	bash tests/portable_check.sh build-release$(BLAS_SUFFIX)
+release-test: release
+	$(MAKE) $(RELEASE_VARS) unit-test
 
 $(LIB): $(LIB_OBJ)
 	rm -f $@
@@ -129,6 +145,7 @@ unit-test: $(TESTS) $(BIN)/gemm-rate
 
 test: unit-test $(PROGRAMS)
 	/usr/bin/python3 tests/house.py
+	$(MAKE) release
 	/usr/bin/python3 -m tests.doc_links
 	bash tests/cli_test.sh
 	bash tests/init_test.sh
@@ -242,4 +259,4 @@ fuzz-seeds: $(PROGRAMS)
 
 clean:
 	rm -rf build build-asan build-fuzz build-vg bin bin-asan bin-vg build-openblas build-asan-openblas build-fuzz-openblas \
-	       build-vg-openblas bin-blis bin-openblas
+	       build-vg-openblas bin-blis bin-openblas build-release build-release-openblas bin-release

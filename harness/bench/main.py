@@ -74,8 +74,9 @@ def parse_args():
                          "the CPU has AVX512_BF16, else fp32)")
     ap.add_argument("--isa", metavar="LEVEL",
                     help="cap our kernels (LM_MAX_ISA) and PyTorch's (ATEN_CPU_CAPABILITY) alike at portable, avx2 "
-                         "or avx512, e.g. to measure AVX2 on an AVX-512 machine (default: each at its best); the BLAS "
-                         "libraries keep their kernels")
+                         "or avx512, e.g. to measure AVX2 on an AVX-512 machine (default: each at its best); avx2 "
+                         "and avx512 also pin OpenBLAS, ours and PyTorch's, to that level's kernels (Haswell, "
+                         "SkylakeX) unless the environment sets OPENBLAS_CORETYPE")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     a = ap.parse_args()
     a.isa_core = cap_isa(a.isa) if a.isa is not None else None
