@@ -25,6 +25,12 @@ static void near(double got, double want, double rel, double abs, const char *wh
     if (!(fabs(got - want) <= tol)) fail_msg("%s (n %zu, [%zu]): %.9g, want %.9g", what, n, i, got, want);
 }
 
+static float *copy_of(const float *x, size_t n) {
+    float *c = malloc(n * sizeof *c);
+    memcpy(c, x, n * sizeof *c);
+    return c;
+}
+
 /* The table in use is the level cpu_isa() names (LM_MAX_ISA caps it). */
 static void test_level(void **state) {
     (void)state;
@@ -37,8 +43,7 @@ static void test_gelu(void **state) {
     for (size_t t = 0; t < N_LENGTHS; t++) {
         size_t n = LENGTHS[t];
         float *x = rand_tensor(n, 4.0f, 10 + t), *out = zeros(n), *d = rand_tensor(n, 1.0f, 50 + t);
-        float *d0 = malloc(n * sizeof *d0), *acc = rand_tensor(n, 1.0f, 90 + t), *acc0 = malloc(n * sizeof *acc0);
-        memcpy(d0, d, n * sizeof *d0), memcpy(acc0, acc, n * sizeof *acc0);
+        float *d0 = copy_of(d, n), *acc = rand_tensor(n, 1.0f, 90 + t), *acc0 = copy_of(acc, n);
         L->gelu(out, x, n);
         L->gelu_grad_mul(d, x, n);
         L->gelu_grad_add(acc, x, d0, n);
@@ -62,8 +67,7 @@ static void test_tile_row(void **state) {
         for (size_t r0 = 0; r0 <= n; r0 += n / 3 + 1) {
             float *row = rand_tensor(n, 8.0f, 200 + t), *mx = rand_tensor(n, 8.0f, 300 + t),
                   *sum = rand_tensor(n, 1.0f, 400 + t);
-            float *row0 = malloc(n * sizeof *row0), *mx0 = malloc(n * sizeof *mx0), *sum0 = malloc(n * sizeof *sum0);
-            memcpy(row0, row, n * sizeof *row0), memcpy(mx0, mx, n * sizeof *mx0), memcpy(sum0, sum, n * sizeof *sum0);
+            float *row0 = copy_of(row, n), *mx0 = copy_of(mx, n), *sum0 = copy_of(sum, n);
             L->tile_row_max(mx, row, r0, n);
             L->tile_row_exp(row, mx, sum, r0, n);
             for (size_t r = 0; r < n; r++) {
@@ -87,8 +91,7 @@ static void test_softmax_grad_row(void **state) {
     for (size_t t = 0; t < N_LENGTHS; t++) {
         size_t n = LENGTHS[t];
         float *p = rand_tensor(n, 3.0f, 500 + t), *d = rand_tensor(n, 1.0f, 600 + t);
-        float *p0 = malloc(n * sizeof *p0), *d0 = malloc(n * sizeof *d0);
-        memcpy(p0, p, n * sizeof *p0), memcpy(d0, d, n * sizeof *d0);
+        float *p0 = copy_of(p, n), *d0 = copy_of(d, n);
         float lse = 2.5f, delta = 0.25f;
         L->softmax_grad_row(p, d, lse, delta, n);
         for (size_t c = 0; c < n; c++) {
@@ -108,8 +111,7 @@ static void test_layernorm_rows(void **state) {
         if (C < 2) continue;
         float *x = rand_tensor(C, 2.0f, 700 + t), *w = rand_tensor(C, 1.0f, 800 + t), *b = rand_tensor(C, 1.0f, 900 + t);
         float *out = zeros(C), *dy = rand_tensor(C, 1.0f, 1000 + t), *dx = rand_tensor(C, 1.0f, 1100 + t);
-        float *dx0 = malloc(C * sizeof *dx0), mean, rstd;
-        memcpy(dx0, dx, C * sizeof *dx0);
+        float *dx0 = copy_of(dx, C), mean, rstd;
         L->layernorm_row(out, &mean, &rstd, x, w, b, C);
         L->layernorm_row_backward(dx, dy, x, w, mean, rstd, C);
         double m = 0, var = 0, sd = 0, sdx = 0;
@@ -143,8 +145,7 @@ static void test_adamw(void **state) {
         float *p = rand_tensor(n, 1.0f, 1200 + t), *g = rand_tensor(n, 1.0f, 1300 + t);
         float *m = rand_tensor(n, 0.1f, 1400 + t), *v = rand_tensor(n, 0.1f, 1500 + t);
         for (size_t i = 0; i < n; i++) v[i] = fabsf(v[i]);
-        float *p0 = malloc(n * sizeof *p0), *m0 = malloc(n * sizeof *m0), *v0 = malloc(n * sizeof *v0);
-        memcpy(p0, p, n * sizeof *p0), memcpy(m0, m, n * sizeof *m0), memcpy(v0, v, n * sizeof *v0);
+        float *p0 = copy_of(p, n), *m0 = copy_of(m, n), *v0 = copy_of(v, n);
         L->adamw(p, g, m, v, n, &k);
         for (size_t i = 0; i < n; i++) {
             double gi = (double)g[i] * k.grad_scale, mi = k.b1 * (double)m0[i] + (1.0 - k.b1) * gi;
