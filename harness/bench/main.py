@@ -148,6 +148,7 @@ def make_context(a, tmp):
     ctx.blas_configs = a.blas_configs
     ctx.quick, ctx.configs, ctx.tmp = a.quick, a.configs, tmp
     ctx.torch_python = a.torch_python
+    ctx.isa_core = a.isa_core  # the OpenBLAS core --isa pinned, or None
     ctx.precisions, ctx.precision_note = a.precisions, a.precision_note
     ctx.data = os.path.abspath(a.data)
     ctx.vocab = token_header(os.path.join(a.data, "train.bin"))["vocab"]
