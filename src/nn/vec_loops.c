@@ -13,7 +13,7 @@ static void choose(void) {
     switch (cpu_isa()) {
     case CPU_ISA_AVX512: chosen = &vec_loops_avx512; break;
     case CPU_ISA_AVX2: chosen = &vec_loops_avx2; break;
-    case CPU_ISA_PORTABLE: chosen = &vec_loops_portable; break;
+    default: chosen = &vec_loops_portable; break;
     }
 #endif
 }
