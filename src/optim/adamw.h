@@ -9,9 +9,10 @@
 
 extern const Optimizer adamw_optimizer;
 
-/* Shared among the threads of the enclosing parallel region (an orphaned
- * `omp for`: one region serves all tensors); each element's result is the
- * same whichever thread computes it. */
+/* In pieces shared among the threads of the enclosing parallel region (an
+ * orphaned `omp for`: one region serves all tensors), each piece one call of
+ * the instruction-set level's loop (nn/vec_loops.h); each element's result is
+ * the same whichever thread computes it. */
 void adamw_span(float *params, const float *grads, float grad_scale, float *m, float *v, size_t n, float lr,
                 float weight_decay, const AdamWConfig *cfg, size_t t);
 
