@@ -214,6 +214,37 @@ static void test_singular_values(void **s) {
     assert_float_equal(sv[2], 0.0, 1e-12);
 }
 
+/* The principal angles between the query and key spaces: W_k's rows mixing
+ * W_q's give cosines 1; rows in orthogonal coordinates give 0; sharing two of
+ * four directions gives 1, 1, 0, 0. */
+static void test_query_key_angles(void **s) {
+    (void)s;
+    size_t C = 12, H = 1, hs = 4;
+    float w[3 * 12 * 12];
+    double sv[4], cosines[4];
+    HeadStats st;
+    const double expect[3][4] = {{1, 1, 1, 1}, {0, 0, 0, 0}, {1, 1, 0, 0}};
+    for (int k = 0; k < 3; k++) {
+        memset(w, 0, sizeof w);
+        for (size_t d = 0; d < hs; d++)
+            for (size_t c = 0; c < C; c++) w[d * C + c] = (float)((d * 7 + c * 3) % 5) - 2.0f + (c == d ? 3.0f : 0.0f);
+        for (size_t d = 0; d < hs; d++) {
+            float *wk = w + (C + d) * C;
+            if (k == 0) /* a mix of the query rows */
+                for (size_t c = 0; c < C; c++) wk[c] = w[d * C + c] + 0.5f * w[((d + 1) % hs) * C + c];
+            else if (k == 1) { /* queries read e_0..e_3 only, keys e_4..e_7 */
+                for (size_t q = 0; q < hs; q++) memset(w + q * C + hs, 0, (C - hs) * sizeof(float));
+                wk[hs + d] = 1.0f + (float)d;
+            } else { /* keys read e_0, e_1 (the queries' span holds them) and e_8, e_9 */
+                for (size_t q = 0; q < hs; q++) memset(w + q * C + hs, 0, (C - hs) * sizeof(float));
+                wk[d < 2 ? d : 8 + d - 2] = 2.0f;
+            }
+        }
+        bilinear_spectrum(&st, sv, cosines, w, C, H, 0);
+        for (size_t i = 0; i < hs; i++) assert_float_equal(cosines[i], expect[k][i], 1e-6);
+    }
+}
+
 /* The spectrum from the reduced C x d_head matrix equals the full C x C
  * matrix's, for random heads and for a head whose W_k has dependent rows. */
 static void test_form_spectrum_matches_full(void **s) {
@@ -223,7 +254,8 @@ static void test_form_spectrum_matches_full(void **s) {
     for (size_t c = 0; c < C; c++) w[(C + 2 * hs + 1) * C + c] = 2.0f * w[(C + 2 * hs) * C + c]; /* head 2: rank 3 */
     for (size_t h = 0; h < H; h++) {
         HeadStats st;
-        bilinear_spectrum(&st, w, C, H, h);
+        double all_sv[4], qk_cos[4];
+        bilinear_spectrum(&st, all_sv, qk_cos, w, C, H, h);
         double M[144] = {0}, A[144], sv[12];
         for (size_t d = 0; d < hs; d++)
             for (size_t a = 0; a < C; a++)
@@ -232,6 +264,7 @@ static void test_form_spectrum_matches_full(void **s) {
         singular_values(A, C, C, sv); /* overwrites A */
         assert_float_equal(st.sv_max, sv[0], 1e-9 * sv[0]);
         assert_float_equal(st.sv_min, sv[hs - 1], 1e-9 * sv[0]);
+        for (size_t i = 0; i < hs; i++) assert_float_equal(all_sv[i], sv[i], 1e-9 * sv[0]);
         if (h == 2) assert_true(st.sv_min < 1e-9 * sv[0]);
         else assert_true(st.sv_min > 1e-3);
         double total = 0, ent = 0;
@@ -339,6 +372,18 @@ static void test_grassmann_layer(void **s) {
     assert_string_equal(g->mixer, "grassmann");
     for (size_t t = 0; t < T; t++) assert_true(g->gate_mean[t] > 0.0f && g->gate_mean[t] < 1.0f);
     for (size_t k = 0; k < 3; k++) assert_true(isfinite(g->offset_norm[k]) && g->offset_norm[k] > 0);
+    /* Per position: NaN before the offset fits, the mean over the rest is offset_norm. */
+    MixerSpec spec = model_mixer_spec(&m.cfg, 1);
+    for (size_t k = 0; k < spec.n_windows; k++) {
+        size_t d = spec.windows[k];
+        double sum = 0.0;
+        for (size_t t = 0; t < T; t++) {
+            float v = g->offset_position_norm[k * T + t];
+            if (t < d) assert_true(isnan(v));
+            else assert_true(v > 0.0f), sum += v;
+        }
+        assert_float_equal(sum / (double)(T - d), g->offset_norm[k], 1e-5 * g->offset_norm[k]);
+    }
     assert_true(g->plucker_residual < 1e-6);
     assert_true(g->plucker_residual >= 0.0);
     inspect_free(&in);
@@ -822,6 +867,7 @@ int main(void) {
         cmocka_unit_test(test_identity_form_correlates),
         cmocka_unit_test(test_singular_values),
         cmocka_unit_test(test_form_spectrum_matches_full),
+        cmocka_unit_test(test_query_key_angles),
         cmocka_unit_test(test_maps_match_direct),
         cmocka_unit_test(test_plucker_residual),
         cmocka_unit_test(test_grassmann_layer),
