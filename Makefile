@@ -63,7 +63,8 @@ PROGRAM_SRC := train/train.c eval/eval.c eval/sample.c eval/inspect.c eval/gemm_
 APP_SRC  := $(filter-out $(PROGRAM_SRC),$(wildcard train/*.c eval/*.c data/*.c))
 LIB_SRC  := $(wildcard src/*/*.c) src/blas/backends/$(BLAS).c $(APP_SRC)
 LIB_HDR  := $(wildcard include/lm/*.h src/*/*.h train/*.h eval/*.h data/*.h)
-LIB_OBJ  := $(LIB_SRC:%.c=$(OUT)/%.o)
+PAGE_C   := eval/inspect_page.c
+LIB_OBJ  := $(LIB_SRC:%.c=$(OUT)/%.o) $(OUT)/$(PAGE_C:.c=.o)
 LIB      := $(OUT)/liblm.a
 PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample $(BIN)/inspect $(BIN)/probegen $(BIN)/gemm-rate $(BIN)/convert
 TESTS    := $(patsubst tests/%.c,$(OUT)/%,$(wildcard tests/test_*.c))
@@ -91,6 +92,18 @@ endif
 $(OUT)/src/blas/tile_gemm_portable.o: CFLAGS += $(ISA_FLAGS_portable)
 $(OUT)/src/blas/tile_gemm_avx2.o: CFLAGS += $(ISA_FLAGS_avx2)
 $(OUT)/src/blas/tile_gemm_avx512.o: CFLAGS += $(ISA_FLAGS_avx512)
+
+# bin/inspect's page (eval/inspect_page.html) built into the library as a C
+# string, generated into each build directory: each line quoted (backslash,
+# quote and '?', against trigraphs, escaped), so any C compiler and any
+# target take it, with no xxd, objcopy or assembler directives.
+quote_page = { echo '/* generated from eval/inspect_page.html by the Makefile */'; echo 'const char inspect_page_html[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/?/\\?/g' -e 's/^/"/' -e 's/$$/\\n"/' $(1); echo ';'; } >$(2)
+$(OUT)/$(PAGE_C): eval/inspect_page.html | $(OUT)
+	@mkdir -p $(@D)
+	$(call quote_page,$<,$@)
+$(OUT)/$(PAGE_C:.c=.o): $(OUT)/$(PAGE_C)
+	$(CC) $(CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	rm -f $@
@@ -219,10 +232,16 @@ FUZZ_CC      ?= clang
 FUZZ_FLAGS   := -std=c11 -g -O1 -fopenmp -D_DEFAULT_SOURCE -D_GNU_SOURCE -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION \
                 -I. -Iinclude -Isrc -I/usr/include/stb $(BLAS_CFLAGS) $(MPI_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined -Wno-pass-failed
 FUZZ_OBJ     := $(LIB_SRC:%.c=build-fuzz$(BLAS_SUFFIX)/%.o)
+FUZZ_OBJ     += build-fuzz$(BLAS_SUFFIX)/$(PAGE_C:.c=.o)
 FUZZERS      := $(patsubst tests/fuzz/%.c,build-fuzz$(BLAS_SUFFIX)/%,$(wildcard tests/fuzz/fuzz_*.c))
 build-fuzz$(BLAS_SUFFIX)/%.o: %.c $(LIB_HDR) | build-fuzz$(BLAS_SUFFIX)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+build-fuzz$(BLAS_SUFFIX)/$(PAGE_C): eval/inspect_page.html | build-fuzz$(BLAS_SUFFIX)
+	@mkdir -p $(@D)
+	$(call quote_page,$<,$@)
+build-fuzz$(BLAS_SUFFIX)/$(PAGE_C:.c=.o): build-fuzz$(BLAS_SUFFIX)/$(PAGE_C)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -c $< -o $@
 build-fuzz$(BLAS_SUFFIX)/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h) $(FUZZ_OBJ) | build-fuzz$(BLAS_SUFFIX)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) -o $@ $(LDLIBS)
 build-fuzz$(BLAS_SUFFIX):

@@ -1,6 +1,7 @@
 /* PNG heatmaps and bar charts for bin/inspect (stb_image_write, stb_easy_font). */
 #include "lm/plot_png.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,4 +226,14 @@ int png_bars(const char *path, const char *title, const char *const *labels, con
     int rc = image_save_png(&im, path, err);
     image_free(&im);
     return rc;
+}
+
+unsigned char *zlib_compress(const unsigned char *data, size_t n, size_t *out_len) {
+    int len = 0;
+    if (n > INT_MAX) return NULL;
+    /* stb reads data only; its signature lacks the const. Quality 8: hash
+     * chains of 16, as the PNGs. */
+    unsigned char *z = stbi_zlib_compress((unsigned char *)data, (int)n, &len, 8);
+    *out_len = z ? (size_t)len : 0;
+    return z;
 }
