@@ -20,7 +20,7 @@ MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
 MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
 CFLAGS  += $(MPI_CFLAGS)
 # oneDNN: the bf16 matrix products (lm/bf16.h).
-LDLIBS  += -ldnnl -lpcre2-8 -ljansson -lm $(MPI_LIBS)
+LDLIBS  += -ldnnl -lpcre2-8 -ljansson -lz -lm $(MPI_LIBS)
 BUILD   ?= build
 BIN     ?= bin
 
@@ -161,6 +161,7 @@ test: unit-test $(PROGRAMS)
 	/usr/bin/python3 -m tests.bench_test
 	/usr/bin/python3 -m tests.paper_test
 	/usr/bin/python3 -m tests.compare_test
+	bash tests/browser_test.sh
 
 # The other BLAS library's programs too (bin-blis or bin-openblas), for the
 # bench's blas section, which compares the two.

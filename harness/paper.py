@@ -16,7 +16,8 @@ prepared here with bin/prepare --train/--val/--test and BPE.
 
 Writes OUT/paper.md (a reading, the paper's numbers beside ours, the table of
 runs) and OUT/paper.json (one row per run); each norm's compare report is in
-OUT/pre/ and OUT/post/. --report-only rewrites paper.md and paper.json from
+OUT/pre/ and OUT/post/; OUT/paper.html has all of paper.md and every run's
+curve in one page for a browser. --report-only rewrites paper.md, paper.json and paper.html from
 those compare reports without training.
 """
 import argparse
@@ -33,6 +34,7 @@ from collections import Counter
 
 from harness.common import BIN, ROOT, die, gnuplot, need_gnuplot, read_train_log, run_ok, token_header
 from harness.compare import ONE_SEED, fmt, mean_spread
+from harness.report_page import chart, markdown_sections, write_page
 
 # The paper's numbers: (what, transformer val ppl, grassmann val ppl, ratio).
 PAPER = {
@@ -197,6 +199,31 @@ def write_plot(out, archs, rows, unigram):
     return png
 
 
+def write_page_html(out, archs, rows, unigram, md):
+    """OUT/paper.html: the report's text and tables, and every run's val-loss
+    curve (architecture by colour, post-norm dashed) with zoom."""
+    colors = {"transformer": "#1f77b4", "grassmann": "#d62728", "hybrid": "#2ca02c"}
+    series = [{"name": f"{r['name']}, {r['norm']}-norm, seed {r['seed']}", "legend": f"{r['name']}, {r['norm']}-norm",
+               "color": colors.get(r["name"], "#9467bd"), "dash": r["norm"] == "post", "points": [list(p) for p in r["points"]]}
+              for norm in NORMS for name, _ in archs for r in rows
+              if r["norm"] == norm and r["name"] == name and r["points"]]
+    if series and unigram is not None:
+        xs = [p[0] for s in series for p in s["points"]]
+        series.append({"name": "token frequencies alone (unigram)", "color": "#7f7f7f", "dash": True, "width": 1.2,
+                       "points": [[min(xs), unigram], [max(xs), unigram]]})
+    sections = markdown_sections(md)
+    if series:
+        sections += [{"kind": "heading", "level": 2, "text": "Curves"},
+                     chart("val_tokens", "Validation loss, the paper's configuration (each seed a line)",
+                           "training tokens", "validation loss (nats per token)", series, ymax=7.5,
+                           note="Drag across the plot to zoom into a range, double-click to zoom out; click a "
+                                "legend entry to hide its lines.")]
+    runs = next((s for s in sections if s["kind"] == "table" and s["columns"][:2] == ["norm", "architecture"]), None)
+    if runs:
+        runs["id"] = "runs"
+    write_page(os.path.join(out, "paper.html"), md[0].lstrip("# "), sections)
+
+
 def report(a, archs, rows, minutes, data_label, unigram=None, plot=None):
     what, paper_t, paper_g, paper_ratio = PAPER[a.table]
     seeds = sorted({r["seed"] for r in rows})
@@ -305,6 +332,7 @@ def report(a, archs, rows, minutes, data_label, unigram=None, plot=None):
                         diverged=diverged(r["curve"]) if r["curve"] else None,
                         stuck_at_unigram=stuck(r, unigram) if unigram is not None else None) for r in rows], f, indent=1)
         f.write("\n")
+    write_page_html(a.out, archs, rows, unigram, md)
     return md
 
 

@@ -2,9 +2,10 @@
 // headless, driven through playwright-core. Each page loads from file://
 // with no console error and no request beyond the file itself, and shows
 // what its JSON holds.
-//   node tests/browser_test.mjs NODE_MODULES CHROMIUM SHOTS inspect DIR [DIR ...] report HTML JSON [...]
-// inspect DIR: DIR/inspect.html against DIR/inspect.json; report HTML JSON:
-// a make compare / make paper page against its JSON. SHOTS: a directory for
+//   node tests/browser_test.mjs NODE_MODULES CHROMIUM SHOTS inspect DIR [DIR ...] report HTML [HTML ...]
+// inspect DIR: DIR/inspect.html against DIR/inspect.json; report HTML: a
+// make compare or make paper page against its own data and the runs'
+// compare.csv or paper.json beside it. SHOTS: a directory for
 // screenshots (of each view), or "-".
 import path from "node:path";
 import fs from "node:fs";
@@ -173,9 +174,71 @@ async function inspectPage(dir) {
   await page.close();
 }
 
+// make compare's or make paper's page: its curves and tables as its data
+// says, the runs as the CSV or JSON beside it, zoom and the legend work.
+async function reportPage(file) {
+  const what = path.basename(file);
+  const html = fs.readFileSync(file, "utf8");
+  const m = html.match(/<script type="application\/json" id="report-data">([\s\S]*?)<\/script>/);
+  check(m !== null, `${what}: no report data`);
+  if (!m) return;
+  const R = JSON.parse(m[1]);
+  const o = await open(file);
+  const { page } = o;
+  clean(what, o);
+  console.log(`${what}: loaded and ready in ${o.ms} ms`);
+  const charts = R.sections.filter((s) => s.kind === "chart"), tables = R.sections.filter((s) => s.kind === "table");
+  check(charts.length > 0 && tables.length > 0, `${what}: no charts or no tables`);
+  for (const c of charts) {
+    const n = await page.locator(`[data-chart='${c.id}'] path.series`).count();
+    check(n === c.series.length, `${what}: chart ${c.id} draws ${n} lines, not ${c.series.length}`);
+  }
+  for (const t of tables) {
+    const n = await page.locator(`table[data-table='${t.id}'] tbody tr`).count();
+    check(n === t.rows.length && n > 0, `${what}: table ${t.id} has ${n} rows, not ${t.rows.length}`);
+  }
+  // The runs: one row each, as compare.csv (or paper.json) beside the page has them.
+  const dir = path.dirname(file), csv = path.join(dir, "compare.csv"), pj = path.join(dir, "paper.json");
+  const runs = fs.existsSync(csv) ? fs.readFileSync(csv, "utf8").trim().split("\n").length - 1
+             : JSON.parse(fs.readFileSync(pj, "utf8")).length;
+  const shown = await page.locator("table[data-table='runs'] tbody tr").count();
+  check(shown === runs, `${what}: ${shown} runs in the page, ${runs} beside it`);
+  // Zoom: dragging across the first chart narrows its x axis; double-click restores it.
+  const sel = `[data-chart='${charts[0].id}'] svg`;
+  const d0 = await page.locator(`${sel} path.series`).first().getAttribute("d");
+  await page.locator(sel).scrollIntoViewIfNeeded();
+  const box = await page.locator(sel).boundingBox();
+  await page.mouse.move(box.x + box.width * 0.3, box.y + box.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.6, box.y + box.height / 2, { steps: 4 });
+  await page.mouse.up();
+  const d1 = await page.locator(`${sel} path.series`).first().getAttribute("d");
+  check(d1 !== d0, `${what}: dragging did not zoom`);
+  await page.locator(sel).dblclick({ position: { x: box.width / 2, y: box.height / 2 } });
+  const d2 = await page.locator(`${sel} path.series`).first().getAttribute("d");
+  check(d2 === d0, `${what}: double-click did not zoom out`);
+  // The legend hides an architecture's lines.
+  const before = await page.locator(`${sel} path.series`).count();
+  await page.locator(`[data-chart='${charts[0].id}'] .legend span`).first().click();
+  const after = await page.locator(`${sel} path.series`).count();
+  check(after < before, `${what}: the legend did not hide lines (${before} -> ${after})`);
+  await page.locator(`[data-chart='${charts[0].id}'] .legend span`).first().click();
+  // Sorting a table by a column.
+  await page.locator("table[data-table='runs'] th").nth(3).click();
+  const col = await page.$$eval("table[data-table='runs'] tbody tr td:nth-child(4)", (t) => t.map((x) => parseFloat(x.textContent.replace(/,/g, ""))));
+  check(col.every((v, i) => i === 0 || v >= col[i - 1]), `${what}: the runs table did not sort`);
+  const name = path.basename(file, ".html");
+  await shot(page, null, `${name}_page`);
+  await shot(page, `[data-chart='${charts[0].id}']`, `${name}_chart`);
+  clean(what + " (after the clicks)", o);
+  await page.close();
+}
+
 for (let i = 0; i < rest.length; i++) {
   if (rest[i] === "inspect") {
     while (i + 1 < rest.length && rest[i + 1] !== "report") await inspectPage(rest[++i]);
+  } else if (rest[i] === "report") {
+    while (i + 1 < rest.length && rest[i + 1] !== "inspect") await reportPage(rest[++i]);
   }
 }
 await browser.close();

@@ -7,6 +7,7 @@ import csv
 import json
 import math
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -30,6 +31,14 @@ def fake_log(out, norm, name, seed, losses):
         f.write(LOG + "0,0,,9.0,2.0,,,,0.000,\n")
         for i, (tl, vl) in enumerate(losses, 1):
             f.write(f"{i},{i * 100},{tl},{vl},1.0,0.001,1.0,10.0,{i * 0.01:.3f},2\n")
+
+
+def page_data(path):
+    """The report data of a page harness/report_page.py wrote."""
+    with open(path, encoding="utf-8") as f:
+        html = f.read()
+    m = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S)
+    return json.loads(m.group(1))
 
 
 def fake_compare(out, norm, ppl):
@@ -103,6 +112,12 @@ class Report(unittest.TestCase):
             self.assertIn("hybrid (attention first, then Grassmann) / Transformer: 0.950 ± 0.000, better than", md)
             self.assertIn("| the paper, Table 1", md)
             self.assertNotIn("diverged", md.lower())  # no training logs: nothing said
+            # The page: the Markdown's tables, the runs one row each; no curves without logs.
+            page = page_data(os.path.join(tmp, "paper.html"))
+            runs = next(s for s in page["sections"] if s.get("id") == "runs")
+            self.assertEqual(len(runs["rows"]), 12)
+            self.assertEqual(sorted(float(r[-2]) for r in runs["rows"]), sorted(r["val_ppl"] for r in rows))
+            self.assertFalse([s for s in page["sections"] if s["kind"] == "chart"])
 
     def test_divergence(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -119,6 +134,14 @@ class Report(unittest.TestCase):
             self.assertIn("**Every run trained** at lr 0.001 with 100 linear warm-up steps", md)
             self.assertIn("/ Transformer: 0.950 ± 0.000, one seed: no spread to compare against.", md)
             self.assertNotIn("by more than the seed spread", md)
+            # The page's curves: each run's val losses from its log, post-norm dashed.
+            curves = [s for s in page_data(os.path.join(tmp, "paper.html"))["sections"] if s["kind"] == "chart"]
+            self.assertEqual(len(curves), 1)
+            runs = [s for s in curves[0]["series"] if "seed" in s["name"]]
+            self.assertEqual(len(runs), 6)
+            for s in runs:
+                self.assertEqual(s["points"], [[0, 9.0], [100, 6.5], [200, 5.5]])
+                self.assertEqual(s["dash"], "post-norm" in s["name"])
             fake_log(tmp, "post", "transformer", 1337, [(6.0, 6.5), ("nan", 8.9)])
             fake_log(tmp, "pre", "grassmann", 1337, [(6.0, 4.5), (5.0, 5.5)])  # back up 1 nat from its lowest
             r = subprocess.run(PAPER + ["--out", tmp, "--report-only", "--data", tmp], capture_output=True, text=True)

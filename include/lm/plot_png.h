@@ -24,10 +24,6 @@ size_t image_text(Image *im, long x, long y, const char *text, size_t scale, con
 size_t text_width(const char *text, size_t scale);
 #define TEXT_HEIGHT(scale) (10 * (scale))
 int image_save_png(const Image *im, const char *path, Error *err);
-/* n bytes as a zlib stream (RFC 1950: deflate with its header and checksum),
- * the compressor the PNGs use, for other files too (bin/inspect's page);
- * malloc'd, its length in *out_len; NULL when out of memory or n > INT_MAX. */
-unsigned char *zlib_compress(const unsigned char *data, size_t n, size_t *out_len);
 
 /* Perceptually uniform colour scale (viridis: dark blue at 0, yellow at 1);
  * v is clamped to [0, 1]. */

@@ -1,7 +1,6 @@
 /* PNG heatmaps and bar charts for bin/inspect (stb_image_write, stb_easy_font). */
 #include "lm/plot_png.h"
 
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,12 +227,3 @@ int png_bars(const char *path, const char *title, const char *const *labels, con
     return rc;
 }
 
-unsigned char *zlib_compress(const unsigned char *data, size_t n, size_t *out_len) {
-    int len = 0;
-    if (n > INT_MAX) return NULL;
-    /* stb reads data only; its signature lacks the const. Quality 8: hash
-     * chains of 16, as the PNGs. */
-    unsigned char *z = stbi_zlib_compress((unsigned char *)data, (int)n, &len, 8);
-    *out_len = z ? (size_t)len : 0;
-    return z;
-}
