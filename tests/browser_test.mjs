@@ -5,7 +5,7 @@
 //   node tests/browser_test.mjs NODE_MODULES CHROMIUM SHOTS inspect DIR [DIR ...] report HTML [HTML ...]
 // inspect DIR: DIR/inspect.html against DIR/inspect.json; report HTML: a
 // make compare or make paper page against its own data and the runs'
-// compare.csv or paper.json beside it. SHOTS: a directory for
+// compare.csv or paper.json beside it. time FILE...: the load-time benchmark. SHOTS: a directory for
 // screenshots (of each view), or "-".
 import path from "node:path";
 import fs from "node:fs";
@@ -234,8 +234,26 @@ async function reportPage(file) {
   await page.close();
 }
 
+// The benchmark (not a test): load FILE 5 times, the median time until the
+// page is ready (every thumbnail drawn, the first head's pattern shown).
+async function timeLoad(file) {
+  const ms = [];
+  for (let k = 0; k < 5; k++) {
+    const o = await open(file);
+    clean(path.basename(file), o);
+    ms.push(o.ms);
+    const t = await o.page.evaluate(() => window.lmInspect && window.lmInspect.timing);
+    if (t) console.log("  in the page (ms since navigation): " + Object.entries(t).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(", "));
+    await o.page.close();
+  }
+  ms.sort((a, b) => a - b);
+  console.log(`${file}: ${(fs.statSync(file).size / 1e6).toFixed(1)} MB, ready in ${ms.join(", ")} ms (median ${ms[2]})`);
+}
+
 for (let i = 0; i < rest.length; i++) {
-  if (rest[i] === "inspect") {
+  if (rest[i] === "time") {
+    while (i + 1 < rest.length) await timeLoad(rest[++i]);
+  } else if (rest[i] === "inspect") {
     while (i + 1 < rest.length && rest[i + 1] !== "report") await inspectPage(rest[++i]);
   } else if (rest[i] === "report") {
     while (i + 1 < rest.length && rest[i + 1] !== "inspect") await reportPage(rest[++i]);
