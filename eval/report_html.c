@@ -66,20 +66,12 @@ static void label(char **sb, const Tokenizer *tok, uint32_t id) {
     sb_append_json_string(sb, lab);
 }
 
-static void doubles(char **sb, const double *v, size_t n) {
+/* n numbers, from d (doubles) or else f (floats), as a JSON array. */
+static void numbers(char **sb, const double *d, const float *f, size_t n, const char *fmt) {
     sb_appendf(sb, "[");
     for (size_t i = 0; i < n; i++) {
         if (i) sb_appendf(sb, ",");
-        num(sb, "%.5g", v[i]);
-    }
-    sb_appendf(sb, "]");
-}
-
-static void floats(char **sb, const float *v, size_t n) {
-    sb_appendf(sb, "[");
-    for (size_t i = 0; i < n; i++) {
-        if (i) sb_appendf(sb, ",");
-        num(sb, "%.4g", v[i]);
+        num(sb, fmt, d ? d[i] : f[i]);
     }
     sb_appendf(sb, "]");
 }
@@ -99,9 +91,9 @@ static int attention_layer(char **sb, const LayerInspection *li, const Induction
             num(sb, "%.5g", v[k]);
         }
         sb_appendf(sb, ",\"singular_values\":");
-        doubles(sb, li->singular_values + h * li->d_head, li->d_head);
+        numbers(sb, li->singular_values + h * li->d_head, NULL, li->d_head, "%.5g");
         sb_appendf(sb, ",\"qk_cosines\":");
-        doubles(sb, li->qk_cosines + h * li->d_head, li->d_head);
+        numbers(sb, li->qk_cosines + h * li->d_head, NULL, li->d_head, "%.5g");
         sb_appendf(sb, "}");
     }
     /* Thumbnails: blocks of b x b positions max-pooled, as the PNGs. */
@@ -137,7 +129,7 @@ static int attention_layer(char **sb, const LayerInspection *li, const Induction
 
 static void grassmann_layer(char **sb, const LayerInspection *li, const MixerSpec *spec, size_t T) {
     sb_appendf(sb, ",\"gate_mean\":");
-    floats(sb, li->gate_mean, T);
+    numbers(sb, NULL, li->gate_mean, T, "%.4g");
     sb_appendf(sb, ",\"offsets\":[");
     for (size_t k = 0; k < spec->n_windows; k++) {
         sb_appendf(sb, "%s{\"offset\":%zu,\"contribution_norm\":", k ? "," : "", spec->windows[k]);
@@ -147,7 +139,7 @@ static void grassmann_layer(char **sb, const LayerInspection *li, const MixerSpe
     sb_appendf(sb, "],\"offset_position_norm\":[");
     for (size_t k = 0; k < spec->n_windows; k++) {
         if (k) sb_appendf(sb, ",");
-        floats(sb, li->offset_position_norm + k * T, T);
+        numbers(sb, NULL, li->offset_position_norm + k * T, T, "%.4g");
     }
     sb_appendf(sb, "],\"plucker_residual\":");
     num(sb, "%.3g", li->plucker_residual);
