@@ -136,6 +136,10 @@ async function inspectPage(dir) {
     check(colours.slice(0, i + 1).every((c) => c[0].startsWith("rgba(255, 127, 14")), `${what}: hovering token ${i}: its row not shown`);
     check(colours.slice(i).every((c) => c[1].startsWith("rgba(31, 119, 180")), `${what}: hovering token ${i}: its column not shown`);
     check(colours.slice(i + 1).every((c) => c[0] === ""), `${what}: hovering token ${i}: later tokens coloured as its row`);
+    // A click locks it: moving away keeps it.
+    await page.click(`#tokens .tok[data-i='${i}']`);
+    await page.hover("h1");
+    check(await page.locator(`#tokens .tok.lock[data-i='${i}']`).count() === 1, `${what}: a click did not lock token ${i}`);
   }
   // The logit lens shows the JSON's top tokens and probabilities.
   const cells = await page.$$eval("#lens td", (tds) => tds.map((td) => ({
@@ -166,7 +170,8 @@ async function inspectPage(dir) {
   check(heats === (gr ? 1 + gr : 0), `${what}: ${heats} Grassmann heatmaps for ${gr} layers`);
   const name = path.basename(dir);
   await shot(page, null, `inspect_${name}_page`);
-  if (attn.length) await shot(page, "#attention-section", `inspect_${name}_heads`);
+  if (attn.length) await shot(page, "#heads-view", `inspect_${name}_heads`);
+  if (attn.length) await shot(page, "#heads-wrap", `inspect_${name}_table`);
   await shot(page, "#lens", `inspect_${name}_lens`);
   await shot(page, "#attribution", `inspect_${name}_attribution`);
   if (gr) await shot(page, "#grassmann-section", `inspect_${name}_grassmann`);
