@@ -170,6 +170,7 @@ async function inspectPage(dir) {
   check(heats === (gr ? 1 + gr : 0), `${what}: ${heats} Grassmann heatmaps for ${gr} layers`);
   const name = path.basename(dir);
   await shot(page, null, `inspect_${name}_page`);
+  await shot(page, "#tokens", `inspect_${name}_tokens`);
   if (attn.length) await shot(page, "#heads-view", `inspect_${name}_heads`);
   if (attn.length) await shot(page, "#heads-wrap", `inspect_${name}_table`);
   await shot(page, "#lens", `inspect_${name}_lens`);
