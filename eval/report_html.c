@@ -6,7 +6,9 @@
  * the 75M weights would be 75 MB as bytes; zeros, most of a long map, cost
  * next to nothing compressed. zlib at level 6 rather than stb's compressor
  * (the PNGs'): its dynamic Huffman codes fit the small weights of a long
- * map's rows, 40% fewer bytes on near-uniform heads, at about the speed. Thumbnails are the maps max-pooled to at most
+ * map's rows (GPT-2 small's shape, random weights, 1,020 tokens: a page of
+ * 9.3 MB against stb's 14.6), for about 3 s of CPU. Thumbnails are the maps
+ * max-pooled to at most
  * INSPECT_MAP_CELLS a side, as the PNGs draw them. */
 #include <math.h>
 #include <stdint.h>

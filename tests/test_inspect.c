@@ -501,7 +501,7 @@ static void test_mixer_without_hook(void **s) {
     assert_true(has_line(said, "layer 1 stub: no measurements"));
     free(said);
     const char *files[] = {"attn_L0_H0.png", "attn_L0_H1.png", "attn_L0.png", "heads.png", "heads.txt",
-                           "attribution.png", "lens.txt", "tokens.txt", "inspect.json"};
+                           "attribution.png", "lens.txt", "tokens.txt", "inspect.json", "inspect.html"};
     remove_outputs(dir, files, sizeof files / sizeof *files);
     inspect_free(&in);
     induction_free(&ind);
@@ -783,7 +783,7 @@ static void test_long_prompt_many_heads(void **s) {
     for (const char *c = top; (c = strstr(c, " H")) && c < strchr(top, '\n'); c++) listed++;
     assert_int_equal(listed, 10);
     free(said);
-    const char *files[] = {"heads.png", "heads.txt", "attribution.png", "lens.txt", "tokens.txt", "inspect.json"};
+    const char *files[] = {"heads.png", "heads.txt", "attribution.png", "lens.txt", "tokens.txt", "inspect.json", "inspect.html"};
     for (size_t l = 0; l < L; l++) {
         snprintf(path, sizeof path, "%s/attn_L%zu.png", dir, l);
         assert_int_equal(unlink(path), 0);
@@ -826,7 +826,7 @@ static void test_write_outputs(void **s) {
     snprintf(dir, sizeof dir, "%s/new/deeper", base);
     assert_int_equal(inspect_write(dir, &in, &ind, &m, &tok, "abcabcd", &err), 0);
     const char *files[] = {"attn_L0_H0.png", "attn_L0_H1.png", "attn_L0.png", "heads.png", "heads.txt", "gates.png",
-                           "attribution.png", "lens.txt", "tokens.txt", "inspect.json"};
+                           "attribution.png", "lens.txt", "tokens.txt", "inspect.json", "inspect.html"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++)
         if (!file_exists(dir, files[i])) fail_msg("%s missing", files[i]);
     int w, h, n;
@@ -846,7 +846,22 @@ static void test_write_outputs(void **s) {
     assert_string_equal(json_string_value(json_object_get(j, "prompt")), "abcabcd");
     assert_int_equal(json_array_size(json_object_get(j, "logit_lens")), 3);
     assert_non_null(json_object_get(json_object_get(j, "induction"), "loss_second_copy"));
+    /* Every singular value and query/key angle; each offset's norms by position. */
+    const json_t *cosines = json_object_get(json_array_get(heads, 1), "qk_cosines");
+    assert_int_equal(json_array_size(cosines), in.layer[0].d_head);
+    assert_float_equal(json_number_value(json_array_get(cosines, 0)), in.layer[0].qk_cosines[in.layer[0].d_head], 1e-5);
+    assert_int_equal(json_array_size(json_object_get(json_array_get(heads, 1), "singular_values")), in.layer[0].d_head);
+    const json_t *by_pos = json_object_get(json_array_get(layers, 1), "offset_position_norm");
+    assert_int_equal(json_array_size(by_pos), model_mixer_spec(&m.cfg, 1).n_windows);
+    assert_int_equal(json_array_size(json_array_get(by_pos, 0)), T);
     json_decref(j);
+    /* The page: the template with the data in its script tag, nothing loaded from elsewhere. */
+    size_t len;
+    char *page = read_output(dir, "inspect.html", &len);
+    assert_non_null(strstr(page, "<script type=\"application/json\" id=\"inspect-data\">{\"T\":7,"));
+    assert_null(strstr(page, "@INSPECT_DATA@"));
+    assert_null(strstr(page, "src="));
+    free(page);
     /* A path through a file: one clear error. */
     snprintf(path, sizeof path, "%s/inspect.json/x", dir);
     assert_int_equal(inspect_write(path, &in, &ind, &m, &tok, "abcabcd", &err), -1);
