@@ -219,7 +219,7 @@ static void test_singular_values(void **s) {
  * four directions gives 1, 1, 0, 0. */
 static void test_query_key_angles(void **s) {
     (void)s;
-    size_t C = 12, H = 1, hs = 4;
+    size_t C = 12, H = 3, hs = 4; /* head 0: query rows 0-3, key rows C+0 to C+3 */
     float w[3 * 12 * 12];
     double sv[4], cosines[4];
     HeadStats st;
