@@ -122,7 +122,7 @@ def write_report(a, archs, rows, minutes):
     gnuplot(f"set terminal pngcairo size {360 * len(cells) + 140},420 font ',10'\n"
             f"set output '{os.path.join(a.out, 'zoology_accuracy.png')}'\nset multiplot layout 1,{len(cells)}\n"
             "set grid\nset logscale x 2\nset yrange [0:1.05]\nset xlabel 'state size (floats, all layers)'\n"
-            "set ylabel 'MQAR accuracy (best lr)'\nset key bottom right\n" + "".join(plots) + "unset multiplot\n")
+            "set ylabel 'MQAR accuracy (best lr)'\nset key top left\nset offsets graph 0.08, graph 0.08, 0, 0\n" + "".join(plots) + "unset multiplot\n")
     return md
 
 
