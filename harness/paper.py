@@ -14,10 +14,12 @@ The data is a prepared directory (--data, default data/sotu from
 wiki.train.tokens, wiki.valid.tokens and wiki.test.tokens, or the .raw ones),
 prepared here with bin/prepare --train/--val/--test and BPE.
 
-Writes OUT/paper.md (a reading, the paper's numbers beside ours, the table of
-runs) and OUT/paper.json (one row per run); each norm's compare report is in
-OUT/pre/ and OUT/post/. --report-only rewrites paper.md and paper.json from
-those compare reports without training.
+Writes OUT/paper.md (a reading, the paper's numbers beside ours, bits per byte
+and word perplexity beside token perplexity, Welch's p for every ratio, the
+per-window ablation of the Grassmann model, the table of runs) and
+OUT/paper.json (one row per run); each recipe's compare report is in OUT/pre/,
+OUT/post/ (and OUT/modern/ with --recipes ...,modern). --report-only rewrites
+paper.md and paper.json from those compare reports without training.
 """
 import argparse
 import csv
