@@ -77,7 +77,8 @@ int main(int argc, char **argv) {
     if (budget_ms == 0) return cli_error(prog, "--ms must be positive");
     if (isa_levels) {
         if (first < argc) return cli_error(prog, "--isa-levels takes no products (got '%s')", argv[first]);
-        for (int level = CPU_ISA_PORTABLE; level <= (int)cpu_isa_hardware(); level++) printf("%s\n", cpu_isa_name((CpuIsa)level));
+        for (int level = CPU_ISA_PORTABLE; level < CPU_ISA_COUNT; level++)
+            if (cpu_isa_runs((CpuIsa)level)) printf("%s\n", cpu_isa_name((CpuIsa)level));
         return 0;
     }
     if (best_core) {

@@ -17,7 +17,7 @@ from harness.bench.layouts import layouts
 from harness.bench.main import cpu_has_bf16, parse_precisions
 from harness.bench.scaling import default_thread_list, parse_threads, scaling
 from harness.bench.shared import memory_count
-from harness.bench.train import precision_ratio, utilisation
+from harness.bench.train import pin_openblas_core, precision_ratio, utilisation
 
 BENCH = [sys.executable, "-m", "harness.bench"]
 
@@ -35,6 +35,22 @@ class Helpers(unittest.TestCase):
         self.assertEqual(default_thread_list(16), [1, 2, 4, 8, 16])
         self.assertEqual(default_thread_list(64), [1, 2, 4, 8, 16, 32, 64])
         self.assertEqual(default_thread_list(96), [1, 2, 4, 8, 16, 32, 64, 96])
+
+    def test_pin_openblas_core(self):
+        env = {}
+        self.assertEqual(pin_openblas_core("avx2", env), "Haswell")
+        self.assertEqual(env["OPENBLAS_CORETYPE"], "Haswell")
+        env = {}
+        self.assertEqual(pin_openblas_core("avx512", env), "SkylakeX")
+        self.assertEqual(env["OPENBLAS_CORETYPE"], "SkylakeX")
+        env = {}
+        self.assertIsNone(pin_openblas_core("portable", env))  # OpenBLAS keeps its own core
+        self.assertNotIn("OPENBLAS_CORETYPE", env)
+        env = {"OPENBLAS_CORETYPE": "Zen"}  # set by the environment: never overridden
+        self.assertIsNone(pin_openblas_core("avx2", env))
+        self.assertEqual(env["OPENBLAS_CORETYPE"], "Zen")
+        env = {"OPENBLAS_CORETYPE": ""}  # empty counts as unset, as OpenBLAS reads it
+        self.assertEqual(pin_openblas_core("avx2", env), "Haswell")
 
     def test_layouts(self):
         self.assertEqual(layouts(2), [(1, 2), (2, 1)])

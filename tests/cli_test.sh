@@ -325,8 +325,13 @@ fi
 # portable kernel's separate roundings: the same 4 digits).
 expect_error "LM_MAX_ISA=avx512, AVX-512 hidden" "^train: error: LM_MAX_ISA=avx512: this CPU does not run it \\(its best level is (portable|avx2)\\)$" \
     env LM_TEST_CPU_HIDE=avx512f LM_MAX_ISA=avx512 $B/train --data "$tmp/a" --out "$tmp/isa.ckpt" "${SMALL[@]}" --max-iters 2
-expect_error "LM_MAX_ISA=sse" "^gemm-rate: error: LM_MAX_ISA=sse: not a level \\(portable, avx2 or avx512\\)$" \
+expect_error "LM_MAX_ISA=sse" "^gemm-rate: error: LM_MAX_ISA=sse: not a level \\(portable, avx2, avx512 or neon\\)$" \
     env LM_MAX_ISA=sse $B/gemm-rate --ms 5 64x48x32:NN
+# another architecture's level (neon is ARM64's; tests/arm64_test.sh refuses avx2 there)
+if [ "$(uname -m)" = x86_64 ]; then
+    expect_error "LM_MAX_ISA=neon on x86-64" "^gemm-rate: error: LM_MAX_ISA=neon: this CPU does not run it \\(its best level is (portable|avx2|avx512)\\)$" \
+        env LM_MAX_ISA=neon $B/gemm-rate --ms 5 64x48x32:NN
+fi
 [ "$($B/gemm-rate --isa-levels | head -1)" = portable ] && [ "$(LM_MAX_ISA= $B/gemm-rate --isa-levels)" = "$($B/gemm-rate --isa-levels)" ] \
     && ok || bad "gemm-rate --isa-levels: $($B/gemm-rate --isa-levels 2>&1 | tr '\n' ' ')"
 best_isa=$($B/gemm-rate --isa-levels | tail -1)

@@ -31,7 +31,7 @@ static int have_bf16;
 
 static void skip_without_bf16(void) {
     if (!have_bf16) {
-        printf("  skipped: this CPU has no AVX512_BF16, which the bf16 products require\n");
+        printf("  skipped: %s, which the bf16 products require\n", bf16_unavailable());
         skip();
     }
 }
@@ -640,7 +640,7 @@ static void test_tile_product_fp32(void **state) {
 
 int main(void) {
     have_bf16 = bf16_supported();
-    if (!have_bf16) printf("test_bf16: this CPU has no AVX512_BF16: the product tests are skipped, the conversion tests run\n");
+    if (!have_bf16) printf("test_bf16: %s: the product tests are skipped, the conversion tests run\n", bf16_unavailable());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_convert_cases),           cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_rounding_is_nearest_even), cmocka_unit_test(test_against_rounded_reference),

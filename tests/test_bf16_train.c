@@ -52,7 +52,7 @@
 
 static int skip_without_bf16(void) {
     if (bf16_supported()) return 0;
-    printf("  (this CPU has no AVX512_BF16: bf16 training is refused, nothing to test)\n");
+    printf("  (%s: bf16 training is refused, nothing to test)\n", bf16_unavailable());
     return 1;
 }
 

@@ -31,7 +31,8 @@ def library_of(bin_dir):
 def section_kernel(ctx):
     var = KERNEL_VARIABLE.get(ctx.library, "BLIS_ARCH_TYPE")
     if os.environ.get(var):
-        return {"variable": var, "skipped": f"{var}={os.environ[var]} is set by the environment: "
+        by = f"--isa {os.environ.get('LM_MAX_ISA')}" if var == "OPENBLAS_CORETYPE" and ctx.isa_core else "the environment"
+        return {"variable": var, "skipped": f"{var}={os.environ[var]} is set by {by}: "
                                             "the programs keep it, so there is no default choice to check"}
     best = run_ok([os.path.join(BIN, "gemm-rate"), "--best-core"]).out.strip()
     if not best or best == "none":

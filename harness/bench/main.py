@@ -74,12 +74,12 @@ def parse_args():
                          "the CPU has AVX512_BF16, else fp32)")
     ap.add_argument("--isa", metavar="LEVEL",
                     help="cap our kernels (LM_MAX_ISA) and PyTorch's (ATEN_CPU_CAPABILITY) alike at portable, avx2 "
-                         "or avx512, e.g. to measure AVX2 on an AVX-512 machine (default: each at its best); the BLAS "
-                         "libraries keep their kernels")
+                         "or avx512, e.g. to measure AVX2 on an AVX-512 machine (default: each at its best); avx2 "
+                         "and avx512 also pin OpenBLAS, ours and PyTorch's, to that level's kernels (Haswell, "
+                         "SkylakeX) unless the environment sets OPENBLAS_CORETYPE")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     a = ap.parse_args()
-    if a.isa is not None:
-        cap_isa(a.isa)
+    a.isa_core = cap_isa(a.isa) if a.isa is not None else None
     a.precisions, a.precision_note = parse_precisions(a.precision, cpu_has_bf16())
     a.thread_list = parse_threads(a.threads) if a.threads is not None else default_thread_list(os.cpu_count() or 1)
     if a.thread_list is None:
@@ -148,6 +148,7 @@ def make_context(a, tmp):
     ctx.blas_configs = a.blas_configs
     ctx.quick, ctx.configs, ctx.tmp = a.quick, a.configs, tmp
     ctx.torch_python = a.torch_python
+    ctx.isa_core = a.isa_core  # the OpenBLAS core --isa pinned, or None
     ctx.precisions, ctx.precision_note = a.precisions, a.precision_note
     ctx.data = os.path.abspath(a.data)
     ctx.vocab = token_header(os.path.join(a.data, "train.bin"))["vocab"]
@@ -184,7 +185,8 @@ def main():
             out["machine"] = {"cpu": cpu_model(), "cores": os.cpu_count(), "threads": ctx.threads,
                               "thread_list": ctx.thread_list, "torch_python": ctx.torch_python,
                               "rounds": ctx.rounds, "quick": ctx.quick, "data": ctx.data, "vocab": ctx.vocab,
-                              "openblas_coretype_env": os.environ.get("OPENBLAS_CORETYPE"),
+                              "openblas_coretype_env": None if a.isa_core else os.environ.get("OPENBLAS_CORETYPE"),
+                              "openblas_coretype_isa": a.isa_core,
                               "lm_max_isa": os.environ.get("LM_MAX_ISA"), "torch_isa": torch_isa(),
                               "blis_arch_type_env": os.environ.get("BLIS_ARCH_TYPE"),
                               "torch_unavailable": ctx.torch_missing, "precisions": ctx.precisions,
@@ -215,6 +217,9 @@ def print_report(ctx, out):
     if m["openblas_coretype_env"]:
         print(f"OPENBLAS_CORETYPE={m['openblas_coretype_env']} is set by the environment: PyTorch's OpenBLAS and "
               "every C program built with OpenBLAS keep it.")
+    if m.get("openblas_coretype_isa"):
+        print(f"OPENBLAS_CORETYPE={m['openblas_coretype_isa']}: --isa {m['lm_max_isa']} pins PyTorch's OpenBLAS and "
+              "every C program built with OpenBLAS to that level's kernels (the environment set none).")
     if m.get("blis_arch_type_env"):
         print(f"BLIS_ARCH_TYPE={m['blis_arch_type_env']} is set by the environment: every C program keeps it.")
     if m["torch_unavailable"]:

@@ -67,6 +67,12 @@ def best_openblas_core():
 
 # --isa: our level (LM_MAX_ISA) and PyTorch's ATEN_CPU_CAPABILITY for it.
 ISA_ATEN = {"portable": "default", "avx2": "avx2", "avx512": "avx512"}
+# --isa: the OpenBLAS 0.3.21 core of that level (OPENBLAS_CORETYPE), for our
+# programs and PyTorch alike, so that a capped run's products are the level's
+# too (on an AVX-512 machine OpenBLAS would otherwise run SkylakeX kernels at
+# --isa avx2). None for portable: OpenBLAS has no core of SSE2 alone worth
+# measuring against (Prescott's are scalar-speed), so it keeps its own.
+ISA_OPENBLAS_CORE = {"portable": None, "avx2": "Haswell", "avx512": "SkylakeX"}
 
 
 def torch_isa():
@@ -76,8 +82,10 @@ def torch_isa():
 
 def cap_isa(level):
     """--isa: cap our kernels (LM_MAX_ISA) and PyTorch's (ATEN_CPU_CAPABILITY)
-    alike for every run the bench starts; dies in one line on a level that
-    bin/gemm-rate --isa-levels does not list (this CPU lacks it)."""
+    alike for every run the bench starts, and pin both to the level's OpenBLAS
+    core (pin_openblas_core; returns the core it pinned, or None); dies in one
+    line on a level that bin/gemm-rate --isa-levels does not list (this CPU
+    lacks it)."""
     if level not in ISA_ATEN:
         die(f"--isa must be one of {', '.join(ISA_ATEN)} (got '{level}')")
     r = run([os.path.join(BIN, "gemm-rate"), "--isa-levels"])
@@ -86,6 +94,19 @@ def cap_isa(level):
         die(f"--isa {level}: this CPU runs {', '.join(levels) or 'no level (bin/gemm-rate --isa-levels failed)'}")
     os.environ["LM_MAX_ISA"] = level
     os.environ["ATEN_CPU_CAPABILITY"] = ISA_ATEN[level]
+    return pin_openblas_core(level, os.environ)
+
+
+def pin_openblas_core(level, env):
+    """Sets env's OPENBLAS_CORETYPE to the OpenBLAS core of --isa's level,
+    unless env already sets one (a value the environment set is never
+    overridden: some machines pin it because old OpenBLAS builds compute wrong
+    results there). Returns the core it set, or None."""
+    core = ISA_OPENBLAS_CORE[level]
+    if not core or env.get("OPENBLAS_CORETYPE"):
+        return None
+    env["OPENBLAS_CORETYPE"] = core
+    return core
 
 
 def torch_env():

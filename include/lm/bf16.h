@@ -28,13 +28,19 @@
 #include "lm/gemm.h"
 #include "lm/error.h"
 
-/* The CPU has AVX512_BF16 (and the AVX-512 state saved by the OS): the
- * products can run. */
+/* The build has oneDNN and the CPU AVX512_BF16 (and the AVX-512 state
+ * saved by the OS): the products can run. oneDNN is optional (the Makefile
+ * builds without it where it finds none, e.g. on ARM64); such a build, and
+ * any non-x86 CPU, runs bf16 nowhere. */
 bool bf16_supported(void);
-/* 0 where the CPU has AVX512_BF16, else -1 with "WHAT needs a CPU with
- * AVX512_BF16, which this one lacks" in err: bf16 is never emulated
- * (without the instructions it would be slower than fp32). */
+/* 0 where bf16_supported(), else -1 with one line in err: "WHAT needs a
+ * CPU with AVX512_BF16, which this one lacks", or in a build without oneDNN
+ * "WHAT needs oneDNN, which this build lacks (libdnnl-dev)": bf16 is never
+ * emulated (without the instructions it would be slower than fp32). */
 int bf16_require(const char *what, Error *err);
+/* NULL where bf16_supported(), else why not ("this CPU has no AVX512_BF16",
+ * "this build has no oneDNN"): what the tests print when they skip. */
+const char *bf16_unavailable(void);
 
 /* ---- conversion ------------------------------------------------------------ */
 

@@ -1,5 +1,5 @@
-/* What this CPU can run, from CPUID: the vector instruction sets the
- * kernels may use. */
+/* What this CPU can run, from CPUID (x86-64) or the kernel's HWCAP (ARM64):
+ * the vector instruction sets the kernels may use. */
 #ifndef LM_CPU_H
 #define LM_CPU_H
 
@@ -14,6 +14,7 @@ typedef struct CpuFeatures {
     bool avx, avx2, fma;
     bool avx512f, avx512bw, avx512vl, avx512dq, avx512cd;
     bool avx512bf16; /* bfloat16 dot products: OpenBLAS's Cooperlake kernels check for it */
+    bool neon;       /* ARM64 Advanced SIMD (HWCAP_ASIMD; every ARM64 Linux has it) */
 } CpuFeatures;
 
 /* Fills cpu. Test hook: LM_TEST_CPU_HIDE, a comma-separated list of the
@@ -28,17 +29,22 @@ void cpu_features_detect(CpuFeatures *cpu);
  *
  * The levels our kernels are built at (the attention tiles: one file per
  * level, each compiled with its level's flags) and run at:
- *   portable  C with 4-float vectors (SSE2 on x86-64, NEON on ARM64);
+ *   portable  C with 4-float vectors (SSE2 on x86-64, NEON on ARM64), each
+ *             product and sum rounded separately (no FMA on either);
  *   avx2      x86-64 AVX2 and FMA (x86-64-v3's vector part);
- *   avx512    x86-64 AVX-512F.
- * A run uses the highest level the CPU has, or lower: LM_MAX_ISA=portable,
- * avx2 or avx512 caps it (as oneDNN's ONEDNN_MAX_CPU_ISA caps oneDNN's), so
- * that any machine runs and tests the levels below its own. The cap also
- * hides the features above it from cpu_features_detect (LM_MAX_ISA=avx2:
- * no AVX-512, so no bf16 kernels either; portable: no AVX at all), so that
+ *   avx512    x86-64 AVX-512F;
+ *   neon      ARM64 Advanced SIMD with its fused multiply-add, register
+ *             blocks for its 32 vector registers.
+ * An x86-64 CPU runs portable, avx2, avx512; an ARM64 one portable, neon
+ * (other CPUs portable only). A run uses the highest level the CPU has, or
+ * lower: LM_MAX_ISA=portable, avx2, avx512 or neon caps it (as oneDNN's
+ * ONEDNN_MAX_CPU_ISA caps oneDNN's), so that any machine runs and tests the
+ * levels below its own. The cap also hides the features above it from
+ * cpu_features_detect (LM_MAX_ISA=avx2: no AVX-512, so no bf16 kernels
+ * either; portable: no AVX or NEON at all), so that
  * everything that asks the CPU sees the capped one. Read once, at the first
  * call; an empty LM_MAX_ISA counts as unset. */
-typedef enum CpuIsa { CPU_ISA_PORTABLE, CPU_ISA_AVX2, CPU_ISA_AVX512 } CpuIsa;
+typedef enum CpuIsa { CPU_ISA_PORTABLE, CPU_ISA_AVX2, CPU_ISA_AVX512, CPU_ISA_NEON, CPU_ISA_COUNT } CpuIsa;
 
 /* The level our kernels run at: the CPU's best, capped by LM_MAX_ISA (a
  * cap cpu_isa_check refuses counts as absent here). */
@@ -48,6 +54,10 @@ CpuIsa cpu_isa(void);
 CpuIsa cpu_isa_hardware(void);
 
 const char *cpu_isa_name(CpuIsa isa);
+
+/* Whether this CPU runs the level: one of its architecture's, at or below
+ * its best (bin/gemm-rate --isa-levels lists them, lowest first). */
+bool cpu_isa_runs(CpuIsa isa);
 
 /* LM_MAX_ISA as the programs take it: 0 if unset, empty, or a level this
  * CPU has; -1 with one line in err if it names no level or one this CPU

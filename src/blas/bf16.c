@@ -1,25 +1,44 @@
-/* bf16 conversion and the tiled bf16 products on oneDNN (see lm/bf16.h). */
+/* bf16 conversion and the tiled bf16 products on oneDNN (see lm/bf16.h).
+ * oneDNN is optional: the Makefile sets LM_HAVE_ONEDNN to 1 where it finds
+ * the library, and a build without it refuses bf16 as a CPU without
+ * AVX512_BF16 does (the conversions still run). The AVX-512 paths are
+ * x86-64 only. */
 #include "lm/bf16.h"
 
-#include <immintrin.h>
 #include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <oneapi/dnnl/dnnl.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
 
 #include "blas/bf16_lanes.h"
+#endif
+#if LM_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
 #include "lm/cpu.h"
 
 bool bf16_supported(void) {
+#if LM_HAVE_ONEDNN && defined(__x86_64__)
     CpuFeatures cpu;
     cpu_features_detect(&cpu);
     return cpu.avx512bf16 && cpu.avx512f && cpu.avx512bw && cpu.avx512vl;
+#else
+    return false;
+#endif
+}
+
+const char *bf16_unavailable(void) {
+    if (!LM_HAVE_ONEDNN) return "this build has no oneDNN";
+    return bf16_supported() ? NULL : "this CPU has no AVX512_BF16";
 }
 
 int bf16_require(const char *what, Error *err) {
+    if (!LM_HAVE_ONEDNN) return err_set(err, "%s needs oneDNN, which this build lacks (libdnnl-dev)", what);
     return bf16_supported() ? 0 : err_set(err, "%s needs a CPU with AVX512_BF16, which this one lacks", what);
 }
 
@@ -35,6 +54,8 @@ int bf16_require(const char *what, Error *err) {
 void bf16_from_floats_scalar(size_t n, const float *x, uint16_t *out) {
     for (size_t i = 0; i < n; i++) out[i] = bf16_from_float(x[i]);
 }
+
+#if defined(__x86_64__)
 
 static __mmask16 lanes16(size_t left) { return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u); }
 
@@ -71,6 +92,9 @@ void bf16_from_floats(size_t n, const float *x, uint16_t *out) {
     else if (convert_path == PATH_AVX512) from_floats_avx512(n, x, out);
     else bf16_from_floats_scalar(n, x, out);
 }
+#else
+void bf16_from_floats(size_t n, const float *x, uint16_t *out) { bf16_from_floats_scalar(n, x, out); }
+#endif
 
 void bf16_from_floats_parallel(size_t n, const float *x, uint16_t *out) {
     enum { CHUNK = 1 << 14 }; /* 64 KiB of floats: enough to pay for a task */
@@ -83,6 +107,7 @@ void bf16_to_floats(size_t n, const uint16_t *h, float *out) {
     for (size_t i = 0; i < n; i++) out[i] = bf16_to_float(h[i]); /* the compiler vectorises the shift */
 }
 
+#if LM_HAVE_ONEDNN
 /* ---- oneDNN --------------------------------------------------------------------
  *
  * One engine for the process. Each thread that runs tiles keeps its own
@@ -378,3 +403,37 @@ void bf16_release(void) {
     }
     pthread_mutex_unlock(&dnnl_lock);
 }
+#else
+/* Built without oneDNN: bf16_supported() is false, so nothing calls these
+ * but a caller that skipped bf16_require, which gets its error. */
+static int no_onednn(Error *err) { return bf16_require("a bf16 product", err); }
+
+int bf16_gemm_tiled(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const uint16_t *a,
+                    size_t lda, const uint16_t *b, size_t ldb, float beta, float *c, size_t ldc,
+                    const float *bias_rows, TileEpilogue epilogue, void *ctx, Error *err) {
+    (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b, (void)ldb;
+    (void)beta, (void)c, (void)ldc, (void)bias_rows, (void)epilogue, (void)ctx;
+    return no_onednn(err);
+}
+
+int bf16_gemm_serial(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const uint16_t *a,
+                     size_t lda, const uint16_t *b, size_t ldb, float beta, float *c, size_t ldc, Error *err) {
+    return bf16_gemm_tiled(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL, NULL, NULL, err);
+}
+
+int bf16_gemm(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alpha, const uint16_t *a, size_t lda,
+              const uint16_t *b, size_t ldb, float beta, float *c, size_t ldc, Error *err) {
+    return bf16_gemm_tiled(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL, NULL, NULL, err);
+}
+
+int bf16_gemm_impl(int trans_a, int trans_b, size_t m, size_t n, size_t k, size_t lda, size_t ldb, size_t ldc,
+                   char *buf, size_t len, Error *err) {
+    (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)lda, (void)ldb, (void)ldc;
+    snprintf(buf, len, "none");
+    return no_onednn(err);
+}
+
+const char *bf16_library(void) { return "no oneDNN (not found at build time)"; }
+
+void bf16_release(void) {}
+#endif

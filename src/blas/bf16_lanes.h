@@ -1,8 +1,13 @@
 /* fp32 -> bf16 rounding in vectors, the vector forms of bf16_from_float
  * (lm/bf16.h), shared by the conversion (bf16.c) and the attention tiles'
- * packing (tile_gemm_bf16.c). Internal to src/blas/. */
+ * packing (tile_gemm_bf16.c). Internal to src/blas/; AVX-512, so included
+ * only inside their x86-64 blocks. */
 #ifndef LM_BF16_LANES_H
 #define LM_BF16_LANES_H
+
+#if !defined(__x86_64__)
+#error "blas/bf16_lanes.h is x86-64 only: include it inside an #if defined(__x86_64__) block"
+#endif
 
 #include <immintrin.h>
 

@@ -14,6 +14,8 @@ typedef void TileKernel(size_t m, size_t n, size_t k, float alpha, const float *
 TileKernel tile_gemm_portable;
 #if defined(__x86_64__)
 TileKernel tile_gemm_avx2, tile_gemm_avx512;
+#elif defined(__aarch64__)
+TileKernel tile_gemm_neon;
 #endif
 
 static TileKernel *kernel = tile_gemm_portable;
@@ -24,8 +26,10 @@ static void choose_kernel(void) {
     switch (cpu_isa()) {
     case CPU_ISA_AVX512: kernel = tile_gemm_avx512; break;
     case CPU_ISA_AVX2: kernel = tile_gemm_avx2; break;
-    case CPU_ISA_PORTABLE: kernel = tile_gemm_portable; break;
+    default: kernel = tile_gemm_portable; break;
     }
+#elif defined(__aarch64__)
+    kernel = cpu_isa() == CPU_ISA_NEON ? tile_gemm_neon : tile_gemm_portable;
 #endif
 }
 

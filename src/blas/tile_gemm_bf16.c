@@ -1,4 +1,5 @@
-/* bf16 products for the attention tiles (see src/blas/tile_gemm.h).
+/* bf16 products for the attention tiles (see src/blas/tile_gemm.h), on
+ * x86-64's AVX512_BF16 (other architectures: scalar C, unused there).
  *
  * vdpbf16ps (_mm512_dpbf16_ps) adds to each of 16 fp32 lanes the products of
  * a PAIR of bf16 numbers from each source: lane j of C gets
@@ -21,23 +22,30 @@
  * bf16_accumulation_bound (lm/bf16.h) against the exact product of the
  * rounded inputs. The instruction treats denormal inputs as zero and flushes
  * denormal results, which that bound's k * 2^-126 covers. */
-#include <immintrin.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lm/bf16.h"
-#include "blas/bf16_lanes.h"
 #include "blas/tile_gemm.h"
+
+#define LANES 16 /* words per vector: the packings' row padding on every architecture */
+
+size_t tile_bf16_padded(size_t n) { return (n + LANES - 1) / LANES * LANES; }
+
+/* One bf16 half of a packed word, as a float: the low half holds the even k. */
+static float word_half(uint32_t w, int high) { return bf16_to_float((uint16_t)(high ? w >> 16 : w)); }
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include "blas/bf16_lanes.h"
 
 #define BF16_TARGET __attribute__((target("avx512bf16,avx512f,avx512bw,avx512vl")))
 #define ROWS 6
 #define VECS 4
-#define LANES 16
 
 static inline __mmask16 lanes_mask(size_t left) { return left >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1); }
-
-size_t tile_bf16_padded(size_t n) { return (n + LANES - 1) / LANES * LANES; }
 
 /* The 16-bit positions that interleave two rows' bf16 (lo at 0..15, hi at
  * 16..31, as bf16_round_32 leaves them) into pair words: lo_j, hi_j. */
@@ -199,8 +207,52 @@ BF16_TARGET static void product(size_t m, size_t n, size_t kp, float alpha, cons
     }
 }
 
-/* One bf16 half of a packed word, as a float: the low half holds the even k. */
-static float word_half(uint32_t w, int high) { return bf16_to_float((uint16_t)(high ? w >> 16 : w)); }
+#else
+/* No vdpbf16ps off x86-64, so bf16_supported() is false and nothing calls
+ * these there; they keep the file's contract in scalar C all the same (the
+ * same words, and each pair's two exact products added to an fp32 sum one
+ * at a time, as vdpbf16ps rounds after each addition). */
+
+static uint32_t pair_word(float even, float odd) {
+    return (uint32_t)bf16_from_float(even) | (uint32_t)bf16_from_float(odd) << 16;
+}
+
+void tile_pack_bf16_rows(size_t rows, size_t cols, const float *x, size_t ldx, uint32_t *dst, size_t ldd) {
+    for (size_t i = 0; i < rows; i++)
+        for (size_t q = 0; 2 * q < cols; q++)
+            dst[i * ldd + q] = pair_word(x[i * ldx + 2 * q], 2 * q + 1 < cols ? x[i * ldx + 2 * q + 1] : 0.0f);
+}
+
+void tile_pack_bf16_columns(size_t rows, size_t cols, const float *x, size_t ldx, uint32_t *dst, size_t ldd) {
+    for (size_t q = 0; 2 * q < rows; q++)
+        for (size_t j = 0; j < ldd; j++)
+            dst[q * ldd + j] =
+                j < cols ? pair_word(x[2 * q * ldx + j], 2 * q + 1 < rows ? x[(2 * q + 1) * ldx + j] : 0.0f) : 0;
+}
+
+void tile_pack_bf16_rows_transposed(size_t rows, size_t cols, const float *x, size_t ldx, uint32_t *dst,
+                                    size_t ldd) {
+    for (size_t q = 0; 2 * q < cols; q++)
+        for (size_t i = 0; i < ldd; i++)
+            dst[q * ldd + i] =
+                i < rows ? pair_word(x[i * ldx + 2 * q], 2 * q + 1 < cols ? x[i * ldx + 2 * q + 1] : 0.0f) : 0;
+}
+
+static void product(size_t m, size_t n, size_t kp, float alpha, const uint32_t *ap, size_t ars, size_t aqs,
+                    const uint32_t *bp, size_t ldb, float beta, float *c, size_t ldc) {
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+            float sum = 0.0f;
+            for (size_t q = 0; q < kp; q++) {
+                uint32_t a = ap[i * ars + q * aqs], b = bp[q * ldb + j];
+                sum += word_half(a, 0) * word_half(b, 0);
+                sum += word_half(a, 1) * word_half(b, 1);
+            }
+            float *cp = c + i * ldc + j;
+            *cp = alpha * sum + (beta != 0.0f ? beta * *cp : 0.0f);
+        }
+}
+#endif
 
 /* Without the packing buffer (memory ran out) or for an fp32 A that has
  * neither stride 1: the same arithmetic one entry at a time (rounded inputs,

@@ -1,13 +1,14 @@
 /* The attention tiles' fp32 kernel (lm: blas/tile_gemm.h's tile_gemm), as a
  * template: each file that includes it compiles it for one instruction-set
  * level with that level's compiler flags (the Makefile's), after defining
- *   TILE_KERNEL    the function's name (tile_gemm_portable, _avx2, _avx512);
+ *   TILE_KERNEL    the function's name (tile_gemm_portable, _avx2, _avx512, _neon);
  *   LANES          floats per vector: 4 (SSE, NEON), 8 (AVX2), 16 (AVX-512);
  *   MAX_ROWS, MAX_VECS  the register block: MAX_ROWS rows x MAX_VECS vectors of C.
  * The block is chosen so that its accumulators, a row of B and a broadcast
  * entry of A fit the level's vector registers with none left over for
  * spills: AVX2's 16 ymm hold 6 x 2 accumulators, 2 of B and a broadcast
- * (15); AVX-512's 32 zmm 6 x 4, 4 and one (29).
+ * (15); AVX-512's 32 zmm 6 x 4, 4 and one (29); NEON's 32 v 5 x 4, 4 and
+ * one register per row of A (29).
  * Every entry of C is the same sequence of multiply-adds along k at every
  * level and block (p = 0, 1, ..., k-1 into one accumulator; fused where the
  * level has FMA), so levels with FMA agree bit for bit and the portable one

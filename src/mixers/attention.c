@@ -8,6 +8,7 @@
 #include "lm/matmul.h"
 #include "lm/ops.h"
 #include "nn/rope.h"
+#include "nn/vec_loops.h"
 
 /* Tiles of queries and keys: the score tile of one (query tile, key tile)
  * pair is the only T-dependent thing held, so memory grows linearly in T.
@@ -173,6 +174,7 @@ static size_t visible(size_t t, size_t j0, size_t nk) {
  * log-sum-exp, for backward; st: the score tile (row stride lds). */
 static void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, size_t lds, TileOperand k, TileOperand qt,
                                TileOperand v, size_t i0, size_t nq, size_t hs, float scale) {
+    const VecLoops *loops = vec_loops();
     float m[TILE], l[TILE], m_new[TILE];
     for (size_t r = 0; r < nq; r++) {
         m[r] = -INFINITY;
@@ -187,16 +189,10 @@ static void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, size
             for (size_t c0 = 0; c0 < nk; c0 += STRIP)
                 tile_product(strip_rows(c0, nk), nq - c0, hs, scale, tile_a_at(k, j0 + c0, 0), tile_b_at(qt, 0, c0),
                              0.0f, st + c0 * lds + c0, lds);
+        /* key row c meets the queries r with j0 + c <= i0 + r: on the diagonal
+         * (j0 == i0) those from r = c, elsewhere all */
         memcpy(m_new, m, nq * sizeof(float));
-        for (size_t c = 0; c < nk; c++) {
-            const float *row = st + c * lds;
-            size_t key = j0 + c;
-#pragma omp simd
-            for (size_t r = 0; r < nq; r++) {
-                float x = !diagonal || key <= i0 + r ? row[r] : -INFINITY;
-                m_new[r] = x > m_new[r] ? x : m_new[r];
-            }
-        }
+        for (size_t c = 0; c < nk; c++) loops->tile_row_max(m_new, st + c * lds, diagonal ? c : 0, nq);
         for (size_t r = 0; r < nq; r++) { /* the first tile: m = -inf, the factor is 0 */
             float corr = fast_expf(m[r] - m_new[r]);
             l[r] *= corr;
@@ -207,16 +203,7 @@ static void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, size
                 for (size_t d = 0; d < hs; d++) orow[d] *= corr;
             }
         }
-        for (size_t c = 0; c < nk; c++) {
-            float *row = st + c * lds;
-            size_t key = j0 + c;
-#pragma omp simd
-            for (size_t r = 0; r < nq; r++) {
-                float p = !diagonal || key <= i0 + r ? fast_expf(row[r] - m[r]) : 0.0f;
-                row[r] = p;
-                l[r] += p;
-            }
-        }
+        for (size_t c = 0; c < nk; c++) loops->tile_row_exp(st + c * lds, m, l, diagonal ? c : 0, nq);
         TileOperand vj = tile_b_at(v, j0, 0);
         if (!diagonal) /* O += (s^T)^T V */
             tile_product(nq, hs, nk, 1.0f, (TileOperand){.f = st, .rs = 1, .cs = lds}, vj, 1.0f, o, ldo);
@@ -249,6 +236,7 @@ typedef struct BackwardOperands {
 static void flash_backward_head(float *dq, float *dk, float *dv, size_t ld, float *s, float *ds, size_t lds,
                                 BackwardOperands x, const float *lse, const float *delta, size_t T, size_t hs,
                                 float scale) {
+    const VecLoops *loops = vec_loops();
     for (size_t t = 0; t < T; t++) {
         memset(dq + t * ld, 0, hs * sizeof(float));
         memset(dk + t * ld, 0, hs * sizeof(float));
@@ -269,11 +257,7 @@ static void flash_backward_head(float *dq, float *dk, float *dv, size_t ld, floa
             for (size_t r = 0; r < nq; r++) {
                 float *p = s + r * lds, *d = ds + r * lds, L = lse[i0 + r], D = delta[i0 + r];
                 size_t nv = visible(i0 + r, j0, nk);
-#pragma omp simd
-                for (size_t c = 0; c < nv; c++) {
-                    p[c] = fast_expf(p[c] - L);
-                    d[c] = p[c] * (d[c] - D);
-                }
+                loops->softmax_grad_row(p, d, L, D, nv);
                 for (size_t c = nv; c < nk; c++) p[c] = d[c] = 0.0f;
             }
             if (!diagonal) {

@@ -1,69 +1,39 @@
 #include "nn/layernorm.h"
 
-#include <math.h>
+#include "nn/vec_loops.h"
 
-
-/* One row: out = (x - mean) * rstd * weight + bias. The reductions are
- * `omp simd` (vectorised in a fixed order: the same on every thread). */
-static void layernorm_row(float *out, float *mean, float *rstd, const float *x, const float *weight,
-                          const float *bias, size_t C) {
-    float m = 0.0f;
-#pragma omp simd reduction(+ : m)
-    for (size_t c = 0; c < C; c++) m += x[c];
-    m /= (float)C;
-    float var = 0.0f;
-#pragma omp simd reduction(+ : var)
-    for (size_t c = 0; c < C; c++) var += (x[c] - m) * (x[c] - m);
-    float s = 1.0f / sqrtf(var / (float)C + LAYERNORM_EPS);
-#pragma omp simd
-    for (size_t c = 0; c < C; c++) out[c] = (x[c] - m) * s * weight[c] + bias[c];
-    *mean = m;
-    *rstd = s;
-}
+/* The rows run through the level's loops (nn/vec_loops.h): their
+ * reductions are `omp simd`, vectorised in a fixed order, the same on every
+ * thread. */
 
 void layernorm_forward(float *out, float *mean, float *rstd, const float *in,
                        const float *weight, const float *bias, size_t N, size_t C) {
+    const VecLoops *loops = vec_loops();
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++)
-        layernorm_row(out + n * C, mean + n, rstd + n, in + n * C, weight, bias, C);
+        loops->layernorm_row(out + n * C, mean + n, rstd + n, in + n * C, weight, bias, C);
 }
 
 void residual_layernorm_forward(float *sum, float *out, float *mean, float *rstd, const float *a, const float *b,
                                 const float *weight, const float *bias, size_t N, size_t C) {
+    const VecLoops *loops = vec_loops();
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++) {
         float *s = sum + n * C;
         const float *x = a + n * C, *y = b + n * C;
 #pragma omp simd
         for (size_t c = 0; c < C; c++) s[c] = x[c] + y[c];
-        layernorm_row(out + n * C, mean + n, rstd + n, s, weight, bias, C);
+        loops->layernorm_row(out + n * C, mean + n, rstd + n, s, weight, bias, C);
     }
 }
 
 void layernorm_backward(float *din, float *dweight, float *dbias, const float *dout,
                         const float *in, const float *weight, const float *mean,
                         const float *rstd, size_t N, size_t C) {
+    const VecLoops *loops = vec_loops();
 #pragma omp parallel for schedule(static)
-    for (size_t n = 0; n < N; n++) {
-        const float *x = in + n * C, *dy = dout + n * C;
-        float m = mean[n], s = rstd[n];
-        /* dx = s * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) */
-        float sum_d = 0.0f, sum_dx = 0.0f;
-#pragma omp simd reduction(+ : sum_d, sum_dx)
-        for (size_t c = 0; c < C; c++) {
-            float dxhat = dy[c] * weight[c];
-            sum_d += dxhat;
-            sum_dx += dxhat * (x[c] - m) * s;
-        }
-        sum_d /= (float)C;
-        sum_dx /= (float)C;
-        float *dx = din + n * C;
-#pragma omp simd
-        for (size_t c = 0; c < C; c++) {
-            float xhat = (x[c] - m) * s;
-            dx[c] += s * (dy[c] * weight[c] - sum_d - xhat * sum_dx);
-        }
-    }
+    for (size_t n = 0; n < N; n++) /* dx = s * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) */
+        loops->layernorm_row_backward(din + n * C, dout + n * C, in + n * C, weight, mean[n], rstd[n], C);
     /* dweight and dbias: blocks of columns in parallel, rows in order inside
      * (the same sums for any thread count, contiguous reads). */
     enum { CB = 64 };

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/vec_loops.h"
+
 void softmax(float *out, const float *in, size_t len) {
     float maxv = -INFINITY;
     for (size_t i = 0; i < len; i++) maxv = in[i] > maxv ? in[i] : maxv;
@@ -17,14 +19,22 @@ void softmax(float *out, const float *in, size_t len) {
     for (size_t i = 0; i < len; i++) out[i] *= inv;
 }
 
+/* Element-wise loops over n, in chunks across the threads (each element's
+ * result is the same whichever thread computes it). */
+#define ELEMENT_CHUNK 4096
+static size_t chunk_end(size_t lo, size_t n) { return lo + ELEMENT_CHUNK < n ? lo + ELEMENT_CHUNK : n; }
+
 void gelu_forward(float *out, const float *in, size_t n) {
-#pragma omp parallel for simd schedule(static)
-    for (size_t i = 0; i < n; i++) out[i] = gelu(in[i]);
+    const VecLoops *loops = vec_loops();
+#pragma omp parallel for schedule(static)
+    for (size_t lo = 0; lo < n; lo += ELEMENT_CHUNK) loops->gelu(out + lo, in + lo, chunk_end(lo, n) - lo);
 }
 
 void gelu_backward(float *din, const float *in, const float *dout, size_t n) {
-#pragma omp parallel for simd schedule(static)
-    for (size_t i = 0; i < n; i++) din[i] += gelu_grad(in[i]) * dout[i];
+    const VecLoops *loops = vec_loops();
+#pragma omp parallel for schedule(static)
+    for (size_t lo = 0; lo < n; lo += ELEMENT_CHUNK)
+        loops->gelu_grad_add(din + lo, in + lo, dout + lo, chunk_end(lo, n) - lo);
 }
 
 void column_sum_add(float *dst, const float *src, size_t rows, size_t cols) {

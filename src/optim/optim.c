@@ -3,21 +3,26 @@
 #include <math.h>
 
 #include "lm/ops.h"
+#include "nn/vec_loops.h"
 
-/* The update of one span of parameters, shared among the threads of the
- * enclosing parallel region (an orphaned `omp for`: one region serves all
- * tensors). Each element's result is the same whichever thread computes it. */
+/* Parameters per piece of a span: a piece is one call of the level's loop
+ * (nn/vec_loops.h), handed to one thread. */
+#define ADAMW_PIECE 2048
+
+/* The update of one span of parameters, in pieces shared among the threads
+ * of the enclosing parallel region (an orphaned `omp for`: one region serves
+ * all tensors). Each element's result is the same whichever thread computes it. */
 static void adamw_span(float *params, const float *grads, float grad_scale, float *m, float *v, size_t n, float lr,
                        float weight_decay, const AdamWConfig *cfg, size_t t) {
     float b1 = cfg->beta1, b2 = cfg->beta2;
-    float c1 = 1.0f - powf(b1, (float)t), c2 = 1.0f - powf(b2, (float)t);
-    float decay = 1.0f - lr * weight_decay; /* decoupled, as torch.optim.AdamW */
+    AdamWLoop k = {.b1 = b1, .b2 = b2, .c1 = 1.0f - powf(b1, (float)t), .c2 = 1.0f - powf(b2, (float)t),
+                   .decay = 1.0f - lr * weight_decay, /* decoupled, as torch.optim.AdamW */
+                   .lr = lr, .eps = cfg->eps, .grad_scale = grad_scale};
+    const VecLoops *loops = vec_loops();
 #pragma omp for schedule(static) nowait
-    for (size_t i = 0; i < n; i++) {
-        float g = grads[i] * grad_scale;
-        m[i] = b1 * m[i] + (1.0f - b1) * g;
-        v[i] = b2 * v[i] + (1.0f - b2) * g * g;
-        params[i] = params[i] * decay - lr * (m[i] / c1) / (sqrtf(v[i] / c2) + cfg->eps);
+    for (size_t lo = 0; lo < n; lo += ADAMW_PIECE) {
+        size_t len = n - lo < ADAMW_PIECE ? n - lo : ADAMW_PIECE;
+        loops->adamw(params + lo, grads + lo, m + lo, v + lo, len, &k);
     }
 }
 

@@ -1,4 +1,5 @@
-/* CPU features from CPUID and XGETBV (see lm/cpu.h). */
+/* CPU features from CPUID and XGETBV on x86-64, from the kernel's
+ * HWCAP on ARM64 (see lm/cpu.h). */
 #include "lm/cpu.h"
 
 #include <pthread.h>
@@ -10,6 +11,9 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#elif defined(__aarch64__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
 #endif
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -54,6 +58,8 @@ static void detect_hardware(CpuFeatures *cpu) {
         __cpuid_count(7, 1, a1, b1, c1, d1);
         cpu->avx512bf16 = zmm_saved && ((a1 >> 5) & 1);
     }
+#elif defined(__aarch64__)
+    cpu->neon = (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
 #endif
 }
 
@@ -67,7 +73,7 @@ static const struct {
     {"fma", offsetof(CpuFeatures, fma)},           {"avx512f", offsetof(CpuFeatures, avx512f)},
     {"avx512bw", offsetof(CpuFeatures, avx512bw)}, {"avx512vl", offsetof(CpuFeatures, avx512vl)},
     {"avx512dq", offsetof(CpuFeatures, avx512dq)}, {"avx512cd", offsetof(CpuFeatures, avx512cd)},
-    {"avx512bf16", offsetof(CpuFeatures, avx512bf16)},
+    {"avx512bf16", offsetof(CpuFeatures, avx512bf16)}, {"neon", offsetof(CpuFeatures, neon)},
 };
 #define N_FLAGS (sizeof flag_names / sizeof flag_names[0])
 
@@ -76,8 +82,19 @@ static bool *flag(CpuFeatures *cpu, size_t i) { return (bool *)((char *)cpu + fl
 static CpuFeatures hidden; /* true: reported absent */
 static pthread_once_t hidden_once = PTHREAD_ONCE_INIT;
 
-static const char *const isa_names[] = {"portable", "avx2", "avx512"};
-#define N_ISA (sizeof isa_names / sizeof isa_names[0])
+static const char *const isa_names[CPU_ISA_COUNT] = {"portable", "avx2", "avx512", "neon"};
+#define N_ISA ((size_t)CPU_ISA_COUNT)
+
+/* The levels of this build's architecture (in CpuIsa's order, lowest first). */
+static bool on_this_arch(int isa) {
+#if defined(__x86_64__)
+    return isa == CPU_ISA_PORTABLE || isa == CPU_ISA_AVX2 || isa == CPU_ISA_AVX512;
+#elif defined(__aarch64__)
+    return isa == CPU_ISA_PORTABLE || isa == CPU_ISA_NEON;
+#else
+    return isa == CPU_ISA_PORTABLE;
+#endif
+}
 
 /* LM_MAX_ISA: unset or empty (-1, no cap), a level's index, or N_ISA (names none). */
 static int isa_cap = -1;
@@ -112,6 +129,8 @@ static CpuIsa level_of(const CpuFeatures *cpu) {
 #if defined(__x86_64__)
     if (cpu->avx512f && cpu->avx2 && cpu->fma) return CPU_ISA_AVX512;
     if (cpu->avx2 && cpu->fma) return CPU_ISA_AVX2;
+#elif defined(__aarch64__)
+    if (cpu->neon) return CPU_ISA_NEON;
 #else
     (void)cpu;
 #endif
@@ -119,12 +138,14 @@ static CpuIsa level_of(const CpuFeatures *cpu) {
 }
 
 /* A cap the CPU has (else none: cpu_isa_check refuses it). */
-static int usable_cap(CpuIsa hardware) { return isa_cap >= 0 && isa_cap <= (int)hardware ? isa_cap : -1; }
+static int usable_cap(CpuIsa hardware) {
+    return isa_cap >= 0 && isa_cap < (int)N_ISA && on_this_arch(isa_cap) && isa_cap <= (int)hardware ? isa_cap : -1;
+}
 
 void cpu_features_detect(CpuFeatures *cpu) {
     detect_visible(cpu);
     int cap = usable_cap(level_of(cpu));
-    if (cap == CPU_ISA_PORTABLE) cpu->avx = false;
+    if (cap == CPU_ISA_PORTABLE) cpu->avx = cpu->neon = false;
     if (cap == CPU_ISA_PORTABLE || cap == CPU_ISA_AVX2) cpu->avx512f = false;
     if (!cpu->avx) cpu->avx2 = cpu->fma = cpu->avx512f = false;
     if (!cpu->avx512f) cpu->avx512bw = cpu->avx512vl = cpu->avx512dq = cpu->avx512cd = cpu->avx512bf16 = false;
@@ -144,11 +165,13 @@ CpuIsa cpu_isa(void) {
 
 const char *cpu_isa_name(CpuIsa isa) { return (size_t)isa < N_ISA ? isa_names[isa] : "?"; }
 
+bool cpu_isa_runs(CpuIsa isa) { return (size_t)isa < N_ISA && on_this_arch((int)isa) && isa <= cpu_isa_hardware(); }
+
 int cpu_isa_check(Error *err) {
     CpuIsa hardware = cpu_isa_hardware(); /* reads LM_MAX_ISA */
     if (isa_cap == (int)N_ISA)
-        return err_set(err, "LM_MAX_ISA=%s: not a level (portable, avx2 or avx512)", getenv("LM_MAX_ISA"));
-    if (isa_cap > (int)hardware)
+        return err_set(err, "LM_MAX_ISA=%s: not a level (portable, avx2, avx512 or neon)", getenv("LM_MAX_ISA"));
+    if (isa_cap >= 0 && !cpu_isa_runs((CpuIsa)isa_cap))
         return err_set(err, "LM_MAX_ISA=%s: this CPU does not run it (its best level is %s)", isa_names[isa_cap],
                        isa_names[hardware]);
     return 0;

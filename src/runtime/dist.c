@@ -1,10 +1,15 @@
-/* Data-parallel communication over Open MPI (see lm/dist.h). */
+/* Data-parallel communication over Open MPI (see lm/dist.h). MPI is
+ * optional: the Makefile sets LM_HAVE_MPI to 1 where mpicc builds for its
+ * compiler; without it (the end of this file) every program runs as one
+ * process and refuses an mpirun job of more ranks. */
 #include "lm/dist.h"
 
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if LM_HAVE_MPI
+#include <mpi.h>
 
 #include "lm/files.h"
 #include "runtime/hash.h"
@@ -218,3 +223,29 @@ int dist_check_files(Dist *d, const char *const *paths, Error *err) {
     }
     return 0;
 }
+#else
+int dist_init(Dist *d, int *argc, char ***argv, Error *err) {
+    (void)argc, (void)argv;
+    memset(d, 0, sizeof *d);
+    d->size = d->local_size = 1;
+    const char *size = getenv("OMPI_COMM_WORLD_SIZE");
+    if (size && atoi(size) > 1)
+        return err_set(err, "started as one of %s ranks, but this build has no MPI (libopenmpi-dev): it runs one process",
+                       size);
+    return 0;
+}
+
+void dist_finalize(Dist *d) { d->mpi = 0; }
+
+/* One rank: every sum is the rank's own, every check passes. */
+int dist_sum_floats(Dist *d, float *buf, size_t n, Error *err) { return (void)d, (void)buf, (void)n, (void)err, 0; }
+int dist_sum_doubles(Dist *d, double *buf, size_t n, Error *err) { return (void)d, (void)buf, (void)n, (void)err, 0; }
+int dist_any(Dist *d, int yes) { return (void)d, yes != 0; }
+int dist_agree(Dist *d, int failed, Error *err) { return (void)d, (void)err, failed ? -1 : 0; }
+void dist_bucket_start(Dist *d, float *grads, size_t offset, size_t count) {
+    (void)d, (void)grads, (void)offset, (void)count;
+}
+int dist_buckets_wait(Dist *d, Error *err) { return (void)err, d->wait_seconds = 0.0, 0; }
+int dist_check_args(Dist *d, int argc, char **argv, Error *err) { return (void)d, (void)argc, (void)argv, (void)err, 0; }
+int dist_check_files(Dist *d, const char *const *paths, Error *err) { return (void)d, (void)paths, (void)err, 0; }
+#endif

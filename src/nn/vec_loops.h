@@ -1,0 +1,54 @@
+/* The element-wise hot loops outside the matrix products, one set per
+ * instruction-set level (lm/cpu.h): GELU and its gradient, the attention
+ * tiles' softmax, LayerNorm's rows and AdamW. Each level's set is the same
+ * template (nn/vec_loops_kernel.h) compiled with that level's flags
+ * (nn/vec_loops_{portable,avx2,avx512}.c), so a build for any x86-64
+ * (-march=x86-64) still runs these loops in AVX2 or AVX-512 where the CPU
+ * has them, and LM_MAX_ISA caps them with the attention tiles. */
+#ifndef NN_VEC_LOOPS_H
+#define NN_VEC_LOOPS_H
+
+#include <stddef.h>
+
+/* AdamW's constants for one span (see src/optim/optim.c): m = b1 m + (1 - b1) g,
+ * v = b2 v + (1 - b2) g^2, p = p decay - lr (m / c1) / (sqrt(v / c2) + eps),
+ * g = grad * grad_scale. */
+typedef struct AdamWLoop {
+    float b1, b2, c1, c2, decay, lr, eps, grad_scale;
+} AdamWLoop;
+
+typedef struct VecLoops {
+    const char *isa; /* the level's name, as cpu_isa_name says it */
+    /* out[i] = gelu(in[i]) over n. */
+    void (*gelu)(float *out, const float *in, size_t n);
+    /* d[i] *= gelu'(x[i]) over n (the MLP's dL/d(fc) from dL/d(act)). */
+    void (*gelu_grad_mul)(float *d, const float *x, size_t n);
+    /* din[i] += gelu'(in[i]) * dout[i] over n. */
+    void (*gelu_grad_add)(float *din, const float *in, const float *dout, size_t n);
+    /* Online softmax over one key row of a transposed score tile, queries
+     * r0 .. n-1 (the ones before r0 are masked): mx[r] = max(mx[r], row[r]). */
+    void (*tile_row_max)(float *mx, const float *row, size_t r0, size_t n);
+    /* row[r] = exp(row[r] - mx[r]), sum[r] += row[r] for r0 <= r < n; row[r] = 0 before r0. */
+    void (*tile_row_exp)(float *row, const float *mx, float *sum, size_t r0, size_t n);
+    /* Attention backward, one score row: p[c] = exp(p[c] - lse), d[c] = p[c] (d[c] - delta) over n. */
+    void (*softmax_grad_row)(float *p, float *d, float lse, float delta, size_t n);
+    /* One LayerNorm row of C: out = (x - mean) rstd weight + bias; its mean and rstd. */
+    void (*layernorm_row)(float *out, float *mean, float *rstd, const float *x, const float *weight,
+                          const float *bias, size_t C);
+    /* Its input gradient: dx += rstd (dy w - mean(dy w) - xhat mean(dy w xhat)). */
+    void (*layernorm_row_backward)(float *dx, const float *dy, const float *x, const float *weight, float mean,
+                                   float rstd, size_t C);
+    /* AdamW over n parameters. */
+    void (*adamw)(float *params, const float *grads, float *m, float *v, size_t n, const AdamWLoop *k);
+} VecLoops;
+
+/* The set for this run's level (cpu_isa()), chosen at the first call. */
+const VecLoops *vec_loops(void);
+
+/* Each level's set (x86-64 only above portable), for the tests that compare them. */
+extern const VecLoops vec_loops_portable;
+#if defined(__x86_64__)
+extern const VecLoops vec_loops_avx2, vec_loops_avx512;
+#endif
+
+#endif

@@ -1,0 +1,112 @@
+/* The element-wise hot loops (nn/vec_loops.h) as a template: each file that
+ * includes it compiles it for one instruction-set level with that level's
+ * compiler flags (the Makefile's ISA_FLAGS_*), after defining
+ *   VEC_LOOPS  the name of the level's table (vec_loops_portable, _avx2, _avx512);
+ *   VEC_ISA    the level's name ("portable", "avx2", "avx512").
+ * The loops are plain C with `omp simd`, which the compiler vectorises at the
+ * file's level: 4 floats (SSE2, NEON), 8 (AVX2) or 16 (AVX-512). Element-wise
+ * results are the same at every level with FMA (the same operations, fused
+ * alike); the reductions (LayerNorm's sums) add in vector-width order, so
+ * they differ between levels in the last bits, and are the same run to run. */
+#include <math.h>
+
+#include "lm/ops.h"
+#include "nn/layernorm.h"
+#include "nn/vec_loops.h"
+
+static void gelu_loop(float *out, const float *in, size_t n) {
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) out[i] = gelu(in[i]);
+}
+
+static void gelu_grad_mul_loop(float *d, const float *x, size_t n) {
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) d[i] *= gelu_grad(x[i]);
+}
+
+static void gelu_grad_add_loop(float *din, const float *in, const float *dout, size_t n) {
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) din[i] += gelu_grad(in[i]) * dout[i];
+}
+
+static void tile_row_max_loop(float *mx, const float *row, size_t r0, size_t n) {
+#pragma omp simd
+    for (size_t r = r0; r < n; r++) mx[r] = row[r] > mx[r] ? row[r] : mx[r];
+}
+
+static void tile_row_exp_loop(float *row, const float *mx, float *sum, size_t r0, size_t n) {
+    for (size_t r = 0; r < r0; r++) row[r] = 0.0f;
+#pragma omp simd
+    for (size_t r = r0; r < n; r++) {
+        float p = fast_expf(row[r] - mx[r]);
+        row[r] = p;
+        sum[r] += p;
+    }
+}
+
+static void softmax_grad_row_loop(float *p, float *d, float lse, float delta, size_t n) {
+#pragma omp simd
+    for (size_t c = 0; c < n; c++) {
+        p[c] = fast_expf(p[c] - lse);
+        d[c] = p[c] * (d[c] - delta);
+    }
+}
+
+static void layernorm_row_loop(float *out, float *mean, float *rstd, const float *x, const float *weight,
+                               const float *bias, size_t C) {
+    float m = 0.0f;
+#pragma omp simd reduction(+ : m)
+    for (size_t c = 0; c < C; c++) m += x[c];
+    m /= (float)C;
+    float var = 0.0f;
+#pragma omp simd reduction(+ : var)
+    for (size_t c = 0; c < C; c++) var += (x[c] - m) * (x[c] - m);
+    float s = 1.0f / sqrtf(var / (float)C + LAYERNORM_EPS);
+#pragma omp simd
+    for (size_t c = 0; c < C; c++) out[c] = (x[c] - m) * s * weight[c] + bias[c];
+    *mean = m;
+    *rstd = s;
+}
+
+static void layernorm_row_backward_loop(float *dx, const float *dy, const float *x, const float *weight, float m,
+                                        float s, size_t C) {
+    float sum_d = 0.0f, sum_dx = 0.0f;
+#pragma omp simd reduction(+ : sum_d, sum_dx)
+    for (size_t c = 0; c < C; c++) {
+        float dxhat = dy[c] * weight[c];
+        sum_d += dxhat;
+        sum_dx += dxhat * (x[c] - m) * s;
+    }
+    sum_d /= (float)C;
+    sum_dx /= (float)C;
+#pragma omp simd
+    for (size_t c = 0; c < C; c++) {
+        float xhat = (x[c] - m) * s;
+        dx[c] += s * (dy[c] * weight[c] - sum_d - xhat * sum_dx);
+    }
+}
+
+static void adamw_loop(float *params, const float *grads, float *m, float *v, size_t n, const AdamWLoop *k) {
+    float b1 = k->b1, b2 = k->b2, c1 = k->c1, c2 = k->c2, decay = k->decay, lr = k->lr, eps = k->eps;
+    float grad_scale = k->grad_scale;
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        float g = grads[i] * grad_scale;
+        m[i] = b1 * m[i] + (1.0f - b1) * g;
+        v[i] = b2 * v[i] + (1.0f - b2) * g * g;
+        params[i] = params[i] * decay - lr * (m[i] / c1) / (sqrtf(v[i] / c2) + eps);
+    }
+}
+
+const VecLoops VEC_LOOPS = {
+    .isa = VEC_ISA,
+    .gelu = gelu_loop,
+    .gelu_grad_mul = gelu_grad_mul_loop,
+    .gelu_grad_add = gelu_grad_add_loop,
+    .tile_row_max = tile_row_max_loop,
+    .tile_row_exp = tile_row_exp_loop,
+    .softmax_grad_row = softmax_grad_row_loop,
+    .layernorm_row = layernorm_row_loop,
+    .layernorm_row_backward = layernorm_row_backward_loop,
+    .adamw = adamw_loop,
+};

@@ -1,0 +1,6 @@
+/* The element-wise hot loops in portable C (nn/vec_loops_kernel.h): the
+ * Makefile compiles this file without AVX, so GCC vectorises them in SSE2
+ * on any x86-64, in NEON on ARM64. */
+#define VEC_LOOPS vec_loops_portable
+#define VEC_ISA "portable"
+#include "nn/vec_loops_kernel.h"
