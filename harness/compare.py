@@ -174,7 +174,7 @@ class Harness:
         ev = {}
         for split in ("val", "test"):
             ev[split] = run_ok([os.path.join(BIN, "eval"), "--model", ckpt, "--data", a.data, "--split", split,
-                                "--json", "--by-position", "--split-recall", str(a.recall_n),
+                                "--json", "--word-ppl", "--by-position", "--split-recall", str(a.recall_n),
                                 "--threads", str(a.threads)], status=2).json()
         if not a.keep_checkpoints:
             os.remove(ckpt)
@@ -188,6 +188,9 @@ class Harness:
                 "recall_tokens": ev["val"]["split_recall"]["recall_tokens"],
                 "other_tokens": ev["val"]["split_recall"]["other_tokens"],
                 "by_position": ev["val"]["by_position"]["loss"], "curve": curve,
+                # per byte and per word of the text: comparable across tokenizers (None where not known)
+                **{f"{split}_{short}": ev[split].get(key) for split in ("val", "test")
+                   for short, key in (("bpb", "bits_per_byte"), ("word_ppl", "word_perplexity"))},
                 "unit": next(k for k in ev["val"] if k.startswith("bits_per_")).split("_")[-1]}
 
 
@@ -462,11 +465,13 @@ def main():
         w = csv.writer(f)
         keys = ["arch", "budget", "seed", "params", "steps", "tokens", "train_seconds", "wall", "tok_s", "val_loss",
                 "val_ppl", "test_loss", "test_ppl", "recall_loss", "other_loss", "recall_tokens", "other_tokens"]
-        w.writerow(keys + ["mixers", "grassmann_rank", "precision"])
+        per_text = ["val_bpb", "val_word_ppl", "test_bpb", "test_word_ppl"]
+        w.writerow(keys + ["mixers", "grassmann_rank", "precision"] + per_text)
         for r in runs:
             arch = next(x for x in archs if x["name"] == r["arch"])
             w.writerow([f"{r[k]:.6f}" if isinstance(r[k], float) else r[k] for k in keys] +
-                       [",".join(arch["mixers"]), arch["rank"] or "", a.precision])
+                       [",".join(arch["mixers"]), arch["rank"] or "", a.precision] +
+                       ["" if r[k] is None else f"{r[k]:.6f}" for k in per_text])
     write_plots(a, archs, budgets, runs, unit)
     write_page_html(a, archs, budgets, runs, unit, md)
     print("\n" + "\n".join(md[:len(reading) + 16]))

@@ -52,7 +52,7 @@ int grassmann_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float
     if (rc) goto done;
     /* The layer's forward, as in grassmann.c: z, the mixed coordinates, g, the gate. */
     matmul_forward(NULL, z, x, p.red_w, p.red_b, T, C, r);
-    grassmann_mix_forward(qbar, z, spec->windows, nw, 1, T, r, GRASSMANN_EPS);
+    grassmann_mix_forward(qbar, z, spec->windows, nw, spec->muted_windows, 1, T, r, GRASSMANN_EPS);
     matmul_forward(NULL, g, qbar, p.plu_w, p.plu_b, T, P, C);
     for (size_t t = 0; t < T; t++) {
         size_t cnt = 0;
