@@ -46,7 +46,7 @@ ONEDNN  := $(shell echo 'int main(void) { return dnnl_version()->major < 0; }' |
 endif
 FEATURE_CFLAGS := -DLM_HAVE_MPI=$(MPI) -DLM_HAVE_ONEDNN=$(ONEDNN) $(MPI_CFLAGS)
 CFLAGS  += $(FEATURE_CFLAGS)
-LDLIBS  += $(if $(filter 1,$(ONEDNN)),-ldnnl) -lpcre2-8 -ljansson -lm $(MPI_LIBS)
+LDLIBS  += $(if $(filter 1,$(ONEDNN)),-ldnnl) -lpcre2-8 -ljansson -lz -lm $(MPI_LIBS)
 BUILD   ?= build
 BIN     ?= bin
 
@@ -89,7 +89,8 @@ PROGRAM_SRC := train/train.c eval/eval.c eval/sample.c eval/inspect.c eval/gemm_
 APP_SRC  := $(filter-out $(PROGRAM_SRC),$(wildcard train/*.c eval/*.c data/*.c))
 LIB_SRC  := $(wildcard src/*/*.c) src/blas/backends/$(BLAS).c $(APP_SRC)
 LIB_HDR  := $(wildcard include/lm/*.h src/*/*.h train/*.h eval/*.h data/*.h)
-LIB_OBJ  := $(LIB_SRC:%.c=$(OUT)/%.o)
+PAGE_C   := eval/inspect_page.c
+LIB_OBJ  := $(LIB_SRC:%.c=$(OUT)/%.o) $(OUT)/$(PAGE_C:.c=.o)
 LIB      := $(OUT)/liblm.a
 PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample $(BIN)/inspect $(BIN)/probegen $(BIN)/gemm-rate $(BIN)/convert
 TESTS    := $(patsubst tests/%.c,$(OUT)/%,$(wildcard tests/test_*.c))
@@ -140,6 +141,18 @@ release:
 	bash tests/portable_check.sh build-release$(BLAS_SUFFIX)
 release-test: release
 	$(MAKE) $(RELEASE_VARS) unit-test
+
+# bin/inspect's page (eval/inspect_page.html) built into the library as a C
+# string, generated into each build directory: each line quoted (backslash,
+# quote and '?', against trigraphs, escaped), so any C compiler and any
+# target take it, with no xxd, objcopy or assembler directives.
+quote_page = { echo '/* generated from eval/inspect_page.html by the Makefile */'; echo 'const char inspect_page_html[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/?/\\?/g' -e 's/^/"/' -e 's/$$/\\n"/' $(1); echo ';'; } >$(2)
+$(OUT)/$(PAGE_C): eval/inspect_page.html | $(OUT)
+	@mkdir -p $(@D)
+	$(call quote_page,$<,$@)
+$(OUT)/$(PAGE_C:.c=.o): $(OUT)/$(PAGE_C)
+	$(CC) $(CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	rm -f $@
@@ -208,6 +221,7 @@ test: unit-test $(PROGRAMS)
 	/usr/bin/python3 -m tests.bench_test
 	/usr/bin/python3 -m tests.paper_test
 	/usr/bin/python3 -m tests.compare_test
+	bash tests/browser_test.sh
 
 # The other BLAS library's programs too (bin-blis or bin-openblas), for the
 # bench's blas section, which compares the two.
@@ -289,10 +303,16 @@ FUZZ_CC      ?= clang
 FUZZ_FLAGS   := -std=c11 -g -O1 -fopenmp -D_DEFAULT_SOURCE -D_GNU_SOURCE -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION \
                 -I. -Iinclude -Isrc -I/usr/include/stb $(BLAS_CFLAGS) $(FEATURE_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined -Wno-pass-failed
 FUZZ_OBJ     := $(LIB_SRC:%.c=build-fuzz$(BLAS_SUFFIX)/%.o)
+FUZZ_OBJ     += build-fuzz$(BLAS_SUFFIX)/$(PAGE_C:.c=.o)
 FUZZERS      := $(patsubst tests/fuzz/%.c,build-fuzz$(BLAS_SUFFIX)/%,$(wildcard tests/fuzz/fuzz_*.c))
 build-fuzz$(BLAS_SUFFIX)/%.o: %.c $(LIB_HDR) | build-fuzz$(BLAS_SUFFIX)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+build-fuzz$(BLAS_SUFFIX)/$(PAGE_C): eval/inspect_page.html | build-fuzz$(BLAS_SUFFIX)
+	@mkdir -p $(@D)
+	$(call quote_page,$<,$@)
+build-fuzz$(BLAS_SUFFIX)/$(PAGE_C:.c=.o): build-fuzz$(BLAS_SUFFIX)/$(PAGE_C)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -c $< -o $@
 build-fuzz$(BLAS_SUFFIX)/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h) $(FUZZ_OBJ) | build-fuzz$(BLAS_SUFFIX)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) -o $@ $(LDLIBS)
 build-fuzz$(BLAS_SUFFIX):

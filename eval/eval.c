@@ -2,6 +2,7 @@
  * over a whole held-out token file. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -22,6 +23,24 @@ static const CliProgram program = {
              "nats, the perplexity, and bits per character (char tokenizer) or byte.\n",
     .column = 24,
 };
+
+/* --ablate-offset "L:D[,L:D...]": mutes Grassmann layer L's window offset D
+ * (model_mute_offset) for each pair; a one-line reason in err otherwise. */
+static int mute_offsets(Model *m, const char *list, Error *err) {
+    for (const char *at = list; *at;) {
+        char *end;
+        unsigned long long layer = strtoull(at, &end, 10), offset;
+        if (end == at || *end != ':') goto bad;
+        at = end + 1;
+        offset = strtoull(at, &end, 10);
+        if (end == at || (*end && *end != ',')) goto bad;
+        if (model_mute_offset(m, (size_t)layer, (size_t)offset, err)) return -1;
+        at = *end ? end + 1 : end;
+    }
+    return 0;
+bad:
+    return err_set(err, "--ablate-offset takes LAYER:OFFSET pairs separated by commas (got '%s')", list);
+}
 
 static int quiet = 0;
 static void progress(size_t done, size_t total) {
@@ -48,7 +67,7 @@ static ReadingNeeds needs(const ModelConfig *cfg, const void *ctx) {
 }
 
 static void print_json(const char *path, const TokenFile *tf, const Model *m, const Tokenizer *tok,
-                       const EvalReport *e, int word_ppl) {
+                       const EvalReport *e, int word_ppl, const char *ablate) {
     const char *unit = tokenizer_unit(tok);
     char *file = NULL;
     sb_append_json_string(&file, path);
@@ -57,6 +76,11 @@ static void print_json(const char *path, const TokenFile *tf, const Model *m, co
            file, tf->n, e->r.scored, e->r.windows, m->cfg.block_size, e->stride, e->r.loss, e->perplexity, unit, e->bits);
     if (strcmp(unit, "byte") != 0 && e->bytes) printf(",\"bytes\":%zu,\"bits_per_byte\":%.6f", e->bytes, e->bits_per_byte);
     if (word_ppl && e->words) printf(",\"words\":%zu,\"word_perplexity\":%.6f", e->words, e->word_perplexity);
+    if (ablate) {
+        sb_free(&file);
+        sb_append_json_string(&file, ablate);
+        printf(",\"ablated_offsets\":%s", file);
+    }
     sb_free(&file);
 }
 
@@ -72,7 +96,7 @@ static void print_text(const char *path, const Model *m, const Tokenizer *tok, c
 int main(int argc, char **argv) {
     Error setup_err; /* first: it may restart the program with faster kernels */
     if (blas_setup(argc, argv, &setup_err)) return cli_error(program.name, "%s", setup_err.msg);
-    const char *model_path = NULL, *data = NULL, *split = "val", *mask_arg = NULL;
+    const char *model_path = NULL, *data = NULL, *split = "val", *mask_arg = NULL, *ablate = NULL;
     size_t stride = 0, batch = 0, threads = 0; /* batch 0: eval_batch's default */
     int json = 0, word_ppl = 0;
     EvalDetail detail = {0}; /* --by-position, --split-recall, --mask */
@@ -91,6 +115,9 @@ int main(int argc, char **argv) {
         CLI_SIZE("split-recall", 0, &detail.recall_n, 0, 1u << 16, "N",
                  "also the loss on tokens that complete an N-gram seen earlier in\n"
                  "their window (recallable from context) and on all others"),
+        CLI_TEXT("ablate-offset", 0, &ablate, "L:D,...",
+                 "leave Grassmann layer L's window offset D out of its mean (its\n"
+                 "share stays counted): the loss without what that offset brings"),
         CLI_TEXT("mask", 0, &mask_arg, "FILE",
                  "score only the tokens FILE marks (default: the token file's\nname with .mask for .bin, when that file exists)"),
     };
@@ -129,12 +156,12 @@ int main(int argc, char **argv) {
     }
     batch = eval_batch(batch, &m.cfg);
     EvalReport e;
-    if (tokens_check_tokenizer(&tf, path, tok_path, &tok, &err) ||
+    if ((ablate && mute_offsets(&m, ablate, &err)) || tokens_check_tokenizer(&tf, path, tok_path, &tok, &err) ||
         evaluate_token_file(&m, &tok, &tf, stride, batch, progress, &detail, &e, &err)) {
         rc = cli_error(prog, "%s", err.msg);
     } else {
         rc = 0;
-        if (json) print_json(path, &tf, &m, &tok, &e, word_ppl);
+        if (json) print_json(path, &tf, &m, &tok, &e, word_ppl, ablate);
         else print_text(path, &m, &tok, &e, word_ppl);
         eval_detail_print(stdout, &detail, &e.r, mask.marked ? mask_path : NULL, json);
         if (json) printf("}\n");

@@ -22,7 +22,8 @@ static const CliProgram program = {
              "and an induction score; per Grassmann layer the gate along the prompt (PNG),\n"
              "each offset's contribution and the Plücker residual; the logit lens (lens.txt)\n"
              "and the direct attribution of the last prediction (PNG); every head at a\n"
-             "glance (heads.png, heads.txt). Everything also goes to DIR/inspect.json; a\n"
+             "glance (heads.png, heads.txt). Everything also goes to DIR/inspect.json and,\n"
+             "as one page to open in a browser (hover a head, a token), DIR/inspect.html; a\n"
              "summary is printed (per layer, and the heads that stand out, past 32 heads).\n",
     .column = 28,
 };
@@ -61,7 +62,7 @@ static void print_written(const char *dir, const Inspection *in, double seconds)
         maps |= in->layer[l].probs != NULL;
         gates |= in->layer[l].gate_mean != NULL;
     }
-    printf("wrote %s:%s%s attribution.png, lens.txt, tokens.txt, inspect.json (%.1f s)\n", dir,
+    printf("wrote %s:%s%s attribution.png, lens.txt, tokens.txt, inspect.json; all of it in inspect.html, for a browser (%.1f s)\n", dir,
            maps ? " attention maps attn_L<layer>_H<head>.png and attn_L<layer>.png, every head in heads.png and heads.txt,"
                 : "",
            gates ? " gates.png," : "", seconds);

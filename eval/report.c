@@ -1,6 +1,7 @@
 /* bin/inspect's output: inspect_write, which writes every file into the
  * output directory; the pictures are report_png.c's, the tables and the
- * printed summary report_text.c's, the JSON report_json.c's, and what they
+ * printed summary report_text.c's, the JSON report_json.c's, the page for a
+ * browser report_html.c's, and what they
  * share report_parts.c's.
  * Sized to stay readable up to GPT-2 small's 12 x 12 heads, 50,257 BPE tokens
  * and prompts of its 1,024-token block: long maps are pooled, a layer's heads
@@ -54,6 +55,11 @@ int inspect_write(const char *dir, const Inspection *in, const Induction *ind, c
         char *json = report_json(in, ind, m, tok, prompt);
         rc = write_text_in(dir, "inspect.json", json, err);
         sb_free(&json);
+    }
+    if (!rc) {
+        char *page = report_page(in, ind, m, tok);
+        rc = page ? write_text_in(dir, "inspect.html", page, err) : err_set(err, "inspect.html: out of memory");
+        sb_free(&page);
     }
     return rc;
 }

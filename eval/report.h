@@ -29,8 +29,9 @@ void token_label(const Tokenizer *tok, uint32_t id, int ascii, char *buf, size_t
 /* Writes into dir (created if missing): attn_L<l>_H<h>.png and attn_L<l>.png
  * (maps of more than INSPECT_MAP_CELLS positions max-pooled in blocks),
  * heads.png and heads.txt (every head's measures), gates.png,
- * attribution.png, lens.txt, tokens.txt and inspect.json (every map in full
- * up to INSPECT_JSON_MAPS positions, beyond that each row's top 3 keys). */
+ * attribution.png, lens.txt, tokens.txt, inspect.json (every map in full
+ * up to INSPECT_JSON_MAPS positions, beyond that each row's top 3 keys) and
+ * inspect.html (all of it in one page for a browser, every map in full). */
 #define INSPECT_MAP_CELLS 64
 #define INSPECT_JSON_MAPS 128
 int inspect_write(const char *dir, const Inspection *in, const Induction *ind, const Model *m,
@@ -61,6 +62,9 @@ int report_pictures(const char *dir, const Inspection *in, const Induction *ind,
 /* report_text.c: the logit lens as a table; one line per head of layer l. */
 char *report_lens_table(const Inspection *in, const Tokenizer *tok);
 void report_head_lines(char **sb, const Inspection *in, const Induction *ind, size_t l);
+/* report_html.c: inspect.html's text, the page with its data (free with
+ * sb_free); NULL when out of memory. */
+char *report_page(const Inspection *in, const Induction *ind, const Model *m, const Tokenizer *tok);
 /* report_json.c: inspect.json's text (free with sb_free). */
 char *report_json(const Inspection *in, const Induction *ind, const Model *m, const Tokenizer *tok,
                  const char *prompt);

@@ -28,6 +28,18 @@ static void json_field(char **sb, const char *name, double v) {
     json_num(sb, v);
 }
 
+/* [v, ...] of n numbers from d (doubles) or else f (floats); with a name,
+ * as the field , "name": [...]. */
+static void json_numbers(char **sb, const char *name, const double *d, const float *f, size_t n) {
+    if (name) sb_appendf(sb, ", \"%s\": ", name);
+    sb_appendf(sb, "[");
+    for (size_t i = 0; i < n; i++) {
+        sb_appendf(sb, "%s", i ? ", " : "");
+        json_num(sb, d ? d[i] : f[i]);
+    }
+    sb_appendf(sb, "]");
+}
+
 /* The token's own text, as a JSON string (bytes that are not UTF-8: U+FFFD). */
 static void json_token_text(char **sb, const Tokenizer *tok, uint32_t id) {
     size_t n;
@@ -112,6 +124,8 @@ char *report_json(const Inspection *in, const Induction *ind, const Model *m, co
                 json_field(&sb, "antisymmetric_share", s->antisym_share);
                 json_field(&sb, "identity_distance", s->identity_dist);
                 json_field(&sb, "induction", ind ? ind->score[l * H + h] : NAN);
+                json_numbers(&sb, "singular_values", li->singular_values + h * li->d_head, NULL, li->d_head);
+                json_numbers(&sb, "qk_cosines", li->qk_cosines + h * li->d_head, NULL, li->d_head);
                 json_map(&sb, li->probs + h * T * T, T);
                 sb_appendf(&sb, "}");
             }
@@ -127,6 +141,11 @@ char *report_json(const Inspection *in, const Induction *ind, const Model *m, co
                 sb_appendf(&sb, "%s{\"offset\": %zu, \"contribution_norm\": ", k ? ", " : "", lc->windows[k]);
                 json_num(&sb, li->offset_norm[k]);
                 sb_appendf(&sb, "}");
+            }
+            sb_appendf(&sb, "], \"offset_position_norm\": [");
+            for (size_t k = 0; k < lc->n_windows; k++) {
+                sb_appendf(&sb, "%s", k ? ", " : "");
+                json_numbers(&sb, NULL, NULL, li->offset_position_norm + k * T, T);
             }
             sb_appendf(&sb, "], \"plucker_residual\": ");
             json_num(&sb, li->plucker_residual);

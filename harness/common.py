@@ -150,6 +150,13 @@ def read_train_log(path):
     return [{k: None if v in (None, "", "nan") else float(v) for k, v in r.items()} for r in rows]
 
 
+def layer_windows(spec, n_layer):
+    """Each layer's Grassmann window offsets from a --grassmann-windows value:
+    '1,2,4' for every layer, or 'a;b;...' one list per layer."""
+    per = [[int(x) for x in part.split(",") if x] for part in spec.split(";")]
+    return per * n_layer if len(per) == 1 else per
+
+
 def token_header(path):
     """The 32-byte header of a token file (bin/prepare): {raw, width, vocab,
     count}; dies if path is not a token file."""

@@ -22,7 +22,9 @@ products, fp32 accumulation; the title, the model line and compare.csv say
 so); scoring stays fp32. Each run is scored on val and test with bin/eval --by-position
 --split-recall N. Writes OUT/compare.md (a reading, then the tables),
 compare.csv (one row per run), and plots: val_loss_tokens.png,
-val_loss_seconds.png, loss_by_position.png, recall_split.png.
+val_loss_seconds.png, loss_by_position.png, recall_split.png; and
+compare.html, all of it in one page for a browser, the curves of every run
+with zoom (harness/report_page.py).
 """
 import argparse
 import csv
@@ -33,6 +35,7 @@ import sys
 import time
 
 from harness.common import BIN, ROOT, die, gnuplot, need_gnuplot, read_train_log, run_ok
+from harness.report_page import chart, markdown_sections, write_page
 
 MIXERS = ("attention", "grassmann")
 
@@ -171,7 +174,7 @@ class Harness:
         ev = {}
         for split in ("val", "test"):
             ev[split] = run_ok([os.path.join(BIN, "eval"), "--model", ckpt, "--data", a.data, "--split", split,
-                                "--json", "--by-position", "--split-recall", str(a.recall_n),
+                                "--json", "--word-ppl", "--by-position", "--split-recall", str(a.recall_n),
                                 "--threads", str(a.threads)], status=2).json()
         if not a.keep_checkpoints:
             os.remove(ckpt)
@@ -185,12 +188,59 @@ class Harness:
                 "recall_tokens": ev["val"]["split_recall"]["recall_tokens"],
                 "other_tokens": ev["val"]["split_recall"]["other_tokens"],
                 "by_position": ev["val"]["by_position"]["loss"], "curve": curve,
+                # per byte and per word of the text: comparable across tokenizers (None where not known)
+                **{f"{split}_{short}": ev[split].get(key) for split in ("val", "test")
+                   for short, key in (("bpb", "bits_per_byte"), ("word_ppl", "word_perplexity"))},
                 "unit": next(k for k in ev["val"] if k.startswith("bits_per_")).split("_")[-1]}
+
+
+COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
+
+
+def write_page_html(a, archs, budgets, runs, unit, md):
+    """OUT/compare.html: the report's text and tables, every run's val-loss
+    curve (per architecture and seed), the loss by position and a table of
+    the runs."""
+    charts = []
+    for kind, x_of, xlabel in (("tokens", lambda p: p[0], "training tokens"),
+                               ("seconds", lambda p: round(p[1], 3), "seconds of training steps")):
+        b = next((f"{k}:{v}" for k, v in budgets if k == kind), None)
+        if b is None:
+            continue
+        series = [{"name": f"{arch['label']}, seed {r['seed']}", "legend": arch["label"], "color": COLORS[i % len(COLORS)],
+                   "points": [[x_of(p), p[2]] for p in r["curve"]]}
+                  for i, arch in enumerate(archs) for r in runs if r["arch"] == arch["name"] and r["budget"] == b]
+        charts.append(chart(f"val_{kind}", f"Validation loss, {kind} budget {b.split(':')[1]} (each seed a line)",
+                            xlabel, f"validation loss (nats per {unit})", series,
+                            note="Drag across the plot to zoom into a range, double-click to zoom out; click a "
+                                 "legend entry to hide its lines."))
+    series = []
+    for kind, value in budgets:
+        for i, arch in enumerate(archs):
+            rs = [r for r in runs if r["arch"] == arch["name"] and r["budget"] == f"{kind}:{value}"]
+            pts, band = [], []
+            for t in range(len(rs[0]["by_position"])):
+                vals = [r["by_position"][t] for r in rs if r["by_position"][t] is not None]
+                if vals:
+                    pts.append([t, statistics.fmean(vals)])
+                    band.append([t, min(vals), max(vals)])
+            series.append({"name": f"{arch['label']}, {kind}", "color": COLORS[i % len(COLORS)], "points": pts,
+                           "band": band, "dash": kind == "seconds"})
+    charts.append(chart("by_position", f"Validation loss by position in the window (mean and range over {a.seeds} seeds)",
+                        "position (tokens of context before the target)", f"loss (nats per {unit})", series, xlog=True))
+    keys = ["steps", "tokens", "train_seconds", "tok_s", "val_loss", "val_ppl", "test_ppl", "recall_loss", "other_loss"]
+    table = {"kind": "table", "id": "runs", "columns": ["architecture", "budget", "seed"] + keys,
+             "rows": [[next(x["label"] for x in archs if x["name"] == r["arch"]), r["budget"], r["seed"]] +
+                      [f"{r[k]:.4f}" if isinstance(r[k], float) else r[k] for k in keys] for r in runs]}
+    sections = markdown_sections(md)
+    sections += [{"kind": "heading", "level": 2, "text": "Curves"}] + charts + [
+        {"kind": "heading", "level": 2, "text": "Every run"}, table]
+    write_page(os.path.join(a.out, "compare.html"), md[0].lstrip("# "), sections)
 
 
 def write_plots(a, archs, budgets, runs, unit):
     out = a.out
-    colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
+    colors = COLORS
     head = "set terminal pngcairo size 900,560 font ',11'\nset grid\nset key top right\n"
     # Val loss against tokens: mean over seeds and a min-max band (same evaluation steps for every seed).
     tok_budget = next((b for b in budgets if b[0] == "tokens"), None)
@@ -415,14 +465,17 @@ def main():
         w = csv.writer(f)
         keys = ["arch", "budget", "seed", "params", "steps", "tokens", "train_seconds", "wall", "tok_s", "val_loss",
                 "val_ppl", "test_loss", "test_ppl", "recall_loss", "other_loss", "recall_tokens", "other_tokens"]
-        w.writerow(keys + ["mixers", "grassmann_rank", "precision"])
+        per_text = ["val_bpb", "val_word_ppl", "test_bpb", "test_word_ppl"]
+        w.writerow(keys + ["mixers", "grassmann_rank", "precision"] + per_text)
         for r in runs:
             arch = next(x for x in archs if x["name"] == r["arch"])
             w.writerow([f"{r[k]:.6f}" if isinstance(r[k], float) else r[k] for k in keys] +
-                       [",".join(arch["mixers"]), arch["rank"] or "", a.precision])
+                       [",".join(arch["mixers"]), arch["rank"] or "", a.precision] +
+                       ["" if r[k] is None else f"{r[k]:.6f}" for k in per_text])
     write_plots(a, archs, budgets, runs, unit)
+    write_page_html(a, archs, budgets, runs, unit, md)
     print("\n" + "\n".join(md[:len(reading) + 16]))
-    print(f"\nwrote {os.path.join(a.out, 'compare.md')}, compare.csv and 4 plots ({total / 60:.1f} min)")
+    print(f"\nwrote {os.path.join(a.out, 'compare.md')}, compare.csv, 4 plots and compare.html ({total / 60:.1f} min)")
 
 
 if __name__ == "__main__":

@@ -14,10 +14,13 @@ The data is a prepared directory (--data, default data/sotu from
 wiki.train.tokens, wiki.valid.tokens and wiki.test.tokens, or the .raw ones),
 prepared here with bin/prepare --train/--val/--test and BPE.
 
-Writes OUT/paper.md (a reading, the paper's numbers beside ours, the table of
-runs) and OUT/paper.json (one row per run); each norm's compare report is in
-OUT/pre/ and OUT/post/. --report-only rewrites paper.md and paper.json from
-those compare reports without training.
+Writes OUT/paper.md (a reading, the paper's numbers beside ours, bits per byte
+and word perplexity beside token perplexity, Welch's p for every ratio, the
+per-window ablation of the Grassmann model, the table of runs), OUT/paper.json
+(one row per run) and OUT/paper.html (all of paper.md and every run's curve in
+one page for a browser); each recipe's compare report is in OUT/pre/, OUT/post/
+(and OUT/modern/ with --recipes ...,modern). --report-only rewrites paper.md,
+paper.json and paper.html from those compare reports without training.
 """
 import argparse
 import csv
@@ -31,8 +34,10 @@ import time
 from array import array
 from collections import Counter
 
-from harness.common import BIN, ROOT, die, gnuplot, need_gnuplot, read_train_log, run_ok, token_header
+from harness.common import BIN, ROOT, die, gnuplot, layer_windows, need_gnuplot, read_train_log, run_ok, token_header
 from harness.compare import ONE_SEED, fmt, mean_spread
+from harness.report_page import chart, markdown_sections, write_page
+from harness.stats import welch_p
 
 # The paper's numbers: (what, transformer val ppl, grassmann val ppl, ratio).
 PAPER = {
@@ -43,7 +48,22 @@ TABLES = {
     1: {"n_layer": 6, "block_size": 128, "windows": "1,2,4,8,12,16"},
     2: {"n_layer": 12, "block_size": 256, "windows": "1;1;2;2;4;4;8;8;12;12;16;16"},
 }
-NORMS = ("pre", "post")
+# The recipes each architecture is trained under: the column of runs OUT/RECIPE, and
+# what bin/train (through harness.compare) is given for it. modern needs a bin/train
+# with --recipe; pre and post are GPT-2's blocks with the LayerNorm before or after.
+RECIPES = {"pre": ["--norm", "pre"], "post": ["--norm", "post"], "modern": ["--norm", "pre", "--recipe", "modern"]}
+NORMS = tuple(RECIPES)
+
+
+def recipe_label(recipe):
+    """'pre-norm', 'post-norm', 'modern recipe'."""
+    return f"{recipe}-norm" if recipe in ("pre", "post") else f"{recipe} recipe"
+
+
+def train_has_recipe():
+    """Whether bin/train takes --recipe (the modern recipe's column needs it)."""
+    r = subprocess.run([os.path.join(BIN, "train"), "--help"], capture_output=True, text=True)
+    return "--recipe" in r.stdout + r.stderr
 
 
 def archs_for(n_layer):
@@ -125,6 +145,8 @@ def diverged(curve):
     return nan or last != last or last >= first or last > low + 0.5
 
 
+# Per byte and per word of the scored text (bin/eval --word-ppl): comparable across tokenizers.
+PER_TEXT = ("val_bpb", "val_word_ppl", "test_bpb", "test_word_ppl")
 SETTINGS = "paper_settings.json"  # beside each norm's compare.csv: the lr and warm-up its runs had
 
 
@@ -149,7 +171,8 @@ def read_runs(out, norm, archs, a):
                          "tokens": int(r["tokens"]), "val_ppl": float(r["val_ppl"]), "test_ppl": float(r["test_ppl"]),
                          "val_loss": float(r["val_loss"]), "params": int(r["params"]),
                          "train_seconds": float(r["train_seconds"]), "tok_s": float(r["tok_s"]),
-                         "grassmann_rank": int(r["grassmann_rank"]) if r["grassmann_rank"] else None})
+                         "grassmann_rank": int(r["grassmann_rank"]) if r["grassmann_rank"] else None,
+                         **{k: float(r[k]) if r.get(k) else None for k in PER_TEXT}})
             if r["arch"] not in mixers:
                 die(f"{path}: architecture '{r['arch']}' is not one of {', '.join(mixers)}")
     return rows
@@ -165,6 +188,103 @@ def norm_ratios(rows, name):
     """Per-seed post / pre for one architecture."""
     pre = {r["seed"]: r["val_ppl"] for r in rows if r["norm"] == "pre" and r["name"] == name}
     return [r["val_ppl"] / pre[r["seed"]] for r in rows if r["norm"] == "post" and r["name"] == name and r["seed"] in pre]
+
+
+def losses(rows, norm, name):
+    """The val losses of one architecture's runs under one recipe."""
+    return [r["val_loss"] for r in rows if r["norm"] == norm and r["name"] == name]
+
+
+def ratio_p(rows, norm, name, base="transformer", base_norm=None):
+    """Welch's p-value for a val-perplexity ratio of 1 (equal mean val loss) between
+    name under norm and base under base_norm (default the same norm); None below 2 seeds."""
+    return welch_p(losses(rows, norm, name), losses(rows, base_norm or norm, base))
+
+
+def fmt_p(p):
+    return "p n/a" if p is None else f"p {p:.2g}" if p >= 1e-3 else "p < 0.001"
+
+
+# ---- the per-window ablation -------------------------------------------------------
+
+def ablation_path(out, norm, name, seed):
+    return os.path.join(out, norm, f"ablation_{name}_{seed}.json")
+
+
+def head_file(data, out, tokens):
+    """OUT/val_head.bin: the first `tokens` tokens of data/val.bin (all of them when fewer),
+    a token file of its own, so that every ablation scores the same text."""
+    src, dst = os.path.join(data, "val.bin"), os.path.join(out, "val_head.bin")
+    head = token_header(src)
+    n = min(tokens, head["count"])
+    with open(src, "rb") as f:
+        f.seek(32)
+        body = f.read(n * head["width"])
+    with open(dst, "wb") as f:
+        f.write(head["raw"][:24] + n.to_bytes(8, "little") + body)
+    return dst, n
+
+
+def ablate(out, norm, name, seed, kind, mixers, windows, val_head, tokens, threads):
+    """The val loss on val_head with each (Grassmann layer, window offset) left out in turn
+    (bin/eval --ablate-offset), beside the plain loss: OUT/NORM/ablation_NAME_SEED.json.
+    Needs the run's checkpoint (harness.compare --keep-checkpoints)."""
+    ckpt = os.path.join(out, norm, f"{name}_{kind}_{seed}.ckpt")  # harness.compare's name for it
+    if not os.path.exists(ckpt):
+        die(f"no checkpoint {ckpt} to ablate")
+    score = lambda extra: run_ok([os.path.join(BIN, "eval"), "--model", ckpt, "--data", val_head, "--json",
+                                  "--threads", str(threads)] + extra, status=2).json()["loss"]
+    plain = score([])
+    delta = {}
+    for layer, mixer in enumerate(mixers):
+        if mixer != "grassmann":
+            continue
+        for d in windows[layer]:
+            delta[f"{layer}:{d}"] = score(["--ablate-offset", f"{layer}:{d}"]) - plain
+            print(f"paper: {recipe_label(norm)} {name} seed {seed}: without layer {layer}'s offset {d}: "
+                  f"{delta[f'{layer}:{d}']:+.4f} nats", flush=True)
+    with open(ablation_path(out, norm, name, seed), "w") as f:
+        json.dump({"tokens": tokens, "plain_loss": plain, "delta": delta}, f, indent=1)
+
+
+def read_ablations(out, rows):
+    """{(norm, name, seed): {plain_loss, delta}} for the runs that have an ablation file."""
+    found = {}
+    for r in rows:
+        path = ablation_path(out, r["norm"], r["name"], r["seed"])
+        if os.path.exists(path):
+            with open(path) as f:
+                found[(r["norm"], r["name"], r["seed"])] = json.load(f)
+    return found
+
+
+def ablation_report(ablations):
+    """paper.md's section: per run ablated, a layer x offset table of the loss each offset's
+    removal adds, and a sentence on where the information comes from."""
+    if not ablations:
+        return []
+    md = ["", "## Where each Grassmann layer's information comes from", "",
+          "Each cell: the val loss (nats per token) with that layer's window offset left out of its mean "
+          "(`bin/eval --ablate-offset LAYER:OFFSET`: its term dropped, the mean's count kept), minus the loss of the "
+          f"whole model, on the first {max(ab['tokens'] for ab in ablations.values()):,} val tokens. Large: the layer "
+          "relies on the token that far back; near 0: it could do without it."]
+    for (norm, name, seed), ab in sorted(ablations.items()):
+        cells = {tuple(map(int, k.split(":"))): v for k, v in ab["delta"].items()}
+        layers = sorted({l for l, _ in cells})
+        offsets = sorted({d for _, d in cells})
+        by_offset = {d: sum(v for (_, dd), v in cells.items() if dd == d) for d in offsets}
+        by_layer = {l: sum(v for (ll, _), v in cells.items() if ll == l) for l in layers}
+        top_d = max(by_offset, key=by_offset.get)
+        top_l = max(by_layer, key=by_layer.get)
+        md += ["", f"**{recipe_label(norm)}, {name}, seed {seed}** (whole model: {ab['plain_loss']:.4f} nats). "
+                   f"Most is lost without offset {top_d} ({by_offset[top_d]:+.4f} summed over the layers) and "
+                   f"in layer {top_l} ({by_layer[top_l]:+.4f} summed over its offsets).", "",
+               "| layer | " + " | ".join(f"offset {d}" for d in offsets) + " |",
+               "|---|" + "---|" * len(offsets)]
+        for l in layers:
+            md.append(f"| {l} | " + " | ".join(f"{cells[(l, d)]:+.4f}" if (l, d) in cells else "-" for d in offsets)
+                      + " |")
+    return md
 
 
 def write_plot(out, archs, rows, unigram):
@@ -197,7 +317,32 @@ def write_plot(out, archs, rows, unigram):
     return png
 
 
-def report(a, archs, rows, minutes, data_label, unigram=None, plot=None):
+def write_page_html(out, archs, rows, unigram, md):
+    """OUT/paper.html: the report's text and tables, and every run's val-loss
+    curve (architecture by colour, post-norm dashed) with zoom."""
+    colors = {"transformer": "#1f77b4", "grassmann": "#d62728", "hybrid": "#2ca02c"}
+    series = [{"name": f"{r['name']}, {r['norm']}-norm, seed {r['seed']}", "legend": f"{r['name']}, {r['norm']}-norm",
+               "color": colors.get(r["name"], "#9467bd"), "dash": r["norm"] == "post", "points": [list(p) for p in r["points"]]}
+              for norm in NORMS for name, _ in archs for r in rows
+              if r["norm"] == norm and r["name"] == name and r["points"]]
+    if series and unigram is not None:
+        xs = [p[0] for s in series for p in s["points"]]
+        series.append({"name": "token frequencies alone (unigram)", "color": "#7f7f7f", "dash": True, "width": 1.2,
+                       "points": [[min(xs), unigram], [max(xs), unigram]]})
+    sections = markdown_sections(md)
+    if series:
+        sections += [{"kind": "heading", "level": 2, "text": "Curves"},
+                     chart("val_tokens", "Validation loss, the paper's configuration (each seed a line)",
+                           "training tokens", "validation loss (nats per token)", series, ymax=7.5,
+                           note="Drag across the plot to zoom into a range, double-click to zoom out; click a "
+                                "legend entry to hide its lines.")]
+    runs = next((s for s in sections if s["kind"] == "table" and s["columns"][:2] == ["norm", "architecture"]), None)
+    if runs:
+        runs["id"] = "runs"
+    write_page(os.path.join(out, "paper.html"), md[0].lstrip("# "), sections)
+
+
+def report(a, archs, rows, minutes, data_label, unigram=None, plot=None, ablations=None):
     what, paper_t, paper_g, paper_ratio = PAPER[a.table]
     seeds = sorted({r["seed"] for r in rows})
     md = [f"# The Grassmann paper at its own configuration ({what.split(':')[0]})", "", "## Reading", ""]
@@ -205,20 +350,23 @@ def report(a, archs, rows, minutes, data_label, unigram=None, plot=None):
         g = ratios(rows, norm, "grassmann")
         h = ratios(rows, norm, "hybrid")
         if not g:
-            md.append(f"- **{norm}-norm**: not run.")
+            if norm in ("pre", "post"):
+                md.append(f"- **{recipe_label(norm)}**: not run.")
             continue
         gm, gs = mean_spread(g)
         lo, hi = min(g), max(g)
         holds = ("**the paper's 1.11 lies inside our seed range**" if lo <= paper_ratio <= hi else
                  f"**the paper's {paper_ratio:.2f} lies outside our seed range** ({lo:.3f} to {hi:.3f})")
-        line = f"- **{norm}-norm**: Grassmann / Transformer val perplexity {fmt(gm, gs)}; {holds}."
+        line = (f"- **{recipe_label(norm)}**: Grassmann / Transformer val perplexity {fmt(gm, gs)} "
+                f"(Welch {fmt_p(ratio_p(rows, norm, 'grassmann'))}); {holds}.")
         if h:
             hm, hs = mean_spread(h)
             side = (ONE_SEED if len(h) < 2 else
                     "better than the Transformer by more than the seed spread" if hm + hs < 1 else
                     "worse than the Transformer by more than the seed spread" if hm - hs > 1 else
                     "level with the Transformer within the seed spread")
-            line += f" The hybrid (attention first, then Grassmann) / Transformer: {fmt(hm, hs)}, {side}."
+            line += (f" The hybrid (attention first, then Grassmann) / Transformer: {fmt(hm, hs)} "
+                     f"(Welch {fmt_p(ratio_p(rows, norm, 'hybrid'))}), {side}.")
         md.append(line)
     curves = [r for r in rows if r["curve"]]
     bad = [r for r in curves if diverged(r["curve"])]
@@ -229,15 +377,15 @@ def report(a, archs, rows, minutes, data_label, unigram=None, plot=None):
         say = [f"lr {lr:g} with {w} linear warm-up steps" for lr, w in dict.fromkeys(per.values())]
         if len(say) == 1:
             return "at " + say[0]
-        return "at " + "; ".join(f"{n}-norm {lr:g} with {w} warm-up steps" for n, (lr, w) in per.items())
+        return "at " + "; ".join(f"{recipe_label(n)} {lr:g} with {w} warm-up steps" for n, (lr, w) in per.items())
 
     if bad:
         md.append("- **Diverged**: " + "; ".join(
-            f"{r['norm']}-norm {r['name']} seed {r['seed']} (val loss {r['curve'][0]:.2f} at step 0, lowest "
+            f"{recipe_label(r['norm'])} {r['name']} seed {r['seed']} (val loss {r['curve'][0]:.2f} at step 0, lowest "
             f"{r['curve'][1]:.2f}, last {r['curve'][2]:.2f})" for r in bad) + f", {setting(bad)}.")
     if flat:
         md.append("- **Did not train**: " + "; ".join(
-            f"{r['norm']}-norm {r['name']} seed {r['seed']} (val loss {r['val_loss']:.3f})" for r in flat) +
+            f"{recipe_label(r['norm'])} {r['name']} seed {r['seed']} (val loss {r['val_loss']:.3f})" for r in flat) +
             f", {setting(flat)}: the val loss of a model that knows only each token's frequency in train is "
             f"{unigram:.3f}, so these runs learned the frequencies and nothing of context; their ratios "
             f"above compare with a model that did not train.")
@@ -251,7 +399,8 @@ def report(a, archs, rows, minutes, data_label, unigram=None, plot=None):
         pr = norm_ratios(rows, name)
         if pr:
             m, s = mean_spread(pr)
-            md.append(f"- Post-norm / pre-norm val perplexity, {name}: {fmt(m, s)}.")
+            md.append(f"- Post-norm / pre-norm val perplexity, {name}: {fmt(m, s)} "
+                      f"(Welch {fmt_p(ratio_p(rows, 'post', name, name, 'pre'))}).")
     budget_tokens = sorted({r["tokens"] for r in rows})
     if plot:
         md += ["", f"![Validation loss against training tokens, pre-norm solid, post-norm dashed]"
@@ -265,6 +414,13 @@ def report(a, archs, rows, minutes, data_label, unigram=None, plot=None):
            "| source | norm | Transformer val ppl | Grassmann val ppl | hybrid val ppl | Grassmann / Transformer | hybrid / Transformer |",
            "|---|---|---|---|---|---|---|",
            f"| the paper, {what} | post | {paper_t} | {paper_g} | - | {paper_ratio:.3f} | - |"]
+    per_text = ["", "## Per token, per byte, per word", "",
+                "Token perplexity depends on the tokenizer; bits per byte and word perplexity (the same nats over "
+                "the bytes, and the whitespace-separated words, of the text the scored tokens stand for: `bin/eval "
+                "--word-ppl`) compare across tokenizers. Mean ± spread over seeds, val split; p: Welch's t-test of "
+                "equal mean val loss against the Transformer under the same recipe (two-sided; n/a below 2 seeds).", "",
+                "| recipe | architecture | val ppl (token) | bits per byte | word ppl | p vs Transformer |",
+                "|---|---|---|---|---|---|"]
     for norm in NORMS:
         per = {name: mean_spread([r["val_ppl"] for r in rows if r["norm"] == norm and r["name"] == name])
                for name, _ in archs}
@@ -272,7 +428,16 @@ def report(a, archs, rows, minutes, data_label, unigram=None, plot=None):
             continue
         g, h = mean_spread(ratios(rows, norm, "grassmann")), mean_spread(ratios(rows, norm, "hybrid"))
         md.append(f"| ours, {data_label} | {norm} | {fmt(*per['transformer'], 1)} | {fmt(*per['grassmann'], 1)} "
-                  f"| {fmt(*per['hybrid'], 1)} | {fmt(*g)} | {fmt(*h)} |")
+                  f"| {fmt(*per['hybrid'], 1)} | {fmt(*g)} ({fmt_p(ratio_p(rows, norm, 'grassmann'))}) "
+                  f"| {fmt(*h)} ({fmt_p(ratio_p(rows, norm, 'hybrid'))}) |")
+        for name, _ in archs:
+            rs = [r for r in rows if r["norm"] == norm and r["name"] == name]
+            col = lambda k, d: (fmt(*mean_spread([r[k] for r in rs if r.get(k) is not None]), d)
+                                if any(r.get(k) is not None for r in rs) else "-")
+            p = "-" if name == "transformer" else fmt_p(ratio_p(rows, norm, name))
+            per_text.append(f"| {recipe_label(norm)} | {name} | {col('val_ppl', 1)} | {col('val_bpb', 4)} "
+                            f"| {col('val_word_ppl', 1)} | {p} |")
+    md += per_text
     # The paper's 30 epochs at the speed measured here.
     train_tokens = a.train_tokens
     if train_tokens:
@@ -282,6 +447,7 @@ def report(a, archs, rows, minutes, data_label, unigram=None, plot=None):
                    f"run) at the median {tok_s:,.0f} tokens/s measured here: about {per_run:.1f} hours per run, "
                    f"{per_run * len(rows):.0f} hours for these {len(rows)} runs: "
                    f"`make paper PAPER_ARGS=\"--budget tokens:{30 * train_tokens}\"`."]
+    md += ablation_report(ablations or {})
     md += ["", "## Runs", "",
            "| norm | architecture | parameters | seed | tokens | train seconds | tokens/s | val ppl | test ppl |",
            "|---|---|---|---|---|---|---|---|---|"]
@@ -301,10 +467,14 @@ def report(a, archs, rows, minutes, data_label, unigram=None, plot=None):
         f.write("\n".join(md) + "\n")
     with open(os.path.join(a.out, "paper.json"), "w") as f:
         json.dump([dict({k: r[k] for k in ("arch", "norm", "seed", "tokens", "val_ppl", "test_ppl", "params", "name",
-                                           "grassmann_rank", "train_seconds")},
+                                           "grassmann_rank", "train_seconds", "val_loss") + PER_TEXT},
+                        recipe=r["norm"],
+                        welch_p_vs_transformer=None if r["name"] == "transformer" else ratio_p(rows, r["norm"], r["name"]),
+                        ablation=(ablations or {}).get((r["norm"], r["name"], r["seed"])),
                         diverged=diverged(r["curve"]) if r["curve"] else None,
                         stuck_at_unigram=stuck(r, unigram) if unigram is not None else None) for r in rows], f, indent=1)
         f.write("\n")
+    write_page_html(a.out, archs, rows, unigram, md)
     return md
 
 
@@ -318,6 +488,12 @@ def main():
     ap.add_argument("--vocab-size", type=int, default=8192, help="BPE vocabulary for --wikitext2 (8192)")
     ap.add_argument("--out", default=os.path.join(ROOT, "runs/paper"), help="output directory (runs/paper)")
     ap.add_argument("--norms", default="pre,post", help="which norms to run (pre,post)")
+    ap.add_argument("--recipes", help="which recipes to run, each a column: pre, post (GPT-2's blocks, LayerNorm "
+                    "before or after) and modern (bin/train --recipe modern, when bin/train has it); "
+                    "instead of --norms")
+    ap.add_argument("--ablation-tokens", type=int, default=16384,
+                    help="the per-window ablation of the Grassmann model (first seed, each recipe) scores this many "
+                         "val tokens per layer and offset; 0: none (16384)")
     ap.add_argument("--budget", default="tokens:800000",
                     help="per run, as make compare takes it (tokens:800000: the 12 runs take about an hour on 2 cores)")
     ap.add_argument("--seeds", type=int, default=2, help="seeds per architecture and norm (2)")
@@ -329,9 +505,18 @@ def main():
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--report-only", action="store_true", help="rewrite paper.md and paper.json from OUT/pre and OUT/post")
     a = ap.parse_args()
-    norms = [n for n in a.norms.split(",") if n]
-    if not norms or any(n not in NORMS for n in norms):
-        die(f"--norms must list pre and/or post (got '{a.norms}')")
+    if a.recipes is not None:
+        norms = [n for n in a.recipes.split(",") if n]
+        if not norms or any(n not in RECIPES for n in norms):
+            die(f"--recipes must list pre, post and/or modern (got '{a.recipes}')")
+        if "modern" in norms and not a.report_only and not train_has_recipe():
+            die("--recipes modern needs a bin/train with --recipe (this one has none)")
+    else:
+        norms = [n for n in a.norms.split(",") if n]
+        if not norms or any(n not in ("pre", "post") for n in norms):
+            die(f"--norms must list pre and/or post (got '{a.norms}')")
+    if a.ablation_tokens < 0:
+        die("--ablation-tokens must not be negative")
     if a.seeds < 1:
         die("--seeds must be at least 1")
     need_gnuplot()
@@ -356,20 +541,27 @@ def main():
                    "--n-head", str(a.n_head), "--n-embd", "256", "--block-size", str(cfg["block_size"]),
                    "--batch-size", str(a.batch_size), "--lr", str(a.lr), "--min-lr", str(a.lr / 10),
                    "--warmup-iters", str(a.warmup_iters), "--grassmann-rank", "32",
-                   "--grassmann-windows", cfg["windows"], "--norm", norm, "--budget", a.budget,
-                   "--seeds", str(a.seeds), "--seed", str(a.seed), "--threads", str(a.threads)]
-            print(f"paper: {norm}-norm: {' '.join(cmd[1:])}", flush=True)
+                   "--grassmann-windows", cfg["windows"], "--budget", a.budget,
+                   "--seeds", str(a.seeds), "--seed", str(a.seed), "--threads", str(a.threads)] + RECIPES[norm]
+            if a.ablation_tokens:
+                cmd.append("--keep-checkpoints")  # the ablation reads them
+            print(f"paper: {recipe_label(norm)}: {' '.join(cmd[1:])}", flush=True)
             if subprocess.run(cmd, cwd=ROOT).returncode != 0:
-                die(f"the {norm}-norm comparison failed (its output is above)")
+                die(f"the {recipe_label(norm)} comparison failed (its output is above)")
             with open(os.path.join(a.out, norm, SETTINGS), "w") as f:
                 json.dump({"lr": a.lr, "warmup_iters": a.warmup_iters}, f)
+            if a.ablation_tokens:
+                val_head, n = head_file(data, a.out, a.ablation_tokens)
+                ablate(a.out, norm, "grassmann", a.seed, a.budget.split(":")[0], ["grassmann"] * cfg["n_layer"],
+                       layer_windows(cfg["windows"], cfg["n_layer"]), val_head, n, a.threads)
     rows = [r for norm in NORMS for r in read_runs(a.out, norm, archs, a)]
     a.train_tokens = train_tokens(data)
     if not rows:
-        die(f"no runs in {a.out}/pre or {a.out}/post")
+        die(f"no runs in {a.out}/pre, {a.out}/post or {a.out}/modern")
     unigram = unigram_loss(data)
     plot = write_plot(a.out, archs, rows, unigram)
-    md = report(a, archs, rows, 0 if a.report_only else (time.time() - t0) / 60, data_label, unigram, plot)
+    md = report(a, archs, rows, 0 if a.report_only else (time.time() - t0) / 60, data_label, unigram, plot,
+                read_ablations(a.out, rows))
     print("\n".join(md[:12]))
     print(f"\nwrote {os.path.join(a.out, 'paper.md')} and paper.json")
 

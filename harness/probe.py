@@ -21,6 +21,10 @@ Architectures as in harness/compare.py (--archs, size-matched to the first by th
 Grassmann rank). Writes OUT/probe.json (a list of rows {arch, task, seq_len,
 pairs or gap, n_embd, seed, accuracy, ...}), OUT/probe.md and
 OUT/probe_accuracy.png.
+
+--zoology runs MQAR under the Zoology paper's protocol instead (vocabulary
+8,192, three length/pairs cells, four widths, a learning-rate sweep, accuracy
+against state size): harness/zoology.py.
 """
 import argparse
 import concurrent.futures
@@ -43,9 +47,25 @@ def ints(text, what):
     return xs
 
 
+def train_command(ckpt, mixers, L, batch_tokens, steps, lr, min_lr, warmup, seed, threads, shared, rank):
+    """bin/train's command for one probe run of sequences of length L: every
+    window one sequence, batch_tokens / L of them per step, no weight decay,
+    no validation during training (bin/eval scores the answers after)."""
+    args = [os.path.join(BIN, "train"), "--out", ckpt, "--mixer", ",".join(mixers), "--window-align", str(L),
+            "--batch-size", str(max(1, batch_tokens // L)), "--max-iters", str(steps), "--lr", str(lr),
+            "--min-lr", str(min_lr), "--warmup-iters", str(warmup), "--weight-decay", "0", "--eval-interval", "0",
+            "--eval-iters", "2", "--log-interval", "1000000", "--seed", str(seed), "--threads", str(threads)] + shared
+    return args + (["--grassmann-rank", str(rank)] if rank else [])
+
+
 def main():
+    if "--zoology" in sys.argv[1:]:  # the Zoology protocol: its own options (harness/zoology.py)
+        from harness import zoology
+        return zoology.main([x for x in sys.argv[1:] if x != "--zoology"])
     ap = argparse.ArgumentParser(prog="python3 -m harness.probe",
                                  description="MQAR and copy probes: recall accuracy by distance, per architecture.")
+    ap.add_argument("--zoology", action="store_true",
+                    help="MQAR under the Zoology paper's protocol instead (its options: --zoology --help)")
     ap.add_argument("--out", default=os.path.join(ROOT, "runs/probe"))
     ap.add_argument("--archs", default="attention grassmann", help="as in harness/compare.py (default 'attention grassmann')")
     ap.add_argument("--tasks", default="mqar,copy")
@@ -171,14 +191,8 @@ def main():
 
             def train_and_score(i, name, mixers, pos, shared, rank, n, seed):
                 ckpt = os.path.join(a.out, f"model_{i}.ckpt")  # one per concurrent run
-                args = [os.path.join(BIN, "train"), "--out", ckpt, "--mixer", ",".join(mixers),
-                        "--window-align", str(L), "--batch-size", str(max(1, a.batch_tokens // L)),
-                        "--max-iters", str(steps),
-                        "--lr", str(a.lr), "--min-lr", str(a.min_lr), "--warmup-iters", str(a.warmup_iters),
-                        "--weight-decay", "0", "--eval-interval", "0", "--eval-iters", "2",
-                        "--log-interval", "1000000", "--seed", str(seed), "--threads", str(threads)] + shared
-                if rank:
-                    args += ["--grassmann-rank", str(rank)]
+                args = train_command(ckpt, mixers, L, a.batch_tokens, steps, a.lr, a.min_lr, a.warmup_iters, seed,
+                                     threads, shared, rank)
                 t0 = time.time()
                 if staged:  # the first stage stops at stage_steps; the second resumes it on the full task
                     run(args + ["--data", first_data, "--stop-at", str(stage_steps)], live=True)

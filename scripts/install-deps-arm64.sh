@@ -10,7 +10,7 @@ PACKAGES=(
     gcc-aarch64-linux-gnu libc6-dev-arm64-cross  # the cross compiler and its C library
     qemu-user                                    # qemu-aarch64: runs the ARM64 programs and tests
     libopenblas-openmp-dev:arm64 libgomp1:arm64  # sgemm (OpenBLAS, OpenMP build) and OpenMP
-    libcmocka-dev:arm64 libpcre2-dev:arm64 libjansson-dev:arm64
+    libcmocka-dev:arm64 libpcre2-dev:arm64 libjansson-dev:arm64 zlib1g-dev:arm64
 )
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo

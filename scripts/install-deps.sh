@@ -11,12 +11,14 @@ PACKAGES=(
     libcmocka-dev            # the C test framework
     libpcre2-dev             # BPE pre-tokenization: the GPT-4/GPT-2 split regexes, with PCRE2's JIT
     libjansson-dev           # JSON: safetensors headers, configs (exact 64-bit integers, duplicate keys refused)
+    zlib1g-dev               # bin/inspect's page: its maps as zlib streams, which the browser inflates
     libdnnl-dev              # oneDNN: the bf16 matrix products (vdpbf16ps kernels; Debian's OpenBLAS has no sbgemm)
     python3-torch python3-numpy  # the PyTorch parity test
     gnuplot-nox              # the comparison plot
     libopenmpi-dev openmpi-bin   # data-parallel bin/train over processes and machines (mpirun)
     clang                    # libFuzzer: make fuzz runs the loaders' fuzzers
     valgrind                 # make valgrind: memcheck of the unit tests and the programs
+    chromium                 # make test: the HTML pages in a headless browser (tests/browser_test.sh)
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -143,6 +143,20 @@ expect_ok "resume grassmann with the original command line" $B/train --data "$tm
 grep -q "steps 2..4 of 4" "$tmp/out" && ok || bad "resume --mixer grassmann did not continue at step 2: $(grep '^train:' "$tmp/out")"
 expect_error "resume grassmann as a hybrid" "--mixer grassmann,attention differs from the checkpoint's grassmann,grassmann" \
     $B/train --data "$tmp/a" --out "$tmp/gr.ckpt" --resume "$tmp/gr.ckpt" --mixer grassmann,attention
+
+# bin/eval --ablate-offset: leaving nothing out is the plain eval to the digit; leaving an
+# offset out moves the loss; a layer or offset the model lacks is one line.
+$B/eval --model "$tmp/gr.ckpt" --data "$tmp/a" --json >"$tmp/plain.json" 2>/dev/null
+$B/eval --model "$tmp/gr.ckpt" --data "$tmp/a" --json --ablate-offset "" >"$tmp/none.json" 2>/dev/null
+$B/eval --model "$tmp/gr.ckpt" --data "$tmp/a" --json --ablate-offset 1:2 >"$tmp/abl.json" 2>/dev/null
+loss() { sed -n 's/.*"loss":\([0-9.]*\).*/\1/p' "$1"; }
+if [ -n "$(loss "$tmp/plain.json")" ] && [ "$(loss "$tmp/plain.json")" = "$(loss "$tmp/none.json")" ] \
+    && [ "$(loss "$tmp/plain.json")" != "$(loss "$tmp/abl.json")" ] && grep -q '"ablated_offsets":"1:2"' "$tmp/abl.json"; then ok
+else bad "--ablate-offset: plain $(loss "$tmp/plain.json"), nothing left out $(loss "$tmp/none.json"), offset 2 of layer 1 $(loss "$tmp/abl.json")"; fi
+expect_error "ablate an offset the layer lacks" "Grassmann layer 0 has no window offset 4" \
+    $B/eval --model "$tmp/gr.ckpt" --data "$tmp/a" --ablate-offset 0:4
+expect_error "ablate a layer the model lacks" "layer 2 does not exist" $B/eval --model "$tmp/gr.ckpt" --data "$tmp/a" --ablate-offset 2:1
+expect_error "ablate, bad list" "LAYER:OFFSET pairs" $B/eval --model "$tmp/gr.ckpt" --data "$tmp/a" --ablate-offset 1-2
 # --norm post and per-layer window schedules (issue 19): every program follows the checkpoint
 expect_error "train bad norm" "--norm must be pre or post \\(got 'side'\\)" $B/train --data "$tmp/a" --out "$tmp/x.ckpt" "${SMALL[@]}" --norm side
 expect_error "train short window schedule" "has 2 lists but n_layer is 3" $B/train --data "$tmp/a" --out "$tmp/x.ckpt" "${SMALL[@]}" \
@@ -514,7 +528,7 @@ if grep -q "^step .*ETA" "$tmp/out" && ! grep "^step .*ETA" "$tmp/out" | grep -v
 else bad "train --max-seconds ETA: $(grep -m2 '^step' "$tmp/out")"; fi
 expect_ok "train window-align" $B/train --data "$tmp/a" --out "$tmp/aligned.ckpt" "${SMALL[@]}" --max-iters 3 --window-align 16
 # bin/probegen (issue 7): bad input, and the files it writes line up
-expect_error "probegen task" "must be mqar or copy" $B/probegen --task sort --out "$tmp/pg"
+expect_error "probegen task" "must be mqar, zoology or copy" $B/probegen --task sort --out "$tmp/pg"
 expect_error "probegen no out" "required" $B/probegen --task mqar
 expect_error "probegen too many pairs" "distinct keys" $B/probegen --task mqar --out "$tmp/pg" --pairs 70 --symbols 64 --seq-len 512
 expect_error "probegen no room" "no room|needs" $B/probegen --task mqar --out "$tmp/pg" --pairs 16 --seq-len 32

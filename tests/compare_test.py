@@ -14,6 +14,7 @@ import unittest
 
 from harness.common import BIN
 from harness.compare import ONE_SEED, Harness, difference, precision_text
+from harness.report_page import chart, markdown_sections, write_page
 
 ARCH = {"name": "attention", "mixers": ["attention"], "rank": None}
 
@@ -48,6 +49,29 @@ class Commands(unittest.TestCase):
                            text=True)
         self.assertEqual(p.returncode, 2)
         self.assertIn("--precision", p.stderr)
+
+
+class Page(unittest.TestCase):
+    def test_markdown_sections(self):
+        md = ["# Title", "", "## Reading", "", "- **a** point", "text", "", "| x | y |", "|---|---:|", "| 1 | 2 |",
+              "| 3 | 4 |", "", "![plot](p.png)", "after"]
+        s = markdown_sections(md)
+        self.assertEqual([x["kind"] for x in s], ["heading", "heading", "text", "text", "table", "text"])
+        self.assertEqual(s[2], {"kind": "text", "bullet": True, "text": "**a** point"})
+        self.assertEqual(s[4]["columns"], ["x", "y"])
+        self.assertEqual(s[4]["rows"], [["1", "2"], ["3", "4"]])
+
+    def test_page_is_one_file_and_escaped(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "p.html")
+            c = chart("c", "t", "x", "y", [{"name": "</script><b>", "color": "#000", "points": [[0, 1.0], [1, float("nan")]]}])
+            write_page(path, "T", [c])
+            with open(path) as f:
+                html = f.read()
+            self.assertEqual(html.count("</script>"), 2)  # the data's own cannot close its tag
+            self.assertNotIn("@REPORT_DATA@", html)
+            self.assertNotIn("src=", html)  # nothing loaded from elsewhere
+            self.assertIn('[[0,1.0],[1,null]]', html)  # NaN, which JSON has not, as null
 
 
 @unittest.skipUnless(has_bf16() and shutil.which("gnuplot"), "needs AVX512_BF16 and gnuplot")

@@ -17,7 +17,7 @@ if $B/inspect --help | grep -q "usage: bin/inspect"; then ok; else bad "inspect 
 
 # Runs, and writes every file into a directory it creates.
 expect_ok "inspect attention" $B/inspect --model "$tmp/a.ckpt" --prompt "The whale, the" --out "$tmp/o/a"
-for f in attn_L0_H0.png attn_L0_H1.png attn_L1_H1.png attn_L0.png attn_L1.png attribution.png lens.txt tokens.txt inspect.json; do
+for f in attn_L0_H0.png attn_L0_H1.png attn_L1_H1.png attn_L0.png attn_L1.png attribution.png lens.txt tokens.txt inspect.json inspect.html; do
     [ -s "$tmp/o/a/$f" ] && ok || bad "inspect attention: $f missing"
 done
 [ -e "$tmp/o/a/gates.png" ] && bad "inspect attention: gates.png without Grassmann layers" || ok
@@ -29,7 +29,8 @@ expect_ok "inspect hybrid" $B/inspect --model "$tmp/g.ckpt" --prompt "the whale"
 grep -q "^layer 1 grassmann: mean gate" "$tmp/out" && ok || bad "inspect hybrid: summary: $(head -c 300 "$tmp/out")"
 # Deterministic: the same files twice.
 expect_ok "inspect again" $B/inspect --model "$tmp/g.ckpt" --prompt "the whale" --out "$tmp/o/g2" --induction-length 4
-cmp -s "$tmp/o/g/inspect.json" "$tmp/o/g2/inspect.json" && cmp -s "$tmp/o/g/gates.png" "$tmp/o/g2/gates.png" && ok \
+cmp -s "$tmp/o/g/inspect.json" "$tmp/o/g2/inspect.json" && cmp -s "$tmp/o/g/gates.png" "$tmp/o/g2/gates.png" \
+    && cmp -s "$tmp/o/g/inspect.html" "$tmp/o/g2/inspect.html" && ok \
     || bad "inspect: two runs differ"
 
 # A byte-level model: a prompt that is not UTF-8 still gives valid JSON.
@@ -38,6 +39,14 @@ expect_ok "train byte" $B/train --data "$tmp/abyte" --out "$tmp/b.ckpt" "${SMALL
 expect_ok "inspect byte" $B/inspect --model "$tmp/b.ckpt" --prompt "$(printf 'a\xc3 wh')" --out "$tmp/o/b"
 /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['prompt']=='a\ufffd wh', d['prompt']" \
     "$tmp/o/b/inspect.json" && ok || bad "inspect byte: inspect.json"
+# The page's data is valid JSON too, with the half character's byte as its label.
+/usr/bin/python3 -c "
+import json, re, sys
+html = open(sys.argv[1], encoding='utf-8').read()
+d = json.loads(re.search(r'id=\"inspect-data\">(.*?)</script>', html, re.S).group(1))
+assert '<0xC3>' in [t['label'] for t in d['tokens']], d['tokens']
+assert 'http' not in html.replace('http-equiv', '').replace('http://www.w3.org/2000/svg', ''), 'a URL in the page'
+" "$tmp/o/b/inspect.html" && ok || bad "inspect byte: inspect.html"
 
 # A BPE model of 3 layers x 12 heads (more than the 32 the summary lists one
 # by one): readable labels (the leading space as ␣ in the tables, _ in the

@@ -7,6 +7,7 @@ import csv
 import json
 import math
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -14,11 +15,13 @@ import tempfile
 import unittest
 
 from harness.common import BIN
-from harness.paper import archs_for, norm_ratios, prepare_wikitext2, ratios, unigram_loss
+from harness.paper import archs_for, head_file, norm_ratios, prepare_wikitext2, ratios, train_has_recipe, unigram_loss
+from harness.stats import betainc, t_two_sided, welch_p
 
 PAPER = [sys.executable, "-m", "harness.paper"]
 KEYS = ["arch", "budget", "seed", "params", "steps", "tokens", "train_seconds", "wall", "tok_s", "val_loss", "val_ppl",
-        "test_loss", "test_ppl", "recall_loss", "other_loss", "recall_tokens", "other_tokens", "mixers", "grassmann_rank"]
+        "test_loss", "test_ppl", "recall_loss", "other_loss", "recall_tokens", "other_tokens", "mixers", "grassmann_rank",
+        "val_bpb", "val_word_ppl"]
 
 
 LOG = "step,tokens,train_loss,val_loss,val_bits_per_byte,lr,grad_norm,ms_per_step,elapsed_s,threads\n"
@@ -32,8 +35,17 @@ def fake_log(out, norm, name, seed, losses):
             f.write(f"{i},{i * 100},{tl},{vl},1.0,0.001,1.0,10.0,{i * 0.01:.3f},2\n")
 
 
+def page_data(path):
+    """The report data of a page harness/report_page.py wrote."""
+    with open(path, encoding="utf-8") as f:
+        html = f.read()
+    m = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S)
+    return json.loads(m.group(1))
+
+
 def fake_compare(out, norm, ppl):
-    """A compare.csv as harness.compare writes it: ppl[name] = [val ppl per seed]."""
+    """A compare.csv as harness.compare writes it: ppl[name] = [val ppl per seed]; bits per byte
+    and word perplexity as if a token were 4 bytes and a word 1.5 tokens."""
     os.makedirs(os.path.join(out, norm))
     with open(os.path.join(out, norm, "compare.csv"), "w", newline="") as f:
         w = csv.writer(f)
@@ -42,7 +54,8 @@ def fake_compare(out, norm, ppl):
             for k, p in enumerate(ppl[name]):
                 spec = ",".join([mixers] * 6 if "," not in mixers else mixers.split(","))
                 w.writerow([name, "tokens:1000", 1337 + k, 6_868_992, 10, 1000, 1.0, 2.0, 1000.0, math.log(p), p, 5.0, p * 1.01,
-                            3.0, 5.0, 10, 90, spec, "" if name == "transformer" else 32])
+                            3.0, 5.0, 10, 90, spec, "" if name == "transformer" else 32,
+                            math.log(p) / math.log(2) / 4, p ** 1.5])
 
 
 def token_file(path, tokens, vocab):
@@ -77,6 +90,27 @@ class Pieces(unittest.TestCase):
             self.assertAlmostEqual(unigram_loss(tmp), -(math.log(4 / 7) + math.log(1 / 7)) / 2, places=12)
 
 
+class Stats(unittest.TestCase):
+    def test_student_t(self):
+        for t in (0.3, 1.0, 2.5, 10.0):  # closed forms at 1 and 2 degrees of freedom
+            self.assertAlmostEqual(t_two_sided(t, 1), 1 - 2 * math.atan(t) / math.pi, places=12)
+            self.assertAlmostEqual(t_two_sided(-t, 2), 1 - t / math.sqrt(2 + t * t), places=12)
+        self.assertAlmostEqual(t_two_sided(2.228139, 10), 0.05, places=6)  # the table's 5% point at 10
+        self.assertAlmostEqual(betainc(2, 3, 0.4), 0.5248, places=12)  # sum over j >= 2 of C(4,j) x^j (1-x)^(4-j)
+        self.assertAlmostEqual(betainc(2, 3, 0.9), 1 - betainc(3, 2, 0.1), places=12)
+
+    def test_welch(self):
+        xs, ys = [1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0]
+        vx, vy = 1.0 / 3, (5.0 / 3) / 4  # variance of each mean
+        df = (vx + vy) ** 2 / (vx ** 2 / 2 + vy ** 2 / 3)
+        self.assertAlmostEqual(welch_p(xs, ys), t_two_sided(3.5 / math.sqrt(vx + vy), df), places=12)
+        self.assertAlmostEqual(welch_p(xs, ys), 0.0100769, places=6)
+        self.assertEqual(welch_p(xs, ys), welch_p(ys, xs))
+        self.assertIsNone(welch_p([1.0], ys))            # one seed: no test
+        self.assertIsNone(welch_p([2.0, 2.0], [2.0, 2.0]))  # no spread at all
+        self.assertGreater(welch_p([1.0, 1.1], [1.05, 1.0]), 0.5)
+
+
 class Report(unittest.TestCase):
     def test_report_only(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -96,13 +130,64 @@ class Report(unittest.TestCase):
             with open(os.path.join(tmp, "paper.md")) as f:
                 md = f.read()
             # pre: 1.11 and 1.11 -> the paper's ratio is inside; post: 1.2 and 1.25 -> outside
-            self.assertIn("**pre-norm**: Grassmann / Transformer val perplexity 1.110 ± 0.010; **the paper's 1.11 lies "
-                          "inside", md)
-            self.assertIn("**post-norm**: Grassmann / Transformer val perplexity 1.225 ± 0.025; **the paper's 1.11 lies "
-                          "outside", md)
-            self.assertIn("hybrid (attention first, then Grassmann) / Transformer: 0.950 ± 0.000, better than", md)
+            # Welch p from the val losses: pre-norm grassmann ln(220), ln(235.2) against ln(200), ln(210)
+            p = welch_p([math.log(220.0), math.log(235.2)], [math.log(200.0), math.log(210.0)])
+            self.assertIn("**pre-norm**: Grassmann / Transformer val perplexity 1.110 ± 0.010 "
+                          f"(Welch p {p:.2g}); **the paper's 1.11 lies inside", md)
+            self.assertIn("**post-norm**: Grassmann / Transformer val perplexity 1.225 ± 0.025 (Welch p 0.064); "
+                          "**the paper's 1.11 lies outside", md)
+            self.assertIn("hybrid (attention first, then Grassmann) / Transformer: 0.950 ± 0.000 (Welch p 0.28), "
+                          "better than", md)
+            # per byte and per word: the mean over seeds of what compare.csv says
+            bpb = (math.log(220.0) + math.log(235.2)) / math.log(2) / 8
+            self.assertIn(f"| pre-norm | grassmann | 227.6 ± 7.6 | {bpb:.4f} ± ", md)
+            self.assertIn(f"| {(220.0 ** 1.5 + 235.2 ** 1.5) / 2:.1f} ± ", md)
+            by = {(r["norm"], r["name"], r["seed"]): r for r in rows}
+            self.assertAlmostEqual(by[("pre", "grassmann", 1338)]["val_word_ppl"], 235.2 ** 1.5, delta=1e-3)
+            self.assertAlmostEqual(by[("pre", "grassmann", 1338)]["welch_p_vs_transformer"], p, places=6)
+            self.assertIsNone(by[("pre", "transformer", 1337)]["welch_p_vs_transformer"])
             self.assertIn("| the paper, Table 1", md)
             self.assertNotIn("diverged", md.lower())  # no training logs: nothing said
+            # The page: the Markdown's tables, the runs one row each; no curves without logs.
+            page = page_data(os.path.join(tmp, "paper.html"))
+            runs = next(s for s in page["sections"] if s.get("id") == "runs")
+            self.assertEqual(len(runs["rows"]), 12)
+            self.assertEqual(sorted(float(r[-2]) for r in runs["rows"]), sorted(r["val_ppl"] for r in rows))
+            self.assertFalse([s for s in page["sections"] if s["kind"] == "chart"])
+
+    def test_ablation_table(self):
+        """The per-window ablation's files (as harness.paper's ablate writes them) become a
+        table per run and a sentence on where the layer's information comes from."""
+        with tempfile.TemporaryDirectory() as tmp:
+            ppl = {"transformer": [200.0], "grassmann": [220.0], "hybrid": [190.0]}
+            fake_compare(tmp, "pre", ppl)
+            delta = {f"{l}:{d}": 0.001 * d + (0.5 if (l, d) == (2, 1) else 0.0) for l in range(6)
+                     for d in (1, 2, 4, 8, 12, 16)}
+            with open(os.path.join(tmp, "pre", "ablation_grassmann_1337.json"), "w") as f:
+                json.dump({"tokens": 4096, "plain_loss": 5.25, "delta": delta}, f)
+            r = subprocess.run(PAPER + ["--out", tmp, "--report-only", "--data", tmp], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(tmp, "paper.md")) as f:
+                md = f.read()
+            self.assertIn("on the first 4,096 val tokens", md)
+            self.assertIn("**pre-norm, grassmann, seed 1337** (whole model: 5.2500 nats). Most is lost without offset 1 "
+                          "(+0.5060 summed over the layers) and in layer 2 (+0.5430 summed over its offsets).", md)
+            self.assertIn("| layer | offset 1 | offset 2 | offset 4 | offset 8 | offset 12 | offset 16 |", md)
+            self.assertIn("| 2 | +0.5010 | +0.0020 | +0.0040 | +0.0080 | +0.0120 | +0.0160 |", md)
+            with open(os.path.join(tmp, "paper.json")) as f:
+                rows = {(r["norm"], r["name"]): r for r in json.load(f)}
+            self.assertEqual(rows[("pre", "grassmann")]["ablation"]["delta"]["2:1"], delta["2:1"])
+            self.assertIsNone(rows[("pre", "hybrid")]["ablation"])
+
+    def test_head_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            token_file(os.path.join(tmp, "val.bin"), list(range(50)), 60)
+            path, n = head_file(tmp, tmp, 20)
+            self.assertEqual(n, 20)
+            from harness.paper import read_token_file
+            tokens, vocab = read_token_file(path)
+            self.assertEqual((list(tokens), vocab), (list(range(20)), 60))
+            self.assertEqual(head_file(tmp, tmp, 500)[1], 50)  # no more than there is
 
     def test_divergence(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -117,8 +202,16 @@ class Report(unittest.TestCase):
             with open(os.path.join(tmp, "paper.md")) as f:
                 md = f.read()
             self.assertIn("**Every run trained** at lr 0.001 with 100 linear warm-up steps", md)
-            self.assertIn("/ Transformer: 0.950 ± 0.000, one seed: no spread to compare against.", md)
+            self.assertIn("/ Transformer: 0.950 ± 0.000 (Welch p n/a), one seed: no spread to compare against.", md)
             self.assertNotIn("by more than the seed spread", md)
+            # The page's curves: each run's val losses from its log, post-norm dashed.
+            curves = [s for s in page_data(os.path.join(tmp, "paper.html"))["sections"] if s["kind"] == "chart"]
+            self.assertEqual(len(curves), 1)
+            runs = [s for s in curves[0]["series"] if "seed" in s["name"]]
+            self.assertEqual(len(runs), 6)
+            for s in runs:
+                self.assertEqual(s["points"], [[0, 9.0], [100, 6.5], [200, 5.5]])
+                self.assertEqual(s["dash"], "post-norm" in s["name"])
             fake_log(tmp, "post", "transformer", 1337, [(6.0, 6.5), ("nan", 8.9)])
             fake_log(tmp, "pre", "grassmann", 1337, [(6.0, 4.5), (5.0, 5.5)])  # back up 1 nat from its lowest
             r = subprocess.run(PAPER + ["--out", tmp, "--report-only", "--data", tmp], capture_output=True, text=True)
@@ -175,6 +268,13 @@ class Errors(unittest.TestCase):
             self.expect(["--out", tmp, "--data", os.path.join(tmp, "none")], "has no train.bin")
             self.expect(["--out", tmp, "--wikitext2", tmp], "has no wiki.train.tokens or wiki.train.raw")
             self.expect(["--out", tmp, "--report-only"], "no runs in")
+            self.expect(["--out", tmp, "--recipes", "pre,fancy"], "--recipes must list pre, post and/or modern")
+            self.expect(["--out", tmp, "--ablation-tokens", "-1"], "--ablation-tokens must not be negative")
+            if not train_has_recipe():  # the modern column needs bin/train --recipe
+                self.expect(["--out", tmp, "--recipes", "pre,modern"], "--recipes modern needs a bin/train with --recipe")
+            else:  # it passes that check and stops at the missing data instead
+                self.expect(["--out", tmp, "--recipes", "pre,modern", "--data", os.path.join(tmp, "none")],
+                            "has no train.bin")
 
     def test_wikitext2_files(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -47,5 +47,36 @@ expect_error "bad task" "--tasks must list" python3 -m harness.probe "${TOY[@]}"
 expect_error "steps for two lengths, one length" "mqar-iters needs one positive number" \
     python3 -m harness.probe "${TOY[@]}" --mqar-iters 30,40
 
+# --zoology: MQAR under the Zoology protocol, at toy size: every (cell, width, lr, arch) run,
+# the best lr kept per (arch, cell, width), the state sizes, the plot.
+ZOO=(--zoology --cells 16:2 --widths 16,32 --lrs 1e-3,3e-3 --steps 20 --train-seqs 200 --val-seqs 20 --vocab 64
+     --grassmann-windows 1,2,4 --threads 1 --out "$tmp/z")
+expect_ok "zoology protocol" python3 -m harness.probe "${ZOO[@]}"
+if /usr/bin/python3 - "$tmp/z" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+rows = json.load(open(os.path.join(out, "zoology.json")))
+assert len(rows) == 8, len(rows)  # 2 archs x 2 widths x 2 lrs
+assert {r["lr"] for r in rows} == {1e-3, 3e-3} and {r["n_embd"] for r in rows} == {16, 32}, rows
+for r in rows:
+    assert 0.0 <= r["accuracy"] <= 1.0 and r["answers"] == 40, r  # 20 sequences x 2 queries
+    if r["arch"] == "attention":  # keys and values of 16 positions, 2 layers
+        assert r["state_floats"] == 2 * 2 * 16 * r["n_embd"], r
+    else:  # the last max(D) = 4 reduced vectors of rank r, 2 layers
+        assert r["state_floats"] == 2 * 4 * r["grassmann_rank"], r
+md = open(os.path.join(out, "zoology.md")).read()
+best = [l for l in md.splitlines() if l.startswith("| 16 | 2 |")]
+assert len(best) == 4, best
+for line in best:  # the best lr's accuracy is the highest of the row's
+    cells = line.split("|")
+    accs = [float(x.split(":")[1]) for x in cells[9].split(",")]
+    assert abs(float(cells[8]) - max(accs)) < 1e-3, line
+assert os.path.getsize(os.path.join(out, "zoology_accuracy.png")) > 1000
+PY
+then ok; else bad "zoology.json / zoology.md"; fi
+expect_error "zoology, bad cells" "--cells must be a comma list" python3 -m harness.probe "${ZOO[@]}" --cells 16-2
+expect_error "zoology, odd length" "even seq_len" python3 -m harness.probe "${ZOO[@]}" --cells 15:2
+expect_ok "zoology, report only" python3 -m harness.probe "${ZOO[@]}" --report-only
+
 echo "probe tests: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

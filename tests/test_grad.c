@@ -244,7 +244,7 @@ typedef struct {
 
 static double plucker_obj(void *p) {
     PluckerCtx *c = p;
-    grassmann_mix_forward(c->qbar, c->z, c->win, c->nw, c->B, c->T, c->r, c->eps);
+    grassmann_mix_forward(c->qbar, c->z, c->win, c->nw, 0, c->B, c->T, c->r, c->eps);
     return dot_objective(c->qbar, c->w, c->B * c->T * c->r * (c->r - 1) / 2);
 }
 

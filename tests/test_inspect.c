@@ -214,6 +214,37 @@ static void test_singular_values(void **s) {
     assert_float_equal(sv[2], 0.0, 1e-12);
 }
 
+/* The principal angles between the query and key spaces: W_k's rows mixing
+ * W_q's give cosines 1; rows in orthogonal coordinates give 0; sharing two of
+ * four directions gives 1, 1, 0, 0. */
+static void test_query_key_angles(void **s) {
+    (void)s;
+    size_t C = 12, H = 3, hs = 4; /* head 0: query rows 0-3, key rows C+0 to C+3 */
+    float w[3 * 12 * 12];
+    double sv[4], cosines[4];
+    HeadStats st;
+    const double expect[3][4] = {{1, 1, 1, 1}, {0, 0, 0, 0}, {1, 1, 0, 0}};
+    for (int k = 0; k < 3; k++) {
+        memset(w, 0, sizeof w);
+        for (size_t d = 0; d < hs; d++)
+            for (size_t c = 0; c < C; c++) w[d * C + c] = (float)((d * 7 + c * 3) % 5) - 2.0f + (c == d ? 3.0f : 0.0f);
+        for (size_t d = 0; d < hs; d++) {
+            float *wk = w + (C + d) * C;
+            if (k == 0) /* a mix of the query rows */
+                for (size_t c = 0; c < C; c++) wk[c] = w[d * C + c] + 0.5f * w[((d + 1) % hs) * C + c];
+            else if (k == 1) { /* queries read e_0..e_3 only, keys e_4..e_7 */
+                for (size_t q = 0; q < hs; q++) memset(w + q * C + hs, 0, (C - hs) * sizeof(float));
+                wk[hs + d] = 1.0f + (float)d;
+            } else { /* keys read e_0, e_1 (the queries' span holds them) and e_8, e_9 */
+                for (size_t q = 0; q < hs; q++) memset(w + q * C + hs, 0, (C - hs) * sizeof(float));
+                wk[d < 2 ? d : 8 + d - 2] = 2.0f;
+            }
+        }
+        bilinear_spectrum(&st, sv, cosines, w, C, H, 0);
+        for (size_t i = 0; i < hs; i++) assert_float_equal(cosines[i], expect[k][i], 1e-6);
+    }
+}
+
 /* The spectrum from the reduced C x d_head matrix equals the full C x C
  * matrix's, for random heads and for a head whose W_k has dependent rows. */
 static void test_form_spectrum_matches_full(void **s) {
@@ -223,7 +254,8 @@ static void test_form_spectrum_matches_full(void **s) {
     for (size_t c = 0; c < C; c++) w[(C + 2 * hs + 1) * C + c] = 2.0f * w[(C + 2 * hs) * C + c]; /* head 2: rank 3 */
     for (size_t h = 0; h < H; h++) {
         HeadStats st;
-        bilinear_spectrum(&st, w, C, H, h);
+        double all_sv[4], qk_cos[4];
+        bilinear_spectrum(&st, all_sv, qk_cos, w, C, H, h);
         double M[144] = {0}, A[144], sv[12];
         for (size_t d = 0; d < hs; d++)
             for (size_t a = 0; a < C; a++)
@@ -232,6 +264,7 @@ static void test_form_spectrum_matches_full(void **s) {
         singular_values(A, C, C, sv); /* overwrites A */
         assert_float_equal(st.sv_max, sv[0], 1e-9 * sv[0]);
         assert_float_equal(st.sv_min, sv[hs - 1], 1e-9 * sv[0]);
+        for (size_t i = 0; i < hs; i++) assert_float_equal(all_sv[i], sv[i], 1e-9 * sv[0]);
         if (h == 2) assert_true(st.sv_min < 1e-9 * sv[0]);
         else assert_true(st.sv_min > 1e-3);
         double total = 0, ent = 0;
@@ -339,6 +372,18 @@ static void test_grassmann_layer(void **s) {
     assert_string_equal(g->mixer, "grassmann");
     for (size_t t = 0; t < T; t++) assert_true(g->gate_mean[t] > 0.0f && g->gate_mean[t] < 1.0f);
     for (size_t k = 0; k < 3; k++) assert_true(isfinite(g->offset_norm[k]) && g->offset_norm[k] > 0);
+    /* Per position: NaN before the offset fits, the mean over the rest is offset_norm. */
+    MixerSpec spec = model_mixer_spec(&m.cfg, 1);
+    for (size_t k = 0; k < spec.n_windows; k++) {
+        size_t d = spec.windows[k];
+        double sum = 0.0;
+        for (size_t t = 0; t < T; t++) {
+            float v = g->offset_position_norm[k * T + t];
+            if (t < d) assert_true(isnan(v));
+            else assert_true(v > 0.0f), sum += v;
+        }
+        assert_float_equal(sum / (double)(T - d), g->offset_norm[k], 1e-5 * g->offset_norm[k]);
+    }
     assert_true(g->plucker_residual < 1e-6);
     assert_true(g->plucker_residual >= 0.0);
     inspect_free(&in);
@@ -456,7 +501,7 @@ static void test_mixer_without_hook(void **s) {
     assert_true(has_line(said, "layer 1 stub: no measurements"));
     free(said);
     const char *files[] = {"attn_L0_H0.png", "attn_L0_H1.png", "attn_L0.png", "heads.png", "heads.txt",
-                           "attribution.png", "lens.txt", "tokens.txt", "inspect.json"};
+                           "attribution.png", "lens.txt", "tokens.txt", "inspect.json", "inspect.html"};
     remove_outputs(dir, files, sizeof files / sizeof *files);
     inspect_free(&in);
     induction_free(&ind);
@@ -738,7 +783,7 @@ static void test_long_prompt_many_heads(void **s) {
     for (const char *c = top; (c = strstr(c, " H")) && c < strchr(top, '\n'); c++) listed++;
     assert_int_equal(listed, 10);
     free(said);
-    const char *files[] = {"heads.png", "heads.txt", "attribution.png", "lens.txt", "tokens.txt", "inspect.json"};
+    const char *files[] = {"heads.png", "heads.txt", "attribution.png", "lens.txt", "tokens.txt", "inspect.json", "inspect.html"};
     for (size_t l = 0; l < L; l++) {
         snprintf(path, sizeof path, "%s/attn_L%zu.png", dir, l);
         assert_int_equal(unlink(path), 0);
@@ -781,7 +826,7 @@ static void test_write_outputs(void **s) {
     snprintf(dir, sizeof dir, "%s/new/deeper", base);
     assert_int_equal(inspect_write(dir, &in, &ind, &m, &tok, "abcabcd", &err), 0);
     const char *files[] = {"attn_L0_H0.png", "attn_L0_H1.png", "attn_L0.png", "heads.png", "heads.txt", "gates.png",
-                           "attribution.png", "lens.txt", "tokens.txt", "inspect.json"};
+                           "attribution.png", "lens.txt", "tokens.txt", "inspect.json", "inspect.html"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++)
         if (!file_exists(dir, files[i])) fail_msg("%s missing", files[i]);
     int w, h, n;
@@ -801,7 +846,22 @@ static void test_write_outputs(void **s) {
     assert_string_equal(json_string_value(json_object_get(j, "prompt")), "abcabcd");
     assert_int_equal(json_array_size(json_object_get(j, "logit_lens")), 3);
     assert_non_null(json_object_get(json_object_get(j, "induction"), "loss_second_copy"));
+    /* Every singular value and query/key angle; each offset's norms by position. */
+    const json_t *cosines = json_object_get(json_array_get(heads, 1), "qk_cosines");
+    assert_int_equal(json_array_size(cosines), in.layer[0].d_head);
+    assert_float_equal(json_number_value(json_array_get(cosines, 0)), in.layer[0].qk_cosines[in.layer[0].d_head], 1e-5);
+    assert_int_equal(json_array_size(json_object_get(json_array_get(heads, 1), "singular_values")), in.layer[0].d_head);
+    const json_t *by_pos = json_object_get(json_array_get(layers, 1), "offset_position_norm");
+    assert_int_equal(json_array_size(by_pos), model_mixer_spec(&m.cfg, 1).n_windows);
+    assert_int_equal(json_array_size(json_array_get(by_pos, 0)), T);
     json_decref(j);
+    /* The page: the template with the data in its script tag, nothing loaded from elsewhere. */
+    size_t len;
+    char *page = read_output(dir, "inspect.html", &len);
+    assert_non_null(strstr(page, "<script type=\"application/json\" id=\"inspect-data\">{\"T\":7,"));
+    assert_null(strstr(page, "@INSPECT_DATA@"));
+    assert_null(strstr(page, "src="));
+    free(page);
     /* A path through a file: one clear error. */
     snprintf(path, sizeof path, "%s/inspect.json/x", dir);
     assert_int_equal(inspect_write(path, &in, &ind, &m, &tok, "abcabcd", &err), -1);
@@ -822,6 +882,7 @@ int main(void) {
         cmocka_unit_test(test_identity_form_correlates),
         cmocka_unit_test(test_singular_values),
         cmocka_unit_test(test_form_spectrum_matches_full),
+        cmocka_unit_test(test_query_key_angles),
         cmocka_unit_test(test_maps_match_direct),
         cmocka_unit_test(test_plucker_residual),
         cmocka_unit_test(test_grassmann_layer),

@@ -97,11 +97,66 @@ static void test_mqar_random_queries(void **s) {
     assert_true(repeats_in_first_round > 0);
 }
 
+/* Zoology's MQAR: keys from the vocabulary's first half and values from its
+ * second, each distinct; every key asked exactly once, at an even offset
+ * after the pairs, its value right after it and only that marked; and the
+ * power law puts most queries near the pairs. */
+static void test_zoology_layout(void **s) {
+    (void)s;
+    ProbeSpec spec = {.task = PROBE_ZOOLOGY, .seq_len = 64, .pairs = 4, .vocab = 8192};
+    Error err;
+    assert_int_equal(probe_check(&spec, probe_vocab(&spec), &err), 0);
+    assert_int_equal(probe_vocab(&spec), 8192);
+    assert_int_equal(probe_queries(&spec), 4);
+    Rng r;
+    rng_seed(&r, 5);
+    size_t near = 0, far = 0;
+    for (int seq = 0; seq < 200; seq++) {
+        uint32_t t[64];
+        uint8_t m[64];
+        probe_sequence(&spec, &r, t, m);
+        for (size_t i = 0; i < 4; i++) {
+            assert_true(t[2 * i] >= 1 && t[2 * i] < 4096);
+            assert_true(t[2 * i + 1] >= 4096 && t[2 * i + 1] < 8192);
+            assert_int_equal(m[2 * i], 0);
+            assert_int_equal(m[2 * i + 1], 0);
+            for (size_t j = 0; j < i; j++) {
+                assert_int_not_equal(t[2 * i], t[2 * j]);
+                assert_int_not_equal(t[2 * i + 1], t[2 * j + 1]);
+            }
+        }
+        size_t asked = 0;
+        for (size_t q = 8; q < 64; q += 2) { /* slot by slot: (query, answer) or two fillers */
+            assert_int_equal(m[q], 0);
+            if (t[q] == PROBE_FILLER) {
+                assert_int_equal(t[q + 1], PROBE_FILLER);
+                assert_int_equal(m[q + 1], 0);
+                continue;
+            }
+            size_t k = 0;
+            while (k < 4 && t[2 * k] != t[q]) k++;
+            assert_true(k < 4);                       /* a stored key */
+            assert_int_equal(t[q + 1], t[2 * k + 1]); /* its value */
+            assert_int_equal(m[q + 1], 1);
+            asked++;
+            if (q < 8 + 2 * 7) near++; /* the first 7 of the 28 slots */
+            else far++;
+        }
+        assert_int_equal(asked, 4);
+    }
+    assert_true(near > far); /* a uniform draw would give 7 : 21 */
+    spec.seq_len = 15; /* 4 pairs need 16 tokens, and an odd length is refused */
+    assert_int_equal(probe_check(&spec, 8192, &err), -1);
+    spec.seq_len = 64, spec.vocab = 8; /* 3 keys for 4 pairs */
+    assert_int_equal(probe_check(&spec, 8, &err), -1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_copy_layout),
         cmocka_unit_test(test_mqar_layout),
         cmocka_unit_test(test_mqar_random_queries),
+        cmocka_unit_test(test_zoology_layout),
     };
     return cmocka_run_group_tests_name("probe_tasks", tests, NULL, NULL);
 }

@@ -226,6 +226,57 @@ static void test_plucker_relations(void **s) {
     }
 }
 
+/* A muted offset adds nothing to the mean but keeps its share of the count:
+ * muting offset 2 of {1, 2, 4} gives, at each position, the mean over {1, 4}
+ * alone scaled by (offsets of {1, 4} that fit) / (offsets of {1, 2, 4} that
+ * fit); and muting nothing is the plain mix. */
+static void test_grassmann_muted_offset(void **s) {
+    (void)s;
+    enum { T = 9, R = 5, P = 10 };
+    static const size_t all[] = {1, 2, 4}, rest[] = {1, 4};
+    float *z = rand_tensor(T * R, 1.0f, 31), muted[T * P], without[T * P], plain[T * P], none[T * P];
+    grassmann_mix_forward(muted, z, all, 3, 1u << 1, 1, T, R, GRASSMANN_EPS);
+    grassmann_mix_forward(without, z, rest, 2, 0, 1, T, R, GRASSMANN_EPS);
+    grassmann_mix_forward(plain, z, all, 3, 0, 1, T, R, GRASSMANN_EPS);
+    grassmann_mix_forward(none, z, all, 3, 1u << 3, 1, T, R, GRASSMANN_EPS); /* bit 3: no such offset */
+    double changed = 0.0;
+    for (size_t t = 0; t < T; t++) {
+        double n_all = (t >= 1) + (t >= 2) + (t >= 4), n_rest = (t >= 1) + (t >= 4);
+        for (size_t k = 0; k < P; k++) {
+            double want = n_all ? without[t * P + k] * n_rest / n_all : 0.0;
+            assert_float_equal(muted[t * P + k], want, 1e-6);
+            assert_true(none[t * P + k] == plain[t * P + k]);
+            changed += fabs((double)muted[t * P + k] - plain[t * P + k]);
+        }
+    }
+    assert_true(changed > 1e-3);
+    free(z);
+}
+
+/* model_mute_offset: only a Grassmann layer's own offsets, and the loss moves. */
+static void test_model_mute_offset(void **s) {
+    (void)s;
+    ModelConfig cfg;
+    Error err;
+    small_config(&cfg, "attention,grassmann"); /* windows 1, 2, 4, 8 */
+    Model m;
+    make_model_from(&m, &cfg, 1, 20);
+    int32_t in[20], tg[20];
+    for (int i = 0; i < 20; i++) in[i] = (i * 5) % 13, tg[i] = (i * 7 + 1) % 13;
+    model_forward(&m, in, tg, 1, 20, NULL);
+    float plain = m.loss;
+    assert_int_equal(model_mute_offset(&m, 0, 1, &err), -1); /* attention */
+    assert_int_equal(model_mute_offset(&m, 1, 3, &err), -1); /* no offset 3 */
+    assert_string_equal(err.msg, "Grassmann layer 1 has no window offset 3");
+    assert_int_equal(model_mute_offset(&m, 2, 1, &err), -1); /* no layer 2 */
+    model_forward(&m, in, tg, 1, 20, NULL);
+    assert_true(m.loss == plain); /* the refused calls muted nothing */
+    assert_int_equal(model_mute_offset(&m, 1, 2, &err), 0);
+    model_forward(&m, in, tg, 1, 20, NULL);
+    assert_true(m.loss != plain);
+    model_free(&m);
+}
+
 /* ---- optimizer and schedule -------------------------------------------------- */
 
 static void test_adamw_step(void **s) {
@@ -686,6 +737,8 @@ int main(void) {
         cmocka_unit_test(test_window_schedule),
         cmocka_unit_test(test_step_post_schedule),
         cmocka_unit_test(test_plucker_relations),
+        cmocka_unit_test(test_grassmann_muted_offset),
+        cmocka_unit_test(test_model_mute_offset),
         cmocka_unit_test(test_adamw_step),
         cmocka_unit_test(test_lr_schedule),
         cmocka_unit_test(test_clip),

@@ -5,9 +5,10 @@
  * what it has and leaves the rest zero; what is left zero is not reported.
  *
  *   maps: probs (n_head, T, T) attention maps, with heads (n_head) their
- *     statistics; a mixer that has maps gives both (with MIXER_INSPECT_MAPS
+ *     statistics and the form's spectra (singular_values, qk_cosines); a mixer that has maps gives both (with MIXER_INSPECT_MAPS
  *     only probs: the induction scores read nothing else).
- *   gates: gate_mean (T), offset_norm (n_windows), plucker_residual, as the
+ *   gates: gate_mean (T), offset_norm (n_windows) and offset_position_norm
+ *     (n_windows, T), plucker_residual, as the
  *     Grassmann layer measures them.
  *   parts: n_parts vectors of C, each a share of the layer's output at the
  *     last position T - 1, with a short name ("H0", "attn bias"); the
@@ -38,9 +39,13 @@ typedef struct LayerInspection {
     /* maps */
     float *probs;        /* (H, T, T), row t: query position t; zero above the diagonal */
     HeadStats *heads;    /* H */
+    size_t d_head;
+    double *singular_values; /* (H, d_head): of W_q^T W_k, decreasing */
+    double *qk_cosines;  /* (H, d_head): cosines of the principal angles between the query and key spaces, decreasing */
     /* gates */
     float *gate_mean;    /* T: the gate a_t averaged over channels */
     double *offset_norm; /* n_windows: mean over positions where offset d fits of |W_plu q_t^d| / |D_t| */
+    float *offset_position_norm; /* (n_windows, T): |W_plu q_t^d| / |D_t| at each position, NaN where d does not fit */
     double plucker_residual; /* max over t, d, i<j<k<l of |p_ij p_kl - p_ik p_jl + p_il p_jk| / |p|^2 */
     /* parts of the output at position T - 1, for the attribution */
     size_t n_parts;

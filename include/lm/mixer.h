@@ -14,6 +14,7 @@
 #define LM_MIXER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "lm/inspection.h"
 #include "lm/error.h"
@@ -35,6 +36,11 @@ typedef struct MixerSpec {
     size_t grassmann_rank; /* r */
     size_t n_windows;      /* the layer's own Grassmann window offsets */
     size_t windows[MIXER_MAX_WINDOWS];
+    /* Bit k: windows[k]'s term is left out of the Grassmann mean (its share
+     * of 1/count stays), to measure what that offset contributes (bin/eval
+     * --ablate-offset). Forward and step honour it; backward does not, so
+     * a model with muted offsets is for evaluation only. 0 in training. */
+    uint32_t muted_windows;
 } MixerSpec;
 
 /* What a mixer's passes read besides its spec and parameters: run-time

@@ -79,6 +79,7 @@ typedef struct Model {
     size_t B_max, T_max, n_acts;
     float *acts;
     LayerActs la[MAX_LAYERS];
+    uint32_t muted_windows[MAX_LAYERS]; /* each layer's MixerSpec.muted_windows: 0 but in evaluation (model_mute_offset) */
     float *resid_out, *lnf, *lnf_mean, *lnf_rstd, *losses;
     float *logits; /* (N, V); model_backward turns them into d(loss)/d(logits) in place */
     float *dresid, *dbranch, *dln, *dfc; /* backward scratch (dbranch: only with dropout) */
@@ -153,6 +154,11 @@ int model_bf16_failed(const Model *m, Error *err);
  * model_set_precision needs nothing). The same for any thread count. */
 void model_round_weights(Model *m);
 void model_free(Model *m);
+/* Leaves Grassmann layer `layer`'s window offset `offset` out of its mean
+ * from now on (MixerSpec.muted_windows), to measure what it contributes:
+ * for evaluation only (backward ignores it). An error if the layer is not a
+ * Grassmann layer or has no such offset. */
+int model_mute_offset(Model *m, size_t layer, size_t offset, Error *err);
 
 const ParamTensor *model_find_tensor(const Model *m, const char *name);
 

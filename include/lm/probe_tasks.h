@@ -8,9 +8,16 @@
  *         sequence: a dense training signal.
  *   copy  s1 ... sS | gap of filler | MARK s1 ... sS | filler
  *         a random segment repeated after a gap; the repeat is marked.
- * Token ids: 0 filler, 1 the copy marker, keys (and copy symbols) 2 .. 2+K-1,
- * values 2+K .. 2+2K-1, for K = `symbols`. The distance from a stored item to
- * its query grows with the gap. */
+ *   zoology  MQAR as the Zoology paper's generator draws it (Arora et al. 2023):
+ *         k1 v1 ... kp vp, then every key queried once, each query at an even
+ *         offset 2g after the pairs with g drawn without replacement from a
+ *         power law (weight (g+1)^(a-1), a = 0.01: near queries likelier),
+ *         its answer (the value) right after it and marked; filler elsewhere.
+ *         Over a `vocab`-token vocabulary (Zoology: 8,192): keys distinct,
+ *         from 1 .. V/2-1, values distinct, from V/2 .. V-1.
+ * Token ids of mqar and copy: 0 filler, 1 the copy marker, keys (and copy
+ * symbols) 2 .. 2+K-1, values 2+K .. 2+2K-1, for K = `symbols`. The distance
+ * from a stored item to its query grows with the gap. */
 #ifndef LM_PROBE_TASKS_H
 #define LM_PROBE_TASKS_H
 
@@ -20,12 +27,14 @@
 #include "lm/error.h"
 #include "lm/rng.h"
 
-typedef enum { PROBE_MQAR = 0, PROBE_COPY = 1 } ProbeTask;
+typedef enum { PROBE_MQAR = 0, PROBE_COPY = 1, PROBE_ZOOLOGY = 2 } ProbeTask;
 typedef enum { PROBE_QUERIES_ROUNDS = 0, PROBE_QUERIES_RANDOM = 1 } ProbeQueries;
 
 #define PROBE_FILLER 0u
 #define PROBE_MARK 1u
 #define PROBE_FIRST_SYMBOL 2u
+/* zoology: the power law of the query offsets (Zoology's train_power_a and test_power_a). */
+#define PROBE_ZOOLOGY_POWER_A 0.01
 
 typedef struct ProbeSpec {
     ProbeTask task;
@@ -35,12 +44,17 @@ typedef struct ProbeSpec {
     size_t segment; /* copy: segment length */
     size_t gap;     /* filler between the stored part and the queries / the repeat: the distance */
     ProbeQueries queries; /* MQAR: the order of the queries */
+    size_t vocab;   /* zoology: the vocabulary the keys and values are drawn from */
 } ProbeSpec;
 
-/* MQAR: the number of query-answer pairs after the pairs and the gap. */
+/* MQAR: the number of query-answer pairs after the pairs and the gap
+ * (zoology: one per pair). */
 size_t probe_queries(const ProbeSpec *s);
-/* Checks that the parts fit in seq_len and that the ids fit in vocab. */
+/* Checks that the parts fit in seq_len and that the ids fit in vocab (the
+ * token files' vocabulary: probe_vocab). */
 int probe_check(const ProbeSpec *s, size_t vocab, Error *err);
+/* The vocabulary the token files are written with: 256 (bytes), or zoology's own. */
+size_t probe_vocab(const ProbeSpec *s);
 /* One sequence: seq_len tokens, and marked[i] = 1 for the answer tokens. */
 void probe_sequence(const ProbeSpec *s, Rng *rng, uint32_t *tokens, uint8_t *marked);
 /* DIR/<name>.bin and DIR/<name>.mask: `seqs` sequences drawn from `seed`,

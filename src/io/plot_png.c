@@ -226,3 +226,4 @@ int png_bars(const char *path, const char *title, const char *const *labels, con
     image_free(&im);
     return rc;
 }
+

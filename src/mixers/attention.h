@@ -43,7 +43,10 @@ int input_cosines(float *cos, const float *x, size_t T, size_t C, Error *err);
 /* similarity_corr of a head: Pearson's r of cos and its scaled logits
  * (T, T, before the softmax) over the causal pairs j <= i. */
 double similarity_logit_corr(const float *cos, const float *scores, size_t T);
-/* sv_max .. identity_dist of head h from qkv.weight (3C, C). */
-void bilinear_spectrum(HeadStats *s, const float *qkv_w, size_t C, size_t H, size_t h);
+/* sv_max .. identity_dist of head h from qkv.weight (3C, C); sv (d_head, or
+ * NULL): every singular value of W_q^T W_k, decreasing; qk_cos (d_head, or
+ * NULL): the cosines of the principal angles between the query and key
+ * spaces, decreasing. */
+void bilinear_spectrum(HeadStats *s, double *sv, double *qk_cos, const float *qkv_w, size_t C, size_t H, size_t h);
 
 #endif

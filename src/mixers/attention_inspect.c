@@ -119,18 +119,22 @@ static void gram_schmidt_r(double *R, double *Q, const float *w, size_t C, size_
 /* The nonzero singular values of M = W_q^T W_k (hs of them) from an
  * hs x hs matrix rather than the C x C one: with W_q^T = Q_q R_q and
  * W_k^T = Q_k R_k, M = Q_q (R_q R_k^T) Q_k^T, and the Q only rotate (a zero
- * column of Q meets a zero row of R). */
-static void form_singular_values(double *sv, const float *wq, const float *wk, size_t C, size_t hs) {
-    double *Q = calloc(hs * C, sizeof *Q), *R = calloc(3 * hs * hs, sizeof *R);
+ * column of Q meets a zero row of R). qk_cos (hs, or NULL): the cosines of
+ * the principal angles between the query and key spaces (the row spaces of
+ * W_q and W_k), the singular values of Q_q^T Q_k: 1 where a direction of the
+ * input is both read as query and as key, 0 where the two are orthogonal. */
+static void form_singular_values(double *sv, double *qk_cos, const float *wq, const float *wk, size_t C, size_t hs) {
+    double *Q = calloc(2 * hs * C, sizeof *Q), *R = calloc(3 * hs * hs, sizeof *R);
     if (!Q || !R) {
         for (size_t i = 0; i < hs; i++) sv[i] = NAN;
+        for (size_t i = 0; qk_cos && i < hs; i++) qk_cos[i] = NAN;
         free(Q);
         free(R);
         return;
     }
-    double *Rq = R, *Rk = R + hs * hs, *Y = R + 2 * hs * hs;
-    gram_schmidt_r(Rq, Q, wq, C, hs);
-    gram_schmidt_r(Rk, Q, wk, C, hs);
+    double *Rq = R, *Rk = R + hs * hs, *Y = R + 2 * hs * hs, *Qq = Q, *Qk = Q + hs * C;
+    gram_schmidt_r(Rq, Qq, wq, C, hs);
+    gram_schmidt_r(Rk, Qk, wk, C, hs);
     for (size_t a = 0; a < hs; a++) /* Y = R_q R_k^T, both upper triangular */
         for (size_t b = 0; b < hs; b++) {
             double y = 0.0;
@@ -138,14 +142,25 @@ static void form_singular_values(double *sv, const float *wq, const float *wk, s
             Y[a * hs + b] = y;
         }
     singular_values(Y, hs, hs, sv);
+    if (qk_cos) {
+        for (size_t a = 0; a < hs; a++) /* Y = Q_q^T Q_k (rows of Q are the bases' vectors) */
+            for (size_t b = 0; b < hs; b++) {
+                double y = 0.0;
+                for (size_t c = 0; c < C; c++) y += Qq[a * C + c] * Qk[b * C + c];
+                Y[a * hs + b] = y;
+            }
+        singular_values(Y, hs, hs, qk_cos);
+        for (size_t i = 0; i < hs; i++) qk_cos[i] = qk_cos[i] > 1.0 ? 1.0 : qk_cos[i]; /* round-off */
+    }
     free(Q);
     free(R);
 }
 
-void bilinear_spectrum(HeadStats *s, const float *qkv_w, size_t C, size_t H, size_t h) {
+void bilinear_spectrum(HeadStats *s, double *sv_out, double *qk_cos, const float *qkv_w, size_t C, size_t H,
+                       size_t h) {
     size_t hs = C / H;
     const float *wq = qkv_w + h * hs * C, *wk = qkv_w + (C + h * hs) * C;
-    double *sv = malloc(hs * sizeof *sv);
+    double *sv = sv_out ? sv_out : malloc(hs * sizeof *sv);
     if (!sv) {
         s->sv_max = s->sv_min = s->effective_rank = s->antisym_share = s->identity_dist = NAN;
         return;
@@ -172,7 +187,7 @@ void bilinear_spectrum(HeadStats *s, const float *qkv_w, size_t C, size_t H, siz
             if (d == e) trace += xde;
         }
     double anti = 0.5 * (fro - mm), off = fro - trace * trace / (double)C;
-    form_singular_values(sv, wq, wk, C, hs);
+    form_singular_values(sv, qk_cos, wq, wk, C, hs);
     double total = 0.0, ent = 0.0;
     for (size_t i = 0; i < hs; i++) total += sv[i];
     for (size_t i = 0; i < hs && total > 0; i++)
@@ -182,7 +197,7 @@ void bilinear_spectrum(HeadStats *s, const float *qkv_w, size_t C, size_t H, siz
     s->effective_rank = total > 0 ? exp(ent) : 0.0;
     s->antisym_share = fro > 0 ? (anti > 0 ? anti : 0.0) / fro : NAN;
     s->identity_dist = fro > 0 ? sqrt(off > 0 ? off / fro : 0.0) : NAN;
-    free(sv);
+    if (!sv_out) free(sv);
 }
 
 /* Each head's share of the output at the last row n: proj_w[:, head] y_h,
@@ -219,7 +234,10 @@ int attention_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float
     L->probs = qkv && (cos || !all) ? lm_calloc(H * T * T, sizeof(float), err) : NULL;
     if (all && L->probs) {
         L->heads = lm_calloc(H, sizeof(HeadStats), err);
-        L->part_name = L->heads ? lm_calloc(H + 1, sizeof *L->part_name, err) : NULL;
+        L->d_head = hs;
+        L->singular_values = L->heads ? lm_calloc(H * hs, sizeof(double), err) : NULL;
+        L->qk_cosines = L->singular_values ? lm_calloc(H * hs, sizeof(double), err) : NULL;
+        L->part_name = L->qk_cosines ? lm_calloc(H + 1, sizeof *L->part_name, err) : NULL;
         L->part_out = L->part_name ? lm_calloc((H + 1) * C, sizeof(float), err) : NULL;
     }
     if (!L->probs || (all && !L->part_out) || (all && input_cosines(cos, x, T, C, err))) {
@@ -240,7 +258,8 @@ int attention_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float
     if (all) {
         /* The weights' geometry, a head per thread: each is serial and alone. */
 #pragma omp parallel for schedule(dynamic, 1)
-        for (size_t h = 0; h < H; h++) bilinear_spectrum(&L->heads[h], p.qkv_w, C, H, h);
+        for (size_t h = 0; h < H; h++)
+            bilinear_spectrum(&L->heads[h], L->singular_values + h * hs, L->qk_cosines + h * hs, p.qkv_w, C, H, h);
         L->n_parts = H + 1;
         head_parts(L, p, qkv, T, C, H, qkv + T * 3 * C);
     }

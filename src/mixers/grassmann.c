@@ -153,15 +153,16 @@ static size_t n_valid(const size_t *windows, size_t n_windows, size_t t) {
 }
 
 /* c = sum over valid offsets of s_d b_d for the row at position t, whose past
- * vectors are past(w) (z rows); returns cnt. s_out[w] (may be NULL) gets s_d. */
+ * vectors are past(w) (z rows); returns cnt. s_out[w] (may be NULL) gets s_d.
+ * Muted offsets (bit k of muted) add nothing but still count in cnt. */
 static size_t combine_past(float *c, float *s_out, const float *a, const float *const *past, const size_t *windows,
-                           size_t n_windows, size_t t, float eps, size_t r) {
+                           size_t n_windows, uint32_t muted, size_t t, float eps, size_t r) {
     size_t cnt = n_valid(windows, n_windows, t);
     memset(c, 0, r * sizeof(float));
     if (cnt == 0) return 0;
     double aa = dot_d(a, a, r), w = 1.0 / (double)cnt;
     for (size_t k = 0; k < n_windows; k++) {
-        if (windows[k] > t) continue;
+        if (windows[k] > t || (muted >> k & 1u)) continue;
         const float *b = past[k];
         double nrm = wedge_norm(aa, dot_d(b, b, r), dot_d(a, b, r));
         float s = (float)(w / (nrm > eps ? nrm : eps));
@@ -178,8 +179,8 @@ static void past_rows(const float **past, const float *z, size_t n, size_t t, co
     for (size_t k = 0; k < n_windows; k++) past[k] = windows[k] <= t ? z + (n - windows[k]) * r : NULL;
 }
 
-void grassmann_mix_forward(float *qbar, const float *z, const size_t *windows, size_t n_windows, size_t B, size_t T,
-                           size_t r, float eps) {
+void grassmann_mix_forward(float *qbar, const float *z, const size_t *windows, size_t n_windows, uint32_t muted,
+                           size_t B, size_t T, size_t r, float eps) {
     size_t P = n_pairs(r);
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < B * T; n++) {
@@ -187,7 +188,7 @@ void grassmann_mix_forward(float *qbar, const float *z, const size_t *windows, s
         float c[GRASSMANN_MAX_RANK];
         size_t t = n % T;
         past_rows(past, z, n, t, windows, n_windows, r);
-        if (combine_past(c, NULL, z + n * r, past, windows, n_windows, t, eps, r) == 0)
+        if (combine_past(c, NULL, z + n * r, past, windows, n_windows, muted, t, eps, r) == 0)
             memset(qbar + n * P, 0, P * sizeof(float));
         else
             grassmann_wedge(qbar + n * P, z + n * r, c, r);
@@ -232,7 +233,7 @@ void grassmann_mix_backward(float *dz, float *u, float *coef, const float *dqbar
         float *un = u + n * r, *cf = coef + n * stride, *dzn = dz + n * r;
         size_t t = n % T;
         past_rows(past, z, n, t, windows, n_windows, r);
-        size_t cnt = combine_past(c, s, a, past, windows, n_windows, t, eps, r);
+        size_t cnt = combine_past(c, s, a, past, windows, n_windows, 0, t, eps, r);
         if (cnt == 0) {
             memset(un, 0, r * sizeof(float));
             memset(dzn, 0, r * sizeof(float));
@@ -324,7 +325,7 @@ static void grassmann_forward(const MixerSpec *spec, const MixerRuntime *rt, con
     GrParams p = gr_params(params, spec);
     GrActs a = gr_acts(acts, spec, N);
     matmul_forward(rt->bf16, a.z, in, p.red_w, p.red_b, N, C, r);
-    grassmann_mix_forward(a.qbar, a.z, spec->windows, spec->n_windows, B, T, r, GRASSMANN_EPS);
+    grassmann_mix_forward(a.qbar, a.z, spec->windows, spec->n_windows, spec->muted_windows, B, T, r, GRASSMANN_EPS);
     gr_tail_forward(spec, rt, p, a, out, in, N, T, 0);
 }
 
@@ -375,7 +376,7 @@ static void grassmann_step(const MixerSpec *spec, const MixerRuntime *rt, const 
     float c[GRASSMANN_MAX_RANK];
     for (size_t k = 0; k < spec->n_windows; k++)
         past[k] = spec->windows[k] <= t ? ring + ((t - spec->windows[k]) % R) * r : NULL;
-    if (combine_past(c, NULL, zt, past, spec->windows, spec->n_windows, t, GRASSMANN_EPS, r) == 0)
+    if (combine_past(c, NULL, zt, past, spec->windows, spec->n_windows, spec->muted_windows, t, GRASSMANN_EPS, r) == 0)
         memset(a.qbar, 0, P * sizeof(float));
     else
         grassmann_wedge(a.qbar, zt, c, r);

@@ -14,6 +14,7 @@
 #define LM_GRASSMANN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "lm/mixer.h"
 
@@ -39,8 +40,10 @@ void grassmann_pair_forward(float *qbar, const float *zc, const float *zp, float
                             float eps, size_t r);
 
 /* qbar (B,T,P) = mean over valid offsets of the normalised coordinates of
- * (z_t, z_{t-d}) for z (B,T,r); zero rows where no offset fits. */
-void grassmann_mix_forward(float *qbar, const float *z, const size_t *windows, size_t n_windows,
+ * (z_t, z_{t-d}) for z (B,T,r); zero rows where no offset fits. Offsets k
+ * with bit k of muted set add nothing but still count in the mean
+ * (MixerSpec.muted_windows). */
+void grassmann_mix_forward(float *qbar, const float *z, const size_t *windows, size_t n_windows, uint32_t muted,
                            size_t B, size_t T, size_t r, float eps);
 /* Backward: dz (B,T,r) is written. Scratch: u (B,T,r) and coef,
  * B*T*(3*n_windows + 1) floats. */

@@ -47,11 +47,12 @@ int grassmann_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float
     float *contrib = q ? lm_calloc(C, sizeof(float), err) : NULL;
     L->gate_mean = contrib ? lm_calloc(T, sizeof(float), err) : NULL;
     L->offset_norm = L->gate_mean ? lm_calloc(nw, sizeof(double), err) : NULL;
-    int rc = L->offset_norm ? 0 : -1;
+    L->offset_position_norm = L->offset_norm ? lm_calloc(nw * T, sizeof(float), err) : NULL;
+    int rc = L->offset_position_norm ? 0 : -1;
     if (rc) goto done;
     /* The layer's forward, as in grassmann.c: z, the mixed coordinates, g, the gate. */
     matmul_forward(NULL, z, x, p.red_w, p.red_b, T, C, r);
-    grassmann_mix_forward(qbar, z, spec->windows, nw, 1, T, r, GRASSMANN_EPS);
+    grassmann_mix_forward(qbar, z, spec->windows, nw, spec->muted_windows, 1, T, r, GRASSMANN_EPS);
     matmul_forward(NULL, g, qbar, p.plu_w, p.plu_b, T, P, C);
     for (size_t t = 0; t < T; t++) {
         size_t cnt = 0;
@@ -71,6 +72,7 @@ int grassmann_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float
     for (size_t k = 0; k < nw; k++) {
         size_t d = spec->windows[k], fits = 0;
         double sum = 0.0;
+        for (size_t t = 0; t < d && t < T; t++) L->offset_position_norm[k * T + t] = NAN;
         for (size_t t = d; t < T; t++) {
             size_t cnt = 0;
             for (size_t w = 0; w < nw; w++) cnt += spec->windows[w] <= t;
@@ -80,6 +82,7 @@ int grassmann_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float
             double n2 = 0.0;
             for (size_t c = 0; c < C; c++) n2 += (double)contrib[c] * contrib[c];
             sum += sqrt(n2);
+            L->offset_position_norm[k * T + t] = (float)sqrt(n2);
             fits++;
             grassmann_wedge(q, z + t * r, z + (t - d) * r, r);
             double res = plucker_residual(q, r);

@@ -20,6 +20,18 @@ MixerSpec model_mixer_spec(const ModelConfig *cfg, size_t l) {
     return spec;
 }
 
+int model_mute_offset(Model *m, size_t layer, size_t offset, Error *err) {
+    if (layer >= m->cfg.n_layer) return err_set(err, "layer %zu does not exist (the model has %zu)", layer, m->cfg.n_layer);
+    if (m->cfg.mixers[layer] != MIXER_GRASSMANN) return err_set(err, "layer %zu is not a Grassmann layer", layer);
+    MixerSpec spec = model_mixer_spec(&m->cfg, layer);
+    for (size_t k = 0; k < spec.n_windows; k++)
+        if (spec.windows[k] == offset) {
+            m->muted_windows[layer] |= 1u << k;
+            return 0;
+        }
+    return err_set(err, "Grassmann layer %zu has no window offset %zu", layer, offset);
+}
+
 /* Layer l's mixer: the implementation of the kind its config names. */
 static const Mixer *config_mixer(const ModelConfig *cfg, size_t l) { return mixer_find(mixer_kind_name(cfg->mixers[l])); }
 

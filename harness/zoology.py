@@ -1,0 +1,234 @@
+"""make probe PROBE_ARGS=--zoology: MQAR under the Zoology paper's protocol
+(Arora et al. 2023, "Zoology: Measuring and Improving Recall in Efficient
+Language Models", arXiv 2312.04927), accuracy against the mixer's state size.
+Run from the repository root: python3 -m harness.probe --zoology [options]
+(--help), or python3 -m harness.zoology.
+
+The protocol, as the paper's Figure 2 sweep sets it: a vocabulary of 8,192
+(keys from its first half, values from its second), (sequence length, pairs)
+in (64, 4), (128, 8), (256, 16), every key queried once at a power-law
+distance (bin/probegen --task zoology), 2 layers of width 64, 128, 256 and
+512, and a 4-point learning-rate sweep (1e-4 to 1e-2, log-spaced) of which
+the best is kept for each architecture, cell and width. Each architecture is
+size-matched to the first as in make probe (the Grassmann rank).
+
+State size: the floats a layer keeps between tokens when it generates, summed
+over the layers: attention keeps the keys and values of every earlier
+position, 2 T C at length T; a Grassmann layer keeps the reduced vectors
+z = W_red x of its last max(D) positions, max(D) r (its output at t needs
+z_{t-d} for d in D, nothing more). The MLPs keep nothing.
+
+--quick is the cut for a 2-core machine: the (64, 4) cell, width 64, the four
+learning rates, 600 steps each. Writes OUT/zoology.json (every run),
+OUT/zoology.md (the best learning rate per cell and width, then every run)
+and OUT/zoology_accuracy.png (accuracy against state size, one panel per
+cell).
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import sys
+import time
+
+from harness.common import BIN, ROOT, die, gnuplot, layer_windows, need_gnuplot, run_ok
+from harness.compare import count_params, match_rank, parse_archs, run
+from harness.probe import train_command
+
+# The paper's learning rates: numpy.logspace(-4, -2, 4).
+LRS = "1e-4,4.6416e-4,2.1544e-3,1e-2"
+QUICK = {"cells": "64:4", "widths": "64", "steps": 600, "train_seqs": 20000, "val_seqs": 500}
+
+
+def parse_cells(text):
+    """'64:4,128:8' -> [(64, 4), (128, 8)]."""
+    cells = []
+    for item in text.split(","):
+        t, _, p = item.partition(":")
+        if not (t.isdigit() and p.isdigit() and int(t) > 0 and int(p) > 0):
+            die(f"--cells must be a comma list of LENGTH:PAIRS (got '{text}')")
+        cells.append((int(t), int(p)))
+    return cells
+
+
+def numbers(text, what, kind=int):
+    try:
+        xs = [kind(x) for x in text.split(",") if x]
+    except ValueError:
+        xs = []
+    if not xs or min(xs) <= 0:
+        die(f"{what} must be a comma list of positive numbers (got '{text}')")
+    return xs
+
+
+def state_floats(mixers, width, seq_len, rank, windows):
+    """The floats the layers keep between generated tokens (see the module's comment)."""
+    total = 0
+    for layer, mixer in enumerate(mixers):
+        total += 2 * seq_len * width if mixer == "attention" else max(windows[layer]) * rank
+    return total
+
+
+def best_rows(rows):
+    """The best learning rate of each (arch, seq_len, n_embd): the highest mean
+    accuracy over seeds, ties to the lower mean answer loss."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["arch"], r["seq_len"], r["n_embd"]), {}).setdefault(r["lr"], []).append(r)
+    best = []
+    for key, by_lr in groups.items():
+        mean = lambda rs, k: sum(r[k] for r in rs) / len(rs)
+        lr, rs = max(by_lr.items(), key=lambda kv: (mean(kv[1], "accuracy"), -mean(kv[1], "answer_loss")))
+        best.append(dict(rs[0], accuracy=mean(rs, "accuracy"), answer_loss=mean(rs, "answer_loss"), seeds=len(rs),
+                         lr_accuracy={f"{l:g}": round(mean(v, "accuracy"), 4) for l, v in sorted(by_lr.items())}))
+    return sorted(best, key=lambda r: (r["seq_len"], r["arch"], r["n_embd"]))
+
+
+def write_report(a, archs, rows, minutes):
+    best = best_rows(rows)
+    md = ["# MQAR, the Zoology protocol", "",
+          "Best learning rate per architecture, cell and width; accuracy = the share of answers that are the "
+          f"model's most likely next token (chance {2 / a.vocab:.2g} for a value guessed from the vocabulary's second "
+          f"half, 1/pairs for one guessed among the sequence's own).", "",
+          "| seq_len | pairs | architecture | n_embd | parameters | state (floats) | best lr | accuracy | "
+          "accuracy at each lr |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in best:
+        label = r["arch"] + (f" (r={r['grassmann_rank']})" if r["grassmann_rank"] else "")
+        each = ", ".join(f"{lr}: {acc:.3f}" for lr, acc in r["lr_accuracy"].items())
+        md.append(f"| {r['seq_len']} | {r['pairs']} | {label} | {r['n_embd']} | {r['params']:,} | {r['state_floats']:,} "
+                  f"| {r['lr']:g} | {r['accuracy']:.3f} | {each} |")
+    steps = sorted({r["steps"] for r in rows})
+    md += ["", f"Model: {a.n_layer} layers, {a.n_head} head(s), an MLP in every block (the paper's sweep has none), "
+               f"positions {a.pos}; {'/'.join(map(str, steps))} steps of {a.batch_tokens} tokens, cosine to a tenth "
+               f"of each lr after {a.warmup_iters or 'a tenth of the steps as'} warm-up; vocabulary {a.vocab}; "
+               f"{a.train_seqs} training sequences, {a.val_seqs} scored. The paper trains 64 epochs of 100,000 "
+               f"sequences. " + (f"Took {minutes:.1f} minutes." if minutes else "Rebuilt from zoology.json."),
+           f"Command: `python3 -m harness.probe --zoology {' '.join(a.argv)}`".rstrip(), "",
+           "![accuracy against state size](zoology_accuracy.png)"]
+    with open(os.path.join(a.out, "zoology.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    cells = sorted({(r["seq_len"], r["pairs"]) for r in best})
+    plots = []
+    for ci, (L, p) in enumerate(cells):
+        parts = []
+        for ai, (name, _) in enumerate(archs):
+            path = os.path.join(a.out, f"zoology_{ci}_{ai}.dat")
+            with open(path, "w") as f:
+                for r in best:
+                    if r["arch"] == name and r["seq_len"] == L:
+                        f.write(f"{r['state_floats']} {r['accuracy']}\n")
+            parts.append(f"'{path}' using 1:2 with linespoints lw 2 pt {7 + ai} title '{name}'")
+        plots.append(f"set title 'seq len {L}, {p} pairs'\nplot " + ", ".join(parts) + "\n")
+    gnuplot(f"set terminal pngcairo size {360 * len(cells) + 140},420 font ',10'\n"
+            f"set output '{os.path.join(a.out, 'zoology_accuracy.png')}'\nset multiplot layout 1,{len(cells)}\n"
+            "set grid\nset logscale x 2\nset yrange [0:1.05]\nset xlabel 'state size (floats, all layers)'\n"
+            "set ylabel 'MQAR accuracy (best lr)'\nset key top left\nset offsets graph 0.08, graph 0.08, 0, 0\n" + "".join(plots) + "unset multiplot\n")
+    return md
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python3 -m harness.probe --zoology",
+                                 description="MQAR under the Zoology protocol: accuracy against state size.")
+    ap.add_argument("--out", default=os.path.join(ROOT, "runs/zoology"))
+    ap.add_argument("--archs", default="attention grassmann", help="as in harness/compare.py")
+    ap.add_argument("--cells", default="64:4,128:8,256:16", help="LENGTH:PAIRS list (64:4,128:8,256:16)")
+    ap.add_argument("--widths", default="64,128,256,512", help="n_embd list (64,128,256,512)")
+    ap.add_argument("--lrs", default=LRS, help=f"learning rates swept, the best kept ({LRS})")
+    ap.add_argument("--vocab", type=int, default=8192)
+    ap.add_argument("--steps", type=int, default=4000, help="training steps per run (4000)")
+    ap.add_argument("--batch-tokens", type=int, default=2048, help="tokens per step (2048)")
+    ap.add_argument("--warmup-iters", type=int, default=0, help="warm-up steps (default: a tenth of --steps)")
+    ap.add_argument("--train-seqs", type=int, default=100000, help="training sequences (100000, as the paper)")
+    ap.add_argument("--val-seqs", type=int, default=3000, help="scored sequences (3000, as the paper)")
+    ap.add_argument("--n-layer", type=int, default=2)
+    ap.add_argument("--n-head", type=int, default=1, help="attention heads (1, as the paper)")
+    ap.add_argument("--pos", default="auto", help="as make probe's --pos (auto: rope for attention, else learned)")
+    ap.add_argument("--grassmann-windows", default="1,2,4,8,12,16")
+    ap.add_argument("--seeds", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1337)
+    ap.add_argument("--threads", type=int, default=0, help="threads per run; 0 = the cores / --jobs")
+    ap.add_argument("--jobs", type=int, default=0, help="runs at once; 0 = one per core")
+    ap.add_argument("--quick", action="store_true",
+                    help="the 2-core cut: " + ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in QUICK.items()))
+    ap.add_argument("--report-only", action="store_true", help="rebuild zoology.md and the plot from OUT/zoology.json")
+    argv = sys.argv[1:] if argv is None else argv
+    if "--quick" in argv:
+        ap.set_defaults(**QUICK)
+    a = ap.parse_args(argv)
+    a.argv = argv
+    cells = parse_cells(a.cells)
+    widths = numbers(a.widths, "--widths")
+    lrs = numbers(a.lrs, "--lrs", float)
+    if min(a.steps, a.batch_tokens, a.train_seqs, a.val_seqs, a.seeds, a.vocab) < 1 or min(a.jobs, a.threads) < 0:
+        die("--steps, --batch-tokens, --train-seqs, --val-seqs, --seeds and --vocab must be positive")
+    need_gnuplot()
+    os.makedirs(a.out, exist_ok=True)
+    archs = parse_archs(a.archs, a.n_layer)
+    windows = layer_windows(a.grassmann_windows, a.n_layer)
+    warmup = a.warmup_iters or max(1, a.steps // 10)
+    t0, rows = time.time(), []
+    if a.report_only:
+        try:
+            with open(os.path.join(a.out, "zoology.json")) as f:
+                rows = json.load(f)
+        except (OSError, ValueError) as e:
+            die(f"cannot read {os.path.join(a.out, 'zoology.json')}: {e}")
+        cells = []
+    runs = []
+    for L, pairs in cells:
+        data = os.path.join(a.out, "data", f"zoology_{L}_{pairs}")
+        os.makedirs(os.path.dirname(data), exist_ok=True)
+        run([os.path.join(BIN, "probegen"), "--task", "zoology", "--out", data, "--seq-len", str(L), "--pairs",
+             str(pairs), "--vocab", str(a.vocab), "--train-seqs", str(a.train_seqs), "--val-seqs", str(a.val_seqs),
+             "--seed", str(a.seed)])
+        for width in widths:
+            shape = ["--n-layer", str(a.n_layer), "--n-head", str(a.n_head), "--n-embd", str(width),
+                     "--block-size", str(L), "--grassmann-windows", a.grassmann_windows]
+            ref = None
+            for name, mixers in archs:
+                pos = a.pos if a.pos != "auto" else ("rope" if set(mixers) == {"attention"} else "learned")
+                rank = None
+                if "grassmann" in mixers:
+                    rank = match_rank(data, shape + ["--pos", "learned"], mixers, ref)[0] if ref else 32
+                ref = ref or count_params(data, shape + ["--pos", "learned"], mixers, rank)
+                n = count_params(data, shape + ["--pos", pos], mixers, rank)
+                state = state_floats(mixers, width, L, rank, windows)
+                for lr in lrs:
+                    for seed in range(a.seed, a.seed + a.seeds):
+                        runs.append(dict(arch=name, mixers=mixers, pos=pos, shape=shape, rank=rank, params=n,
+                                         state=state, lr=lr, seed=seed, L=L, pairs=pairs, width=width, data=data))
+    jobs = a.jobs or min(max(1, len(runs)), os.cpu_count() or 1)
+    threads = a.threads or max(1, (os.cpu_count() or 1) // jobs)
+
+    def train_and_score(i, r):
+        ckpt = os.path.join(a.out, f"model_{i}.ckpt")
+        args = train_command(ckpt, r["mixers"], r["L"], a.batch_tokens, a.steps, r["lr"], r["lr"] / 10, warmup,
+                             r["seed"], threads, r["shape"] + ["--pos", r["pos"]], r["rank"])
+        start = time.time()
+        run(args + ["--data", r["data"]], live=True)
+        secs = time.time() - start
+        ev = run_ok([os.path.join(BIN, "eval"), "--model", ckpt, "--data", r["data"], "--json", "--threads",
+                     str(threads)], status=2).json()
+        os.remove(ckpt)
+        row = {"arch": r["arch"], "seq_len": r["L"], "pairs": r["pairs"], "n_embd": r["width"], "lr": r["lr"],
+               "seed": r["seed"], "accuracy": round(ev["accuracy"], 6), "answer_loss": round(ev["loss"], 6),
+               "answers": ev["scored"], "params": r["params"], "grassmann_rank": r["rank"],
+               "state_floats": r["state"], "pos": r["pos"], "steps": a.steps, "train_seconds": round(secs, 1)}
+        print(f"zoology: L={r['L']} pairs={r['pairs']} {r['arch']} n_embd={r['width']} lr={r['lr']:g} "
+              f"seed={r['seed']}: accuracy {row['accuracy']:.3f} ({secs:.0f} s)", flush=True)
+        return row
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        for row in pool.map(lambda ir: train_and_score(*ir), enumerate(runs)):
+            rows.append(row)
+            with open(os.path.join(a.out, "zoology.json"), "w") as f:  # after every run: a stopped sweep keeps them
+                json.dump(rows, f, indent=1)
+    if not rows:
+        die("no runs to report")
+    md = write_report(a, archs, rows, 0 if a.report_only else (time.time() - t0) / 60)
+    print("\n".join(md))
+    print(f"\nwrote {os.path.join(a.out, 'zoology.md')}, zoology.json and zoology_accuracy.png")
+
+
+if __name__ == "__main__":
+    main()
