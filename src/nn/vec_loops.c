@@ -15,6 +15,8 @@ static void choose(void) {
     case CPU_ISA_AVX2: chosen = &vec_loops_avx2; break;
     default: chosen = &vec_loops_portable; break;
     }
+#elif defined(__aarch64__)
+    chosen = cpu_isa() == CPU_ISA_NEON ? &vec_loops_neon : &vec_loops_portable;
 #endif
 }
 

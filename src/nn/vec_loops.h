@@ -45,10 +45,12 @@ typedef struct VecLoops {
 /* The set for this run's level (cpu_isa()), chosen at the first call. */
 const VecLoops *vec_loops(void);
 
-/* Each level's set (x86-64 only above portable), for the tests that compare them. */
+/* Each level's set (above portable: x86-64's or ARM64's), for the tests that compare them. */
 extern const VecLoops vec_loops_portable;
 #if defined(__x86_64__)
 extern const VecLoops vec_loops_avx2, vec_loops_avx512;
+#elif defined(__aarch64__)
+extern const VecLoops vec_loops_neon;
 #endif
 
 #endif

@@ -1,8 +1,8 @@
 /* The element-wise hot loops (nn/vec_loops.h) as a template: each file that
  * includes it compiles it for one instruction-set level with that level's
  * compiler flags (the Makefile's ISA_FLAGS_*), after defining
- *   VEC_LOOPS  the name of the level's table (vec_loops_portable, _avx2, _avx512);
- *   VEC_ISA    the level's name ("portable", "avx2", "avx512").
+ *   VEC_LOOPS  the name of the level's table (vec_loops_portable, _avx2, _avx512, _neon);
+ *   VEC_ISA    the level's name ("portable", "avx2", "avx512", "neon").
  * The loops are plain C with `omp simd`, which the compiler vectorises at the
  * file's level: 4 floats (SSE2, NEON), 8 (AVX2) or 16 (AVX-512). Element-wise
  * results are the same at every level with FMA (the same operations, fused
