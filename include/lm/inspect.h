@@ -51,7 +51,7 @@ typedef struct Inspection {
     uint32_t *lens_top;          /* (n_layer + 1, T, LENS_TOP) token ids */
     float *lens_prob;            /* (n_layer + 1, T, LENS_TOP) their probabilities */
     uint32_t predicted;          /* argmax of the model's logits at the last position */
-    double predicted_logit;
+    double predicted_logit;      /* its logit; with a logit soft cap the one before it, which the parts add up to */
     AttributionPart *parts;      /* stb_ds array; a layer's shares sum to its mixer part */
 } Inspection;
 
