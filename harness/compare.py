@@ -509,7 +509,8 @@ def main():
 
     seeds_txt = ", ".join(map(str, seeds))
     cmd = "python3 -m harness.compare " + " ".join(sys.argv[1:])
-    md = ["# Comparison: " + " vs ".join(x["label"] for x in archs) + (", bf16" if a.precision == "bf16" else ""), "",
+    md = ["# Comparison: " + " vs ".join(x["label"] for x in archs) + (", bf16" if a.precision == "bf16" else "") +
+          (f", {a.recipe} recipe" if a.recipe else ""), "",
           "## Reading", ""] + reading + [
           "", f"Ratios are paired by seed (same batches) and given as mean ± spread, the spread being half the "
               f"range over the {a.seeds} seeds ({seeds_txt}); a ratio is called a difference only when its distance "
@@ -527,7 +528,7 @@ def main():
                   f"| {fmt(*g['val_ppl'])} | {fmt(*g['test_ppl'])} | {fmt(*row['ratio'])} "
                   f"| {fmt(*g['recall_loss'])} | {fmt(*g['other_loss'])} |")
     md += ["", f"Model: n_layer {a.n_layer}, n_head {a.n_head}, n_embd {a.n_embd}, block {a.block_size}, batch "
-               f"{a.batch_size}, {a.norm}-norm; {precision_text(a.precision)}; lr {a.lr} -> {a.min_lr} cosine (over the steps, or over the seconds under a time "
+               f"{a.batch_size}, {a.norm}-norm{', --recipe ' + a.recipe if a.recipe else ''}; {precision_text(a.precision)}; lr {a.lr} -> {a.min_lr} cosine (over the steps, or over the seconds under a time "
                f"budget), {a.warmup_iters} warm-up steps; Grassmann windows {a.grassmann_windows}. Val and test: "
                f"every token scored once (bin/eval). Recall tokens: {a.recall_n}-grams seen earlier in their "
                f"window ({100 * rows[0]['recall_frac']:.1f}% of val tokens). Train seconds count training steps only; "

@@ -8,9 +8,7 @@ set -u
 cd "$(dirname "$0")/.."
 . tests/cli_lib.sh  # B, tmp, ok, bad, expect_error, expect_ok
 
-for i in $(seq 1 60); do echo "The whale, the whale! Line $i of a small corpus for tests; it repeats."; done >"$tmp/a.txt"
-expect_ok "prepare" $B/prepare --input "$tmp/a.txt" --out "$tmp/a"
-SMALL=(--n-layer 2 --n-head 2 --n-embd 16 --block-size 16 --batch-size 4 --eval-iters 2 --log-interval 5)
+small_corpora  # a.txt, b.txt, a, b, SMALL
 
 expect_ok "train modern" $B/train --data "$tmp/a" --out "$tmp/m.ckpt" "${SMALL[@]}" --max-iters 10 --recipe modern
 grep -q "| pos rope | norm pre | rmsnorm, relu2, qk-norm, untied head, zero-init, softcap 15$" "$tmp/out" && ok ||

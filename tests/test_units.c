@@ -86,16 +86,14 @@ static void test_causality_grassmann(void **s) { (void)s; check_causality("grass
 
 /* ---- incremental decoding equals the full forward ----------------------------- */
 
-/* windows: NULL for small_config's, or a --grassmann-windows text. */
-static void check_step_matches_forward_ex(const char *mixers, PosKind pos, NormKind norm, const char *windows) {
+/* The largest difference, relative to 1 + |logit|, between cfg's model's
+ * incremental logits and its full forward's over 20 positions; *biggest:
+ * the largest |logit| of the steps. */
+static double step_forward_gap(const ModelConfig *cfg, double *biggest) {
     size_t T = 20, V = 13;
     Model m;
-    ModelConfig cfg;
     Error err;
-    small_config(&cfg, mixers);
-    cfg.pos = pos, cfg.norm = norm;
-    if (windows) assert_int_equal(config_set_windows(&cfg, windows, &err), 0);
-    make_model_from(&m, &cfg, 1, T);
+    make_model_from(&m, cfg, 1, T);
     int32_t tok[20];
     for (size_t i = 0; i < T; i++) tok[i] = (int32_t)((i * 7 + 1) % V);
     model_forward(&m, tok, NULL, 1, T, NULL);
@@ -103,17 +101,30 @@ static void check_step_matches_forward_ex(const char *mixers, PosKind pos, NormK
     assert_int_equal(model_state_init(&m, &st, &err), 0);
     float logits[13];
     double worst = 0.0;
+    *biggest = 0.0;
     for (size_t t = 0; t < T; t++) {
         model_step(&m, &st, tok[t], logits);
         for (size_t v = 0; v < V; v++) {
             double d = fabs((double)logits[v] - m.logits[t * V + v]) / (1.0 + fabs(m.logits[t * V + v]));
             worst = d > worst ? d : worst;
+            *biggest = fabs(logits[v]) > *biggest ? fabs(logits[v]) : *biggest;
         }
     }
-    if (worst > 1e-5)
-        fail_msg("%s, %s-norm: incremental logits differ from the full forward by %.3e", mixers, norm_name(norm), worst);
     model_state_free(&st);
     model_free(&m);
+    return worst;
+}
+
+/* windows: NULL for small_config's, or a --grassmann-windows text. */
+static void check_step_matches_forward_ex(const char *mixers, PosKind pos, NormKind norm, const char *windows) {
+    ModelConfig cfg;
+    Error err;
+    small_config(&cfg, mixers);
+    cfg.pos = pos, cfg.norm = norm;
+    if (windows) assert_int_equal(config_set_windows(&cfg, windows, &err), 0);
+    double biggest, worst = step_forward_gap(&cfg, &biggest);
+    if (worst > 1e-5)
+        fail_msg("%s, %s-norm: incremental logits differ from the full forward by %.3e", mixers, norm_name(norm), worst);
 }
 
 static void check_step_matches_forward(const char *mixers, PosKind pos) {
@@ -188,33 +199,13 @@ static void test_window_schedule(void **s) {
 /* The recipe's switches (all but zero_init, whose zeros would leave little
  * to compare), in the incremental step as in the forward pass. */
 static void check_step_recipe(const char *mixers, PosKind pos, NormKind norm) {
-    size_t T = 20, V = 13;
-    Model m;
     ModelConfig cfg;
-    Error err;
     small_config(&cfg, mixers);
     cfg.pos = pos, cfg.norm = norm, cfg.norm_type = NORM_TYPE_RMSNORM, cfg.mlp_act = MLP_ACT_RELU2;
     cfg.qk_norm = 1, cfg.untied_head = 1, cfg.logit_softcap = 2.0f;
-    make_model_from(&m, &cfg, 1, T);
-    int32_t tok[20];
-    for (size_t i = 0; i < T; i++) tok[i] = (int32_t)((i * 7 + 1) % V);
-    model_forward(&m, tok, NULL, 1, T, NULL);
-    ModelState st;
-    assert_int_equal(model_state_init(&m, &st, &err), 0);
-    float logits[13];
-    double worst = 0.0, biggest = 0.0;
-    for (size_t t = 0; t < T; t++) {
-        model_step(&m, &st, tok[t], logits);
-        for (size_t v = 0; v < V; v++) {
-            double d = fabs((double)logits[v] - m.logits[t * V + v]) / (1.0 + fabs(m.logits[t * V + v]));
-            worst = d > worst ? d : worst;
-            biggest = fabs(logits[v]) > biggest ? fabs(logits[v]) : biggest;
-        }
-    }
+    double biggest, worst = step_forward_gap(&cfg, &biggest);
     if (worst > 1e-5) fail_msg("%s with the recipe: incremental logits differ from the forward by %.3e", mixers, worst);
     assert_true(biggest <= 2.0 && biggest > 0.1); /* capped, and not all zero */
-    model_state_free(&st);
-    model_free(&m);
 }
 
 static void test_step_recipe(void **s) {

@@ -27,11 +27,18 @@ void residual_rmsnorm_forward(float *sum, float *out, float *rstd, const float *
                               size_t N, size_t C) {
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++) {
-        float *s = sum + n * C;
+        float *s = sum + n * C, ss = 0.0f;
         const float *x = a + n * C, *y = b + n * C;
+        /* the sum and its squares in one pass, in rms_scale's order */
+#pragma omp simd reduction(+ : ss)
+        for (size_t c = 0; c < C; c++) {
+            s[c] = x[c] + y[c];
+            ss += s[c] * s[c];
+        }
+        float scale = 1.0f / sqrtf(ss / (float)C + RMSNORM_EPS), *o = out + n * C;
 #pragma omp simd
-        for (size_t c = 0; c < C; c++) s[c] = x[c] + y[c];
-        rmsnorm_row(out + n * C, rstd + n, s, weight, C);
+        for (size_t c = 0; c < C; c++) o[c] = s[c] * scale * weight[c];
+        rstd[n] = scale;
     }
 }
 
