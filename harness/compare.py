@@ -365,7 +365,8 @@ def ablation_report(a, archs, budgets, runs, seeds, total):
                 elif len(change) < 2 or abs(cm) <= cs:
                     verdict = f"{cm:+.4f} ± {cs:.4f}: no difference"
                 else:  # without the switch the gap is larger: the switch closes it
-                    verdict = f"{cm:+.4f} ± {cs:.4f}: the switch {'closes' if cm > 0 else 'widens'} the gap"
+                    what = "the recipe" if variant == "gpt2" else "the switch"
+                    verdict = f"{cm:+.4f} ± {cs:.4f}: {what} {'closes' if cm > 0 else 'widens'} the gap"
                 row += f" {fmt(gm, gs, 4)} | {verdict} |"
             md.append(row)
         md.append("")

@@ -136,6 +136,8 @@ int inspect_run(Inspection *in, Model *m, const int32_t *tokens, size_t T, Error
     in->n_layer = L;
     in->n_head = H;
     in->vocab = V;
+    snprintf(in->lens_head, sizeof in->lens_head, "%s%s", cfg->untied_head ? "the untied head (lm_head)" : "the tied head",
+             cfg->logit_softcap > 0.0f ? ", soft-capped" : "");
     in->tokens = lm_calloc(T, sizeof(int32_t), err);
     if (!in->tokens) goto fail;
     memcpy(in->tokens, tokens, T * sizeof(int32_t));
