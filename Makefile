@@ -202,6 +202,7 @@ test: unit-test $(PROGRAMS)
 	bash tests/cli_test.sh
 	bash tests/init_test.sh
 	bash tests/rope_test.sh
+	bash tests/recipe_test.sh
 	bash tests/inspect_test.sh
 	bash tests/mpi_test.sh
 	bash tests/muon_cli_test.sh
@@ -274,6 +275,7 @@ asan:
 	BIN=bin-asan bash tests/cli_test.sh
 	BIN=bin-asan bash tests/init_test.sh
 	BIN=bin-asan bash tests/rope_test.sh
+	BIN=bin-asan bash tests/recipe_test.sh
 	BIN=bin-asan bash tests/inspect_test.sh
 	BIN=bin-asan bash tests/mpi_test.sh
 	BIN=bin-asan bash tests/muon_cli_test.sh

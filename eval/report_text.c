@@ -47,8 +47,8 @@ char *report_lens_table(const Inspection *in, const Tokenizer *tok) {
     char *sb = NULL, lab[TOKEN_LABEL_MAX];
     size_t T = in->T, w_in = label_column(tok, NULL, in->tokens, T, 6);
     size_t w_out = label_column(tok, in->lens_top, NULL, (in->n_layer + 1) * T * LENS_TOP, 6);
-    sb_appendf(&sb, "# logit lens: the stream after each stage through ln_f and the tied head; top-%d next tokens\n"
-                    "# (space shown as \xE2\x90\xA3, newline as \\n)\n", LENS_TOP);
+    sb_appendf(&sb, "# logit lens: the stream after each stage through ln_f and %s; top-%d next tokens\n"
+                    "# (space shown as \xE2\x90\xA3, newline as \\n)\n", in->lens_head, LENS_TOP);
     for (size_t s = 0; s <= in->n_layer; s++) {
         if (s) sb_appendf(&sb, "\n== after layer %zu (%s)\n", s - 1, in->layer[s - 1].mixer);
         else sb_appendf(&sb, "== after the embedding\n");

@@ -17,6 +17,17 @@ run with seeds seed, seed+1, ...; seeds are paired across architectures (the
 same seed draws the same batches), runs are interleaved so that a busy
 machine slows every architecture alike.
 
+--recipe gpt2|modern passes bin/train --recipe to every run (and to the
+parameter counts that size-match the architectures). --ablate compares the
+recipe's switches instead of architectures alone: every architecture of
+--archs is trained with the modern recipe, with the modern recipe less each
+one switch (ABLATION below), and with GPT-2's, at every budget and seed;
+ablation.md then says per switch what taking it out costs each
+architecture, and whether it closes or widens the gap between the first
+architecture and each other one. The Grassmann rank is matched once, under
+--recipe, and kept for every variant, so that a variant changes only its
+switch.
+
 --precision bf16 passes bin/train --precision bf16 to every training run (bf16
 products, fp32 accumulation; the title, the model line and compare.csv say
 so); scoring stays fp32. Each run is scored on val and test with bin/eval --by-position
@@ -38,6 +49,20 @@ from harness.common import BIN, ROOT, die, gnuplot, need_gnuplot, read_train_log
 from harness.report_page import chart, markdown_sections, write_page
 
 MIXERS = ("attention", "grassmann")
+
+# --ablate's variants: the modern recipe less one switch each (bin/train's
+# options that set it back to GPT-2's), between the whole recipe and GPT-2's.
+ABLATION = [
+    ("modern", []),
+    ("no rope (learned positions)", ["--pos", "learned"]),
+    ("no RMSNorm (LayerNorm)", ["--norm-type", "layernorm"]),
+    ("no ReLU^2 (GELU)", ["--mlp-act", "gelu"]),
+    ("no qk-norm", ["--qk-norm", "0"]),
+    ("no untied head (tied)", ["--untied-head", "0"]),
+    ("no zero-init", ["--zero-init", "0"]),
+    ("no logit softcap", ["--logit-softcap", "0"]),
+    ("gpt2", ["--recipe", "gpt2"]),
+]
 
 
 def run(cmd, live=False):
@@ -132,6 +157,8 @@ class Harness:
         self.shared = ["--n-layer", str(a.n_layer), "--n-head", str(a.n_head), "--n-embd", str(a.n_embd),
                        "--block-size", str(a.block_size), "--dropout", str(a.dropout),
                        "--grassmann-windows", a.grassmann_windows, "--norm", a.norm]
+        if getattr(a, "recipe", None):
+            self.shared += ["--recipe", a.recipe]
 
     def train_args(self, arch, seed, ckpt, log, eval_interval):
         """bin/train's command for one run, but its budget: every run in --precision's products."""
@@ -143,7 +170,7 @@ class Harness:
             "--precision", a.precision]
         if arch["rank"]:
             args += ["--grassmann-rank", str(arch["rank"])]
-        return args
+        return args + arch.get("extra", [])  # an ablation variant's options, after --recipe
 
     def train(self, arch, budget, seed, tag):
         a = self.a
@@ -315,6 +342,95 @@ def write_plots(a, archs, budgets, runs, unit):
             f"'' using 5:6:7 title 'other tokens' lc rgb '#7f7f7f'\n")
 
 
+def ablate(a, h, archs, budgets):
+    """--ablate: every architecture under every ABLATION variant, budgets and seeds interleaved as in the
+    comparison (a busy machine slows every variant alike); ablation.md and ablation.csv."""
+    variants = [dict(arch, base=arch["name"], variant=v, extra=extra,
+                     name=f"{arch['name']}-{v.split(' ')[0]}{'-' + extra[1] if extra else ''}")
+                for v, extra in ABLATION for arch in archs]
+    seeds = [a.seed + k for k in range(a.seeds)]
+    runs, t_all = [], time.time()
+    for kind, value in budgets:
+        for seed in seeds:
+            for v in variants:
+                tag = f"{v['name']}_{kind}_{seed}".replace(",", "-").replace("^", "")
+                r = h.train(v, (kind, value), seed, tag)
+                r.update(base=v["base"], variant=v["variant"])
+                print(f"== {v['base']}, {v['variant']}, {kind}:{value}, seed {seed}: {r['steps']} steps, "
+                      f"{r['tokens']:,} tokens in {r['train_seconds']:.1f} s; val loss {r['val_loss']:.4f}", flush=True)
+                runs.append(r)
+    total = time.time() - t_all
+    md = ablation_report(a, archs, budgets, runs, seeds, total)
+    with open(os.path.join(a.out, "ablation.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        keys = ["base", "variant", "budget", "seed", "steps", "tokens", "train_seconds", "val_loss", "test_loss"]
+        w.writerow(keys)
+        for r in runs:
+            w.writerow([f"{r[k]:.6f}" if isinstance(r[k], float) else r[k] for k in keys])
+    print("\n" + "\n".join(md))
+    print(f"\nwrote {os.path.join(a.out, 'ablation.md')} and ablation.csv ({total / 60:.1f} min)")
+
+
+def ablation_report(a, archs, budgets, runs, seeds, total):
+    """ablation.md: per budget, each variant's val loss for every architecture, the change from the whole
+    modern recipe (paired by seed), and the gap from the first architecture (paired by seed) against the
+    recipe's own gap: a switch whose removal shrinks the gap was widening it, and the other way round."""
+    def losses(base, variant, b):
+        return {r["seed"]: r["val_loss"] for r in runs if r["budget"] == b and r["base"] == base and
+                r["variant"] == variant}
+
+    bases = [x["name"] for x in archs]
+    md = [f"# Ablation of the modern recipe: {', '.join(bases)}", "",
+          f"Each row takes one switch out of `--recipe modern` (or all of them: gpt2). Val loss (nats per "
+          f"{runs[0]['unit']}) is the mean ± spread (half the range) over seeds {', '.join(map(str, seeds))}; "
+          f"Δ is the paired change from the whole modern recipe (positive: without the switch the loss is higher, "
+          f"so the switch helps); a change or gap "
+          f"is called a difference only when it exceeds its spread.", ""]
+    for kind, value in budgets:
+        b = f"{kind}:{value}"
+        md += [f"## {kind} budget ({value:,}{' s' if kind == 'seconds' else ' tokens'})", ""]
+        head = "| variant |"
+        for base in bases:
+            head += f" {base} val loss | Δ {base} |"
+        for base in bases[1:]:
+            head += f" gap {base} - {bases[0]} | gap vs modern's |"
+        md += [head, "|---" * (1 + 2 * len(bases) + 2 * (len(bases) - 1)) + "|"]
+        for variant, _ in ABLATION:
+            row = f"| {variant} |"
+            for base in bases:
+                cur, mod = losses(base, variant, b), losses(base, "modern", b)
+                m, sp = mean_spread(list(cur.values()))
+                dm, ds = mean_spread([cur[k] - mod[k] for k in cur if k in mod])
+                note = "" if variant == "modern" or len(cur) < 2 or abs(dm) > ds else " (within spread)"
+                row += f" {fmt(m, sp, 4)} | {'' if variant == 'modern' else fmt(dm, ds, 4) + note} |"
+            for base in bases[1:]:
+                cur0, cur1 = losses(bases[0], variant, b), losses(base, variant, b)
+                mod0, mod1 = losses(bases[0], "modern", b), losses(base, "modern", b)
+                gaps = {k: cur1[k] - cur0[k] for k in cur1 if k in cur0}
+                gm, gs = mean_spread(list(gaps.values()))
+                change = [gaps[k] - (mod1[k] - mod0[k]) for k in gaps if k in mod0 and k in mod1]
+                cm, cs = mean_spread(change)
+                if variant == "modern":
+                    verdict = ""
+                elif len(change) < 2 or abs(cm) <= cs:
+                    verdict = f"{cm:+.4f} ± {cs:.4f}: no difference"
+                else:  # without the switch the gap is larger: the switch closes it
+                    what = "the recipe" if variant == "gpt2" else "the switch"
+                    verdict = f"{cm:+.4f} ± {cs:.4f}: {what} {'closes' if cm > 0 else 'widens'} the gap"
+                row += f" {fmt(gm, gs, 4)} | {verdict} |"
+            md.append(row)
+        md.append("")
+    md += [f"Model: n_layer {a.n_layer}, n_head {a.n_head}, n_embd {a.n_embd}, block {a.block_size}, batch "
+           f"{a.batch_size}, {a.norm}-norm; {precision_text(a.precision)}; AdamW lr {a.lr} -> {a.min_lr} cosine, "
+           f"{a.warmup_iters} warm-up steps; Grassmann windows {a.grassmann_windows}" +
+           "".join(f"; {x['label']} {x['params']:,} parameters under the modern recipe" for x in archs) +
+           f". {len(runs)} runs took {total / 60:.1f} minutes of wall time.",
+           f"Command: `python3 -m harness.compare {' '.join(sys.argv[1:]).strip()}`"]
+    with open(os.path.join(a.out, "ablation.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    return md
+
+
 def main():
     ap = argparse.ArgumentParser(prog="python3 -m harness.compare",
                                  description="Architectures of matched size under equal token and time budgets, "
@@ -346,6 +462,10 @@ def main():
     ap.add_argument("--grassmann-windows", default="1,2,4,8,12,16",
                     help="offsets for every layer, or one list per layer separated by ';' (1;1;2;2)")
     ap.add_argument("--norm", default="pre", choices=("pre", "post"), help="LayerNorm placement (bin/train --norm; pre)")
+    ap.add_argument("--recipe", choices=("gpt2", "modern"), default=None,
+                    help="bin/train --recipe for every run (default: none, bin/train's defaults: gpt2)")
+    ap.add_argument("--ablate", action="store_true",
+                    help="the modern recipe's switches one at a time, for every architecture: ablation.md")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--precision", default="fp32", choices=("fp32", "bf16"),
                     help="the matrix products of every training run (bin/train --precision; fp32). Evaluation "
@@ -358,7 +478,12 @@ def main():
     for f in ("train.bin", "val.bin", "test.bin", "tokenizer.txt"):
         if not os.path.exists(os.path.join(a.data, f)):
             die(f"'{a.data}' has no {f} (run make data, or bin/prepare with a test fraction)")
-    need_gnuplot()
+    if a.ablate and a.recipe not in (None, "modern"):
+        die("--ablate takes the switches out of the modern recipe: give --recipe modern or no --recipe")
+    if a.ablate:
+        a.recipe = "modern"
+    if not a.ablate:
+        need_gnuplot()
     os.makedirs(a.out, exist_ok=True)
     h = Harness(a)
 
@@ -380,6 +505,8 @@ def main():
             print(f"compare: warning: {label} differs in size from {archs[0]['label']} by {gap:+.1f}%")
 
     print(f"compare: every run trains with {precision_text(a.precision)}", flush=True)
+    if a.ablate:
+        return ablate(a, h, archs, budgets)
     runs = []
     seeds = [a.seed + k for k in range(a.seeds)]
     t_all = time.time()
@@ -433,7 +560,8 @@ def main():
 
     seeds_txt = ", ".join(map(str, seeds))
     cmd = "python3 -m harness.compare " + " ".join(sys.argv[1:])
-    md = ["# Comparison: " + " vs ".join(x["label"] for x in archs) + (", bf16" if a.precision == "bf16" else ""), "",
+    md = ["# Comparison: " + " vs ".join(x["label"] for x in archs) + (", bf16" if a.precision == "bf16" else "") +
+          (f", {a.recipe} recipe" if a.recipe else ""), "",
           "## Reading", ""] + reading + [
           "", f"Ratios are paired by seed (same batches) and given as mean ± spread, the spread being half the "
               f"range over the {a.seeds} seeds ({seeds_txt}); a ratio is called a difference only when its distance "
@@ -451,7 +579,7 @@ def main():
                   f"| {fmt(*g['val_ppl'])} | {fmt(*g['test_ppl'])} | {fmt(*row['ratio'])} "
                   f"| {fmt(*g['recall_loss'])} | {fmt(*g['other_loss'])} |")
     md += ["", f"Model: n_layer {a.n_layer}, n_head {a.n_head}, n_embd {a.n_embd}, block {a.block_size}, batch "
-               f"{a.batch_size}, {a.norm}-norm; {precision_text(a.precision)}; lr {a.lr} -> {a.min_lr} cosine (over the steps, or over the seconds under a time "
+               f"{a.batch_size}, {a.norm}-norm{', --recipe ' + a.recipe if a.recipe else ''}; {precision_text(a.precision)}; lr {a.lr} -> {a.min_lr} cosine (over the steps, or over the seconds under a time "
                f"budget), {a.warmup_iters} warm-up steps; Grassmann windows {a.grassmann_windows}. Val and test: "
                f"every token scored once (bin/eval). Recall tokens: {a.recall_n}-grams seen earlier in their "
                f"window ({100 * rows[0]['recall_frac']:.1f}% of val tokens). Train seconds count training steps only; "

@@ -34,13 +34,24 @@ def rope(x):
     return torch.view_as_real(pairs * turn).reshape(B, H, T, hs)
 
 
-def attention(W, p, h, H, rotary=False):
+RMSNORM_EPS = 1e-6
+
+
+def rms_norm(x, weight=None):
+    """RMSNorm over the last dimension: x / sqrt(mean(x^2) + eps), times the gain if given."""
+    y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + RMSNORM_EPS)
+    return y * weight if weight is not None else y
+
+
+def attention(W, p, h, H, rotary=False, qk_norm=False):
     B, T, C = h.shape
     hs = C // H
     q, k, v = F.linear(h, W[p + "attn.qkv.weight"], W[p + "attn.qkv.bias"]).split(C, dim=2)
     q, k, v = (x.view(B, T, H, hs).transpose(1, 2) for x in (q, k, v))
     if rotary:
         q, k = rope(q), rope(k)
+    if qk_norm:  # per head, no gain
+        q, k = rms_norm(q), rms_norm(k)
     att = q @ k.transpose(-2, -1) / math.sqrt(hs)
     mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
     att = torch.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
@@ -93,8 +104,12 @@ def model_logits(W, cfg, inputs):
     # rope: no table added; attention rotates q and k.
     windows = layer_windows(cfg)
     post = cfg.get("norm", "pre") == "post"
+    rms = cfg.get("norm_type", "layernorm") == "rmsnorm"
+    relu2 = cfg.get("mlp_act", "gelu") == "relu2"
 
     def ln(p, name, v):
+        if rms:
+            return rms_norm(v, W[p + name + ".weight"])
         return F.layer_norm(v, (C,), W[p + name + ".weight"], W[p + name + ".bias"], 1e-5)
 
     for l, mixer in enumerate(cfg["mixers"]):
@@ -102,11 +117,12 @@ def model_logits(W, cfg, inputs):
 
         def mix(h):
             if mixer == "attention":
-                return attention(W, p, h, cfg["n_head"], cfg["pos"] == "rope")
+                return attention(W, p, h, cfg["n_head"], cfg["pos"] == "rope", cfg.get("qk_norm", False))
             return grassmann(W, p, h, cfg["grassmann_rank"], windows[l])
 
         def mlp(h):
-            h = F.gelu(F.linear(h, W[p + "mlp.fc.weight"], W[p + "mlp.fc.bias"]), approximate="tanh")
+            h = F.linear(h, W[p + "mlp.fc.weight"], W[p + "mlp.fc.bias"])
+            h = F.relu(h).square() if relu2 else F.gelu(h, approximate="tanh")
             return F.linear(h, W[p + "mlp.proj.weight"], W[p + "mlp.proj.bias"])
 
         if post:  # h = LN1(h + mixer(h)), h = LN2(h + MLP(h))
@@ -115,8 +131,10 @@ def model_logits(W, cfg, inputs):
         else:  # h = h + mixer(LN1(h)), h = h + MLP(LN2(h))
             x = x + mix(ln(p, "ln1", x))
             x = x + mlp(ln(p, "ln2", x))
-    x = F.layer_norm(x, (C,), W["ln_f.weight"], W["ln_f.bias"], 1e-5)
-    return x @ W["wte"].T
+    x = ln("", "ln_f", x)
+    logits = x @ (W["lm_head.weight"] if cfg.get("untied_head") else W["wte"]).T
+    cap = cfg.get("logit_softcap", 0)
+    return cap * torch.tanh(logits / cap) if cap else logits
 
 
 def model_loss(W, cfg, inputs, targets, reduction="mean"):
@@ -143,14 +161,20 @@ def init_weights(cfg, dtype=torch.float32, seed=0):
     C, V, T = cfg["n_embd"], cfg["vocab_size"], cfg["block_size"]
     r = cfg.get("grassmann_rank", 32)
     P = r * (r - 1) // 2
-    shapes = {"wte": (V, C), "ln_f.weight": (C,), "ln_f.bias": (C,)}
+    rms = cfg.get("norm_type", "layernorm") == "rmsnorm"
+    shapes = {"wte": (V, C), "ln_f.weight": (C,)}
+    if not rms:
+        shapes["ln_f.bias"] = (C,)
+    if cfg.get("untied_head"):
+        shapes["lm_head.weight"] = (V, C)
     if cfg["pos"] == "learned":
         shapes["wpe"] = (T, C)
     for l, mixer in enumerate(cfg["mixers"]):
         p = f"h.{l}."
         for n in ("ln1", "ln2"):
             shapes[p + n + ".weight"] = (C,)
-            shapes[p + n + ".bias"] = (C,)
+            if not rms:
+                shapes[p + n + ".bias"] = (C,)
         if mixer == "attention":
             shapes.update({p + "attn.qkv.weight": (3 * C, C), p + "attn.qkv.bias": (3 * C,),
                            p + "attn.proj.weight": (C, C), p + "attn.proj.bias": (C,)})

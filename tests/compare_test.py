@@ -13,7 +13,7 @@ import tempfile
 import unittest
 
 from harness.common import BIN
-from harness.compare import ONE_SEED, Harness, difference, precision_text
+from harness.compare import ABLATION, ONE_SEED, Harness, difference, precision_text
 from harness.report_page import chart, markdown_sections, write_page
 
 ARCH = {"name": "attention", "mixers": ["attention"], "rank": None}
@@ -24,10 +24,10 @@ def has_bf16():
         return "avx512_bf16" in f.read().split()
 
 
-def options(precision):
+def options(precision, recipe=None):
     return argparse.Namespace(n_layer=1, n_head=2, n_embd=32, block_size=16, dropout=0.0, grassmann_windows="1,2",
                               norm="pre", data="d", batch_size=4, lr=1e-3, min_lr=1e-4, warmup_iters=2,
-                              eval_iters=2, threads=1, precision=precision)
+                              eval_iters=2, threads=1, precision=precision, recipe=recipe)
 
 
 class Commands(unittest.TestCase):
@@ -38,6 +38,18 @@ class Commands(unittest.TestCase):
             self.assertEqual(args[i + 1], p)
         self.assertIn("bf16", precision_text("bf16"))
         self.assertNotIn("bf16", precision_text("fp32"))
+
+    def test_recipe_and_ablation_passed(self):
+        self.assertNotIn("--recipe", Harness(options("fp32")).train_args(ARCH, 7, "c.ckpt", "c.csv", 5))
+        args = Harness(options("fp32", "modern")).train_args(ARCH, 7, "c.ckpt", "c.csv", 5)
+        self.assertEqual(args[args.index("--recipe") + 1], "modern")
+        # a variant's options come after --recipe, so that they win (bin/train: the last one given)
+        variant = dict(ARCH, extra=["--qk-norm", "0"])
+        args = Harness(options("fp32", "modern")).train_args(variant, 7, "c.ckpt", "c.csv", 5)
+        self.assertGreater(args.index("--qk-norm"), args.index("--recipe"))
+        self.assertEqual(ABLATION[0], ("modern", []))
+        self.assertEqual(ABLATION[-1], ("gpt2", ["--recipe", "gpt2"]))
+        self.assertEqual(len({tuple(extra) for _, extra in ABLATION}), len(ABLATION))
 
     def test_one_seed_has_no_spread(self):
         self.assertEqual(difference(1.339, 0.0, 1), ONE_SEED)

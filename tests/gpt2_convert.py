@@ -497,6 +497,12 @@ def export_refusals(tmp):
         ("rope", "bpe", ["--pos", "rope"], "rope"),
         ("sinusoidal positions", "bpe", ["--pos", "sinusoidal"], "sinusoidal"),
         ("post-norm", "bpe", ["--norm", "post"], "post-norm"),
+        ("RMSNorm", "bpe", ["--norm-type", "rmsnorm"], "rmsnorm"),
+        ("ReLU^2", "bpe", ["--mlp-act", "relu2"], "relu2"),
+        ("qk-norm", "bpe", ["--qk-norm", "1"], "qk-norm"),
+        ("an untied head", "bpe", ["--untied-head", "1"], "untied"),
+        ("a logit soft cap", "bpe", ["--logit-softcap", "30"], "soft-capped"),
+        ("the modern recipe", "bpe", ["--recipe", "modern"], "rope"),
         ("a char tokenizer", "chars", [], "char"),
     ]:
         ckpt = f"{tmp}/{name.replace(' ', '-')}.ckpt"

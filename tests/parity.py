@@ -141,20 +141,44 @@ def main():
                                                      "--grassmann-windows", "1;2,4"]),
         ("hybrid a,g,g, per-layer windows", ["--mixer", "attention,grassmann,grassmann", "--n-layer", "3",
                                              "--grassmann-rank", "5", "--grassmann-windows", "1;1,3;5"]),
+        # The recipe's switches, without zero-init (whose zeros would hide
+        # gradients; the trained models below have it). Caps of 0.5 to 2 bite:
+        # these models' logits are of that size.
+        ("attention, rmsnorm relu2 qk-norm softcap", ["--mixer", "attention", "--norm-type", "rmsnorm", "--mlp-act",
+                                                     "relu2", "--qk-norm", "1", "--logit-softcap", "0.5"]),
+        ("attention, rope qk-norm untied head", ["--mixer", "attention", "--pos", "rope", "--qk-norm", "1",
+                                                 "--untied-head", "1"]),
+        ("grassmann, rmsnorm relu2 untied softcap", ["--mixer", "grassmann", "--grassmann-rank", "6",
+                                                     "--grassmann-windows", "1,2,4", "--norm-type", "rmsnorm",
+                                                     "--mlp-act", "relu2", "--untied-head", "1",
+                                                     "--logit-softcap", "1"]),
+        # Hybrids with the modern recipe keep learned positions: a Grassmann
+        # layer that sees no positions (rope) gets equal vectors for a
+        # repeated token ("tt"), a zero Plücker vector at its clamp, where
+        # float32 and float64 part (so with or without the recipe).
+        ("hybrid a,g post-norm, modern recipe", ["--recipe", "modern", "--pos", "learned", "--zero-init", "0", "--mixer",
+                                                 "attention,grassmann", "--norm", "post", "--grassmann-rank", "6",
+                                                 "--grassmann-windows", "1,2,4", "--logit-softcap", "2"]),
     ]
     # Trained first (60 steps at a high rate), so that LayerNorm gains and
     # biases are no longer 1 and 0: a LayerNorm applied in the wrong place,
-    # or its gradient sent to the wrong tensor, then shows.
+    # or its gradient sent to the wrong tensor, then shows (and zero-init's
+    # zeros are gone).
     trained = [
         ("attention, pre-norm, trained", ["--mixer", "attention"]),
         ("attention, post-norm, trained", ["--mixer", "attention", "--norm", "post"]),
         ("hybrid g,a post-norm, trained", ["--mixer", "grassmann,attention", "--norm", "post",
                                            "--grassmann-rank", "6", "--grassmann-windows", "2,4;1"]),
+        ("attention, modern recipe, trained", ["--recipe", "modern", "--logit-softcap", "2"]),
+        ("hybrid g,a, modern recipe, trained", ["--recipe", "modern", "--pos", "learned", "--logit-softcap", "2", "--mixer",
+                                                "grassmann,attention", "--grassmann-rank", "6",
+                                                "--grassmann-windows", "2,4;1"]),
     ]
     bf16 = [
         ("bf16 attention", ["--mixer", "attention"]),
         ("bf16 hybrid a,g post-norm, rope", ["--mixer", "attention,grassmann", "--norm", "post", "--pos", "rope",
                                             "--grassmann-rank", "6", "--grassmann-windows", "1,2,4"]),
+        ("bf16 attention, modern recipe", ["--recipe", "modern", "--zero-init", "0", "--logit-softcap", "2"]),
     ] if has_bf16() else []
     if not bf16:
         print("parity: this CPU has no AVX512_BF16: the bf16 comparisons are skipped")

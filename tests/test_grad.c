@@ -12,6 +12,7 @@
 #include "nn/layernorm.h"
 #include "nn/loss.h"
 #include "nn/mlp.h"
+#include "nn/rmsnorm.h"
 #include "lm/ops.h"
 #include "nn/rope.h"
 
@@ -90,6 +91,71 @@ static void test_layernorm(void **s) {
     CHECK_GRAD(ln_obj, &c, c.wt, dw, 10, 10, 1e-2f, TOL, "layernorm weight");
     CHECK_GRAD(ln_obj, &c, c.bs, db, 10, 10, 1e-2f, TOL, "layernorm bias");
     free(c.in), free(c.wt), free(c.bs), free(c.out), free(c.mean), free(c.rstd), free(c.w), free(din), free(dw), free(db);
+}
+
+/* ---- RMSNorm ----------------------------------------------------------------- */
+
+static double rms_obj(void *p) {
+    LnCtx *c = p;
+    rmsnorm_forward(c->out, c->rstd, c->in, c->wt, c->N, c->C);
+    return dot_objective(c->out, c->w, c->N * c->C);
+}
+
+static void test_rmsnorm(void **s) {
+    (void)s;
+    LnCtx c = {6, 10, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    c.in = rand_tensor(60, 1.0f, 4);
+    c.wt = rand_tensor(10, 1.0f, 5);
+    c.out = zeros(60), c.rstd = zeros(6);
+    c.w = rand_tensor(60, 1.0f, 7);
+    float *din = zeros(60), *dw = zeros(10);
+    rms_obj(&c);
+    rmsnorm_backward(din, dw, c.w, c.in, c.wt, c.rstd, c.N, c.C);
+    CHECK_GRAD(rms_obj, &c, c.in, din, 60, 60, 1e-2f, TOL, "rmsnorm in");
+    CHECK_GRAD(rms_obj, &c, c.wt, dw, 10, 10, 1e-2f, TOL, "rmsnorm weight");
+    /* The fused residual form: the sum, then the same bits as rmsnorm_forward of it. */
+    float *a = rand_tensor(60, 1.0f, 8), *b = rand_tensor(60, 1.0f, 9), *sum = zeros(60), *out = zeros(60), *rstd = zeros(6);
+    residual_rmsnorm_forward(sum, out, rstd, a, b, c.wt, c.N, c.C);
+    for (size_t i = 0; i < 60; i++) assert_true(sum[i] == a[i] + b[i]);
+    rmsnorm_forward(c.out, c.rstd, sum, c.wt, c.N, c.C);
+    assert_memory_equal(out, c.out, 60 * sizeof(float));
+    assert_memory_equal(rstd, c.rstd, 6 * sizeof(float));
+    free(c.in), free(c.wt), free(c.out), free(c.rstd), free(c.w), free(din), free(dw);
+    free(a), free(b), free(sum), free(out), free(rstd);
+}
+
+/* The per-head form, in place over rows of stride ld with a gap after the
+ * heads (as q and k sit in qkv before v). */
+typedef struct {
+    size_t N, ld, heads, hs;
+    float *in, *x, *rstd, *w;
+} HeadsCtx;
+
+static double heads_obj(void *p) {
+    HeadsCtx *c = p;
+    memcpy(c->x, c->in, c->N * c->ld * sizeof(float));
+    rmsnorm_heads_forward(c->x, c->rstd, c->N, c->ld, c->heads, c->hs);
+    return dot_objective(c->x, c->w, c->N * c->ld);
+}
+
+static void test_rmsnorm_heads(void **s) {
+    (void)s;
+    HeadsCtx c = {5, 15, 3, 4, rand_tensor(75, 1.0f, 11), zeros(75), zeros(15), rand_tensor(75, 1.0f, 12)};
+    heads_obj(&c);
+    for (size_t n = 0; n < c.N; n++) { /* each head unit rms; the gap untouched */
+        for (size_t h = 0; h < c.heads; h++) {
+            double ss = 0.0;
+            for (size_t d = 0; d < c.hs; d++) ss += (double)c.x[n * c.ld + h * c.hs + d] * c.x[n * c.ld + h * c.hs + d];
+            assert_true(fabs(ss / (double)c.hs - 1.0) < 1e-4);
+        }
+        for (size_t i = c.heads * c.hs; i < c.ld; i++) assert_true(c.x[n * c.ld + i] == c.in[n * c.ld + i]);
+    }
+    float *grad = zeros(75);
+    memcpy(grad, c.w, 75 * sizeof(float));
+    rmsnorm_heads_backward(grad, c.x, c.rstd, c.N, c.ld, c.heads, c.hs);
+    /* the gap passes its gradient through unchanged (the identity there) */
+    CHECK_GRAD(heads_obj, &c, c.in, grad, 75, 75, 1e-2f, TOL, "rmsnorm per head");
+    free(c.in), free(c.x), free(c.rstd), free(c.w), free(grad);
 }
 
 /* ---- mixers, through the interface ----------------------------------------- */
@@ -173,6 +239,19 @@ static void test_attention_rope(void **s) {
     ModelConfig cfg;
     config_defaults(&cfg);
     cfg.n_embd = 12, cfg.n_head = 3, cfg.block_size = 8, cfg.vocab_size = 5, cfg.pos = POS_ROPE;
+    float table[8 * 4];
+    rope_table(table, 8, 4);
+    run_mixer(&attention_mixer, cfg, table, 2, 7, 0.3f);
+}
+
+/* Attention with qk-norm, with learned positions and with rope (the norm after the rotation). */
+static void test_attention_qk_norm(void **s) {
+    (void)s;
+    ModelConfig cfg;
+    config_defaults(&cfg);
+    cfg.n_embd = 12, cfg.n_head = 3, cfg.block_size = 8, cfg.vocab_size = 5, cfg.qk_norm = 1;
+    run_mixer(&attention_mixer, cfg, NULL, 2, 7, 0.3f);
+    cfg.pos = POS_ROPE;
     float table[8 * 4];
     rope_table(table, 8, 4);
     run_mixer(&attention_mixer, cfg, table, 2, 7, 0.3f);
@@ -322,12 +401,13 @@ static void test_grassmann_gate(void **s) {
 typedef struct {
     size_t N, C;
     float *in, *params, *fc, *act, *out, *w;
+    MlpAct fn;
 } MlpCtx;
 
 static MlpParams mlp_p(const MlpCtx *c) {
     size_t C = c->C;
     return (MlpParams){c->params, c->params + 4 * C * C, c->params + 4 * C * C + 4 * C,
-                       c->params + 8 * C * C + 4 * C};
+                       c->params + 8 * C * C + 4 * C, c->fn};
 }
 
 static double mlp_obj(void *p) {
@@ -336,11 +416,10 @@ static double mlp_obj(void *p) {
     return dot_objective(c->out, c->w, c->N * c->C);
 }
 
-static void test_mlp(void **s) {
-    (void)s;
+static void run_mlp(MlpAct fn) {
     size_t N = 5, C = 6, np = 8 * C * C + 5 * C;
     MlpCtx c = {N, C, rand_tensor(N * C, 1.0f, 20), rand_tensor(np, 0.4f, 21), zeros(N * 4 * C), zeros(N * 4 * C),
-                zeros(N * C), rand_tensor(N * C, 1.0f, 22)};
+                zeros(N * C), rand_tensor(N * C, 1.0f, 22), fn};
     float *dp = zeros(np), *din = rand_tensor(N * C, 1e3f, 25), *dfc = rand_tensor(N * 4 * C, 1e3f, 26); /* written, not added to */
     mlp_obj(&c);
     MlpGrads g = {dp, dp + 4 * C * C, dp + 4 * C * C + 4 * C, dp + 8 * C * C + 4 * C};
@@ -351,6 +430,22 @@ static void test_mlp(void **s) {
     CHECK_GRAD(mlp_obj, &c, c.params + 4 * C * C + 4 * C, dp + 4 * C * C + 4 * C, 4 * C * C, 100, 1e-2f, TOL, "mlp proj.weight");
     CHECK_GRAD(mlp_obj, &c, c.params + 8 * C * C + 4 * C, dp + 8 * C * C + 4 * C, C, 100, 1e-2f, TOL, "mlp proj.bias");
     free(c.in), free(c.params), free(c.fc), free(c.act), free(c.out), free(c.w), free(dp), free(din), free(dfc);
+}
+
+static void test_mlp(void **s) { (void)s; run_mlp(MLP_GELU); }
+
+/* ReLU^2: max(x, 0)^2 after fc, and its derivative 2 max(x, 0). No
+ * pre-activation lies within the differencing step of the kink at 0 (the
+ * smallest is far larger than 1e-2 for these draws: asserted). */
+static void test_mlp_relu2(void **s) {
+    (void)s;
+    run_mlp(MLP_RELU2);
+    size_t N = 5, C = 6;
+    MlpCtx c = {N, C, rand_tensor(N * C, 1.0f, 20), rand_tensor(8 * C * C + 5 * C, 0.4f, 21), zeros(N * 4 * C),
+                zeros(N * 4 * C), zeros(N * C), rand_tensor(N * C, 1.0f, 22), MLP_RELU2};
+    mlp_obj(&c);
+    for (size_t i = 0; i < N * 4 * C; i++) assert_true(c.act[i] == (c.fc[i] > 0.0f ? c.fc[i] * c.fc[i] : 0.0f));
+    free(c.in), free(c.params), free(c.fc), free(c.act), free(c.out), free(c.w);
 }
 
 typedef struct {
@@ -441,6 +536,36 @@ static void test_crossentropy(void **s) {
     free(c.logits), free(c.losses), free(dl), free(inplace);
 }
 
+/* The logit soft cap, c tanh(z / c), against finite differences, with logits
+ * of size 2 against a cap of 1.5 (well into the curve). */
+typedef struct {
+    size_t n;
+    float cap;
+    float *in, *x, *w;
+} CapCtx;
+
+static double cap_obj(void *p) {
+    CapCtx *c = p;
+    memcpy(c->x, c->in, c->n * sizeof(float));
+    softcap_forward(c->x, c->n, c->cap);
+    return dot_objective(c->x, c->w, c->n);
+}
+
+static void test_softcap(void **s) {
+    (void)s;
+    CapCtx c = {40, 1.5f, rand_tensor(40, 2.0f, 33), zeros(40), rand_tensor(40, 1.0f, 34)};
+    cap_obj(&c);
+    for (size_t i = 0; i < c.n; i++) {
+        assert_true(fabsf(c.x[i]) < c.cap);
+        assert_true(fabs(c.x[i] - 1.5 * tanh(c.in[i] / 1.5)) < 1e-6);
+    }
+    float *grad = zeros(40);
+    memcpy(grad, c.w, 40 * sizeof(float));
+    softcap_backward(grad, c.x, c.n, c.cap);
+    CHECK_GRAD(cap_obj, &c, c.in, grad, 40, 40, 1e-2f, TOL, "logit soft cap");
+    free(c.in), free(c.x), free(c.w), free(grad);
+}
+
 /* At GPT-2's vocabulary the loss (one pass, fast_expf summed in double) is
  * the double-precision log-sum-exp's to 1e-6, and a target far below the
  * maximum keeps a finite, exact loss. */
@@ -511,16 +636,57 @@ static void test_model_post_hybrid_dropout(void **s) {
 }
 static void test_model_pre_schedule(void **s) { (void)s; run_model_ex("grassmann", POS_LEARNED, 0.1f, NORM_PRE, "2;1,3"); }
 
+/* Whole models with the recipe's switches, each also alone: every weight
+ * drawn (zero_init's zeros and the norms' gains too). */
+static void run_recipe_model(const char *mixers, PosKind pos, NormKind norm, NormType nt, MlpActKind act, size_t qk,
+                             size_t untied, float cap) {
+    ModelConfig cfg = tiny_test_config(mixers, pos, 0.0f, norm, NULL);
+    cfg.norm_type = nt, cfg.mlp_act = act, cfg.qk_norm = qk, cfg.untied_head = untied, cfg.zero_init = 1;
+    cfg.logit_softcap = cap;
+    Model m;
+    tiny_test_model_of(&m, &cfg, 1);
+    int32_t in[16], tg[16];
+    for (size_t i = 0; i < 16; i++) in[i] = (int32_t)((i * 7 + 3) % 11), tg[i] = (int32_t)((i * 5 + 1) % 11);
+    ModelCtx c = {&m, in, tg, 2, 8, 1234};
+    char label[160], sw[120];
+    snprintf(label, sizeof label, "model[%s, %s positions, %s-norm, %s]", mixers, pos_name(pos), norm_name(norm),
+             config_recipe_list(&cfg, sw, sizeof sw));
+    check_model_grads(&m, model_obj, &c, label);
+    model_free(&m);
+}
+
+static void test_model_recipe_switches(void **s) {
+    (void)s;
+    run_recipe_model("attention", POS_LEARNED, NORM_PRE, NORM_TYPE_RMSNORM, MLP_ACT_GELU, 0, 0, 0.0f);
+    run_recipe_model("attention", POS_LEARNED, NORM_PRE, NORM_TYPE_LAYERNORM, MLP_ACT_RELU2, 0, 0, 0.0f);
+    run_recipe_model("attention", POS_LEARNED, NORM_PRE, NORM_TYPE_LAYERNORM, MLP_ACT_GELU, 1, 0, 0.0f);
+    run_recipe_model("attention", POS_LEARNED, NORM_PRE, NORM_TYPE_LAYERNORM, MLP_ACT_GELU, 0, 1, 0.0f);
+    run_recipe_model("attention", POS_LEARNED, NORM_PRE, NORM_TYPE_LAYERNORM, MLP_ACT_GELU, 0, 0, 1.0f);
+}
+
+static void test_model_recipe_all(void **s) {
+    (void)s;
+    run_recipe_model("attention", POS_ROPE, NORM_PRE, NORM_TYPE_RMSNORM, MLP_ACT_RELU2, 1, 1, 1.0f);
+    run_recipe_model("attention", POS_ROPE, NORM_POST, NORM_TYPE_RMSNORM, MLP_ACT_RELU2, 1, 1, 1.0f);
+    run_recipe_model("grassmann", POS_LEARNED, NORM_PRE, NORM_TYPE_RMSNORM, MLP_ACT_RELU2, 0, 1, 1.0f);
+    run_recipe_model("attention,grassmann", POS_LEARNED, NORM_POST, NORM_TYPE_RMSNORM, MLP_ACT_RELU2, 1, 1, 1.0f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_embedding_learned),
         cmocka_unit_test(test_embedding_sinusoidal),
         cmocka_unit_test(test_layernorm),
+        cmocka_unit_test(test_rmsnorm),
+        cmocka_unit_test(test_rmsnorm_heads),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_attention_tiles),
         cmocka_unit_test(test_attention_rope),
+        cmocka_unit_test(test_attention_qk_norm),
         cmocka_unit_test(test_rope),
         cmocka_unit_test(test_mlp),
+        cmocka_unit_test(test_mlp_relu2),
+        cmocka_unit_test(test_softcap),
         cmocka_unit_test(test_gelu),
         cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_crossentropy), cmocka_unit_test(test_crossentropy_large_vocab),
@@ -539,6 +705,8 @@ int main(void) {
         cmocka_unit_test(test_model_post_grassmann_schedule),
         cmocka_unit_test(test_model_post_hybrid_dropout),
         cmocka_unit_test(test_model_pre_schedule),
+        cmocka_unit_test(test_model_recipe_switches),
+        cmocka_unit_test(test_model_recipe_all),
     };
     return cmocka_run_group_tests_name("gradient checks", tests, NULL, NULL);
 }

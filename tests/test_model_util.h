@@ -13,8 +13,9 @@
 /* windows: NULL for 1,2,3 in every layer, or a --grassmann-windows text;
  * with norm NORM_POST the LayerNorm gains and biases are drawn too (1 and
  * 0 would hide a LayerNorm applied in the wrong place). */
-static inline void tiny_test_model_ex(Model *m, const char *mixers, PosKind pos, float dropout, NormKind norm,
-                                      const char *windows) {
+/* The tiny model's config (see tiny_test_model_ex). */
+static inline ModelConfig tiny_test_config(const char *mixers, PosKind pos, float dropout, NormKind norm,
+                                           const char *windows) {
     ModelConfig cfg;
     config_defaults(&cfg);
     cfg.vocab_size = 11, cfg.block_size = 8, cfg.n_layer = 2, cfg.n_head = 2, cfg.n_embd = 8;
@@ -22,7 +23,15 @@ static inline void tiny_test_model_ex(Model *m, const char *mixers, PosKind pos,
     Error err;
     assert_int_equal(config_set_windows(&cfg, windows ? windows : "1,2,3", &err), 0);
     assert_int_equal(config_set_mixers(&cfg, mixers, &err), 0);
-    assert_int_equal(model_init(m, &cfg, 5, &err), 0);
+    return cfg;
+}
+
+/* The tiny model of cfg, its weights drawn of size 0.3; with all_params
+ * the norms' gains and biases (and whatever zero_init zeroed) too, around 1
+ * and 0. */
+static inline void tiny_test_model_of(Model *m, const ModelConfig *cfg, int all_params) {
+    Error err;
+    assert_int_equal(model_init(m, cfg, 5, &err), 0);
     assert_int_equal(model_alloc_training(m, &err), 0);
     assert_int_equal(model_alloc_acts(m, 2, 8, &err), 0);
     Rng r;
@@ -30,10 +39,18 @@ static inline void tiny_test_model_ex(Model *m, const char *mixers, PosKind pos,
     for (size_t i = 0; i < m->n_tensors; i++) {
         const ParamTensor *t = &m->tensors[i];
         int norm_param = t->init == INIT_ONE || t->init == INIT_ZERO;
-        if (norm_param && norm != NORM_POST) continue;
+        if (norm_param && !all_params) continue;
+        int one = t->init == INIT_ONE || strstr(t->name, "ln.weight") || strstr(t->name, "ln1.weight") ||
+                  strstr(t->name, "ln2.weight") || strstr(t->name, "ln_f.weight");
         for (size_t j = 0; j < t->rows * (t->cols ? t->cols : 1); j++)
-            m->params[t->offset + j] = (t->init == INIT_ONE ? 1.0f : 0.0f) + 0.3f * rng_normal(&r);
+            m->params[t->offset + j] = (one ? 1.0f : 0.0f) + 0.3f * rng_normal(&r);
     }
+}
+
+static inline void tiny_test_model_ex(Model *m, const char *mixers, PosKind pos, float dropout, NormKind norm,
+                                      const char *windows) {
+    ModelConfig cfg = tiny_test_config(mixers, pos, dropout, norm, windows);
+    tiny_test_model_of(m, &cfg, norm == NORM_POST);
 }
 
 static inline void tiny_test_model(Model *m, const char *mixers, PosKind pos, float dropout) {

@@ -86,16 +86,14 @@ static void test_causality_grassmann(void **s) { (void)s; check_causality("grass
 
 /* ---- incremental decoding equals the full forward ----------------------------- */
 
-/* windows: NULL for small_config's, or a --grassmann-windows text. */
-static void check_step_matches_forward_ex(const char *mixers, PosKind pos, NormKind norm, const char *windows) {
+/* The largest difference, relative to 1 + |logit|, between cfg's model's
+ * incremental logits and its full forward's over 20 positions; *biggest:
+ * the largest |logit| of the steps. */
+static double step_forward_gap(const ModelConfig *cfg, double *biggest) {
     size_t T = 20, V = 13;
     Model m;
-    ModelConfig cfg;
     Error err;
-    small_config(&cfg, mixers);
-    cfg.pos = pos, cfg.norm = norm;
-    if (windows) assert_int_equal(config_set_windows(&cfg, windows, &err), 0);
-    make_model_from(&m, &cfg, 1, T);
+    make_model_from(&m, cfg, 1, T);
     int32_t tok[20];
     for (size_t i = 0; i < T; i++) tok[i] = (int32_t)((i * 7 + 1) % V);
     model_forward(&m, tok, NULL, 1, T, NULL);
@@ -103,17 +101,30 @@ static void check_step_matches_forward_ex(const char *mixers, PosKind pos, NormK
     assert_int_equal(model_state_init(&m, &st, &err), 0);
     float logits[13];
     double worst = 0.0;
+    *biggest = 0.0;
     for (size_t t = 0; t < T; t++) {
         model_step(&m, &st, tok[t], logits);
         for (size_t v = 0; v < V; v++) {
             double d = fabs((double)logits[v] - m.logits[t * V + v]) / (1.0 + fabs(m.logits[t * V + v]));
             worst = d > worst ? d : worst;
+            *biggest = fabs(logits[v]) > *biggest ? fabs(logits[v]) : *biggest;
         }
     }
-    if (worst > 1e-5)
-        fail_msg("%s, %s-norm: incremental logits differ from the full forward by %.3e", mixers, norm_name(norm), worst);
     model_state_free(&st);
     model_free(&m);
+    return worst;
+}
+
+/* windows: NULL for small_config's, or a --grassmann-windows text. */
+static void check_step_matches_forward_ex(const char *mixers, PosKind pos, NormKind norm, const char *windows) {
+    ModelConfig cfg;
+    Error err;
+    small_config(&cfg, mixers);
+    cfg.pos = pos, cfg.norm = norm;
+    if (windows) assert_int_equal(config_set_windows(&cfg, windows, &err), 0);
+    double biggest, worst = step_forward_gap(&cfg, &biggest);
+    if (worst > 1e-5)
+        fail_msg("%s, %s-norm: incremental logits differ from the full forward by %.3e", mixers, norm_name(norm), worst);
 }
 
 static void check_step_matches_forward(const char *mixers, PosKind pos) {
@@ -183,6 +194,90 @@ static void test_window_schedule(void **s) {
                                           &err),
                          0);
     assert_non_null(strstr(err.msg, "'norm'"));
+}
+
+/* The recipe's switches (all but zero_init, whose zeros would leave little
+ * to compare), in the incremental step as in the forward pass. */
+static void check_step_recipe(const char *mixers, PosKind pos, NormKind norm) {
+    ModelConfig cfg;
+    small_config(&cfg, mixers);
+    cfg.pos = pos, cfg.norm = norm, cfg.norm_type = NORM_TYPE_RMSNORM, cfg.mlp_act = MLP_ACT_RELU2;
+    cfg.qk_norm = 1, cfg.untied_head = 1, cfg.logit_softcap = 2.0f;
+    double biggest, worst = step_forward_gap(&cfg, &biggest);
+    if (worst > 1e-5) fail_msg("%s with the recipe: incremental logits differ from the forward by %.3e", mixers, worst);
+    assert_true(biggest <= 2.0 && biggest > 0.1); /* capped, and not all zero */
+}
+
+static void test_step_recipe(void **s) {
+    (void)s;
+    check_step_recipe("attention", POS_ROPE, NORM_PRE);
+    check_step_recipe("grassmann,attention", POS_LEARNED, NORM_POST);
+}
+
+/* The recipe's switches in the config JSON (only when on: a GPT-2 config's
+ * JSON has none of them, a config without them reads as GPT-2's), bad values
+ * refused, and what they do to the layout and the initial weights. */
+static void test_recipe_config(void **s) {
+    (void)s;
+    ModelConfig cfg, back;
+    Error err;
+    small_config(&cfg, "attention,grassmann");
+    char *json = config_to_json(&cfg);
+    const char *keys[] = {"norm_type", "mlp_act", "qk_norm", "untied_head", "zero_init", "logit_softcap"};
+    for (size_t i = 0; i < 6; i++) assert_null(strstr(json, keys[i]));
+    assert_int_equal(config_from_json(&back, json, &err), 0);
+    free(json);
+    assert_false(config_has_recipe_switch(&back));
+    cfg.norm_type = NORM_TYPE_RMSNORM, cfg.mlp_act = MLP_ACT_RELU2, cfg.qk_norm = 1, cfg.untied_head = 1;
+    cfg.zero_init = 1, cfg.logit_softcap = 15.0f;
+    json = config_to_json(&cfg);
+    assert_non_null(strstr(json, "\"norm_type\":\"rmsnorm\",\"mlp_act\":\"relu2\",\"qk_norm\":true,"
+                                 "\"untied_head\":true,\"zero_init\":true,\"logit_softcap\":15}"));
+    assert_int_equal(config_from_json(&back, json, &err), 0);
+    free(json);
+    assert_int_equal(back.norm_type, NORM_TYPE_RMSNORM);
+    assert_int_equal(back.mlp_act, MLP_ACT_RELU2);
+    assert_true(back.qk_norm && back.untied_head && back.zero_init && back.logit_softcap == 15.0f);
+    char buf[160];
+    assert_string_equal(config_recipe_list(&back, buf, sizeof buf),
+                        "rmsnorm, relu2, qk-norm, untied head, zero-init, softcap 15");
+    const char *head = "{\"vocab_size\":10,\"block_size\":64,\"n_layer\":1,\"n_head\":4,\"n_embd\":128,"
+                       "\"mixers\":[\"attention\"],\"pos\":\"learned\",\"grassmann_rank\":32,"
+                       "\"grassmann_windows\":[1,2],\"dropout\":0";
+    const char *bad[][2] = {{",\"norm_type\":\"batchnorm\"}", "'norm_type'"}, {",\"mlp_act\":\"swish\"}", "'mlp_act'"},
+                            {",\"qk_norm\":1}", "'qk_norm'"}, {",\"untied_head\":\"yes\"}", "'untied_head'"},
+                            {",\"logit_softcap\":\"15\"}", "'logit_softcap'"}, {",\"logit_softcap\":-1}", "logit_softcap"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "%s%s", head, bad[i][0]);
+        assert_int_not_equal(config_from_json(&back, text, &err), 0);
+        if (!strstr(err.msg, bad[i][1])) fail_msg("'%s': %s", bad[i][0], err.msg);
+    }
+    /* Layout: RMSNorm drops every norm's bias, the untied head adds V x C. */
+    ModelConfig gpt2;
+    small_config(&gpt2, "attention,grassmann");
+    size_t C = gpt2.n_embd, n0 = model_count_params(&gpt2);
+    cfg.zero_init = 0;
+    assert_int_equal(model_count_params(&cfg), n0 - 5 * C + gpt2.vocab_size * C);
+    /* zero_init: the branches' last maps and the head are zero, nothing else that was drawn. */
+    cfg.zero_init = 1;
+    Model m;
+    assert_int_equal(model_init(&m, &cfg, 3, &err), 0);
+    for (size_t i = 0; i < m.n_tensors; i++) {
+        const ParamTensor *t = &m.tensors[i];
+        int zero = 1;
+        for (size_t j = 0; j < t->rows * (t->cols ? t->cols : 1); j++) zero &= m.params[t->offset + j] == 0.0f;
+        int output = strstr(t->name, "attn.proj.weight") || strstr(t->name, "mlp.proj.weight") ||
+                     strstr(t->name, "grassmann.ln.weight") || !strcmp(t->name, "lm_head.weight");
+        int drawn = t->cols && !output;
+        if (output && !zero) fail_msg("zero_init left %s non-zero", t->name);
+        if (drawn && zero) fail_msg("zero_init zeroed %s", t->name);
+        assert_null(strstr(t->name, "ln1.bias"));
+        assert_null(strstr(t->name, "ln_f.bias"));
+    }
+    assert_non_null(model_find_tensor(&m, "lm_head.weight"));
+    assert_int_equal(m.head, model_find_tensor(&m, "lm_head.weight")->offset);
+    model_free(&m);
 }
 
 static void test_step_post_hybrid(void **s) {
@@ -734,6 +829,8 @@ int main(void) {
         cmocka_unit_test(test_step_rope),
         cmocka_unit_test(test_step_rope_hybrid),
         cmocka_unit_test(test_step_post_hybrid),
+        cmocka_unit_test(test_step_recipe),
+        cmocka_unit_test(test_recipe_config),
         cmocka_unit_test(test_window_schedule),
         cmocka_unit_test(test_step_post_schedule),
         cmocka_unit_test(test_plucker_relations),

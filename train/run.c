@@ -19,6 +19,11 @@ const RunOption run_options[] = {
     {"block-size", SZ(cfg.block_size), 2, MAX_BLOCK, RUN_ARCH, "context length T (64)"},
     {"dropout", FL(cfg.dropout), 0, 0.95, RUN_ARCH, "dropout on the residual branches (0)"},
     {"grassmann-rank", SZ(cfg.grassmann_rank), 0, 1024, RUN_ARCH, "Grassmann reduced rank r (32)"},
+    {"qk-norm", SZ(cfg.qk_norm), 0, 1, RUN_ARCH, "1: RMSNorm (no gain) of each attention head's q and k (0)"},
+    {"untied-head", SZ(cfg.untied_head), 0, 1, RUN_ARCH, "1: an LM head of its own (lm_head), not wte (0)"},
+    {"zero-init", SZ(cfg.zero_init), 0, 1, RUN_ARCH,
+     "1: attention, MLP and Grassmann output maps (and an untied\nhead) start at zero (0)"},
+    {"logit-softcap", FL(cfg.logit_softcap), 0, 1e4, RUN_ARCH, "cap the logits at X: X tanh(z / X); 0 = off (0)"},
     {"batch-size", SZ(batch_size), 1, 65536, RUN_KEPT, "sequences per micro-batch B (12)"},
     {"grad-accum", SZ(grad_accum), 1, 4096, RUN_KEPT, "micro-batches per optimizer step (1)"},
     {"max-iters", SZ(max_iters), 1, MAX_STEPS, RUN_KEPT, "optimizer steps; defines the schedule (2000)"},
@@ -179,6 +184,10 @@ int run_check_model(const RunOptions *o, const ModelConfig *ckpt, int init, Erro
         return err_set(err, "--pos %s differs from the checkpoint's %s", o->pos, pos_name(ckpt->pos));
     if (o->norm && strcmp(o->norm, norm_name(ckpt->norm)) != 0)
         return err_set(err, "--norm %s differs from the checkpoint's %s", o->norm, norm_name(ckpt->norm));
+    if (o->norm_type && strcmp(o->norm_type, norm_type_name(ckpt->norm_type)) != 0)
+        return err_set(err, "--norm-type %s differs from the checkpoint's %s", o->norm_type, norm_type_name(ckpt->norm_type));
+    if (o->mlp_act && strcmp(o->mlp_act, mlp_act_name(ckpt->mlp_act)) != 0)
+        return err_set(err, "--mlp-act %s differs from the checkpoint's %s", o->mlp_act, mlp_act_name(ckpt->mlp_act));
     ModelConfig mine = *ckpt;
     if (o->mixer) {
         if (config_set_mixers(&mine, o->mixer, err)) return -1;
@@ -289,6 +298,10 @@ static int create(Run *r, int count_only, Error *err) {
         return err_set(err, "--pos must be learned, sinusoidal or rope (got '%s')", o->pos);
     if (o->norm && norm_parse(o->norm, &o->cfg.norm))
         return err_set(err, "--norm must be pre or post (got '%s')", o->norm);
+    if (o->norm_type && norm_type_parse(o->norm_type, &o->cfg.norm_type))
+        return err_set(err, "--norm-type must be layernorm or rmsnorm (got '%s')", o->norm_type);
+    if (o->mlp_act && mlp_act_parse(o->mlp_act, &o->cfg.mlp_act))
+        return err_set(err, "--mlp-act must be gelu or relu2 (got '%s')", o->mlp_act);
     /* The config is the same on every rank; the memory may not be. */
     int bad_config = (o->mixer && config_set_mixers(&o->cfg, o->mixer, err)) ||
                      (o->windows && config_set_windows(&o->cfg, o->windows, err)) || model_check_config(&o->cfg, err);

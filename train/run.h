@@ -24,6 +24,7 @@
 typedef struct RunOptions {
     const char *data, *out, *resume, *init, *log, *dump; /* paths; resume, init, log and dump may be NULL */
     const char *mixer, *pos, *norm, *windows;     /* as given on the command line (NULL: the default) */
+    const char *norm_type, *mlp_act, *recipe;     /* likewise (--recipe: its options are in argv already) */
     const char *precision_given;                  /* --precision as given (NULL: not given) */
     const char *optimizer_given;                  /* --optimizer as given (NULL: not given) */
     /* kept in the checkpoint's run options ("optimizer", absent: adamw) */

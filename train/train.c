@@ -21,6 +21,7 @@
 #include "lm/checkpoint.h"
 #include "lm/files.h"
 #include "loop.h"
+#include "recipe.h"
 #include "run.h"
 #include "say.h"
 #include "lm/threads.h"
@@ -60,6 +61,13 @@ static int parse(int argc, char **argv, RunOptions *o, Actions *a) {
         CLI_TEXT("mixer", 0, &o->mixer, "M", "attention | grassmann | a comma list, one per layer (attention)"),
         CLI_TEXT("pos", 0, &o->pos, "P", "learned | sinusoidal | rope positions (learned)"),
         CLI_TEXT("norm", 0, &o->norm, "N", "pre | post: LayerNorm before each branch (GPT-2) or\nafter each residual sum (the paper's; pre)"),
+        CLI_TEXT("norm-type", 0, &o->norm_type, "N", "layernorm | rmsnorm: every block norm and LN_f (layernorm)"),
+        CLI_TEXT("mlp-act", 0, &o->mlp_act, "A", "gelu | relu2: the MLP's activation, relu2 = max(x, 0)^2 (gelu)"),
+        CLI_TEXT("recipe", 0, &o->recipe, "R",
+                 "gpt2 | modern: a preset of the architecture options, as if\n"
+                 "given first (options given win); modern = --pos rope\n"
+                 "--norm-type rmsnorm --mlp-act relu2 --qk-norm 1\n"
+                 "--untied-head 1 --zero-init 1 --logit-softcap 15 (gpt2)"),
         CLI_TEXT("grassmann-windows", 0, &o->windows, "L",
                  "Grassmann window offsets for every layer (1,2,4,8,12,16),\nor one list per layer separated by ';'\n(\"1;1;2;2;4;4\")"),
         CLI_TEXT("precision", 0, &o->precision_given, "P",
@@ -88,7 +96,12 @@ static int parse(int argc, char **argv, RunOptions *o, Actions *a) {
         opts[n++] = r->is_float ? (CliOption)CLI_FLOAT(r->name, 0, dst, r->lo, r->hi, "X", r->help)
                                 : (CliOption)CLI_SIZE(r->name, 0, dst, r->lo, r->hi, "N", r->help);
     }
-    int rc = cli_parse(&program, opts, n, argc, argv, NULL);
+    Error err;
+    int full_argc;
+    char **full_argv;
+    if (recipe_expand(argc, argv, &full_argc, &full_argv, &err)) return cli_error(program.name, "%s", err.msg);
+    int rc = cli_parse(&program, opts, n, full_argc, full_argv, NULL);
+    if (full_argv != argv) free(full_argv);
     for (size_t i = 0; i < n_run_options; i++) o->given |= (uint64_t)opts[first_run + i].given << i;
     return rc;
 }
@@ -137,9 +150,13 @@ static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_thr
         if (o->cfg.mixers[l] == MIXER_GRASSMANN)
             snprintf(grassmann, sizeof grassmann, " | grassmann r %zu, windows %s", o->cfg.grassmann_rank,
                      config_window_list(&o->cfg, windows, sizeof windows));
-    say("model: %zu parameters | n_layer %zu, n_head %zu, n_embd %zu, block %zu, vocab %zu | mixers %s | pos %s | norm %s%s\n",
+    char recipe[160], switches[200] = "";
+    if (config_has_recipe_switch(&o->cfg))
+        snprintf(switches, sizeof switches, " | %s", config_recipe_list(&o->cfg, recipe, sizeof recipe));
+    say("model: %zu parameters | n_layer %zu, n_head %zu, n_embd %zu, block %zu, vocab %zu | mixers %s | pos %s | norm %s%s%s\n",
            m->n_params, o->cfg.n_layer, o->cfg.n_head, o->cfg.n_embd, o->cfg.block_size, o->cfg.vocab_size,
-           config_mixer_list(&o->cfg, mixers, sizeof mixers), pos_name(o->cfg.pos), norm_name(o->cfg.norm), grassmann);
+           config_mixer_list(&o->cfg, mixers, sizeof mixers), pos_name(o->cfg.pos), norm_name(o->cfg.norm), grassmann,
+           switches);
     size_t width = tuner->cand[0];
     if (tuner->adaptive && start_threads < width)
         snprintf(how, sizeof how, " (fewer while that is faster; starting with %zu: the other cores are busy)", start_threads);

@@ -33,6 +33,15 @@ typedef enum { NORM_PRE = 0, NORM_POST = 1 } NormKind;
  * implementation (lm/mixer.h) when it builds itself. */
 typedef enum { MIXER_ATTENTION = 0, MIXER_GRASSMANN = 1, MIXER_KINDS } MixerKind;
 
+/* The normalisation every block norm and LN_f computes: LayerNorm (GPT-2:
+ * centre, scale, gain and bias) or RMSNorm (scale by the root mean square,
+ * gain, no bias; the modern recipe's). The Grassmann mixer's own LayerNorm
+ * is part of that layer and stays LayerNorm. */
+typedef enum { NORM_TYPE_LAYERNORM = 0, NORM_TYPE_RMSNORM = 1 } NormType;
+
+/* The MLP's activation: GELU (tanh form, GPT-2) or ReLU^2 = max(x, 0)^2. */
+typedef enum { MLP_ACT_GELU = 0, MLP_ACT_RELU2 = 1 } MlpActKind;
+
 /* The precision of a run's matrix products (bin/train --precision): fp32, or
  * bf16 operands with fp32 accumulation (lm/matmul.h's MatmulBf16). Not part of
  * the config JSON: the weights are fp32 either way. */
@@ -56,6 +65,16 @@ typedef struct ModelConfig {
     size_t windows[MAX_WINDOWS];
     uint32_t layer_windows[MAX_LAYERS];
     float dropout;
+    /* The modern recipe's switches (docs/design.md, the recipe); the zero
+     * value of each is GPT-2's, which a config without them (every
+     * checkpoint written before them) has. qk_norm, untied_head and
+     * zero_init are 0 or 1 (size_t: bin/train's numeric option table). */
+    NormType norm_type;
+    MlpActKind mlp_act;
+    size_t qk_norm;     /* attention: per-head RMSNorm (no gain) of q and k before the scores */
+    size_t untied_head; /* a head of its own, lm_head (V, C), instead of wte */
+    size_t zero_init;   /* every branch's last map (and lm_head) starts at zero */
+    float logit_softcap; /* > 0: logits = c tanh(z / c) before the loss; 0: off */
 } ModelConfig;
 
 /* The defaults of bin/train (vocab_size left 0: it comes from the data). */
@@ -92,6 +111,20 @@ size_t config_layer_windows(const ModelConfig *cfg, size_t l, size_t *out);
 /* "pre" or "post"; norm_parse returns -1 for anything else. */
 const char *norm_name(NormKind norm);
 int norm_parse(const char *name, NormKind *out);
+
+/* "layernorm" or "rmsnorm"; norm_type_parse returns -1 for anything else. */
+const char *norm_type_name(NormType t);
+int norm_type_parse(const char *name, NormType *out);
+
+/* "gelu" or "relu2"; mlp_act_parse returns -1 for anything else. */
+const char *mlp_act_name(MlpActKind a);
+int mlp_act_parse(const char *name, MlpActKind *out);
+
+/* Whether any of the recipe's switches is on (the config is not GPT-2's recipe). */
+int config_has_recipe_switch(const ModelConfig *cfg);
+/* The switches that are on, "rmsnorm, relu2, qk-norm, untied head,
+ * zero-init, softcap 15" (those of them that are), in buf; "" for none. */
+const char *config_recipe_list(const ModelConfig *cfg, char *buf, size_t len);
 
 /* "fp32" or "bf16"; precision_parse returns -1 for anything else. */
 const char *precision_name(Precision p);

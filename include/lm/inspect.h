@@ -49,9 +49,10 @@ typedef struct Inspection {
     LayerInspection layer[MAX_LAYERS]; /* what each layer's mixer measured (lm/inspection.h) */
     /* logit lens: stage 0 is the embedding, stage l+1 the stream after layer l */
     uint32_t *lens_top;          /* (n_layer + 1, T, LENS_TOP) token ids */
+    char lens_head[64];          /* what the lens reads the stream through after ln_f, for reports */
     float *lens_prob;            /* (n_layer + 1, T, LENS_TOP) their probabilities */
     uint32_t predicted;          /* argmax of the model's logits at the last position */
-    double predicted_logit;
+    double predicted_logit;      /* its logit; with a logit soft cap the one before it, which the parts add up to */
     AttributionPart *parts;      /* stb_ds array; a layer's shares sum to its mixer part */
 } Inspection;
 

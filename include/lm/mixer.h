@@ -33,6 +33,7 @@ typedef enum { INIT_NORMAL, INIT_RESIDUAL, INIT_ZERO, INIT_ONE } InitKind;
 typedef struct MixerSpec {
     size_t block_size, n_embd, n_head;
     int rope;              /* rotary positions: attention rotates q and k (src/nn/rope.h) */
+    int qk_norm;           /* attention: q and k per head RMSNorm'd (no gain) before the scores */
     size_t grassmann_rank; /* r */
     size_t n_windows;      /* the layer's own Grassmann window offsets */
     size_t windows[MIXER_MAX_WINDOWS];
@@ -55,6 +56,7 @@ typedef struct TensorSpec {
     size_t rows;
     size_t cols; /* 0 for a vector */
     InitKind init;
+    int output;  /* the layer's last map onto the stream: zero with the config's zero_init */
 } TensorSpec;
 
 /* What the inspect hook computes: everything, or only the maps (many

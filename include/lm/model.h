@@ -1,5 +1,8 @@
 /* The language model: token + position embedding, n_layer residual blocks
  * (pre- or post-LN), final LayerNorm, LM head tied to the token embedding.
+ * The modern recipe's switches (lm/config.h) change parts of it: RMSNorm for
+ * every LN below (no biases), ReLU^2 in the MLP, qk-norm inside attention, a
+ * head of its own (lm_head, V x C) and logits = c tanh(z / c) before the loss.
  *
  *   h0 = wte[tokens] + pos                       (B, T, C); rope: h0 = wte[tokens]
  *   for each layer l, pre-norm (default):
@@ -34,6 +37,9 @@ typedef struct ParamTensor {
     InitKind init;
 } ParamTensor;
 
+/* The offset of a tensor the config leaves out (RMSNorm's bias). */
+#define NO_TENSOR ((size_t)-1)
+
 typedef struct LayerOffsets {
     size_t ln1_w, ln1_b, mixer, ln2_w, ln2_b, fc_w, fc_b, proj_w, proj_b;
 } LayerOffsets;
@@ -60,7 +66,8 @@ typedef struct Model {
     ParamTensor *tensors;
     size_t n_tensors;
     size_t n_params;
-    size_t wte, wpe, lnf_w, lnf_b; /* wpe only with learned positions */
+    size_t wte, wpe, lnf_w, lnf_b; /* wpe only with learned positions; lnf_b only with LayerNorm */
+    size_t head;                   /* the head's (V, C): lm_head.weight when untied, else wte */
     LayerOffsets layer[MAX_LAYERS];
     float *params, *grads, *m, *v; /* grads, m, v: only after model_alloc_training */
     float *grads_micro;            /* one micro-batch's gradients, for accumulation (model_alloc_grad_accum) */
@@ -82,6 +89,7 @@ typedef struct Model {
     uint32_t muted_windows[MAX_LAYERS]; /* each layer's MixerSpec.muted_windows: 0 but in evaluation (model_mute_offset) */
     float *resid_out, *lnf, *lnf_mean, *lnf_rstd, *losses;
     float *logits; /* (N, V); model_backward turns them into d(loss)/d(logits) in place */
+    float *capped; /* with a logit soft cap: (N, V) a copy of the capped logits, for backward */
     float *dresid, *dbranch, *dln, *dfc; /* backward scratch (dbranch: only with dropout) */
     int32_t *inputs, *targets;
 
@@ -161,6 +169,12 @@ void model_free(Model *m);
 int model_mute_offset(Model *m, size_t layer, size_t offset, Error *err);
 
 const ParamTensor *model_find_tensor(const Model *m, const char *name);
+
+/* The final norm and the head over T rows of the stream h (T, C): LN_f (or
+ * RMSNorm) into ln (T, C) with its statistics mean, rstd (T each; mean
+ * unused by RMSNorm), then logits (T, V), soft-capped when the config caps
+ * them; what the forward pass computes after the last block, for the logit lens. */
+void model_head_forward(const Model *m, float *logits, float *ln, float *mean, float *rstd, const float *h, size_t T);
 
 /* What layer l's mixer read in the last forward: LN1(h) pre-norm, h post-norm. */
 const float *model_mixer_input(const Model *m, size_t l);

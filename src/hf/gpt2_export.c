@@ -33,6 +33,15 @@ int hf_gpt2_exportable(const ModelConfig *cfg, const Tokenizer *tok, Error *err)
         return err_set(err, "its positions are %s: GPT-2 learns its positions (a wpe table)", pos_name(cfg->pos));
     if (cfg->norm != NORM_PRE)
         return err_set(err, "its blocks are %s-norm: GPT-2's are pre-norm", norm_name(cfg->norm));
+    /* zero_init changed only the starting weights: GPT-2's layout holds the result */
+    if (cfg->norm_type != NORM_TYPE_LAYERNORM)
+        return err_set(err, "its norms are %s: GPT-2's are LayerNorm", norm_type_name(cfg->norm_type));
+    if (cfg->mlp_act != MLP_ACT_GELU)
+        return err_set(err, "its MLP activation is %s: GPT-2's is GELU", mlp_act_name(cfg->mlp_act));
+    if (cfg->qk_norm) return err_set(err, "its attention normalises q and k (qk-norm): GPT-2's does not");
+    if (cfg->untied_head) return err_set(err, "its head is untied (lm_head): GPT-2's is tied to wte");
+    if (cfg->logit_softcap != 0.0f)
+        return err_set(err, "its logits are soft-capped at %g: GPT-2's are not", cfg->logit_softcap);
     if (!tokenizer_bpe_of(tok))
         return err_set(err, "its tokenizer is %s: GPT-2's is byte-level BPE (bin/prepare --tokenizer bpe)",
                        tok->kind->name);

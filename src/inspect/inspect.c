@@ -29,13 +29,14 @@ static int ask_mixer(LayerInspection *L, const Model *m, size_t l, const float *
     return rc;
 }
 
-/* Direct attribution: what `part` (C) adds to token v's logit at row n,
- * through LN_f linearised at that row (its 1/std frozen, its centring linear). */
+/* Direct attribution: what `part` (C) adds to token v's logit (before any
+ * soft cap) at row n, through LN_f linearised at that row (its 1/std
+ * frozen, its centring linear; RMSNorm does not centre) and the head. */
 static double attribute(const Model *m, const float *part, size_t n, uint32_t v) {
     size_t C = m->cfg.n_embd;
-    const float *w = m->params + m->lnf_w, *e = m->params + m->wte + (size_t)v * C;
+    const float *w = m->params + m->lnf_w, *e = m->params + m->head + (size_t)v * C;
     double mean = 0.0, s = 0.0;
-    for (size_t c = 0; c < C; c++) mean += part[c];
+    for (size_t c = 0; c < C && m->cfg.norm_type == NORM_TYPE_LAYERNORM; c++) mean += part[c];
     mean /= (double)C;
     for (size_t c = 0; c < C; c++) s += (double)e[c] * w[c] * (part[c] - mean);
     return s * m->lnf_rstd[n];
@@ -68,7 +69,8 @@ static void top_tokens(const float *z, size_t V, size_t k, uint32_t *ids, float 
     for (size_t i = 0; i < k; i++) probs[i] = (float)(exp((double)best[i] - mx) / sum);
 }
 
-/* The logit lens: every stage's stream through LN_f and the tied head. */
+/* The logit lens: every stage's stream through LN_f and the head, as the
+ * forward pass takes the last (model_head_forward). */
 static int logit_lens(Inspection *in, const Model *m, size_t T, Error *err) {
     size_t C = m->cfg.n_embd, V = m->cfg.vocab_size, L = m->cfg.n_layer;
     float *ln = lm_calloc(T * (C + V) + 2 * T, sizeof(float), err);
@@ -82,8 +84,7 @@ static int logit_lens(Inspection *in, const Model *m, size_t T, Error *err) {
     size_t k = V < LENS_TOP ? V : LENS_TOP;
     for (size_t s = 0; s <= L; s++) {
         const float *h = s < L ? m->la[s].resid : m->resid_out;
-        layernorm_forward(ln, mean, rstd, h, m->params + m->lnf_w, m->params + m->lnf_b, T, C);
-        matmul_forward(NULL, logits, ln, m->params + m->wte, NULL, T, C, V);
+        model_head_forward(m, logits, ln, mean, rstd, h, T);
 #pragma omp parallel for schedule(static)
         for (size_t t = 0; t < T; t++)
             top_tokens(logits + t * V, V, k, in->lens_top + (s * T + t) * LENS_TOP,
@@ -135,6 +136,8 @@ int inspect_run(Inspection *in, Model *m, const int32_t *tokens, size_t T, Error
     in->n_layer = L;
     in->n_head = H;
     in->vocab = V;
+    snprintf(in->lens_head, sizeof in->lens_head, "%s%s", cfg->untied_head ? "the untied head (lm_head)" : "the tied head",
+             cfg->logit_softcap > 0.0f ? ", soft-capped" : "");
     in->tokens = lm_calloc(T, sizeof(int32_t), err);
     if (!in->tokens) goto fail;
     memcpy(in->tokens, tokens, T * sizeof(int32_t));
@@ -142,6 +145,12 @@ int inspect_run(Inspection *in, Model *m, const int32_t *tokens, size_t T, Error
     const float *last = m->logits + (T - 1) * V;
     for (size_t v = 1; v < V; v++) in->predicted = last[v] > last[in->predicted] ? (uint32_t)v : in->predicted;
     in->predicted_logit = last[in->predicted];
+    if (cfg->logit_softcap > 0.0f) { /* the parts add up to the logit before the cap: that one */
+        const float *x = m->lnf + (T - 1) * C, *e = m->params + m->head + (size_t)in->predicted * C;
+        double z = 0.0;
+        for (size_t c = 0; c < C; c++) z += (double)x[c] * e[c];
+        in->predicted_logit = z;
+    }
     add_part(in, "embed", attribute(m, m->la[0].resid + (T - 1) * C, T - 1, in->predicted), 0);
     for (size_t l = 0; l < L; l++) {
         LayerInspection *li = &in->layer[l];
@@ -156,8 +165,8 @@ int inspect_run(Inspection *in, Model *m, const int32_t *tokens, size_t T, Error
         snprintf(name, sizeof name, "L%zu mlp", l);
         add_part(in, name, attribute(m, m->la[l].mlp + (T - 1) * C, T - 1, in->predicted), 0);
     }
-    {
-        const float *e = m->params + m->wte + (size_t)in->predicted * C, *b = m->params + m->lnf_b;
+    if (cfg->norm_type == NORM_TYPE_LAYERNORM) { /* RMSNorm has no bias */
+        const float *e = m->params + m->head + (size_t)in->predicted * C, *b = m->params + m->lnf_b;
         double s = 0.0;
         for (size_t c = 0; c < C; c++) s += (double)e[c] * b[c];
         add_part(in, "ln_f bias", s, 0);

@@ -7,6 +7,7 @@
 #include "blas/tile_gemm.h"
 #include "lm/matmul.h"
 #include "lm/ops.h"
+#include "nn/rmsnorm.h"
 #include "nn/rope.h"
 #include "nn/vec_loops.h"
 
@@ -20,6 +21,7 @@ typedef struct AttnActs {
     float *dqkv, *dy, *delta;   /* backward: (B,T,3C), (B,T,C), (B,H,T) rowsum(dY * Y) */
     float *tiles;               /* per forward task: a score tile and Q^T of its queries;
                                    per backward task: two score tiles, K^T and V^T of the head */
+    float *qk_rstd;             /* with qk-norm: (B,T,2H) each head's 1/rms of q, then of k */
 } AttnActs;
 
 static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
@@ -54,7 +56,7 @@ AttnParams attn_params(const float *p, size_t C) {
 }
 
 /* With base == NULL it only measures. */
-static size_t attn_layout(float *base, size_t B, size_t T, size_t C, size_t H, AttnActs *a) {
+static size_t attn_layout(float *base, size_t B, size_t T, size_t C, size_t H, int qk_norm, AttnActs *a) {
     size_t N = B * T, used = 0;
 #define TAKE(field, count) (a->field = base ? base + used : NULL, used += (count))
     TAKE(qkv, N * 3 * C);
@@ -64,8 +66,14 @@ static size_t attn_layout(float *base, size_t B, size_t T, size_t C, size_t H, A
     TAKE(dy, N * C);
     TAKE(delta, B * H * T);
     TAKE(tiles, tile_floats(B, T, H, C / H));
+    TAKE(qk_rstd, qk_norm ? N * 2 * H : 0);
 #undef TAKE
     return used;
+}
+
+void attn_qk_norm(const MixerSpec *spec, float *qkv, float *rstd, size_t N) {
+    /* q's H heads and k's H heads lie side by side, 2C values from a row's start */
+    if (spec->qk_norm) rmsnorm_heads_forward(qkv, rstd, N, 3 * spec->n_embd, 2 * spec->n_head, spec->n_embd / spec->n_head);
 }
 
 static int attention_validate(const MixerSpec *spec, Error *err) {
@@ -80,16 +88,16 @@ static int attention_validate(const MixerSpec *spec, Error *err) {
 
 static size_t attention_tensors(const MixerSpec *spec, TensorSpec *out) {
     size_t C = spec->n_embd;
-    out[0] = (TensorSpec){"attn.qkv.weight", 3 * C, C, INIT_NORMAL};
-    out[1] = (TensorSpec){"attn.qkv.bias", 3 * C, 0, INIT_ZERO};
-    out[2] = (TensorSpec){"attn.proj.weight", C, C, INIT_RESIDUAL};
-    out[3] = (TensorSpec){"attn.proj.bias", C, 0, INIT_ZERO};
+    out[0] = (TensorSpec){"attn.qkv.weight", 3 * C, C, INIT_NORMAL, 0};
+    out[1] = (TensorSpec){"attn.qkv.bias", 3 * C, 0, INIT_ZERO, 0};
+    out[2] = (TensorSpec){"attn.proj.weight", C, C, INIT_RESIDUAL, 1};
+    out[3] = (TensorSpec){"attn.proj.bias", C, 0, INIT_ZERO, 0};
     return 4;
 }
 
 static size_t attention_act_size(const MixerSpec *spec, size_t B, size_t T) {
     AttnActs unused;
-    return attn_layout(NULL, B, T, spec->n_embd, spec->n_head, &unused);
+    return attn_layout(NULL, B, T, spec->n_embd, spec->n_head, spec->qk_norm, &unused);
 }
 
 /* The tiles' products (blas/tile_gemm.h's tile_product) read each head's
@@ -289,9 +297,10 @@ static void attention_forward(const MixerSpec *spec, const MixerRuntime *rt, con
     float scale = 1.0f / sqrtf((float)hs);
     AttnParams p = attn_params(params, C);
     AttnActs a;
-    attn_layout(acts, B, T, C, H, &a);
+    attn_layout(acts, B, T, C, H, spec->qk_norm, &a);
     matmul_forward(rt->bf16, a.qkv, in, p.qkv_w, p.qkv_b, B * T, C, 3 * C);
     if (spec->rope) rope_forward(a.qkv, rt->rope, B, T, 0, C, hs); /* qkv keeps the rotated q, k */
+    attn_qk_norm(spec, a.qkv, a.qk_rstd, B * T);
     HeadPacking hp = head_packing(T, hs);
     if (rt->bf16) { /* each head's K, Q and V packed once for all its query tiles */
 #pragma omp parallel for schedule(static)
@@ -357,7 +366,7 @@ static void attention_backward(const MixerSpec *spec, const MixerRuntime *rt, co
     AttnParams p = attn_params(params, C);
     AttnParams g = attn_params(dparams, C);
     AttnActs a;
-    attn_layout(acts, B, T, C, H, &a);
+    attn_layout(acts, B, T, C, H, spec->qk_norm, &a);
     matmul_backward(rt->bf16, a.dy, 0.0f, (float *)g.proj_w, (float *)g.proj_b, dout, a.y, p.proj_w, B * T, C, C);
     HeadPacking hp = head_packing(T, hs);
 #pragma omp parallel for schedule(static)
@@ -377,6 +386,7 @@ static void attention_backward(const MixerSpec *spec, const MixerRuntime *rt, co
         flash_backward_head(a.dqkv + off, a.dqkv + off + C, a.dqkv + off + 2 * C, 3 * C, s, s + ts * ts, ts, x,
                             a.lse + bh * T, delta, T, hs, scale);
     }
+    if (spec->qk_norm) rmsnorm_heads_backward(a.dqkv, a.qkv, a.qk_rstd, B * T, 3 * C, 2 * H, hs);
     if (spec->rope) rope_backward(a.dqkv, rt->rope, B, T, 0, C, hs);
     matmul_backward(rt->bf16, din, 0.0f, (float *)g.qkv_w, (float *)g.qkv_b, a.dqkv, in, p.qkv_w, B * T, C, 3 * C);
 }
@@ -401,6 +411,7 @@ static void attention_step(const MixerSpec *spec, const MixerRuntime *rt, const 
     float *kc = state, *vc = kc + Tm * C, *qkv = vc + Tm * C, *row = qkv + 3 * C, *y = row + Tm;
     matmul_forward(rt->bf16, qkv, in_t, p.qkv_w, p.qkv_b, 1, C, 3 * C);
     if (spec->rope) rope_forward(qkv, rt->rope, 1, 1, t, C, hs); /* the cache holds rotated keys */
+    attn_qk_norm(spec, qkv, NULL, 1);
     memcpy(kc + t * C, qkv + C, C * sizeof(float));
     memcpy(vc + t * C, qkv + 2 * C, C * sizeof(float));
     for (size_t h = 0; h < H; h++) {

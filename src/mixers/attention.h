@@ -7,6 +7,9 @@
  * recomputes the probabilities from the rows' log-sum-exp.
  * With rope positions q and k are rotated by position right after the qkv
  * projection (src/nn/rope.h), and dq, dk rotated back before its backward.
+ * With qk-norm each head of q and k is then scaled to unit root mean square
+ * (src/nn/rmsnorm.h; no gain, as modded-nanogpt and nanochat do), and qkv
+ * keeps the normalised q, k; (B,T,2H) of their 1/rms are kept too.
  *   acts: qkv (B,T,3C), y (B,T,C) heads concatenated, lse (B,H,T); backward
  *   scratch dqkv, dy, delta of the same sizes, and score tiles of up to 128 x 128. */
 #ifndef LM_ATTENTION_H
@@ -24,6 +27,10 @@ typedef struct AttnParams {
 } AttnParams;
 
 AttnParams attn_params(const float *params, size_t C);
+
+/* qk-norm (nothing without it): q and k of N qkv rows (3C each) per head
+ * normalised in place; rstd (N, 2H) kept for backward, or NULL. */
+void attn_qk_norm(const MixerSpec *spec, float *qkv, float *rstd, size_t N);
 
 /* ---- inspection (src/mixers/attention_inspect.c) ---- */
 

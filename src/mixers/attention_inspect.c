@@ -245,9 +245,10 @@ int attention_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float
         free(cos);
         return -1;
     }
-    /* q and k as the layer has them, rotated by position with rope. */
+    /* q and k as the layer has them, rotated by position with rope, normalised with qk-norm. */
     matmul_forward(NULL, qkv, x, p.qkv_w, p.qkv_b, T, C, 3 * C);
     if (spec->rope) rope_forward(qkv, rt->rope, 1, T, 0, C, hs);
+    attn_qk_norm(spec, qkv, NULL, T);
     for (size_t h = 0; h < H; h++) {
         float *map = L->probs + h * T * T;
         attention_scores(map, qkv, T, C, H, h);

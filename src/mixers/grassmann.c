@@ -78,14 +78,16 @@ static int grassmann_validate(const MixerSpec *spec, Error *err) {
 
 static size_t grassmann_tensors(const MixerSpec *spec, TensorSpec *out) {
     size_t C = spec->n_embd, r = spec->grassmann_rank, P = n_pairs(r);
-    out[0] = (TensorSpec){"grassmann.red.weight", r, C, INIT_NORMAL};
-    out[1] = (TensorSpec){"grassmann.red.bias", r, 0, INIT_ZERO};
-    out[2] = (TensorSpec){"grassmann.plu.weight", C, P, INIT_NORMAL};
-    out[3] = (TensorSpec){"grassmann.plu.bias", C, 0, INIT_ZERO};
-    out[4] = (TensorSpec){"grassmann.gate.weight", C, 2 * C, INIT_NORMAL};
-    out[5] = (TensorSpec){"grassmann.gate.bias", C, 0, INIT_ZERO};
-    out[6] = (TensorSpec){"grassmann.ln.weight", C, 0, INIT_ONE};
-    out[7] = (TensorSpec){"grassmann.ln.bias", C, 0, INIT_ZERO};
+    out[0] = (TensorSpec){"grassmann.red.weight", r, C, INIT_NORMAL, 0};
+    out[1] = (TensorSpec){"grassmann.red.bias", r, 0, INIT_ZERO, 0};
+    out[2] = (TensorSpec){"grassmann.plu.weight", C, P, INIT_NORMAL, 0};
+    out[3] = (TensorSpec){"grassmann.plu.bias", C, 0, INIT_ZERO, 0};
+    out[4] = (TensorSpec){"grassmann.gate.weight", C, 2 * C, INIT_NORMAL, 0};
+    out[5] = (TensorSpec){"grassmann.gate.bias", C, 0, INIT_ZERO, 0};
+    /* The layer has no output projection: its last map onto the stream is
+     * this LayerNorm's gain, which zero_init zeroes (the branch starts at 0). */
+    out[6] = (TensorSpec){"grassmann.ln.weight", C, 0, INIT_ONE, 1};
+    out[7] = (TensorSpec){"grassmann.ln.bias", C, 0, INIT_ZERO, 0};
     return 8;
 }
 

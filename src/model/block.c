@@ -12,6 +12,7 @@
 #include "nn/layernorm.h"
 #include "nn/loss.h"
 #include "nn/mlp.h"
+#include "nn/rmsnorm.h"
 #include "lm/matmul.h"
 #include "lm/ops.h"
 #include "lm/rng.h"
@@ -19,8 +20,9 @@
 /* What every mixer call of m is handed besides its spec. */
 static MixerRuntime mixer_runtime(const Model *m) { return (MixerRuntime){m->rope_table, m->bf16}; }
 
-static MlpParams mlp_params(const float *p, const LayerOffsets *lo) {
-    return (MlpParams){p + lo->fc_w, p + lo->fc_b, p + lo->proj_w, p + lo->proj_b};
+static MlpParams mlp_params(const Model *m, const float *p, const LayerOffsets *lo) {
+    return (MlpParams){p + lo->fc_w, p + lo->fc_b, p + lo->proj_w, p + lo->proj_b,
+                       m->cfg.mlp_act == MLP_ACT_RELU2 ? MLP_RELU2 : MLP_GELU};
 }
 
 /* What the embedding adds per position: NULL with rope, which adds nothing. */
@@ -39,8 +41,9 @@ static void zero_floats(float *x, size_t n) {
 
 /* ---- the block plan -------------------------------------------------------- */
 
-/* A LayerNorm in a pass: what it reads and writes, and its gain and bias as
- * offsets into params (and grads). */
+/* A LayerNorm (or RMSNorm) in a pass: what it reads and writes, and its gain
+ * and bias as offsets into params (and grads); RMSNorm has no bias and leaves
+ * mean unwritten. */
 typedef struct LnSlot {
     const float *in;
     float *out, *mean, *rstd;
@@ -102,8 +105,39 @@ static LnSlot final_ln(const Model *m, const LayerActs *fin) {
     return (LnSlot){fin->resid, fin->ln1, fin->ln1_mean, fin->ln1_rstd, m->lnf_w, m->lnf_b};
 }
 
+static int rms(const Model *m) { return m->cfg.norm_type == NORM_TYPE_RMSNORM; }
+
 static void ln_forward(const Model *m, const LnSlot *s, size_t N) {
-    layernorm_forward(s->out, s->mean, s->rstd, s->in, m->params + s->w, m->params + s->b, N, m->cfg.n_embd);
+    const float *P = m->params;
+    if (rms(m)) rmsnorm_forward(s->out, s->rstd, s->in, P + s->w, N, m->cfg.n_embd);
+    else layernorm_forward(s->out, s->mean, s->rstd, s->in, P + s->w, P + s->b, N, m->cfg.n_embd);
+}
+
+/* sum = a + b, then the norm s reads it (s->in is sum). */
+static void residual_ln_forward(const Model *m, const LnSlot *s, float *sum, const float *a, const float *b, size_t N) {
+    const float *P = m->params;
+    if (rms(m)) residual_rmsnorm_forward(sum, s->out, s->rstd, a, b, P + s->w, N, m->cfg.n_embd);
+    else residual_layernorm_forward(sum, s->out, s->mean, s->rstd, a, b, P + s->w, P + s->b, N, m->cfg.n_embd);
+}
+
+/* din += d(loss)/d(s's input) from dout; the gain's (and bias's) gradients into G. */
+static void ln_backward(const Model *m, const LnSlot *s, float *din, const float *dout, float *G, size_t N) {
+    const float *P = m->params;
+    if (rms(m)) rmsnorm_backward(din, G + s->w, dout, s->in, P + s->w, s->rstd, N, m->cfg.n_embd);
+    else layernorm_backward(din, G + s->w, G + s->b, dout, s->in, P + s->w, s->mean, s->rstd, N, m->cfg.n_embd);
+}
+
+/* logits (N, V) = ln (N, C) times the head, soft-capped when the config caps them. */
+static void head_forward(const Model *m, float *logits, const float *ln, size_t N) {
+    const ModelConfig *c = &m->cfg;
+    matmul_forward(m->bf16, logits, ln, m->params + m->head, NULL, N, c->n_embd, c->vocab_size);
+    if (c->logit_softcap > 0.0f) softcap_forward(logits, N * c->vocab_size, c->logit_softcap);
+}
+
+void model_head_forward(const Model *m, float *logits, float *ln, float *mean, float *rstd, const float *h, size_t T) {
+    LnSlot s = {h, ln, mean, rstd, m->lnf_w, m->lnf_b};
+    ln_forward(m, &s, T);
+    head_forward(m, logits, ln, T);
 }
 
 /* ---- forward ------------------------------------------------------------------ */
@@ -128,11 +162,8 @@ static void branch_dropout(const Model *m, const Branch *br, size_t N, int dropo
 /* After the branch: its dropout, then sum = resid + out fused with the
  * LayerNorm that reads it. */
 static void branch_sum_forward(const Model *m, const Branch *br, size_t N, int dropout, Profile *pr) {
-    const float *P = m->params;
     PROFILED(pr, "residual", PASS_FORWARD, branch_dropout(m, br, N, dropout));
-    PROFILED(pr, "layernorm", PASS_FORWARD,
-             residual_layernorm_forward(br->sum, br->next.out, br->next.mean, br->next.rstd, br->resid, br->out,
-                                        P + br->next.w, P + br->next.b, N, m->cfg.n_embd));
+    PROFILED(pr, "layernorm", PASS_FORWARD, residual_ln_forward(m, &br->next, br->sum, br->resid, br->out, N));
 }
 
 /* Layer l's block, forward, as bp plans it (fc and act from L). */
@@ -149,7 +180,7 @@ static void block_forward(const Model *m, size_t l, const BlockPlan *bp, const L
                        : mx->forward(&spec, rt, P + lo->mixer, mp->acts, bp->mix.out, bp->mix.in, mp->B, mp->T));
     branch_sum_forward(m, &bp->mix, N, dropout, pr);
     PROFILED(pr, "mlp", PASS_FORWARD,
-             mlp_forward(m->bf16, bp->mlp.out, L->fc, L->act, bp->mlp.in, mlp_params(P, lo), N, m->cfg.n_embd));
+             mlp_forward(m->bf16, bp->mlp.out, L->fc, L->act, bp->mlp.in, mlp_params(m, P, lo), N, m->cfg.n_embd));
     branch_sum_forward(m, &bp->mlp, N, dropout, pr);
 }
 
@@ -177,7 +208,8 @@ void model_forward(Model *m, const int32_t *inputs, const int32_t *targets, size
     LnSlot lnf = final_ln(m, &fin);
     if (c->norm == NORM_POST) PROFILED(pr, "layernorm", F, ln_forward(m, &lnf, N));
     double t0 = profile_start(pr);
-    matmul_forward(m->bf16, m->logits, m->lnf, P + m->wte, NULL, N, C, V);
+    head_forward(m, m->logits, m->lnf, N);
+    if (c->logit_softcap > 0.0f) memcpy(m->capped, m->logits, N * V * sizeof(float));
     m->loss = NAN;
     if (targets) {
         memcpy(m->targets, targets, N * sizeof(int32_t));
@@ -227,7 +259,7 @@ static const float *branch_grad(Model *m, const float *mask, const float *dsum) 
 static void post_ln_backward(Model *m, const LnSlot *ln, StreamGrad *g, float *G) {
     size_t N = m->B * m->T, C = m->cfg.n_embd;
     zero_floats(g->spare, N * C);
-    layernorm_backward(g->spare, G + ln->w, G + ln->b, g->d, ln->in, m->params + ln->w, ln->mean, ln->rstd, N, C);
+    ln_backward(m, ln, g->spare, g->d, G, N);
     *g = (StreamGrad){g->spare, g->d};
 }
 
@@ -247,9 +279,7 @@ static void branch_backward_out(Model *m, const Branch *br, StreamGrad *g, float
     if (m->cfg.norm == NORM_POST)
         PROFILED(pr, "residual", PASS_BACKWARD, add_inplace(g->d, g->spare, N * C));
     else
-        PROFILED(pr, "layernorm", PASS_BACKWARD,
-                 layernorm_backward(g->d, G + br->ln.w, G + br->ln.b, g->spare, br->ln.in, m->params + br->ln.w,
-                                    br->ln.mean, br->ln.rstd, N, C));
+        PROFILED(pr, "layernorm", PASS_BACKWARD, ln_backward(m, &br->ln, g->d, g->spare, G, N));
 }
 
 /* Layer l's block, backward: g->d holds d(loss)/d(its output) on entry and
@@ -265,7 +295,7 @@ static void block_backward(Model *m, size_t l, const BlockPlan *bp, StreamGrad *
     MlpGrads mg = {G + lo->fc_w, G + lo->fc_b, G + lo->proj_w, G + lo->proj_b};
     const float *dbranch = branch_backward_in(m, &bp->mlp, g, G, pr);
     PROFILED(pr, "mlp", PASS_BACKWARD,
-             mlp_backward(m->bf16, g->spare, mg, m->dfc, dbranch, bp->mlp.in, L->fc, L->act, mlp_params(P, lo), B * T, C));
+             mlp_backward(m->bf16, g->spare, mg, m->dfc, dbranch, bp->mlp.in, L->fc, L->act, mlp_params(m, P, lo), B * T, C));
     branch_backward_out(m, &bp->mlp, g, G, pr);
     dbranch = branch_backward_in(m, &bp->mix, g, G, pr);
     PROFILED(pr, mx->name, PASS_BACKWARD,
@@ -286,14 +316,14 @@ static void backward(Model *m, float loss_scale, const BackwardTo *to) {
     /* The logits become their gradient: nothing reads them after this. */
     float *dlogits = m->logits;
     crossentropy_backward(dlogits, m->logits, m->targets, m->scored ? loss_scale / (float)m->scored : 0.0f, N, V);
+    if (c->logit_softcap > 0.0f) softcap_backward(dlogits, m->capped, N * V, c->logit_softcap);
     zero_floats(g.d, N * C);
-    matmul_backward(m->bf16, g.spare, 0.0f, G + m->wte, NULL, dlogits, m->lnf, P + m->wte, N, C, V);
+    matmul_backward(m->bf16, g.spare, 0.0f, G + m->head, NULL, dlogits, m->lnf, P + m->head, N, C, V);
     profile_stop(pr, "head", PASS_BACKWARD, t0);
-    PROFILED(pr, "layernorm", PASS_BACKWARD,
-             layernorm_backward(g.d, G + m->lnf_w, G + m->lnf_b, g.spare, m->resid_out, P + m->lnf_w, m->lnf_mean,
-                                m->lnf_rstd, N, C));
-    grads_ready(to, m->lnf_w, m->n_params);
     LayerActs fin = final_acts(m);
+    LnSlot lnf = final_ln(m, &fin);
+    PROFILED(pr, "layernorm", PASS_BACKWARD, ln_backward(m, &lnf, g.d, g.spare, G, N));
+    grads_ready(to, m->lnf_w, m->n_params);
     for (size_t l = c->n_layer; l-- > 0;) {
         BlockPlan bp = block_plan(m, l, &m->la[l], l + 1 < c->n_layer ? &m->la[l + 1] : &fin);
         block_backward(m, l, &bp, &g, &rt, G, pr);
@@ -371,6 +401,6 @@ void model_step(const Model *m, ModelState *s, int32_t token, float *logits) {
     }
     LnSlot lnf = final_ln(m, &L);
     if (c->norm == NORM_POST) ln_forward(m, &lnf, 1);
-    matmul_forward(m->bf16, logits, ln, m->params + m->wte, NULL, 1, C, c->vocab_size);
+    head_forward(m, logits, ln, 1);
     s->t++;
 }

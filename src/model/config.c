@@ -36,6 +36,14 @@ int config_validate(const ModelConfig *cfg, Error *err) {
     if (!(cfg->dropout >= 0.0f && cfg->dropout < 1.0f))
         return err_set(err, "dropout must be in [0, 1) (got %g)", cfg->dropout);
     if (cfg->norm != NORM_PRE && cfg->norm != NORM_POST) return err_set(err, "norm must be pre or post");
+    if ((unsigned)cfg->norm_type > NORM_TYPE_RMSNORM) return err_set(err, "norm_type must be layernorm or rmsnorm");
+    if ((unsigned)cfg->mlp_act > MLP_ACT_RELU2) return err_set(err, "mlp_act must be gelu or relu2");
+    if (cfg->qk_norm > 1 || cfg->untied_head > 1 || cfg->zero_init > 1)
+        return err_set(err, "qk_norm, untied_head and zero_init must be 0 or 1");
+    /* tanh saturates to within float rounding of c past |z| ~ 9c: a cap below
+     * 1e-3 or above 1e4 is a typo, not a recipe */
+    if (!(cfg->logit_softcap == 0.0f || (cfg->logit_softcap >= 1e-3f && cfg->logit_softcap <= 1e4f)))
+        return err_set(err, "logit_softcap must be 0 (off) or between 0.001 and 10000 (got %g)", cfg->logit_softcap);
     for (size_t l = 0; l < cfg->n_layer; l++) {
         if ((unsigned)cfg->mixers[l] >= MIXER_KINDS) return err_set(err, "layer %zu has no mixer", l);
         if (cfg->layer_windows[l] >> cfg->n_windows)
@@ -78,6 +86,45 @@ int norm_parse(const char *name, NormKind *out) {
     int i = name_index(NORM_NAMES, sizeof NORM_NAMES / sizeof NORM_NAMES[0], name);
     if (i >= 0) *out = (NormKind)i;
     return i >= 0 ? 0 : -1;
+}
+
+static const char *const NORM_TYPE_NAMES[] = {"layernorm", "rmsnorm"};
+
+const char *norm_type_name(NormType t) { return NORM_TYPE_NAMES[t]; }
+
+int norm_type_parse(const char *name, NormType *out) {
+    int i = name_index(NORM_TYPE_NAMES, sizeof NORM_TYPE_NAMES / sizeof NORM_TYPE_NAMES[0], name);
+    if (i >= 0) *out = (NormType)i;
+    return i >= 0 ? 0 : -1;
+}
+
+static const char *const MLP_ACT_NAMES[] = {"gelu", "relu2"};
+
+const char *mlp_act_name(MlpActKind a) { return MLP_ACT_NAMES[a]; }
+
+int mlp_act_parse(const char *name, MlpActKind *out) {
+    int i = name_index(MLP_ACT_NAMES, sizeof MLP_ACT_NAMES / sizeof MLP_ACT_NAMES[0], name);
+    if (i >= 0) *out = (MlpActKind)i;
+    return i >= 0 ? 0 : -1;
+}
+
+int config_has_recipe_switch(const ModelConfig *cfg) {
+    return cfg->norm_type != NORM_TYPE_LAYERNORM || cfg->mlp_act != MLP_ACT_GELU || cfg->qk_norm ||
+           cfg->untied_head || cfg->zero_init || cfg->logit_softcap != 0.0f;
+}
+
+const char *config_recipe_list(const ModelConfig *cfg, char *buf, size_t len) {
+    buf[0] = '\0';
+#define APPEND(...) (snprintf(buf + strlen(buf), len - strlen(buf), "%s", buf[0] ? ", " : ""), \
+                     snprintf(buf + strlen(buf), len - strlen(buf), __VA_ARGS__))
+    if (cfg->norm_type != NORM_TYPE_LAYERNORM) APPEND("%s", norm_type_name(cfg->norm_type));
+    if (cfg->mlp_act != MLP_ACT_GELU) APPEND("%s", mlp_act_name(cfg->mlp_act));
+    if (cfg->qk_norm) APPEND("qk-norm");
+    if (cfg->untied_head) APPEND("untied head");
+    if (cfg->zero_init) APPEND("zero-init");
+    if (cfg->logit_softcap != 0.0f) APPEND("softcap %g", cfg->logit_softcap);
+#undef APPEND
+    return buf;
 }
 
 static const char *const PRECISION_NAMES[] = {"fp32", "bf16"};
@@ -251,7 +298,16 @@ char *config_to_json(const ModelConfig *cfg) {
         for (size_t w = 0; w < n; w++) sb_appendf(&sb, "%s%zu", w ? "," : "", windows[w]);
         if (!uniform) sb_appendf(&sb, "]");
     }
-    sb_appendf(&sb, "],\"dropout\":%.9g}", cfg->dropout);
+    sb_appendf(&sb, "],\"dropout\":%.9g", cfg->dropout);
+    /* The recipe's switches only when on: a GPT-2-recipe config's JSON is
+     * the same as before they existed (its checkpoints byte for byte). */
+    if (cfg->norm_type != NORM_TYPE_LAYERNORM) sb_appendf(&sb, ",\"norm_type\":\"%s\"", norm_type_name(cfg->norm_type));
+    if (cfg->mlp_act != MLP_ACT_GELU) sb_appendf(&sb, ",\"mlp_act\":\"%s\"", mlp_act_name(cfg->mlp_act));
+    if (cfg->qk_norm) sb_appendf(&sb, ",\"qk_norm\":true");
+    if (cfg->untied_head) sb_appendf(&sb, ",\"untied_head\":true");
+    if (cfg->zero_init) sb_appendf(&sb, ",\"zero_init\":true");
+    if (cfg->logit_softcap != 0.0f) sb_appendf(&sb, ",\"logit_softcap\":%.9g", cfg->logit_softcap);
+    sb_appendf(&sb, "}");
     char *out = strdup(sb);
     sb_free(&sb);
     return out;
@@ -288,6 +344,28 @@ static int windows_from_json(ModelConfig *cfg, const json_t *windows, Error *err
 fail:
     sb_free(&spec);
     return err_set(err, "%s", bad);
+}
+
+/* A boolean switch: absent is off (every config written before it). */
+static int get_switch(const json_t *root, const char *key, size_t *out, Error *err) {
+    const json_t *v = json_object_get(root, key);
+    if (v && !json_is_boolean(v)) return err_set(err, "config: '%s' must be true or false", key);
+    *out = v && json_is_true(v);
+    return 0;
+}
+
+/* The recipe's switches, each absent in a config written before it (GPT-2's choice). */
+static int recipe_from_json(ModelConfig *cfg, const json_t *root, Error *err) {
+    const json_t *nt = json_object_get(root, "norm_type"), *act = json_object_get(root, "mlp_act");
+    const json_t *cap = json_object_get(root, "logit_softcap");
+    if (nt && (!json_is_string(nt) || norm_type_parse(json_string_value(nt), &cfg->norm_type)))
+        return err_set(err, "config: 'norm_type' must be \"layernorm\" or \"rmsnorm\"");
+    if (act && (!json_is_string(act) || mlp_act_parse(json_string_value(act), &cfg->mlp_act)))
+        return err_set(err, "config: 'mlp_act' must be \"gelu\" or \"relu2\"");
+    if (cap && !json_is_number(cap)) return err_set(err, "config: 'logit_softcap' must be a number");
+    cfg->logit_softcap = cap ? (float)json_number_value(cap) : 0.0f;
+    return get_switch(root, "qk_norm", &cfg->qk_norm, err) || get_switch(root, "untied_head", &cfg->untied_head, err) ||
+           get_switch(root, "zero_init", &cfg->zero_init, err);
 }
 
 int config_from_json(ModelConfig *cfg, const char *text, Error *err) {
@@ -332,6 +410,7 @@ int config_from_json(ModelConfig *cfg, const char *text, Error *err) {
         goto done;
     }
     cfg->dropout = (float)json_number_value(dropout);
+    if (recipe_from_json(cfg, root, err)) goto done;
     rc = config_validate(cfg, err);
 done:
     json_decref(root);

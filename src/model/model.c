@@ -15,7 +15,8 @@ _Static_assert(MIXER_MAX_WINDOWS >= MAX_WINDOWS, "a mixer's spec holds any layer
 
 MixerSpec model_mixer_spec(const ModelConfig *cfg, size_t l) {
     MixerSpec spec = {.block_size = cfg->block_size, .n_embd = cfg->n_embd, .n_head = cfg->n_head,
-                      .rope = cfg->pos == POS_ROPE, .grassmann_rank = cfg->grassmann_rank};
+                      .rope = cfg->pos == POS_ROPE, .qk_norm = cfg->qk_norm != 0,
+                      .grassmann_rank = cfg->grassmann_rank};
     spec.n_windows = config_layer_windows(cfg, l, spec.windows);
     return spec;
 }
@@ -58,6 +59,19 @@ static size_t add_tensor(Model *m, const char *name, size_t rows, size_t cols, I
     return t->offset;
 }
 
+/* A norm's tensors: its gain, and with LayerNorm its bias (RMSNorm has
+ * none: *b is then NO_TENSOR). */
+static void add_norm(Model *m, const char *prefix, size_t C, size_t *w, size_t *b) {
+    char name[TENSOR_NAME_MAX + 16];
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    *w = add_tensor(m, name, C, 0, INIT_ONE);
+    snprintf(name, sizeof name, "%s.bias", prefix);
+    *b = m->cfg.norm_type == NORM_TYPE_LAYERNORM ? add_tensor(m, name, C, 0, INIT_ZERO) : NO_TENSOR;
+}
+
+/* A branch's last map onto the stream: zero with zero_init, else init. */
+static InitKind output_init(const ModelConfig *c, InitKind init) { return c->zero_init ? INIT_ZERO : init; }
+
 /* Every tensor in storage order (named as docs/design.md lists them); m->tensors must have room. */
 static void build_layout(Model *m) {
     const ModelConfig *c = &m->cfg;
@@ -71,27 +85,30 @@ static void build_layout(Model *m) {
         LayerOffsets *lo = &m->layer[l];
 #define LAYER_TENSOR(suffix, r, co, init) \
     (snprintf(name, sizeof name, "h.%zu.%s", l, suffix), add_tensor(m, name, r, co, init))
-        lo->ln1_w = LAYER_TENSOR("ln1.weight", C, 0, INIT_ONE);
-        lo->ln1_b = LAYER_TENSOR("ln1.bias", C, 0, INIT_ZERO);
+        snprintf(name, sizeof name, "h.%zu.ln1", l);
+        add_norm(m, name, C, &lo->ln1_w, &lo->ln1_b);
         TensorSpec specs[MIXER_MAX_TENSORS];
         MixerSpec spec = model_mixer_spec(c, l);
         size_t ns = config_mixer(c, l)->tensors(&spec, specs);
         lo->mixer = m->n_params;
-        for (size_t i = 0; i < ns; i++) LAYER_TENSOR(specs[i].name, specs[i].rows, specs[i].cols, specs[i].init);
-        lo->ln2_w = LAYER_TENSOR("ln2.weight", C, 0, INIT_ONE);
-        lo->ln2_b = LAYER_TENSOR("ln2.bias", C, 0, INIT_ZERO);
+        for (size_t i = 0; i < ns; i++)
+            LAYER_TENSOR(specs[i].name, specs[i].rows, specs[i].cols,
+                         specs[i].output ? output_init(c, specs[i].init) : specs[i].init);
+        snprintf(name, sizeof name, "h.%zu.ln2", l);
+        add_norm(m, name, C, &lo->ln2_w, &lo->ln2_b);
         lo->fc_w = LAYER_TENSOR("mlp.fc.weight", 4 * C, C, INIT_NORMAL);
         lo->fc_b = LAYER_TENSOR("mlp.fc.bias", 4 * C, 0, INIT_ZERO);
-        lo->proj_w = LAYER_TENSOR("mlp.proj.weight", C, 4 * C, INIT_RESIDUAL);
+        lo->proj_w = LAYER_TENSOR("mlp.proj.weight", C, 4 * C, output_init(c, INIT_RESIDUAL));
         lo->proj_b = LAYER_TENSOR("mlp.proj.bias", C, 0, INIT_ZERO);
 #undef LAYER_TENSOR
     }
-    m->lnf_w = add_tensor(m, "ln_f.weight", C, 0, INIT_ONE);
-    m->lnf_b = add_tensor(m, "ln_f.bias", C, 0, INIT_ZERO);
+    add_norm(m, "ln_f", C, &m->lnf_w, &m->lnf_b);
+    /* Last, so that the final part's gradients (PassOptions.grads_ready) are one run. */
+    m->head = c->untied_head ? add_tensor(m, "lm_head.weight", c->vocab_size, C, output_init(c, INIT_NORMAL)) : m->wte;
 }
 
 /* Room for every tensor a model of cfg can have. */
-static size_t tensor_capacity(const ModelConfig *cfg) { return 4 + cfg->n_layer * (8 + MIXER_MAX_TENSORS); }
+static size_t tensor_capacity(const ModelConfig *cfg) { return 5 + cfg->n_layer * (8 + MIXER_MAX_TENSORS); }
 
 /* The tensors' layout alone (no weights), for counting; free m->tensors after. */
 static int layout_only(Model *m, const ModelConfig *cfg) {
@@ -174,7 +191,8 @@ int model_init(Model *m, const ModelConfig *cfg, uint64_t seed, Error *err) {
 }
 
 int model_is_product_weight(const Model *m, const ParamTensor *t) {
-    return t->cols && !(m->cfg.pos == POS_LEARNED && t->offset == m->wpe);
+    /* wpe is a lookup, and so is wte when the head is a tensor of its own */
+    return t->cols && !(m->cfg.pos == POS_LEARNED && t->offset == m->wpe) && !(m->cfg.untied_head && t->offset == m->wte);
 }
 
 ModelFlops model_flops(const Model *m, size_t T) {
@@ -233,6 +251,7 @@ static size_t layout_acts(Model *m, float *base, size_t B, size_t T) {
     TAKE(m->lnf_mean, N);
     TAKE(m->lnf_rstd, N);
     TAKE(m->logits, N * V); /* and in backward d(loss)/d(logits), in place */
+    TAKE(m->capped, c->logit_softcap > 0.0f ? N * V : 0);
     TAKE(m->losses, N);
     TAKE(m->dresid, N * C);
     TAKE(m->dbranch, drop ? N * C : 0);

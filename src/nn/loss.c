@@ -44,3 +44,18 @@ size_t crossentropy_scored(const int32_t *targets, size_t N) {
     for (size_t n = 0; n < N; n++) k += targets[n] >= 0;
     return k;
 }
+
+void softcap_forward(float *x, size_t n, float cap) {
+    float inv = 1.0f / cap;
+#pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++) x[i] = cap * tanhf(x[i] * inv);
+}
+
+void softcap_backward(float *dx, const float *y, size_t n, float cap) {
+    float inv = 1.0f / cap;
+#pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        float t = y[i] * inv;
+        dx[i] *= 1.0f - t * t;
+    }
+}

@@ -1,4 +1,4 @@
-/* Softmax cross-entropy over the logits of the tied LM head.
+/* Softmax cross-entropy over the logits of the LM head, and the logits' soft cap.
  *   logits (N, V); targets (N) int32; losses (N) = -log softmax(logits)[target].
  * No (N, V) array of probabilities is kept: the forward needs only each row's
  * log-sum-exp, and the backward recomputes the softmax of the row it writes,
@@ -20,6 +20,12 @@ void crossentropy_forward(float *losses, const float *logits, const int32_t *tar
  * ignored targets. dlogits may be logits itself. */
 void crossentropy_backward(float *dlogits, const float *logits, const int32_t *targets, float dloss, size_t N,
                            size_t V);
+/* Logit soft-capping (Gemma 2; the modern recipe's): x = cap tanh(x / cap) in
+ * place over n logits, so that none exceeds cap in size. Backward, in place:
+ * dx *= 1 - (y / cap)^2, with y the capped logits forward wrote. */
+void softcap_forward(float *x, size_t n, float cap);
+void softcap_backward(float *dx, const float *y, size_t n, float cap);
+
 /* How many targets are not ignored. */
 size_t crossentropy_scored(const int32_t *targets, size_t N);
 

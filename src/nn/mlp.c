@@ -5,7 +5,7 @@
 #include "nn/vec_loops.h"
 
 /* Both passes run in row blocks, one parallel region each way: a block's
- * rows go through fc, GELU and proj (forward), or proj^T, GELU' and fc^T
+ * rows go through fc, the activation and proj (forward), or proj^T, its derivative and fc^T
  * (backward), by one thread, while they are in its cache, with no barrier in
  * between. Only the weight gradients, which sum over all rows, are separate
  * products. */
@@ -20,7 +20,12 @@ void mlp_forward(const MatmulBf16 *bf, float *out, float *fc, float *act, const 
         float *f = fc + r0 * H, *a = act + r0 * H;
         /* with bf16 each block rounds its rows into its share of the scratch slots */
         matmul_rows(bf, 0, r0 * C, f, in + r0 * C, p.fc_w, p.fc_b, rows, C, H);
-        loops->gelu(a, f, rows * H);
+        if (p.act == MLP_RELU2) { /* ReLU² is one compare and a product: plain C the compiler vectorises */
+#pragma omp simd
+            for (size_t i = 0; i < rows * H; i++) a[i] = f[i] > 0.0f ? f[i] * f[i] : 0.0f;
+        } else {
+            loops->gelu(a, f, rows * H);
+        }
         matmul_rows(bf, 1, r0 * H, out + r0 * C, a, p.proj_w, p.proj_b, rows, H, C);
     }
 }
@@ -35,7 +40,12 @@ void mlp_backward(const MatmulBf16 *bf, float *din, MlpGrads g, float *dfc, cons
         float *d = dfc + r0 * H;
         const float *f = fc + r0 * H;
         matmul_rows_backward(bf, 0, r0 * C, d, dout + r0 * C, p.proj_w, rows, H, C); /* dL/d(act) */
-        loops->gelu_grad_mul(d, f, rows * H); /* dL/d(fc) */
+        if (p.act == MLP_RELU2) { /* dL/d(fc) */
+#pragma omp simd
+            for (size_t i = 0; i < rows * H; i++) d[i] *= f[i] > 0.0f ? 2.0f * f[i] : 0.0f;
+        } else {
+            loops->gelu_grad_mul(d, f, rows * H); /* dL/d(fc) */
+        }
         matmul_rows_backward(bf, 1, r0 * H, din + r0 * C, d, p.fc_w, rows, C, H);
     }
     matmul_backward(bf, NULL, 0.0f, g.proj_w, g.proj_b, dout, act, p.proj_w, N, H, C);

@@ -1,6 +1,8 @@
-/* Feed-forward: C -> 4C, GELU (tanh form), 4C -> C.
+/* Feed-forward: C -> 4C, an activation, 4C -> C.
  *   in (N, C); fc_w (4C, C), fc_b (4C); proj_w (C, 4C), proj_b (C)
- *   kept for backward: fc (N, 4C) pre-activation, act (N, 4C) after GELU. */
+ *   kept for backward: fc (N, 4C) pre-activation, act (N, 4C) after the activation.
+ * The activation: GELU (tanh form, GPT-2's) or ReLU^2, max(x, 0)^2 (the
+ * modern recipe's: Primer, arXiv 2109.08668). */
 #ifndef LM_MLP_H
 #define LM_MLP_H
 
@@ -8,8 +10,11 @@
 
 #include "lm/matmul.h"
 
+typedef enum { MLP_GELU = 0, MLP_RELU2 = 1 } MlpAct;
+
 typedef struct MlpParams {
     const float *fc_w, *fc_b, *proj_w, *proj_b;
+    MlpAct act;
 } MlpParams;
 
 typedef struct MlpGrads {
