@@ -201,7 +201,7 @@ static void test_mlp(void **state) {
     size_t N = 70, C = 24, H = 4 * C; /* N > a row block, so several blocks run */
     size_t np = H * C + H + C * H + C;
     float *params = rand_tensor(np, 0.2f, 11);
-    MlpParams p = {params, params + H * C, params + H * C + H, params + H * C + H + C * H};
+    MlpParams p = {params, params + H * C, params + H * C + H, params + H * C + H + C * H, MLP_GELU};
     float *in = rand_tensor(N * C, 1.0f, 12), *dout = rand_tensor(N * C, 1.0f, 13);
     float *out32 = zeros(N * C), *out16 = zeros(N * C), *fc32 = zeros(N * H), *fc16 = zeros(N * H);
     float *act32 = zeros(N * H), *act16 = zeros(N * H), *dfc = zeros(N * H);
