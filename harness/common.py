@@ -169,3 +169,15 @@ def token_header(path):
         die(f"'{path}' is not a token file (run make data)")
     return {"raw": head, "width": int.from_bytes(head[12:16], "little"), "vocab": int.from_bytes(head[16:24], "little"),
             "count": int.from_bytes(head[24:32], "little")}
+
+
+def probe_train_command(ckpt, mixers, L, batch_tokens, steps, lr, min_lr, warmup, seed, threads, shared, rank):
+    """bin/train's command for one recall-probe run (make probe, and its
+    --zoology protocol) of sequences of length L: every window one sequence,
+    batch_tokens / L of them per step, no weight decay, no validation during
+    training (bin/eval scores the answers after)."""
+    args = [os.path.join(BIN, "train"), "--out", ckpt, "--mixer", ",".join(mixers), "--window-align", str(L),
+            "--batch-size", str(max(1, batch_tokens // L)), "--max-iters", str(steps), "--lr", str(lr),
+            "--min-lr", str(min_lr), "--warmup-iters", str(warmup), "--weight-decay", "0", "--eval-interval", "0",
+            "--eval-iters", "2", "--log-interval", "1000000", "--seed", str(seed), "--threads", str(threads)] + shared
+    return args + (["--grassmann-rank", str(rank)] if rank else [])

@@ -33,7 +33,7 @@ import os
 import sys
 import time
 
-from harness.common import BIN, ROOT, die, gnuplot, need_gnuplot, run_ok
+from harness.common import BIN, ROOT, die, gnuplot, need_gnuplot, probe_train_command as train_command, run_ok
 from harness.compare import count_params, match_rank, parse_archs, run
 
 
@@ -45,17 +45,6 @@ def ints(text, what):
     if not xs or min(xs) < 0:
         die(f"{what} must be a comma list of non-negative integers (got '{text}')")
     return xs
-
-
-def train_command(ckpt, mixers, L, batch_tokens, steps, lr, min_lr, warmup, seed, threads, shared, rank):
-    """bin/train's command for one probe run of sequences of length L: every
-    window one sequence, batch_tokens / L of them per step, no weight decay,
-    no validation during training (bin/eval scores the answers after)."""
-    args = [os.path.join(BIN, "train"), "--out", ckpt, "--mixer", ",".join(mixers), "--window-align", str(L),
-            "--batch-size", str(max(1, batch_tokens // L)), "--max-iters", str(steps), "--lr", str(lr),
-            "--min-lr", str(min_lr), "--warmup-iters", str(warmup), "--weight-decay", "0", "--eval-interval", "0",
-            "--eval-iters", "2", "--log-interval", "1000000", "--seed", str(seed), "--threads", str(threads)] + shared
-    return args + (["--grassmann-rank", str(rank)] if rank else [])
 
 
 def main():

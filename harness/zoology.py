@@ -31,9 +31,8 @@ import os
 import sys
 import time
 
-from harness.common import BIN, ROOT, die, gnuplot, layer_windows, need_gnuplot, run_ok
+from harness.common import BIN, ROOT, die, gnuplot, layer_windows, need_gnuplot, probe_train_command as train_command, run_ok
 from harness.compare import count_params, match_rank, parse_archs, run
-from harness.probe import train_command
 
 # The paper's learning rates: numpy.logspace(-4, -2, 4).
 LRS = "1e-4,4.6416e-4,2.1544e-3,1e-2"
