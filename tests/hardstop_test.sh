@@ -31,7 +31,14 @@ for k in $(seq 1 "$KILLS"); do
         $B/train "${RUN[@]}" >"$tmp/out" 2>&1 &
     fi
     pid=$!
-    sleep "0.$(printf '%03d' $((150 + RANDOM % 400)))"
+    # Start-up takes longer on a loaded machine: the random moment is counted
+    # from the first checkpoint write this run begins, not from its launch.
+    for _ in $(seq 1 3000); do
+        compgen -G "$tmp/run.ckpt.tmp.*" >/dev/null && break
+        kill -0 $pid 2>/dev/null || break
+        sleep 0.01
+    done
+    sleep "0.$(printf '%03d' $((RANDOM % 400)))"
     kill -KILL $pid 2>/dev/null
     wait $pid 2>/dev/null
     ls "$tmp"/run.ckpt.tmp.* >/dev/null 2>&1 && mid_write=$((mid_write + 1))
