@@ -3,8 +3,8 @@
 # uninterrupted one byte for byte, so does a run on 1 thread and on 2 (at one
 # parallel width), and a 2-rank job one process with twice the gradient
 # accumulation; the checkpoint records the optimizer and a resume refuses
-# another in one line; an AdamW checkpoint keeps no trace of Muon; bad values
-# are one line and exit 2.
+# another in one line; an AdamW checkpoint keeps no trace of Muon; Muon's
+# options given to an AdamW run, and bad values, are one line and exit 2.
 set -u
 cd "$(dirname "$0")/.."
 source tests/cli_lib.sh
@@ -61,6 +61,15 @@ cmp -s "$tmp/named.ckpt" "$tmp/full.ckpt" && ok || bad "resume with --optimizer 
 # --init starts a new run: with the optimizer this command names.
 expect_ok "init into muon" $B/train --data "$tmp/a" --init "$tmp/adamw.ckpt" --optimizer muon --max-iters 2 --out "$tmp/init.ckpt"
 grep -q "^optimizer: muon" "$tmp/out" && ok || bad "--init --optimizer muon is not a Muon run"
+
+# Muon's options with AdamW would change nothing: refused, not ignored (the resumed run's optimizer too).
+expect_error "muon lr with adamw" "--muon-lr is Muon's, and this run's optimizer is adamw: give --optimizer muon, or leave --muon-lr out" \
+    $B/train "${ADAMW[@]}" --muon-lr 0.03 --out "$tmp/x.ckpt"
+expect_error "muon momentum with adamw" "--muon-momentum is Muon's" $B/train "${ADAMW[@]}" --optimizer adamw --muon-momentum 0.9 --out "$tmp/x.ckpt"
+expect_error "muon weight decay with adamw" "--muon-weight-decay is Muon's" $B/train "${ADAMW[@]}" --muon-weight-decay 0.1 --out "$tmp/x.ckpt"
+expect_error "muon lr on an adamw resume" "--muon-lr is Muon's, and this run's optimizer is adamw" \
+    $B/train --data "$tmp/a" --resume "$tmp/adamw.ckpt" --muon-lr 0.03 --out "$tmp/x.ckpt"
+[ -e "$tmp/x.ckpt" ] && bad "a refused run wrote a checkpoint" || ok
 
 # Bad values.
 expect_error "unknown optimizer" "--optimizer must be one of adamw, muon \(got 'sgd'\)" \

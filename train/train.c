@@ -113,7 +113,8 @@ static int check(RunOptions *o, const Actions *a, const Dist *dist) {
         return cli_error(prog, "--precision must be fp32 or bf16 (got '%s')", o->precision_given);
     if (o->optimizer_given && !(o->optimizer = optimizer_find(o->optimizer_given)))
         return cli_error(prog, "--optimizer must be one of %s (got '%s')", optimizer_names(), o->optimizer_given);
-    Error err;
+    Error err; /* a resumed run's optimizer is the checkpoint's: run_options_from_json checks it */
+    if (!o->resume && run_check_optimizer_options(o, &err)) return cli_error(prog, "%s", err.msg);
     if (o->precision == PRECISION_BF16 && bf16_require("--precision bf16", &err))
         return cli_error(prog, "%s (use fp32)", err.msg);
     if (!o->data) return cli_error(prog, "--data DIR is required (see --help)");
