@@ -20,6 +20,9 @@ print(read_safetensors(sys.argv[1])[1]["train"])' "$1"; }
 
 expect_ok "muon run" $B/train "${RUN[@]}" --threads 2 --out "$tmp/full.ckpt"
 grep -q "^optimizer: muon on 9 hidden matrices" "$tmp/out" && ok || bad "no optimizer line: $(grep -m1 '^optimizer' "$tmp/out")"
+# The second moment's buffer Muon's matrices leave at zero is named, not hidden (lm/optim.h).
+grep -qE "^memory: .*MiB \([0-9.]+ MiB of it AdamW's second moment, zero for Muon's matrices\)" "$tmp/out" && ok ||
+    bad "no unused share on the memory line: $(grep -m1 '^memory' "$tmp/out")"
 train_json=$(meta "$tmp/full.ckpt")
 case "$train_json" in *'"muon-lr":0.0299999993'*'"optimizer":"muon"'*) ok ;; *) bad "muon checkpoint's run options: $train_json" ;; esac
 

@@ -184,6 +184,7 @@ static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_thr
     char bf16_mem[96] = ""; /* the bf16 weights, the scratch of one product's rounded operands, packed heads */
     if (m->bf16) snprintf(bf16_mem, sizeof bf16_mem, ", bf16 weights and operands %.1f MiB", mem.bf16);
     int muon = strcmp(o->optimizer->name, "muon") == 0;
+    char unused[96] = ""; /* Muon's matrices keep the second moment's buffer (lm/optim.h), at zero */
     if (muon) { /* an AdamW run's lines are as they were before Muon */
         size_t mats = 0, floats = 0;
         for (size_t i = 0; i < m->n_tensors; i++)
@@ -191,9 +192,11 @@ static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_thr
         say("optimizer: muon on %zu hidden matrices (%.1f%% of the weights; lr %g, momentum %g, weight decay %g), "
             "adamw on the rest (lr %g)\n", mats, 100.0 * (double)floats / (double)m->n_params, o->muon_lr,
             o->muon_momentum, o->muon_weight_decay, o->lr);
+        snprintf(unused, sizeof unused, " (%.1f MiB of it AdamW's second moment, zero for Muon's matrices)",
+                 (double)floats * 4.0 / (1024.0 * 1024.0));
     }
-    say("memory: weights %.1f MiB, gradients and %s %.1f MiB, activations %.1f MiB%s\n", mem.weights,
-        muon ? "optimizer state" : "AdamW moments", mem.state, mem.activations, bf16_mem);
+    say("memory: weights %.1f MiB, gradients and %s %.1f MiB%s, activations %.1f MiB%s\n", mem.weights,
+        muon ? "optimizer state" : "AdamW moments", mem.state, unused, mem.activations, bf16_mem);
     fflush(stdout);
 }
 
