@@ -64,10 +64,11 @@ static int parse(int argc, char **argv, RunOptions *o, Actions *a) {
         CLI_TEXT("norm-type", 0, &o->norm_type, "N", "layernorm | rmsnorm: every block norm and LN_f (layernorm)"),
         CLI_TEXT("mlp-act", 0, &o->mlp_act, "A", "gelu | relu2: the MLP's activation, relu2 = max(x, 0)^2 (gelu)"),
         CLI_TEXT("recipe", 0, &o->recipe, "R",
-                 "gpt2 | modern: a preset of the architecture options, as if\n"
-                 "given first (options given win); modern = --pos rope\n"
-                 "--norm-type rmsnorm --mlp-act relu2 --qk-norm 1\n"
-                 "--untied-head 1 --zero-init 1 --logit-softcap 15 (gpt2)"),
+                 "gpt2 | modern: a preset of the architecture options and the\n"
+                 "optimizer, as if given first (options given win); modern =\n"
+                 "--pos rope --norm-type rmsnorm --mlp-act relu2 --qk-norm 1\n"
+                 "--untied-head 1 --zero-init 1 --logit-softcap 15\n"
+                 "--optimizer muon; gpt2 = the defaults (gpt2)"),
         CLI_TEXT("grassmann-windows", 0, &o->windows, "L",
                  "Grassmann window offsets for every layer (1,2,4,8,12,16),\nor one list per layer separated by ';'\n(\"1;1;2;2;4;4\")"),
         CLI_TEXT("precision", 0, &o->precision_given, "P",
