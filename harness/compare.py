@@ -51,7 +51,8 @@ from harness.report_page import chart, markdown_sections, write_page
 MIXERS = ("attention", "grassmann")
 
 # --ablate's variants: the modern recipe less one switch each (bin/train's
-# options that set it back to GPT-2's), between the whole recipe and GPT-2's.
+# options that set it back to GPT-2's, the optimizer among them), between the
+# whole recipe and GPT-2's.
 ABLATION = [
     ("modern", []),
     ("no rope (learned positions)", ["--pos", "learned"]),
@@ -61,6 +62,7 @@ ABLATION = [
     ("no untied head (tied)", ["--untied-head", "0"]),
     ("no zero-init", ["--zero-init", "0"]),
     ("no logit softcap", ["--logit-softcap", "0"]),
+    ("no Muon (AdamW)", ["--optimizer", "adamw"]),
     ("gpt2", ["--recipe", "gpt2"]),
 ]
 

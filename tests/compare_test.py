@@ -49,6 +49,11 @@ class Commands(unittest.TestCase):
         self.assertGreater(args.index("--qk-norm"), args.index("--recipe"))
         self.assertEqual(ABLATION[0], ("modern", []))
         self.assertEqual(ABLATION[-1], ("gpt2", ["--recipe", "gpt2"]))
+        # less Muon: AdamW, given after --recipe modern (which chooses Muon), so that it wins
+        self.assertIn(("no Muon (AdamW)", ["--optimizer", "adamw"]), ABLATION)
+        variant = dict(ARCH, extra=["--optimizer", "adamw"])
+        args = Harness(options("fp32", "modern")).train_args(variant, 7, "c.ckpt", "c.csv", 5)
+        self.assertGreater(args.index("--optimizer"), args.index("--recipe"))
         self.assertEqual(len({tuple(extra) for _, extra in ABLATION}), len(ABLATION))
 
     def test_one_seed_has_no_spread(self):

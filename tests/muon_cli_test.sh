@@ -3,8 +3,8 @@
 # uninterrupted one byte for byte, so does a run on 1 thread and on 2 (at one
 # parallel width), and a 2-rank job one process with twice the gradient
 # accumulation; the checkpoint records the optimizer and a resume refuses
-# another in one line; an AdamW checkpoint keeps no trace of Muon; bad values
-# are one line and exit 2.
+# another in one line; an AdamW checkpoint keeps no trace of Muon; Muon's
+# options given to an AdamW run, and bad values, are one line and exit 2.
 set -u
 cd "$(dirname "$0")/.."
 source tests/cli_lib.sh
@@ -20,6 +20,9 @@ print(read_safetensors(sys.argv[1])[1]["train"])' "$1"; }
 
 expect_ok "muon run" $B/train "${RUN[@]}" --threads 2 --out "$tmp/full.ckpt"
 grep -q "^optimizer: muon on 9 hidden matrices" "$tmp/out" && ok || bad "no optimizer line: $(grep -m1 '^optimizer' "$tmp/out")"
+# The second moment's buffer Muon's matrices leave at zero is named, not hidden (lm/optim.h).
+grep -qE "^memory: .*MiB \([0-9.]+ MiB of it AdamW's second moment, zero for Muon's matrices\)" "$tmp/out" && ok ||
+    bad "no unused share on the memory line: $(grep -m1 '^memory' "$tmp/out")"
 train_json=$(meta "$tmp/full.ckpt")
 case "$train_json" in *'"muon-lr":0.0299999993'*'"optimizer":"muon"'*) ok ;; *) bad "muon checkpoint's run options: $train_json" ;; esac
 
@@ -61,6 +64,15 @@ cmp -s "$tmp/named.ckpt" "$tmp/full.ckpt" && ok || bad "resume with --optimizer 
 # --init starts a new run: with the optimizer this command names.
 expect_ok "init into muon" $B/train --data "$tmp/a" --init "$tmp/adamw.ckpt" --optimizer muon --max-iters 2 --out "$tmp/init.ckpt"
 grep -q "^optimizer: muon" "$tmp/out" && ok || bad "--init --optimizer muon is not a Muon run"
+
+# Muon's options with AdamW would change nothing: refused, not ignored (the resumed run's optimizer too).
+expect_error "muon lr with adamw" "--muon-lr is Muon's, and this run's optimizer is adamw: give --optimizer muon, or leave --muon-lr out" \
+    $B/train "${ADAMW[@]}" --muon-lr 0.03 --out "$tmp/x.ckpt"
+expect_error "muon momentum with adamw" "--muon-momentum is Muon's" $B/train "${ADAMW[@]}" --optimizer adamw --muon-momentum 0.9 --out "$tmp/x.ckpt"
+expect_error "muon weight decay with adamw" "--muon-weight-decay is Muon's" $B/train "${ADAMW[@]}" --muon-weight-decay 0.1 --out "$tmp/x.ckpt"
+expect_error "muon lr on an adamw resume" "--muon-lr is Muon's, and this run's optimizer is adamw" \
+    $B/train --data "$tmp/a" --resume "$tmp/adamw.ckpt" --muon-lr 0.03 --out "$tmp/x.ckpt"
+[ -e "$tmp/x.ckpt" ] && bad "a refused run wrote a checkpoint" || ok
 
 # Bad values.
 expect_error "unknown optimizer" "--optimizer must be one of adamw, muon \(got 'sgd'\)" \

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The recipe's switches from outside: bin/train --recipe modern (and each
-# switch alone) records them in the checkpoint and its model line, resume
-# keeps them and refuses a different one in one line, --recipe gpt2 writes
-# the same checkpoint as no --recipe, bad values get one line and exit 2;
-# eval, sample and inspect read such models.
+# The recipe's switches from outside: bin/train --recipe modern (its switches
+# and Muon; each switch alone; --optimizer adamw after it wins) records them in
+# the checkpoint and its model line, resume keeps them and refuses a different
+# one in one line, --recipe gpt2 writes the same checkpoint as no --recipe, bad
+# values get one line and exit 2; eval, sample and inspect read such models.
 set -u
 cd "$(dirname "$0")/.."
 . tests/cli_lib.sh  # B, tmp, ok, bad, expect_error, expect_ok
@@ -17,6 +17,19 @@ grep -aqF '"norm_type\":\"rmsnorm\",\"mlp_act\":\"relu2\",\"qk_norm\":true,\"unt
     bad "the checkpoint's config does not record the switches"
 grep -aqF '"lm_head.weight"' "$tmp/m.ckpt" && ok || bad "no lm_head.weight in an untied model's checkpoint"
 grep -aqF '"ln_f.bias"' "$tmp/m.ckpt" && bad "an RMSNorm model's checkpoint has ln_f.bias" || ok
+
+# the modern recipe is its switches and Muon, spelled out; --optimizer adamw after it wins
+SWITCHES=(--pos rope --norm-type rmsnorm --mlp-act relu2 --qk-norm 1 --untied-head 1 --zero-init 1 --logit-softcap 15)
+grep -q "^optimizer: muon on " "$tmp/out" && ok || bad "--recipe modern does not train with Muon"
+grep -aqF '\"optimizer\":\"muon\"' "$tmp/m.ckpt" && ok || bad "a modern-recipe checkpoint does not record Muon"
+expect_ok "modern spelled out" $B/train --data "$tmp/a" --out "$tmp/s.ckpt" "${SMALL[@]}" --max-iters 10 "${SWITCHES[@]}" --optimizer muon
+cmp -s "$tmp/m.ckpt" "$tmp/s.ckpt" && ok || bad "--recipe modern differs from its switches and --optimizer muon"
+expect_ok "modern with adamw" $B/train --data "$tmp/a" --out "$tmp/ma.ckpt" "${SMALL[@]}" --max-iters 10 --recipe modern --optimizer adamw
+grep -q "^optimizer:" "$tmp/out" && bad "--optimizer adamw after --recipe modern still trains with Muon" || ok
+expect_ok "switches with adamw" $B/train --data "$tmp/a" --out "$tmp/sa.ckpt" "${SMALL[@]}" --max-iters 10 "${SWITCHES[@]}"
+cmp -s "$tmp/ma.ckpt" "$tmp/sa.ckpt" && ok || bad "--recipe modern --optimizer adamw differs from the switches alone"
+expect_error "modern, adamw, a muon rate" "--muon-lr is Muon's" $B/train --data "$tmp/a" --out "$tmp/x.ckpt" "${SMALL[@]}" \
+    --recipe modern --optimizer adamw --muon-lr 0.01
 
 # an option given wins over the recipe's
 expect_ok "modern less qk-norm" $B/train --data "$tmp/a" --out "$tmp/m2.ckpt" "${SMALL[@]}" --max-iters 4 --recipe modern --qk-norm 0 --pos learned

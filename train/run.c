@@ -124,6 +124,15 @@ static int kept_optimizer(RunOptions *o, const json_t *v, Error *err) {
     return 0;
 }
 
+int run_check_optimizer_options(const RunOptions *o, Error *err) {
+    if (strcmp(o->optimizer->name, "muon") == 0) return 0;
+    for (size_t i = 0; i < n_run_options; i++)
+        if (run_options[i].role == RUN_MUON && given(o, i))
+            return err_set(err, "--%s is Muon's, and this run's optimizer is %s: give --optimizer muon, or leave "
+                                "--%s out", run_options[i].name, o->optimizer->name, run_options[i].name);
+    return 0;
+}
+
 int run_options_from_json(RunOptions *o, const char *json, size_t ranks, Error *err) {
     json_t *root = json_parse(json, strlen(json), err);
     if (!root) return -1;
@@ -161,6 +170,7 @@ int run_options_from_json(RunOptions *o, const char *json, size_t ranks, Error *
     else if (rc == 0)
         o->precision = have;
     if (rc == 0) rc = kept_optimizer(o, json_object_get(root, "optimizer"), err);
+    if (rc == 0) rc = run_check_optimizer_options(o, err);
     json_decref(root);
     return rc;
 }

@@ -67,6 +67,9 @@ void run_options_defaults(RunOptions *o);
  * grad-accum is stored for the whole job (per rank x ranks), so that the
  * checkpoint resumes on any number of ranks that divides it. */
 char *run_options_json(const RunOptions *o, size_t ranks);
+/* A RUN_MUON option given (--muon-lr, ...) to a run whose optimizer is not
+ * Muon would change nothing: refused rather than ignored. */
+int run_check_optimizer_options(const RunOptions *o, Error *err);
 /* Takes the RUN_KEPT (and RUN_MUON) options from a checkpoint's JSON, except
  * those given on the command line; a checkpoint is input too: its values keep
  * the command line's bounds. The precision is the checkpoint's (absent: fp32),

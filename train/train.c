@@ -64,10 +64,11 @@ static int parse(int argc, char **argv, RunOptions *o, Actions *a) {
         CLI_TEXT("norm-type", 0, &o->norm_type, "N", "layernorm | rmsnorm: every block norm and LN_f (layernorm)"),
         CLI_TEXT("mlp-act", 0, &o->mlp_act, "A", "gelu | relu2: the MLP's activation, relu2 = max(x, 0)^2 (gelu)"),
         CLI_TEXT("recipe", 0, &o->recipe, "R",
-                 "gpt2 | modern: a preset of the architecture options, as if\n"
-                 "given first (options given win); modern = --pos rope\n"
-                 "--norm-type rmsnorm --mlp-act relu2 --qk-norm 1\n"
-                 "--untied-head 1 --zero-init 1 --logit-softcap 15 (gpt2)"),
+                 "gpt2 | modern: a preset of the architecture options and the\n"
+                 "optimizer, as if given first (options given win); modern =\n"
+                 "--pos rope --norm-type rmsnorm --mlp-act relu2 --qk-norm 1\n"
+                 "--untied-head 1 --zero-init 1 --logit-softcap 15\n"
+                 "--optimizer muon; gpt2 = the defaults (gpt2)"),
         CLI_TEXT("grassmann-windows", 0, &o->windows, "L",
                  "Grassmann window offsets for every layer (1,2,4,8,12,16),\nor one list per layer separated by ';'\n(\"1;1;2;2;4;4\")"),
         CLI_TEXT("precision", 0, &o->precision_given, "P",
@@ -113,7 +114,8 @@ static int check(RunOptions *o, const Actions *a, const Dist *dist) {
         return cli_error(prog, "--precision must be fp32 or bf16 (got '%s')", o->precision_given);
     if (o->optimizer_given && !(o->optimizer = optimizer_find(o->optimizer_given)))
         return cli_error(prog, "--optimizer must be one of %s (got '%s')", optimizer_names(), o->optimizer_given);
-    Error err;
+    Error err; /* a resumed run's optimizer is the checkpoint's: run_options_from_json checks it */
+    if (!o->resume && run_check_optimizer_options(o, &err)) return cli_error(prog, "%s", err.msg);
     if (o->precision == PRECISION_BF16 && bf16_require("--precision bf16", &err))
         return cli_error(prog, "%s (use fp32)", err.msg);
     if (!o->data) return cli_error(prog, "--data DIR is required (see --help)");
@@ -183,6 +185,7 @@ static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_thr
     char bf16_mem[96] = ""; /* the bf16 weights, the scratch of one product's rounded operands, packed heads */
     if (m->bf16) snprintf(bf16_mem, sizeof bf16_mem, ", bf16 weights and operands %.1f MiB", mem.bf16);
     int muon = strcmp(o->optimizer->name, "muon") == 0;
+    char unused[96] = ""; /* Muon's matrices keep the second moment's buffer (lm/optim.h), at zero */
     if (muon) { /* an AdamW run's lines are as they were before Muon */
         size_t mats = 0, floats = 0;
         for (size_t i = 0; i < m->n_tensors; i++)
@@ -190,9 +193,11 @@ static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_thr
         say("optimizer: muon on %zu hidden matrices (%.1f%% of the weights; lr %g, momentum %g, weight decay %g), "
             "adamw on the rest (lr %g)\n", mats, 100.0 * (double)floats / (double)m->n_params, o->muon_lr,
             o->muon_momentum, o->muon_weight_decay, o->lr);
+        snprintf(unused, sizeof unused, " (%.1f MiB of it AdamW's second moment, zero for Muon's matrices)",
+                 (double)floats * 4.0 / (1024.0 * 1024.0));
     }
-    say("memory: weights %.1f MiB, gradients and %s %.1f MiB, activations %.1f MiB%s\n", mem.weights,
-        muon ? "optimizer state" : "AdamW moments", mem.state, mem.activations, bf16_mem);
+    say("memory: weights %.1f MiB, gradients and %s %.1f MiB%s, activations %.1f MiB%s\n", mem.weights,
+        muon ? "optimizer state" : "AdamW moments", mem.state, unused, mem.activations, bf16_mem);
     fflush(stdout);
 }
 

@@ -6,7 +6,10 @@
  * An optimizer's state lives in the model's two buffers that mirror the
  * parameters (Model.m, Model.v: allocated by model_alloc_training and stored
  * in checkpoints as optim.m.<name> / optim.v.<name>): AdamW's moments, or
- * for a tensor that Muon updates its momentum buffer in m (v stays zero).
+ * for a tensor that Muon updates its momentum buffer in m (v stays zero:
+ * the buffers keep the parameters' one layout, so every reader addresses a
+ * tensor's state by its offset; bin/train's start-up line names the unused
+ * share, and the memory check counts it).
  * What a step needs besides (Muon's Newton-Schulz products) is scratch that
  * the caller allocates once (Optimizer.scratch_floats): nothing is allocated
  * inside a step.
