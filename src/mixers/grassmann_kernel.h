@@ -55,9 +55,32 @@ static void wedge_loop(float *p, const float *a, const float *b, size_t r) {
     }
 }
 
+/* At the clamp (|a ^ b| <= eps) b is nearly a multiple of a, and the
+ * weight s = w / eps is large: s b would hold a large multiple of a whose
+ * wedge with a cancels in float to noise far above the true a ^ b. There b is
+ * replaced by its component orthogonal to a, b' = b - (a.b / |a|^2) a,
+ * computed in double: a ^ a = 0, so a ^ b' = a ^ b exactly and the maths is
+ * unchanged (the backward adds back the gradient of the part taken out).
+ * A parallel pair, |a ^ b| <= GRASSMANN_PARALLEL |a| |b| (a repeated token's
+ * equal z, or equal but for rounding: a zero a or b too), has no direction:
+ * it adds nothing and, by convention, passes no gradient (as if b moved with
+ * a, which a repeated token's z does), where s (a ^ b) would pass opposite
+ * gradients of size 1/|a ^ b| to a and b whose sum upstream is zero but
+ * cancels in float to noise. */
+static int parallel(double aa, double bb, double nrm) { return nrm <= GRASSMANN_PARALLEL * sqrt(aa * bb); }
+
+static void orthogonal_part(float *bp, const float *a, const float *b, double lam, size_t r) {
+    for (size_t i = 0; i < r; i++) bp[i] = (float)((double)b[i] - lam * a[i]);
+}
+
 static void pair_forward_loop(float *qbar, const float *zc, const float *zp, float scale, float eps, size_t r) {
-    double nrm = wedge_norm(dot_d(zc, zc, r), dot_d(zp, zp, r), dot_d(zc, zp, r));
-    float s = (float)(scale / (nrm > eps ? nrm : eps));
+    double aa = dot_d(zc, zc, r), bb = dot_d(zp, zp, r), ab = dot_d(zc, zp, r), nrm = wedge_norm(aa, bb, ab);
+    if (parallel(aa, bb, nrm)) return; /* no direction */
+    float s = (float)(scale / (nrm > eps ? nrm : eps)), bp[GRASSMANN_MAX_RANK];
+    if (nrm <= eps) {
+        orthogonal_part(bp, zc, zp, ab / aa, r);
+        zp = bp;
+    }
     for (size_t i = 0; i < r; i++) {
         const float ci = zc[i], pi = zp[i];
         float *qi = qbar + pair_row(i, r) - (i + 1);
@@ -73,20 +96,31 @@ static size_t n_valid(const size_t *windows, size_t n_windows, size_t t) {
 }
 
 /* c = sum over valid offsets of s_d b_d for the row at position t, whose past
- * vectors are past(w) (z rows); returns cnt. s_out[w] (may be NULL) gets s_d.
- * Muted offsets (bit k of muted) add nothing but still count in cnt. */
-static size_t combine_past(float *c, float *s_out, const float *a, const float *const *past, const size_t *windows,
-                           size_t n_windows, uint32_t muted, size_t t, float eps, size_t r) {
+ * vectors are past(w) (z rows); returns cnt. s_out[w] (may be NULL) gets s_d
+ * (0 for a parallel pair), *clamped (may be NULL) the sum over pairs at the
+ * clamp of s_d (a.b_d / |a|^2), the multiple of a that c leaves out there
+ * (orthogonal_part). Muted offsets (bit k of muted) add nothing but still
+ * count in cnt. */
+static size_t combine_past(float *c, float *s_out, double *clamped, const float *a, const float *const *past,
+                           const size_t *windows, size_t n_windows, uint32_t muted, size_t t, float eps, size_t r) {
     size_t cnt = n_valid(windows, n_windows, t);
     memset(c, 0, r * sizeof(float));
+    if (clamped) *clamped = 0.0;
     if (cnt == 0) return 0;
     double aa = dot_d(a, a, r), w = 1.0 / (double)cnt;
     for (size_t k = 0; k < n_windows; k++) {
         if (windows[k] > t || (muted >> k & 1u)) continue;
         const float *b = past[k];
-        double nrm = wedge_norm(aa, dot_d(b, b, r), dot_d(a, b, r));
-        float s = (float)(w / (nrm > eps ? nrm : eps));
+        double ab = dot_d(a, b, r), bb = dot_d(b, b, r), nrm = wedge_norm(aa, bb, ab);
+        int none = parallel(aa, bb, nrm); /* no direction */
+        float s = none ? 0.0f : (float)(w / (nrm > eps ? nrm : eps)), bp[GRASSMANN_MAX_RANK];
         if (s_out) s_out[k] = s;
+        if (none) continue;
+        if (nrm <= eps) {
+            orthogonal_part(bp, a, b, ab / aa, r);
+            if (clamped) *clamped += (double)s * (ab / aa);
+            b = bp;
+        }
 #pragma omp simd
         for (size_t i = 0; i < r; i++) c[i] += s * b[i];
     }
@@ -104,7 +138,7 @@ static void past_rows(const float **past, const float *z, size_t n, size_t t, co
 static void mix_row_loop(float *qbar, const float *a, const float *const *past, const size_t *windows,
                          size_t n_windows, uint32_t muted, size_t t, float eps, size_t r) {
     float c[GRASSMANN_MAX_RANK];
-    if (combine_past(c, NULL, a, past, windows, n_windows, muted, t, eps, r) == 0)
+    if (combine_past(c, NULL, NULL, a, past, windows, n_windows, muted, t, eps, r) == 0)
         memset(qbar, 0, grassmann_n_pairs(r) * sizeof(float));
     else
         wedge_loop(qbar, a, c, r);
@@ -147,7 +181,9 @@ static void antisym_matvecs(float *u, float *v, const float *dq, const float *a,
  *   dL/db_d = s_d u + kappa_d (|a|^2 b_d - (a.b_d) a)             (b_d in c and in s_d)
  * with u = dQ^T a = -dQ a, e_d = u.b_d = dL/ds_d and, above the clamp,
  * kappa_d = -e_d s_d / |a ^ b_d|^2 (ds/d|a^b| = -s/|a^b|); at the clamp s_d
- * is constant and kappa_d = 0. Phase 1 does each position's own part and keeps
+ * is constant and kappa_d = 0 (c there holds s_d b_d' in place of s_d b_d,
+ * orthogonal_part: dQ c gets back dQ (s_d b_d - s_d b_d') = -s_d (a.b_d/|a|^2) u;
+ * a parallel pair has s_d = 0). Phase 1 does each position's own part and keeps
  * u, s, kappa and a.b; phase 2 adds what z_n receives as the past vector of
  * positions n + d, so each dz row has one writer and a fixed order. */
 static void mix_backward_loop(float *dz, float *u, float *coef, const float *dqbar, const float *z,
@@ -160,13 +196,19 @@ static void mix_backward_loop(float *dz, float *u, float *coef, const float *dqb
         float *un = u + n * r, *cf = coef + n * stride, *dzn = dz + n * r;
         size_t t = n % T;
         past_rows(past, z, n, t, windows, n_windows, r);
-        size_t cnt = combine_past(c, s, a, past, windows, n_windows, 0, t, eps, r);
+        double clamped;
+        size_t cnt = combine_past(c, s, &clamped, a, past, windows, n_windows, 0, t, eps, r);
         if (cnt == 0) {
             memset(un, 0, r * sizeof(float));
             memset(dzn, 0, r * sizeof(float));
             continue;
         }
         antisym_matvecs(un, v, dqbar + n * P, a, c, r);
+        if (clamped != 0.0) { /* dQ of the multiple of a that c leaves out at the clamp: -clamped u */
+            float k = (float)clamped;
+#pragma omp simd
+            for (size_t i = 0; i < r; i++) v[i] -= k * un[i];
+        }
         double aa = dot_d(a, a, r);
         cf[n_windows * GRASSMANN_COEF_PER_OFFSET] = (float)aa;
         for (size_t k = 0; k < n_windows; k++) {
