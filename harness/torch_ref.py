@@ -59,7 +59,7 @@ def attention(W, p, h, H, rotary=False, qk_norm=False):
     return F.linear(y, W[p + "attn.proj.weight"], W[p + "attn.proj.bias"])
 
 
-def grassmann(W, p, h, r, windows, eps=1e-8):
+def grassmann(W, p, h, r, windows, eps=1e-8, parallel=1e-5):
     """The causal Grassmann layer exactly as docs/design.md states it."""
     B, T, C = h.shape
     z = F.linear(h, W[p + "grassmann.red.weight"], W[p + "grassmann.red.bias"])
@@ -73,7 +73,13 @@ def grassmann(W, p, h, r, windows, eps=1e-8):
         zc, zp = z[:, d:, :], z[:, :-d, :]
         outer = zc.unsqueeze(-1) * zp.unsqueeze(-2)  # [i, j] = zc_i zp_j
         pl = (outer - outer.transpose(-1, -2))[..., iu[0], iu[1]]
-        q = pl / pl.norm(dim=-1, keepdim=True).clamp(min=eps)
+        # A parallel pair, |pl| <= parallel |zc| |zp| (a repeated token's equal
+        # z when no positions reach the layer), has no direction: it adds
+        # nothing and passes no gradient (docs/design.md), where pl / eps
+        # would pass opposite 1/eps-sized ones.
+        norm = pl.norm(dim=-1, keepdim=True)
+        apart = norm > parallel * zc.norm(dim=-1, keepdim=True) * zp.norm(dim=-1, keepdim=True)
+        q = pl / norm.clamp(min=eps) * apart.to(h.dtype)
         qsum = qsum + F.pad(q, (0, 0, d, 0))
         count[d:] += 1
     mean = qsum / count.clamp(min=1)[None, :, None]

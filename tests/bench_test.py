@@ -17,7 +17,9 @@ from harness.bench.layouts import layouts
 from harness.bench.main import cpu_has_bf16, parse_precisions
 from harness.bench.scaling import default_thread_list, parse_threads, scaling
 from harness.bench.shared import memory_count
-from harness.bench.train import pin_openblas_core, precision_ratio, utilisation
+from harness.bench.shared import STEPS, Context
+from harness.bench.train import (cpu_isa_levels, level_env, parse_isa, pin_openblas_core, precision_ratio,
+                                 print_speed, utilisation)
 
 BENCH = [sys.executable, "-m", "harness.bench"]
 
@@ -51,6 +53,27 @@ class Helpers(unittest.TestCase):
         self.assertEqual(env["OPENBLAS_CORETYPE"], "Zen")
         env = {"OPENBLAS_CORETYPE": ""}  # empty counts as unset, as OpenBLAS reads it
         self.assertEqual(pin_openblas_core("avx2", env), "Haswell")
+
+    def test_parse_isa(self):
+        zen3 = ["portable", "avx2"]
+        self.assertEqual(parse_isa("avx2", zen3), ["avx2"])
+        self.assertEqual(parse_isa("native,avx2,portable", zen3), ["native", "avx2", "portable"])  # in the order given
+        for bad, says in (("native,avx512", "--isa avx512: this CPU lacks it (it runs portable, avx2)"),
+                          ("avx2,avx2", "given twice"), ("sse", "unknown 'sse'"), ("native,", "unknown ''")):
+            with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()) as err:
+                parse_isa(bad, zen3)
+            self.assertEqual(len(err.getvalue().strip().splitlines()), 1, bad)
+            self.assertIn(says, err.getvalue(), bad)
+
+    def test_level_env(self):
+        base = {"PATH": "/bin"}
+        self.assertEqual(level_env("native", base), (base, None))  # native: not capped
+        env, core = level_env("avx2", base)
+        self.assertEqual((env["LM_MAX_ISA"], env["ATEN_CPU_CAPABILITY"], env["OPENBLAS_CORETYPE"], core),
+                         ("avx2", "avx2", "Haswell", "Haswell"))
+        env, core = level_env("portable", base)
+        self.assertEqual((env["LM_MAX_ISA"], env["ATEN_CPU_CAPABILITY"], core), ("portable", "default", None))
+        self.assertEqual(base, {"PATH": "/bin"})  # the base is not changed
 
     def test_layouts(self):
         self.assertEqual(layouts(2), [(1, 2), (2, 1)])
@@ -103,14 +126,55 @@ class Options(unittest.TestCase):
         for args, says in ((["--threads", "2,0"], "--threads must be"), (["--mixers", "mamba"], "--mixers"),
                            (["--sections", "scaling,nope"], "--sections"), (["--torch-python", "/nonexistent"],
                                                                              "--torch-python"),
-                           (["--precision", "fp32,fp16"], "--precision")):
+                           (["--precision", "fp32,fp16"], "--precision"), (["--isa", "sse"], "--isa"),
+                           (["--isa", "native,native"], "--isa")):
             p = subprocess.run(BENCH + args, capture_output=True, text=True)
             self.assertEqual(p.returncode, 2, args)
             self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
             self.assertIn(says, p.stderr)
 
 
+    def test_isa_this_cpu_lacks(self):
+        lacking = [lv for lv in ("avx2", "avx512") if lv not in cpu_isa_levels()]
+        for lv in lacking:  # none on an AVX-512 machine: test_parse_isa covers the refusal there
+            p = subprocess.run(BENCH + ["--isa", f"native,{lv}"], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 2)
+            self.assertEqual(p.stderr.strip().splitlines(), [f"bench: error: --isa {lv}: this CPU lacks it "
+                                                             f"(it runs {', '.join(cpu_isa_levels())})"])
+
+
 class EndToEnd(unittest.TestCase):
+    def test_train_isa_levels(self):
+        """--isa native,portable: both levels in the same round, one table with an --isa column, each row
+        naming the level it ran at (native: this CPU's best)."""
+        p = subprocess.run(BENCH + ["--quick", "--sections", "train", "--configs", "baby", "--mixers", "attention",
+                                    "--threads", "1", "--no-torch", "--precision", "fp32", "--json",
+                                    "--isa", "native,portable"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+        out = json.loads(p.stdout)
+        self.assertEqual(out["machine"]["isa_levels"], ["native", "portable"])
+        rows = out["train"]
+        self.assertEqual([(r["config"], r["level"]) for r in rows], [("baby", "native"), ("baby", "portable")])
+        self.assertEqual([r["c"]["isa"] for r in rows], [cpu_isa_levels()[-1], "portable"])
+        for r in rows:
+            self.assertEqual(len(r["c"]["rounds_ms"]), 1)
+            self.assertGreater(r["eval"]["tokens_per_s"], 0)  # inference at each level
+        runs = [line for line in p.stderr.splitlines() if "round 1/1" in line]  # progress names each run's level
+        self.assertIn(f"--isa native (ran {cpu_isa_levels()[-1]})", runs[0])
+        self.assertIn("--isa portable (ran portable)", runs[1])
+        ctx = Context()
+        ctx.steps, ctx.configs, ctx.rounds, ctx.threads = STEPS["quick"], ["baby"], 1, 1
+        with contextlib.redirect_stdout(io.StringIO()) as shown:
+            print_speed(ctx, rows)
+        lines = shown.getvalue().splitlines()
+        header = next(line for line in lines if "isa C/PT" in line).split()
+        self.assertEqual(header[:5], ["config", "mixer", "precision", "--isa", "isa"])
+        level_rows = [line.split()[:5] for line in lines if line.strip().startswith("baby")]
+        self.assertEqual(level_rows, [["baby", "attention", "fp32", "native", f"{cpu_isa_levels()[-1]}/n/a"],
+                                      ["baby", "attention", "fp32", "portable", "portable/n/a"]])
+        self.assertIn(f"--isa native: our kernels ran at {cpu_isa_levels()[-1]}", shown.getvalue())
+
+
     @unittest.skipUnless(cpu_has_bf16(), "this CPU has no AVX512_BF16")
     def test_train_bf16(self):
         p = subprocess.run(BENCH + ["--quick", "--sections", "train", "--configs", "baby", "--mixers", "attention",

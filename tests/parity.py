@@ -152,10 +152,13 @@ def main():
                                                      "--grassmann-windows", "1,2,4", "--norm-type", "rmsnorm",
                                                      "--mlp-act", "relu2", "--untied-head", "1",
                                                      "--logit-softcap", "1"]),
-        # Hybrids with the modern recipe keep learned positions: a Grassmann
-        # layer that sees no positions (rope) gets equal vectors for a
-        # repeated token ("tt"), a zero Plücker vector at its clamp, where
-        # float32 and float64 part (so with or without the recipe).
+        # No positions reach a first Grassmann layer at rope: a repeated token
+        # gives equal z, a parallel pair (the text repeats letters at every
+        # offset), which adds nothing and passes no gradient.
+        ("grassmann, rope, repeated tokens", ["--mixer", "grassmann", "--pos", "rope", "--grassmann-rank", "6",
+                                              "--grassmann-windows", "1,2,4"]),
+        ("hybrid g,a, rope, repeated tokens", ["--mixer", "grassmann,attention", "--pos", "rope",
+                                               "--grassmann-rank", "6", "--grassmann-windows", "1,2,4"]),
         ("hybrid a,g post-norm, modern recipe", ["--recipe", "modern", "--pos", "learned", "--zero-init", "0", "--mixer",
                                                  "attention,grassmann", "--norm", "post", "--grassmann-rank", "6",
                                                  "--grassmann-windows", "1,2,4", "--logit-softcap", "2"]),
@@ -170,7 +173,7 @@ def main():
         ("hybrid g,a post-norm, trained", ["--mixer", "grassmann,attention", "--norm", "post",
                                            "--grassmann-rank", "6", "--grassmann-windows", "2,4;1"]),
         ("attention, modern recipe, trained", ["--recipe", "modern", "--logit-softcap", "2"]),
-        ("hybrid g,a, modern recipe, trained", ["--recipe", "modern", "--pos", "learned", "--logit-softcap", "2", "--mixer",
+        ("hybrid g,a, modern recipe, trained", ["--recipe", "modern", "--logit-softcap", "2", "--mixer",
                                                 "grassmann,attention", "--grassmann-rank", "6",
                                                 "--grassmann-windows", "2,4;1"]),
     ]

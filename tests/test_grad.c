@@ -364,6 +364,64 @@ static void test_grassmann_clamp(void **s) {
         for (size_t j = i + 1; j < 6; j++, k++) assert_float_equal(q[k], zc[i] * zp[j] - zc[j] * zp[i], 1e-7);
 }
 
+/* Repeated tokens with no positions (rope) give equal z rows: the pair
+ * (z_t, z_{t-d}) is parallel, adds nothing and passes no gradient. The loss
+ * as a function of the shared vector y (every row of one token set to y, as
+ * the layer below would) is smooth, and its gradient is the sum of dz over
+ * those rows; with the clamp's s (a ^ b) that sum would be opposite 1/eps
+ * terms cancelling in float. Tokens 0 1 0 0 2 0 1 0 (rows of 0 at offsets
+ * 1, 2, 3, 5, 7 from each other) and one near-repeat row: y plus rounding. */
+typedef struct {
+    PluckerCtx m;
+    float *y0, *y1; /* token 0's and token 1's vectors */
+} TiedCtx;
+
+static const int TIED_TOKENS[8] = {0, 1, 0, 0, 2, 0, 1, 0};
+
+static void tied_rows(TiedCtx *c) {
+    for (size_t t = 0; t < c->m.T; t++) {
+        const float *src = TIED_TOKENS[t] == 0 ? c->y0 : TIED_TOKENS[t] == 1 ? c->y1 : NULL;
+        if (src) memcpy(c->m.z + t * c->m.r, src, c->m.r * sizeof(float));
+    }
+}
+
+static double tied_obj(void *p) {
+    TiedCtx *c = p;
+    tied_rows(c);
+    return plucker_obj(&c->m);
+}
+
+static void test_grassmann_repeated_tokens(void **s) {
+    (void)s;
+    static const size_t win[] = {1, 2, 3};
+    size_t r = 6, T = 8, P = r * (r - 1) / 2;
+    TiedCtx c = {{1, T, r, 3, win, GRASSMANN_EPS, NULL, NULL, NULL}, NULL, NULL};
+    c.m.z = rand_tensor(T * r, 1.0f, 21); /* token 2's row stays as drawn */
+    c.m.qbar = zeros(T * P);
+    c.m.w = rand_tensor(T * P, 1.0f, 22);
+    c.y0 = rand_tensor(r, 1.0f, 23), c.y1 = rand_tensor(r, 1.0f, 24);
+    float *dz = zeros(T * r), *u = zeros(T * r), *coef = zeros(T * (3 * 3 + 1)), dy0[6] = {0}, dy1[6] = {0};
+    tied_obj(&c);
+    /* Position 3 (token 0) has pairs with positions 2 and 0 (token 0: parallel) and 1: only (z_3, z_1) counts, of 3. */
+    float want[15] = {0};
+    grassmann_pair_forward(want, c.m.z + 3 * r, c.m.z + 1 * r, 1.0f / 3.0f, GRASSMANN_EPS, r);
+    for (size_t k = 0; k < P; k++) assert_float_equal(c.m.qbar[3 * P + k], want[k], 1e-6);
+    grassmann_mix_backward(dz, u, coef, c.m.w, c.m.z, win, 3, 1, T, r, GRASSMANN_EPS);
+    for (size_t t = 0; t < T; t++)
+        for (size_t i = 0; i < r; i++) {
+            if (TIED_TOKENS[t] == 0) dy0[i] += dz[t * r + i];
+            if (TIED_TOKENS[t] == 1) dy1[i] += dz[t * r + i];
+        }
+    CHECK_GRAD(tied_obj, &c, c.y0, dy0, r, r, 1e-2f, TOL, "grassmann, repeated token 0");
+    CHECK_GRAD(tied_obj, &c, c.y1, dy1, r, r, 1e-2f, TOL, "grassmann, repeated token 1");
+    /* Equal but for rounding (one ulp in each coordinate) is parallel too: nothing added. */
+    float a[6], b[6], q[15] = {0};
+    for (size_t i = 0; i < r; i++) a[i] = c.y0[i], b[i] = nextafterf(a[i], 2.0f);
+    grassmann_pair_forward(q, a, b, 1.0f, GRASSMANN_EPS, r);
+    for (size_t k = 0; k < P; k++) assert_true(q[k] == 0.0f);
+    free(c.m.z), free(c.m.qbar), free(c.m.w), free(c.y0), free(c.y1), free(dz), free(u), free(coef);
+}
+
 static void test_grassmann_offset_mean(void **s) {
     (void)s;
     /* T = 6 with offsets 1, 3, 5: positions 0..5 have 0,1,1,2,2,3 valid offsets. */
@@ -692,6 +750,7 @@ int main(void) {
         cmocka_unit_test(test_crossentropy), cmocka_unit_test(test_crossentropy_large_vocab),
         cmocka_unit_test(test_grassmann_plucker_normalised),
         cmocka_unit_test(test_grassmann_clamp),
+        cmocka_unit_test(test_grassmann_repeated_tokens),
         cmocka_unit_test(test_grassmann_offset_mean),
         cmocka_unit_test(test_grassmann_gate),
         cmocka_unit_test(test_grassmann_layer),

@@ -16,7 +16,7 @@ from harness.bench.mixers import print_mixers, section_mixers
 from harness.bench.mpi import print_mpi, section_mpi
 from harness.bench.scaling import default_thread_list, parse_threads, print_scaling, section_scaling
 from harness.bench.shared import CONFIGS, MIXERS, PRECISIONS, STEPS, T0, Context, plural, progress
-from harness.bench.train import (cap_isa, torch_isa, print_flops, print_inference, print_memory, print_profile, print_speed,
+from harness.bench.train import (cpu_isa_levels, level_env, parse_isa, torch_isa, print_flops, print_inference, print_memory, print_profile, print_speed,
                                  section_train)
 from harness.common import BIN, PYTHON, ROOT, cpu_model, die, kill_children, token_header
 
@@ -72,14 +72,27 @@ def parse_args():
     ap.add_argument("--precision", metavar="P[,P]",
                     help="the train section's precisions, of fp32, bf16 (bin/train --precision; default both where "
                          "the CPU has AVX512_BF16, else fp32)")
-    ap.add_argument("--isa", metavar="LEVEL",
+    ap.add_argument("--isa", metavar="LEVEL[,LEVEL...]",
                     help="cap our kernels (LM_MAX_ISA) and PyTorch's (ATEN_CPU_CAPABILITY) alike at portable, avx2 "
                          "or avx512, e.g. to measure AVX2 on an AVX-512 machine (default: each at its best); avx2 "
                          "and avx512 also pin OpenBLAS, ours and PyTorch's, to that level's kernels (Haswell, "
-                         "SkylakeX) unless the environment sets OPENBLAS_CORETYPE")
+                         "SkylakeX) unless the environment sets OPENBLAS_CORETYPE. A comma list such as native,avx2 "
+                         "(native: not capped) runs the train section at each level, alternating in every round, "
+                         "in one table with an --isa column; the other sections run at the first. A level this "
+                         "CPU lacks is refused before anything runs")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     a = ap.parse_args()
-    a.isa_core = cap_isa(a.isa) if a.isa is not None else None
+    a.isa_levels = parse_isa(a.isa, cpu_isa_levels()) if a.isa is not None else None
+    a.isa_core, a.isa_cores = None, {}
+    if a.isa_levels:
+        # The sections other than train run at the first level: its environment becomes ours.
+        base = dict(os.environ)
+        first, a.isa_core = level_env(a.isa_levels[0], base)
+        os.environ.clear()
+        os.environ.update(first)
+        envs = {lv: level_env(lv, base) for lv in a.isa_levels}
+        a.isa_cores = {lv: core for lv, (_, core) in envs.items()}
+        a.isa_levels = [(lv, envs[lv][0]) for lv in a.isa_levels]
     a.precisions, a.precision_note = parse_precisions(a.precision, cpu_has_bf16())
     a.thread_list = parse_threads(a.threads) if a.threads is not None else default_thread_list(os.cpu_count() or 1)
     if a.thread_list is None:
@@ -148,7 +161,9 @@ def make_context(a, tmp):
     ctx.blas_configs = a.blas_configs
     ctx.quick, ctx.configs, ctx.tmp = a.quick, a.configs, tmp
     ctx.torch_python = a.torch_python
-    ctx.isa_core = a.isa_core  # the OpenBLAS core --isa pinned, or None
+    ctx.isa_core = a.isa_core  # the OpenBLAS core --isa's first level pinned, or None
+    # The train section's levels as (name, environment); (None, None): ours, --isa not given.
+    ctx.isa_levels = a.isa_levels or [(None, None)]
     ctx.precisions, ctx.precision_note = a.precisions, a.precision_note
     ctx.data = os.path.abspath(a.data)
     ctx.vocab = token_header(os.path.join(a.data, "train.bin"))["vocab"]
@@ -188,6 +203,7 @@ def main():
                               "openblas_coretype_env": None if a.isa_core else os.environ.get("OPENBLAS_CORETYPE"),
                               "openblas_coretype_isa": a.isa_core,
                               "lm_max_isa": os.environ.get("LM_MAX_ISA"), "torch_isa": torch_isa(),
+                              "isa_levels": [lv for lv, _ in ctx.isa_levels if lv], "isa_openblas_cores": a.isa_cores,
                               "blis_arch_type_env": os.environ.get("BLIS_ARCH_TYPE"),
                               "torch_unavailable": ctx.torch_missing, "precisions": ctx.precisions,
                               "precision_note": ctx.precision_note}
@@ -220,6 +236,11 @@ def print_report(ctx, out):
     if m.get("openblas_coretype_isa"):
         print(f"OPENBLAS_CORETYPE={m['openblas_coretype_isa']}: --isa {m['lm_max_isa']} pins PyTorch's OpenBLAS and "
               "every C program built with OpenBLAS to that level's kernels (the environment set none).")
+    if len(m.get("isa_levels") or []) > 1:
+        pins = [f"{lv}: OPENBLAS_CORETYPE={core}" for lv, core in m["isa_openblas_cores"].items() if core]
+        print(f"--isa {','.join(m['isa_levels'])}: the train section runs at each level in turn in every round; "
+              f"the other sections at {m['isa_levels'][0]}"
+              + (f" (OpenBLAS pinned, as the environment sets no OPENBLAS_CORETYPE: {'; '.join(pins)})." if pins else "."))
     if m.get("blis_arch_type_env"):
         print(f"BLIS_ARCH_TYPE={m['blis_arch_type_env']} is set by the environment: every C program keeps it.")
     if m["torch_unavailable"]:

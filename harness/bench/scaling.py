@@ -51,7 +51,7 @@ def section_scaling(ctx):
     for name in ctx.configs:
         for mixer in ctx.mixers:
             summaries, tuned = train_rounds(ctx, "scaling", name, mixer, ctx.thread_list, profile=False, tuner=True)
-            summaries = {n: s for (n, _), s in summaries.items()}  # fp32 only
+            summaries = {n: s for (n, _, _), s in summaries.items()}  # fp32, one level only
             base = summaries[1]["c"]["rounds_ms"] if 1 in summaries else None
             for n, s in summaries.items():
                 speedup, efficiency = scaling(base, s["c"]["rounds_ms"], n)

@@ -75,26 +75,48 @@ ISA_ATEN = {"portable": "default", "avx2": "avx2", "avx512": "avx512"}
 ISA_OPENBLAS_CORE = {"portable": None, "avx2": "Haswell", "avx512": "SkylakeX"}
 
 
-def torch_isa():
-    """PyTorch's kernel level as the bench set it (ATEN_CPU_CAPABILITY), or best."""
-    return os.environ.get("ATEN_CPU_CAPABILITY") or "best"
+def torch_isa(env=None):
+    """PyTorch's kernel level as the bench set it in env (default ours: ATEN_CPU_CAPABILITY), or best."""
+    return (os.environ if env is None else env).get("ATEN_CPU_CAPABILITY") or "best"
 
 
-def cap_isa(level):
-    """--isa: cap our kernels (LM_MAX_ISA) and PyTorch's (ATEN_CPU_CAPABILITY)
-    alike for every run the bench starts, and pin both to the level's OpenBLAS
-    core (pin_openblas_core; returns the core it pinned, or None); dies in one
-    line on a level that bin/gemm-rate --isa-levels does not list (this CPU
-    lacks it)."""
-    if level not in ISA_ATEN:
-        die(f"--isa must be one of {', '.join(ISA_ATEN)} (got '{level}')")
+# --isa's names: native (not capped: the environment as it is) and the levels.
+ISA_NAMES = ("native",) + tuple(ISA_ATEN)
+
+
+def cpu_isa_levels():
+    """The levels of our kernels this CPU runs (bin/gemm-rate --isa-levels), lowest first; [] if that fails."""
     r = run([os.path.join(BIN, "gemm-rate"), "--isa-levels"])
-    levels = r.out.split() if r.status == 0 else []
-    if level not in levels:
-        die(f"--isa {level}: this CPU runs {', '.join(levels) or 'no level (bin/gemm-rate --isa-levels failed)'}")
-    os.environ["LM_MAX_ISA"] = level
-    os.environ["ATEN_CPU_CAPABILITY"] = ISA_ATEN[level]
-    return pin_openblas_core(level, os.environ)
+    return r.out.split() if r.status == 0 else []
+
+
+def parse_isa(text, cpu_levels):
+    """--isa LEVEL[,LEVEL...] as its names in the order given, each of
+    ISA_NAMES and, native apart, of cpu_levels (what this CPU runs); dies in
+    one line, before anything runs, on an unknown or repeated name or a level
+    this CPU lacks."""
+    names = text.split(",")
+    for x in names:
+        if x not in ISA_NAMES:
+            die(f"--isa: unknown '{x}' (of {', '.join(ISA_NAMES)})")
+        if names.count(x) > 1:
+            die(f"--isa: '{x}' is given twice")
+        if x != "native" and x not in cpu_levels:
+            die(f"--isa {x}: this CPU lacks it (it runs {', '.join(cpu_levels) or 'no level: bin/gemm-rate --isa-levels failed'})")
+    return names
+
+
+def level_env(level, base):
+    """(the environment every run at --isa's level gets, the OpenBLAS core it
+    pinned or None): base with our kernels (LM_MAX_ISA) and PyTorch's
+    (ATEN_CPU_CAPABILITY) capped alike and OpenBLAS pinned to the level's core
+    (pin_openblas_core); native: base as it is."""
+    env = dict(base)
+    if level == "native":
+        return env, None
+    env["LM_MAX_ISA"] = level
+    env["ATEN_CPU_CAPABILITY"] = ISA_ATEN[level]
+    return env, pin_openblas_core(level, env)
 
 
 def pin_openblas_core(level, env):
@@ -109,25 +131,26 @@ def pin_openblas_core(level, env):
     return core
 
 
-def torch_env():
-    """The environment for PyTorch: the environment's OPENBLAS_CORETYPE if it
-    sets one, else the best OpenBLAS core for this CPU."""
-    env = dict(os.environ)
+def torch_env(base=None):
+    """The environment for PyTorch: base (default ours) with its OPENBLAS_CORETYPE
+    if it sets one, else the best OpenBLAS core for this CPU."""
+    env = dict(os.environ if base is None else base)
     best = best_openblas_core()
-    if best and not os.environ.get("OPENBLAS_CORETYPE"):
+    if best and not env.get("OPENBLAS_CORETYPE"):
         env["OPENBLAS_CORETYPE"] = best
     return env
 
 
-def torch_train(ctx, c, steps, warmup, threads, precision="fp32"):
+def torch_train(ctx, c, steps, warmup, threads, precision="fp32", base_env=None):
     """One harness/bench_torch.py run (with --torch-python's interpreter, N
     threads) of the model of the C run c (the config of its bin/train --json
     report, its batch): median ms/step after warm-up, peak RSS, the OpenBLAS
     kernel it ran; None (and ctx.torch_missing set) on failure or with
-    --no-torch."""
+    --no-torch. base_env: the environment of an --isa level (default ours)."""
     if ctx.torch_missing:
         return None
-    env = torch_env()
+    base = os.environ if base_env is None else base_env
+    env = torch_env(base)
     cmd = [ctx.torch_python, "-m", "harness.bench_torch", json.dumps(c["train"]["config"]), ctx.data,
            str(c["train"]["batch"]), str(steps), str(threads), precision]
     r = run(cmd, env, cwd=ROOT)
@@ -139,59 +162,64 @@ def torch_train(ctx, c, steps, warmup, threads, precision="fp32"):
     return {"ms": med(ms), "rss_mib": r.rss_mib, "blas": res["blas"],
             "kernel": res["blas"].rsplit("kernel ", 1)[-1], "threads": res["threads"],
             "base_rss_mib": res["base_rss_mib"],
-            "env_coretype": env.get("OPENBLAS_CORETYPE") if env.get("OPENBLAS_CORETYPE") != os.environ.get("OPENBLAS_CORETYPE") else None}
+            "env_coretype": env.get("OPENBLAS_CORETYPE") if env.get("OPENBLAS_CORETYPE") != base.get("OPENBLAS_CORETYPE") else None,
+            "isa": torch_isa(env)}
 
 
-def gemm_rate(c, threads, precision="fp32"):
+def gemm_rate(c, threads, precision="fp32", env=None):
     """bin/gemm-rate --json over one training step's products of the C run c, on N threads: the sgemm
-    rate, or with bf16 (--bf16) the bf16 rate ("gflops") with "blas" naming oneDNN."""
+    rate, or with bf16 (--bf16) the bf16 rate ("gflops") with "blas" naming oneDNN. env: an --isa level's."""
     cmd = [os.path.join(BIN, "gemm-rate"), "--threads", str(threads), "--json"] + gemm_products(c["train"])
     if precision == "fp32":
-        return run_ok(cmd).json()
-    r = run_ok(cmd[:1] + ["--bf16"] + cmd[1:]).json()
+        return run_ok(cmd, env).json()
+    r = run_ok(cmd[:1] + ["--bf16"] + cmd[1:], env).json()
     r["blas"] = r["bf16"]
     return r
 
 
-def eval_speed(ctx, ckpt):
+def eval_speed(ctx, ckpt, env=None):
     """bin/eval over the val split (or its prefix with --quick): scored tokens per wall second."""
     cmd = [os.path.join(BIN, "eval"), "--model", ckpt, "--data", ctx.eval_data, "--split", "val",
            "--threads", str(ctx.threads), "--json"]
-    r = run_ok(cmd)
+    r = run_ok(cmd, env)
     scored = r.json()["scored"]
     return {"tokens": scored, "seconds": r.seconds, "tokens_per_s": scored / r.seconds, "rss_mib": r.rss_mib}
 
 
-def sample_speed(ctx, ckpt, n=500):
+def sample_speed(ctx, ckpt, n=500, env=None):
     """bin/sample of n tokens (its default --threads 1): tokens per wall second."""
-    r = run_ok([os.path.join(BIN, "sample"), "--model", ckpt, "--tokens", str(n)])
+    r = run_ok([os.path.join(BIN, "sample"), "--model", ckpt, "--tokens", str(n)], env)
     return {"tokens": n, "seconds": r.seconds, "tokens_per_s": n / r.seconds, "rss_mib": r.rss_mib}
 
 
-def train_rounds(ctx, section, name, mixer, thread_counts, profile=True, tuner=False, precisions=("fp32",)):
-    """R rounds, each of: for every N of thread_counts and every precision,
-    bin/train --threads N [--precision bf16], PyTorch on N threads (bf16:
+def train_rounds(ctx, section, name, mixer, thread_counts, profile=True, tuner=False, precisions=("fp32",),
+                 levels=((None, None),)):
+    """R rounds, each of: for every N of thread_counts, every precision and
+    every --isa level of levels ((name, environment); (None, None): ours as it
+    is), bin/train --threads N [--precision bf16], PyTorch on N threads (bf16:
     under CPU autocast) and bin/gemm-rate on N threads (bf16: --bf16, the
-    bf16 rate), so that machine noise hits C, PyTorch, N and the precisions
-    alike; with tuner, then bin/train with its default threads. Returns
-    ({(N, precision): summarise_train(...)}, the default runs)."""
+    bf16 rate), so that machine noise hits C, PyTorch, N, the precisions and
+    the levels alike; with tuner, then bin/train with its default threads.
+    Returns ({(N, precision, level name): summarise_train(...)}, the default runs)."""
     cfg = CONFIGS[name]
     steps, warmup = ctx.steps[name]
-    runs = {(n, p): ([], [], []) for n in thread_counts for p in precisions}
+    runs = {(n, p, lv): ([], [], []) for n in thread_counts for p in precisions for lv, _ in levels}
     tuned = []
     for rnd in range(ctx.rounds):
         for n in thread_counts:
             for p in precisions:
-                extra = ["--precision", p] if p != "fp32" else []
-                c = c_train(ctx, cfg, mixer, steps, warmup, n, profile=profile, extra=extra)
-                t = torch_train(ctx, c, steps, warmup, n, p)
-                g = gemm_rate(c, n, p)
-                for kept, x in zip(runs[(n, p)], (c, t, g)):
-                    kept.append(x)
-                progress(f"{section} {name} {mixer} {p} round {rnd + 1}/{ctx.rounds}, {plural(n, 'thread')}: "
-                         f"C {c['ms']:.1f} ms/step, "
-                         + (f"PyTorch {t['ms']:.1f} ms/step ({t['ms'] / c['ms']:.2f}x)" if t else "PyTorch n/a")
-                         + f", {'sgemm' if p == 'fp32' else 'bf16 GEMM'} {g['gflops']:.0f} GFLOP/s")
+                for lv, env in levels:
+                    extra = ["--precision", p] if p != "fp32" else []
+                    c = c_train(ctx, cfg, mixer, steps, warmup, n, env=env, profile=profile, extra=extra)
+                    t = torch_train(ctx, c, steps, warmup, n, p, base_env=env)
+                    g = gemm_rate(c, n, p, env)
+                    for kept, x in zip(runs[(n, p, lv)], (c, t, g)):
+                        kept.append(x)
+                    at = f" --isa {lv} (ran {c['isa']})" if lv else ""
+                    progress(f"{section} {name} {mixer} {p}{at} "
+                             f"round {rnd + 1}/{ctx.rounds}, {plural(n, 'thread')}: C {c['ms']:.1f} ms/step, "
+                             + (f"PyTorch {t['ms']:.1f} ms/step ({t['ms'] / c['ms']:.2f}x)" if t else "PyTorch n/a")
+                             + f", {'sgemm' if p == 'fp32' else 'bf16 GEMM'} {g['gflops']:.0f} GFLOP/s")
         if tuner:
             d = c_train(ctx, cfg, mixer, steps, warmup, 0, profile=False)
             tuned.append(d)
@@ -199,7 +227,8 @@ def train_rounds(ctx, section, name, mixer, thread_counts, profile=True, tuner=F
                      f"{d['tokens_per_s_mean']:.0f} tokens/s (threads used: "
                      + " ".join(f"{k}:{v}" for k, v in d["threads_used"].items()) + ")")
     tokens = cfg["batch"] * cfg["block"]
-    return {k: summarise_train(ctx, name, cfg, mixer, tokens, *r, precision=k[1]) for k, r in runs.items()}, tuned
+    return {k: summarise_train(ctx, name, cfg, mixer, tokens, *r, precision=k[1], level=k[2])
+            for k, r in runs.items()}, tuned
 
 
 def precision_ratio(fp32_rounds_ms, bf16_rounds_ms):
@@ -213,25 +242,28 @@ def section_train(ctx):
     results = []
     for name in ctx.configs:
         for mixer in ctx.mixers:
-            summaries, _ = train_rounds(ctx, "train", name, mixer, [ctx.threads], precisions=ctx.precisions)
-            rows = [summaries[(ctx.threads, p)] for p in ctx.precisions]
-            fp32 = summaries.get((ctx.threads, "fp32"))
-            for r in rows:
-                last = r["c"].pop("ckpt")
-                r["bf16_over_fp32"] = None
-                r["torch_bf16_over_fp32"] = None
-                if r["precision"] != "fp32" and fp32:
-                    r["bf16_over_fp32"] = precision_ratio(fp32["c"]["rounds_ms"], r["c"]["rounds_ms"])
-                    r["torch_bf16_over_fp32"] = precision_ratio(fp32["torch"] and fp32["torch"]["rounds_ms"],
-                                                                r["torch"] and r["torch"]["rounds_ms"])
-                # Inference is fp32 whatever the training precision: measured once, on the first precision's model.
-                r["eval"] = r["sample"] = None
-                if r is rows[0]:
-                    r["eval"] = eval_speed(ctx, last)
-                    r["sample"] = sample_speed(ctx, last)
-                    progress(f"train {name} {mixer}: eval {r['eval']['tokens_per_s']:.0f} tokens/s, "
-                             f"sample {r['sample']['tokens_per_s']:.0f} tokens/s")
-            results += rows
+            summaries, _ = train_rounds(ctx, "train", name, mixer, [ctx.threads], precisions=ctx.precisions,
+                                        levels=ctx.isa_levels)
+            for lv, env in ctx.isa_levels:
+                rows = [summaries[(ctx.threads, p, lv)] for p in ctx.precisions]
+                fp32 = summaries.get((ctx.threads, "fp32", lv))
+                for r in rows:
+                    last = r["c"].pop("ckpt")
+                    r["bf16_over_fp32"] = None
+                    r["torch_bf16_over_fp32"] = None
+                    if r["precision"] != "fp32" and fp32:
+                        r["bf16_over_fp32"] = precision_ratio(fp32["c"]["rounds_ms"], r["c"]["rounds_ms"])
+                        r["torch_bf16_over_fp32"] = precision_ratio(fp32["torch"] and fp32["torch"]["rounds_ms"],
+                                                                    r["torch"] and r["torch"]["rounds_ms"])
+                    # Inference is fp32 whatever the training precision: measured once, on the first precision's
+                    # model (the checkpoint the last C run of this level wrote), at each --isa level.
+                    r["eval"] = r["sample"] = None
+                    if r is rows[0]:
+                        r["eval"] = eval_speed(ctx, last, env)
+                        r["sample"] = sample_speed(ctx, last, env=env)
+                        progress(f"train {name} {mixer}{f' --isa {lv}' if lv else ''}: eval "
+                                 f"{r['eval']['tokens_per_s']:.0f} tokens/s, sample {r['sample']['tokens_per_s']:.0f} tokens/s")
+                results += rows
     return results
 
 
@@ -242,7 +274,7 @@ def utilisation(flops_per_token, tokens_per_s, sgemm_gflops):
     return gflops, gflops / sgemm_gflops if sgemm_gflops else None
 
 
-def summarise_train(ctx, name, cfg, mixer, tokens, c_runs, t_runs, g_runs, precision="fp32"):
+def summarise_train(ctx, name, cfg, mixer, tokens, c_runs, t_runs, g_runs, precision="fp32", level=None):
     flops = {k: c_runs[-1]["train"]["flops_per_token"][k] for k in ("dense", "mixing", "total")}
     c_ms = med([c["ms"] for c in c_runs])
     t_ok = [t for t in t_runs if t]
@@ -267,14 +299,15 @@ def summarise_train(ctx, name, cfg, mixer, tokens, c_runs, t_runs, g_runs, preci
     if t:
         t.update({"blas": t_ok[-1]["blas"], "kernel": t_ok[-1]["kernel"], "threads": t_ok[-1]["threads"],
                   "base_rss_mib": t_ok[-1]["base_rss_mib"], "openblas_coretype": t_ok[-1]["env_coretype"],
-                  "rounds_ms": [x["ms"] for x in t_ok]})
+                  "isa": t_ok[-1]["isa"], "rounds_ms": [x["ms"] for x in t_ok]})
     profiles = [x["profile"] for x in c_runs if x["profile"]]
     profile = None
     if profiles:
         profile = {part: {k: med([p.get(part, {}).get(k) for p in profiles])
                           for k in ("forward", "backward", "total", "share")} for part in PARTS}
         profile["step"] = med([p.get("step") for p in profiles])
-    return {"config": name, "mixer": mixer, "precision": precision, "shape": dict(cfg), "tokens_per_step": tokens,
+    return {"config": name, "mixer": mixer, "precision": precision, "level": level,
+            "shape": dict(cfg), "tokens_per_step": tokens,
             "flops_per_token": flops,
             "c": c, "torch": t, "torch_unavailable": None if t else ctx.torch_missing,
             "torch_over_c": {"median": med(ratios), "rounds": ratios},
@@ -283,29 +316,50 @@ def summarise_train(ctx, name, cfg, mixer, tokens, c_runs, t_runs, g_runs, preci
             "memory": mem, "profile": profile}
 
 
+def row_key(res, precision=True):
+    """The columns that name a row of the train section's tables, as (header,
+    cells of a row): config, mixer, precision and, where --isa was given, the
+    level asked for."""
+    levels = any(r["level"] for r in res)
+    header = ["config", "mixer"] + (["precision"] if precision else []) + (["--isa"] if levels else [])
+    return header, lambda r: [r["config"], r["mixer"]] + ([r["precision"]] if precision else []) \
+        + ([r["level"]] if levels else [])
+
+
 def print_speed(ctx, res):
     steps = ", ".join(f"{n} {ctx.steps[n][0]} steps ({ctx.steps[n][1]} dropped)" for n in ctx.configs)
     print(f"\n== Training steps, C vs PyTorch ({plural(ctx.rounds, 'alternating round')}; {steps}) ==")
-    table(["config", "mixer", "precision", "isa C/PT", "C ms/step", "PT ms/step", "C tokens/s", "PT tokens/s", "PT/C",
-           "C bf16/fp32", "PT bf16/fp32", "C kernel", "PT kernel"],
-          [[r["config"], r["mixer"], r["precision"], f'{r["c"].get("isa") or "?"}/{torch_isa() if r["torch"] else "n/a"}',
+    levels = any(r["level"] for r in res)
+    header, key = row_key(res)
+    table(header + ["isa C/PT", "C ms/step", "PT ms/step", "C tokens/s", "PT tokens/s", "PT/C",
+             "C bf16/fp32", "PT bf16/fp32", "C kernel", "PT kernel"],
+          [key(r) + [f'{r["c"].get("isa") or "?"}/{r["torch"]["isa"] if r["torch"] else "n/a"}',
             fmt(r["c"]["ms_per_step"]),
             fmt(r["torch"] and r["torch"]["ms_per_step"]),
             fmt(r["c"]["tokens_per_s"], ",.0f"), fmt(r["torch"] and r["torch"]["tokens_per_s"], ",.0f"),
             fmt(r["torch_over_c"]["median"], ".2f", "x"), fmt(r.get("bf16_over_fp32"), ".2f", "x"),
             fmt(r.get("torch_bf16_over_fp32"), ".2f", "x"), r["c"]["kernel"] or "?",
             r["torch"]["kernel"] if r["torch"] else "n/a"] for r in res])
+    if levels:
+        print("  --isa: the level asked for (native: not capped); each level's runs alternate with the others' in\n"
+              "  every round, so their ratios are side by side.")
     print("  isa C/PT: the instruction-set level our kernels ran at (bin/train's start-up line; --isa caps it with\n"
           "  LM_MAX_ISA) / PyTorch's ATEN_CPU_CAPABILITY (best: not capped). The BLAS kernels are in the last columns.\n"
           "  ms/step: median over rounds of each run's median step time after warm-up (PT: PyTorch).\n"
           "  PT/C: median over rounds of PyTorch ms / C ms in the same round. precision bf16: bin/train\n"
           "  --precision bf16, PyTorch under torch.autocast(\"cpu\", dtype=torch.bfloat16); bf16/fp32: median over\n"
           "  rounds of fp32 ms / bf16 ms in the same round (> 1: bf16 is faster).")
+    ran = {}
+    for r in res:
+        if r["level"]:
+            ran.setdefault(r["level"], set()).add(r["c"].get("isa") or "?")
+    for lv, isas in ran.items():
+        print(f"  --isa {lv}: our kernels ran at {', '.join(sorted(isas))} (bin/train's start-up line)")
     said = set()
     for r in res:
-        if r["torch"] and r["torch"]["openblas_coretype"] and (r["config"], r["mixer"]) not in said:
-            said.add((r["config"], r["mixer"]))
-            print(f"  {r['config']} {r['mixer']}: PyTorch ran with OPENBLAS_CORETYPE={r['torch']['openblas_coretype']}"
+        if r["torch"] and r["torch"]["openblas_coretype"] and (r["config"], r["mixer"], r["level"]) not in said:
+            said.add((r["config"], r["mixer"], r["level"]))
+            print(f"  {r['config']} {r['mixer']}{f' --isa ' + r['level'] if r['level'] else ''}: PyTorch ran with OPENBLAS_CORETYPE={r['torch']['openblas_coretype']}"
                   " (the best OpenBLAS core for this CPU)")
     for r in res:
         if r["torch"] and r["torch"]["threads"] != ctx.threads:
@@ -321,9 +375,10 @@ def print_speed(ctx, res):
 
 def print_flops(ctx, res):
     print(f"\n== FLOPs and utilisation ({ctx.threads} threads) ==")
-    table(["config", "mixer", "precision", "MFLOP/token", "dense", "mixing", "GEMM GFLOP/s", "C GFLOP/s", "C MFU",
+    header, key = row_key(res)
+    table(header + ["MFLOP/token", "dense", "mixing", "GEMM GFLOP/s", "C GFLOP/s", "C MFU",
            "PT GFLOP/s", "PT MFU"],
-          [[r["config"], r["mixer"], r["precision"], fmt(r["flops_per_token"]["total"] / 1e6, ".2f"),
+          [key(r) + [fmt(r["flops_per_token"]["total"] / 1e6, ".2f"),
             fmt(r["flops_per_token"]["dense"] / 1e6, ".2f"), fmt(r["flops_per_token"]["mixing"] / 1e6, ".2f"),
             fmt(r["sgemm"]["gflops"]), fmt(r["c"]["gflops"]), fmt(r["c"]["mfu"] and 100 * r["c"]["mfu"], ".0f", "%"),
             fmt(r["torch"] and r["torch"]["gflops"]),
@@ -340,9 +395,10 @@ def print_flops(ctx, res):
 
 def print_memory(ctx, res):
     print("\n== Peak memory (ru_maxrss of the process tree) ==")
-    table(["config", "mixer", "precision", "weights", "grads+moments", "activations", "bf16", "theory MiB", "C peak MiB", "C/theory",
+    header, key = row_key(res)
+    table(header + ["weights", "grads+moments", "activations", "bf16", "theory MiB", "C peak MiB", "C/theory",
            "PT peak MiB", "PT/theory", "PT base MiB"],
-          [[r["config"], r["mixer"], r["precision"], fmt(r["memory"] and r["memory"]["weights"]),
+          [key(r) + [fmt(r["memory"] and r["memory"]["weights"]),
             fmt(r["memory"] and r["memory"]["state"]), fmt(r["memory"] and r["memory"]["activations"]),
             fmt(r["memory"] and r["memory"]["bf16"]), fmt(r["memory"] and r["memory"]["total"]), fmt(r["c"]["peak_rss_mib"]),
             fmt(r["c"]["rss_over_theory"], ".2f", "x"), fmt(r["torch"] and r["torch"]["peak_rss_mib"]),
@@ -355,8 +411,9 @@ def print_memory(ctx, res):
 
 def print_profile(ctx, res):
     print("\n== Where a C training step goes (bin/train --profile, ms per step, share; median over rounds) ==")
-    table(["config", "mixer", "precision"] + list(PARTS) + ["step ms"],
-          [[r["config"], r["mixer"], r["precision"]] + [prof_cell(r["profile"], p) for p in PARTS]
+    header, key = row_key(res)
+    table(header + list(PARTS) + ["step ms"],
+          [key(r) + [prof_cell(r["profile"], p) for p in PARTS]
            + [fmt(r["profile"] and r["profile"]["step"])] for r in res])
     print("  mixer: the attention or Grassmann layers (forward + backward); optimizer: clipping and AdamW.")
 
@@ -364,8 +421,9 @@ def print_profile(ctx, res):
 def print_inference(ctx, res):
     label = "first %d tokens of val" % ctx.eval_tokens if ctx.eval_tokens else "the whole val split"
     print("\n== Inference (the last C run's checkpoint) ==")
-    table(["config", "mixer", "eval tokens", "eval s", "eval tokens/s", "sample tokens", "sample s", "sample tokens/s"],
-          [[r["config"], r["mixer"], r["eval"]["tokens"], fmt(r["eval"]["seconds"], ".2f"),
+    header, key = row_key(res, precision=False)
+    table(header + ["eval tokens", "eval s", "eval tokens/s", "sample tokens", "sample s", "sample tokens/s"],
+          [key(r) + [r["eval"]["tokens"], fmt(r["eval"]["seconds"], ".2f"),
             fmt(r["eval"]["tokens_per_s"], ",.0f"), r["sample"]["tokens"], fmt(r["sample"]["seconds"], ".2f"),
             fmt(r["sample"]["tokens_per_s"], ",.0f")] for r in res if r["eval"]])
     print(f"  eval: bin/eval --threads {ctx.threads} over {label}; sample: bin/sample --tokens 500 (1 thread).\n"

@@ -1,8 +1,9 @@
 #include "mixers/grassmann.h"
+#include "mixers/grassmann_loops.h"
 
-#include <math.h>
 #include <string.h>
 
+#include "lm/cpu.h"
 #include "nn/layernorm.h"
 #include "lm/matmul.h"
 #include "lm/ops.h"
@@ -14,16 +15,10 @@ typedef struct GrActs {
     float *dm, *dg, *dapre, *dqbar, *dz, *u, *coef;
 } GrActs;
 
-/* Per (position, offset) the backward keeps s, kappa and a.b (see
- * grassmann_mix_backward), and per position |a|^2. */
-#define COEF_PER_OFFSET 3
-
-static size_t n_pairs(size_t r) { return r * (r - 1) / 2; }
-
-static size_t coef_size(const MixerSpec *spec, size_t N) { return N * (spec->n_windows * COEF_PER_OFFSET + 1); }
+static size_t coef_size(const MixerSpec *spec, size_t N) { return N * (spec->n_windows * GRASSMANN_COEF_PER_OFFSET + 1); }
 
 GrParams gr_params(const float *p, const MixerSpec *spec) {
-    size_t C = spec->n_embd, r = spec->grassmann_rank, P = n_pairs(r);
+    size_t C = spec->n_embd, r = spec->grassmann_rank, P = grassmann_n_pairs(r);
     GrParams g;
     g.red_w = p;
     g.red_b = g.red_w + r * C;
@@ -38,7 +33,7 @@ GrParams gr_params(const float *p, const MixerSpec *spec) {
 
 /* With base == NULL it only measures (the activation size). */
 static size_t gr_layout(float *base, const MixerSpec *spec, size_t N, GrActs *a) {
-    size_t C = spec->n_embd, r = spec->grassmann_rank, P = n_pairs(r), used = 0;
+    size_t C = spec->n_embd, r = spec->grassmann_rank, P = grassmann_n_pairs(r), used = 0;
 #define TAKE(field, count) (a->field = base ? base + used : NULL, used += (count))
     TAKE(z, N * r);
     TAKE(qbar, N * P);
@@ -77,7 +72,7 @@ static int grassmann_validate(const MixerSpec *spec, Error *err) {
 }
 
 static size_t grassmann_tensors(const MixerSpec *spec, TensorSpec *out) {
-    size_t C = spec->n_embd, r = spec->grassmann_rank, P = n_pairs(r);
+    size_t C = spec->n_embd, r = spec->grassmann_rank, P = grassmann_n_pairs(r);
     out[0] = (TensorSpec){"grassmann.red.weight", r, C, INIT_NORMAL, 0};
     out[1] = (TensorSpec){"grassmann.red.bias", r, 0, INIT_ZERO, 0};
     out[2] = (TensorSpec){"grassmann.plu.weight", C, P, INIT_NORMAL, 0};
@@ -96,201 +91,47 @@ static size_t grassmann_act_size(const MixerSpec *spec, size_t B, size_t T) {
     return gr_layout(NULL, spec, B * T, &unused);
 }
 
-/* ---- the mixing: normalised Plücker coordinates, averaged over offsets ----
- *
- * For a = z_t and the valid past vectors b_d = z_{t-d} (cnt of them):
- *   qbar_t = (1/cnt) sum_d (a ^ b_d) / max(|a ^ b_d|, eps)
- * where (a ^ b)_ij = a_i b_j - a_j b_i, i < j, are the Plücker coordinates.
- * Two identities make this cheap:
- * - a ^ b is linear in b, so the sum over offsets is a single wedge:
- *     qbar_t = a ^ c,  c = sum_d s_d b_d,  s_d = 1 / (cnt max(|a ^ b_d|, eps));
- * - |a ^ b|^2 = |a|^2 |b|^2 - (a.b)^2 (Lagrange's identity): O(r), not O(r^2).
- * Dot products are taken in double, so the difference keeps float accuracy
- * down to angles far smaller than a float computation of the coordinates
- * themselves would resolve. Per position: one wedge (r^2 work) instead of
- * one per offset. */
+/* ---- the mixing (mixers/grassmann_kernel.h, at this run's level) ---- */
 
-static double dot_d(const float *x, const float *y, size_t r) {
-    double s = 0.0;
-#pragma omp simd reduction(+ : s)
-    for (size_t i = 0; i < r; i++) s += (double)x[i] * y[i];
-    return s;
+/* The set of cpu_isa()'s level (read once by cpu_isa, so this is cheap per call). */
+const GrassmannLoops *grassmann_loops(void) {
+#if defined(__x86_64__)
+    static const GrassmannLoops *const by_level[CPU_ISA_COUNT] = {
+        [CPU_ISA_PORTABLE] = &grassmann_loops_portable, [CPU_ISA_AVX2] = &grassmann_loops_avx2,
+        [CPU_ISA_AVX512] = &grassmann_loops_avx512};
+#elif defined(__aarch64__)
+    static const GrassmannLoops *const by_level[CPU_ISA_COUNT] = {[CPU_ISA_PORTABLE] = &grassmann_loops_portable,
+                                                                  [CPU_ISA_NEON] = &grassmann_loops_neon};
+#else
+    static const GrassmannLoops *const by_level[CPU_ISA_COUNT] = {[CPU_ISA_PORTABLE] = &grassmann_loops_portable};
+#endif
+    const GrassmannLoops *set = by_level[cpu_isa()];
+    return set ? set : &grassmann_loops_portable;
 }
 
-/* |a ^ b| from |a|^2, |b|^2 and a.b (never negative: round-off can make the
- * difference a hair below zero for parallel vectors). */
-static double wedge_norm(double aa, double bb, double ab) {
-    double n2 = aa * bb - ab * ab;
-    return n2 > 0.0 ? sqrt(n2) : 0.0;
-}
-
-/* The offset of coordinate (i, i+1) in the packed i < j order; the
- * coordinates (i, j), j > i, follow it contiguously. */
-static size_t pair_row(size_t i, size_t r) { return i * (2 * r - i - 1) / 2; }
-
-void grassmann_wedge(float *p, const float *a, const float *b, size_t r) {
-    for (size_t i = 0; i < r; i++) {
-        const float ai = a[i], bi = b[i];
-        float *pi = p + pair_row(i, r) - (i + 1);
-#pragma omp simd
-        for (size_t j = i + 1; j < r; j++) pi[j] = ai * b[j] - a[j] * bi;
-    }
-}
+void grassmann_wedge(float *p, const float *a, const float *b, size_t r) { grassmann_loops()->wedge(p, a, b, r); }
 
 void grassmann_pair_forward(float *qbar, const float *zc, const float *zp, float scale, float eps, size_t r) {
-    double nrm = wedge_norm(dot_d(zc, zc, r), dot_d(zp, zp, r), dot_d(zc, zp, r));
-    float s = (float)(scale / (nrm > eps ? nrm : eps));
-    for (size_t i = 0; i < r; i++) {
-        const float ci = zc[i], pi = zp[i];
-        float *qi = qbar + pair_row(i, r) - (i + 1);
-#pragma omp simd
-        for (size_t j = i + 1; j < r; j++) qi[j] += s * (ci * zp[j] - zc[j] * pi);
-    }
-}
-
-static size_t n_valid(const size_t *windows, size_t n_windows, size_t t) {
-    size_t n = 0;
-    for (size_t w = 0; w < n_windows; w++) n += windows[w] <= t;
-    return n;
-}
-
-/* c = sum over valid offsets of s_d b_d for the row at position t, whose past
- * vectors are past(w) (z rows); returns cnt. s_out[w] (may be NULL) gets s_d.
- * Muted offsets (bit k of muted) add nothing but still count in cnt. */
-static size_t combine_past(float *c, float *s_out, const float *a, const float *const *past, const size_t *windows,
-                           size_t n_windows, uint32_t muted, size_t t, float eps, size_t r) {
-    size_t cnt = n_valid(windows, n_windows, t);
-    memset(c, 0, r * sizeof(float));
-    if (cnt == 0) return 0;
-    double aa = dot_d(a, a, r), w = 1.0 / (double)cnt;
-    for (size_t k = 0; k < n_windows; k++) {
-        if (windows[k] > t || (muted >> k & 1u)) continue;
-        const float *b = past[k];
-        double nrm = wedge_norm(aa, dot_d(b, b, r), dot_d(a, b, r));
-        float s = (float)(w / (nrm > eps ? nrm : eps));
-        if (s_out) s_out[k] = s;
-#pragma omp simd
-        for (size_t i = 0; i < r; i++) c[i] += s * b[i];
-    }
-    return cnt;
-}
-
-/* The past vectors of row n (position t) of z: z_{n-d} where d <= t. */
-static void past_rows(const float **past, const float *z, size_t n, size_t t, const size_t *windows,
-                      size_t n_windows, size_t r) {
-    for (size_t k = 0; k < n_windows; k++) past[k] = windows[k] <= t ? z + (n - windows[k]) * r : NULL;
+    grassmann_loops()->pair_forward(qbar, zc, zp, scale, eps, r);
 }
 
 void grassmann_mix_forward(float *qbar, const float *z, const size_t *windows, size_t n_windows, uint32_t muted,
                            size_t B, size_t T, size_t r, float eps) {
-    size_t P = n_pairs(r);
-#pragma omp parallel for schedule(static)
-    for (size_t n = 0; n < B * T; n++) {
-        const float *past[MIXER_MAX_WINDOWS];
-        float c[GRASSMANN_MAX_RANK];
-        size_t t = n % T;
-        past_rows(past, z, n, t, windows, n_windows, r);
-        if (combine_past(c, NULL, z + n * r, past, windows, n_windows, muted, t, eps, r) == 0)
-            memset(qbar + n * P, 0, P * sizeof(float));
-        else
-            grassmann_wedge(qbar + n * P, z + n * r, c, r);
-    }
+    grassmann_loops()->mix_forward(qbar, z, windows, n_windows, muted, B, T, r, eps);
 }
 
-/* With dQ the antisymmetric matrix of dq (dQ_ij = dq_ij for i < j), the
- * products u = -dQ a and v = dQ c in one pass over the packed triangle. */
-static void antisym_matvecs(float *u, float *v, const float *dq, const float *a, const float *c, size_t r) {
-    memset(u, 0, r * sizeof(float));
-    memset(v, 0, r * sizeof(float));
-    for (size_t i = 0; i < r; i++) {
-        const float *row = dq + pair_row(i, r) - (i + 1), ai = a[i], ci = c[i];
-        float ui = 0.0f, vi = 0.0f;
-#pragma omp simd reduction(+ : ui, vi)
-        for (size_t j = i + 1; j < r; j++) {
-            vi += row[j] * c[j];
-            v[j] -= row[j] * ci;
-            ui -= row[j] * a[j];
-            u[j] += row[j] * ai;
-        }
-        u[i] += ui;
-        v[i] += vi;
-    }
-}
-
-/* Backward, for the loss L = sum_t dqbar_t . qbar_t = sum_t a^T dQ_t c:
- *   dL/da = dQ c + sum_d kappa_d (|b_d|^2 a - (a.b_d) b_d)        (a as itself)
- *   dL/db_d = s_d u + kappa_d (|a|^2 b_d - (a.b_d) a)             (b_d in c and in s_d)
- * with u = dQ^T a = -dQ a, e_d = u.b_d = dL/ds_d and, above the clamp,
- * kappa_d = -e_d s_d / |a ^ b_d|^2 (ds/d|a^b| = -s/|a^b|); at the clamp s_d
- * is constant and kappa_d = 0. Phase 1 does each position's own part and keeps
- * u, s, kappa and a.b; phase 2 adds what z_n receives as the past vector of
- * positions n + d, so each dz row has one writer and a fixed order. */
 void grassmann_mix_backward(float *dz, float *u, float *coef, const float *dqbar, const float *z,
                             const size_t *windows, size_t n_windows, size_t B, size_t T, size_t r, float eps) {
-    size_t N = B * T, P = n_pairs(r), stride = n_windows * COEF_PER_OFFSET + 1;
-#pragma omp parallel for schedule(static)
-    for (size_t n = 0; n < N; n++) {
-        const float *past[MIXER_MAX_WINDOWS], *a = z + n * r;
-        float c[GRASSMANN_MAX_RANK], v[GRASSMANN_MAX_RANK], s[MIXER_MAX_WINDOWS];
-        float *un = u + n * r, *cf = coef + n * stride, *dzn = dz + n * r;
-        size_t t = n % T;
-        past_rows(past, z, n, t, windows, n_windows, r);
-        size_t cnt = combine_past(c, s, a, past, windows, n_windows, 0, t, eps, r);
-        if (cnt == 0) {
-            memset(un, 0, r * sizeof(float));
-            memset(dzn, 0, r * sizeof(float));
-            continue;
-        }
-        antisym_matvecs(un, v, dqbar + n * P, a, c, r);
-        double aa = dot_d(a, a, r);
-        cf[n_windows * COEF_PER_OFFSET] = (float)aa;
-        for (size_t k = 0; k < n_windows; k++) {
-            if (!past[k]) continue;
-            const float *b = past[k];
-            double bb = dot_d(b, b, r), ab = dot_d(a, b, r), nrm = wedge_norm(aa, bb, ab);
-            double kappa = nrm > eps ? -dot_d(un, b, r) * s[k] / (nrm * nrm) : 0.0;
-            float ka = (float)(kappa * bb), kb = (float)(kappa * ab);
-#pragma omp simd
-            for (size_t i = 0; i < r; i++) v[i] += ka * a[i] - kb * b[i];
-            cf[k * COEF_PER_OFFSET + 0] = s[k];
-            cf[k * COEF_PER_OFFSET + 1] = (float)kappa;
-            cf[k * COEF_PER_OFFSET + 2] = (float)ab;
-        }
-        memcpy(dzn, v, r * sizeof(float));
-    }
-#pragma omp parallel for schedule(static)
-    for (size_t n = 0; n < N; n++) {
-        size_t t = n % T;
-        const float *b = z + n * r;
-        float *dzn = dz + n * r;
-        for (size_t k = 0; k < n_windows; k++) {
-            size_t d = windows[k];
-            if (t + d >= T) continue; /* no position n + d in this sequence */
-            size_t m = n + d;
-            const float *am = z + m * r, *um = u + m * r, *cf = coef + m * stride + k * COEF_PER_OFFSET;
-            float s = cf[0], ka = cf[1] * coef[m * stride + n_windows * COEF_PER_OFFSET], kb = cf[1] * cf[2];
-#pragma omp simd
-            for (size_t i = 0; i < r; i++) dzn[i] += s * um[i] + ka * b[i] - kb * am[i];
-        }
-    }
+    grassmann_loops()->mix_backward(dz, u, coef, dqbar, z, windows, n_windows, B, T, r, eps);
 }
 
 void grassmann_gate_forward(float *m, float *a, const float *x, const float *g, size_t n) {
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        a[i] = 1.0f / (1.0f + fast_expf(-a[i]));
-        m[i] = a[i] * x[i] + (1.0f - a[i]) * g[i];
-    }
+    grassmann_loops()->gate_forward(m, a, x, g, n);
 }
 
 void grassmann_gate_backward(float *dx, float *dg, float *dapre, const float *dm, const float *a,
                              const float *x, const float *g, size_t n) {
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        dx[i] = dm[i] * a[i];
-        dg[i] = dm[i] * (1.0f - a[i]);
-        dapre[i] = dm[i] * (x[i] - g[i]) * a[i] * (1.0f - a[i]);
-    }
+    grassmann_loops()->gate_backward(dx, dg, dapre, dm, a, x, g, n);
 }
 
 /* ---- the layer ---------------------------------------------------------- */
@@ -310,7 +151,7 @@ static const float *gate_w_g(GrParams p, size_t C) { return p.gate_w + C; }
  * shared by the batched forward and the one-position sampling step. */
 static void gr_tail_forward(const MixerSpec *spec, const MixerRuntime *rt, GrParams p, GrActs a, float *out, const float *x,
                             size_t N, size_t T, size_t t0) {
-    size_t C = spec->n_embd, P = n_pairs(spec->grassmann_rank), dmin = min_window(spec);
+    size_t C = spec->n_embd, P = grassmann_n_pairs(spec->grassmann_rank), dmin = min_window(spec);
     matmul_forward(rt->bf16, a.g, a.qbar, p.plu_w, p.plu_b, N, P, C);
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++)
@@ -334,7 +175,7 @@ static void grassmann_forward(const MixerSpec *spec, const MixerRuntime *rt, con
 static void grassmann_backward(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *dparams,
                                float *acts, const float *in, const float *dout, float *din,
                                size_t B, size_t T) {
-    size_t N = B * T, C = spec->n_embd, r = spec->grassmann_rank, P = n_pairs(r), dmin = min_window(spec);
+    size_t N = B * T, C = spec->n_embd, r = spec->grassmann_rank, P = grassmann_n_pairs(r), dmin = min_window(spec);
     GrParams p = gr_params(params, spec);
     GrParams g = gr_params(dparams, spec);
     GrActs a = gr_acts(acts, spec, N);
@@ -368,20 +209,17 @@ static size_t grassmann_state_size(const MixerSpec *spec) {
 
 static void grassmann_step(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state,
                            const float *in_t, float *out_t, size_t t) {
-    size_t C = spec->n_embd, r = spec->grassmann_rank, P = n_pairs(r), R = ring_len(spec);
+    size_t C = spec->n_embd, r = spec->grassmann_rank, R = ring_len(spec);
     GrParams p = gr_params(params, spec);
     float *ring = state;
     GrActs a = gr_acts(state + R * r, spec, 1);
     float *zt = ring + (t % R) * r;
     matmul_forward(rt->bf16, zt, in_t, p.red_w, p.red_b, 1, C, r);
     const float *past[MIXER_MAX_WINDOWS];
-    float c[GRASSMANN_MAX_RANK];
     for (size_t k = 0; k < spec->n_windows; k++)
         past[k] = spec->windows[k] <= t ? ring + ((t - spec->windows[k]) % R) * r : NULL;
-    if (combine_past(c, NULL, zt, past, spec->windows, spec->n_windows, spec->muted_windows, t, GRASSMANN_EPS, r) == 0)
-        memset(a.qbar, 0, P * sizeof(float));
-    else
-        grassmann_wedge(a.qbar, zt, c, r);
+    grassmann_loops()->mix_row(a.qbar, zt, past, spec->windows, spec->n_windows, spec->muted_windows, t,
+                               GRASSMANN_EPS, r);
     /* One row at position t: "T" is taken past any t so that t0 = t is used as is. */
     gr_tail_forward(spec, rt, p, a, out_t, in_t, 1, (size_t)-1, t);
 }
@@ -391,7 +229,7 @@ static void grassmann_step(const MixerSpec *spec, const MixerRuntime *rt, const 
 static double grassmann_flops(const MixerSpec *spec, size_t T) {
     (void)T;
     double r = (double)spec->grassmann_rank;
-    return 3.0 * (2.0 * (double)n_pairs(spec->grassmann_rank) + 8.0 * r * (double)spec->n_windows);
+    return 3.0 * (2.0 * (double)grassmann_n_pairs(spec->grassmann_rank) + 8.0 * r * (double)spec->n_windows);
 }
 
 const Mixer grassmann_mixer = {

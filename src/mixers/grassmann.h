@@ -3,7 +3,7 @@
  * rank; D the window offsets; P = r(r-1)/2; eps = 1e-8.
  *   z_t = W_red x_t + b_red                                   (C -> r)
  *   p_t^d[ij] = z_t[i] z_{t-d}[j] - z_t[j] z_{t-d}[i], i < j, for d in D, d <= t
- *   q_t^d = p_t^d / max(|p_t^d|, eps)
+ *   q_t^d = p_t^d / max(|p_t^d|, eps), or 0 (no gradient) where z_t, z_{t-d} are parallel
  *   g_t = W_plu mean_d(q_t^d) + b_plu, or 0 when no offset fits  (P -> C)
  *   a_t = sigmoid(W_gate [x_t ; g_t] + b_gate)                (2C -> C)
  *   out_t = LayerNorm(a_t * x_t + (1 - a_t) * g_t)
@@ -19,6 +19,11 @@
 #include "lm/mixer.h"
 
 #define GRASSMANN_EPS 1e-8f
+/* A pair (a, b) with |a ^ b| <= GRASSMANN_PARALLEL |a| |b| (the sine of their
+ * angle; below float's resolution of the z that produced them) is parallel:
+ * no direction, so it adds nothing to the mean (it still counts) and passes
+ * no gradient. */
+#define GRASSMANN_PARALLEL 1e-5
 #define GRASSMANN_MAX_RANK 1024
 
 extern const Mixer grassmann_mixer;
