@@ -106,6 +106,90 @@ static void run_masked_model(const char *mixers) {
 static void test_masked_attention(void **s) { (void)s; run_masked_model("attention"); }
 static void test_masked_grassmann(void **s) { (void)s; run_masked_model("grassmann,attention"); }
 
+/* The head at the scored positions alone (what a forward under a loss mask
+ * runs) against the head at every position with the ignored ones weighted 0
+ * (PassOptions.full_head): the same loss, per-position losses, logits at the
+ * scored positions and gradients of every tensor. */
+static void compare_gathered_head(ModelConfig cfg, const char *label) {
+    Model m;
+    tiny_test_model_of(&m, &cfg, 1);
+    enum { B = 2, T = 8, N = B * T };
+    size_t V = cfg.vocab_size, kept = 0;
+    int32_t in[N], tg[N];
+    for (size_t i = 0; i < N; i++) {
+        in[i] = (int32_t)((i * 7 + 3) % V);
+        tg[i] = i % 5 == 2 || i == N - 1 ? (int32_t)((i * 5 + 1) % V) : LOSS_IGNORE;
+        kept += tg[i] >= 0;
+    }
+    PassOptions full = {.full_head = 1};
+    model_forward(&m, in, tg, B, T, &full);
+    assert_int_equal(m.head_n, N);
+    float loss = m.loss, losses[N], *logits = malloc(N * V * sizeof(float)), *grads = malloc(m.n_params * sizeof(float));
+    memcpy(losses, m.losses, sizeof losses);
+    memcpy(logits, m.logits, N * V * sizeof(float));
+    model_zero_grads(&m);
+    model_backward(&m, 1.0f, NULL);
+    memcpy(grads, m.grads, m.n_params * sizeof(float));
+    model_forward(&m, in, tg, B, T, NULL);
+    assert_int_equal(m.head_n, kept);
+    assert_true(fabsf(m.loss - loss) <= 1e-5f * (1.0f + fabsf(loss)));
+    for (size_t n = 0; n < N; n++) {
+        if (tg[n] < 0) assert_true(m.losses[n] == 0.0f);
+        else assert_true(fabsf(m.losses[n] - losses[n]) <= 1e-5f * (1.0f + fabsf(losses[n])));
+    }
+    for (size_t k = 0; k < kept; k++) {
+        assert_int_equal(tg[m.head_rows[k]], m.head_targets[k]);
+        for (size_t v = 0; v < V; v++) {
+            float want = logits[(size_t)m.head_rows[k] * V + v];
+            assert_true(fabsf(m.logits[k * V + v] - want) <= 1e-5f * (1.0f + fabsf(want)));
+        }
+    }
+    model_zero_grads(&m);
+    model_backward(&m, 1.0f, NULL);
+    double worst = 0.0, biggest = 0.0;
+    for (size_t i = 0; i < m.n_params; i++) {
+        double d = fabs((double)m.grads[i] - grads[i]);
+        worst = d > worst ? d : worst;
+        biggest = fabs(grads[i]) > biggest ? fabs(grads[i]) : biggest;
+    }
+    if (!(biggest > 1e-3 && worst <= 1e-5 * biggest)) fail_msg("%s: gradients differ by %g (largest %g)", label, worst, biggest);
+    free(logits), free(grads);
+    model_free(&m);
+}
+
+static void test_gathered_head(void **s) {
+    (void)s;
+    ModelConfig cfg = tiny_test_config("attention", POS_LEARNED, 0.0f, NORM_PRE, NULL);
+    compare_gathered_head(cfg, "tied head");
+    cfg = tiny_test_config("grassmann,attention", POS_LEARNED, 0.0f, NORM_POST, NULL);
+    cfg.untied_head = 1;
+    cfg.logit_softcap = 3.0f;
+    compare_gathered_head(cfg, "post-norm, untied, soft-capped head");
+    cfg = tiny_test_config("attention", POS_ROPE, 0.0f, NORM_PRE, NULL);
+    cfg.norm_type = NORM_TYPE_RMSNORM;
+    compare_gathered_head(cfg, "rmsnorm, rope");
+}
+
+/* The positions a loss mask scores, gathered and spread back. */
+static void test_loss_rows(void **s) {
+    (void)s;
+    int32_t tg[7] = {LOSS_IGNORE, 3, LOSS_IGNORE, LOSS_IGNORE, 0, 5, LOSS_IGNORE}, rows[7], row_tg[7];
+    assert_int_equal(loss_rows(rows, row_tg, tg, 7), 3);
+    assert_int_equal(rows[0], 1), assert_int_equal(rows[1], 4), assert_int_equal(rows[2], 5);
+    assert_int_equal(row_tg[0], 3), assert_int_equal(row_tg[1], 0), assert_int_equal(row_tg[2], 5);
+    float x[7] = {1, 2, 3, 9, 9, 9, 9};
+    spread_in_place(x, rows, 3, 7);
+    float want[7] = {0, 1, 0, 0, 2, 3, 0};
+    for (size_t i = 0; i < 7; i++) assert_true(x[i] == want[i]);
+    float src[14], packed[6], back[14] = {0};
+    for (size_t i = 0; i < 14; i++) src[i] = (float)i + 1.0f;
+    gather_rows(packed, src, rows, 3, 2);
+    assert_true(packed[0] == 3.0f && packed[1] == 4.0f && packed[2] == 9.0f && packed[5] == 12.0f);
+    scatter_rows(back, packed, rows, 3, 2);
+    for (size_t i = 0; i < 7; i++)
+        for (size_t c = 0; c < 2; c++) assert_true(back[i * 2 + c] == (tg[i] >= 0 ? src[i * 2 + c] : 0.0f));
+}
+
 /* The sampler with a mask draws the same windows as without, and ignores
  * exactly the targets the mask leaves out. */
 static void test_sampler_mask(void **s) {
@@ -171,7 +255,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_crossentropy_ignore), cmocka_unit_test(test_masked_attention),
         cmocka_unit_test(test_masked_grassmann),    cmocka_unit_test(test_sampler_mask),
-        cmocka_unit_test(test_masks_open),
+        cmocka_unit_test(test_masks_open),          cmocka_unit_test(test_gathered_head),
+        cmocka_unit_test(test_loss_rows),
     };
     return cmocka_run_group_tests_name("loss mask", tests, NULL, NULL);
 }

@@ -13,7 +13,8 @@
  *     h = LN2(h + dropout(MLP(h)))
  *   logits = LN_f(h) wte^T                        (B, T, V)
  *   loss = mean cross-entropy over the B*T positions (those whose target is not
- *          LOSS_IGNORE: a training loss mask, lm/loss_mask.h)
+ *          LOSS_IGNORE: a training loss mask, lm/loss_mask.h; the head and
+ *          the loss then run at the scored positions alone)
  *
  * Memory: parameters in one float buffer; gradients and the two AdamW
  * moments in buffers of the same layout; activations in one arena sized for
@@ -88,10 +89,16 @@ typedef struct Model {
     LayerActs la[MAX_LAYERS];
     uint32_t muted_windows[MAX_LAYERS]; /* each layer's MixerSpec.muted_windows: 0 but in evaluation (model_mute_offset) */
     float *resid_out, *lnf, *lnf_mean, *lnf_rstd, *losses;
-    float *logits; /* (N, V); model_backward turns them into d(loss)/d(logits) in place */
-    float *capped; /* with a logit soft cap: (N, V) a copy of the capped logits, for backward */
+    /* (N, V); model_backward turns them into d(loss)/d(logits) in place. After
+     * a forward whose targets ignore some positions (a loss mask), only the
+     * head_n scored positions' rows, in order (head_rows): the head runs
+     * only where the loss is taken. */
+    float *logits;
+    float *capped;   /* with a logit soft cap: a copy of the capped logits (as logits), for backward */
+    float *lnf_rows; /* (N, C) room for LN_f's output at the scored positions, the head's input there */
     float *dresid, *dbranch, *dln, *dfc; /* backward scratch (dbranch: only with dropout) */
     int32_t *inputs, *targets;
+    int32_t *head_rows, *head_targets; /* (N) the scored positions under a loss mask, and their targets */
 
     /* What the last forward did, for backward. */
     size_t B, T;
@@ -99,6 +106,7 @@ typedef struct Model {
     uint64_t dropout_key; /* the step's key, when dropout_on */
     float loss;    /* mean loss of the last forward with targets, over the targets not ignored */
     size_t scored; /* how many were not (LOSS_IGNORE, src/nn/loss.h) */
+    size_t head_n; /* the rows of logits: B*T, or scored when the head ran at those positions alone */
 } Model;
 
 /* config_validate, and each layer's mixer's own checks (Mixer.validate). */
@@ -190,6 +198,9 @@ typedef struct PassOptions {
      * data-parallel all-reduce of that part can start while backward goes on. */
     void (*grads_ready)(void *ctx, float *grads, size_t offset, size_t count);
     void *grads_ready_ctx;
+    /* Forward: run the head at every position even when the targets ignore
+     * some (the unmasked computation, for tests and measurements). */
+    int full_head;
 } PassOptions;
 
 /* inputs, targets (B, T); targets may be NULL (logits only). Requires

@@ -208,15 +208,30 @@ void model_forward(Model *m, const int32_t *inputs, const int32_t *targets, size
     LnSlot lnf = final_ln(m, &fin);
     if (c->norm == NORM_POST) PROFILED(pr, "layernorm", F, ln_forward(m, &lnf, N));
     double t0 = profile_start(pr);
-    head_forward(m, m->logits, m->lnf, N);
-    if (c->logit_softcap > 0.0f) memcpy(m->capped, m->logits, N * V * sizeof(float));
-    m->loss = NAN;
+    /* Under a loss mask the head, and the loss, run at the scored positions
+     * alone: their rows of LN_f's output gathered (the rest add nothing). */
+    const float *head_in = m->lnf;
+    const int32_t *head_targets = targets;
+    m->head_n = N;
     if (targets) {
         memcpy(m->targets, targets, N * sizeof(int32_t));
-        crossentropy_forward(m->losses, m->logits, targets, N, V);
+        m->scored = crossentropy_scored(targets, N);
+        if (m->scored < N && !(opt && opt->full_head)) {
+            m->head_n = loss_rows(m->head_rows, m->head_targets, targets, N);
+            gather_rows(m->lnf_rows, m->lnf, m->head_rows, m->head_n, C);
+            head_in = m->lnf_rows;
+            head_targets = m->head_targets;
+        }
+    }
+    size_t K = m->head_n;
+    if (K) head_forward(m, m->logits, head_in, K);
+    if (c->logit_softcap > 0.0f) memcpy(m->capped, m->logits, K * V * sizeof(float));
+    m->loss = NAN;
+    if (targets) {
+        crossentropy_forward(m->losses, m->logits, head_targets, K, V);
+        if (K < N) spread_in_place(m->losses, m->head_rows, K, N); /* each position's loss, 0 where ignored */
         /* The mean over the scored targets (all of them without a loss mask); a
          * batch with none scored has loss 0 and no gradient. */
-        m->scored = crossentropy_scored(targets, N);
         m->loss = m->scored ? (float)(sum_floats(m->losses, N) / (double)m->scored) : 0.0f;
     }
     profile_stop(pr, "head", F, t0);
@@ -315,10 +330,19 @@ static void backward(Model *m, float loss_scale, const BackwardTo *to) {
     double t0 = profile_start(pr);
     /* The logits become their gradient: nothing reads them after this. */
     float *dlogits = m->logits;
-    crossentropy_backward(dlogits, m->logits, m->targets, m->scored ? loss_scale / (float)m->scored : 0.0f, N, V);
-    if (c->logit_softcap > 0.0f) softcap_backward(dlogits, m->capped, N * V, c->logit_softcap);
+    size_t K = m->head_n;
+    int gathered = K < N;
+    crossentropy_backward(dlogits, m->logits, gathered ? m->head_targets : m->targets,
+                          m->scored ? loss_scale / (float)m->scored : 0.0f, K, V);
+    if (c->logit_softcap > 0.0f) softcap_backward(dlogits, m->capped, K * V, c->logit_softcap);
+    if (gathered) { /* d(the gathered rows) into g.d for a moment, then onto their positions */
+        if (K) matmul_backward(m->bf16, g.d, 0.0f, G + m->head, NULL, dlogits, m->lnf_rows, P + m->head, K, C, V);
+        zero_floats(g.spare, N * C);
+        scatter_rows(g.spare, g.d, m->head_rows, K, C);
+    } else {
+        matmul_backward(m->bf16, g.spare, 0.0f, G + m->head, NULL, dlogits, m->lnf, P + m->head, N, C, V);
+    }
     zero_floats(g.d, N * C);
-    matmul_backward(m->bf16, g.spare, 0.0f, G + m->head, NULL, dlogits, m->lnf, P + m->head, N, C, V);
     profile_stop(pr, "head", PASS_BACKWARD, t0);
     LayerActs fin = final_acts(m);
     LnSlot lnf = final_ln(m, &fin);

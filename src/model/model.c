@@ -250,6 +250,7 @@ static size_t layout_acts(Model *m, float *base, size_t B, size_t T) {
     TAKE(m->lnf, N * C);
     TAKE(m->lnf_mean, N);
     TAKE(m->lnf_rstd, N);
+    TAKE(m->lnf_rows, N * C);
     TAKE(m->logits, N * V); /* and in backward d(loss)/d(logits), in place */
     TAKE(m->capped, c->logit_softcap > 0.0f ? N * V : 0);
     TAKE(m->losses, N);
@@ -265,7 +266,7 @@ size_t model_memory_bytes(const ModelConfig *cfg, size_t B, size_t T, int traini
     Model m = {.cfg = *cfg};
     size_t copies = 1 + (training ? 3 : 0) + (training && accum ? 1 : 0);
     return (model_count_params(cfg) * copies + layout_acts(&m, NULL, B, T)) * sizeof(float) +
-           2 * B * T * sizeof(int32_t);
+           4 * B * T * sizeof(int32_t);
 }
 
 int model_alloc_acts(Model *m, size_t B, size_t T, Error *err) {
@@ -274,11 +275,16 @@ int model_alloc_acts(Model *m, size_t B, size_t T, Error *err) {
     free(m->acts);
     free(m->inputs);
     free(m->targets);
+    free(m->head_rows);
+    free(m->head_targets);
+    m->targets = m->head_rows = m->head_targets = NULL;
     size_t n = layout_acts(m, NULL, B, T);
     m->acts = lm_calloc(n, sizeof(float), err);
     m->inputs = m->acts ? lm_calloc(B * T, sizeof(int32_t), err) : NULL;
     m->targets = m->inputs ? lm_calloc(B * T, sizeof(int32_t), err) : NULL;
-    if (!m->targets) return -1;
+    m->head_rows = m->targets ? lm_calloc(B * T, sizeof(int32_t), err) : NULL;
+    m->head_targets = m->head_rows ? lm_calloc(B * T, sizeof(int32_t), err) : NULL;
+    if (!m->head_targets) return -1;
     layout_acts(m, m->acts, B, T);
     m->n_acts = n;
     m->B_max = B;
@@ -379,6 +385,8 @@ void model_free(Model *m) {
     free(m->acts);
     free(m->inputs);
     free(m->targets);
+    free(m->head_rows);
+    free(m->head_targets);
     memset(m, 0, sizeof *m);
 }
 

@@ -1,6 +1,7 @@
 #include "nn/loss.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "lm/ops.h"
 
@@ -43,6 +44,33 @@ size_t crossentropy_scored(const int32_t *targets, size_t N) {
     size_t k = 0;
     for (size_t n = 0; n < N; n++) k += targets[n] >= 0;
     return k;
+}
+
+size_t loss_rows(int32_t *rows, int32_t *row_targets, const int32_t *targets, size_t N) {
+    size_t k = 0;
+    for (size_t n = 0; n < N; n++)
+        if (targets[n] >= 0) rows[k] = (int32_t)n, row_targets[k++] = targets[n];
+    return k;
+}
+
+void gather_rows(float *dst, const float *src, const int32_t *rows, size_t K, size_t C) {
+    for (size_t k = 0; k < K; k++) memcpy(dst + k * C, src + (size_t)rows[k] * C, C * sizeof(float));
+}
+
+void scatter_rows(float *dst, const float *src, const int32_t *rows, size_t K, size_t C) {
+    for (size_t k = 0; k < K; k++) memcpy(dst + (size_t)rows[k] * C, src + k * C, C * sizeof(float));
+}
+
+void spread_in_place(float *x, const int32_t *rows, size_t K, size_t N) {
+    size_t next = N; /* every position from next on is final */
+    for (size_t k = K; k-- > 0;) {
+        size_t r = (size_t)rows[k];
+        float v = x[k];
+        for (size_t n = r + 1; n < next; n++) x[n] = 0.0f;
+        x[r] = v;
+        next = r;
+    }
+    for (size_t n = 0; n < next; n++) x[n] = 0.0f;
 }
 
 void softcap_forward(float *x, size_t n, float cap) {

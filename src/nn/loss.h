@@ -29,4 +29,19 @@ void softcap_backward(float *dx, const float *y, size_t n, float cap);
 /* How many targets are not ignored. */
 size_t crossentropy_scored(const int32_t *targets, size_t N);
 
+/* The head only where the loss is taken: under a loss mask (a handful of
+ * scored positions per sequence) the head's product, softmax and their
+ * backward at the other positions add exactly nothing, and at vocabulary
+ * 8,192 they are most of a small model's step.
+ *   loss_rows: rows (K) the scored positions in increasing order and
+ *   row_targets (K) their targets; returns K.
+ *   gather_rows: dst (K, C) = src's rows (N, C) at rows.
+ *   scatter_rows: dst (N, C) at rows = src (K, C); the other rows untouched.
+ *   spread_in_place: x (N) from x[0..K) to x[rows[k]], 0 elsewhere (rows
+ *   increasing, so rows[k] >= k and no value is overwritten before it moves). */
+size_t loss_rows(int32_t *rows, int32_t *row_targets, const int32_t *targets, size_t N);
+void gather_rows(float *dst, const float *src, const int32_t *rows, size_t K, size_t C);
+void scatter_rows(float *dst, const float *src, const int32_t *rows, size_t K, size_t C);
+void spread_in_place(float *x, const int32_t *rows, size_t K, size_t N);
+
 #endif
