@@ -137,6 +137,15 @@ def gnuplot(script):
         die(f"gnuplot failed: {p.stderr.strip()}")
 
 
+def gnuplot_series(path, points, index, title):
+    """Writes the (x, y) points to the data file `path` and returns the plot
+    clause that draws them as the index-th line (its point type), titled."""
+    with open(path, "w") as f:
+        for x, y in points:
+            f.write(f"{x} {y}\n")
+    return f"'{path}' using 1:2 with linespoints lw 2 pt {7 + index} title '{title}'"
+
+
 # ---- what the programs write -----------------------------------------------------
 
 def read_train_log(path):

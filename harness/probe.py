@@ -33,7 +33,7 @@ import os
 import sys
 import time
 
-from harness.common import BIN, ROOT, die, gnuplot, need_gnuplot, probe_train_command as train_command, run_ok
+from harness.common import BIN, ROOT, die, gnuplot, gnuplot_series, need_gnuplot, probe_train_command as train_command, run_ok
 from harness.compare import count_params, match_rank, parse_archs, run
 
 
@@ -235,12 +235,9 @@ def main():
     parts, plots = [], []
     for ti, task in enumerate(t for t in ("mqar", "copy") if t in tasks and any(r["task"] == t for r in rows)):
         for ai, (name, _) in enumerate(archs):
-            path = os.path.join(a.out, f"acc_{task}_{ai}.dat")
-            with open(path, "w") as f:
-                for r in rows:
-                    if r["task"] == task and r["arch"] == name:
-                        f.write(f"{r['seq_len'] if task == 'mqar' else r['distance']} {r['accuracy']}\n")
-            parts.append(f"'{path}' using 1:2 with linespoints lw 2 pt {7 + ai} title '{name}'")
+            points = [(r["seq_len"] if task == "mqar" else r["distance"], r["accuracy"])
+                      for r in rows if r["task"] == task and r["arch"] == name]
+            parts.append(gnuplot_series(os.path.join(a.out, f"acc_{task}_{ai}.dat"), points, ai, name))
         xl = "sequence length (MQAR, queries up to L-2 tokens after their key)" if task == "mqar" else \
              "distance from the segment to its copy (tokens)"
         plots.append(f"set title '{task}'\nset xlabel '{xl}'\nplot " + ", ".join(parts) + "\n")

@@ -33,7 +33,7 @@ import os
 import sys
 import time
 
-from harness.common import BIN, ROOT, die, gnuplot, layer_windows, need_gnuplot, probe_train_command as train_command, run_ok
+from harness.common import BIN, ROOT, die, gnuplot, gnuplot_series, layer_windows, need_gnuplot, probe_train_command as train_command, run_ok
 from harness.compare import count_params, match_rank, parse_archs, run
 
 # The paper's learning rates: numpy.logspace(-4, -2, 4).
@@ -113,12 +113,8 @@ def write_report(a, archs, rows, minutes):
     for ci, (L, p) in enumerate(cells):
         parts = []
         for ai, (name, _) in enumerate(archs):
-            path = os.path.join(a.out, f"zoology_{ci}_{ai}.dat")
-            with open(path, "w") as f:
-                for r in best:
-                    if r["arch"] == name and r["seq_len"] == L:
-                        f.write(f"{r['state_floats']} {r['accuracy']}\n")
-            parts.append(f"'{path}' using 1:2 with linespoints lw 2 pt {7 + ai} title '{name}'")
+            points = [(r["state_floats"], r["accuracy"]) for r in best if r["arch"] == name and r["seq_len"] == L]
+            parts.append(gnuplot_series(os.path.join(a.out, f"zoology_{ci}_{ai}.dat"), points, ai, name))
         plots.append(f"set title 'seq len {L}, {p} pairs'\nplot " + ", ".join(parts) + "\n")
     gnuplot(f"set terminal pngcairo size {360 * len(cells) + 140},420 font ',10'\n"
             f"set output '{os.path.join(a.out, 'zoology_accuracy.png')}'\nset multiplot layout 1,{len(cells)}\n"
