@@ -144,14 +144,19 @@ class Options(unittest.TestCase):
 
 
 class EndToEnd(unittest.TestCase):
+    def run_bench(self, *args):
+        """make bench --quick on the baby attention model without PyTorch: its JSON report and stderr
+        (the run must succeed)."""
+        p = subprocess.run(BENCH + ["--quick", "--configs", "baby", "--mixers", "attention", "--no-torch", "--json",
+                                    *args], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+        return json.loads(p.stdout), p.stderr
+
     def test_train_isa_levels(self):
         """--isa native,portable: both levels in the same round, one table with an --isa column, each row
         naming the level it ran at (native: this CPU's best)."""
-        p = subprocess.run(BENCH + ["--quick", "--sections", "train", "--configs", "baby", "--mixers", "attention",
-                                    "--threads", "1", "--no-torch", "--precision", "fp32", "--json",
-                                    "--isa", "native,portable"], capture_output=True, text=True)
-        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
-        out = json.loads(p.stdout)
+        out, stderr = self.run_bench("--sections", "train", "--threads", "1", "--precision", "fp32",
+                                     "--isa", "native,portable")
         self.assertEqual(out["machine"]["isa_levels"], ["native", "portable"])
         rows = out["train"]
         self.assertEqual([(r["config"], r["level"]) for r in rows], [("baby", "native"), ("baby", "portable")])
@@ -159,7 +164,7 @@ class EndToEnd(unittest.TestCase):
         for r in rows:
             self.assertEqual(len(r["c"]["rounds_ms"]), 1)
             self.assertGreater(r["eval"]["tokens_per_s"], 0)  # inference at each level
-        runs = [line for line in p.stderr.splitlines() if "round 1/1" in line]  # progress names each run's level
+        runs = [line for line in stderr.splitlines() if "round 1/1" in line]  # progress names each run's level
         self.assertIn(f"--isa native (ran {cpu_isa_levels()[-1]})", runs[0])
         self.assertIn("--isa portable (ran portable)", runs[1])
         ctx = Context()
@@ -177,11 +182,7 @@ class EndToEnd(unittest.TestCase):
 
     @unittest.skipUnless(cpu_has_bf16(), "this CPU has no AVX512_BF16")
     def test_train_bf16(self):
-        p = subprocess.run(BENCH + ["--quick", "--sections", "train", "--configs", "baby", "--mixers", "attention",
-                                    "--threads", "2", "--rounds", "2", "--no-torch", "--json",
-                                    "--precision", "bf16,fp32"], capture_output=True, text=True)
-        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
-        out = json.loads(p.stdout)
+        out, _ = self.run_bench("--sections", "train", "--threads", "2", "--rounds", "2", "--precision", "bf16,fp32")
         self.assertEqual(out["machine"]["precisions"], ["fp32", "bf16"])
         self.assertIsNone(out["machine"]["precision_note"])
         rows = out["train"]
@@ -205,11 +206,7 @@ class EndToEnd(unittest.TestCase):
         self.assertIsNone(bf16["eval"])
 
     def test_scaling_and_layouts(self):
-        p = subprocess.run(BENCH + ["--quick", "--sections", "scaling,layouts", "--configs", "baby", "--mixers",
-                                    "attention", "--threads", "1,2", "--no-torch", "--json"],
-                           capture_output=True, text=True)
-        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
-        out = json.loads(p.stdout)
+        out, _ = self.run_bench("--sections", "scaling,layouts", "--threads", "1,2")
         self.assertEqual(out["machine"]["thread_list"], [1, 2])
         rows = out["scaling"]["rows"]
         self.assertEqual([(r["config"], r["mixer"], r["threads"]) for r in rows],
