@@ -635,25 +635,33 @@ static void test_stride_matches_direct_scoring(void **s) {
 
 /* ---- learning --------------------------------------------------------------------- */
 
-static void overfit(const char *mixers) {
+/* Trains on a repeating 12-token pattern in which what follows 'ab' alternates,
+ * so only context can tell it: any 6 tokens of the pattern determine the next
+ * one, and its first tokens in a window do not. So the model is scored at the
+ * positions whose 6 tokens of context are in the window (5 to 15), over
+ * windows starting at each of the 12 phases, where a model that learned the
+ * pattern predicts every token: returns that mean loss.
+ * Not a sampled batch's loss: that one includes the undetermined positions
+ * and the batch's luck. */
+static double overfit_from(const char *mixers, uint64_t init_seed) {
     ModelConfig cfg;
     Error err;
     small_config(&cfg, mixers);
     cfg.vocab_size = 4;
+    cfg.grassmann_rank = 8;
     Model m;
-    assert_int_equal(model_init(&m, &cfg, 1, &err), 0);
+    assert_int_equal(model_init(&m, &cfg, init_seed, &err), 0);
     assert_int_equal(model_alloc_training(&m, &err), 0);
-    size_t B = 4, T = 16, n = 400;
+    enum { B = 4, T = 16, PERIOD = 12, DETERMINED_FROM = 5, N = 400 };
     assert_int_equal(model_alloc_acts(&m, B, T, &err), 0);
-    uint32_t *text = malloc(n * sizeof(uint32_t));
-    const char *pattern = "abcabdabcacd"; /* needs context: what follows 'ab' alternates */
-    for (size_t i = 0; i < n; i++) text[i] = (uint32_t)(pattern[i % 12] - 'a');
-    TokenFile tf = {.data = text, .width = 4, .n = n, .vocab_size = 4};
+    uint32_t text[N];
+    const char *pattern = "abcabdabcacd";
+    for (size_t i = 0; i < N; i++) text[i] = (uint32_t)(pattern[i % PERIOD] - 'a');
+    TokenFile tf = {.data = text, .width = 4, .n = N, .vocab_size = 4};
     Rng rng;
     rng_seed(&rng, 3);
-    int32_t in[64], tg[64];
+    int32_t in[B * T], tg[B * T];
     AdamWConfig ac = {0.9f, 0.99f, 1e-8f, 0.0f};
-    float loss = 0;
     for (size_t step = 0; step < 600; step++) {
         batch_sample(&tf, &rng, B, T, 0, NULL, in, tg);
         model_zero_grads(&m);
@@ -661,11 +669,40 @@ static void overfit(const char *mixers) {
         model_backward(&m, 1.0f, NULL);
         model_adamw_step(&m, &ac, lr_schedule(step, 20, 600, 1e-2f, 1e-3f), step + 1,
                          clip_scale(grad_norm(m.grads, m.n_params), 1.0f));
-        loss = m.loss;
     }
-    if (!(loss < 0.1f)) fail_msg("%s: loss on a repeating text is still %.4f after 600 steps", mixers, loss);
-    free(text);
+    double sum = 0.0;
+    size_t scored = 0;
+    for (size_t phase0 = 0; phase0 < PERIOD; phase0 += B) {
+        for (size_t b = 0; b < B; b++)
+            for (size_t t = 0; t < T; t++) {
+                in[b * T + t] = (int32_t)text[phase0 + b + t];
+                tg[b * T + t] = (int32_t)text[phase0 + b + t + 1];
+            }
+        model_forward(&m, in, tg, B, T, NULL);
+        for (size_t b = 0; b < B; b++)
+            for (size_t t = DETERMINED_FROM; t < T; t++) sum += m.losses[b * T + t], scored++;
+    }
     model_free(&m);
+    return sum / (double)scored;
+}
+
+/* Training learns the pattern from one of three initialisations. From some,
+ * this small model settles with one context unresolved (about 0.117: two
+ * choices left at 1 position in 6), at every instruction-set level alike;
+ * which initialisations do depends on the level's and BLAS kernel's rounding
+ * (a trajectory of 600 steps amplifies the last bit). One run from a fixed
+ * initialisation made the test pass or fail by CPU. A model that cannot learn
+ * (a wrong gradient, a dead mixer) fails from all three. */
+static void overfit(const char *mixers) {
+    double loss[3];
+    for (uint64_t i = 0; i < 3; i++) {
+        loss[i] = overfit_from(mixers, i + 1);
+        if (getenv("VERBOSE")) printf("  %s from initialisation %d: loss %.5f where the context determines the token\n",
+                                      mixers, (int)i + 1, loss[i]);
+        if (loss[i] < 0.02) return;
+    }
+    fail_msg("%s: loss %.4f, %.4f, %.4f (three initialisations) where the context determines the token, after 600 "
+             "steps", mixers, loss[0], loss[1], loss[2]);
 }
 
 static void test_overfit_attention(void **s) { (void)s; overfit("attention"); }
