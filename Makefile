@@ -10,6 +10,7 @@
 #   make probe      MQAR and copy recall probes per architecture (PROBE_ARGS=...)
 #   make asan       unit and CLI tests under AddressSanitizer + UBSan
 #   make release    programs for any x86-64 into bin-release/, kernels at each CPU's best level
+#   make pack       the release, its unit tests and libraries in one folder for another machine (PACK=.portable)
 #   make BLAS=blis ...       any of these with BLIS instead of OpenBLAS (src/blas/backend.h)
 #   make arm64-test the ARM64 build (cross-compiled), its unit tests and a CLI suite under qemu-user
 CC      ?= cc
@@ -95,7 +96,7 @@ LIB      := $(OUT)/liblm.a
 PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample $(BIN)/inspect $(BIN)/probegen $(BIN)/gemm-rate $(BIN)/convert
 TESTS    := $(patsubst tests/%.c,$(OUT)/%,$(wildcard tests/test_*.c))
 
-.PHONY: FORCE all tests release release-test test unit-test arm64-test bench demo data data-large compare probe clean asan deps fuzz fuzz-seeds valgrind
+.PHONY: FORCE all tests release release-test pack test unit-test arm64-test bench demo data data-large compare probe clean asan deps fuzz fuzz-seeds valgrind
 all: $(PROGRAMS)
 
 $(OUT)/%.o: %.c $(LIB_HDR) | $(OUT)
@@ -141,6 +142,22 @@ release:
 	bash tests/portable_check.sh build-release$(BLAS_SUFFIX)
 release-test: release
 	$(MAKE) $(RELEASE_VARS) unit-test
+
+# A packed copy of the release for another x86-64 Linux machine that cannot
+# install this project's packages (a many-core or accelerator machine):
+# PACK/bin (the programs), PACK/tests (the unit tests) and PACK/lib (every
+# shared library they need but glibc's), found through an RPATH of
+# $$ORIGIN/../lib, so nothing else on that machine (its Python, say) sees
+# them. Built without MPI (Open MPI loads plugins from its own install), so
+# the packed programs run as one process. scripts/pack.sh says how to use it.
+PACK ?= .portable
+pack:
+	$(MAKE) BUILD=build-pack BIN=build-pack$(BLAS_SUFFIX)/bin OPT="$(RELEASE_OPT)" MPI=0 PACKED=1 all tests
+	bash tests/portable_check.sh build-pack$(BLAS_SUFFIX)
+	bash scripts/pack.sh build-pack$(BLAS_SUFFIX) $(PACK)
+ifeq ($(PACKED),1)
+LDFLAGS += -Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN/../lib'
+endif
 
 # bin/inspect's page (eval/inspect_page.html) built into the library as a C
 # string, generated into each build directory: each line quoted (backslash,
@@ -198,6 +215,7 @@ unit-test: $(TESTS) $(BIN)/gemm-rate
 test: unit-test $(PROGRAMS)
 	/usr/bin/python3 tests/house.py
 	$(MAKE) release
+	bash tests/pack_test.sh
 	/usr/bin/python3 -m tests.doc_links
 	bash tests/cli_test.sh
 	bash tests/init_test.sh
@@ -332,4 +350,5 @@ fuzz-seeds: $(PROGRAMS)
 
 clean:
 	rm -rf build build-asan build-fuzz build-vg bin bin-asan bin-vg build-openblas build-asan-openblas build-fuzz-openblas \
-	       build-vg-openblas bin-blis bin-openblas build-release build-release-openblas bin-release build-arm64-openblas bin-arm64
+	       build-vg-openblas bin-blis bin-openblas build-release build-release-openblas bin-release build-arm64-openblas bin-arm64 \
+	       build-pack build-pack-openblas
