@@ -1,12 +1,14 @@
 #include "mixers/attention.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "blas/tile_gemm.h"
 #include "lm/matmul.h"
 #include "lm/ops.h"
+#include "lm/threads.h"
 #include "nn/rmsnorm.h"
 #include "nn/rope.h"
 #include "nn/vec_loops.h"
@@ -235,60 +237,128 @@ typedef struct BackwardOperands {
     TileOperand q, dy, kt, vt, dy_b, k_b, q_b;
 } BackwardOperands;
 
+/* Query tile i0 (nq rows) against key tile j0 (nk keys), recomputed for
+ * backward: P = exp(s Q K^T - lse) into s and dS = P * (dY V^T - delta)
+ * into ds (row stride lds; delta = rowsum(dY * Y)), zero where the causal
+ * mask hides a key. On the diagonal (i0 == j0, so nq == nk) by strips, as in
+ * the forward pass. */
+static void backward_scores(float *s, float *ds, size_t lds, BackwardOperands x, const float *lse, const float *delta,
+                            size_t i0, size_t nq, size_t j0, size_t nk, size_t hs, float scale) {
+    const VecLoops *loops = vec_loops();
+    int diagonal = i0 == j0;
+    for (size_t r0 = 0; r0 < nq; r0 += (diagonal ? STRIP : nq)) {
+        size_t rows = diagonal ? strip_rows(r0, nq) : nq, keys = diagonal ? r0 + rows : nk;
+        tile_product(rows, keys, hs, scale, tile_a_at(x.q, i0 + r0, 0), tile_b_at(x.kt, 0, j0), 0.0f, s + r0 * lds,
+                     lds); /* S = s Q K^T */
+        tile_product(rows, keys, hs, 1.0f, tile_a_at(x.dy, i0 + r0, 0), tile_b_at(x.vt, 0, j0), 0.0f, ds + r0 * lds,
+                     lds); /* dP = dY V^T */
+    }
+    for (size_t r = 0; r < nq; r++) {
+        float *p = s + r * lds, *d = ds + r * lds;
+        size_t nv = visible(i0 + r, j0, nk);
+        loops->softmax_grad_row(p, d, lse[i0 + r], delta[i0 + r], nv);
+        for (size_t c = nv; c < nk; c++) p[c] = d[c] = 0.0f;
+    }
+}
+
+/* Key tile j0's share from query tile i0, from backward_scores' P and dS:
+ * dV += P^T dY, dK += s dS^T Q (dk, dv: row stride ld). */
+static void backward_add_dkdv(float *dk, float *dv, size_t ld, const float *s, const float *ds, size_t lds,
+                              BackwardOperands x, size_t i0, size_t nq, size_t j0, size_t nk, size_t hs, float scale) {
+    if (i0 != j0) {
+        tile_product(nk, hs, nq, 1.0f, (TileOperand){.f = s, .rs = 1, .cs = lds}, tile_b_at(x.dy_b, i0, 0), 1.0f,
+                     dv + j0 * ld, ld);
+        tile_product(nk, hs, nq, scale, (TileOperand){.f = ds, .rs = 1, .cs = lds}, tile_b_at(x.q_b, i0, 0), 1.0f,
+                     dk + j0 * ld, ld);
+        return;
+    }
+    for (size_t c0 = 0; c0 < nq; c0 += STRIP) { /* key strip c0 is seen by queries c0 .. nq-1 */
+        size_t rows = strip_rows(c0, nq), d0 = c0 * lds + c0;
+        tile_product(rows, hs, nq - c0, 1.0f, (TileOperand){.f = s + d0, .rs = 1, .cs = lds},
+                     tile_b_at(x.dy_b, i0 + c0, 0), 1.0f, dv + (j0 + c0) * ld, ld);
+        tile_product(rows, hs, nq - c0, scale, (TileOperand){.f = ds + d0, .rs = 1, .cs = lds},
+                     tile_b_at(x.q_b, i0 + c0, 0), 1.0f, dk + (j0 + c0) * ld, ld);
+    }
+}
+
+/* Query tile i0's share from key tile j0: dQ += s dS K (dq: row stride ld). */
+static void backward_add_dq(float *dq, size_t ld, const float *ds, size_t lds, BackwardOperands x, size_t i0,
+                            size_t nq, size_t j0, size_t nk, size_t hs, float scale) {
+    if (i0 != j0) {
+        tile_product(nq, hs, nk, scale, (TileOperand){.f = ds, .rs = lds, .cs = 1}, tile_b_at(x.k_b, j0, 0), 1.0f,
+                     dq + i0 * ld, ld);
+        return;
+    }
+    for (size_t c0 = 0; c0 < nq; c0 += STRIP) /* query strip c0 sees keys 0 .. c0 + rows - 1 */
+        tile_product(strip_rows(c0, nq), hs, c0 + strip_rows(c0, nq), scale,
+                     (TileOperand){.f = ds + c0 * lds, .rs = lds, .cs = 1}, tile_b_at(x.k_b, j0, 0), 1.0f,
+                     dq + (i0 + c0) * ld, ld);
+}
+
+static size_t tile_rows(size_t T, size_t t0) { return T - t0 < TILE ? T - t0 : TILE; }
+
+static void zero_rows(float *x, size_t ld, size_t rows, size_t cols) {
+    for (size_t t = 0; t < rows; t++) memset(x + t * ld, 0, cols * sizeof(float));
+}
+
 /* One head, all of it: for each key tile j, each query tile i that can see
- * it recomputes P = exp(S - lse) and adds its share to dV_j, dK_j and dQ_i:
- *   dV += P^T dY,  dP = dY V^T,  dS = P * (dP - delta),  dQ += s dS K,  dK += s dS^T Q
- * (delta = rowsum(dY * Y)). The whole head is one task, so dQ needs no
- * reduction across threads. dq, dk, dv: row stride ld; s, ds: two score
- * tiles (row stride lds). */
+ * it recomputes P and dS and adds its share to dV_j, dK_j and dQ_i. The
+ * whole head is one task, so dQ needs no reduction across threads. dq, dk,
+ * dv: row stride ld; s, ds: two score tiles (row stride lds). */
 static void flash_backward_head(float *dq, float *dk, float *dv, size_t ld, float *s, float *ds, size_t lds,
                                 BackwardOperands x, const float *lse, const float *delta, size_t T, size_t hs,
                                 float scale) {
-    const VecLoops *loops = vec_loops();
-    for (size_t t = 0; t < T; t++) {
-        memset(dq + t * ld, 0, hs * sizeof(float));
-        memset(dk + t * ld, 0, hs * sizeof(float));
-        memset(dv + t * ld, 0, hs * sizeof(float));
-    }
-    for (size_t j0 = 0; j0 < T; j0 += TILE) {
-        size_t nk = T - j0 < TILE ? T - j0 : TILE;
+    zero_rows(dq, ld, T, hs), zero_rows(dk, ld, T, hs), zero_rows(dv, ld, T, hs);
+    for (size_t j0 = 0; j0 < T; j0 += TILE)
         for (size_t i0 = j0; i0 < T; i0 += TILE) { /* the query tiles that can see key tile j0 */
-            size_t nq = T - i0 < TILE ? T - i0 : TILE;
-            int diagonal = i0 == j0; /* then nq == nk; strips as in the forward pass */
-            for (size_t r0 = 0; r0 < nq; r0 += (diagonal ? STRIP : nq)) {
-                size_t rows = diagonal ? strip_rows(r0, nq) : nq, keys = diagonal ? r0 + rows : nk;
-                tile_product(rows, keys, hs, scale, tile_a_at(x.q, i0 + r0, 0), tile_b_at(x.kt, 0, j0), 0.0f,
-                             s + r0 * lds, lds); /* S = s Q K^T */
-                tile_product(rows, keys, hs, 1.0f, tile_a_at(x.dy, i0 + r0, 0), tile_b_at(x.vt, 0, j0), 0.0f,
-                             ds + r0 * lds, lds); /* dP = dY V^T */
-            }
-            for (size_t r = 0; r < nq; r++) {
-                float *p = s + r * lds, *d = ds + r * lds, L = lse[i0 + r], D = delta[i0 + r];
-                size_t nv = visible(i0 + r, j0, nk);
-                loops->softmax_grad_row(p, d, L, D, nv);
-                for (size_t c = nv; c < nk; c++) p[c] = d[c] = 0.0f;
-            }
-            if (!diagonal) {
-                tile_product(nk, hs, nq, 1.0f, (TileOperand){.f = s, .rs = 1, .cs = lds}, tile_b_at(x.dy_b, i0, 0),
-                             1.0f, dv + j0 * ld, ld); /* dV += P^T dY */
-                tile_product(nq, hs, nk, scale, (TileOperand){.f = ds, .rs = lds, .cs = 1}, tile_b_at(x.k_b, j0, 0),
-                             1.0f, dq + i0 * ld, ld); /* dQ += s dS K */
-                tile_product(nk, hs, nq, scale, (TileOperand){.f = ds, .rs = 1, .cs = lds}, tile_b_at(x.q_b, i0, 0),
-                             1.0f, dk + j0 * ld, ld); /* dK += s dS^T Q */
-                continue;
-            }
-            for (size_t c0 = 0; c0 < nq; c0 += STRIP) { /* key strip c0 is seen by queries c0 .. nq-1 */
-                size_t rows = strip_rows(c0, nq), d0 = c0 * lds + c0;
-                tile_product(rows, hs, nq - c0, 1.0f, (TileOperand){.f = s + d0, .rs = 1, .cs = lds},
-                             tile_b_at(x.dy_b, i0 + c0, 0), 1.0f, dv + (j0 + c0) * ld, ld);
-                tile_product(rows, hs, nq - c0, scale, (TileOperand){.f = ds + d0, .rs = 1, .cs = lds},
-                             tile_b_at(x.q_b, i0 + c0, 0), 1.0f, dk + (j0 + c0) * ld, ld);
-                tile_product(rows, hs, c0 + rows, scale, (TileOperand){.f = ds + c0 * lds, .rs = lds, .cs = 1},
-                             tile_b_at(x.k_b, j0, 0), 1.0f, dq + (i0 + c0) * ld,
-                             ld); /* query strip c0 sees keys 0 .. c0 + rows - 1 */
-            }
+            size_t nq = tile_rows(T, i0), nk = tile_rows(T, j0);
+            backward_scores(s, ds, lds, x, lse, delta, i0, nq, j0, nk, hs, scale);
+            backward_add_dkdv(dk, dv, ld, s, ds, lds, x, i0, nq, j0, nk, hs, scale);
+            backward_add_dq(dq, ld, ds, lds, x, i0, nq, j0, nk, hs, scale);
         }
+}
+
+/* The same head cut into tile tasks, for when there are fewer heads than
+ * threads (the long config: batch 1, 4 heads): a key tile's task owns dK_j
+ * and dV_j, a query tile's task dQ_i, and each recomputes the P and dS it
+ * needs, so P and dS are computed twice: 7 products per tile pair where
+ * flash_backward_head takes 5. Each output row still receives the same
+ * products in the same order (i ascending into dK_j and dV_j, j ascending
+ * into dQ_i), so the result is bit for bit flash_backward_head's. */
+static void flash_backward_key_tile(float *dk, float *dv, size_t ld, float *s, float *ds, size_t lds,
+                                    BackwardOperands x, const float *lse, const float *delta, size_t T, size_t j0,
+                                    size_t hs, float scale) {
+    size_t nk = tile_rows(T, j0);
+    zero_rows(dk + j0 * ld, ld, nk, hs), zero_rows(dv + j0 * ld, ld, nk, hs);
+    for (size_t i0 = j0; i0 < T; i0 += TILE) {
+        size_t nq = tile_rows(T, i0);
+        backward_scores(s, ds, lds, x, lse, delta, i0, nq, j0, nk, hs, scale);
+        backward_add_dkdv(dk, dv, ld, s, ds, lds, x, i0, nq, j0, nk, hs, scale);
     }
+}
+
+static void flash_backward_query_tile(float *dq, size_t ld, float *s, float *ds, size_t lds, BackwardOperands x,
+                                      const float *lse, const float *delta, size_t T, size_t i0, size_t hs,
+                                      float scale) {
+    size_t nq = tile_rows(T, i0);
+    zero_rows(dq + i0 * ld, ld, nq, hs);
+    for (size_t j0 = 0; j0 <= i0; j0 += TILE) {
+        size_t nk = tile_rows(T, j0);
+        backward_scores(s, ds, lds, x, lse, delta, i0, nq, j0, nk, hs, scale);
+        backward_add_dq(dq, ld, ds, lds, x, i0, nq, j0, nk, hs, scale);
+    }
+}
+
+/* Whether backward cuts heads into tile tasks (attention.h): one task per head takes
+ * ceil(BH / P) heads' time on P threads, tile tasks about 1.4 BH / P (7
+ * products for 5), so the cut pays when 7 BH < 5 P ceil(BH / P) (BH = 4: from
+ * 6 threads). And only where the tile tasks' room (each head's K^T and V^T,
+ * two score tiles per thread) fits in the tiles the forward pass uses, so
+ * the model's memory does not depend on its thread count. */
+int attention_backward_by_tiles(size_t B, size_t T, size_t H, size_t hs) {
+    size_t BH = B * H, P = threads_width(), ts = tile_side(T);
+    if (T <= TILE || 7 * BH >= 5 * P * ceil_div(BH, P)) return 0;
+    return BH * 2 * hs * T + threads_max() * 2 * ts * ts <= tile_floats(B, T, H, hs);
 }
 
 static void attention_forward(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *acts,
@@ -335,33 +405,39 @@ static void attention_forward(const MixerSpec *spec, const MixerRuntime *rt, con
 
 /* Backward's operands of one head (q, k, v: row stride ld; dy: ldy): in
  * bf16 packed into its room; in fp32 as they are, with K^T and V^T
- * transposed into kt and vt (hs x T each). */
+ * transposed into kt and vt (hs x T each). prepare: transpose or pack them
+ * (else only say where they are, for tasks after the head's preparation). */
 static BackwardOperands backward_operands(const MixerRuntime *rt, HeadPacking hp, uint32_t *room, float *kt,
                                           float *vt, const float *q, const float *k, const float *v, size_t ld,
-                                          const float *dy, size_t ldy) {
+                                          const float *dy, size_t ldy, int prepare) {
     size_t T = hp.T, hs = hp.hs;
     if (!rt->bf16) {
-        tile_transpose(T, hs, k, ld, kt, T);
-        tile_transpose(T, hs, v, ld, vt, T);
+        if (prepare) {
+            tile_transpose(T, hs, k, ld, kt, T);
+            tile_transpose(T, hs, v, ld, vt, T);
+        }
         return (BackwardOperands){.q = fp32_a(q, ld), .dy = fp32_a(dy, ldy), .kt = fp32_b(kt, T),
                                   .vt = fp32_b(vt, T), .dy_b = fp32_b(dy, ldy), .k_b = fp32_b(k, ld),
                                   .q_b = fp32_b(q, ld)};
     }
     BackwardOperands x;
-    pack_a(hp, q, ld, room), x.q = packed_a(hp, room), room += packed_a_words(hp);
-    pack_a(hp, dy, ldy, room), x.dy = packed_a(hp, room), room += packed_a_words(hp);
-    pack_bt(hp, k, ld, room), x.kt = packed_bt(hp, room), room += packed_bt_words(hp);
-    pack_bt(hp, v, ld, room), x.vt = packed_bt(hp, room), room += packed_bt_words(hp);
-    pack_b(hp, dy, ldy, room), x.dy_b = packed_b(hp, room), room += packed_b_words(hp);
-    pack_b(hp, k, ld, room), x.k_b = packed_b(hp, room), room += packed_b_words(hp);
-    pack_b(hp, q, ld, room), x.q_b = packed_b(hp, room);
+#define ROLE(field, pack, x_in, ldx, as, words) \
+    (prepare ? pack(hp, x_in, ldx, room) : (void)0, x.field = as(hp, room), room += words(hp))
+    ROLE(q, pack_a, q, ld, packed_a, packed_a_words);
+    ROLE(dy, pack_a, dy, ldy, packed_a, packed_a_words);
+    ROLE(kt, pack_bt, k, ld, packed_bt, packed_bt_words);
+    ROLE(vt, pack_bt, v, ld, packed_bt, packed_bt_words);
+    ROLE(dy_b, pack_b, dy, ldy, packed_b, packed_b_words);
+    ROLE(k_b, pack_b, k, ld, packed_b, packed_b_words);
+    ROLE(q_b, pack_b, q, ld, packed_b, packed_b_words);
+#undef ROLE
     return x;
 }
 
 static void attention_backward(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *dparams,
                                float *acts, const float *in, const float *dout, float *din,
                                size_t B, size_t T) {
-    size_t C = spec->n_embd, H = spec->n_head, hs = C / H, ts = tile_side(T);
+    size_t C = spec->n_embd, H = spec->n_head, hs = C / H, ts = tile_side(T), nt = ceil_div(T, TILE);
     float scale = 1.0f / sqrtf((float)hs);
     AttnParams p = attn_params(params, C);
     AttnParams g = attn_params(dparams, C);
@@ -369,6 +445,17 @@ static void attention_backward(const MixerSpec *spec, const MixerRuntime *rt, co
     attn_layout(acts, B, T, C, H, spec->qk_norm, &a);
     matmul_backward(rt->bf16, a.dy, 0.0f, (float *)g.proj_w, (float *)g.proj_b, dout, a.y, p.proj_w, B * T, C, C);
     HeadPacking hp = head_packing(T, hs);
+    /* One task per head, or (by_tiles) the heads prepared first, then a
+     * task per key tile and one per query tile. The tiles hold, per head,
+     * two score tiles, K^T and V^T (one task per head), or every head's K^T
+     * and V^T, then two score tiles per thread (by tiles). */
+    int by_tiles = attention_backward_by_tiles(B, T, H, hs);
+    float *head_kt = a.tiles, *thread_tiles = a.tiles + B * H * 2 * hs * T;
+#define HEAD_OPERANDS(bh, kt, prepare)                                                                              \
+    backward_operands(rt, hp, rt->bf16 ? head_room(rt, hp, B, H, bh) : NULL, kt, kt + hs * T,                    \
+                      a.qkv + (bh / H) * T * 3 * C + (bh % H) * hs, a.qkv + (bh / H) * T * 3 * C + (bh % H) * hs + C, \
+                      a.qkv + (bh / H) * T * 3 * C + (bh % H) * hs + 2 * C, 3 * C, a.dy + (bh / H) * T * C + (bh % H) * hs, \
+                      C, prepare)
 #pragma omp parallel for schedule(static)
     for (size_t bh = 0; bh < B * H; bh++) {
         size_t b = bh / H, h = bh % H, off = b * T * 3 * C + h * hs;
@@ -379,13 +466,35 @@ static void attention_backward(const MixerSpec *spec, const MixerRuntime *rt, co
             for (size_t d = 0; d < hs; d++) sum += dy[t * C + d] * y[t * C + d];
             delta[t] = sum;
         }
+        if (by_tiles) {
+            HEAD_OPERANDS(bh, head_kt + bh * 2 * hs * T, 1);
+            continue;
+        }
         float *s = a.tiles + bh * backward_task_floats(T, hs), *kt = s + 2 * ts * ts;
-        BackwardOperands x =
-            backward_operands(rt, hp, rt->bf16 ? head_room(rt, hp, B, H, bh) : NULL, kt, kt + hs * T,
-                              a.qkv + off, a.qkv + off + C, a.qkv + off + 2 * C, 3 * C, dy, C);
-        flash_backward_head(a.dqkv + off, a.dqkv + off + C, a.dqkv + off + 2 * C, 3 * C, s, s + ts * ts, ts, x,
-                            a.lse + bh * T, delta, T, hs, scale);
+        flash_backward_head(a.dqkv + off, a.dqkv + off + C, a.dqkv + off + 2 * C, 3 * C, s, s + ts * ts, ts,
+                            HEAD_OPERANDS(bh, kt, 1), a.lse + bh * T, delta, T, hs, scale);
     }
+    if (by_tiles) {
+        /* Key tile j is seen by nt - j query tiles, query tile i sees i + 1
+         * key tiles: the longest tasks first. */
+#pragma omp parallel for schedule(dynamic, 1)
+        for (size_t task = 0; task < B * H * nt; task++) {
+            size_t bh = task % (B * H), j0 = task / (B * H) * TILE, off = (bh / H) * T * 3 * C + (bh % H) * hs;
+            float *s = thread_tiles + (size_t)omp_get_thread_num() * 2 * ts * ts;
+            flash_backward_key_tile(a.dqkv + off + C, a.dqkv + off + 2 * C, 3 * C, s, s + ts * ts, ts,
+                                    HEAD_OPERANDS(bh, head_kt + bh * 2 * hs * T, 0), a.lse + bh * T,
+                                    a.delta + bh * T, T, j0, hs, scale);
+        }
+#pragma omp parallel for schedule(dynamic, 1)
+        for (size_t task = 0; task < B * H * nt; task++) {
+            size_t bh = task % (B * H), i0 = (nt - 1 - task / (B * H)) * TILE, off = (bh / H) * T * 3 * C + (bh % H) * hs;
+            float *s = thread_tiles + (size_t)omp_get_thread_num() * 2 * ts * ts;
+            flash_backward_query_tile(a.dqkv + off, 3 * C, s, s + ts * ts, ts,
+                                      HEAD_OPERANDS(bh, head_kt + bh * 2 * hs * T, 0), a.lse + bh * T,
+                                      a.delta + bh * T, T, i0, hs, scale);
+        }
+    }
+#undef HEAD_OPERANDS
     if (spec->qk_norm) rmsnorm_heads_backward(a.dqkv, a.qkv, a.qk_rstd, B * T, 3 * C, 2 * H, hs);
     if (spec->rope) rope_backward(a.dqkv, rt->rope, B, T, 0, C, hs);
     matmul_backward(rt->bf16, din, 0.0f, (float *)g.qkv_w, (float *)g.qkv_b, a.dqkv, in, p.qkv_w, B * T, C, 3 * C);

@@ -32,6 +32,13 @@ AttnParams attn_params(const float *params, size_t C);
  * normalised in place; rstd (N, 2H) kept for backward, or NULL. */
 void attn_qk_norm(const MixerSpec *spec, float *qkv, float *rstd, size_t N);
 
+/* Whether backward, at the current parallel width (lm/threads.h), cuts each
+ * of the B x H heads (T tokens, head size hs) into a task per key tile and
+ * one per query tile rather than one task per head: where there are too few
+ * heads for the threads and the tasks' room fits in the forward pass's
+ * tiles. Either way the gradients are bit for bit the same. */
+int attention_backward_by_tiles(size_t B, size_t T, size_t H, size_t hs);
+
 /* ---- inspection (src/mixers/attention_inspect.c) ---- */
 
 /* The Mixer's inspect hook: the (H, T, T) maps recomputed from q and k; per
