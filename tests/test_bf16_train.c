@@ -35,8 +35,6 @@
  * normwise bounds, 10-100x the errors measured, catch what goes wrong
  * grossly (a product on the wrong operand or weight, a stale shadow, an
  * unrounded or truncated operand at scale: errors of order 1). */
-#include <omp.h>
-
 #include "testutil.h"
 #include "test_model_util.h"
 
@@ -48,7 +46,6 @@
 #include "nn/mlp.h"
 #include "lm/matmul.h"
 #include "lm/ops.h"
-#include "lm/threads.h"
 
 static int skip_without_bf16(void) {
     if (bf16_supported()) return 0;
@@ -287,38 +284,20 @@ static void test_attention(void **state) {
     run_mixer(&attention_mixer, cfg, 1, 150, 4, 6, "attn.proj.bias");
 }
 
-/* bf16 backward cut into tile tasks (one head of 8 over 600 tokens, at
- * parallel width 2: attention_backward_by_tiles) gives bit for bit the
- * gradients of one task per head (width 1), as fp32 does (test_grad). */
+/* bf16 backward cut into tile tasks (attention_backward_by_tiles) gives bit
+ * for bit the gradients of one task per head, as fp32 does (test_grad). */
 static void test_attention_by_tiles(void **state) {
     (void)state;
     if (skip_without_bf16()) return;
-    int saved = omp_get_max_threads();
-    omp_set_num_threads(2); /* the tile tasks' room counts 2 threads' score tiles */
-    ModelConfig cfg;
-    config_defaults(&cfg);
-    cfg.n_embd = 8, cfg.n_head = 1, cfg.block_size = 640, cfg.vocab_size = 5;
+    ModelConfig cfg = by_tiles_config();
     MixerSpec spec = model_mixer_spec(&cfg, 0);
-    size_t B = 1, T = 600, C = cfg.n_embd, N = B * T, np = mixer_param_count(&attention_mixer, &spec);
-    float *params = rand_tensor(np, 0.2f, 21), *in = rand_tensor(N * C, 1.0f, 22), *dout = rand_tensor(N * C, 1.0f, 23);
-    float *acts = zeros(attention_mixer.act_size(&spec, B, T)), *out = zeros(N * C), *g[2], *din[2];
+    size_t np = mixer_param_count(&attention_mixer, &spec);
+    float *params = rand_tensor(np, 0.2f, 21);
     Bf b;
-    bf_make(&b, params, np, N * 4 * C, attention_mixer.bf16_words(&spec, B, T));
-    MixerRuntime bf16 = {NULL, &b.bf};
-    for (size_t width = 1; width <= 2; width++) {
-        threads_set_width(width);
-        assert_int_equal(attention_backward_by_tiles(B, T, 1, C), width == 2);
-        g[width - 1] = zeros(np), din[width - 1] = zeros(N * C);
-        attention_mixer.forward(&spec, &bf16, params, acts, out, in, B, T);
-        attention_mixer.backward(&spec, &bf16, params, g[width - 1], acts, in, dout, din[width - 1], B, T);
-    }
-    assert_memory_equal(g[0], g[1], np * sizeof(float));
-    assert_memory_equal(din[0], din[1], N * C * sizeof(float));
-    threads_set_width(0);
-    omp_set_num_threads(saved);
+    bf_make(&b, params, np, BY_TILES_T * 4 * cfg.n_embd, attention_mixer.bf16_words(&spec, 1, BY_TILES_T));
+    check_by_tiles_bitwise(params, (MixerRuntime){NULL, &b.bf});
     bf_free(&b);
-    free(params), free(in), free(dout), free(acts), free(out);
-    for (int i = 0; i < 2; i++) free(g[i]), free(din[i]);
+    free(params);
 }
 
 static void test_grassmann(void **state) {

@@ -226,36 +226,18 @@ static void test_attention_tiles(void **s) {
 
 /* Fewer heads than threads: backward as a task per key tile and one per
  * query tile (attention_backward_by_tiles), bit for bit the one task per
- * head it replaces, and against finite differences. One head of size 8 over
- * 600 tokens (tiles of 128 x 4 and 88), at parallel widths 1 (a task per
- * head) and 2 (tile tasks), whatever threads run them. */
+ * head it replaces, and against finite differences. */
 static void test_attention_backward_by_tiles(void **s) {
     (void)s;
-    int saved = omp_get_max_threads();
-    omp_set_num_threads(2); /* the tile tasks' room counts 2 threads' score tiles */
-    ModelConfig cfg;
-    config_defaults(&cfg);
-    cfg.n_embd = 8, cfg.n_head = 1, cfg.block_size = 640, cfg.vocab_size = 5;
+    ModelConfig cfg = by_tiles_config();
     MixerSpec spec = model_mixer_spec(&cfg, 0);
-    size_t B = 1, T = 600, N = B * T, C = cfg.n_embd, np = mixer_param_count(&attention_mixer, &spec);
-    float *params = rand_tensor(np, 0.5f, 8), *in = rand_tensor(N * C, 1.0f, 9), *w = rand_tensor(N * C, 1.0f, 10);
-    float *acts = zeros(attention_mixer.act_size(&spec, B, T)), *out = zeros(N * C);
-    float *dp[2], *din[2];
-    for (size_t width = 1; width <= 2; width++) {
-        threads_set_width(width);
-        assert_int_equal(attention_backward_by_tiles(B, T, 1, C), width == 2);
-        MixerRuntime rt = {NULL, NULL};
-        dp[width - 1] = zeros(np), din[width - 1] = zeros(N * C);
-        attention_mixer.forward(&spec, &rt, params, acts, out, in, B, T);
-        attention_mixer.backward(&spec, &rt, params, dp[width - 1], acts, in, w, din[width - 1], B, T);
-    }
-    assert_memory_equal(dp[0], dp[1], np * sizeof(float));
-    assert_memory_equal(din[0], din[1], N * C * sizeof(float));
-    run_mixer(&attention_mixer, cfg, NULL, B, T, 0.5f); /* at width 2: the tile tasks */
-    threads_set_width(0);
-    omp_set_num_threads(saved);
-    free(params), free(in), free(w), free(acts), free(out);
-    for (int i = 0; i < 2; i++) free(dp[i]), free(din[i]);
+    float *params = rand_tensor(mixer_param_count(&attention_mixer, &spec), 0.5f, 8);
+    check_by_tiles_bitwise(params, (MixerRuntime){NULL, NULL});
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(2), threads_set_width(2); /* the tile tasks */
+    run_mixer(&attention_mixer, cfg, NULL, 1, BY_TILES_T, 0.5f);
+    threads_set_width(0), omp_set_num_threads(saved);
+    free(params);
 }
 
 static void test_grassmann_layer(void **s) {

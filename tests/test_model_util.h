@@ -5,10 +5,14 @@
 #ifndef LM_TEST_MODEL_UTIL_H
 #define LM_TEST_MODEL_UTIL_H
 
+#include <omp.h>
+
 #include "testutil.h"
 
 #include "lm/config.h"
 #include "lm/model.h"
+#include "lm/threads.h"
+#include "mixers/attention.h"
 
 /* windows: NULL for 1,2,3 in every layer, or a --grassmann-windows text;
  * with norm NORM_POST the LayerNorm gains and biases are drawn too (1 and
@@ -70,6 +74,45 @@ static inline void check_model_grads(Model *m, Objective f, void *ctx, const cha
         CHECK_GRAD(f, ctx, m->params + t->offset, m->grads + t->offset, t->rows * (t->cols ? t->cols : 1), 24, 1e-2f,
                    2e-2, what);
     }
+}
+
+/* ---- attention's backward cut into tile tasks (attention_backward_by_tiles) ---- */
+
+/* One head of 8 over 600 tokens (tiles of 128 x 4 and 88): fewer heads than threads. */
+#define BY_TILES_T 600
+static inline ModelConfig by_tiles_config(void) {
+    ModelConfig cfg;
+    config_defaults(&cfg);
+    cfg.n_embd = 8, cfg.n_head = 1, cfg.block_size = 640, cfg.vocab_size = 5;
+    return cfg;
+}
+
+/* Attention forward and backward of by_tiles_config (batch 1) at parallel
+ * widths 1 (a task per head) and 2 (tile tasks, asserted taken), on 2
+ * OpenMP threads (the tasks' room counts 2 threads' score tiles), with
+ * runtime rt (fp32, or bf16 over these params): the gradients must be equal
+ * at the byte. Restores the width and the thread count. */
+static inline void check_by_tiles_bitwise(const float *params, MixerRuntime rt) {
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(2);
+    ModelConfig cfg = by_tiles_config();
+    MixerSpec spec = model_mixer_spec(&cfg, 0);
+    size_t N = BY_TILES_T, C = cfg.n_embd, np = mixer_param_count(&attention_mixer, &spec);
+    float *in = rand_tensor(N * C, 1.0f, 22), *dout = rand_tensor(N * C, 1.0f, 23);
+    float *acts = zeros(attention_mixer.act_size(&spec, 1, N)), *out = zeros(N * C), *g[2], *din[2];
+    for (size_t width = 1; width <= 2; width++) {
+        threads_set_width(width);
+        assert_int_equal(attention_backward_by_tiles(1, N, 1, C), width == 2);
+        g[width - 1] = zeros(np), din[width - 1] = zeros(N * C);
+        attention_mixer.forward(&spec, &rt, params, acts, out, in, 1, N);
+        attention_mixer.backward(&spec, &rt, params, g[width - 1], acts, in, dout, din[width - 1], 1, N);
+    }
+    assert_memory_equal(g[0], g[1], np * sizeof(float));
+    assert_memory_equal(din[0], din[1], N * C * sizeof(float));
+    threads_set_width(0);
+    omp_set_num_threads(saved);
+    free(in), free(dout), free(acts), free(out);
+    for (int i = 0; i < 2; i++) free(g[i]), free(din[i]);
 }
 
 #endif
