@@ -22,7 +22,7 @@ typedef struct AttnActs {
     float *qkv, *y, *lse;       /* forward: (B,T,3C), (B,T,C), (B,H,T) log-sum-exp of each score row */
     float *dqkv, *dy, *delta;   /* backward: (B,T,3C), (B,T,C), (B,H,T) rowsum(dY * Y) */
     float *tiles;               /* per forward task: a score tile and Q^T of its queries;
-                                   per backward task: two score tiles, K^T and V^T of the head */
+                                   per backward task: two score tiles and the head's copies (head_copy_floats) */
     float *qk_rstd;             /* with qk-norm: (B,T,2H) each head's 1/rms of q, then of k */
 } AttnActs;
 
@@ -41,10 +41,28 @@ static size_t tile_side(size_t T) { return T < TILE ? T : TILE; }
 
 /* Forward tasks are (b, h, query tile), backward tasks (b, h). */
 static size_t forward_task_floats(size_t T, size_t hs) { return tile_side(T) * (tile_side(T) + hs); }
-static size_t backward_task_floats(size_t T, size_t hs) { return 2 * tile_side(T) * tile_side(T) + 2 * hs * T; }
+/* The row stride of backward's K^T and V^T copies (hs rows of T): T plus 16
+ * floats, so that at a power-of-two T (4096: 16 KB) the rows a tile product
+ * reads do not all fall in the same few sets of the L1 cache. */
+static size_t transposed_ld(size_t T) { return T + 16; }
+/* A head's copies for backward in fp32, one task per head: K^T and V^T
+ * (hs rows of transposed_ld(T)), then Q, K and dY with rows of hs (T rows
+ * each). In place, a head's rows of Q, K (stride 3C) and dY (stride C) put
+ * the 128 rows a tile product reads at strides that share a few L1 sets
+ * (C = 128: 8 of 64); contiguous they share none. The long config's step:
+ * 905 -> 686 ms on one Zen 3 core with these copies and the padding. The
+ * tile tasks (attention_backward_by_tiles) keep only K^T and V^T, to fit
+ * in the forward pass's tiles. */
+static size_t head_copy_floats(size_t T, size_t hs) { return 2 * hs * transposed_ld(T) + 3 * hs * T; }
+static size_t backward_task_floats(size_t T, size_t hs) {
+    return 2 * tile_side(T) * tile_side(T) + head_copy_floats(T, hs);
+}
 
+/* Forward's tiles: each task's, then each head's K and V copied with rows of
+ * hs (fp32), for the reason head_copy_floats gives. */
 static size_t tile_floats(size_t B, size_t T, size_t H, size_t hs) {
-    size_t fwd = B * H * ceil_div(T, TILE) * forward_task_floats(T, hs), bwd = B * H * backward_task_floats(T, hs);
+    size_t fwd = B * H * (ceil_div(T, TILE) * forward_task_floats(T, hs) + 2 * hs * T);
+    size_t bwd = B * H * backward_task_floats(T, hs);
     return fwd > bwd ? fwd : bwd;
 }
 
@@ -358,7 +376,7 @@ static void flash_backward_query_tile(float *dq, size_t ld, float *s, float *ds,
 int attention_backward_by_tiles(size_t B, size_t T, size_t H, size_t hs) {
     size_t BH = B * H, P = threads_width(), ts = tile_side(T);
     if (T <= TILE || 7 * BH >= 5 * P * ceil_div(BH, P)) return 0;
-    return BH * 2 * hs * T + threads_max() * 2 * ts * ts <= tile_floats(B, T, H, hs);
+    return BH * 2 * hs * transposed_ld(T) + threads_max() * 2 * ts * ts <= tile_floats(B, T, H, hs);
 }
 
 static void attention_forward(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *acts,
@@ -372,6 +390,7 @@ static void attention_forward(const MixerSpec *spec, const MixerRuntime *rt, con
     if (spec->rope) rope_forward(a.qkv, rt->rope, B, T, 0, C, hs); /* qkv keeps the rotated q, k */
     attn_qk_norm(spec, a.qkv, a.qk_rstd, B * T);
     HeadPacking hp = head_packing(T, hs);
+    float *kv_copies = a.tiles + B * H * nt * forward_task_floats(T, hs);
     if (rt->bf16) { /* each head's K, Q and V packed once for all its query tiles */
 #pragma omp parallel for schedule(static)
         for (size_t bh = 0; bh < B * H; bh++) {
@@ -380,6 +399,16 @@ static void attention_forward(const MixerSpec *spec, const MixerRuntime *rt, con
             pack_a(hp, q + C, 3 * C, r.k);
             pack_bt(hp, q, 3 * C, r.qt);
             pack_b(hp, q + 2 * C, 3 * C, r.v);
+        }
+    } else { /* each head's K and V copied with rows of hs (tile_floats) */
+#pragma omp parallel for schedule(static)
+        for (size_t bh = 0; bh < B * H; bh++) {
+            const float *q = a.qkv + (bh / H) * T * 3 * C + (bh % H) * hs;
+            float *kc = kv_copies + bh * 2 * hs * T, *vc = kc + hs * T;
+            for (size_t t = 0; t < T; t++) {
+                memcpy(kc + t * hs, q + t * 3 * C + C, hs * sizeof(float));
+                memcpy(vc + t * hs, q + t * 3 * C + 2 * C, hs * sizeof(float));
+            }
         }
     }
     /* Later query tiles see more keys: hand out tasks one by one. */
@@ -395,7 +424,8 @@ static void attention_forward(const MixerSpec *spec, const MixerRuntime *rt, con
             k_a = packed_a(hp, r.k), qt_b = tile_b_at(packed_bt(hp, r.qt), 0, i0), v_b = packed_b(hp, r.v);
         } else {
             tile_transpose(nq, hs, q + i0 * 3 * C, 3 * C, qt, ts);
-            k_a = fp32_a(q + C, 3 * C), qt_b = fp32_b(qt, ts), v_b = fp32_b(q + 2 * C, 3 * C);
+            const float *kc = kv_copies + bh * 2 * hs * T;
+            k_a = fp32_a(kc, hs), qt_b = fp32_b(qt, ts), v_b = fp32_b(kc + hs * T, hs);
         }
         flash_forward_tile(a.y + (b * T + i0) * C + h * hs, C, a.lse + bh * T + i0, st, ts, k_a, qt_b, v_b, i0, nq,
                            hs, scale);
@@ -404,21 +434,32 @@ static void attention_forward(const MixerSpec *spec, const MixerRuntime *rt, con
 }
 
 /* Backward's operands of one head (q, k, v: row stride ld; dy: ldy): in
- * bf16 packed into its room; in fp32 as they are, with K^T and V^T
- * transposed into kt and vt (hs x T each). prepare: transpose or pack them
- * (else only say where they are, for tasks after the head's preparation). */
+ * bf16 packed into its room; in fp32 K^T and V^T transposed into kt and vt,
+ * and with copies Q, K and dY copied after them (head_copy_floats), else
+ * read in place. prepare: transpose, copy or pack them (else only say where
+ * they are, for tasks after the head's preparation). */
 static BackwardOperands backward_operands(const MixerRuntime *rt, HeadPacking hp, uint32_t *room, float *kt,
                                           float *vt, const float *q, const float *k, const float *v, size_t ld,
-                                          const float *dy, size_t ldy, int prepare) {
+                                          const float *dy, size_t ldy, int copies, int prepare) {
     size_t T = hp.T, hs = hp.hs;
     if (!rt->bf16) {
         if (prepare) {
-            tile_transpose(T, hs, k, ld, kt, T);
-            tile_transpose(T, hs, v, ld, vt, T);
+            tile_transpose(T, hs, k, ld, kt, transposed_ld(T));
+            tile_transpose(T, hs, v, ld, vt, transposed_ld(T));
         }
-        return (BackwardOperands){.q = fp32_a(q, ld), .dy = fp32_a(dy, ldy), .kt = fp32_b(kt, T),
-                                  .vt = fp32_b(vt, T), .dy_b = fp32_b(dy, ldy), .k_b = fp32_b(k, ld),
-                                  .q_b = fp32_b(q, ld)};
+        if (!copies)
+            return (BackwardOperands){.q = fp32_a(q, ld), .dy = fp32_a(dy, ldy), .kt = fp32_b(kt, transposed_ld(T)),
+                                      .vt = fp32_b(vt, transposed_ld(T)), .dy_b = fp32_b(dy, ldy),
+                                      .k_b = fp32_b(k, ld), .q_b = fp32_b(q, ld)};
+        float *qc = vt + hs * transposed_ld(T), *kc = qc + hs * T, *dyc = kc + hs * T;
+        for (size_t t = 0; prepare && t < T; t++) {
+            memcpy(qc + t * hs, q + t * ld, hs * sizeof(float));
+            memcpy(kc + t * hs, k + t * ld, hs * sizeof(float));
+            memcpy(dyc + t * hs, dy + t * ldy, hs * sizeof(float));
+        }
+        return (BackwardOperands){.q = fp32_a(qc, hs), .dy = fp32_a(dyc, hs), .kt = fp32_b(kt, transposed_ld(T)),
+                                  .vt = fp32_b(vt, transposed_ld(T)), .dy_b = fp32_b(dyc, hs), .k_b = fp32_b(kc, hs),
+                                  .q_b = fp32_b(qc, hs)};
     }
     BackwardOperands x;
 #define ROLE(field, pack, x_in, ldx, as, words) \
@@ -450,12 +491,13 @@ static void attention_backward(const MixerSpec *spec, const MixerRuntime *rt, co
      * two score tiles, K^T and V^T (one task per head), or every head's K^T
      * and V^T, then two score tiles per thread (by tiles). */
     int by_tiles = attention_backward_by_tiles(B, T, H, hs);
-    float *head_kt = a.tiles, *thread_tiles = a.tiles + B * H * 2 * hs * T;
-#define HEAD_OPERANDS(bh, kt, prepare)                                                                              \
-    backward_operands(rt, hp, rt->bf16 ? head_room(rt, hp, B, H, bh) : NULL, kt, kt + hs * T,                    \
+    size_t kt_floats = 2 * hs * transposed_ld(T); /* a head's K^T and V^T */
+    float *head_kt = a.tiles, *thread_tiles = a.tiles + B * H * kt_floats;
+#define HEAD_OPERANDS(bh, kt, copies, prepare)                                                                              \
+    backward_operands(rt, hp, rt->bf16 ? head_room(rt, hp, B, H, bh) : NULL, kt, kt + hs * transposed_ld(T),                    \
                       a.qkv + (bh / H) * T * 3 * C + (bh % H) * hs, a.qkv + (bh / H) * T * 3 * C + (bh % H) * hs + C, \
                       a.qkv + (bh / H) * T * 3 * C + (bh % H) * hs + 2 * C, 3 * C, a.dy + (bh / H) * T * C + (bh % H) * hs, \
-                      C, prepare)
+                      C, copies, prepare)
 #pragma omp parallel for schedule(static)
     for (size_t bh = 0; bh < B * H; bh++) {
         size_t b = bh / H, h = bh % H, off = b * T * 3 * C + h * hs;
@@ -467,12 +509,12 @@ static void attention_backward(const MixerSpec *spec, const MixerRuntime *rt, co
             delta[t] = sum;
         }
         if (by_tiles) {
-            HEAD_OPERANDS(bh, head_kt + bh * 2 * hs * T, 1);
+            HEAD_OPERANDS(bh, head_kt + bh * kt_floats, 0, 1);
             continue;
         }
         float *s = a.tiles + bh * backward_task_floats(T, hs), *kt = s + 2 * ts * ts;
         flash_backward_head(a.dqkv + off, a.dqkv + off + C, a.dqkv + off + 2 * C, 3 * C, s, s + ts * ts, ts,
-                            HEAD_OPERANDS(bh, kt, 1), a.lse + bh * T, delta, T, hs, scale);
+                            HEAD_OPERANDS(bh, kt, 1, 1), a.lse + bh * T, delta, T, hs, scale);
     }
     if (by_tiles) {
         /* Key tile j is seen by nt - j query tiles, query tile i sees i + 1
@@ -482,7 +524,7 @@ static void attention_backward(const MixerSpec *spec, const MixerRuntime *rt, co
             size_t bh = task % (B * H), j0 = task / (B * H) * TILE, off = (bh / H) * T * 3 * C + (bh % H) * hs;
             float *s = thread_tiles + (size_t)omp_get_thread_num() * 2 * ts * ts;
             flash_backward_key_tile(a.dqkv + off + C, a.dqkv + off + 2 * C, 3 * C, s, s + ts * ts, ts,
-                                    HEAD_OPERANDS(bh, head_kt + bh * 2 * hs * T, 0), a.lse + bh * T,
+                                    HEAD_OPERANDS(bh, head_kt + bh * kt_floats, 0, 0), a.lse + bh * T,
                                     a.delta + bh * T, T, j0, hs, scale);
         }
 #pragma omp parallel for schedule(dynamic, 1)
@@ -490,7 +532,7 @@ static void attention_backward(const MixerSpec *spec, const MixerRuntime *rt, co
             size_t bh = task % (B * H), i0 = (nt - 1 - task / (B * H)) * TILE, off = (bh / H) * T * 3 * C + (bh % H) * hs;
             float *s = thread_tiles + (size_t)omp_get_thread_num() * 2 * ts * ts;
             flash_backward_query_tile(a.dqkv + off, 3 * C, s, s + ts * ts, ts,
-                                      HEAD_OPERANDS(bh, head_kt + bh * 2 * hs * T, 0), a.lse + bh * T,
+                                      HEAD_OPERANDS(bh, head_kt + bh * kt_floats, 0, 0), a.lse + bh * T,
                                       a.delta + bh * T, T, i0, hs, scale);
         }
     }
