@@ -45,6 +45,8 @@ static size_t forward_task_floats(size_t T, size_t hs) { return tile_side(T) * (
  * floats, so that at a power-of-two T (4096: 16 KB) the rows a tile product
  * reads do not all fall in the same few sets of the L1 cache. */
 static size_t transposed_ld(size_t T) { return T + 16; }
+/* A head's K^T and V^T at that stride. */
+static size_t transposed_floats(size_t T, size_t hs) { return 2 * hs * transposed_ld(T); }
 /* A head's copies for backward in fp32, one task per head: K^T and V^T
  * (hs rows of transposed_ld(T)), then Q, K and dY with rows of hs (T rows
  * each). In place, a head's rows of Q, K (stride 3C) and dY (stride C) put
@@ -53,7 +55,12 @@ static size_t transposed_ld(size_t T) { return T + 16; }
  * 905 -> 686 ms on one Zen 3 core with these copies and the padding. The
  * tile tasks (attention_backward_by_tiles) keep only K^T and V^T, to fit
  * in the forward pass's tiles. */
-static size_t head_copy_floats(size_t T, size_t hs) { return 2 * hs * transposed_ld(T) + 3 * hs * T; }
+static size_t head_copy_floats(size_t T, size_t hs) { return transposed_floats(T, hs) + 3 * hs * T; }
+
+/* dst (T, hs) = a head's T rows of hs at row stride ld (the copies above). */
+static void copy_head(size_t T, size_t hs, const float *x, size_t ld, float *dst) {
+    for (size_t t = 0; t < T; t++) memcpy(dst + t * hs, x + t * ld, hs * sizeof(float));
+}
 static size_t backward_task_floats(size_t T, size_t hs) {
     return 2 * tile_side(T) * tile_side(T) + head_copy_floats(T, hs);
 }
@@ -376,7 +383,7 @@ static void flash_backward_query_tile(float *dq, size_t ld, float *s, float *ds,
 int attention_backward_by_tiles(size_t B, size_t T, size_t H, size_t hs) {
     size_t BH = B * H, P = threads_width(), ts = tile_side(T);
     if (T <= TILE || 7 * BH >= 5 * P * ceil_div(BH, P)) return 0;
-    return BH * 2 * hs * transposed_ld(T) + threads_max() * 2 * ts * ts <= tile_floats(B, T, H, hs);
+    return BH * transposed_floats(T, hs) + threads_max() * 2 * ts * ts <= tile_floats(B, T, H, hs);
 }
 
 static void attention_forward(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *acts,
@@ -404,11 +411,9 @@ static void attention_forward(const MixerSpec *spec, const MixerRuntime *rt, con
 #pragma omp parallel for schedule(static)
         for (size_t bh = 0; bh < B * H; bh++) {
             const float *q = a.qkv + (bh / H) * T * 3 * C + (bh % H) * hs;
-            float *kc = kv_copies + bh * 2 * hs * T, *vc = kc + hs * T;
-            for (size_t t = 0; t < T; t++) {
-                memcpy(kc + t * hs, q + t * 3 * C + C, hs * sizeof(float));
-                memcpy(vc + t * hs, q + t * 3 * C + 2 * C, hs * sizeof(float));
-            }
+            float *kc = kv_copies + bh * 2 * hs * T;
+            copy_head(T, hs, q + C, 3 * C, kc);
+            copy_head(T, hs, q + 2 * C, 3 * C, kc + hs * T);
         }
     }
     /* Later query tiles see more keys: hand out tasks one by one. */
@@ -452,11 +457,7 @@ static BackwardOperands backward_operands(const MixerRuntime *rt, HeadPacking hp
                                       .vt = fp32_b(vt, transposed_ld(T)), .dy_b = fp32_b(dy, ldy),
                                       .k_b = fp32_b(k, ld), .q_b = fp32_b(q, ld)};
         float *qc = vt + hs * transposed_ld(T), *kc = qc + hs * T, *dyc = kc + hs * T;
-        for (size_t t = 0; prepare && t < T; t++) {
-            memcpy(qc + t * hs, q + t * ld, hs * sizeof(float));
-            memcpy(kc + t * hs, k + t * ld, hs * sizeof(float));
-            memcpy(dyc + t * hs, dy + t * ldy, hs * sizeof(float));
-        }
+        if (prepare) copy_head(T, hs, q, ld, qc), copy_head(T, hs, k, ld, kc), copy_head(T, hs, dy, ldy, dyc);
         return (BackwardOperands){.q = fp32_a(qc, hs), .dy = fp32_a(dyc, hs), .kt = fp32_b(kt, transposed_ld(T)),
                                   .vt = fp32_b(vt, transposed_ld(T)), .dy_b = fp32_b(dyc, hs), .k_b = fp32_b(kc, hs),
                                   .q_b = fp32_b(qc, hs)};
@@ -475,6 +476,16 @@ static BackwardOperands backward_operands(const MixerRuntime *rt, HeadPacking hp
     return x;
 }
 
+/* Head bh's backward operands (backward_operands): its Q, K and V in a's
+ * qkv, its dY in a's dy, K^T and V^T (and with copies the rest) from kt. */
+static BackwardOperands head_operands(const MixerRuntime *rt, HeadPacking hp, const AttnActs *a, size_t B, size_t H,
+                                      size_t C, size_t bh, float *kt, int copies, int prepare) {
+    size_t T = hp.T, hs = hp.hs;
+    const float *q = a->qkv + (bh / H) * T * 3 * C + (bh % H) * hs, *dy = a->dy + (bh / H) * T * C + (bh % H) * hs;
+    return backward_operands(rt, hp, rt->bf16 ? head_room(rt, hp, B, H, bh) : NULL, kt, kt + hs * transposed_ld(T), q,
+                             q + C, q + 2 * C, 3 * C, dy, C, copies, prepare);
+}
+
 static void attention_backward(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *dparams,
                                float *acts, const float *in, const float *dout, float *din,
                                size_t B, size_t T) {
@@ -488,16 +499,11 @@ static void attention_backward(const MixerSpec *spec, const MixerRuntime *rt, co
     HeadPacking hp = head_packing(T, hs);
     /* One task per head, or (by_tiles) the heads prepared first, then a
      * task per key tile and one per query tile. The tiles hold, per head,
-     * two score tiles, K^T and V^T (one task per head), or every head's K^T
-     * and V^T, then two score tiles per thread (by tiles). */
+     * two score tiles and the head's copies (one task per head), or every
+     * head's K^T and V^T, then two score tiles per thread (by tiles). */
     int by_tiles = attention_backward_by_tiles(B, T, H, hs);
-    size_t kt_floats = 2 * hs * transposed_ld(T); /* a head's K^T and V^T */
+    size_t kt_floats = transposed_floats(T, hs);
     float *head_kt = a.tiles, *thread_tiles = a.tiles + B * H * kt_floats;
-#define HEAD_OPERANDS(bh, kt, copies, prepare)                                                                              \
-    backward_operands(rt, hp, rt->bf16 ? head_room(rt, hp, B, H, bh) : NULL, kt, kt + hs * transposed_ld(T),                    \
-                      a.qkv + (bh / H) * T * 3 * C + (bh % H) * hs, a.qkv + (bh / H) * T * 3 * C + (bh % H) * hs + C, \
-                      a.qkv + (bh / H) * T * 3 * C + (bh % H) * hs + 2 * C, 3 * C, a.dy + (bh / H) * T * C + (bh % H) * hs, \
-                      C, copies, prepare)
 #pragma omp parallel for schedule(static)
     for (size_t bh = 0; bh < B * H; bh++) {
         size_t b = bh / H, h = bh % H, off = b * T * 3 * C + h * hs;
@@ -509,12 +515,12 @@ static void attention_backward(const MixerSpec *spec, const MixerRuntime *rt, co
             delta[t] = sum;
         }
         if (by_tiles) {
-            HEAD_OPERANDS(bh, head_kt + bh * kt_floats, 0, 1);
+            head_operands(rt, hp, &a, B, H, C, bh, head_kt + bh * kt_floats, 0, 1);
             continue;
         }
         float *s = a.tiles + bh * backward_task_floats(T, hs), *kt = s + 2 * ts * ts;
         flash_backward_head(a.dqkv + off, a.dqkv + off + C, a.dqkv + off + 2 * C, 3 * C, s, s + ts * ts, ts,
-                            HEAD_OPERANDS(bh, kt, 1, 1), a.lse + bh * T, delta, T, hs, scale);
+                            head_operands(rt, hp, &a, B, H, C, bh, kt, 1, 1), a.lse + bh * T, delta, T, hs, scale);
     }
     if (by_tiles) {
         /* Key tile j is seen by nt - j query tiles, query tile i sees i + 1
@@ -523,20 +529,20 @@ static void attention_backward(const MixerSpec *spec, const MixerRuntime *rt, co
         for (size_t task = 0; task < B * H * nt; task++) {
             size_t bh = task % (B * H), j0 = task / (B * H) * TILE, off = (bh / H) * T * 3 * C + (bh % H) * hs;
             float *s = thread_tiles + (size_t)omp_get_thread_num() * 2 * ts * ts;
-            flash_backward_key_tile(a.dqkv + off + C, a.dqkv + off + 2 * C, 3 * C, s, s + ts * ts, ts,
-                                    HEAD_OPERANDS(bh, head_kt + bh * kt_floats, 0, 0), a.lse + bh * T,
-                                    a.delta + bh * T, T, j0, hs, scale);
+            BackwardOperands x = head_operands(rt, hp, &a, B, H, C, bh, head_kt + bh * kt_floats, 0, 0);
+            flash_backward_key_tile(a.dqkv + off + C, a.dqkv + off + 2 * C, 3 * C, s, s + ts * ts, ts, x,
+                                    a.lse + bh * T, a.delta + bh * T, T, j0, hs, scale);
         }
 #pragma omp parallel for schedule(dynamic, 1)
         for (size_t task = 0; task < B * H * nt; task++) {
-            size_t bh = task % (B * H), i0 = (nt - 1 - task / (B * H)) * TILE, off = (bh / H) * T * 3 * C + (bh % H) * hs;
+            size_t bh = task % (B * H), i0 = (nt - 1 - task / (B * H)) * TILE;
+            size_t off = (bh / H) * T * 3 * C + (bh % H) * hs;
             float *s = thread_tiles + (size_t)omp_get_thread_num() * 2 * ts * ts;
-            flash_backward_query_tile(a.dqkv + off, 3 * C, s, s + ts * ts, ts,
-                                      HEAD_OPERANDS(bh, head_kt + bh * kt_floats, 0, 0), a.lse + bh * T,
-                                      a.delta + bh * T, T, i0, hs, scale);
+            BackwardOperands x = head_operands(rt, hp, &a, B, H, C, bh, head_kt + bh * kt_floats, 0, 0);
+            flash_backward_query_tile(a.dqkv + off, 3 * C, s, s + ts * ts, ts, x, a.lse + bh * T, a.delta + bh * T, T,
+                                      i0, hs, scale);
         }
     }
-#undef HEAD_OPERANDS
     if (spec->qk_norm) rmsnorm_heads_backward(a.dqkv, a.qkv, a.qk_rstd, B * T, 3 * C, 2 * H, hs);
     if (spec->rope) rope_backward(a.dqkv, rt->rope, B, T, 0, C, hs);
     matmul_backward(rt->bf16, din, 0.0f, (float *)g.qkv_w, (float *)g.qkv_b, a.dqkv, in, p.qkv_w, B * T, C, 3 * C);
