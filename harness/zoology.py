@@ -26,7 +26,9 @@ attention has formed the lookup: 3000 steps of the four rates left it at
 0.2, under the 0.25 of answering with any of the sequence's own values). Writes OUT/zoology.json (every run),
 OUT/zoology.md (the best learning rate per cell and width, then every run)
 and OUT/zoology_accuracy.png (accuracy against state size, one panel per
-cell).
+cell). zoology.json is rewritten after every run, and --resume trains only
+the runs it lacks: the full sweep is many hours on 2 cores, and can be run a
+few cells or widths at a time.
 """
 import argparse
 import concurrent.futures
@@ -88,6 +90,38 @@ def best_rows(rows):
     return sorted(best, key=lambda r: (r["seq_len"], r["arch"], r["n_embd"]))
 
 
+def run_key(row):
+    """What names one run of a sweep whose settings are fixed."""
+    return row["arch"], row["seq_len"], row["pairs"], row["n_embd"], row["lr"], row["seed"]
+
+
+def read_rows(out):
+    path = os.path.join(out, "zoology.json")
+    try:
+        with open(path) as f:
+            rows = json.load(f)
+    except (OSError, ValueError) as e:
+        die(f"cannot read {path}: {e}")
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        die(f"{path} is not a list of runs")
+    return rows
+
+
+def check_settings(rows, settings, out):
+    """--resume adds runs to a sweep only under the settings its runs were
+    trained with: a best learning rate chosen across settings would compare
+    unlike runs."""
+    for r in rows:
+        old = r.get("settings")
+        if old is None:
+            die(f"{os.path.join(out, 'zoology.json')} records no settings for its runs, so they cannot be resumed: "
+                "give another --out")
+        for k, v in settings.items():
+            if old.get(k) != v:
+                die(f"{os.path.join(out, 'zoology.json')} was trained with {k} {old.get(k)}, and this run asks for "
+                    f"{v}: give the same settings to --resume, or another --out")
+
+
 def write_report(a, archs, rows, minutes):
     best = best_rows(rows)
     md = ["# MQAR, the Zoology protocol", "",
@@ -106,7 +140,8 @@ def write_report(a, archs, rows, minutes):
                f"positions {a.pos}; {'/'.join(map(str, steps))} steps of {a.batch_tokens} tokens, cosine to a tenth "
                f"of each lr after {a.warmup_iters or 'a tenth of the steps as'} warm-up; vocabulary {a.vocab}; "
                f"{a.train_seqs} training sequences, {a.val_seqs} scored. The paper trains 64 epochs of 100,000 "
-               f"sequences. " + (f"Took {minutes:.1f} minutes." if minutes else "Rebuilt from zoology.json."),
+               f"sequences. " + (f"Took {minutes:.1f} minutes" + (f", after {a.kept} runs kept by --resume." if a.kept else ".")
+                                  if minutes else "Rebuilt from zoology.json."),
            f"Command: `python3 -m harness.probe --zoology {' '.join(a.argv)}`".rstrip(), "",
            "![accuracy against state size](zoology_accuracy.png)"]
     with open(os.path.join(a.out, "zoology.md"), "w") as f:
@@ -151,6 +186,8 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true",
                     help="the 2-core cut: " + ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in QUICK.items()))
     ap.add_argument("--report-only", action="store_true", help="rebuild zoology.md and the plot from OUT/zoology.json")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep OUT/zoology.json's runs and train only those missing (the same settings only)")
     argv = sys.argv[1:] if argv is None else argv
     if "--quick" in argv:
         ap.set_defaults(**QUICK)
@@ -167,13 +204,15 @@ def main(argv=None):
     windows = layer_windows(a.grassmann_windows, a.n_layer)
     warmup = a.warmup_iters or max(1, a.steps // 10)
     t0, rows = time.time(), []
+    settings = {"vocab": a.vocab, "steps": a.steps, "batch_tokens": a.batch_tokens, "warmup_iters": warmup,
+                "train_seqs": a.train_seqs, "val_seqs": a.val_seqs, "n_layer": a.n_layer, "n_head": a.n_head,
+                "grassmann_windows": a.grassmann_windows, "data_seed": a.seed}
+    if a.report_only or (a.resume and os.path.exists(os.path.join(a.out, "zoology.json"))):
+        rows = read_rows(a.out)
     if a.report_only:
-        try:
-            with open(os.path.join(a.out, "zoology.json")) as f:
-                rows = json.load(f)
-        except (OSError, ValueError) as e:
-            die(f"cannot read {os.path.join(a.out, 'zoology.json')}: {e}")
         cells = []
+    elif a.resume:
+        check_settings(rows, settings, a.out)
     runs = []
     for L, pairs in cells:
         data = os.path.join(a.out, "data", f"zoology_{L}_{pairs}")
@@ -195,8 +234,14 @@ def main(argv=None):
                 state = state_floats(mixers, width, L, rank, windows)
                 for lr in lrs:
                     for seed in range(a.seed, a.seed + a.seeds):
+                        if any(run_key(r) == (name, L, pairs, width, lr, seed) for r in rows):
+                            continue  # --resume: this run is in zoology.json already
                         runs.append(dict(arch=name, mixers=mixers, pos=pos, shape=shape, rank=rank, params=n,
                                          state=state, lr=lr, seed=seed, L=L, pairs=pairs, width=width, data=data))
+    a.kept = len(rows) if a.resume else 0
+    if a.resume:
+        print(f"zoology: {len(rows)} runs kept from {os.path.join(a.out, 'zoology.json')}, {len(runs)} to train",
+              flush=True)
     jobs = a.jobs or min(max(1, len(runs)), os.cpu_count() or 1)
     threads = a.threads or max(1, (os.cpu_count() or 1) // jobs)
 
@@ -213,7 +258,8 @@ def main(argv=None):
         row = {"arch": r["arch"], "seq_len": r["L"], "pairs": r["pairs"], "n_embd": r["width"], "lr": r["lr"],
                "seed": r["seed"], "accuracy": round(ev["accuracy"], 6), "answer_loss": round(ev["loss"], 6),
                "answers": ev["scored"], "params": r["params"], "grassmann_rank": r["rank"],
-               "state_floats": r["state"], "pos": r["pos"], "steps": a.steps, "train_seconds": round(secs, 1)}
+               "state_floats": r["state"], "pos": r["pos"], "steps": a.steps, "train_seconds": round(secs, 1),
+               "settings": settings}
         print(f"zoology: L={r['L']} pairs={r['pairs']} {r['arch']} n_embd={r['width']} lr={r['lr']:g} "
               f"seed={r['seed']}: accuracy {row['accuracy']:.3f} ({secs:.0f} s)", flush=True)
         return row

@@ -78,5 +78,20 @@ expect_error "zoology, bad cells" "--cells must be a comma list" python3 -m harn
 expect_error "zoology, odd length" "even seq_len" python3 -m harness.probe "${ZOO[@]}" --cells 15:2
 expect_ok "zoology, report only" python3 -m harness.probe "${ZOO[@]}" --report-only
 
+# --resume: a sweep run a width at a time trains each run once, and ends as the
+# sweep run at once (the same runs, the same accuracies: each run is deterministic).
+ZR=("${ZOO[@]}" --out "$tmp/zr")
+expect_ok "zoology, first width" python3 -m harness.probe "${ZR[@]}" --widths 16 --resume
+if python3 -m harness.probe "${ZR[@]}" --resume > "$tmp/zr.log" 2>&1 \
+   && grep -q "4 runs kept from .*, 4 to train" "$tmp/zr.log" \
+   && [ "$(grep -c '^zoology: L=16 ' "$tmp/zr.log")" -eq 4 ] \
+   && /usr/bin/python3 -c "
+import json, sys; a = json.load(open('$tmp/z/zoology.json')); b = json.load(open('$tmp/zr/zoology.json'))
+key = lambda r: (r['arch'], r['n_embd'], r['lr'], r['accuracy'], r['answer_loss'])
+sys.exit(0 if sorted(map(key, a)) == sorted(map(key, b)) else 1)"; then ok
+else bad "--resume trained other than the 4 missing runs"; cat "$tmp/zr.log"; fi
+expect_error "zoology, resume under other settings" "was trained with steps 20, and this run asks for 30" \
+    python3 -m harness.probe "${ZR[@]}" --resume --steps 30
+
 echo "probe tests: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
