@@ -2,21 +2,15 @@
 
 #include <math.h>
 #include <omp.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "blas/tile_gemm.h"
 #include "lm/matmul.h"
 #include "lm/ops.h"
 #include "lm/threads.h"
+#include "mixers/attention_tiles.h"
 #include "nn/rmsnorm.h"
 #include "nn/rope.h"
-#include "nn/vec_loops.h"
-
-/* Tiles of queries and keys: the score tile of one (query tile, key tile)
- * pair is the only T-dependent thing held, so memory grows linearly in T.
- * 128 measured 7% faster than 64 at T = 4096 (fewer, larger products). */
-#define TILE 128
 
 typedef struct AttnActs {
     float *qkv, *y, *lse;       /* forward: (B,T,3C), (B,T,C), (B,H,T) log-sum-exp of each score row */
@@ -27,14 +21,6 @@ typedef struct AttnActs {
 } AttnActs;
 
 static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
-
-/* A diagonal tile (query tile = key tile, the only kind that needs the
- * causal mask) is computed in strips of STRIP rows, each only as far as the
- * mask lets it see: key c meets query r only when c <= r, so about half the
- * tile is never computed (62% of a 64-wide tile is, against 100%). The parts
- * left out would be exact zeros (masked P and dS), so results are unchanged. */
-#define STRIP 16
-static size_t strip_rows(size_t s0, size_t n) { return n - s0 < STRIP ? n - s0 : STRIP; }
 
 /* The side of a score tile: TILE, or T when shorter. */
 static size_t tile_side(size_t T) { return T < TILE ? T : TILE; }
@@ -191,189 +177,6 @@ static uint32_t *head_room(const MixerRuntime *rt, HeadPacking h, size_t B, size
     return matmul_bf16_packed(rt->bf16, B * H * head_packed_words(h)) + bh * head_packed_words(h);
 }
 
-/* How many keys of a key tile starting at j0 query row t may see (causal). */
-static size_t visible(size_t t, size_t j0, size_t nk) {
-    size_t n = t + 1 - j0;
-    return n < nk ? n : nk;
-}
-
-/* One query tile of one head: rows i0 .. i0+nq-1 attend to keys 0 .. row,
- * a key tile at a time, with the online softmax: each row keeps its running
- * maximum m and sum l, and the partial output is rescaled by exp(m_old -
- * m_new) whenever the maximum grows. Tiles entirely above the diagonal are
- * never touched. The scores are computed transposed, s^T = K Q^T (a key per
- * row, a query per column), so that every per-query quantity (max, sum,
- * exp(s - m)) runs down the columns in vector lanes, with no horizontal
- * reductions. k: K as A and v: V as B, from key 0; qt: Q^T of the tile's
- * queries as B (see HeadPacking); o: row stride ldo; lse: the rows'
- * log-sum-exp, for backward; st: the score tile (row stride lds). */
-static void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, size_t lds, TileOperand k, TileOperand qt,
-                               TileOperand v, size_t i0, size_t nq, size_t hs, float scale) {
-    const VecLoops *loops = vec_loops();
-    float m[TILE], l[TILE], m_new[TILE];
-    for (size_t r = 0; r < nq; r++) {
-        m[r] = -INFINITY;
-        l[r] = 0.0f;
-        memset(o + r * ldo, 0, hs * sizeof(float));
-    }
-    for (size_t j0 = 0; j0 < i0 + nq; j0 += TILE) {
-        size_t nk = i0 + nq - j0 < TILE ? i0 + nq - j0 : TILE;
-        int diagonal = j0 + nk > i0 + 1; /* some key comes after some query: mask */
-        if (!diagonal) tile_product(nk, nq, hs, scale, tile_a_at(k, j0, 0), qt, 0.0f, st, lds); /* s^T = K Q^T */
-        else /* (nk == nq) key strip c0 meets queries c0 .. nq-1; what it leaves unwritten is masked below */
-            for (size_t c0 = 0; c0 < nk; c0 += STRIP)
-                tile_product(strip_rows(c0, nk), nq - c0, hs, scale, tile_a_at(k, j0 + c0, 0), tile_b_at(qt, 0, c0),
-                             0.0f, st + c0 * lds + c0, lds);
-        /* key row c meets the queries r with j0 + c <= i0 + r: on the diagonal
-         * (j0 == i0) those from r = c, elsewhere all */
-        memcpy(m_new, m, nq * sizeof(float));
-        for (size_t c = 0; c < nk; c++) loops->tile_row_max(m_new, st + c * lds, diagonal ? c : 0, nq);
-        for (size_t r = 0; r < nq; r++) { /* the first tile: m = -inf, the factor is 0 */
-            float corr = fast_expf(m[r] - m_new[r]);
-            l[r] *= corr;
-            m[r] = m_new[r];
-            if (corr != 1.0f) {
-                float *orow = o + r * ldo;
-#pragma omp simd
-                for (size_t d = 0; d < hs; d++) orow[d] *= corr;
-            }
-        }
-        for (size_t c = 0; c < nk; c++) loops->tile_row_exp(st + c * lds, m, l, diagonal ? c : 0, nq);
-        TileOperand vj = tile_b_at(v, j0, 0);
-        if (!diagonal) /* O += (s^T)^T V */
-            tile_product(nq, hs, nk, 1.0f, (TileOperand){.f = st, .rs = 1, .cs = lds}, vj, 1.0f, o, ldo);
-        else /* query strip r0 sees keys 0 .. r0 + rows - 1 */
-            for (size_t r0 = 0; r0 < nq; r0 += STRIP) {
-                size_t rows = strip_rows(r0, nq);
-                tile_product(rows, hs, r0 + rows, 1.0f, (TileOperand){.f = st + r0, .rs = 1, .cs = lds}, vj, 1.0f,
-                             o + r0 * ldo, ldo);
-            }
-    }
-    for (size_t r = 0; r < nq; r++) {
-        float inv = 1.0f / l[r], *orow = o + r * ldo;
-        for (size_t d = 0; d < hs; d++) orow[d] *= inv;
-        lse[r] = m[r] + logf(l[r]);
-    }
-}
-
-/* One head's operands for backward (see HeadPacking): Q and dY as A, K^T
- * and V^T as B, dY, K and Q as B (the inner dimension the tokens). */
-typedef struct BackwardOperands {
-    TileOperand q, dy, kt, vt, dy_b, k_b, q_b;
-} BackwardOperands;
-
-/* Query tile i0 (nq rows) against key tile j0 (nk keys), recomputed for
- * backward: P = exp(s Q K^T - lse) into s and dS = P * (dY V^T - delta)
- * into ds (row stride lds; delta = rowsum(dY * Y)), zero where the causal
- * mask hides a key. On the diagonal (i0 == j0, so nq == nk) by strips, as in
- * the forward pass. */
-static void backward_scores(float *s, float *ds, size_t lds, BackwardOperands x, const float *lse, const float *delta,
-                            size_t i0, size_t nq, size_t j0, size_t nk, size_t hs, float scale) {
-    const VecLoops *loops = vec_loops();
-    int diagonal = i0 == j0;
-    for (size_t r0 = 0; r0 < nq; r0 += (diagonal ? STRIP : nq)) {
-        size_t rows = diagonal ? strip_rows(r0, nq) : nq, keys = diagonal ? r0 + rows : nk;
-        tile_product(rows, keys, hs, scale, tile_a_at(x.q, i0 + r0, 0), tile_b_at(x.kt, 0, j0), 0.0f, s + r0 * lds,
-                     lds); /* S = s Q K^T */
-        tile_product(rows, keys, hs, 1.0f, tile_a_at(x.dy, i0 + r0, 0), tile_b_at(x.vt, 0, j0), 0.0f, ds + r0 * lds,
-                     lds); /* dP = dY V^T */
-    }
-    for (size_t r = 0; r < nq; r++) {
-        float *p = s + r * lds, *d = ds + r * lds;
-        size_t nv = visible(i0 + r, j0, nk);
-        loops->softmax_grad_row(p, d, lse[i0 + r], delta[i0 + r], nv);
-        for (size_t c = nv; c < nk; c++) p[c] = d[c] = 0.0f;
-    }
-}
-
-/* Key tile j0's share from query tile i0, from backward_scores' P and dS:
- * dV += P^T dY, dK += s dS^T Q (dk, dv: row stride ld). */
-static void backward_add_dkdv(float *dk, float *dv, size_t ld, const float *s, const float *ds, size_t lds,
-                              BackwardOperands x, size_t i0, size_t nq, size_t j0, size_t nk, size_t hs, float scale) {
-    if (i0 != j0) {
-        tile_product(nk, hs, nq, 1.0f, (TileOperand){.f = s, .rs = 1, .cs = lds}, tile_b_at(x.dy_b, i0, 0), 1.0f,
-                     dv + j0 * ld, ld);
-        tile_product(nk, hs, nq, scale, (TileOperand){.f = ds, .rs = 1, .cs = lds}, tile_b_at(x.q_b, i0, 0), 1.0f,
-                     dk + j0 * ld, ld);
-        return;
-    }
-    for (size_t c0 = 0; c0 < nq; c0 += STRIP) { /* key strip c0 is seen by queries c0 .. nq-1 */
-        size_t rows = strip_rows(c0, nq), d0 = c0 * lds + c0;
-        tile_product(rows, hs, nq - c0, 1.0f, (TileOperand){.f = s + d0, .rs = 1, .cs = lds},
-                     tile_b_at(x.dy_b, i0 + c0, 0), 1.0f, dv + (j0 + c0) * ld, ld);
-        tile_product(rows, hs, nq - c0, scale, (TileOperand){.f = ds + d0, .rs = 1, .cs = lds},
-                     tile_b_at(x.q_b, i0 + c0, 0), 1.0f, dk + (j0 + c0) * ld, ld);
-    }
-}
-
-/* Query tile i0's share from key tile j0: dQ += s dS K (dq: row stride ld). */
-static void backward_add_dq(float *dq, size_t ld, const float *ds, size_t lds, BackwardOperands x, size_t i0,
-                            size_t nq, size_t j0, size_t nk, size_t hs, float scale) {
-    if (i0 != j0) {
-        tile_product(nq, hs, nk, scale, (TileOperand){.f = ds, .rs = lds, .cs = 1}, tile_b_at(x.k_b, j0, 0), 1.0f,
-                     dq + i0 * ld, ld);
-        return;
-    }
-    for (size_t c0 = 0; c0 < nq; c0 += STRIP) /* query strip c0 sees keys 0 .. c0 + rows - 1 */
-        tile_product(strip_rows(c0, nq), hs, c0 + strip_rows(c0, nq), scale,
-                     (TileOperand){.f = ds + c0 * lds, .rs = lds, .cs = 1}, tile_b_at(x.k_b, j0, 0), 1.0f,
-                     dq + (i0 + c0) * ld, ld);
-}
-
-static size_t tile_rows(size_t T, size_t t0) { return T - t0 < TILE ? T - t0 : TILE; }
-
-static void zero_rows(float *x, size_t ld, size_t rows, size_t cols) {
-    for (size_t t = 0; t < rows; t++) memset(x + t * ld, 0, cols * sizeof(float));
-}
-
-/* One head, all of it: for each key tile j, each query tile i that can see
- * it recomputes P and dS and adds its share to dV_j, dK_j and dQ_i. The
- * whole head is one task, so dQ needs no reduction across threads. dq, dk,
- * dv: row stride ld; s, ds: two score tiles (row stride lds). */
-static void flash_backward_head(float *dq, float *dk, float *dv, size_t ld, float *s, float *ds, size_t lds,
-                                BackwardOperands x, const float *lse, const float *delta, size_t T, size_t hs,
-                                float scale) {
-    zero_rows(dq, ld, T, hs), zero_rows(dk, ld, T, hs), zero_rows(dv, ld, T, hs);
-    for (size_t j0 = 0; j0 < T; j0 += TILE)
-        for (size_t i0 = j0; i0 < T; i0 += TILE) { /* the query tiles that can see key tile j0 */
-            size_t nq = tile_rows(T, i0), nk = tile_rows(T, j0);
-            backward_scores(s, ds, lds, x, lse, delta, i0, nq, j0, nk, hs, scale);
-            backward_add_dkdv(dk, dv, ld, s, ds, lds, x, i0, nq, j0, nk, hs, scale);
-            backward_add_dq(dq, ld, ds, lds, x, i0, nq, j0, nk, hs, scale);
-        }
-}
-
-/* The same head cut into tile tasks, for when there are fewer heads than
- * threads (the long config: batch 1, 4 heads): a key tile's task owns dK_j
- * and dV_j, a query tile's task dQ_i, and each recomputes the P and dS it
- * needs, so P and dS are computed twice: 7 products per tile pair where
- * flash_backward_head takes 5. Each output row still receives the same
- * products in the same order (i ascending into dK_j and dV_j, j ascending
- * into dQ_i), so the result is bit for bit flash_backward_head's. */
-static void flash_backward_key_tile(float *dk, float *dv, size_t ld, float *s, float *ds, size_t lds,
-                                    BackwardOperands x, const float *lse, const float *delta, size_t T, size_t j0,
-                                    size_t hs, float scale) {
-    size_t nk = tile_rows(T, j0);
-    zero_rows(dk + j0 * ld, ld, nk, hs), zero_rows(dv + j0 * ld, ld, nk, hs);
-    for (size_t i0 = j0; i0 < T; i0 += TILE) {
-        size_t nq = tile_rows(T, i0);
-        backward_scores(s, ds, lds, x, lse, delta, i0, nq, j0, nk, hs, scale);
-        backward_add_dkdv(dk, dv, ld, s, ds, lds, x, i0, nq, j0, nk, hs, scale);
-    }
-}
-
-static void flash_backward_query_tile(float *dq, size_t ld, float *s, float *ds, size_t lds, BackwardOperands x,
-                                      const float *lse, const float *delta, size_t T, size_t i0, size_t hs,
-                                      float scale) {
-    size_t nq = tile_rows(T, i0);
-    zero_rows(dq + i0 * ld, ld, nq, hs);
-    for (size_t j0 = 0; j0 <= i0; j0 += TILE) {
-        size_t nk = tile_rows(T, j0);
-        backward_scores(s, ds, lds, x, lse, delta, i0, nq, j0, nk, hs, scale);
-        backward_add_dq(dq, ld, ds, lds, x, i0, nq, j0, nk, hs, scale);
-    }
-}
-
 /* Whether backward cuts heads into tile tasks (attention.h): one task per head takes
  * ceil(BH / P) heads' time on P threads, tile tasks about 1.4 BH / P (7
  * products for 5), so the cut pays when 7 BH < 5 P ceil(BH / P) (BH = 4: from
@@ -420,7 +223,7 @@ static void attention_forward(const MixerSpec *spec, const MixerRuntime *rt, con
 #pragma omp parallel for schedule(dynamic, 1)
     for (size_t task = 0; task < B * H * nt; task++) {
         size_t bh = task / nt, b = bh / H, h = bh % H, i0 = (task % nt) * TILE;
-        size_t nq = T - i0 < TILE ? T - i0 : TILE;
+        size_t nq = tile_rows(T, i0);
         const float *q = a.qkv + b * T * 3 * C + h * hs;
         float *st = a.tiles + task * forward_task_floats(T, hs), *qt = st + ts * ts;
         TileOperand k_a, qt_b, v_b;
