@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "lm/cpu.h"
+#include "lm/ops.h"
 #include "nn/layernorm.h"
 #include "nn/vec_loops.h"
 
@@ -35,6 +36,26 @@ static float *copy_of(const float *x, size_t n) {
 static void test_level(void **state) {
     (void)state;
     assert_string_equal(vec_loops()->isa, cpu_isa_name(cpu_isa()));
+}
+
+/* fast_expf's floor at x86-64's baseline (lm/ops.h) equals floorf on its
+ * range (|t| < 128): at every integer and the floats either side of it, and
+ * at every 61st float bit pattern between. */
+static void test_floor_by_truncation(void **state) {
+    (void)state;
+    for (int i = -130; i <= 130; i++) {
+        float k = (float)i, near_k[3] = {nextafterf(k, -INFINITY), k, nextafterf(k, INFINITY)};
+        for (int j = 0; j < 3; j++)
+            if (floor_by_truncation(near_k[j]) != floorf(near_k[j]))
+                fail_msg("floor_by_truncation(%.9g) = %g, want %g", near_k[j], floor_by_truncation(near_k[j]),
+                         floorf(near_k[j]));
+    }
+    for (uint32_t bits = 0; bits < 0x43000000u; bits += 61) /* 0 .. 128 */
+        for (int sign = 0; sign < 2; sign++) {
+            union { uint32_t u; float f; } t = {.u = bits | (uint32_t)sign << 31};
+            if (floor_by_truncation(t.f) != floorf(t.f))
+                fail_msg("floor_by_truncation(%.9g) = %g, want %g", t.f, floor_by_truncation(t.f), floorf(t.f));
+        }
 }
 
 static void test_gelu(void **state) {
@@ -103,6 +124,31 @@ static void test_softmax_grad_row(void **state) {
     }
 }
 
+/* The loss's rows: the maximum exactly, the sum of exponentials and the
+ * softmax against double precision (logits up to 30 apart, as a trained
+ * model's are), the softmax in place too. */
+static void test_loss_rows(void **state) {
+    (void)state;
+    const VecLoops *L = vec_loops();
+    for (size_t t = 0; t < N_LENGTHS; t++) {
+        size_t n = LENGTHS[t];
+        float *z = rand_tensor(n, 15.0f, 1300 + t), *p = zeros(n), *q = copy_of(z, n);
+        float mx = z[0];
+        for (size_t v = 1; v < n; v++) mx = fmaxf(mx, z[v]);
+        assert_true(L->row_max(z, n) == mx);
+        double s = 0;
+        for (size_t v = 0; v < n; v++) s += exp((double)z[v] - mx);
+        near(L->row_sum_exp(z, mx, n), s, 1e-6, 0, "row_sum_exp", n, 0);
+        L->softmax(p, z, n);
+        L->softmax(q, q, n);
+        for (size_t v = 0; v < n; v++) {
+            near(p[v], exp((double)z[v] - mx) / s, 1e-5, 1e-12, "softmax", n, v);
+            assert_true(q[v] == p[v]);
+        }
+        free(z), free(p), free(q);
+    }
+}
+
 static void test_layernorm_rows(void **state) {
     (void)state;
     const VecLoops *L = vec_loops();
@@ -161,8 +207,9 @@ static void test_adamw(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_level),       cmocka_unit_test(test_gelu),           cmocka_unit_test(test_tile_row),
-        cmocka_unit_test(test_softmax_grad_row), cmocka_unit_test(test_layernorm_rows), cmocka_unit_test(test_adamw),
+        cmocka_unit_test(test_level),       cmocka_unit_test(test_floor_by_truncation), cmocka_unit_test(test_gelu),           cmocka_unit_test(test_tile_row),
+        cmocka_unit_test(test_softmax_grad_row), cmocka_unit_test(test_loss_rows),
+        cmocka_unit_test(test_layernorm_rows), cmocka_unit_test(test_adamw),
     };
     return cmocka_run_group_tests_name("vec_loops", tests, NULL, NULL);
 }

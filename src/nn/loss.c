@@ -4,8 +4,10 @@
 #include <string.h>
 
 #include "lm/ops.h"
+#include "nn/vec_loops.h"
 
 void crossentropy_forward(float *losses, const float *logits, const int32_t *targets, size_t N, size_t V) {
+    const VecLoops *loops = vec_loops();
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++) {
         const float *z = logits + n * V;
@@ -15,18 +17,15 @@ void crossentropy_forward(float *losses, const float *logits, const int32_t *tar
         }
         /* log-softmax directly, so a tiny probability gives a finite loss;
          * the sum in double, in vector lanes (its terms are at most 1). */
-        float maxv = z[0];
-#pragma omp simd reduction(max : maxv)
-        for (size_t v = 0; v < V; v++) maxv = z[v] > maxv ? z[v] : maxv;
-        double s = 0.0;
-#pragma omp simd reduction(+ : s)
-        for (size_t v = 0; v < V; v++) s += (double)fast_expf(z[v] - maxv);
+        float maxv = loops->row_max(z, V);
+        double s = loops->row_sum_exp(z, maxv, V);
         losses[n] = (float)(log(s) - (double)(z[targets[n]] - maxv));
     }
 }
 
 void crossentropy_backward(float *dlogits, const float *logits, const int32_t *targets, float dloss, size_t N,
                            size_t V) {
+    const VecLoops *loops = vec_loops();
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++) {
         float *d = dlogits + n * V;
@@ -34,7 +33,7 @@ void crossentropy_backward(float *dlogits, const float *logits, const int32_t *t
             for (size_t v = 0; v < V; v++) d[v] = 0.0f;
             continue;
         }
-        softmax(d, logits + n * V, V); /* the probabilities, recomputed: the forward keeps none */
+        loops->softmax(d, logits + n * V, V); /* the probabilities, recomputed: the forward keeps none */
         for (size_t v = 0; v < V; v++) d[v] *= dloss;
         d[targets[n]] -= dloss;
     }

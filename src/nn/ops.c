@@ -7,17 +7,7 @@
 
 #include "nn/vec_loops.h"
 
-void softmax(float *out, const float *in, size_t len) {
-    float maxv = -INFINITY;
-    for (size_t i = 0; i < len; i++) maxv = in[i] > maxv ? in[i] : maxv;
-    float sum = 0.0f;
-    for (size_t i = 0; i < len; i++) {
-        out[i] = fast_expf(in[i] - maxv);
-        sum += out[i];
-    }
-    float inv = 1.0f / sum;
-    for (size_t i = 0; i < len; i++) out[i] *= inv;
-}
+void softmax(float *out, const float *in, size_t len) { vec_loops()->softmax(out, in, len); }
 
 /* Element-wise loops over n, in chunks across the threads (each element's
  * result is the same whichever thread computes it). */

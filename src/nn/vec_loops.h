@@ -1,6 +1,6 @@
 /* The element-wise hot loops outside the matrix products, one set per
  * instruction-set level (lm/cpu.h): GELU and its gradient, the attention
- * tiles' softmax, LayerNorm's rows and AdamW. Each level's set is the same
+ * tiles' softmax, LayerNorm's rows, AdamW and the loss's rows. Each level's set is the same
  * template (nn/vec_loops_kernel.h) compiled with that level's flags
  * (nn/vec_loops_{portable,avx2,avx512}.c), so a build for any x86-64
  * (-march=x86-64) still runs these loops in AVX2 or AVX-512 where the CPU
@@ -40,6 +40,11 @@ typedef struct VecLoops {
                                    float rstd, size_t C);
     /* AdamW over n parameters. */
     void (*adamw)(float *params, const float *grads, float *m, float *v, size_t n, const AdamWLoop *k);
+    /* The loss's rows over the vocabulary: max z[v] (n >= 1); the sum in
+     * double of exp(z[v] - shift); out = softmax(in) (out may equal in). */
+    float (*row_max)(const float *z, size_t n);
+    double (*row_sum_exp)(const float *z, float shift, size_t n);
+    void (*softmax)(float *out, const float *in, size_t n);
 } VecLoops;
 
 /* The set for this run's level (cpu_isa()), chosen at the first call. */

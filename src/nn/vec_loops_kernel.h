@@ -98,6 +98,33 @@ static void adamw_loop(float *params, const float *grads, float *m, float *v, si
     }
 }
 
+/* The loss's rows over the vocabulary (src/nn/loss.c). */
+static float row_max_loop(const float *z, size_t n) {
+    float maxv = z[0];
+#pragma omp simd reduction(max : maxv)
+    for (size_t v = 0; v < n; v++) maxv = z[v] > maxv ? z[v] : maxv;
+    return maxv;
+}
+
+static double row_sum_exp_loop(const float *z, float shift, size_t n) {
+    double s = 0.0;
+#pragma omp simd reduction(+ : s)
+    for (size_t v = 0; v < n; v++) s += (double)fast_expf(z[v] - shift);
+    return s;
+}
+
+static void softmax_loop(float *out, const float *in, size_t n) {
+    float maxv = -INFINITY;
+    for (size_t i = 0; i < n; i++) maxv = in[i] > maxv ? in[i] : maxv;
+    float sum = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        out[i] = fast_expf(in[i] - maxv);
+        sum += out[i];
+    }
+    float inv = 1.0f / sum;
+    for (size_t i = 0; i < n; i++) out[i] *= inv;
+}
+
 const VecLoops VEC_LOOPS = {
     .isa = VEC_ISA,
     .gelu = gelu_loop,
@@ -109,4 +136,7 @@ const VecLoops VEC_LOOPS = {
     .layernorm_row = layernorm_row_loop,
     .layernorm_row_backward = layernorm_row_backward_loop,
     .adamw = adamw_loop,
+    .row_max = row_max_loop,
+    .row_sum_exp = row_sum_exp_loop,
+    .softmax = softmax_loop,
 };
