@@ -149,6 +149,23 @@ static void test_loss_rows(void **state) {
     }
 }
 
+/* The logit soft cap: cap tanh(x / cap) within 2e-7 cap of double precision,
+ * and at most cap in size however large the logit. */
+static void test_softcap(void **state) {
+    (void)state;
+    const VecLoops *L = vec_loops();
+    for (size_t t = 0; t < N_LENGTHS; t++) {
+        size_t n = LENGTHS[t];
+        float *x = rand_tensor(n, 40.0f, 1400 + t), *x0 = copy_of(x, n), cap = 15.0f;
+        L->softcap(x, n, cap);
+        for (size_t i = 0; i < n; i++) near(x[i], cap * tanh((double)x0[i] / cap), 0, 2e-7 * cap, "softcap", n, i);
+        free(x), free(x0);
+    }
+    float big[4] = {1e4f, -1e4f, 3e38f, -3e38f};
+    L->softcap(big, 4, 2.0f);
+    assert_true(big[0] == 2.0f && big[1] == -2.0f && big[2] == 2.0f && big[3] == -2.0f);
+}
+
 static void test_layernorm_rows(void **state) {
     (void)state;
     const VecLoops *L = vec_loops();
@@ -208,7 +225,7 @@ static void test_adamw(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_level),       cmocka_unit_test(test_floor_by_truncation), cmocka_unit_test(test_gelu),           cmocka_unit_test(test_tile_row),
-        cmocka_unit_test(test_softmax_grad_row), cmocka_unit_test(test_loss_rows),
+        cmocka_unit_test(test_softmax_grad_row), cmocka_unit_test(test_loss_rows), cmocka_unit_test(test_softcap),
         cmocka_unit_test(test_layernorm_rows), cmocka_unit_test(test_adamw),
     };
     return cmocka_run_group_tests_name("vec_loops", tests, NULL, NULL);

@@ -73,9 +73,9 @@ void spread_in_place(float *x, const int32_t *rows, size_t K, size_t N) {
 }
 
 void softcap_forward(float *x, size_t n, float cap) {
-    float inv = 1.0f / cap;
-#pragma omp parallel for simd schedule(static)
-    for (size_t i = 0; i < n; i++) x[i] = cap * tanhf(x[i] * inv);
+    const VecLoops *loops = vec_loops();
+#pragma omp parallel for schedule(static)
+    for (size_t lo = 0; lo < n; lo += VEC_CHUNK) loops->softcap(x + lo, vec_chunk_end(lo, n) - lo, cap);
 }
 
 void softcap_backward(float *dx, const float *y, size_t n, float cap) {

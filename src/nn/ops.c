@@ -9,22 +9,17 @@
 
 void softmax(float *out, const float *in, size_t len) { vec_loops()->softmax(out, in, len); }
 
-/* Element-wise loops over n, in chunks across the threads (each element's
- * result is the same whichever thread computes it). */
-#define ELEMENT_CHUNK 4096
-static size_t chunk_end(size_t lo, size_t n) { return lo + ELEMENT_CHUNK < n ? lo + ELEMENT_CHUNK : n; }
-
 void gelu_forward(float *out, const float *in, size_t n) {
     const VecLoops *loops = vec_loops();
 #pragma omp parallel for schedule(static)
-    for (size_t lo = 0; lo < n; lo += ELEMENT_CHUNK) loops->gelu(out + lo, in + lo, chunk_end(lo, n) - lo);
+    for (size_t lo = 0; lo < n; lo += VEC_CHUNK) loops->gelu(out + lo, in + lo, vec_chunk_end(lo, n) - lo);
 }
 
 void gelu_backward(float *din, const float *in, const float *dout, size_t n) {
     const VecLoops *loops = vec_loops();
 #pragma omp parallel for schedule(static)
-    for (size_t lo = 0; lo < n; lo += ELEMENT_CHUNK)
-        loops->gelu_grad_add(din + lo, in + lo, dout + lo, chunk_end(lo, n) - lo);
+    for (size_t lo = 0; lo < n; lo += VEC_CHUNK)
+        loops->gelu_grad_add(din + lo, in + lo, dout + lo, vec_chunk_end(lo, n) - lo);
 }
 
 void column_sum_add(float *dst, const float *src, size_t rows, size_t cols) {

@@ -1,6 +1,6 @@
 /* The element-wise hot loops outside the matrix products, one set per
  * instruction-set level (lm/cpu.h): GELU and its gradient, the attention
- * tiles' softmax, LayerNorm's rows, AdamW and the loss's rows. Each level's set is the same
+ * tiles' softmax, LayerNorm's rows, AdamW, the loss's rows and its soft cap. Each level's set is the same
  * template (nn/vec_loops_kernel.h) compiled with that level's flags
  * (nn/vec_loops_{portable,avx2,avx512}.c), so a build for any x86-64
  * (-march=x86-64) still runs these loops in AVX2 or AVX-512 where the CPU
@@ -45,7 +45,15 @@ typedef struct VecLoops {
     float (*row_max)(const float *z, size_t n);
     double (*row_sum_exp)(const float *z, float shift, size_t n);
     void (*softmax)(float *out, const float *in, size_t n);
+    /* Logit soft-capping: x[i] = cap tanh(x[i] / cap) over n, tanh as GELU's (lm/ops.h's fast_tanhf). */
+    void (*softcap)(float *x, size_t n, float cap);
 } VecLoops;
+
+/* Element-wise loops over n run in chunks of VEC_CHUNK across the threads
+ * (each element's result is the same whichever thread computes it): chunk
+ * lo .. vec_chunk_end(lo, n). */
+#define VEC_CHUNK 4096
+static inline size_t vec_chunk_end(size_t lo, size_t n) { return lo + VEC_CHUNK < n ? lo + VEC_CHUNK : n; }
 
 /* The set for this run's level (cpu_isa()), chosen at the first call. */
 const VecLoops *vec_loops(void);

@@ -125,6 +125,12 @@ static void softmax_loop(float *out, const float *in, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] *= inv;
 }
 
+static void softcap_loop(float *x, size_t n, float cap) {
+    float inv = 1.0f / cap;
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) x[i] = cap * fast_tanhf(x[i] * inv);
+}
+
 const VecLoops VEC_LOOPS = {
     .isa = VEC_ISA,
     .gelu = gelu_loop,
@@ -139,4 +145,5 @@ const VecLoops VEC_LOOPS = {
     .row_max = row_max_loop,
     .row_sum_exp = row_sum_exp_loop,
     .softmax = softmax_loop,
+    .softcap = softcap_loop,
 };
