@@ -613,34 +613,42 @@ static void test_crossentropy(void **s) {
     free(c.logits), free(c.losses), free(dl), free(inplace);
 }
 
-/* The logit soft cap, c tanh(z / c), against finite differences, with logits
- * of size 2 against a cap of 1.5 (well into the curve). */
+/* The logit soft cap, c tanh(z / c), and the loss over it against finite
+ * differences: the gradient through both at once, from the capped logits
+ * (in place, as the model's head takes it), with logits of size 2 against a
+ * cap of 1.5 (well into the curve). */
 typedef struct {
-    size_t n;
+    size_t N, V;
     float cap;
-    float *in, *x, *w;
+    float *in, *x, *losses;
+    int32_t *tg;
 } CapCtx;
 
 static double cap_obj(void *p) {
     CapCtx *c = p;
-    memcpy(c->x, c->in, c->n * sizeof(float));
-    softcap_forward(c->x, c->n, c->cap);
-    return dot_objective(c->x, c->w, c->n);
+    memcpy(c->x, c->in, c->N * c->V * sizeof(float));
+    softcap_forward(c->x, c->N * c->V, c->cap);
+    crossentropy_forward(c->losses, c->x, c->tg, c->N, c->V);
+    double s = 0.0;
+    for (size_t i = 0; i < c->N; i++) s += c->losses[i];
+    return s / (double)c->N;
 }
 
 static void test_softcap(void **s) {
     (void)s;
-    CapCtx c = {40, 1.5f, rand_tensor(40, 2.0f, 33), zeros(40), rand_tensor(40, 1.0f, 34)};
+    int32_t tg[5] = {0, 7, -1, 3, 7}; /* one ignored */
+    CapCtx c = {5, 8, 1.5f, rand_tensor(40, 2.0f, 33), zeros(40), zeros(5), tg};
     cap_obj(&c);
-    for (size_t i = 0; i < c.n; i++) {
+    for (size_t i = 0; i < 40; i++) {
         assert_true(fabsf(c.x[i]) < c.cap);
         assert_true(fabs(c.x[i] - 1.5 * tanh(c.in[i] / 1.5)) < 1e-6);
     }
     float *grad = zeros(40);
-    memcpy(grad, c.w, 40 * sizeof(float));
-    softcap_backward(grad, c.x, c.n, c.cap);
-    CHECK_GRAD(cap_obj, &c, c.in, grad, 40, 40, 1e-2f, TOL, "logit soft cap");
-    free(c.in), free(c.x), free(c.w), free(grad);
+    memcpy(grad, c.x, 40 * sizeof(float));
+    crossentropy_softcap_backward(grad, grad, tg, 1.0f / 5.0f, 5, 8, c.cap);
+    for (size_t v = 0; v < 8; v++) assert_true(grad[2 * 8 + v] == 0.0f);
+    CHECK_GRAD(cap_obj, &c, c.in, grad, 40, 40, 1e-2f, TOL, "logit soft cap and loss");
+    free(c.in), free(c.x), free(c.losses), free(grad);
 }
 
 /* At GPT-2's vocabulary the loss (one pass, fast_expf summed in double) is

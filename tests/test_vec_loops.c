@@ -124,9 +124,9 @@ static void test_softmax_grad_row(void **state) {
     }
 }
 
-/* The loss's rows: the maximum exactly, the sum of exponentials and the
- * softmax against double precision (logits up to 30 apart, as a trained
- * model's are), the softmax in place too. */
+/* The loss's rows: the maximum exactly, the sum of exponentials, the
+ * softmax and the gradient through softmax and soft cap against double
+ * precision (logits up to 30 apart, as a trained model's are), in place too. */
 static void test_loss_rows(void **state) {
     (void)state;
     const VecLoops *L = vec_loops();
@@ -143,6 +143,16 @@ static void test_loss_rows(void **state) {
         L->softmax(q, q, n);
         for (size_t v = 0; v < n; v++) {
             near(p[v], exp((double)z[v] - mx) / s, 1e-5, 1e-12, "softmax", n, v);
+            assert_true(q[v] == p[v]);
+        }
+        /* Through the softmax and a cap of 20 at once, and in place. */
+        float scale = (float)(0.5 / s);
+        memcpy(q, z, n * sizeof *q);
+        L->softcap_softmax_grad(p, z, mx, scale, 1.0f / 20.0f, n);
+        L->softcap_softmax_grad(q, q, mx, scale, 1.0f / 20.0f, n);
+        for (size_t v = 0; v < n; v++) {
+            double t = (double)z[v] / 20.0;
+            near(p[v], exp((double)z[v] - mx) * scale * (1.0 - t * t), 1e-5, 1e-12, "softcap_softmax_grad", n, v);
             assert_true(q[v] == p[v]);
         }
         free(z), free(p), free(q);

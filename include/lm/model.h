@@ -94,7 +94,6 @@ typedef struct Model {
      * head_n scored positions' rows, in order (head_rows): the head runs
      * only where the loss is taken. */
     float *logits;
-    float *capped;   /* with a logit soft cap: a copy of the capped logits (as logits), for backward */
     float *lnf_rows; /* (N, C) room for LN_f's output at the scored positions, the head's input there */
     float *dresid, *dbranch, *dln, *dfc; /* backward scratch (dbranch: only with dropout) */
     int32_t *inputs, *targets;

@@ -225,7 +225,6 @@ void model_forward(Model *m, const int32_t *inputs, const int32_t *targets, size
     }
     size_t K = m->head_n;
     if (K) head_forward(m, m->logits, head_in, K);
-    if (c->logit_softcap > 0.0f) memcpy(m->capped, m->logits, K * V * sizeof(float));
     m->loss = NAN;
     if (targets) {
         crossentropy_forward(m->losses, m->logits, head_targets, K, V);
@@ -332,9 +331,12 @@ static void backward(Model *m, float loss_scale, const BackwardTo *to) {
     float *dlogits = m->logits;
     size_t K = m->head_n;
     int gathered = K < N;
-    crossentropy_backward(dlogits, m->logits, gathered ? m->head_targets : m->targets,
-                          m->scored ? loss_scale / (float)m->scored : 0.0f, K, V);
-    if (c->logit_softcap > 0.0f) softcap_backward(dlogits, m->capped, K * V, c->logit_softcap);
+    const int32_t *targets = gathered ? m->head_targets : m->targets;
+    float dloss = m->scored ? loss_scale / (float)m->scored : 0.0f;
+    if (c->logit_softcap > 0.0f)
+        crossentropy_softcap_backward(dlogits, m->logits, targets, dloss, K, V, c->logit_softcap);
+    else
+        crossentropy_backward(dlogits, m->logits, targets, dloss, K, V);
     if (gathered) { /* d(the gathered rows) into g.d for a moment, then onto their positions */
         if (K) matmul_backward(m->bf16, g.d, 0.0f, G + m->head, NULL, dlogits, m->lnf_rows, P + m->head, K, C, V);
         zero_floats(g.spare, N * C);

@@ -252,7 +252,6 @@ static size_t layout_acts(Model *m, float *base, size_t B, size_t T) {
     TAKE(m->lnf_rstd, N);
     TAKE(m->lnf_rows, N * C);
     TAKE(m->logits, N * V); /* and in backward d(loss)/d(logits), in place */
-    TAKE(m->capped, c->logit_softcap > 0.0f ? N * V : 0);
     TAKE(m->losses, N);
     TAKE(m->dresid, N * C);
     TAKE(m->dbranch, drop ? N * C : 0);

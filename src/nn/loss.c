@@ -78,11 +78,23 @@ void softcap_forward(float *x, size_t n, float cap) {
     for (size_t lo = 0; lo < n; lo += VEC_CHUNK) loops->softcap(x + lo, vec_chunk_end(lo, n) - lo, cap);
 }
 
-void softcap_backward(float *dx, const float *y, size_t n, float cap) {
-    float inv = 1.0f / cap;
-#pragma omp parallel for simd schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        float t = y[i] * inv;
-        dx[i] *= 1.0f - t * t;
+void crossentropy_softcap_backward(float *dlogits, const float *capped, const int32_t *targets, float dloss,
+                                   size_t N, size_t V, float cap) {
+    const VecLoops *loops = vec_loops();
+    float inv_cap = 1.0f / cap;
+#pragma omp parallel for schedule(static)
+    for (size_t n = 0; n < N; n++) {
+        float *d = dlogits + n * V;
+        const float *y = capped + n * V;
+        int32_t t = targets[n];
+        if (t < 0) {
+            for (size_t v = 0; v < V; v++) d[v] = 0.0f;
+            continue;
+        }
+        /* Every row constant and y[t] first: the loop may overwrite y. */
+        float shift = loops->row_max(y, V), yt = y[t], ct = yt * inv_cap;
+        float scale = (float)((double)dloss / loops->row_sum_exp(y, shift, V)); /* dloss / the softmax's sum */
+        loops->softcap_softmax_grad(d, y, shift, scale, inv_cap, V);
+        d[t] = (fast_expf(yt - shift) * scale - dloss) * (1.0f - ct * ct);
     }
 }

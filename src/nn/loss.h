@@ -23,11 +23,14 @@ void crossentropy_backward(float *dlogits, const float *logits, const int32_t *t
 /* Logit soft-capping (Gemma 2; the modern recipe's): x = cap tanh(x / cap) in
  * place over n logits, so that none exceeds cap in size; tanh is GELU's
  * vectorised one (lm/ops.h's fast_tanhf, within 2e-7 of tanh), since libm's
- * scalar tanhf had been a third of a modern-recipe step over 8,192 tokens.
- * Backward, in place: dx *= 1 - (y / cap)^2, with y the capped logits
- * forward wrote. */
+ * scalar tanhf had been a third of a modern-recipe step over 8,192 tokens. */
 void softcap_forward(float *x, size_t n, float cap);
-void softcap_backward(float *dx, const float *y, size_t n, float cap);
+/* crossentropy_backward through the cap as well, from the capped logits y:
+ * dlogits = (softmax(y) - onehot(target)) * dloss * (1 - (y / cap)^2), the
+ * gradient at the logits before the cap, in one pass per row, so it may
+ * overwrite y (no copy of the capped logits is kept). */
+void crossentropy_softcap_backward(float *dlogits, const float *capped, const int32_t *targets, float dloss,
+                                   size_t N, size_t V, float cap);
 
 /* How many targets are not ignored. */
 size_t crossentropy_scored(const int32_t *targets, size_t N);

@@ -47,6 +47,9 @@ typedef struct VecLoops {
     void (*softmax)(float *out, const float *in, size_t n);
     /* Logit soft-capping: x[i] = cap tanh(x[i] / cap) over n, tanh as GELU's (lm/ops.h's fast_tanhf). */
     void (*softcap)(float *x, size_t n, float cap);
+    /* Through the softmax and the cap at once, from the capped logits y (d may be y):
+     * d[i] = exp(y[i] - shift) scale (1 - (y[i] inv_cap)^2) over n. */
+    void (*softcap_softmax_grad)(float *d, const float *y, float shift, float scale, float inv_cap, size_t n);
 } VecLoops;
 
 /* Element-wise loops over n run in chunks of VEC_CHUNK across the threads

@@ -131,6 +131,14 @@ static void softcap_loop(float *x, size_t n, float cap) {
     for (size_t i = 0; i < n; i++) x[i] = cap * fast_tanhf(x[i] * inv);
 }
 
+static void softcap_softmax_grad_loop(float *d, const float *y, float shift, float scale, float inv_cap, size_t n) {
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        float t = y[i] * inv_cap;
+        d[i] = fast_expf(y[i] - shift) * scale * (1.0f - t * t);
+    }
+}
+
 const VecLoops VEC_LOOPS = {
     .isa = VEC_ISA,
     .gelu = gelu_loop,
@@ -146,4 +154,5 @@ const VecLoops VEC_LOOPS = {
     .row_sum_exp = row_sum_exp_loop,
     .softmax = softmax_loop,
     .softcap = softcap_loop,
+    .softcap_softmax_grad = softcap_softmax_grad_loop,
 };
