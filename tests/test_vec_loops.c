@@ -38,9 +38,10 @@ static void test_level(void **state) {
     assert_string_equal(vec_loops()->isa, cpu_isa_name(cpu_isa()));
 }
 
-/* fast_expf's floor at x86-64's baseline (lm/ops.h) equals floorf on its
- * range (|t| < 128): at every integer and the floats either side of it, and
- * at every 61st float bit pattern between. */
+/* fast_expf's floor at x86-64's baseline (lm/ops.h) equals floorf as a
+ * value on its range (|t| < 128; -0 gives +0): at every integer and the
+ * floats either side of it, at every 61st float bit pattern between, and at
+ * -0 (truncation gives +0 there, so a sign test on t - trunc(t) would not). */
 static void test_floor_by_truncation(void **state) {
     (void)state;
     for (int i = -130; i <= 130; i++) {
@@ -50,6 +51,7 @@ static void test_floor_by_truncation(void **state) {
                 fail_msg("floor_by_truncation(%.9g) = %g, want %g", near_k[j], floor_by_truncation(near_k[j]),
                          floorf(near_k[j]));
     }
+    assert_true(floor_by_truncation(-0.0f) == 0.0f);
     for (uint32_t bits = 0; bits < 0x43000000u; bits += 61) /* 0 .. 128 */
         for (int sign = 0; sign < 2; sign++) {
             union { uint32_t u; float f; } t = {.u = bits | (uint32_t)sign << 31};

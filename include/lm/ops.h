@@ -11,12 +11,12 @@
 
 
 /* floor(t) for |t| < 2^31 by truncation, less one where that rounded a
- * negative t up (t - trunc(t) negative). It vectorises at x86-64's baseline
- * (SSE2), which has no floor instruction: floorf there is a call per value. */
+ * negative t up (-0 gives +0, equal as a value). It vectorises at x86-64's
+ * baseline (SSE2), which has no floor instruction: floorf there is a call
+ * per value. */
 static inline float floor_by_truncation(float t) {
     int k = (int)t;
-    union { float f; unsigned u; } frac = {.f = t - (float)k};
-    return (float)(k - (int)(frac.u >> 31));
+    return (float)(k - (t < (float)k));
 }
 
 /* exp(x) to about 2 ulp, written so that loops calling it vectorise (libm's
