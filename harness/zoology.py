@@ -122,7 +122,7 @@ def check_settings(rows, settings, out):
                     f"{v}: give the same settings to --resume, or another --out")
 
 
-def write_report(a, archs, rows, minutes):
+def write_report(a, archs, rows, minutes, kept=0):
     best = best_rows(rows)
     md = ["# MQAR, the Zoology protocol", "",
           "Best learning rate per architecture, cell and width; accuracy = the share of answers that are the "
@@ -140,7 +140,7 @@ def write_report(a, archs, rows, minutes):
                f"positions {a.pos}; {'/'.join(map(str, steps))} steps of {a.batch_tokens} tokens, cosine to a tenth "
                f"of each lr after {a.warmup_iters or 'a tenth of the steps as'} warm-up; vocabulary {a.vocab}; "
                f"{a.train_seqs} training sequences, {a.val_seqs} scored. The paper trains 64 epochs of 100,000 "
-               f"sequences. " + (f"Took {minutes:.1f} minutes" + (f", after {a.kept} runs kept by --resume." if a.kept else ".")
+               f"sequences. " + (f"Took {minutes:.1f} minutes" + (f", after {kept} runs kept by --resume." if kept else ".")
                                   if minutes else "Rebuilt from zoology.json."),
            f"Command: `python3 -m harness.probe --zoology {' '.join(a.argv)}`".rstrip(), "",
            "![accuracy against state size](zoology_accuracy.png)"]
@@ -238,7 +238,7 @@ def main(argv=None):
                             continue  # --resume: this run is in zoology.json already
                         runs.append(dict(arch=name, mixers=mixers, pos=pos, shape=shape, rank=rank, params=n,
                                          state=state, lr=lr, seed=seed, L=L, pairs=pairs, width=width, data=data))
-    a.kept = len(rows) if a.resume else 0
+    kept = len(rows) if a.resume else 0
     if a.resume:
         print(f"zoology: {len(rows)} runs kept from {os.path.join(a.out, 'zoology.json')}, {len(runs)} to train",
               flush=True)
@@ -271,7 +271,7 @@ def main(argv=None):
                 json.dump(rows, f, indent=1)
     if not rows:
         die("no runs to report")
-    md = write_report(a, archs, rows, 0 if a.report_only else (time.time() - t0) / 60)
+    md = write_report(a, archs, rows, 0 if a.report_only else (time.time() - t0) / 60, kept)
     print("\n".join(md))
     print(f"\nwrote {os.path.join(a.out, 'zoology.md')}, zoology.json and zoology_accuracy.png")
 
