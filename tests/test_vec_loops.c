@@ -42,22 +42,22 @@ static void test_level(void **state) {
  * value on its range (|t| < 128; -0 gives +0): at every integer and the
  * floats either side of it, at every 61st float bit pattern between, and at
  * -0 (truncation gives +0 there, so a sign test on t - trunc(t) would not). */
+static void check_floor(float t) {
+    if (floor_by_truncation(t) != floorf(t))
+        fail_msg("floor_by_truncation(%.9g) = %g, want %g", t, floor_by_truncation(t), floorf(t));
+}
+
 static void test_floor_by_truncation(void **state) {
     (void)state;
     for (int i = -130; i <= 130; i++) {
-        float k = (float)i, near_k[3] = {nextafterf(k, -INFINITY), k, nextafterf(k, INFINITY)};
-        for (int j = 0; j < 3; j++)
-            if (floor_by_truncation(near_k[j]) != floorf(near_k[j]))
-                fail_msg("floor_by_truncation(%.9g) = %g, want %g", near_k[j], floor_by_truncation(near_k[j]),
-                         floorf(near_k[j]));
+        float k = (float)i;
+        check_floor(nextafterf(k, -INFINITY)), check_floor(k), check_floor(nextafterf(k, INFINITY));
     }
     assert_true(floor_by_truncation(-0.0f) == 0.0f);
-    for (uint32_t bits = 0; bits < 0x43000000u; bits += 61) /* 0 .. 128 */
-        for (int sign = 0; sign < 2; sign++) {
-            union { uint32_t u; float f; } t = {.u = bits | (uint32_t)sign << 31};
-            if (floor_by_truncation(t.f) != floorf(t.f))
-                fail_msg("floor_by_truncation(%.9g) = %g, want %g", t.f, floor_by_truncation(t.f), floorf(t.f));
-        }
+    for (uint32_t bits = 0; bits < 0x43000000u; bits += 61) { /* 0 .. 128, both signs */
+        union { uint32_t u; float f; } pos = {.u = bits}, neg = {.u = bits | 1u << 31};
+        check_floor(pos.f), check_floor(neg.f);
+    }
 }
 
 static void test_gelu(void **state) {
@@ -236,9 +236,11 @@ static void test_adamw(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_level),       cmocka_unit_test(test_floor_by_truncation), cmocka_unit_test(test_gelu),           cmocka_unit_test(test_tile_row),
-        cmocka_unit_test(test_softmax_grad_row), cmocka_unit_test(test_loss_rows), cmocka_unit_test(test_softcap),
-        cmocka_unit_test(test_layernorm_rows), cmocka_unit_test(test_adamw),
+        cmocka_unit_test(test_level),          cmocka_unit_test(test_floor_by_truncation),
+        cmocka_unit_test(test_gelu),           cmocka_unit_test(test_tile_row),
+        cmocka_unit_test(test_softmax_grad_row), cmocka_unit_test(test_loss_rows),
+        cmocka_unit_test(test_softcap),        cmocka_unit_test(test_layernorm_rows),
+        cmocka_unit_test(test_adamw),
     };
     return cmocka_run_group_tests_name("vec_loops", tests, NULL, NULL);
 }

@@ -1,10 +1,11 @@
 /* The element-wise hot loops outside the matrix products, one set per
  * instruction-set level (lm/cpu.h): GELU and its gradient, the attention
- * tiles' softmax, LayerNorm's rows, AdamW, the loss's rows and its soft cap. Each level's set is the same
- * template (nn/vec_loops_kernel.h) compiled with that level's flags
- * (nn/vec_loops_{portable,avx2,avx512}.c), so a build for any x86-64
- * (-march=x86-64) still runs these loops in AVX2 or AVX-512 where the CPU
- * has them, and LM_MAX_ISA caps them with the attention tiles. */
+ * tiles' softmax, LayerNorm's rows, AdamW, the loss's rows and its soft cap.
+ * Each level's set is the same template (nn/vec_loops_kernel.h) compiled
+ * with that level's flags (nn/vec_loops_{portable,avx2,avx512}.c), so a
+ * build for any x86-64 (-march=x86-64) still runs these loops in AVX2 or
+ * AVX-512 where the CPU has them, and LM_MAX_ISA caps them with the
+ * attention tiles. */
 #ifndef NN_VEC_LOOPS_H
 #define NN_VEC_LOOPS_H
 
