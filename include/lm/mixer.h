@@ -56,7 +56,7 @@ typedef struct TensorSpec {
     size_t rows;
     size_t cols; /* 0 for a vector */
     InitKind init;
-    int output;  /* the layer's last map onto the stream: zero with the config's zero_init */
+    int output;  /* the layer's output projection (a matrix): zero with the config's zero_init */
 } TensorSpec;
 
 /* What the inspect hook computes: everything, or only the maps (many
