@@ -60,6 +60,15 @@ def recipe_label(recipe):
     return f"{recipe}-norm" if recipe in ("pre", "post") else f"{recipe} recipe"
 
 
+# Each recipe's line in the plot: (the caption's word, gnuplot's dash type).
+LINE_STYLES = {"pre": ("solid", ""), "post": ("dashed", " dt 2"), "modern": ("dash-dotted", " dt 4")}
+
+
+def line_styles_caption(rows):
+    """'pre-norm solid, modern recipe dash-dotted': the recipes these rows have."""
+    return ", ".join(f"{recipe_label(n)} {LINE_STYLES[n][0]}" for n in NORMS if any(r["norm"] == n for r in rows))
+
+
 def train_has_recipe():
     """Whether bin/train takes --recipe (the modern recipe's column needs it)."""
     r = subprocess.run([os.path.join(BIN, "train"), "--help"], capture_output=True, text=True)
@@ -289,8 +298,8 @@ def ablation_report(ablations):
 
 def write_plot(out, archs, rows, unigram):
     """OUT/paper_val_loss.png: val loss against training tokens, mean over
-    seeds, each architecture in its colour, pre-norm solid, post-norm dashed,
-    and the unigram model's loss as a grey line."""
+    seeds, each architecture in its colour, each recipe in its line style
+    (LINE_STYLES), and the unigram model's loss as a grey line."""
     colors = {"transformer": "#1f77b4", "grassmann": "#d62728", "hybrid": "#2ca02c"}
     parts = []
     for norm in NORMS:
@@ -302,9 +311,8 @@ def write_plot(out, archs, rows, unigram):
             with open(path, "w") as f:
                 for k in range(min(map(len, runs))):
                     f.write(f"{runs[0][k][0]} {sum(p[k][1] for p in runs) / len(runs)}\n")
-            dash = "" if norm == "pre" else " dt 2"
-            parts.append(f"'{path}' using 1:2 with linespoints lw 2 pt 7 ps 0.5{dash} "
-                         f"lc rgb '{colors.get(name, '#9467bd')}' title '{name}, {norm}-norm'")
+            parts.append(f"'{path}' using 1:2 with linespoints lw 2 pt 7 ps 0.5{LINE_STYLES[norm][1]} "
+                         f"lc rgb '{colors.get(name, '#9467bd')}' title '{name}, {recipe_label(norm)}'")
     if not parts:
         return None
     if unigram is not None:
@@ -319,10 +327,11 @@ def write_plot(out, archs, rows, unigram):
 
 def write_page_html(out, archs, rows, unigram, md):
     """OUT/paper.html: the report's text and tables, and every run's val-loss
-    curve (architecture by colour, post-norm dashed) with zoom."""
+    curve (architecture by colour, every recipe but pre-norm dashed) with zoom."""
     colors = {"transformer": "#1f77b4", "grassmann": "#d62728", "hybrid": "#2ca02c"}
-    series = [{"name": f"{r['name']}, {r['norm']}-norm, seed {r['seed']}", "legend": f"{r['name']}, {r['norm']}-norm",
-               "color": colors.get(r["name"], "#9467bd"), "dash": r["norm"] == "post", "points": [list(p) for p in r["points"]]}
+    series = [{"name": f"{r['name']}, {recipe_label(r['norm'])}, seed {r['seed']}",
+               "legend": f"{r['name']}, {recipe_label(r['norm'])}",
+               "color": colors.get(r["name"], "#9467bd"), "dash": r["norm"] != "pre", "points": [list(p) for p in r["points"]]}
               for norm in NORMS for name, _ in archs for r in rows
               if r["norm"] == norm and r["name"] == name and r["points"]]
     if series and unigram is not None:
@@ -403,7 +412,7 @@ def report(a, archs, rows, minutes, data_label, unigram=None, plot=None, ablatio
                       f"(Welch {fmt_p(ratio_p(rows, 'post', name, name, 'pre'))}).")
     budget_tokens = sorted({r["tokens"] for r in rows})
     if plot:
-        md += ["", f"![Validation loss against training tokens, pre-norm solid, post-norm dashed]"
+        md += ["", f"![Validation loss against training tokens, {line_styles_caption(rows)}]"
                    f"({os.path.basename(plot)})"]
     md += ["", f"Ratios are paired by seed (same initial weights' seed, same batches) and given as mean ± spread, "
                f"the spread being half the range over {len(seeds)} seeds ({', '.join(map(str, seeds))}). Each run "
