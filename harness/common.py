@@ -6,6 +6,7 @@ import contextlib
 import csv
 import json
 import os
+import shlex
 import shutil
 import signal
 import statistics
@@ -27,6 +28,12 @@ def program_name():
     path = sys.argv[0] or "harness"
     name = os.path.splitext(os.path.basename(path))[0]
     return os.path.basename(os.path.dirname(path)) if name == "__main__" else name
+
+
+def command_line(module):
+    """'python3 -m MODULE ARGS' as this run was given, each argument quoted
+    where the shell needs it, so that a report's command can be pasted back."""
+    return " ".join(["python3", "-m", module] + [shlex.quote(x) for x in sys.argv[1:]])
 
 
 def die(msg, status=2):

@@ -41,11 +41,11 @@ import argparse
 import csv
 import math
 import os
+import shlex
 import statistics
-import sys
 import time
 
-from harness.common import BIN, ROOT, die, gnuplot, need_gnuplot, read_train_log, run_ok
+from harness.common import BIN, ROOT, command_line, die, gnuplot, need_gnuplot, read_train_log, run_ok
 from harness.report_page import chart, markdown_sections, write_page
 
 MIXERS = ("attention", "grassmann")
@@ -161,6 +161,8 @@ class Harness:
                        "--grassmann-windows", a.grassmann_windows, "--norm", a.norm]
         if getattr(a, "recipe", None):
             self.shared += ["--recipe", a.recipe]
+        # after the recipe, so that they win (bin/train: the last one given); an ablation variant's come later still
+        self.shared += shlex.split(getattr(a, "train_args", None) or "")
 
     def train_args(self, arch, seed, ckpt, log, eval_interval):
         """bin/train's command for one run, but its budget: every run in --precision's products."""
@@ -423,11 +425,11 @@ def ablation_report(a, archs, budgets, runs, seeds, total):
             md.append(row)
         md.append("")
     md += [f"Model: n_layer {a.n_layer}, n_head {a.n_head}, n_embd {a.n_embd}, block {a.block_size}, batch "
-           f"{a.batch_size}, {a.norm}-norm; {precision_text(a.precision)}; AdamW lr {a.lr} -> {a.min_lr} cosine, "
+           f"{a.batch_size}, {a.norm}-norm{', then ' + a.train_args if a.train_args else ''}; {precision_text(a.precision)}; AdamW lr {a.lr} -> {a.min_lr} cosine, "
            f"{a.warmup_iters} warm-up steps; Grassmann windows {a.grassmann_windows}" +
            "".join(f"; {x['label']} {x['params']:,} parameters under the modern recipe" for x in archs) +
            f". {len(runs)} runs took {total / 60:.1f} minutes of wall time.",
-           f"Command: `python3 -m harness.compare {' '.join(sys.argv[1:]).strip()}`"]
+           f"Command: `{command_line('harness.compare')}`"]
     with open(os.path.join(a.out, "ablation.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     return md
@@ -466,6 +468,9 @@ def main():
     ap.add_argument("--norm", default="pre", choices=("pre", "post"), help="LayerNorm placement (bin/train --norm; pre)")
     ap.add_argument("--recipe", choices=("gpt2", "modern"), default=None,
                     help="bin/train --recipe for every run (default: none, bin/train's defaults: gpt2)")
+    ap.add_argument("--train-args", default="", metavar="ARGS",
+                    help="more bin/train options for every run, after --recipe so that they win (one string: "
+                         "--train-args='--zero-init 0')")
     ap.add_argument("--ablate", action="store_true",
                     help="the modern recipe's switches one at a time, for every architecture: ablation.md")
     ap.add_argument("--threads", type=int, default=0)
@@ -561,7 +566,7 @@ def main():
                                f"{where}.")
 
     seeds_txt = ", ".join(map(str, seeds))
-    cmd = "python3 -m harness.compare " + " ".join(sys.argv[1:])
+    cmd = command_line("harness.compare")
     md = ["# Comparison: " + " vs ".join(x["label"] for x in archs) + (", bf16" if a.precision == "bf16" else "") +
           (f", {a.recipe} recipe" if a.recipe else ""), "",
           "## Reading", ""] + reading + [
@@ -581,7 +586,8 @@ def main():
                   f"| {fmt(*g['val_ppl'])} | {fmt(*g['test_ppl'])} | {fmt(*row['ratio'])} "
                   f"| {fmt(*g['recall_loss'])} | {fmt(*g['other_loss'])} |")
     md += ["", f"Model: n_layer {a.n_layer}, n_head {a.n_head}, n_embd {a.n_embd}, block {a.block_size}, batch "
-               f"{a.batch_size}, {a.norm}-norm{', --recipe ' + a.recipe if a.recipe else ''}; {precision_text(a.precision)}; lr {a.lr} -> {a.min_lr} cosine (over the steps, or over the seconds under a time "
+               f"{a.batch_size}, {a.norm}-norm{', --recipe ' + a.recipe if a.recipe else ''}"
+               f"{', then ' + a.train_args if a.train_args else ''}; {precision_text(a.precision)}; lr {a.lr} -> {a.min_lr} cosine (over the steps, or over the seconds under a time "
                f"budget), {a.warmup_iters} warm-up steps; Grassmann windows {a.grassmann_windows}. Val and test: "
                f"every token scored once (bin/eval). Recall tokens: {a.recall_n}-grams seen earlier in their "
                f"window ({100 * rows[0]['recall_frac']:.1f}% of val tokens). Train seconds count training steps only; "

@@ -34,7 +34,7 @@ import time
 from array import array
 from collections import Counter
 
-from harness.common import BIN, ROOT, die, gnuplot, layer_windows, need_gnuplot, read_train_log, run_ok, token_header
+from harness.common import BIN, ROOT, command_line, die, gnuplot, layer_windows, need_gnuplot, read_train_log, run_ok, token_header
 from harness.compare import ONE_SEED, fmt, mean_spread
 from harness.report_page import chart, markdown_sections, write_page
 from harness.stats import welch_p
@@ -466,12 +466,13 @@ def report(a, archs, rows, minutes, data_label, unigram=None, plot=None, ablatio
     cfg = TABLES[a.table]
     md += ["", f"Model: n_layer {cfg['n_layer']}, n_embd 256, n_head {a.n_head}, FFN 1024, block {cfg['block_size']}, "
                f"Grassmann rank 32, windows {cfg['windows']}; batch {a.batch_size}; {setting(rows)[3:]}, then cosine "
-               f"decay to a tenth. Data: {data_label}. "
+               f"decay to a tenth{'; bin/train options after the recipe: ' + a.train_args if a.train_args else ''}. "
+               f"Data: {data_label}. "
                f"Architectures: " + "; ".join(f"{n} = {s}" for n, s in archs) + ". "
                f"Each norm's full comparison (loss curves, loss by position, recall split) is in "
                f"[pre/compare.md](pre/compare.md) and [post/compare.md](post/compare.md). "
                + (f"Training and scoring took {minutes:.0f} minutes of wall time." if minutes else ""),
-           f"Command: `python3 -m harness.paper {' '.join(sys.argv[1:])}`".rstrip()]
+           f"Command: `{command_line('harness.paper')}`"]
     with open(os.path.join(a.out, "paper.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     with open(os.path.join(a.out, "paper.json"), "w") as f:
@@ -485,6 +486,26 @@ def report(a, archs, rows, minutes, data_label, unigram=None, plot=None, ablatio
         f.write("\n")
     write_page_html(a.out, archs, rows, unigram, md)
     return md
+
+
+def compare_command(a, norm, data, archs):
+    """harness.compare's command for one recipe's column: the paper's
+    configuration (--table), this run's seeds and budget, the recipe's options,
+    then --train-args (so that they win), keeping the checkpoints the per-window
+    ablation reads."""
+    cfg = TABLES[a.table]
+    cmd = [sys.executable, "-m", "harness.compare", "--data", data, "--out", os.path.join(a.out, norm),
+           "--archs", " ".join(f"{n}={s}" for n, s in archs), "--n-layer", str(cfg["n_layer"]),
+           "--n-head", str(a.n_head), "--n-embd", "256", "--block-size", str(cfg["block_size"]),
+           "--batch-size", str(a.batch_size), "--lr", str(a.lr), "--min-lr", str(a.lr / 10),
+           "--warmup-iters", str(a.warmup_iters), "--grassmann-rank", "32",
+           "--grassmann-windows", cfg["windows"], "--budget", a.budget,
+           "--seeds", str(a.seeds), "--seed", str(a.seed), "--threads", str(a.threads)] + RECIPES[norm]
+    if a.train_args:
+        cmd.append(f"--train-args={a.train_args}")  # '=': its value starts with '--'
+    if a.ablation_tokens:
+        cmd.append("--keep-checkpoints")  # the ablation reads them
+    return cmd
 
 
 def main():
@@ -512,6 +533,9 @@ def main():
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--warmup-iters", type=int, default=100)
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--train-args", default="", metavar="ARGS",
+                    help="more bin/train options for every run, after the recipe's so that they win (one string: "
+                         "--train-args='--zero-init 0')")
     ap.add_argument("--report-only", action="store_true", help="rewrite paper.md and paper.json from OUT/pre and OUT/post")
     a = ap.parse_args()
     if a.recipes is not None:
@@ -545,15 +569,7 @@ def main():
             if not os.path.exists(os.path.join(data, f)):
                 die(f"'{data}' has no {f} (run make data-large, or give --data or --wikitext2)")
         for norm in norms:
-            cmd = [sys.executable, "-m", "harness.compare", "--data", data, "--out", os.path.join(a.out, norm),
-                   "--archs", " ".join(f"{n}={s}" for n, s in archs), "--n-layer", str(cfg["n_layer"]),
-                   "--n-head", str(a.n_head), "--n-embd", "256", "--block-size", str(cfg["block_size"]),
-                   "--batch-size", str(a.batch_size), "--lr", str(a.lr), "--min-lr", str(a.lr / 10),
-                   "--warmup-iters", str(a.warmup_iters), "--grassmann-rank", "32",
-                   "--grassmann-windows", cfg["windows"], "--budget", a.budget,
-                   "--seeds", str(a.seeds), "--seed", str(a.seed), "--threads", str(a.threads)] + RECIPES[norm]
-            if a.ablation_tokens:
-                cmd.append("--keep-checkpoints")  # the ablation reads them
+            cmd = compare_command(a, norm, data, archs)
             print(f"paper: {recipe_label(norm)}: {' '.join(cmd[1:])}", flush=True)
             if subprocess.run(cmd, cwd=ROOT).returncode != 0:
                 die(f"the {recipe_label(norm)} comparison failed (its output is above)")

@@ -33,7 +33,7 @@ import os
 import sys
 import time
 
-from harness.common import BIN, ROOT, die, gnuplot, gnuplot_series, need_gnuplot, probe_train_command as train_command, run_ok
+from harness.common import BIN, ROOT, command_line, die, gnuplot, gnuplot_series, need_gnuplot, probe_train_command as train_command, run_ok
 from harness.compare import count_params, match_rank, parse_archs, run
 
 
@@ -209,7 +209,7 @@ def main():
             with open(os.path.join(a.out, "probe.json"), "w") as f:  # after every setting: a partial sweep is kept
                 json.dump(rows, f, indent=1)
     total = time.time() - t_all
-    cmd = "python3 -m harness.probe " + " ".join(sys.argv[1:])
+    cmd = command_line("harness.probe")
     md = ["# Recall probes", "",
           "| task | seq_len | pairs / gap | distance | architecture | positions | n_embd | parameters | seed | accuracy | answer loss |",
           "|---|---|---|---|---|---|---|---|---|---|---|"]

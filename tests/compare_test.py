@@ -12,7 +12,7 @@ import sys
 import tempfile
 import unittest
 
-from harness.common import BIN
+from harness.common import BIN, command_line
 from harness.compare import ABLATION, ONE_SEED, Harness, difference, precision_text
 from harness.report_page import chart, markdown_sections, write_page
 
@@ -55,6 +55,25 @@ class Commands(unittest.TestCase):
         args = Harness(options("fp32", "modern")).train_args(variant, 7, "c.ckpt", "c.csv", 5)
         self.assertGreater(args.index("--optimizer"), args.index("--recipe"))
         self.assertEqual(len({tuple(extra) for _, extra in ABLATION}), len(ABLATION))
+
+    def test_train_args_passed(self):
+        # after --recipe, so that they win; an ablation variant's options after them
+        o = options("fp32", "modern")
+        o.train_args = "--zero-init 0 --logit-softcap 30"
+        args = Harness(o).train_args(dict(ARCH, extra=["--qk-norm", "0"]), 7, "c.ckpt", "c.csv", 5)
+        self.assertEqual(args[args.index("--zero-init"):args.index("--zero-init") + 4],
+                         ["--zero-init", "0", "--logit-softcap", "30"])
+        self.assertGreater(args.index("--zero-init"), args.index("--recipe"))
+        self.assertGreater(args.index("--qk-norm"), args.index("--logit-softcap"))
+
+    def test_command_line_quotes(self):
+        saved = sys.argv
+        try:
+            sys.argv = ["compare.py", "--archs", "attention grassmann", "--train-args=--zero-init 0"]
+            self.assertEqual(command_line("harness.compare"),
+                             "python3 -m harness.compare --archs 'attention grassmann' '--train-args=--zero-init 0'")
+        finally:
+            sys.argv = saved
 
     def test_one_seed_has_no_spread(self):
         self.assertEqual(difference(1.339, 0.0, 1), ONE_SEED)

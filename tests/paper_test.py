@@ -3,6 +3,7 @@ paired ratios, the report written from compare reports (--report-only, on
 runs made up here), one-line errors for bad options and missing data, and
 Wikitext-2's files prepared through bin/prepare --train/--val/--test. Run from
 the repository root after make: /usr/bin/python3 -m tests.paper_test"""
+import argparse
 import csv
 import json
 import math
@@ -15,7 +16,7 @@ import tempfile
 import unittest
 
 from harness.common import BIN
-from harness.paper import archs_for, head_file, norm_ratios, prepare_wikitext2, ratios, train_has_recipe, unigram_loss
+from harness.paper import archs_for, compare_command, head_file, norm_ratios, prepare_wikitext2, ratios, train_has_recipe, unigram_loss
 from harness.stats import betainc, t_two_sided, welch_p
 
 PAPER = [sys.executable, "-m", "harness.paper"]
@@ -70,6 +71,20 @@ class Pieces(unittest.TestCase):
         self.assertEqual(archs["transformer"], "attention")
         self.assertEqual(archs["hybrid"].split(","), ["attention"] + ["grassmann"] * 5)
         self.assertEqual(len(dict(archs_for(12))["hybrid"].split(",")), 12)
+
+    def test_compare_command(self):
+        # the recipe's options, then --train-args (one argument: its value starts with '--'), so that they win
+        a = argparse.Namespace(table=1, out="o", n_head=4, batch_size=16, lr=1e-3, warmup_iters=100,
+                               budget="tokens:800000", seeds=2, seed=1337, threads=0, train_args="--zero-init 0",
+                               ablation_tokens=16384)
+        cmd = compare_command(a, "modern", "d", archs_for(6))
+        self.assertEqual(cmd[cmd.index("--recipe") + 1], "modern")
+        self.assertGreater(cmd.index("--train-args=--zero-init 0"), cmd.index("--recipe"))
+        self.assertEqual(cmd[cmd.index("--out") + 1], os.path.join("o", "modern"))
+        self.assertIn("--keep-checkpoints", cmd)
+        a.train_args, a.ablation_tokens = "", 0
+        cmd = compare_command(a, "pre", "d", archs_for(6))
+        self.assertFalse([x for x in cmd if x.startswith("--train-args") or x in ("--recipe", "--keep-checkpoints")])
 
     def test_ratios_are_paired_by_seed(self):
         rows = [{"norm": "pre", "name": "transformer", "seed": 1, "val_ppl": 100.0},
