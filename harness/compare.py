@@ -425,7 +425,9 @@ def ablation_report(a, archs, budgets, runs, seeds, total):
             md.append(row)
         md.append("")
     md += [f"Model: n_layer {a.n_layer}, n_head {a.n_head}, n_embd {a.n_embd}, block {a.block_size}, batch "
-           f"{a.batch_size}, {a.norm}-norm{', then ' + a.train_args if a.train_args else ''}; {precision_text(a.precision)}; AdamW lr {a.lr} -> {a.min_lr} cosine, "
+           f"{a.batch_size}, {a.norm}-norm{', then ' + a.train_args if a.train_args else ''}; "
+           f"{precision_text(a.precision)}; lr {a.lr} -> {a.min_lr} cosine (AdamW's; under Muon its matrices take "
+           f"bin/train's --muon-lr on the same schedule), "
            f"{a.warmup_iters} warm-up steps; Grassmann windows {a.grassmann_windows}" +
            "".join(f"; {x['label']} {x['params']:,} parameters under the modern recipe" for x in archs) +
            f". {len(runs)} runs took {total / 60:.1f} minutes of wall time.",
