@@ -307,6 +307,9 @@ static void test_utf8_complete_prefix(void **s) {
     const unsigned char stray[] = "x\x80\x80"; /* continuation bytes with no lead: let them out */
     assert_int_equal(utf8_complete_prefix(stray, 3), 3);
     assert_int_equal(utf8_complete_prefix(whale, 0), 0);
+    uint32_t cp = 7;
+    assert_int_equal(utf8_decode((const unsigned char *)"", 0, &cp), 0); /* nothing to decode, even before a NUL */
+    assert_int_equal(cp, 7);
 }
 
 int main(void) {

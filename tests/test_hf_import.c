@@ -407,6 +407,19 @@ static void test_refusals(void **s) {
     };
     Error err;
     Tokenizer t;
+    /* id 0 spelled as the empty string: refused, not read past its end (found by fuzz_hf_tokenizer) */
+    {
+        json_t *j = hand_json(0);
+        const char *key;
+        json_t *vocab = at_path(j, "model.vocab.!", &key);
+        json_object_del(vocab, key);
+        json_object_set_new(vocab, "", json_integer(0));
+        err.msg[0] = 0;
+        assert_int_not_equal(import_json(&t, j, &err), 0);
+        if (!strstr(err.msg, "id 0 is '', not a byte")) fail_msg("empty spelling: got \"%s\"", err.msg);
+        assert_one_line(&err);
+        json_decref(j);
+    }
     for (size_t i = 0; i < sizeof spoils / sizeof spoils[0]; i++) {
         json_t *j = hand_json(0);
         const char *key;

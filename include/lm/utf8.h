@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 /* Decodes one sequence at s (len bytes available); returns its length, or 0
- * for an invalid or truncated sequence (the caller then consumes one byte). */
+ * for an empty, invalid or truncated one (the caller then consumes one byte). */
 size_t utf8_decode(const unsigned char *s, size_t len, uint32_t *cp);
 /* The offset of the first byte of s that is not valid UTF-8 (len: none). */
 size_t utf8_invalid_at(const char *s, size_t len);

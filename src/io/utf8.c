@@ -2,6 +2,7 @@
 #include "lm/utf8.h"
 
 size_t utf8_decode(const unsigned char *s, size_t len, uint32_t *cp) {
+    if (!len) return 0; /* s[0] may be a string's terminator: not a character */
     unsigned char c = s[0];
     size_t n;
     uint32_t v, min;
