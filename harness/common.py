@@ -30,10 +30,11 @@ def program_name():
     return os.path.basename(os.path.dirname(path)) if name == "__main__" else name
 
 
-def command_line(module):
-    """'python3 -m MODULE ARGS' as this run was given, each argument quoted
-    where the shell needs it, so that a report's command can be pasted back."""
-    return " ".join(["python3", "-m", module] + [shlex.quote(x) for x in sys.argv[1:]])
+def command_line(module, argv=None):
+    """'python3 -m MODULE ARGS' as this run was given (argv: sys.argv[1:]),
+    each argument quoted where the shell needs it, so that a report's command
+    can be pasted back."""
+    return shlex.join(["python3", "-m", module] + (sys.argv[1:] if argv is None else argv))
 
 
 def die(msg, status=2):

@@ -27,6 +27,7 @@ import csv
 import json
 import math
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -570,7 +571,7 @@ def main():
                 die(f"'{data}' has no {f} (run make data-large, or give --data or --wikitext2)")
         for norm in norms:
             cmd = compare_command(a, norm, data, archs)
-            print(f"paper: {recipe_label(norm)}: {' '.join(cmd[1:])}", flush=True)
+            print(f"paper: {recipe_label(norm)}: {shlex.join(cmd[1:])}", flush=True)
             if subprocess.run(cmd, cwd=ROOT).returncode != 0:
                 die(f"the {recipe_label(norm)} comparison failed (its output is above)")
             with open(os.path.join(a.out, norm, SETTINGS), "w") as f:

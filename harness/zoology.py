@@ -37,7 +37,7 @@ import os
 import sys
 import time
 
-from harness.common import BIN, ROOT, die, gnuplot, gnuplot_series, layer_windows, need_gnuplot, probe_train_command as train_command, run_ok
+from harness.common import BIN, ROOT, command_line, die, gnuplot, gnuplot_series, layer_windows, need_gnuplot, probe_train_command as train_command, run_ok
 from harness.compare import count_params, match_rank, parse_archs, run
 
 # The paper's learning rates: numpy.logspace(-4, -2, 4).
@@ -142,7 +142,7 @@ def write_report(a, archs, rows, minutes, kept=0):
                f"{a.train_seqs} training sequences, {a.val_seqs} scored. The paper trains 64 epochs of 100,000 "
                f"sequences. " + (f"Took {minutes:.1f} minutes" + (f", after {kept} runs kept by --resume." if kept else ".")
                                   if minutes else "Rebuilt from zoology.json."),
-           f"Command: `python3 -m harness.probe --zoology {' '.join(a.argv)}`".rstrip(), "",
+           f"Command: `{command_line('harness.probe', ['--zoology'] + a.argv)}`", "",
            "![accuracy against state size](zoology_accuracy.png)"]
     with open(os.path.join(a.out, "zoology.md"), "w") as f:
         f.write("\n".join(md) + "\n")
