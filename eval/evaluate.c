@@ -9,6 +9,12 @@
 
 /* Window w covers inputs [start, start+T) and scores targets whose index
  * (into tokens) lies in (prev_end, end]. */
+/* The target of a position whose prediction is not scored: the context
+ * before a window's first scored position, or a token the mask leaves out.
+ * model_forward ignores negative targets, so the head runs at the scored
+ * positions alone (with a stride of a quarter window, a quarter of them). */
+enum { NOT_SCORED = -1 };
+
 typedef struct Window {
     size_t start, first_scored; /* first_scored: position inside the window */
 } Window;
@@ -75,21 +81,24 @@ int evaluate_tokens_detail(Model *m, const uint32_t *tokens, size_t n, size_t st
         size_t B = nw - w0 < batch ? nw - w0 : batch;
         for (size_t b = 0; b < B; b++) {
             for (size_t t = 0; t < T; t++) {
-                in[b * T + t] = (int32_t)tokens[wins[w0 + b].start + t];
-                tg[b * T + t] = (int32_t)tokens[wins[w0 + b].start + t + 1];
+                size_t i = wins[w0 + b].start + t;
+                int scored = t >= wins[w0 + b].first_scored && (!mask || mask[i + 1]);
+                in[b * T + t] = (int32_t)tokens[i];
+                tg[b * T + t] = scored ? (int32_t)tokens[i + 1] : NOT_SCORED;
             }
             if (recall_n && recall_mark_window(tokens + wins[w0 + b].start, T, recall_n, recall + b * T, err))
                 goto done;
         }
         model_forward(m, in, tg, B, T, NULL);
+        size_t row = 0; /* the head's rows are the scored positions', in order */
         for (size_t b = 0; b < B; b++)
             for (size_t t = wins[w0 + b].first_scored; t < T; t++) {
                 size_t bt = b * T + t;
-                if (mask && !mask[wins[w0 + b].start + t + 1]) continue;
+                if (tg[bt] == NOT_SCORED) continue;
                 double loss = m->losses[bt];
                 total += loss;
                 scored++;
-                correct += argmax(m->logits + bt * V, V) == (size_t)tg[bt];
+                correct += argmax(m->logits + row++ * V, V) == (size_t)tg[bt];
                 if (d && d->by_position) {
                     d->pos_sum[t] += loss;
                     d->pos_count[t]++;

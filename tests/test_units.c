@@ -621,6 +621,7 @@ static void test_stride_matches_direct_scoring(void **s) {
     Error err;
     assert_int_equal(evaluate_tokens(&m, toks, 47, 5, 2, NULL, &r, &err), 0);
     double want = 0.0;
+    size_t correct = 0; /* the accuracy from the head's rows at the scored positions alone */
     int32_t in[20], tg[20];
     for (size_t j = 1; j < 47; j++) {
         /* target j: first window covers 1..20 with start 0; later ones end at
@@ -632,8 +633,14 @@ static void test_stride_matches_direct_scoring(void **s) {
         model_alloc_acts(&m, 1, 20, &err);
         model_forward(&m, in, tg, 1, 20, NULL);
         want += m.losses[j - start - 1];
+        const float *z = m.logits + (j - start - 1) * 13;
+        size_t best = 0;
+        for (size_t v = 1; v < 13; v++) best = z[v] > z[best] ? v : best;
+        correct += best == toks[j];
     }
     assert_float_equal(r.loss, want / 46.0, 1e-5);
+    assert_float_equal(r.accuracy, correct / 46.0, 1e-12);
+    assert_true(correct > 0 && correct < 46); /* an accuracy that tells rows apart */
     model_free(&m);
 }
 

@@ -90,7 +90,8 @@ typedef struct Model {
     uint32_t muted_windows[MAX_LAYERS]; /* each layer's MixerSpec.muted_windows: 0 but in evaluation (model_mute_offset) */
     float *resid_out, *lnf, *lnf_mean, *lnf_rstd, *losses;
     /* (N, V); model_backward turns them into d(loss)/d(logits) in place. After
-     * a forward whose targets ignore some positions (a loss mask), only the
+     * a forward whose targets ignore some positions (a loss mask, the context
+     * of a strided evaluation window), only the
      * head_n scored positions' rows, in order (head_rows): the head runs
      * only where the loss is taken. */
     float *logits;
@@ -202,7 +203,8 @@ typedef struct PassOptions {
     int full_head;
 } PassOptions;
 
-/* inputs, targets (B, T); targets may be NULL (logits only). Requires
+/* inputs, targets (B, T); targets may be NULL (logits only), and a negative
+ * target (LOSS_IGNORE) is not scored: see logits above. Requires
  * B <= B_max, T <= T_max. */
 void model_forward(Model *m, const int32_t *inputs, const int32_t *targets, size_t B, size_t T,
                    const PassOptions *opt);
