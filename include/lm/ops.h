@@ -50,7 +50,7 @@ static inline float fast_expf(float x) {
 /* tanh through fast_expf: 1 - 2 / (e^{2u} + 1), exact at both saturations. */
 static inline float fast_tanhf(float u) { return 1.0f - 2.0f / (fast_expf(2.0f * u) + 1.0f); }
 
-/* out[i] = softmax(in)[i] over `len` entries (out may equal in). */
+/* out[i] = softmax(in)[i] over `len` entries, len >= 1 (out may equal in). */
 void softmax(float *out, const float *in, size_t len);
 
 #define GELU_SCALE 0.7978845608028654f /* sqrt(2 / pi) */

@@ -42,7 +42,7 @@ typedef struct VecLoops {
     /* AdamW over n parameters. */
     void (*adamw)(float *params, const float *grads, float *m, float *v, size_t n, const AdamWLoop *k);
     /* The loss's rows over the vocabulary: max z[v] (n >= 1); the sum in
-     * double of exp(z[v] - shift); out = softmax(in) (out may equal in). */
+     * double of exp(z[v] - shift); out = softmax(in) (n >= 1; out may equal in). */
     float (*row_max)(const float *z, size_t n);
     double (*row_sum_exp)(const float *z, float shift, size_t n);
     void (*softmax)(float *out, const float *in, size_t n);

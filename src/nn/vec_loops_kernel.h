@@ -114,8 +114,7 @@ static double row_sum_exp_loop(const float *z, float shift, size_t n) {
 }
 
 static void softmax_loop(float *out, const float *in, size_t n) {
-    float maxv = -INFINITY;
-    for (size_t i = 0; i < n; i++) maxv = in[i] > maxv ? in[i] : maxv;
+    float maxv = row_max_loop(in, n); /* exact in any order: the same shift as a scalar loop's */
     float sum = 0.0f;
     for (size_t i = 0; i < n; i++) {
         out[i] = fast_expf(in[i] - maxv);
