@@ -79,7 +79,8 @@ static void test_gelu(void **state) {
     }
 }
 
-/* One key row of a score tile: the max and exp steps of the online softmax,
+/* One key row of a score tile: the max and exp steps of the online softmax
+ * (and an output row's rescaling),
  * with the first r0 queries masked (they must come out 0, the maxima and
  * sums there untouched). */
 static void test_tile_row(void **state) {
@@ -105,6 +106,28 @@ static void test_tile_row(void **state) {
             }
             free(row), free(mx), free(sum), free(row0), free(mx0), free(sum0);
         }
+        /* The running maxima after a tile: the factor that rescales each row's
+         * sum (and output); from a max of -inf (the first tile, whose sums and
+         * outputs are 0) fast_expf's smallest, exp(-87). */
+        float *mx = rand_tensor(n, 8.0f, 600 + t), *mx_new = rand_tensor(n, 8.0f, 700 + t),
+              *sum = rand_tensor(n, 1.0f, 800 + t), *corr = malloc(n * sizeof(float));
+        for (size_t r = 0; r < n; r++) mx_new[r] = fmaxf(mx[r], mx_new[r]);
+        if (n > 1) mx[1] = -INFINITY;
+        float *mx0 = copy_of(mx, n), *sum0 = copy_of(sum, n);
+        L->tile_running_max(corr, mx, sum, mx_new, n);
+        for (size_t r = 0; r < n; r++) {
+            double c = exp((double)(mx0[r] - mx_new[r])); /* the loop's argument, rounded to float */
+            near(corr[r], c, 1e-6, 2e-38, "tile_running_max corr", n, r);
+            assert_true(sum[r] == sum0[r] * corr[r] && mx[r] == mx_new[r]);
+        }
+        free(mx), free(mx_new), free(sum), free(corr), free(mx0), free(sum0);
+        /* The rescaling of 3 output rows n + 5 apart: each entry's one product,
+         * exactly, and the gaps between the rows untouched. */
+        size_t ldo = n + 5, len = 3 * ldo;
+        float *o = rand_tensor(len, 8.0f, 500 + t), *o0 = copy_of(o, len), s[3] = {0.37f, 1.0f, 3.1f};
+        L->tile_rows_scale(o, ldo, s, 3, n);
+        for (size_t i = 0; i < len; i++) assert_true(o[i] == (i % ldo < n ? o0[i] * s[i / ldo] : o0[i]));
+        free(o), free(o0);
     }
 }
 

@@ -5,7 +5,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "lm/ops.h"
 #include "nn/vec_loops.h"
 
 /* A diagonal tile (query tile = key tile, the only kind that needs the
@@ -25,7 +24,7 @@ static size_t visible(size_t t, size_t j0, size_t nk) {
 void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, size_t lds, TileOperand k, TileOperand qt,
                         TileOperand v, size_t i0, size_t nq, size_t hs, float scale) {
     const VecLoops *loops = vec_loops();
-    float m[TILE], l[TILE], m_new[TILE];
+    float m[TILE], l[TILE], m_new[TILE], corr[TILE];
     for (size_t r = 0; r < nq; r++) {
         m[r] = -INFINITY;
         l[r] = 0.0f;
@@ -43,16 +42,8 @@ void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, size_t lds,
          * (j0 == i0) those from r = c, elsewhere all */
         memcpy(m_new, m, nq * sizeof(float));
         for (size_t c = 0; c < nk; c++) loops->tile_row_max(m_new, st + c * lds, diagonal ? c : 0, nq);
-        for (size_t r = 0; r < nq; r++) { /* the first tile: m = -inf, the factor is 0 */
-            float corr = fast_expf(m[r] - m_new[r]);
-            l[r] *= corr;
-            m[r] = m_new[r];
-            if (corr != 1.0f) {
-                float *orow = o + r * ldo;
-#pragma omp simd
-                for (size_t d = 0; d < hs; d++) orow[d] *= corr;
-            }
-        }
+        loops->tile_running_max(corr, m, l, m_new, nq); /* the first tile: m = -inf, l 0 */
+        if (j0 > 0) loops->tile_rows_scale(o, ldo, corr, nq, hs); /* the first tile's o is 0 */
         for (size_t c = 0; c < nk; c++) loops->tile_row_exp(st + c * lds, m, l, diagonal ? c : 0, nq);
         TileOperand vj = tile_b_at(v, j0, 0);
         if (!diagonal) /* O += (s^T)^T V */
@@ -65,10 +56,10 @@ void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, size_t lds,
             }
     }
     for (size_t r = 0; r < nq; r++) {
-        float inv = 1.0f / l[r], *orow = o + r * ldo;
-        for (size_t d = 0; d < hs; d++) orow[d] *= inv;
+        corr[r] = 1.0f / l[r];
         lse[r] = m[r] + logf(l[r]);
     }
+    loops->tile_rows_scale(o, ldo, corr, nq, hs);
 }
 
 /* Query tile i0 (nq rows) against key tile j0 (nk keys), recomputed for

@@ -31,6 +31,13 @@ typedef struct VecLoops {
     void (*tile_row_max)(float *mx, const float *row, size_t r0, size_t n);
     /* row[r] = exp(row[r] - mx[r]), sum[r] += row[r] for r0 <= r < n; row[r] = 0 before r0. */
     void (*tile_row_exp)(float *row, const float *mx, float *sum, size_t r0, size_t n);
+    /* After a tile's maxima, for r < n: corr[r] = exp(mx[r] - mx_new[r]) (below
+     * 2e-38 from mx = -inf, the first tile's, whose sums and outputs are 0),
+     * sum[r] *= corr[r], mx[r] = mx_new[r]. */
+    void (*tile_running_max)(float *corr, float *mx, float *sum, const float *mx_new, size_t n);
+    /* o[r][d] *= s[r] for r < rows, d < n (rows ldo apart): the output rows
+     * rescaled by their corr, and at the end by 1 / sum. */
+    void (*tile_rows_scale)(float *o, size_t ldo, const float *s, size_t rows, size_t n);
     /* Attention backward, one score row: p[c] = exp(p[c] - lse), d[c] = p[c] (d[c] - delta) over n. */
     void (*softmax_grad_row)(float *p, float *d, float lse, float delta, size_t n);
     /* One LayerNorm row of C: out = (x - mean) rstd weight + bias; its mean and rstd. */

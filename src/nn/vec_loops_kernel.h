@@ -44,6 +44,23 @@ static void tile_row_exp_loop(float *row, const float *mx, float *sum, size_t r0
     }
 }
 
+static void tile_running_max_loop(float *corr, float *mx, float *sum, const float *mx_new, size_t n) {
+#pragma omp simd
+    for (size_t r = 0; r < n; r++) {
+        corr[r] = fast_expf(mx[r] - mx_new[r]);
+        sum[r] *= corr[r];
+        mx[r] = mx_new[r];
+    }
+}
+
+static void tile_rows_scale_loop(float *o, size_t ldo, const float *s, size_t rows, size_t n) {
+    for (size_t r = 0; r < rows; r++) {
+        float *row = o + r * ldo, f = s[r];
+#pragma omp simd
+        for (size_t d = 0; d < n; d++) row[d] *= f;
+    }
+}
+
 static void softmax_grad_row_loop(float *p, float *d, float lse, float delta, size_t n) {
 #pragma omp simd
     for (size_t c = 0; c < n; c++) {
@@ -145,6 +162,8 @@ const VecLoops VEC_LOOPS = {
     .gelu_grad_add = gelu_grad_add_loop,
     .tile_row_max = tile_row_max_loop,
     .tile_row_exp = tile_row_exp_loop,
+    .tile_running_max = tile_running_max_loop,
+    .tile_rows_scale = tile_rows_scale_loop,
     .softmax_grad_row = softmax_grad_row_loop,
     .layernorm_row = layernorm_row_loop,
     .layernorm_row_backward = layernorm_row_backward_loop,
