@@ -55,15 +55,22 @@ static void test_transpose(void **state) {
     tile_transpose(2, 3, src, 4, dst, 3); /* 3 x 2 in rows of 3 */
     const float want[9] = {1, 4, -1, 2, 5, -1, 3, 6, -1};
     assert_memory_equal(dst, want, sizeof want);
-    /* Partial 16 x 16 blocks on both sides, padded rows on both sides. */
-    size_t rows = 37, cols = 21, lds = 25, ldd = 40;
-    float *big = rand_tensor(rows * lds, 1.0f, 7), *t = zeros(cols * ldd);
-    tile_transpose(rows, cols, big, lds, t, ldd);
-    for (size_t i = 0; i < rows; i++)
-        for (size_t j = 0; j < cols; j++) assert_true(t[j * ldd + i] == big[i * lds + j]);
-    for (size_t j = 0; j < cols; j++)
-        for (size_t i = rows; i < ldd; i++) assert_true(t[j * ldd + i] == 0.0f);
-    free(big), free(t);
+    /* Whole squares (4 x 4 and 8 x 8, the levels') and partial ones on both
+     * sides, padded rows on both sides: every entry copied, the padding of dst
+     * untouched. */
+    static const size_t sizes[] = {1, 3, 4, 5, 7, 8, 9, 12, 16, 21, 37, 64};
+    uint64_t seed = 7;
+    for (size_t a = 0; a < sizeof sizes / sizeof sizes[0]; a++)
+        for (size_t b = 0; b < sizeof sizes / sizeof sizes[0]; b++) {
+            size_t rows = sizes[a], cols = sizes[b], lds = cols + 3, ldd = rows + 5;
+            float *big = rand_tensor(rows * lds, 1.0f, seed++), *t = zeros(cols * ldd);
+            tile_transpose(rows, cols, big, lds, t, ldd);
+            for (size_t i = 0; i < rows; i++)
+                for (size_t j = 0; j < cols; j++) assert_true(t[j * ldd + i] == big[i * lds + j]);
+            for (size_t j = 0; j < cols; j++)
+                for (size_t i = rows; i < ldd; i++) assert_true(t[j * ldd + i] == 0.0f);
+            free(big), free(t);
+        }
 }
 
 int main(void) {

@@ -7,6 +7,7 @@
  * where cpu_isa() says AVX2 (lm/cpu.h). See blas/tile_gemm_kernel.h. */
 #if defined(__x86_64__)
 #define TILE_KERNEL tile_gemm_avx2
+#define TILE_TRANSPOSE tile_transpose_avx2
 #define LANES 8
 #define MAX_ROWS 6
 #define MAX_VECS 2

@@ -3,7 +3,8 @@
  * level with that level's compiler flags (the Makefile's), after defining
  *   TILE_KERNEL    the function's name (tile_gemm_portable, _avx2, _avx512, _neon);
  *   LANES          floats per vector: 4 (SSE, NEON), 8 (AVX2), 16 (AVX-512);
- *   MAX_ROWS, MAX_VECS  the register block: MAX_ROWS rows x MAX_VECS vectors of C.
+ *   MAX_ROWS, MAX_VECS  the register block: MAX_ROWS rows x MAX_VECS vectors of C;
+ *   TILE_TRANSPOSE the level's tile_transpose, if it has one (the end of this file).
  * The block is chosen so that its accumulators, a row of B and a broadcast
  * entry of A fit the level's vector registers with none left over for
  * spills: AVX2's 16 ymm hold 6 x 2 accumulators, 2 of B and a broadcast
@@ -116,3 +117,74 @@ void TILE_KERNEL(size_t m, size_t n, size_t k, float alpha, const float *a, size
     default: row_block(1, n, k, alpha, ai, rsa, csa, b, ldb, beta, ci, ldc); break;
     }
 }
+
+/* ---- the transposition (blas/tile_gemm.h's tile_transpose) ----
+ * In squares of SQ x SQ floats, SQ = 8 where the level's vectors hold 8
+ * (AVX2, whose transposition AVX-512 runs too), else 4: SQ rows of
+ * src loaded as vectors and transposed in registers by shuffles that GCC
+ * turns into the level's own (vunpcklps, vshufps, vperm2f128; SSE's
+ * unpcklps and movlhps; NEON's zip), then stored as SQ rows of dst; the
+ * edges entry by entry. A copy, so the same bits at every level. */
+#ifdef TILE_TRANSPOSE
+#define SQ (LANES >= 8 ? 8 : 4)
+typedef float sqvec __attribute__((vector_size(SQ * sizeof(float))));
+typedef int sqidx __attribute__((vector_size(SQ * sizeof(int))));
+#if defined(__clang__) /* the fuzzers' compiler: its own builtin, the same indices */
+#define SHUFFLE(x, y, ...) __builtin_shufflevector((x), (y), __VA_ARGS__)
+#else
+#define SHUFFLE(x, y, ...) __builtin_shuffle((x), (y), (sqidx){__VA_ARGS__})
+#endif
+
+static inline __attribute__((always_inline)) void transpose_square(const float *src, size_t lds, float *dst,
+                                                                   size_t ldd) {
+    sqvec r[SQ], out[SQ];
+#pragma GCC unroll 8
+    for (int i = 0; i < SQ; i++) memcpy(&r[i], src + (size_t)i * lds, sizeof(sqvec));
+#if SQ == 8
+    /* Rows a..h: pairs (a0 b0 a1 b1 | a4 b4 a5 b5), then quads (a0 b0 c0 d0 |
+     * a4 b4 c4 d4), then halves: out[j] = (a_j .. h_j). */
+    sqvec t[8], u[8];
+#pragma GCC unroll 4
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = SHUFFLE(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[i + 1] = SHUFFLE(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    }
+#pragma GCC unroll 2
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = SHUFFLE(t[i], t[i + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[i + 1] = SHUFFLE(t[i], t[i + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        u[i + 2] = SHUFFLE(t[i + 1], t[i + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[i + 3] = SHUFFLE(t[i + 1], t[i + 3], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        out[j] = SHUFFLE(u[j], u[j + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        out[j + 4] = SHUFFLE(u[j], u[j + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    }
+#else
+    /* Rows a..d: pairs (a0 b0 a1 b1), then out[j] = (a_j b_j c_j d_j). */
+    sqvec t0 = SHUFFLE(r[0], r[1], 0, 4, 1, 5), t1 = SHUFFLE(r[0], r[1], 2, 6, 3, 7);
+    sqvec t2 = SHUFFLE(r[2], r[3], 0, 4, 1, 5), t3 = SHUFFLE(r[2], r[3], 2, 6, 3, 7);
+    out[0] = SHUFFLE(t0, t2, 0, 1, 4, 5);
+    out[1] = SHUFFLE(t0, t2, 2, 3, 6, 7);
+    out[2] = SHUFFLE(t1, t3, 0, 1, 4, 5);
+    out[3] = SHUFFLE(t1, t3, 2, 3, 6, 7);
+#endif
+#pragma GCC unroll 8
+    for (int j = 0; j < SQ; j++) memcpy(dst + (size_t)j * ldd, &out[j], sizeof(sqvec));
+}
+
+void TILE_TRANSPOSE(size_t rows, size_t cols, const float *src, size_t lds, float *dst, size_t ldd);
+
+void TILE_TRANSPOSE(size_t rows, size_t cols, const float *src, size_t lds, float *dst, size_t ldd) {
+    size_t i = 0;
+    for (; i + SQ <= rows; i += SQ) {
+        size_t j = 0;
+        for (; j + SQ <= cols; j += SQ) transpose_square(src + i * lds + j, lds, dst + j * ldd + i, ldd);
+        for (; j < cols; j++)
+            for (size_t r = i; r < i + SQ; r++) dst[j * ldd + r] = src[r * lds + j];
+    }
+    for (; i < rows; i++)
+        for (size_t j = 0; j < cols; j++) dst[j * ldd + i] = src[i * lds + j];
+}
+#endif

@@ -11,6 +11,7 @@
  * where cpu_isa() says neon (lm/cpu.h). See blas/tile_gemm_kernel.h. */
 #if defined(__aarch64__)
 #define TILE_KERNEL tile_gemm_neon
+#define TILE_TRANSPOSE tile_transpose_neon
 #define LANES 4
 #define MAX_ROWS 5
 #define MAX_VECS 4

@@ -6,6 +6,7 @@
  * are the same bits on every architecture: 4 x 2 accumulators, 2 of B, a
  * broadcast and a product (12 of 16 xmm). See blas/tile_gemm_kernel.h. */
 #define TILE_KERNEL tile_gemm_portable
+#define TILE_TRANSPOSE tile_transpose_portable
 #define LANES 4
 #define MAX_ROWS 4
 #define MAX_VECS 2
