@@ -7,14 +7,14 @@
 #include "lm/loss_breakdown.h"
 #include "lm/text_units.h"
 
-/* Window w covers inputs [start, start+T) and scores targets whose index
- * (into tokens) lies in (prev_end, end]. */
 /* The target of a position whose prediction is not scored: the context
  * before a window's first scored position, or a token the mask leaves out.
  * model_forward ignores negative targets, so the head runs at the scored
  * positions alone (with a stride of a quarter window, a quarter of them). */
 enum { NOT_SCORED = -1 };
 
+/* Window w covers inputs [start, start+T) and scores targets whose index
+ * (into tokens) lies in (prev_end, end]. */
 typedef struct Window {
     size_t start, first_scored; /* first_scored: position inside the window */
 } Window;

@@ -91,9 +91,8 @@ typedef struct Model {
     float *resid_out, *lnf, *lnf_mean, *lnf_rstd, *losses;
     /* (N, V); model_backward turns them into d(loss)/d(logits) in place. After
      * a forward whose targets ignore some positions (a loss mask, the context
-     * of a strided evaluation window), only the
-     * head_n scored positions' rows, in order (head_rows): the head runs
-     * only where the loss is taken. */
+     * of a strided evaluation window), only the head_n scored positions' rows,
+     * in order (head_rows): the head runs only where the loss is taken. */
     float *logits;
     float *lnf_rows; /* (N, C) room for LN_f's output at the scored positions, the head's input there */
     float *dresid, *dbranch, *dln, *dfc; /* backward scratch (dbranch: only with dropout) */
