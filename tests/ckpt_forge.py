@@ -14,6 +14,11 @@ Usage: /usr/bin/python3 -m tests.ckpt_forge KIND IN OUT, KIND one of
   overlap    the second tensor's data offsets the same as the first's (both
              of one size), its own bytes left unclaimed
   trailing   4 KB of bytes after the last tensor
+  config:KEY=JSON  the config's field KEY set to the JSON value (a config
+             that no longer claims the tensors the file holds:
+             untied_head=false on an untied model, norm_type="rmsnorm" on a
+             LayerNorm one)
+  extra      one tensor more, named "h.0.extra.weight", that no config claims
   weights-only  the weights alone, as bin/convert writes a model: no optim.m. /
              optim.v. tensors, step 0, no data position or run options"""
 import json
@@ -76,6 +81,17 @@ def main(kind, src, dst):
     elif kind.startswith("meta:"):
         key, value = kind[5:].split("=", 1)
         header["__metadata__"][key] = value
+        text = json.dumps(header, separators=(",", ":"))
+    elif kind.startswith("config:"):
+        key, value = kind[7:].split("=", 1)
+        cfg = json.loads(header["__metadata__"]["config"])
+        cfg[key] = json.loads(value)
+        header["__metadata__"]["config"] = json.dumps(cfg, separators=(",", ":"))
+        text = json.dumps(header, separators=(",", ":"))
+    elif kind == "extra":
+        end = max(info["data_offsets"][1] for name, info in header.items() if name != "__metadata__")
+        header["h.0.extra.weight"] = {"dtype": "F32", "shape": [4], "data_offsets": [end, end + 16]}
+        data += b"\0" * 16
         text = json.dumps(header, separators=(",", ":"))
     elif kind == "overlap":
         names = [k for k in header if k != "__metadata__"]

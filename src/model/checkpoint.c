@@ -75,6 +75,38 @@ static int read_params(const StFile *f, const Model *m, float *base, const char 
     return 0;
 }
 
+/* Every tensor in the file is one the config claims: the weights, and
+ * either no moments or all of them. The claimed ones were each read (at
+ * their shape) already, so an equal count leaves no room for another: a
+ * checkpoint whose config was edited (an untied head said tied, a LayerNorm
+ * model said RMSNorm) is refused, never loaded with tensors left unread. */
+static int check_claimed(const StFile *f, const Model *m, const char *path, Error *err) {
+    size_t n_file;
+    const char **names = st_names(f, &n_file, err);
+    if (!names) return -1;
+    size_t moments = 0;
+    for (size_t i = 0; i < n_file; i++) moments += strncmp(names[i], "optim.", 6) == 0;
+    size_t claimed = m->n_tensors + (moments ? 2 * m->n_tensors : 0);
+    int rc = 0;
+    if (n_file != claimed) {
+        const char *extra = NULL; /* the first name its config does not give */
+        for (size_t i = 0; i < n_file && !extra; i++) {
+            const char *base = names[i];
+            if (strncmp(base, "optim.m.", 8) == 0 || strncmp(base, "optim.v.", 8) == 0) base += 8;
+            int known = 0;
+            for (size_t t = 0; t < m->n_tensors && !known; t++) known = strcmp(base, m->tensors[t].name) == 0;
+            if (!known) extra = names[i];
+        }
+        if (extra)
+            rc = err_set(err, "'%s' is corrupt: it holds tensor '%s', which its config does not have", path, extra);
+        else
+            rc = err_set(err, "'%s' is corrupt: it holds %zu tensors, its config claims %zu (the weights, and optimizer "
+                              "moments for all of them or none)", path, n_file, claimed);
+    }
+    free(names);
+    return rc;
+}
+
 /* The model config in a checkpoint's header. A header may claim any size:
  * the tensors it describes must be in the file (file_len bytes) before
  * anything is allocated for them. */
@@ -148,6 +180,7 @@ int ckpt_load(const char *path, Model *m, CkptState *s, int with_optim, Error *e
     }
     if (model_alloc(m, &cfg, err)) goto done; /* every tensor is read below */
     if (read_params(&f, m, m->params, "", err)) goto bad;
+    if (check_claimed(&f, m, path, err)) goto free_model;
     if (with_optim) {
         if (model_alloc_training(m, err)) goto bad;
         if (read_params(&f, m, m->m, "optim.m.", err) || read_params(&f, m, m->v, "optim.v.", err)) goto bad;
