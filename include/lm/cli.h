@@ -11,6 +11,10 @@
 
 /* Prints "<prog>: error: <message>" on one line to stderr; returns EXIT_BAD_INPUT. */
 int cli_error(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* s as it may be shown on a terminal, into out (size bytes, cut if need be):
+ * control characters (ESC, BEL, C1) and bytes that are not UTF-8 written as
+ * \xNN, newlines as spaces. cli_error shows every message so. */
+void cli_printable(const char *s, char *out, size_t size);
 /* Quiet: cli_error prints nothing (the ranks of a job other than rank 0,
  * which reports for all of them). */
 void cli_set_quiet(int quiet);

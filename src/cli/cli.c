@@ -1,10 +1,13 @@
 #include "lm/cli.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "lm/error.h"
 #include "lm/machine.h"
+#include "lm/utf8.h"
 
 static int quiet = 0;
 
@@ -17,10 +20,31 @@ int cli_error(const char *prog, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    for (char *c = msg; *c; c++)
-        if (*c == '\n') *c = ' '; /* one line, always */
-    fprintf(stderr, "%s: error: %s\n", prog, msg);
+    char shown[4 * sizeof msg];
+    cli_printable(msg, shown, sizeof shown);
+    fprintf(stderr, "%s: error: %s\n", prog, shown);
     return EXIT_BAD_INPUT;
+}
+
+void cli_printable(const char *s, char *out, size_t size) {
+    size_t n = strlen(s), o = 0;
+    for (size_t i = 0; i < n && o + 5 < size;) {
+        uint32_t cp;
+        size_t len = utf8_decode((const unsigned char *)s + i, n - i, &cp);
+        if (s[i] == '\n') { /* one line, always */
+            out[o++] = ' ';
+            i++;
+        } else if (len == 0 || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
+            /* a terminal control or a byte that is not UTF-8: shown, not sent */
+            o += (size_t)snprintf(out + o, size - o, "\\x%02x", (unsigned char)s[i]);
+            i++;
+        } else {
+            memcpy(out + o, s + i, len);
+            o += len;
+            i += len;
+        }
+    }
+    out[o] = '\0';
 }
 
 double cli_now(void) { return wall_seconds(); }

@@ -24,11 +24,30 @@ int parse_size(const char *s, size_t max, size_t *out, const char *what, Error *
     return 0;
 }
 
+/* A decimal number, the whole string: [+-]digits[.digits][e[+-]digits]
+ * (digits on at least one side of the point); strtod alone would also take
+ * leading spaces, hex (0x10), "inf" and "nan". */
+static int is_decimal(const char *s) {
+    const char *c = s + (*s == '+' || *s == '-');
+    size_t digits = 0;
+    while (isdigit((unsigned char)*c)) c++, digits++;
+    if (*c == '.')
+        for (c++; isdigit((unsigned char)*c); c++) digits++;
+    if (!digits) return 0;
+    if (*c == 'e' || *c == 'E') {
+        c += 1 + (c[1] == '+' || c[1] == '-');
+        if (!isdigit((unsigned char)*c)) return 0;
+        while (isdigit((unsigned char)*c)) c++;
+    }
+    return *c == '\0';
+}
+
 int parse_float(const char *s, double lo, double hi, float *out, const char *what, Error *err) {
     char *end;
     errno = 0;
-    double v = s && *s ? strtod(s, &end) : 0.0;
-    if (!s || !*s || *end || errno == ERANGE || v != v) return err_set(err, "%s: '%s' is not a number", what, s ? s : "");
+    double v = s && is_decimal(s) ? strtod(s, &end) : 0.0;
+    if (!s || !is_decimal(s) || *end || errno == ERANGE || v != v)
+        return err_set(err, "%s: '%s' is not a number (write it in decimal: 0.5, 1e-3)", what, s ? s : "");
     if (v < lo || v > hi) return err_set(err, "%s: %s is out of range [%g, %g]", what, s, lo, hi);
     *out = (float)v;
     return 0;
