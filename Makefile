@@ -228,6 +228,7 @@ test: unit-test $(PROGRAMS)
 	bash tests/hardstop_test.sh
 	bash tests/limits_test.sh
 	bash tests/harden_test.sh
+	bash tests/outputs_test.sh
 	bash tests/bpe_cli_test.sh
 	bash tests/tokenizer_from_test.sh
 	bash tests/bpe_agreement.sh
@@ -300,6 +301,7 @@ asan:
 	BIN=bin-asan bash tests/hardstop_test.sh
 	BIN=bin-asan bash tests/limits_test.sh
 	BIN=bin-asan bash tests/harden_test.sh
+	BIN=bin-asan bash tests/outputs_test.sh
 	BIN=bin-asan bash tests/bpe_cli_test.sh
 	BIN=bin-asan bash tests/tokenizer_from_test.sh
 	BIN=bin-asan bash tests/loss_mask_test.sh

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lm/files.h"
 #include "lm/cli.h"
 #include "lm/options.h"
 #include "lm/checkpoint.h"
@@ -70,6 +71,7 @@ static int to_hf(const char *ckpt, const char *dir) {
 }
 
 int main(int argc, char **argv) {
+    cleanup_on_signals(program.name); /* temporaries and locks go with a signal (lm/files.h) */
     const char *from = NULL, *to = NULL, *out = NULL;
     CliOption opts[] = {
         CLI_TEXT("from-hf", 0, &from, "DIR", "read a Hugging Face GPT-2 directory"),
@@ -83,5 +85,9 @@ int main(int argc, char **argv) {
     if (rc != CLI_CONTINUE) return rc;
     if (!from == !to) return cli_error(program.name, "give one of --from-hf DIR and --to-hf CKPT (see --help)");
     if (!out) return cli_error(program.name, "--out is required (see --help)");
+    Error err;
+    NamedPath input = {from ? "--from-hf" : "--to-hf", from ? from : to};
+    if (output_check(out, "--out", from ? OUTPUT_FILE : OUTPUT_DIR, &input, 1, &err))
+        return cli_error(program.name, "%s", err.msg);
     return from ? from_hf(from, out) : to_hf(to, out);
 }

@@ -1,5 +1,4 @@
 /* bin/prepare: text files -> train/val/test token files and the tokenizer. */
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,6 +131,7 @@ static int check_options(const Given *g, const TokenizerRecipe *recipe, const Co
     else if (g->explicit_splits && !g->trains) rc = cli_error(prog, "--val and --test need --train");
     else if (g->trains && !g->vals) rc = cli_error(prog, "--train needs --val: training needs validation data");
     else if (!corpus->paths || !out) rc = cli_error(prog, "--input (or --train and --val) and --out are required (see --help)");
+    else if (output_check(out, "--out", OUTPUT_DIR, NULL, 0, &err)) rc = cli_error(prog, "%s", err.msg);
     else if (from && g->learning_options)
         rc = cli_error(prog, "--tokenizer-from uses its tokenizer as it is: --tokenizer, --vocab-size, --split-pattern and "
                              "--special are for learning one");
@@ -200,7 +200,7 @@ static int prepare(Corpus *corpus, const TokenizerRecipe *recipe, Tokenizer *tok
 }
 
 int main(int argc, char **argv) {
-    signal(SIGXFSZ, SIG_IGN); /* past a file-size limit a write fails (EFBIG) and is reported, not fatal */
+    cleanup_on_signals(program.name); /* temporaries go with a signal; SIGXFSZ is a failed write (lm/files.h) */
     const char *out = NULL, *separator = NULL, **specials = NULL, *from = NULL;
     TokenizerRecipe recipe = {.kind = "char", .vocab_size = 4096, .pattern = "gpt4"};
     float val_frac = 0.05f, test_frac = 0.05f;

@@ -47,6 +47,7 @@ static int probe_tokenizer(Tokenizer *tok, size_t vocab, Error *err) {
 }
 
 int main(int argc, char **argv) {
+    cleanup_on_signals(program.name); /* temporaries and locks go with a signal (lm/files.h) */
     const char *task = NULL, *out = NULL, *queries = "rounds";
     ProbeSpec spec = {.seq_len = 256, .symbols = 64, .pairs = 16};
     size_t train_seqs = 4000, val_seqs = 200, seed = 1337;
@@ -77,6 +78,8 @@ int main(int argc, char **argv) {
     if (rc != CLI_CONTINUE) return rc;
     const char *prog = program.name;
     if (!task || !out) return cli_error(prog, "--task and --out are required (see --help)");
+    Error err;
+    if (output_check(out, "--out", OUTPUT_DIR, NULL, 0, &err)) return cli_error(prog, "%s", err.msg);
     if (strcmp(task, "mqar") == 0) spec.task = PROBE_MQAR;
     else if (strcmp(task, "copy") == 0) spec.task = PROBE_COPY;
     else if (strcmp(task, "zoology") == 0) spec.task = PROBE_ZOOLOGY;
@@ -88,7 +91,6 @@ int main(int argc, char **argv) {
     if (!cli_option(opts, n_opts, "segment")->given)
         spec.segment = spec.seq_len > spec.gap + 1 ? (spec.seq_len - 1 - spec.gap) / 2 : 0;
 
-    Error err;
     Tokenizer tok;
     char path[4096];
     snprintf(path, sizeof path, "%s/tokenizer.txt", out);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lm/files.h"
 #include "lm/blas_setup.h"
 #include "lm/cli.h"
 #include "lm/options.h"
@@ -96,6 +97,7 @@ static void print_text(const char *path, const Model *m, const Tokenizer *tok, c
 int main(int argc, char **argv) {
     Error setup_err; /* first: it may restart the program with faster kernels */
     if (blas_setup(argc, argv, &setup_err)) return cli_error(program.name, "%s", setup_err.msg);
+    cleanup_on_signals(program.name); /* temporaries and locks go with a signal (lm/files.h) */
     const char *model_path = NULL, *data = NULL, *split = "val", *mask_arg = NULL, *ablate = NULL;
     size_t stride = 0, batch = 0, threads = 0; /* batch 0: eval_batch's default */
     int json = 0, word_ppl = 0;

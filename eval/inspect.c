@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lm/files.h"
 #include "lm/blas_setup.h"
 #include "lm/cli.h"
 #include "lm/options.h"
@@ -71,6 +72,7 @@ static void print_written(const char *dir, const Inspection *in, double seconds)
 int main(int argc, char **argv) {
     Error setup_err; /* first: it may restart the program with faster kernels */
     if (blas_setup(argc, argv, &setup_err)) return cli_error(program.name, "%s", setup_err.msg);
+    cleanup_on_signals(program.name); /* temporaries and locks go with a signal (lm/files.h) */
     const char *model_path = NULL, *prompt = NULL, *out_dir = NULL;
     size_t ind_len = INDUCTION_DEFAULT, ind_seqs = 8, seed = 1337, threads = 0;
     CliOption opts[] = {
@@ -88,7 +90,10 @@ int main(int argc, char **argv) {
     const char *prog = program.name;
     if (!model_path) return cli_error(prog, "--model is required (see --help)");
     if (!prompt) return cli_error(prog, "--prompt is required (see --help)");
-    if (!out_dir || !*out_dir) return cli_error(prog, "--out is required (see --help)");
+    if (!out_dir) return cli_error(prog, "--out is required (see --help)");
+    Error out_err;
+    NamedPath model_input = {"--model", model_path};
+    if (output_check(out_dir, "--out", OUTPUT_DIR, &model_input, 1, &out_err)) return cli_error(prog, "%s", out_err.msg);
     if (!*prompt) return cli_error(prog, "the prompt is empty");
     if (ind_seqs == 0) return cli_error(prog, "--induction-seqs must be at least 1");
     threads_use(threads);

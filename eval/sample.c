@@ -3,6 +3,7 @@
  * reduced vectors for Grassmann). */
 #include <stdio.h>
 
+#include "lm/files.h"
 #include "lm/blas_setup.h"
 #include "lm/cli.h"
 #include "lm/options.h"
@@ -32,6 +33,7 @@ static void print_text(void *ctx, const char *text, size_t len) {
 int main(int argc, char **argv) {
     Error setup_err; /* first: it may restart the program with faster kernels */
     if (blas_setup(argc, argv, &setup_err)) return cli_error(program.name, "%s", setup_err.msg);
+    cleanup_on_signals(program.name); /* temporaries and locks go with a signal (lm/files.h) */
     const char *model_path = NULL, *prompt = "\n";
     size_t n_tokens = 500, seed = 1337, threads = 1;
     SampleOptions so = {.temperature = 0.8f};

@@ -51,7 +51,6 @@ int train_loop_open(TrainLoop *L, Run *r, int profile, Error *err) {
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    signal(SIGXFSZ, SIG_IGN); /* past a file-size limit a write fails (EFBIG) and is reported, not fatal */
     thread_tuner_init(&L->tuner, threads_max(), o->threads == 0 && dist->size == 1); /* ranks wait for the slowest: fixed */
     L->tokens_per_step = o->batch_size * o->cfg.block_size * o->grad_accum * (size_t)dist->size;
     return 0;

@@ -9,6 +9,7 @@
 #include "lm/checkpoint.h"
 #include "lm/files.h"
 #include "lm/machine.h"
+#include "run_log.h"
 
 #define SZ(field) 0, offsetof(RunOptions, field)
 #define FL(field) 1, offsetof(RunOptions, field)
@@ -356,10 +357,38 @@ static int prepare_steps(Run *r, Error *err) {
     return 0;
 }
 
-int run_claim_output(const RunOptions *o, Dist *dist, const char *prog, int *lock, Error *err) {
-    *lock = -1;
-    if (!o->out || o->dump) return 0;
-    int failed = dist->rank == 0 && output_lock(o->out, lock, err) != 0;
+/* Every file the run writes (--out, --dump-grads, --log) against the one
+ * rule of lm/files.h, before any work: none of them a device, folder or
+ * one of the run's inputs; --out may be --resume's or --init's checkpoint
+ * (a run continued in place: the new one is renamed over it), the others
+ * may not. An existing log is appended to or replaced only if it is one. */
+static int check_outputs(const RunOptions *o, Error *err) {
+    static const char *const data_files[] = {"train.bin", "val.bin", "test.bin", "tokenizer.txt", "tokenizer.json",
+                                             "train.mask", "val.mask"};
+    enum { N_DATA = sizeof data_files / sizeof data_files[0] };
+    char paths[N_DATA][PATH_BUF];
+    NamedPath inputs[N_DATA + 4];
+    size_t n = 0;
+    for (size_t i = 0; i < N_DATA; i++) {
+        if (path_format(paths[i], sizeof paths[i], err, "%s/%s", o->data, data_files[i])) return -1;
+        inputs[n++] = (NamedPath){"a file of --data", paths[i]};
+    }
+    size_t n_data = n;
+    inputs[n++] = (NamedPath){"--resume", o->resume};
+    inputs[n++] = (NamedPath){"--init", o->init};
+    if (o->dump) return output_check(o->dump, "--dump-grads", OUTPUT_FILE, inputs, n, err);
+    if (output_check(o->out, "--out", OUTPUT_FILE, inputs, n_data, err)) return -1;
+    if (!o->log) return 0;
+    inputs[n++] = (NamedPath){"--out", o->out};
+    return output_check(o->log, "--log", OUTPUT_FILE, inputs, n, err) || run_log_check(o->log, err) ? -1 : 0;
+}
+
+int run_claim_output(const RunOptions *o, Dist *dist, const char *prog, OutputLock *lock, Error *err) {
+    lock->fd = -1;
+    int failed = dist->rank == 0 && check_outputs(o, err) != 0;
+    if (dist_agree(dist, failed, err)) return -1;
+    if (o->dump) return 0;
+    failed = dist->rank == 0 && output_lock(o->out, lock, err) != 0;
     if (dist_agree(dist, failed, err)) return -1;
     if (dist->rank != 0) return 0;
     int removed = remove_dead_temporaries(o->out, err);

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lm/files.h"
 #include "lm/loss_mask.h"
 #include "lm/tokens.h"
 #include "lm/config.h"
@@ -111,11 +112,14 @@ typedef struct Run {
  * with fresh AdamW moments, step 0 and this run's options), the loss masks (unless no_loss_mask),
  * activations and batch buffers. With count_only it stops after the model's
  * layout (model.n_params), allocating no weights' gradients or activations. */
-/* The output is this run's alone: rank 0 (which writes the checkpoints)
- * holds a lock beside o->out (lm/files.h: a second run on it refuses,
- * naming this one's pid) in *lock until output_unlock, and removes what
- * killed runs left of it, saying so on stderr as prog. Nothing for --dump-grads. */
-int run_claim_output(const RunOptions *o, Dist *dist, const char *prog, int *lock, Error *err);
+/* Before any work: every file the run writes (--out, --dump-grads, --log)
+ * held to lm/files.h's rule (no device, folder or input of the run; an
+ * existing --log only if it is a log). Then the output is this run's alone:
+ * rank 0 (which writes the checkpoints) holds a lock beside o->out (a
+ * second run on it refuses, naming this one's pid) in *lock until
+ * output_unlock, and removes what killed runs left of it, saying so on
+ * stderr as prog. No lock for --dump-grads. */
+int run_claim_output(const RunOptions *o, Dist *dist, const char *prog, OutputLock *lock, Error *err);
 int run_open(Run *r, const RunOptions *o, Dist *dist, int count_only, int no_loss_mask, Error *err);
 void run_close(Run *r);
 /* The checkpoint at `step`: rank 0 writes it, atomically; every rank learns

@@ -2,18 +2,49 @@
 #include "run_log.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <math.h>
 #include <string.h>
 
 #include "lm/json.h"
+
+/* A log's first line begins with one of these (CSV's header, a JSON line). */
+static const char *const log_starts[] = {"step,tokens,", "{\"step\":"};
+
+int run_log_check(const char *path, Error *err) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return 0; /* none yet (or a link: refused when opened) */
+    char head[16];
+    ssize_t n = read(fd, head, sizeof head);
+    close(fd);
+    if (n <= 0) return 0; /* empty */
+    for (size_t i = 0; i < sizeof log_starts / sizeof log_starts[0]; i++) {
+        size_t len = strlen(log_starts[i]);
+        if ((size_t)n >= len && memcmp(head, log_starts[i], len) == 0) return 0;
+    }
+    return err_set(err, "--log '%s' exists and is not a training log: it is neither appended to nor replaced "
+                        "(give another path, or remove it)", path);
+}
 
 int run_log_open(RunLog *log, const char *path, int append, Error *err) {
     size_t n = strlen(path);
     log->jsonl = n > 6 && strcmp(path + n - 6, ".jsonl") == 0;
     log->path = path;
     log->failed = 0;
-    log->f = fopen(path, append ? "a" : "w");
-    if (!log->f) return err_set(err, "cannot open log '%s'", path);
+    log->f = NULL;
+    /* Never through a link, never waiting on a FIFO; a regular file only. */
+    int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0666);
+    struct stat st = {0};
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || fcntl(fd, F_SETFL, append ? O_APPEND : 0) != 0 ||
+        !(log->f = fdopen(fd, append ? "a" : "w"))) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        return err_set(err, "cannot open log '%s': %s", path, fd >= 0 && !S_ISREG(st.st_mode) ? "not a regular file"
+                                                                                              : strerror(e));
+    }
+    if (append) fseek(log->f, 0, SEEK_END);
     if (!log->jsonl && ftell(log->f) == 0)
         fprintf(log->f, "step,tokens,train_loss,val_loss,val_bits_per_byte,lr,grad_norm,ms_per_step,elapsed_s,threads\n");
     return 0;

@@ -18,6 +18,12 @@ typedef struct RunLog {
     int failed; /* errno of the first failed write, 0 if none: the run stops, keeping its last checkpoint */
 } RunLog;
 
+/* 0 when path is absent, empty or a log of ours (its first line a CSV
+ * header or a JSON line of this format); else -1: a run never appends to
+ * or truncates another file (a checkpoint) given as --log. */
+int run_log_check(const char *path, Error *err);
+/* Opens the log (append: a resumed run's, to its end), a regular file only,
+ * never through a link. */
 int run_log_open(RunLog *log, const char *path, int append, Error *err);
 /* A value a row does not have is NaN: an empty CSV field, or null. */
 void run_log_row(RunLog *log, size_t step, size_t tokens, float loss, ValLoss val, float lr, float norm, double ms,

@@ -298,6 +298,7 @@ static void warn_short_run(const RunOptions *o, const Dist *dist) {
 int main(int argc, char **argv) {
     Error setup_err; /* first: it may restart the program with faster kernels */
     if (blas_setup(argc, argv, &setup_err)) return cli_error(program.name, "%s", setup_err.msg);
+    cleanup_on_signals(program.name); /* temporaries and locks go with a signal (lm/files.h) */
     const char *prog = program.name;
     Dist dist;
     Error err;
@@ -316,7 +317,7 @@ int main(int argc, char **argv) {
     int rc = dist_check_args(&dist, argc, argv, &err) ? cli_error(prog, "%s", err.msg) /* every rank parses the same */
                                                       : parse(argc, argv, &o, &a);
     if (rc == CLI_CONTINUE) rc = check(&o, &a, &dist);
-    int lock = -1;
+    OutputLock lock = {.fd = -1};
     if (rc == CLI_CONTINUE && !a.count_only && run_claim_output(&o, &dist, prog, &lock, &err)) rc = cli_error(prog, "%s", err.msg);
     if (rc == CLI_CONTINUE) {
         say_on = !a.json;
@@ -331,7 +332,7 @@ int main(int argc, char **argv) {
         }
     }
     run_close(&r);
-    output_unlock(lock);
+    output_unlock(&lock);
     dist_finalize(&dist);
     return rc;
 }

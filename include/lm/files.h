@@ -22,6 +22,9 @@ int path_format(char *buf, size_t size, Error *err, const char *fmt, ...) __attr
  * err set. Every program's inputs are opened through these. */
 int open_input(const char *path, size_t *size, Error *err);
 FILE *fopen_input(const char *path, size_t *size, Error *err);
+/* What a path that is not a regular file is ("a directory", "a FIFO or
+ * pipe", "a socket", ...), from its st_mode, for the message refusing it. */
+const char *file_kind(unsigned mode);
 /* 0 for a regular file's st_mode; -1 with the refusal open_input gives. */
 int input_refusal(const char *path, unsigned mode, Error *err);
 
@@ -38,12 +41,6 @@ int temp_path(char *buf, size_t size, const char *path, Error *err);
 /* Removes the temporaries of path (regular files named as temp_path names
  * them) whose process is gone: what a killed run left. Returns how many. */
 int remove_dead_temporaries(const char *path, Error *err);
-
-/* An advisory lock (flock) on path.lock, so that two runs writing the same
- * output refuse instead of overwriting each other: the second gets "being
- * written by another run (pid N)". *fd holds the lock until output_unlock. */
-int output_lock(const char *path, int *fd, Error *err);
-void output_unlock(int fd);
 
 /* The two halves of an atomic write, for a writer that streams: temp_create
  * creates path's temporary (its name into tmp) new, never through a link
@@ -76,5 +73,54 @@ int dirs_create(const char *path, Error *err);
 /* Writes dir/name holding text (NUL-terminated) atomically, as
  * write_file_atomic; text NULL (a failed allocation) is "out of memory". */
 int write_text_in(const char *dir, const char *name, const char *text, Error *err);
+
+/* ---- what a program writes (src/runtime/outputs.c) ---------------------------
+ * The one rule for every path a program writes, checked before any work: a
+ * regular file or a path that does not exist yet, in a folder that exists;
+ * never a device, FIFO, socket or folder (renaming a new file over /dev/null
+ * would replace the device), and never one of the run's own inputs. Written
+ * through a temporary beside it (created O_EXCL | O_NOFOLLOW) and renamed;
+ * the temporaries and the lock are removed on every way out, signals
+ * included (cleanup_on_signals). */
+typedef enum { OUTPUT_FILE, OUTPUT_DIR } OutputKind;
+/* An input of the run, for the check that no output is one of them. */
+typedef struct NamedPath {
+    const char *what; /* "--resume", "the training data" */
+    const char *path;
+} NamedPath;
+/* 0 when path may be written as `kind` (OUTPUT_DIR: a folder that is
+ * absent or there; its files are checked as they are written); else -1
+ * with one line naming `what` (the option: "--out") and why. */
+int output_check(const char *path, const char *what, OutputKind kind, const NamedPath *inputs, size_t n_inputs,
+                 Error *err);
+/* 0 when nothing is at path, or a regular file (or a link to one): what a
+ * rename may replace; -1 with the refusal for anything else. temp_create
+ * and temp_commit ask it, so no writer replaces a device or a folder. */
+int output_replaceable(const char *path, const char *what, Error *err);
+
+/* An advisory lock (flock) on path.lock, so that two runs writing the same
+ * output refuse instead of overwriting each other: the second gets "being
+ * written by another run (pid N)". The lock file is created new or reused
+ * only when it is a small regular file of one name (never a link to
+ * another file, which would be truncated), holds this process's pid, and
+ * is removed by output_unlock (and by a signal's cleanup). */
+typedef struct OutputLock {
+    int fd; /* -1: none held */
+    char path[PATH_BUF];
+} OutputLock;
+int output_lock(const char *path, OutputLock *lock, Error *err);
+void output_unlock(OutputLock *lock);
+
+/* The paths removed if SIGINT, SIGTERM or SIGPIPE ends the process (a
+ * fixed table of 16: temporaries and locks; is_dir: a flat folder, removed
+ * with its files). temp_create, temp_dir_create and output_lock add theirs,
+ * commits and unlocks drop them. */
+void cleanup_add(const char *path, int is_dir);
+void cleanup_drop(const char *path);
+/* Every program's first call: the handlers that remove those paths and say
+ * so in one line (SIGPIPE silently), then end the process by the signal;
+ * SIGXFSZ ignored, so a write past a file-size limit fails (EFBIG) and is
+ * reported, not a silent death. */
+void cleanup_on_signals(const char *prog);
 
 #endif

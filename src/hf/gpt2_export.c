@@ -153,14 +153,17 @@ int hf_gpt2_export(const Model *m, const Tokenizer *tok, const char *dir, Error 
     int rc = write_export(m, tok, tmp, err);
     if (rc == 0 && rename(tmp, target) != 0) rc = err_set(err, "cannot rename '%s' to '%s': %s", tmp, target, strerror(errno));
     if (rc == 0 && fsync_parent_dir(target) != 0)
-        return err_set(err, "cannot sync the directory of '%s': %s", target, strerror(errno));
-    if (rc) { /* nothing of a half export stays */
-        for (size_t i = 0; i < sizeof export_files / sizeof export_files[0]; i++) {
-            char path[4300];
-            snprintf(path, sizeof path, "%s/%s", tmp, export_files[i]);
-            unlink(path);
-        }
-        rmdir(tmp);
+        rc = err_set(err, "cannot sync the directory of '%s': %s", target, strerror(errno));
+    if (rc == 0) {
+        cleanup_drop(tmp);
+        return 0;
     }
+    for (size_t i = 0; i < sizeof export_files / sizeof export_files[0]; i++) { /* nothing of a half export stays */
+        char path[4300];
+        snprintf(path, sizeof path, "%s/%s", tmp, export_files[i]);
+        unlink(path);
+    }
+    rmdir(tmp);
+    cleanup_drop(tmp);
     return rc;
 }

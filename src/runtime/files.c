@@ -10,12 +10,10 @@
 #include <stdarg.h>
 #include <string.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* What a path that is not a regular file is, for the message refusing it. */
-static const char *file_kind(mode_t mode) {
+const char *file_kind(unsigned mode) {
     if (S_ISDIR(mode)) return "a directory";
     if (S_ISFIFO(mode)) return "a FIFO or pipe";
     if (S_ISCHR(mode)) return "a character device";
@@ -132,7 +130,10 @@ static int clear_temp(const char *tmp, Error *err) {
 
 int temp_dir_create(const char *path, char *tmp, size_t size, Error *err) {
     if (temp_path(tmp, size, path, err) || clear_temp(tmp, err)) return -1;
-    if (mkdir(tmp, 0777) == 0) return 0; /* mkdir never follows a link; the mode is the umask's */
+    if (mkdir(tmp, 0777) == 0) { /* mkdir never follows a link; the mode is the umask's */
+        cleanup_add(tmp, 1);
+        return 0;
+    }
     return err_set(err, "cannot create '%s'%s: %s", tmp, errno == EEXIST ? " (left by an interrupted run? remove it)" : "",
                    strerror(errno));
 }
@@ -144,7 +145,7 @@ FILE *temp_create(const char *path, char *tmp, size_t size, Error *err) {
      * and the file is created new (O_EXCL | O_NOFOLLOW: if anything appears
      * there meanwhile, the open fails instead of writing through it), with
      * the mode the umask gives. */
-    if (clear_temp(tmp, err)) return NULL;
+    if (output_replaceable(path, "the output", err) || clear_temp(tmp, err)) return NULL;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!f) {
@@ -153,7 +154,9 @@ FILE *temp_create(const char *path, char *tmp, size_t size, Error *err) {
             close(fd);
             unlink(tmp);
         }
+        return NULL;
     }
+    cleanup_add(tmp, 0); /* removed if a signal ends the process before the commit */
     return f;
 }
 
@@ -165,11 +168,20 @@ int temp_commit(FILE *f, const char *tmp, const char *path, int failed, Error *e
     int saved = failed ? (errno ? errno : EIO) : 0;
     if (!saved && (fflush(f) != 0 || fsync(fileno(f)) != 0)) saved = errno ? errno : EIO;
     if (fclose(f) != 0 && !saved) saved = errno ? errno : EIO;
+    /* What appeared at path since the start (a device, a FIFO, a folder) is
+     * never replaced. */
+    if (!saved && output_replaceable(path, "the output", err)) {
+        unlink(tmp);
+        cleanup_drop(tmp);
+        return -1;
+    }
     if (!saved && rename(tmp, path) != 0) {
         err_set(err, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
         unlink(tmp);
+        cleanup_drop(tmp);
         return -1;
     }
+    cleanup_drop(tmp);
     if (saved) {
         err_set(err, "cannot write '%s': %s (the previous file, if any, is unchanged)", path, strerror(saved));
         unlink(tmp);
@@ -211,37 +223,6 @@ int remove_dead_temporaries(const char *path, Error *err) {
     }
     closedir(d);
     return removed;
-}
-
-int output_lock(const char *path, int *fd_out, Error *err) {
-    char lock[PATH_BUF];
-    if (path_format(lock, sizeof lock, err, "%s.lock", path)) return -1;
-    int fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd < 0) return err_set(err, "cannot create the lock file '%s': %s", lock, strerror(errno));
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        int busy = errno == EWOULDBLOCK;
-        char pid[32] = "";
-        ssize_t n = busy ? pread(fd, pid, sizeof pid - 1, 0) : 0;
-        pid[n > 0 ? n : 0] = '\0';
-        pid[strcspn(pid, "\n")] = '\0';
-        close(fd);
-        if (!busy) return err_set(err, "cannot lock '%s': %s", lock, strerror(errno));
-        return err_set(err, "'%s' is being written by another run (pid %s): wait for it or choose another output", path,
-                       *pid ? pid : "unknown");
-    }
-    char pid[32];
-    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
-        err_set(err, "cannot write the lock file '%s': %s", lock, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    *fd_out = fd;
-    return 0;
-}
-
-void output_unlock(int fd) {
-    if (fd >= 0) close(fd); /* the lock goes with the descriptor; the file stays (removing it would race a waiter) */
 }
 
 int path_format(char *buf, size_t size, Error *err, const char *fmt, ...) {

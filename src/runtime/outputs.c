@@ -1,0 +1,233 @@
+/* What a program writes: the one rule every output path is held to, the
+ * lock beside a checkpoint, and the removal of temporaries and locks when a
+ * signal ends the process (see lm/files.h). */
+#include "lm/files.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* ---- the paths to remove if a signal ends the process ---------------------- */
+
+/* A fixed table, so the signal handler reads it without locks or
+ * allocation; a slot is taken by writing its path, then setting `used`. */
+#define CLEANUP_SLOTS 16
+static struct {
+    volatile sig_atomic_t used, is_dir;
+    char path[PATH_BUF];
+} cleanup[CLEANUP_SLOTS];
+static const char *cleanup_prog = "lm";
+
+void cleanup_add(const char *path, int is_dir) {
+    if (strlen(path) >= PATH_BUF) return;
+    for (int i = 0; i < CLEANUP_SLOTS; i++) {
+        if (cleanup[i].used) continue;
+        memcpy(cleanup[i].path, path, strlen(path) + 1);
+        cleanup[i].is_dir = is_dir;
+        cleanup[i].used = 1;
+        return;
+    }
+}
+
+void cleanup_drop(const char *path) {
+    for (int i = 0; i < CLEANUP_SLOTS; i++)
+        if (cleanup[i].used && strcmp(cleanup[i].path, path) == 0) {
+            cleanup[i].used = 0;
+            return;
+        }
+}
+
+/* The entries of a temporary directory (our exports are flat), then the
+ * directory: getdents64, unlinkat and rmdir are system calls, safe in a
+ * signal handler where opendir is not. */
+static void remove_flat_dir(const char *path) {
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+        char buf[4096];
+        for (long n; (n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0;)
+            for (long at = 0; at < n;) {
+                /* struct linux_dirent64: u64 ino, s64 off, u16 reclen, u8 type, name */
+                unsigned short reclen;
+                memcpy(&reclen, buf + at + 16, sizeof reclen);
+                const char *name = buf + at + 19;
+                if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0) unlinkat(fd, name, 0);
+                at += reclen;
+            }
+        close(fd);
+    }
+    rmdir(path);
+}
+
+static void put_err(const char *s) {
+    ssize_t ignored = write(STDERR_FILENO, s, strlen(s));
+    (void)ignored;
+}
+
+static void on_fatal_signal(int sig) {
+    int saved = errno;
+    /* SIGPIPE is the reader going away (bin/sample | head): silent, as
+     * every Unix tool; the others get one line. */
+    if (sig != SIGPIPE) {
+        put_err(cleanup_prog);
+        put_err(sig == SIGINT ? ": stopped (SIGINT): nothing half-written is kept\n"
+                              : ": stopped (SIGTERM): nothing half-written is kept\n");
+    }
+    for (int i = 0; i < CLEANUP_SLOTS; i++) {
+        if (!cleanup[i].used) continue;
+        if (cleanup[i].is_dir) remove_flat_dir(cleanup[i].path);
+        else unlink(cleanup[i].path);
+    }
+    errno = saved;
+    signal(sig, SIG_DFL); /* then die of it, so the parent sees the signal */
+    raise(sig);
+}
+
+void cleanup_on_signals(const char *prog) {
+    cleanup_prog = prog;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fatal_signal;
+    sigfillset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGPIPE, &sa, NULL);
+    /* Past a file-size limit a write fails (EFBIG), the writer reports it in
+     * one line and removes its temporary: not a silent death. */
+    signal(SIGXFSZ, SIG_IGN);
+}
+
+/* ---- the one rule for an output path ---------------------------------------- */
+
+int output_replaceable(const char *path, const char *what, Error *err) {
+    struct stat st;
+    if (lstat(path, &st) != 0) return 0;                     /* nothing there yet */
+    if (S_ISLNK(st.st_mode) && stat(path, &st) != 0) return 0; /* a dangling link: the rename replaces the link */
+    if (S_ISREG(st.st_mode)) return 0;
+    if (S_ISDIR(st.st_mode))
+        return err_set(err, "%s '%s' is a directory: give the path of a file (in it, or beside it)", what, path);
+    return err_set(err, "%s '%s' is %s, not a file: it is never written or replaced; give the path of a file", what,
+                   path, file_kind(st.st_mode));
+}
+
+/* The folder path goes in ("." for a bare name). */
+static int parent_of(const char *path, char *dir, size_t size, Error *err) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) return path_format(dir, size, err, ".");
+    if (slash == path) return path_format(dir, size, err, "/");
+    return path_format(dir, size, err, "%.*s", (int)(slash - path), path);
+}
+
+static int same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+int output_check(const char *path, const char *what, OutputKind kind, const NamedPath *inputs, size_t n_inputs,
+                 Error *err) {
+    if (!path || !*path) return err_set(err, "%s is empty: give the path of a %s", what, kind == OUTPUT_DIR ? "folder" : "file");
+    size_t len = strlen(path);
+    if (len + 32 >= PATH_BUF) return err_set(err, "%s is too long (%zu bytes, the limit is %d)", what, len, PATH_BUF - 33);
+    struct stat st;
+    if (kind == OUTPUT_DIR) {
+        if (stat(path, &st) == 0 && !S_ISDIR(st.st_mode))
+            return err_set(err, "%s '%s' is %s, not a folder: give a new or existing folder", what, path,
+                           S_ISREG(st.st_mode) ? "a file" : file_kind(st.st_mode));
+        return 0; /* created if missing; its files are each held to this rule as they are written */
+    }
+    if (path[len - 1] == '/' || strcmp(path, ".") == 0 || strcmp(path, "..") == 0 ||
+        (len >= 3 && strcmp(path + len - 3, "/..") == 0) || (len >= 2 && strcmp(path + len - 2, "/.") == 0))
+        return err_set(err, "%s '%s' names a folder: give the path of a file", what, path);
+    if (output_replaceable(path, what, err)) return -1;
+    char dir[PATH_BUF], tmp[PATH_BUF];
+    if (parent_of(path, dir, sizeof dir, err)) return -1;
+    int found = stat(dir, &st) == 0;
+    if (!found || !S_ISDIR(st.st_mode))
+        return err_set(err, "%s '%s': the folder '%s' %s", what, path, dir,
+                       !found && errno == ENOENT ? "does not exist (create it first)" : "is not a folder");
+    if (access(dir, W_OK | X_OK) != 0)
+        return err_set(err, "%s '%s': cannot write in the folder '%s': %s", what, path, dir, strerror(errno));
+    if (temp_path(tmp, sizeof tmp, path, err)) return -1;
+    if (lstat(tmp, &st) == 0 && S_ISDIR(st.st_mode))
+        return err_set(err, "%s '%s': a folder is in the way at its temporary '%s': remove it", what, path, tmp);
+    for (size_t i = 0; i < n_inputs; i++)
+        if (inputs[i].path && same_file(path, inputs[i].path))
+            return err_set(err, "%s '%s' is %s '%s', which this run reads: writing it would destroy it; "
+                                "give another path", what, path, inputs[i].what, inputs[i].path);
+    return 0;
+}
+
+/* ---- the lock beside an output -------------------------------------------- */
+
+/* A lock file holds our pid and a newline: anything larger is not one. */
+#define LOCK_MAX_BYTES 32
+
+int output_lock(const char *path, OutputLock *lock, Error *err) {
+    lock->fd = -1;
+    if (path_format(lock->path, sizeof lock->path, err, "%s.lock", path)) return -1;
+    const char *name = lock->path;
+    /* A holder unlinks the lock as it lets go: the file we opened may be
+     * gone from the folder by the time our flock succeeds, and a third run
+     * would create a new one. Locking, then checking that the name still
+     * leads to the file locked, closes that race; a few tries suffice. */
+    for (int tries = 0; tries < 16; tries++) {
+        int fd = open(name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666);
+        if (fd < 0)
+            return err_set(err, "cannot create the lock file '%s': %s", name,
+                           errno == ELOOP ? "it is a symbolic link (remove it)" : strerror(errno));
+        struct stat st, now;
+        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_size > LOCK_MAX_BYTES) {
+            int reg = S_ISREG(st.st_mode);
+            close(fd);
+            if (!reg) return err_set(err, "the lock file '%s' is %s: remove it", name, file_kind(st.st_mode));
+            if (st.st_nlink != 1)
+                return err_set(err, "the lock file '%s' is another file's link too (%ld names): remove it; it is "
+                                    "never written through", name, (long)st.st_nlink);
+            return err_set(err, "'%s' is not a lock file (%lld bytes): remove it or choose another output", name,
+                           (long long)st.st_size);
+        }
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            int busy = errno == EWOULDBLOCK;
+            char pid[LOCK_MAX_BYTES + 1] = "";
+            ssize_t n = busy ? pread(fd, pid, LOCK_MAX_BYTES, 0) : 0;
+            pid[n > 0 ? n : 0] = '\0';
+            pid[strspn(pid, "0123456789")] = '\0';
+            close(fd);
+            if (!busy) return err_set(err, "cannot lock '%s': %s", name, strerror(errno));
+            return err_set(err, "'%s' is being written by another run (pid %s): wait for it or choose another output",
+                           path, *pid ? pid : "unknown");
+        }
+        if (lstat(name, &now) != 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
+            close(fd); /* the holder we waited on removed it: lock the new one */
+            continue;
+        }
+        char pid[32];
+        int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+        if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
+            err_set(err, "cannot write the lock file '%s': %s", name, strerror(errno));
+            close(fd);
+            unlink(name);
+            return -1;
+        }
+        lock->fd = fd;
+        cleanup_add(name, 0);
+        return 0;
+    }
+    return err_set(err, "cannot lock '%s': its lock file keeps changing", path);
+}
+
+void output_unlock(OutputLock *lock) {
+    if (lock->fd < 0) return;
+    /* Unlinked while still held, so no other run can lock this file
+     * between the two steps; a run that opened it meanwhile sees it gone
+     * after its flock, and retries. */
+    unlink(lock->path);
+    cleanup_drop(lock->path);
+    close(lock->fd);
+    lock->fd = -1;
+}
