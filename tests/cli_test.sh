@@ -105,6 +105,11 @@ expect_error "block too big for data" "too small for block_size" $B/train --data
 expect_error "bad lr" "not a number" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --lr fast
 expect_error "bad dropout" "range" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --dropout 1.5
 expect_error "unknown option" "unknown option" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --learning-rate 1
+expect_error "a mistyped option, its nearest name" "unknown option '--mixr': did you mean --mixer\?" \
+    $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --mixr grassmann
+expect_error "a shared prefix, the names it starts" "unknown option '--n': could be --norm, .*--n-layer and 2 more" \
+    $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --n 2
+expect_error "a mistyped option of eval" "did you mean --model\?" $B/eval --modle "$tmp/o.ckpt"
 expect_error "stray argument" "unexpected argument" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" extra
 expect_error "bad pos" "learned, sinusoidal or rope" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --pos alibi
 expect_error "unknown mixer" "unknown mixer" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --mixer mamba

@@ -80,6 +80,54 @@ static int take(CliOption *o, const char *value, Error *err) {
     return 0;
 }
 
+/* Edit distance (insertions, deletions, substitutions) between a and b,
+ * stopped at 99 for names longer than the rows below hold. */
+static size_t edit_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b), row[64];
+    if (la >= 64 || lb >= 64) return 99;
+    for (size_t j = 0; j <= lb; j++) row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[lb];
+}
+
+/* What a mistyped option most likely meant, as the end of the error: the
+ * names it is a prefix of, when several (getopt refuses an ambiguous
+ * prefix), else the nearest name by edit distance within a third of its
+ * length (at least 2); "" when nothing is near. */
+static void suggest_option(char *out, size_t size, const CliOption *opts, size_t n, const char *arg) {
+    *out = '\0';
+    if (strncmp(arg, "--", 2) != 0) return;
+    char typed[64];
+    snprintf(typed, sizeof typed, "%.*s", (int)strcspn(arg + 2, "="), arg + 2);
+    size_t len = strlen(typed), prefixed = 0, used = 0;
+    if (!len) return;
+    const char *best = NULL;
+    size_t best_d = len / 3 > 2 ? len / 3 : 2;
+    for (size_t i = 0; i < n; i++) {
+        if (opts[i].kind == OPT_HEADING) continue;
+        if (strncmp(opts[i].name, typed, len) == 0) {
+            if (prefixed++ < 4)
+                used += (size_t)snprintf(out + used, used < size ? size - used : 0, "%s--%s",
+                                         prefixed == 1 ? ": could be " : ", ", opts[i].name);
+            continue;
+        }
+        size_t d = edit_distance(typed, opts[i].name);
+        if (d <= best_d && (!best || d < edit_distance(typed, best))) best = opts[i].name;
+    }
+    if (prefixed > 4) snprintf(out + used, used < size ? size - used : 0, " and %zu more", prefixed - 4);
+    else if (!prefixed && best) snprintf(out, size, ": did you mean --%s?", best);
+}
+
 int cli_parse(const CliProgram *p, CliOption *opts, size_t n, int argc, char **argv, int *first) {
     struct option *longs = calloc(n + 2, sizeof *longs);
     char *shorts = calloc(2 * n + 4, 1);
@@ -114,7 +162,11 @@ int cli_parse(const CliProgram *p, CliOption *opts, size_t n, int argc, char **a
             cli_help(stdout, p, opts, n);
             rc = 0;
         } else if (c == ':') rc = cli_error(p->name, "option '%s' needs a value (see --help)", argv[optind - 1]);
-        else if (!o) rc = cli_error(p->name, "unknown option '%s' (see --help)", argv[optind - 1]);
+        else if (!o) {
+            char hint[320];
+            suggest_option(hint, sizeof hint, opts, n, argv[optind - 1]);
+            rc = cli_error(p->name, "unknown option '%s'%s (see --help)", argv[optind - 1], hint);
+        }
         else if (take(o, optarg, &err)) rc = cli_error(p->name, "%s", err.msg);
         else o->given = 1;
     }
