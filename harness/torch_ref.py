@@ -59,6 +59,31 @@ def attention(W, p, h, H, rotary=False, qk_norm=False):
     return F.linear(y, W[p + "attn.proj.weight"], W[p + "attn.proj.bias"])
 
 
+def gla_decay_offset(h, H):
+    """Head h's starting decay logit: logit(1 - 2^-(3 + 5 h / (H - 1)))."""
+    keep = 1.0 - 2.0 ** -(3.0 + 5.0 * h / max(H - 1, 1))
+    return math.log(keep / (1.0 - keep))
+
+
+def gla(W, p, h, H):
+    """Gated linear attention with a per-head scalar decay, as the naive
+    recurrence: S_t = gamma_t S_{t-1} + k_t v_t^T, o_t = S_t^T q_t, each
+    head's o RMS-normalised (no gain), then projected."""
+    B, T, C = h.shape
+    hs = C // H
+    q, k, v = F.linear(h, W[p + "gla.qkv.weight"], W[p + "gla.qkv.bias"]).split(C, dim=2)
+    q, k, v = (x.view(B, T, H, hs) for x in (q, k, v))
+    offset = torch.tensor([gla_decay_offset(i, H) for i in range(H)], dtype=h.dtype)
+    gamma = torch.sigmoid(F.linear(h, W[p + "gla.decay.weight"], W[p + "gla.decay.bias"]) + offset)  # (B, T, H)
+    S = torch.zeros(B, H, hs, hs, dtype=h.dtype)
+    outs = []
+    for t in range(T):
+        S = gamma[:, t, :, None, None] * S + k[:, t, :, :, None] * v[:, t, :, None, :]
+        outs.append(torch.einsum("bhi,bhij->bhj", q[:, t], S))
+    o = rms_norm(torch.stack(outs, dim=1)).reshape(B, T, C)
+    return F.linear(o, W[p + "gla.proj.weight"], W[p + "gla.proj.bias"])
+
+
 def grassmann(W, p, h, r, windows, eps=1e-8, parallel=1e-5):
     """The causal Grassmann layer exactly as docs/design.md states it."""
     B, T, C = h.shape
@@ -124,6 +149,8 @@ def model_logits(W, cfg, inputs):
         def mix(h):
             if mixer == "attention":
                 return attention(W, p, h, cfg["n_head"], cfg["pos"] == "rope", cfg.get("qk_norm", False))
+            if mixer == "gla":
+                return gla(W, p, h, cfg["n_head"])
             return grassmann(W, p, h, cfg["grassmann_rank"], windows[l])
 
         def mlp(h):
@@ -184,6 +211,11 @@ def init_weights(cfg, dtype=torch.float32, seed=0):
         if mixer == "attention":
             shapes.update({p + "attn.qkv.weight": (3 * C, C), p + "attn.qkv.bias": (3 * C,),
                            p + "attn.proj.weight": (C, C), p + "attn.proj.bias": (C,)})
+        elif mixer == "gla":
+            H = cfg["n_head"]
+            shapes.update({p + "gla.qkv.weight": (3 * C, C), p + "gla.qkv.bias": (3 * C,),
+                           p + "gla.decay.weight": (H, C), p + "gla.decay.bias": (H,),
+                           p + "gla.proj.weight": (C, C), p + "gla.proj.bias": (C,)})
         else:
             shapes.update({p + "grassmann.red.weight": (r, C), p + "grassmann.red.bias": (r,),
                            p + "grassmann.plu.weight": (C, P), p + "grassmann.plu.bias": (C,),

@@ -7,6 +7,7 @@
 #include "test_model_util.h"
 
 #include "mixers/attention.h"
+#include "mixers/gla.h"
 #include "mixers/grassmann.h"
 #include "lm/model.h"
 #include "nn/dropout.h"
@@ -211,6 +212,40 @@ static void test_attention(void **s) {
     config_defaults(&cfg);
     cfg.n_embd = 12, cfg.n_head = 3, cfg.block_size = 8, cfg.vocab_size = 5;
     run_mixer(&attention_mixer, cfg, NULL, 2, 7, 0.3f);
+}
+
+/* Gated linear attention: one chunk of the recurrence, then three (32, 32
+ * and 11 positions), so backward's recomputation from each chunk's kept
+ * state and the gradient carried across chunks are both checked. */
+static void test_gla(void **s) {
+    (void)s;
+    ModelConfig cfg;
+    config_defaults(&cfg);
+    cfg.n_embd = 12, cfg.n_head = 3, cfg.block_size = 80, cfg.vocab_size = 5;
+    run_mixer(&gla_mixer, cfg, NULL, 2, 7, 0.3f);
+    run_mixer(&gla_mixer, cfg, NULL, 1, 75, 0.3f);
+}
+
+/* Its recurrent step, one position at a time, gives forward's output. */
+static void test_gla_step(void **s) {
+    (void)s;
+    ModelConfig cfg;
+    config_defaults(&cfg);
+    cfg.n_embd = 8, cfg.n_head = 2, cfg.block_size = 40, cfg.vocab_size = 5;
+    MixerSpec spec = model_mixer_spec(&cfg, 0);
+    MixerRuntime rt = {NULL, NULL};
+    size_t T = 37, C = cfg.n_embd;
+    float *params = rand_tensor(mixer_param_count(&gla_mixer, &spec), 0.3f, 5), *in = rand_tensor(T * C, 1.0f, 6);
+    float *acts = zeros(gla_mixer.act_size(&spec, 1, T)), *out = zeros(T * C), *state = rand_tensor(gla_mixer.state_size(&spec), 1.0f, 7);
+    float *out_t = zeros(C);
+    gla_mixer.forward(&spec, &rt, params, acts, out, in, 1, T);
+    double worst = 0.0;
+    for (size_t t = 0; t < T; t++) {
+        gla_mixer.step(&spec, &rt, params, state, in + t * C, out_t, t);
+        for (size_t c = 0; c < C; c++) worst = fmax(worst, fabs((double)out_t[c] - out[t * C + c]));
+    }
+    if (worst > 1e-5) fail_msg("gla step differs from forward by %g", worst);
+    free(params), free(in), free(acts), free(out), free(state), free(out_t);
 }
 
 /* Flash attention over three query and key tiles, the last one short: the
@@ -765,6 +800,8 @@ int main(void) {
         cmocka_unit_test(test_rmsnorm),
         cmocka_unit_test(test_rmsnorm_heads),
         cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_gla),
+        cmocka_unit_test(test_gla_step),
         cmocka_unit_test(test_attention_tiles), cmocka_unit_test(test_attention_backward_by_tiles),
         cmocka_unit_test(test_attention_rope),
         cmocka_unit_test(test_attention_qk_norm),

@@ -1,0 +1,35 @@
+/* Gated linear attention with a per-head scalar decay: a linear-time
+ * recurrent mixer with a global state (the form RetNet, Mamba-2's SSD and
+ * GLA share), one implementation of the Mixer interface.
+ *   in, out (B, T, C); H heads of size hs = C / H. For each head, with
+ *   q_t, k_t, v_t its hs columns of the qkv projection of x_t:
+ *     gamma_t = sigmoid(w_h . x_t + b_h + offset_h)      the head's decay, in (0, 1)
+ *     S_t     = gamma_t S_{t-1} + k_t v_t^T                (hs x hs), S_{-1} = 0
+ *     o_t     = S_t^T q_t
+ *   then each head's o_t scaled to unit root mean square (no gain), the heads
+ *   concatenated and projected: out = proj(o). The state a sequence carries
+ *   is H hs^2 = C hs floats, whatever its length.
+ *   offset_h = logit(1 - 2^-(3 + 5 h / (H - 1))): at the start the heads
+ *   forget at rates from 1/8 to 1/256 per token (RetNet's spread of decays);
+ *   the projection learns to move them per token.
+ *   params, in order: qkv.weight (3C, C) rows q then k then v, head h the
+ *   h-th block of hs rows in each; qkv.bias (3C); decay.weight (H, C);
+ *   decay.bias (H); proj.weight (C, C); proj.bias (C).
+ *   acts: qkv (B,T,3C), gamma (B,T,H), y (B,T,C) the normalised o, rstd
+ *   (B,T,H), the state at the start of every chunk of GLA_CHUNK positions
+ *   (B,H,ceil(T/GLA_CHUNK),hs,hs); backward scratch dqkv (B,T,3C), dy
+ *   (B,T,C), dz (B,T,H), and per (b, h) a chunk's states and dS.
+ * Forward runs the recurrence per (b, h) (parallel over them), O(T hs^2)
+ * per head; backward runs it in reverse, chunk by chunk, recomputing the
+ * chunk's states from the one kept at its start. */
+#ifndef LM_GLA_H
+#define LM_GLA_H
+
+#include "lm/mixer.h"
+
+/* Positions per chunk whose starting state forward keeps for backward. */
+#define GLA_CHUNK 32
+
+extern const Mixer gla_mixer;
+
+#endif
