@@ -240,6 +240,7 @@ test: unit-test $(PROGRAMS)
 	/usr/bin/python3 -m tests.bench_test
 	/usr/bin/python3 -m tests.paper_test
 	/usr/bin/python3 -m tests.compare_test
+	/usr/bin/python3 -m tests.harness_harden_test
 	bash tests/browser_test.sh
 
 # The other BLAS library's programs too (bin-blis or bin-openblas), for the
