@@ -159,14 +159,18 @@ def need_gnuplot():
 
 
 def gnuplot_string(text):
-    """text as a gnuplot string that gnuplot only prints: single-quoted, where gnuplot substitutes
-    no backquotes, no @macros and no backslash escapes, and a quote is written twice. A line break
-    would end the command inside the string, so a control character is refused (one line, exit 2):
-    the strings come from names and paths checked before any work, and this is the last guard."""
+    """text as a gnuplot string expression that gnuplot only prints: single-quoted, where gnuplot
+    substitutes no backquotes, no @macros and no backslash escapes. A quote in text is joined in as
+    "'" (gnuplot 5.4 reads a string opening with '' as an empty one, so the doubled quote is not
+    safe), the whole in parentheses so that plot and set take it as one. A line break would end the
+    command inside the string, so a control character is refused (one line, exit 2): the strings
+    come from names and paths checked before any work, and this is the last guard."""
     text = str(text)
     if any(not c.isprintable() for c in text):
         die(f"cannot pass {text!r} to gnuplot: it has a control character")
-    return "'" + text.replace("'", "''") + "'"
+    if "'" not in text:
+        return f"'{text}'"
+    return "(" + " . \"'\" . ".join(f"'{piece}'" for piece in text.split("'")) + ")"
 
 
 def gnuplot(script):

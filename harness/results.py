@@ -60,7 +60,7 @@ class Field:
         if value is None:
             if self.optional:
                 return None
-            raise Invalid("is missing")
+            raise Invalid("is missing or null")
         return self.check(value)
 
     def text(self, cell):
