@@ -127,6 +127,17 @@ class Compare(Hostile):
         self.assertEqual(sorted(os.listdir(self.tmp)), ["cmp", "d", "outside_tokens_1337.csv", "t.txt"])
         self.assertEqual(os.listdir(os.path.join(self.tmp, "cmp", "o1")), [])
 
+    def test_quoted_names_plot(self):
+        """Names and a folder with quotes and spaces reach gnuplot as text: the plots are drawn."""
+        out = os.path.join(self.tmp, "it's a \"folder\" `x`")
+        status, err = harness("harness.compare", ["--data", self.data] + TINY + [
+            "--out", out, "--archs", "attention g.1_x-y=grassmann", "--warmup-iters", "2", "--grassmann-windows", "1,2"],
+                              self.tmp)
+        self.assertEqual(status, 0, err[-2000:])
+        for png in ("val_loss_tokens.png", "loss_by_position.png", "recall_split.png"):
+            self.assertGreater(os.path.getsize(os.path.join(out, png)), 1000, png)
+        self.assertEqual(sorted(os.listdir(self.tmp)), sorted(["d", "t.txt", os.path.basename(out)]))
+
     def test_options(self):
         self.compare("--out", "o", "--train-args", "'", text="--train-args")
         self.compare("--out", "o", "--budget", "tokens:nan", text="--budget")
@@ -227,11 +238,14 @@ class Readers(Hostile):
                             self.tmp, text)
 
     def test_paper_good_column_reads(self):
-        out = self.fresh("good")
+        out = self.fresh("good 'quoted' `x`")  # its plot's path reaches gnuplot as text
         os.makedirs(os.path.join(out, "pre"))
         write_compare_csv(os.path.join(out, "pre", "compare.csv"), paper_rows())
+        write_json(os.path.join(out, "pre", "transformer_tokens_1337.csv"),
+                   "step,tokens,train_loss,val_loss,ms_per_step\n0,0,,9.0,\n1,100,6.0,6.5,10.0\n2,200,5.0,5.5,10.0\n")
         status, err = harness("harness.paper", ["--out", out, "--report-only", "--data", out], self.tmp)
         self.assertEqual(status, 0, err)
+        self.assertGreater(os.path.getsize(os.path.join(out, "paper_val_loss.png")), 1000)
 
     def test_paper_compare_csv(self):
         def changed(i, **kv):
@@ -339,10 +353,18 @@ class Readers(Hostile):
         self.probe("curriculum", changed(0, curriculum={"pairs": 2}), "'curriculum' 'steps'")
         self.probe("dup", probe_rows() + probe_rows()[:1], "repeats a run")
         self.probe("empty", "", "is not JSON")
-        out = self.fresh("good")
+        out = self.fresh("it's good")
         write_json(os.path.join(out, "probe.json"), probe_rows())
         status, err = harness("harness.probe", ["--out", out, "--report-only"], self.tmp)
         self.assertEqual(status, 0, err)
+        self.assertGreater(os.path.getsize(os.path.join(out, "probe_accuracy.png")), 1000)
+
+    def test_zoology_good_rows_read(self):
+        out = self.fresh("it's good")
+        write_json(os.path.join(out, "zoology.json"), zoology_rows())
+        status, err = harness("harness.probe", ["--zoology", "--out", out, "--report-only"], self.tmp)
+        self.assertEqual(status, 0, err)
+        self.assertGreater(os.path.getsize(os.path.join(out, "zoology_accuracy.png")), 1000)
 
     def test_out_is_a_file(self):
         path = os.path.join(self.tmp, "afile")
