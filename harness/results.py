@@ -195,6 +195,14 @@ class Obj(Field):
         return out
 
 
+def sized(value, kind, min_len):
+    """Invalid unless value is a `kind` (list: a JSON list, dict: an object) of min_len entries or more."""
+    if not isinstance(value, kind):
+        raise Invalid(f"must be {'a list' if kind is list else 'an object'} (got {shown(value)})")
+    if len(value) < min_len:
+        raise Invalid(f"must have at least {min_len} entries")
+
+
 class ListOf(Field):
     """A JSON list of `item`s, at least min_len of them, no two agreeing on every key of `unique`
     (the same run twice)."""
@@ -204,10 +212,7 @@ class ListOf(Field):
         self.item, self.min_len, self.unique = item, min_len, unique
 
     def check(self, value):
-        if not isinstance(value, list):
-            raise Invalid(f"must be a list (got {shown(value)})")
-        if len(value) < self.min_len:
-            raise Invalid(f"must have at least {self.min_len} entries")
+        sized(value, list, self.min_len)
         items = [within(f"entry {i + 1}:", self.item.json, v) for i, v in enumerate(value)]
         refuse_duplicates(items, self.unique)
         return items
@@ -222,10 +227,7 @@ class MapOf(Field):
         self.key_pattern, self.item, self.min_len = key_pattern, item, min_len
 
     def check(self, value):
-        if not isinstance(value, dict):
-            raise Invalid(f"must be an object (got {shown(value)})")
-        if len(value) < self.min_len:
-            raise Invalid(f"must have at least {self.min_len} entries")
+        sized(value, dict, self.min_len)
         for key in value:
             if not re.fullmatch(self.key_pattern, key):
                 raise Invalid(f"has key {shown(key)}, not of the form {self.key_pattern}")

@@ -19,6 +19,7 @@ import unittest
 from harness.common import BIN, ROOT, gnuplot_string
 from harness.compare import parse_archs
 from harness.results import name_problem
+from tests.compare_test import tiny_data
 
 ENV = dict(os.environ, PYTHONPATH=ROOT)
 # compare at toy size: a second of training per run, where it gets that far
@@ -82,17 +83,6 @@ class Names(unittest.TestCase):
             self.assertEqual(e.exception.code, 2)
         self.assertEqual(parse_archs("attention h=grassmann", 2),
                          [("attention", ["attention"] * 2), ("h", ["grassmann"] * 2)])
-
-
-def tiny_data(tmp):
-    """A prepared data folder of a few KB (bin/prepare, characters)."""
-    text = os.path.join(tmp, "t.txt")
-    with open(text, "w") as f:
-        f.write("".join(f"line {i % 17} of the sea and the whale {i % 5}.\n" for i in range(3000)))
-    data = os.path.join(tmp, "d")
-    subprocess.run([os.path.join(BIN, "prepare"), "--input", text, "--out", data, "--tokenizer", "char",
-                    "--val-fraction", "0.1", "--test-fraction", "0.1"], check=True, capture_output=True)
-    return data
 
 
 @unittest.skipUnless(os.path.exists(os.path.join(BIN, "prepare")) and shutil.which("gnuplot"),
