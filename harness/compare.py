@@ -50,7 +50,7 @@ from harness.report_page import chart, markdown_sections, write_page
 from harness.results import MIXERS, Int, Name, Num, Text, name_problem, read_train_log
 
 # compare.csv as its readers (harness.paper) check it: the columns they use, one row per run.
-CSV_COLUMNS = {"arch": Name(), "budget": Text(r"(tokens|seconds):[0-9][0-9.e+]*"), "seed": Int(0),
+CSV_COLUMNS = {"arch": Name(), "budget": Text(r"(tokens|seconds):[0-9][0-9.eE+-]*"), "seed": Int(0),
                "params": Int(1), "tokens": Int(0), "train_seconds": Num(0), "tok_s": Num(0, lo_open=True),
                "val_loss": Num(0), "val_ppl": Num(0, lo_open=True), "test_ppl": Num(0, lo_open=True),
                "mixers": Text(r"(attention|grassmann)(,(attention|grassmann))*", max_len=4000),
