@@ -54,7 +54,9 @@ def out_dir(path, what="--out"):
     """Makes the output directory `path` (and its parents) unless it is there; dies with one line,
     before any work, where it cannot be one: an existing file, a name with a control character
     (it is pasted into the plots' scripts), or a folder that cannot be made."""
-    if not path or any(not c.isprintable() for c in path):
+    if not path:
+        die(f"{what} is empty: give the output directory")
+    if any(not c.isprintable() for c in path):
         die(f"{what} must be a directory name without control characters (got {path!r})")
     if os.path.exists(path) and not os.path.isdir(path):
         die(f"{what} '{path}' exists and is not a directory")

@@ -362,6 +362,7 @@ class Readers(Hostile):
         self.refused("harness.paper", ["--out", path, "--report-only"], self.tmp, "is not a directory")
         self.refused("harness.probe", ["--out", path, "--report-only"], self.tmp, "is not a directory")
         self.refused("harness.probe", ["--zoology", "--out", path, "--report-only"], self.tmp, "is not a directory")
+        self.refused("harness.probe", ["--out", "", "--report-only"], self.tmp, "--out is empty")
 
 
 if __name__ == "__main__":
