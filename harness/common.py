@@ -1,9 +1,9 @@
 """What the harnesses share: where the repository and its programs are,
 running a program (its output, exit status, peak memory, time), failing with
-one clear line, and reading what the programs write (--json output, the
-bin/train --log file, token file headers)."""
+one clear line, the output directory, strings for gnuplot that it cannot run,
+and reading what the programs write (--json output, token file headers; the
+results files and bin/train's log: harness/results.py)."""
 import contextlib
-import csv
 import json
 import os
 import shlex
@@ -37,11 +37,33 @@ def command_line(module, argv=None):
     return shlex.join(["python3", "-m", module] + (sys.argv[1:] if argv is None else argv))
 
 
+def printable(text):
+    """text with its line breaks as spaces and any other character a terminal could act on (ESC, a
+    bidi override) as its Python escape: what a message may echo of a file or an option."""
+    return "".join(c if c.isprintable() else " " if c in "\n\r" else repr(c)[1:-1] for c in str(text))
+
+
 def die(msg, status=2):
     """'<harness>: error: MSG' on stderr, one line, and exit with status
     (2: bad options or input, 1: a program it ran failed)."""
-    print(f"{program_name()}: error: {' '.join(str(msg).splitlines())}", file=sys.stderr)
+    print(f"{program_name()}: error: {printable(msg)}", file=sys.stderr)
     sys.exit(status)
+
+
+def out_dir(path, what="--out"):
+    """Makes the output directory `path` (and its parents) unless it is there; dies with one line,
+    before any work, where it cannot be one: an existing file, a name with a control character
+    (it is pasted into the plots' scripts), or a folder that cannot be made."""
+    if not path:
+        die(f"{what} is empty: give the output directory")
+    if any(not c.isprintable() for c in path):
+        die(f"{what} must be a directory name without control characters (got {path!r})")
+    if os.path.exists(path) and not os.path.isdir(path):
+        die(f"{what} '{path}' exists and is not a directory")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        die(f"cannot make {what} '{path}': {e.strerror}")
 
 
 def median(xs):
@@ -138,6 +160,21 @@ def need_gnuplot():
         die("gnuplot is not installed (bash scripts/install-deps.sh)")
 
 
+def gnuplot_string(text):
+    """text as a gnuplot string expression that gnuplot only prints: single-quoted, where gnuplot
+    substitutes no backquotes, no @macros and no backslash escapes. A quote in text is joined in as
+    "'" (gnuplot 5.4 reads a string opening with '' as an empty one, so the doubled quote is not
+    safe), the whole in parentheses so that plot and set take it as one. A line break would end the
+    command inside the string, so a control character is refused (one line, exit 2): the strings
+    come from names and paths checked before any work, and this is the last guard."""
+    text = str(text)
+    if any(not c.isprintable() for c in text):
+        die(f"cannot pass {text!r} to gnuplot: it has a control character")
+    if "'" not in text:
+        return f"'{text}'"
+    return "(" + " . \"'\" . ".join(f"'{piece}'" for piece in text.split("'")) + ")"
+
+
 def gnuplot(script):
     """Runs a gnuplot script; dies with gnuplot's complaint if it fails."""
     p = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
@@ -151,21 +188,10 @@ def gnuplot_series(path, points, index, title):
     with open(path, "w") as f:
         for x, y in points:
             f.write(f"{x} {y}\n")
-    return f"'{path}' using 1:2 with linespoints lw 2 pt {7 + index} title '{title}'"
+    return f"{gnuplot_string(path)} using 1:2 with linespoints lw 2 pt {7 + index} title {gnuplot_string(title)}"
 
 
 # ---- what the programs write -----------------------------------------------------
-
-def read_train_log(path):
-    """The rows of a bin/train --log file (CSV, or JSON lines if it ends in
-    .jsonl) as dicts of numbers, a value a row does not have as None."""
-    with open(path) as f:
-        if path.endswith(".jsonl"):
-            rows = [json.loads(line) for line in f if line.strip()]
-        else:
-            rows = list(csv.DictReader(f))
-    return [{k: None if v in (None, "", "nan") else float(v) for k, v in r.items()} for r in rows]
-
 
 def layer_windows(spec, n_layer):
     """Each layer's Grassmann window offsets from a --grassmann-windows value:
@@ -184,8 +210,11 @@ def token_header(path):
         die(f"cannot read '{path}': {e.strerror}")
     if len(head) < 32 or head[:8] != b"LMTOKENS":
         die(f"'{path}' is not a token file (run make data)")
-    return {"raw": head, "width": int.from_bytes(head[12:16], "little"), "vocab": int.from_bytes(head[16:24], "little"),
-            "count": int.from_bytes(head[24:32], "little")}
+    head = {"raw": head, "width": int.from_bytes(head[12:16], "little"),
+            "vocab": int.from_bytes(head[16:24], "little"), "count": int.from_bytes(head[24:32], "little")}
+    if head["width"] not in (2, 4) or not 0 < head["vocab"] <= 1 << 32:
+        die(f"'{path}' is not a token file (token width {head['width']}, vocabulary {head['vocab']})")
+    return head
 
 
 def probe_train_command(ckpt, mixers, L, batch_tokens, steps, lr, min_lr, warmup, seed, threads, shared, rank):

@@ -45,10 +45,18 @@ import shlex
 import statistics
 import time
 
-from harness.common import BIN, ROOT, command_line, die, gnuplot, need_gnuplot, read_train_log, run_ok
+from harness.common import BIN, ROOT, command_line, die, gnuplot, gnuplot_string, need_gnuplot, out_dir, run_ok
 from harness.report_page import chart, markdown_sections, write_page
+from harness.results import MIXERS, Int, Name, Num, Text, name_problem, read_train_log
 
-MIXERS = ("attention", "grassmann")
+# compare.csv as its readers (harness.paper) check it: the columns they use, one row per run.
+CSV_COLUMNS = {"arch": Name(), "budget": Text(r"(tokens|seconds):[0-9][0-9.eE+-]*"), "seed": Int(0),
+               "params": Int(1), "tokens": Int(0), "train_seconds": Num(0), "tok_s": Num(0, lo_open=True),
+               "val_loss": Num(0), "val_ppl": Num(0, lo_open=True), "test_ppl": Num(0, lo_open=True),
+               "mixers": Text(r"(attention|grassmann)(,(attention|grassmann))*", max_len=4000),
+               "grassmann_rank": Int(1, optional=True),
+               **{k: Num(0, lo_open=True, optional=True) for k in ("val_bpb", "val_word_ppl", "test_bpb", "test_word_ppl")}}
+CSV_RUN = ("arch", "budget", "seed")  # what names a run: no two rows may agree on it
 
 # --ablate's variants: the modern recipe less one switch each (bin/train's
 # options that set it back to GPT-2's, the optimizer among them), between the
@@ -74,10 +82,13 @@ def run(cmd, live=False):
 
 
 def parse_archs(text, n_layer):
-    """'attention grassmann hybrid=g,g,g,a' -> [(name, [mixer per layer])]."""
+    """'attention grassmann hybrid=g,g,g,a' -> [(name, [mixer per layer])]. A name becomes part of
+    the runs' file names under --out and of the plots: name_problem says which it may be."""
     archs = []
     for item in text.split():
         name, _, spec = item.rpartition("=")
+        if "=" in item and name_problem(name):
+            die(f"--archs: the name {name!r} {name_problem(name)}")
         mixers = spec.split(",")
         if any(m not in MIXERS for m in mixers):
             die(f"--archs: '{item}' names a mixer other than {' or '.join(MIXERS)}")
@@ -100,7 +111,7 @@ def parse_budget(text):
         v = float(value)
     except ValueError:
         v = -1
-    if kind not in ("tokens", "seconds") or v <= 0:
+    if kind not in ("tokens", "seconds") or not 0 < v < 1e15:  # NaN and inf fail this too
         die(f"--budget must be tokens:N or seconds:S with a positive number (got '{text}')")
     return (kind, int(v) if kind == "tokens" else v)
 
@@ -287,8 +298,10 @@ def write_plots(a, archs, budgets, runs, unit):
                     vals = [r["curve"][k][2] for r in rs]
                     f.write(f"{rs[0]['curve'][k][0]} {statistics.fmean(vals)} {min(vals)} {max(vals)}\n")
             c = colors[i % len(colors)]
-            parts.append(f"'{path}' using 1:3:4 with filledcurves lc rgb '{c}' fs transparent solid 0.25 notitle")
-            parts.append(f"'{path}' using 1:2 with lines lw 2 lc rgb '{c}' title '{arch['label']}'")
+            parts.append(f"{gnuplot_string(path)} using 1:3:4 with filledcurves lc rgb '{c}' fs transparent solid 0.25 "
+                         "notitle")
+            parts.append(f"{gnuplot_string(path)} using 1:2 with lines lw 2 lc rgb '{c}' "
+                         f"title {gnuplot_string(arch['label'])}")
         plots.append(("val_loss_tokens.png", "training tokens", "set format x '%.1s%c'\n",
                       f"Validation loss, equal tokens (mean and min-max over {a.seeds} seeds)", parts))
     sec_budget = next((b for b in budgets if b[0] == "seconds"), None)
@@ -301,13 +314,13 @@ def write_plots(a, archs, budgets, runs, unit):
                 path = os.path.join(out, f"curve_seconds_{i}_{j}.dat")
                 with open(path, "w") as f:
                     f.writelines(f"{s} {v}\n" for _, s, v in r["curve"])
-                title = f"title '{arch['label']}'" if j == 0 else "notitle"
-                parts.append(f"'{path}' using 1:2 with linespoints lw 1.5 pt 7 ps 0.4 lc rgb '{c}' {title}")
+                title = f"title {gnuplot_string(arch['label'])}" if j == 0 else "notitle"
+                parts.append(f"{gnuplot_string(path)} using 1:2 with linespoints lw 1.5 pt 7 ps 0.4 lc rgb '{c}' {title}")
         plots.append(("val_loss_seconds.png", "seconds of training steps", "",
                       f"Validation loss, equal time (each of {a.seeds} seeds drawn)", parts))
     for name, xlabel, extra, title, parts in plots:
-        gnuplot(head + extra + f"set output '{os.path.join(out, name)}'\nset title \"{title}\"\n"
-                f"set xlabel '{xlabel}'\nset ylabel 'validation loss (nats per {unit})'\n"
+        gnuplot(head + extra + f"set output {gnuplot_string(os.path.join(out, name))}\nset title {gnuplot_string(title)}\n"
+                f"set xlabel '{xlabel}'\nset ylabel {gnuplot_string(f'validation loss (nats per {unit})')}\n"
                 f"plot " + ", \\\n     ".join(parts) + "\n")
     # Loss by position in the window (val, mean over seeds), every budget.
     parts = []
@@ -321,11 +334,12 @@ def write_plots(a, archs, budgets, runs, unit):
                     if vals:
                         f.write(f"{t} {statistics.fmean(vals)} {min(vals)} {max(vals)}\n")
             dash = "" if kind == "tokens" else " dt 2"
-            parts.append(f"'{path}' using 1:2 with lines lw 2{dash} lc rgb '{colors[i % len(colors)]}' "
-                         f"title '{arch['label']}, {kind}'")
-    gnuplot(head + f"set output '{os.path.join(out, 'loss_by_position.png')}'\n"
+            parts.append(f"{gnuplot_string(path)} using 1:2 with lines lw 2{dash} lc rgb '{colors[i % len(colors)]}' "
+                         f"title {gnuplot_string(arch['label'] + ', ' + kind)}")
+    gnuplot(head + f"set output {gnuplot_string(os.path.join(out, 'loss_by_position.png'))}\n"
             f"set title 'Validation loss by position in the window (mean over {a.seeds} seeds)'\n"
-            f"set xlabel 'position (tokens of context before the target)'\nset ylabel 'loss (nats per {unit})'\n"
+            f"set xlabel 'position (tokens of context before the target)'\n"
+            f"set ylabel {gnuplot_string(f'loss (nats per {unit})')}\n"
             "set logscale x 2\nset xrange [1:*]\nplot " + ", \\\n     ".join(parts) + "\n")
     # Recall vs other tokens: grouped bars with the seed range.
     path = os.path.join(out, "recall_split.dat")
@@ -337,12 +351,12 @@ def write_plots(a, archs, budgets, runs, unit):
                 oth = [r["other_loss"] for r in rs]
                 f.write(f"\"{arch['label']}\\n{kind}\" {statistics.fmean(rec)} {min(rec)} {max(rec)} "
                         f"{statistics.fmean(oth)} {min(oth)} {max(oth)}\n")
-    gnuplot(head + f"set output '{os.path.join(out, 'recall_split.png')}'\n"
+    gnuplot(head + f"set output {gnuplot_string(os.path.join(out, 'recall_split.png'))}\n"
             f"set title 'Val loss on tokens completing a {a.recall_n}-gram seen earlier in the window, vs all others'\n"
-            f"set ylabel 'loss (nats per {unit})'\nset style data histogram\n"
+            f"set ylabel {gnuplot_string(f'loss (nats per {unit})')}\nset style data histogram\n"
             "set style histogram errorbars gap 2 lw 1\nset style fill solid 0.6 border -1\nset yrange [0:*]\n"
             "set xtics font ',9'\n"
-            f"plot '{path}' using 2:3:4:xtic(1) title 'recall tokens' lc rgb '#2ca02c', "
+            f"plot {gnuplot_string(path)} using 2:3:4:xtic(1) title 'recall tokens' lc rgb '#2ca02c', "
             f"'' using 5:6:7 title 'other tokens' lc rgb '#7f7f7f'\n")
 
 
@@ -437,6 +451,26 @@ def ablation_report(a, archs, budgets, runs, seeds, total):
     return md
 
 
+def check_options(a):
+    """Dies with one line, before any work, on an option no run could use."""
+    for name in ("seeds", "n_layer", "n_head", "n_embd", "block_size", "batch_size", "curve_points",
+                 "seconds_eval_interval", "eval_iters", "recall_n"):
+        if getattr(a, name) < 1:
+            die(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(a, name)})")
+    for name in ("threads", "grassmann_rank", "warmup_iters"):
+        if getattr(a, name) < 0:
+            die(f"--{name.replace('_', '-')} must not be negative (got {getattr(a, name)})")
+    for name in ("lr", "min_lr"):
+        if not 0 <= getattr(a, name) < 1e6:  # NaN and inf fail this too
+            die(f"--{name.replace('_', '-')} must be a non-negative number (got {getattr(a, name)})")
+    if not 0 <= a.dropout < 1:
+        die(f"--dropout must be in [0, 1) (got {a.dropout})")
+    try:
+        shlex.split(a.train_args)
+    except ValueError as e:
+        die(f"--train-args is not a list of options a shell would split ({e}): {a.train_args!r}")
+
+
 def main():
     ap = argparse.ArgumentParser(prog="python3 -m harness.compare",
                                  description="Architectures of matched size under equal token and time budgets, "
@@ -482,8 +516,8 @@ def main():
     ap.add_argument("--keep-checkpoints", action="store_true")
     a = ap.parse_args()
     budgets = [parse_budget(b) for b in (a.budget or ["tokens:768000", "seconds:40"])]
-    if a.seeds < 1:
-        die("--seeds must be at least 1")
+    check_options(a)
+    specs = parse_archs(a.archs, a.n_layer)
     for f in ("train.bin", "val.bin", "test.bin", "tokenizer.txt"):
         if not os.path.exists(os.path.join(a.data, f)):
             die(f"'{a.data}' has no {f} (run make data, or bin/prepare with a test fraction)")
@@ -493,11 +527,11 @@ def main():
         a.recipe = "modern"
     if not a.ablate:
         need_gnuplot()
-    os.makedirs(a.out, exist_ok=True)
+    out_dir(a.out)
     h = Harness(a)
 
     archs, ref = [], None
-    for name, mixers in parse_archs(a.archs, a.n_layer):
+    for name, mixers in specs:
         if "grassmann" in mixers and (ref is None or a.grassmann_rank):  # the reference, or a rank given
             rank = a.grassmann_rank or 32
             n = count_params(a.data, h.shared, mixers, rank)

@@ -23,7 +23,6 @@ one page for a browser); each recipe's compare report is in OUT/pre/, OUT/post/
 paper.json and paper.html from those compare reports without training.
 """
 import argparse
-import csv
 import json
 import math
 import os
@@ -35,9 +34,11 @@ import time
 from array import array
 from collections import Counter
 
-from harness.common import BIN, ROOT, command_line, die, gnuplot, layer_windows, need_gnuplot, read_train_log, run_ok, token_header
-from harness.compare import ONE_SEED, fmt, mean_spread
+from harness.common import (BIN, ROOT, command_line, die, gnuplot, gnuplot_string, layer_windows, need_gnuplot, out_dir,
+                            run_ok, token_header)
+from harness.compare import CSV_COLUMNS, CSV_RUN, ONE_SEED, fmt, mean_spread
 from harness.report_page import chart, markdown_sections, write_page
+from harness.results import Int, MapOf, Num, Obj, load_csv, load_json, read_train_log
 from harness.stats import welch_p
 
 # The paper's numbers: (what, transformer val ppl, grassmann val ppl, ratio).
@@ -119,7 +120,10 @@ def read_token_file(path):
     tokens = array("H" if head["width"] == 2 else "I")
     with open(path, "rb") as f:
         f.seek(32)
-        tokens.frombytes(f.read(head["count"] * head["width"]))
+        body = f.read(head["count"] * head["width"])
+    if len(body) != head["count"] * head["width"]:
+        die(f"'{path}' is shorter than the {head['count']:,} tokens its header claims")
+    tokens.frombytes(body)
     if sys.byteorder != "little":
         tokens.byteswap()
     return tokens, head["vocab"]
@@ -133,6 +137,8 @@ def unigram_loss(data):
     if not all(os.path.exists(p) for p in paths):
         return None
     (train, vocab), (val, _) = read_token_file(paths[0]), read_token_file(paths[1])
+    if not val:
+        return None
     counts, total = Counter(train), len(train) + vocab
     return -sum(n * math.log((counts[t] + 1) / total) for t, n in Counter(val).items()) / len(val)
 
@@ -158,33 +164,33 @@ def diverged(curve):
 # Per byte and per word of the scored text (bin/eval --word-ppl): comparable across tokenizers.
 PER_TEXT = ("val_bpb", "val_word_ppl", "test_bpb", "test_word_ppl")
 SETTINGS = "paper_settings.json"  # beside each norm's compare.csv: the lr and warm-up its runs had
+SETTINGS_SCHEMA = Obj({"lr": Num(0, lo_open=True, optional=True), "warmup_iters": Int(0, optional=True)}, closed=True)
 
 
 def read_runs(out, norm, archs, a):
-    """The runs of one norm's compare report, with the lr and warm-up they
-    trained with (OUT/NORM/paper_settings.json; else this command's)."""
+    """The runs of one norm's compare report (compare.csv, checked against
+    harness.compare's CSV_COLUMNS; its architectures this table's), with the
+    lr and warm-up they trained with (OUT/NORM/paper_settings.json; else this
+    command's) and their training logs where they are there."""
     path = os.path.join(out, norm, "compare.csv")
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         return []
     settings = {"lr": a.lr, "warmup_iters": a.warmup_iters}
-    if os.path.exists(os.path.join(out, norm, SETTINGS)):
-        with open(os.path.join(out, norm, SETTINGS)) as f:
-            settings.update(json.load(f))
+    if os.path.lexists(os.path.join(out, norm, SETTINGS)):
+        given = load_json(os.path.join(out, norm, SETTINGS), SETTINGS_SCHEMA)
+        settings.update({k: v for k, v in given.items() if v is not None})
     mixers = {name: spec for name, spec in archs}
     rows = []
-    with open(path) as f:
-        for r in csv.DictReader(f):
-            log = os.path.join(out, norm, f"{r['arch']}_{r['budget'].split(':')[0]}_{r['seed']}.csv")
-            steps = read_train_log(log) if os.path.exists(log) else []
-            rows.append({"curve": val_curve(steps), "lr": settings["lr"], "warmup_iters": settings["warmup_iters"],
-                         "points": [(int(s["tokens"]), s["val_loss"]) for s in steps if s["val_loss"] is not None], "name": r["arch"], "arch": r["mixers"], "norm": norm, "seed": int(r["seed"]),
-                         "tokens": int(r["tokens"]), "val_ppl": float(r["val_ppl"]), "test_ppl": float(r["test_ppl"]),
-                         "val_loss": float(r["val_loss"]), "params": int(r["params"]),
-                         "train_seconds": float(r["train_seconds"]), "tok_s": float(r["tok_s"]),
-                         "grassmann_rank": int(r["grassmann_rank"]) if r["grassmann_rank"] else None,
-                         **{k: float(r[k]) if r.get(k) else None for k in PER_TEXT}})
-            if r["arch"] not in mixers:
-                die(f"{path}: architecture '{r['arch']}' is not one of {', '.join(mixers)}")
+    for r in load_csv(path, CSV_COLUMNS, unique=CSV_RUN):
+        if r["arch"] not in mixers:
+            die(f"{path}: architecture '{r['arch']}' is not one of {', '.join(mixers)}")
+        log = os.path.join(out, norm, f"{r['arch']}_{r['budget'].split(':')[0]}_{r['seed']}.csv")
+        steps = read_train_log(log) if os.path.lexists(log) else []
+        rows.append({"curve": val_curve(steps), "lr": settings["lr"], "warmup_iters": settings["warmup_iters"],
+                     "points": [(s["tokens"], s["val_loss"]) for s in steps if s["val_loss"] is not None],
+                     "name": r["arch"], "arch": r["mixers"], "norm": norm,
+                     **{k: r[k] for k in ("seed", "tokens", "val_ppl", "test_ppl", "val_loss", "params",
+                                          "train_seconds", "tok_s", "grassmann_rank") + PER_TEXT}})
     return rows
 
 
@@ -257,14 +263,18 @@ def ablate(out, norm, name, seed, kind, mixers, windows, val_head, tokens, threa
         json.dump({"tokens": tokens, "plain_loss": plain, "delta": delta}, f, indent=1)
 
 
+# An ablation file as ablate() writes it: the loss added by leaving out each "LAYER:OFFSET".
+ABLATION_SCHEMA = Obj({"tokens": Int(1), "plain_loss": Num(0),
+                       "delta": MapOf(r"[0-9]{1,4}:[0-9]{1,6}", Num(), min_len=1)})
+
+
 def read_ablations(out, rows):
-    """{(norm, name, seed): {plain_loss, delta}} for the runs that have an ablation file."""
+    """{(norm, name, seed): {tokens, plain_loss, delta}} for the runs that have an ablation file."""
     found = {}
     for r in rows:
         path = ablation_path(out, r["norm"], r["name"], r["seed"])
-        if os.path.exists(path):
-            with open(path) as f:
-                found[(r["norm"], r["name"], r["seed"])] = json.load(f)
+        if os.path.lexists(path):
+            found[(r["norm"], r["name"], r["seed"])] = load_json(path, ABLATION_SCHEMA)
     return found
 
 
@@ -312,15 +322,17 @@ def write_plot(out, archs, rows, unigram):
             with open(path, "w") as f:
                 for k in range(min(map(len, runs))):
                     f.write(f"{runs[0][k][0]} {sum(p[k][1] for p in runs) / len(runs)}\n")
-            parts.append(f"'{path}' using 1:2 with linespoints lw 2 pt 7 ps 0.5{LINE_STYLES[norm][1]} "
-                         f"lc rgb '{colors.get(name, '#9467bd')}' title '{name}, {recipe_label(norm)}'")
+            parts.append(f"{gnuplot_string(path)} using 1:2 with linespoints lw 2 pt 7 ps 0.5{LINE_STYLES[norm][1]} "
+                         f"lc rgb '{colors.get(name, '#9467bd')}' title {gnuplot_string(name + ', ' + recipe_label(norm))}")
     if not parts:
         return None
     if unigram is not None:
         parts.append(f"{unigram} with lines lw 1.5 dt 3 lc rgb '#7f7f7f' title 'token frequencies alone (unigram)'")
     png = os.path.join(out, "paper_val_loss.png")
+    title = "Validation loss, the paper's configuration (mean over seeds)"
     gnuplot("set terminal pngcairo size 900,560 font ',11'\nset grid\nset key top right\n"
-            f"set output '{png}'\nset title \"Validation loss, the paper's configuration (mean over seeds)\"\n"
+            f"set output {gnuplot_string(png)}\n"
+            f"set title {gnuplot_string(title)}\n"
             "set xlabel 'training tokens'\nset format x '%.1s%c'\nset ylabel 'validation loss (nats per token)'\n"
             "set yrange [*:7.5]\nplot " + ", \\\n     ".join(parts) + "\n")
     return png
@@ -554,7 +566,7 @@ def main():
     if a.seeds < 1:
         die("--seeds must be at least 1")
     need_gnuplot()
-    os.makedirs(a.out, exist_ok=True)
+    out_dir(a.out)
     cfg = TABLES[a.table]
     archs = archs_for(cfg["n_layer"])
     data, data_label = a.data, os.path.relpath(a.data, ROOT)

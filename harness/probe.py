@@ -33,8 +33,29 @@ import os
 import sys
 import time
 
-from harness.common import BIN, ROOT, command_line, die, gnuplot, gnuplot_series, need_gnuplot, probe_train_command as train_command, run_ok
+from harness.common import (BIN, ROOT, command_line, die, gnuplot, gnuplot_series, gnuplot_string, need_gnuplot, out_dir,
+                            probe_train_command as train_command, run_ok)
 from harness.compare import count_params, match_rank, parse_archs, run
+from harness.results import Int, ListOf, Name, Num, Obj, Text, load_json
+
+# probe.json as --report-only reads it back: a list of runs as train_and_score writes them, MQAR
+# runs with their pairs, copy runs with their gap and distance, no run twice.
+RUNS = ListOf(Obj({"arch": Name(), "task": Text(choices=("mqar", "copy")), "seq_len": Int(1),
+                   "pairs": Int(1, optional=True), "gap": Int(0, optional=True), "n_embd": Int(1), "seed": Int(0),
+                   "accuracy": Num(0, 1), "answer_loss": Num(0), "answers": Int(0), "params": Int(1),
+                   "grassmann_rank": Int(1, optional=True),
+                   "pos": Text(choices=("learned", "sinusoidal", "rope"), optional=True),
+                   "distance": Int(1, optional=True), "steps": Int(1), "train_seconds": Num(0),
+                   "curriculum": Obj({"pairs": Int(1), "steps": Int(1)}, optional=True)},
+                  rule=lambda r: ("an MQAR run must give its pairs" if r["task"] == "mqar" and r["pairs"] is None else
+                                  "a copy run must give its gap and distance"
+                                  if r["task"] == "copy" and (r["gap"] is None or r["distance"] is None) else None)),
+              unique=("arch", "task", "seq_len", "pairs", "gap", "n_embd", "seed"))
+
+
+def read_rows(out):
+    """The runs of OUT/probe.json, checked (RUNS); dies with one line if they are not."""
+    return load_json(os.path.join(out, "probe.json"), RUNS)
 
 
 def ints(text, what):
@@ -122,9 +143,9 @@ def main():
     if a.curriculum_pairs and any(not 1 <= stage_at[L] < iters_at[L] for L in mqar_lens):
         die(f"--curriculum-steps must be below --mqar-iters ({a.mqar_iters})")
 
-    need_gnuplot()
-    os.makedirs(a.out, exist_ok=True)
     archs = parse_archs(a.archs, a.n_layer)
+    need_gnuplot()
+    out_dir(a.out)
     jobs = a.jobs or min(len(archs) * a.seeds, os.cpu_count() or 1)
     threads = a.threads or max(1, (os.cpu_count() or 1) // jobs)
 
@@ -136,11 +157,7 @@ def main():
         settings += [("copy", a.copy_seq_len, g) for g in ints(a.copy_gaps, "--copy-gaps")]
     rows, t_all, ranks = [], time.time(), {}
     if a.report_only:
-        try:
-            with open(os.path.join(a.out, "probe.json")) as f:
-                rows = json.load(f)
-        except (OSError, ValueError) as e:
-            die(f"cannot read {os.path.join(a.out, 'probe.json')}: {e}")
+        rows = read_rows(a.out)
         settings = []
     def generate(task, L, p):
         data = os.path.join(a.out, "data", f"{task}_{L}_{p}")
@@ -240,11 +257,12 @@ def main():
             parts.append(gnuplot_series(os.path.join(a.out, f"acc_{task}_{ai}.dat"), points, ai, name))
         xl = "sequence length (MQAR, queries up to L-2 tokens after their key)" if task == "mqar" else \
              "distance from the segment to its copy (tokens)"
-        plots.append(f"set title '{task}'\nset xlabel '{xl}'\nplot " + ", ".join(parts) + "\n")
+        plots.append(f"set title {gnuplot_string(task)}\nset xlabel {gnuplot_string(xl)}\nplot " + ", ".join(parts) + "\n")
         parts = []
     if not plots:
         die("no runs to report")
-    script = (f"set terminal pngcairo size 1000,450 font ',10'\nset output '{os.path.join(a.out, 'probe_accuracy.png')}'\n"
+    script = (f"set terminal pngcairo size 1000,450 font ',10'\n"
+              f"set output {gnuplot_string(os.path.join(a.out, 'probe_accuracy.png'))}\n"
               f"set multiplot layout 1,{len(plots)}\nset grid\nset yrange [0:1.05]\nset ylabel 'answer accuracy'\n"
               "set key bottom left\n" + "".join(plots) + "unset multiplot\n")
     gnuplot(script)

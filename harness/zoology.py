@@ -37,8 +37,10 @@ import os
 import sys
 import time
 
-from harness.common import BIN, ROOT, command_line, die, gnuplot, gnuplot_series, layer_windows, need_gnuplot, probe_train_command as train_command, run_ok
+from harness.common import (BIN, ROOT, command_line, die, gnuplot, gnuplot_series, gnuplot_string, layer_windows,
+                            need_gnuplot, out_dir, probe_train_command as train_command, run_ok)
 from harness.compare import count_params, match_rank, parse_archs, run
+from harness.results import Int, ListOf, Name, Num, Obj, Text, load_json
 
 # The paper's learning rates: numpy.logspace(-4, -2, 4).
 LRS = "1e-4,4.6416e-4,2.1544e-3,1e-2"
@@ -95,16 +97,22 @@ def run_key(row):
     return row["arch"], row["seq_len"], row["pairs"], row["n_embd"], row["lr"], row["seed"]
 
 
+# zoology.json as read back (--report-only, --resume): a list of runs as train_and_score writes them,
+# each with the settings of its sweep, no run twice.
+SETTINGS = Obj({"vocab": Int(1), "steps": Int(1), "batch_tokens": Int(1), "warmup_iters": Int(0),
+                "train_seqs": Int(1), "val_seqs": Int(1), "n_layer": Int(1), "n_head": Int(1),
+                "grassmann_windows": Text(r"[0-9,;]+"), "data_seed": Int(0)}, optional=True)
+RUNS = ListOf(Obj({"arch": Name(), "seq_len": Int(1), "pairs": Int(1), "n_embd": Int(1), "lr": Num(0, lo_open=True),
+                   "seed": Int(0), "accuracy": Num(0, 1), "answer_loss": Num(0), "answers": Int(0), "params": Int(1),
+                   "grassmann_rank": Int(1, optional=True), "state_floats": Int(1),
+                   "pos": Text(choices=("learned", "sinusoidal", "rope"), optional=True), "steps": Int(1),
+                   "train_seconds": Num(0), "settings": SETTINGS}),
+              unique=("arch", "seq_len", "pairs", "n_embd", "lr", "seed"))
+
+
 def read_rows(out):
-    path = os.path.join(out, "zoology.json")
-    try:
-        with open(path) as f:
-            rows = json.load(f)
-    except (OSError, ValueError) as e:
-        die(f"cannot read {path}: {e}")
-    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-        die(f"{path} is not a list of runs")
-    return rows
+    """The runs of OUT/zoology.json, checked (RUNS); dies with one line if they are not."""
+    return load_json(os.path.join(out, "zoology.json"), RUNS)
 
 
 def check_settings(rows, settings, out):
@@ -153,9 +161,9 @@ def write_report(a, archs, rows, minutes, kept=0):
         for ai, (name, _) in enumerate(archs):
             points = [(r["state_floats"], r["accuracy"]) for r in best if r["arch"] == name and r["seq_len"] == L]
             parts.append(gnuplot_series(os.path.join(a.out, f"zoology_{ci}_{ai}.dat"), points, ai, name))
-        plots.append(f"set title 'seq len {L}, {p} pairs'\nplot " + ", ".join(parts) + "\n")
+        plots.append(f"set title {gnuplot_string(f'seq len {L}, {p} pairs')}\nplot " + ", ".join(parts) + "\n")
     gnuplot(f"set terminal pngcairo size {360 * len(cells) + 140},420 font ',10'\n"
-            f"set output '{os.path.join(a.out, 'zoology_accuracy.png')}'\nset multiplot layout 1,{len(cells)}\n"
+            f"set output {gnuplot_string(os.path.join(a.out, 'zoology_accuracy.png'))}\nset multiplot layout 1,{len(cells)}\n"
             "set grid\nset logscale x 2\nset yrange [0:1.05]\nset xlabel 'state size (floats, all layers)'\n"
             "set ylabel 'MQAR accuracy (best lr)'\nset key top left\nset offsets graph 0.08, graph 0.08, 0, 0\n" + "".join(plots) + "unset multiplot\n")
     return md
@@ -198,9 +206,9 @@ def main(argv=None):
     lrs = numbers(a.lrs, "--lrs", float)
     if min(a.steps, a.batch_tokens, a.train_seqs, a.val_seqs, a.seeds, a.vocab) < 1 or min(a.jobs, a.threads) < 0:
         die("--steps, --batch-tokens, --train-seqs, --val-seqs, --seeds and --vocab must be positive")
-    need_gnuplot()
-    os.makedirs(a.out, exist_ok=True)
     archs = parse_archs(a.archs, a.n_layer)
+    need_gnuplot()
+    out_dir(a.out)
     windows = layer_windows(a.grassmann_windows, a.n_layer)
     warmup = a.warmup_iters or max(1, a.steps // 10)
     t0, rows = time.time(), []

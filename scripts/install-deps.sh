@@ -14,6 +14,7 @@ PACKAGES=(
     zlib1g-dev               # bin/inspect's page: its maps as zlib streams, which the browser inflates
     libdnnl-dev              # oneDNN: the bf16 matrix products (vdpbf16ps kernels; Debian's OpenBLAS has no sbgemm)
     python3-torch python3-numpy  # the PyTorch parity test
+    python3-hypothesis       # make fuzz and make test: the harnesses' readers of results files, fuzzed
     gnuplot-nox              # the comparison plot
     libopenmpi-dev openmpi-bin   # data-parallel bin/train over processes and machines (mpirun)
     clang                    # libFuzzer: make fuzz runs the loaders' fuzzers

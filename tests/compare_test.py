@@ -19,6 +19,17 @@ from harness.report_page import chart, markdown_sections, write_page
 ARCH = {"name": "attention", "mixers": ["attention"], "rank": None}
 
 
+def tiny_data(tmp):
+    """A prepared data folder of a few KB under tmp (bin/prepare, characters)."""
+    text = os.path.join(tmp, "t.txt")
+    with open(text, "w") as f:
+        f.write("".join(f"line {i % 17} of the sea and the whale {i % 5}.\n" for i in range(3000)))
+    data = os.path.join(tmp, "d")
+    subprocess.run([os.path.join(BIN, "prepare"), "--input", text, "--out", data, "--tokenizer", "char",
+                    "--val-fraction", "0.1", "--test-fraction", "0.1"], check=True, capture_output=True)
+    return data
+
+
 def has_bf16():
     with open("/proc/cpuinfo") as f:
         return "avx512_bf16" in f.read().split()
@@ -114,12 +125,7 @@ class Page(unittest.TestCase):
 class EndToEnd(unittest.TestCase):
     def test_bf16_report(self):
         with tempfile.TemporaryDirectory(prefix="lm-compare-") as tmp:
-            text = os.path.join(tmp, "t.txt")
-            with open(text, "w") as f:
-                f.write("".join(f"line {i % 17} of the sea and the whale {i % 5}.\n" for i in range(3000)))
-            data = os.path.join(tmp, "d")
-            subprocess.run([os.path.join(BIN, "prepare"), "--input", text, "--out", data, "--tokenizer", "char",
-                            "--val-fraction", "0.1", "--test-fraction", "0.1"], check=True, capture_output=True)
+            data = tiny_data(tmp)
             out = os.path.join(tmp, "out")
             p = subprocess.run([sys.executable, "-m", "harness.compare", "--data", data, "--out", out, "--archs",
                                 "attention", "--budget", "tokens:640", "--seeds", "1", "--n-layer", "1", "--n-head",

@@ -4,8 +4,9 @@ import os
 import sys
 import time
 
-from harness.common import BIN, die, read_train_log, run_ok
+from harness.common import BIN, die, run_ok
 from harness.common import median as med
+from harness.results import read_train_log
 
 CONFIGS = {
     "baby": {"n_layer": 4, "n_head": 4, "n_embd": 128, "block": 64, "batch": 12},
