@@ -195,6 +195,47 @@ static void test_window_schedule(void **s) {
     assert_non_null(strstr(err.msg, "'norm'"));
 }
 
+/* A mixer's settings through its option rows: set and read back by
+ * bin/train's name, written and read by their JSON keys in the config's
+ * order, and a key that a config lacks (written before the option existed)
+ * left at the mixer's default. */
+static void test_mixer_options(void **s) {
+    (void)s;
+    ModelConfig cfg, back;
+    Error err;
+    char buf[64];
+    config_defaults(&cfg);
+    cfg.vocab_size = 10;
+    assert_string_equal(config_option_text(&cfg, "grassmann-rank", buf, sizeof buf), "32");
+    assert_string_equal(config_option_text(&cfg, "grassmann-windows", buf, sizeof buf), "1,2,4,8,12,16");
+    assert_int_equal(config_set_option(&cfg, "grassmann-rank", "7", &err), 0);
+    assert_int_equal(config_set_option(&cfg, "grassmann-rank", "2000", &err), -1); /* past the row's bound */
+    assert_int_equal(config_set_option(&cfg, "grassmann-windows", "1,x", &err), -1);
+    assert_int_equal(config_set_option(&cfg, "no-such-option", "1", &err), -1);
+    const Mixer *owner;
+    assert_non_null(config_find_option("grassmann-windows", &owner));
+    assert_ptr_equal(owner, &grassmann_mixer);
+    char *json = config_to_json(&cfg);
+    assert_non_null(strstr(json, "\"norm\":\"pre\",\"grassmann_rank\":7,\"grassmann_windows\":[1,2,4,8,12,16],"
+                                 "\"dropout\":0"));
+    assert_int_equal(config_from_json(&back, json, &err), 0);
+    free(json);
+    assert_string_equal(config_option_text(&back, "grassmann-rank", buf, sizeof buf), "7");
+    assert_ptr_equal(back.mixers[0], mixer_find("attention"));
+    assert_int_equal(config_from_json(&back,
+                                      "{\"vocab_size\":10,\"block_size\":64,\"n_layer\":1,\"n_head\":4,\"n_embd\":128,"
+                                      "\"mixers\":[\"grassmann\"],\"pos\":\"learned\",\"dropout\":0}",
+                                      &err),
+                     0);
+    assert_string_equal(config_option_text(&back, "grassmann-rank", buf, sizeof buf), "32");
+    assert_string_equal(config_option_text(&back, "grassmann-windows", buf, sizeof buf), "1,2,4,8,12,16");
+    assert_int_not_equal(config_from_json(&back,
+                                          "{\"vocab_size\":10,\"block_size\":64,\"n_layer\":1,\"n_head\":4,"
+                                          "\"n_embd\":128,\"mixers\":[\"mamba\"],\"pos\":\"learned\",\"dropout\":0}",
+                                          &err),
+                         0);
+}
+
 /* The recipe's switches (all but zero_init, whose zeros would leave little
  * to compare), in the incremental step as in the forward pass. */
 static void check_step_recipe(const char *mixers, PosKind pos, NormKind norm) {
@@ -879,6 +920,7 @@ int main(void) {
         cmocka_unit_test(test_step_recipe),
         cmocka_unit_test(test_recipe_config),
         cmocka_unit_test(test_window_schedule),
+        cmocka_unit_test(test_mixer_options),
         cmocka_unit_test(test_step_post_schedule),
         cmocka_unit_test(test_plucker_relations),
         cmocka_unit_test(test_grassmann_muted_offset),
