@@ -113,7 +113,7 @@ int main(int argc, char **argv) {
     else if (ind_len < 2 || 2 * ind_len > Tm)
         rc = cli_error(prog, "--induction-length must be between 2 and block_size / 2 = %zu (got %zu)", Tm / 2, ind_len);
     else if (inspect_induction(&ind, &m, ind_len, ind_seqs, seed, &err) || inspect_run(&in, &m, tokens, T, &err) ||
-             inspect_write(out_dir, &in, &ind, &m, &tok, prompt, &err))
+             inspect_write(out_dir, &in, &ind, &tok, prompt, &err))
         rc = cli_error(prog, "%s", err.msg);
     else {
         inspect_print(stdout, &in, &ind, &m, &tok);

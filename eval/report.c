@@ -21,7 +21,7 @@
 #include "lm/ds.h"
 #include "lm/files.h"
 
-int inspect_write(const char *dir, const Inspection *in, const Induction *ind, const Model *m, const Tokenizer *tok,
+int inspect_write(const char *dir, const Inspection *in, const Induction *ind, const Tokenizer *tok,
                   const char *prompt, Error *err) {
     if (dirs_create(dir, err)) return -1;
     size_t T = in->T;
@@ -52,12 +52,12 @@ int inspect_write(const char *dir, const Inspection *in, const Induction *ind, c
         sb_free(&text);
     }
     if (!rc) {
-        char *json = report_json(in, ind, m, tok, prompt);
+        char *json = report_json(in, ind, tok, prompt);
         rc = write_text_in(dir, "inspect.json", json, err);
         sb_free(&json);
     }
     if (!rc) {
-        char *page = report_page(in, ind, m, tok);
+        char *page = report_page(in, ind, tok);
         rc = page ? write_text_in(dir, "inspect.html", page, err) : err_set(err, "inspect.html: out of memory");
         sb_free(&page);
     }

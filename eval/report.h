@@ -34,8 +34,8 @@ void token_label(const Tokenizer *tok, uint32_t id, int ascii, char *buf, size_t
  * inspect.html (all of it in one page for a browser, every map in full). */
 #define INSPECT_MAP_CELLS 64
 #define INSPECT_JSON_MAPS 128
-int inspect_write(const char *dir, const Inspection *in, const Induction *ind, const Model *m,
-                  const Tokenizer *tok, const char *prompt, Error *err);
+int inspect_write(const char *dir, const Inspection *in, const Induction *ind, const Tokenizer *tok,
+                  const char *prompt, Error *err);
 /* A summary on f: per head for models of at most 32 heads; beyond, per layer
  * (means over its heads) and the heads that stand out on each measure. */
 void inspect_print(FILE *f, const Inspection *in, const Induction *ind, const Model *m, const Tokenizer *tok);
@@ -64,9 +64,9 @@ char *report_lens_table(const Inspection *in, const Tokenizer *tok);
 void report_head_lines(char **sb, const Inspection *in, const Induction *ind, size_t l);
 /* report_html.c: inspect.html's text, the page with its data (free with
  * sb_free); NULL when out of memory. */
-char *report_page(const Inspection *in, const Induction *ind, const Model *m, const Tokenizer *tok);
+char *report_page(const Inspection *in, const Induction *ind, const Tokenizer *tok);
 /* report_json.c: inspect.json's text (free with sb_free). */
-char *report_json(const Inspection *in, const Induction *ind, const Model *m, const Tokenizer *tok,
+char *report_json(const Inspection *in, const Induction *ind, const Tokenizer *tok,
                  const char *prompt);
 
 #endif

@@ -129,17 +129,17 @@ static int attention_layer(char **sb, const LayerInspection *li, const Induction
     return rc;
 }
 
-static void grassmann_layer(char **sb, const LayerInspection *li, const MixerSpec *spec, size_t T) {
+static void gates_layer(char **sb, const LayerInspection *li, size_t T) {
     sb_appendf(sb, ",\"gate_mean\":");
     numbers(sb, NULL, li->gate_mean, T, "%.4g");
     sb_appendf(sb, ",\"offsets\":[");
-    for (size_t k = 0; k < spec->n_windows; k++) {
-        sb_appendf(sb, "%s{\"offset\":%zu,\"contribution_norm\":", k ? "," : "", spec->windows[k]);
+    for (size_t k = 0; k < li->n_offsets; k++) {
+        sb_appendf(sb, "%s{\"offset\":%zu,\"contribution_norm\":", k ? "," : "", li->offsets[k]);
         num(sb, "%.5g", li->offset_norm[k]);
         sb_appendf(sb, "}");
     }
     sb_appendf(sb, "],\"offset_position_norm\":[");
-    for (size_t k = 0; k < spec->n_windows; k++) {
+    for (size_t k = 0; k < li->n_offsets; k++) {
         if (k) sb_appendf(sb, ",");
         numbers(sb, NULL, li->offset_position_norm + k * T, T, "%.4g");
     }
@@ -148,7 +148,7 @@ static void grassmann_layer(char **sb, const LayerInspection *li, const MixerSpe
 }
 
 /* The page's data as JSON; NULL when out of memory. */
-static char *page_data(const Inspection *in, const Induction *ind, const Model *m, const Tokenizer *tok) {
+static char *page_data(const Inspection *in, const Induction *ind, const Tokenizer *tok) {
     size_t T = in->T, H = in->n_head, S = in->n_layer + 1;
     char *sb = NULL;
     sb_appendf(&sb, "{\"T\":%zu,\"n_layer\":%zu,\"n_head\":%zu,\"tokens\":[", T, in->n_layer, H);
@@ -163,10 +163,7 @@ static char *page_data(const Inspection *in, const Induction *ind, const Model *
         const LayerInspection *li = &in->layer[l];
         sb_appendf(&sb, "%s{\"layer\":%zu,\"mixer\":\"%s\"", l ? "," : "", l, li->mixer);
         if (li->probs && li->heads) rc = attention_layer(&sb, li, ind, l, H, T);
-        if (li->gate_mean) {
-            MixerSpec spec = model_mixer_spec(&m->cfg, l);
-            grassmann_layer(&sb, li, &spec, T);
-        }
+        if (li->gate_mean) gates_layer(&sb, li, T);
         sb_appendf(&sb, "}");
     }
     /* The lens as flat arrays (stage, position, rank), labels once each in vocab. */
@@ -218,8 +215,8 @@ static char *page_data(const Inspection *in, const Induction *ind, const Model *
     return sb;
 }
 
-char *report_page(const Inspection *in, const Induction *ind, const Model *m, const Tokenizer *tok) {
-    char *data = page_data(in, ind, m, tok);
+char *report_page(const Inspection *in, const Induction *ind, const Tokenizer *tok) {
+    char *data = page_data(in, ind, tok);
     const char *mark = strstr(inspect_page_html, PAGE_DATA_MARK);
     if (!data || !mark) {
         sb_free(&data);

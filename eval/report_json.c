@@ -81,7 +81,7 @@ static void json_map(char **sb, const float *p, size_t T) {
     free(row);
 }
 
-char *report_json(const Inspection *in, const Induction *ind, const Model *m, const Tokenizer *tok,
+char *report_json(const Inspection *in, const Induction *ind, const Tokenizer *tok,
                         const char *prompt) {
     size_t T = in->T, H = in->n_head;
     char *sb = NULL;
@@ -135,15 +135,13 @@ char *report_json(const Inspection *in, const Induction *ind, const Model *m, co
             sb_appendf(&sb, ", \"gate_mean\": [");
             for (size_t t = 0; t < T; t++) sb_appendf(&sb, "%s%.5g", t ? ", " : "", li->gate_mean[t]);
             sb_appendf(&sb, "], \"offsets\": [");
-            MixerSpec spec = model_mixer_spec(&m->cfg, l);
-            const MixerSpec *lc = &spec;
-            for (size_t k = 0; k < lc->n_windows; k++) {
-                sb_appendf(&sb, "%s{\"offset\": %zu, \"contribution_norm\": ", k ? ", " : "", lc->windows[k]);
+            for (size_t k = 0; k < li->n_offsets; k++) {
+                sb_appendf(&sb, "%s{\"offset\": %zu, \"contribution_norm\": ", k ? ", " : "", li->offsets[k]);
                 json_num(&sb, li->offset_norm[k]);
                 sb_appendf(&sb, "}");
             }
             sb_appendf(&sb, "], \"offset_position_norm\": [");
-            for (size_t k = 0; k < lc->n_windows; k++) {
+            for (size_t k = 0; k < li->n_offsets; k++) {
                 sb_appendf(&sb, "%s", k ? ", " : "");
                 json_numbers(&sb, NULL, NULL, li->offset_position_norm + k * T, T);
             }

@@ -132,9 +132,7 @@ void inspect_print(FILE *f, const Inspection *in, const Induction *ind, const Mo
             double g = 0.0;
             for (size_t t = 0; t < T; t++) g += li->gate_mean[t];
             sb_appendf(&sb, "layer %zu %s: mean gate %.3f | offset contribution norms", l, li->mixer, g / (double)T);
-            MixerSpec spec = model_mixer_spec(&m->cfg, l);
-            const MixerSpec *lc = &spec;
-            for (size_t k = 0; k < lc->n_windows; k++) sb_appendf(&sb, " d=%zu: %.3f", lc->windows[k], li->offset_norm[k]);
+            for (size_t k = 0; k < li->n_offsets; k++) sb_appendf(&sb, " d=%zu: %.3f", li->offsets[k], li->offset_norm[k]);
             sb_appendf(&sb, " | max Plücker residual %.2e\n", li->plucker_residual);
         }
         if (!li->probs && !li->gate_mean)

@@ -305,9 +305,11 @@ static void test_grassmann(void **state) {
     if (skip_without_bf16()) return;
     ModelConfig cfg;
     config_defaults(&cfg);
-    cfg.n_embd = 32, cfg.block_size = 40, cfg.vocab_size = 5, cfg.grassmann_rank = 6;
+    cfg.n_embd = 32, cfg.block_size = 40, cfg.vocab_size = 5;
     Error err;
-    assert_int_equal(config_set_windows(&cfg, "1,2,4", &err), 0);
+    assert_int_equal(config_set_option(&cfg, "grassmann-rank", "6", &err), 0);
+    assert_int_equal(config_set_option(&cfg, "grassmann-windows", "1,2,4", &err), 0);
+    assert_int_equal(config_set_mixers(&cfg, "grassmann", &err), 0); /* the spec of a Grassmann layer */
     /* forward: reduce, Plücker projection, gate (x and g): P = 3; backward
      * retraces them: P = 6 */
     run_mixer(&grassmann_mixer, cfg, 2, 40, 3, 6, "grassmann.ln.bias");

@@ -279,10 +279,11 @@ static void test_grassmann_layer(void **s) {
     (void)s;
     ModelConfig cfg;
     config_defaults(&cfg);
-    cfg.n_embd = 8, cfg.block_size = 12, cfg.vocab_size = 5, cfg.grassmann_rank = 5;
-    size_t w[] = {1, 2, 4};
-    memcpy(cfg.windows, w, sizeof w);
-    cfg.n_windows = 3;
+    cfg.n_embd = 8, cfg.block_size = 12, cfg.vocab_size = 5;
+    Error err;
+    assert_int_equal(config_set_option(&cfg, "grassmann-rank", "5", &err), 0);
+    assert_int_equal(config_set_option(&cfg, "grassmann-windows", "1,2,4", &err), 0);
+    assert_int_equal(config_set_mixers(&cfg, "grassmann", &err), 0); /* the spec of a Grassmann layer */
     run_mixer(&grassmann_mixer, cfg, NULL, 2, 9, 0.3f);
 }
 

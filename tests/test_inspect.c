@@ -34,10 +34,8 @@ static void make_model(Model *m, const char *mixers, size_t V, size_t block, siz
     Error err;
     config_defaults(&cfg);
     cfg.vocab_size = V, cfg.block_size = block, cfg.n_layer = L, cfg.n_head = H, cfg.n_embd = C;
-    cfg.grassmann_rank = 6;
-    size_t w[] = {1, 2, 4};
-    memcpy(cfg.windows, w, sizeof w);
-    cfg.n_windows = 3;
+    assert_int_equal(config_set_option(&cfg, "grassmann-rank", "6", &err), 0);
+    assert_int_equal(config_set_option(&cfg, "grassmann-windows", "1,2,4", &err), 0);
     assert_int_equal(config_set_mixers(&cfg, mixers, &err), 0);
     assert_int_equal(model_init(m, &cfg, 42, &err), 0);
     Rng r;
@@ -374,8 +372,11 @@ static void test_grassmann_layer(void **s) {
     for (size_t k = 0; k < 3; k++) assert_true(isfinite(g->offset_norm[k]) && g->offset_norm[k] > 0);
     /* Per position: NaN before the offset fits, the mean over the rest is offset_norm. */
     MixerSpec spec = model_mixer_spec(&m.cfg, 1);
-    for (size_t k = 0; k < spec.n_windows; k++) {
-        size_t d = spec.windows[k];
+    const GrassmannLayer *gl = grassmann_layer(&spec);
+    assert_int_equal(g->n_offsets, gl->n_windows);
+    for (size_t k = 0; k < gl->n_windows; k++) {
+        size_t d = gl->windows[k];
+        assert_int_equal(g->offsets[k], d);
         double sum = 0.0;
         for (size_t t = 0; t < T; t++) {
             float v = g->offset_position_norm[k * T + t];
@@ -489,7 +490,7 @@ static void test_mixer_without_hook(void **s) {
     /* The outputs: no pictures of its own, the JSON names its mixer. */
     char dir[] = "/tmp/lm_inspect_XXXXXX", path[256];
     assert_non_null(mkdtemp(dir));
-    assert_int_equal(inspect_write(dir, &in, &ind, &m, &tok, "abcdefghae", &err), 0);
+    assert_int_equal(inspect_write(dir, &in, &ind, &tok, "abcdefghae", &err), 0);
     snprintf(path, sizeof path, "%s/attn_L1_H0.png", dir);
     assert_int_equal(access(path, F_OK), -1);
     json_t *j = read_inspect_json(dir);
@@ -734,7 +735,7 @@ static void test_long_prompt_many_heads(void **s) {
     assert_int_equal(inspect_run(&in, &m, tokens, T, &err), 0);
     char dir[] = "/tmp/lm_inspect_XXXXXX", path[256];
     assert_non_null(mkdtemp(dir));
-    assert_int_equal(inspect_write(dir, &in, &ind, &m, &tok, "x", &err), 0);
+    assert_int_equal(inspect_write(dir, &in, &ind, &tok, "x", &err), 0);
     json_t *j = read_inspect_json(dir);
     assert_string_equal(json_string_value(json_object_get(j, "attention_maps")), "top keys");
     const json_t *head = json_array_get(json_object_get(json_array_get(json_object_get(j, "layers"), 2), "heads"), 5);
@@ -824,7 +825,7 @@ static void test_write_outputs(void **s) {
     char base[] = "/tmp/lm_inspect_XXXXXX", dir[128], path[256];
     assert_non_null(mkdtemp(base));
     snprintf(dir, sizeof dir, "%s/new/deeper", base);
-    assert_int_equal(inspect_write(dir, &in, &ind, &m, &tok, "abcabcd", &err), 0);
+    assert_int_equal(inspect_write(dir, &in, &ind, &tok, "abcabcd", &err), 0);
     const char *files[] = {"attn_L0_H0.png", "attn_L0_H1.png", "attn_L0.png", "heads.png", "heads.txt", "gates.png",
                            "attribution.png", "lens.txt", "tokens.txt", "inspect.json", "inspect.html"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++)
@@ -852,7 +853,7 @@ static void test_write_outputs(void **s) {
     assert_float_equal(json_number_value(json_array_get(cosines, 0)), in.layer[0].qk_cosines[in.layer[0].d_head], 1e-5);
     assert_int_equal(json_array_size(json_object_get(json_array_get(heads, 1), "singular_values")), in.layer[0].d_head);
     const json_t *by_pos = json_object_get(json_array_get(layers, 1), "offset_position_norm");
-    assert_int_equal(json_array_size(by_pos), model_mixer_spec(&m.cfg, 1).n_windows);
+    assert_int_equal(json_array_size(by_pos), in.layer[1].n_offsets);
     assert_int_equal(json_array_size(json_array_get(by_pos, 0)), T);
     json_decref(j);
     /* The page: the template with the data in its script tag, nothing loaded from elsewhere. */
@@ -864,7 +865,7 @@ static void test_write_outputs(void **s) {
     free(page);
     /* A path through a file: one clear error. */
     snprintf(path, sizeof path, "%s/inspect.json/x", dir);
-    assert_int_equal(inspect_write(path, &in, &ind, &m, &tok, "abcabcd", &err), -1);
+    assert_int_equal(inspect_write(path, &in, &ind, &tok, "abcabcd", &err), -1);
     assert_non_null(strstr(err.msg, "not a directory"));
     remove_outputs(dir, files, sizeof files / sizeof *files);
     snprintf(path, sizeof path, "%s/new", base);

@@ -23,9 +23,10 @@ static inline ModelConfig tiny_test_config(const char *mixers, PosKind pos, floa
     ModelConfig cfg;
     config_defaults(&cfg);
     cfg.vocab_size = 11, cfg.block_size = 8, cfg.n_layer = 2, cfg.n_head = 2, cfg.n_embd = 8;
-    cfg.pos = pos, cfg.dropout = dropout, cfg.grassmann_rank = 4, cfg.norm = norm;
+    cfg.pos = pos, cfg.dropout = dropout, cfg.norm = norm;
     Error err;
-    assert_int_equal(config_set_windows(&cfg, windows ? windows : "1,2,3", &err), 0);
+    assert_int_equal(config_set_option(&cfg, "grassmann-rank", "4", &err), 0);
+    assert_int_equal(config_set_option(&cfg, "grassmann-windows", windows ? windows : "1,2,3", &err), 0);
     assert_int_equal(config_set_mixers(&cfg, mixers, &err), 0);
     return cfg;
 }

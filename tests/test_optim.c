@@ -12,11 +12,12 @@
 #include "lm/gemm.h"
 #include "lm/optim.h"
 #include "lm/threads.h"
+#include "optim/muon.h"
 
 #define STEPS 3
 static const float step_lr[STEPS] = {4e-4f, 1e-3f, 7e-4f}; /* AdamW's scheduled rate at each step */
-static const OptimSettings settings = {.adam = {0.9f, 0.99f, 1e-8f, 0.1f}, .muon = {0.02f, 0.95f, 0.05f},
-                                       .lr_peak = 1e-3f};
+static const MuonSettings muon_settings = {0.02f, 0.95f, 0.05f};
+static const OptimSettings settings = {.adam = {0.9f, 0.99f, 1e-8f, 0.1f}, .own = &muon_settings, .lr_peak = 1e-3f};
 static const float grad_scale = 0.7f; /* a clipping factor */
 
 /* The tiny hybrid model (attention, then Grassmann), its Muon scratch (*n floats). */
@@ -190,8 +191,8 @@ static int dump(const char *path) {
              "\"beta2\":%.9g,\"eps\":%.9g,\"weight_decay\":%.9g,\"muon_lr\":%.9g,\"muon_momentum\":%.9g,"
              "\"muon_weight_decay\":%.9g}",
              STEPS, step_lr[0], step_lr[1], step_lr[2], settings.lr_peak, grad_scale, settings.adam.beta1,
-             settings.adam.beta2, settings.adam.eps, settings.adam.weight_decay, settings.muon.lr,
-             settings.muon.momentum, settings.muon.weight_decay);
+             settings.adam.beta2, settings.adam.eps, settings.adam.weight_decay, muon_settings.lr,
+             muon_settings.momentum, muon_settings.weight_decay);
     StMeta meta[] = {{"settings", json}};
     Error err;
     int rc = st_write(path, ts, total, meta, 1, &err);

@@ -19,7 +19,7 @@ static void train_steps(const char *mixers, size_t threads, Model *m) {
     Error err;
     config_defaults(&cfg);
     cfg.vocab_size = 50, cfg.block_size = 64, cfg.n_layer = 2, cfg.n_head = 4, cfg.n_embd = 64;
-    cfg.grassmann_rank = 12;
+    assert_int_equal(config_set_option(&cfg, "grassmann-rank", "12", &err), 0);
     assert_int_equal(config_set_mixers(&cfg, mixers, &err), 0);
     assert_int_equal(model_init(m, &cfg, 7, &err), 0);
     assert_int_equal(model_alloc_training(m, &err), 0);

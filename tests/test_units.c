@@ -29,10 +29,8 @@ static void small_config(ModelConfig *cfg, const char *mixers) {
     Error err;
     config_defaults(cfg);
     cfg->vocab_size = 13, cfg->block_size = 20, cfg->n_layer = 2, cfg->n_head = 2, cfg->n_embd = 16;
-    cfg->grassmann_rank = 6;
-    size_t w[] = {1, 2, 4, 8};
-    memcpy(cfg->windows, w, sizeof w);
-    cfg->n_windows = 4;
+    assert_int_equal(config_set_option(cfg, "grassmann-rank", "6", &err), 0);
+    assert_int_equal(config_set_option(cfg, "grassmann-windows", "1,2,4,8", &err), 0);
     assert_int_equal(config_set_mixers(cfg, mixers, &err), 0);
 }
 
@@ -123,7 +121,7 @@ static void check_step_matches_forward_ex(const char *mixers, PosKind pos, NormK
     Error err;
     small_config(&cfg, mixers);
     cfg.pos = pos, cfg.norm = norm;
-    if (windows) assert_int_equal(config_set_windows(&cfg, windows, &err), 0);
+    if (windows) assert_int_equal(config_set_option(&cfg, "grassmann-windows", windows, &err), 0);
     double biggest, worst = step_forward_gap(&cfg, &biggest);
     if (worst > 1e-5)
         fail_msg("%s, %s-norm: incremental logits differ from the full forward by %.3e", mixers, norm_name(norm), worst);
@@ -148,11 +146,12 @@ static void test_window_schedule(void **s) {
     config_defaults(&cfg);
     cfg.vocab_size = 10, cfg.n_layer = 4, cfg.norm = NORM_POST;
     assert_int_equal(config_set_mixers(&cfg, "grassmann", &err), 0);
-    assert_int_equal(config_set_windows(&cfg, "1;1;2,4;2", &err), 0);
-    assert_int_equal(cfg.n_windows, 3);
-    assert_string_equal(config_window_list(&cfg, buf, sizeof buf), "1;1;2,4;2");
-    size_t windows[MAX_WINDOWS];
-    assert_int_equal(config_layer_windows(&cfg, 2, windows), 2);
+    assert_int_equal(config_set_option(&cfg, "grassmann-windows", "1;1;2,4;2", &err), 0);
+    const GrassmannSettings *g = config_mixer_settings_of(&cfg, &grassmann_mixer);
+    assert_int_equal(g->n_windows, 3);
+    assert_string_equal(config_option_text(&cfg, "grassmann-windows", buf, sizeof buf), "1;1;2,4;2");
+    size_t windows[GRASSMANN_MAX_WINDOWS];
+    assert_int_equal(grassmann_layer_windows(g, 2, windows), 2);
     assert_int_equal(windows[0], 2);
     assert_int_equal(windows[1], 4);
     char *json = config_to_json(&cfg);
@@ -161,25 +160,25 @@ static void test_window_schedule(void **s) {
     assert_int_equal(config_from_json(&back, json, &err), 0);
     free(json);
     assert_int_equal(back.norm, NORM_POST);
-    assert_string_equal(config_window_list(&back, buf, sizeof buf), "1;1;2,4;2");
+    assert_string_equal(config_option_text(&back, "grassmann-windows", buf, sizeof buf), "1;1;2,4;2");
     /* The same list for every layer is that one list. */
-    assert_int_equal(config_set_windows(&cfg, "1,2;1,2;1,2;1,2", &err), 0);
-    assert_string_equal(config_window_list(&cfg, buf, sizeof buf), "1,2");
+    assert_int_equal(config_set_option(&cfg, "grassmann-windows", "1,2;1,2;1,2;1,2", &err), 0);
+    assert_string_equal(config_option_text(&cfg, "grassmann-windows", buf, sizeof buf), "1,2");
     json = config_to_json(&cfg);
     assert_non_null(strstr(json, "\"grassmann_windows\":[1,2]"));
     free(json);
     /* A schedule must have one list per layer, each non-empty, no offset twice. */
-    assert_int_not_equal(config_set_windows(&cfg, "1;2;4", &err), 0);
+    assert_int_not_equal(config_set_option(&cfg, "grassmann-windows", "1;2;4", &err), 0);
     assert_non_null(strstr(err.msg, "has 3 lists but n_layer is 4"));
-    assert_int_not_equal(config_set_windows(&cfg, "1;2;4;8;16", &err), 0);
+    assert_int_not_equal(config_set_option(&cfg, "grassmann-windows", "1;2;4;8;16", &err), 0);
     assert_non_null(strstr(err.msg, "more than n_layer (4)"));
-    assert_int_not_equal(config_set_windows(&cfg, "1;;2;4", &err), 0);
-    assert_int_not_equal(config_set_windows(&cfg, "1;2;2,2;4", &err), 0);
+    assert_int_not_equal(config_set_option(&cfg, "grassmann-windows", "1;;2;4", &err), 0);
+    assert_int_not_equal(config_set_option(&cfg, "grassmann-windows", "1;2;2,2;4", &err), 0);
     assert_non_null(strstr(err.msg, "twice"));
     /* The same rule for one list given to every layer. */
-    assert_int_not_equal(config_set_windows(&cfg, "1,1", &err), 0);
+    assert_int_not_equal(config_set_option(&cfg, "grassmann-windows", "1,1", &err), 0);
     assert_non_null(strstr(err.msg, "lists 1 twice"));
-    assert_int_not_equal(config_set_windows(&cfg, "2,4,2", &err), 0);
+    assert_int_not_equal(config_set_option(&cfg, "grassmann-windows", "2,4,2", &err), 0);
     assert_non_null(strstr(err.msg, "lists 2 twice"));
     /* A checkpoint from before post-norm has no "norm": pre. */
     assert_int_equal(config_from_json(&back,
@@ -196,6 +195,47 @@ static void test_window_schedule(void **s) {
                                           &err),
                          0);
     assert_non_null(strstr(err.msg, "'norm'"));
+}
+
+/* A mixer's settings through its option rows: set and read back by
+ * bin/train's name, written and read by their JSON keys in the config's
+ * order, and a key that a config lacks (written before the option existed)
+ * left at the mixer's default. */
+static void test_mixer_options(void **s) {
+    (void)s;
+    ModelConfig cfg, back;
+    Error err;
+    char buf[64];
+    config_defaults(&cfg);
+    cfg.vocab_size = 10;
+    assert_string_equal(config_option_text(&cfg, "grassmann-rank", buf, sizeof buf), "32");
+    assert_string_equal(config_option_text(&cfg, "grassmann-windows", buf, sizeof buf), "1,2,4,8,12,16");
+    assert_int_equal(config_set_option(&cfg, "grassmann-rank", "7", &err), 0);
+    assert_int_equal(config_set_option(&cfg, "grassmann-rank", "2000", &err), -1); /* past the row's bound */
+    assert_int_equal(config_set_option(&cfg, "grassmann-windows", "1,x", &err), -1);
+    assert_int_equal(config_set_option(&cfg, "no-such-option", "1", &err), -1);
+    const Mixer *owner;
+    assert_non_null(config_find_option("grassmann-windows", &owner));
+    assert_ptr_equal(owner, &grassmann_mixer);
+    char *json = config_to_json(&cfg);
+    assert_non_null(strstr(json, "\"norm\":\"pre\",\"grassmann_rank\":7,\"grassmann_windows\":[1,2,4,8,12,16],"
+                                 "\"dropout\":0"));
+    assert_int_equal(config_from_json(&back, json, &err), 0);
+    free(json);
+    assert_string_equal(config_option_text(&back, "grassmann-rank", buf, sizeof buf), "7");
+    assert_ptr_equal(back.mixers[0], mixer_find("attention"));
+    assert_int_equal(config_from_json(&back,
+                                      "{\"vocab_size\":10,\"block_size\":64,\"n_layer\":1,\"n_head\":4,\"n_embd\":128,"
+                                      "\"mixers\":[\"grassmann\"],\"pos\":\"learned\",\"dropout\":0}",
+                                      &err),
+                     0);
+    assert_string_equal(config_option_text(&back, "grassmann-rank", buf, sizeof buf), "32");
+    assert_string_equal(config_option_text(&back, "grassmann-windows", buf, sizeof buf), "1,2,4,8,12,16");
+    assert_int_not_equal(config_from_json(&back,
+                                          "{\"vocab_size\":10,\"block_size\":64,\"n_layer\":1,\"n_head\":4,"
+                                          "\"n_embd\":128,\"mixers\":[\"mamba\"],\"pos\":\"learned\",\"dropout\":0}",
+                                          &err),
+                         0);
 }
 
 /* The recipe's switches (all but zero_init, whose zeros would leave little
@@ -709,7 +749,7 @@ static double overfit_from(const char *mixers, uint64_t init_seed) {
     Error err;
     small_config(&cfg, mixers);
     cfg.vocab_size = 4;
-    cfg.grassmann_rank = 8;
+    assert_int_equal(config_set_option(&cfg, "grassmann-rank", "8", &err), 0);
     Model m;
     assert_int_equal(model_init(&m, &cfg, init_seed, &err), 0);
     assert_int_equal(model_alloc_training(&m, &err), 0);
@@ -785,15 +825,15 @@ static void test_config_errors(void **s) {
     assert_non_null(strstr(err.msg, "n_layer"));
     assert_int_equal(config_set_mixers(&cfg, "attention,mamba", &err), -1);
     assert_non_null(strstr(err.msg, "unknown mixer"));
-    assert_int_equal(config_set_windows(&cfg, "", &err), -1);
-    assert_int_equal(config_set_windows(&cfg, "1,x", &err), -1);
-    assert_int_equal(config_set_windows(&cfg, "1,0", &err), -1);
-    assert_int_equal(config_set_windows(&cfg, "1,,2", &err), -1);
+    assert_int_equal(config_set_option(&cfg, "grassmann-windows", "", &err), -1);
+    assert_int_equal(config_set_option(&cfg, "grassmann-windows", "1,x", &err), -1);
+    assert_int_equal(config_set_option(&cfg, "grassmann-windows", "1,0", &err), -1);
+    assert_int_equal(config_set_option(&cfg, "grassmann-windows", "1,,2", &err), -1);
     small_config(&cfg, "grassmann");
-    assert_int_equal(config_set_windows(&cfg, "1,20", &err), 0); /* 20 >= block_size 20 */
+    assert_int_equal(config_set_option(&cfg, "grassmann-windows", "1,20", &err), 0); /* 20 >= block_size 20 */
     assert_int_equal(model_check_config(&cfg, &err), -1);
     small_config(&cfg, "grassmann");
-    cfg.grassmann_rank = 1;
+    assert_int_equal(config_set_option(&cfg, "grassmann-rank", "1", &err), 0);
     assert_int_equal(model_check_config(&cfg, &err), -1);
     small_config(&cfg, "attention");
     cfg.n_embd = 0;
@@ -930,6 +970,7 @@ int main(void) {
         cmocka_unit_test(test_step_recipe),
         cmocka_unit_test(test_recipe_config),
         cmocka_unit_test(test_window_schedule),
+        cmocka_unit_test(test_mixer_options),
         cmocka_unit_test(test_step_post_schedule),
         cmocka_unit_test(test_plucker_relations),
         cmocka_unit_test(test_grassmann_muted_offset),

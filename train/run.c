@@ -13,50 +13,94 @@
 
 #define SZ(field) 0, offsetof(RunOptions, field)
 #define FL(field) 1, offsetof(RunOptions, field)
-const RunOption run_options[] = {
-    {"n-layer", SZ(cfg.n_layer), 1, MAX_LAYERS, RUN_ARCH, "transformer blocks (4)"},
-    {"n-head", SZ(cfg.n_head), 1, MAX_HEADS, RUN_ARCH, "attention heads (4)"},
-    {"n-embd", SZ(cfg.n_embd), 1, MAX_EMBD, RUN_ARCH, "embedding width C (128)"},
-    {"block-size", SZ(cfg.block_size), 2, MAX_BLOCK, RUN_ARCH, "context length T (64)"},
-    {"dropout", FL(cfg.dropout), 0, 0.95, RUN_ARCH, "dropout on the residual branches (0)"},
-    {"grassmann-rank", SZ(cfg.grassmann_rank), 0, 1024, RUN_ARCH, "Grassmann reduced rank r (32)"},
-    {"qk-norm", SZ(cfg.qk_norm), 0, 1, RUN_ARCH, "1: RMSNorm (no gain) of each attention head's q and k (0)"},
-    {"untied-head", SZ(cfg.untied_head), 0, 1, RUN_ARCH, "1: an LM head of its own (lm_head), not wte (0)"},
+/* The model's sizes; then (run_option_rows) each mixer's rows. */
+static const RunOption model_rows[] = {
+    {"n-layer", SZ(cfg.n_layer), 1, MAX_LAYERS, RUN_ARCH, "transformer blocks (4)", NULL},
+    {"n-head", SZ(cfg.n_head), 1, MAX_HEADS, RUN_ARCH, "attention heads (4)", NULL},
+    {"n-embd", SZ(cfg.n_embd), 1, MAX_EMBD, RUN_ARCH, "embedding width C (128)", NULL},
+    {"block-size", SZ(cfg.block_size), 2, MAX_BLOCK, RUN_ARCH, "context length T (64)", NULL},
+    {"dropout", FL(cfg.dropout), 0, 0.95, RUN_ARCH, "dropout on the residual branches (0)", NULL},
+};
+
+/* The recipe's switches and the run's own; then (run_option_rows) each optimizer's rows. */
+static const RunOption run_rows[] = {
+    {"qk-norm", SZ(cfg.qk_norm), 0, 1, RUN_ARCH, "1: RMSNorm (no gain) of each attention head's q and k (0)", NULL},
+    {"untied-head", SZ(cfg.untied_head), 0, 1, RUN_ARCH, "1: an LM head of its own (lm_head), not wte (0)", NULL},
     {"zero-init", SZ(cfg.zero_init), 0, 1, RUN_ARCH,
-     "1: attention, MLP and Grassmann output maps (and an untied\nhead) start at zero (0)"},
-    {"logit-softcap", FL(cfg.logit_softcap), 0, 1e4, RUN_ARCH, "cap the logits at X: X tanh(z / X); 0 = off (0)"},
-    {"batch-size", SZ(batch_size), 1, 65536, RUN_KEPT, "sequences per micro-batch B (12)"},
-    {"grad-accum", SZ(grad_accum), 1, 4096, RUN_KEPT, "micro-batches per optimizer step (1)"},
-    {"max-iters", SZ(max_iters), 1, MAX_STEPS, RUN_KEPT, "optimizer steps; defines the schedule (2000)"},
-    {"stop-at", SZ(stop_at), 1, MAX_STEPS, RUN_ONCE, "stop after this step with a checkpoint (max-iters)"},
-    {"lr", FL(lr), 0, 10, RUN_KEPT, "peak learning rate (1e-3)"},
-    {"min-lr", FL(min_lr), 0, 10, RUN_KEPT, "final learning rate of the cosine decay (1e-4)"},
-    {"warmup-iters", SZ(warmup_iters), 0, 100000000, RUN_KEPT, "linear warm-up steps (100)"},
-    {"weight-decay", FL(weight_decay), 0, 10, RUN_KEPT, "AdamW decoupled weight decay, matrices only (0.1)"},
-    {"grad-clip", FL(grad_clip), 0, 1e6, RUN_KEPT, "global gradient-norm clip, 0 = off (1.0)"},
-    {"beta1", FL(beta1), 0, 0.999999, RUN_KEPT, "AdamW beta1 (0.9)"},
-    {"beta2", FL(beta2), 0, 0.999999, RUN_KEPT, "AdamW beta2 (0.99)"},
-    {"adam-eps", FL(eps), 1e-30, 1, RUN_KEPT, "AdamW epsilon (1e-8)"},
+     "1: attention, MLP and Grassmann output maps (and an untied\nhead) start at zero (0)", NULL},
+    {"logit-softcap", FL(cfg.logit_softcap), 0, 1e4, RUN_ARCH, "cap the logits at X: X tanh(z / X); 0 = off (0)", NULL},
+    {"batch-size", SZ(batch_size), 1, 65536, RUN_KEPT, "sequences per micro-batch B (12)", NULL},
+    {"grad-accum", SZ(grad_accum), 1, 4096, RUN_KEPT, "micro-batches per optimizer step (1)", NULL},
+    {"max-iters", SZ(max_iters), 1, MAX_STEPS, RUN_KEPT, "optimizer steps; defines the schedule (2000)", NULL},
+    {"stop-at", SZ(stop_at), 1, MAX_STEPS, RUN_ONCE, "stop after this step with a checkpoint (max-iters)", NULL},
+    {"lr", FL(lr), 0, 10, RUN_KEPT, "peak learning rate (1e-3)", NULL},
+    {"min-lr", FL(min_lr), 0, 10, RUN_KEPT, "final learning rate of the cosine decay (1e-4)", NULL},
+    {"warmup-iters", SZ(warmup_iters), 0, 100000000, RUN_KEPT, "linear warm-up steps (100)", NULL},
+    {"weight-decay", FL(weight_decay), 0, 10, RUN_KEPT, "AdamW decoupled weight decay, matrices only (0.1)", NULL},
+    {"grad-clip", FL(grad_clip), 0, 1e6, RUN_KEPT, "global gradient-norm clip, 0 = off (1.0)", NULL},
+    {"beta1", FL(beta1), 0, 0.999999, RUN_KEPT, "AdamW beta1 (0.9)", NULL},
+    {"beta2", FL(beta2), 0, 0.999999, RUN_KEPT, "AdamW beta2 (0.99)", NULL},
+    {"adam-eps", FL(eps), 1e-30, 1, RUN_KEPT, "AdamW epsilon (1e-8)", NULL},
     {"eval-interval", SZ(eval_interval), 0, 100000000, RUN_KEPT,
-     "validate at step 0, every N steps and at the end; 0 = start and end (250)"},
-    {"eval-iters", SZ(eval_iters), 1, 100000, RUN_KEPT, "validation batches per estimate (20)"},
-    {"log-interval", SZ(log_interval), 1, 100000000, RUN_KEPT, "progress line every N steps (10)"},
-    {"ckpt-interval", SZ(ckpt_interval), 0, 100000000, RUN_KEPT, "checkpoint every N steps, 0 = only at the end (0)"},
-    {"seed", SZ(seed), 0, 1e18, RUN_KEPT, "seed for weights, batches and dropout (1337)"},
-    {"threads", SZ(threads), 0, 1024, RUN_ONCE, "threads, fixed; 0 = up to all cores, fewer while that is faster (0)"},
+     "validate at step 0, every N steps and at the end; 0 = start and end (250)", NULL},
+    {"eval-iters", SZ(eval_iters), 1, 100000, RUN_KEPT, "validation batches per estimate (20)", NULL},
+    {"log-interval", SZ(log_interval), 1, 100000000, RUN_KEPT, "progress line every N steps (10)", NULL},
+    {"ckpt-interval", SZ(ckpt_interval), 0, 100000000, RUN_KEPT, "checkpoint every N steps, 0 = only at the end (0)", NULL},
+    {"seed", SZ(seed), 0, 1e18, RUN_KEPT, "seed for weights, batches and dropout (1337)", NULL},
+    {"threads", SZ(threads), 0, 1024, RUN_ONCE, "threads, fixed; 0 = up to all cores, fewer while that is faster (0)", NULL},
     {"max-seconds", FL(max_seconds), 0, 1e7, RUN_ONCE,
      "stop after X seconds of training steps (validation not counted); the cosine then follows the elapsed time, "
-     "not the step; 0 = off (0)"},
+     "not the step; 0 = off (0)", NULL},
     {"window-align", SZ(window_align), 0, 100000000, RUN_KEPT,
-     "training and validation windows start only at multiples of N; 0 = anywhere (0)"},
-    {"muon-lr", FL(muon_lr), 0, 10, RUN_MUON,
-     "Muon's peak learning rate, on the same schedule as --lr (0.02)"},
-    {"muon-momentum", FL(muon_momentum), 0, 0.999999, RUN_MUON, "Muon's Nesterov momentum (0.95)"},
-    {"muon-weight-decay", FL(muon_weight_decay), 0, 10, RUN_MUON,
-     "Muon's decoupled weight decay, times its learning rate (0)"},
+     "training and validation windows start only at multiples of N; 0 = anywhere (0)", NULL},
 };
-const size_t n_run_options = sizeof run_options / sizeof run_options[0];
-_Static_assert(sizeof run_options / sizeof run_options[0] <= 64, "RunOptions.given has a bit per option");
+
+#define N_ROWS(a) (sizeof(a) / sizeof(a)[0])
+#define MAX_ROWS 128
+
+const RunOption *run_option_rows(size_t *n) {
+    static RunOption rows[MAX_ROWS];
+    static size_t count;
+    if (!count) {
+        for (size_t i = 0; i < N_ROWS(model_rows); i++) rows[count++] = model_rows[i];
+        for (size_t i = 0; i < mixer_count(); i++) { /* in the config: they fix the model */
+            const Mixer *mx = mixer_at(i);
+            size_t base = offsetof(RunOptions, cfg.mixer_settings) + i * sizeof(MixerSettings);
+            for (size_t k = 0; k < mx->n_options && count < MAX_ROWS; k++) {
+                const MixerOption *opt = &mx->options[k];
+                if (opt->kind == MIXER_OPT_TEXT) continue;
+                rows[count++] = (RunOption){opt->name, opt->kind == MIXER_OPT_FLOAT, base + opt->offset, opt->lo,
+                                            opt->hi, RUN_ARCH, opt->help, NULL};
+            }
+        }
+        for (size_t i = 0; i < N_ROWS(run_rows) && count < MAX_ROWS; i++) rows[count++] = run_rows[i];
+        for (size_t i = 0; i < optimizer_count(); i++) {
+            const Optimizer *opt = optimizer_at(i);
+            size_t base = offsetof(RunOptions, optim_settings) + i * sizeof(OptimizerSettings);
+            for (size_t k = 0; k < opt->n_options && count < MAX_ROWS; k++) {
+                const OptimOption *r = &opt->options[k];
+                rows[count++] = (RunOption){r->name, r->is_float, base + r->offset, r->lo, r->hi, RUN_KEPT, r->help, opt};
+            }
+        }
+    }
+    *n = count;
+    return rows;
+}
+
+size_t run_mixer_texts(const MixerOption **rows) {
+    size_t n = 0;
+    for (size_t i = 0; i < mixer_count(); i++) {
+        const Mixer *mx = mixer_at(i);
+        for (size_t k = 0; k < mx->n_options && n < RUN_MAX_MIXER_TEXTS; k++)
+            if (mx->options[k].kind == MIXER_OPT_TEXT) rows[n++] = &mx->options[k];
+    }
+    return n;
+}
+
+static void set_number(void *p, int is_float, double x) {
+    if (is_float) *(float *)p = (float)x;
+    else *(size_t *)p = (size_t)x;
+}
 
 void run_options_defaults(RunOptions *o) {
     memset(o, 0, sizeof *o);
@@ -72,10 +116,13 @@ void run_options_defaults(RunOptions *o) {
     o->beta1 = 0.9f;
     o->beta2 = 0.99f;
     o->eps = 1e-8f;
-    o->optimizer = optimizer_find("adamw");
-    o->muon_lr = 0.02f;
-    o->muon_momentum = 0.95f;
-    o->muon_weight_decay = 0.0f;
+    o->optimizer = optimizer_at(0); /* the registry's first: adamw */
+    for (size_t i = 0; i < optimizer_count(); i++) { /* every optimizer's own, at their defaults */
+        const Optimizer *opt = optimizer_at(i);
+        for (size_t k = 0; k < opt->n_options; k++)
+            set_number(o->optim_settings[i].bytes + opt->options[k].offset, opt->options[k].is_float,
+                       opt->options[k].def);
+    }
     o->eval_interval = 250;
     o->eval_iters = 20;
     o->log_interval = 10;
@@ -85,18 +132,22 @@ void run_options_defaults(RunOptions *o) {
 static int given(const RunOptions *o, size_t i) { return (o->given >> i) & 1; }
 
 static int given_named(const RunOptions *o, const char *name) {
-    for (size_t i = 0; i < n_run_options; i++)
-        if (strcmp(run_options[i].name, name) == 0) return given(o, i);
+    size_t n;
+    const RunOption *rows = run_option_rows(&n);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(rows[i].name, name) == 0) return given(o, i);
     return 0;
 }
 
 char *run_options_json(const RunOptions *o, size_t ranks) {
     char *sb = NULL;
     sb_appendf(&sb, "{");
-    int first = 1, adamw = strcmp(o->optimizer->name, "adamw") == 0;
-    for (size_t i = 0; i < n_run_options; i++) {
-        const RunOption *r = &run_options[i];
-        if (r->role != RUN_KEPT && (r->role != RUN_MUON || adamw)) continue;
+    int first = 1, default_optimizer = o->optimizer == optimizer_at(0);
+    size_t n;
+    const RunOption *rows = run_option_rows(&n);
+    for (size_t i = 0; i < n; i++) {
+        const RunOption *r = &rows[i];
+        if (r->role != RUN_KEPT || (r->optimizer && r->optimizer != o->optimizer)) continue;
         const void *p = (const char *)o + r->offset;
         if (r->is_float) sb_appendf(&sb, "%s\"%s\":%.9g", first ? "" : ",", r->name, *(const float *)p);
         else sb_appendf(&sb, "%s\"%s\":%zu", first ? "" : ",", r->name,
@@ -105,8 +156,8 @@ char *run_options_json(const RunOptions *o, size_t ranks) {
     }
     /* fp32 is the absence of the key: fp32 checkpoints are what they were before bf16. */
     if (o->precision != PRECISION_FP32) sb_appendf(&sb, ",\"precision\":\"%s\"", precision_name(o->precision));
-    /* adamw is the absence of the key, as fp32 is: AdamW checkpoints are what they were before Muon. */
-    if (!adamw) sb_appendf(&sb, ",\"optimizer\":\"%s\"", o->optimizer->name);
+    /* adamw (the default) is the absence of the key, as fp32 is: AdamW checkpoints are what they were before Muon. */
+    if (!default_optimizer) sb_appendf(&sb, ",\"optimizer\":\"%s\"", o->optimizer->name);
     sb_appendf(&sb, "}");
     char *out = strdup(sb);
     sb_free(&sb);
@@ -116,7 +167,7 @@ char *run_options_json(const RunOptions *o, size_t ranks) {
 /* The checkpoint's optimizer (absent: adamw); a different one given is refused. */
 static int kept_optimizer(RunOptions *o, const json_t *v, Error *err) {
     const Optimizer *have = v ? (json_is_string(v) ? optimizer_find(json_string_value(v)) : NULL)
-                              : optimizer_find("adamw");
+                              : optimizer_at(0);
     if (!have) return err_set(err, "its run options hold a bad 'optimizer'");
     if (o->optimizer_given && o->optimizer != have)
         return err_set(err, "--optimizer %s differs from the run's %s: a resumed run keeps its optimizer",
@@ -126,11 +177,15 @@ static int kept_optimizer(RunOptions *o, const json_t *v, Error *err) {
 }
 
 int run_check_optimizer_options(const RunOptions *o, Error *err) {
-    if (strcmp(o->optimizer->name, "muon") == 0) return 0;
-    for (size_t i = 0; i < n_run_options; i++)
-        if (run_options[i].role == RUN_MUON && given(o, i))
-            return err_set(err, "--%s is Muon's, and this run's optimizer is %s: give --optimizer muon, or leave "
-                                "--%s out", run_options[i].name, o->optimizer->name, run_options[i].name);
+    size_t n;
+    const RunOption *rows = run_option_rows(&n);
+    for (size_t i = 0; i < n; i++) {
+        const RunOption *r = &rows[i];
+        if (r->optimizer && r->optimizer != o->optimizer && given(o, i))
+            return err_set(err, "--%s is %s's, and this run's optimizer is %s: give --optimizer %s, or leave "
+                                "--%s out", r->name, r->optimizer->title, o->optimizer->name, r->optimizer->name,
+                           r->name);
+    }
     return 0;
 }
 
@@ -138,9 +193,11 @@ int run_options_from_json(RunOptions *o, const char *json, size_t ranks, Error *
     json_t *root = json_parse(json, strlen(json), err);
     if (!root) return -1;
     int rc = 0;
-    for (size_t i = 0; i < n_run_options && rc == 0; i++) {
-        const RunOption *r = &run_options[i];
-        if ((r->role != RUN_KEPT && r->role != RUN_MUON) || given(o, i)) continue; /* the command line wins */
+    size_t n;
+    const RunOption *rows = run_option_rows(&n);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const RunOption *r = &rows[i];
+        if (r->role != RUN_KEPT || given(o, i)) continue; /* the command line wins */
         const json_t *v = json_object_get(root, r->name);
         if (!v) continue;
         void *p = (char *)o + r->offset;
@@ -177,8 +234,10 @@ int run_options_from_json(RunOptions *o, const char *json, size_t ranks, Error *
 }
 
 int run_check_model(const RunOptions *o, const ModelConfig *ckpt, int init, Error *err) {
-    for (size_t i = 0; i < n_run_options; i++) {
-        const RunOption *r = &run_options[i];
+    size_t n_rows;
+    const RunOption *rows = run_option_rows(&n_rows);
+    for (size_t i = 0; i < n_rows; i++) {
+        const RunOption *r = &rows[i];
         if (r->role != RUN_ARCH || !given(o, i)) continue;
         if (init && r->offset == offsetof(RunOptions, cfg.dropout)) continue;
         const void *mine = (const char *)o + r->offset;
@@ -209,11 +268,14 @@ int run_check_model(const RunOptions *o, const ModelConfig *ckpt, int init, Erro
             return err_set(err, "--mixer %s differs from the checkpoint's %s", o->mixer,
                            config_mixer_list(ckpt, have, sizeof have));
     }
-    if (o->windows) {
-        if (config_set_windows(&mine, o->windows, err)) return -1;
-        char want[1024], have[1024]; /* compared as each layer's offsets, in the canonical form */
-        if (strcmp(config_window_list(&mine, want, sizeof want), config_window_list(ckpt, have, sizeof have)) != 0)
-            return err_set(err, "--grassmann-windows %s differs from the checkpoint's %s", o->windows, have);
+    const MixerOption *texts[RUN_MAX_MIXER_TEXTS];
+    for (size_t j = 0, n = run_mixer_texts(texts); j < n; j++) {
+        const char *text = o->mixer_text[j], *name = texts[j]->name;
+        if (!text) continue;
+        if (config_set_option(&mine, name, text, err)) return -1;
+        char want[1024], have[1024]; /* compared in the mixer's canonical form (each layer's window offsets) */
+        if (strcmp(config_option_text(&mine, name, want, sizeof want), config_option_text(ckpt, name, have, sizeof have)) != 0)
+            return err_set(err, "--%s %s differs from the checkpoint's %s", name, text, have);
     }
     return 0;
 }
@@ -314,8 +376,11 @@ static int create(Run *r, int count_only, Error *err) {
     if (o->mlp_act && mlp_act_parse(o->mlp_act, &o->cfg.mlp_act))
         return err_set(err, "--mlp-act must be gelu or relu2 (got '%s')", o->mlp_act);
     /* The config is the same on every rank; the memory may not be. */
-    int bad_config = (o->mixer && config_set_mixers(&o->cfg, o->mixer, err)) ||
-                     (o->windows && config_set_windows(&o->cfg, o->windows, err)) || model_check_config(&o->cfg, err);
+    int bad_config = o->mixer && config_set_mixers(&o->cfg, o->mixer, err);
+    const MixerOption *texts[RUN_MAX_MIXER_TEXTS];
+    for (size_t j = 0, n = run_mixer_texts(texts); j < n && !bad_config; j++)
+        bad_config = o->mixer_text[j] && config_set_option(&o->cfg, texts[j]->name, o->mixer_text[j], err);
+    bad_config = bad_config || model_check_config(&o->cfg, err);
     int failed = bad_config || (!count_only && run_check_memory(&o->cfg, o, 0, err)) ||
                  model_init(&r->model, &o->cfg, o->seed, err);
     if (dist_agree(r->dist, failed, err)) return -1;
@@ -350,7 +415,7 @@ static int prepare_steps(Run *r, Error *err) {
                             .warmup_iters = o->warmup_iters, .eval_iters = o->eval_iters, .lr = o->lr,
                             .min_lr = o->min_lr, .grad_clip = o->grad_clip,
                             .adam = {o->beta1, o->beta2, o->eps, o->weight_decay}, .optimizer = o->optimizer,
-                            .muon = {o->muon_lr, o->muon_momentum, o->muon_weight_decay},
+                            .optim_settings = o->optim_settings[optimizer_index(o->optimizer)].bytes,
                             .optim_scratch = r->optim_scratch, .optim_scratch_floats = scratch, .seed = o->seed,
                             .window_align = o->window_align, .max_seconds = o->max_seconds,
                             .train_mask = r->masks.train.marked, .val_mask = r->masks.val.marked};

@@ -22,9 +22,11 @@
 #include "lm/error.h"
 #include "lm/rng.h"
 
+#define RUN_MAX_MIXER_TEXTS 8
+
 typedef struct RunOptions {
     const char *data, *out, *resume, *init, *log, *dump; /* paths; resume, init, log and dump may be NULL */
-    const char *mixer, *pos, *norm, *windows;     /* as given on the command line (NULL: the default) */
+    const char *mixer, *pos, *norm;               /* as given on the command line (NULL: the default) */
     const char *norm_type, *mlp_act, *recipe;     /* likewise (--recipe: its options are in argv already) */
     const char *precision_given;                  /* --precision as given (NULL: not given) */
     const char *optimizer_given;                  /* --optimizer as given (NULL: not given) */
@@ -36,9 +38,14 @@ typedef struct RunOptions {
     size_t window_align; /* probes: data of fixed-length sequences */
     float max_seconds;   /* equal-time comparisons */
     float lr, min_lr, weight_decay, grad_clip, beta1, beta2, eps;
-    float muon_lr, muon_momentum, muon_weight_decay;
+    /* Each registered optimizer's own settings, by its place in the
+     * registry (optimizer_index): its rows of run options write them. */
+    OptimizerSettings optim_settings[MAX_OPTIMIZERS];
+    /* The mixers' text options as given (NULL: the default), in the order
+     * of run_mixer_texts (--grassmann-windows). */
+    const char *mixer_text[RUN_MAX_MIXER_TEXTS];
     ModelConfig cfg;
-    uint64_t given;      /* bit i: run_options[i] was given on the command line */
+    uint64_t given;      /* bit i: row i of run_option_rows was given on the command line */
 } RunOptions;
 
 /* What a numeric option is to a checkpoint. */
@@ -46,7 +53,6 @@ typedef enum {
     RUN_ONCE = 0, /* this invocation only (threads, stop-at, time budget) */
     RUN_KEPT = 1, /* stored in the checkpoint; --resume takes it unless given again */
     RUN_ARCH = 2, /* fixes the model: with --resume it must equal the checkpoint's */
-    RUN_MUON = 3, /* as RUN_KEPT, stored only by a Muon run (an AdamW run's checkpoint is as it was) */
 } RunOptionRole;
 
 /* One numeric option: the command line's row and the checkpoint's JSON key. */
@@ -57,10 +63,20 @@ typedef struct RunOption {
     double lo, hi;
     RunOptionRole role;
     const char *help;
+    /* An optimizer's own row (RUN_KEPT), stored only by a run with that
+     * optimizer (every other run's checkpoint is as it was without it); NULL: every run's. */
+    const struct Optimizer *optimizer;
 } RunOption;
 
-extern const RunOption run_options[];
-extern const size_t n_run_options;
+/* bin/train's numeric options, at most 64 (RunOptions.given): the model's
+ * sizes, each registered mixer's number rows (RUN_ARCH, in the config),
+ * the recipe's switches, the run's own, then each registered optimizer's
+ * rows (lm/optim.h); n of them. */
+const RunOption *run_option_rows(size_t *n);
+
+/* The mixers' text options (Grassmann's window list), in registry order,
+ * into rows (room for RUN_MAX_MIXER_TEXTS); returns how many. */
+size_t run_mixer_texts(const MixerOption **rows);
 
 /* bin/train's defaults (the model's from config_defaults). */
 void run_options_defaults(RunOptions *o);
@@ -68,10 +84,10 @@ void run_options_defaults(RunOptions *o);
  * grad-accum is stored for the whole job (per rank x ranks), so that the
  * checkpoint resumes on any number of ranks that divides it. */
 char *run_options_json(const RunOptions *o, size_t ranks);
-/* A RUN_MUON option given (--muon-lr, ...) to a run whose optimizer is not
- * Muon would change nothing: refused rather than ignored. */
+/* An optimizer's own option given (--muon-lr, ...) to a run whose optimizer
+ * is another would change nothing: refused rather than ignored. */
 int run_check_optimizer_options(const RunOptions *o, Error *err);
-/* Takes the RUN_KEPT (and RUN_MUON) options from a checkpoint's JSON, except
+/* Takes the RUN_KEPT options (the optimizers' too) from a checkpoint's JSON, except
  * those given on the command line; a checkpoint is input too: its values keep
  * the command line's bounds. The precision is the checkpoint's (absent: fp32),
  * and so is the optimizer (absent: adamw): a --precision or --optimizer given

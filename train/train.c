@@ -46,8 +46,14 @@ typedef struct Actions {
 
 /* The command line into o and a; CLI_CONTINUE to go on, else the exit status. */
 static int parse(int argc, char **argv, RunOptions *o, Actions *a) {
-    /* The program's own options, then one per run option (run.h's table),
-     * whose "given" bits tell resume which ones the command line set. */
+    /* The program's own options with the mixers' text options among them,
+     * then one per run option (run.h's rows), whose "given" bits tell resume
+     * which ones the command line set. */
+    char mixer_help[256] = "";
+    for (size_t i = 0; i < mixer_count(); i++)
+        snprintf(mixer_help + strlen(mixer_help), sizeof mixer_help - strlen(mixer_help), "%s | ", mixer_at(i)->name);
+    snprintf(mixer_help + strlen(mixer_help), sizeof mixer_help - strlen(mixer_help),
+             "a comma list, one per layer (%s)", mixer_at(0)->name);
     CliOption own[] = {
         CLI_TEXT("data", 'd', &o->data, "DIR", "prepared data directory (train.bin, val.bin, tokenizer.txt)"),
         CLI_TEXT("out", 'o', &o->out, "CKPT", "checkpoint to write (safetensors; written atomically)"),
@@ -58,7 +64,7 @@ static int parse(int argc, char **argv, RunOptions *o, Actions *a) {
                  "start a new run from CKPT's weights (fine-tuning): its model and\n"
                  "tokenizer, fresh AdamW moments, step 0, and this command's run\n"
                  "options; model options given must equal CKPT's (--dropout may differ)"),
-        CLI_TEXT("mixer", 0, &o->mixer, "M", "attention | grassmann | a comma list, one per layer (attention)"),
+        CLI_TEXT("mixer", 0, &o->mixer, "M", mixer_help),
         CLI_TEXT("pos", 0, &o->pos, "P", "learned | sinusoidal | rope positions (learned)"),
         CLI_TEXT("norm", 0, &o->norm, "N", "pre | post: LayerNorm before each branch (GPT-2) or\nafter each residual sum (the paper's; pre)"),
         CLI_TEXT("norm-type", 0, &o->norm_type, "N", "layernorm | rmsnorm: every block norm and LN_f (layernorm)"),
@@ -69,8 +75,8 @@ static int parse(int argc, char **argv, RunOptions *o, Actions *a) {
                  "--pos rope --norm-type rmsnorm --mlp-act relu2 --qk-norm 1\n"
                  "--untied-head 1 --zero-init 1 --logit-softcap 15\n"
                  "--optimizer muon; gpt2 = the defaults (gpt2)"),
-        CLI_TEXT("grassmann-windows", 0, &o->windows, "L",
-                 "Grassmann window offsets for every layer (1,2,4,8,12,16),\nor one list per layer separated by ';'\n(\"1;1;2;2;4;4\")"),
+    };
+    CliOption own_rest[] = {
         CLI_TEXT("precision", 0, &o->precision_given, "P",
                  "fp32 | bf16: the matrix products in fp32, or with bf16 inputs\nand fp32 accumulation (CPUs with AVX512_BF16;\nweights, gradients, optimizer, LayerNorm, softmax and\nloss stay fp32); a resumed run keeps its own (fp32)"),
         CLI_TEXT("optimizer", 0, &o->optimizer_given, "O",
@@ -86,11 +92,19 @@ static int parse(int argc, char **argv, RunOptions *o, Actions *a) {
                  "learn every target even where DIR has train.mask / val.mask\n"
                  "(by default only the targets they mark are in the loss)"),
     };
-    enum { N_OWN = sizeof own / sizeof own[0] };
-    CliOption opts[N_OWN + 64];
+    enum { N_OWN = sizeof own / sizeof own[0] + sizeof own_rest / sizeof own_rest[0] };
+    const MixerOption *texts[RUN_MAX_MIXER_TEXTS];
+    size_t n_texts = run_mixer_texts(texts), n_run_options;
+    const RunOption *run_options = run_option_rows(&n_run_options);
+    CliOption opts[N_OWN + RUN_MAX_MIXER_TEXTS + 64];
     if (n_run_options > 64) return cli_error(program.name, "internal: %zu run options, room for 64", n_run_options);
     memcpy(opts, own, sizeof own);
-    size_t n = N_OWN, first_run = n;
+    size_t n = sizeof own / sizeof own[0];
+    for (size_t j = 0; j < n_texts; j++)
+        opts[n++] = (CliOption)CLI_TEXT(texts[j]->name, 0, &o->mixer_text[j], texts[j]->value, texts[j]->help);
+    memcpy(opts + n, own_rest, sizeof own_rest);
+    n += sizeof own_rest / sizeof own_rest[0];
+    size_t first_run = n;
     for (size_t i = 0; i < n_run_options; i++) {
         const RunOption *r = &run_options[i];
         void *dst = (char *)o + r->offset;
@@ -147,17 +161,22 @@ static MemoryMib memory_mib(const Run *r) {
 static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_threads) {
     const RunOptions *o = &r->o;
     const Model *m = &r->model;
-    char mixers[1024], windows[1024], grassmann[1100] = "", how[96] = ""; /* how: the tuner's part of the line */
-    for (size_t l = 0; l < o->cfg.n_layer; l++)
-        if (o->cfg.mixers[l] == MIXER_GRASSMANN)
-            snprintf(grassmann, sizeof grassmann, " | grassmann r %zu, windows %s", o->cfg.grassmann_rank,
-                     config_window_list(&o->cfg, windows, sizeof windows));
+    char mixers[1024], own[2200] = "", how[96] = ""; /* how: the tuner's part of the line */
+    for (size_t i = 0; i < mixer_count(); i++) { /* each mixer that a layer has: its own part, " | grassmann r 32, ..." */
+        const Mixer *mx = mixer_at(i);
+        int used = 0;
+        for (size_t l = 0; l < o->cfg.n_layer; l++) used |= o->cfg.mixers[l] == mx;
+        if (!used || !mx->describe) continue;
+        char part[1100];
+        mx->describe(config_mixer_settings_of(&o->cfg, mx), o->cfg.n_layer, part, sizeof part);
+        snprintf(own + strlen(own), sizeof own - strlen(own), " | %s", part);
+    }
     char recipe[160], switches[200] = "";
     if (config_has_recipe_switch(&o->cfg))
         snprintf(switches, sizeof switches, " | %s", config_recipe_list(&o->cfg, recipe, sizeof recipe));
     say("model: %zu parameters | n_layer %zu, n_head %zu, n_embd %zu, block %zu, vocab %zu | mixers %s | pos %s | norm %s%s%s\n",
            m->n_params, o->cfg.n_layer, o->cfg.n_head, o->cfg.n_embd, o->cfg.block_size, o->cfg.vocab_size,
-           config_mixer_list(&o->cfg, mixers, sizeof mixers), pos_name(o->cfg.pos), norm_name(o->cfg.norm), grassmann,
+           config_mixer_list(&o->cfg, mixers, sizeof mixers), pos_name(o->cfg.pos), norm_name(o->cfg.norm), own,
            switches);
     size_t width = tuner->cand[0];
     if (tuner->adaptive && start_threads < width)
@@ -184,20 +203,15 @@ static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_thr
     MemoryMib mem = memory_mib(r);
     char bf16_mem[96] = ""; /* the bf16 weights, the scratch of one product's rounded operands, packed heads */
     if (m->bf16) snprintf(bf16_mem, sizeof bf16_mem, ", bf16 weights and operands %.1f MiB", mem.bf16);
-    int muon = strcmp(o->optimizer->name, "muon") == 0;
-    char unused[96] = ""; /* Muon's matrices keep the second moment's buffer (lm/optim.h), at zero */
-    if (muon) { /* an AdamW run's lines are as they were before Muon */
-        size_t mats = 0, floats = 0;
-        for (size_t i = 0; i < m->n_tensors; i++)
-            if (muon_updates(&m->tensors[i])) mats++, floats += m->tensors[i].rows * m->tensors[i].cols;
-        say("optimizer: muon on %zu hidden matrices (%.1f%% of the weights; lr %g, momentum %g, weight decay %g), "
-            "adamw on the rest (lr %g)\n", mats, 100.0 * (double)floats / (double)m->n_params, o->muon_lr,
-            o->muon_momentum, o->muon_weight_decay, o->lr);
-        snprintf(unused, sizeof unused, " (%.1f MiB of it AdamW's second moment, zero for Muon's matrices)",
-                 (double)floats * 4.0 / (1024.0 * 1024.0));
+    const Optimizer *opt = o->optimizer;
+    char note[96] = ""; /* Muon's: its matrices keep the second moment's buffer (lm/optim.h), at zero */
+    if (opt->describe) { /* an AdamW run's lines are as they were before Muon */
+        char line[320];
+        opt->describe(m, o->optim_settings[optimizer_index(opt)].bytes, o->lr, line, sizeof line, note, sizeof note);
+        say("%s\n", line);
     }
     say("memory: weights %.1f MiB, gradients and %s %.1f MiB%s, activations %.1f MiB%s\n", mem.weights,
-        muon ? "optimizer state" : "AdamW moments", mem.state, unused, mem.activations, bf16_mem);
+        opt->describe ? "optimizer state" : "AdamW moments", mem.state, note, mem.activations, bf16_mem);
     fflush(stdout);
 }
 

@@ -61,11 +61,12 @@ int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper
                                  : lr_schedule(step, h->warmup_iters, h->max_iters, h->lr, h->min_lr);
     float scale = clip_scale(out->grad_norm, h->grad_clip);
     if (h->optimizer) {
-        OptimSettings set = {.adam = h->adam, .muon = h->muon, .lr_peak = h->lr};
+        OptimSettings set = {.adam = h->adam, .own = h->optim_settings, .lr_peak = h->lr};
         h->optimizer->step(m, &set, h->optim_scratch, h->optim_scratch_floats, out->lr, step + 1, scale);
     } else {
         model_adamw_step(m, &h->adam, out->lr, step + 1, scale);
     }
+    model_round_weights(m); /* bf16: the products' weights, once per step, whichever the optimizer */
     profile_stop(prof, "optimizer", PASS_FORWARD, t0);
     if (prof) prof->steps++;
     return 0;

@@ -23,10 +23,10 @@ typedef struct TrainHyper {
     double max_seconds;  /* > 0: the schedule follows the elapsed training time (lr_schedule_timed) */
     float lr, min_lr, grad_clip;
     AdamWConfig adam;
-    /* The optimizer (NULL: AdamW), Muon's settings, and the scratch of its
-     * step (Optimizer.scratch_floats floats). */
+    /* The optimizer (NULL: AdamW), its own settings (OptimSettings.own),
+     * and the scratch of its step (Optimizer.scratch_floats floats). */
     const Optimizer *optimizer;
-    MuonConfig muon;
+    const void *optim_settings;
     float *optim_scratch;
     size_t optim_scratch_floats;
     uint64_t seed;

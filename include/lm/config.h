@@ -6,11 +6,12 @@
 #include <stdint.h>
 
 #include "lm/error.h"
+#include "lm/mixer.h"
 
 /* Upper bounds that catch typos (an extra zero or three) before they turn
  * into a multi-gigabyte allocation; bin/train's options are bounded by them. */
 #define MAX_LAYERS 64
-#define MAX_WINDOWS 32
+_Static_assert(MAX_LAYERS <= MIXER_MAX_LAYERS, "a mixer's settings provide for every layer");
 #define MAX_VOCAB (1u << 24)
 #define MAX_BLOCK 16384
 #define MAX_EMBD 8192
@@ -28,10 +29,6 @@ typedef enum { POS_LEARNED = 0, POS_SINUSOIDAL = 1, POS_ROPE = 2 } PosKind;
  * h = LN1(h + mixer(h)), h = LN2(h + MLP(h)). Both end with LN_f before the
  * head (see docs/design.md). */
 typedef enum { NORM_PRE = 0, NORM_POST = 1 } NormKind;
-
-/* Each layer's token-mixing layer, by kind; the model resolves a kind to its
- * implementation (lm/mixer.h) when it builds itself. */
-typedef enum { MIXER_ATTENTION = 0, MIXER_GRASSMANN = 1, MIXER_KINDS } MixerKind;
 
 /* The normalisation every block norm and LN_f computes: LayerNorm (GPT-2:
  * centre, scale, gain and bias) or RMSNorm (scale by the root mean square,
@@ -54,16 +51,14 @@ typedef struct ModelConfig {
     size_t n_head;
     size_t n_embd;
     PosKind pos;
-    MixerKind mixers[MAX_LAYERS]; /* one per layer */
+    /* Each layer's token-mixing layer: its entry in the mixer registry
+     * (lm/mixer.h), written in the JSON by its name. */
+    const Mixer *mixers[MAX_LAYERS];
     NormKind norm;
-    size_t grassmann_rank;
-    /* The Grassmann window offsets: every offset any layer uses, in order
-     * of first use. layer_windows[l] selects layer l's (bit k: windows[k]);
-     * 0 means all of them, so one list for every layer is all zeros
-     * (config_layer_windows gives a layer its own). */
-    size_t n_windows;
-    size_t windows[MAX_WINDOWS];
-    uint32_t layer_windows[MAX_LAYERS];
+    /* Every registered mixer's settings, by its place in the registry
+     * (mixer_index; config_mixer_settings), each as that mixer defines
+     * them, whether or not a layer uses it. */
+    MixerSettings mixer_settings[MAX_MIXERS];
     float dropout;
     /* The modern recipe's switches (docs/design.md, the recipe); the zero
      * value of each is GPT-2's, which a config without them (every
@@ -84,29 +79,27 @@ void config_defaults(ModelConfig *cfg);
  * mixer asks of its layer the model checks (model_check_config). */
 int config_validate(const ModelConfig *cfg, Error *err);
 
-/* "attention" or "grassmann"; mixer_kind_parse returns -1 for anything else. */
-const char *mixer_kind_name(MixerKind kind);
-int mixer_kind_parse(const char *name, MixerKind *out);
-
-/* Fills cfg->mixers from "attention", "grassmann" or a comma list with one
- * entry per layer (cfg->n_layer must be set). */
+/* Fills cfg->mixers from a registered mixer's name ("attention") or a comma
+ * list with one entry per layer (cfg->n_layer must be set). */
 int config_set_mixers(ModelConfig *cfg, const char *spec, Error *err);
 
 /* The layers' mixers as "attention,grassmann,..." (the form --mixer takes), in buf. */
 const char *config_mixer_list(const ModelConfig *cfg, char *buf, size_t len);
 
-/* Parses "1,2,4" (one list for every layer) or a schedule with one list
- * per layer separated by ';' ("1;1;2;2" or "1,2;4,8") into cfg->windows
- * and cfg->layer_windows; a schedule needs cfg->n_layer set and one list
- * per layer. */
-int config_set_windows(ModelConfig *cfg, const char *spec, Error *err);
+/* Mixer mx's settings block in cfg (MixerSettings: the mixer's own struct). */
+void *config_mixer_settings(ModelConfig *cfg, const Mixer *mx);
+const void *config_mixer_settings_of(const ModelConfig *cfg, const Mixer *mx);
 
-/* The windows as config_set_windows takes them ("1,2,4" or "1;1;2;2"), in buf. */
-const char *config_window_list(const ModelConfig *cfg, char *buf, size_t len);
-
-/* Layer l's own Grassmann window offsets into out (room for MAX_WINDOWS);
- * returns how many. */
-size_t config_layer_windows(const ModelConfig *cfg, size_t l, size_t *out);
+/* A mixer's option by its bin/train name ("grassmann-rank",
+ * "grassmann-windows"), and its mixer in *owner (or NULL); NULL if no
+ * registered mixer has it. */
+const MixerOption *config_find_option(const char *name, const Mixer **owner);
+/* Sets a mixer's option from text as bin/train takes it ("6", "1,2;4":
+ * a list per layer needs cfg->n_layer set); -1 with err for an unknown
+ * option or a bad value. */
+int config_set_option(ModelConfig *cfg, const char *name, const char *value, Error *err);
+/* A mixer's option's value as config_set_option takes it, in buf ("" for an unknown one). */
+const char *config_option_text(const ModelConfig *cfg, const char *name, char *buf, size_t len);
 
 /* "pre" or "post"; norm_parse returns -1 for anything else. */
 const char *norm_name(NormKind norm);

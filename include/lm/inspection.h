@@ -7,9 +7,9 @@
  *   maps: probs (n_head, T, T) attention maps, with heads (n_head) their
  *     statistics and the form's spectra (singular_values, qk_cosines); a mixer that has maps gives both (with MIXER_INSPECT_MAPS
  *     only probs: the induction scores read nothing else).
- *   gates: gate_mean (T), offset_norm (n_windows) and offset_position_norm
- *     (n_windows, T), plucker_residual, as the
- *     Grassmann layer measures them.
+ *   gates: gate_mean (T), offset_norm (n_offsets) and offset_position_norm
+ *     (n_offsets, T) for the layer's window offsets (offsets), and
+ *     plucker_residual, as the Grassmann layer measures them.
  *   parts: n_parts vectors of C, each a share of the layer's output at the
  *     last position T - 1, with a short name ("H0", "attn bias"); the
  *     inspection shows them as "L<l> <name>" below the whole output, which
@@ -44,8 +44,10 @@ typedef struct LayerInspection {
     double *qk_cosines;  /* (H, d_head): cosines of the principal angles between the query and key spaces, decreasing */
     /* gates */
     float *gate_mean;    /* T: the gate a_t averaged over channels */
-    double *offset_norm; /* n_windows: mean over positions where offset d fits of |W_plu q_t^d| / |D_t| */
-    float *offset_position_norm; /* (n_windows, T): |W_plu q_t^d| / |D_t| at each position, NaN where d does not fit */
+    size_t n_offsets;
+    size_t *offsets;     /* n_offsets: the layer's window offsets d, which the two below are of */
+    double *offset_norm; /* n_offsets: mean over positions where offset d fits of |W_plu q_t^d| / |D_t| */
+    float *offset_position_norm; /* (n_offsets, T): |W_plu q_t^d| / |D_t| at each position, NaN where d does not fit */
     double plucker_residual; /* max over t, d, i<j<k<l of |p_ij p_kl - p_ik p_jl + p_il p_jk| / |p|^2 */
     /* parts of the output at position T - 1, for the attribution */
     size_t n_parts;

@@ -6,10 +6,22 @@
  * activation region of act_size floats that it uses for whatever forward must
  * keep for backward and for backward's own scratch.
  *
+ * A mixer also owns its settings: a block of the model's config
+ * (MixerSettings, a struct of the mixer's own inside), its rows of options
+ * (MixerOption: bin/train's option, bounds, default, help and the config
+ * JSON's key), what each layer takes from them (layer_spec, into
+ * MixerSpec.own), its part of bin/train's start-up line (describe) and what
+ * bin/inspect reports of a layer (the inspect hook's LayerInspection). The
+ * config names each layer's mixer by its registry entry; nothing else in
+ * the model or the programs knows one mixer from another.
+ *
  * Adding a mixer: write src/mixers/<name>.c (and <name>.h) exporting a
- * `const Mixer`, and list it in the registry in src/mixers/mixer.c, the one place
- * that names the implementations. No other layer changes. Its inspection
- * (bin/inspect), if it has one, goes beside it in src/mixers/<name>_inspect.c. */
+ * `const Mixer`, and list it in the registry in src/mixers/mixer.c, the one
+ * place that names the implementations. No other file changes: bin/train's
+ * --mixer takes its name, its option rows join bin/train's options, and its
+ * settings are written to and read from the checkpoint's config by their
+ * keys. Its inspection (bin/inspect), if it has one, goes beside it in
+ * src/mixers/<name>_inspect.c. See src/mixers/README.md. */
 #ifndef LM_MIXER_H
 #define LM_MIXER_H
 
@@ -25,24 +37,73 @@ typedef enum { INIT_NORMAL, INIT_RESIDUAL, INIT_ZERO, INIT_ONE } InitKind;
 
 #define MIXER_MAX_TENSORS 16
 #define TENSOR_NAME_MAX 96
-#define MIXER_MAX_WINDOWS 32
+#define MAX_MIXERS 8               /* entries of the registry, at most */
+#define MIXER_SETTINGS_BYTES 1024  /* a mixer's settings block, at most */
+#define MIXER_LAYER_BYTES 512      /* a layer's own part of its spec, at most */
+#define MIXER_MAX_LAYERS 64        /* the layers a settings block provides for (the config's MAX_LAYERS) */
 
-/* One layer as its mixer sees it: the model's sizes and the layer's own
- * choices, which the model fills from its configuration (model_mixer_spec).
- * A mixer knows nothing else of the model. */
+/* A mixer's settings for the whole model, as the mixer defines them: the
+ * config keeps one block per registered mixer (ModelConfig.mixer_settings),
+ * whether or not a layer uses it, so that a checkpoint's config holds every
+ * mixer's settings as it always has. The mixer reads and writes its own
+ * struct inside (its size at most MIXER_SETTINGS_BYTES: a _Static_assert
+ * beside it). */
+typedef union MixerSettings {
+    unsigned char bytes[MIXER_SETTINGS_BYTES];
+    size_t align_size;
+    double align_double;
+    void *align_pointer;
+} MixerSettings;
+
+/* One layer as its mixer sees it: the model's sizes and choices, and the
+ * layer's own part of the mixer's settings, which the model fills from its
+ * configuration (model_mixer_spec: own through the mixer's layer_spec). A
+ * mixer knows nothing else of the model. */
 typedef struct MixerSpec {
     size_t block_size, n_embd, n_head;
     int rope;              /* rotary positions: attention rotates q and k (src/nn/rope.h) */
     int qk_norm;           /* attention: q and k per head RMSNorm'd (no gain) before the scores */
-    size_t grassmann_rank; /* r */
-    size_t n_windows;      /* the layer's own Grassmann window offsets */
-    size_t windows[MIXER_MAX_WINDOWS];
-    /* Bit k: windows[k]'s term is left out of the Grassmann mean (its share
-     * of 1/count stays), to measure what that offset contributes (bin/eval
-     * --ablate-offset). Forward and step honour it; backward does not, so
-     * a model with muted offsets is for evaluation only. 0 in training. */
-    uint32_t muted_windows;
+    /* Bit k: the layer's k-th part (the mixer's mute_offset says which) is
+     * left out, to measure what it contributes (bin/eval --ablate-offset).
+     * Forward and step honour it; backward need not, so a model with muted
+     * parts is for evaluation only. 0 in training. */
+    uint32_t muted;
+    /* The layer's own settings, a struct of the mixer's (layer_spec). */
+    union {
+        unsigned char bytes[MIXER_LAYER_BYTES];
+        size_t align_size;
+        double align_double;
+    } own;
 } MixerSpec;
+
+/* One of a mixer's settings, as bin/train's option and the config JSON's
+ * key: a number at `offset` in the mixer's settings struct (a size_t, or a
+ * float), or text that the mixer parses itself (set, get, to_json,
+ * from_json; a list such as Grassmann's window offsets). */
+typedef enum { MIXER_OPT_SIZE, MIXER_OPT_FLOAT, MIXER_OPT_TEXT } MixerOptionKind;
+
+struct json_t;
+
+typedef struct MixerOption {
+    const char *name;     /* bin/train's option without "--": "grassmann-rank" */
+    const char *json_key; /* the config JSON's key: "grassmann_rank" */
+    MixerOptionKind kind;
+    const char *value;    /* what --help calls the value: "N", "X", "L" */
+    const char *help;     /* lines separated by '\n', the default in parentheses */
+    /* A number: its place in the settings, bounds (bin/train's) and default. */
+    size_t offset;
+    double lo, hi, def;
+    /* Text: the default, parsed by set like any value; set parses text
+     * into the settings (n_layer: the model's, for a list per layer);
+     * get writes the settings back in the form set takes (canonical, so
+     * two values compare as text); to_json appends the JSON value,
+     * from_json reads one back into the settings. */
+    const char *def_text;
+    int (*set)(void *settings, size_t n_layer, const char *text, Error *err);
+    const char *(*get)(const void *settings, size_t n_layer, char *buf, size_t len);
+    void (*to_json)(const void *settings, size_t n_layer, char **sb);
+    int (*from_json)(void *settings, size_t n_layer, const struct json_t *value, Error *err);
+} MixerOption;
 
 /* What a mixer's passes read besides its spec and parameters: run-time
  * state that the model owns and hands to every call, never configuration. */
@@ -66,6 +127,20 @@ typedef enum { MIXER_INSPECT_ALL, MIXER_INSPECT_MAPS } MixerInspectWhat;
 
 typedef struct Mixer {
     const char *name;
+    /* Its settings (none: NULL, 0): the rows, in the order of bin/train's
+     * --help and of the config JSON. */
+    const MixerOption *options;
+    size_t n_options;
+    /* Fills spec->own with layer l's own settings from the mixer's
+     * settings block (NULL: nothing of its own). */
+    void (*layer_spec)(const void *settings, size_t l, MixerSpec *spec);
+    /* Optional: its part of bin/train's start-up line, when a layer has this
+     * mixer ("grassmann r 32, windows 1,2,4"), into buf. */
+    void (*describe)(const void *settings, size_t n_layer, char *buf, size_t len);
+    /* Optional (NULL: nothing to mute): the bit of MixerSpec.muted that
+     * leaves offset `offset` of this layer (number `layer`, for messages)
+     * out; -1 with err when it has none such. */
+    int (*mute_offset)(const MixerSpec *spec, size_t layer, size_t offset, Error *err);
     /* Rejects configurations this mixer cannot run. */
     int (*validate)(const MixerSpec *spec, Error *err);
     /* Fills `out` with the layer's tensors (names relative to "h.{l}.") and
@@ -106,6 +181,11 @@ typedef struct Mixer {
 } Mixer;
 
 const Mixer *mixer_find(const char *name);
+/* The registry's entries in order: mixer_count() of them, mixer_at(i) the
+ * i-th; mixer_index is mx's place (its settings block in the config). */
+size_t mixer_count(void);
+const Mixer *mixer_at(size_t i);
+size_t mixer_index(const Mixer *mx);
 /* "attention, grassmann" for messages. */
 const char *mixer_names(void);
 size_t mixer_param_count(const Mixer *mx, const MixerSpec *spec);

@@ -87,7 +87,7 @@ typedef struct Model {
     size_t B_max, T_max, n_acts;
     float *acts;
     LayerActs la[MAX_LAYERS];
-    uint32_t muted_windows[MAX_LAYERS]; /* each layer's MixerSpec.muted_windows: 0 but in evaluation (model_mute_offset) */
+    uint32_t muted[MAX_LAYERS]; /* each layer's MixerSpec.muted: 0 but in evaluation (model_mute_offset) */
     float *resid_out, *lnf, *lnf_mean, *lnf_rstd, *losses;
     /* (N, V); model_backward turns them into d(loss)/d(logits) in place. After
      * a forward whose targets ignore some positions (a loss mask, the context
@@ -165,14 +165,14 @@ int model_set_precision(Model *m, Precision p, Error *err);
  * backward pass before using what it computed. */
 int model_bf16_failed(const Model *m, Error *err);
 /* Rounds params into params_h (nothing in fp32): after anything changes the
- * weights (the optimizer step calls it; a checkpoint loaded before
+ * weights (the trainer calls it after every optimizer step; a checkpoint loaded before
  * model_set_precision needs nothing). The same for any thread count. */
 void model_round_weights(Model *m);
 void model_free(Model *m);
-/* Leaves Grassmann layer `layer`'s window offset `offset` out of its mean
- * from now on (MixerSpec.muted_windows), to measure what it contributes:
- * for evaluation only (backward ignores it). An error if the layer is not a
- * Grassmann layer or has no such offset. */
+/* Leaves layer `layer`'s window offset `offset` out (a Grassmann layer: of
+ * its mean) from now on (MixerSpec.muted, through the mixer's mute_offset),
+ * to measure what it contributes: for evaluation only (backward ignores
+ * it). An error if the layer's mixer has no such offset. */
 int model_mute_offset(Model *m, size_t layer, size_t offset, Error *err);
 
 const ParamTensor *model_find_tensor(const Model *m, const char *name);

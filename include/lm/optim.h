@@ -14,9 +14,18 @@
  * the caller allocates once (Optimizer.scratch_floats): nothing is allocated
  * inside a step.
  *
+ * An optimizer owns its settings besides AdamW's (which every optimizer
+ * shares for the tensors it leaves to AdamW): a struct of its own in a block
+ * of bin/train's run options (OptimizerSettings), and its rows of options
+ * (OptimOption: bin/train's option, bounds, default, help), which a run with
+ * this optimizer keeps in its checkpoint under the option's name. The trainer
+ * refreshes the bf16 weights once after any step (model_round_weights).
+ *
  * Adding an optimizer: write src/optim/<name>.c exporting a `const
  * Optimizer`, and list it in the registry in src/optim/optim.c, the one
- * place that names the implementations. */
+ * place that names the implementations. No other file changes: bin/train's
+ * --optimizer takes its name and its option rows join bin/train's options.
+ * See src/mixers/README.md. */
 #ifndef LM_OPTIM_H
 #define LM_OPTIM_H
 
@@ -28,38 +37,68 @@ typedef struct AdamWConfig {
     float beta1, beta2, eps, weight_decay;
 } AdamWConfig;
 
-/* Muon's own settings (bin/train --muon-lr, --muon-momentum,
- * --muon-weight-decay): its peak learning rate, which the schedule scales as
- * it scales AdamW's; the momentum (Nesterov); the decoupled weight decay of
- * the matrices it updates, as a fraction of its learning rate. */
-typedef struct MuonConfig {
-    float lr, momentum, weight_decay;
-} MuonConfig;
+#define MAX_OPTIMIZERS 8            /* entries of the registry, at most */
+#define OPTIMIZER_SETTINGS_BYTES 256 /* an optimizer's own settings, at most */
 
-/* What a step is told besides the gradients: every optimizer's settings
- * (each reads its own) and the peak AdamW rate lr_peak, against which a
- * step's scheduled lr gives the schedule's factor for Muon's rate. */
+/* An optimizer's own settings, a struct of its own inside (its size at most
+ * OPTIMIZER_SETTINGS_BYTES: a _Static_assert beside it). */
+typedef union OptimizerSettings {
+    unsigned char bytes[OPTIMIZER_SETTINGS_BYTES];
+    size_t align_size;
+    double align_double;
+} OptimizerSettings;
+
+/* One of an optimizer's own settings: a number at `offset` in its settings
+ * struct (a float, or a size_t), bin/train's option `name` within [lo, hi]
+ * (default def), kept in the checkpoint's run options under that name by a
+ * run with this optimizer (and by no other run). */
+typedef struct OptimOption {
+    const char *name; /* "muon-lr" */
+    int is_float;     /* a float, else a size_t */
+    size_t offset;
+    double lo, hi, def;
+    const char *help; /* bin/train's, the default in parentheses */
+} OptimOption;
+
+/* What a step is told besides the gradients: AdamW's settings, the
+ * optimizer's own (own: its settings struct, NULL for none), and the peak
+ * AdamW rate lr_peak, against which a step's scheduled lr gives the
+ * schedule's factor for an optimizer's own rate. */
 typedef struct OptimSettings {
     AdamWConfig adam;
-    MuonConfig muon;
+    const void *own;
     float lr_peak;
 } OptimSettings;
 
 typedef struct Optimizer {
     const char *name;
+    const char *title; /* in messages: "Muon" */
+    /* Its own settings (none: NULL, 0), in the order of bin/train's --help. */
+    const OptimOption *options;
+    size_t n_options;
     /* Floats of scratch a step needs for a model of this layout (0: none). */
     size_t (*scratch_floats)(const Model *m);
     /* One update of every parameter from the gradient grads * grad_scale
      * (the clipping factor), at AdamW's scheduled rate lr; t is the 1-based
      * step count; scratch holds n_scratch floats (scratch_floats asked when
      * the run began: a step uses no more, and fewer threads if it must).
-     * Refreshes the bf16 weights (model_round_weights). The result does not
-     * depend on the thread count. */
+     * The result does not depend on the thread count. The bf16 weights are
+     * the caller's to refresh (model_round_weights). */
     void (*step)(Model *m, const OptimSettings *s, float *scratch, size_t n_scratch, float lr, size_t t,
                  float grad_scale);
+    /* Optional (NULL: an AdamW run's lines): bin/train's start-up line about
+     * it (own: its settings; lr: the AdamW peak rate), without the newline,
+     * into line; and a note for the memory line's optimizer state, into note. */
+    void (*describe)(const Model *m, const void *own, float lr, char *line, size_t len, char *note, size_t note_len);
 } Optimizer;
 
 const Optimizer *optimizer_find(const char *name);
+/* The registry's entries in order (the first is the default: adamw):
+ * optimizer_count() of them, optimizer_at(i) the i-th; optimizer_index is
+ * opt's place (its settings block in bin/train's run options). */
+size_t optimizer_count(void);
+const Optimizer *optimizer_at(size_t i);
+size_t optimizer_index(const Optimizer *opt);
 /* "adamw, muon" for messages. */
 const char *optimizer_names(void);
 /* The bytes of scratch opt's step needs for a model of this config, for the
@@ -71,7 +110,8 @@ size_t optimizer_scratch_bytes(const Optimizer *opt, const ModelConfig *cfg);
  * 1-based step count. */
 void adamw_update(float *params, const float *grads, float grad_scale, float *m, float *v, size_t n, float lr,
                   float weight_decay, const AdamWConfig *cfg, size_t t);
-/* adamw_update over every tensor of the model, decaying only matrices. */
+/* adamw_update over every tensor of the model, decaying only matrices (the
+ * bf16 weights are the caller's to refresh). */
 void model_adamw_step(Model *model, const AdamWConfig *cfg, float lr, size_t t, float grad_scale);
 
 /* Whether Muon updates tensor t: a matrix of the hidden layers (the mixers'

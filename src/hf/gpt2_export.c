@@ -27,8 +27,8 @@
 
 int hf_gpt2_exportable(const ModelConfig *cfg, const Tokenizer *tok, Error *err) {
     for (size_t l = 0; l < cfg->n_layer; l++)
-        if (cfg->mixers[l] != MIXER_ATTENTION)
-            return err_set(err, "layer %zu is %s: GPT-2 has attention in every layer", l, mixer_kind_name(cfg->mixers[l]));
+        if (cfg->mixers[l] != mixer_find("attention"))
+            return err_set(err, "layer %zu is %s: GPT-2 has attention in every layer", l, cfg->mixers[l]->name);
     if (cfg->pos != POS_LEARNED)
         return err_set(err, "its positions are %s: GPT-2 learns its positions (a wpe table)", pos_name(cfg->pos));
     if (cfg->norm != NORM_PRE)

@@ -1,9 +1,12 @@
 #include "mixers/grassmann.h"
 #include "mixers/grassmann_loops.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "lm/cpu.h"
+#include "lm/json.h"
+#include "lm/options.h"
 #include "nn/layernorm.h"
 #include "lm/matmul.h"
 #include "lm/ops.h"
@@ -15,10 +18,10 @@ typedef struct GrActs {
     float *dm, *dg, *dapre, *dqbar, *dz, *u, *coef;
 } GrActs;
 
-static size_t coef_size(const MixerSpec *spec, size_t N) { return N * (spec->n_windows * GRASSMANN_COEF_PER_OFFSET + 1); }
+static size_t coef_size(const MixerSpec *spec, size_t N) { return N * (grassmann_layer(spec)->n_windows * GRASSMANN_COEF_PER_OFFSET + 1); }
 
 GrParams gr_params(const float *p, const MixerSpec *spec) {
-    size_t C = spec->n_embd, r = spec->grassmann_rank, P = grassmann_n_pairs(r);
+    size_t C = spec->n_embd, r = grassmann_layer(spec)->rank, P = grassmann_n_pairs(r);
     GrParams g;
     g.red_w = p;
     g.red_b = g.red_w + r * C;
@@ -33,7 +36,7 @@ GrParams gr_params(const float *p, const MixerSpec *spec) {
 
 /* With base == NULL it only measures (the activation size). */
 static size_t gr_layout(float *base, const MixerSpec *spec, size_t N, GrActs *a) {
-    size_t C = spec->n_embd, r = spec->grassmann_rank, P = grassmann_n_pairs(r), used = 0;
+    size_t C = spec->n_embd, r = grassmann_layer(spec)->rank, P = grassmann_n_pairs(r), used = 0;
 #define TAKE(field, count) (a->field = base ? base + used : NULL, used += (count))
     TAKE(z, N * r);
     TAKE(qbar, N * P);
@@ -60,19 +63,19 @@ static GrActs gr_acts(float *acts, const MixerSpec *spec, size_t N) {
 }
 
 static int grassmann_validate(const MixerSpec *spec, Error *err) {
-    if (spec->grassmann_rank < 2) return err_set(err, "grassmann rank must be at least 2 (got %zu)", spec->grassmann_rank);
-    if (spec->grassmann_rank > GRASSMANN_MAX_RANK)
-        return err_set(err, "grassmann rank %zu is too large (max %d)", spec->grassmann_rank, GRASSMANN_MAX_RANK);
-    if (spec->n_windows == 0) return err_set(err, "grassmann window list is empty");
-    for (size_t i = 0; i < spec->n_windows; i++)
-        if (spec->windows[i] == 0 || spec->windows[i] >= spec->block_size)
+    if (grassmann_layer(spec)->rank < 2) return err_set(err, "grassmann rank must be at least 2 (got %zu)", grassmann_layer(spec)->rank);
+    if (grassmann_layer(spec)->rank > GRASSMANN_MAX_RANK)
+        return err_set(err, "grassmann rank %zu is too large (max %d)", grassmann_layer(spec)->rank, GRASSMANN_MAX_RANK);
+    if (grassmann_layer(spec)->n_windows == 0) return err_set(err, "grassmann window list is empty");
+    for (size_t i = 0; i < grassmann_layer(spec)->n_windows; i++)
+        if (grassmann_layer(spec)->windows[i] == 0 || grassmann_layer(spec)->windows[i] >= spec->block_size)
             return err_set(err, "grassmann window offset %zu must be between 1 and block_size - 1 (%zu)",
-                           spec->windows[i], spec->block_size - 1);
+                           grassmann_layer(spec)->windows[i], spec->block_size - 1);
     return 0;
 }
 
 static size_t grassmann_tensors(const MixerSpec *spec, TensorSpec *out) {
-    size_t C = spec->n_embd, r = spec->grassmann_rank, P = grassmann_n_pairs(r);
+    size_t C = spec->n_embd, r = grassmann_layer(spec)->rank, P = grassmann_n_pairs(r);
     out[0] = (TensorSpec){"grassmann.red.weight", r, C, INIT_NORMAL, 0};
     out[1] = (TensorSpec){"grassmann.red.bias", r, 0, INIT_ZERO, 0};
     out[2] = (TensorSpec){"grassmann.plu.weight", C, P, INIT_NORMAL, 0};
@@ -140,8 +143,8 @@ void grassmann_gate_backward(float *dx, float *dg, float *dapre, const float *dm
 /* ---- the layer ---------------------------------------------------------- */
 
 static size_t min_window(const MixerSpec *spec) {
-    size_t m = spec->windows[0];
-    for (size_t w = 1; w < spec->n_windows; w++) m = spec->windows[w] < m ? spec->windows[w] : m;
+    size_t m = grassmann_layer(spec)->windows[0];
+    for (size_t w = 1; w < grassmann_layer(spec)->n_windows; w++) m = grassmann_layer(spec)->windows[w] < m ? grassmann_layer(spec)->windows[w] : m;
     return m;
 }
 
@@ -154,7 +157,7 @@ static const float *gate_w_g(GrParams p, size_t C) { return p.gate_w + C; }
  * shared by the batched forward and the one-position sampling step. */
 static void gr_tail_forward(const MixerSpec *spec, const MixerRuntime *rt, GrParams p, GrActs a, float *out, const float *x,
                             size_t N, size_t T, size_t t0) {
-    size_t C = spec->n_embd, P = grassmann_n_pairs(spec->grassmann_rank), dmin = min_window(spec);
+    size_t C = spec->n_embd, P = grassmann_n_pairs(grassmann_layer(spec)->rank), dmin = min_window(spec);
     matmul_forward(rt->bf16, a.g, a.qbar, p.plu_w, p.plu_b, N, P, C);
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++)
@@ -167,18 +170,18 @@ static void gr_tail_forward(const MixerSpec *spec, const MixerRuntime *rt, GrPar
 
 static void grassmann_forward(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *acts,
                               float *out, const float *in, size_t B, size_t T) {
-    size_t N = B * T, C = spec->n_embd, r = spec->grassmann_rank;
+    size_t N = B * T, C = spec->n_embd, r = grassmann_layer(spec)->rank;
     GrParams p = gr_params(params, spec);
     GrActs a = gr_acts(acts, spec, N);
     matmul_forward(rt->bf16, a.z, in, p.red_w, p.red_b, N, C, r);
-    grassmann_mix_forward(a.qbar, a.z, spec->windows, spec->n_windows, spec->muted_windows, B, T, r, GRASSMANN_EPS);
+    grassmann_mix_forward(a.qbar, a.z, grassmann_layer(spec)->windows, grassmann_layer(spec)->n_windows, spec->muted, B, T, r, GRASSMANN_EPS);
     gr_tail_forward(spec, rt, p, a, out, in, N, T, 0);
 }
 
 static void grassmann_backward(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *dparams,
                                float *acts, const float *in, const float *dout, float *din,
                                size_t B, size_t T) {
-    size_t N = B * T, C = spec->n_embd, r = spec->grassmann_rank, P = grassmann_n_pairs(r), dmin = min_window(spec);
+    size_t N = B * T, C = spec->n_embd, r = grassmann_layer(spec)->rank, P = grassmann_n_pairs(r), dmin = min_window(spec);
     GrParams p = gr_params(params, spec);
     GrParams g = gr_params(dparams, spec);
     GrActs a = gr_acts(acts, spec, N);
@@ -194,7 +197,7 @@ static void grassmann_backward(const MixerSpec *spec, const MixerRuntime *rt, co
     for (size_t n = 0; n < N; n++)
         if (n % T < dmin) memset(a.dg + n * C, 0, C * sizeof(float)); /* g was held at 0 there */
     matmul_backward(rt->bf16, a.dqbar, 0.0f, (float *)g.plu_w, (float *)g.plu_b, a.dg, a.qbar, p.plu_w, N, P, C);
-    grassmann_mix_backward(a.dz, a.u, a.coef, a.dqbar, a.z, spec->windows, spec->n_windows, B, T, r, GRASSMANN_EPS);
+    grassmann_mix_backward(a.dz, a.u, a.coef, a.dqbar, a.z, grassmann_layer(spec)->windows, grassmann_layer(spec)->n_windows, B, T, r, GRASSMANN_EPS);
     matmul_backward(rt->bf16, din, 1.0f, (float *)g.red_w, (float *)g.red_b, a.dz, in, p.red_w, N, C, r);
 }
 
@@ -202,26 +205,26 @@ static void grassmann_backward(const MixerSpec *spec, const MixerRuntime *rt, co
  * position's worth of the forward activations. Constant in the text length. */
 static size_t ring_len(const MixerSpec *spec) {
     size_t m = 0;
-    for (size_t w = 0; w < spec->n_windows; w++) m = spec->windows[w] > m ? spec->windows[w] : m;
+    for (size_t w = 0; w < grassmann_layer(spec)->n_windows; w++) m = grassmann_layer(spec)->windows[w] > m ? grassmann_layer(spec)->windows[w] : m;
     return m + 1;
 }
 
 static size_t grassmann_state_size(const MixerSpec *spec) {
-    return ring_len(spec) * spec->grassmann_rank + grassmann_act_size(spec, 1, 1);
+    return ring_len(spec) * grassmann_layer(spec)->rank + grassmann_act_size(spec, 1, 1);
 }
 
 static void grassmann_step(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state,
                            const float *in_t, float *out_t, size_t t) {
-    size_t C = spec->n_embd, r = spec->grassmann_rank, R = ring_len(spec);
+    size_t C = spec->n_embd, r = grassmann_layer(spec)->rank, R = ring_len(spec);
     GrParams p = gr_params(params, spec);
     float *ring = state;
     GrActs a = gr_acts(state + R * r, spec, 1);
     float *zt = ring + (t % R) * r;
     matmul_forward(rt->bf16, zt, in_t, p.red_w, p.red_b, 1, C, r);
-    const float *past[MIXER_MAX_WINDOWS];
-    for (size_t k = 0; k < spec->n_windows; k++)
-        past[k] = spec->windows[k] <= t ? ring + ((t - spec->windows[k]) % R) * r : NULL;
-    grassmann_loops()->mix_row(a.qbar, zt, past, spec->windows, spec->n_windows, spec->muted_windows, t,
+    const float *past[GRASSMANN_MAX_WINDOWS];
+    for (size_t k = 0; k < grassmann_layer(spec)->n_windows; k++)
+        past[k] = grassmann_layer(spec)->windows[k] <= t ? ring + ((t - grassmann_layer(spec)->windows[k]) % R) * r : NULL;
+    grassmann_loops()->mix_row(a.qbar, zt, past, grassmann_layer(spec)->windows, grassmann_layer(spec)->n_windows, spec->muted, t,
                                GRASSMANN_EPS, r);
     /* One row at position t: "T" is taken past any t so that t0 = t is used as is. */
     gr_tail_forward(spec, rt, p, a, out_t, in_t, 1, (size_t)-1, t);
@@ -231,12 +234,213 @@ static void grassmann_step(const MixerSpec *spec, const MixerRuntime *rt, const 
  * dot products and an axpy over r; backward twice the forward. */
 static double grassmann_flops(const MixerSpec *spec, size_t T) {
     (void)T;
-    double r = (double)spec->grassmann_rank;
-    return 3.0 * (2.0 * (double)grassmann_n_pairs(spec->grassmann_rank) + 8.0 * r * (double)spec->n_windows);
+    double r = (double)grassmann_layer(spec)->rank;
+    return 3.0 * (2.0 * (double)grassmann_n_pairs(grassmann_layer(spec)->rank) + 8.0 * r * (double)grassmann_layer(spec)->n_windows);
+}
+
+/* ---- its settings ------------------------------------------------------- */
+
+_Static_assert(sizeof(GrassmannSettings) <= MIXER_SETTINGS_BYTES, "the settings fit the config's block");
+_Static_assert(sizeof(GrassmannLayer) <= MIXER_LAYER_BYTES, "a layer's settings fit its spec");
+
+/* The largest window offset a list may name: the config's largest block. */
+#define MAX_OFFSET 16384
+
+/* Copies the next item of *s up to sep into item and advances *s past it
+ * (to NULL after the last). Returns -1 for an empty or over-long item. */
+static int next_item_sep(const char **s, char *item, size_t cap, int sep) {
+    const char *comma = strchr(*s, sep);
+    size_t len = comma ? (size_t)(comma - *s) : strlen(*s);
+    if (len == 0 || len >= cap) return -1;
+    memcpy(item, *s, len);
+    item[len] = '\0';
+    *s = comma ? comma + 1 : NULL;
+    return 0;
+}
+
+size_t grassmann_layer_windows(const GrassmannSettings *g, size_t l, size_t *out) {
+    uint32_t mask = g->layer_windows[l];
+    size_t n = 0;
+    for (size_t k = 0; k < g->n_windows; k++)
+        if (!mask || mask >> k & 1u) out[n++] = g->windows[k];
+    return n;
+}
+
+/* Parses one comma list of offsets into out (at most GRASSMANN_MAX_WINDOWS). */
+static int parse_window_list(const char *list, const char *spec, size_t *out, size_t *n_out, Error *err) {
+    size_t n = 0;
+    char num[32];
+    for (const char *s = list; s;) {
+        if (next_item_sep(&s, num, sizeof num, ',')) return err_set(err, "bad grassmann window list '%s'", spec);
+        if (n == GRASSMANN_MAX_WINDOWS)
+            return err_set(err, "grassmann window list has more than %d offsets", GRASSMANN_MAX_WINDOWS);
+        if (parse_size(num, MAX_OFFSET, &out[n], "grassmann window offset", err)) return -1;
+        if (out[n] == 0) return err_set(err, "grassmann window offset must be positive (got 0)");
+        for (size_t k = 0; k < n; k++)
+            if (out[k] == out[n]) return err_set(err, "grassmann window list '%s' lists %zu twice", list, out[n]);
+        n++;
+    }
+    *n_out = n;
+    return 0;
+}
+
+int grassmann_set_windows(GrassmannSettings *g, size_t n_layer, const char *spec, Error *err) {
+    if (!*spec) return err_set(err, "grassmann window list is empty");
+    if (!strchr(spec, ';')) {
+        memset(g->layer_windows, 0, sizeof g->layer_windows);
+        return parse_window_list(spec, spec, g->windows, &g->n_windows, err);
+    }
+    /* A schedule: the union of the layers' offsets in order of first use,
+     * and each layer's selection of it. */
+    size_t n_layers = 0, n_union = 0, all[GRASSMANN_MAX_WINDOWS];
+    uint32_t masks[MIXER_MAX_LAYERS];
+    char list[512];
+    for (const char *s = spec; s;) {
+        if (next_item_sep(&s, list, sizeof list, ';')) return err_set(err, "bad grassmann window schedule '%s'", spec);
+        if (n_layers == n_layer || n_layers == MIXER_MAX_LAYERS)
+            return err_set(err, "grassmann window schedule '%s' has more than n_layer (%zu) lists", spec, n_layer);
+        size_t mine[GRASSMANN_MAX_WINDOWS], n;
+        if (parse_window_list(list, spec, mine, &n, err)) return -1;
+        uint32_t mask = 0;
+        for (size_t i = 0; i < n; i++) {
+            size_t k = 0;
+            while (k < n_union && all[k] != mine[i]) k++;
+            if (k == n_union) {
+                if (n_union == GRASSMANN_MAX_WINDOWS)
+                    return err_set(err, "grassmann window schedule uses more than %d distinct offsets",
+                                   GRASSMANN_MAX_WINDOWS);
+                all[n_union++] = mine[i];
+            }
+            mask |= 1u << k;
+        }
+        masks[n_layers++] = mask;
+    }
+    if (n_layers != n_layer)
+        return err_set(err, "grassmann window schedule '%s' has %zu lists but n_layer is %zu", spec, n_layers, n_layer);
+    /* A layer that uses every offset, in order, is stored as 0 (all), so
+     * one list repeated for every layer reads back as that one list. */
+    memset(g->layer_windows, 0, sizeof g->layer_windows);
+    uint32_t full = n_union == 32 ? 0xffffffffu : (1u << n_union) - 1u;
+    for (size_t l = 0; l < n_layers; l++) g->layer_windows[l] = masks[l] == full ? 0 : masks[l];
+    memcpy(g->windows, all, n_union * sizeof all[0]);
+    g->n_windows = n_union;
+    return 0;
+}
+
+static int windows_uniform(const GrassmannSettings *g, size_t n_layer) {
+    for (size_t l = 0; l < n_layer; l++)
+        if (g->layer_windows[l]) return 0;
+    return 1;
+}
+
+static void append_offsets(char *buf, size_t len, const size_t *windows, size_t n) {
+    for (size_t w = 0; w < n; w++) snprintf(buf + strlen(buf), len - strlen(buf), "%s%zu", w ? "," : "", windows[w]);
+}
+
+const char *grassmann_window_list(const GrassmannSettings *g, size_t n_layer, char *buf, size_t len) {
+    buf[0] = '\0';
+    if (windows_uniform(g, n_layer)) {
+        append_offsets(buf, len, g->windows, g->n_windows);
+        return buf;
+    }
+    for (size_t l = 0; l < n_layer; l++) {
+        size_t windows[GRASSMANN_MAX_WINDOWS], n = grassmann_layer_windows(g, l, windows);
+        if (l) snprintf(buf + strlen(buf), len - strlen(buf), ";");
+        append_offsets(buf, len, windows, n);
+    }
+    return buf;
+}
+
+static int windows_set(void *settings, size_t n_layer, const char *text, Error *err) {
+    return grassmann_set_windows(settings, n_layer, text, err);
+}
+
+static const char *windows_get(const void *settings, size_t n_layer, char *buf, size_t len) {
+    return grassmann_window_list(settings, n_layer, buf, len);
+}
+
+/* "grassmann_windows": one list for every layer, or a schedule: one list per layer. */
+static void windows_to_json(const void *settings, size_t n_layer, char **sb) {
+    const GrassmannSettings *g = settings;
+    int uniform = windows_uniform(g, n_layer);
+    sb_appendf(sb, "[");
+    for (size_t l = 0; l < (uniform ? 1 : n_layer); l++) {
+        size_t windows[GRASSMANN_MAX_WINDOWS], n = grassmann_layer_windows(g, l, windows);
+        sb_appendf(sb, "%s%s", l ? "," : "", uniform ? "" : "[");
+        for (size_t w = 0; w < n; w++) sb_appendf(sb, "%s%zu", w ? "," : "", windows[w]);
+        if (!uniform) sb_appendf(sb, "]");
+    }
+    sb_appendf(sb, "]");
+}
+
+/* A list of offsets, or one such list per layer (a schedule), rebuilt
+ * through grassmann_set_windows's own form. */
+static int windows_from_json(void *settings, size_t n_layer, const struct json_t *windows, Error *err) {
+    const char *bad = "config: 'grassmann_windows' must be a list of offsets or one list per layer";
+    if (!json_is_array(windows) || json_array_size(windows) == 0 ||
+        json_array_size(windows) > MIXER_MAX_LAYERS * GRASSMANN_MAX_WINDOWS)
+        return err_set(err, "%s", bad);
+    int schedule = json_is_array(json_array_get(windows, 0));
+    char *spec = NULL;
+    size_t n = json_array_size(windows), off;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *item = json_array_get(windows, i);
+        if (schedule != json_is_array(item)) goto fail;
+        if (i) sb_appendf(&spec, "%s", schedule ? ";" : ",");
+        for (size_t w = 0; w < (schedule ? json_array_size(item) : 1); w++) {
+            if (json_size(schedule ? json_array_get(item, w) : item, MAX_OFFSET, &off)) goto fail;
+            sb_appendf(&spec, "%s%zu", w ? "," : "", off);
+        }
+    }
+    /* A one-layer schedule has no ';': it is that layer's list. */
+    int rc = grassmann_set_windows(settings, n_layer, spec ? spec : "", err);
+    sb_free(&spec);
+    return rc;
+fail:
+    sb_free(&spec);
+    return err_set(err, "%s", bad);
+}
+
+static const MixerOption grassmann_options[] = {
+    {.name = "grassmann-rank", .json_key = "grassmann_rank", .kind = MIXER_OPT_SIZE, .value = "N",
+     .help = "Grassmann reduced rank r (32)", .offset = offsetof(GrassmannSettings, rank), .lo = 0, .hi = 1024,
+     .def = 32},
+    {.name = "grassmann-windows", .json_key = "grassmann_windows", .kind = MIXER_OPT_TEXT, .value = "L",
+     .help = "Grassmann window offsets for every layer (1,2,4,8,12,16),\nor one list per layer separated by ';'\n"
+             "(\"1;1;2;2;4;4\")",
+     .def_text = "1,2,4,8,12,16", .set = windows_set, .get = windows_get, .to_json = windows_to_json,
+     .from_json = windows_from_json},
+};
+
+static void grassmann_layer_spec(const void *settings, size_t l, MixerSpec *spec) {
+    const GrassmannSettings *g = settings;
+    GrassmannLayer *gl = (GrassmannLayer *)(void *)spec->own.bytes;
+    gl->rank = g->rank;
+    gl->n_windows = grassmann_layer_windows(g, l, gl->windows);
+}
+
+static void grassmann_describe(const void *settings, size_t n_layer, char *buf, size_t len) {
+    char windows[1024];
+    snprintf(buf, len, "grassmann r %zu, windows %s", ((const GrassmannSettings *)settings)->rank,
+             grassmann_window_list(settings, n_layer, windows, sizeof windows));
+}
+
+/* Bit k of MixerSpec.muted: windows[k]'s term is left out of the mean (its
+ * share of 1/count stays). */
+static int grassmann_mute_offset(const MixerSpec *spec, size_t layer, size_t offset, Error *err) {
+    const GrassmannLayer *gl = grassmann_layer(spec);
+    for (size_t k = 0; k < gl->n_windows; k++)
+        if (gl->windows[k] == offset) return (int)k;
+    return err_set(err, "Grassmann layer %zu has no window offset %zu", layer, offset);
 }
 
 const Mixer grassmann_mixer = {
     .name = "grassmann",
+    .options = grassmann_options,
+    .n_options = sizeof grassmann_options / sizeof grassmann_options[0],
+    .layer_spec = grassmann_layer_spec,
+    .describe = grassmann_describe,
+    .mute_offset = grassmann_mute_offset,
     .validate = grassmann_validate,
     .tensors = grassmann_tensors,
     .act_size = grassmann_act_size,

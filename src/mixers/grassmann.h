@@ -25,8 +25,42 @@
  * no gradient. */
 #define GRASSMANN_PARALLEL 1e-5
 #define GRASSMANN_MAX_RANK 1024
+#define GRASSMANN_MAX_WINDOWS 32
 
 extern const Mixer grassmann_mixer;
+
+/* The mixer's settings (its block of the config: bin/train's
+ * --grassmann-rank and --grassmann-windows, the config JSON's
+ * "grassmann_rank" and "grassmann_windows"). The window offsets are every
+ * offset any layer uses, in order of first use; layer_windows[l] selects
+ * layer l's (bit k: windows[k]), 0 meaning all of them, so one list for
+ * every layer is all zeros (grassmann_layer_windows gives a layer its own). */
+typedef struct GrassmannSettings {
+    size_t rank; /* r */
+    size_t n_windows;
+    size_t windows[GRASSMANN_MAX_WINDOWS];
+    uint32_t layer_windows[MIXER_MAX_LAYERS];
+} GrassmannSettings;
+
+/* A layer's own settings (MixerSpec.own): r and its window offsets. */
+typedef struct GrassmannLayer {
+    size_t rank;
+    size_t n_windows;
+    size_t windows[GRASSMANN_MAX_WINDOWS];
+} GrassmannLayer;
+
+static inline const GrassmannLayer *grassmann_layer(const MixerSpec *spec) {
+    return (const GrassmannLayer *)(const void *)spec->own.bytes;
+}
+
+/* Parses "1,2,4" (one list for every layer) or a schedule with one list per
+ * layer separated by ';' ("1;1;2;2" or "1,2;4,8") into g's windows; a
+ * schedule needs one list for each of n_layer layers. */
+int grassmann_set_windows(GrassmannSettings *g, size_t n_layer, const char *spec, Error *err);
+/* The windows as grassmann_set_windows takes them ("1,2,4" or "1;1;2;2"), in buf. */
+const char *grassmann_window_list(const GrassmannSettings *g, size_t n_layer, char *buf, size_t len);
+/* Layer l's own window offsets into out (room for GRASSMANN_MAX_WINDOWS); returns how many. */
+size_t grassmann_layer_windows(const GrassmannSettings *g, size_t l, size_t *out);
 
 /* The layer's parameters (params, in the order above) as pointers. */
 typedef struct GrParams {
@@ -47,7 +81,7 @@ void grassmann_pair_forward(float *qbar, const float *zc, const float *zp, float
 /* qbar (B,T,P) = mean over valid offsets of the normalised coordinates of
  * (z_t, z_{t-d}) for z (B,T,r); zero rows where no offset fits. Offsets k
  * with bit k of muted set add nothing but still count in the mean
- * (MixerSpec.muted_windows). */
+ * (MixerSpec.muted). */
 void grassmann_mix_forward(float *qbar, const float *z, const size_t *windows, size_t n_windows, uint32_t muted,
                            size_t B, size_t T, size_t r, float eps);
 /* Backward: dz (B,T,r) is written. Scratch: u (B,T,r) and coef,

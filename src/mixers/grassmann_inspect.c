@@ -34,7 +34,7 @@ double plucker_residual(const float *p, size_t r) {
 
 int grassmann_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float *params, const float *x, size_t T,
                       MixerInspectWhat what, LayerInspection *L, Error *err) {
-    size_t C = spec->n_embd, r = spec->grassmann_rank, P = r * (r - 1) / 2, nw = spec->n_windows;
+    size_t C = spec->n_embd, r = grassmann_layer(spec)->rank, P = r * (r - 1) / 2, nw = grassmann_layer(spec)->n_windows;
     (void)rt; /* no rope here, and the inspection's own products are fp32 */
     L->label = "grassmann";
     if (what == MIXER_INSPECT_MAPS) return 0; /* no maps */
@@ -48,15 +48,18 @@ int grassmann_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float
     L->gate_mean = contrib ? lm_calloc(T, sizeof(float), err) : NULL;
     L->offset_norm = L->gate_mean ? lm_calloc(nw, sizeof(double), err) : NULL;
     L->offset_position_norm = L->offset_norm ? lm_calloc(nw * T, sizeof(float), err) : NULL;
-    int rc = L->offset_position_norm ? 0 : -1;
+    L->offsets = L->offset_position_norm ? lm_calloc(nw, sizeof(size_t), err) : NULL;
+    int rc = L->offsets ? 0 : -1;
     if (rc) goto done;
+    L->n_offsets = nw;
+    memcpy(L->offsets, grassmann_layer(spec)->windows, nw * sizeof(size_t));
     /* The layer's forward, as in grassmann.c: z, the mixed coordinates, g, the gate. */
     matmul_forward(NULL, z, x, p.red_w, p.red_b, T, C, r);
-    grassmann_mix_forward(qbar, z, spec->windows, nw, spec->muted_windows, 1, T, r, GRASSMANN_EPS);
+    grassmann_mix_forward(qbar, z, grassmann_layer(spec)->windows, nw, spec->muted, 1, T, r, GRASSMANN_EPS);
     matmul_forward(NULL, g, qbar, p.plu_w, p.plu_b, T, P, C);
     for (size_t t = 0; t < T; t++) {
         size_t cnt = 0;
-        for (size_t k = 0; k < nw; k++) cnt += spec->windows[k] <= t;
+        for (size_t k = 0; k < nw; k++) cnt += grassmann_layer(spec)->windows[k] <= t;
         if (cnt == 0) memset(g + t * C, 0, C * sizeof(float)); /* no offset fits: g = 0 */
     }
     matmul_forward_strided(NULL, apre, x, p.gate_w, 2 * C, p.gate_b, T, C, C);
@@ -70,12 +73,12 @@ int grassmann_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float
      * un-normalised coordinates must satisfy the Plücker relations. */
     L->plucker_residual = 0.0;
     for (size_t k = 0; k < nw; k++) {
-        size_t d = spec->windows[k], fits = 0;
+        size_t d = grassmann_layer(spec)->windows[k], fits = 0;
         double sum = 0.0;
         for (size_t t = 0; t < d && t < T; t++) L->offset_position_norm[k * T + t] = NAN;
         for (size_t t = d; t < T; t++) {
             size_t cnt = 0;
-            for (size_t w = 0; w < nw; w++) cnt += spec->windows[w] <= t;
+            for (size_t w = 0; w < nw; w++) cnt += grassmann_layer(spec)->windows[w] <= t;
             memset(q, 0, P * sizeof(float));
             grassmann_pair_forward(q, z + t * r, z + (t - d) * r, 1.0f / (float)cnt, GRASSMANN_EPS, r);
             matmul_forward(NULL, contrib, q, p.plu_w, NULL, 1, P, C);

@@ -149,7 +149,7 @@ static void mix_forward_loop(float *qbar, const float *z, const size_t *windows,
     size_t P = grassmann_n_pairs(r);
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < B * T; n++) {
-        const float *past[MIXER_MAX_WINDOWS];
+        const float *past[GRASSMANN_MAX_WINDOWS];
         size_t t = n % T;
         past_rows(past, z, n, t, windows, n_windows, r);
         mix_row_loop(qbar + n * P, z + n * r, past, windows, n_windows, muted, t, eps, r);
@@ -191,8 +191,8 @@ static void mix_backward_loop(float *dz, float *u, float *coef, const float *dqb
     size_t N = B * T, P = grassmann_n_pairs(r), stride = n_windows * GRASSMANN_COEF_PER_OFFSET + 1;
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++) {
-        const float *past[MIXER_MAX_WINDOWS], *a = z + n * r;
-        float c[GRASSMANN_MAX_RANK], v[GRASSMANN_MAX_RANK], s[MIXER_MAX_WINDOWS];
+        const float *past[GRASSMANN_MAX_WINDOWS], *a = z + n * r;
+        float c[GRASSMANN_MAX_RANK], v[GRASSMANN_MAX_RANK], s[GRASSMANN_MAX_WINDOWS];
         float *un = u + n * r, *cf = coef + n * stride, *dzn = dz + n * r;
         size_t t = n % T;
         past_rows(past, z, n, t, windows, n_windows, r);

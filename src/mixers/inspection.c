@@ -11,6 +11,7 @@ void layer_inspection_free(LayerInspection *L) {
     free(L->gate_mean);
     free(L->offset_norm);
     free(L->offset_position_norm);
+    free(L->offsets);
     free(L->part_name);
     free(L->part_out);
     memset(L, 0, sizeof *L);

@@ -11,8 +11,19 @@ _Static_assert(offsetof(Mixer, name) == 0, "a registry entry starts with its nam
 
 static const void *const registry[] = {&attention_mixer, &grassmann_mixer};
 #define N_MIXERS (sizeof registry / sizeof registry[0])
+_Static_assert(N_MIXERS <= MAX_MIXERS, "a settings block in the config for every mixer");
 
 const Mixer *mixer_find(const char *name) { return registry_find(registry, N_MIXERS, name); }
+
+size_t mixer_count(void) { return N_MIXERS; }
+
+const Mixer *mixer_at(size_t i) { return i < N_MIXERS ? registry[i] : NULL; }
+
+size_t mixer_index(const Mixer *mx) {
+    for (size_t i = 0; i < N_MIXERS; i++)
+        if (registry[i] == mx) return i;
+    return N_MIXERS;
+}
 
 const char *mixer_names(void) {
     static char names[256];

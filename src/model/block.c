@@ -173,7 +173,7 @@ static void block_forward(const Model *m, size_t l, const BlockPlan *bp, const L
     const LayerOffsets *lo = &m->layer[l];
     const Mixer *mx = m->mixers[l];
     MixerSpec spec = model_mixer_spec(&m->cfg, l);
-    spec.muted_windows = m->muted_windows[l];
+    spec.muted = m->muted[l];
     size_t N = mp->B * mp->T;
     PROFILED(pr, mx->name, PASS_FORWARD,
              mp->state ? mx->step(&spec, rt, P + lo->mixer, mp->state, bp->mix.in, bp->mix.out, mp->t)

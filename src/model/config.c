@@ -7,6 +7,18 @@
 #include "lm/options.h"
 #include "lm/json.h"
 
+/* A number option's value at its place in settings. */
+static double option_number(const MixerOption *opt, const void *settings) {
+    const char *p = (const char *)settings + opt->offset;
+    return opt->kind == MIXER_OPT_FLOAT ? (double)*(const float *)p : (double)*(const size_t *)p;
+}
+
+static void set_option_number(const MixerOption *opt, void *settings, double x) {
+    char *p = (char *)settings + opt->offset;
+    if (opt->kind == MIXER_OPT_FLOAT) *(float *)p = (float)x;
+    else *(size_t *)p = (size_t)x;
+}
+
 void config_defaults(ModelConfig *cfg) {
     memset(cfg, 0, sizeof *cfg);
     cfg->block_size = 64;
@@ -14,12 +26,25 @@ void config_defaults(ModelConfig *cfg) {
     cfg->n_head = 4;
     cfg->n_embd = 128;
     cfg->pos = POS_LEARNED;
-    for (size_t l = 0; l < MAX_LAYERS; l++) cfg->mixers[l] = MIXER_ATTENTION;
-    cfg->grassmann_rank = 32;
-    static const size_t windows[] = {1, 2, 4, 8, 12, 16};
-    cfg->n_windows = sizeof windows / sizeof windows[0];
-    memcpy(cfg->windows, windows, sizeof windows);
+    for (size_t l = 0; l < MAX_LAYERS; l++) cfg->mixers[l] = mixer_at(0); /* the registry's first: attention */
+    /* Every mixer's settings at their defaults. */
+    for (size_t i = 0; i < mixer_count(); i++) {
+        const Mixer *mx = mixer_at(i);
+        void *settings = cfg->mixer_settings[i].bytes;
+        for (size_t k = 0; k < mx->n_options; k++) {
+            const MixerOption *opt = &mx->options[k];
+            Error err;
+            if (opt->kind != MIXER_OPT_TEXT) set_option_number(opt, settings, opt->def);
+            else if (opt->set(settings, cfg->n_layer, opt->def_text, &err)) abort(); /* a default the mixer cannot parse */
+        }
+    }
     cfg->dropout = 0.0f;
+}
+
+void *config_mixer_settings(ModelConfig *cfg, const Mixer *mx) { return cfg->mixer_settings[mixer_index(mx)].bytes; }
+
+const void *config_mixer_settings_of(const ModelConfig *cfg, const Mixer *mx) {
+    return cfg->mixer_settings[mixer_index(mx)].bytes;
 }
 
 int config_validate(const ModelConfig *cfg, Error *err) {
@@ -44,20 +69,9 @@ int config_validate(const ModelConfig *cfg, Error *err) {
      * 1e-3 or above 1e4 is a typo, not a recipe */
     if (!(cfg->logit_softcap == 0.0f || (cfg->logit_softcap >= 1e-3f && cfg->logit_softcap <= 1e4f)))
         return err_set(err, "logit_softcap must be 0 (off) or between 0.001 and 10000 (got %g)", cfg->logit_softcap);
-    for (size_t l = 0; l < cfg->n_layer; l++) {
-        if ((unsigned)cfg->mixers[l] >= MIXER_KINDS) return err_set(err, "layer %zu has no mixer", l);
-        if (cfg->layer_windows[l] >> cfg->n_windows)
-            return err_set(err, "layer %zu selects a grassmann window past the list's %zu", l, cfg->n_windows);
-    }
+    for (size_t l = 0; l < cfg->n_layer; l++)
+        if (!cfg->mixers[l] || mixer_index(cfg->mixers[l]) >= mixer_count()) return err_set(err, "layer %zu has no mixer", l);
     return 0;
-}
-
-size_t config_layer_windows(const ModelConfig *cfg, size_t l, size_t *out) {
-    uint32_t mask = cfg->layer_windows[l];
-    size_t n = 0;
-    for (size_t k = 0; k < cfg->n_windows; k++)
-        if (!mask || mask >> k & 1u) out[n++] = cfg->windows[k];
-    return n;
 }
 
 /* The index of name in names[0 .. n), or -1. */
@@ -65,17 +79,6 @@ static int name_index(const char *const *names, size_t n, const char *name) {
     for (size_t i = 0; i < n; i++)
         if (strcmp(name, names[i]) == 0) return (int)i;
     return -1;
-}
-
-static const char *const MIXER_NAMES[] = {"attention", "grassmann"};
-_Static_assert(sizeof MIXER_NAMES / sizeof MIXER_NAMES[0] == MIXER_KINDS, "a name for every mixer kind");
-
-const char *mixer_kind_name(MixerKind kind) { return MIXER_NAMES[kind]; }
-
-int mixer_kind_parse(const char *name, MixerKind *out) {
-    int i = name_index(MIXER_NAMES, MIXER_KINDS, name);
-    if (i >= 0) *out = (MixerKind)i;
-    return i >= 0 ? 0 : -1;
 }
 
 static const char *const NORM_NAMES[] = {"pre", "post"};
@@ -161,25 +164,16 @@ static int next_item_sep(const char **s, char *item, size_t cap, int sep) {
 
 static int next_item(const char **s, char *item, size_t cap) { return next_item_sep(s, item, cap, ','); }
 
-/* "attention, grassmann" for messages. */
-static const char *mixer_kind_list(void) {
-    static char names[256];
-    names[0] = '\0';
-    for (size_t k = 0; k < MIXER_KINDS; k++)
-        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "", MIXER_NAMES[k]);
-    return names;
-}
-
 int config_set_mixers(ModelConfig *cfg, const char *spec, Error *err) {
-    MixerKind list[MAX_LAYERS + 1];
+    const Mixer *list[MAX_LAYERS + 1];
     size_t n = 0;
     char name[64];
     for (const char *s = spec; s;) {
         if (next_item(&s, name, sizeof name)) return err_set(err, "bad mixer list '%s'", spec);
-        MixerKind kind;
-        if (mixer_kind_parse(name, &kind)) return err_set(err, "unknown mixer '%s' (known: %s)", name, mixer_kind_list());
+        const Mixer *mx = mixer_find(name);
+        if (!mx) return err_set(err, "unknown mixer '%s' (known: %s)", name, mixer_names());
         if (n == MAX_LAYERS) return err_set(err, "mixer list has more than %d entries", MAX_LAYERS);
-        list[n++] = kind;
+        list[n++] = mx;
     }
     if (n == 1) {
         for (size_t l = 0; l < MAX_LAYERS; l++) cfg->mixers[l] = list[0];
@@ -194,91 +188,53 @@ int config_set_mixers(ModelConfig *cfg, const char *spec, Error *err) {
 const char *config_mixer_list(const ModelConfig *cfg, char *buf, size_t len) {
     buf[0] = '\0';
     for (size_t l = 0; l < cfg->n_layer; l++)
-        snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", l ? "," : "", mixer_kind_name(cfg->mixers[l]));
+        snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", l ? "," : "", cfg->mixers[l]->name);
     return buf;
 }
 
-/* Parses one comma list of offsets into out (at most MAX_WINDOWS). */
-static int parse_window_list(const char *list, const char *spec, size_t *out, size_t *n_out, Error *err) {
-    size_t n = 0;
-    char num[32];
-    for (const char *s = list; s;) {
-        if (next_item(&s, num, sizeof num)) return err_set(err, "bad grassmann window list '%s'", spec);
-        if (n == MAX_WINDOWS) return err_set(err, "grassmann window list has more than %d offsets", MAX_WINDOWS);
-        if (parse_size(num, MAX_BLOCK, &out[n], "grassmann window offset", err)) return -1;
-        if (out[n] == 0) return err_set(err, "grassmann window offset must be positive (got 0)");
-        for (size_t k = 0; k < n; k++)
-            if (out[k] == out[n]) return err_set(err, "grassmann window list '%s' lists %zu twice", list, out[n]);
-        n++;
-    }
-    *n_out = n;
-    return 0;
-}
-
-int config_set_windows(ModelConfig *cfg, const char *spec, Error *err) {
-    if (!*spec) return err_set(err, "grassmann window list is empty");
-    if (!strchr(spec, ';')) {
-        memset(cfg->layer_windows, 0, sizeof cfg->layer_windows);
-        return parse_window_list(spec, spec, cfg->windows, &cfg->n_windows, err);
-    }
-    /* A schedule: the union of the layers' offsets in order of first use,
-     * and each layer's selection of it. */
-    size_t n_layers = 0, n_union = 0, all[MAX_WINDOWS];
-    uint32_t masks[MAX_LAYERS];
-    char list[512];
-    for (const char *s = spec; s;) {
-        if (next_item_sep(&s, list, sizeof list, ';')) return err_set(err, "bad grassmann window schedule '%s'", spec);
-        if (n_layers == cfg->n_layer || n_layers == MAX_LAYERS)
-            return err_set(err, "grassmann window schedule '%s' has more than n_layer (%zu) lists", spec, cfg->n_layer);
-        size_t mine[MAX_WINDOWS], n;
-        if (parse_window_list(list, spec, mine, &n, err)) return -1;
-        uint32_t mask = 0;
-        for (size_t i = 0; i < n; i++) {
-            size_t k = 0;
-            while (k < n_union && all[k] != mine[i]) k++;
-            if (k == n_union) {
-                if (n_union == MAX_WINDOWS)
-                    return err_set(err, "grassmann window schedule uses more than %d distinct offsets", MAX_WINDOWS);
-                all[n_union++] = mine[i];
+const MixerOption *config_find_option(const char *name, const Mixer **owner) {
+    for (size_t i = 0; i < mixer_count(); i++) {
+        const Mixer *mx = mixer_at(i);
+        for (size_t k = 0; k < mx->n_options; k++)
+            if (strcmp(mx->options[k].name, name) == 0) {
+                if (owner) *owner = mx;
+                return &mx->options[k];
             }
-            mask |= 1u << k;
-        }
-        masks[n_layers++] = mask;
     }
-    if (n_layers != cfg->n_layer)
-        return err_set(err, "grassmann window schedule '%s' has %zu lists but n_layer is %zu", spec, n_layers,
-                       cfg->n_layer);
-    /* A layer that uses every offset, in order, is stored as 0 (all), so
-     * one list repeated for every layer reads back as that one list. */
-    memset(cfg->layer_windows, 0, sizeof cfg->layer_windows);
-    uint32_t full = n_union == 32 ? 0xffffffffu : (1u << n_union) - 1u;
-    for (size_t l = 0; l < n_layers; l++) cfg->layer_windows[l] = masks[l] == full ? 0 : masks[l];
-    memcpy(cfg->windows, all, n_union * sizeof all[0]);
-    cfg->n_windows = n_union;
+    if (owner) *owner = NULL;
+    return NULL;
+}
+
+int config_set_option(ModelConfig *cfg, const char *name, const char *value, Error *err) {
+    const Mixer *mx;
+    const MixerOption *opt = config_find_option(name, &mx);
+    if (!opt) return err_set(err, "no mixer has an option '%s'", name);
+    void *settings = config_mixer_settings(cfg, mx);
+    if (opt->kind == MIXER_OPT_TEXT) return opt->set(settings, cfg->n_layer, value, err);
+    char what[96];
+    snprintf(what, sizeof what, "--%s", name);
+    if (opt->kind == MIXER_OPT_FLOAT) {
+        float x;
+        if (parse_float(value, opt->lo, opt->hi, &x, what, err)) return -1;
+        set_option_number(opt, settings, x);
+        return 0;
+    }
+    size_t x;
+    if (parse_size(value, (size_t)opt->hi, &x, what, err)) return -1;
+    if ((double)x < opt->lo) return err_set(err, "%s must be at least %g (got %zu)", what, opt->lo, x);
+    set_option_number(opt, settings, (double)x);
     return 0;
 }
 
-static int windows_uniform(const ModelConfig *cfg) {
-    for (size_t l = 0; l < cfg->n_layer; l++)
-        if (cfg->layer_windows[l]) return 0;
-    return 1;
-}
-
-static void append_offsets(char *buf, size_t len, const size_t *windows, size_t n) {
-    for (size_t w = 0; w < n; w++) snprintf(buf + strlen(buf), len - strlen(buf), "%s%zu", w ? "," : "", windows[w]);
-}
-
-const char *config_window_list(const ModelConfig *cfg, char *buf, size_t len) {
+const char *config_option_text(const ModelConfig *cfg, const char *name, char *buf, size_t len) {
+    const Mixer *mx;
+    const MixerOption *opt = config_find_option(name, &mx);
     buf[0] = '\0';
-    if (windows_uniform(cfg)) {
-        append_offsets(buf, len, cfg->windows, cfg->n_windows);
-        return buf;
-    }
-    for (size_t l = 0; l < cfg->n_layer; l++) {
-        size_t windows[MAX_WINDOWS], n = config_layer_windows(cfg, l, windows);
-        if (l) snprintf(buf + strlen(buf), len - strlen(buf), ";");
-        append_offsets(buf, len, windows, n);
-    }
+    if (!opt) return buf;
+    const void *settings = config_mixer_settings_of(cfg, mx);
+    if (opt->kind == MIXER_OPT_TEXT) return opt->get(settings, cfg->n_layer, buf, len);
+    if (opt->kind == MIXER_OPT_FLOAT) snprintf(buf, len, "%.9g", option_number(opt, settings));
+    else snprintf(buf, len, "%zu", (size_t)option_number(opt, settings));
     return buf;
 }
 
@@ -287,18 +243,21 @@ char *config_to_json(const ModelConfig *cfg) {
     sb_appendf(&sb, "{\"vocab_size\":%zu,\"block_size\":%zu,\"n_layer\":%zu,\"n_head\":%zu,\"n_embd\":%zu,",
                cfg->vocab_size, cfg->block_size, cfg->n_layer, cfg->n_head, cfg->n_embd);
     sb_appendf(&sb, "\"mixers\":[");
-    for (size_t l = 0; l < cfg->n_layer; l++) sb_appendf(&sb, "%s\"%s\"", l ? "," : "", mixer_kind_name(cfg->mixers[l]));
-    sb_appendf(&sb, "],\"pos\":\"%s\",\"norm\":\"%s\",\"grassmann_rank\":%zu,\"grassmann_windows\":[",
-               pos_name(cfg->pos), norm_name(cfg->norm), cfg->grassmann_rank);
-    /* One list for every layer, or a schedule: one list per layer. */
-    int uniform = windows_uniform(cfg);
-    for (size_t l = 0; l < (uniform ? 1 : cfg->n_layer); l++) {
-        size_t windows[MAX_WINDOWS], n = config_layer_windows(cfg, l, windows);
-        sb_appendf(&sb, "%s%s", l ? "," : "", uniform ? "" : "[");
-        for (size_t w = 0; w < n; w++) sb_appendf(&sb, "%s%zu", w ? "," : "", windows[w]);
-        if (!uniform) sb_appendf(&sb, "]");
+    for (size_t l = 0; l < cfg->n_layer; l++) sb_appendf(&sb, "%s\"%s\"", l ? "," : "", cfg->mixers[l]->name);
+    sb_appendf(&sb, "],\"pos\":\"%s\",\"norm\":\"%s\"", pos_name(cfg->pos), norm_name(cfg->norm));
+    /* Every registered mixer's settings, in registry order, each by its keys. */
+    for (size_t i = 0; i < mixer_count(); i++) {
+        const Mixer *mx = mixer_at(i);
+        const void *settings = cfg->mixer_settings[i].bytes;
+        for (size_t k = 0; k < mx->n_options; k++) {
+            const MixerOption *opt = &mx->options[k];
+            sb_appendf(&sb, ",\"%s\":", opt->json_key);
+            if (opt->kind == MIXER_OPT_TEXT) opt->to_json(settings, cfg->n_layer, &sb);
+            else if (opt->kind == MIXER_OPT_FLOAT) sb_appendf(&sb, "%.9g", option_number(opt, settings));
+            else sb_appendf(&sb, "%zu", (size_t)option_number(opt, settings));
+        }
     }
-    sb_appendf(&sb, "],\"dropout\":%.9g", cfg->dropout);
+    sb_appendf(&sb, ",\"dropout\":%.9g", cfg->dropout);
     /* The recipe's switches only when on: a GPT-2-recipe config's JSON is
      * the same as before they existed (its checkpoints byte for byte). */
     if (cfg->norm_type != NORM_TYPE_LAYERNORM) sb_appendf(&sb, ",\"norm_type\":\"%s\"", norm_type_name(cfg->norm_type));
@@ -319,31 +278,30 @@ static int get_size(const json_t *root, const char *key, size_t *out, Error *err
     return 0;
 }
 
-/* 'grassmann_windows': a list of offsets, or one such list per layer (a
- * schedule), rebuilt through config_set_windows's own form. */
-static int windows_from_json(ModelConfig *cfg, const json_t *windows, Error *err) {
-    const char *bad = "config: 'grassmann_windows' must be a list of offsets or one list per layer";
-    if (!json_is_array(windows) || json_array_size(windows) == 0 || json_array_size(windows) > MAX_LAYERS * MAX_WINDOWS)
-        return err_set(err, "%s", bad);
-    int schedule = json_is_array(json_array_get(windows, 0));
-    char *spec = NULL;
-    size_t n = json_array_size(windows), off;
-    for (size_t i = 0; i < n; i++) {
-        const json_t *item = json_array_get(windows, i);
-        if (schedule != json_is_array(item)) goto fail;
-        if (i) sb_appendf(&spec, "%s", schedule ? ";" : ",");
-        for (size_t w = 0; w < (schedule ? json_array_size(item) : 1); w++) {
-            if (json_size(schedule ? json_array_get(item, w) : item, MAX_BLOCK, &off)) goto fail;
-            sb_appendf(&spec, "%s%zu", w ? "," : "", off);
+/* Every registered mixer's settings from their keys; a key that is absent
+ * (a config written before the option existed) leaves the default. */
+static int mixer_settings_from_json(ModelConfig *cfg, const json_t *root, Error *err) {
+    for (size_t i = 0; i < mixer_count(); i++) {
+        const Mixer *mx = mixer_at(i);
+        void *settings = cfg->mixer_settings[i].bytes;
+        for (size_t k = 0; k < mx->n_options; k++) {
+            const MixerOption *opt = &mx->options[k];
+            const json_t *v = json_object_get(root, opt->json_key);
+            if (!v) continue;
+            if (opt->kind == MIXER_OPT_TEXT) {
+                if (opt->from_json(settings, cfg->n_layer, v, err)) return -1;
+            } else if (opt->kind == MIXER_OPT_FLOAT) {
+                if (!json_is_number(v)) return err_set(err, "config: '%s' must be a number", opt->json_key);
+                set_option_number(opt, settings, json_number_value(v));
+            } else {
+                size_t x;
+                if (json_size(v, (size_t)1e15, &x))
+                    return err_set(err, "config: '%s' missing or not a non-negative integer", opt->json_key);
+                set_option_number(opt, settings, (double)x);
+            }
         }
     }
-    /* A one-layer schedule has no ';': it is that layer's list. */
-    int rc = config_set_windows(cfg, spec ? spec : "", err);
-    sb_free(&spec);
-    return rc;
-fail:
-    sb_free(&spec);
-    return err_set(err, "%s", bad);
+    return 0;
 }
 
 /* A boolean switch: absent is off (every config written before it). */
@@ -379,9 +337,9 @@ int config_from_json(ModelConfig *cfg, const char *text, Error *err) {
     }
     if (get_size(root, "vocab_size", &cfg->vocab_size, err) || get_size(root, "block_size", &cfg->block_size, err) ||
         get_size(root, "n_layer", &cfg->n_layer, err) || get_size(root, "n_head", &cfg->n_head, err) ||
-        get_size(root, "n_embd", &cfg->n_embd, err) || get_size(root, "grassmann_rank", &cfg->grassmann_rank, err))
+        get_size(root, "n_embd", &cfg->n_embd, err))
         goto done;
-    const json_t *mixers = json_object_get(root, "mixers"), *windows = json_object_get(root, "grassmann_windows");
+    const json_t *mixers = json_object_get(root, "mixers");
     const json_t *dropout = json_object_get(root, "dropout");
     const char *pos = json_string_value(json_object_get(root, "pos"));
     if (!json_is_array(mixers) || json_array_size(mixers) != cfg->n_layer || cfg->n_layer > MAX_LAYERS) {
@@ -390,7 +348,7 @@ int config_from_json(ModelConfig *cfg, const char *text, Error *err) {
     }
     for (size_t l = 0; l < cfg->n_layer; l++) {
         const char *name = json_string_value(json_array_get(mixers, l));
-        if (!name || mixer_kind_parse(name, &cfg->mixers[l])) {
+        if (!name || !(cfg->mixers[l] = mixer_find(name))) {
             err_set(err, "config: unknown mixer in layer %zu", l);
             goto done;
         }
@@ -404,7 +362,7 @@ int config_from_json(ModelConfig *cfg, const char *text, Error *err) {
         err_set(err, "config: 'norm' must be \"pre\" or \"post\"");
         goto done; /* absent: pre, as every checkpoint before post-norm */
     }
-    if (windows_from_json(cfg, windows, err)) goto done;
+    if (mixer_settings_from_json(cfg, root, err)) goto done;
     if (!json_is_number(dropout)) {
         err_set(err, "config: 'dropout' missing");
         goto done;

@@ -11,30 +11,28 @@
 #include "nn/rope.h"
 #include "lm/rng.h"
 
-_Static_assert(MIXER_MAX_WINDOWS >= MAX_WINDOWS, "a mixer's spec holds any layer's windows");
-
 MixerSpec model_mixer_spec(const ModelConfig *cfg, size_t l) {
     MixerSpec spec = {.block_size = cfg->block_size, .n_embd = cfg->n_embd, .n_head = cfg->n_head,
-                      .rope = cfg->pos == POS_ROPE, .qk_norm = cfg->qk_norm != 0,
-                      .grassmann_rank = cfg->grassmann_rank};
-    spec.n_windows = config_layer_windows(cfg, l, spec.windows);
+                      .rope = cfg->pos == POS_ROPE, .qk_norm = cfg->qk_norm != 0};
+    const Mixer *mx = cfg->mixers[l];
+    if (mx && mx->layer_spec) mx->layer_spec(config_mixer_settings_of(cfg, mx), l, &spec);
     return spec;
 }
 
 int model_mute_offset(Model *m, size_t layer, size_t offset, Error *err) {
     if (layer >= m->cfg.n_layer) return err_set(err, "layer %zu does not exist (the model has %zu)", layer, m->cfg.n_layer);
-    if (m->cfg.mixers[layer] != MIXER_GRASSMANN) return err_set(err, "layer %zu is not a Grassmann layer", layer);
+    const Mixer *mx = m->cfg.mixers[layer];
+    if (!mx->mute_offset)
+        return err_set(err, "layer %zu is %s, which has no window offsets to leave out", layer, mx->name);
     MixerSpec spec = model_mixer_spec(&m->cfg, layer);
-    for (size_t k = 0; k < spec.n_windows; k++)
-        if (spec.windows[k] == offset) {
-            m->muted_windows[layer] |= 1u << k;
-            return 0;
-        }
-    return err_set(err, "Grassmann layer %zu has no window offset %zu", layer, offset);
+    int k = mx->mute_offset(&spec, layer, offset, err);
+    if (k < 0) return -1;
+    m->muted[layer] |= 1u << k;
+    return 0;
 }
 
-/* Layer l's mixer: the implementation of the kind its config names. */
-static const Mixer *config_mixer(const ModelConfig *cfg, size_t l) { return mixer_find(mixer_kind_name(cfg->mixers[l])); }
+/* Layer l's mixer: the registry's entry its config names. */
+static const Mixer *config_mixer(const ModelConfig *cfg, size_t l) { return cfg->mixers[l]; }
 
 int model_check_config(const ModelConfig *cfg, Error *err) {
     if (config_validate(cfg, err)) return -1;

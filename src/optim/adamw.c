@@ -37,7 +37,6 @@ void model_adamw_step(Model *model, const AdamWConfig *cfg, float lr, size_t t, 
         adamw_span(model->params + off, model->grads + off, grad_scale, model->m + off, model->v + off, n, lr,
                    pt->cols ? cfg->weight_decay : 0.0f, cfg, t);
     }
-    model_round_weights(model); /* bf16: the products' weights, once per step */
 }
 
 static size_t adamw_scratch_floats(const Model *m) {
@@ -51,4 +50,9 @@ static void adamw_step(Model *m, const OptimSettings *s, float *scratch, size_t 
     model_adamw_step(m, &s->adam, lr, t, grad_scale);
 }
 
-const Optimizer adamw_optimizer = {"adamw", adamw_scratch_floats, adamw_step};
+const Optimizer adamw_optimizer = {
+    .name = "adamw",
+    .title = "AdamW",
+    .scratch_floats = adamw_scratch_floats,
+    .step = adamw_step,
+};

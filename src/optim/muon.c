@@ -25,6 +25,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "lm/gemm.h"
@@ -113,7 +114,7 @@ void muon_orthogonalize_all(float *const *x, const size_t *rows, const size_t *c
 
 /* One matrix on the calling thread: momentum, Nesterov, orthogonalisation, decay and update. */
 static void muon_matrix(float *w, const float *g, float grad_scale, float *buf, size_t rows, size_t cols, float lr,
-                        const MuonConfig *cfg, float *scratch) {
+                        const MuonSettings *cfg, float *scratch) {
     size_t n = rows * cols;
     float mu = cfg->momentum, *u = scratch;
     for (size_t i = 0; i < n; i++) {
@@ -129,7 +130,8 @@ static void muon_matrix(float *w, const float *g, float grad_scale, float *buf, 
 
 static void muon_step(Model *m, const OptimSettings *s, float *scratch, size_t n_scratch, float lr, size_t t,
                       float grad_scale) {
-    float muon_lr = s->lr_peak > 0.0f ? s->muon.lr * (lr / s->lr_peak) : 0.0f;
+    const MuonSettings *own = s->own;
+    float muon_lr = s->lr_peak > 0.0f ? own->lr * (lr / s->lr_peak) : 0.0f;
     size_t per_thread = thread_scratch(m);
     if (per_thread == 0) per_thread = 1; /* no hidden matrix: AdamW alone */
 #pragma omp parallel num_threads(region_threads(n_scratch / per_thread))
@@ -148,10 +150,42 @@ static void muon_step(Model *m, const OptimSettings *s, float *scratch, size_t n
             size_t off = pt->offset;
             if (muon_updates(pt))
                 muon_matrix(m->params + off, m->grads + off, grad_scale, m->m + off, pt->rows, pt->cols, muon_lr,
-                            &s->muon, mine);
+                            own, mine);
         }
     }
-    model_round_weights(m); /* bf16: the products' weights, once per step */
 }
 
-const Optimizer muon_optimizer = {"muon", muon_scratch_floats, muon_step};
+_Static_assert(sizeof(MuonSettings) <= OPTIMIZER_SETTINGS_BYTES, "the settings fit the run options' block");
+
+static const OptimOption muon_options[] = {
+    {"muon-lr", 1, offsetof(MuonSettings, lr), 0, 10, 0.02, "Muon's peak learning rate, on the same schedule as --lr (0.02)"},
+    {"muon-momentum", 1, offsetof(MuonSettings, momentum), 0, 0.999999, 0.95, "Muon's Nesterov momentum (0.95)"},
+    {"muon-weight-decay", 1, offsetof(MuonSettings, weight_decay), 0, 10, 0,
+     "Muon's decoupled weight decay, times its learning rate (0)"},
+};
+
+/* "optimizer: muon on 8 hidden matrices (...), adamw on the rest (lr 0.001)";
+ * the memory line's note: the second moment's buffer its matrices leave at zero. */
+static void muon_describe(const Model *m, const void *settings, float lr, char *line, size_t len, char *note,
+                          size_t note_len) {
+    const MuonSettings *own = settings;
+    size_t mats = 0, floats = 0;
+    for (size_t i = 0; i < m->n_tensors; i++)
+        if (muon_updates(&m->tensors[i])) mats++, floats += m->tensors[i].rows * m->tensors[i].cols;
+    snprintf(line, len,
+             "optimizer: muon on %zu hidden matrices (%.1f%% of the weights; lr %g, momentum %g, weight decay %g), "
+             "adamw on the rest (lr %g)", mats, 100.0 * (double)floats / (double)m->n_params, own->lr, own->momentum,
+             own->weight_decay, lr);
+    snprintf(note, note_len, " (%.1f MiB of it AdamW's second moment, zero for Muon's matrices)",
+             (double)floats * 4.0 / (1024.0 * 1024.0));
+}
+
+const Optimizer muon_optimizer = {
+    .name = "muon",
+    .title = "Muon",
+    .options = muon_options,
+    .n_options = sizeof muon_options / sizeof muon_options[0],
+    .scratch_floats = muon_scratch_floats,
+    .step = muon_step,
+    .describe = muon_describe,
+};

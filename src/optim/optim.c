@@ -14,8 +14,19 @@ _Static_assert(offsetof(Optimizer, name) == 0, "a registry entry starts with its
 
 static const void *const registry[] = {&adamw_optimizer, &muon_optimizer};
 #define N_OPTIMIZERS (sizeof registry / sizeof registry[0])
+_Static_assert(N_OPTIMIZERS <= MAX_OPTIMIZERS, "a settings block in the run options for every optimizer");
 
 const Optimizer *optimizer_find(const char *name) { return registry_find(registry, N_OPTIMIZERS, name); }
+
+size_t optimizer_count(void) { return N_OPTIMIZERS; }
+
+const Optimizer *optimizer_at(size_t i) { return i < N_OPTIMIZERS ? registry[i] : NULL; }
+
+size_t optimizer_index(const Optimizer *opt) {
+    for (size_t i = 0; i < N_OPTIMIZERS; i++)
+        if (registry[i] == opt) return i;
+    return N_OPTIMIZERS;
+}
 
 const char *optimizer_names(void) {
     static char names[128];
