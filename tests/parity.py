@@ -168,6 +168,11 @@ def main():
                                               "--grassmann-windows", "1,2,4"]),
         ("hybrid g,a, rope, repeated tokens", ["--mixer", "grassmann,attention", "--pos", "rope",
                                                "--grassmann-rank", "6", "--grassmann-windows", "1,2,4"]),
+        # Gated linear attention: one chunk of its recurrence, then three
+        # (block 80: chunks of 32, 32 and 16), in a hybrid with rope.
+        ("gla", ["--mixer", "gla"]),
+        ("gla, 3 chunks", ["--mixer", "gla", "--block-size", "80", "--batch-size", "2"]),
+        ("hybrid gla,attention, rope", ["--mixer", "gla,attention", "--pos", "rope"]),
         ("hybrid a,g post-norm, modern recipe", ["--recipe", "modern", "--pos", "learned", "--zero-init", "0", "--mixer",
                                                  "attention,grassmann", "--norm", "post", "--grassmann-rank", "6",
                                                  "--grassmann-windows", "1,2,4", "--logit-softcap", "2"]),
@@ -182,6 +187,7 @@ def main():
         ("hybrid g,a post-norm, trained", ["--mixer", "grassmann,attention", "--norm", "post",
                                            "--grassmann-rank", "6", "--grassmann-windows", "2,4;1"]),
         ("attention, modern recipe, trained", ["--recipe", "modern", "--logit-softcap", "2"]),
+        ("gla, modern recipe, trained", ["--recipe", "modern", "--logit-softcap", "2", "--mixer", "gla"]),
         ("hybrid g,a, modern recipe, trained", ["--recipe", "modern", "--logit-softcap", "2", "--mixer",
                                                 "grassmann,attention", "--grassmann-rank", "6",
                                                 "--grassmann-windows", "2,4;1"]),
@@ -191,6 +197,7 @@ def main():
         ("bf16 hybrid a,g post-norm, rope", ["--mixer", "attention,grassmann", "--norm", "post", "--pos", "rope",
                                             "--grassmann-rank", "6", "--grassmann-windows", "1,2,4"]),
         ("bf16 attention, modern recipe", ["--recipe", "modern", "--zero-init", "0", "--logit-softcap", "2"]),
+        ("bf16 gla", ["--mixer", "gla"]),
     ] if not bf16_absent() else []
     if not bf16:
         print(f"parity: {bf16_absent()}: the bf16 comparisons are left to the levels that run them")
