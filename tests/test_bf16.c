@@ -498,9 +498,8 @@ static void test_bias_epilogue(void **state) {
 }
 
 /* The model's forms at the medium config's shapes, whole and as the tiles of
- * width 2, run on oneDNN's optimised kernels (brgemm, or its jit gemm, which
- * it picks for some transposed-A tiles), not a reference fallback (two
- * orders of magnitude slower). */
+ * width 2, run on oneDNN's optimised jit gemm (src/blas/bf16.c picks it for
+ * every tile), not a reference fallback (two orders of magnitude slower). */
 static void test_implementation(void **state) {
     (void)state;
     skip_without_bf16();
