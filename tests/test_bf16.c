@@ -366,6 +366,49 @@ static void test_thread_invariance(void **state) {
         }
 }
 
+/* The same bits whatever the width, so whatever --threads sets it to: the
+ * whole product (dense operands, leading dimensions their widths, where
+ * oneDNN would take brgemm, AMX's where the CPU has it) against its tiles at
+ * widths 2 and 3 (strided views, where it would take its jit gemm) and the
+ * serial product, in every form, beta 0 and 1, at a Grassmann layer's
+ * product (64x16x496, the CLI test's, once 1 and 2 threads differed on an
+ * AMX Xeon) and a larger one cut both ways. */
+static void test_width_invariance(void **state) {
+    (void)state;
+    skip_without_bf16();
+    static const size_t shapes[][3] = {{64, 16, 496}, {16, 496, 64}, {192, 160, 384}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int form = 0; form < 4; form++)
+            for (int with_beta = 0; with_beta <= 1; with_beta++) {
+                int ta = form >> 1, tb = form & 1;
+                size_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2], lda = ta ? m : k, ldb = tb ? k : n;
+                float beta = with_beta ? 1.0f : 0.0f, *a = rand_tensor(m * k, 1.0f, 70 + s);
+                float *b = rand_tensor(k * n, 1.0f, 80 + s), *c0 = rand_tensor(m * n, 1.0f, 90 + s);
+                uint16_t *ah = malloc(m * k * sizeof *ah), *bh = malloc(k * n * sizeof *bh);
+                bf16_from_floats(m * k, a, ah), bf16_from_floats(k * n, b, bh);
+                size_t bytes = m * n * sizeof(float);
+                float *whole = malloc(bytes), *got = malloc(bytes);
+                Error err;
+                memcpy(whole, c0, bytes);
+                threads_set_width(1);
+                assert_int_equal(bf16_gemm(ta, tb, m, n, k, 1.0f, ah, lda, bh, ldb, beta, whole, n, &err), 0);
+                for (size_t width = 2; width <= 4; width++) { /* 4: the serial product */
+                    memcpy(got, c0, bytes);
+                    threads_set_width(width);
+                    TileGrid g = gemm_tile_grid(m, n, k);
+                    if (width < 4) assert_true(g.tiles_m * g.tiles_n > 1); /* really cut */
+                    int rc = width < 4 ? bf16_gemm(ta, tb, m, n, k, 1.0f, ah, lda, bh, ldb, beta, got, n, &err)
+                                       : bf16_gemm_serial(ta, tb, m, n, k, 1.0f, ah, lda, bh, ldb, beta, got, n, &err);
+                    assert_int_equal(rc, 0);
+                    if (memcmp(whole, got, bytes))
+                        fail_msg("%zux%zux%zu trans %d%d beta %g: %s differs from the whole product", m, n, k, ta, tb,
+                                 (double)beta, width < 4 ? (width == 2 ? "width 2" : "width 3") : "the serial product");
+                }
+                threads_set_width(0);
+                free(a), free(b), free(c0), free(ah), free(bh), free(whole), free(got);
+            }
+}
+
 /* The serial product is one tile: the bits of the tiled one at width 1, the
  * same on any thread, and inside a parallel region of the caller's own. */
 static void test_serial(void **state) {
@@ -391,7 +434,8 @@ static void test_serial(void **state) {
                                inside + r0 * c.ldc, c.ldc, &e);
     }
     assert_int_equal(rc, 0);
-    /* Not the bits of the 96-row product (other tiles, perhaps another blocking), but within its bound of it. */
+    /* The bits of the 96-row product too (every tile on the same kernel, src/blas/bf16.c), and within its bound. */
+    assert_memory_equal(tiled, inside, bytes);
     double *want = malloc(c.m * c.n * sizeof *want), *abs_sum = malloc(c.m * c.n * sizeof *abs_sum);
     reference(&c, c.ar, c.br, want, abs_sum);
     assert_true(worst_ratio(&c, inside, want, abs_sum, 1.0f, 1.0f, bf16_accumulation_bound) <= 1.0);
@@ -454,9 +498,8 @@ static void test_bias_epilogue(void **state) {
 }
 
 /* The model's forms at the medium config's shapes, whole and as the tiles of
- * width 2, run on oneDNN's optimised kernels (brgemm, or its jit gemm, which
- * it picks for some transposed-A tiles), not a reference fallback (two
- * orders of magnitude slower). */
+ * width 2, run on oneDNN's optimised jit gemm (src/blas/bf16.c picks it for
+ * every tile), not a reference fallback (two orders of magnitude slower). */
 static void test_implementation(void **state) {
     (void)state;
     skip_without_bf16();
@@ -648,7 +691,7 @@ int main(void) {
         cmocka_unit_test(test_convert_cases),           cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_rounding_is_nearest_even), cmocka_unit_test(test_against_rounded_reference),
         cmocka_unit_test(test_against_fp32_gemm),       cmocka_unit_test(test_thread_invariance),
-        cmocka_unit_test(test_serial),
+        cmocka_unit_test(test_width_invariance),        cmocka_unit_test(test_serial),
         cmocka_unit_test(test_check),                   cmocka_unit_test(test_bias_epilogue),
         cmocka_unit_test(test_implementation),          cmocka_unit_test(test_tile_packing),
         cmocka_unit_test(test_tile_kernel),             cmocka_unit_test(test_tile_product_fp32),

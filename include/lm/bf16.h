@@ -7,11 +7,13 @@
  * (relatively), while the product of two bf16 numbers is exact in fp32: the
  * only errors are the inputs' rounding and the fp32 accumulation.
  *
- * The products run on oneDNN's matmul (its brgemm kernels on AVX512_BF16's
- * vdpbf16ps), cut into the same tiles as the fp32 gemm (lm/gemm.h: tiles
- * fixed by the shape and the parallel width, never by the threads that run
- * them), each tile one single-threaded oneDNN call, so results do not depend
- * on the thread count. Only on CPUs with AVX512_BF16 (bf16_supported): on
+ * The products run on oneDNN's matmul, cut into the same tiles as the fp32
+ * gemm (lm/gemm.h: tiles fixed by the shape and the parallel width, never by
+ * the threads that run them), each tile one single-threaded oneDNN call on
+ * one kernel, its jit gemm, whatever the tile's shape and layout (where
+ * oneDNN's own pick, brgemm for whole operands, would round some entries
+ * differently: src/blas/bf16.c), so results depend neither on the thread
+ * count nor on the width that --threads sets. Only on CPUs with AVX512_BF16 (bf16_supported): on
  * others oneDNN would emulate bf16 arithmetic at a fraction of fp32's speed,
  * which is never what a user asking for bf16 wants.
  *
@@ -104,7 +106,7 @@ int bf16_gemm(int trans_a, int trans_b, size_t m, size_t n, size_t k, float alph
               const uint16_t *b, size_t ldb, float beta, float *c, size_t ldc, Error *err);
 
 /* The oneDNN implementation that runs one tile of this shape, e.g.
- * "brg:avx512_core_bf16" (for the start-up line and the bench; "ref" ones are
+ * "gemm:jit" (for the start-up line and the bench; "ref" ones are
  * slow fallbacks), into buf. Returns 0, or -1 with err set. */
 int bf16_gemm_impl(int trans_a, int trans_b, size_t m, size_t n, size_t k, size_t lda, size_t ldb, size_t ldc,
                    char *buf, size_t len, Error *err);

@@ -124,7 +124,26 @@ void bf16_to_floats(size_t n, const uint16_t *h, float *out) {
  * split for the thread count at its creation (the brgemm matmul may cut K
  * across threads, which changes the summation order), so primitives are
  * created with the OpenMP thread count set to 1: each then runs the same
- * serial plan whether the region it is called from has 1 thread or many. */
+ * serial plan whether the region it is called from has 1 thread or many.
+ * A tile runs with the count at 1 too, for a caller outside any parallel
+ * region (the jit gemm below sizes its threads, and may cut K, at each call).
+ *
+ * One implementation for every tile: oneDNN's jit gemm ("gemm:jit"), not
+ * the one it would pick. The tiles depend on the parallel width, which
+ * --threads sets, so an entry of C must come out the same from any tile
+ * shape, offset and leading dimensions. oneDNN's own choice does not give
+ * that: it takes brgemm (AMX's where the CPU has it, else AVX512_BF16's)
+ * for operands that are whole matrices and the jit gemm for the strided
+ * views of most tiles, and these differ in the last bits: AMX's brgemm adds
+ * beta C after the sum where the jit gemm sums into it, and the AVX512_BF16
+ * brgemm blocks K differently from the gemm at larger K (measured on a
+ * Sapphire Rapids Xeon with oneDNN 2.6.3: whole against split products of
+ * 64x16x496 and 128x768x768 differ in most entries, with or without AMX;
+ * the CLI test's 1- and 2-thread bf16 Grassmann runs differed). The jit gemm
+ * takes every layout and gave identical bits for whole, row-split and
+ * column-split products of every form; only where a oneDNN lacks it does a
+ * tile take oneDNN's choice. The cost: brgemm's speed on whole operands,
+ * AMX's above all (see docs/performance.md, bf16). */
 
 static pthread_mutex_t dnnl_lock = PTHREAD_MUTEX_INITIALIZER;
 static dnnl_engine_t engine;
@@ -224,6 +243,38 @@ static int describe(const PrimKey *key, dnnl_memory_desc_t *a, dnnl_memory_desc_
     return 0;
 }
 
+/* The jit gemm's primitive descriptor for desc and attr (see above), else
+ * (a oneDNN without it) the first, oneDNN's own choice. */
+#define TILE_IMPL "gemm:jit"
+
+static dnnl_status_t pick_impl(const dnnl_matmul_desc_t *desc, const_dnnl_primitive_attr_t attr,
+                               dnnl_primitive_desc_t *pd) {
+    dnnl_primitive_desc_iterator_t it;
+    dnnl_status_t s = dnnl_primitive_desc_iterator_create(&it, desc, attr, engine, NULL);
+    if (s != dnnl_success) return s;
+    dnnl_primitive_desc_t first = NULL;
+    *pd = NULL;
+    do {
+        dnnl_primitive_desc_t cand = dnnl_primitive_desc_iterator_fetch(it);
+        if (!cand) break;
+        const char *name = NULL;
+        if (dnnl_primitive_desc_query(cand, dnnl_query_impl_info_str, 0, &name) == dnnl_success && name &&
+            !strncmp(name, TILE_IMPL, strlen(TILE_IMPL))) {
+            *pd = cand;
+            break;
+        }
+        if (!first) first = cand;
+        else dnnl_primitive_desc_destroy(cand);
+    } while (dnnl_primitive_desc_iterator_next(it) == dnnl_success);
+    dnnl_primitive_desc_iterator_destroy(it);
+    if (*pd) {
+        if (first) dnnl_primitive_desc_destroy(first);
+        return dnnl_success;
+    }
+    *pd = first;
+    return first ? dnnl_success : dnnl_unimplemented;
+}
+
 /* The primitive descriptor for key: alpha as an output scale, beta as a sum
  * post-op (C = alpha A B + beta C in one pass over C; beta 0: none, so C is
  * not read). The caller destroys it. */
@@ -248,7 +299,7 @@ static int make_pd(const PrimKey *key, dnnl_primitive_desc_t *pd, Error *err) {
     /* Planned for one thread (see above); the setting is the calling task's own. */
     int threads = omp_get_max_threads();
     omp_set_num_threads(1);
-    if (s == dnnl_success) s = dnnl_primitive_desc_create(pd, &desc, attr, engine, NULL);
+    if (s == dnnl_success) s = pick_impl(&desc, attr, pd);
     omp_set_num_threads(threads);
     dnnl_primitive_attr_destroy(attr);
     if (s != dnnl_success)
@@ -331,8 +382,12 @@ static int run_tile(int trans_a, int trans_b, size_t m, size_t n, size_t k, floa
         dnnl_memory_set_data_handle(p->scratch, tc->scratch);
         args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, p->scratch};
     }
-    DNNL_TRY(dnnl_primitive_execute(p->prim, tc->stream, nargs, args), "a bf16 matmul");
-    DNNL_TRY(dnnl_stream_wait(tc->stream), "waiting for a bf16 matmul");
+    int threads = omp_get_max_threads(); /* one thread here too (see above) */
+    if (threads > 1) omp_set_num_threads(1);
+    dnnl_status_t s = dnnl_primitive_execute(p->prim, tc->stream, nargs, args);
+    if (s == dnnl_success) s = dnnl_stream_wait(tc->stream);
+    if (threads > 1) omp_set_num_threads(threads);
+    if (s != dnnl_success) return err_set(err, "oneDNN: a bf16 matmul failed (%s)", status_name(s));
     return 0;
 }
 
