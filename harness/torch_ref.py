@@ -43,7 +43,8 @@ def rms_norm(x, weight=None):
     return y * weight if weight is not None else y
 
 
-def attention(W, p, h, H, rotary=False, qk_norm=False):
+def attention(W, p, h, H, rotary=False, qk_norm=False, window=0):
+    """Causal multi-head attention; with a window, query t sees keys t - window + 1 .. t."""
     B, T, C = h.shape
     hs = C // H
     q, k, v = F.linear(h, W[p + "attn.qkv.weight"], W[p + "attn.qkv.bias"]).split(C, dim=2)
@@ -54,6 +55,8 @@ def attention(W, p, h, H, rotary=False, qk_norm=False):
         q, k = rms_norm(q), rms_norm(k)
     att = q @ k.transpose(-2, -1) / math.sqrt(hs)
     mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    if window:
+        mask &= torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1 - window)
     att = torch.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
     y = (att @ v).transpose(1, 2).reshape(B, T, C)
     return F.linear(y, W[p + "attn.proj.weight"], W[p + "attn.proj.bias"])
@@ -148,7 +151,8 @@ def model_logits(W, cfg, inputs):
 
         def mix(h):
             if mixer == "attention":
-                return attention(W, p, h, cfg["n_head"], cfg["pos"] == "rope", cfg.get("qk_norm", False))
+                return attention(W, p, h, cfg["n_head"], cfg["pos"] == "rope", cfg.get("qk_norm", False),
+                                 cfg.get("attn_window", 0))
             if mixer == "gla":
                 return gla(W, p, h, cfg["n_head"])
             return grassmann(W, p, h, cfg["grassmann_rank"], windows[l])

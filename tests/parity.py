@@ -168,11 +168,16 @@ def main():
                                               "--grassmann-windows", "1,2,4"]),
         ("hybrid g,a, rope, repeated tokens", ["--mixer", "grassmann,attention", "--pos", "rope",
                                                "--grassmann-rank", "6", "--grassmann-windows", "1,2,4"]),
+        # A sliding window: within a tile, and over three tiles whose bands
+        # cut some key tiles and skip others.
+        ("attention, window 5", ["--mixer", "attention", "--attn-window", "5"]),
+        ("attention, 3 tiles, window 150", ["--mixer", "attention", "--block-size", "300", "--batch-size", "2",
+                                            "--attn-window", "150"]),
         # Gated linear attention: one chunk of its recurrence, then three
         # (block 80: chunks of 32, 32 and 16), in a hybrid with rope.
         ("gla", ["--mixer", "gla"]),
         ("gla, 3 chunks", ["--mixer", "gla", "--block-size", "80", "--batch-size", "2"]),
-        ("hybrid gla,attention, rope", ["--mixer", "gla,attention", "--pos", "rope"]),
+        ("hybrid gla,attention, rope, window 4", ["--mixer", "gla,attention", "--pos", "rope", "--attn-window", "4"]),
         ("hybrid a,g post-norm, modern recipe", ["--recipe", "modern", "--pos", "learned", "--zero-init", "0", "--mixer",
                                                  "attention,grassmann", "--norm", "post", "--grassmann-rank", "6",
                                                  "--grassmann-windows", "1,2,4", "--logit-softcap", "2"]),
@@ -198,6 +203,7 @@ def main():
                                             "--grassmann-rank", "6", "--grassmann-windows", "1,2,4"]),
         ("bf16 attention, modern recipe", ["--recipe", "modern", "--zero-init", "0", "--logit-softcap", "2"]),
         ("bf16 gla", ["--mixer", "gla"]),
+        ("bf16 attention, window 5, rope", ["--mixer", "attention", "--attn-window", "5", "--pos", "rope"]),
     ] if not bf16_absent() else []
     if not bf16:
         print(f"parity: {bf16_absent()}: the bf16 comparisons are left to the levels that run them")

@@ -214,6 +214,28 @@ static void test_attention(void **s) {
     run_mixer(&attention_mixer, cfg, NULL, 2, 7, 0.3f);
 }
 
+/* A sliding window: within one tile (window 3 of 7 positions), and over
+ * five tiles (600 positions, window 150: every later query tile meets a key
+ * tile partly outside its band and skips those before it), as one task per
+ * head and as a task per key tile and per query tile. */
+static void test_attention_window(void **s) {
+    (void)s;
+    ModelConfig cfg;
+    config_defaults(&cfg);
+    cfg.n_embd = 12, cfg.n_head = 3, cfg.block_size = 300, cfg.vocab_size = 5;
+    Error err;
+    assert_int_equal(config_set_option(&cfg, "attn-window", "3", &err), 0);
+    run_mixer(&attention_mixer, cfg, NULL, 2, 7, 0.3f);
+    cfg = by_tiles_config();
+    assert_int_equal(config_set_option(&cfg, "attn-window", "150", &err), 0);
+    run_mixer(&attention_mixer, cfg, NULL, 1, BY_TILES_T, 0.5f);
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(2), threads_set_width(2); /* the tile tasks */
+    assert_int_equal(attention_backward_by_tiles(1, BY_TILES_T, 1, cfg.n_embd), 1);
+    run_mixer(&attention_mixer, cfg, NULL, 1, BY_TILES_T, 0.5f);
+    threads_set_width(0), omp_set_num_threads(saved);
+}
+
 /* Gated linear attention: one chunk of the recurrence, then three (32, 32
  * and 11 positions), so backward's recomputation from each chunk's kept
  * state and the gradient carried across chunks are both checked. */
@@ -801,6 +823,7 @@ int main(void) {
         cmocka_unit_test(test_rmsnorm),
         cmocka_unit_test(test_rmsnorm_heads),
         cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_attention_window),
         cmocka_unit_test(test_gla),
         cmocka_unit_test(test_gla_step),
         cmocka_unit_test(test_attention_tiles), cmocka_unit_test(test_attention_backward_by_tiles),

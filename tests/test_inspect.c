@@ -303,7 +303,7 @@ static void test_maps_match_direct(void **s) {
     float *scores = malloc(T * T * sizeof(float));
     assert_int_equal(input_cosines(cos, x, T, C, &err), 0);
     for (size_t h = 0; h < H; h++) {
-        attention_probs(probs, qkv, T, C, H, h);
+        attention_probs(probs, qkv, T, C, H, h, 0);
         double n = 0, sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
         for (size_t i = 0; i < T; i++) {
             double row[77], mx = -INFINITY, sum = 0;

@@ -12,6 +12,7 @@
 #include "lm/corpus.h"
 #include "lm/tokens.h"
 #include "lm/json.h"
+#include "mixers/attention.h"
 #include "mixers/grassmann.h"
 #include "lm/checkpoint.h"
 #include "lm/config.h"
@@ -136,6 +137,29 @@ static void test_step_grassmann(void **s) { (void)s; check_step_matches_forward(
 static void test_step_hybrid(void **s) { (void)s; check_step_matches_forward("attention,grassmann", POS_SINUSOIDAL); }
 static void test_step_rope(void **s) { (void)s; check_step_matches_forward("attention", POS_ROPE); }
 static void test_step_rope_hybrid(void **s) { (void)s; check_step_matches_forward("grassmann,attention", POS_ROPE); }
+static void test_step_gla(void **s) { (void)s; check_step_matches_forward("gla,attention", POS_ROPE); }
+
+/* A sliding window of 3 of 20 positions: the sampling caches become a ring
+ * of 3 slots and still give forward's logits; the config writes
+ * "attn_window" only when set, and reads it back. */
+static void test_attention_window_config(void **s) {
+    (void)s;
+    ModelConfig cfg, back;
+    Error err;
+    small_config(&cfg, "attention,gla");
+    char *json = config_to_json(&cfg);
+    assert_null(strstr(json, "attn_window")); /* a config as it was before the option */
+    free(json);
+    assert_int_equal(config_set_option(&cfg, "attn-window", "3", &err), 0);
+    double biggest, worst = step_forward_gap(&cfg, &biggest);
+    if (worst > 1e-5) fail_msg("window 3: incremental logits differ from the full forward by %.3e", worst);
+    json = config_to_json(&cfg);
+    assert_non_null(strstr(json, "\"attn_window\":3"));
+    assert_int_equal(config_from_json(&back, json, &err), 0);
+    free(json);
+    MixerSpec spec = model_mixer_spec(&back, 0);
+    assert_int_equal(attention_window(&spec), 3);
+}
 /* ---- per-layer window schedules and the norm, through the config's text and JSON ---- */
 
 static void test_window_schedule(void **s) {
@@ -966,6 +990,8 @@ int main(void) {
         cmocka_unit_test(test_step_hybrid),
         cmocka_unit_test(test_step_rope),
         cmocka_unit_test(test_step_rope_hybrid),
+        cmocka_unit_test(test_step_gla),
+        cmocka_unit_test(test_attention_window_config),
         cmocka_unit_test(test_step_post_hybrid),
         cmocka_unit_test(test_step_recipe),
         cmocka_unit_test(test_recipe_config),

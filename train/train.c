@@ -169,6 +169,7 @@ static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_thr
         if (!used || !mx->describe) continue;
         char part[1100];
         mx->describe(config_mixer_settings_of(&o->cfg, mx), o->cfg.n_layer, part, sizeof part);
+        if (!*part) continue; /* nothing to say: its settings are the defaults */
         snprintf(own + strlen(own), sizeof own - strlen(own), " | %s", part);
     }
     char recipe[160], switches[200] = "";

@@ -93,6 +93,10 @@ typedef struct MixerOption {
     /* A number: its place in the settings, bounds (bin/train's) and default. */
     size_t offset;
     double lo, hi, def;
+    /* A number written to the config only when it is not its default, so
+     * that the configs (and checkpoints) of models that do not use it are
+     * what they were before the option existed. */
+    int omit_default;
     /* Text: the default, parsed by set like any value; set parses text
      * into the settings (n_layer: the model's, for a list per layer);
      * get writes the settings back in the form set takes (canonical, so

@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "blas/tile_gemm.h"
@@ -19,6 +20,13 @@ typedef struct AttnActs {
                                    per backward task: two score tiles and the head's copies (head_copy_floats) */
     float *qk_rstd;             /* with qk-norm: (B,T,2H) each head's 1/rms of q, then of k */
 } AttnActs;
+
+_Static_assert(sizeof(AttentionSettings) <= MIXER_SETTINGS_BYTES, "attention's settings fit their block");
+_Static_assert(sizeof(AttentionSettings) <= MIXER_LAYER_BYTES, "and a layer's part of its spec");
+
+size_t attention_window(const MixerSpec *spec) {
+    return ((const AttentionSettings *)(const void *)spec->own.bytes)->window;
+}
 
 static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 
@@ -192,6 +200,7 @@ int attention_backward_by_tiles(size_t B, size_t T, size_t H, size_t hs) {
 static void attention_forward(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *acts,
                               float *out, const float *in, size_t B, size_t T) {
     size_t C = spec->n_embd, H = spec->n_head, hs = C / H, nt = ceil_div(T, TILE), ts = tile_side(T);
+    size_t window = attention_window(spec);
     float scale = 1.0f / sqrtf((float)hs);
     AttnParams p = attn_params(params, C);
     AttnActs a;
@@ -236,7 +245,7 @@ static void attention_forward(const MixerSpec *spec, const MixerRuntime *rt, con
             k_a = fp32_a(kc, hs), qt_b = fp32_b(qt, ts), v_b = fp32_b(kc + hs * T, hs);
         }
         flash_forward_tile(a.y + (b * T + i0) * C + h * hs, C, a.lse + bh * T + i0, st, ts, k_a, qt_b, v_b, i0, nq,
-                           hs, scale);
+                           hs, scale, window);
     }
     matmul_forward(rt->bf16, out, a.y, p.proj_w, p.proj_b, B * T, C, C);
 }
@@ -293,6 +302,7 @@ static void attention_backward(const MixerSpec *spec, const MixerRuntime *rt, co
                                float *acts, const float *in, const float *dout, float *din,
                                size_t B, size_t T) {
     size_t C = spec->n_embd, H = spec->n_head, hs = C / H, ts = tile_side(T), nt = ceil_div(T, TILE);
+    size_t window = attention_window(spec);
     float scale = 1.0f / sqrtf((float)hs);
     AttnParams p = attn_params(params, C);
     AttnParams g = attn_params(dparams, C);
@@ -323,7 +333,8 @@ static void attention_backward(const MixerSpec *spec, const MixerRuntime *rt, co
         }
         float *s = a.tiles + bh * backward_task_floats(T, hs), *kt = s + 2 * ts * ts;
         flash_backward_head(a.dqkv + off, a.dqkv + off + C, a.dqkv + off + 2 * C, 3 * C, s, s + ts * ts, ts,
-                            head_operands(rt, hp, &a, B, H, C, bh, kt, 1, 1), a.lse + bh * T, delta, T, hs, scale);
+                            head_operands(rt, hp, &a, B, H, C, bh, kt, 1, 1), a.lse + bh * T, delta, T, hs, scale,
+                            window);
     }
     if (by_tiles) {
         /* Key tile j is seen by nt - j query tiles, query tile i sees i + 1
@@ -334,7 +345,7 @@ static void attention_backward(const MixerSpec *spec, const MixerRuntime *rt, co
             float *s = thread_tiles + (size_t)omp_get_thread_num() * 2 * ts * ts;
             BackwardOperands x = head_operands(rt, hp, &a, B, H, C, bh, head_kt + bh * kt_floats, 0, 0);
             flash_backward_key_tile(a.dqkv + off + C, a.dqkv + off + 2 * C, 3 * C, s, s + ts * ts, ts, x,
-                                    a.lse + bh * T, a.delta + bh * T, T, j0, hs, scale);
+                                    a.lse + bh * T, a.delta + bh * T, T, j0, hs, scale, window);
         }
 #pragma omp parallel for schedule(dynamic, 1)
         for (size_t task = 0; task < B * H * nt; task++) {
@@ -343,7 +354,7 @@ static void attention_backward(const MixerSpec *spec, const MixerRuntime *rt, co
             float *s = thread_tiles + (size_t)omp_get_thread_num() * 2 * ts * ts;
             BackwardOperands x = head_operands(rt, hp, &a, B, H, C, bh, head_kt + bh * kt_floats, 0, 0);
             flash_backward_query_tile(a.dqkv + off, 3 * C, s, s + ts * ts, ts, x, a.lse + bh * T, a.delta + bh * T, T,
-                                      i0, hs, scale);
+                                      i0, hs, scale, window);
         }
     }
     if (spec->qk_norm) rmsnorm_heads_backward(a.dqkv, a.qkv, a.qk_rstd, B * T, 3 * C, 2 * H, hs);
@@ -357,37 +368,75 @@ static size_t attention_bf16_words(const MixerSpec *spec, size_t B, size_t T) {
     return B * spec->n_head * head_packed_words(head_packing(T, spec->n_embd / spec->n_head));
 }
 
-/* Sampling state: K and V caches (block_size, C) each, then scratch for
- * one position's qkv (3C), attention row (block_size) and y (C). */
+/* The positions the sampling caches hold: block_size, or with a window a
+ * ring of that many. */
+static size_t cache_slots(const MixerSpec *spec) {
+    size_t w = attention_window(spec);
+    return w && w < spec->block_size ? w : spec->block_size;
+}
+
+/* Sampling state: K and V caches (cache_slots, C) each, then scratch for
+ * one position's qkv (3C), attention row (cache_slots) and y (C). */
 static size_t attention_state_size(const MixerSpec *spec) {
-    return 2 * spec->block_size * spec->n_embd + 4 * spec->n_embd + spec->block_size;
+    return 2 * cache_slots(spec) * spec->n_embd + 4 * spec->n_embd + cache_slots(spec);
 }
 
 static void attention_step(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state,
                            const float *in_t, float *out_t, size_t t) {
-    size_t C = spec->n_embd, H = spec->n_head, hs = C / H, Tm = spec->block_size;
+    size_t C = spec->n_embd, H = spec->n_head, hs = C / H, slots = cache_slots(spec);
     float scale = 1.0f / sqrtf((float)hs);
     AttnParams p = attn_params(params, C);
-    float *kc = state, *vc = kc + Tm * C, *qkv = vc + Tm * C, *row = qkv + 3 * C, *y = row + Tm;
+    float *kc = state, *vc = kc + slots * C, *qkv = vc + slots * C, *row = qkv + 3 * C, *y = row + slots;
     matmul_forward(rt->bf16, qkv, in_t, p.qkv_w, p.qkv_b, 1, C, 3 * C);
     if (spec->rope) rope_forward(qkv, rt->rope, 1, 1, t, C, hs); /* the cache holds rotated keys */
     attn_qk_norm(spec, qkv, NULL, 1);
-    memcpy(kc + t * C, qkv + C, C * sizeof(float));
-    memcpy(vc + t * C, qkv + 2 * C, C * sizeof(float));
+    /* Position t's slot: t itself, or with a window a ring whose slots hold
+     * the last `slots` positions (in ring order: the softmax and its sum
+     * do not care which key comes first). */
+    size_t at = t % slots, n = t + 1 < slots ? t + 1 : slots;
+    memcpy(kc + at * C, qkv + C, C * sizeof(float));
+    memcpy(vc + at * C, qkv + 2 * C, C * sizeof(float));
     for (size_t h = 0; h < H; h++) {
-        gemm(0, 1, 1, t + 1, hs, scale, qkv + h * hs, C, kc + h * hs, C, 0.0f, row, t + 1);
-        softmax(row, row, t + 1);
-        gemm(0, 0, 1, hs, t + 1, 1.0f, row, t + 1, vc + h * hs, C, 0.0f, y + h * hs, C);
+        gemm(0, 1, 1, n, hs, scale, qkv + h * hs, C, kc + h * hs, C, 0.0f, row, n);
+        softmax(row, row, n);
+        gemm(0, 0, 1, hs, n, 1.0f, row, n, vc + h * hs, C, 0.0f, y + h * hs, C);
     }
     matmul_forward(rt->bf16, out_t, y, p.proj_w, p.proj_b, 1, C, C);
 }
 
-/* A causal token meets (T + 1) / 2 keys on average; QK^T and PV take 2
- * multiply-adds per key and channel: forward 2 C (T + 1), backward twice that. */
-static double attention_flops(const MixerSpec *spec, size_t T) { return 6.0 * (double)spec->n_embd * (double)(T + 1); }
+/* A causal token meets (T + 1) / 2 keys on average, with a window W < T
+ * (W (W + 1) / 2 + (T - W) W) / T; QK^T and PV take 2 multiply-adds per key
+ * and channel: forward 4 C keys, backward twice that. */
+static double attention_flops(const MixerSpec *spec, size_t T) {
+    double W = (double)attention_window(spec), n = (double)T;
+    double keys = W > 0 && W < n ? (W * (W + 1) / 2 + (n - W) * W) / n : (n + 1) / 2;
+    return 12.0 * (double)spec->n_embd * keys;
+}
+
+static const MixerOption attention_options[] = {
+    {.name = "attn-window", .json_key = "attn_window", .kind = MIXER_OPT_SIZE, .value = "W",
+     .help = "attention sees the last W positions only (a sliding window,\ncost flat in the block size); 0 = all (0)",
+     .offset = offsetof(AttentionSettings, window), .lo = 0, .hi = 16384, .def = 0, .omit_default = 1},
+};
+
+static void attention_layer_spec(const void *settings, size_t l, MixerSpec *spec) {
+    (void)l;
+    memcpy(spec->own.bytes, settings, sizeof(AttentionSettings));
+}
+
+static void attention_describe(const void *settings, size_t n_layer, char *buf, size_t len) {
+    (void)n_layer;
+    size_t window = ((const AttentionSettings *)settings)->window;
+    if (window) snprintf(buf, len, "attention window %zu", window);
+    else buf[0] = '\0'; /* the default: the start-up line as it was */
+}
 
 const Mixer attention_mixer = {
     .name = "attention",
+    .options = attention_options,
+    .n_options = sizeof attention_options / sizeof attention_options[0],
+    .layer_spec = attention_layer_spec,
+    .describe = attention_describe,
     .validate = attention_validate,
     .tensors = attention_tensors,
     .act_size = attention_act_size,

@@ -21,6 +21,16 @@
 
 extern const Mixer attention_mixer;
 
+/* Its settings (bin/train's --attn-window, the config's "attn_window",
+ * written only when not 0): a sliding window of the last `window`
+ * positions for every attention layer; 0: the whole causal past. A layer's
+ * own part of its MixerSpec holds the same. */
+typedef struct AttentionSettings {
+    size_t window;
+} AttentionSettings;
+/* A layer's sliding window (mixers/attention_tiles.h); 0: the whole causal past. */
+size_t attention_window(const MixerSpec *spec);
+
 /* The layer's parameters (params, in the order above) as pointers. */
 typedef struct AttnParams {
     const float *qkv_w, *qkv_b, *proj_w, *proj_b;
@@ -48,7 +58,7 @@ int attention_backward_by_tiles(size_t B, size_t T, size_t H, size_t hs);
 int attention_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float *params, const float *x, size_t T,
                       MixerInspectWhat what, LayerInspection *out, Error *err);
 /* probs (T, T) of head h from qkv (T, 3C) rows as attention.c lays them out. */
-void attention_probs(float *probs, const float *qkv, size_t T, size_t C, size_t H, size_t h);
+void attention_probs(float *probs, const float *qkv, size_t T, size_t C, size_t H, size_t h, size_t window);
 /* entropy, diagonal, previous of a (T, T) causal map. */
 void attention_map_stats(HeadStats *s, const float *probs, size_t T);
 /* cos (T, T): the cosine of rows i and j of x (T, C), the LN1 output (0 for

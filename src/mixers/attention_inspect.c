@@ -22,27 +22,29 @@ static void attention_scores(float *scores, const float *qkv, size_t T, size_t C
 }
 
 /* Scores (T, T) into a causal map in place: row i the softmax of columns
- * 0..i (sum in double), zero after. */
-static void causal_softmax(float *p, size_t T) {
+ * 0..i (with a window, i - window + 1 .. i; sum in double), zero elsewhere. */
+static void causal_softmax(float *p, size_t T, size_t window) {
 #pragma omp parallel for schedule(dynamic, 16)
     for (size_t i = 0; i < T; i++) {
-        float *row = p + i * T, mx = row[0];
-        for (size_t j = 1; j <= i; j++) mx = row[j] > mx ? row[j] : mx;
+        size_t j0 = window && i + 1 > window ? i + 1 - window : 0;
+        float *row = p + i * T, mx = row[j0];
+        for (size_t j = j0 + 1; j <= i; j++) mx = row[j] > mx ? row[j] : mx;
         double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
-        for (size_t j = 0; j <= i; j++) {
+        for (size_t j = j0; j <= i; j++) {
             row[j] = fast_expf(row[j] - mx);
             sum += row[j];
         }
         float inv = (float)(1.0 / sum);
-        for (size_t j = 0; j <= i; j++) row[j] *= inv;
+        for (size_t j = j0; j <= i; j++) row[j] *= inv;
+        for (size_t j = 0; j < j0; j++) row[j] = 0.0f;
         for (size_t j = i + 1; j < T; j++) row[j] = 0.0f;
     }
 }
 
-void attention_probs(float *probs, const float *qkv, size_t T, size_t C, size_t H, size_t h) {
+void attention_probs(float *probs, const float *qkv, size_t T, size_t C, size_t H, size_t h, size_t window) {
     attention_scores(probs, qkv, T, C, H, h);
-    causal_softmax(probs, T);
+    causal_softmax(probs, T, window);
 }
 
 void attention_map_stats(HeadStats *s, const float *probs, size_t T) {
@@ -253,7 +255,7 @@ int attention_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float
         float *map = L->probs + h * T * T;
         attention_scores(map, qkv, T, C, H, h);
         if (all) L->heads[h].similarity_corr = similarity_logit_corr(cos, map, T);
-        causal_softmax(map, T);
+        causal_softmax(map, T, attention_window(spec));
         if (all) attention_map_stats(&L->heads[h], map, T);
     }
     if (all) {

@@ -2,6 +2,7 @@
  * attention_tiles.h, the operands' layout and the tasks in attention.c. */
 #include "mixers/attention_tiles.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -21,16 +22,36 @@ static size_t visible(size_t t, size_t j0, size_t nk) {
     return n < nk ? n : nk;
 }
 
+/* The first key of a tile starting at j0 that query t sees in its window
+ * (0 without one; at most nk). */
+static size_t band_first_key(size_t t, size_t j0, size_t nk, size_t window) {
+    if (!window || t + 1 <= j0 + window) return 0;
+    size_t c = t + 1 - window - j0;
+    return c < nk ? c : nk;
+}
+
+/* The end of the queries of a tile starting at i0 (nq of them) that key j
+ * is in the window of: nq without one. */
+static size_t band_query_end(size_t j, size_t i0, size_t nq, size_t window) {
+    if (!window) return nq;
+    if (j + window <= i0) return 0;
+    size_t e = j + window - i0;
+    return e < nq ? e : nq;
+}
+
 void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, size_t lds, TileOperand k, TileOperand qt,
-                        TileOperand v, size_t i0, size_t nq, size_t hs, float scale) {
+                        TileOperand v, size_t i0, size_t nq, size_t hs, float scale, size_t window) {
     const VecLoops *loops = vec_loops();
     float m[TILE], l[TILE], m_new[TILE], corr[TILE];
     for (size_t r = 0; r < nq; r++) {
-        m[r] = -INFINITY;
+        /* With a window a query may see no key of the first tiles: its max
+         * stays where it started, and exp(m - m_new) must be 1 there, not
+         * exp(-inf + inf). */
+        m[r] = window ? -FLT_MAX : -INFINITY;
         l[r] = 0.0f;
         memset(o + r * ldo, 0, hs * sizeof(float));
     }
-    for (size_t j0 = 0; j0 < i0 + nq; j0 += TILE) {
+    for (size_t j0 = band_first_tile(i0, window); j0 < i0 + nq; j0 += TILE) {
         size_t nk = i0 + nq - j0 < TILE ? i0 + nq - j0 : TILE;
         int diagonal = j0 + nk > i0 + 1; /* some key comes after some query: mask */
         if (!diagonal) tile_product(nk, nq, hs, scale, tile_a_at(k, j0, 0), qt, 0.0f, st, lds); /* s^T = K Q^T */
@@ -41,10 +62,19 @@ void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, size_t lds,
         /* key row c meets the queries r with j0 + c <= i0 + r: on the diagonal
          * (j0 == i0) those from r = c, elsewhere all */
         memcpy(m_new, m, nq * sizeof(float));
-        for (size_t c = 0; c < nk; c++) loops->tile_row_max(m_new, st + c * lds, diagonal ? c : 0, nq);
+        /* with a window, key row c meets only the queries up to end(c) */
+#define BAND_END(c) band_query_end(j0 + (c), i0, nq, window)
+        for (size_t c = 0; c < nk; c++)
+            if (BAND_END(c) > (diagonal ? c : 0)) loops->tile_row_max(m_new, st + c * lds, diagonal ? c : 0, BAND_END(c));
         loops->tile_running_max(corr, m, l, m_new, nq); /* the first tile: m = -inf, l 0 */
         if (j0 > 0) loops->tile_rows_scale(o, ldo, corr, nq, hs); /* the first tile's o is 0 */
-        for (size_t c = 0; c < nk; c++) loops->tile_row_exp(st + c * lds, m, l, diagonal ? c : 0, nq);
+        for (size_t c = 0; c < nk; c++) {
+            size_t from = diagonal ? c : 0, end = BAND_END(c);
+            if (end > from) loops->tile_row_exp(st + c * lds, m, l, from, end);
+            else end = 0;
+            memset(st + c * lds + end, 0, (nq - end) * sizeof(float)); /* outside the band */
+        }
+#undef BAND_END
         TileOperand vj = tile_b_at(v, j0, 0);
         if (!diagonal) /* O += (s^T)^T V */
             tile_product(nq, hs, nk, 1.0f, (TileOperand){.f = st, .rs = 1, .cs = lds}, vj, 1.0f, o, ldo);
@@ -68,7 +98,7 @@ void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, size_t lds,
  * mask hides a key. On the diagonal (i0 == j0, so nq == nk) by strips, as in
  * the forward pass. */
 static void backward_scores(float *s, float *ds, size_t lds, BackwardOperands x, const float *lse, const float *delta,
-                            size_t i0, size_t nq, size_t j0, size_t nk, size_t hs, float scale) {
+                            size_t i0, size_t nq, size_t j0, size_t nk, size_t hs, float scale, size_t window) {
     const VecLoops *loops = vec_loops();
     int diagonal = i0 == j0;
     for (size_t r0 = 0; r0 < nq; r0 += (diagonal ? STRIP : nq)) {
@@ -80,8 +110,9 @@ static void backward_scores(float *s, float *ds, size_t lds, BackwardOperands x,
     }
     for (size_t r = 0; r < nq; r++) {
         float *p = s + r * lds, *d = ds + r * lds;
-        size_t nv = visible(i0 + r, j0, nk);
-        loops->softmax_grad_row(p, d, lse[i0 + r], delta[i0 + r], nv);
+        size_t nv = visible(i0 + r, j0, nk), first = band_first_key(i0 + r, j0, nv, window);
+        loops->softmax_grad_row(p + first, d + first, lse[i0 + r], delta[i0 + r], nv - first);
+        for (size_t c = 0; c < first; c++) p[c] = d[c] = 0.0f;
         for (size_t c = nv; c < nk; c++) p[c] = d[c] = 0.0f;
     }
 }
@@ -127,12 +158,13 @@ static void zero_rows(float *x, size_t ld, size_t rows, size_t cols) {
 
 void flash_backward_head(float *dq, float *dk, float *dv, size_t ld, float *s, float *ds, size_t lds,
                          BackwardOperands x, const float *lse, const float *delta, size_t T, size_t hs,
-                         float scale) {
+                         float scale, size_t window) {
     zero_rows(dq, ld, T, hs), zero_rows(dk, ld, T, hs), zero_rows(dv, ld, T, hs);
     for (size_t j0 = 0; j0 < T; j0 += TILE)
-        for (size_t i0 = j0; i0 < T; i0 += TILE) { /* the query tiles that can see key tile j0 */
+        for (size_t i0 = j0; i0 < T && band_meets(i0, j0, tile_rows(T, j0), window); i0 += TILE) {
+            /* the query tiles that can see key tile j0 */
             size_t nq = tile_rows(T, i0), nk = tile_rows(T, j0);
-            backward_scores(s, ds, lds, x, lse, delta, i0, nq, j0, nk, hs, scale);
+            backward_scores(s, ds, lds, x, lse, delta, i0, nq, j0, nk, hs, scale, window);
             backward_add_dkdv(dk, dv, ld, s, ds, lds, x, i0, nq, j0, nk, hs, scale);
             backward_add_dq(dq, ld, ds, lds, x, i0, nq, j0, nk, hs, scale);
         }
@@ -140,24 +172,24 @@ void flash_backward_head(float *dq, float *dk, float *dv, size_t ld, float *s, f
 
 void flash_backward_key_tile(float *dk, float *dv, size_t ld, float *s, float *ds, size_t lds,
                              BackwardOperands x, const float *lse, const float *delta, size_t T, size_t j0,
-                             size_t hs, float scale) {
+                             size_t hs, float scale, size_t window) {
     size_t nk = tile_rows(T, j0);
     zero_rows(dk + j0 * ld, ld, nk, hs), zero_rows(dv + j0 * ld, ld, nk, hs);
-    for (size_t i0 = j0; i0 < T; i0 += TILE) {
+    for (size_t i0 = j0; i0 < T && band_meets(i0, j0, nk, window); i0 += TILE) {
         size_t nq = tile_rows(T, i0);
-        backward_scores(s, ds, lds, x, lse, delta, i0, nq, j0, nk, hs, scale);
+        backward_scores(s, ds, lds, x, lse, delta, i0, nq, j0, nk, hs, scale, window);
         backward_add_dkdv(dk, dv, ld, s, ds, lds, x, i0, nq, j0, nk, hs, scale);
     }
 }
 
 void flash_backward_query_tile(float *dq, size_t ld, float *s, float *ds, size_t lds, BackwardOperands x,
                                const float *lse, const float *delta, size_t T, size_t i0, size_t hs,
-                               float scale) {
+                               float scale, size_t window) {
     size_t nq = tile_rows(T, i0);
     zero_rows(dq + i0 * ld, ld, nq, hs);
-    for (size_t j0 = 0; j0 <= i0; j0 += TILE) {
+    for (size_t j0 = band_first_tile(i0, window); j0 <= i0; j0 += TILE) {
         size_t nk = tile_rows(T, j0);
-        backward_scores(s, ds, lds, x, lse, delta, i0, nq, j0, nk, hs, scale);
+        backward_scores(s, ds, lds, x, lse, delta, i0, nq, j0, nk, hs, scale, window);
         backward_add_dq(dq, ld, ds, lds, x, i0, nq, j0, nk, hs, scale);
     }
 }

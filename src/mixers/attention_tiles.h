@@ -19,13 +19,27 @@
 /* Rows of the tile starting at t0 (of T). */
 static inline size_t tile_rows(size_t T, size_t t0) { return T - t0 < TILE ? T - t0 : TILE; }
 
+/* A sliding window (window > 0): query t sees keys t - window + 1 .. t
+ * only, and the tiles wholly outside that band are skipped, so the cost per
+ * token is flat in T. window 0: the whole causal past. */
+/* The first key tile query tile i0 can see. */
+static inline size_t band_first_tile(size_t i0, size_t window) {
+    return window && i0 + 1 > window ? (i0 + 1 - window) / TILE * TILE : 0;
+}
+/* Whether any query of the tile at i0 sees a key of the tile at j0 (nk keys),
+ * given i0 >= j0: its first query within the window of its last key. */
+static inline int band_meets(size_t i0, size_t j0, size_t nk, size_t window) {
+    return !window || i0 < j0 + nk - 1 + window;
+}
+
 /* One head's operands for backward (attention.c's HeadPacking): Q and dY as A, K^T
  * and V^T as B, dY, K and Q as B (the inner dimension the tokens). */
 typedef struct BackwardOperands {
     TileOperand q, dy, kt, vt, dy_b, k_b, q_b;
 } BackwardOperands;
 
-/* One query tile of one head: rows i0 .. i0+nq-1 attend to keys 0 .. row,
+/* One query tile of one head: rows i0 .. i0+nq-1 attend to keys 0 .. row
+ * (with a window, row - window + 1 .. row),
  * a key tile at a time, with the online softmax: each row keeps its running
  * maximum m and sum l, and the partial output is rescaled by exp(m_old -
  * m_new) whenever the maximum grows. Tiles entirely above the diagonal are
@@ -36,7 +50,7 @@ typedef struct BackwardOperands {
  * queries as B (attention.c's HeadPacking); o: row stride ldo; lse: the rows'
  * log-sum-exp, for backward; st: the score tile (row stride lds). */
 void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, size_t lds, TileOperand k, TileOperand qt,
-                        TileOperand v, size_t i0, size_t nq, size_t hs, float scale);
+                        TileOperand v, size_t i0, size_t nq, size_t hs, float scale, size_t window);
 
 /* One head, all of it: for each key tile j, each query tile i that can see
  * it recomputes P and dS and adds its share to dV_j, dK_j and dQ_i. The
@@ -44,7 +58,7 @@ void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, size_t lds,
  * dv: row stride ld; s, ds: two score tiles (row stride lds). */
 void flash_backward_head(float *dq, float *dk, float *dv, size_t ld, float *s, float *ds, size_t lds,
                          BackwardOperands x, const float *lse, const float *delta, size_t T, size_t hs,
-                         float scale);
+                         float scale, size_t window);
 
 /* The same head cut into tile tasks, for when there are fewer heads than
  * threads (the long config: batch 1, 4 heads): a key tile's task owns dK_j
@@ -55,10 +69,10 @@ void flash_backward_head(float *dq, float *dk, float *dv, size_t ld, float *s, f
  * into dQ_i), so the result is bit for bit flash_backward_head's. */
 void flash_backward_key_tile(float *dk, float *dv, size_t ld, float *s, float *ds, size_t lds,
                              BackwardOperands x, const float *lse, const float *delta, size_t T, size_t j0,
-                             size_t hs, float scale);
+                             size_t hs, float scale, size_t window);
 
 void flash_backward_query_tile(float *dq, size_t ld, float *s, float *ds, size_t lds, BackwardOperands x,
                                const float *lse, const float *delta, size_t T, size_t i0, size_t hs,
-                               float scale);
+                               float scale, size_t window);
 
 #endif

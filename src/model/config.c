@@ -251,6 +251,7 @@ char *config_to_json(const ModelConfig *cfg) {
         const void *settings = cfg->mixer_settings[i].bytes;
         for (size_t k = 0; k < mx->n_options; k++) {
             const MixerOption *opt = &mx->options[k];
+            if (opt->omit_default && opt->kind != MIXER_OPT_TEXT && option_number(opt, settings) == opt->def) continue;
             sb_appendf(&sb, ",\"%s\":", opt->json_key);
             if (opt->kind == MIXER_OPT_TEXT) opt->to_json(settings, cfg->n_layer, &sb);
             else if (opt->kind == MIXER_OPT_FLOAT) sb_appendf(&sb, "%.9g", option_number(opt, settings));
