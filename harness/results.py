@@ -22,7 +22,7 @@ from harness.common import die
 MAX_BYTES = 256 << 20  # a results file is kilobytes; this stops a planted huge one before it is read
 MAX_INT = 1 << 63      # what bin/train's counters hold
 NAME_CHARS = re.compile(r"[A-Za-z0-9._-]+")
-MIXERS = ("attention", "grassmann")
+MIXERS = ("attention", "grassmann", "gla")  # the names in src/mixers/mixer.c's registry
 
 
 class Invalid(ValueError):

@@ -16,7 +16,8 @@ State size: the floats a layer keeps between tokens when it generates, summed
 over the layers: attention keeps the keys and values of every earlier
 position, 2 T C at length T; a Grassmann layer keeps the reduced vectors
 z = W_red x of its last max(D) positions, max(D) r (its output at t needs
-z_{t-d} for d in D, nothing more). The MLPs keep nothing.
+z_{t-d} for d in D, nothing more); gated linear attention (--archs "... gla")
+keeps one hs x hs matrix per head, C hs. The MLPs keep nothing.
 
 --quick is the cut for a 2-core machine: the (64, 4) cell, width 64, the
 sweep's two largest learning rates, 8000 steps each over 100,000 training
@@ -69,11 +70,18 @@ def numbers(text, what, kind=int):
     return xs
 
 
-def state_floats(mixers, width, seq_len, rank, windows):
-    """The floats the layers keep between generated tokens (see the module's comment)."""
+def state_floats(mixers, width, seq_len, rank, windows, n_head):
+    """The floats the layers keep between generated tokens (see the module's comment):
+    attention its keys and values, Grassmann its last max(offset) reduced vectors,
+    gated linear attention its state, n_head matrices of (width / n_head)^2."""
     total = 0
     for layer, mixer in enumerate(mixers):
-        total += 2 * seq_len * width if mixer == "attention" else max(windows[layer]) * rank
+        if mixer == "attention":
+            total += 2 * seq_len * width
+        elif mixer == "gla":
+            total += width * (width // n_head)
+        else:
+            total += max(windows[layer]) * rank
     return total
 
 
@@ -239,7 +247,7 @@ def main(argv=None):
                     rank = match_rank(data, shape + ["--pos", "learned"], mixers, ref)[0] if ref else 32
                 ref = ref or count_params(data, shape + ["--pos", "learned"], mixers, rank)
                 n = count_params(data, shape + ["--pos", pos], mixers, rank)
-                state = state_floats(mixers, width, L, rank, windows)
+                state = state_floats(mixers, width, L, rank, windows, a.n_head)
                 for lr in lrs:
                     for seed in range(a.seed, a.seed + a.seeds):
                         if any(run_key(r) == (name, L, pairs, width, lr, seed) for r in rows):
