@@ -414,8 +414,8 @@ static double attention_flops(const MixerSpec *spec, size_t T) {
 }
 
 static const MixerOption attention_options[] = {
-    {.name = "attn-window", .json_key = "attn_window", .kind = MIXER_OPT_SIZE, .value = "W",
-     .help = "attention sees the last W positions only (a sliding window,\ncost flat in the block size); 0 = all (0)",
+    {.name = "attn-window", .json_key = "attn_window", .kind = MIXER_OPT_SIZE, .value = "N",
+     .help = "attention sees the last N positions only (a sliding window,\ncost flat in the block size); 0 = all (0)",
      .offset = offsetof(AttentionSettings, window), .lo = 0, .hi = 16384, .def = 0, .omit_default = 1},
 };
 
