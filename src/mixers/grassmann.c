@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/registry.h"
 #include "lm/cpu.h"
 #include "lm/json.h"
 #include "lm/options.h"
@@ -246,17 +247,6 @@ _Static_assert(sizeof(GrassmannLayer) <= MIXER_LAYER_BYTES, "a layer's settings 
 /* The largest window offset a list may name: the config's largest block. */
 #define MAX_OFFSET 16384
 
-/* Copies the next item of *s up to sep into item and advances *s past it
- * (to NULL after the last). Returns -1 for an empty or over-long item. */
-static int next_item_sep(const char **s, char *item, size_t cap, int sep) {
-    const char *comma = strchr(*s, sep);
-    size_t len = comma ? (size_t)(comma - *s) : strlen(*s);
-    if (len == 0 || len >= cap) return -1;
-    memcpy(item, *s, len);
-    item[len] = '\0';
-    *s = comma ? comma + 1 : NULL;
-    return 0;
-}
 
 size_t grassmann_layer_windows(const GrassmannSettings *g, size_t l, size_t *out) {
     uint32_t mask = g->layer_windows[l];
@@ -271,7 +261,7 @@ static int parse_window_list(const char *list, const char *spec, size_t *out, si
     size_t n = 0;
     char num[32];
     for (const char *s = list; s;) {
-        if (next_item_sep(&s, num, sizeof num, ',')) return err_set(err, "bad grassmann window list '%s'", spec);
+        if (list_next_item(&s, num, sizeof num, ',')) return err_set(err, "bad grassmann window list '%s'", spec);
         if (n == GRASSMANN_MAX_WINDOWS)
             return err_set(err, "grassmann window list has more than %d offsets", GRASSMANN_MAX_WINDOWS);
         if (parse_size(num, MAX_OFFSET, &out[n], "grassmann window offset", err)) return -1;
@@ -296,7 +286,7 @@ int grassmann_set_windows(GrassmannSettings *g, size_t n_layer, const char *spec
     uint32_t masks[MIXER_MAX_LAYERS];
     char list[512];
     for (const char *s = spec; s;) {
-        if (next_item_sep(&s, list, sizeof list, ';')) return err_set(err, "bad grassmann window schedule '%s'", spec);
+        if (list_next_item(&s, list, sizeof list, ';')) return err_set(err, "bad grassmann window schedule '%s'", spec);
         if (n_layers == n_layer || n_layers == MIXER_MAX_LAYERS)
             return err_set(err, "grassmann window schedule '%s' has more than n_layer (%zu) lists", spec, n_layer);
         size_t mine[GRASSMANN_MAX_WINDOWS], n;

@@ -6,6 +6,7 @@
 
 #include "lm/options.h"
 #include "lm/json.h"
+#include "runtime/registry.h"
 
 /* A number option's value at its place in settings. */
 static double option_number(const MixerOption *opt, const void *settings) {
@@ -150,19 +151,8 @@ int pos_parse(const char *name, PosKind *out) {
     return i >= 0 ? 0 : -1;
 }
 
-/* Copies the next item of *s up to sep into item and advances *s past it
- * (to NULL after the last). Returns -1 for an empty or over-long item. */
-static int next_item_sep(const char **s, char *item, size_t cap, int sep) {
-    const char *comma = strchr(*s, sep);
-    size_t len = comma ? (size_t)(comma - *s) : strlen(*s);
-    if (len == 0 || len >= cap) return -1;
-    memcpy(item, *s, len);
-    item[len] = '\0';
-    *s = comma ? comma + 1 : NULL;
-    return 0;
-}
 
-static int next_item(const char **s, char *item, size_t cap) { return next_item_sep(s, item, cap, ','); }
+static int next_item(const char **s, char *item, size_t cap) { return list_next_item(s, item, cap, ','); }
 
 int config_set_mixers(ModelConfig *cfg, const char *spec, Error *err) {
     const Mixer *list[MAX_LAYERS + 1];

@@ -20,3 +20,13 @@ const char *registry_names(const void *const *entries, size_t n, char *buf, size
         len += (size_t)snprintf(buf + len, cap - len, "%s%s", i ? ", " : "", entry_name(entries[i]));
     return buf;
 }
+
+int list_next_item(const char **s, char *item, size_t cap, int sep) {
+    const char *end = strchr(*s, sep);
+    size_t len = end ? (size_t)(end - *s) : strlen(*s);
+    if (len == 0 || len >= cap) return -1;
+    memcpy(item, *s, len);
+    item[len] = '\0';
+    *s = end ? end + 1 : NULL;
+    return 0;
+}

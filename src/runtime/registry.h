@@ -14,4 +14,10 @@ const void *registry_find(const void *const *entries, size_t n, const char *name
 /* The names in order, joined by ", " (for messages), written into buf. */
 const char *registry_names(const void *const *entries, size_t n, char *buf, size_t cap);
 
+/* Copies the next item of a list *s, up to sep, into item and advances *s
+ * past it (to NULL after the last): the registry names of a per-layer list
+ * ("attention,grassmann"), or a mixer's own lists. Returns -1 for an empty
+ * or over-long item. */
+int list_next_item(const char **s, char *item, size_t cap, int sep);
+
 #endif
