@@ -112,11 +112,11 @@ def main():
     ap.add_argument("--train-seqs", type=int, default=8000)
     ap.add_argument("--val-seqs", type=int, default=200)
     # The staged curriculum: MQAR runs first learn the lookup on --curriculum-pairs pairs (at the same
-    # length) for --curriculum-steps of the --max-iters steps, then go on with the full number of pairs
+    # length) for --curriculum-steps of the run's steps (--mqar-iters), then go on with the full number of pairs
     # (bin/train --stop-at, then --resume on the harder data: one learning-rate schedule). Straight on
     # 16 pairs the lookup did not form at all within thousands of steps (README, "make probe").
     ap.add_argument("--curriculum-pairs", type=int, default=4, help="MQAR pairs of the first stage; 0 = no curriculum")
-    ap.add_argument("--curriculum-steps", type=int, default=0, help="steps of the first stage (default: 2/3 of --max-iters)")
+    ap.add_argument("--curriculum-steps", type=int, default=0, help="steps of the first stage (default: 2/3 of the run's --mqar-iters)")
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--seed", type=int, default=1337)
     ap.add_argument("--grassmann-windows", default="1,2,4,8,12,16")

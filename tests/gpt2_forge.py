@@ -1,7 +1,7 @@
 """Forges a GPT-2-shaped checkpoint of ours (docs/design.md#file-formats) with
 random weights, and optionally a data directory in its tokenizer, for the
-measurements and tests at GPT-2 small's size (docs/programs.md#gpt-2-small-s-size)
-until a real GPT-2 can be imported.
+measurements and tests at GPT-2 small's size (docs/programs.md#gpt-2-small-s-size),
+where no real GPT-2 is at hand to import (docs/gpt2.md imports one).
 
 The model is what bin/convert will write: weights only (no optim.m. / optim.v.
 tensors), step 0. Weights N(0, 0.02), the residual projections

@@ -27,7 +27,7 @@ static const RunOption run_rows[] = {
     {"qk-norm", SZ(cfg.qk_norm), 0, 1, RUN_ARCH, "1: RMSNorm (no gain) of each attention head's q and k (0)", NULL},
     {"untied-head", SZ(cfg.untied_head), 0, 1, RUN_ARCH, "1: an LM head of its own (lm_head), not wte (0)", NULL},
     {"zero-init", SZ(cfg.zero_init), 0, 1, RUN_ARCH,
-     "1: attention, MLP and Grassmann output maps (and an untied\nhead) start at zero (0)", NULL},
+     "1: the output projections (attention's, gla's, the MLP's, an\nuntied head) start at zero; Grassmann has none (0)", NULL},
     {"logit-softcap", FL(cfg.logit_softcap), 0, 1e4, RUN_ARCH, "cap the logits at X: X tanh(z / X); 0 = off (0)", NULL},
     {"batch-size", SZ(batch_size), 1, 65536, RUN_KEPT, "sequences per micro-batch B (12)", NULL},
     {"grad-accum", SZ(grad_accum), 1, 4096, RUN_KEPT, "micro-batches per optimizer step (1)", NULL},
