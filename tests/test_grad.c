@@ -265,11 +265,14 @@ static void test_gla_step(void **s) {
     for (size_t t = 0; t < T; t++) {
         gla_mixer.step(&spec, &rt, params, state, in + t * C, out_t, t);
         for (size_t c = 0; c < C; c++) { /* not fmax: aarch64 GCC 12's vectoriser fails on that reduction */
-            double d = fabs((double)out_t[c] - out[t * C + c]);
+            double d = fabs((double)out_t[c] - out[t * C + c]) / (1.0 + fabs(out[t * C + c]));
             worst = d > worst ? d : worst;
         }
     }
-    if (worst > 1e-5) fail_msg("gla step differs from forward by %g", worst);
+    /* The step's products take one row and forward's all T, summing in
+     * other orders; over 37 positions of the recurrence that reaches 2e-5
+     * (ARM64 under qemu; under 1e-5 on x86-64). A wrong step is off by O(1). */
+    if (worst > 1e-4) fail_msg("gla step differs from forward by %g (relative)", worst);
     free(params), free(in), free(acts), free(out), free(state), free(out_t);
 }
 

@@ -3,9 +3,7 @@
  * decoding. */
 #include "testutil.h"
 
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lm/batch.h"
@@ -650,53 +648,6 @@ static void test_checkpoint_roundtrip_and_corruption(void **s) {
     model_free(&m);
 }
 
-/* A signal that ends a writer removes its temporary, its temporary folder
- * and its lock, says so in one line, and the process dies of that signal;
- * SIGPIPE silently. Forked, so the signal ends the child alone. */
-static void check_signal_cleanup(int sig) {
-    char dir[] = "/tmp/lm-cleanup-XXXXXX", out[PATH_BUF], lock_path[PATH_BUF], err_path[PATH_BUF];
-    assert_non_null(mkdtemp(dir));
-    snprintf(out, sizeof out, "%s/out.ckpt", dir);
-    snprintf(lock_path, sizeof lock_path, "%s.lock", out);
-    snprintf(err_path, sizeof err_path, "%s/stderr", dir);
-    Error err;
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        if (!freopen(err_path, "w", stderr)) _exit(3);
-        cleanup_on_signals("child");
-        char export_dir[PATH_BUF], file[PATH_BUF], tmp[PATH_BUF], tmp_dir[PATH_BUF];
-        snprintf(export_dir, sizeof export_dir, "%s/hf", dir);
-        OutputLock lock;
-        FILE *f = temp_create(out, tmp, sizeof tmp, &err);
-        if (!f || output_lock(out, &lock, &err) || temp_dir_create(export_dir, tmp_dir, sizeof tmp_dir, &err)) _exit(4);
-        snprintf(file, sizeof file, "%s/config.json", tmp_dir);
-        if (write_file_atomic(file, "{}", 2, &err)) _exit(5);
-        fputs("half", f);
-        fflush(f);
-        raise(sig);
-        _exit(6); /* not reached */
-    }
-    int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    if (!WIFSIGNALED(status) || WTERMSIG(status) != sig) fail_msg("the child did not die of signal %d (status %d)", sig, status);
-    struct stat st;
-    assert_int_not_equal(lstat(lock_path, &st), 0);
-    size_t len = 0;
-    char *said = read_file(err_path, &len, &err);
-    assert_non_null(said);
-    if (sig == SIGPIPE) assert_int_equal(len, 0);
-    else assert_non_null(strstr(said, "child: stopped"));
-    free(said);
-    unlink(err_path);
-    assert_int_equal(rmdir(dir), 0); /* empty: the temporary, the temporary folder and the lock went */
-}
-static void test_signal_cleanup(void **s) {
-    (void)s;
-    check_signal_cleanup(SIGTERM);
-    check_signal_cleanup(SIGINT);
-    check_signal_cleanup(SIGPIPE);
-}
 
 /* ---- evaluation ------------------------------------------------------------------ */
 
@@ -1012,7 +963,6 @@ int main(void) {
         cmocka_unit_test(test_overfit_attention),
         cmocka_unit_test(test_overfit_grassmann),
         cmocka_unit_test(test_config_errors),
-        cmocka_unit_test(test_signal_cleanup),
     };
     return cmocka_run_group_tests_name("units", tests, NULL, NULL);
 }
