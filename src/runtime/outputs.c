@@ -1,12 +1,16 @@
-/* What a program writes: the one rule every output path is held to, the
- * lock beside a checkpoint, and the removal of temporaries and locks when a
- * signal ends the process (see lm/files.h). */
+/* What a program writes: atomic writes through a temporary beside the
+ * file, the one rule every output path is held to, the lock beside a
+ * checkpoint, and the removal of temporaries and locks when a signal ends
+ * the process (see lm/files.h). Reading and paths are files.c's. */
 #include "lm/files.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -102,6 +106,150 @@ void cleanup_on_signals(const char *prog) {
     signal(SIGXFSZ, SIG_IGN);
 }
 
+/* ---- atomic writes: a temporary beside the file, then a rename ------------- */
+
+/* The directory holding path ("." or "/" for none) and its last part. */
+static int split_path(const char *path, char *dir, size_t size, const char **base, Error *err) {
+    const char *slash = strrchr(path, '/');
+    *base = slash ? slash + 1 : path;
+    if (!slash) return path_format(dir, size, err, ".");
+    if (slash == path) return path_format(dir, size, err, "/");
+    return path_format(dir, size, err, "%.*s", (int)(slash - path), path);
+}
+
+int fsync_parent_dir(const char *path) {
+    char dir[PATH_BUF];
+    const char *base;
+    Error ignored;
+    if (split_path(path, dir, sizeof dir, &base, &ignored)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+int temp_path(char *buf, size_t size, const char *path, Error *err) {
+    return path_format(buf, size, err, "%s" TEMP_INFIX "%ld", path, (long)getpid());
+}
+
+/* Unlinks what is at our temporary's name (a link or file planted there or
+ * left by a dead run of our pid), never following it; a directory stays, and
+ * the create that follows fails on it. */
+static int clear_temp(const char *tmp, Error *err) {
+    struct stat st;
+    if (lstat(tmp, &st) != 0 || S_ISDIR(st.st_mode)) return 0;
+    if (unlink(tmp) != 0 && errno != ENOENT) return err_set(err, "cannot remove '%s': %s", tmp, strerror(errno));
+    return 0;
+}
+
+int temp_dir_create(const char *path, char *tmp, size_t size, Error *err) {
+    if (temp_path(tmp, size, path, err) || clear_temp(tmp, err)) return -1;
+    if (mkdir(tmp, 0777) == 0) { /* mkdir never follows a link; the mode is the umask's */
+        cleanup_add(tmp, 1);
+        return 0;
+    }
+    return err_set(err, "cannot create '%s'%s: %s", tmp, errno == EEXIST ? " (left by an interrupted run? remove it)" : "",
+                   strerror(errno));
+}
+
+FILE *temp_create(const char *path, char *tmp, size_t size, Error *err) {
+    if (temp_path(tmp, size, path, err)) return NULL;
+    /* Our pid's name, so nothing of ours is there: whatever is (a planted
+     * link, a dead run's file of the same pid) is unlinked, never followed,
+     * and the file is created new (O_EXCL | O_NOFOLLOW: if anything appears
+     * there meanwhile, the open fails instead of writing through it), with
+     * the mode the umask gives. */
+    if (output_replaceable(path, "the output", err) || clear_temp(tmp, err)) return NULL;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!f) {
+        err_set(err, "cannot write '%s': %s", path, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
+        return NULL;
+    }
+    cleanup_add(tmp, 0); /* removed if a signal ends the process before the commit */
+    return f;
+}
+
+int temp_commit(FILE *f, const char *tmp, const char *path, int failed, Error *err) {
+    /* The data reaches the disk (fsync) before the rename makes it the file,
+     * and the rename reaches it (fsync of the directory) before we return:
+     * a crash, a kill or a power cut at any moment leaves the old file or
+     * the new one, whole. */
+    int saved = failed ? (errno ? errno : EIO) : 0;
+    if (!saved && (fflush(f) != 0 || fsync(fileno(f)) != 0)) saved = errno ? errno : EIO;
+    if (fclose(f) != 0 && !saved) saved = errno ? errno : EIO;
+    /* What appeared at path since the start (a device, a FIFO, a folder) is
+     * never replaced. */
+    if (!saved && output_replaceable(path, "the output", err)) {
+        unlink(tmp);
+        cleanup_drop(tmp);
+        return -1;
+    }
+    if (!saved && rename(tmp, path) != 0) {
+        err_set(err, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+        unlink(tmp);
+        cleanup_drop(tmp);
+        return -1;
+    }
+    cleanup_drop(tmp);
+    if (saved) {
+        err_set(err, "cannot write '%s': %s (the previous file, if any, is unchanged)", path, strerror(saved));
+        unlink(tmp);
+        return -1;
+    }
+    if (fsync_parent_dir(path) != 0) return err_set(err, "cannot sync the directory of '%s': %s", path, strerror(errno));
+    return 0;
+}
+
+int write_file_atomic(const char *path, const void *data, size_t len, Error *err) {
+    char tmp[PATH_BUF];
+    FILE *f = temp_create(path, tmp, sizeof tmp, err);
+    if (!f) return -1;
+    errno = 0;
+    return temp_commit(f, tmp, path, fwrite(data, 1, len, f) != len, err);
+}
+
+int remove_dead_temporaries(const char *path, Error *err) {
+    char dir[PATH_BUF];
+    const char *base;
+    if (split_path(path, dir, sizeof dir, &base, err)) return -1;
+    DIR *d = opendir(dir);
+    if (!d) return 0; /* no directory yet: nothing left in it */
+    size_t blen = strlen(base), infix = strlen(TEMP_INFIX);
+    int removed = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        const char *name = e->d_name;
+        if (strncmp(name, base, blen) != 0 || strncmp(name + blen, TEMP_INFIX, infix) != 0) continue;
+        const char *digits = name + blen + infix;
+        char *end;
+        errno = 0;
+        long pid = strtol(digits, &end, 10);
+        if (!isdigit((unsigned char)*digits) || *end || errno || pid <= 0 || pid == (long)getpid()) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to judge */
+        char full[PATH_BUF];
+        if (path_format(full, sizeof full, err, "%s/%s", dir, name)) continue;
+        struct stat st;
+        if (lstat(full, &st) == 0 && S_ISREG(st.st_mode) && unlink(full) == 0) removed++;
+    }
+    closedir(d);
+    return removed;
+}
+
+int write_text_in(const char *dir, const char *name, const char *text, Error *err) {
+    if (!text) return err_set(err, "out of memory");
+    char path[PATH_BUF];
+    if (path_format(path, sizeof path, err, "%s/%s", dir, name)) return -1;
+    return write_file_atomic(path, text, strlen(text), err);
+}
+
 /* ---- the one rule for an output path ---------------------------------------- */
 
 int output_replaceable(const char *path, const char *what, Error *err) {
@@ -113,14 +261,6 @@ int output_replaceable(const char *path, const char *what, Error *err) {
         return err_set(err, "%s '%s' is a directory: give the path of a file (in it, or beside it)", what, path);
     return err_set(err, "%s '%s' is %s, not a file: it is never written or replaced; give the path of a file", what,
                    path, file_kind(st.st_mode));
-}
-
-/* The folder path goes in ("." for a bare name). */
-static int parent_of(const char *path, char *dir, size_t size, Error *err) {
-    const char *slash = strrchr(path, '/');
-    if (!slash) return path_format(dir, size, err, ".");
-    if (slash == path) return path_format(dir, size, err, "/");
-    return path_format(dir, size, err, "%.*s", (int)(slash - path), path);
 }
 
 static int same_file(const char *a, const char *b) {
@@ -145,7 +285,8 @@ int output_check(const char *path, const char *what, OutputKind kind, const Name
         return err_set(err, "%s '%s' names a folder: give the path of a file", what, path);
     if (output_replaceable(path, what, err)) return -1;
     char dir[PATH_BUF], tmp[PATH_BUF];
-    if (parent_of(path, dir, sizeof dir, err)) return -1;
+    const char *base;
+    if (split_path(path, dir, sizeof dir, &base, err)) return -1;
     int found = stat(dir, &st) == 0;
     if (!found || !S_ISDIR(st.st_mode))
         return err_set(err, "%s '%s': the folder '%s' %s", what, path, dir,
