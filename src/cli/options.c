@@ -112,7 +112,7 @@ static void suggest_option(char *out, size_t size, const CliOption *opts, size_t
     size_t len = strlen(typed), prefixed = 0, used = 0;
     if (!len) return;
     const char *best = NULL;
-    size_t best_d = len / 3 > 2 ? len / 3 : 2;
+    size_t near = len / 3 > 2 ? len / 3 : 2, best_d = near + 1; /* within `near` edits, the fewest */
     for (size_t i = 0; i < n; i++) {
         if (opts[i].kind == OPT_HEADING) continue;
         if (strncmp(opts[i].name, typed, len) == 0) {
@@ -122,7 +122,7 @@ static void suggest_option(char *out, size_t size, const CliOption *opts, size_t
             continue;
         }
         size_t d = edit_distance(typed, opts[i].name);
-        if (d <= best_d && (!best || d < edit_distance(typed, best))) best = opts[i].name;
+        if (d < best_d) best = opts[i].name, best_d = d;
     }
     if (prefixed > 4) snprintf(out + used, used < size ? size - used : 0, " and %zu more", prefixed - 4);
     else if (!prefixed && best) snprintf(out, size, ": did you mean --%s?", best);
