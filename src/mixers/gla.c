@@ -81,8 +81,10 @@ static size_t gla_act_size(const MixerSpec *spec, size_t B, size_t T) {
 /* gamma (N, H) = sigmoid(z), z = x . decay_w^T + decay_b + offset. */
 static void decays(float *gamma, const GlaParams *p, const float *in, size_t N, size_t C, size_t H) {
     matmul_forward(NULL, gamma, in, p->decay_w, p->decay_b, N, C, H);
-    for (size_t n = 0; n < N; n++)
-        for (size_t h = 0; h < H; h++) gamma[n * H + h] = 1.0f / (1.0f + expf(-(gamma[n * H + h] + decay_offset(h, H))));
+    for (size_t h = 0; h < H; h++) {
+        float offset = decay_offset(h, H); /* once per head, not per token */
+        for (size_t n = 0; n < N; n++) gamma[n * H + h] = 1.0f / (1.0f + expf(-(gamma[n * H + h] + offset)));
+    }
 }
 
 /* One position of the recurrence for one head: S = g S + k v^T, then
