@@ -206,6 +206,18 @@ static void run_mixer(const Mixer *mx, ModelConfig cfg, const float *rope, size_
     free(c.params), free(c.acts), free(c.in), free(c.out), free(c.w), free(dp), free(din);
 }
 
+/* run_mixer on attention shaped as by_tiles_config (batch 1, BY_TILES_T
+ * positions) with backward cut into a task per key tile and per query tile
+ * (width 2 on 2 OpenMP threads, asserted taken); the width and the thread
+ * count restored after. */
+static void run_attention_by_tiles(ModelConfig cfg) {
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(2), threads_set_width(2);
+    assert_int_equal(attention_backward_by_tiles(1, BY_TILES_T, 1, cfg.n_embd), 1);
+    run_mixer(&attention_mixer, cfg, NULL, 1, BY_TILES_T, 0.5f);
+    threads_set_width(0), omp_set_num_threads(saved);
+}
+
 static void test_attention(void **s) {
     (void)s;
     ModelConfig cfg;
@@ -229,11 +241,7 @@ static void test_attention_window(void **s) {
     cfg = by_tiles_config();
     assert_int_equal(config_set_option(&cfg, "attn-window", "150", &err), 0);
     run_mixer(&attention_mixer, cfg, NULL, 1, BY_TILES_T, 0.5f);
-    int saved = omp_get_max_threads();
-    omp_set_num_threads(2), threads_set_width(2); /* the tile tasks */
-    assert_int_equal(attention_backward_by_tiles(1, BY_TILES_T, 1, cfg.n_embd), 1);
-    run_mixer(&attention_mixer, cfg, NULL, 1, BY_TILES_T, 0.5f);
-    threads_set_width(0), omp_set_num_threads(saved);
+    run_attention_by_tiles(cfg);
 }
 
 /* Gated linear attention: one chunk of the recurrence, then three (32, 32
@@ -296,10 +304,7 @@ static void test_attention_backward_by_tiles(void **s) {
     MixerSpec spec = model_mixer_spec(&cfg, 0);
     float *params = rand_tensor(mixer_param_count(&attention_mixer, &spec), 0.5f, 8);
     check_by_tiles_bitwise(params, (MixerRuntime){NULL, NULL});
-    int saved = omp_get_max_threads();
-    omp_set_num_threads(2), threads_set_width(2); /* the tile tasks */
-    run_mixer(&attention_mixer, cfg, NULL, 1, BY_TILES_T, 0.5f);
-    threads_set_width(0), omp_set_num_threads(saved);
+    run_attention_by_tiles(cfg);
     free(params);
 }
 
