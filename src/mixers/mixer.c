@@ -20,11 +20,7 @@ size_t mixer_count(void) { return N_MIXERS; }
 
 const Mixer *mixer_at(size_t i) { return i < N_MIXERS ? registry[i] : NULL; }
 
-size_t mixer_index(const Mixer *mx) {
-    for (size_t i = 0; i < N_MIXERS; i++)
-        if (registry[i] == mx) return i;
-    return N_MIXERS;
-}
+size_t mixer_index(const Mixer *mx) { return registry_index(registry, N_MIXERS, mx); }
 
 const char *mixer_names(void) {
     static char names[256];

@@ -22,11 +22,7 @@ size_t optimizer_count(void) { return N_OPTIMIZERS; }
 
 const Optimizer *optimizer_at(size_t i) { return i < N_OPTIMIZERS ? registry[i] : NULL; }
 
-size_t optimizer_index(const Optimizer *opt) {
-    for (size_t i = 0; i < N_OPTIMIZERS; i++)
-        if (registry[i] == opt) return i;
-    return N_OPTIMIZERS;
-}
+size_t optimizer_index(const Optimizer *opt) { return registry_index(registry, N_OPTIMIZERS, opt); }
 
 const char *optimizer_names(void) {
     static char names[128];

@@ -21,6 +21,12 @@ const char *registry_names(const void *const *entries, size_t n, char *buf, size
     return buf;
 }
 
+size_t registry_index(const void *const *entries, size_t n, const void *entry) {
+    for (size_t i = 0; i < n; i++)
+        if (entries[i] == entry) return i;
+    return n;
+}
+
 int list_next_item(const char **s, char *item, size_t cap, int sep) {
     const char *end = strchr(*s, sep);
     size_t len = end ? (size_t)(end - *s) : strlen(*s);

@@ -11,6 +11,8 @@
 
 /* The entry named `name`, or NULL. */
 const void *registry_find(const void *const *entries, size_t n, const char *name);
+/* The place of `entry` in the registry, or n when it is not there. */
+size_t registry_index(const void *const *entries, size_t n, const void *entry);
 /* The names in order, joined by ", " (for messages), written into buf. */
 const char *registry_names(const void *const *entries, size_t n, char *buf, size_t cap);
 
