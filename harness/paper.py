@@ -36,7 +36,7 @@ from collections import Counter
 
 from harness.common import (BIN, ROOT, command_line, die, gnuplot, gnuplot_string, layer_windows, need_gnuplot, out_dir,
                             run_ok, token_header)
-from harness.compare import CSV_COLUMNS, CSV_RUN, ONE_SEED, fmt, mean_spread
+from harness.compare import CSV_COLUMNS, CSV_RUN, ONE_SEED, fmt, fmt_p, mean_spread
 from harness.report_page import chart, markdown_sections, write_page
 from harness.results import Int, MapOf, Num, Obj, load_csv, load_json, read_train_log
 from harness.stats import welch_p
@@ -215,10 +215,6 @@ def ratio_p(rows, norm, name, base="transformer", base_norm=None):
     """Welch's p-value for a val-perplexity ratio of 1 (equal mean val loss) between
     name under norm and base under base_norm (default the same norm); None below 2 seeds."""
     return welch_p(losses(rows, norm, name), losses(rows, base_norm or norm, base))
-
-
-def fmt_p(p):
-    return "p n/a" if p is None else f"p {p:.2g}" if p >= 1e-3 else "p < 0.001"
 
 
 # ---- the per-window ablation -------------------------------------------------------

@@ -81,7 +81,7 @@ class Names(unittest.TestCase):
             with self.assertRaises(SystemExit) as e, contextlib.redirect_stderr(io.StringIO()):
                 parse_archs(spec, 1)
             self.assertEqual(e.exception.code, 2)
-        self.assertEqual(parse_archs("attention h=grassmann", 2),
+        self.assertEqual([(x.name, x.mixers) for x in parse_archs("attention h=grassmann", 2)],
                          [("attention", ["attention"] * 2), ("h", ["grassmann"] * 2)])
 
 
