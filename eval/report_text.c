@@ -133,7 +133,8 @@ void inspect_print(FILE *f, const Inspection *in, const Induction *ind, const Mo
             for (size_t t = 0; t < T; t++) g += li->gate_mean[t];
             sb_appendf(&sb, "layer %zu %s: mean gate %.3f | offset contribution norms", l, li->mixer, g / (double)T);
             for (size_t k = 0; k < li->n_offsets; k++) sb_appendf(&sb, " d=%zu: %.3f", li->offsets[k], li->offset_norm[k]);
-            sb_appendf(&sb, " | max Plücker residual %.2e\n", li->plucker_residual);
+            if (isfinite(li->plucker_residual)) sb_appendf(&sb, " | max Plücker residual %.2e", li->plucker_residual);
+            sb_appendf(&sb, "\n");
         }
         if (!li->probs && !li->gate_mean)
             sb_appendf(&sb, "layer %zu %s: no measurements of its own (logit lens and attribution only)\n", l, li->mixer);

@@ -87,27 +87,42 @@ def gla(W, p, h, H):
     return F.linear(o, W[p + "gla.proj.weight"], W[p + "gla.proj.bias"])
 
 
-def grassmann(W, p, h, r, windows, eps=1e-8, parallel=1e-5):
-    """The causal Grassmann layer exactly as docs/design.md states it."""
+def grassmann_features(pair, r):
+    """F, the features of each position for a pair map of rank r."""
+    return {"wedge": r * (r - 1) // 2, "outer": r * r, "sum": r}[pair]
+
+
+def pair_map(pair, zc, zp, eps, parallel):
+    """One offset's map of the pairs (zc, zp), (..., r) each, as docs/design.md states it."""
+    if pair == "sum":
+        return zc + zp
+    outer = zc.unsqueeze(-1) * zp.unsqueeze(-2)  # [i, j] = zc_i zp_j
+    if pair == "outer":
+        norm = zc.norm(dim=-1, keepdim=True) * zp.norm(dim=-1, keepdim=True)
+        return outer.flatten(-2) / norm.clamp(min=eps)
+    r = zc.shape[-1]
+    iu = torch.triu_indices(r, r, 1)  # (0,1), (0,2), ..., (1,2), ...: row-major i < j
+    pl = (outer - outer.transpose(-1, -2))[..., iu[0], iu[1]]
+    # A parallel pair, |pl| <= parallel |zc| |zp| (a repeated token's equal
+    # z when no positions reach the layer), has no direction: it adds
+    # nothing and passes no gradient (docs/design.md), where pl / eps
+    # would pass opposite 1/eps-sized ones.
+    norm = pl.norm(dim=-1, keepdim=True)
+    apart = norm > parallel * zc.norm(dim=-1, keepdim=True) * zp.norm(dim=-1, keepdim=True)
+    return pl / norm.clamp(min=eps) * apart.to(zc.dtype)
+
+
+def grassmann(W, p, h, r, windows, eps=1e-8, parallel=1e-5, pair="wedge"):
+    """The causal Grassmann layer exactly as docs/design.md states it, its
+    pairs mapped by `pair` (wedge: the Plücker coordinates; outer, sum: the controls)."""
     B, T, C = h.shape
     z = F.linear(h, W[p + "grassmann.red.weight"], W[p + "grassmann.red.bias"])
-    iu = torch.triu_indices(r, r, 1)  # (0,1), (0,2), ..., (1,2), ...: row-major i < j
-    P = iu.shape[1]
-    qsum = torch.zeros(B, T, P, dtype=h.dtype)
+    qsum = torch.zeros(B, T, grassmann_features(pair, r), dtype=h.dtype)
     count = torch.zeros(T, dtype=h.dtype)
     for d in windows:
         if d >= T:
             continue
-        zc, zp = z[:, d:, :], z[:, :-d, :]
-        outer = zc.unsqueeze(-1) * zp.unsqueeze(-2)  # [i, j] = zc_i zp_j
-        pl = (outer - outer.transpose(-1, -2))[..., iu[0], iu[1]]
-        # A parallel pair, |pl| <= parallel |zc| |zp| (a repeated token's equal
-        # z when no positions reach the layer), has no direction: it adds
-        # nothing and passes no gradient (docs/design.md), where pl / eps
-        # would pass opposite 1/eps-sized ones.
-        norm = pl.norm(dim=-1, keepdim=True)
-        apart = norm > parallel * zc.norm(dim=-1, keepdim=True) * zp.norm(dim=-1, keepdim=True)
-        q = pl / norm.clamp(min=eps) * apart.to(h.dtype)
+        q = pair_map(pair, z[:, d:, :], z[:, :-d, :], eps, parallel)
         qsum = qsum + F.pad(q, (0, 0, d, 0))
         count[d:] += 1
     mean = qsum / count.clamp(min=1)[None, :, None]
@@ -155,7 +170,7 @@ def model_logits(W, cfg, inputs):
                                  cfg.get("attn_window", 0))
             if mixer == "gla":
                 return gla(W, p, h, cfg["n_head"])
-            return grassmann(W, p, h, cfg["grassmann_rank"], windows[l])
+            return grassmann(W, p, h, cfg["grassmann_rank"], windows[l], pair=cfg.get("grassmann_pair", "wedge"))
 
         def mlp(h):
             h = F.linear(h, W[p + "mlp.fc.weight"], W[p + "mlp.fc.bias"])
@@ -197,7 +212,7 @@ def init_weights(cfg, dtype=torch.float32, seed=0):
     g = torch.Generator().manual_seed(seed)
     C, V, T = cfg["n_embd"], cfg["vocab_size"], cfg["block_size"]
     r = cfg.get("grassmann_rank", 32)
-    P = r * (r - 1) // 2
+    P = grassmann_features(cfg.get("grassmann_pair", "wedge"), r)
     rms = cfg.get("norm_type", "layernorm") == "rmsnorm"
     shapes = {"wte": (V, C), "ln_f.weight": (C,)}
     if not rms:

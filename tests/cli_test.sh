@@ -179,6 +179,18 @@ expect_ok "resume post-norm with the original command line" $B/train --data "$tm
     --max-iters 4 --mixer grassmann,attention --norm post --grassmann-windows "1,2;4" --resume "$tmp/post.ckpt"
 grep -q "steps 2..4 of 4" "$tmp/out" && ok || bad "resume post-norm did not continue at step 2: $(grep '^train:' "$tmp/out")"
 expect_ok "eval post-norm" $B/eval --model "$tmp/post.ckpt" --data "$tmp/a"
+# A control's pair map: in the start-up line and the config, kept on resume, sampled and inspected.
+expect_error "unknown pair map" "must be wedge, outer or sum \\(got 'cross'\\)" $B/train --data "$tmp/a" --out "$tmp/pair.ckpt" \
+    --mixer grassmann --grassmann-pair cross
+expect_ok "train outer pair map" $B/train --data "$tmp/a" --out "$tmp/pair.ckpt" "${SMALL[@]}" --max-iters 4 --stop-at 2 \
+    --mixer grassmann,attention --grassmann-pair outer --grassmann-rank 4 --grassmann-windows 1,3
+grep -q "pair map outer" "$tmp/out" && ok || bad "train does not report the pair map: $(grep '^model:' "$tmp/out")"
+expect_error "resume pair map change" "--grassmann-pair sum differs from the checkpoint's outer" $B/train --data "$tmp/a" \
+    --out "$tmp/pair.ckpt" --resume "$tmp/pair.ckpt" --grassmann-pair sum
+expect_ok "sample outer pair map" $B/sample --model "$tmp/pair.ckpt" --tokens 20 --seed 3
+expect_ok "inspect outer pair map" $B/inspect --model "$tmp/pair.ckpt" --prompt "The whale, the" --out "$tmp/insp-pair"
+grep -q "offset contribution norms" "$tmp/out" && ! grep -q "Plücker residual" "$tmp/out" && ok \
+    || bad "inspect of an outer map: offsets missing or a Plücker residual reported"
 expect_ok "sample post-norm" $B/sample --model "$tmp/post.ckpt" --tokens 20 --seed 3
 expect_ok "inspect post-norm" $B/inspect --model "$tmp/post.ckpt" --prompt "The whale, the" --out "$tmp/insp-post"
 expect_error "eval flipped byte" "checksum" $B/eval --model "$tmp/flip.ckpt" --data "$tmp/a"

@@ -168,6 +168,11 @@ def main():
                                               "--grassmann-windows", "1,2,4"]),
         ("hybrid g,a, rope, repeated tokens", ["--mixer", "grassmann,attention", "--pos", "rope",
                                                "--grassmann-rank", "6", "--grassmann-windows", "1,2,4"]),
+        # The controls' pair maps: the normalised outer product and the sum.
+        ("grassmann, outer pair map", ["--mixer", "grassmann", "--grassmann-rank", "5", "--grassmann-windows", "1,2,4",
+                                       "--grassmann-pair", "outer"]),
+        ("hybrid g,a, sum pair map, rope", ["--mixer", "grassmann,attention", "--pos", "rope", "--grassmann-rank", "6",
+                                            "--grassmann-windows", "1,3", "--grassmann-pair", "sum"]),
         # A sliding window: within a tile, and over three tiles whose bands
         # cut some key tiles and skip others.
         ("attention, window 5", ["--mixer", "attention", "--attn-window", "5"]),

@@ -318,6 +318,11 @@ static void test_grassmann_layer(void **s) {
     assert_int_equal(config_set_option(&cfg, "grassmann-windows", "1,2,4", &err), 0);
     assert_int_equal(config_set_mixers(&cfg, "grassmann", &err), 0); /* the spec of a Grassmann layer */
     run_mixer(&grassmann_mixer, cfg, NULL, 2, 9, 0.3f);
+    static const char *const maps[] = {"outer", "sum"};
+    for (size_t k = 0; k < 2; k++) {
+        assert_int_equal(config_set_option(&cfg, "grassmann-pair", maps[k], &err), 0);
+        run_mixer(&grassmann_mixer, cfg, NULL, 2, 9, 0.3f);
+    }
 }
 
 /* Attention with rope positions: the rotation between the qkv projection and
@@ -407,18 +412,20 @@ typedef struct {
     const size_t *win;
     float eps;
     float *z, *qbar, *w;
+    GrassmannPair pair; /* the wedge unless set */
 } PluckerCtx;
 
 static double plucker_obj(void *p) {
     PluckerCtx *c = p;
-    grassmann_mix_forward(c->qbar, c->z, c->win, c->nw, 0, c->B, c->T, c->r, c->eps);
-    return dot_objective(c->qbar, c->w, c->B * c->T * c->r * (c->r - 1) / 2);
+    grassmann_mix_forward(c->pair, c->qbar, c->z, c->win, c->nw, 0, c->B, c->T, c->r, c->eps);
+    return dot_objective(c->qbar, c->w, c->B * c->T * grassmann_n_features(c->pair, c->r));
 }
 
-/* The mixing of z (B, T, r) over offsets `win`, against finite differences. */
-static void run_mix(const size_t *win, size_t nw, size_t r, float zscale, float eps, const char *what) {
-    PluckerCtx c = {2, 6, r, nw, win, eps, NULL, NULL, NULL};
-    size_t N = c.B * c.T, P = r * (r - 1) / 2;
+/* The mixing of z (B, T, r) over offsets `win` by a pair map, against finite differences. */
+static void run_map_mix(GrassmannPair pair, const size_t *win, size_t nw, size_t r, float zscale, float eps,
+                        const char *what) {
+    PluckerCtx c = {2, 6, r, nw, win, eps, NULL, NULL, NULL, pair};
+    size_t N = c.B * c.T, P = grassmann_n_features(pair, r);
     c.z = rand_tensor(N * r, zscale, 14);
     c.qbar = zeros(N * P);
     c.w = rand_tensor(N * P, 1.0f, 15);
@@ -426,9 +433,24 @@ static void run_mix(const size_t *win, size_t nw, size_t r, float zscale, float 
     plucker_obj(&c);
     for (size_t b = 0; b < c.B; b++)
         for (size_t k = 0; k < P; k++) assert_true(c.qbar[b * c.T * P + k] == 0.0f); /* position 0: nothing */
-    grassmann_mix_backward(dz, u, coef, c.w, c.z, win, nw, c.B, c.T, r, eps);
+    grassmann_mix_backward(pair, dz, u, coef, c.w, c.z, win, nw, c.B, c.T, r, eps);
     CHECK_GRAD(plucker_obj, &c, c.z, dz, N * r, N * r, zscale * 1e-2f, TOL, what);
     free(c.z), free(c.qbar), free(c.w), free(dz), free(u), free(coef);
+}
+
+static void run_mix(const size_t *win, size_t nw, size_t r, float zscale, float eps, const char *what) {
+    run_map_mix(GRASSMANN_PAIR_WEDGE, win, nw, r, zscale, eps, what);
+}
+
+/* The controls' maps of the same pairs: the normalised outer product (also
+ * at the clamp, and some pairs clamped) and the sum, over an uneven mean. */
+static void test_grassmann_pair_maps(void **s) {
+    (void)s;
+    static const size_t win[] = {1, 3, 5};
+    run_map_mix(GRASSMANN_PAIR_OUTER, win, 3, 4, 1.0f, GRASSMANN_EPS, "outer map, offset mean");
+    run_map_mix(GRASSMANN_PAIR_OUTER, win, 3, 5, 0.1f, 1.0f, "outer map at the eps clamp");
+    run_map_mix(GRASSMANN_PAIR_OUTER, win, 3, 5, 1.0f, 2.0f, "outer map, some pairs clamped");
+    run_map_mix(GRASSMANN_PAIR_SUM, win, 3, 4, 1.0f, GRASSMANN_EPS, "sum map, offset mean");
 }
 
 static void test_grassmann_plucker_normalised(void **s) {
@@ -483,7 +505,7 @@ static void test_grassmann_repeated_tokens(void **s) {
     (void)s;
     static const size_t win[] = {1, 2, 3};
     size_t r = 6, T = 8, P = r * (r - 1) / 2;
-    TiedCtx c = {{1, T, r, 3, win, GRASSMANN_EPS, NULL, NULL, NULL}, NULL, NULL};
+    TiedCtx c = {{1, T, r, 3, win, GRASSMANN_EPS, NULL, NULL, NULL, GRASSMANN_PAIR_WEDGE}, NULL, NULL};
     c.m.z = rand_tensor(T * r, 1.0f, 21); /* token 2's row stays as drawn */
     c.m.qbar = zeros(T * P);
     c.m.w = rand_tensor(T * P, 1.0f, 22);
@@ -494,7 +516,7 @@ static void test_grassmann_repeated_tokens(void **s) {
     float want[15] = {0};
     grassmann_pair_forward(want, c.m.z + 3 * r, c.m.z + 1 * r, 1.0f / 3.0f, GRASSMANN_EPS, r);
     for (size_t k = 0; k < P; k++) assert_float_equal(c.m.qbar[3 * P + k], want[k], 1e-6);
-    grassmann_mix_backward(dz, u, coef, c.m.w, c.m.z, win, 3, 1, T, r, GRASSMANN_EPS);
+    grassmann_mix_backward(GRASSMANN_PAIR_WEDGE, dz, u, coef, c.m.w, c.m.z, win, 3, 1, T, r, GRASSMANN_EPS);
     for (size_t t = 0; t < T; t++)
         for (size_t i = 0; i < r; i++) {
             if (TIED_TOKENS[t] == 0) dy0[i] += dz[t * r + i];
@@ -818,6 +840,26 @@ static void test_model_recipe_switches(void **s) {
     run_recipe_model("attention", POS_LEARNED, NORM_PRE, NORM_TYPE_LAYERNORM, MLP_ACT_GELU, 0, 0, 1.0f);
 }
 
+/* Whole models whose Grassmann layers map the pairs by the controls' maps. */
+static void test_model_pair_maps(void **s) {
+    (void)s;
+    static const char *const maps[] = {"outer", "sum"};
+    for (size_t k = 0; k < 2; k++) {
+        ModelConfig cfg = tiny_test_config("grassmann,attention", POS_LEARNED, 0.0f, NORM_PRE, NULL);
+        Error err;
+        assert_int_equal(config_set_option(&cfg, "grassmann-pair", maps[k], &err), 0);
+        Model m;
+        tiny_test_model_of(&m, &cfg, 1);
+        int32_t in[16], tg[16];
+        for (size_t i = 0; i < 16; i++) in[i] = (int32_t)((i * 7 + 3) % 11), tg[i] = (int32_t)((i * 5 + 1) % 11);
+        ModelCtx c = {&m, in, tg, 2, 8, 1234};
+        char label[96];
+        snprintf(label, sizeof label, "model[grassmann,attention, pair map %s]", maps[k]);
+        check_model_grads(&m, model_obj, &c, label);
+        model_free(&m);
+    }
+}
+
 static void test_model_recipe_all(void **s) {
     (void)s;
     run_recipe_model("attention", POS_ROPE, NORM_PRE, NORM_TYPE_RMSNORM, MLP_ACT_RELU2, 1, 1, 1.0f);
@@ -851,11 +893,13 @@ int main(void) {
         cmocka_unit_test(test_grassmann_clamp),
         cmocka_unit_test(test_grassmann_repeated_tokens),
         cmocka_unit_test(test_grassmann_offset_mean),
+        cmocka_unit_test(test_grassmann_pair_maps),
         cmocka_unit_test(test_grassmann_gate),
         cmocka_unit_test(test_grassmann_layer),
         cmocka_unit_test(test_model_attention),
         cmocka_unit_test(test_model_sinusoidal_dropout),
         cmocka_unit_test(test_model_grassmann),
+        cmocka_unit_test(test_model_pair_maps),
         cmocka_unit_test(test_model_hybrid),
         cmocka_unit_test(test_model_rope),
         cmocka_unit_test(test_model_rope_hybrid),

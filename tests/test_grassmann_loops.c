@@ -3,7 +3,8 @@
  * each against a double-precision reference: the wedge and one normalised
  * pair at ranks that take every vector body and tail, the mean over offsets
  * (muted offsets included) and its backward (against central differences of
- * the double forward), and the gate at lengths 1 .. 67 and a long one. */
+ * the double forward) for each pair map (wedge, outer, sum), and the gate at
+ * lengths 1 .. 67 and a long one. */
 #include "testutil.h"
 
 #include <math.h>
@@ -65,17 +66,33 @@ static void test_wedge_and_pair(void **state) {
     }
 }
 
-/* qbar (B, T, P) of z (B, T, r) in double, as grassmann_mix_forward defines it. */
-static void mix_ref(double *qbar, const double *z, const size_t *windows, size_t nw, uint32_t muted, size_t B,
-                    size_t T, size_t r) {
-    size_t P = grassmann_n_pairs(r);
+/* q (F) += scale * the map of one pair, in double: the normalised wedge
+ * (pair_ref), the normalised outer product or the sum. */
+static void map_ref(GrassmannPair pair, double *q, const double *a, const double *b, double scale, size_t r) {
+    if (pair == GRASSMANN_PAIR_WEDGE) {
+        pair_ref(q, a, b, scale, GRASSMANN_EPS, r);
+    } else if (pair == GRASSMANN_PAIR_OUTER) {
+        double aa = 0.0, bb = 0.0;
+        for (size_t i = 0; i < r; i++) aa += a[i] * a[i], bb += b[i] * b[i];
+        double s = scale / fmax(sqrt(aa) * sqrt(bb), GRASSMANN_EPS);
+        for (size_t i = 0; i < r; i++)
+            for (size_t j = 0; j < r; j++) q[i * r + j] += s * a[i] * b[j];
+    } else {
+        for (size_t i = 0; i < r; i++) q[i] += scale * (a[i] + b[i]);
+    }
+}
+
+/* qbar (B, T, F) of z (B, T, r) in double, as grassmann_mix_forward defines it. */
+static void mix_ref(GrassmannPair pair, double *qbar, const double *z, const size_t *windows, size_t nw,
+                    uint32_t muted, size_t B, size_t T, size_t r) {
+    size_t P = grassmann_n_features(pair, r);
     for (size_t n = 0; n < B * T; n++) {
         size_t t = n % T, cnt = 0;
         for (size_t k = 0; k < nw; k++) cnt += windows[k] <= t;
         for (size_t k = 0; k < P; k++) qbar[n * P + k] = 0.0;
         for (size_t k = 0; k < nw; k++)
             if (windows[k] <= t && !(muted >> k & 1u))
-                pair_ref(qbar + n * P, z + n * r, z + (n - windows[k]) * r, 1.0 / (double)cnt, GRASSMANN_EPS, r);
+                map_ref(pair, qbar + n * P, z + n * r, z + (n - windows[k]) * r, 1.0 / (double)cnt, r);
     }
 }
 
@@ -86,20 +103,22 @@ static void test_mix_forward(void **state) {
     (void)state;
     const GrassmannLoops *L = grassmann_loops();
     size_t B = 2, T = 9;
+    for (GrassmannPair pair = 0; pair < GRASSMANN_PAIR_COUNT; pair++)
     for (size_t t = 0; t < N_RANKS; t++) {
-        size_t r = RANKS[t], P = grassmann_n_pairs(r);
+        size_t r = RANKS[t], P = grassmann_n_features(pair, r);
+        const GrassmannMapLoops *M = &L->map[pair];
         for (uint32_t muted = 0; muted < 4; muted += 2) { /* none, then offset 2 muted */
             float *z = rand_tensor(B * T * r, 1.0f, 40 + t), *q = zeros(B * T * P);
             double *zd = to_double(z, B * T * r), *qw = malloc(B * T * P * sizeof(double));
-            L->mix_forward(q, z, WINDOWS, NW, muted, B, T, r, GRASSMANN_EPS);
-            mix_ref(qw, zd, WINDOWS, NW, muted, B, T, r);
+            M->mix_forward(q, z, WINDOWS, NW, muted, B, T, r, GRASSMANN_EPS);
+            mix_ref(pair, qw, zd, WINDOWS, NW, muted, B, T, r);
             for (size_t k = 0; k < B * T * P; k++) near(q[k], qw[k], 1e-4, 1e-5, "mix_forward", r, k);
             /* One row alone, as the sampling step takes it: the same numbers. */
             size_t n = B * T - 1;
             const float *past[NW];
             float *row = zeros(P);
             for (size_t k = 0; k < NW; k++) past[k] = z + (n - WINDOWS[k]) * r;
-            L->mix_row(row, z + n * r, past, WINDOWS, NW, muted, T - 1, GRASSMANN_EPS, r);
+            M->mix_row(row, z + n * r, past, WINDOWS, NW, muted, T - 1, GRASSMANN_EPS, r);
             assert_memory_equal(row, q + n * P, P * sizeof(float));
             free(z), free(q), free(zd), free(qw), free(row);
         }
@@ -111,19 +130,20 @@ static void test_mix_backward(void **state) {
     (void)state;
     const GrassmannLoops *L = grassmann_loops();
     size_t B = 1, T = 7;
+    for (GrassmannPair pair = 0; pair < GRASSMANN_PAIR_COUNT; pair++)
     for (size_t t = 0; t < N_RANKS; t++) {
-        size_t r = RANKS[t], P = grassmann_n_pairs(r), N = B * T;
+        size_t r = RANKS[t], P = grassmann_n_features(pair, r), N = B * T;
         float *z = rand_tensor(N * r, 1.0f, 60 + t), *dq = rand_tensor(N * P, 1.0f, 70 + t), *dz = zeros(N * r),
               *u = zeros(N * r), *coef = zeros(N * (3 * NW + 1));
         double *zd = to_double(z, N * r), *q = malloc(N * P * sizeof(double));
-        L->mix_backward(dz, u, coef, dq, z, WINDOWS, NW, B, T, r, GRASSMANN_EPS);
+        L->map[pair].mix_backward(dz, u, coef, dq, z, WINDOWS, NW, B, T, r, GRASSMANN_EPS);
         for (size_t i = 0; i < N * r; i++) {
             double h = 1e-6, lp = 0.0, lm = 0.0, z0 = zd[i];
             zd[i] = z0 + h;
-            mix_ref(q, zd, WINDOWS, NW, 0, B, T, r);
+            mix_ref(pair, q, zd, WINDOWS, NW, 0, B, T, r);
             for (size_t k = 0; k < N * P; k++) lp += dq[k] * q[k];
             zd[i] = z0 - h;
-            mix_ref(q, zd, WINDOWS, NW, 0, B, T, r);
+            mix_ref(pair, q, zd, WINDOWS, NW, 0, B, T, r);
             for (size_t k = 0; k < N * P; k++) lm += dq[k] * q[k];
             zd[i] = z0;
             near(dz[i], (lp - lm) / (2 * h), 1e-4, 1e-4, "mix_backward", r, i);

@@ -398,10 +398,10 @@ static void test_grassmann_muted_offset(void **s) {
     enum { T = 9, R = 5, P = 10 };
     static const size_t all[] = {1, 2, 4}, rest[] = {1, 4};
     float *z = rand_tensor(T * R, 1.0f, 31), muted[T * P], without[T * P], plain[T * P], none[T * P];
-    grassmann_mix_forward(muted, z, all, 3, 1u << 1, 1, T, R, GRASSMANN_EPS);
-    grassmann_mix_forward(without, z, rest, 2, 0, 1, T, R, GRASSMANN_EPS);
-    grassmann_mix_forward(plain, z, all, 3, 0, 1, T, R, GRASSMANN_EPS);
-    grassmann_mix_forward(none, z, all, 3, 1u << 3, 1, T, R, GRASSMANN_EPS); /* bit 3: no such offset */
+    grassmann_mix_forward(GRASSMANN_PAIR_WEDGE, muted, z, all, 3, 1u << 1, 1, T, R, GRASSMANN_EPS);
+    grassmann_mix_forward(GRASSMANN_PAIR_WEDGE, without, z, rest, 2, 0, 1, T, R, GRASSMANN_EPS);
+    grassmann_mix_forward(GRASSMANN_PAIR_WEDGE, plain, z, all, 3, 0, 1, T, R, GRASSMANN_EPS);
+    grassmann_mix_forward(GRASSMANN_PAIR_WEDGE, none, z, all, 3, 1u << 3, 1, T, R, GRASSMANN_EPS); /* bit 3: no such offset */
     double changed = 0.0;
     for (size_t t = 0; t < T; t++) {
         double n_all = (t >= 1) + (t >= 2) + (t >= 4), n_rest = (t >= 1) + (t >= 4);

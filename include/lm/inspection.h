@@ -48,7 +48,7 @@ typedef struct LayerInspection {
     size_t *offsets;     /* n_offsets: the layer's window offsets d, which the two below are of */
     double *offset_norm; /* n_offsets: mean over positions where offset d fits of |W_plu q_t^d| / |D_t| */
     float *offset_position_norm; /* (n_offsets, T): |W_plu q_t^d| / |D_t| at each position, NaN where d does not fit */
-    double plucker_residual; /* max over t, d, i<j<k<l of |p_ij p_kl - p_ik p_jl + p_il p_jk| / |p|^2 */
+    double plucker_residual; /* max over t, d, i<j<k<l of |p_ij p_kl - p_ik p_jl + p_il p_jk| / |p|^2 (NaN: a pair map other than the wedge) */
     /* parts of the output at position T - 1, for the attribution */
     size_t n_parts;
     char (*part_name)[MIXER_PART_NAME]; /* n_parts: "H0", "attn bias" */

@@ -93,7 +93,7 @@ typedef struct MixerOption {
     /* A number: its place in the settings, bounds (bin/train's) and default. */
     size_t offset;
     double lo, hi, def;
-    /* A number written to the config only when it is not its default, so
+    /* A setting written to the config only when it is not its default, so
      * that the configs (and checkpoints) of models that do not use it are
      * what they were before the option existed. */
     int omit_default;

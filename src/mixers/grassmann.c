@@ -19,10 +19,17 @@ typedef struct GrActs {
     float *dm, *dg, *dapre, *dqbar, *dz, *u, *coef;
 } GrActs;
 
+/* F, the features of each position: the layer's map of rank r. */
+static size_t n_features(const MixerSpec *spec) {
+    return grassmann_n_features(grassmann_layer(spec)->pair, grassmann_layer(spec)->rank);
+}
+
+static const GrassmannMapLoops *map_loops(const MixerSpec *spec) { return &grassmann_loops()->map[grassmann_layer(spec)->pair]; }
+
 static size_t coef_size(const MixerSpec *spec, size_t N) { return N * (grassmann_layer(spec)->n_windows * GRASSMANN_COEF_PER_OFFSET + 1); }
 
 GrParams gr_params(const float *p, const MixerSpec *spec) {
-    size_t C = spec->n_embd, r = grassmann_layer(spec)->rank, P = grassmann_n_pairs(r);
+    size_t C = spec->n_embd, r = grassmann_layer(spec)->rank, P = n_features(spec);
     GrParams g;
     g.red_w = p;
     g.red_b = g.red_w + r * C;
@@ -37,7 +44,7 @@ GrParams gr_params(const float *p, const MixerSpec *spec) {
 
 /* With base == NULL it only measures (the activation size). */
 static size_t gr_layout(float *base, const MixerSpec *spec, size_t N, GrActs *a) {
-    size_t C = spec->n_embd, r = grassmann_layer(spec)->rank, P = grassmann_n_pairs(r), used = 0;
+    size_t C = spec->n_embd, r = grassmann_layer(spec)->rank, P = n_features(spec), used = 0;
 #define TAKE(field, count) (a->field = base ? base + used : NULL, used += (count))
     TAKE(z, N * r);
     TAKE(qbar, N * P);
@@ -76,7 +83,7 @@ static int grassmann_validate(const MixerSpec *spec, Error *err) {
 }
 
 static size_t grassmann_tensors(const MixerSpec *spec, TensorSpec *out) {
-    size_t C = spec->n_embd, r = grassmann_layer(spec)->rank, P = grassmann_n_pairs(r);
+    size_t C = spec->n_embd, r = grassmann_layer(spec)->rank, P = n_features(spec);
     out[0] = (TensorSpec){"grassmann.red.weight", r, C, INIT_NORMAL, 0};
     out[1] = (TensorSpec){"grassmann.red.bias", r, 0, INIT_ZERO, 0};
     out[2] = (TensorSpec){"grassmann.plu.weight", C, P, INIT_NORMAL, 0};
@@ -122,14 +129,14 @@ void grassmann_pair_forward(float *qbar, const float *zc, const float *zp, float
     grassmann_loops()->pair_forward(qbar, zc, zp, scale, eps, r);
 }
 
-void grassmann_mix_forward(float *qbar, const float *z, const size_t *windows, size_t n_windows, uint32_t muted,
-                           size_t B, size_t T, size_t r, float eps) {
-    grassmann_loops()->mix_forward(qbar, z, windows, n_windows, muted, B, T, r, eps);
+void grassmann_mix_forward(GrassmannPair pair, float *qbar, const float *z, const size_t *windows, size_t n_windows,
+                           uint32_t muted, size_t B, size_t T, size_t r, float eps) {
+    grassmann_loops()->map[pair].mix_forward(qbar, z, windows, n_windows, muted, B, T, r, eps);
 }
 
-void grassmann_mix_backward(float *dz, float *u, float *coef, const float *dqbar, const float *z,
+void grassmann_mix_backward(GrassmannPair pair, float *dz, float *u, float *coef, const float *dqbar, const float *z,
                             const size_t *windows, size_t n_windows, size_t B, size_t T, size_t r, float eps) {
-    grassmann_loops()->mix_backward(dz, u, coef, dqbar, z, windows, n_windows, B, T, r, eps);
+    grassmann_loops()->map[pair].mix_backward(dz, u, coef, dqbar, z, windows, n_windows, B, T, r, eps);
 }
 
 void grassmann_gate_forward(float *m, float *a, const float *x, const float *g, size_t n) {
@@ -158,7 +165,7 @@ static const float *gate_w_g(GrParams p, size_t C) { return p.gate_w + C; }
  * shared by the batched forward and the one-position sampling step. */
 static void gr_tail_forward(const MixerSpec *spec, const MixerRuntime *rt, GrParams p, GrActs a, float *out, const float *x,
                             size_t N, size_t T, size_t t0) {
-    size_t C = spec->n_embd, P = grassmann_n_pairs(grassmann_layer(spec)->rank), dmin = min_window(spec);
+    size_t C = spec->n_embd, P = n_features(spec), dmin = min_window(spec);
     matmul_forward(rt->bf16, a.g, a.qbar, p.plu_w, p.plu_b, N, P, C);
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++)
@@ -175,14 +182,14 @@ static void grassmann_forward(const MixerSpec *spec, const MixerRuntime *rt, con
     GrParams p = gr_params(params, spec);
     GrActs a = gr_acts(acts, spec, N);
     matmul_forward(rt->bf16, a.z, in, p.red_w, p.red_b, N, C, r);
-    grassmann_mix_forward(a.qbar, a.z, grassmann_layer(spec)->windows, grassmann_layer(spec)->n_windows, spec->muted, B, T, r, GRASSMANN_EPS);
+    grassmann_mix_forward(grassmann_layer(spec)->pair, a.qbar, a.z, grassmann_layer(spec)->windows, grassmann_layer(spec)->n_windows, spec->muted, B, T, r, GRASSMANN_EPS);
     gr_tail_forward(spec, rt, p, a, out, in, N, T, 0);
 }
 
 static void grassmann_backward(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *dparams,
                                float *acts, const float *in, const float *dout, float *din,
                                size_t B, size_t T) {
-    size_t N = B * T, C = spec->n_embd, r = grassmann_layer(spec)->rank, P = grassmann_n_pairs(r), dmin = min_window(spec);
+    size_t N = B * T, C = spec->n_embd, r = grassmann_layer(spec)->rank, P = n_features(spec), dmin = min_window(spec);
     GrParams p = gr_params(params, spec);
     GrParams g = gr_params(dparams, spec);
     GrActs a = gr_acts(acts, spec, N);
@@ -198,7 +205,7 @@ static void grassmann_backward(const MixerSpec *spec, const MixerRuntime *rt, co
     for (size_t n = 0; n < N; n++)
         if (n % T < dmin) memset(a.dg + n * C, 0, C * sizeof(float)); /* g was held at 0 there */
     matmul_backward(rt->bf16, a.dqbar, 0.0f, (float *)g.plu_w, (float *)g.plu_b, a.dg, a.qbar, p.plu_w, N, P, C);
-    grassmann_mix_backward(a.dz, a.u, a.coef, a.dqbar, a.z, grassmann_layer(spec)->windows, grassmann_layer(spec)->n_windows, B, T, r, GRASSMANN_EPS);
+    grassmann_mix_backward(grassmann_layer(spec)->pair, a.dz, a.u, a.coef, a.dqbar, a.z, grassmann_layer(spec)->windows, grassmann_layer(spec)->n_windows, B, T, r, GRASSMANN_EPS);
     matmul_backward(rt->bf16, din, 1.0f, (float *)g.red_w, (float *)g.red_b, a.dz, in, p.red_w, N, C, r);
 }
 
@@ -225,18 +232,24 @@ static void grassmann_step(const MixerSpec *spec, const MixerRuntime *rt, const 
     const float *past[GRASSMANN_MAX_WINDOWS];
     for (size_t k = 0; k < grassmann_layer(spec)->n_windows; k++)
         past[k] = grassmann_layer(spec)->windows[k] <= t ? ring + ((t - grassmann_layer(spec)->windows[k]) % R) * r : NULL;
-    grassmann_loops()->mix_row(a.qbar, zt, past, grassmann_layer(spec)->windows, grassmann_layer(spec)->n_windows, spec->muted, t,
+    map_loops(spec)->mix_row(a.qbar, zt, past, grassmann_layer(spec)->windows, grassmann_layer(spec)->n_windows, spec->muted, t,
                                GRASSMANN_EPS, r);
     /* One row at position t: "T" is taken past any t so that t0 = t is used as is. */
     gr_tail_forward(spec, rt, p, a, out_t, in_t, 1, (size_t)-1, t);
 }
 
 /* Forward: one wedge of P coordinates at 2 FLOPs each and, per offset, three
- * dot products and an axpy over r; backward twice the forward. */
+ * dot products and an axpy over r; backward twice the forward. The outer
+ * map: r^2 products and two dot products and an axpy per offset; the sum:
+ * an axpy per offset. */
 static double grassmann_flops(const MixerSpec *spec, size_t T) {
     (void)T;
-    double r = (double)grassmann_layer(spec)->rank;
-    return 3.0 * (2.0 * (double)grassmann_n_pairs(grassmann_layer(spec)->rank) + 8.0 * r * (double)grassmann_layer(spec)->n_windows);
+    double r = (double)grassmann_layer(spec)->rank, nw = (double)grassmann_layer(spec)->n_windows;
+    switch (grassmann_layer(spec)->pair) {
+    case GRASSMANN_PAIR_OUTER: return 3.0 * (r * r + 6.0 * r * nw);
+    case GRASSMANN_PAIR_SUM: return 3.0 * (2.0 * r * nw + 2.0 * r);
+    default: return 3.0 * (2.0 * (double)grassmann_n_pairs(grassmann_layer(spec)->rank) + 8.0 * r * nw);
+    }
 }
 
 /* ---- its settings ------------------------------------------------------- */
@@ -391,6 +404,34 @@ fail:
     return err_set(err, "%s", bad);
 }
 
+static const char *const PAIR_NAMES[GRASSMANN_PAIR_COUNT] = {"wedge", "outer", "sum"};
+
+static int pair_set(void *settings, size_t n_layer, const char *text, Error *err) {
+    (void)n_layer;
+    for (size_t k = 0; k < GRASSMANN_PAIR_COUNT; k++)
+        if (!strcmp(text, PAIR_NAMES[k])) {
+            ((GrassmannSettings *)settings)->pair = (GrassmannPair)k;
+            return 0;
+        }
+    return err_set(err, "grassmann pair map must be wedge, outer or sum (got '%s')", text);
+}
+
+static const char *pair_get(const void *settings, size_t n_layer, char *buf, size_t len) {
+    (void)n_layer;
+    snprintf(buf, len, "%s", PAIR_NAMES[((const GrassmannSettings *)settings)->pair]);
+    return buf;
+}
+
+static void pair_to_json(const void *settings, size_t n_layer, char **sb) {
+    (void)n_layer;
+    sb_appendf(sb, "\"%s\"", PAIR_NAMES[((const GrassmannSettings *)settings)->pair]);
+}
+
+static int pair_from_json(void *settings, size_t n_layer, const struct json_t *value, Error *err) {
+    if (!json_is_string(value)) return err_set(err, "config: 'grassmann_pair' must be \"wedge\", \"outer\" or \"sum\"");
+    return pair_set(settings, n_layer, json_string_value(value), err);
+}
+
 static const MixerOption grassmann_options[] = {
     {.name = "grassmann-rank", .json_key = "grassmann_rank", .kind = MIXER_OPT_SIZE, .value = "N",
      .help = "Grassmann reduced rank r (32)", .offset = offsetof(GrassmannSettings, rank), .lo = 0, .hi = 1024,
@@ -400,19 +441,27 @@ static const MixerOption grassmann_options[] = {
              "(\"1;1;2;2;4;4\")",
      .def_text = "1,2,4,8,12,16", .set = windows_set, .get = windows_get, .to_json = windows_to_json,
      .from_json = windows_from_json},
+    {.name = "grassmann-pair", .json_key = "grassmann_pair", .kind = MIXER_OPT_TEXT, .value = "MAP",
+     .help = "the map of each pair (z_t, z_t-d), a control for the geometry (wedge):\n"
+             "wedge (the normalised Plücker coordinates, r(r-1)/2 features),\n"
+             "outer (the normalised outer product, r^2), sum (z_t + z_t-d, r)",
+     .def_text = "wedge", .omit_default = 1, .set = pair_set, .get = pair_get, .to_json = pair_to_json,
+     .from_json = pair_from_json},
 };
 
 static void grassmann_layer_spec(const void *settings, size_t l, MixerSpec *spec) {
     const GrassmannSettings *g = settings;
     GrassmannLayer *gl = (GrassmannLayer *)(void *)spec->own.bytes;
     gl->rank = g->rank;
+    gl->pair = g->pair;
     gl->n_windows = grassmann_layer_windows(g, l, gl->windows);
 }
 
 static void grassmann_describe(const void *settings, size_t n_layer, char *buf, size_t len) {
+    const GrassmannSettings *g = settings;
     char windows[1024];
-    snprintf(buf, len, "grassmann r %zu, windows %s", ((const GrassmannSettings *)settings)->rank,
-             grassmann_window_list(settings, n_layer, windows, sizeof windows));
+    snprintf(buf, len, "grassmann r %zu, windows %s%s%s", g->rank, grassmann_window_list(settings, n_layer, windows, sizeof windows),
+             g->pair == GRASSMANN_PAIR_WEDGE ? "" : ", pair map ", g->pair == GRASSMANN_PAIR_WEDGE ? "" : PAIR_NAMES[g->pair]);
 }
 
 /* Bit k of MixerSpec.muted: windows[k]'s term is left out of the mean (its

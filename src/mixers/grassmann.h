@@ -9,7 +9,13 @@
  *   out_t = LayerNorm(a_t * x_t + (1 - a_t) * g_t)
  * params, in order: red.weight (r, C), red.bias (r), plu.weight (C, P),
  * plu.bias (C), gate.weight (C, 2C), gate.bias (C), ln.weight (C), ln.bias (C).
- * Time and memory per token: O(|D| r^2 + C P + C^2), independent of T. */
+ * Time and memory per token: O(|D| r^2 + C P + C^2), independent of T.
+ *
+ * The controls (GrassmannPair, --grassmann-pair) put other maps of the same
+ * pairs in place of the normalised wedge, F features instead of P:
+ *   outer: z_t z_{t-d}^T / max(|z_t| |z_{t-d}|, eps)   F = r^2 (the wedge and its symmetric part)
+ *   sum:   z_t + z_{t-d}                              F = r   (no product: a gated causal convolution)
+ * and plu.weight is (C, F). */
 #ifndef LM_GRASSMANN_H
 #define LM_GRASSMANN_H
 
@@ -29,6 +35,13 @@
 
 extern const Mixer grassmann_mixer;
 
+/* The map of each pair (z_t, z_{t-d}), and its number of features. */
+typedef enum { GRASSMANN_PAIR_WEDGE, GRASSMANN_PAIR_OUTER, GRASSMANN_PAIR_SUM, GRASSMANN_PAIR_COUNT } GrassmannPair;
+
+static inline size_t grassmann_n_features(GrassmannPair pair, size_t r) {
+    return pair == GRASSMANN_PAIR_OUTER ? r * r : pair == GRASSMANN_PAIR_SUM ? r : r * (r - 1) / 2;
+}
+
 /* The mixer's settings (its block of the config: bin/train's
  * --grassmann-rank and --grassmann-windows, the config JSON's
  * "grassmann_rank" and "grassmann_windows"). The window offsets are every
@@ -37,6 +50,7 @@ extern const Mixer grassmann_mixer;
  * every layer is all zeros (grassmann_layer_windows gives a layer its own). */
 typedef struct GrassmannSettings {
     size_t rank; /* r */
+    GrassmannPair pair;
     size_t n_windows;
     size_t windows[GRASSMANN_MAX_WINDOWS];
     uint32_t layer_windows[MIXER_MAX_LAYERS];
@@ -45,6 +59,7 @@ typedef struct GrassmannSettings {
 /* A layer's own settings (MixerSpec.own): r and its window offsets. */
 typedef struct GrassmannLayer {
     size_t rank;
+    GrassmannPair pair;
     size_t n_windows;
     size_t windows[GRASSMANN_MAX_WINDOWS];
 } GrassmannLayer;
@@ -78,15 +93,15 @@ void grassmann_wedge(float *p, const float *a, const float *b, size_t r);
 void grassmann_pair_forward(float *qbar, const float *zc, const float *zp, float scale,
                             float eps, size_t r);
 
-/* qbar (B,T,P) = mean over valid offsets of the normalised coordinates of
- * (z_t, z_{t-d}) for z (B,T,r); zero rows where no offset fits. Offsets k
- * with bit k of muted set add nothing but still count in the mean
- * (MixerSpec.muted). */
-void grassmann_mix_forward(float *qbar, const float *z, const size_t *windows, size_t n_windows, uint32_t muted,
+/* qbar (B,T,F) = mean over valid offsets of the pair map (the normalised
+ * coordinates for the wedge) of (z_t, z_{t-d}) for z (B,T,r); zero rows
+ * where no offset fits. Offsets k with bit k of muted set add nothing but
+ * still count in the mean (MixerSpec.muted). */
+void grassmann_mix_forward(GrassmannPair pair, float *qbar, const float *z, const size_t *windows, size_t n_windows, uint32_t muted,
                            size_t B, size_t T, size_t r, float eps);
 /* Backward: dz (B,T,r) is written. Scratch: u (B,T,r) and coef,
  * B*T*(3*n_windows + 1) floats. */
-void grassmann_mix_backward(float *dz, float *u, float *coef, const float *dqbar, const float *z,
+void grassmann_mix_backward(GrassmannPair pair, float *dz, float *u, float *coef, const float *dqbar, const float *z,
                             const size_t *windows, size_t n_windows, size_t B, size_t T, size_t r, float eps);
 
 /* m = a * x + (1 - a) * g with a = sigmoid(apre), all (N, C); a overwrites apre.

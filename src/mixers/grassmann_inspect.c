@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "mixers/grassmann.h"
+#include "mixers/grassmann_loops.h"
 #include "lm/matmul.h"
 
 /* Coordinates are checked on the first PLUCKER_MAX_RANK indices: r^4/24
@@ -34,7 +35,8 @@ double plucker_residual(const float *p, size_t r) {
 
 int grassmann_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float *params, const float *x, size_t T,
                       MixerInspectWhat what, LayerInspection *L, Error *err) {
-    size_t C = spec->n_embd, r = grassmann_layer(spec)->rank, P = r * (r - 1) / 2, nw = grassmann_layer(spec)->n_windows;
+    const GrassmannLayer *gl = grassmann_layer(spec);
+    size_t C = spec->n_embd, r = gl->rank, P = grassmann_n_features(gl->pair, r), nw = gl->n_windows;
     (void)rt; /* no rope here, and the inspection's own products are fp32 */
     L->label = "grassmann";
     if (what == MIXER_INSPECT_MAPS) return 0; /* no maps */
@@ -55,7 +57,7 @@ int grassmann_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float
     memcpy(L->offsets, grassmann_layer(spec)->windows, nw * sizeof(size_t));
     /* The layer's forward, as in grassmann.c: z, the mixed coordinates, g, the gate. */
     matmul_forward(NULL, z, x, p.red_w, p.red_b, T, C, r);
-    grassmann_mix_forward(qbar, z, grassmann_layer(spec)->windows, nw, spec->muted, 1, T, r, GRASSMANN_EPS);
+    grassmann_mix_forward(gl->pair, qbar, z, grassmann_layer(spec)->windows, nw, spec->muted, 1, T, r, GRASSMANN_EPS);
     matmul_forward(NULL, g, qbar, p.plu_w, p.plu_b, T, P, C);
     for (size_t t = 0; t < T; t++) {
         size_t cnt = 0;
@@ -71,7 +73,7 @@ int grassmann_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float
     }
     /* Each offset's contribution to g_t is W_plu q_t^d / |D_t|; and its
      * un-normalised coordinates must satisfy the Plücker relations. */
-    L->plucker_residual = 0.0;
+    L->plucker_residual = gl->pair == GRASSMANN_PAIR_WEDGE ? 0.0 : NAN;
     for (size_t k = 0; k < nw; k++) {
         size_t d = grassmann_layer(spec)->windows[k], fits = 0;
         double sum = 0.0;
@@ -80,13 +82,21 @@ int grassmann_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float
             size_t cnt = 0;
             for (size_t w = 0; w < nw; w++) cnt += grassmann_layer(spec)->windows[w] <= t;
             memset(q, 0, P * sizeof(float));
-            grassmann_pair_forward(q, z + t * r, z + (t - d) * r, 1.0f / (float)cnt, GRASSMANN_EPS, r);
+            if (gl->pair == GRASSMANN_PAIR_WEDGE) {
+                grassmann_pair_forward(q, z + t * r, z + (t - d) * r, 1.0f / (float)cnt, GRASSMANN_EPS, r);
+            } else { /* the map's own row with every other offset muted: this offset's term of the mean */
+                const float *past[GRASSMANN_MAX_WINDOWS];
+                for (size_t w = 0; w < nw; w++) past[w] = gl->windows[w] <= t ? z + (t - gl->windows[w]) * r : NULL;
+                grassmann_loops()->map[gl->pair].mix_row(q, z + t * r, past, gl->windows, nw, ~(1u << k), t,
+                                                         GRASSMANN_EPS, r);
+            }
             matmul_forward(NULL, contrib, q, p.plu_w, NULL, 1, P, C);
             double n2 = 0.0;
             for (size_t c = 0; c < C; c++) n2 += (double)contrib[c] * contrib[c];
             sum += sqrt(n2);
             L->offset_position_norm[k * T + t] = (float)sqrt(n2);
             fits++;
+            if (gl->pair != GRASSMANN_PAIR_WEDGE) continue; /* the Plücker relations hold for the wedge alone */
             grassmann_wedge(q, z + t * r, z + (t - d) * r, r);
             double res = plucker_residual(q, r);
             L->plucker_residual = res > L->plucker_residual ? res : L->plucker_residual;

@@ -242,6 +242,179 @@ static void mix_backward_loop(float *dz, float *u, float *coef, const float *dqb
     }
 }
 
+/* ---- the controls: the same pairs through other maps (GrassmannPair) ----
+ *
+ * outer: the normalised outer product, qbar_t = (1/cnt) sum_d a b_d^T / max(|a| |b_d|, eps),
+ *   r^2 features [i*r + j] = a_i c_j (the wedge is its antisymmetric part). It
+ *   is linear in b too, so again one product: qbar_t = a c^T, c = sum_d s_d b_d,
+ *   s_d = 1 / (cnt max(|a| |b_d|, eps)). No pair is degenerate: a zero a or b
+ *   gives zero features, and the product needs no subtraction.
+ * sum: no product, f_t = (1/cnt) sum_d (a + b_d), r features: a causal
+ *   convolution of rank r with equal taps, through the same projection.
+ * Muted offsets add nothing and still count in cnt, as for the wedge. */
+
+/* c = sum over valid, unmuted offsets of s_d b_d (outer's s_d; s_out as
+ * combine_past's); returns cnt. */
+static size_t combine_outer(float *c, float *s_out, const float *a, const float *const *past, const size_t *windows,
+                            size_t n_windows, uint32_t muted, size_t t, float eps, size_t r) {
+    size_t cnt = n_valid(windows, n_windows, t);
+    memset(c, 0, r * sizeof(float));
+    if (cnt == 0) return 0;
+    double na = sqrt(dot_d(a, a, r)), w = 1.0 / (double)cnt;
+    for (size_t k = 0; k < n_windows; k++) {
+        if (windows[k] > t || (muted >> k & 1u)) continue;
+        const float *b = past[k];
+        double nrm = na * sqrt(dot_d(b, b, r));
+        float s = (float)(w / (nrm > eps ? nrm : eps));
+        if (s_out) s_out[k] = s;
+#pragma omp simd
+        for (size_t i = 0; i < r; i++) c[i] += s * b[i];
+    }
+    return cnt;
+}
+
+static void outer_row_loop(float *qbar, const float *a, const float *const *past, const size_t *windows,
+                           size_t n_windows, uint32_t muted, size_t t, float eps, size_t r) {
+    float c[GRASSMANN_MAX_RANK];
+    combine_outer(c, NULL, a, past, windows, n_windows, muted, t, eps, r);
+    for (size_t i = 0; i < r; i++) {
+        const float ai = a[i];
+        float *qi = qbar + i * r;
+#pragma omp simd
+        for (size_t j = 0; j < r; j++) qi[j] = ai * c[j];
+    }
+}
+
+/* f = (n_unmuted / cnt) a + (1/cnt) sum over unmuted offsets of b_d; 0 where no offset fits. */
+static void sum_row_loop(float *f, const float *a, const float *const *past, const size_t *windows, size_t n_windows,
+                         uint32_t muted, size_t t, float eps, size_t r) {
+    (void)eps;
+    size_t cnt = n_valid(windows, n_windows, t), used = 0;
+    memset(f, 0, r * sizeof(float));
+    if (cnt == 0) return;
+    float w = 1.0f / (float)cnt;
+    for (size_t k = 0; k < n_windows; k++) {
+        if (windows[k] > t || (muted >> k & 1u)) continue;
+        const float *b = past[k];
+        used++;
+#pragma omp simd
+        for (size_t i = 0; i < r; i++) f[i] += w * b[i];
+    }
+    float ka = used == cnt ? 1.0f : (float)used * w;
+#pragma omp simd
+    for (size_t i = 0; i < r; i++) f[i] += ka * a[i];
+}
+
+/* mix_forward for a row function: each row from its past rows. */
+#define MIX_FORWARD_OF(name, row, features)                                                                         \
+    static void name(float *qbar, const float *z, const size_t *windows, size_t n_windows, uint32_t muted, size_t B, \
+                     size_t T, size_t r, float eps) {                                                                \
+        size_t F = features;                                                                                         \
+        _Pragma("omp parallel for schedule(static)") for (size_t n = 0; n < B * T; n++) {                            \
+            const float *past[GRASSMANN_MAX_WINDOWS];                                                                \
+            size_t t = n % T;                                                                                        \
+            past_rows(past, z, n, t, windows, n_windows, r);                                                         \
+            row(qbar + n * F, z + n * r, past, windows, n_windows, muted, t, eps, r);                                \
+        }                                                                                                            \
+    }
+MIX_FORWARD_OF(outer_forward_loop, outer_row_loop, r * r)
+MIX_FORWARD_OF(sum_forward_loop, sum_row_loop, r)
+#undef MIX_FORWARD_OF
+
+/* Backward of the outer map, for L = sum_t a^T dQ_t c (dQ the (r, r) block of dqbar):
+ *   dL/da   = dQ c - (sum_d e_d s_d) a / |a|^2
+ *   dL/db_d = s_d u - e_d s_d b_d / |b_d|^2
+ * with u = dQ^T a, e_d = u.b_d = dL/ds_d; at the clamp s_d is constant and
+ * the second terms are 0. Phase 1 keeps u and, per offset, s_d and
+ * -e_d s_d / |b_d|^2 (coef); phase 2 adds what z_n receives as a past vector,
+ * in a fixed order, as mix_backward_loop does. */
+static void outer_backward_loop(float *dz, float *u, float *coef, const float *dqbar, const float *z,
+                                const size_t *windows, size_t n_windows, size_t B, size_t T, size_t r, float eps) {
+    size_t N = B * T, stride = n_windows * GRASSMANN_COEF_PER_OFFSET + 1;
+#pragma omp parallel for schedule(static)
+    for (size_t n = 0; n < N; n++) {
+        const float *past[GRASSMANN_MAX_WINDOWS], *a = z + n * r, *dq = dqbar + n * r * r;
+        float c[GRASSMANN_MAX_RANK], s[GRASSMANN_MAX_WINDOWS];
+        float *un = u + n * r, *cf = coef + n * stride, *dzn = dz + n * r;
+        size_t t = n % T;
+        past_rows(past, z, n, t, windows, n_windows, r);
+        memset(un, 0, r * sizeof(float));
+        memset(cf, 0, stride * sizeof(float));
+        if (combine_outer(c, s, a, past, windows, n_windows, 0, t, eps, r) == 0) {
+            memset(dzn, 0, r * sizeof(float));
+            continue;
+        }
+        for (size_t i = 0; i < r; i++) { /* u = dQ^T a, dz = dQ c */
+            const float *row = dq + i * r, ai = a[i];
+            float vi = 0.0f;
+#pragma omp simd reduction(+ : vi)
+            for (size_t j = 0; j < r; j++) {
+                vi += row[j] * c[j];
+                un[j] += row[j] * ai;
+            }
+            dzn[i] = vi;
+        }
+        double aa = dot_d(a, a, r), ka = 0.0;
+        for (size_t k = 0; k < n_windows; k++) {
+            if (!past[k]) continue;
+            const float *b = past[k];
+            double bb = dot_d(b, b, r), e = dot_d(un, b, r);
+            cf[k * GRASSMANN_COEF_PER_OFFSET + 0] = s[k];
+            if (sqrt(aa) * sqrt(bb) <= eps) continue; /* at the clamp: as combine_outer's test */
+            ka -= e * s[k] / aa;
+            cf[k * GRASSMANN_COEF_PER_OFFSET + 1] = (float)(-e * s[k] / bb);
+        }
+        float kaf = (float)ka;
+#pragma omp simd
+        for (size_t i = 0; i < r; i++) dzn[i] += kaf * a[i];
+    }
+#pragma omp parallel for schedule(static)
+    for (size_t n = 0; n < N; n++) {
+        size_t t = n % T;
+        const float *b = z + n * r;
+        float *dzn = dz + n * r;
+        for (size_t k = 0; k < n_windows; k++) {
+            size_t d = windows[k];
+            if (t + d >= T) continue;
+            size_t m = n + d;
+            const float *um = u + m * r, *cf = coef + m * stride + k * GRASSMANN_COEF_PER_OFFSET;
+            float s = cf[0], kb = cf[1];
+#pragma omp simd
+            for (size_t i = 0; i < r; i++) dzn[i] += s * um[i] + kb * b[i];
+        }
+    }
+}
+
+/* Backward of the sum map: dL/da = df (where an offset fits), dL/db_d = df / cnt.
+ * Phase 1 keeps u = df / cnt; phase 2 adds u_{n+d} to z_n's gradient. */
+static void sum_backward_loop(float *dz, float *u, float *coef, const float *dqbar, const float *z,
+                              const size_t *windows, size_t n_windows, size_t B, size_t T, size_t r, float eps) {
+    (void)coef, (void)z, (void)eps;
+    size_t N = B * T;
+#pragma omp parallel for schedule(static)
+    for (size_t n = 0; n < N; n++) {
+        size_t cnt = n_valid(windows, n_windows, n % T);
+        const float *df = dqbar + n * r;
+        float w = cnt ? 1.0f / (float)cnt : 0.0f, keep = cnt ? 1.0f : 0.0f;
+#pragma omp simd
+        for (size_t i = 0; i < r; i++) {
+            dz[n * r + i] = keep * df[i];
+            u[n * r + i] = w * df[i];
+        }
+    }
+#pragma omp parallel for schedule(static)
+    for (size_t n = 0; n < N; n++) {
+        size_t t = n % T;
+        float *dzn = dz + n * r;
+        for (size_t k = 0; k < n_windows; k++) {
+            if (t + windows[k] >= T) continue;
+            const float *um = u + (n + windows[k]) * r;
+#pragma omp simd
+            for (size_t i = 0; i < r; i++) dzn[i] += um[i];
+        }
+    }
+}
+
 static void gate_forward_loop(float *m, float *a, const float *x, const float *g, size_t n) {
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) {
@@ -264,9 +437,9 @@ const GrassmannLoops GRASSMANN_LOOPS = {
     .isa = GRASSMANN_ISA,
     .wedge = wedge_loop,
     .pair_forward = pair_forward_loop,
-    .mix_row = mix_row_loop,
-    .mix_forward = mix_forward_loop,
-    .mix_backward = mix_backward_loop,
+    .map = {[GRASSMANN_PAIR_WEDGE] = {mix_row_loop, mix_forward_loop, mix_backward_loop},
+            [GRASSMANN_PAIR_OUTER] = {outer_row_loop, outer_forward_loop, outer_backward_loop},
+            [GRASSMANN_PAIR_SUM] = {sum_row_loop, sum_forward_loop, sum_backward_loop}},
     .gate_forward = gate_forward_loop,
     .gate_backward = gate_backward_loop,
 };

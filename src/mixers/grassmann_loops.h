@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mixers/grassmann.h"
+
 /* Per (position, offset) the backward keeps s, kappa and a.b in its coef
  * scratch (see mix_backward_loop in mixers/grassmann_kernel.h), and per
  * position |a|^2. */
@@ -19,13 +21,10 @@
 /* P = r(r-1)/2, the Plücker coordinates of rank r. */
 static inline size_t grassmann_n_pairs(size_t r) { return r * (r - 1) / 2; }
 
-/* Each entry is the function of mixers/grassmann.h of the same name (without
- * grassmann_), with its shapes and meaning. */
-typedef struct GrassmannLoops {
-    const char *isa; /* the level's name, as cpu_isa_name says it */
-    void (*wedge)(float *p, const float *a, const float *b, size_t r);
-    void (*pair_forward)(float *qbar, const float *zc, const float *zp, float scale, float eps, size_t r);
-    /* One row of mix_forward: qbar (P) for a (r) at position t, whose past
+/* One pair map's loops (GrassmannPair): F features per position
+ * (grassmann_n_features), so qbar and dqbar are (B, T, F). */
+typedef struct GrassmannMapLoops {
+    /* One row of mix_forward: qbar (F) for a (r) at position t, whose past
      * vectors z_{t-d} are past[k] (NULL where windows[k] > t), offsets k with
      * bit k of muted adding nothing (the sampling step's ring of past z). */
     void (*mix_row)(float *qbar, const float *a, const float *const *past, const size_t *windows, size_t n_windows,
@@ -34,6 +33,15 @@ typedef struct GrassmannLoops {
                         size_t B, size_t T, size_t r, float eps);
     void (*mix_backward)(float *dz, float *u, float *coef, const float *dqbar, const float *z, const size_t *windows,
                          size_t n_windows, size_t B, size_t T, size_t r, float eps);
+} GrassmannMapLoops;
+
+/* Each entry is the function of mixers/grassmann.h of the same name (without
+ * grassmann_), with its shapes and meaning. */
+typedef struct GrassmannLoops {
+    const char *isa; /* the level's name, as cpu_isa_name says it */
+    void (*wedge)(float *p, const float *a, const float *b, size_t r);
+    void (*pair_forward)(float *qbar, const float *zc, const float *zp, float scale, float eps, size_t r);
+    GrassmannMapLoops map[GRASSMANN_PAIR_COUNT]; /* mix_row, mix_forward, mix_backward of each map */
     void (*gate_forward)(float *m, float *a, const float *x, const float *g, size_t n);
     void (*gate_backward)(float *dx, float *dg, float *dapre, const float *dm, const float *a, const float *x,
                           const float *g, size_t n);

@@ -228,6 +228,13 @@ const char *config_option_text(const ModelConfig *cfg, const char *name, char *b
     return buf;
 }
 
+/* Whether a setting holds its default (text compared in get's canonical form). */
+static int option_is_default(const MixerOption *opt, const void *settings, size_t n_layer) {
+    if (opt->kind != MIXER_OPT_TEXT) return option_number(opt, settings) == opt->def;
+    char now[1024];
+    return !strcmp(opt->get(settings, n_layer, now, sizeof now), opt->def_text);
+}
+
 char *config_to_json(const ModelConfig *cfg) {
     char *sb = NULL;
     sb_appendf(&sb, "{\"vocab_size\":%zu,\"block_size\":%zu,\"n_layer\":%zu,\"n_head\":%zu,\"n_embd\":%zu,",
@@ -241,7 +248,7 @@ char *config_to_json(const ModelConfig *cfg) {
         const void *settings = cfg->mixer_settings[i].bytes;
         for (size_t k = 0; k < mx->n_options; k++) {
             const MixerOption *opt = &mx->options[k];
-            if (opt->omit_default && opt->kind != MIXER_OPT_TEXT && option_number(opt, settings) == opt->def) continue;
+            if (opt->omit_default && option_is_default(opt, settings, cfg->n_layer)) continue;
             sb_appendf(&sb, ",\"%s\":", opt->json_key);
             if (opt->kind == MIXER_OPT_TEXT) opt->to_json(settings, cfg->n_layer, &sb);
             else if (opt->kind == MIXER_OPT_FLOAT) sb_appendf(&sb, "%.9g", option_number(opt, settings));
