@@ -497,7 +497,8 @@ def ablation_report(ablations):
 def arch_colors(archs):
     """{name: colour}: the three's own, then the others' in turn."""
     own = {"transformer": "#1f77b4", "grassmann": "#d62728", "hybrid": "#2ca02c"}
-    rest = [c for c in COLORS + ["#17becf", "#bcbd22", "#e377c2", "#7f7f7f"] if c not in own.values()]
+    rest = [c for c in COLORS + ["#17becf", "#bcbd22", "#e377c2", "#7f7f7f", "#aec7e8", "#ffbb78", "#98df8a",
+                                 "#c5b0d5"] if c not in own.values()]
     others = [n for n, _ in archs if n not in own]
     return {**own, **{n: rest[i % len(rest)] for i, n in enumerate(others)}}
 
@@ -525,7 +526,9 @@ def write_plot(out, archs, rows, unigram):
         parts.append(f"{unigram} with lines lw 1.5 dt 3 lc rgb '#7f7f7f' title 'token frequencies alone (unigram)'")
     png = os.path.join(out, "paper_val_loss.png")
     title = "Validation loss, the paper's configuration (mean over seeds)"
-    gnuplot("set terminal pngcairo size 900,560 font ',11'\nset grid\nset key top right\n"
+    # with the controls' lines the key goes beside the plot, where it hides no curve
+    key = "set key top right\n" if len(parts) <= 8 else "set key outside right top font ',9'\n"
+    gnuplot(f"set terminal pngcairo size {900 if len(parts) <= 8 else 1200},560 font ',11'\nset grid\n{key}"
             f"set output {gnuplot_string(png)}\n"
             f"set title {gnuplot_string(title)}\n"
             "set xlabel 'training tokens'\nset format x '%.1s%c'\nset ylabel 'validation loss (nats per token)'\n"
