@@ -121,6 +121,7 @@ CONTROLS = {
     "hybrid": "the hybrids of the other mixers: gla, hybrid-gla (attention first, gla in the rest) and hybrid-swa "
               "(sliding-window attention first, Grassmann in the rest): 3 more architectures, 12 runs at the defaults",
 }
+N_EMBD = 256  # both tables' width
 MATCH_GAP = 5.0  # percent: a pair kind's count at rank 32 this far from the wedge's gets a rank-matched variant
 
 
@@ -340,8 +341,11 @@ def pair_report(rows, archs):
             if not rs:
                 continue
             gap = (f"{100.0 * (rs[0]['params'] - wedge[0]['params']) / wedge[0]['params']:+.1f}%" if wedge else "-")
+            rank = rs[0]["grassmann_rank"] or "-"
+            if name.endswith("-m") and rank == N_EMBD:
+                rank = f"{rank} (capped at n_embd)"
             md.append(f"| {recipe_label(norm)} | {name} | {rs[0]['grassmann_pair'] or 'wedge'} "
-                      f"| {rs[0]['grassmann_rank'] or '-'} | {rs[0]['params']:,} | {gap} "
+                      f"| {rank} | {rs[0]['params']:,} | {gap} "
                       f"| {fmt(*mean_spread([r['val_ppl'] for r in rs]), 1)} | {ratio_cell(rows, norm, name, 'grassmann')} "
                       f"| {ratio_cell(rows, norm, name, 'transformer')} |")
             if name != "grassmann" and ratios(rows, norm, name, "grassmann"):

@@ -370,7 +370,8 @@ class Controls(unittest.TestCase):
             self.assertIn(f"| pre-norm | grassmann-outer | outer | 32 | 7,680,000 | +11.8% | 216.0 ± 6.0 | 0.958 ± 0.003 "
                           f"| {fmt_p(p_vs('grassmann-outer', 'grassmann'))} | {ratio('grassmann-outer', 'transformer')} "
                           f"| {fmt_p(p_vs('grassmann-outer', 'transformer'))} |", md)
-            self.assertIn("| pre-norm | grassmann-sum-m | sum | 256 | 6,850,000 | -0.3% |", md)
+            self.assertIn("| pre-norm | grassmann-sum-m | sum | 256 (capped at n_embd) | 6,850,000 | -0.3% |", md)
+            self.assertIn("| pre-norm | grassmann-outer-m | outer | 22 | 6,800,000 | -1.0% |", md)
             self.assertIn("| pre-norm | grassmann | wedge | 32 | 6,868,992 | +0.0% | 225.5 ± 5.5 | - | - |", md)
             self.assertIn(f"- **pre-norm**: grassmann-sum / grassmann val perplexity {ratio('grassmann-sum', 'grassmann')} "
                           f"(Welch {fmt_p(p_vs('grassmann-sum', 'grassmann'))}): worse than the wedge by more than "
