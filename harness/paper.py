@@ -114,12 +114,13 @@ CONTROLS = {
             "model), and grassmann-outer-m, grassmann-sum-m at the rank whose parameter count is closest to the "
             "wedge's, each only where rank 32's count differs from the wedge's by more than 5% (both do at Tables 1 "
             "and 2): 4 more architectures, 4 x seeds x recipes runs, 16 at the defaults, beside the 12 of the three "
-            "(outer's runs are the slowest: r^2 = 1024 features against the wedge's 496)",
+            "(outer's runs train at about 0.8 of the wedge's speed: r^2 = 1024 features against its 496)",
     "window": "sliding-window attention, swa: attention whose queries see the last W = largest Grassmann offset + 1 "
               "= 17 positions, itself included, the positions a Grassmann layer's output reads: 1 more "
-              "architecture, 4 runs at the defaults, each a little cheaper than the Transformer's",
+              "architecture, 4 runs at the defaults, each about a Transformer run's cost",
     "hybrid": "the hybrids of the other mixers: gla, hybrid-gla (attention first, gla in the rest) and hybrid-swa "
-              "(sliding-window attention first, Grassmann in the rest): 3 more architectures, 12 runs at the defaults",
+              "(sliding-window attention first, Grassmann in the rest): 3 more architectures, 12 runs at the defaults "
+              "(gla's train at about 0.7 of the Transformer's speed)",
 }
 N_EMBD = 256  # both tables' width
 MATCH_GAP = 5.0  # percent: a pair kind's count at rank 32 this far from the wedge's gets a rank-matched variant
@@ -759,10 +760,11 @@ def main():
                          "--train-args='--zero-init 0')")
     ap.add_argument("--controls", default="", metavar="GROUPS",
                     help="issue 41's controls, trained beside the three architectures in every recipe's column "
-                         "(comma list; default none). " + " ".join(f"{k}: {v}." for k, v in CONTROLS.items()) +
-                         " Each run costs about what one of the three does (more for outer), so a group's cost is "
-                         "its share of runs: --controls pair,window,hybrid is 8 more architectures, 44 runs in all "
-                         "at the defaults, about 3.7 times the hour of the three")
+                         "(comma list; default none). " + " ".join(f"{k}: {v}." for k, v in CONTROLS.items()).replace("%", "%%") +
+                         " A run costs about what one of the three does (more for outer and gla), so a group's cost "
+                         "is its share of runs: --controls pair,window,hybrid is 8 more architectures, 44 runs in "
+                         "all at the defaults, about 4 times the hour of the three. Commands for each question: "
+                         "docs/compare.md, the controls' commands")
     ap.add_argument("--report-only", action="store_true", help="rewrite paper.md and paper.json from OUT/pre and OUT/post")
     a = ap.parse_args()
     controls = [c for c in a.controls.split(",") if c]

@@ -102,6 +102,13 @@ class Commands(unittest.TestCase):
         self.assertEqual(difference(1.339, 0.010, 3), "a difference (it exceeds the seed spread)")
         self.assertEqual(difference(1.005, 0.010, 3), "NOT a difference (within the seed spread)")
 
+    def test_help_says_the_syntax(self):
+        for args in (["harness.compare"], ["harness.probe"], ["harness.probe", "--zoology"]):
+            p = subprocess.run([sys.executable, "-m"] + args + ["--help"], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr[-1000:])
+            self.assertIn("[NAME=]MIXERS[:KEY=VALUE]", p.stdout, args)
+            self.assertIn("window=N", " ".join(p.stdout.split()), args)
+
     def test_bad_precision(self):
         p = subprocess.run([sys.executable, "-m", "harness.compare", "--precision", "fp16"], capture_output=True,
                            text=True)

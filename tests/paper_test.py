@@ -437,6 +437,14 @@ class Errors(unittest.TestCase):
                 self.expect(["--out", tmp, "--recipes", "pre,modern", "--data", os.path.join(tmp, "none")],
                             "has no train.bin")
 
+    def test_help(self):
+        """--help prints (argparse formats it with %: a bare '%' in a help text is a traceback)."""
+        r = subprocess.run(PAPER + ["--help"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr[-1000:])
+        self.assertIn("more than 5% (both", " ".join(r.stdout.split()))
+        for group in CONTROLS:
+            self.assertIn(f" {group}: ", " ".join(r.stdout.split()))
+
     def test_wikitext2_files(self):
         with tempfile.TemporaryDirectory() as tmp:
             src = os.path.join(tmp, "wikitext-2")
