@@ -67,6 +67,23 @@ for kind in char byte; do
         bad "--tokenizer-from a $kind directory: not the same files"
 done
 
+# Bits per byte from the text itself: a char vocabulary lacking some of the
+# text's characters (ASCII letters, a 2- and a 4-byte character, an invalid
+# byte) still counts each as the bytes it was; the scored bytes are the val
+# text's size less its first character (which nothing predicts).
+printf 'Quiz: Zebras \xc3\xb1 \xf0\x9f\x90\x8b \xff the whale.\n%.0s' $(seq 1 20) >"$tmp/oov.txt"
+expect_ok "prepare text outside the vocabulary" $B/prepare --train "$tmp/a.txt" --val "$tmp/oov.txt" --test "$tmp/oov.txt" \
+    --out "$tmp/oov" --tokenizer-from "$tmp/char"
+[ "$(od -An -tu4 -j8 -N4 "$tmp/oov/val.bin" | tr -d ' ')" = 2 ] && [ "$(od -An -tu4 -j8 -N4 "$tmp/oov/train.bin" | tr -d ' ')" = 1 ] &&
+    ok || bad "val.bin records its unknown tokens' text (version 2), train.bin has none (version 1)"
+expect_ok "train on it" $B/train --data "$tmp/oov" --out "$tmp/oov.ckpt" "${TINY[@]}"
+for split in val test; do
+    expect_ok "eval $split outside the vocabulary" $B/eval --model "$tmp/oov.ckpt" --data "$tmp/oov" --split $split --json
+    want=$(($(wc -c <"$tmp/oov.txt") - 1))
+    got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["bytes"])' "$tmp/out")
+    [ "$got" = "$want" ] && ok || bad "bits per byte of text outside the vocabulary: $got bytes, the text has $want"
+done
+
 # hostile tokenizer.json files, each a spoiled copy of ours
 /usr/bin/python3 - "$tmp/bpe/tokenizer.json" "$tmp/hostile" <<'PY'
 import json, os, sys
