@@ -87,6 +87,9 @@ typedef struct Dataset {
 /* Opens DIR/{train,val,test}.bin and DIR/tokenizer.txt (need_test = 0 skips test). */
 int dataset_open(Dataset *ds, const char *dir, int need_test, Error *err);
 void dataset_free(Dataset *ds);
+/* The identity of the corpus a run trains on: a hash (16 hex digits) of
+ * train.bin and val.bin, byte for byte. Not cryptographic. */
+void dataset_hash(const Dataset *ds, char out[17]);
 
 /* The files a program reads for a data argument: a prepared directory
  * (DIR/<split>.bin, with DIR/tokenizer.txt) or a token file (and the

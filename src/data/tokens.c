@@ -283,6 +283,30 @@ void dataset_free(Dataset *ds) {
     tokenizer_free(&ds->tok);
 }
 
+/* 64-bit words (little-endian, the tail zero-padded) mixed as FNV-1a mixes
+ * bytes: eight times FNV's speed over a large corpus; it detects accidents. */
+static uint64_t hash_bytes(uint64_t h, const unsigned char *p, size_t len) {
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) h = (h ^ get_u64(p + i)) * 0x100000001b3ULL;
+    unsigned char tail[8] = {0};
+    if (i < len) memcpy(tail, p + i, len - i);
+    h = (h ^ get_u64(tail)) * 0x100000001b3ULL;
+    return (h ^ len) * 0x100000001b3ULL;
+}
+
+void dataset_hash(const Dataset *ds, char out[17]) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    const TokenFile *files[] = {&ds->train, &ds->val};
+    for (size_t i = 0; i < 2; i++) {
+        const TokenFile *tf = files[i];
+        if (!tf->map) continue;
+        madvise(tf->map, tf->map_len, MADV_SEQUENTIAL);
+        h = hash_bytes(h, tf->map, tf->map_len);
+        madvise(tf->map, tf->map_len, MADV_RANDOM);
+    }
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
 void data_paths(const char *data, const char *split, char *tokens, char *tokenizer, size_t len) {
     struct stat st;
     if (stat(data, &st) == 0 && S_ISDIR(st.st_mode)) {
