@@ -217,6 +217,7 @@ test: unit-test $(PROGRAMS)
 	$(MAKE) release
 	bash tests/pack_test.sh
 	/usr/bin/python3 -m tests.doc_links
+	/usr/bin/python3 -m tests.docs_options
 	bash tests/cli_test.sh
 	bash tests/init_test.sh
 	bash tests/resume_test.sh
