@@ -4,7 +4,9 @@ bf16's memory), one-line errors for bad options, the train section in fp32
 and bf16 (baby, attention, 2 rounds, where the CPU has AVX512_BF16), and
 the scaling and layouts sections end to end at the smallest size (baby,
 attention, 1 and 2 threads, no PyTorch, --quick: about half a minute), read
-through --json. Run from the repository root after make:
+through --json. The mixers section's PyTorch versions of the sliding window
+and gla (harness/bench/torch_mixers.py) equal to harness/torch_ref.py's naive
+ones, forward and gradients, in float64. Run from the repository root after make:
 /usr/bin/python3 -m tests.bench_test"""
 import contextlib
 import io
@@ -13,6 +15,10 @@ import subprocess
 import sys
 import unittest
 
+import torch
+
+from harness import torch_ref
+from harness.bench import torch_mixers
 from harness.bench.layouts import layouts
 from harness.bench.main import cpu_has_bf16, parse_precisions
 from harness.bench.scaling import default_thread_list, parse_threads, scaling
@@ -119,6 +125,69 @@ class Helpers(unittest.TestCase):
         self.assertEqual((m["bf16"], m["total"]), (2.5, 16.5))
         self.assertEqual(memory_count({"memory_mib": {"weights": 1.0, "state": 3.0, "activations": 10.0}})["total"],
                          14.0)
+
+
+class TorchMixers(unittest.TestCase):
+    """The chunked PyTorch mixers the bench times against torch_ref's naive ones (the sliding window's
+    full T x T masked matrix, gla's recurrence token by token): the layer's output and the gradients of
+    its input and every weight, in float64, at lengths that are and are not whole blocks and chunks."""
+
+    def check(self, naive, chunked, W, h):
+        dy = torch.randn(h.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+        got = []
+        for f in (naive, chunked):
+            for w in list(W.values()) + [h]:
+                w.grad = None
+            y = f()
+            y.backward(dy)
+            got.append([y.detach()] + [w.grad if w.grad is not None else torch.zeros_like(w)
+                                       for w in list(W.values()) + [h]])
+        for a, b in zip(*got):
+            self.assertTrue(torch.allclose(a, b, rtol=1e-10, atol=1e-12), (a - b).abs().max().item())
+
+    def weights(self, T, mixer):
+        cfg = {"n_embd": 16, "n_head": 4, "vocab_size": 10, "block_size": T, "pos": "learned", "mixers": [mixer]}
+        W = torch_ref.init_weights(cfg, dtype=torch.float64, seed=T)
+        g = torch.Generator().manual_seed(T)
+        with torch.no_grad():  # away from init's small values, so that the softmax and the decays vary
+            for w in W.values():
+                w.add_(0.3 * torch.randn(w.shape, dtype=torch.float64, generator=g))
+        h = torch.randn(2, T, 16, dtype=torch.float64, generator=g).requires_grad_(True)
+        return W, h
+
+    def test_window_attention(self):
+        # (T, window, query block): whole blocks, a ragged last block, blocks other than the window,
+        # a window of 1 (each position itself) and one longer than T (plain causal attention).
+        for T, window, block in ((64, 16, None), (50, 8, None), (37, 5, 16), (33, 1, None), (20, 64, None)):
+            with self.subTest(T=T, window=window, block=block):
+                W, h = self.weights(T, "attention")
+                self.check(lambda: torch_ref.attention(W, "h.0.", h, 4, window=window),
+                           lambda: torch_mixers.attention_layer(W, "h.0.", h, 4, window, block), W, h)
+
+    def test_gla(self):
+        for T, chunk in ((64, 16), (50, 16), (7, 16), (40, 1)):
+            with self.subTest(T=T, chunk=chunk):
+                W, h = self.weights(T, "gla")
+                self.check(lambda: torch_ref.gla(W, "h.0.", h, 4),
+                           lambda: torch_mixers.gla_layer(W, "h.0.", h, 4, chunk), W, h)
+
+    def test_gla_fast_decay(self):
+        """Decays near 0 (the decay projection's bias at -30): every exponent stays <= 0, nothing overflows."""
+        W, h = self.weights(48, "gla")
+        with torch.no_grad():
+            W["h.0.gla.decay.bias"].fill_(-30.0)
+        self.check(lambda: torch_ref.gla(W, "h.0.", h, 4), lambda: torch_mixers.gla_layer(W, "h.0.", h, 4, 16), W, h)
+
+    def test_bench_config(self):
+        """The program's layers for bin/train --json configs: the window's and gla's chunked versions; a
+        mixer without one here (full attention, Grassmann) is refused."""
+        cfg = {"mixers": ["attention", "gla"], "n_head": 4, "attn_window": 64}
+        self.assertIn("query blocks of 64", torch_mixers.mixer_layer(cfg, 0)[1])
+        self.assertIn("chunk-parallel", torch_mixers.mixer_layer(cfg, 1)[1])
+        with self.assertRaises(ValueError):
+            torch_mixers.mixer_layer({"mixers": ["attention"], "n_head": 4}, 0)
+        with self.assertRaises(ValueError):
+            torch_mixers.mixer_layer({"mixers": ["grassmann"], "n_head": 4}, 0)
 
 
 class Options(unittest.TestCase):
