@@ -28,9 +28,9 @@ PARTS = ("embedding", "layernorm", "mixer", "residual", "mlp", "head", "optimize
 
 # (steps, warm-up steps dropped) per kind of run; --quick uses the second table.
 STEPS = {
-    "full": {"baby": (40, 5), "medium": (8, 2), "long": (8, 2), "mixers": (12, 3), "kernel": (60, 5), "mpi": (8, 2),
+    "full": {"baby": (40, 5), "medium": (8, 2), "long": (8, 2), "mixers": (8, 2), "mixers_torch": (6, 2), "kernel": (60, 5), "mpi": (8, 2),
              "noload": (100, 5), "load": (150, 5), "load_session": (100, 5), "eval_tokens": 0, "rounds": 3},
-    "quick": {"baby": (20, 4), "medium": (4, 1), "long": (4, 1), "mixers": (5, 2), "kernel": (25, 4), "mpi": (4, 1),
+    "quick": {"baby": (20, 4), "medium": (4, 1), "long": (4, 1), "mixers": (4, 1), "mixers_torch": (3, 1), "kernel": (25, 4), "mpi": (4, 1),
               "noload": (40, 4), "load": (50, 4), "load_session": (40, 4), "eval_tokens": 16384, "rounds": 1},
 }
 
