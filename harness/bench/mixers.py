@@ -10,7 +10,9 @@ run at T = 16384 (quadratic: a step takes seconds there; said so in the
 output).
 
 Per mixer and T, the mixer's cost per token over its cost at T = 256: the
-median over rounds of the two runs' ratio in the same round. For the mixers
+median over rounds of the two runs' ratio in the same round (a round runs
+each mixer's lengths back to back, so that load from elsewhere drifts less
+between the two). For the mixers
 whose cost per token is meant to be flat in T (window, gla, grassmann) a line
 says whether each T is within 1.25x of T = 256: a printed check, not a
 failure, as a loaded machine can push it out.
@@ -86,8 +88,9 @@ def section_mixers(ctx):
     t_steps, t_warmup = ctx.steps["mixers_torch"]
     runs = {}
     for rnd in range(ctx.rounds):
-        for T in MIXER_LENGTHS:
-            for mixer in ctx.section_mixers:
+        # A mixer's lengths back to back, so that the ratios to T = 256 compare runs of the same minute.
+        for mixer in ctx.section_mixers:
+            for T in MIXER_LENGTHS:
                 if skipped(mixer, T):
                     continue
                 c = c_train(ctx, mixer_config(T), mixer, steps, warmup, ctx.threads)
