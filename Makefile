@@ -217,8 +217,10 @@ test: unit-test $(PROGRAMS)
 	$(MAKE) release
 	bash tests/pack_test.sh
 	/usr/bin/python3 -m tests.doc_links
+	/usr/bin/python3 -m tests.docs_options
 	bash tests/cli_test.sh
 	bash tests/init_test.sh
+	bash tests/resume_test.sh
 	bash tests/rope_test.sh
 	bash tests/recipe_test.sh
 	bash tests/inspect_test.sh
@@ -295,6 +297,7 @@ asan:
 	        LDFLAGS="-fsanitize=address,undefined" unit-test all
 	BIN=bin-asan bash tests/cli_test.sh
 	BIN=bin-asan bash tests/init_test.sh
+	BIN=bin-asan bash tests/resume_test.sh
 	BIN=bin-asan bash tests/rope_test.sh
 	BIN=bin-asan bash tests/recipe_test.sh
 	BIN=bin-asan bash tests/inspect_test.sh

@@ -1,5 +1,6 @@
 /* bin/eval: loss, perplexity and bits per character (or byte) of a model
- * over a whole held-out token file. */
+ * over a whole held-out token file, or a text file through the model's own
+ * tokenizer. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,9 +20,10 @@
 
 static const CliProgram program = {
     .name = "eval",
-    .usage = "bin/eval --model CKPT --data DIR|FILE [options]",
-    .about = "Scores every token of a held-out token file once and reports the loss in\n"
-             "nats, the perplexity, and bits per character (char tokenizer) or byte.\n",
+    .usage = "bin/eval --model CKPT --data DIR|FILE [options]\nbin/eval --model CKPT --text FILE [options]",
+    .about = "Scores every token of a held-out token file once (or of a text file, encoded\n"
+             "in memory by the model's own tokenizer) and reports the loss in nats, the\n"
+             "perplexity, bits per character (char tokenizer) or token, and bits per byte.\n",
     .column = 24,
 };
 
@@ -67,6 +69,27 @@ static ReadingNeeds needs(const ModelConfig *cfg, const void *ctx) {
                           "the tokens as 32-bit ids", "use a smaller --batch-size"};
 }
 
+/* --text: the file encoded in memory by the model's tokenizer (read from the
+ * checkpoint's header), with the text each token stands for; nothing written. */
+static int encode_text(const char *model_path, const char *text_path, TokenFile *tf, Error *err) {
+    size_t len;
+    char *text = read_file(text_path, &len, err);
+    if (!text) return -1;
+    Tokenizer tok;
+    int rc = ckpt_read_tokenizer(model_path, &tok, err);
+    if (rc == 0) {
+        rc = tokens_from_text(tf, &tok, text, len, err);
+        tokenizer_free(&tok);
+    }
+    free(text);
+    if (rc == 0 && tf->n < 2) {
+        rc = err_set(err, "'%s' is %zu token%s of the model's tokenizer: scoring needs at least 2", text_path, tf->n,
+                     tf->n == 1 ? "" : "s");
+        tokens_free(tf);
+    }
+    return rc;
+}
+
 static void print_json(const char *path, const TokenFile *tf, const Model *m, const Tokenizer *tok,
                        const EvalReport *e, int word_ppl, const char *ablate) {
     const char *unit = tokenizer_unit(tok);
@@ -98,13 +121,15 @@ int main(int argc, char **argv) {
     Error setup_err; /* first: it may restart the program with faster kernels */
     if (blas_setup(argc, argv, &setup_err)) return cli_error(program.name, "%s", setup_err.msg);
     cleanup_on_signals(program.name); /* temporaries and locks go with a signal (lm/files.h) */
-    const char *model_path = NULL, *data = NULL, *split = "val", *mask_arg = NULL, *ablate = NULL;
+    const char *model_path = NULL, *data = NULL, *text_path = NULL, *split = "val", *mask_arg = NULL, *ablate = NULL;
     size_t stride = 0, batch = 0, threads = 0; /* batch 0: eval_batch's default */
     int json = 0, word_ppl = 0;
     EvalDetail detail = {0}; /* --by-position, --split-recall, --mask */
     CliOption opts[] = {
         CLI_TEXT("model", 'm', &model_path, "CKPT", "checkpoint from bin/train"),
         CLI_TEXT("data", 'd', &data, "DIR|FILE", "a prepared directory (uses --split) or a token file"),
+        CLI_TEXT("text", 0, &text_path, "FILE",
+                 "instead of --data: a text file, encoded in memory by the\nmodel's own tokenizer (nothing is written)"),
         CLI_TEXT("split", 0, &split, "NAME", "val or test, with a directory (default val)"),
         CLI_SIZE("stride", 0, &stride, 0, 1u << 20, "S",
                  "slide windows by S tokens so every scored token after the\nfirst window has at least block_size - S of context\n"
@@ -132,20 +157,28 @@ int main(int argc, char **argv) {
         return cli_error(prog, "--batch-size must be positive");
     if (cli_option(opts, n_opts, "split-recall")->given && detail.recall_n == 0)
         return cli_error(prog, "--split-recall needs an n-gram length of at least 1");
-    if (!model_path || !data) return cli_error(prog, "--model and --data are required (see --help)");
+    if (data && text_path) return cli_error(prog, "--data and --text cannot be used together: a token file, or a text to encode");
+    if (!model_path || !(data || text_path)) return cli_error(prog, "--model and --data (or --text) are required (see --help)");
+    if (text_path && (cli_option(opts, n_opts, "split")->given || mask_arg))
+        return cli_error(prog, "--split and --mask are for --data: --text scores the whole text");
     if (strcmp(split, "val") && strcmp(split, "test")) return cli_error(prog, "--split must be val or test (got '%s')", split);
     threads_use(threads);
     quiet = json;
 
     char path[4096], tok_path[4096], mask_path[4096];
-    data_paths(data, split, path, tok_path, sizeof path);
     TokenFile tf;
-    TokenMask mask;
+    TokenMask mask = {0};
     Error err;
-    if (tokens_read(path, &tf, &err)) return cli_error(prog, "%s", err.msg);
-    if (mask_open_for(&mask, mask_arg, path, tf.n, mask_path, sizeof mask_path, &err)) {
-        tokens_free(&tf);
-        return cli_error(prog, "%s", err.msg);
+    if (text_path) {
+        snprintf(path, sizeof path, "%s", text_path);
+        if (encode_text(model_path, text_path, &tf, &err)) return cli_error(prog, "%s", err.msg);
+    } else {
+        data_paths(data, split, path, tok_path, sizeof path);
+        if (tokens_read(path, &tf, &err)) return cli_error(prog, "%s", err.msg);
+        if (mask_open_for(&mask, mask_arg, path, tf.n, mask_path, sizeof mask_path, &err)) {
+            tokens_free(&tf);
+            return cli_error(prog, "%s", err.msg);
+        }
     }
     detail.mask = mask.marked;
     Model m;
@@ -158,7 +191,8 @@ int main(int argc, char **argv) {
     }
     batch = eval_batch(batch, &m.cfg);
     EvalReport e;
-    if ((ablate && mute_offsets(&m, ablate, &err)) || tokens_check_tokenizer(&tf, path, tok_path, &tok, &err) ||
+    if ((ablate && mute_offsets(&m, ablate, &err)) ||
+        (!text_path && tokens_check_tokenizer(&tf, path, tok_path, &tok, &err)) ||
         evaluate_token_file(&m, &tok, &tf, stride, batch, progress, &detail, &e, &err)) {
         rc = cli_error(prog, "%s", err.msg);
     } else {

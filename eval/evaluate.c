@@ -148,8 +148,10 @@ int evaluate_token_file(Model *m, const Tokenizer *tok, const TokenFile *tf, siz
         return -1;
     }
     /* Tokenizer-independent: the nats of all scored tokens over the bytes
-     * (and words) of the text they stand for; a mask's tokens are not the text's. */
+     * (and words) of the text they stand for, the bytes as the file recorded
+     * them (what an unknown token replaced); a mask's tokens are not the text's. */
     TextUnits units = detail && detail->mask ? (TextUnits){0, 0} : text_units_scored(tok, ids, tf->n);
+    if (!(detail && detail->mask)) units.bytes = tokens_text_bytes(tf, tok, 1, tf->n - 1);
     free(ids);
     double total_nats = out->r.loss * (double)out->r.scored;
     out->stride = stride && stride < m->cfg.block_size ? stride : m->cfg.block_size;

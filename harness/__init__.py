@@ -9,7 +9,8 @@ root as a module, e.g. `python3 -m harness.compare`:
   archs.py        the architectures they compare: [NAME=]MIXERS[:KEY=VALUE]..., parsed and size-matched
   stats.py        Welch's t-test (Student's t through the incomplete beta), standard library only
   bench/          make bench: speed and memory against PyTorch and sgemm (reads bin/train --json),
-                  one module per section (train, mixers, kernel, blas, load, mpi, scaling, layouts)
+                  one module per section (train, mixers, kernel, blas, load, mpi, scaling, layouts);
+                  torch_mixers.py: the chunked PyTorch sliding window and gla the mixers section times
   bench_torch.py  one PyTorch training run, for make bench
   bench_bpe.py    BPE training and encoding speed against SentencePiece, HF tokenizers, tiktoken
   torch_train.py  trains the PyTorch reference as bin/train would, for comparing losses

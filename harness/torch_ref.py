@@ -203,7 +203,9 @@ def read_tokens(path):
     head = token_header(path)
     with open(path, "rb") as f:
         raw = f.read()
-    toks = np.frombuffer(raw[32:], dtype=np.uint16 if head["width"] == 2 else np.uint32).astype(np.int64)
+    # the header's count: a version 2 file's unknown tokens' text follows the tokens
+    toks = np.frombuffer(raw[32:32 + head["count"] * head["width"]],
+                         dtype=np.uint16 if head["width"] == 2 else np.uint32).astype(np.int64)
     return torch.from_numpy(toks), head["vocab"]
 
 

@@ -4,7 +4,13 @@ bf16's memory), one-line errors for bad options, the train section in fp32
 and bf16 (baby, attention, 2 rounds, where the CPU has AVX512_BF16), and
 the scaling and layouts sections end to end at the smallest size (baby,
 attention, 1 and 2 threads, no PyTorch, --quick: about half a minute), read
-through --json. Run from the repository root after make:
+through --json. The mixers section: its PyTorch versions of the sliding
+window and gla (harness/bench/torch_mixers.py) equal to harness/torch_ref.py's
+naive ones, forward and gradients, in float64; its rows and ratios from made-up
+runs (the per-round arithmetic, the skipped full attention at T = 16384, the
+1.25x check); and end to end for window and gla with PyTorch (--quick: 16 runs
+of 16384 tokens a step, under 3 minutes on 2 shared cores), where it checks that
+every row and ratio is there and is a number, not what the numbers are. Run from the repository root after make:
 /usr/bin/python3 -m tests.bench_test"""
 import contextlib
 import io
@@ -13,11 +19,17 @@ import subprocess
 import sys
 import unittest
 
+import torch
+
+from harness import torch_ref
+from harness.bench import mixers as bench_mixers
+from harness.bench import torch_mixers
 from harness.bench.layouts import layouts
 from harness.bench.main import cpu_has_bf16, parse_precisions
+from harness.bench.mixers import FLAT_LIMIT, MIXER_LENGTHS, MIXER_TOKENS, print_mixers, section_mixers
 from harness.bench.scaling import default_thread_list, parse_threads, scaling
-from harness.bench.shared import memory_count
-from harness.bench.shared import STEPS, Context
+from harness.bench.shared import memory_count, profile_parts, train_args
+from harness.bench.shared import MIXERS, STEPS, WINDOW, Context
 from harness.bench.train import (cpu_isa_levels, level_env, parse_isa, pin_openblas_core, precision_ratio,
                                  print_speed, utilisation)
 
@@ -121,6 +133,172 @@ class Helpers(unittest.TestCase):
                          14.0)
 
 
+class TorchMixers(unittest.TestCase):
+    """The chunked PyTorch mixers the bench times against torch_ref's naive ones (the sliding window's
+    full T x T masked matrix, gla's recurrence token by token): the layer's output and the gradients of
+    its input and every weight, in float64, at lengths that are and are not whole blocks and chunks."""
+
+    def check(self, naive, chunked, W, h):
+        dy = torch.randn(h.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+        got = []
+        for f in (naive, chunked):
+            for w in list(W.values()) + [h]:
+                w.grad = None
+            y = f()
+            y.backward(dy)
+            got.append([y.detach()] + [w.grad if w.grad is not None else torch.zeros_like(w)
+                                       for w in list(W.values()) + [h]])
+        for a, b in zip(*got):
+            self.assertTrue(torch.allclose(a, b, rtol=1e-10, atol=1e-12), (a - b).abs().max().item())
+
+    def weights(self, T, mixer):
+        cfg = {"n_embd": 16, "n_head": 4, "vocab_size": 10, "block_size": T, "pos": "learned", "mixers": [mixer]}
+        W = torch_ref.init_weights(cfg, dtype=torch.float64, seed=T)
+        g = torch.Generator().manual_seed(T)
+        with torch.no_grad():  # away from init's small values, so that the softmax and the decays vary
+            for w in W.values():
+                w.add_(0.3 * torch.randn(w.shape, dtype=torch.float64, generator=g))
+        h = torch.randn(2, T, 16, dtype=torch.float64, generator=g).requires_grad_(True)
+        return W, h
+
+    def test_window_attention(self):
+        # (T, window, query block): whole blocks, a ragged last block, blocks other than the window,
+        # a window of 1 (each position itself) and one longer than T (plain causal attention).
+        for T, window, block in ((64, 16, None), (50, 8, None), (37, 5, 16), (33, 1, None), (20, 64, None)):
+            with self.subTest(T=T, window=window, block=block):
+                W, h = self.weights(T, "attention")
+                self.check(lambda: torch_ref.attention(W, "h.0.", h, 4, window=window),
+                           lambda: torch_mixers.attention_layer(W, "h.0.", h, 4, window, block), W, h)
+
+    def test_gla(self):
+        for T, chunk in ((64, 16), (50, 16), (7, 16), (40, 1)):
+            with self.subTest(T=T, chunk=chunk):
+                W, h = self.weights(T, "gla")
+                self.check(lambda: torch_ref.gla(W, "h.0.", h, 4),
+                           lambda: torch_mixers.gla_layer(W, "h.0.", h, 4, chunk), W, h)
+
+    def test_gla_fast_decay(self):
+        """Decays near 0 (the decay projection's bias at -30): every exponent stays <= 0, nothing overflows."""
+        W, h = self.weights(48, "gla")
+        with torch.no_grad():
+            W["h.0.gla.decay.bias"].fill_(-30.0)
+        self.check(lambda: torch_ref.gla(W, "h.0.", h, 4), lambda: torch_mixers.gla_layer(W, "h.0.", h, 4, 16), W, h)
+
+    def test_bench_config(self):
+        """The program's layers for bin/train --json configs: the window's and gla's chunked versions; a
+        mixer without one here (full attention, Grassmann) is refused."""
+        cfg = {"mixers": ["attention", "gla"], "n_head": 4, "attn_window": WINDOW}
+        self.assertIn(f"query blocks of {WINDOW}", torch_mixers.mixer_layer(cfg, 0)[1])
+        self.assertIn("chunk-parallel", torch_mixers.mixer_layer(cfg, 1)[1])
+        with self.assertRaises(ValueError):
+            torch_mixers.mixer_layer({"mixers": ["attention"], "n_head": 4}, 0)
+        with self.assertRaises(ValueError):
+            torch_mixers.mixer_layer({"mixers": ["grassmann"], "n_head": 4}, 0)
+
+
+class MixersSection(unittest.TestCase):
+    """section_mixers and print_mixers on made-up runs: bin/train's mixer times per (T, mixer, round) and
+    PyTorch's, so the ratios are known."""
+
+    def test_window_is_attention_with_a_window(self):
+        args = train_args({"n_layer": 2, "n_head": 4, "n_embd": 128, "block": 256, "batch": 1}, "window")
+        self.assertEqual(args[:4], ["--mixer", "attention", "--attn-window", str(WINDOW)])
+        self.assertEqual(train_args({"n_layer": 2, "n_head": 4, "n_embd": 128, "block": 256, "batch": 1}, "gla")[:2],
+                         ["--mixer", "gla"])
+        report = {"profile": {"parts": {"attention": {"forward_ms": 1.0, "backward_ms": 2.0, "total_ms": 3.0,
+                                                      "share": 50.0}},
+                              "other": {"total_ms": 0.1, "share": 1.0}, "step_ms": 6.0}}
+        self.assertEqual(profile_parts(report, "window")["mixer"]["total"], 3.0)  # its row is attention's
+
+    def run_section(self, c_ms, t_ms, mixers=MIXERS, rounds=2):
+        """section_mixers with bin/train and PyTorch replaced: c_ms(T, mixer, round) is the mixer's ms per
+        step, t_ms(T, mixer, round) PyTorch's."""
+        ctx = Context()
+        ctx.steps, ctx.rounds, ctx.threads, ctx.section_mixers, ctx.torch_missing = STEPS["quick"], rounds, 2, list(mixers), None
+        calls, counter = [], {}
+
+        def fake_c(ctx_, cfg, mixer, steps, warmup, threads):
+            T = cfg["block"]
+            self.assertEqual(cfg["batch"] * T, MIXER_TOKENS)
+            rnd = counter[(T, mixer)] = counter.get((T, mixer), -1) + 1
+            calls.append((T, mixer))
+            return {"ms": 3 * c_ms(T, mixer, rnd), "profile": {"mixer": {"total": c_ms(T, mixer, rnd)}}, "rss_mib": 100.0,
+                    "memory": {"activations": 50.0}, "kernel": "K", "train": {"config": {}, "batch": cfg["batch"]},
+                    "round": rnd, "T": T, "mixer": mixer}
+
+        def fake_t(ctx_, c, steps, warmup):
+            if t_ms(c["T"], c["mixer"], c["round"]) is None:  # as torch_mixer when PyTorch fails
+                ctx_.torch_missing = "PyTorch run failed: no torch"
+                return None
+            return {"ms": t_ms(c["T"], c["mixer"], c["round"]), "blas": "OpenBLAS x, kernel K", "kernel": "K",
+                    "threads": 2, "impl": "chunked", "rss_mib": 200.0}
+
+        saved = bench_mixers.c_train, bench_mixers.torch_mixer
+        bench_mixers.c_train, bench_mixers.torch_mixer = fake_c, fake_t
+        try:
+            with contextlib.redirect_stderr(io.StringIO()):
+                res = section_mixers(ctx)
+        finally:
+            bench_mixers.c_train, bench_mixers.torch_mixer = saved
+        with contextlib.redirect_stdout(io.StringIO()) as shown:
+            print_mixers(ctx, res)
+        return res, calls, shown.getvalue()
+
+    def test_rows_and_ratios(self):
+        # Per-round mixer ms: flat mixers 10 then 20 at every T (a slow second round); window 1.5x at
+        # T=4096 in round 1 only; attention x T/256. PyTorch: 3x C's time in round 1, 5x in round 2.
+        def c_ms(T, mixer, rnd):
+            base = 10.0 * (rnd + 1)
+            if mixer == "attention":
+                return base * T / 256
+            return base * (1.5 if mixer == "window" and T == 4096 and rnd == 0 else 1.0)
+
+        res, calls, shown = self.run_section(c_ms, lambda T, m, rnd: c_ms(T, m, rnd) * (3.0 if rnd == 0 else 5.0))
+        self.assertNotIn((16384, "attention"), calls)  # full attention skipped at 16384
+        self.assertEqual(len(calls), 2 * (4 * len(MIXER_LENGTHS) - 1))
+        self.assertEqual([(r["mixer"], r["T"]) for r in res], [(m, T) for m in MIXERS for T in MIXER_LENGTHS])
+        by = {(r["mixer"], r["T"]): r for r in res}
+        skip = by[("attention", 16384)]
+        self.assertIn("not run above T = 4096", skip["skipped"])
+        self.assertNotIn("mixer_us_per_token", skip)
+        for r in res:
+            if r["skipped"]:
+                continue
+            self.assertEqual(r["B"] * r["T"], MIXER_TOKENS)
+            self.assertAlmostEqual(r["mixer_us_per_token"], c_ms(r["T"], r["mixer"], 1) * 0.75 * 1e3 / MIXER_TOKENS
+                                   if (r["mixer"], r["T"]) != ("window", 4096) else 17.5 * 1e3 / MIXER_TOKENS)
+            self.assertEqual(len(r["rounds_mixer_us_per_token"]), 2)
+            torch_row = r["mixer"] in ("window", "gla")
+            self.assertEqual(r["c_over_torch"], 4.0 if torch_row else None)  # median of 3x and 5x
+            self.assertEqual(r["c_faster"], True if torch_row else None)
+            self.assertEqual(r["torch_mixer_us_per_token"] is not None, torch_row)
+            self.assertEqual(r["attn_window"], WINDOW if r["mixer"] == "window" else None)
+        self.assertAlmostEqual(by[("attention", 4096)]["over_t256"], 16.0)
+        self.assertIsNone(by[("attention", 4096)]["within_flat_limit"])  # grows with T: no check
+        self.assertAlmostEqual(by[("window", 4096)]["over_t256"], 1.25)  # median of 1.5 and 1.0
+        self.assertTrue(by[("window", 4096)]["within_flat_limit"])  # 1.25 is within 1.25x
+        self.assertEqual(by[("gla", 16384)]["over_t256"], 1.0)
+        self.assertEqual(by[("gla", 16384)]["flat_limit"], FLAT_LIMIT)
+        self.assertIn("attention, T = 16384: not run above T = 4096", shown)
+        self.assertIn("window 64: C faster at every T (4.00x to 4.00x)", shown)
+        check = {line.split()[0]: line for line in shown.splitlines() if line.startswith("  ") and
+                 line.split()[0] in MIXERS}
+        self.assertTrue(check["gla"].rstrip().endswith("yes"))
+
+    def test_flat_check_fails_and_torch_missing(self):
+        """A flat mixer 1.3x at T=16384 in both rounds: NO at that T; PyTorch not measured: n/a, not invented."""
+        res, _, shown = self.run_section(lambda T, m, rnd: 13.0 if T == 16384 else 10.0, lambda T, m, rnd: None,
+                                         mixers=("gla",))
+        for r in res:
+            self.assertIsNone(r["c_over_torch"])
+            self.assertIsNone(r["c_faster"])
+        self.assertFalse(res[-1]["within_flat_limit"])
+        self.assertIn("NO: T=16384", shown)
+        self.assertIn("gla: n/a", shown)
+        self.assertIn("PyTorch not measured: PyTorch run failed: no torch", shown)
+        self.assertEqual(res[0]["torch_unavailable"], "PyTorch run failed: no torch")
+
+
 class Options(unittest.TestCase):
     def test_bad_options(self):
         for args, says in ((["--threads", "2,0"], "--threads must be"), (["--mixers", "mamba"], "--mixers"),
@@ -204,6 +382,31 @@ class EndToEnd(unittest.TestCase):
         self.assertIsNone(bf16["torch_bf16_over_fp32"])  # --no-torch: not measured, not invented
         self.assertGreater(fp32["eval"]["tokens_per_s"], 0)  # inference once, on the fp32 model
         self.assertIsNone(bf16["eval"])
+
+    def test_mixers_section(self):
+        """The mixers section for window and gla with PyTorch: a row per T, each with its numbers, its ratio
+        to T = 256, its 1.25x check and C/PT; the tables print them. Not what the numbers are."""
+        p = subprocess.run(BENCH + ["--quick", "--sections", "mixers", "--mixers", "window,gla", "--json"],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+        out = json.loads(p.stdout)
+        rows = out["mixers"]
+        self.assertEqual([(r["mixer"], r["T"]) for r in rows], [(m, T) for m in ("window", "gla") for T in MIXER_LENGTHS])
+        numbers = ("mixer_us_per_token", "step_us_per_token", "peak_rss_mib", "activations_mib", "over_t256",
+                   "torch_mixer_us_per_token", "c_over_torch")
+        for r in rows:
+            self.assertIsNone(r["skipped"])
+            self.assertEqual(r["B"] * r["T"], MIXER_TOKENS)
+            for k in numbers:
+                self.assertIsInstance(r[k], float, (r["mixer"], r["T"], k))
+                self.assertGreater(r[k], 0, (r["mixer"], r["T"], k))
+            self.assertIsInstance(r["within_flat_limit"], bool)
+            self.assertIsInstance(r["c_faster"], bool)
+            self.assertEqual(r["flat_limit"], FLAT_LIMIT)
+            self.assertEqual(r["torch_threads"], out["machine"]["threads"])
+            self.assertIn("kernel", r["torch_blas"])
+        self.assertEqual([r["attn_window"] for r in rows if r["mixer"] == "window"], [WINDOW] * len(MIXER_LENGTHS))
+        self.assertEqual([r["over_t256"] for r in rows if r["T"] == 256], [1.0, 1.0])
 
     def test_scaling_and_layouts(self):
         out, _ = self.run_bench("--sections", "scaling,layouts", "--threads", "1,2")

@@ -670,7 +670,29 @@ def hostile(tmp):
           "nothing written by any refused conversion (no checkpoint, no temporary file)")
 
 
+USAGE = """usage: /usr/bin/python3 -m tests.gpt2_convert
+       /usr/bin/python3 -m tests.gpt2_convert --write-random DIR L,H,C,P,V DTYPE
+       /usr/bin/python3 -m tests.gpt2_convert --write-fuzz-seeds DIR
+Without arguments: checks bin/convert against GPT-2 as Hugging Face defines it
+(random GPT-2-shaped models; run from the project root after make).
+--write-random writes only config.json and model.safetensors of a random GPT-2
+of L layers, H heads, width C, P positions and a vocabulary of V, in DTYPE
+(F32, F16 or BF16), without a tokenizer (docs/gpt2.md's measurements at 124M).
+--write-fuzz-seeds writes only tiny random GPT-2 directories, the fuzzers'
+seeds (tests/fuzz/make_seeds.sh)."""
+
+
 def main():
+    args = sys.argv[1:]
+    if args[:1] in (["--help"], ["-h"]):
+        print(USAGE)
+        return
+    forms = {"--write-random": 4, "--write-fuzz-seeds": 2}
+    if args and (args[0] not in forms or len(args) != forms[args[0]] or
+                 (args[0] == "--write-random" and (not re.fullmatch(r"\d+(,\d+){4}", args[2]) or
+                                                   args[3] not in ("F32", "F16", "BF16")))):
+        print(f"gpt2_convert: error: unexpected arguments '{' '.join(args)}' (see --help)", file=sys.stderr)
+        sys.exit(2)
     if len(sys.argv) == 5 and sys.argv[1] == "--write-random":  # docs/gpt2.md's measurements at GPT-2's sizes
         L, H, C, P, V = map(int, sys.argv[3].split(","))
         sizes, d = {"n_layer": L, "n_head": H, "n_embd": C, "n_positions": P}, sys.argv[2]

@@ -178,6 +178,9 @@ def main():
         ("attention, window 5", ["--mixer", "attention", "--attn-window", "5"]),
         ("attention, 3 tiles, window 150", ["--mixer", "attention", "--block-size", "300", "--batch-size", "2",
                                             "--attn-window", "150"]),
+        # A window shorter than the tile: tiles of 64 (five over 300 positions).
+        ("attention, 5 tiles of 64, window 40", ["--mixer", "attention", "--block-size", "300", "--batch-size", "2",
+                                                 "--attn-window", "40"]),
         # Gated linear attention: one chunk of its recurrence, then three
         # (block 80: chunks of 32, 32 and 16), in a hybrid with rope.
         ("gla", ["--mixer", "gla"]),

@@ -7,6 +7,7 @@
 #include "test_model_util.h"
 
 #include "mixers/attention.h"
+#include "mixers/attention_tiles.h"
 #include "mixers/gla.h"
 #include "mixers/grassmann.h"
 #include "lm/model.h"
@@ -213,7 +214,8 @@ static void run_mixer(const Mixer *mx, ModelConfig cfg, const float *rope, size_
 static void run_attention_by_tiles(ModelConfig cfg) {
     int saved = omp_get_max_threads();
     omp_set_num_threads(2), threads_set_width(2);
-    assert_int_equal(attention_backward_by_tiles(1, BY_TILES_T, 1, cfg.n_embd), 1);
+    MixerSpec spec = model_mixer_spec(&cfg, 0);
+    assert_int_equal(attention_backward_by_tiles(1, BY_TILES_T, 1, cfg.n_embd, attention_window(&spec)), 1);
     run_mixer(&attention_mixer, cfg, NULL, 1, BY_TILES_T, 0.5f);
     threads_set_width(0), omp_set_num_threads(saved);
 }
@@ -228,8 +230,9 @@ static void test_attention(void **s) {
 
 /* A sliding window: within one tile (window 3 of 7 positions), and over
  * five tiles (600 positions, window 150: every later query tile meets a key
- * tile partly outside its band and skips those before it), as one task per
- * head and as a task per key tile and per query tile. */
+ * tile partly outside its band and skips those before it; window 40, with
+ * tiles of 64), as one task per head and as a task per key tile and per
+ * query tile. */
 static void test_attention_window(void **s) {
     (void)s;
     ModelConfig cfg;
@@ -240,6 +243,11 @@ static void test_attention_window(void **s) {
     run_mixer(&attention_mixer, cfg, NULL, 2, 7, 0.3f);
     cfg = by_tiles_config();
     assert_int_equal(config_set_option(&cfg, "attn-window", "150", &err), 0);
+    run_mixer(&attention_mixer, cfg, NULL, 1, BY_TILES_T, 0.5f);
+    run_attention_by_tiles(cfg);
+    /* A window shorter than the tile: tiles of 64 (attn_tile). */
+    assert_int_equal(attn_tile(40), 64);
+    assert_int_equal(config_set_option(&cfg, "attn-window", "40", &err), 0);
     run_mixer(&attention_mixer, cfg, NULL, 1, BY_TILES_T, 0.5f);
     run_attention_by_tiles(cfg);
 }

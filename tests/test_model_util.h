@@ -103,7 +103,7 @@ static inline void check_by_tiles_bitwise(const float *params, MixerRuntime rt) 
     float *acts = zeros(attention_mixer.act_size(&spec, 1, N)), *out = zeros(N * C), *g[2], *din[2];
     for (size_t width = 1; width <= 2; width++) {
         threads_set_width(width);
-        assert_int_equal(attention_backward_by_tiles(1, N, 1, C), width == 2);
+        assert_int_equal(attention_backward_by_tiles(1, N, 1, C, 0), width == 2);
         g[width - 1] = zeros(np), din[width - 1] = zeros(N * C);
         attention_mixer.forward(&spec, &rt, params, acts, out, in, 1, N);
         attention_mixer.backward(&spec, &rt, params, g[width - 1], acts, in, dout, din[width - 1], 1, N);

@@ -534,6 +534,78 @@ static void test_tokenizer_roundtrip(void **s) {
     tokenizer_free(&tok), tokenizer_free(&back), tokenizer_free(&bt);
 }
 
+/* Bytes of text from the text itself: a char tokenizer's unknown token stands
+ * for the character (1, 2 or 4 bytes here, where its U+FFFD is 3) or invalid
+ * byte it replaced; a token file records those, as version 2 (one without
+ * them stays version 1), and any range of its tokens counts the bytes of the
+ * text it came from. A trailer that lies is refused. */
+static void test_token_text_bytes(void **s) {
+    (void)s;
+    const char train[] = "the whale", text[] = "Zthe \xc3\xa9 whale \xf0\x9f\x90\x8b\xff €!";
+    size_t len = sizeof text - 1;
+    Tokenizer tok;
+    Error err;
+    assert_int_equal(tokenizer_build_char(&tok, train, sizeof train - 1, &err), 0);
+    TokenFile mem;
+    assert_int_equal(tokens_from_text(&mem, &tok, text, len, &err), 0);
+    /* Z, é, the whale emoji, 0xff and ! stand for 1, 2, 4, 1 and 1 bytes; € is 3, as U+FFFD */
+    assert_int_equal(mem.n_spans, 5);
+    assert_int_equal(tokens_text_bytes(&mem, &tok, 0, mem.n), len);
+    assert_int_equal(tokens_token_bytes(&mem, &tok, 0), 1);
+    for (size_t from = 0; from <= mem.n; from++) /* every range: its tokens' text, token by token */
+        for (size_t n = 0; from + n <= mem.n; n++) {
+            size_t sum = 0;
+            for (size_t i = from; i < from + n; i++) sum += tokens_token_bytes(&mem, &tok, i);
+            assert_int_equal(tokens_text_bytes(&mem, &tok, from, n), sum);
+        }
+    /* Written through the writer as bin/prepare does, read back the same. */
+    char path[] = "/tmp/lm-spans-XXXXXX";
+    temp_file(path);
+    TokenWriter w;
+    uint32_t first = 5, *ids = tokens_copy_u32(&mem, 0, mem.n, &err);
+    assert_int_equal(token_writer_open(&w, path, tok.vocab_size, &err), 0);
+    assert_int_equal(token_writer_add(&w, &first, 1, &err), 0); /* the spans' indices count it */
+    assert_int_equal(token_writer_add_text(&w, &tok, text, len, ids, mem.n, &err), 0);
+    assert_int_equal(token_writer_close(&w, &err), 0);
+    TokenFile tf;
+    assert_int_equal(tokens_read(path, &tf, &err), 0);
+    assert_int_equal(tf.n, mem.n + 1);
+    assert_int_equal(tf.n_spans, 5);
+    assert_int_equal(tokens_text_bytes(&tf, &tok, 1, tf.n - 1), len);
+    assert_int_equal(tokens_text_bytes(&tf, &tok, 0, tf.n), len + 1);
+    tokens_free(&tf);
+    size_t size;
+    unsigned char *bytes = (unsigned char *)read_file(path, &size, &err);
+    assert_non_null(bytes);
+    assert_int_equal(bytes[8], 2); /* version 2 */
+    /* A trailer that lies: an index past the tokens, out of order, cut short. */
+    size_t n = mem.n + 1, idx = 32 + 2 * n + 8; /* the first index, after the tokens and the count */
+    const char *why[] = {"no such token", "out of order", "does not fit"};
+    for (int k = 0; k < 3; k++) {
+        unsigned char *bad = malloc(size);
+        memcpy(bad, bytes, size);
+        size_t bad_size = size;
+        if (k == 0) bad[idx] = (unsigned char)(n + 7);           /* the first index */
+        if (k == 1) memcpy(bad + idx + 8, bad + idx, 8);          /* the second = the first */
+        if (k == 2) bad_size -= 1;
+        assert_int_equal(write_file_atomic(path, (char *)bad, bad_size, &err), 0);
+        assert_int_equal(tokens_read(path, &tf, &err), -1);
+        assert_non_null(strstr(err.msg, why[k]));
+        free(bad);
+    }
+    /* No unknown token: version 1, as files were before. */
+    assert_int_equal(tokens_write(path, &first, 1, tok.vocab_size, &err), 0);
+    free(bytes);
+    bytes = (unsigned char *)read_file(path, &size, &err);
+    assert_int_equal(bytes[8], 1);
+    assert_int_equal(size, 32 + 2);
+    unlink(path);
+    free(bytes);
+    free(ids);
+    tokens_free(&mem);
+    tokenizer_free(&tok);
+}
+
 /* ---- corpus splits ----------------------------------------------------------------- */
 
 static void put_file(const char *dir, const char *name, const char *text) {
@@ -956,6 +1028,7 @@ int main(void) {
         cmocka_unit_test(test_lr_schedule),
         cmocka_unit_test(test_clip),
         cmocka_unit_test(test_tokenizer_roundtrip),
+        cmocka_unit_test(test_token_text_bytes),
         cmocka_unit_test(test_corpus_explicit_splits),
         cmocka_unit_test(test_checkpoint_roundtrip_and_corruption),
         cmocka_unit_test(test_eval_uniform_is_vocab_size),

@@ -67,6 +67,62 @@ for kind in char byte; do
         bad "--tokenizer-from a $kind directory: not the same files"
 done
 
+# Bits per byte from the text itself: a char vocabulary lacking some of the
+# text's characters (ASCII letters, a 2- and a 4-byte character, an invalid
+# byte) still counts each as the bytes it was; the scored bytes are the val
+# text's size less its first character (which nothing predicts).
+printf 'Quiz: Zebras \xc3\xb1 \xf0\x9f\x90\x8b \xff the whale.\n%.0s' $(seq 1 20) >"$tmp/oov.txt"
+expect_ok "prepare text outside the vocabulary" $B/prepare --train "$tmp/a.txt" --val "$tmp/oov.txt" --test "$tmp/oov.txt" \
+    --out "$tmp/oov" --tokenizer-from "$tmp/char"
+[ "$(od -An -tu4 -j8 -N4 "$tmp/oov/val.bin" | tr -d ' ')" = 2 ] && [ "$(od -An -tu4 -j8 -N4 "$tmp/oov/train.bin" | tr -d ' ')" = 1 ] &&
+    ok || bad "val.bin records its unknown tokens' text (version 2), train.bin has none (version 1)"
+expect_ok "train on it" $B/train --data "$tmp/oov" --out "$tmp/oov.ckpt" "${TINY[@]}"
+for split in val test; do
+    expect_ok "eval $split outside the vocabulary" $B/eval --model "$tmp/oov.ckpt" --data "$tmp/oov" --split $split --json
+    want=$(($(wc -c <"$tmp/oov.txt") - 1))
+    got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["bytes"])' "$tmp/out")
+    [ "$got" = "$want" ] && ok || bad "bits per byte of text outside the vocabulary: $got bytes, the text has $want"
+done
+
+# bin/eval --text FILE: the text encoded in memory by the model's own
+# tokenizer scores exactly as the token file bin/prepare --tokenizer-from
+# makes of it (tokens, loss, bytes; BPE, and char with characters outside its
+# vocabulary), and nothing is written: not where it runs, not in TMPDIR, not
+# beside the text.
+# same_eval NAME JSON1 JSON2: the same tokens, scored, loss and bytes
+same_eval() {
+    python3 -c 'import json,sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+keys = ("tokens", "scored", "loss", "perplexity", "bytes", "bits_per_byte")
+sys.exit(0 if all(a[k] == b[k] for k in keys) else 1)' "$2" "$3" && ok || bad "$1: $(cat "$2") against $(cat "$3")"
+}
+mkdir -p "$tmp/run-here" "$tmp/tmpdir" "$tmp/texts"
+ab=$B; case $ab in /*) ;; *) ab=$PWD/$ab ;; esac  # the programs, run from another directory
+cp "$tmp/oov.txt" "$tmp/a.txt" "$tmp/texts/"
+expect_ok "prepare a.txt as val" $B/prepare --train "$tmp/docs" --val "$tmp/a.txt" --out "$tmp/aval" --tokenizer-from "$tmp/bpe.ckpt"
+for m in bpe oov; do
+    case $m in bpe) text=a.txt data=$tmp/aval ;; oov) text=oov.txt data=$tmp/oov ;; esac
+    (cd "$tmp/run-here" && TMPDIR=$tmp/tmpdir $ab/eval --model "$tmp/$m.ckpt" --text "$tmp/texts/$text" --json \
+        >"$tmp/text.json" 2>"$tmp/err") && ok || bad "eval --text ($m): $(cat "$tmp/err")"
+    expect_ok "eval the prepared $text ($m)" $B/eval --model "$tmp/$m.ckpt" --data "$data" --split val --json
+    same_eval "eval --text ($m) against the prepared file" "$tmp/text.json" "$tmp/out"
+done
+[ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["bytes"])' "$tmp/text.json")" = $(($(wc -c <"$tmp/oov.txt") - 1)) ] &&
+    ok || bad "eval --text: not the text's bytes: $(cat "$tmp/text.json")"
+[ -z "$(find "$tmp/run-here" "$tmp/tmpdir" -mindepth 1)" ] && [ "$(ls -A "$tmp/texts")" = "$(printf 'a.txt\noov.txt')" ] && ok ||
+    bad "eval --text left files behind: $(find "$tmp/run-here" "$tmp/tmpdir" "$tmp/texts" -mindepth 1)"
+expect_ok "eval --text, as text" $B/eval --model "$tmp/oov.ckpt" --text "$tmp/oov.txt"
+grep -q "bits per byte ($(($(wc -c <"$tmp/oov.txt") - 1)) bytes of text)" "$tmp/out" && grep -q "^loss .* | perplexity " "$tmp/out" &&
+    ok || bad "eval --text prints no loss, perplexity or bits per byte: $(cat "$tmp/out")"
+printf 'Q' >"$tmp/one.txt"
+: >"$tmp/empty.txt"
+expect_error "eval --text with --data" "--data and --text cannot be used together" $B/eval --model "$tmp/oov.ckpt" --text "$tmp/oov.txt" --data "$tmp/oov"
+expect_error "eval --text with --split" "--split and --mask are for --data" $B/eval --model "$tmp/oov.ckpt" --text "$tmp/oov.txt" --split test
+expect_error "eval --text missing" "cannot open" $B/eval --model "$tmp/oov.ckpt" --text "$tmp/nothing.txt"
+expect_error "eval --text of one character" "is 1 token of the model's tokenizer: scoring needs at least 2" \
+    $B/eval --model "$tmp/oov.ckpt" --text "$tmp/one.txt"
+expect_error "eval --text empty" "is 0 tokens" $B/eval --model "$tmp/oov.ckpt" --text "$tmp/empty.txt"
+
 # hostile tokenizer.json files, each a spoiled copy of ours
 /usr/bin/python3 - "$tmp/bpe/tokenizer.json" "$tmp/hostile" <<'PY'
 import json, os, sys

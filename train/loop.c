@@ -144,7 +144,9 @@ static int finish(TrainLoop *L, const char *prog, int signalled) {
     Error err;
     if (run_save(L->r, o->out, L->step, &err)) return cli_error(prog, "%s", err.msg);
     if (signalled) {
-        say("interrupted: checkpoint at step %zu saved to %s (continue with --resume %s)\n", L->step, o->out, o->out);
+        /* The checkpoint holds the data and the options: the log, this invocation's, is all it needs besides. */
+        say("interrupted: checkpoint at step %zu saved to %s (continue with --resume %s%s%s)\n", L->step, o->out, o->out,
+            o->log ? " --log " : "", o->log ? o->log : "");
         return 130;
     }
     char took[32];

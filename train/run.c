@@ -158,6 +158,12 @@ char *run_options_json(const RunOptions *o, size_t ranks) {
     if (o->precision != PRECISION_FP32) sb_appendf(&sb, ",\"precision\":\"%s\"", precision_name(o->precision));
     /* adamw (the default) is the absence of the key, as fp32 is: AdamW checkpoints are what they were before Muon. */
     if (!default_optimizer) sb_appendf(&sb, ",\"optimizer\":\"%s\"", o->optimizer->name);
+    if (o->no_loss_mask) sb_appendf(&sb, ",\"no_loss_mask\":1");
+    if (o->data_hash[0]) {
+        sb_appendf(&sb, ",\"data\":");
+        sb_append_json_string(&sb, o->data_real);
+        sb_appendf(&sb, ",\"data_hash\":\"%s\"", o->data_hash);
+    }
     sb_appendf(&sb, "}");
     char *out = strdup(sb);
     sb_free(&sb);
@@ -229,6 +235,38 @@ int run_options_from_json(RunOptions *o, const char *json, size_t ranks, Error *
         o->precision = have;
     if (rc == 0) rc = kept_optimizer(o, json_object_get(root, "optimizer"), err);
     if (rc == 0) rc = run_check_optimizer_options(o, err);
+    const json_t *mask = json_object_get(root, "no_loss_mask"), *hash = json_object_get(root, "data_hash"),
+                 *data = json_object_get(root, "data");
+    if (rc == 0 && mask && !json_is_integer(mask)) rc = err_set(err, "its run options hold a bad 'no_loss_mask'");
+    else if (rc == 0 && mask) o->no_loss_mask |= json_integer_value(mask) != 0;
+    /* Its own corpus, changed since: refused. Another directory given with
+     * --data is a choice (a curriculum's next stage), as any option given. */
+    int its_own = !json_is_string(data) || strcmp(json_string_value(data), o->data_real) == 0;
+    if (rc == 0 && hash && !json_is_string(hash)) rc = err_set(err, "its run options hold a bad 'data_hash'");
+    else if (rc == 0 && hash && its_own && o->data_hash[0] && strcmp(json_string_value(hash), o->data_hash) != 0)
+        rc = err_set(err, "its data '%s' has changed since (data hash %s, it was %s): a resumed run continues on the "
+                          "corpus it was trained on (to go on with other data, give that with --data DIR elsewhere)",
+                     o->data, o->data_hash, json_string_value(hash));
+    json_decref(root);
+    return rc;
+}
+
+int run_resume_defaults(RunOptions *o, Error *err) {
+    if (!o->resume) return 0;
+    if (!o->out) o->out = o->resume; /* continued in place: the new checkpoint is renamed over it */
+    if (o->data) return 0;
+    char *train;
+    if (ckpt_read_train(o->resume, &train, err)) return -1;
+    json_t *root = json_parse(train, strlen(train), err);
+    free(train);
+    if (!root) return -1;
+    const json_t *data = json_object_get(root, "data");
+    int rc = 0;
+    if (!json_is_string(data) || !*json_string_value(data))
+        rc = err_set(err, "--data DIR is required: '%s' does not name the data it was trained on (it is older than "
+                          "bin/train keeping it)", o->resume);
+    else if (!(o->data = o->data_owned = strdup(json_string_value(data))))
+        rc = err_set(err, "out of memory");
     json_decref(root);
     return rc;
 }
@@ -463,7 +501,7 @@ int run_claim_output(const RunOptions *o, Dist *dist, const char *prog, OutputLo
     return 0;
 }
 
-int run_open(Run *r, const RunOptions *o, Dist *dist, int count_only, int no_loss_mask, Error *err) {
+int run_open(Run *r, const RunOptions *o, Dist *dist, int count_only, Error *err) {
     memset(r, 0, sizeof *r);
     r->o = *o;
     r->dist = dist;
@@ -478,6 +516,8 @@ int run_open(Run *r, const RunOptions *o, Dist *dist, int count_only, int no_los
     const char *same_files[] = {train_bin, val_bin, tok_txt, o->resume ? o->resume : o->init, NULL};
     if (dist_check_files(dist, same_files, err)) return -1;
     if (dist_agree(dist, dataset_open(&r->ds, o->data, 0, err) != 0, err)) return -1;
+    dataset_hash(&r->ds, r->o.data_hash);
+    if (!realpath(o->data, r->o.data_real)) snprintf(r->o.data_real, sizeof r->o.data_real, "%s", o->data);
     if (o->resume) {
         if (o->max_seconds > 0)
             return err_set(err, "--max-seconds cannot be used with --resume: the time budget belongs to one run");
@@ -490,7 +530,7 @@ int run_open(Run *r, const RunOptions *o, Dist *dist, int count_only, int no_los
         return -1;
     }
     if (count_only) return 0;
-    if (!no_loss_mask && dist_agree(dist, loss_masks_open(&r->masks, o->data, &r->ds, err) != 0, err)) return -1;
+    if (!r->o.no_loss_mask && dist_agree(dist, loss_masks_open(&r->masks, o->data, &r->ds, err) != 0, err)) return -1;
     return prepare_steps(r, err);
 }
 

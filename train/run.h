@@ -46,6 +46,11 @@ typedef struct RunOptions {
     const char *mixer_text[RUN_MAX_MIXER_TEXTS];
     ModelConfig cfg;
     uint64_t given;      /* bit i: row i of run_option_rows was given on the command line */
+    int no_loss_mask;    /* every target learned, masks or not: kept in the checkpoint ("no_loss_mask", absent: 0) */
+    /* The corpus, kept in the checkpoint so that --resume alone continues on
+     * it: its absolute path and dataset_hash (set by run_open). */
+    char data_real[PATH_BUF], data_hash[17];
+    char *data_owned;    /* data, when it came from --resume's checkpoint (malloc'd; the caller frees it) */
 } RunOptions;
 
 /* What a numeric option is to a checkpoint. */
@@ -80,10 +85,16 @@ size_t run_mixer_texts(const MixerOption **rows);
 
 /* bin/train's defaults (the model's from config_defaults). */
 void run_options_defaults(RunOptions *o);
-/* The run's options as JSON, stored in checkpoints so --resume needs none.
- * grad-accum is stored for the whole job (per rank x ranks), so that the
- * checkpoint resumes on any number of ranks that divides it. */
+/* The run's options as JSON, stored in checkpoints so --resume needs none:
+ * the kept numbers, the precision and optimizer, --no-loss-mask, and the
+ * corpus (its absolute path and hash). grad-accum is stored for the whole
+ * job (per rank x ranks), so that the checkpoint resumes on any number of
+ * ranks that divides it. */
 char *run_options_json(const RunOptions *o, size_t ranks);
+/* bin/train --resume CKPT alone: --out defaults to CKPT (the run continues
+ * in place) and --data to the corpus its options name (read from its
+ * header; a checkpoint that names none needs --data). */
+int run_resume_defaults(RunOptions *o, Error *err);
 /* An optimizer's own option given (--muon-lr, ...) to a run whose optimizer
  * is another would change nothing: refused rather than ignored. */
 int run_check_optimizer_options(const RunOptions *o, Error *err);
@@ -92,7 +103,8 @@ int run_check_optimizer_options(const RunOptions *o, Error *err);
  * the command line's bounds. The precision is the checkpoint's (absent: fp32),
  * and so is the optimizer (absent: adamw): a --precision or --optimizer given
  * that differs is refused, since a resumed run continues the one that wrote
- * the checkpoint exactly. */
+ * the checkpoint exactly; so is its own corpus (o->data_real the path it
+ * names) whose hash (o->data_hash, when set) has changed since. */
 int run_options_from_json(RunOptions *o, const char *json, size_t ranks, Error *err);
 /* With --resume or --init, model options given on the command line must
  * equal the checkpoint's (so the command that started a run, plus --resume,
@@ -125,7 +137,7 @@ typedef struct Run {
 /* Sets the run up on every rank of dist together (a failure on any rank is
  * one line on all): the dataset, the model (new from o; or o->resume with its
  * step, data position and kept options; or a new run from o->init's weights,
- * with fresh AdamW moments, step 0 and this run's options), the loss masks (unless no_loss_mask),
+ * with fresh AdamW moments, step 0 and this run's options), the loss masks (unless o->no_loss_mask),
  * activations and batch buffers. With count_only it stops after the model's
  * layout (model.n_params), allocating no weights' gradients or activations. */
 /* Before any work: every file the run writes (--out, --dump-grads, --log)
@@ -136,7 +148,7 @@ typedef struct Run {
  * output_unlock, and removes what killed runs left of it, saying so on
  * stderr as prog. No lock for --dump-grads. */
 int run_claim_output(const RunOptions *o, Dist *dist, const char *prog, OutputLock *lock, Error *err);
-int run_open(Run *r, const RunOptions *o, Dist *dist, int count_only, int no_loss_mask, Error *err);
+int run_open(Run *r, const RunOptions *o, Dist *dist, int count_only, Error *err);
 void run_close(Run *r);
 /* The checkpoint at `step`: rank 0 writes it, atomically; every rank learns
  * whether that worked. */

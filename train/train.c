@@ -28,7 +28,7 @@
 
 static const CliProgram program = {
     .name = "train",
-    .usage = "bin/train --data DIR --out CKPT [options]\nbin/train --data DIR --out CKPT --resume CKPT [options]\n"
+    .usage = "bin/train --data DIR --out CKPT [options]\nbin/train --resume CKPT [options]\n"
              "bin/train --data DIR --out CKPT --init CKPT [options]",
     .about = "Trains a Transformer, Grassmann or hybrid language model on DIR (from bin/prepare).\n",
     .after = "\n"
@@ -56,10 +56,11 @@ static int parse(int argc, char **argv, RunOptions *o, Actions *a) {
              "a comma list, one per layer (%s)", mixer_at(0)->name);
     CliOption own[] = {
         CLI_TEXT("data", 'd', &o->data, "DIR", "prepared data directory (train.bin, val.bin, tokenizer.txt)"),
-        CLI_TEXT("out", 'o', &o->out, "CKPT", "checkpoint to write (safetensors; written atomically)"),
+        CLI_TEXT("out", 'o', &o->out, "CKPT", "checkpoint to write (safetensors; written atomically;\nwith --resume, by default the one resumed, continued in place)"),
         CLI_TEXT("resume", 0, &o->resume, "CKPT",
-                 "continue a run exactly where CKPT stopped; the model and\n"
-                 "the run's options come from CKPT (run options given here win)"),
+                 "continue a run exactly where CKPT stopped; the model, the run's\n"
+                 "options and its data (refused if that changed) come from CKPT\n"
+                 "(run options given here win)"),
         CLI_TEXT("init", 0, &o->init, "CKPT",
                  "start a new run from CKPT's weights (fine-tuning): its model and\n"
                  "tokenizer, fresh AdamW moments, step 0, and this command's run\n"
@@ -331,13 +332,15 @@ int main(int argc, char **argv) {
     run_options_defaults(&o);
     int rc = dist_check_args(&dist, argc, argv, &err) ? cli_error(prog, "%s", err.msg) /* every rank parses the same */
                                                       : parse(argc, argv, &o, &a);
+    if (rc == CLI_CONTINUE && run_resume_defaults(&o, &err)) rc = cli_error(prog, "%s", err.msg);
+    o.no_loss_mask = a.no_loss_mask;
     if (rc == CLI_CONTINUE) rc = check(&o, &a, &dist);
     OutputLock lock = {.fd = -1};
     if (rc == CLI_CONTINUE && !a.count_only && run_claim_output(&o, &dist, prog, &lock, &err)) rc = cli_error(prog, "%s", err.msg);
     if (rc == CLI_CONTINUE) {
         say_on = !a.json;
         threads_use(threads_per_rank(o.threads, dist.local_size)); /* --threads is per rank */
-        if (run_open(&r, &o, &dist, a.count_only, a.no_loss_mask, &err)) rc = cli_error(prog, "%s", err.msg);
+        if (run_open(&r, &o, &dist, a.count_only, &err)) rc = cli_error(prog, "%s", err.msg);
         else if (!a.count_only && r.o.precision == PRECISION_BF16 && check_bf16(&r, &err)) rc = cli_error(prog, "%s", err.msg);
         else if (a.count_only) printf("%zu\n", r.model.n_params), rc = 0;
         else if (o.dump) rc = dump_grads(&r, &err) ? cli_error(prog, "%s", err.msg) : 0;
@@ -348,6 +351,7 @@ int main(int argc, char **argv) {
     }
     run_close(&r);
     output_unlock(&lock);
+    free(o.data_owned);
     dist_finalize(&dist);
     return rc;
 }

@@ -1,6 +1,7 @@
 #include "trainer.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #include "lm/batch.h"
 
@@ -80,15 +81,18 @@ int estimate_loss(Model *m, const TokenFile *tf, const TrainHyper *h, Dist *dist
     rng_seed(&rng, h->seed ^ 0x76616cULL);
     /* The batches' mean losses; the bytes of text their scored targets stand for; their summed loss. */
     double sums[3] = {0.0, 0.0, 0.0};
+    size_t T = m->cfg.block_size, *starts = lm_calloc(h->batch_size, sizeof(size_t), err);
+    if (!starts) return -1;
     for (size_t i = 0; i < h->eval_iters; i++) {
-        batch_sample(tf, &rng, h->batch_size, m->cfg.block_size, h->window_align, h->val_mask, inputs, targets);
+        batch_sample_at(tf, &rng, h->batch_size, T, h->window_align, h->val_mask, inputs, targets, starts);
         if (i % ranks != rank) continue; /* shared out over the ranks */
-        model_forward(m, inputs, targets, h->batch_size, m->cfg.block_size, NULL);
+        model_forward(m, inputs, targets, h->batch_size, T, NULL);
         sums[0] += m->loss;
         sums[2] += (double)m->loss * (double)m->scored;
-        for (size_t j = 0; tok && j < BT; j++)
-            if (targets[j] >= 0) sums[1] += (double)tokenizer_token_bytes(tok, (uint32_t)targets[j]);
+        for (size_t j = 0; tok && j < BT; j++) /* target j is token starts[j / T] + j % T + 1 of the file */
+            if (targets[j] >= 0) sums[1] += (double)tokens_token_bytes(tf, tok, starts[j / T] + j % T + 1);
     }
+    free(starts);
     if (bf16_failed(m, dist, err)) return -1;
     Error sum_err;
     if (ranks > 1 && dist_sum_doubles(dist, sums, 3, &sum_err)) {

@@ -21,4 +21,8 @@ precision's).
 
 One module per section (train, mixers, kernel, blas, load, mpi, scaling,
 layouts), each with its printer; shared.py holds what they share, main.py
-the options and the report."""
+the options and the report, torch_mixers.py the PyTorch sliding-window
+attention and gla (chunked) that the mixers section times against C's.
+--mixers: of attention, grassmann, window (attention with --attn-window 64)
+and gla; by default the mixers section runs all four, the others the first
+two."""

@@ -15,7 +15,7 @@ from harness.bench.load import print_load, section_load
 from harness.bench.mixers import print_mixers, section_mixers
 from harness.bench.mpi import print_mpi, section_mpi
 from harness.bench.scaling import default_thread_list, parse_threads, print_scaling, section_scaling
-from harness.bench.shared import CONFIGS, MIXERS, PRECISIONS, STEPS, T0, Context, plural, progress
+from harness.bench.shared import CONFIGS, DEFAULT_MIXERS, MIXERS, PRECISIONS, STEPS, T0, WINDOW, Context, plural, progress
 from harness.bench.train import (cpu_isa_levels, level_env, parse_isa, torch_isa, print_flops, print_inference, print_memory, print_profile, print_speed,
                                  section_train)
 from harness.common import BIN, PYTHON, ROOT, cpu_model, die, kill_children, token_header
@@ -46,7 +46,7 @@ def parse_args():
     ap = argparse.ArgumentParser(prog="/usr/bin/python3 -m harness.bench",
                                  description="Speed and memory of the C programs against PyTorch and sgemm.",
                                  epilog="Sections: train (C vs PyTorch, FLOPs, memory, profile, eval and sample "
-                                        "speed), mixers (cost vs sequence length), kernel (default BLIS "
+                                        "speed), mixers (cost vs sequence length, and against PyTorch), kernel (default BLIS "
                                         "kernel check), load (the thread tuner), mpi (2 ranks against 1 rank "
                                         "and against 2 threads), scaling (tokens/s, speed-up, efficiency and MFU "
                                         "per thread count, and bin/train's default threads against the best), "
@@ -59,7 +59,8 @@ def parse_args():
                          "default: 1, 2, 4, ... and the core count)")
     ap.add_argument("--rounds", type=int, help="alternating rounds (default 3, 1 with --quick)")
     ap.add_argument("--configs", help="of baby, medium, long (default all; layouts: medium; blas: baby)")
-    ap.add_argument("--mixers", default=",".join(MIXERS), help="of " + ", ".join(MIXERS) + " (default both)")
+    ap.add_argument("--mixers", help="of " + ", ".join(MIXERS) + f" (window: attention with --attn-window {WINDOW}; "
+                    "default: the mixers section all four, the other sections " + " and ".join(DEFAULT_MIXERS) + ")")
     ap.add_argument("--sections", help="of " + ", ".join(SECTIONS) + " (default: see below)")
     ap.add_argument("--no-torch", action="store_true", help="do not run PyTorch (its columns then say n/a)")
     ap.add_argument("--torch-python", metavar="PATH", default=sys.executable or PYTHON,
@@ -100,7 +101,9 @@ def parse_args():
     a.layout_configs = comma_list("--configs", a.configs, CONFIGS) if a.configs else list(LAYOUT_CONFIGS)
     a.blas_configs = comma_list("--configs", a.configs, CONFIGS) if a.configs else list(BLAS_CONFIGS)
     a.configs = comma_list("--configs", a.configs, CONFIGS) if a.configs else list(CONFIGS)
-    a.mixers = comma_list("--mixers", a.mixers, MIXERS)
+    # The mixers section's mixers and every other section's: the list given, else all of them and the defaults.
+    a.section_mixers = comma_list("--mixers", a.mixers, MIXERS) if a.mixers else list(MIXERS)
+    a.mixers = comma_list("--mixers", a.mixers, MIXERS) if a.mixers else list(DEFAULT_MIXERS)
     multi = a.threads is not None and len(a.thread_list) > 1
     a.sections = comma_list("--sections", a.sections, SECTIONS) if a.sections else \
         [s for s in SECTIONS if s in DEFAULT_SECTIONS or multi]
@@ -159,6 +162,7 @@ def make_context(a, tmp):
     ctx.threads = a.thread_list[-1] if a.threads is not None else os.cpu_count()
     ctx.thread_list, ctx.layout_configs, ctx.mixers = a.thread_list, a.layout_configs, a.mixers
     ctx.blas_configs = a.blas_configs
+    ctx.section_mixers = a.section_mixers
     ctx.quick, ctx.configs, ctx.tmp = a.quick, a.configs, tmp
     ctx.torch_python = a.torch_python
     ctx.isa_core = a.isa_core  # the OpenBLAS core --isa's first level pinned, or None

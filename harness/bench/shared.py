@@ -13,16 +13,24 @@ CONFIGS = {
     "medium": {"n_layer": 6, "n_head": 6, "n_embd": 384, "block": 256, "batch": 8},
     "long": {"n_layer": 2, "n_head": 4, "n_embd": 128, "block": 4096, "batch": 1},
 }
-MIXERS = ("attention", "grassmann")
+# The bench's mixers: bin/train's, and window, attention with a sliding window
+# of WINDOW positions (bin/train --attn-window). 64 is the default: four times
+# the Grassmann layer's largest offset (16), and under the 128 up to which a
+# 128-query tile meets at most two key tiles (docs/design.md). The train,
+# scaling and other sections run DEFAULT_MIXERS unless --mixers says
+# otherwise; the mixers section runs them all.
+MIXERS = ("attention", "grassmann", "window", "gla")
+DEFAULT_MIXERS = ("attention", "grassmann")
+WINDOW = 64
 PRECISIONS = ("fp32", "bf16")
 RANK, WINDOWS = 32, (1, 2, 4, 8, 12, 16)
 PARTS = ("embedding", "layernorm", "mixer", "residual", "mlp", "head", "optimizer", "other")
 
 # (steps, warm-up steps dropped) per kind of run; --quick uses the second table.
 STEPS = {
-    "full": {"baby": (40, 5), "medium": (8, 2), "long": (8, 2), "mixers": (12, 3), "kernel": (60, 5), "mpi": (8, 2),
+    "full": {"baby": (40, 5), "medium": (8, 2), "long": (8, 2), "mixers": (8, 2), "mixers_torch": (6, 2), "kernel": (60, 5), "mpi": (8, 2),
              "noload": (100, 5), "load": (150, 5), "load_session": (100, 5), "eval_tokens": 0, "rounds": 3},
-    "quick": {"baby": (20, 4), "medium": (4, 1), "long": (4, 1), "mixers": (5, 2), "kernel": (25, 4), "mpi": (4, 1),
+    "quick": {"baby": (20, 4), "medium": (4, 1), "long": (4, 1), "mixers": (4, 1), "mixers_torch": (3, 1), "kernel": (25, 4), "mpi": (4, 1),
               "noload": (40, 4), "load": (50, 4), "load_session": (40, 4), "eval_tokens": 16384, "rounds": 1},
 }
 
@@ -33,8 +41,14 @@ def progress(msg):
     print(f"bench [{time.monotonic() - T0:5.0f}s] {msg}", file=sys.stderr, flush=True)
 
 
+def c_mixer(mixer):
+    """The bin/train mixer (and its --profile row's name) of a bench mixer."""
+    return "attention" if mixer == "window" else mixer
+
+
 def train_args(cfg, mixer):
-    return ["--mixer", mixer, "--n-layer", str(cfg["n_layer"]), "--n-head", str(cfg["n_head"]),
+    window = ["--attn-window", str(WINDOW)] if mixer == "window" else []
+    return ["--mixer", c_mixer(mixer)] + window + ["--n-layer", str(cfg["n_layer"]), "--n-head", str(cfg["n_head"]),
             "--n-embd", str(cfg["n_embd"]), "--block-size", str(cfg["block"]), "--batch-size", str(cfg["batch"]),
             "--grassmann-rank", str(RANK), "--grassmann-windows", ",".join(map(str, WINDOWS))]
 
@@ -72,7 +86,7 @@ def profile_parts(report, mixer):
     p = report.get("profile")
     if not p:
         return None
-    prof = {"mixer" if name == mixer else name: {"forward": row["forward_ms"], "backward": row["backward_ms"],
+    prof = {"mixer" if name == c_mixer(mixer) else name: {"forward": row["forward_ms"], "backward": row["backward_ms"],
                                                    "total": row["total_ms"], "share": row["share"]}
             for name, row in p["parts"].items()}
     prof["other"] = {"total": p["other"]["total_ms"], "share": p["other"]["share"]}

@@ -21,5 +21,8 @@
 /* Needs tf->n > T. */
 void batch_sample(const TokenFile *tf, Rng *rng, size_t B, size_t T, size_t align, const uint8_t *mask,
                   int32_t *inputs, int32_t *targets);
+/* The same, with each window's first token's index into starts[0..B). */
+void batch_sample_at(const TokenFile *tf, Rng *rng, size_t B, size_t T, size_t align, const uint8_t *mask,
+                     int32_t *inputs, int32_t *targets, size_t *starts);
 
 #endif

@@ -53,6 +53,10 @@ typedef struct ReadingNeeds {
     const char *advice;
 } ReadingNeeds;
 
+/* The run's options stored in a checkpoint (JSON; "{}" when it has none),
+ * malloc'd into *train, reading only its header: bin/train --resume alone
+ * takes its data from them before anything is loaded. */
+int ckpt_read_train(const char *path, char **train, Error *err);
 /* The tokenizer stored in a checkpoint, reading only its header (no
  * weights, no checksum): bin/prepare --tokenizer-from. */
 int ckpt_read_tokenizer(const char *path, Tokenizer *tok, Error *err);

@@ -29,6 +29,11 @@ typedef struct TokenizerKind {
      * byte string has an encoding (char: unknown characters become id 0). */
     void (*encode)(const Tokenizer *tok, const char *text, size_t len, uint32_t **ids);
     void (*free_impl)(Tokenizer *tok);
+    /* For a kind with an unknown token (NULL for the others): how many bytes
+     * at the start of text (len > 0) the unknown token that encode puts
+     * there stands for (char: the character outside the vocabulary, or one
+     * byte of invalid UTF-8). */
+    size_t (*unknown_span)(const char *text, size_t len);
 } TokenizerKind;
 
 struct Tokenizer {
@@ -50,8 +55,23 @@ char *tokenizer_decode(const Tokenizer *tok, const uint32_t *ids, size_t n);
  * give U+FFFD. */
 const char *tokenizer_token(const Tokenizer *tok, uint32_t id, size_t *len);
 /* How many bytes of the original text the token stands for: its length, or 0
- * for a special token (a document separator was not in the text). */
+ * for a special token (a document separator was not in the text). The
+ * unknown token's length is its U+FFFD's, not the text's it replaced:
+ * tokenizer_text_spans records that. */
 size_t tokenizer_token_bytes(const Tokenizer *tok, uint32_t id);
+
+/* A token whose text is not its bytes in the table: its index in a token
+ * sequence and the bytes of text it stands for. */
+typedef struct TokenSpan {
+    uint64_t at;
+    uint32_t bytes;
+} TokenSpan;
+/* ids[0..n) are tokenizer_encode's of text[0..len): appends to the stb_ds
+ * array *spans, for each of them that stands for other bytes of text than
+ * tokenizer_token_bytes says (a char tokenizer's unknown token), its index
+ * plus base and those bytes. Kinds without an unknown token append none. */
+void tokenizer_text_spans(const Tokenizer *tok, const char *text, size_t len, const uint32_t *ids, size_t n,
+                          uint64_t base, TokenSpan **spans);
 const char *tokenizer_unit(const Tokenizer *tok);
 
 /* The id of the special token whose bytes are `text`, or vocab_size if none. */

@@ -247,14 +247,13 @@ static int encode_split(const Corpus *c, int s, const Tokenizer *tok, uint32_t s
     for (size_t i = 0; i < arrlenu(c->splits[s]) && rc == 0; i++) {
         const CorpusSegment *sg = &c->splits[s][i];
         const CorpusDoc *d = &c->docs[sg->doc];
-        arrclear(ids);
         /* Between documents: of the one stream, or with explicit splits of this split. */
         int between = sg->from == 0 && (c->path_split ? i > 0 : sg->doc > 0);
-        if (sep_id < tok->vocab_size && between) arrput(ids, sep_id);
+        if (sep_id < tok->vocab_size && between) rc = token_writer_add(&w, &sep_id, 1, err);
         for (size_t at = sg->from; at < sg->to && rc == 0;) {
             size_t end = tokenizer_safe_cut(tok, d->text, sg->to, at + BLOCK);
             tokenizer_encode(tok, d->text + at, end - at, &ids);
-            rc = token_writer_add(&w, ids, arrlenu(ids), err);
+            rc = token_writer_add_text(&w, tok, d->text + at, end - at, ids, arrlenu(ids), err);
             arrclear(ids);
             *done += end - at;
             if (progress) progress(ctx, "encoding", *done, c->total, 0);

@@ -13,8 +13,10 @@
 #include "lm/files.h"
 
 #define TOKENS_MAGIC "LMTOKENS"
-#define TOKENS_VERSION 1
+#define TOKENS_VERSION 1       /* the tokens alone */
+#define TOKENS_VERSION_SPANS 2 /* the tokens, then the text of those that are not their table bytes */
 #define TOKENS_HEADER 32
+#define SPAN_BYTES 12          /* u64 index + u32 bytes */
 
 static void put_u32(unsigned char *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i)); }
 static void put_u64(unsigned char *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i)); }
@@ -23,9 +25,9 @@ static uint64_t get_u64(const unsigned char *p) { uint64_t v = 0; for (int i = 7
 
 size_t tokens_width(size_t vocab_size) { return vocab_size <= 65536 ? 2 : 4; }
 
-static void header(unsigned char *h, size_t width, size_t vocab_size, size_t n) {
+static void header(unsigned char *h, uint32_t version, size_t width, size_t vocab_size, size_t n) {
     memcpy(h, TOKENS_MAGIC, 8);
-    put_u32(h + 8, TOKENS_VERSION);
+    put_u32(h + 8, version);
     put_u32(h + 12, (uint32_t)width);
     put_u64(h + 16, vocab_size);
     put_u64(h + 24, n);
@@ -39,7 +41,7 @@ int token_writer_open(TokenWriter *w, const char *path, size_t vocab_size, Error
     w->width = tokens_width(vocab_size);
     w->vocab_size = vocab_size;
     unsigned char h[TOKENS_HEADER];
-    header(h, w->width, vocab_size, 0); /* the count is filled in on close */
+    header(h, TOKENS_VERSION, w->width, vocab_size, 0); /* the count (and version) is filled in on close */
     if (fwrite(h, 1, sizeof h, w->f) != sizeof h) {
         int e = errno;
         token_writer_abort(w);
@@ -66,14 +68,32 @@ int token_writer_add(TokenWriter *w, const uint32_t *ids, size_t n, Error *err) 
     return arrlenu(w->buf) >= (1u << 20) ? flush(w, err) : 0;
 }
 
+int token_writer_add_text(TokenWriter *w, const Tokenizer *tok, const char *text, size_t len, const uint32_t *ids,
+                          size_t n, Error *err) {
+    tokenizer_text_spans(tok, text, len, ids, n, w->n, &w->spans);
+    return token_writer_add(w, ids, n, err);
+}
+
+/* Version 2's trailer: the count, the indices, the bytes. */
+static void put_spans(TokenWriter *w) {
+    size_t k = arrlenu(w->spans);
+    unsigned char *p = arraddnptr(w->buf, 8 + k * SPAN_BYTES);
+    put_u64(p, k);
+    p += 8;
+    for (size_t i = 0; i < k; i++, p += 8) put_u64(p, w->spans[i].at);
+    for (size_t i = 0; i < k; i++, p += 4) put_u32(p, w->spans[i].bytes);
+}
+
 int token_writer_close(TokenWriter *w, Error *err) {
     unsigned char h[TOKENS_HEADER];
-    header(h, w->width, w->vocab_size, w->n);
+    header(h, w->spans ? TOKENS_VERSION_SPANS : TOKENS_VERSION, w->width, w->vocab_size, w->n);
+    if (w->spans) put_spans(w);
     errno = 0;
     int failed = flush(w, err) != 0 || fseek(w->f, 0, SEEK_SET) != 0 || fwrite(h, 1, sizeof h, w->f) != sizeof h;
     int rc = temp_commit(w->f, w->tmp, w->path, failed, err);
     w->f = NULL;
     arrfree(w->buf);
+    arrfree(w->spans);
     return rc;
 }
 
@@ -84,6 +104,7 @@ void token_writer_abort(TokenWriter *w) {
     }
     w->f = NULL;
     arrfree(w->buf);
+    arrfree(w->spans);
 }
 
 int tokens_write(const char *path, const uint32_t *tokens, size_t n, size_t vocab_size, Error *err) {
@@ -94,6 +115,26 @@ int tokens_write(const char *path, const uint32_t *tokens, size_t n, size_t voca
         return -1;
     }
     return token_writer_close(&w, err);
+}
+
+/* Version 2's trailer (p, len bytes) into tf->spans: every index below the
+ * n tokens, in increasing order, and nothing after the byte counts. */
+static int read_spans(TokenFile *tf, const unsigned char *p, size_t len, uint64_t n, const char *path, Error *err) {
+    uint64_t k = len >= 8 ? get_u64(p) : 0;
+    if (len < 8 || k == 0 || k > n || k > (len - 8) / SPAN_BYTES || 8 + k * SPAN_BYTES != len)
+        return err_set(err, "'%s': corrupt token file (its list of tokens' text does not fit the file)", path);
+    tf->spans = lm_calloc(k, sizeof *tf->spans, err);
+    if (!tf->spans) return -1;
+    tf->n_spans = k;
+    for (size_t i = 0; i < k; i++) {
+        TokenSpan *s = &tf->spans[i];
+        s->at = get_u64(p + 8 + 8 * i);
+        s->bytes = get_u32(p + 8 + 8 * k + 4 * i);
+        if (s->at >= n || (i > 0 && s->at <= s[-1].at))
+            return err_set(err, "'%s': corrupt token file (the text of token %llu is recorded %s)", path,
+                           (unsigned long long)s->at, s->at >= n ? "but there is no such token" : "out of order");
+    }
+    return 0;
 }
 
 int tokens_read(const char *path, TokenFile *tf, Error *err) {
@@ -112,14 +153,21 @@ int tokens_read(const char *path, TokenFile *tf, Error *err) {
     }
     uint32_t version = get_u32(buf + 8), width = get_u32(buf + 12);
     uint64_t vocab = get_u64(buf + 16), n = get_u64(buf + 24);
-    if (version != TOKENS_VERSION) {
+    if (version != TOKENS_VERSION && version != TOKENS_VERSION_SPANS) {
         tokens_free(tf);
         return err_set(err, "'%s': token file version %u is not supported", path, version);
     }
-    if ((width != 2 && width != 4) || vocab == 0 || n > (len - TOKENS_HEADER) / width || TOKENS_HEADER + n * width != len) {
+    size_t tokens_end = TOKENS_HEADER + (size_t)n * width; /* checked below before use */
+    int sized = (width == 2 || width == 4) && vocab != 0 && n <= (len - TOKENS_HEADER) / width &&
+                (version == TOKENS_VERSION ? tokens_end == len : tokens_end <= len);
+    if (!sized) {
         tokens_free(tf);
         return err_set(err, "'%s': corrupt token file (header says %llu tokens of %u bytes, file has %zu bytes)", path,
                        (unsigned long long)n, width, len);
+    }
+    if (version == TOKENS_VERSION_SPANS && read_spans(tf, buf + tokens_end, len - tokens_end, n, path, err)) {
+        tokens_free(tf);
+        return -1;
     }
     if (n == 0) {
         tokens_free(tf);
@@ -149,9 +197,62 @@ uint32_t *tokens_copy_u32(const TokenFile *tf, size_t from, size_t n, Error *err
     return out;
 }
 
+int tokens_from_text(TokenFile *tf, const Tokenizer *tok, const char *text, size_t len, Error *err) {
+    memset(tf, 0, sizeof *tf);
+    uint32_t *ids = NULL;
+    TokenSpan *spans = NULL;
+    tokenizer_encode(tok, text, len, &ids);
+    tokenizer_text_spans(tok, text, len, ids, arrlenu(ids), 0, &spans);
+    size_t n = arrlenu(ids), k = arrlenu(spans);
+    tf->owned = lm_calloc(n ? n : 1, sizeof(uint32_t), err);
+    tf->spans = tf->owned && k ? lm_calloc(k, sizeof *spans, err) : NULL;
+    int rc = !tf->owned || (k && !tf->spans) ? -1 : 0;
+    if (rc == 0) {
+        if (n) memcpy(tf->owned, ids, n * sizeof(uint32_t));
+        if (k) memcpy(tf->spans, spans, k * sizeof *spans);
+        tf->data = tf->owned;
+        tf->width = 4;
+        tf->n = n;
+        tf->vocab_size = tok->vocab_size;
+        tf->n_spans = k;
+    } else {
+        tokens_free(tf);
+    }
+    arrfree(ids);
+    arrfree(spans);
+    return rc;
+}
+
 void tokens_free(TokenFile *tf) {
     if (tf->map) munmap(tf->map, tf->map_len);
+    free(tf->owned);
+    free(tf->spans);
     memset(tf, 0, sizeof *tf);
+}
+
+/* The first span at index >= i. */
+static size_t first_span(const TokenFile *tf, size_t i) {
+    size_t lo = 0, hi = tf->n_spans;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (tf->spans[mid].at < i) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+size_t tokens_token_bytes(const TokenFile *tf, const Tokenizer *tok, size_t i) {
+    size_t s = first_span(tf, i);
+    if (s < tf->n_spans && tf->spans[s].at == i) return tf->spans[s].bytes;
+    return tokenizer_token_bytes(tok, token_at(tf, i));
+}
+
+size_t tokens_text_bytes(const TokenFile *tf, const Tokenizer *tok, size_t from, size_t n) {
+    size_t bytes = 0;
+    for (size_t i = from; i < from + n; i++) bytes += tokenizer_token_bytes(tok, token_at(tf, i));
+    for (size_t s = first_span(tf, from); s < tf->n_spans && tf->spans[s].at < from + n; s++)
+        bytes = bytes - tokenizer_token_bytes(tok, token_at(tf, tf->spans[s].at)) + tf->spans[s].bytes;
+    return bytes;
 }
 
 int dataset_open(Dataset *ds, const char *dir, int need_test, Error *err) {
@@ -180,6 +281,30 @@ void dataset_free(Dataset *ds) {
     tokens_free(&ds->val);
     tokens_free(&ds->test);
     tokenizer_free(&ds->tok);
+}
+
+/* 64-bit words (little-endian, the tail zero-padded) mixed as FNV-1a mixes
+ * bytes: eight times FNV's speed over a large corpus; it detects accidents. */
+static uint64_t hash_bytes(uint64_t h, const unsigned char *p, size_t len) {
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) h = (h ^ get_u64(p + i)) * 0x100000001b3ULL;
+    unsigned char tail[8] = {0};
+    if (i < len) memcpy(tail, p + i, len - i);
+    h = (h ^ get_u64(tail)) * 0x100000001b3ULL;
+    return (h ^ len) * 0x100000001b3ULL;
+}
+
+void dataset_hash(const Dataset *ds, char out[17]) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    const TokenFile *files[] = {&ds->train, &ds->val};
+    for (size_t i = 0; i < 2; i++) {
+        const TokenFile *tf = files[i];
+        if (!tf->map) continue;
+        madvise(tf->map, tf->map_len, MADV_SEQUENTIAL);
+        h = hash_bytes(h, tf->map, tf->map_len);
+        madvise(tf->map, tf->map_len, MADV_RANDOM);
+    }
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
 }
 
 void data_paths(const char *data, const char *split, char *tokens, char *tokenizer, size_t len) {

@@ -30,11 +30,13 @@ size_t attention_window(const MixerSpec *spec) {
 
 static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 
-/* The side of a score tile: TILE, or T when shorter. */
-static size_t tile_side(size_t T) { return T < TILE ? T : TILE; }
+/* The side of a score tile: attn_tile(window), or T when shorter. */
+static size_t tile_side(size_t T, size_t tile) { return T < tile ? T : tile; }
 
 /* Forward tasks are (b, h, query tile), backward tasks (b, h). */
-static size_t forward_task_floats(size_t T, size_t hs) { return tile_side(T) * (tile_side(T) + hs); }
+static size_t forward_task_floats(size_t T, size_t hs, size_t tile) {
+    return tile_side(T, tile) * (tile_side(T, tile) + hs);
+}
 /* The row stride of backward's K^T and V^T copies (hs rows of T): T plus 16
  * floats, so that at a power-of-two T (4096: 16 KB) the rows a tile product
  * reads do not all fall in the same few sets of the L1 cache. */
@@ -55,15 +57,15 @@ static size_t head_copy_floats(size_t T, size_t hs) { return transposed_floats(T
 static void copy_head(size_t T, size_t hs, const float *x, size_t ld, float *dst) {
     for (size_t t = 0; t < T; t++) memcpy(dst + t * hs, x + t * ld, hs * sizeof(float));
 }
-static size_t backward_task_floats(size_t T, size_t hs) {
-    return 2 * tile_side(T) * tile_side(T) + head_copy_floats(T, hs);
+static size_t backward_task_floats(size_t T, size_t hs, size_t tile) {
+    return 2 * tile_side(T, tile) * tile_side(T, tile) + head_copy_floats(T, hs);
 }
 
 /* Forward's tiles: each task's, then each head's K and V copied with rows of
  * hs (fp32), for the reason head_copy_floats gives. */
-static size_t tile_floats(size_t B, size_t T, size_t H, size_t hs) {
-    size_t fwd = B * H * (ceil_div(T, TILE) * forward_task_floats(T, hs) + 2 * hs * T);
-    size_t bwd = B * H * backward_task_floats(T, hs);
+static size_t tile_floats(size_t B, size_t T, size_t H, size_t hs, size_t tile) {
+    size_t fwd = B * H * (ceil_div(T, tile) * forward_task_floats(T, hs, tile) + 2 * hs * T);
+    size_t bwd = B * H * backward_task_floats(T, hs, tile);
     return fwd > bwd ? fwd : bwd;
 }
 
@@ -77,8 +79,9 @@ AttnParams attn_params(const float *p, size_t C) {
 }
 
 /* With base == NULL it only measures. */
-static size_t attn_layout(float *base, size_t B, size_t T, size_t C, size_t H, int qk_norm, AttnActs *a) {
-    size_t N = B * T, used = 0;
+static size_t attn_layout(float *base, const MixerSpec *spec, size_t B, size_t T, AttnActs *a) {
+    size_t N = B * T, C = spec->n_embd, H = spec->n_head, used = 0;
+    int qk_norm = spec->qk_norm;
 #define TAKE(field, count) (a->field = base ? base + used : NULL, used += (count))
     TAKE(qkv, N * 3 * C);
     TAKE(y, N * C);
@@ -86,7 +89,7 @@ static size_t attn_layout(float *base, size_t B, size_t T, size_t C, size_t H, i
     TAKE(dqkv, N * 3 * C);
     TAKE(dy, N * C);
     TAKE(delta, B * H * T);
-    TAKE(tiles, tile_floats(B, T, H, C / H));
+    TAKE(tiles, tile_floats(B, T, H, C / H, attn_tile(attention_window(spec))));
     TAKE(qk_rstd, qk_norm ? N * 2 * H : 0);
 #undef TAKE
     return used;
@@ -118,7 +121,7 @@ static size_t attention_tensors(const MixerSpec *spec, TensorSpec *out) {
 
 static size_t attention_act_size(const MixerSpec *spec, size_t B, size_t T) {
     AttnActs unused;
-    return attn_layout(NULL, B, T, spec->n_embd, spec->n_head, spec->qk_norm, &unused);
+    return attn_layout(NULL, spec, B, T, &unused);
 }
 
 /* The tiles' products (blas/tile_gemm.h's tile_product) read each head's
@@ -191,25 +194,25 @@ static uint32_t *head_room(const MixerRuntime *rt, HeadPacking h, size_t B, size
  * 6 threads). And only where the tile tasks' room (each head's K^T and V^T,
  * two score tiles per thread) fits in the tiles the forward pass uses, so
  * the model's memory does not depend on its thread count. */
-int attention_backward_by_tiles(size_t B, size_t T, size_t H, size_t hs) {
-    size_t BH = B * H, P = threads_width(), ts = tile_side(T);
-    if (T <= TILE || 7 * BH >= 5 * P * ceil_div(BH, P)) return 0;
-    return BH * transposed_floats(T, hs) + threads_max() * 2 * ts * ts <= tile_floats(B, T, H, hs);
+int attention_backward_by_tiles(size_t B, size_t T, size_t H, size_t hs, size_t window) {
+    size_t BH = B * H, P = threads_width(), tile = attn_tile(window), ts = tile_side(T, tile);
+    if (T <= tile || 7 * BH >= 5 * P * ceil_div(BH, P)) return 0;
+    return BH * transposed_floats(T, hs) + threads_max() * 2 * ts * ts <= tile_floats(B, T, H, hs, tile);
 }
 
 static void attention_forward(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *acts,
                               float *out, const float *in, size_t B, size_t T) {
-    size_t C = spec->n_embd, H = spec->n_head, hs = C / H, nt = ceil_div(T, TILE), ts = tile_side(T);
-    size_t window = attention_window(spec);
+    size_t window = attention_window(spec), tile = attn_tile(window);
+    size_t C = spec->n_embd, H = spec->n_head, hs = C / H, nt = ceil_div(T, tile), ts = tile_side(T, tile);
     float scale = 1.0f / sqrtf((float)hs);
     AttnParams p = attn_params(params, C);
     AttnActs a;
-    attn_layout(acts, B, T, C, H, spec->qk_norm, &a);
+    attn_layout(acts, spec, B, T, &a);
     matmul_forward(rt->bf16, a.qkv, in, p.qkv_w, p.qkv_b, B * T, C, 3 * C);
     if (spec->rope) rope_forward(a.qkv, rt->rope, B, T, 0, C, hs); /* qkv keeps the rotated q, k */
     attn_qk_norm(spec, a.qkv, a.qk_rstd, B * T);
     HeadPacking hp = head_packing(T, hs);
-    float *kv_copies = a.tiles + B * H * nt * forward_task_floats(T, hs);
+    float *kv_copies = a.tiles + B * H * nt * forward_task_floats(T, hs, tile);
     if (rt->bf16) { /* each head's K, Q and V packed once for all its query tiles */
 #pragma omp parallel for schedule(static)
         for (size_t bh = 0; bh < B * H; bh++) {
@@ -231,10 +234,10 @@ static void attention_forward(const MixerSpec *spec, const MixerRuntime *rt, con
     /* Later query tiles see more keys: hand out tasks one by one. */
 #pragma omp parallel for schedule(dynamic, 1)
     for (size_t task = 0; task < B * H * nt; task++) {
-        size_t bh = task / nt, b = bh / H, h = bh % H, i0 = (task % nt) * TILE;
-        size_t nq = tile_rows(T, i0);
+        size_t bh = task / nt, b = bh / H, h = bh % H, i0 = (task % nt) * tile;
+        size_t nq = tile_rows(T, i0, tile);
         const float *q = a.qkv + b * T * 3 * C + h * hs;
-        float *st = a.tiles + task * forward_task_floats(T, hs), *qt = st + ts * ts;
+        float *st = a.tiles + task * forward_task_floats(T, hs, tile), *qt = st + ts * ts;
         TileOperand k_a, qt_b, v_b;
         if (rt->bf16) {
             ForwardRoom r = forward_room(hp, head_room(rt, hp, B, H, bh));
@@ -301,20 +304,20 @@ static BackwardOperands head_operands(const MixerRuntime *rt, HeadPacking hp, co
 static void attention_backward(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *dparams,
                                float *acts, const float *in, const float *dout, float *din,
                                size_t B, size_t T) {
-    size_t C = spec->n_embd, H = spec->n_head, hs = C / H, ts = tile_side(T), nt = ceil_div(T, TILE);
-    size_t window = attention_window(spec);
+    size_t window = attention_window(spec), tile = attn_tile(window);
+    size_t C = spec->n_embd, H = spec->n_head, hs = C / H, ts = tile_side(T, tile), nt = ceil_div(T, tile);
     float scale = 1.0f / sqrtf((float)hs);
     AttnParams p = attn_params(params, C);
     AttnParams g = attn_params(dparams, C);
     AttnActs a;
-    attn_layout(acts, B, T, C, H, spec->qk_norm, &a);
+    attn_layout(acts, spec, B, T, &a);
     matmul_backward(rt->bf16, a.dy, 0.0f, (float *)g.proj_w, (float *)g.proj_b, dout, a.y, p.proj_w, B * T, C, C);
     HeadPacking hp = head_packing(T, hs);
     /* One task per head, or (by_tiles) the heads prepared first, then a
      * task per key tile and one per query tile. The tiles hold, per head,
      * two score tiles and the head's copies (one task per head), or every
      * head's K^T and V^T, then two score tiles per thread (by tiles). */
-    int by_tiles = attention_backward_by_tiles(B, T, H, hs);
+    int by_tiles = attention_backward_by_tiles(B, T, H, hs, window);
     size_t kt_floats = transposed_floats(T, hs);
     float *head_kt = a.tiles, *thread_tiles = a.tiles + B * H * kt_floats;
 #pragma omp parallel for schedule(static)
@@ -331,7 +334,7 @@ static void attention_backward(const MixerSpec *spec, const MixerRuntime *rt, co
             head_operands(rt, hp, &a, B, H, C, bh, head_kt + bh * kt_floats, 0, 1);
             continue;
         }
-        float *s = a.tiles + bh * backward_task_floats(T, hs), *kt = s + 2 * ts * ts;
+        float *s = a.tiles + bh * backward_task_floats(T, hs, tile), *kt = s + 2 * ts * ts;
         flash_backward_head(a.dqkv + off, a.dqkv + off + C, a.dqkv + off + 2 * C, 3 * C, s, s + ts * ts, ts,
                             head_operands(rt, hp, &a, B, H, C, bh, kt, 1, 1), a.lse + bh * T, delta, T, hs, scale,
                             window);
@@ -341,7 +344,7 @@ static void attention_backward(const MixerSpec *spec, const MixerRuntime *rt, co
          * key tiles: the longest tasks first. */
 #pragma omp parallel for schedule(dynamic, 1)
         for (size_t task = 0; task < B * H * nt; task++) {
-            size_t bh = task % (B * H), j0 = task / (B * H) * TILE, off = (bh / H) * T * 3 * C + (bh % H) * hs;
+            size_t bh = task % (B * H), j0 = task / (B * H) * tile, off = (bh / H) * T * 3 * C + (bh % H) * hs;
             float *s = thread_tiles + (size_t)omp_get_thread_num() * 2 * ts * ts;
             BackwardOperands x = head_operands(rt, hp, &a, B, H, C, bh, head_kt + bh * kt_floats, 0, 0);
             flash_backward_key_tile(a.dqkv + off + C, a.dqkv + off + 2 * C, 3 * C, s, s + ts * ts, ts, x,
@@ -349,7 +352,7 @@ static void attention_backward(const MixerSpec *spec, const MixerRuntime *rt, co
         }
 #pragma omp parallel for schedule(dynamic, 1)
         for (size_t task = 0; task < B * H * nt; task++) {
-            size_t bh = task % (B * H), i0 = (nt - 1 - task / (B * H)) * TILE;
+            size_t bh = task % (B * H), i0 = (nt - 1 - task / (B * H)) * tile;
             size_t off = (bh / H) * T * 3 * C + (bh % H) * hs;
             float *s = thread_tiles + (size_t)omp_get_thread_num() * 2 * ts * ts;
             BackwardOperands x = head_operands(rt, hp, &a, B, H, C, bh, head_kt + bh * kt_floats, 0, 0);

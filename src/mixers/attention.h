@@ -43,11 +43,12 @@ AttnParams attn_params(const float *params, size_t C);
 void attn_qk_norm(const MixerSpec *spec, float *qkv, float *rstd, size_t N);
 
 /* Whether backward, at the current parallel width (lm/threads.h), cuts each
- * of the B x H heads (T tokens, head size hs) into a task per key tile and
+ * of the B x H heads (T tokens, head size hs, a sliding window or 0, which
+ * sets the tile side: attention_tiles.h) into a task per key tile and
  * one per query tile rather than one task per head: where there are too few
  * heads for the threads and the tasks' room fits in the forward pass's
  * tiles. Either way the gradients are bit for bit the same. */
-int attention_backward_by_tiles(size_t B, size_t T, size_t H, size_t hs);
+int attention_backward_by_tiles(size_t B, size_t T, size_t H, size_t hs, size_t window);
 
 /* ---- inspection (src/mixers/attention_inspect.c) ---- */
 

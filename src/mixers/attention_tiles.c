@@ -42,6 +42,7 @@ static size_t band_query_end(size_t j, size_t i0, size_t nq, size_t window) {
 void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, size_t lds, TileOperand k, TileOperand qt,
                         TileOperand v, size_t i0, size_t nq, size_t hs, float scale, size_t window) {
     const VecLoops *loops = vec_loops();
+    size_t tile = attn_tile(window);
     float m[TILE], l[TILE], m_new[TILE], corr[TILE];
     for (size_t r = 0; r < nq; r++) {
         /* With a window a query may see no key of the first tiles: its max
@@ -51,8 +52,8 @@ void flash_forward_tile(float *o, size_t ldo, float *lse, float *st, size_t lds,
         l[r] = 0.0f;
         memset(o + r * ldo, 0, hs * sizeof(float));
     }
-    for (size_t j0 = band_first_tile(i0, window); j0 < i0 + nq; j0 += TILE) {
-        size_t nk = i0 + nq - j0 < TILE ? i0 + nq - j0 : TILE;
+    for (size_t j0 = band_first_tile(i0, window); j0 < i0 + nq; j0 += tile) {
+        size_t nk = i0 + nq - j0 < tile ? i0 + nq - j0 : tile;
         int diagonal = j0 + nk > i0 + 1; /* some key comes after some query: mask */
         if (!diagonal) tile_product(nk, nq, hs, scale, tile_a_at(k, j0, 0), qt, 0.0f, st, lds); /* s^T = K Q^T */
         else /* (nk == nq) key strip c0 meets queries c0 .. nq-1; what it leaves unwritten is masked below */
@@ -159,11 +160,12 @@ static void zero_rows(float *x, size_t ld, size_t rows, size_t cols) {
 void flash_backward_head(float *dq, float *dk, float *dv, size_t ld, float *s, float *ds, size_t lds,
                          BackwardOperands x, const float *lse, const float *delta, size_t T, size_t hs,
                          float scale, size_t window) {
+    size_t tile = attn_tile(window);
     zero_rows(dq, ld, T, hs), zero_rows(dk, ld, T, hs), zero_rows(dv, ld, T, hs);
-    for (size_t j0 = 0; j0 < T; j0 += TILE)
-        for (size_t i0 = j0; i0 < T && band_meets(i0, j0, tile_rows(T, j0), window); i0 += TILE) {
+    for (size_t j0 = 0; j0 < T; j0 += tile)
+        for (size_t i0 = j0; i0 < T && band_meets(i0, j0, tile_rows(T, j0, tile), window); i0 += tile) {
             /* the query tiles that can see key tile j0 */
-            size_t nq = tile_rows(T, i0), nk = tile_rows(T, j0);
+            size_t nq = tile_rows(T, i0, tile), nk = tile_rows(T, j0, tile);
             backward_scores(s, ds, lds, x, lse, delta, i0, nq, j0, nk, hs, scale, window);
             backward_add_dkdv(dk, dv, ld, s, ds, lds, x, i0, nq, j0, nk, hs, scale);
             backward_add_dq(dq, ld, ds, lds, x, i0, nq, j0, nk, hs, scale);
@@ -173,10 +175,10 @@ void flash_backward_head(float *dq, float *dk, float *dv, size_t ld, float *s, f
 void flash_backward_key_tile(float *dk, float *dv, size_t ld, float *s, float *ds, size_t lds,
                              BackwardOperands x, const float *lse, const float *delta, size_t T, size_t j0,
                              size_t hs, float scale, size_t window) {
-    size_t nk = tile_rows(T, j0);
+    size_t tile = attn_tile(window), nk = tile_rows(T, j0, tile);
     zero_rows(dk + j0 * ld, ld, nk, hs), zero_rows(dv + j0 * ld, ld, nk, hs);
-    for (size_t i0 = j0; i0 < T && band_meets(i0, j0, nk, window); i0 += TILE) {
-        size_t nq = tile_rows(T, i0);
+    for (size_t i0 = j0; i0 < T && band_meets(i0, j0, nk, window); i0 += tile) {
+        size_t nq = tile_rows(T, i0, tile);
         backward_scores(s, ds, lds, x, lse, delta, i0, nq, j0, nk, hs, scale, window);
         backward_add_dkdv(dk, dv, ld, s, ds, lds, x, i0, nq, j0, nk, hs, scale);
     }
@@ -185,10 +187,10 @@ void flash_backward_key_tile(float *dk, float *dv, size_t ld, float *s, float *d
 void flash_backward_query_tile(float *dq, size_t ld, float *s, float *ds, size_t lds, BackwardOperands x,
                                const float *lse, const float *delta, size_t T, size_t i0, size_t hs,
                                float scale, size_t window) {
-    size_t nq = tile_rows(T, i0);
+    size_t tile = attn_tile(window), nq = tile_rows(T, i0, tile);
     zero_rows(dq + i0 * ld, ld, nq, hs);
-    for (size_t j0 = band_first_tile(i0, window); j0 <= i0; j0 += TILE) {
-        size_t nk = tile_rows(T, j0);
+    for (size_t j0 = band_first_tile(i0, window); j0 <= i0; j0 += tile) {
+        size_t nk = tile_rows(T, j0, tile);
         backward_scores(s, ds, lds, x, lse, delta, i0, nq, j0, nk, hs, scale, window);
         backward_add_dq(dq, ld, ds, lds, x, i0, nq, j0, nk, hs, scale);
     }

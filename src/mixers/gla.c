@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "blas/tile_gemm.h"
 #include "lm/matmul.h"
 #include "nn/rmsnorm.h"
 
@@ -24,13 +25,42 @@ static GlaParams gla_params(const float *p, size_t C, size_t H) {
 
 typedef struct GlaActs {
     float *qkv, *gamma, *y, *rstd, *starts; /* forward, kept for backward */
-    float *dqkv, *dy, *dz, *scratch;        /* backward */
+    float *dqkv, *dy, *dz, *scratch;        /* backward; scratch: a ChunkRoom per (b, h) */
 } GlaActs;
 
 static size_t n_chunks(size_t T) { return (T + GLA_CHUNK - 1) / GLA_CHUNK; }
-/* Backward's room per (b, h): a chunk's states S_{t0-1} .. S_{t1-1}, dS,
- * and the read-out its recomputation writes (hs, unused). */
-static size_t scratch_per_head(size_t hs) { return (GLA_CHUNK + 2) * hs * hs + hs; }
+
+/* One (b, h)'s room for a chunk's products (L = GLA_CHUNK): log decays and
+ * their gradient (L), K^T and V^T (hs x L), the decayed Q and K (L x hs),
+ * the scores' three L x L tiles, S_0^T and dS^T (hs x hs), two L x hs
+ * products, the running state and its gradient (hs x hs). */
+typedef struct ChunkRoom {
+    float *logb, *dlogb, *kt, *vt, *qd, *kd, *m, *decay, *dm, *s0t, *dst, *r, *vd, *S, *dS;
+} ChunkRoom;
+
+static size_t chunk_room(float *base, size_t hs, ChunkRoom *c) {
+    size_t L = GLA_CHUNK, used = 0;
+#define TAKE(field, count) (c->field = base ? base + used : NULL, used += (count))
+    TAKE(logb, L);
+    TAKE(dlogb, L);
+    TAKE(kt, hs * L);
+    TAKE(vt, hs * L);
+    TAKE(qd, L * hs);
+    TAKE(kd, L * hs);
+    TAKE(m, L * L);
+    TAKE(decay, L * L);
+    TAKE(dm, L * L);
+    TAKE(s0t, hs * hs);
+    TAKE(dst, hs * hs);
+    TAKE(r, L * hs);
+    TAKE(vd, L * hs);
+    TAKE(S, hs * hs);
+    TAKE(dS, hs * hs);
+#undef TAKE
+    return used;
+}
+
+static size_t scratch_per_head(size_t hs) { return chunk_room(NULL, hs, &(ChunkRoom){0}); }
 
 /* With base == NULL it only measures. */
 static size_t gla_layout(float *base, size_t B, size_t T, size_t C, size_t H, GlaActs *a) {
@@ -102,6 +132,68 @@ static void state_step(float *S, const float *q, const float *k, const float *v,
     }
 }
 
+/* x (rows x cols, row stride ld) transposed into xt (cols x rows, contiguous). */
+static void transpose_into(float *xt, const float *x, size_t ld, size_t rows, size_t cols) {
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++) xt[j * rows + i] = x[i * ld + j];
+}
+
+/* ---- the chunk-parallel form ----------------------------------------------
+ *
+ * For one head over a chunk of L positions that starts with state S_0, let
+ * b_t = sum_{u <= t} log gamma_u (from the chunk's start, so b is at most 0).
+ * Unrolling S_t = gamma_t S_{t-1} + k_t v_t^T:
+ *   S_t = e^{b_t} S_0 + sum_{s <= t} e^{b_t - b_s} k_s v_s^T
+ *   O   = M V + Q~ S_0,     M_ts = (q_t . k_s) e^{b_t - b_s} (s <= t, else 0),
+ *                           Q~_t = e^{b_t} q_t
+ *   S_L = e^{b_L} S_0 + K~^T V,  K~_s = e^{b_L - b_s} k_s  (b_L: the chunk's last)
+ * so a chunk is five small products on tile_product (Q K^T, M V, Q~ S_0, K~^T
+ * V), not L rank-one updates of the state. Every exponent is at most 0. */
+
+/* The chunk's log decays, decayed Q and K, and M (its scores, decayed and
+ * masked; decay keeps e^{b_t - b_s}). q, k: the head's rows (stride 3C). */
+static void chunk_scores(ChunkRoom *c, const float *q, const float *k, const float *gamma, size_t L, size_t C,
+                         size_t H, size_t hs) {
+    float b = 0.0f;
+    for (size_t t = 0; t < L; t++) {
+        float g = gamma[t * H];
+        b += logf(g > 1e-30f ? g : 1e-30f); /* a decay that underflowed to 0 forgets all the same */
+        c->logb[t] = b;
+    }
+    float last = c->logb[L - 1];
+    for (size_t t = 0; t < L; t++) {
+        float eq = expf(c->logb[t]), ek = expf(last - c->logb[t]);
+        for (size_t i = 0; i < hs; i++) {
+            c->qd[t * hs + i] = eq * q[t * 3 * C + i];
+            c->kd[t * hs + i] = ek * k[t * 3 * C + i];
+        }
+    }
+    transpose_into(c->kt, k, 3 * C, L, hs);
+    tile_product(L, L, hs, 1.0f, (TileOperand){.f = q, .rs = 3 * C, .cs = 1}, (TileOperand){.f = c->kt, .rs = L}, 0.0f,
+                 c->m, L); /* Q K^T */
+    for (size_t t = 0; t < L; t++)
+        for (size_t s = 0; s < L; s++) {
+            float d = s <= t ? expf(c->logb[t] - c->logb[s]) : 0.0f;
+            c->decay[t * L + s] = d;
+            c->m[t * L + s] *= d;
+        }
+}
+
+/* Forward over one chunk: o (rows of y, stride C) and S from S_0 to S_L. */
+static void chunk_forward(ChunkRoom *c, float *o, const float *qkv, const float *gamma, size_t L, size_t C, size_t H,
+                          size_t hs) {
+    const float *q = qkv, *v = qkv + 2 * C;
+    chunk_scores(c, q, qkv + C, gamma, L, C, H, hs);
+    tile_product(L, hs, L, 1.0f, (TileOperand){.f = c->m, .rs = L, .cs = 1}, (TileOperand){.f = v, .rs = 3 * C}, 0.0f,
+                 o, C); /* M V */
+    tile_product(L, hs, hs, 1.0f, (TileOperand){.f = c->qd, .rs = hs, .cs = 1}, (TileOperand){.f = c->S, .rs = hs},
+                 1.0f, o, C); /* + Q~ S_0 */
+    float eL = expf(c->logb[L - 1]);
+    for (size_t i = 0; i < hs * hs; i++) c->S[i] *= eL;
+    tile_product(hs, hs, L, 1.0f, (TileOperand){.f = c->kd, .rs = 1, .cs = hs}, (TileOperand){.f = v, .rs = 3 * C},
+                 1.0f, c->S, hs); /* + K~^T V */
+}
+
 static void gla_forward(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *acts, float *out,
                         const float *in, size_t B, size_t T) {
     size_t C = spec->n_embd, H = spec->n_head, hs = C / H, N = B * T, nc = n_chunks(T);
@@ -113,49 +205,98 @@ static void gla_forward(const MixerSpec *spec, const MixerRuntime *rt, const flo
 #pragma omp parallel for schedule(static)
     for (size_t bh = 0; bh < B * H; bh++) {
         size_t b = bh / H, h = bh % H;
-        float *S = a.scratch + bh * scratch_per_head(hs), *starts = a.starts + bh * nc * hs * hs;
-        memset(S, 0, hs * hs * sizeof(float));
-        for (size_t t = 0; t < T; t++) {
-            size_t n = b * T + t;
-            if (t % GLA_CHUNK == 0) memcpy(starts + t / GLA_CHUNK * hs * hs, S, hs * hs * sizeof(float));
-            const float *q = a.qkv + n * 3 * C + h * hs;
-            state_step(S, q, q + C, q + 2 * C, a.gamma[n * H + h], a.y + n * C + h * hs, hs);
+        ChunkRoom c;
+        chunk_room(a.scratch + bh * scratch_per_head(hs), hs, &c);
+        float *starts = a.starts + bh * nc * hs * hs;
+        memset(c.S, 0, hs * hs * sizeof(float));
+        for (size_t k = 0; k < nc; k++) {
+            size_t t0 = k * GLA_CHUNK, L = T - t0 < GLA_CHUNK ? T - t0 : GLA_CHUNK, n = b * T + t0;
+            memcpy(starts + k * hs * hs, c.S, hs * hs * sizeof(float));
+            chunk_forward(&c, a.y + n * C + h * hs, a.qkv + n * 3 * C + h * hs, a.gamma + n * H + h, L, C, H, hs);
         }
     }
     rmsnorm_heads_forward(a.y, a.rstd, N, C, H, hs);
     matmul_forward(rt->bf16, out, a.y, p.proj_w, p.proj_b, N, C, C);
 }
 
-/* One head's backward over positions [t0, t1), latest first. states holds
- * S_{t0-1} (the chunk's start) .. S_{t1-1}; dS enters as the gradient that
- * reaches S_{t1-1} from later positions (already times their decay) and
- * leaves as the gradient reaching S_{t0-1}. Writes dq, dk, dv (rows of
- * dqkv) and dgamma. */
-static void chunk_backward(float *dS, const float *states, const float *qkv, const float *gamma, const float *dy,
-                           float *dqkv, float *dgamma, size_t t0, size_t t1, size_t C, size_t H, size_t hs) {
-    for (size_t t = t1; t-- > t0;) {
-        const float *q = qkv + t * 3 * C, *k = q + C, *v = q + 2 * C, *d_o = dy + t * C;
-        const float *S = states + (t - t0 + 1) * hs * hs, *Sprev = states + (t - t0) * hs * hs;
-        float *dq = dqkv + t * 3 * C, *dk = dq + C, *dv = dq + 2 * C, g = gamma[t * H];
-        double dg = 0.0;
-        for (size_t j = 0; j < hs; j++) dv[j] = 0.0f;
-        for (size_t i = 0; i < hs; i++) {
-            float *dSi = dS + i * hs, sq = 0.0f, sk = 0.0f, sg = 0.0f;
-            const float *Si = S + i * hs, *Pi = Sprev + i * hs, qi = q[i], ki = k[i];
-#pragma omp simd reduction(+ : sq, sk, sg)
-            for (size_t j = 0; j < hs; j++) {
-                dSi[j] += qi * d_o[j]; /* now the gradient reaching S_t */
-                sq += Si[j] * d_o[j];
-                sk += dSi[j] * v[j];
-                sg += dSi[j] * Pi[j];
-                dv[j] += dSi[j] * ki;
-                dSi[j] *= g; /* its share in S_{t-1} */
-            }
-            dq[i] = sq;
-            dk[i] = sk;
-            dg += sg;
+/* Backward over one chunk, for dO (rows of dy, stride C) and dS, the gradient
+ * reaching S_L from later chunks (0 for the last); S_0 its starting state,
+ * S_L its end state (NULL for the last chunk, whose dS is 0). Writes dq, dk,
+ * dv (rows of dqkv) and d log gamma (dlg, stride H); leaves in dS the
+ * gradient reaching S_0. With G = dO V^T (masked as M):
+ *   dV = M^T dO + K~ dS
+ *   dQ = (G . decay) K + diag(e^b) dO S_0^T
+ *   dK = (G . decay)^T Q + diag(e^{b_L - b}) V dS^T
+ *   dS_0 = e^{b_L} dS + Q~^T dO
+ *   d b_t = sum_s (G . M)_ts - sum_s (G . M)_st + Q~_t . (dO S_0^T)_t
+ *           - K~_t . (V dS^T)_t + [t = L] <dS, S_L>
+ * and d log gamma_u = sum_{t >= u} d b_t. */
+static void chunk_backward(ChunkRoom *c, float *dqkv, float *dlg, const float *qkv, const float *gamma,
+                           const float *dout, const float *S0, const float *SL, size_t L, size_t C, size_t H,
+                           size_t hs) {
+    const float *q = qkv, *k = qkv + C, *v = qkv + 2 * C;
+    float *dq = dqkv, *dk = dqkv + C, *dv = dqkv + 2 * C;
+    chunk_scores(c, q, k, gamma, L, C, H, hs);
+    transpose_into(c->vt, v, 3 * C, L, hs);
+    transpose_into(c->s0t, S0, hs, hs, hs);
+    transpose_into(c->dst, c->dS, hs, hs, hs);
+    TileOperand d_o = {.f = dout, .rs = C, .cs = 1};
+    tile_product(L, L, hs, 1.0f, d_o, (TileOperand){.f = c->vt, .rs = L}, 0.0f, c->dm, L); /* G = dO V^T */
+    for (size_t t = 0; t < L; t++) c->dlogb[t] = 0.0f;
+    for (size_t t = 0; t < L; t++)
+        for (size_t s = 0; s <= t; s++) {
+            float gm = c->dm[t * L + s] * c->m[t * L + s];
+            c->dlogb[t] += gm;
+            c->dlogb[s] -= gm;
+            c->dm[t * L + s] *= c->decay[t * L + s]; /* now dA, the gradient of Q K^T */
         }
-        dgamma[t * H] = (float)dg;
+    for (size_t t = 0; t < L; t++)
+        for (size_t s = t + 1; s < L; s++) c->dm[t * L + s] = 0.0f;
+    /* dV */
+    tile_product(L, hs, L, 1.0f, (TileOperand){.f = c->m, .rs = 1, .cs = L}, (TileOperand){.f = dout, .rs = C}, 0.0f,
+                 dv, 3 * C);
+    tile_product(L, hs, hs, 1.0f, (TileOperand){.f = c->kd, .rs = hs, .cs = 1}, (TileOperand){.f = c->dS, .rs = hs},
+                 1.0f, dv, 3 * C);
+    /* dQ */
+    tile_product(L, hs, L, 1.0f, (TileOperand){.f = c->dm, .rs = L, .cs = 1}, (TileOperand){.f = k, .rs = 3 * C},
+                 0.0f, dq, 3 * C);
+    tile_product(L, hs, hs, 1.0f, d_o, (TileOperand){.f = c->s0t, .rs = hs}, 0.0f, c->r, hs); /* dO S_0^T */
+    for (size_t t = 0; t < L; t++) {
+        float e = expf(c->logb[t]), dot = 0.0f;
+        for (size_t i = 0; i < hs; i++) {
+            dq[t * 3 * C + i] += e * c->r[t * hs + i];
+            dot += c->qd[t * hs + i] * c->r[t * hs + i];
+        }
+        c->dlogb[t] += dot;
+    }
+    /* dK */
+    tile_product(L, hs, L, 1.0f, (TileOperand){.f = c->dm, .rs = 1, .cs = L}, (TileOperand){.f = q, .rs = 3 * C},
+                 0.0f, dk, 3 * C);
+    tile_product(L, hs, hs, 1.0f, (TileOperand){.f = v, .rs = 3 * C, .cs = 1}, (TileOperand){.f = c->dst, .rs = hs},
+                 0.0f, c->vd, hs); /* V dS^T */
+    float last = c->logb[L - 1];
+    for (size_t t = 0; t < L; t++) {
+        float e = expf(last - c->logb[t]), dot = 0.0f;
+        for (size_t i = 0; i < hs; i++) {
+            dk[t * 3 * C + i] += e * c->vd[t * hs + i];
+            dot += c->kd[t * hs + i] * c->vd[t * hs + i];
+        }
+        c->dlogb[t] -= dot;
+    }
+    if (SL) {
+        double sum = 0.0;
+        for (size_t i = 0; i < hs * hs; i++) sum += (double)c->dS[i] * SL[i];
+        c->dlogb[L - 1] += (float)sum;
+    }
+    /* dS_0 */
+    float eL = expf(last);
+    for (size_t i = 0; i < hs * hs; i++) c->dS[i] *= eL;
+    tile_product(hs, hs, L, 1.0f, (TileOperand){.f = c->qd, .rs = 1, .cs = hs}, (TileOperand){.f = dout, .rs = C},
+                 1.0f, c->dS, hs);
+    float acc = 0.0f;
+    for (size_t t = L; t-- > 0;) {
+        acc += c->dlogb[t];
+        dlg[t * H] = acc;
     }
 }
 
@@ -170,26 +311,19 @@ static void gla_backward(const MixerSpec *spec, const MixerRuntime *rt, const fl
 #pragma omp parallel for schedule(static)
     for (size_t bh = 0; bh < B * H; bh++) {
         size_t b = bh / H, h = bh % H;
-        float *states = a.scratch + bh * scratch_per_head(hs), *dS = states + (GLA_CHUNK + 1) * hs * hs;
-        float *o = dS + hs * hs;
-        const float *starts = a.starts + bh * nc * hs * hs, *qkv = a.qkv + b * T * 3 * C + h * hs;
-        const float *gamma = a.gamma + b * T * H + h;
-        memset(dS, 0, hs * hs * sizeof(float));
-        for (size_t c = nc; c-- > 0;) {
-            size_t t0 = c * GLA_CHUNK, t1 = t0 + GLA_CHUNK < T ? t0 + GLA_CHUNK : T;
-            memcpy(states, starts + c * hs * hs, hs * hs * sizeof(float));
-            for (size_t t = t0; t < t1; t++) {
-                float *S = states + (t - t0 + 1) * hs * hs;
-                memcpy(S, S - hs * hs, hs * hs * sizeof(float));
-                const float *q = qkv + t * 3 * C;
-                state_step(S, q, q + C, q + 2 * C, gamma[t * H], o, hs);
-            }
-            chunk_backward(dS, states, qkv, gamma, a.dy + b * T * C + h * hs, a.dqkv + b * T * 3 * C + h * hs,
-                           a.dz + b * T * H + h, t0, t1, C, H, hs);
+        ChunkRoom c;
+        chunk_room(a.scratch + bh * scratch_per_head(hs), hs, &c);
+        const float *starts = a.starts + bh * nc * hs * hs;
+        memset(c.dS, 0, hs * hs * sizeof(float));
+        for (size_t k = nc; k-- > 0;) {
+            size_t t0 = k * GLA_CHUNK, L = T - t0 < GLA_CHUNK ? T - t0 : GLA_CHUNK, n = b * T + t0;
+            chunk_backward(&c, a.dqkv + n * 3 * C + h * hs, a.dz + n * H + h, a.qkv + n * 3 * C + h * hs,
+                           a.gamma + n * H + h, a.dy + n * C + h * hs, starts + k * hs * hs,
+                           k + 1 < nc ? starts + (k + 1) * hs * hs : NULL, L, C, H, hs);
         }
     }
-    /* dz = dgamma gamma (1 - gamma): sigmoid's derivative. */
-    for (size_t i = 0; i < N * H; i++) a.dz[i] *= a.gamma[i] * (1.0f - a.gamma[i]);
+    /* dz = d log gamma (1 - gamma): log sigmoid's derivative. */
+    for (size_t i = 0; i < N * H; i++) a.dz[i] *= 1.0f - a.gamma[i];
     matmul_backward(rt->bf16, din, 0.0f, (float *)g.qkv_w, (float *)g.qkv_b, a.dqkv, in, p.qkv_w, N, C, 3 * C);
     matmul_backward(NULL, din, 1.0f, (float *)g.decay_w, (float *)g.decay_b, a.dz, in, p.decay_w, N, C, H);
 }
@@ -215,12 +349,14 @@ static void gla_step(const MixerSpec *spec, const MixerRuntime *rt, const float 
     matmul_forward(rt->bf16, out_t, o, p.proj_w, p.proj_b, 1, C, C);
 }
 
-/* Per token and head: forward's update and read-out, 2 hs^2 multiply-adds;
- * backward's recomputed update and its five hs^2 terms, 6 hs^2. Over the
- * heads, 8 C hs multiply-adds, 16 C hs FLOPs, whatever T. */
+/* Per token and head, in multiply-adds: forward's chunk products, L hs
+ * each for Q K^T and M V and hs^2 each for Q~ S_0 and K~^T V; backward's
+ * five of L hs and four of hs^2. Over the heads (H hs = C), 2 C (7 L + 6 hs)
+ * FLOPs, whatever T. */
 static double gla_flops(const MixerSpec *spec, size_t T) {
     (void)T;
-    return 16.0 * (double)spec->n_embd * (double)(spec->n_embd / spec->n_head);
+    double C = (double)spec->n_embd, hs = C / (double)spec->n_head;
+    return 2.0 * C * (7.0 * GLA_CHUNK + 6.0 * hs);
 }
 
 const Mixer gla_mixer = {

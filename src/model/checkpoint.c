@@ -231,6 +231,19 @@ int model_open(const char *path, Model *m, Tokenizer *tok, Error *err) {
     return rc;
 }
 
+int ckpt_read_train(const char *path, char **train, Error *err) {
+    *train = NULL;
+    StFile f;
+    size_t file_len;
+    ModelConfig cfg;
+    if (st_open_header(&f, path, &file_len, err)) return -1;
+    int rc = header_config(&f, file_len, 0, path, &cfg, err);
+    const char *t = st_meta(&f, "train");
+    if (rc == 0 && !(*train = strdup(t ? t : "{}"))) rc = err_set(err, "out of memory");
+    st_close(&f);
+    return rc;
+}
+
 int ckpt_read_tokenizer(const char *path, Tokenizer *tok, Error *err) {
     memset(tok, 0, sizeof *tok);
     StFile f;

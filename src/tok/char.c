@@ -110,6 +110,12 @@ static void char_encode(const Tokenizer *tok, const char *text, size_t len, uint
     }
 }
 
+static size_t char_unknown_span(const char *text, size_t len) {
+    uint32_t cp;
+    size_t n = utf8_decode((const unsigned char *)text, len, &cp);
+    return n ? n : 1; /* as char_encode steps */
+}
+
 static void char_free(Tokenizer *tok) {
     CharImpl *impl = tok->impl;
     if (!impl) return;
@@ -120,4 +126,4 @@ static void char_free(Tokenizer *tok) {
 
 const TokenizerKind tokenizer_char = {
     .name = "char", .unit = "char", .unknown = 0, .parse = char_parse, .serialize = char_serialize,
-    .encode = char_encode, .free_impl = char_free};
+    .encode = char_encode, .free_impl = char_free, .unknown_span = char_unknown_span};

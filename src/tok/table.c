@@ -60,6 +60,21 @@ size_t tokenizer_token_bytes(const Tokenizer *tok, uint32_t id) {
     return len;
 }
 
+void tokenizer_text_spans(const Tokenizer *tok, const char *text, size_t len, const uint32_t *ids, size_t n,
+                          uint64_t base, TokenSpan **spans) {
+    const TokenizerKind *k = tok->kind;
+    if (k->unknown < 0 || !k->unknown_span) return;
+    size_t at = 0; /* where token i's text starts */
+    for (size_t i = 0; i < n && at < len; i++) {
+        size_t table = tokenizer_token_bytes(tok, ids[i]), bytes = table;
+        if (ids[i] == (uint32_t)k->unknown) {
+            bytes = k->unknown_span(text + at, len - at);
+            if (bytes != table) arrput(*spans, ((TokenSpan){base + i, (uint32_t)bytes}));
+        }
+        at += bytes;
+    }
+}
+
 char *tokenizer_decode(const Tokenizer *tok, const uint32_t *ids, size_t n) {
     size_t total = 1, len;
     for (size_t i = 0; i < n; i++) total += (tokenizer_token(tok, ids[i], &len), len);

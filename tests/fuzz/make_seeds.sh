@@ -35,6 +35,10 @@ for kind in char byte; do
     cp "$tmp/$kind/tokenizer.txt" "$S/fuzz_tokenizer/$kind-tokenizer"
     cp "$tmp/$kind/val.bin" "$S/fuzz_tokens/$kind-tokens"
 done
+# text outside the char vocabulary: a version 2 token file, with its unknown tokens' text
+printf 'abc xyz \xc3\xa9 \xff ba.\n%.0s' $(seq 1 4) >"$tmp/u.txt"
+$B/prepare --train "$tmp/t.txt" --val "$tmp/u.txt" --out "$tmp/u" --tokenizer-from "$tmp/char" >/dev/null
+cp "$tmp/u/val.bin" "$S/fuzz_tokens/char-unknown-tokens"
 for i in $(seq 1 30); do echo "The whale's wake, the whale: $i knots -- caf$(printf '\xc3\xa9')."; done >"$tmp/b.txt"
 $B/prepare --input "$tmp/b.txt" --out "$tmp/bpe" --tokenizer bpe --vocab-size 300 --special '<|endoftext|>' >/dev/null
 cp "$tmp/bpe/tokenizer.txt" "$S/fuzz_tokenizer/bpe-tokenizer"
