@@ -6,6 +6,7 @@ root as a module, e.g. `python3 -m harness.compare`:
   probe.py        make probe: MQAR and copy recall probes per architecture
   zoology.py      make probe PROBE_ARGS=--zoology: MQAR under the Zoology protocol, accuracy against state size
   paper.py        make paper: the Grassmann paper's configuration, per recipe, with statistics and ablation
+  archs.py        the architectures they compare: [NAME=]MIXERS[:KEY=VALUE]..., parsed and size-matched
   stats.py        Welch's t-test (Student's t through the incomplete beta), standard library only
   bench/          make bench: speed and memory against PyTorch and sgemm (reads bin/train --json),
                   one module per section (train, mixers, kernel, blas, load, mpi, scaling, layouts);

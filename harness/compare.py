@@ -3,11 +3,16 @@ the same budgets, several seeds each, and where their losses differ.
 Run from the repository root: python3 -m harness.compare [options] (--help).
 
 --archs lists the architectures, separated by spaces: each is a mixer
-(`attention`, `grassmann`) or a per-layer list of them joined by commas
+(`attention`, `grassmann`, `gla`) or a per-layer list of them joined by commas
 (`grassmann,grassmann,grassmann,attention`), optionally named with NAME=
-(`hybrid=grassmann,grassmann,grassmann,attention`). Every architecture that
-has a Grassmann layer is size-matched to the first one by its reduced rank r
-(bisection on the exact `bin/train --count-params`); the counts are reported.
+(`hybrid=grassmann,grassmann,grassmann,attention`), and optionally followed by
+options of its own, `:pair=wedge|outer|sum`, `:rank=N`, `:match=NAME`,
+`:window=N` (harness/archs.py: `swa=attention:window=17`,
+`outer-m=grassmann:pair=outer:match=grassmann`). Every architecture that has a
+Grassmann layer and no rank of its own is size-matched to the first one (or to
+match='s) by its reduced rank r (bisection on the exact `bin/train
+--count-params`, r up to n_embd); the counts are reported, with Welch's p of
+every architecture's val loss against the first's.
 
 --budget tokens:N trains for N tokens (N / (batch * block) steps, the cosine
 schedule over them); --budget seconds:S for S seconds of training steps
@@ -39,22 +44,27 @@ with zoom (harness/report_page.py).
 """
 import argparse
 import csv
+import functools
 import math
 import os
 import shlex
 import statistics
 import time
 
+from harness.archs import MAX_RANK, PAIRS, SYNTAX, closest_rank, label, parse_archs
 from harness.common import BIN, ROOT, command_line, die, gnuplot, gnuplot_string, need_gnuplot, out_dir, run_ok
 from harness.report_page import chart, markdown_sections, write_page
-from harness.results import MIXERS, Int, Name, Num, Text, name_problem, read_train_log
+from harness.results import MIXERS, Int, Name, Num, Text, read_train_log
+from harness.stats import welch_p
 
 # compare.csv as its readers (harness.paper) check it: the columns they use, one row per run.
 CSV_COLUMNS = {"arch": Name(), "budget": Text(r"(tokens|seconds):[0-9][0-9.eE+-]*"), "seed": Int(0),
                "params": Int(1), "tokens": Int(0), "train_seconds": Num(0), "tok_s": Num(0, lo_open=True),
                "val_loss": Num(0), "val_ppl": Num(0, lo_open=True), "test_ppl": Num(0, lo_open=True),
-               "mixers": Text(r"(attention|grassmann)(,(attention|grassmann))*", max_len=4000),
+               "mixers": Text(rf"({'|'.join(MIXERS)})(,({'|'.join(MIXERS)}))*", max_len=4000),
                "grassmann_rank": Int(1, optional=True),
+               # an architecture's own options (harness/archs.py); files written before them have neither column
+               "grassmann_pair": Text(choices=PAIRS, optional=True), "attn_window": Int(0, optional=True),
                **{k: Num(0, lo_open=True, optional=True) for k in ("val_bpb", "val_word_ppl", "test_bpb", "test_word_ppl")}}
 CSV_RUN = ("arch", "budget", "seed")  # what names a run: no two rows may agree on it
 
@@ -81,30 +91,6 @@ def run(cmd, live=False):
     return run_ok(cmd, capture=not live, status=2).out
 
 
-def parse_archs(text, n_layer):
-    """'attention grassmann hybrid=g,g,g,a' -> [(name, [mixer per layer])]. A name becomes part of
-    the runs' file names under --out and of the plots: name_problem says which it may be."""
-    archs = []
-    for item in text.split():
-        name, _, spec = item.rpartition("=")
-        if "=" in item and name_problem(name):
-            die(f"--archs: the name {name!r} {name_problem(name)}")
-        mixers = spec.split(",")
-        if any(m not in MIXERS for m in mixers):
-            die(f"--archs: '{item}' names a mixer other than {' or '.join(MIXERS)}")
-        if len(mixers) == 1:
-            mixers = mixers * n_layer
-        if len(mixers) != n_layer:
-            die(f"--archs: '{item}' has {len(mixers)} layers but --n-layer is {n_layer}")
-        archs.append((name or spec, mixers))
-    if not archs:
-        die("--archs is empty")
-    names = [a[0] for a in archs]
-    if len(set(names)) != len(names):
-        die("--archs: two architectures have the same name (name them with NAME=...)")
-    return archs
-
-
 def parse_budget(text):
     kind, _, value = text.partition(":")
     try:
@@ -122,18 +108,108 @@ def count_params(data, shared, mixers, rank=None):
     return int(run([os.path.join(BIN, "train"), "--data", data, "--count-params"] + args).strip())
 
 
-def match_rank(data, shared, mixers, target):
-    """(rank, count): the Grassmann rank whose exact count is closest to target (counts grow with r),
-    by bisection; (None, count) for a model without Grassmann layers."""
+def rank_limit(n_embd):
+    """The largest rank a match searches: n_embd (z = W_red x spans at most n_embd dimensions, so a larger
+    rank adds parameters and nothing the layer can express), within bin/train's limit."""
+    return max(2, min(MAX_RANK, n_embd))
+
+
+def match_rank(data, shared, mixers, target, hi=256):
+    """(rank, count): the Grassmann rank in [2, hi] whose exact count is closest to target (counts grow
+    with r), by bisection (archs.closest_rank); (None, count) for a model without Grassmann layers."""
     if "grassmann" not in mixers:
         return None, count_params(data, shared, mixers)
-    size = lambda r: count_params(data, shared, mixers, r)
-    lo, hi = 2, 256
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if size(mid) <= target else (lo, mid)
-    best = min((lo, hi), key=lambda r: abs(size(r) - target))
-    return best, size(best)
+    return closest_rank(lambda r: count_params(data, shared, mixers, r), target, 2, hi)
+
+
+def size_archs(specs, data, shared, n_embd, rank=0, say=None):
+    """Each architecture (archs.Arch) with its Grassmann rank and exact parameter count (bin/train
+    --count-params, with the architecture's own options), as the dicts the harness trains: name,
+    mixers, rank, params, args (its bin/train options but the rank), pair, window, matched (the name
+    whose count its rank was matched to, or None), capped (the match stopped at rank_limit), label.
+    The rank: the architecture's rank=; else the one whose count is closest to match='s; else `rank`
+    (--grassmann-rank) where given, or 32 for the first architecture; else matched to the first.
+    say(text): told each architecture's count as it is found."""
+    out = []
+    for spec in specs:
+        own = shared + spec.train_args()
+        matched, capped, hi = None, False, rank_limit(n_embd)
+        if "grassmann" not in spec.mixers:
+            r, n = None, count_params(data, own, spec.mixers)
+        elif spec.rank or spec.match is None and (not out or rank):
+            r = spec.rank or rank or 32
+            n = count_params(data, own, spec.mixers, r)
+        else:
+            matched = spec.match or out[0]["name"]
+            target = next(x["params"] for x in out if x["name"] == matched)
+            r, n = match_rank(data, own, spec.mixers, target, hi)
+            capped = r == hi and n < target
+        out.append({"name": spec.name, "mixers": spec.mixers, "rank": r, "params": n, "args": spec.train_args(),
+                    "pair": spec.pair, "window": spec.window, "matched": matched, "capped": capped,
+                    "family": spec.family(), "label": label(spec.name, r, spec.pair, spec.window)})
+        if say:
+            ref = out[0]
+            gap = 100.0 * (n - ref["params"]) / ref["params"]
+            say(f"{out[-1]['label']}: {n:,} parameters ({gap:+.2f}% vs {ref['label']})"
+                + (f"; rank matched to {matched}'s {target:,}" + (f", capped at n_embd {hi}" if capped else "")
+                   if matched and matched != ref["name"] else ""))
+            if abs(gap) > 5:
+                say(f"warning: {out[-1]['label']} differs in size from {ref['label']} by {gap:+.1f}%")
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def train_help():
+    r = run_ok([os.path.join(BIN, "train"), "--help"], status=2)
+    return r.out + r.err
+
+
+def train_takes(option):
+    """Whether bin/train --help lists `option` (a newer option, such as --grassmann-pair)."""
+    return option in train_help()
+
+
+def check_train_takes(specs, what="--archs"):
+    """Dies with one line, before any work, where an architecture's option needs a bin/train option this
+    bin/train has not."""
+    for spec in specs:
+        for flag in spec.train_args()[::2]:
+            if not train_takes(flag):
+                die(f"{what}: '{spec.name}' needs bin/train {flag}, which this bin/train has not (merge main and make)")
+
+
+def csv_options(arch):
+    """compare.csv's grassmann_pair and attn_window cells of an architecture: its pair kind where it has a
+    Grassmann layer (wedge unless given), its attention window where given; else empty."""
+    pair = arch.get("pair") or ("wedge" if "grassmann" in arch["mixers"] else "")
+    window = arch.get("window")
+    return [pair, "" if window is None else window]
+
+
+def layers_text(mixers):
+    """'attention x 4' for one mixer in every layer, else the per-layer list."""
+    return f"{mixers[0]} x {len(mixers)}" if len(set(mixers)) == 1 else ",".join(mixers)
+
+
+def arch_table(archs):
+    """The report's table of the architectures: their layers, own options, rank (and what it was matched to)
+    and exact parameter count beside the first's."""
+    ref = archs[0]["params"]
+    md = ["## Architectures", "",
+          "| architecture | family | layers | options | Grassmann rank | parameters | vs " + archs[0]["name"] + " |",
+          "|---|---|---|---|---|---|---|"]
+    for x in archs:
+        rank = "-" if not x["rank"] else str(x["rank"]) + (
+            f" (matched to {x['matched']}{', capped at n_embd' if x.get('capped') else ''})" if x.get("matched") else "")
+        opts = ", ".join(f"{k} {v}" for k, v in (("pair", x.get("pair")), ("window", x.get("window"))) if v is not None)
+        md.append(f"| {x['name']} | {x.get('family', '-')} | {layers_text(x['mixers'])} | {opts or '-'} | {rank} "
+                  f"| {x['params']:,} | {100.0 * (x['params'] - ref) / ref:+.2f}% |")
+    return md
+
+
+def fmt_p(p):
+    """Welch's p as the reports give it."""
+    return "p n/a" if p is None else f"p {p:.2g}" if p >= 1e-3 else "p < 0.001"
 
 
 def precision_text(precision):
@@ -185,7 +261,8 @@ class Harness:
             "--precision", a.precision]
         if arch["rank"]:
             args += ["--grassmann-rank", str(arch["rank"])]
-        return args + arch.get("extra", [])  # an ablation variant's options, after --recipe
+        # the architecture's own options (harness/archs.py), then an ablation variant's, after --recipe
+        return args + arch.get("args", []) + arch.get("extra", [])
 
     def train(self, arch, budget, seed, tag):
         a = self.a
@@ -478,8 +555,10 @@ def main():
     ap.add_argument("--data", default=os.path.join(ROOT, "data/moby"), help="prepared data directory (default data/moby)")
     ap.add_argument("--out", default=os.path.join(ROOT, "runs/compare"), help="output directory (default runs/compare)")
     ap.add_argument("--archs", default="attention grassmann",
-                    help="space-separated architectures, each a mixer or a per-layer comma list, optionally "
-                         "NAME=...; the first is the size reference (default 'attention grassmann')")
+                    help="space-separated architectures, " + SYNTAX + ". The first is the size reference: an "
+                         "architecture with a Grassmann layer and no rank= or match= takes --grassmann-rank, or the "
+                         "rank matched to the first's parameter count; every count is printed and reported "
+                         "(default 'attention grassmann')")
     ap.add_argument("--budget", action="append", default=None,
                     help="tokens:N or seconds:S; repeat for several (default tokens:768000 and seconds:40)")
     ap.add_argument("--seeds", type=int, default=3, help="seeds per architecture and budget (default 3)")
@@ -530,22 +609,9 @@ def main():
     out_dir(a.out)
     h = Harness(a)
 
-    archs, ref = [], None
-    for name, mixers in specs:
-        if "grassmann" in mixers and (ref is None or a.grassmann_rank):  # the reference, or a rank given
-            rank = a.grassmann_rank or 32
-            n = count_params(a.data, h.shared, mixers, rank)
-        elif ref is None:
-            rank, n = None, count_params(a.data, h.shared, mixers)
-        else:
-            rank, n = match_rank(a.data, h.shared, mixers, ref)
-        ref = ref or n
-        label = name + (f" (r={rank})" if rank else "")
-        archs.append({"name": name, "mixers": mixers, "rank": rank, "params": n, "label": label})
-        gap = 100.0 * (n - ref) / ref
-        print(f"compare: {label}: {n:,} parameters ({gap:+.2f}% vs {archs[0]['label']})", flush=True)
-        if abs(gap) > 5:
-            print(f"compare: warning: {label} differs in size from {archs[0]['label']} by {gap:+.1f}%")
+    check_train_takes(specs)
+    archs = size_archs(specs, a.data, h.shared, a.n_embd, a.grassmann_rank,
+                       say=lambda text: print(f"compare: {text}", flush=True))
 
     print(f"compare: every run trains with {precision_text(a.precision)}", flush=True)
     if a.ablate:
@@ -585,7 +651,9 @@ def main():
                 gap = r["val_loss"] - base[r["seed"]]["val_loss"]
                 if abs(gap) > 1e-9:
                     shares.append(r["recall_tokens"] / n_all * (r["recall_loss"] - base[r["seed"]]["recall_loss"]) / gap)
-            rows.append({"budget": b, "arch": arch, "agg": agg, "ratio": ratio, "test_ratio": test_ratio,
+            # Welch's test of equal mean val loss (a perplexity ratio of 1), against the first architecture
+            p = welch_p([r["val_loss"] for r in rs], [r["val_loss"] for r in base.values()])
+            rows.append({"budget": b, "arch": arch, "agg": agg, "ratio": ratio, "test_ratio": test_ratio, "p": p,
                          "d_rec": d_rec, "d_oth": d_oth, "share": mean_spread(shares) if shares else None,
                          "recall_frac": rs[0]["recall_tokens"] / (rs[0]["recall_tokens"] + rs[0]["other_tokens"])})
             if arch is not archs[0]:
@@ -598,8 +666,8 @@ def main():
                              f"{100 * rows[-1]['recall_frac']:.0f}% of tokens that complete a {a.recall_n}-gram "
                              f"seen earlier in the window (loss gap {d_rec[0]:+.3f} there vs {d_oth[0]:+.3f} on the rest)")
                 reading.append(f"- **{kind} budget ({value:,}{' s' if kind == 'seconds' else ' tokens'})**: "
-                               f"{arch['label']} / {archs[0]['label']} val perplexity = {fmt(m, s)}: {verdict}"
-                               f"{where}.")
+                               f"{arch['label']} / {archs[0]['label']} val perplexity = {fmt(m, s)} "
+                               f"(Welch {fmt_p(p)}): {verdict}{where}.")
 
     seeds_txt = ", ".join(map(str, seeds))
     cmd = command_line("harness.compare")
@@ -611,15 +679,18 @@ def main():
               f"from 1 exceeds that spread." if a.seeds > 1 else
               f"Ratios are paired by seed (same batches); with one seed ({seeds_txt}) there is no spread, so no ratio "
               f"is called a difference.", "",
+          f"p: Welch's two-sided t-test of equal mean val loss against {archs[0]['name']} at the same budget "
+          f"(n/a below 2 seeds).", ""] + arch_table(archs) + ["",
           "## Results", "",
           "| budget | architecture | parameters | tokens | train seconds | tokens/s | val loss | val ppl | test ppl "
-          f"| val ppl / {archs[0]['name']} | recall-token loss | other-token loss |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          f"| val ppl / {archs[0]['name']} | p vs {archs[0]['name']} | recall-token loss | other-token loss |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         g = row["agg"]
         md.append(f"| {row['budget']} | {row['arch']['label']} | {row['arch']['params']:,} | {g['tokens'][0]:,.0f} "
                   f"| {fmt(*g['train_seconds'], 1)} | {g['tok_s'][0]:,.0f} | {fmt(*g['val_loss'], 4)} "
                   f"| {fmt(*g['val_ppl'])} | {fmt(*g['test_ppl'])} | {fmt(*row['ratio'])} "
+                  f"| {'-' if row['arch'] is archs[0] else fmt_p(row['p'])} "
                   f"| {fmt(*g['recall_loss'])} | {fmt(*g['other_loss'])} |")
     md += ["", f"Model: n_layer {a.n_layer}, n_head {a.n_head}, n_embd {a.n_embd}, block {a.block_size}, batch "
                f"{a.batch_size}, {a.norm}-norm{', --recipe ' + a.recipe if a.recipe else ''}"
@@ -638,12 +709,12 @@ def main():
         keys = ["arch", "budget", "seed", "params", "steps", "tokens", "train_seconds", "wall", "tok_s", "val_loss",
                 "val_ppl", "test_loss", "test_ppl", "recall_loss", "other_loss", "recall_tokens", "other_tokens"]
         per_text = ["val_bpb", "val_word_ppl", "test_bpb", "test_word_ppl"]
-        w.writerow(keys + ["mixers", "grassmann_rank", "precision"] + per_text)
+        w.writerow(keys + ["mixers", "grassmann_rank", "precision"] + per_text + ["grassmann_pair", "attn_window"])
         for r in runs:
             arch = next(x for x in archs if x["name"] == r["arch"])
             w.writerow([f"{r[k]:.6f}" if isinstance(r[k], float) else r[k] for k in keys] +
                        [",".join(arch["mixers"]), arch["rank"] or "", a.precision] +
-                       ["" if r[k] is None else f"{r[k]:.6f}" for k in per_text])
+                       ["" if r[k] is None else f"{r[k]:.6f}" for k in per_text] + csv_options(arch))
     write_plots(a, archs, budgets, runs, unit)
     write_page_html(a, archs, budgets, runs, unit, md)
     print("\n" + "\n".join(md[:len(reading) + 16]))

@@ -14,6 +14,14 @@ The data is a prepared directory (--data, default data/sotu from
 wiki.train.tokens, wiki.valid.tokens and wiki.test.tokens, or the .raw ones),
 prepared here with bin/prepare --train/--val/--test and BPE.
 
+--controls pair,window,hybrid adds issue 41's controls to every recipe's
+column (CONTROLS below): the Grassmann pair kinds outer and sum at rank 32
+and at the rank whose parameter count is closest to the wedge's (where rank
+32's differs by more than 5%), sliding-window attention over the 17
+positions the Grassmann offsets reach, and the hybrids with gla and with
+the sliding window; paper.md then has a table for each, every ratio with
+Welch's p against the wedge, swa, the Transformer or the hybrid.
+
 Writes OUT/paper.md (a reading, the paper's numbers beside ours, bits per byte
 and word perplexity beside token perplexity, Welch's p for every ratio, the
 per-window ablation of the Grassmann model, the table of runs), OUT/paper.json
@@ -36,7 +44,9 @@ from collections import Counter
 
 from harness.common import (BIN, ROOT, command_line, die, gnuplot, gnuplot_string, layer_windows, need_gnuplot, out_dir,
                             run_ok, token_header)
-from harness.compare import CSV_COLUMNS, CSV_RUN, ONE_SEED, fmt, mean_spread
+from harness.archs import PAIRS
+from harness.compare import (COLORS, CSV_COLUMNS, CSV_RUN, ONE_SEED, count_params, fmt, fmt_p, layers_text, mean_spread,
+                             train_takes)
 from harness.report_page import chart, markdown_sections, write_page
 from harness.results import Int, MapOf, Num, Obj, load_csv, load_json, read_train_log
 from harness.stats import welch_p
@@ -77,9 +87,65 @@ def train_has_recipe():
     return "--recipe" in r.stdout + r.stderr
 
 
-def archs_for(n_layer):
-    hybrid = ",".join(["attention"] + ["grassmann"] * (n_layer - 1))
-    return [("transformer", "attention"), ("grassmann", "grassmann"), ("hybrid", hybrid)]
+def archs_for(n_layer, controls=(), window=17, matched=()):
+    """[(name, spec)] of the architectures one recipe's column trains, each spec as harness.compare's
+    --archs takes it (harness/archs.py): the Transformer, the Grassmann model, the hybrid, then the
+    architectures of each group in `controls` (CONTROLS), the pair group's rank-matched variants only
+    for the pair kinds in `matched`."""
+    rest = ",".join(["grassmann"] * (n_layer - 1))
+    archs = [("transformer", "attention"), ("grassmann", "grassmann"), ("hybrid", "attention," + rest)]
+    if "pair" in controls:
+        for pair in ("outer", "sum"):
+            archs.append((f"grassmann-{pair}", f"grassmann:pair={pair}"))
+        for pair in ("outer", "sum"):
+            if pair in matched:  # the rank whose count is closest to the wedge's at rank 32
+                archs.append((f"grassmann-{pair}-m", f"grassmann:pair={pair}:match=grassmann"))
+    if "window" in controls:
+        archs.append(("swa", f"attention:window={window}"))
+    if "hybrid" in controls:
+        archs += [("gla", "gla"), ("hybrid-gla", "attention," + ",".join(["gla"] * (n_layer - 1))),
+                  ("hybrid-swa", f"attention,{rest}:window={window}")]
+    return archs
+
+
+# --controls: the groups of architectures that answer issue 41's questions, beside the three.
+CONTROLS = {
+    "pair": "the Grassmann pair kinds: grassmann-outer and grassmann-sum at rank 32 (the wedge is the grassmann "
+            "model), and grassmann-outer-m, grassmann-sum-m at the rank whose parameter count is closest to the "
+            "wedge's, each only where rank 32's count differs from the wedge's by more than 5% (both do at Tables 1 "
+            "and 2): 4 more architectures, 4 x seeds x recipes runs, 16 at the defaults, beside the 12 of the three "
+            "(outer's runs train at about 0.8 of the wedge's speed: r^2 = 1024 features against its 496)",
+    "window": "sliding-window attention, swa: attention whose queries see the last W = largest Grassmann offset + 1 "
+              "= 17 positions, itself included, the positions a Grassmann layer's output reads: 1 more "
+              "architecture, 4 runs at the defaults, each about a Transformer run's cost",
+    "hybrid": "the hybrids of the other mixers: gla, hybrid-gla (attention first, gla in the rest) and hybrid-swa "
+              "(sliding-window attention first, Grassmann in the rest): 3 more architectures, 12 runs at the defaults "
+              "(gla's train at about 0.7 of the Transformer's speed)",
+}
+N_EMBD = 256  # both tables' width
+MATCH_GAP = 5.0  # percent: a pair kind's count at rank 32 this far from the wedge's gets a rank-matched variant
+
+
+def attention_window(windows):
+    """The sliding window that sees what a Grassmann layer of these offsets sees: the largest offset, and
+    the position itself (bin/train --attn-window counts the query's own position)."""
+    return max(max(w) for w in windows) + 1
+
+
+def pair_counts(a, data, norm):
+    """{pair: bin/train's parameter count of the Grassmann model at rank 32 with that pair kind}, at this
+    table's configuration under `norm`'s recipe (the untied head of the modern one included)."""
+    cfg = TABLES[a.table]
+    shared = ["--n-layer", str(cfg["n_layer"]), "--n-head", str(a.n_head), "--n-embd", "256", "--block-size",
+              str(cfg["block_size"]), "--grassmann-windows", cfg["windows"]] + RECIPES[norm] + shlex.split(a.train_args)
+    return {pair: count_params(data, shared + ["--grassmann-pair", pair], ["grassmann"] * cfg["n_layer"], 32)
+            for pair in PAIRS}
+
+
+def matched_pairs(counts):
+    """The pair kinds (not the wedge) whose count at rank 32 differs from the wedge's by more than MATCH_GAP
+    percent: those that get a rank-matched variant."""
+    return [p for p in PAIRS if p != "wedge" and abs(counts[p] - counts["wedge"]) > MATCH_GAP / 100 * counts["wedge"]]
 
 
 def prepare_wikitext2(src, out, vocab):
@@ -190,7 +256,8 @@ def read_runs(out, norm, archs, a):
                      "points": [(s["tokens"], s["val_loss"]) for s in steps if s["val_loss"] is not None],
                      "name": r["arch"], "arch": r["mixers"], "norm": norm,
                      **{k: r[k] for k in ("seed", "tokens", "val_ppl", "test_ppl", "val_loss", "params",
-                                          "train_seconds", "tok_s", "grassmann_rank") + PER_TEXT}})
+                                          "train_seconds", "tok_s", "grassmann_rank", "grassmann_pair",
+                                          "attn_window") + PER_TEXT}})
     return rows
 
 
@@ -217,8 +284,133 @@ def ratio_p(rows, norm, name, base="transformer", base_norm=None):
     return welch_p(losses(rows, norm, name), losses(rows, base_norm or norm, base))
 
 
-def fmt_p(p):
-    return "p n/a" if p is None else f"p {p:.2g}" if p >= 1e-3 else "p < 0.001"
+def versus(rs, what):
+    """How per-seed ratios rs read against 1, beside `what`."""
+    if len(rs) < 2:
+        return ONE_SEED
+    m, s = mean_spread(rs)
+    return (f"better than {what} by more than the seed spread" if m + s < 1 else
+            f"worse than {what} by more than the seed spread" if m - s > 1 else
+            f"level with {what} within the seed spread")
+
+
+# ---- the controls (--controls): pair kinds, the sliding window, the hybrids ---------------
+
+def runs_of(rows, norm, name):
+    return [r for r in rows if r["norm"] == norm and r["name"] == name]
+
+
+def ratio_cell(rows, norm, name, base):
+    """'1.023 ± 0.004 | p 0.03' of name against base under one recipe, or '- | -' for base itself or
+    where either has no runs."""
+    rs = ratios(rows, norm, name, base)
+    if name == base or not rs:
+        return "- | -"
+    return f"{fmt(*mean_spread(rs))} | {fmt_p(ratio_p(rows, norm, name, base))}"
+
+
+def reading_line(rows, norm, name, base, what):
+    """A bullet: name / base val perplexity, its p, and how it reads."""
+    rs = ratios(rows, norm, name, base)
+    return (f"- **{recipe_label(norm)}**: {name} / {base} val perplexity {fmt(*mean_spread(rs))} "
+            f"(Welch {fmt_p(ratio_p(rows, norm, name, base))}): {versus(rs, what)}.")
+
+
+def pair_report(rows, archs):
+    """paper.md's answer to "wedge, outer or sum?": every pair kind at rank 32, and at the rank matched
+    to the wedge's count, against the wedge (the grassmann model) and the Transformer, per recipe."""
+    names = [n for n, _ in archs if n.startswith("grassmann-") and any(r["name"] == n for r in rows)]
+    if not names:
+        return []
+    md = ["", "## The pair kinds: wedge, outer, sum", "",
+          "What a Grassmann layer makes of each pair (z_t, z_{t-d}) (`bin/train --grassmann-pair`): the wedge, its "
+          "normalised Plücker coordinates (r(r-1)/2 features: the grassmann model), the normalised outer product "
+          "z_t z_{t-d}^T / (|z_t| |z_{t-d}|) (outer, r^2 features), or the sum z_t + z_{t-d} (sum, r features: a "
+          "gated causal convolution of rank r). The features feed a C x F projection, so at equal rank the counts "
+          "differ; the -m rows take the rank whose count is closest to the wedge's at rank 32 (searched up to "
+          "n_embd: a larger rank adds parameters, not directions). Equal tokens for every row. Ratios of val "
+          "perplexity paired by seed; p: Welch's t-test of equal mean val loss.", "",
+          "| recipe | architecture | pair | rank | parameters | vs wedge | val ppl | / wedge | p vs wedge "
+          "| / Transformer | p vs Transformer |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    reading = []
+    for norm in NORMS:
+        wedge = runs_of(rows, norm, "grassmann")
+        if not any(runs_of(rows, norm, n) for n in names):
+            continue  # a recipe without the controls
+        for name in ["grassmann"] + names:
+            rs = runs_of(rows, norm, name)
+            if not rs:
+                continue
+            gap = (f"{100.0 * (rs[0]['params'] - wedge[0]['params']) / wedge[0]['params']:+.1f}%" if wedge else "-")
+            rank = rs[0]["grassmann_rank"] or "-"
+            if name.endswith("-m") and rank == N_EMBD:
+                rank = f"{rank} (capped at n_embd)"
+            md.append(f"| {recipe_label(norm)} | {name} | {rs[0]['grassmann_pair'] or 'wedge'} "
+                      f"| {rank} | {rs[0]['params']:,} | {gap} "
+                      f"| {fmt(*mean_spread([r['val_ppl'] for r in rs]), 1)} | {ratio_cell(rows, norm, name, 'grassmann')} "
+                      f"| {ratio_cell(rows, norm, name, 'transformer')} |")
+            if name != "grassmann" and ratios(rows, norm, name, "grassmann"):
+                reading.append(reading_line(rows, norm, name, "grassmann", "the wedge"))
+    return md + [""] + reading
+
+
+def window_report(rows, archs, window):
+    """paper.md's answer to "Grassmann or sliding-window attention at the same window?"."""
+    if not any(r["name"] == "swa" for r in rows):
+        return []
+    names = [n for n in ("transformer", "swa", "grassmann", "hybrid", "hybrid-swa") if any(r["name"] == n for r in rows)]
+    md = ["", "## Grassmann against sliding-window attention at the same window", "",
+          f"swa is attention whose queries see the last {window} positions, the query's own included "
+          f"(`bin/train --attn-window {window}`): the largest Grassmann offset, {window - 1}, and the position itself, "
+          f"exactly the positions a Grassmann layer's output at t reads (z_t and z_(t-d) for its offsets d). "
+          f"--attn-window {window - 1} would see one position fewer than the Grassmann layer. So the two differ in "
+          f"what they do with the same {window} positions: attention chooses among them by content, Grassmann "
+          f"averages fixed pair features over a few offsets. Ratios of val perplexity paired by seed; p: Welch's "
+          f"t-test of equal mean val loss.", "",
+          "| recipe | architecture | sees | parameters | val ppl | / swa | p vs swa | / Transformer | p vs Transformer |",
+          "|---|---|---|---|---|---|---|---|---|"]
+    reading = []
+    for norm in NORMS:
+        if not runs_of(rows, norm, "swa"):
+            continue
+        for name in names:
+            rs = runs_of(rows, norm, name)
+            if not rs:
+                continue
+            sees = {"transformer": "the whole block", "swa": f"the last {window} positions",
+                    "grassmann": f"offsets up to {window - 1}", "hybrid": "whole block (layer 0), then offsets",
+                    "hybrid-swa": f"the last {window} (layer 0), then offsets"}[name]
+            md.append(f"| {recipe_label(norm)} | {name} | {sees} | {rs[0]['params']:,} "
+                      f"| {fmt(*mean_spread([r['val_ppl'] for r in rs]), 1)} | {ratio_cell(rows, norm, name, 'swa')} "
+                      f"| {ratio_cell(rows, norm, name, 'transformer')} |")
+        if ratios(rows, norm, "grassmann", "swa"):
+            reading.append(reading_line(rows, norm, "grassmann", "swa", "sliding-window attention"))
+    return md + [""] + reading
+
+
+def hybrid_report(rows, archs):
+    """paper.md's table of the hybrids that mix the mixers, against the Transformer and the paper's hybrid."""
+    names = [n for n in ("hybrid", "gla", "hybrid-gla", "hybrid-swa") if any(r["name"] == n for r in rows)]
+    if not any(n != "hybrid" for n in names):
+        return []
+    md = ["", "## The hybrids", "",
+          "Each mixer beside the Transformer, and the paper's hybrid (attention first, then Grassmann) beside "
+          "those with gla in the rest (hybrid-gla) and with sliding-window attention first (hybrid-swa). Ratios of "
+          "val perplexity paired by seed; p: Welch's t-test of equal mean val loss.", "",
+          "| recipe | architecture | layers | parameters | val ppl | / Transformer | p vs Transformer | / hybrid "
+          "| p vs hybrid |", "|---|---|---|---|---|---|---|---|---|"]
+    for norm in NORMS:
+        if not any(runs_of(rows, norm, n) for n in names if n != "hybrid"):
+            continue
+        for name in names:
+            rs = runs_of(rows, norm, name)
+            if rs:
+                layers = layers_text(rs[0]["arch"].split(",")) + (f", window {rs[0]['attn_window']}"
+                                                                  if rs[0].get("attn_window") else "")
+                md.append(f"| {recipe_label(norm)} | {name} | {layers} | {rs[0]['params']:,} "
+                          f"| {fmt(*mean_spread([r['val_ppl'] for r in rs]), 1)} "
+                          f"| {ratio_cell(rows, norm, name, 'transformer')} | {ratio_cell(rows, norm, name, 'hybrid')} |")
+    return md
 
 
 # ---- the per-window ablation -------------------------------------------------------
@@ -307,11 +499,20 @@ def ablation_report(ablations):
     return md
 
 
+def arch_colors(archs):
+    """{name: colour}: the three's own, then the others' in turn."""
+    own = {"transformer": "#1f77b4", "grassmann": "#d62728", "hybrid": "#2ca02c"}
+    rest = [c for c in COLORS + ["#17becf", "#bcbd22", "#e377c2", "#7f7f7f", "#aec7e8", "#ffbb78", "#98df8a",
+                                 "#c5b0d5"] if c not in own.values()]
+    others = [n for n, _ in archs if n not in own]
+    return {**own, **{n: rest[i % len(rest)] for i, n in enumerate(others)}}
+
+
 def write_plot(out, archs, rows, unigram):
     """OUT/paper_val_loss.png: val loss against training tokens, mean over
     seeds, each architecture in its colour, each recipe in its line style
     (LINE_STYLES), and the unigram model's loss as a grey line."""
-    colors = {"transformer": "#1f77b4", "grassmann": "#d62728", "hybrid": "#2ca02c"}
+    colors = arch_colors(archs)
     parts = []
     for norm in NORMS:
         for name, _ in archs:
@@ -323,14 +524,16 @@ def write_plot(out, archs, rows, unigram):
                 for k in range(min(map(len, runs))):
                     f.write(f"{runs[0][k][0]} {sum(p[k][1] for p in runs) / len(runs)}\n")
             parts.append(f"{gnuplot_string(path)} using 1:2 with linespoints lw 2 pt 7 ps 0.5{LINE_STYLES[norm][1]} "
-                         f"lc rgb '{colors.get(name, '#9467bd')}' title {gnuplot_string(name + ', ' + recipe_label(norm))}")
+                         f"lc rgb '{colors[name]}' title {gnuplot_string(name + ', ' + recipe_label(norm))}")
     if not parts:
         return None
     if unigram is not None:
         parts.append(f"{unigram} with lines lw 1.5 dt 3 lc rgb '#7f7f7f' title 'token frequencies alone (unigram)'")
     png = os.path.join(out, "paper_val_loss.png")
     title = "Validation loss, the paper's configuration (mean over seeds)"
-    gnuplot("set terminal pngcairo size 900,560 font ',11'\nset grid\nset key top right\n"
+    # with the controls' lines the key goes beside the plot, where it hides no curve
+    key = "set key top right\n" if len(parts) <= 8 else "set key outside right top font ',9'\n"
+    gnuplot(f"set terminal pngcairo size {900 if len(parts) <= 8 else 1200},560 font ',11'\nset grid\n{key}"
             f"set output {gnuplot_string(png)}\n"
             f"set title {gnuplot_string(title)}\n"
             "set xlabel 'training tokens'\nset format x '%.1s%c'\nset ylabel 'validation loss (nats per token)'\n"
@@ -341,10 +544,10 @@ def write_plot(out, archs, rows, unigram):
 def write_page_html(out, archs, rows, unigram, md):
     """OUT/paper.html: the report's text and tables, and every run's val-loss
     curve (architecture by colour, every recipe but pre-norm dashed) with zoom."""
-    colors = {"transformer": "#1f77b4", "grassmann": "#d62728", "hybrid": "#2ca02c"}
+    colors = arch_colors(archs)
     series = [{"name": f"{r['name']}, {recipe_label(r['norm'])}, seed {r['seed']}",
                "legend": f"{r['name']}, {recipe_label(r['norm'])}",
-               "color": colors.get(r["name"], "#9467bd"), "dash": r["norm"] != "pre", "points": [list(p) for p in r["points"]]}
+               "color": colors[r["name"]], "dash": r["norm"] != "pre", "points": [list(p) for p in r["points"]]}
               for norm in NORMS for name, _ in archs for r in rows
               if r["norm"] == norm and r["name"] == name and r["points"]]
     if series and unigram is not None:
@@ -454,12 +657,18 @@ def report(a, archs, rows, minutes, data_label, unigram=None, plot=None, ablatio
                   f"| {fmt(*h)} ({fmt_p(ratio_p(rows, norm, 'hybrid'))}) |")
         for name, _ in archs:
             rs = [r for r in rows if r["norm"] == norm and r["name"] == name]
+            if not rs and name not in ("transformer", "grassmann", "hybrid"):
+                continue  # a control this recipe did not run
             col = lambda k, d: (fmt(*mean_spread([r[k] for r in rs if r.get(k) is not None]), d)
                                 if any(r.get(k) is not None for r in rs) else "-")
             p = "-" if name == "transformer" else fmt_p(ratio_p(rows, norm, name))
             per_text.append(f"| {recipe_label(norm)} | {name} | {col('val_ppl', 1)} | {col('val_bpb', 4)} "
                             f"| {col('val_word_ppl', 1)} | {p} |")
     md += per_text
+    cfg = TABLES[a.table]
+    md += pair_report(rows, archs)
+    md += window_report(rows, archs, attention_window(layer_windows(cfg["windows"], cfg["n_layer"])))
+    md += hybrid_report(rows, archs)
     # The paper's 30 epochs at the speed measured here.
     train_tokens = a.train_tokens
     if train_tokens:
@@ -476,7 +685,6 @@ def report(a, archs, rows, minutes, data_label, unigram=None, plot=None, ablatio
     for r in sorted(rows, key=lambda r: (r["norm"] != "pre", [n for n, _ in archs].index(r["name"]), r["seed"])):
         md.append(f"| {r['norm']} | {r['name']} | {r['params']:,} | {r['seed']} | {r['tokens']:,} "
                   f"| {r['train_seconds']:.0f} | {r['tok_s']:,.0f} | {r['val_ppl']:.2f} | {r['test_ppl']:.2f} |")
-    cfg = TABLES[a.table]
     md += ["", f"Model: n_layer {cfg['n_layer']}, n_embd 256, n_head {a.n_head}, FFN 1024, block {cfg['block_size']}, "
                f"Grassmann rank 32, windows {cfg['windows']}; batch {a.batch_size}; {setting(rows)[3:]}, then cosine "
                f"decay to a tenth{'; bin/train options after the recipe: ' + a.train_args if a.train_args else ''}. "
@@ -490,7 +698,8 @@ def report(a, archs, rows, minutes, data_label, unigram=None, plot=None, ablatio
         f.write("\n".join(md) + "\n")
     with open(os.path.join(a.out, "paper.json"), "w") as f:
         json.dump([dict({k: r[k] for k in ("arch", "norm", "seed", "tokens", "val_ppl", "test_ppl", "params", "name",
-                                           "grassmann_rank", "train_seconds", "val_loss") + PER_TEXT},
+                                           "grassmann_rank", "grassmann_pair", "attn_window", "train_seconds",
+                                           "val_loss") + PER_TEXT},
                         recipe=r["norm"],
                         welch_p_vs_transformer=None if r["name"] == "transformer" else ratio_p(rows, r["norm"], r["name"]),
                         ablation=(ablations or {}).get((r["norm"], r["name"], r["seed"])),
@@ -549,8 +758,18 @@ def main():
     ap.add_argument("--train-args", default="", metavar="ARGS",
                     help="more bin/train options for every run, after the recipe's so that they win (one string: "
                          "--train-args='--zero-init 0')")
+    ap.add_argument("--controls", default="", metavar="GROUPS",
+                    help="issue 41's controls, trained beside the three architectures in every recipe's column "
+                         "(comma list; default none). " + " ".join(f"{k}: {v}." for k, v in CONTROLS.items()).replace("%", "%%") +
+                         " A run costs about what one of the three does (more for outer and gla), so a group's cost "
+                         "is its share of runs: --controls pair,window,hybrid is 8 more architectures, 44 runs in "
+                         "all at the defaults, about 4 times the hour of the three. Commands for each question: "
+                         "docs/compare.md, the controls' commands")
     ap.add_argument("--report-only", action="store_true", help="rewrite paper.md and paper.json from OUT/pre and OUT/post")
     a = ap.parse_args()
+    controls = [c for c in a.controls.split(",") if c]
+    if any(c not in CONTROLS for c in controls):
+        die(f"--controls must list {', '.join(CONTROLS)} (got '{a.controls}')")
     if a.recipes is not None:
         norms = [n for n in a.recipes.split(",") if n]
         if not norms or any(n not in RECIPES for n in norms):
@@ -565,10 +784,12 @@ def main():
         die("--ablation-tokens must not be negative")
     if a.seeds < 1:
         die("--seeds must be at least 1")
+    if "pair" in controls and not a.report_only and not train_takes("--grassmann-pair"):
+        die("--controls pair needs a bin/train with --grassmann-pair (this one has none)")
     need_gnuplot()
     out_dir(a.out)
     cfg = TABLES[a.table]
-    archs = archs_for(cfg["n_layer"])
+    window = attention_window(layer_windows(cfg["windows"], cfg["n_layer"]))
     data, data_label = a.data, os.path.relpath(a.data, ROOT)
     if a.wikitext2:
         data, data_label = os.path.join(a.out, "data"), "Wikitext-2 (" + a.wikitext2 + f"), BPE {a.vocab_size}"
@@ -581,6 +802,15 @@ def main():
         for f in ("train.bin", "val.bin", "test.bin", "tokenizer.txt"):
             if not os.path.exists(os.path.join(data, f)):
                 die(f"'{data}' has no {f} (run make data-large, or give --data or --wikitext2)")
+        matched = []
+        if "pair" in controls:  # which pair kinds get a rank-matched variant: decided once, for every recipe
+            counts = pair_counts(a, data, norms[0])
+            matched = matched_pairs(counts)
+            print("paper: the Grassmann model at rank 32, " + recipe_label(norms[0]) + ": " + ", ".join(
+                f"{p} {n:,} parameters ({100.0 * (n - counts['wedge']) / counts['wedge']:+.1f}%)"
+                for p, n in counts.items()) + "; rank-matched variants for: " + (", ".join(matched) or "none"),
+                flush=True)
+        archs = archs_for(cfg["n_layer"], controls, window, matched)
         for norm in norms:
             cmd = compare_command(a, norm, data, archs)
             print(f"paper: {recipe_label(norm)}: {shlex.join(cmd[1:])}", flush=True)
@@ -592,7 +822,11 @@ def main():
                 val_head, n = head_file(data, a.out, a.ablation_tokens)
                 ablate(a.out, norm, "grassmann", a.seed, a.budget.split(":")[0], ["grassmann"] * cfg["n_layer"],
                        layer_windows(cfg["windows"], cfg["n_layer"]), val_head, n, a.threads)
-    rows = [r for norm in NORMS for r in read_runs(a.out, norm, archs, a)]
+    # Read back every architecture make paper may have trained (a --report-only needs no --controls);
+    # the report has the three and whichever others have runs.
+    known = archs_for(cfg["n_layer"], CONTROLS, window, [p for p in PAIRS if p != "wedge"])
+    rows = [r for norm in NORMS for r in read_runs(a.out, norm, known, a)]
+    archs = known[:3] + [x for x in known[3:] if any(r["name"] == x[0] for r in rows)]
     a.train_tokens = train_tokens(data)
     if not rows:
         die(f"no runs in {a.out}/pre, {a.out}/post or {a.out}/modern")

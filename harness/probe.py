@@ -35,7 +35,8 @@ import time
 
 from harness.common import (BIN, ROOT, command_line, die, gnuplot, gnuplot_series, gnuplot_string, need_gnuplot, out_dir,
                             probe_train_command as train_command, run_ok)
-from harness.compare import count_params, match_rank, parse_archs, run
+from harness.archs import PAIRS, SYNTAX, label, parse_archs
+from harness.compare import count_params, run, size_archs
 from harness.results import Int, ListOf, Name, Num, Obj, Text, load_json
 
 # probe.json as --report-only reads it back: a list of runs as train_and_score writes them, MQAR
@@ -46,7 +47,9 @@ RUNS = ListOf(Obj({"arch": Name(), "task": Text(choices=("mqar", "copy")), "seq_
                    "grassmann_rank": Int(1, optional=True),
                    "pos": Text(choices=("learned", "sinusoidal", "rope"), optional=True),
                    "distance": Int(1, optional=True), "steps": Int(1), "train_seconds": Num(0),
-                   "curriculum": Obj({"pairs": Int(1), "steps": Int(1)}, optional=True)},
+                   "curriculum": Obj({"pairs": Int(1), "steps": Int(1)}, optional=True),
+                   # an architecture's own options (harness/archs.py); older files have neither
+                   "grassmann_pair": Text(choices=PAIRS, optional=True), "attn_window": Int(0, optional=True)},
                   rule=lambda r: ("an MQAR run must give its pairs" if r["task"] == "mqar" and r["pairs"] is None else
                                   "a copy run must give its gap and distance"
                                   if r["task"] == "copy" and (r["gap"] is None or r["distance"] is None) else None)),
@@ -77,7 +80,9 @@ def main():
     ap.add_argument("--zoology", action="store_true",
                     help="MQAR under the Zoology paper's protocol instead (its options: --zoology --help)")
     ap.add_argument("--out", default=os.path.join(ROOT, "runs/probe"))
-    ap.add_argument("--archs", default="attention grassmann", help="as in harness/compare.py (default 'attention grassmann')")
+    ap.add_argument("--archs", default="attention grassmann",
+                    help="space-separated architectures, " + SYNTAX + "; size-matched to the first as in make "
+                         "compare (default 'attention grassmann')")
     ap.add_argument("--tasks", default="mqar,copy")
     ap.add_argument("--mqar-seq-lens", default="64,128,256")
     ap.add_argument("--pairs", type=int, default=16)
@@ -178,24 +183,20 @@ def main():
         for width in ints(a.n_embds, "--n-embds"):
             shape = ["--n-layer", str(a.n_layer), "--n-head", str(a.n_head), "--n-embd", str(width),
                      "--block-size", str(L), "--grassmann-windows", a.grassmann_windows]
-            ref, runs = None, []
-            for name, mixers in archs:
+            runs = []
+            # The ranks are matched with learned positions for every model, so that they match at any
+            # length and the position table (absent with rope) does not enter the match: once per width.
+            if width not in ranks:
+                ranks[width] = size_archs(archs, data, shape + ["--pos", "learned"], width)
+            for arch in ranks[width]:
+                name, mixers, rank = arch["name"], arch["mixers"], arch["rank"]
                 pos = a.pos if a.pos != "auto" else ("rope" if set(mixers) == {"attention"} else "learned")
-                shared = shape + ["--pos", pos]
-                # The ranks are matched with learned positions for every model, so that they match at any
-                # length and the position table (absent with rope) does not enter the match.
-                key = (width, name)
-                if key not in ranks:
-                    if ref is not None:
-                        ranks[key] = match_rank(data, shape + ["--pos", "learned"], mixers, ref)[0]
-                    else:
-                        ranks[key] = 32 if "grassmann" in mixers else None
-                rank = ranks[key]
+                shared = shape + arch["args"] + ["--pos", pos]
                 n = count_params(data, shared, mixers, rank)
-                ref = ref or count_params(data, shape + ["--pos", "learned"], mixers, rank)
-                runs += [(name, mixers, pos, shared, rank, n, seed) for seed in range(a.seed, a.seed + a.seeds)]
+                runs += [(arch, pos, shared, n, seed) for seed in range(a.seed, a.seed + a.seeds)]
 
-            def train_and_score(i, name, mixers, pos, shared, rank, n, seed):
+            def train_and_score(i, arch, pos, shared, n, seed):
+                name, mixers, rank = arch["name"], arch["mixers"], arch["rank"]
                 ckpt = os.path.join(a.out, f"model_{i}.ckpt")  # one per concurrent run
                 args = train_command(ckpt, mixers, L, a.batch_tokens, steps, a.lr, a.min_lr, a.warmup_iters, seed,
                                      threads, shared, rank)
@@ -215,7 +216,9 @@ def main():
                        "answer_loss": round(ev["loss"], 6), "answers": ev["scored"], "params": n,
                        "grassmann_rank": rank, "pos": pos, "distance": distance, "steps": steps,
                        "train_seconds": round(secs, 1),
-                       "curriculum": {"pairs": a.curriculum_pairs, "steps": stage_steps} if staged else None}
+                       "curriculum": {"pairs": a.curriculum_pairs, "steps": stage_steps} if staged else None,
+                       "grassmann_pair": arch["pair"] or ("wedge" if "grassmann" in mixers else None),
+                       "attn_window": arch["window"]}
                 print(f"probe: {task} L={L} {'pairs' if task == 'mqar' else 'gap'}={p} {name} n_embd={width} "
                       f"seed={seed}: accuracy {row['accuracy']:.3f} ({secs:.0f} s)", flush=True)
                 return row
@@ -233,8 +236,8 @@ def main():
     for r in rows:
         pg = r.get("pairs", r.get("gap"))
         dist = r["distance"] if r["distance"] is not None else f"up to {r['seq_len'] - 2}"
-        label = r["arch"] + (f" (r={r['grassmann_rank']})" if r["grassmann_rank"] else "")
-        md.append(f"| {r['task']} | {r['seq_len']} | {pg} | {dist} | {label} | {r.get('pos', a.pos)} | {r['n_embd']} | {r['params']:,} "
+        name = label(r["arch"], r["grassmann_rank"], r.get("grassmann_pair"), r.get("attn_window"))
+        md.append(f"| {r['task']} | {r['seq_len']} | {pg} | {dist} | {name} | {r.get('pos', a.pos)} | {r['n_embd']} | {r['params']:,} "
                   f"| {r['seed']} | {r['accuracy']:.3f} | {r['answer_loss']:.3f} |")
     stages = [r["curriculum"] for r in rows if r.get("curriculum")]
     stage_list = sorted({c["steps"] for c in stages})
@@ -251,9 +254,11 @@ def main():
     # Accuracy against sequence length (MQAR) and against distance (copy), one line per architecture.
     parts, plots = [], []
     for ti, task in enumerate(t for t in ("mqar", "copy") if t in tasks and any(r["task"] == t for r in rows)):
-        for ai, (name, _) in enumerate(archs):
+        for ai, name in enumerate(dict.fromkeys([x.name for x in archs] + [r["arch"] for r in rows])):
             points = [(r["seq_len"] if task == "mqar" else r["distance"], r["accuracy"])
                       for r in rows if r["task"] == task and r["arch"] == name]
+            if not points:
+                continue
             parts.append(gnuplot_series(os.path.join(a.out, f"acc_{task}_{ai}.dat"), points, ai, name))
         xl = "sequence length (MQAR, queries up to L-2 tokens after their key)" if task == "mqar" else \
              "distance from the segment to its copy (tokens)"

@@ -14,10 +14,13 @@ size-matched to the first as in make probe (the Grassmann rank).
 
 State size: the floats a layer keeps between tokens when it generates, summed
 over the layers: attention keeps the keys and values of every earlier
-position, 2 T C at length T; a Grassmann layer keeps the reduced vectors
-z = W_red x of its last max(D) positions, max(D) r (its output at t needs
-z_{t-d} for d in D, nothing more); gated linear attention (--archs "... gla")
-keeps one hs x hs matrix per head, C hs. The MLPs keep nothing.
+position, 2 T C at length T; sliding-window attention (an architecture with
+window=W, harness/archs.py) those of its last W positions only, 2 min(W, T) C;
+a Grassmann layer keeps the reduced vectors z = W_red x of its last max(D)
+positions, max(D) r (its output at t needs z_{t-d} for d in D, nothing more,
+whatever its pair kind); gated linear attention (--archs "... gla") keeps one
+hs x hs matrix per head, C hs. The MLPs keep nothing. The four families side
+by side: --archs "attention swa=attention:window=17 gla grassmann".
 
 --quick is the cut for a 2-core machine: the (64, 4) cell, width 64, the
 sweep's two largest learning rates, 8000 steps each over 100,000 training
@@ -25,9 +28,10 @@ sequences (fewer sequences are memorised: at 20,000 the answer loss falls on
 the training set and not on the scored one; fewer steps stop before
 attention has formed the lookup: 3000 steps of the four rates left it at
 0.2, under the 0.25 of answering with any of the sequence's own values). Writes OUT/zoology.json (every run),
-OUT/zoology.md (the best learning rate per cell and width, then every run)
-and OUT/zoology_accuracy.png (accuracy against state size, one panel per
-cell). zoology.json is rewritten after every run, and --resume trains only
+OUT/zoology.md (the best learning rate per cell and width, with its family,
+seeds and Welch's p against the first architecture), OUT/zoology_accuracy.png
+(accuracy against state size, one panel per cell, a line per architecture)
+and OUT/zoology.html (the report and the same plots, with zoom). zoology.json is rewritten after every run, and --resume trains only
 the runs it lacks: the full sweep is many hours on 2 cores, and can be run a
 few cells or widths at a time.
 """
@@ -38,10 +42,13 @@ import os
 import sys
 import time
 
+from harness.archs import FAMILIES, PAIRS, SYNTAX, label, parse_archs
 from harness.common import (BIN, ROOT, command_line, die, gnuplot, gnuplot_series, gnuplot_string, layer_windows,
                             need_gnuplot, out_dir, probe_train_command as train_command, run_ok)
-from harness.compare import count_params, match_rank, parse_archs, run
+from harness.compare import COLORS, count_params, fmt_p, run, size_archs
+from harness.report_page import chart, markdown_sections, write_page
 from harness.results import Int, ListOf, Name, Num, Obj, Text, load_json
+from harness.stats import welch_p
 
 # The paper's learning rates: numpy.logspace(-4, -2, 4).
 LRS = "1e-4,4.6416e-4,2.1544e-3,1e-2"
@@ -70,14 +77,15 @@ def numbers(text, what, kind=int):
     return xs
 
 
-def state_floats(mixers, width, seq_len, rank, windows, n_head):
+def state_floats(mixers, width, seq_len, rank, windows, n_head, attn_window=None):
     """The floats the layers keep between generated tokens (see the module's comment):
-    attention its keys and values, Grassmann its last max(offset) reduced vectors,
-    gated linear attention its state, n_head matrices of (width / n_head)^2."""
+    attention its keys and values (of the last attn_window positions only, where it has
+    a window), Grassmann its last max(offset) reduced vectors, gated linear attention its
+    state, n_head matrices of (width / n_head)^2."""
     total = 0
     for layer, mixer in enumerate(mixers):
         if mixer == "attention":
-            total += 2 * seq_len * width
+            total += 2 * min(attn_window or seq_len, seq_len) * width
         elif mixer == "gla":
             total += width * (width // n_head)
         else:
@@ -96,6 +104,7 @@ def best_rows(rows):
         mean = lambda rs, k: sum(r[k] for r in rs) / len(rs)
         lr, rs = max(by_lr.items(), key=lambda kv: (mean(kv[1], "accuracy"), -mean(kv[1], "answer_loss")))
         best.append(dict(rs[0], accuracy=mean(rs, "accuracy"), answer_loss=mean(rs, "answer_loss"), seeds=len(rs),
+                         accuracies=[r["accuracy"] for r in rs],
                          lr_accuracy={f"{l:g}": round(mean(v, "accuracy"), 4) for l, v in sorted(by_lr.items())}))
     return sorted(best, key=lambda r: (r["seq_len"], r["arch"], r["n_embd"]))
 
@@ -114,7 +123,10 @@ RUNS = ListOf(Obj({"arch": Name(), "seq_len": Int(1), "pairs": Int(1), "n_embd":
                    "seed": Int(0), "accuracy": Num(0, 1), "answer_loss": Num(0), "answers": Int(0), "params": Int(1),
                    "grassmann_rank": Int(1, optional=True), "state_floats": Int(1),
                    "pos": Text(choices=("learned", "sinusoidal", "rope"), optional=True), "steps": Int(1),
-                   "train_seconds": Num(0), "settings": SETTINGS}),
+                   "train_seconds": Num(0), "settings": SETTINGS,
+                   # an architecture's own options and its family (harness/archs.py); older files have none
+                   "family": Text(choices=FAMILIES, optional=True), "grassmann_pair": Text(choices=PAIRS, optional=True),
+                   "attn_window": Int(0, optional=True)}),
               unique=("arch", "seq_len", "pairs", "n_embd", "lr", "seed"))
 
 
@@ -140,17 +152,26 @@ def check_settings(rows, settings, out):
 
 def write_report(a, archs, rows, minutes, kept=0):
     best = best_rows(rows)
+    names = plotted(archs, best)
+    first = names[0][0]
     md = ["# MQAR, the Zoology protocol", "",
           "Best learning rate per architecture, cell and width; accuracy = the share of answers that are the "
           f"model's most likely next token (chance {2 / a.vocab:.2g} for a value guessed from the vocabulary's second "
-          f"half, 1/pairs for one guessed among the sequence's own).", "",
+          f"half, 1/pairs for one guessed among the sequence's own), the mean over the seeds at that rate; p: Welch's "
+          f"two-sided t-test of equal mean accuracy against {first} in the same cell and width, over the seeds "
+          "(n/a below 2 seeds each). State: the floats the layers keep between generated tokens (attention 2 T C a "
+          "layer, sliding-window attention 2 min(W, T) C, gla C^2 / heads, Grassmann max(offset) r).", "",
           "| seq_len | pairs | architecture | n_embd | parameters | state (floats) | best lr | accuracy | "
-          "accuracy at each lr |", "|---|---|---|---|---|---|---|---|---|"]
+          f"accuracy at each lr | family | seeds | p vs {first} |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in best:
-        label = r["arch"] + (f" (r={r['grassmann_rank']})" if r["grassmann_rank"] else "")
+        name = label(r["arch"], r["grassmann_rank"], r.get("grassmann_pair"), r.get("attn_window"))
         each = ", ".join(f"{lr}: {acc:.3f}" for lr, acc in r["lr_accuracy"].items())
-        md.append(f"| {r['seq_len']} | {r['pairs']} | {label} | {r['n_embd']} | {r['params']:,} | {r['state_floats']:,} "
-                  f"| {r['lr']:g} | {r['accuracy']:.3f} | {each} |")
+        base = next((x for x in best if x["arch"] == first and x["seq_len"] == r["seq_len"] and
+                     x["n_embd"] == r["n_embd"]), None)
+        p = "-" if r["arch"] == first or base is None else fmt_p(welch_p(r["accuracies"], base["accuracies"]))
+        md.append(f"| {r['seq_len']} | {r['pairs']} | {name} | {r['n_embd']} | {r['params']:,} | {r['state_floats']:,} "
+                  f"| {r['lr']:g} | {r['accuracy']:.3f} | {each} | {dict(names).get(r['arch']) or '-'} | {r['seeds']} "
+                  f"| {p} |")
     steps = sorted({r["steps"] for r in rows})
     md += ["", f"Model: {a.n_layer} layers, {a.n_head} head(s), an MLP in every block (the paper's sweep has none), "
                f"positions {a.pos}; {'/'.join(map(str, steps))} steps of {a.batch_tokens} tokens, cosine to a tenth "
@@ -163,13 +184,23 @@ def write_report(a, archs, rows, minutes, kept=0):
     with open(os.path.join(a.out, "zoology.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     cells = sorted({(r["seq_len"], r["pairs"]) for r in best})
-    plots = []
+    plots, charts = [], []
     for ci, (L, p) in enumerate(cells):
-        parts = []
-        for ai, (name, _) in enumerate(archs):
-            points = [(r["state_floats"], r["accuracy"]) for r in best if r["arch"] == name and r["seq_len"] == L]
-            parts.append(gnuplot_series(os.path.join(a.out, f"zoology_{ci}_{ai}.dat"), points, ai, name))
+        parts, series = [], []
+        for ai, (name, family) in enumerate(names):
+            points = sorted((r["state_floats"], r["accuracy"]) for r in best if r["arch"] == name and r["seq_len"] == L)
+            if not points:
+                continue
+            title = name + (f" ({family})" if family and family != name else "")
+            parts.append(gnuplot_series(os.path.join(a.out, f"zoology_{ci}_{ai}.dat"), points, ai, title))
+            series.append({"name": title, "color": COLORS[ai % len(COLORS)], "points": [list(x) for x in points]})
         plots.append(f"set title {gnuplot_string(f'seq len {L}, {p} pairs')}\nplot " + ", ".join(parts) + "\n")
+        charts.append(chart(f"cell_{L}_{p}", f"MQAR accuracy against state size: seq len {L}, {p} pairs",
+                            "state size (floats, all layers; log scale)", "MQAR accuracy (best lr)", series, xlog=True,
+                            ymax=1.05, note="A point per width; drag to zoom, double-click to zoom out, click a legend "
+                                            "entry to hide its line."))
+    write_page(os.path.join(a.out, "zoology.html"), md[0].lstrip("# "),
+               markdown_sections(md) + [{"kind": "heading", "level": 2, "text": "Accuracy against state size"}] + charts)
     gnuplot(f"set terminal pngcairo size {360 * len(cells) + 140},420 font ',10'\n"
             f"set output {gnuplot_string(os.path.join(a.out, 'zoology_accuracy.png'))}\nset multiplot layout 1,{len(cells)}\n"
             "set grid\nset logscale x 2\nset yrange [0:1.05]\nset xlabel 'state size (floats, all layers)'\n"
@@ -177,11 +208,42 @@ def write_report(a, archs, rows, minutes, kept=0):
     return md
 
 
+def plotted(archs, best):
+    """[(name, family)] of the architectures that have runs: --archs' order, then any other the runs have
+    (a --report-only of a sweep trained with other --archs); the family as the runs recorded it, else as
+    --archs gives it, else None (a zoology.json from before families)."""
+    names = [x.name for x in archs] + sorted({r["arch"] for r in best} - {x.name for x in archs})
+    given = {x.name: x.family() for x in archs}
+    family = {}
+    for r in best:
+        family.setdefault(r["arch"], r.get("family") or given.get(r["arch"]))
+    return [(n, family[n]) for n in names if n in family]
+
+
+def check_archs(rows, archs, out):
+    """--resume adds runs of an architecture only where the runs of its name had its options: the same
+    name with another window or pair kind is another model."""
+    for x in archs:
+        want = {"attn_window": x.window, "grassmann_pair": x.pair or ("wedge" if "grassmann" in x.mixers else None)}
+        for r in rows:
+            if r["arch"] != x.name:
+                continue
+            had = {"attn_window": r.get("attn_window"),
+                   "grassmann_pair": r.get("grassmann_pair") or ("wedge" if r.get("grassmann_rank") else None)}
+            if had != want:
+                key = next(k for k in want if had[k] != want[k])
+                die(f"{os.path.join(out, 'zoology.json')} has runs of '{x.name}' with {key} {had[key]}, and --archs "
+                    f"gives it {want[key]}: name it otherwise, or give another --out")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m harness.probe --zoology",
                                  description="MQAR under the Zoology protocol: accuracy against state size.")
     ap.add_argument("--out", default=os.path.join(ROOT, "runs/zoology"))
-    ap.add_argument("--archs", default="attention grassmann", help="as in harness/compare.py")
+    ap.add_argument("--archs", default="attention grassmann",
+                    help="space-separated architectures, " + SYNTAX + "; size-matched to the first as in make "
+                         "compare. The four families: --archs 'attention swa=attention:window=17 gla grassmann' "
+                         "(twice the default's runs: each architecture costs as much as attention's)")
     ap.add_argument("--cells", default="64:4,128:8,256:16", help="LENGTH:PAIRS list (64:4,128:8,256:16)")
     ap.add_argument("--widths", default="64,128,256,512", help="n_embd list (64,128,256,512)")
     ap.add_argument("--lrs", default=LRS, help=f"learning rates swept, the best kept ({LRS})")
@@ -229,6 +291,7 @@ def main(argv=None):
         cells = []
     elif a.resume:
         check_settings(rows, settings, a.out)
+        check_archs(rows, archs, a.out)
     runs = []
     for L, pairs in cells:
         data = os.path.join(a.out, "data", f"zoology_{L}_{pairs}")
@@ -239,21 +302,21 @@ def main(argv=None):
         for width in widths:
             shape = ["--n-layer", str(a.n_layer), "--n-head", str(a.n_head), "--n-embd", str(width),
                      "--block-size", str(L), "--grassmann-windows", a.grassmann_windows]
-            ref = None
-            for name, mixers in archs:
+            # The ranks are matched with learned positions for every model (as make probe's), so that the
+            # position table (absent with rope) does not enter the match: harness.compare.size_archs.
+            for arch in size_archs(archs, data, shape + ["--pos", "learned"], width):
+                name, mixers, rank = arch["name"], arch["mixers"], arch["rank"]
                 pos = a.pos if a.pos != "auto" else ("rope" if set(mixers) == {"attention"} else "learned")
-                rank = None
-                if "grassmann" in mixers:
-                    rank = match_rank(data, shape + ["--pos", "learned"], mixers, ref)[0] if ref else 32
-                ref = ref or count_params(data, shape + ["--pos", "learned"], mixers, rank)
-                n = count_params(data, shape + ["--pos", pos], mixers, rank)
-                state = state_floats(mixers, width, L, rank, windows, a.n_head)
+                own = shape + arch["args"] + ["--pos", pos]
+                n = count_params(data, own, mixers, rank)
+                state = state_floats(mixers, width, L, rank, windows, a.n_head, arch["window"])
                 for lr in lrs:
                     for seed in range(a.seed, a.seed + a.seeds):
                         if any(run_key(r) == (name, L, pairs, width, lr, seed) for r in rows):
                             continue  # --resume: this run is in zoology.json already
-                        runs.append(dict(arch=name, mixers=mixers, pos=pos, shape=shape, rank=rank, params=n,
-                                         state=state, lr=lr, seed=seed, L=L, pairs=pairs, width=width, data=data))
+                        runs.append(dict(arch=name, mixers=mixers, pos=pos, shape=own[:-2], rank=rank, params=n,
+                                         state=state, lr=lr, seed=seed, L=L, pairs=pairs, width=width, data=data,
+                                         pair=arch["pair"], window=arch["window"], family=arch["family"]))
     kept = len(rows) if a.resume else 0
     if a.resume:
         print(f"zoology: {len(rows)} runs kept from {os.path.join(a.out, 'zoology.json')}, {len(runs)} to train",
@@ -275,7 +338,9 @@ def main(argv=None):
                "seed": r["seed"], "accuracy": round(ev["accuracy"], 6), "answer_loss": round(ev["loss"], 6),
                "answers": ev["scored"], "params": r["params"], "grassmann_rank": r["rank"],
                "state_floats": r["state"], "pos": r["pos"], "steps": a.steps, "train_seconds": round(secs, 1),
-               "settings": settings}
+               "settings": settings, "family": r["family"],
+               "grassmann_pair": r["pair"] or ("wedge" if "grassmann" in r["mixers"] else None),
+               "attn_window": r["window"]}
         print(f"zoology: L={r['L']} pairs={r['pairs']} {r['arch']} n_embd={r['width']} lr={r['lr']:g} "
               f"seed={r['seed']}: accuracy {row['accuracy']:.3f} ({secs:.0f} s)", flush=True)
         return row

@@ -81,7 +81,7 @@ class Names(unittest.TestCase):
             with self.assertRaises(SystemExit) as e, contextlib.redirect_stderr(io.StringIO()):
                 parse_archs(spec, 1)
             self.assertEqual(e.exception.code, 2)
-        self.assertEqual(parse_archs("attention h=grassmann", 2),
+        self.assertEqual([(x.name, x.mixers) for x in parse_archs("attention h=grassmann", 2)],
                          [("attention", ["attention"] * 2), ("h", ["grassmann"] * 2)])
 
 
@@ -144,7 +144,8 @@ class Compare(Hostile):
 
 PAPER_COLUMNS = ["arch", "budget", "seed", "params", "steps", "tokens", "train_seconds", "wall", "tok_s", "val_loss",
                  "val_ppl", "test_loss", "test_ppl", "recall_loss", "other_loss", "recall_tokens", "other_tokens",
-                 "mixers", "grassmann_rank", "precision", "val_bpb", "val_word_ppl", "test_bpb", "test_word_ppl"]
+                 "mixers", "grassmann_rank", "precision", "val_bpb", "val_word_ppl", "test_bpb", "test_word_ppl",
+                 "grassmann_pair", "attn_window"]
 
 
 def paper_rows():
@@ -158,7 +159,7 @@ def paper_rows():
                      "val_ppl": 200.0, "test_loss": 5.3, "test_ppl": 201.0, "recall_loss": 3.0, "other_loss": 5.0,
                      "recall_tokens": 10, "other_tokens": 90, "mixers": spec, "grassmann_rank": rank,
                      "precision": "fp32", "val_bpb": 1.9, "val_word_ppl": 300.0, "test_bpb": 1.9,
-                     "test_word_ppl": 300.0})
+                     "test_word_ppl": 300.0, "grassmann_pair": "wedge" if rank else "", "attn_window": ""})
     return rows
 
 
@@ -175,8 +176,12 @@ def zoology_rows():
                 "n_layer": 2, "n_head": 1, "grassmann_windows": "1,2,4", "data_seed": 1337}
     return [{"arch": arch, "seq_len": 16, "pairs": 2, "n_embd": 16, "lr": 0.001, "seed": 1337, "accuracy": 0.5,
              "answer_loss": 1.0, "answers": 40, "params": 1000, "grassmann_rank": rank, "state_floats": state,
-             "pos": pos, "steps": 20, "train_seconds": 1.0, "settings": settings}
-            for arch, rank, state, pos in (("attention", None, 1024, "rope"), ("grassmann", 8, 64, "learned"))]
+             "pos": pos, "steps": 20, "train_seconds": 1.0, "settings": settings, "family": family,
+             "grassmann_pair": pair, "attn_window": window}
+            for arch, rank, state, pos, family, pair, window in (
+                ("attention", None, 1024, "rope", "attention", None, None),
+                ("grassmann", 8, 64, "learned", "grassmann", "wedge", None),
+                ("swa", None, 256, "rope", "sliding-window attention", None, 4))]
 
 
 def probe_rows():
@@ -185,7 +190,8 @@ def probe_rows():
         rows.append({"arch": arch, "task": "mqar", "seq_len": 16, "pairs": 4, "n_embd": 64, "seed": 1337,
                      "accuracy": 0.5, "answer_loss": 1.0, "answers": 40, "params": 1000, "grassmann_rank": rank,
                      "pos": pos, "distance": None, "steps": 30, "train_seconds": 1.0,
-                     "curriculum": {"pairs": 2, "steps": 20}})
+                     "curriculum": {"pairs": 2, "steps": 20}, "grassmann_pair": "wedge" if rank else None,
+                     "attn_window": None})
         rows.append({"arch": arch, "task": "copy", "seq_len": 32, "gap": 4, "n_embd": 64, "seed": 1337,
                      "accuracy": 0.5, "answer_loss": 1.0, "answers": 40, "params": 1000, "grassmann_rank": rank,
                      "pos": pos, "distance": 9, "steps": 10, "train_seconds": 1.0, "curriculum": None})
@@ -253,6 +259,8 @@ class Readers(Hostile):
         self.paper("arch-path", changed(0, arch="../x"), text="'arch'")
         self.paper("arch-other", changed(0, arch="other"), text="is not one of")
         self.paper("mixers", changed(0, mixers="attention;rm"), text="'mixers'")
+        self.paper("pair", changed(1, grassmann_pair="cross"), text="'grassmann_pair' must be one of wedge, outer, sum")
+        self.paper("window", changed(0, attn_window="-1"), text="'attn_window' must be in [0,")
         out = self.fresh("no-column")
         os.makedirs(os.path.join(out, "pre"))
         write_compare_csv(os.path.join(out, "pre", "compare.csv"), paper_rows(),
@@ -310,6 +318,9 @@ class Readers(Hostile):
         self.zoology("arch", changed(arch="a'b"), "'arch'")
         self.zoology("lr", changed(lr=-1), "'lr' must be above 0")
         self.zoology("state", changed(state_floats=0), "'state_floats'")
+        self.zoology("family", changed(family="transformer"), "'family' must be one of attention, sliding-window")
+        self.zoology("pair", changed(grassmann_pair="'!touch PWNED"), "'grassmann_pair' must be one of")
+        self.zoology("window", changed(attn_window=1.5), "'attn_window' must be an integer")
         self.zoology("dup", zoology_rows() + zoology_rows()[:1], "repeats a run")
         self.zoology("not-list", {"runs": []}, "must be a list")
         self.zoology("entry", [1], "must be an object")

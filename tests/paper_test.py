@@ -16,7 +16,10 @@ import tempfile
 import unittest
 
 from harness.common import BIN
-from harness.paper import archs_for, compare_command, head_file, norm_ratios, prepare_wikitext2, ratios, train_has_recipe, unigram_loss
+from harness.archs import grassmann_layer_params, parse_archs
+from harness.compare import train_takes
+from harness.paper import (CONTROLS, archs_for, attention_window, compare_command, head_file, matched_pairs, norm_ratios,
+                           pair_counts, prepare_wikitext2, ratios, train_has_recipe, unigram_loss)
 from harness.stats import betainc, t_two_sided, welch_p
 
 PAPER = [sys.executable, "-m", "harness.paper"]
@@ -59,6 +62,35 @@ def fake_compare(out, norm, ppl):
                             math.log(p) / math.log(2) / 4, p ** 1.5])
 
 
+# The controls' architectures as compare.csv has them (Table 1): (mixers, rank, pair, window, params).
+CONTROL_ROWS = {"grassmann-outer": ("grassmann", 32, "outer", "", 7_680_000),
+                "grassmann-sum": ("grassmann", 32, "sum", "", 6_156_288),
+                "grassmann-outer-m": ("grassmann", 22, "outer", "", 6_800_000),
+                "grassmann-sum-m": ("grassmann", 256, "sum", "", 6_850_000),
+                "swa": ("attention", "", "", 17, 6_845_440), "gla": ("gla", "", "", "", 6_850_048),
+                "hybrid-gla": ("attention" + ",gla" * 5, "", "", "", 6_848_000),
+                "hybrid-swa": ("attention" + ",grassmann" * 5, 32, "wedge", 17, 6_866_000)}
+
+
+def fake_controls(out, norm, ppl):
+    """compare.csv rows of the controls (ppl[name] = [val ppl per seed]), with the columns of today's
+    compare.csv (grassmann_pair, attn_window), appended to what fake_compare wrote."""
+    path = os.path.join(out, norm, "compare.csv")
+    with open(path) as f:
+        old = list(csv.reader(f))
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(old[0] + ["grassmann_pair", "attn_window"])
+        for row in old[1:]:
+            w.writerow(row + ["wedge" if row[0] != "transformer" else "", ""])
+        for name, per_seed in ppl.items():
+            mixers, rank, pair, window, params = CONTROL_ROWS[name]
+            spec = ",".join([mixers] * 6 if "," not in mixers else mixers.split(","))
+            for k, p in enumerate(per_seed):
+                w.writerow([name, "tokens:1000", 1337 + k, params, 10, 1000, 1.0, 2.0, 1000.0, math.log(p), p, 5.0,
+                            p * 1.01, 3.0, 5.0, 10, 90, spec, rank, math.log(p) / math.log(2) / 4, p ** 1.5, pair, window])
+
+
 def token_file(path, tokens, vocab):
     """A token file as bin/prepare writes it (format 1, 2-byte tokens)."""
     with open(path, "wb") as f:
@@ -71,6 +103,45 @@ class Pieces(unittest.TestCase):
         self.assertEqual(archs["transformer"], "attention")
         self.assertEqual(archs["hybrid"].split(","), ["attention"] + ["grassmann"] * 5)
         self.assertEqual(len(dict(archs_for(12))["hybrid"].split(",")), 12)
+
+    def test_controls(self):
+        names = lambda archs: [n for n, _ in archs]
+        self.assertEqual(archs_for(6, ()), archs_for(6))
+        every = archs_for(6, ("pair", "window", "hybrid"), 17, ("outer", "sum"))
+        self.assertEqual(names(every), ["transformer", "grassmann", "hybrid", "grassmann-outer", "grassmann-sum",
+                                        "grassmann-outer-m", "grassmann-sum-m", "swa", "gla", "hybrid-gla",
+                                        "hybrid-swa"])
+        self.assertEqual(names(archs_for(6, ("pair",), 17, ("sum",)))[3:], ["grassmann-outer", "grassmann-sum",
+                                                                            "grassmann-sum-m"])
+        # every spec is one harness.compare takes, with the options each control is about
+        parsed = {x.name: x for x in parse_archs(" ".join(f"{n}={s}" for n, s in every), 6)}
+        self.assertEqual((parsed["grassmann-outer"].pair, parsed["grassmann-outer"].rank), ("outer", None))
+        self.assertEqual((parsed["grassmann-sum-m"].pair, parsed["grassmann-sum-m"].match), ("sum", "grassmann"))
+        self.assertEqual((parsed["swa"].mixers, parsed["swa"].window), (["attention"] * 6, 17))
+        self.assertEqual(parsed["hybrid-gla"].mixers, ["attention"] + ["gla"] * 5)
+        self.assertEqual((parsed["hybrid-swa"].mixers, parsed["hybrid-swa"].window),
+                         (["attention"] + ["grassmann"] * 5, 17))
+        # the window that sees what the Grassmann layers see: the largest offset and the position itself
+        self.assertEqual(attention_window([[1, 2, 4, 8, 12, 16]] * 6), 17)
+        self.assertEqual(attention_window([[1], [1], [2], [2], [16], [16]]), 17)
+        # a rank-matched variant only past 5% of the wedge's count
+        self.assertEqual(matched_pairs({"wedge": 1000, "outer": 1051, "sum": 950}), ["outer"])
+        self.assertEqual(matched_pairs({"wedge": 1000, "outer": 1168, "sum": 852}), ["outer", "sum"])
+        self.assertEqual(set(CONTROLS), {"pair", "window", "hybrid"})
+
+    @unittest.skipUnless(os.path.exists(os.path.join(BIN, "train")) and train_takes("--grassmann-pair"),
+                         "needs make (a bin/train with --grassmann-pair)")
+    def test_pair_counts(self):
+        """The counts that decide the matched variants are bin/train's at Table 1, each with its pair kind."""
+        with tempfile.TemporaryDirectory() as tmp:
+            from tests.compare_test import tiny_data
+            data = tiny_data(tmp)
+            a = argparse.Namespace(table=1, n_head=4, train_args="")
+            counts = pair_counts(a, data, "pre")
+            for pair in ("outer", "sum"):
+                self.assertEqual(counts[pair] - counts["wedge"],
+                                 6 * (grassmann_layer_params(256, 32, pair) - grassmann_layer_params(256, 32)), pair)
+            self.assertEqual(matched_pairs(counts), ["outer", "sum"])
 
     def test_compare_command(self):
         # the recipe's options, then --train-args (one argument: its value starts with '--'), so that they win
@@ -269,6 +340,80 @@ class Report(unittest.TestCase):
             self.assertEqual([k for k, v in flags.items() if v], [("post", "transformer")])
 
 
+class Controls(unittest.TestCase):
+    def test_report_only(self):
+        """Every control's table, from compare reports made up here (read back without --controls: the
+        report has whichever controls have runs), with ratios and p against the wedge, swa and the
+        Transformer; a compare.csv from before the controls (no pair or window columns) beside them."""
+        with tempfile.TemporaryDirectory() as tmp:
+            base = {"transformer": [200.0, 210.0], "grassmann": [220.0, 231.0], "hybrid": [190.0, 199.5]}
+            ctl = {"grassmann-outer": [210.0, 222.0], "grassmann-sum": [260.0, 270.0], "grassmann-outer-m": [230.0, 240.0],
+                   "grassmann-sum-m": [250.0, 262.0], "swa": [205.0, 214.0], "gla": [215.0, 225.0],
+                   "hybrid-gla": [195.0, 205.0], "hybrid-swa": [192.0, 200.0]}
+            fake_compare(tmp, "pre", base)
+            fake_controls(tmp, "pre", ctl)
+            fake_compare(tmp, "post", base)  # the old columns only: still read
+            r = subprocess.run(PAPER + ["--out", tmp, "--report-only", "--data", tmp], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(tmp, "paper.md")) as f:
+                md = f.read()
+            p_vs = lambda name, base_name: welch_p([math.log(x) for x in ctl.get(name, base.get(name))],
+                                                    [math.log(x) for x in ctl.get(base_name, base.get(base_name))])
+            fmt_p = lambda p: f"p {p:.2g}" if p >= 1e-3 else "p < 0.001"
+
+            def ratio(name, base_name):  # paired by seed: mean ± half the range
+                rs = [x / y for x, y in zip(ctl.get(name, base.get(name)), ctl.get(base_name, base.get(base_name)))]
+                return f"{sum(rs) / len(rs):.3f} ± {(max(rs) - min(rs)) / 2:.3f}"
+            # 1. the pair kinds: outer / wedge 210/220, 222/231 -> 0.958 ± 0.003; its count +11.8% of the wedge's
+            self.assertIn("## The pair kinds: wedge, outer, sum", md)
+            self.assertEqual(ratio("grassmann-outer", "grassmann"), "0.958 ± 0.003")
+            self.assertIn(f"| pre-norm | grassmann-outer | outer | 32 | 7,680,000 | +11.8% | 216.0 ± 6.0 | 0.958 ± 0.003 "
+                          f"| {fmt_p(p_vs('grassmann-outer', 'grassmann'))} | {ratio('grassmann-outer', 'transformer')} "
+                          f"| {fmt_p(p_vs('grassmann-outer', 'transformer'))} |", md)
+            self.assertIn("| pre-norm | grassmann-sum-m | sum | 256 (capped at n_embd) | 6,850,000 | -0.3% |", md)
+            self.assertIn("| pre-norm | grassmann-outer-m | outer | 22 | 6,800,000 | -1.0% |", md)
+            self.assertIn("| pre-norm | grassmann | wedge | 32 | 6,868,992 | +0.0% | 225.5 ± 5.5 | - | - |", md)
+            self.assertIn(f"- **pre-norm**: grassmann-sum / grassmann val perplexity {ratio('grassmann-sum', 'grassmann')} "
+                          f"(Welch {fmt_p(p_vs('grassmann-sum', 'grassmann'))}): worse than the wedge by more than "
+                          "the seed spread.", md)
+            # 2. Grassmann against sliding-window attention at 17 positions
+            self.assertIn("## Grassmann against sliding-window attention at the same window", md)
+            self.assertIn("the last 17 positions, the query's own included (`bin/train --attn-window 17`)", md)
+            self.assertIn(f"| pre-norm | grassmann | offsets up to 16 | 6,868,992 | 225.5 ± 5.5 | {ratio('grassmann', 'swa')} "
+                          f"| {fmt_p(p_vs('grassmann', 'swa'))} |", md)
+            self.assertIn(f"- **pre-norm**: grassmann / swa val perplexity {ratio('grassmann', 'swa')} (Welch "
+                          f"{fmt_p(p_vs('grassmann', 'swa'))}): worse than sliding-window attention", md)
+            # 4. the hybrids, against the Transformer and the paper's hybrid
+            self.assertIn("## The hybrids", md)
+            self.assertIn("| pre-norm | hybrid-swa | attention,grassmann,grassmann,grassmann,grassmann,grassmann, "
+                          f"window 17 | 6,866,000 | 196.0 ± 4.0 | {ratio('hybrid-swa', 'transformer')} ", md)
+            self.assertIn(f"| pre-norm | hybrid-gla | attention,gla,gla,gla,gla,gla | 6,848,000 | 200.0 ± 5.0 "
+                          f"| {ratio('hybrid-gla', 'transformer')} | {fmt_p(p_vs('hybrid-gla', 'transformer'))} "
+                          f"| {ratio('hybrid-gla', 'hybrid')} | {fmt_p(p_vs('hybrid-gla', 'hybrid'))} |", md)
+            # a recipe without the controls has no rows in their tables
+            self.assertNotIn("| post-norm | grassmann-outer", md)
+            self.assertNotIn("| post-norm | swa", md)
+            self.assertNotIn("| post-norm | grassmann | wedge", md)
+            with open(os.path.join(tmp, "paper.json")) as f:
+                rows = {(r["norm"], r["name"], r["seed"]): r for r in json.load(f)}
+            self.assertEqual(len(rows), 12 + 16)
+            self.assertEqual((rows[("pre", "swa", 1337)]["attn_window"], rows[("pre", "swa", 1337)]["grassmann_pair"]),
+                             (17, None))
+            self.assertEqual(rows[("pre", "grassmann-sum-m", 1338)]["grassmann_pair"], "sum")
+            self.assertIsNone(rows[("post", "grassmann", 1337)]["grassmann_pair"])  # the old file has none
+
+    def test_no_controls_no_tables(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fake_compare(tmp, "pre", {"transformer": [200.0, 210.0], "grassmann": [220.0, 231.0],
+                                      "hybrid": [190.0, 199.5]})
+            r = subprocess.run(PAPER + ["--out", tmp, "--report-only", "--data", tmp], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(tmp, "paper.md")) as f:
+                md = f.read()
+            for heading in ("## The pair kinds", "## Grassmann against sliding-window", "## The hybrids"):
+                self.assertNotIn(heading, md)
+
+
 class Errors(unittest.TestCase):
     def expect(self, args, text):
         r = subprocess.run(PAPER + args, capture_output=True, text=True)
@@ -285,11 +430,20 @@ class Errors(unittest.TestCase):
             self.expect(["--out", tmp, "--report-only"], "no runs in")
             self.expect(["--out", tmp, "--recipes", "pre,fancy"], "--recipes must list pre, post and/or modern")
             self.expect(["--out", tmp, "--ablation-tokens", "-1"], "--ablation-tokens must not be negative")
+            self.expect(["--out", tmp, "--controls", "pair,wedge"], "--controls must list pair, window, hybrid")
             if not train_has_recipe():  # the modern column needs bin/train --recipe
                 self.expect(["--out", tmp, "--recipes", "pre,modern"], "--recipes modern needs a bin/train with --recipe")
             else:  # it passes that check and stops at the missing data instead
                 self.expect(["--out", tmp, "--recipes", "pre,modern", "--data", os.path.join(tmp, "none")],
                             "has no train.bin")
+
+    def test_help(self):
+        """--help prints (argparse formats it with %: a bare '%' in a help text is a traceback)."""
+        r = subprocess.run(PAPER + ["--help"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr[-1000:])
+        self.assertIn("more than 5% (both", " ".join(r.stdout.split()))
+        for group in CONTROLS:
+            self.assertIn(f" {group}: ", " ".join(r.stdout.split()))
 
     def test_wikitext2_files(self):
         with tempfile.TemporaryDirectory() as tmp:

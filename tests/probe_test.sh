@@ -34,12 +34,19 @@ assert os.path.getsize(os.path.join(out, "probe_accuracy.png")) > 1000
 PY
 then ok; else bad "probe.json / probe.md of the staged run"; fi
 
-# Without the curriculum the MQAR rows say so, and the first stage's data is not made.
-expect_ok "probe, not staged" python3 -m harness.probe "${TOY[@]}" --tasks mqar --curriculum-pairs 0 --out "$tmp/q"
+# Without the curriculum the MQAR rows say so, and the first stage's data is not made. An architecture
+# with options of its own (a sliding window) is trained with them, and its rows say so.
+expect_ok "probe, not staged" python3 -m harness.probe "${TOY[@]}" --tasks mqar --curriculum-pairs 0 --out "$tmp/q" \
+    --archs "attention swa=attention:window=4"
 if /usr/bin/python3 -c "
 import json, sys; rows = json.load(open('$tmp/q/probe.json'))
 sys.exit(0 if len(rows) == 2 and all(r['curriculum'] is None for r in rows) else 1)"; then ok
 else bad "--curriculum-pairs 0 still staged"; fi
+if /usr/bin/python3 -c "
+import json, sys; rows = json.load(open('$tmp/q/probe.json'))
+sys.exit(0 if {r['arch']: (r['attn_window'], r['pos']) for r in rows} == {'attention': (None, 'rope'), 'swa': (4, 'rope')}
+         and '| swa (window 4) |' in open('$tmp/q/probe.md').read() else 1)"; then ok
+else bad "probe's rows and report lack the architecture's window"; fi
 
 expect_error "curriculum longer than the run" "curriculum-steps must be below" \
     python3 -m harness.probe "${TOY[@]}" --curriculum-steps 30
@@ -92,6 +99,47 @@ sys.exit(0 if sorted(map(key, a)) == sorted(map(key, b)) else 1)"; then ok
 else bad "--resume trained other than the 4 missing runs"; cat "$tmp/zr.log"; fi
 expect_error "zoology, resume under other settings" "was trained with steps 20, and this run asks for 30" \
     python3 -m harness.probe "${ZR[@]}" --resume --steps 30
+
+# The four families (attention, sliding-window attention, gla, Grassmann), 2 seeds: each one's state size,
+# its family and p against attention in zoology.md, a line each in the plot and in zoology.html.
+ZF=(--zoology --cells 16:2 --widths 16 --lrs 1e-3 --steps 20 --train-seqs 200 --val-seqs 20 --vocab 64 --seeds 2
+    --grassmann-windows 1,2,4 --threads 1 --archs "attention swa=attention:window=4 gla grassmann" --out "$tmp/zf")
+expect_ok "zoology, four families" python3 -m harness.probe "${ZF[@]}"
+if /usr/bin/python3 - "$tmp/zf" <<'PY'
+import json, os, re, sys
+out = sys.argv[1]
+rows = json.load(open(os.path.join(out, "zoology.json")))
+assert len(rows) == 8, len(rows)  # 4 archs x 2 seeds
+state = {r["arch"]: r["state_floats"] for r in rows}
+rank = {r["arch"]: r["grassmann_rank"] for r in rows}
+# 2 layers of width 16, length 16: all 16 keys and values; the window's 4; one 16 x 16 matrix (1 head); 4 z's of rank r
+assert state == {"attention": 2 * 2 * 16 * 16, "swa": 2 * 2 * 4 * 16, "gla": 2 * 16 * 16,
+                 "grassmann": 2 * 4 * rank["grassmann"]}, state
+assert {r["arch"]: (r["family"], r["attn_window"], r["grassmann_pair"]) for r in rows} == {
+    "attention": ("attention", None, None), "swa": ("sliding-window attention", 4, None), "gla": ("gla", None, None),
+    "grassmann": ("grassmann", None, "wedge")}, rows
+md = open(os.path.join(out, "zoology.md")).read()
+lines = {l.split("|")[3].strip().split(" ")[0]: [c.strip() for c in l.split("|")] for l in md.splitlines()
+         if l.startswith("| 16 | 2 |")}
+assert sorted(lines) == ["attention", "gla", "grassmann", "swa"], lines
+assert lines["swa"][10] == "sliding-window attention" and lines["swa"][11] == "2", lines["swa"]
+assert lines["attention"][12] == "-", lines["attention"]
+for arch in ("swa", "gla", "grassmann"):
+    assert re.fullmatch(r"p ([0-9.e-]+|< 0\.001|n/a)", lines[arch][12]), lines[arch]
+page = open(os.path.join(out, "zoology.html")).read()
+data = json.loads(re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page, re.S).group(1))
+charts = [s for s in data["sections"] if s["kind"] == "chart"]
+assert len(charts) == 1 and charts[0]["xlog"], charts
+assert [s["name"] for s in charts[0]["series"]] == ["attention", "swa (sliding-window attention)", "gla", "grassmann"]
+assert charts[0]["series"][1]["points"] == [[2 * 2 * 4 * 16, float(lines["swa"][8])]], charts[0]["series"][1]
+assert all(os.path.getsize(os.path.join(out, f"zoology_0_{i}.dat")) > 0 for i in range(4))
+assert os.path.getsize(os.path.join(out, "zoology_accuracy.png")) > 1000
+PY
+then ok; else bad "zoology of the four families"; fi
+expect_error "zoology, resume with another window" "has runs of 'swa' with attn_window 4, and --archs gives it 8" \
+    python3 -m harness.probe "${ZF[@]}" --resume --archs "attention swa=attention:window=8"
+expect_error "zoology, options without a name" "has options, so it needs a name" \
+    python3 -m harness.probe "${ZF[@]}" --archs "attention attention:window=8"
 
 echo "probe tests: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
