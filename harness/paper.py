@@ -14,7 +14,7 @@ The data is a prepared directory (--data, default data/sotu from
 wiki.train.tokens, wiki.valid.tokens and wiki.test.tokens, or the .raw ones),
 prepared here with bin/prepare --train/--val/--test and BPE.
 
---controls pair,window,hybrid adds issue 41's controls to every recipe's
+--controls pair,window,hybrid adds the controls to every recipe's
 column (CONTROLS below): the Grassmann pair kinds outer and sum at rank 32
 and at the rank whose parameter count is closest to the wedge's (where rank
 32's differs by more than 5%), sliding-window attention over the 17
@@ -108,7 +108,7 @@ def archs_for(n_layer, controls=(), window=17, matched=()):
     return archs
 
 
-# --controls: the groups of architectures that answer issue 41's questions, beside the three.
+# --controls: the groups of architectures that ask whether the geometry, the window or neither explains the Grassmann results, beside the three.
 CONTROLS = {
     "pair": "the Grassmann pair kinds: grassmann-outer and grassmann-sum at rank 32 (the wedge is the grassmann "
             "model), and grassmann-outer-m, grassmann-sum-m at the rank whose parameter count is closest to the "
@@ -759,7 +759,7 @@ def main():
                     help="more bin/train options for every run, after the recipe's so that they win (one string: "
                          "--train-args='--zero-init 0')")
     ap.add_argument("--controls", default="", metavar="GROUPS",
-                    help="issue 41's controls, trained beside the three architectures in every recipe's column "
+                    help="the controls, trained beside the three architectures in every recipe's column "
                          "(comma list; default none). " + " ".join(f"{k}: {v}." for k, v in CONTROLS.items()).replace("%", "%%") +
                          " A run costs about what one of the three does (more for outer and gla), so a group's cost "
                          "is its share of runs: --controls pair,window,hybrid is 8 more architectures, 44 runs in "

@@ -1,4 +1,4 @@
-/* bfloat16 matrix products for mixed-precision training (issue 20).
+/* bfloat16 matrix products for mixed-precision training.
  *
  * The recipe: a product's inputs are rounded from fp32 to bf16 (round to
  * nearest even, once per operand per step), multiplied and accumulated in

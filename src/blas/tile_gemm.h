@@ -11,7 +11,7 @@
 
 #include "lm/gemm.h"
 
-/* ---- bf16 (--precision bf16, issue 20) ----------------------------------------
+/* ---- bf16 (--precision bf16) ----------------------------------------
  *
  * AVX512_BF16's vdpbf16ps multiplies PAIRS of bf16 numbers adjacent along a
  * product's inner dimension k, so the bf16 kernel reads its operands as
