@@ -111,9 +111,11 @@ class Num(Field):
         return super().text(cell)
 
     def parse(self, cell):
-        if not re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?inf", cell.strip(), re.I):
+        # float() strips less than str.strip() does (not '\x1c'): convert what was matched.
+        number = cell.strip()
+        if not re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?inf", number, re.I):
             raise Invalid(f"must be a number (got {shown(cell)})")
-        return float(cell)
+        return float(number)
 
     def check(self, value):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
