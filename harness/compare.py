@@ -43,6 +43,7 @@ compare.html, all of it in one page for a browser, the curves of every run
 with zoom (harness/report_page.py).
 """
 import argparse
+import concurrent.futures
 import csv
 import functools
 import math
@@ -280,7 +281,7 @@ class Harness:
             eval_interval = a.seconds_eval_interval
         args = self.train_args(arch, seed, ckpt, log, eval_interval) + limit
         t0 = time.time()
-        run(args, live=True)
+        run(args, live=getattr(a, "jobs", 1) == 1)  # several at once: their progress lines would interleave
         wall = time.time() - t0
         steps_rows = read_train_log(log)
         clock, curve = 0.0, []
@@ -531,7 +532,7 @@ def ablation_report(a, archs, budgets, runs, seeds, total):
 def check_options(a):
     """Dies with one line, before any work, on an option no run could use."""
     for name in ("seeds", "n_layer", "n_head", "n_embd", "block_size", "batch_size", "curve_points",
-                 "seconds_eval_interval", "eval_iters", "recall_n"):
+                 "seconds_eval_interval", "eval_iters", "recall_n", "jobs"):
         if getattr(a, name) < 1:
             die(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(a, name)})")
     for name in ("threads", "grassmann_rank", "warmup_iters"):
@@ -588,7 +589,10 @@ def main():
                          "--train-args='--zero-init 0')")
     ap.add_argument("--ablate", action="store_true",
                     help="the modern recipe's switches one at a time, for every architecture: ablation.md")
-    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=0, help="threads per run; 0 = the cores / --jobs")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="runs trained at once, each on its own --threads (1; on a many-core machine, 1-thread runs "
+                         "side by side use the cores better than one run on all of them)")
     ap.add_argument("--precision", default="fp32", choices=("fp32", "bf16"),
                     help="the matrix products of every training run (bin/train --precision; fp32). Evaluation "
                          "(bin/eval) is fp32 either way")
@@ -596,6 +600,8 @@ def main():
     a = ap.parse_args()
     budgets = [parse_budget(b) for b in (a.budget or ["tokens:768000", "seconds:40"])]
     check_options(a)
+    if a.jobs > 1 and a.threads == 0:
+        a.threads = max(1, (os.cpu_count() or 1) // a.jobs)
     specs = parse_archs(a.archs, a.n_layer)
     for f in ("train.bin", "val.bin", "test.bin", "tokenizer.txt"):
         if not os.path.exists(os.path.join(a.data, f)):
@@ -616,18 +622,24 @@ def main():
     print(f"compare: every run trains with {precision_text(a.precision)}", flush=True)
     if a.ablate:
         return ablate(a, h, archs, budgets)
-    runs = []
     seeds = [a.seed + k for k in range(a.seeds)]
+    plan = [(kind, value, seed, arch) for kind, value in budgets for seed in seeds for arch in archs]
     t_all = time.time()
-    for kind, value in budgets:
-        for seed in seeds:
-            for i, arch in enumerate(archs):
-                tag = f"{arch['name']}_{kind}_{seed}".replace(",", "-")
-                print(f"== {arch['label']}, {kind}:{value}, seed {seed}", flush=True)
-                r = h.train(arch, (kind, value), seed, tag)
-                print(f"   {r['steps']} steps, {r['tokens']:,} tokens in {r['train_seconds']:.1f} s "
-                      f"({r['tok_s']:.0f} tok/s); val loss {r['val_loss']:.4f}", flush=True)
-                runs.append(r)
+
+    def train_one(job):
+        kind, value, seed, arch = job
+        tag = f"{arch['name']}_{kind}_{seed}".replace(",", "-")
+        print(f"== {arch['label']}, {kind}:{value}, seed {seed}", flush=True)
+        r = h.train(arch, (kind, value), seed, tag)
+        print(f"   {arch['label']}, seed {seed}: {r['steps']} steps, {r['tokens']:,} tokens in "
+              f"{r['train_seconds']:.1f} s ({r['tok_s']:.0f} tok/s); val loss {r['val_loss']:.4f}", flush=True)
+        return r
+
+    if a.jobs == 1:
+        runs = [train_one(job) for job in plan]
+    else:  # the runs are independent; the results keep the plan's order
+        with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
+            runs = list(pool.map(train_one, plan))
     total = time.time() - t_all
     unit = runs[0]["unit"]
 

@@ -722,7 +722,8 @@ def compare_command(a, norm, data, archs):
            "--batch-size", str(a.batch_size), "--lr", str(a.lr), "--min-lr", str(a.lr / 10),
            "--warmup-iters", str(a.warmup_iters), "--grassmann-rank", "32",
            "--grassmann-windows", cfg["windows"], "--budget", a.budget,
-           "--seeds", str(a.seeds), "--seed", str(a.seed), "--threads", str(a.threads)] + RECIPES[norm]
+           "--seeds", str(a.seeds), "--seed", str(a.seed), "--threads", str(a.threads),
+           "--jobs", str(a.jobs)] + RECIPES[norm]
     if a.train_args:
         cmd.append(f"--train-args={a.train_args}")  # '=': its value starts with '--'
     if a.ablation_tokens:
@@ -754,7 +755,8 @@ def main():
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--warmup-iters", type=int, default=100)
-    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=0, help="threads per run; 0 = the cores / --jobs")
+    ap.add_argument("--jobs", type=int, default=1, help="runs of a recipe trained at once (harness.compare --jobs; 1)")
     ap.add_argument("--train-args", default="", metavar="ARGS",
                     help="more bin/train options for every run, after the recipe's so that they win (one string: "
                          "--train-args='--zero-init 0')")
@@ -782,8 +784,8 @@ def main():
             die(f"--norms must list pre and/or post (got '{a.norms}')")
     if a.ablation_tokens < 0:
         die("--ablation-tokens must not be negative")
-    if a.seeds < 1:
-        die("--seeds must be at least 1")
+    if a.seeds < 1 or a.jobs < 1:
+        die("--seeds and --jobs must be at least 1")
     if "pair" in controls and not a.report_only and not train_takes("--grassmann-pair"):
         die("--controls pair needs a bin/train with --grassmann-pair (this one has none)")
     need_gnuplot()

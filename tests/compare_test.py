@@ -292,7 +292,8 @@ class EndToEnd(unittest.TestCase):
 class Families(unittest.TestCase):
     def test_four_families_and_hybrids(self):
         """Attention, sliding-window attention, gla, Grassmann and two hybrids, 2 seeds of 640 tokens: the
-        report's architecture table (family, options, matched rank, counts) and a p for each against the first."""
+        report's architecture table (family, options, matched rank, counts) and a p for each against the first,
+        trained two at a time."""
         with tempfile.TemporaryDirectory(prefix="lm-compare-") as tmp:
             data, out = tiny_data(tmp), os.path.join(tmp, "out")
             archs = ("attention swa=attention:window=4 gla grassmann attn-gla=attention,gla "
@@ -301,7 +302,8 @@ class Families(unittest.TestCase):
                                 "--budget", "tokens:640", "--seeds", "2", "--n-layer", "2", "--n-head", "2",
                                 "--n-embd", "32", "--block-size", "16", "--batch-size", "4", "--threads", "1",
                                 "--curve-points", "2", "--eval-iters", "2", "--warmup-iters", "2",
-                                "--grassmann-windows", "1,2", "--keep-checkpoints"], capture_output=True, text=True)
+                                "--grassmann-windows", "1,2", "--keep-checkpoints", "--jobs", "2"],
+                               capture_output=True, text=True)  # --jobs 2: the pool keeps the plan's order
             self.assertEqual(p.returncode, 0, p.stderr[-2000:] + p.stdout[-2000:])
             with open(os.path.join(out, "compare.md")) as f:
                 md = f.read().splitlines()
