@@ -100,11 +100,7 @@ static size_t edit_distance(const char *a, const char *b) {
     return row[lb];
 }
 
-/* What a mistyped option most likely meant, as the end of the error: the
- * names it is a prefix of, when several (getopt refuses an ambiguous
- * prefix), else the nearest name by edit distance within a third of its
- * length (at least 2); "" when nothing is near. */
-static void suggest_option(char *out, size_t size, const CliOption *opts, size_t n, const char *arg) {
+void cli_suggest(char *out, size_t size, const CliOption *opts, size_t n, const char *arg) {
     *out = '\0';
     if (strncmp(arg, "--", 2) != 0) return;
     char typed[64];
@@ -164,7 +160,7 @@ int cli_parse(const CliProgram *p, CliOption *opts, size_t n, int argc, char **a
         } else if (c == ':') rc = cli_error(p->name, "option '%s' needs a value (see --help)", argv[optind - 1]);
         else if (!o) {
             char hint[320];
-            suggest_option(hint, sizeof hint, opts, n, argv[optind - 1]);
+            cli_suggest(hint, sizeof hint, opts, n, argv[optind - 1]);
             rc = cli_error(p->name, "unknown option '%s'%s (see --help)", argv[optind - 1], hint);
         }
         else if (take(o, optarg, &err)) rc = cli_error(p->name, "%s", err.msg);
