@@ -137,14 +137,14 @@ expect_error "--run on a folder holding a run" "holds a run already: continue it
 expect_error "--run with --out" "a run folder keeps its own checkpoint and log" $B/train "${rargs[@]}" --run "$tmp/runs/x" --out "$tmp/x.ckpt"
 cmp -s "$tmp/runs/full/ckpt" "$tmp/runs/half/ckpt" && ok || bad "a refused run changed a run folder's checkpoint"
 # Ctrl-C in a run folder prints --resume DIR, which goes on.
-(exec $B/train --data "$tmp/copy" "${SMALL[@]}" --max-iters 1000000 --eval-interval 0 --run "$tmp/runs/int" >"$tmp/int.out" 2>&1) &
+(exec $B/train --data "$tmp/copy" "${SMALL[@]}" --max-iters 1000000 --eval-interval 0 --run "$tmp/runs/int" >"$tmp/rint.out" 2>&1) &
 pid=$!
-for _ in $(seq 1 100); do grep -q "^step" "$tmp/int.out" && break; sleep 0.1; done
+for _ in $(seq 1 100); do grep -q "^step" "$tmp/rint.out" && break; sleep 0.1; done
 kill -INT $pid
 wait $pid
-line=$(grep "^interrupted:" "$tmp/int.out")
+line=$(grep "^interrupted:" "$tmp/rint.out")
 [[ $line == *"(continue with --resume $tmp/runs/int)" ]] && ok || bad "Ctrl-C in a run folder: '$line'"
-at=$(sed -n 's/^interrupted: checkpoint at step \([0-9]*\).*/\1/p' "$tmp/int.out")
+at=$(sed -n 's/^interrupted: checkpoint at step \([0-9]*\).*/\1/p' "$tmp/rint.out")
 expect_ok "--resume DIR after Ctrl-C" $B/train --resume "$tmp/runs/int" --stop-at $((at + 2))
 grep -q "steps $at\.\.$((at + 2)) of 1000000" "$tmp/out" && ok || bad "--resume DIR after Ctrl-C: $(grep '^train:' "$tmp/out")"
 
@@ -168,6 +168,23 @@ echo '{"lr": "fast"}' >"$tmp/badlr.json"
 expect_error "--config, bad value" "^train: error: --lr: 'fast' is not a number" $B/train --config "$tmp/badlr.json"
 expect_ok "--config of a run folder's config.json" $B/train --config "$tmp/runs/full/config.json" --run "$tmp/runs/again"
 cmp -s "$tmp/runs/full/ckpt" "$tmp/runs/again/ckpt" && ok || bad "config.json read back: not the same run"
+
+# bin/info reads a run folder and a checkpoint back; --list shows one line per run, sorted.
+expect_ok "bin/info DIR" $B/info "$tmp/runs/half"
+grep -q "^step: *24 of 24 | 1536 tokens seen" "$tmp/out" && grep -q "^val loss: *last [0-9.]*, best [0-9.]* at step [0-9]* (best.ckpt)" "$tmp/out" &&
+    grep -q "^data: *$real/copy (hash [0-9a-f]\{16\})" "$tmp/out" && grep -q "^tokenizer: *char" "$tmp/out" && ok ||
+    bad "bin/info DIR: $(cat "$tmp/out")"
+expect_ok "bin/info CKPT --json" $B/info "$tmp/full.ckpt" --json
+/usr/bin/python3 -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["step"] == 24 and j["tokens"] == 24 * 64 and j["val_loss"] > 0 and j["options"]["max-iters"] == 24, j
+assert j["data_hash"] if "data_hash" in j else j["options"]["data_hash"]' "$tmp/out" && ok || bad "bin/info --json: $(head -c 400 "$tmp/out")"
+cp -r "$tmp/runs/int" "$tmp/runs/zz"  # a run that stopped early: its val loss is worse
+expect_ok "bin/info --list" $B/info --list "$tmp/runs" --sort name
+[ "$(awk 'NR > 1 {print $1}' "$tmp/out" | tr '\n' ' ')" = "again full half int zz " ] && ok || bad "bin/info --list --sort name: $(cat "$tmp/out")"
+expect_ok "bin/info --list --sort step" $B/info --list "$tmp/runs" --sort step
+[ "$(awk 'NR == 2 {print $1}' "$tmp/out")" = int ] && ok || bad "bin/info --list --sort step: $(cat "$tmp/out")"
+expect_error "bin/info of no run" "is not a run folder: it holds no ckpt" $B/info "$tmp/elsewhere"
 
 echo "resume_test: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
