@@ -66,6 +66,11 @@ typedef struct CliProgram {
  * option. */
 int cli_parse(const CliProgram *p, CliOption *opts, size_t n, int argc, char **argv, int *first);
 void cli_help(FILE *f, const CliProgram *p, const CliOption *opts, size_t n);
+/* The value of --name in argv (its last, up to "--"; "--name=value" or
+ * "--name value"), before parsing: the options that change what is parsed
+ * (--config, --recipe). NULL when absent; *missing when it ends argv
+ * without its value. */
+const char *cli_arg_value(int argc, char **argv, const char *name, int *missing);
 /* The row of a long option, or NULL. */
 CliOption *cli_option(CliOption *opts, size_t n, const char *name);
 

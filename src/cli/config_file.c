@@ -8,21 +8,6 @@
 #include "lm/files.h"
 #include "lm/json.h"
 
-/* The value of --config in argv (up to "--"), or NULL; *missing when it has none. */
-static const char *config_arg(int argc, char **argv, int *missing) {
-    const char *path = NULL;
-    *missing = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0) break;
-        if (strncmp(argv[i], "--config=", 9) == 0) path = argv[i] + 9;
-        else if (strcmp(argv[i], "--config") == 0) {
-            if (i + 1 == argc) *missing = 1;
-            else path = argv[++i];
-        }
-    }
-    return path;
-}
-
 /* The shortest decimal that reads back as the same double. */
 static void shortest(char *buf, size_t size, double v) {
     for (int digits = 6; digits <= 17; digits++) {
@@ -67,7 +52,7 @@ void cli_args_free(CliArgs *a) {
 int cli_config_args(const CliOption *opts, size_t n, int argc, char **argv, CliArgs *out, Error *err) {
     *out = (CliArgs){argc, argv, NULL, 0};
     int missing;
-    const char *path = config_arg(argc, argv, &missing);
+    const char *path = cli_arg_value(argc, argv, "config", &missing);
     if (!path) return missing ? err_set(err, "option '--config' needs a value (see --help)") : 0;
     size_t len;
     char *text = read_file(path, &len, err);

@@ -53,6 +53,23 @@ int parse_float(const char *s, double lo, double hi, float *out, const char *wha
     return 0;
 }
 
+const char *cli_arg_value(int argc, char **argv, const char *name, int *missing) {
+    const char *value = NULL;
+    size_t len = strlen(name);
+    *missing = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) break;
+        if (strncmp(a, "--", 2) != 0 || strncmp(a + 2, name, len) != 0) continue;
+        if (a[2 + len] == '=') value = a + 3 + len;
+        else if (a[2 + len] == '\0') {
+            if (i + 1 == argc) *missing = 1;
+            else value = argv[++i];
+        }
+    }
+    return value;
+}
+
 CliOption *cli_option(CliOption *opts, size_t n, const char *name) {
     for (size_t i = 0; i < n; i++)
         if (opts[i].kind != OPT_HEADING && strcmp(opts[i].name, name) == 0) return &opts[i];
