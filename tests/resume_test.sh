@@ -164,6 +164,8 @@ expect_ok "--config, an option given wins" $B/train --config "$tmp/exp.json" --o
 grep -q "steps 0..2 of 5" "$tmp/out" && ok || bad "an option given did not win over --config: $(grep '^train:' "$tmp/out")"
 echo '{"max-iters": 5, "mixr": "attention"}' >"$tmp/typo.json"
 expect_error "--config, unknown key" "typo.json': unknown option 'mixr': did you mean --mixer\?" $B/train --config "$tmp/typo.json"
+echo '{"config": "other.json"}' >"$tmp/nested.json"
+expect_error "--config naming another" "nested.json': an experiment file names no other" $B/train --config "$tmp/nested.json"
 echo '{"lr": "fast"}' >"$tmp/badlr.json"
 expect_error "--config, bad value" "^train: error: --lr: 'fast' is not a number" $B/train --config "$tmp/badlr.json"
 expect_ok "--config of a run folder's config.json" $B/train --config "$tmp/runs/full/config.json" --run "$tmp/runs/again"

@@ -20,7 +20,9 @@ static void shortest(char *buf, size_t size, double v) {
 static int key_arg(const CliOption *opts, size_t n, const char *path, const char *key, const json_t *v, char **arg,
                    Error *err) {
     *arg = NULL;
-    const CliOption *o = strcmp(key, "config") == 0 ? NULL : cli_option((CliOption *)opts, n, key);
+    if (strcmp(key, "config") == 0)
+        return err_set(err, "'%s': an experiment file names no other (\"config\"): put its options in this one", path);
+    const CliOption *o = cli_option((CliOption *)opts, n, key);
     if (!o) {
         char typed[80], hint[320];
         snprintf(typed, sizeof typed, "--%s", key);
