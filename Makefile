@@ -85,7 +85,7 @@ export BIN
 # application code (train/, eval/, data/: every file there but the programs'
 # own) build into liblm.a; each program is its one file linked against it.
 # src/blas/backends/ holds one file per library: only this build's is compiled.
-PROGRAM_SRC := train/train.c eval/eval.c eval/sample.c eval/inspect.c eval/gemm_rate.c \
+PROGRAM_SRC := train/train.c train/info.c eval/eval.c eval/sample.c eval/inspect.c eval/gemm_rate.c \
                data/prepare.c data/probegen.c data/convert.c
 APP_SRC  := $(filter-out $(PROGRAM_SRC),$(wildcard train/*.c eval/*.c data/*.c))
 LIB_SRC  := $(wildcard src/*/*.c) src/blas/backends/$(BLAS).c $(APP_SRC)
@@ -93,7 +93,7 @@ LIB_HDR  := $(wildcard include/lm/*.h src/*/*.h train/*.h eval/*.h data/*.h)
 PAGE_C   := eval/inspect_page.c
 LIB_OBJ  := $(LIB_SRC:%.c=$(OUT)/%.o) $(OUT)/$(PAGE_C:.c=.o)
 LIB      := $(OUT)/liblm.a
-PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/eval $(BIN)/sample $(BIN)/inspect $(BIN)/probegen $(BIN)/gemm-rate $(BIN)/convert
+PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/info $(BIN)/eval $(BIN)/sample $(BIN)/inspect $(BIN)/probegen $(BIN)/gemm-rate $(BIN)/convert
 TESTS    := $(patsubst tests/%.c,$(OUT)/%,$(wildcard tests/test_*.c))
 
 .PHONY: FORCE all tests release release-test pack test unit-test arm64-test bench demo data data-large compare probe clean asan deps fuzz fuzz-harness fuzz-seeds valgrind

@@ -5,7 +5,8 @@
 //   node tests/browser_test.mjs NODE_MODULES CHROMIUM SHOTS inspect DIR [DIR ...] report HTML [HTML ...]
 // inspect DIR: DIR/inspect.html against DIR/inspect.json; report HTML: a
 // make compare or make paper page against its own data and the runs'
-// compare.csv or paper.json beside it. time FILE...: the load-time benchmark. SHOTS: a directory for
+// compare.csv or paper.json beside it, or a run page (harness/runs_page.py)
+// against the run folders it shows. time FILE...: the load-time benchmark. SHOTS: a directory for
 // screenshots (of each view), or "-".
 import path from "node:path";
 import fs from "node:fs";
@@ -203,10 +204,13 @@ async function reportPage(file) {
     const n = await page.locator(`table[data-table='${t.id}'] tbody tr`).count();
     check(n === t.rows.length && n > 0, `${what}: table ${t.id} has ${n} rows, not ${t.rows.length}`);
   }
-  // The runs: one row each, as compare.csv (or paper.json) beside the page has them.
+  // The runs: one row each, as compare.csv (or paper.json) beside the page has them; for a run
+  // page (run.html in its run folder) or runs overlaid (beside the run folders), the folders.
   const dir = path.dirname(file), csv = path.join(dir, "compare.csv"), pj = path.join(dir, "paper.json");
+  const folders = (d) => fs.readdirSync(d).filter((f) => fs.existsSync(path.join(d, f, "ckpt"))).length;
   const runs = fs.existsSync(csv) ? fs.readFileSync(csv, "utf8").trim().split("\n").length - 1
-             : JSON.parse(fs.readFileSync(pj, "utf8")).length;
+             : fs.existsSync(pj) ? JSON.parse(fs.readFileSync(pj, "utf8")).length
+             : fs.existsSync(path.join(dir, "ckpt")) ? 1 : folders(dir);
   const shown = await page.locator("table[data-table='runs'] tbody tr").count();
   check(shown === runs, `${what}: ${shown} runs in the page, ${runs} beside it`);
   // Zoom: dragging across the first chart narrows its x axis; double-click restores it.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The HTML pages in a real browser: bin/inspect's inspect.html (a Transformer
-# and a hybrid with Grassmann layers), make compare's compare.html and make
-# paper's paper.html, each loaded from file:// by Debian's chromium, headless,
+# and a hybrid with Grassmann layers), make compare's compare.html, make
+# paper's paper.html, a run folder's run.html and two runs overlaid
+# (harness/runs_page.py), each loaded from file:// by Debian's chromium, headless,
 # through playwright-core (npm, installed into a scratch folder outside the
 # repository: tests/npm_lib.sh); tests/browser_test.mjs checks them. Where
 # chromium, node or npm is missing it says so and counts as not run (exit 0;
@@ -52,7 +53,13 @@ for norm, ppl in (('pre', {'transformer': [200.0, 210.0], 'grassmann': [220.0, 2
 " "$tmp/paper"
 quiet /usr/bin/python3 -m harness.paper --out "$tmp/paper" --report-only --data "$tmp/paper"
 
+# A run folder's own page and two runs overlaid (harness/runs_page.py).
+quiet "$B"/train --data "$tmp/a" --run "$tmp/runs/a" "${SMALL[@]}" --eval-interval 5 --ckpt-interval 10 --keep-checkpoints 1
+quiet "$B"/train --data "$tmp/a" --run "$tmp/runs/b" "${SMALL[@]}" --eval-interval 5 --lr 3e-3
+quiet /usr/bin/python3 -m harness.runs_page "$tmp/runs/a" --sample-tokens 20 --prompt "The whale </script>"
+quiet /usr/bin/python3 -m harness.runs_page "$tmp/runs/a" "$tmp/runs/b" --out "$tmp/runs/runs.html"
+
 SHOTS=${BROWSER_SHOTS:--}
 [ "$SHOTS" = - ] || mkdir -p "$SHOTS"
 node tests/browser_test.mjs "$NPM_DIR/node_modules" "$CHROMIUM" "$SHOTS" inspect "$tmp/attention" "$tmp/hybrid" \
-    report "$tmp/compare/compare.html" "$tmp/paper/paper.html"
+    report "$tmp/compare/compare.html" "$tmp/paper/paper.html" "$tmp/runs/a/run.html" "$tmp/runs/runs.html"

@@ -19,7 +19,7 @@ expect_ok "train, warm-up within the run" $B/train --data "$tmp/a" --out "$tmp/w
 if grep -q "warmup" "$tmp/err"; then bad "a warm-up warning for a warm-up that fits: $(head -c 300 "$tmp/err")"; else ok; fi
 
 # --help everywhere
-for p in prepare train eval sample; do
+for p in prepare train info eval sample; do
     if $B/$p --help | grep -q "usage: bin/$p"; then ok; else bad "$p --help"; fi
 done
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make valgrind: the unit tests and a short train, eval and sample under
+# make valgrind: the unit tests and a short train, eval, sample and info under
 # valgrind memcheck (bin-vg, build-vg: an AVX2 build), each with zero errors
 # and no definitely lost bytes. OpenMP's thread pool stays alive until exit,
 # so "possibly lost" blocks of its threads are not counted.
@@ -41,6 +41,7 @@ for mixer in attention grassmann; do
     vg "resume $mixer" bin-vg/train --data "$tmp/d" --out "$tmp/$mixer.ckpt" --resume "$tmp/$mixer.ckpt" --max-iters 6
     vg "eval $mixer" bin-vg/eval --model "$tmp/$mixer.ckpt" --data "$tmp/d"
     vg "sample $mixer" bin-vg/sample --model "$tmp/$mixer.ckpt" --tokens 40
+    vg "info $mixer" bin-vg/info "$tmp/$mixer.ckpt" --json
 done
 echo "valgrind: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lm/cli.h"
+#include "run_dir.h"
 #include "say.h"
 #include "trainer.h"
 
@@ -44,7 +45,10 @@ int train_loop_open(TrainLoop *L, Run *r, int profile, Error *err) {
     L->loss = NAN, L->val_loss = NAN;
     const RunOptions *o = &r->o;
     Dist *dist = r->dist;
-    if (dist_agree(dist, dist->rank == 0 && o->log && run_log_open(&L->log, o->log, r->start_step > 0, err), err))
+    int append = r->start_step > 0;
+    if (dist->rank == 0 && o->log && append) L->elapsed0 = run_log_last_elapsed(o->log);
+    if (dist_agree(dist, dist->rank == 0 && ((o->log && run_log_open(&L->log, o->log, append, err)) ||
+                                             (o->log_twin && run_log_open(&L->twin, o->log_twin, append, err))), err))
         return -1;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -56,7 +60,30 @@ int train_loop_open(TrainLoop *L, Run *r, int profile, Error *err) {
     return 0;
 }
 
-void train_loop_close(TrainLoop *L) { run_log_close(&L->log); }
+void train_loop_close(TrainLoop *L) {
+    run_log_close(&L->log);
+    run_log_close(&L->twin);
+}
+
+/* A row of both logs, elapsed_s going on from the log's last. */
+static void log_row(TrainLoop *L, size_t step, float loss, ValLoss val, float lr, float norm, double ms, double threads) {
+    double elapsed = L->elapsed0 + (step == 0 ? 0.0 : cli_now() - L->t_start);
+    size_t tokens = L->r->progress.tokens;
+    run_log_row(&L->log, step, tokens, loss, val, lr, norm, ms, elapsed, threads);
+    run_log_row(&L->twin, step, tokens, loss, val, lr, norm, ms, elapsed, threads);
+}
+
+/* A validation loss measured after step `done`: the run's last, and in a
+ * run folder best.ckpt when it is the best yet. */
+static int validated(TrainLoop *L, size_t done, float loss, Error *err) {
+    Run *r = L->r;
+    RunProgress *p = &r->progress;
+    L->val_loss = p->val_loss = loss;
+    if (!isnan(p->best_val_loss) && !(loss < p->best_val_loss)) return 0;
+    p->best_val_loss = loss;
+    p->best_step = done;
+    return r->o.run ? run_save(r, r->o.run_best, done, err) : 0;
+}
 
 static int validate(TrainLoop *L, ValLoss *val, Error *err) {
     Run *r = L->r;
@@ -118,19 +145,24 @@ static int one_step(TrainLoop *L, Pace *p, const char *prog, int *rc) {
     if (((o->eval_interval && done % o->eval_interval == 0) || done == o->max_iters || time_up) &&
         validate(L, &val, &err))
         return *rc = stop_unsaved(prog, dist, err.msg), -1;
-    run_log_row(&L->log, done, done * L->tokens_per_step, L->loss, val, st.lr, st.grad_norm, ms, cli_now() - L->t_start,
-                (double)threads);
+    r->progress.tokens += L->tokens_per_step;
+    log_row(L, done, L->loss, val, st.lr, st.grad_norm, ms, (double)threads);
     if (done % o->log_interval == 0 || done == o->stop_at || time_up) progress_line(L, p, done, threads, &st);
     if (!isnan(val.loss)) {
-        L->val_loss = val.loss;
+        if (validated(L, done, val.loss, &err)) return *rc = cli_error(prog, "%s", err.msg), -1;
         say("step %5zu | val loss %.4f | %.4f bits per byte%s\n", done, val.loss, val.bits_per_byte,
             done == o->max_iters || time_up ? " (final)" : "");
     }
-    if (o->ckpt_interval && done % o->ckpt_interval == 0 && done < o->stop_at && run_save(r, o->out, done, &err))
-        return *rc = cli_error(prog, "%s", err.msg), -1;
-    if (dist_any(dist, L->log.failed != 0)) { /* rank 0 could not write the log: stop, keep the last checkpoint */
+    if (o->ckpt_interval && done % o->ckpt_interval == 0 && done < o->stop_at) {
+        char kept[PATH_BUF];
+        if (run_save(r, o->out, done, &err) ||
+            (o->keep_ckpts && (run_dir_numbered(o, done, kept, sizeof kept, &err) || run_save(r, kept, done, &err))))
+            return *rc = cli_error(prog, "%s", err.msg), -1;
+    }
+    const RunLog *broken = L->log.failed ? &L->log : &L->twin;
+    if (dist_any(dist, broken->failed != 0)) { /* rank 0 could not write a log: stop, keep the last checkpoint */
         char msg[512];
-        snprintf(msg, sizeof msg, "cannot write the log '%s': %s", L->log.path, strerror(L->log.failed));
+        snprintf(msg, sizeof msg, "cannot write the log '%s': %s", broken->path, strerror(broken->failed));
         return *rc = stop_unsaved(prog, dist, msg), -1;
     }
     p->signalled = dist_any(dist, interrupted); /* a signal to any rank stops them all, after the same step */
@@ -145,8 +177,11 @@ static int finish(TrainLoop *L, const char *prog, int signalled) {
     if (run_save(L->r, o->out, L->step, &err)) return cli_error(prog, "%s", err.msg);
     if (signalled) {
         /* The checkpoint holds the data and the options: the log, this invocation's, is all it needs besides. */
-        say("interrupted: checkpoint at step %zu saved to %s (continue with --resume %s%s%s)\n", L->step, o->out, o->out,
-            o->log ? " --log " : "", o->log ? o->log : "");
+        if (o->run)
+            say("interrupted: checkpoint at step %zu saved to %s (continue with --resume %s)\n", L->step, o->out, o->run);
+        else
+            say("interrupted: checkpoint at step %zu saved to %s (continue with --resume %s%s%s)\n", L->step, o->out,
+                o->out, o->log ? " --log " : "", o->log ? o->log : "");
         return 130;
     }
     char took[32];
@@ -170,8 +205,8 @@ int train_loop_run(TrainLoop *L, const char *prog) {
             rc = stop_unsaved(prog, r->dist, err.msg);
         } else {
             say("step %5d | val loss %.4f | %.4f bits per byte\n", 0, val.loss, val.bits_per_byte);
-            run_log_row(&L->log, 0, 0, NAN, val, NAN, NAN, NAN, 0.0, NAN);
-            L->val_loss = val.loss;
+            log_row(L, 0, NAN, val, NAN, NAN, NAN, NAN);
+            if (validated(L, 0, val.loss, &err)) rc = cli_error(prog, "%s", err.msg);
         }
     }
     while (rc == 0 && L->step < r->o.stop_at) {

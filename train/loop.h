@@ -17,7 +17,7 @@
 
 typedef struct TrainLoop {
     Run *r;
-    RunLog log;
+    RunLog log, twin;      /* --log (or a run folder's log.csv); a run folder's log.jsonl */
     ThreadTuner tuner;
     int profile;           /* --profile: time the steps after the run's first (first touches of memory) */
     Profile prof;          /* where the profiled steps' time went */
@@ -25,6 +25,7 @@ typedef struct TrainLoop {
     size_t step;           /* the next step; at the end, the step saved */
     size_t tokens_per_step;
     double t_start;        /* the loop's start */
+    double elapsed0;       /* the log's elapsed_s when this invocation started: a resumed run's clock goes on */
     double train_clock;    /* every training step's seconds, validation not counted: --max-seconds' clock */
     float loss, val_loss;  /* the last step's training loss; the last validation loss (NaN: none yet) */
 } TrainLoop;

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lm/options.h"
+
 /* Each recipe's options, as the command line spells them. GPT-2's are the
  * defaults, spelled out so that --recipe gpt2 also undoes an earlier
  * --recipe's; modern is the small-model speedruns' (modded-nanogpt,
@@ -27,26 +29,11 @@ enum { N_RECIPES = sizeof RECIPES / sizeof RECIPES[0] };
 
 const char *recipe_names(void) { return "gpt2 | modern"; }
 
-/* The value of --recipe in argv, or NULL; *missing when it has none. */
-static const char *recipe_arg(int argc, char **argv, int *missing) {
-    const char *name = NULL;
-    *missing = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0) break;
-        if (strncmp(argv[i], "--recipe=", 9) == 0) name = argv[i] + 9;
-        else if (strcmp(argv[i], "--recipe") == 0) {
-            if (i + 1 == argc) *missing = 1;
-            else name = argv[++i];
-        }
-    }
-    return name;
-}
-
 int recipe_expand(int argc, char **argv, int *out_argc, char ***out_argv, Error *err) {
     *out_argc = argc;
     *out_argv = argv;
     int missing;
-    const char *name = recipe_arg(argc, argv, &missing);
+    const char *name = cli_arg_value(argc, argv, "recipe", &missing);
     if (!name) return missing ? err_set(err, "option '--recipe' needs a value (see --help)") : 0;
     const Recipe *r = NULL;
     for (size_t i = 0; i < N_RECIPES && !r; i++)

@@ -1,6 +1,8 @@
 /* A training run's options, their checkpoint form, and its set-up (see train/run.h). */
 #include "run.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +48,8 @@ static const RunOption run_rows[] = {
     {"eval-iters", SZ(eval_iters), 1, 100000, RUN_KEPT, "validation batches per estimate (20)", NULL},
     {"log-interval", SZ(log_interval), 1, 100000000, RUN_KEPT, "progress line every N steps (10)", NULL},
     {"ckpt-interval", SZ(ckpt_interval), 0, 100000000, RUN_KEPT, "checkpoint every N steps, 0 = only at the end (0)", NULL},
+    {"keep-checkpoints", SZ(keep_ckpts), 0, 1, RUN_KEPT,
+     "1: keep each --ckpt-interval checkpoint too, as DIR/step-N.ckpt\nin a run folder, else as CKPT.step-N (0)", NULL},
     {"seed", SZ(seed), 0, 1e18, RUN_KEPT, "seed for weights, batches and dropout (1337)", NULL},
     {"threads", SZ(threads), 0, 1024, RUN_ONCE, "threads, fixed; 0 = up to all cores, fewer while that is faster (0)", NULL},
     {"max-seconds", FL(max_seconds), 0, 1e7, RUN_ONCE,
@@ -168,6 +172,38 @@ char *run_options_json(const RunOptions *o, size_t ranks) {
     char *out = strdup(sb);
     sb_free(&sb);
     return out;
+}
+
+char *run_state_json(const RunOptions *o, const RunProgress *p, size_t ranks) {
+    char *options = run_options_json(o, ranks), *sb = NULL, num[3][JSON_NUMBER_MAX];
+    if (!options) return NULL;
+    options[strlen(options) - 1] = '\0'; /* its closing brace */
+    sb_appendf(&sb, "%s,\"progress\":{\"tokens\":%zu,\"val_loss\":%s,\"best_val_loss\":%s,\"best_step\":%s}}", options,
+               p->tokens, json_number(num[0], "%.9g", p->val_loss), json_number(num[1], "%.9g", p->best_val_loss),
+               isnan(p->best_val_loss) ? "null" : (snprintf(num[2], sizeof num[2], "%zu", p->best_step), num[2]));
+    free(options);
+    char *out = strdup(sb);
+    sb_free(&sb);
+    return out;
+}
+
+int run_progress_from_json(const char *json, RunProgress *p) {
+    *p = (RunProgress){0, NAN, NAN, 0};
+    Error err;
+    json_t *root = json ? json_parse(json, strlen(json), &err) : NULL;
+    const json_t *g = root ? json_object_get(root, "progress") : NULL;
+    if (!json_is_object(g)) {
+        if (root) json_decref(root);
+        return 0;
+    }
+    const json_t *v;
+    size_t n;
+    if ((v = json_object_get(g, "tokens")) && json_size(v, SIZE_MAX, &n) == 0) p->tokens = n;
+    if ((v = json_object_get(g, "val_loss")) && json_is_number(v)) p->val_loss = (float)json_number_value(v);
+    if ((v = json_object_get(g, "best_val_loss")) && json_is_number(v)) p->best_val_loss = (float)json_number_value(v);
+    if ((v = json_object_get(g, "best_step")) && json_size(v, SIZE_MAX, &n) == 0) p->best_step = n;
+    json_decref(root);
+    return 1;
 }
 
 /* The checkpoint's optimizer (absent: adamw); a different one given is refused. */
@@ -378,6 +414,8 @@ static int resume(Run *r, Error *err) {
     }
     o->cfg = r->model.cfg;
     r->start_step = st.step;
+    if (!run_progress_from_json(st.train, &r->progress)) /* older than the progress it keeps: its tokens from its step */
+        r->progress.tokens = st.step * o->batch_size * o->cfg.block_size * o->grad_accum * ranks;
     r->data_rng.state = st.data_rng;
     ckpt_state_free(&st);
     if (rc) model_free(&r->model);
@@ -483,12 +521,14 @@ static int check_outputs(const RunOptions *o, Error *err) {
     if (output_check(o->out, "--out", OUTPUT_FILE, inputs, n_data, err)) return -1;
     if (!o->log) return 0;
     inputs[n++] = (NamedPath){"--out", o->out};
-    return output_check(o->log, "--log", OUTPUT_FILE, inputs, n, err) || run_log_check(o->log, err) ? -1 : 0;
+    if (output_check(o->log, "--log", OUTPUT_FILE, inputs, n, err) || run_log_check(o->log, err)) return -1;
+    return o->log_twin && (output_check(o->log_twin, "the run's JSON log", OUTPUT_FILE, inputs, n, err) ||
+                           run_log_check(o->log_twin, err)) ? -1 : 0;
 }
 
 int run_claim_output(const RunOptions *o, Dist *dist, const char *prog, OutputLock *lock, Error *err) {
     lock->fd = -1;
-    int failed = dist->rank == 0 && check_outputs(o, err) != 0;
+    int failed = dist->rank == 0 && ((o->run && dirs_create(o->run, err)) || check_outputs(o, err) != 0);
     if (dist_agree(dist, failed, err)) return -1;
     if (o->dump) return 0;
     failed = dist->rank == 0 && output_lock(o->out, lock, err) != 0;
@@ -504,6 +544,7 @@ int run_claim_output(const RunOptions *o, Dist *dist, const char *prog, OutputLo
 int run_open(Run *r, const RunOptions *o, Dist *dist, int count_only, Error *err) {
     memset(r, 0, sizeof *r);
     r->o = *o;
+    r->progress = (RunProgress){0, NAN, NAN, 0};
     r->dist = dist;
     if (o->resume && o->init)
         return err_set(err, "--init and --resume cannot be used together: --init starts a new run from a checkpoint's "
@@ -550,8 +591,8 @@ int run_save(Run *r, const char *path, size_t step, Error *err) {
         CkptState s = {.step = step, .data_rng = r->data_rng.state};
         memcpy(s.tokenizer, r->ds.tok.hash, 17);
         s.tokenizer_text = tokenizer_to_text(&r->ds.tok);
-        s.train = run_options_json(&r->o, (size_t)r->dist->size);
-        failed = ckpt_save(path, &r->model, &s, err) != 0;
+        s.train = run_state_json(&r->o, &r->progress, (size_t)r->dist->size);
+        failed = !s.train ? err_set(err, "out of memory"), 1 : ckpt_save(path, &r->model, &s, err) != 0;
         ckpt_state_free(&s);
     }
     return dist_agree(r->dist, failed, err);

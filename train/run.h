@@ -26,6 +26,11 @@
 
 typedef struct RunOptions {
     const char *data, *out, *resume, *init, *log, *dump; /* paths; resume, init, log and dump may be NULL */
+    /* A run folder (train/run_dir.h): --run DIR, or the folder --resume
+     * named; NULL: none. Its files' paths below; log_twin is the log again
+     * as JSON lines (NULL: none). */
+    const char *run, *log_twin;
+    char run_ckpt[PATH_BUF], run_log[PATH_BUF], run_jsonl[PATH_BUF], run_best[PATH_BUF];
     const char *mixer, *pos, *norm;               /* as given on the command line (NULL: the default) */
     const char *norm_type, *mlp_act, *recipe;     /* likewise (--recipe: its options are in argv already) */
     const char *precision_given;                  /* --precision as given (NULL: not given) */
@@ -35,6 +40,7 @@ typedef struct RunOptions {
     Precision precision; /* the products': kept in the checkpoint's run options ("precision", absent: fp32) */
     size_t batch_size, grad_accum, max_iters, stop_at, warmup_iters, eval_interval, eval_iters;
     size_t log_interval, ckpt_interval, seed, threads;
+    size_t keep_ckpts;   /* 1: each --ckpt-interval checkpoint is kept under its step too */
     size_t window_align; /* probes: data of fixed-length sequences */
     float max_seconds;   /* equal-time comparisons */
     float lr, min_lr, weight_decay, grad_clip, beta1, beta2, eps;
@@ -52,6 +58,16 @@ typedef struct RunOptions {
     char data_real[PATH_BUF], data_hash[17];
     char *data_owned;    /* data, when it came from --resume's checkpoint (malloc'd; the caller frees it) */
 } RunOptions;
+
+/* Where a run stands besides its step, kept in its checkpoints (the
+ * "progress" object of the run options' JSON) for bin/info and for the
+ * best checkpoint across resumes: the tokens trained on, the last
+ * validation loss and the best one with its step (NaN: none yet). */
+typedef struct RunProgress {
+    size_t tokens;
+    float val_loss, best_val_loss;
+    size_t best_step;
+} RunProgress;
 
 /* What a numeric option is to a checkpoint. */
 typedef enum {
@@ -91,6 +107,12 @@ void run_options_defaults(RunOptions *o);
  * job (per rank x ranks), so that the checkpoint resumes on any number of
  * ranks that divides it. */
 char *run_options_json(const RunOptions *o, size_t ranks);
+/* What a checkpoint keeps of its run: run_options_json with the
+ * "progress" object added. */
+char *run_state_json(const RunOptions *o, const RunProgress *p, size_t ranks);
+/* The progress in a checkpoint's run options (json may be NULL); returns 1
+ * when it had one, else 0 with *p empty (no tokens, NaN losses). */
+int run_progress_from_json(const char *json, RunProgress *p);
 /* bin/train --resume CKPT alone: --out defaults to CKPT (the run continues
  * in place) and --data to the corpus its options name (read from its
  * header; a checkpoint that names none needs --data). */
@@ -124,6 +146,7 @@ typedef struct Run {
     LossMasks masks; /* the loss on marked targets only, where the data says which */
     Model model;
     size_t start_step;
+    RunProgress progress; /* at start_step (from the checkpoint when resuming), then as the loop goes */
     Rng data_rng;    /* where the data stream is */
     int32_t *inputs, *targets; /* one micro-batch */
     float *optim_scratch;      /* the optimizer step's (Optimizer.scratch_floats), or NULL */

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lm/json.h"
@@ -74,6 +75,30 @@ void run_log_row(RunLog *log, size_t step, size_t tokens, float loss, ValLoss va
     fputs(log->jsonl ? "}\n" : "\n", log->f);
     /* A failed write (a full disk) is remembered: the run stops. */
     if ((fflush(log->f) != 0 || ferror(log->f)) && !log->failed) log->failed = errno ? errno : EIO;
+}
+
+double run_log_last_elapsed(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0.0;
+    char buf[4096];
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    size_t n = size > 0 && fseek(f, size > (long)sizeof buf - 1 ? size - (long)sizeof buf + 1 : 0, SEEK_SET) == 0
+                   ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    fclose(f);
+    buf[n] = '\0';
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) buf[--n] = '\0';
+    char *line = strrchr(buf, '\n');
+    line = line ? line + 1 : buf;
+    double v = 0.0;
+    if (*line == '{') { /* a JSON line: its "elapsed_s" */
+        const char *at = strstr(line, "\"elapsed_s\":");
+        if (at) v = strtod(at + 12, NULL);
+    } else { /* a CSV row: its 9th cell */
+        const char *cell = line;
+        for (int i = 0; i < 8 && cell; i++) cell = (cell = strchr(cell, ',')) ? cell + 1 : NULL;
+        if (cell) v = strtod(cell, NULL);
+    }
+    return isfinite(v) && v > 0.0 ? v : 0.0;
 }
 
 void run_log_close(RunLog *log) {

@@ -28,6 +28,9 @@ int run_log_open(RunLog *log, const char *path, int append, Error *err);
 /* A value a row does not have is NaN: an empty CSV field, or null. */
 void run_log_row(RunLog *log, size_t step, size_t tokens, float loss, ValLoss val, float lr, float norm, double ms,
                  double elapsed, double threads);
+/* The elapsed_s of a log's last row (0 when it has none): a resumed run's
+ * clock goes on from it. */
+double run_log_last_elapsed(const char *path);
 void run_log_close(RunLog *log);
 
 #endif

@@ -6,6 +6,7 @@
  * process, or a job of several under mpirun (lm/dist.h), where rank 0
  * prints, logs and checkpoints for all. The run's set-up is train/run.h, its
  * step train/trainer.h; this file parses, loops and prints. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,12 +24,14 @@
 #include "loop.h"
 #include "recipe.h"
 #include "run.h"
+#include "run_dir.h"
 #include "say.h"
 #include "lm/threads.h"
 
 static const CliProgram program = {
     .name = "train",
-    .usage = "bin/train --data DIR --out CKPT [options]\nbin/train --resume CKPT [options]\n"
+    .usage = "bin/train --data DIR --out CKPT [options]\nbin/train --data DIR --run runs/NAME [options]\n"
+             "bin/train --config FILE [options]\nbin/train --resume CKPT_OR_RUN [options]\n"
              "bin/train --data DIR --out CKPT --init CKPT [options]",
     .about = "Trains a Transformer, Grassmann or hybrid language model on DIR (from bin/prepare).\n",
     .after = "\n"
@@ -41,26 +44,50 @@ static const CliProgram program = {
 
 /* What this invocation does besides the run's options. */
 typedef struct Actions {
-    int count_only, profile, no_loss_mask, json;
+    int count_only, profile, no_loss_mask, json, print_config;
+    const char *config; /* --config FILE: read into the arguments before they are parsed */
 } Actions;
 
-/* The command line into o and a; CLI_CONTINUE to go on, else the exit status. */
-static int parse(int argc, char **argv, RunOptions *o, Actions *a) {
-    /* The program's own options with the mixers' text options among them,
-     * then one per run option (run.h's rows), whose "given" bits tell resume
-     * which ones the command line set. */
-    char mixer_help[256] = "";
+/* bin/train's option table: the program's own rows, the mixers' text
+ * options among them, then one per run option (run.h's rows), whose
+ * "given" bits tell resume which ones the command line set. Kept after
+ * parsing: --print-config and the run folder's config.json are written
+ * from it. */
+typedef struct Table {
+    CliOption opts[64 + RUN_MAX_MIXER_TEXTS + 64];
+    size_t n, first_run, n_run;
+    char mixer_help[256];
+    CliArgs args; /* with --config FILE's options: the values point into them (cli_args_free at the end) */
+} Table;
+
+/* The rows of --print-config's file that are this invocation's, not the run's. */
+static const char *const not_config[] = {"config", "print-config", NULL};
+
+static int build_table(Table *t, RunOptions *o, Actions *a) {
+    char *mixer_help = t->mixer_help;
+    mixer_help[0] = '\0';
     for (size_t i = 0; i < mixer_count(); i++)
-        snprintf(mixer_help + strlen(mixer_help), sizeof mixer_help - strlen(mixer_help), "%s | ", mixer_at(i)->name);
-    snprintf(mixer_help + strlen(mixer_help), sizeof mixer_help - strlen(mixer_help),
+        snprintf(mixer_help + strlen(mixer_help), sizeof t->mixer_help - strlen(mixer_help), "%s | ", mixer_at(i)->name);
+    snprintf(mixer_help + strlen(mixer_help), sizeof t->mixer_help - strlen(mixer_help),
              "a comma list, one per layer (%s)", mixer_at(0)->name);
     CliOption own[] = {
+        CLI_TEXT("config", 0, &a->config, "FILE",
+                 "an experiment file: a JSON object of these options by their long\n"
+                 "names (\"lr\": 3e-4, \"no-loss-mask\": true); options given here win"),
+        CLI_FLAG("print-config", 0, &a->print_config,
+                 "print the effective options as an experiment file and exit\n"
+                 "(--config reads it back to the same run)"),
         CLI_TEXT("data", 'd', &o->data, "DIR", "prepared data directory (train.bin, val.bin, tokenizer.txt)"),
+        CLI_TEXT("run", 0, &o->run, "DIR",
+                 "a run folder, created: its checkpoint (DIR/ckpt), the best by\n"
+                 "validation loss (DIR/best.ckpt), the log (DIR/log.csv and\n"
+                 "DIR/log.jsonl) and the options (DIR/config.json); continue it\n"
+                 "with --resume DIR"),
         CLI_TEXT("out", 'o', &o->out, "CKPT", "checkpoint to write (safetensors; written atomically;\nwith --resume, by default the one resumed, continued in place)"),
         CLI_TEXT("resume", 0, &o->resume, "CKPT",
-                 "continue a run exactly where CKPT stopped; the model, the run's\n"
-                 "options and its data (refused if that changed) come from CKPT\n"
-                 "(run options given here win)"),
+                 "continue a run exactly where CKPT (or the run folder CKPT) stopped;\n"
+                 "the model, the run's options and its data (refused if that changed)\n"
+                 "come from CKPT (run options given here win)"),
         CLI_TEXT("init", 0, &o->init, "CKPT",
                  "start a new run from CKPT's weights (fine-tuning): its model and\n"
                  "tokenizer, fresh AdamW moments, step 0, and this command's run\n"
@@ -93,32 +120,87 @@ static int parse(int argc, char **argv, RunOptions *o, Actions *a) {
                  "learn every target even where DIR has train.mask / val.mask\n"
                  "(by default only the targets they mark are in the loss)"),
     };
-    enum { N_OWN = sizeof own / sizeof own[0] + sizeof own_rest / sizeof own_rest[0] };
+    enum { N_OWN = sizeof own / sizeof own[0], N_REST = sizeof own_rest / sizeof own_rest[0] };
     const MixerOption *texts[RUN_MAX_MIXER_TEXTS];
     size_t n_texts = run_mixer_texts(texts), n_run_options;
     const RunOption *run_options = run_option_rows(&n_run_options);
-    CliOption opts[N_OWN + RUN_MAX_MIXER_TEXTS + 64];
     if (n_run_options > 64) return cli_error(program.name, "internal: %zu run options, room for 64", n_run_options);
-    memcpy(opts, own, sizeof own);
-    size_t n = sizeof own / sizeof own[0];
+    memcpy(t->opts, own, sizeof own);
+    size_t n = N_OWN;
     for (size_t j = 0; j < n_texts; j++)
-        opts[n++] = (CliOption)CLI_TEXT(texts[j]->name, 0, &o->mixer_text[j], texts[j]->value, texts[j]->help);
-    memcpy(opts + n, own_rest, sizeof own_rest);
-    n += sizeof own_rest / sizeof own_rest[0];
-    size_t first_run = n;
+        t->opts[n++] = (CliOption)CLI_TEXT(texts[j]->name, 0, &o->mixer_text[j], texts[j]->value, texts[j]->help);
+    memcpy(t->opts + n, own_rest, sizeof own_rest);
+    n += N_REST;
+    t->first_run = n;
+    t->n_run = n_run_options;
     for (size_t i = 0; i < n_run_options; i++) {
         const RunOption *r = &run_options[i];
         void *dst = (char *)o + r->offset;
-        opts[n++] = r->is_float ? (CliOption)CLI_FLOAT(r->name, 0, dst, r->lo, r->hi, "X", r->help)
-                                : (CliOption)CLI_SIZE(r->name, 0, dst, r->lo, r->hi, "N", r->help);
+        t->opts[n++] = r->is_float ? (CliOption)CLI_FLOAT(r->name, 0, dst, r->lo, r->hi, "X", r->help)
+                                   : (CliOption)CLI_SIZE(r->name, 0, dst, r->lo, r->hi, "N", r->help);
     }
+    t->n = n;
+    return CLI_CONTINUE;
+}
+
+/* The command line (after --config FILE's options, then --recipe's) into o
+ * and a; CLI_CONTINUE to go on, else the exit status. */
+static int parse(int argc, char **argv, RunOptions *o, Actions *a, Table *t) {
+    int rc = build_table(t, o, a);
+    if (rc != CLI_CONTINUE) return rc;
     Error err;
+    if (cli_config_args(t->opts, t->n, argc, argv, &t->args, &err)) return cli_error(program.name, "%s", err.msg);
     int full_argc;
     char **full_argv;
-    if (recipe_expand(argc, argv, &full_argc, &full_argv, &err)) return cli_error(program.name, "%s", err.msg);
-    int rc = cli_parse(&program, opts, n, full_argc, full_argv, NULL);
-    if (full_argv != argv) free(full_argv);
-    for (size_t i = 0; i < n_run_options; i++) o->given |= (uint64_t)opts[first_run + i].given << i;
+    if (recipe_expand(t->args.argc, t->args.argv, &full_argc, &full_argv, &err))
+        return cli_error(program.name, "%s", err.msg);
+    rc = cli_parse(&program, t->opts, t->n, full_argc, full_argv, NULL);
+    if (full_argv != t->args.argv) free(full_argv);
+    for (size_t i = 0; i < t->n_run; i++) o->given |= (uint64_t)t->opts[t->first_run + i].given << i;
+    return rc;
+}
+
+/* The rows an experiment file leaves out: `base`'s, and the other
+ * optimizers' own (given, they are refused: run_check_optimizer_options),
+ * into skip (room for 64 + the base's and the NULL). */
+static void config_skips(const RunOptions *o, const char *const *base, const char **skip) {
+    size_t k = 0, n;
+    while (base[k]) skip[k] = base[k], k++;
+    const Optimizer *mine = o->optimizer_given ? optimizer_find(o->optimizer_given) : optimizer_at(0);
+    const RunOption *rows = run_option_rows(&n);
+    for (size_t i = 0; i < n && k < 64; i++)
+        if (rows[i].optimizer && rows[i].optimizer != mine) skip[k++] = rows[i].name;
+    skip[k] = NULL;
+}
+
+/* --print-config: the options as an experiment file on stdout. */
+static int print_config(const Table *t, const RunOptions *o) {
+    Error err;
+    const char *skip[80];
+    config_skips(o, not_config, skip);
+    char *text = cli_config_json(t->opts, t->n, skip, NULL, &err);
+    if (!text) return cli_error(program.name, "%s", err.msg);
+    fputs(text, stdout);
+    free(text);
+    return fflush(stdout) == 0 ? 0 : cli_error(program.name, "cannot write the configuration: %s", strerror(errno));
+}
+
+/* A run folder's config.json: this invocation's options as an experiment
+ * file, less what is this invocation's (--resume) or the folder's own
+ * (--out, --log); a resumed run's file keeps its values but for the
+ * options given again. */
+static int write_run_config(const Table *t, const RunOptions *o, Error *err) {
+    static const char *const own[] = {"config", "print-config", "resume", "out", "log", NULL};
+    const char *skip[80];
+    config_skips(o, own, skip);
+    char path[PATH_BUF], *old = NULL;
+    if (path_format(path, sizeof path, err, "%s/%s", o->run, RUN_DIR_CONFIG)) return -1;
+    Error read_err;
+    if (o->resume) old = read_file(path, NULL, &read_err); /* none (a run from before config.json): written anew */
+    char *text = cli_config_json(t->opts, t->n, skip, old, err);
+    free(old);
+    int rc = text ? write_text_in(o->run, RUN_DIR_CONFIG, text, err) : -1;
+    free(text);
     return rc;
 }
 
@@ -329,10 +411,12 @@ int main(int argc, char **argv) {
     RunOptions o;
     Actions a = {0};
     Run r = {0};
+    static Table table; /* static: the rows are large */
     run_options_defaults(&o);
     int rc = dist_check_args(&dist, argc, argv, &err) ? cli_error(prog, "%s", err.msg) /* every rank parses the same */
-                                                      : parse(argc, argv, &o, &a);
-    if (rc == CLI_CONTINUE && run_resume_defaults(&o, &err)) rc = cli_error(prog, "%s", err.msg);
+                                                      : parse(argc, argv, &o, &a, &table);
+    if (rc == CLI_CONTINUE && a.print_config) rc = print_config(&table, &o);
+    if (rc == CLI_CONTINUE && (run_dir_setup(&o, &err) || run_resume_defaults(&o, &err))) rc = cli_error(prog, "%s", err.msg);
     o.no_loss_mask = a.no_loss_mask;
     if (rc == CLI_CONTINUE) rc = check(&o, &a, &dist);
     OutputLock lock = {.fd = -1};
@@ -344,6 +428,7 @@ int main(int argc, char **argv) {
         else if (!a.count_only && r.o.precision == PRECISION_BF16 && check_bf16(&r, &err)) rc = cli_error(prog, "%s", err.msg);
         else if (a.count_only) printf("%zu\n", r.model.n_params), rc = 0;
         else if (o.dump) rc = dump_grads(&r, &err) ? cli_error(prog, "%s", err.msg) : 0;
+        else if (dist.rank == 0 && o.run && write_run_config(&table, &o, &err)) rc = cli_error(prog, "%s", err.msg);
         else {
             warn_short_run(&r.o, &dist);
             rc = train(&r, &a);
@@ -351,6 +436,7 @@ int main(int argc, char **argv) {
     }
     run_close(&r);
     output_unlock(&lock);
+    cli_args_free(&table.args);
     free(o.data_owned);
     dist_finalize(&dist);
     return rc;

@@ -57,6 +57,20 @@ typedef struct ReadingNeeds {
  * malloc'd into *train, reading only its header: bin/train --resume alone
  * takes its data from them before anything is loaded. */
 int ckpt_read_train(const char *path, char **train, Error *err);
+/* What a checkpoint's header says, reading only the header: its config,
+ * step, tokenizer (hash and the tokenizer itself), the run's options
+ * (JSON, "{}" when none), whether it holds optimizer moments, and the
+ * file's size: bin/info. */
+typedef struct CkptHeader {
+    ModelConfig cfg;
+    size_t step, file_bytes;
+    char tokenizer[17]; /* "" when the header has none */
+    Tokenizer tok;
+    char *train;
+    int moments;
+} CkptHeader;
+int ckpt_read_header(const char *path, CkptHeader *h, Error *err);
+void ckpt_header_free(CkptHeader *h);
 /* The tokenizer stored in a checkpoint, reading only its header (no
  * weights, no checksum): bin/prepare --tokenizer-from. */
 int ckpt_read_tokenizer(const char *path, Tokenizer *tok, Error *err);

@@ -66,8 +66,50 @@ typedef struct CliProgram {
  * option. */
 int cli_parse(const CliProgram *p, CliOption *opts, size_t n, int argc, char **argv, int *first);
 void cli_help(FILE *f, const CliProgram *p, const CliOption *opts, size_t n);
+/* The value of --name in argv (its last, up to "--"; "--name=value" or
+ * "--name value"), before parsing: the options that change what is parsed
+ * (--config, --recipe). NULL when absent; *missing when it ends argv
+ * without its value. */
+const char *cli_arg_value(int argc, char **argv, const char *name, int *missing);
 /* The row of a long option, or NULL. */
 CliOption *cli_option(CliOption *opts, size_t n, const char *name);
+
+/* What a mistyped option (arg: "--mixr" or "--mixr=x") most likely meant,
+ * as the end of its error: the names it is a prefix of, when several
+ * (getopt refuses an ambiguous prefix), else the nearest name by edit
+ * distance within a third of its length (at least 2), ": did you mean
+ * --mixer?"; "" when nothing is near. */
+void cli_suggest(char *out, size_t size, const CliOption *opts, size_t n, const char *arg);
+
+/* ---- experiment files (src/cli/config_file.c) --------------------------------
+ * A JSON object whose keys are the program's long options without "--":
+ * "lr": 3e-4 is --lr 3e-4, "no-loss-mask": true is --no-loss-mask (false
+ * and null: left out, the default). */
+
+/* The arguments with --config FILE's options first: argv[0], then one
+ * "--name=value" per key of FILE in its order, then argv[1..]; so the
+ * command line wins, and each value is parsed and refused exactly as on
+ * the command line. Without --config in argv, *out is argv itself. An
+ * unknown key, a value of the wrong JSON type or a file that is not a JSON
+ * object is one line in err ("did you mean" from cli_suggest). The new
+ * array and its strings are malloc'd (free with cli_args_free). */
+typedef struct CliArgs {
+    int argc;
+    char **argv;
+    char **made; /* the "--name=value" strings (n_made), and argv itself when it is not the caller's */
+    size_t n_made;
+} CliArgs;
+int cli_config_args(const CliOption *opts, size_t n, int argc, char **argv, CliArgs *out, Error *err);
+void cli_args_free(CliArgs *a);
+/* The options' values as an experiment file (malloc'd, one key a line, in
+ * the table's order), which --config reads back to the same values: flags
+ * true or false, texts a string or null (not given), numbers as the rows
+ * hold them (a number outside its row's bounds, an unset default such as
+ * 0 for "the maximum", is null). Rows named in skip (NULL-terminated) and
+ * OPT_CALL rows (no value to show) are left out. With base (an experiment
+ * file's text, or NULL), the rows not given on the command line keep
+ * base's value where it has one: a resumed run's file, updated. */
+char *cli_config_json(const CliOption *opts, size_t n, const char *const *skip, const char *base, Error *err);
 
 /* ---- values ----------------------------------------------------------------- */
 

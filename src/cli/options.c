@@ -53,6 +53,23 @@ int parse_float(const char *s, double lo, double hi, float *out, const char *wha
     return 0;
 }
 
+const char *cli_arg_value(int argc, char **argv, const char *name, int *missing) {
+    const char *value = NULL;
+    size_t len = strlen(name);
+    *missing = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) break;
+        if (strncmp(a, "--", 2) != 0 || strncmp(a + 2, name, len) != 0) continue;
+        if (a[2 + len] == '=') value = a + 3 + len;
+        else if (a[2 + len] == '\0') {
+            if (i + 1 == argc) *missing = 1;
+            else value = argv[++i];
+        }
+    }
+    return value;
+}
+
 CliOption *cli_option(CliOption *opts, size_t n, const char *name) {
     for (size_t i = 0; i < n; i++)
         if (opts[i].kind != OPT_HEADING && strcmp(opts[i].name, name) == 0) return &opts[i];
@@ -100,11 +117,7 @@ static size_t edit_distance(const char *a, const char *b) {
     return row[lb];
 }
 
-/* What a mistyped option most likely meant, as the end of the error: the
- * names it is a prefix of, when several (getopt refuses an ambiguous
- * prefix), else the nearest name by edit distance within a third of its
- * length (at least 2); "" when nothing is near. */
-static void suggest_option(char *out, size_t size, const CliOption *opts, size_t n, const char *arg) {
+void cli_suggest(char *out, size_t size, const CliOption *opts, size_t n, const char *arg) {
     *out = '\0';
     if (strncmp(arg, "--", 2) != 0) return;
     char typed[64];
@@ -164,7 +177,7 @@ int cli_parse(const CliProgram *p, CliOption *opts, size_t n, int argc, char **a
         } else if (c == ':') rc = cli_error(p->name, "option '%s' needs a value (see --help)", argv[optind - 1]);
         else if (!o) {
             char hint[320];
-            suggest_option(hint, sizeof hint, opts, n, argv[optind - 1]);
+            cli_suggest(hint, sizeof hint, opts, n, argv[optind - 1]);
             rc = cli_error(p->name, "unknown option '%s'%s (see --help)", argv[optind - 1], hint);
         }
         else if (take(o, optarg, &err)) rc = cli_error(p->name, "%s", err.msg);

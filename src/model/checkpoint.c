@@ -244,6 +244,30 @@ int ckpt_read_train(const char *path, char **train, Error *err) {
     return rc;
 }
 
+int ckpt_read_header(const char *path, CkptHeader *h, Error *err) {
+    memset(h, 0, sizeof *h);
+    StFile f;
+    if (st_open_header(&f, path, &h->file_bytes, err)) return -1;
+    int rc = header_config(&f, h->file_bytes, 0, path, &h->cfg, err);
+    const char *step = st_meta(&f, "step"), *tok = st_meta(&f, "tokenizer"), *train = st_meta(&f, "train");
+    if (rc == 0 && step) rc = header_number(step, 100000000, "step", path, &h->step, err);
+    if (rc == 0 && tok && strlen(tok) == 16) memcpy(h->tokenizer, tok, 17);
+    h->moments = st_has(&f, "optim.m.wte") && st_has(&f, "optim.v.wte");
+    if (rc == 0 && !(h->train = strdup(train ? train : "{}"))) rc = err_set(err, "out of memory");
+    if (rc == 0)
+        rc = stored_tokenizer(st_meta(&f, "tokenizer_text"), st_meta(&f, "tokenizer"), h->cfg.vocab_size, path,
+                              &h->tok, err);
+    if (rc) free(h->train), h->train = NULL;
+    st_close(&f);
+    return rc;
+}
+
+void ckpt_header_free(CkptHeader *h) {
+    free(h->train);
+    tokenizer_free(&h->tok);
+    memset(h, 0, sizeof *h);
+}
+
 int ckpt_read_tokenizer(const char *path, Tokenizer *tok, Error *err) {
     memset(tok, 0, sizeof *tok);
     StFile f;

@@ -1,0 +1,63 @@
+/* bin/info: a checkpoint or run folder read back (train/run_info.h), or
+ * the runs of a folder listed; this file parses and prints. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "lm/cli.h"
+#include "lm/options.h"
+#include "run_info.h"
+
+static const CliProgram program = {
+    .name = "info",
+    .usage = "bin/info CKPT_OR_RUN [--json]\nbin/info --list DIR [--sort val|name|step] [--json]",
+    .about = "Shows what a checkpoint or a run folder (bin/train --run) holds: the step, tokens seen,\n"
+             "the last and best validation loss, the model and recipe, the optimizer, the tokenizer,\n"
+             "the data and its hash, the run's options; or lists the run folders in DIR, one line each.\n",
+    .column = 22,
+    .positional = 1,
+};
+
+int main(int argc, char **argv) {
+    const char *list = NULL, *sort = "val";
+    int json = 0, first;
+    CliOption opts[] = {
+        CLI_FLAG("json", 0, &json, "one JSON object (with --list, a JSON array of them)"),
+        CLI_TEXT("list", 0, &list, "DIR", "one line per run folder in DIR"),
+        CLI_TEXT("sort", 0, &sort, "KEY", "with --list: val (the best validation loss, lowest first),\nname or step (most first) (val)"),
+    };
+    int rc = cli_parse(&program, opts, sizeof opts / sizeof opts[0], argc, argv, &first);
+    if (rc != CLI_CONTINUE) return rc;
+    int by = run_sort_parse(sort);
+    if (by < 0) return cli_error(program.name, "--sort must be val, name or step (got '%s')", sort);
+    if (list ? first != argc : first != argc - 1)
+        return cli_error(program.name, list ? "--list DIR takes no other argument (see --help)"
+                                            : "give one checkpoint or run folder (see --help)");
+    Error err;
+    if (list) {
+        RunInfo *infos;
+        size_t n;
+        if (run_info_list(list, (RunSort)by, &infos, &n, &err)) return cli_error(program.name, "%s", err.msg);
+        if (json) printf("[");
+        for (size_t i = 0; json && i < n; i++) {
+            char *text = run_info_json(&infos[i]);
+            printf("%s%s", i ? ",\n" : "", text ? text : "null");
+            free(text);
+        }
+        if (json) printf("]\n");
+        else if (n) run_info_list_print(stdout, infos, n);
+        else printf("no run folders in %s (a run folder holds a checkpoint named ckpt: bin/train --run)\n", list);
+        run_infos_free(infos, n);
+        return 0;
+    }
+    RunInfo info;
+    if (run_info_read(argv[first], &info, &err)) return cli_error(program.name, "%s", err.msg);
+    if (json) {
+        char *text = run_info_json(&info);
+        printf("%s\n", text ? text : "null");
+        free(text);
+    } else {
+        run_info_print(stdout, &info);
+    }
+    run_info_free(&info);
+    return 0;
+}
