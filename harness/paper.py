@@ -784,8 +784,9 @@ def main():
             die(f"--norms must list pre and/or post (got '{a.norms}')")
     if a.ablation_tokens < 0:
         die("--ablation-tokens must not be negative")
-    if a.seeds < 1 or a.jobs < 1:
-        die("--seeds and --jobs must be at least 1")
+    for name in ("seeds", "jobs"):
+        if getattr(a, name) < 1:
+            die(f"--{name} must be at least 1")
     if "pair" in controls and not a.report_only and not train_takes("--grassmann-pair"):
         die("--controls pair needs a bin/train with --grassmann-pair (this one has none)")
     need_gnuplot()

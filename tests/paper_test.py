@@ -146,9 +146,10 @@ class Pieces(unittest.TestCase):
     def test_compare_command(self):
         # the recipe's options, then --train-args (one argument: its value starts with '--'), so that they win
         a = argparse.Namespace(table=1, out="o", n_head=4, batch_size=16, lr=1e-3, warmup_iters=100,
-                               budget="tokens:800000", seeds=2, seed=1337, threads=0, train_args="--zero-init 0",
+                               budget="tokens:800000", seeds=2, seed=1337, threads=0, jobs=3, train_args="--zero-init 0",
                                ablation_tokens=16384)
         cmd = compare_command(a, "modern", "d", archs_for(6))
+        self.assertEqual(cmd[cmd.index("--jobs") + 1], "3")
         self.assertEqual(cmd[cmd.index("--recipe") + 1], "modern")
         self.assertGreater(cmd.index("--train-args=--zero-init 0"), cmd.index("--recipe"))
         self.assertEqual(cmd[cmd.index("--out") + 1], os.path.join("o", "modern"))
@@ -425,6 +426,7 @@ class Errors(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             self.expect(["--out", tmp, "--norms", "pre,middle"], "--norms must list pre and/or post")
             self.expect(["--out", tmp, "--seeds", "0"], "--seeds must be at least 1")
+            self.expect(["--out", tmp, "--jobs", "0"], "--jobs must be at least 1")
             self.expect(["--out", tmp, "--data", os.path.join(tmp, "none")], "has no train.bin")
             self.expect(["--out", tmp, "--wikitext2", tmp], "has no wiki.train.tokens or wiki.train.raw")
             self.expect(["--out", tmp, "--report-only"], "no runs in")
