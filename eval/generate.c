@@ -80,7 +80,18 @@ uint32_t sampler_pick(Sampler *s, const float *logits, float temperature, size_t
     return (uint32_t)s->order[k - 1];
 }
 
-int generate(const Model *m, const Tokenizer *tok, const char *prompt, size_t n_tokens, const SampleOptions *opt,
+/* The state of ids[from .. from + n) at positions 0 .. n-1, and the next token's logits. */
+static int prefill(Model *m, ModelState *st, const uint32_t *ids, size_t n, float *logits, Error *err) {
+    int32_t *tokens = lm_calloc(n, sizeof(int32_t), err);
+    if (!tokens) return -1;
+    for (size_t i = 0; i < n; i++) tokens[i] = (int32_t)ids[i];
+    model_state_reset(st);
+    int rc = model_prefill(m, st, tokens, n, logits, err);
+    free(tokens);
+    return rc;
+}
+
+int generate(Model *m, const Tokenizer *tok, const char *prompt, size_t n_tokens, const SampleOptions *opt,
              TextSink out, void *ctx, Error *err) {
     size_t V = m->cfg.vocab_size, Tm = m->cfg.block_size;
     uint32_t *ids = NULL;
@@ -98,9 +109,9 @@ int generate(const Model *m, const Tokenizer *tok, const char *prompt, size_t n_
     Rng rng;
     rng_seed(&rng, opt->seed);
     size_t from = arrlenu(ids) > Tm ? arrlenu(ids) - Tm : 0;
-    for (size_t i = from; i < arrlenu(ids); i++) model_step(m, &st, (int32_t)ids[i], logits);
+    int rc = prefill(m, &st, ids + from, arrlenu(ids) - from, logits, err);
     char *pending = NULL; /* decoded bytes not yet on a character boundary */
-    for (size_t i = 0; i < n_tokens; i++) {
+    for (size_t i = 0; i < n_tokens && !rc; i++) {
         uint32_t next = sampler_pick(&s, logits, opt->temperature, opt->top_k, &rng);
         size_t len;
         const char *bytes = tokenizer_token(tok, next, &len);
@@ -112,8 +123,7 @@ int generate(const Model *m, const Tokenizer *tok, const char *prompt, size_t n_
         }
         arrput(ids, next);
         if (st.t == Tm) {
-            model_state_reset(&st);
-            for (size_t j = arrlenu(ids) - Tm / 2; j < arrlenu(ids); j++) model_step(m, &st, (int32_t)ids[j], logits);
+            rc = prefill(m, &st, ids + arrlenu(ids) - Tm / 2, Tm / 2, logits, err);
         } else {
             model_step(m, &st, (int32_t)next, logits);
         }
@@ -124,5 +134,5 @@ int generate(const Model *m, const Tokenizer *tok, const char *prompt, size_t n_
     model_state_free(&st);
     free(logits);
     arrfree(ids);
-    return 0;
+    return rc;
 }

@@ -1,6 +1,8 @@
-/* Generation: a prompt continued one token at a time with the model's
- * incremental decoder (model_step: a KV cache for attention, a rolling window
- * of reduced vectors for Grassmann layers), each token drawn by the sampler. */
+/* Generation: a prompt read in one batched forward (model_prefill), then
+ * continued one token at a time with the model's incremental decoder
+ * (model_step: a KV cache for attention, a rolling window of reduced vectors
+ * for Grassmann layers, a recurrent state for gla), each token drawn by the
+ * sampler. */
 #ifndef LM_GENERATE_H
 #define LM_GENERATE_H
 
@@ -39,10 +41,12 @@ typedef void (*TextSink)(void *ctx, const char *text, size_t len);
 
 /* Continues `prompt` (its last block_size tokens; a prompt that encodes to
  * nothing starts from token 0) with n_tokens tokens, handing their text to
- * `out`. When the context is full it restarts from its last half: positions
- * are absolute, so the decoder's state must be rebuilt, which costs
- * block_size / 2 steps once per block_size / 2 new tokens. */
-int generate(const Model *m, const Tokenizer *tok, const char *prompt, size_t n_tokens, const SampleOptions *opt,
+ * `out`. The prompt goes through one batched forward (model_prefill), then
+ * one step per new token. When the context is full it restarts from its
+ * last half: positions are absolute, so the decoder's state is rebuilt by a
+ * prefill of block_size / 2 tokens once per block_size / 2 new tokens. m's
+ * activations are overwritten (and allocated for one sequence). */
+int generate(Model *m, const Tokenizer *tok, const char *prompt, size_t n_tokens, const SampleOptions *opt,
              TextSink out, void *ctx, Error *err);
 
 #endif

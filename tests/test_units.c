@@ -85,9 +85,18 @@ static void test_causality_grassmann(void **s) { (void)s; check_causality("grass
 
 /* ---- incremental decoding equals the full forward ----------------------------- */
 
+/* The relative gap of logits (V) to ref's, folded into *worst. */
+static void fold_gap(double *worst, const float *logits, const float *ref, size_t V) {
+    for (size_t v = 0; v < V; v++) {
+        double d = fabs((double)logits[v] - ref[v]) / (1.0 + fabs(ref[v]));
+        *worst = d > *worst ? d : *worst;
+    }
+}
+
 /* The largest difference, relative to 1 + |logit|, between cfg's model's
- * incremental logits and its full forward's over 20 positions; *biggest:
- * the largest |logit| of the steps. */
+ * incremental logits and its full forward's over 20 positions, stepping
+ * from position 0 and after a prefill (model_prefill) of the first 1, 10
+ * and 20 positions; *biggest: the largest |logit| of the steps. */
 static double step_forward_gap(const ModelConfig *cfg, double *biggest) {
     size_t T = 20, V = 13;
     Model m;
@@ -103,10 +112,21 @@ static double step_forward_gap(const ModelConfig *cfg, double *biggest) {
     *biggest = 0.0;
     for (size_t t = 0; t < T; t++) {
         model_step(&m, &st, tok[t], logits);
-        for (size_t v = 0; v < V; v++) {
-            double d = fabs((double)logits[v] - m.logits[t * V + v]) / (1.0 + fabs(m.logits[t * V + v]));
-            worst = d > worst ? d : worst;
-            *biggest = fabs(logits[v]) > *biggest ? fabs(logits[v]) : *biggest;
+        fold_gap(&worst, logits, m.logits + t * V, V);
+        for (size_t v = 0; v < V; v++) *biggest = fabs(logits[v]) > *biggest ? fabs(logits[v]) : *biggest;
+    }
+    float ref[20 * 13];
+    memcpy(ref, m.logits, sizeof ref);
+    const size_t prefills[] = {1, 10, 20};
+    for (size_t i = 0; i < 3; i++) {
+        size_t k = prefills[i];
+        model_state_reset(&st);
+        assert_int_equal(model_prefill(&m, &st, tok, k, logits, &err), 0);
+        assert_int_equal(st.t, k);
+        fold_gap(&worst, logits, ref + (k - 1) * V, V);
+        for (size_t t = k; t < T; t++) {
+            model_step(&m, &st, tok[t], logits);
+            fold_gap(&worst, logits, ref + t * V, V);
         }
     }
     model_state_free(&st);
@@ -136,6 +156,7 @@ static void test_step_hybrid(void **s) { (void)s; check_step_matches_forward("at
 static void test_step_rope(void **s) { (void)s; check_step_matches_forward("attention", POS_ROPE); }
 static void test_step_rope_hybrid(void **s) { (void)s; check_step_matches_forward("grassmann,attention", POS_ROPE); }
 static void test_step_gla(void **s) { (void)s; check_step_matches_forward("gla,attention", POS_ROPE); }
+static void test_step_gla_alone(void **s) { (void)s; check_step_matches_forward("gla", POS_LEARNED); }
 
 /* A sliding window of 3 of 20 positions: the sampling caches become a ring
  * of 3 slots and still give forward's logits; the config writes
@@ -1014,6 +1035,7 @@ int main(void) {
         cmocka_unit_test(test_step_rope),
         cmocka_unit_test(test_step_rope_hybrid),
         cmocka_unit_test(test_step_gla),
+        cmocka_unit_test(test_step_gla_alone),
         cmocka_unit_test(test_attention_window_config),
         cmocka_unit_test(test_step_post_hybrid),
         cmocka_unit_test(test_step_recipe),

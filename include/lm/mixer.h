@@ -162,6 +162,13 @@ typedef struct Mixer {
     size_t (*state_size)(const MixerSpec *spec);
     void (*step)(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state,
                  const float *in_t, float *out_t, size_t t);
+    /* Prefill: after forward over one sequence (B = 1) of T <= block_size
+     * positions with its activations in acts, writes into state what steps
+     * at positions 0 .. T-1 would have left there (KV cache, rolling window,
+     * recurrent state), so that the next step is at position T. Its logits
+     * then equal the incremental path's to rounding (the batched products
+     * add in another order). */
+    void (*fill_state)(const MixerSpec *spec, const float *acts, size_t T, float *state);
     /* Training FLOPs per token of the mixing itself at block size T, beyond
      * its weight matrices (which the model counts alike for every mixer:
      * model_flops), for model FLOP utilisation: forward and backward. */

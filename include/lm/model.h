@@ -229,5 +229,13 @@ int model_state_init(const Model *m, ModelState *s, Error *err);
 void model_state_reset(ModelState *s);
 void model_state_free(ModelState *s);
 void model_step(const Model *m, ModelState *s, int32_t token, float *logits);
+/* The incremental state of tokens (T, 1 <= T <= block_size) at positions
+ * 0 .. T-1 from one batched forward (B = 1: products matrix by matrix, at
+ * the gemm rate) rather than T steps: each mixer fills its state from the
+ * forward's activations (Mixer.fill_state), s->t becomes T and logits (V)
+ * are the last position's (the head runs there alone). Equal to T steps to
+ * rounding. Overwrites the activations; allocates them for 1 x T when they
+ * are smaller. Returns 0, or -1 with err set. */
+int model_prefill(Model *m, ModelState *s, const int32_t *tokens, size_t T, float *logits, Error *err);
 
 #endif

@@ -407,6 +407,19 @@ static void attention_step(const MixerSpec *spec, const MixerRuntime *rt, const 
     matmul_forward(rt->bf16, out_t, y, p.proj_w, p.proj_b, 1, C, C);
 }
 
+/* The caches from forward's qkv (rotated, normalised keys, as step keeps
+ * them): the last cache_slots positions of the T, each in its ring slot. */
+static void attention_fill_state(const MixerSpec *spec, const float *acts, size_t T, float *state) {
+    size_t C = spec->n_embd, slots = cache_slots(spec), from = T > slots ? T - slots : 0;
+    AttnActs a;
+    attn_layout((float *)acts, spec, 1, T, &a);
+    float *kc = state, *vc = kc + slots * C;
+    for (size_t t = from; t < T; t++) {
+        memcpy(kc + (t % slots) * C, a.qkv + t * 3 * C + C, C * sizeof(float));
+        memcpy(vc + (t % slots) * C, a.qkv + t * 3 * C + 2 * C, C * sizeof(float));
+    }
+}
+
 /* A causal token meets (T + 1) / 2 keys on average, with a window W < T
  * (W (W + 1) / 2 + (T - W) W) / T; QK^T and PV take 2 multiply-adds per key
  * and channel: forward 4 C keys, backward twice that. */
@@ -447,6 +460,7 @@ const Mixer attention_mixer = {
     .backward = attention_backward,
     .state_size = attention_state_size,
     .step = attention_step,
+    .fill_state = attention_fill_state,
     .flops = attention_flops,
     .bf16_words = attention_bf16_words,
     .inspect = attention_inspect,

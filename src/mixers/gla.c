@@ -349,6 +349,18 @@ static void gla_step(const MixerSpec *spec, const MixerRuntime *rt, const float 
     matmul_forward(rt->bf16, out_t, o, p.proj_w, p.proj_b, 1, C, C);
 }
 
+/* Each head's state at T: where forward's chunks left it, in the head's ChunkRoom. */
+static void gla_fill_state(const MixerSpec *spec, const float *acts, size_t T, float *state) {
+    size_t C = spec->n_embd, H = spec->n_head, hs = C / H;
+    GlaActs a;
+    gla_layout((float *)acts, 1, T, C, H, &a);
+    for (size_t h = 0; h < H; h++) {
+        ChunkRoom c;
+        chunk_room(a.scratch + h * scratch_per_head(hs), hs, &c);
+        memcpy(state + h * hs * hs, c.S, hs * hs * sizeof(float));
+    }
+}
+
 /* Per token and head, in multiply-adds: forward's chunk products, L hs
  * each for Q K^T and M V and hs^2 each for Q~ S_0 and K~^T V; backward's
  * five of L hs and four of hs^2. Over the heads (H hs = C), 2 C (7 L + 6 hs)
@@ -368,5 +380,6 @@ const Mixer gla_mixer = {
     .backward = gla_backward,
     .state_size = gla_state_size,
     .step = gla_step,
+    .fill_state = gla_fill_state,
     .flops = gla_flops,
 };

@@ -238,6 +238,13 @@ static void grassmann_step(const MixerSpec *spec, const MixerRuntime *rt, const 
     gr_tail_forward(spec, rt, p, a, out_t, in_t, 1, (size_t)-1, t);
 }
 
+/* The ring from forward's z: the last ring_len positions of the T, each in its slot. */
+static void grassmann_fill_state(const MixerSpec *spec, const float *acts, size_t T, float *state) {
+    size_t r = grassmann_layer(spec)->rank, R = ring_len(spec), from = T > R ? T - R : 0;
+    GrActs a = gr_acts((float *)acts, spec, T);
+    for (size_t t = from; t < T; t++) memcpy(state + (t % R) * r, a.z + t * r, r * sizeof(float));
+}
+
 /* Forward: one wedge of P coordinates at 2 FLOPs each and, per offset, three
  * dot products and an axpy over r; backward twice the forward. The outer
  * map: r^2 products and two dot products and an axpy per offset; the sum:
@@ -487,6 +494,7 @@ const Mixer grassmann_mixer = {
     .backward = grassmann_backward,
     .state_size = grassmann_state_size,
     .step = grassmann_step,
+    .fill_state = grassmann_fill_state,
     .flops = grassmann_flops,
     .inspect = grassmann_inspect,
 };

@@ -430,3 +430,23 @@ void model_step(const Model *m, ModelState *s, int32_t token, float *logits) {
     head_forward(m, logits, ln, 1);
     s->t++;
 }
+
+int model_prefill(Model *m, ModelState *s, const int32_t *tokens, size_t T, float *logits, Error *err) {
+    const ModelConfig *c = &m->cfg;
+    if (T == 0 || T > c->block_size)
+        return err_set(err, "a prefill of %zu tokens does not fit the model (block_size %zu)", T, c->block_size);
+    if ((m->B_max < 1 || m->T_max < T) && model_alloc_acts(m, 1, T, err)) return -1;
+    /* Every target ignored but the last: the head runs at the last position alone. */
+    int32_t *targets = lm_calloc(T, sizeof(int32_t), err);
+    if (!targets) return -1;
+    for (size_t i = 0; i + 1 < T; i++) targets[i] = LOSS_IGNORE;
+    model_forward(m, tokens, targets, 1, T, NULL);
+    free(targets);
+    memcpy(logits, m->logits, c->vocab_size * sizeof(float));
+    for (size_t l = 0; l < c->n_layer; l++) {
+        MixerSpec spec = model_mixer_spec(c, l);
+        m->mixers[l]->fill_state(&spec, m->la[l].mixer, T, s->mixer_state[l]);
+    }
+    s->t = T;
+    return model_bf16_failed(m, err);
+}
