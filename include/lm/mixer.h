@@ -32,6 +32,7 @@
 #include "lm/error.h"
 
 struct MatmulBf16;
+struct DecodeWeights;
 
 typedef enum { INIT_NORMAL, INIT_RESIDUAL, INIT_ZERO, INIT_ONE } InitKind;
 
@@ -114,6 +115,9 @@ typedef struct MixerOption {
 typedef struct MixerRuntime {
     const float *rope;             /* with rope: (block_size, hs/2, 2) cos, sin (src/nn/rope.h); else NULL */
     const struct MatmulBf16 *bf16; /* bf16 products' weights and scratch (lm/matmul.h); NULL: fp32 */
+    /* The weights' converted copies the step's products read (lm/matmul.h's
+     * matmul_step, bin/sample --weights); NULL: fp32. */
+    const struct DecodeWeights *decode;
 } MixerRuntime;
 
 typedef struct TensorSpec {

@@ -82,6 +82,9 @@ typedef struct Model {
      * handed it (MixerRuntime). */
     MatmulBf16 *bf16;
     float *rope_table;             /* (block_size, hs/2, 2) rope cos, sin (src/nn/rope.h), or NULL; handed to every mixer call */
+    /* The product weights' converted copies the decode step reads
+     * (model_set_weights); format WEIGHTS_FP32 (all zero): none. */
+    DecodeWeights decode;
 
     /* Activation arena, for up to B_max x T_max tokens: n_acts floats. */
     size_t B_max, T_max, n_acts;
@@ -164,6 +167,13 @@ int model_set_precision(Model *m, Precision p, Error *err);
  * results of the passes since are undefined), else 0. Ask after a forward or
  * backward pass before using what it computed. */
 int model_bf16_failed(const Model *m, Error *err);
+/* The format the decode step reads the product weights in (lm/matmul.h's
+ * matmul_step): bf16 or int8 copies of every weight matrix the products
+ * multiply by, converted now; and the fp32 weights themselves replaced by
+ * the values the copies stand for, so that the batched forward (prefill,
+ * evaluation) computes the same model. WEIGHTS_FP32 changes nothing.
+ * Once per model: the fp32 weights are not kept. */
+int model_set_weights(Model *m, WeightsFormat f, Error *err);
 /* Rounds params into params_h (nothing in fp32): after anything changes the
  * weights (the trainer calls it after every optimizer step; a checkpoint loaded before
  * model_set_precision needs nothing). The same for any thread count. */

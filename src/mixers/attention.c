@@ -390,7 +390,7 @@ static void attention_step(const MixerSpec *spec, const MixerRuntime *rt, const 
     float scale = 1.0f / sqrtf((float)hs);
     AttnParams p = attn_params(params, C);
     float *kc = state, *vc = kc + slots * C, *qkv = vc + slots * C, *row = qkv + 3 * C, *y = row + slots;
-    matmul_forward(rt->bf16, qkv, in_t, p.qkv_w, p.qkv_b, 1, C, 3 * C);
+    matmul_step(rt->bf16, rt->decode, qkv, in_t, p.qkv_w, C, p.qkv_b, 1, C, 3 * C, 0);
     if (spec->rope) rope_forward(qkv, rt->rope, 1, 1, t, C, hs); /* the cache holds rotated keys */
     attn_qk_norm(spec, qkv, NULL, 1);
     /* Position t's slot: t itself, or with a window a ring whose slots hold
@@ -404,7 +404,7 @@ static void attention_step(const MixerSpec *spec, const MixerRuntime *rt, const 
         softmax(row, row, n);
         gemm(0, 0, 1, hs, n, 1.0f, row, n, vc + h * hs, C, 0.0f, y + h * hs, C);
     }
-    matmul_forward(rt->bf16, out_t, y, p.proj_w, p.proj_b, 1, C, C);
+    matmul_step(rt->bf16, rt->decode, out_t, y, p.proj_w, C, p.proj_b, 1, C, C, 0);
 }
 
 /* The caches from forward's qkv (rotated, normalised keys, as step keeps

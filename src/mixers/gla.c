@@ -341,12 +341,12 @@ static void gla_step(const MixerSpec *spec, const MixerRuntime *rt, const float 
     GlaParams p = gla_params(params, C, H);
     float *S = state, *qkv = S + C * hs, *gamma = qkv + 3 * C, *o = gamma + H, *rstd = o + C;
     if (t == 0) memset(S, 0, C * hs * sizeof(float)); /* a new sequence */
-    matmul_forward(rt->bf16, qkv, in_t, p.qkv_w, p.qkv_b, 1, C, 3 * C);
+    matmul_step(rt->bf16, rt->decode, qkv, in_t, p.qkv_w, C, p.qkv_b, 1, C, 3 * C, 0);
     decays(gamma, &p, in_t, 1, C, H);
     for (size_t h = 0; h < H; h++)
         state_step(S + h * hs * hs, qkv + h * hs, qkv + C + h * hs, qkv + 2 * C + h * hs, gamma[h], o + h * hs, hs);
     rmsnorm_heads_forward(o, rstd, 1, C, H, hs);
-    matmul_forward(rt->bf16, out_t, o, p.proj_w, p.proj_b, 1, C, C);
+    matmul_step(rt->bf16, rt->decode, out_t, o, p.proj_w, C, p.proj_b, 1, C, C, 0);
 }
 
 /* Each head's state at T: where forward's chunks left it, in the head's ChunkRoom. */

@@ -18,7 +18,9 @@
 #include "lm/rng.h"
 
 /* What every mixer call of m is handed besides its spec. */
-static MixerRuntime mixer_runtime(const Model *m) { return (MixerRuntime){m->rope_table, m->bf16}; }
+static MixerRuntime mixer_runtime(const Model *m) {
+    return (MixerRuntime){m->rope_table, m->bf16, m->decode.format == WEIGHTS_FP32 ? NULL : &m->decode};
+}
 
 static MlpParams mlp_params(const Model *m, const float *p, const LayerOffsets *lo) {
     return (MlpParams){p + lo->fc_w, p + lo->fc_b, p + lo->proj_w, p + lo->proj_b,
@@ -179,8 +181,11 @@ static void block_forward(const Model *m, size_t l, const BlockPlan *bp, const L
              mp->state ? mx->step(&spec, rt, P + lo->mixer, mp->state, bp->mix.in, bp->mix.out, mp->t)
                        : mx->forward(&spec, rt, P + lo->mixer, mp->acts, bp->mix.out, bp->mix.in, mp->B, mp->T));
     branch_sum_forward(m, &bp->mix, N, dropout, pr);
-    PROFILED(pr, "mlp", PASS_FORWARD,
-             mlp_forward(m->bf16, bp->mlp.out, L->fc, L->act, bp->mlp.in, mlp_params(m, P, lo), N, m->cfg.n_embd));
+    if (mp->state)
+        mlp_step(m->bf16, rt->decode, bp->mlp.out, L->fc, L->act, bp->mlp.in, mlp_params(m, P, lo), N, m->cfg.n_embd);
+    else
+        PROFILED(pr, "mlp", PASS_FORWARD,
+                 mlp_forward(m->bf16, bp->mlp.out, L->fc, L->act, bp->mlp.in, mlp_params(m, P, lo), N, m->cfg.n_embd));
     branch_sum_forward(m, &bp->mlp, N, dropout, pr);
 }
 
@@ -427,7 +432,8 @@ void model_step(const Model *m, ModelState *s, int32_t token, float *logits) {
     }
     LnSlot lnf = final_ln(m, &L);
     if (c->norm == NORM_POST) ln_forward(m, &lnf, 1);
-    head_forward(m, logits, ln, 1);
+    matmul_step(m->bf16, rt.decode, logits, ln, m->params + m->head, C, NULL, 1, C, c->vocab_size, 0);
+    if (c->logit_softcap > 0.0f) softcap_forward(logits, c->vocab_size, c->logit_softcap);
     s->t++;
 }
 
