@@ -121,7 +121,7 @@ static double step_forward_gap(const ModelConfig *cfg, double *biggest) {
     for (size_t i = 0; i < 3; i++) {
         size_t k = prefills[i];
         model_state_reset(&st);
-        assert_int_equal(model_prefill(&m, &st, tok, k, logits, &err), 0);
+        assert_int_equal(model_prefill(&m, &st, 0, tok, k, logits, &err), 0);
         assert_int_equal(st.t, k);
         fold_gap(&worst, logits, ref + (k - 1) * V, V);
         for (size_t t = k; t < T; t++) {
@@ -157,6 +157,53 @@ static void test_step_rope(void **s) { (void)s; check_step_matches_forward("atte
 static void test_step_rope_hybrid(void **s) { (void)s; check_step_matches_forward("grassmann,attention", POS_ROPE); }
 static void test_step_gla(void **s) { (void)s; check_step_matches_forward("gla,attention", POS_ROPE); }
 static void test_step_gla_alone(void **s) { (void)s; check_step_matches_forward("gla", POS_LEARNED); }
+
+/* --weights bf16 and int8 (model_set_weights): the decode step, reading the
+ * converted copies on our kernels, gives the logits of the forward over the
+ * round-tripped weights (what bin/eval --weights scores) to 1e-5 relative;
+ * and those are within the stated bound of the fp32 model's, relative to
+ * 1 + |logit| (the bounds, about twice what the test model measures, are at
+ * test_weights_formats: bf16 rounds each weight to 8 bits of mantissa, int8
+ * to within max|w| / 254 of its group of 32, coarser for the small ones),
+ * on a model whose weights are 10x the init's and so whose logits are large. */
+static void check_weights_format(const char *mixers, WeightsFormat f, double bound) {
+    size_t T = 20, V = 13;
+    ModelConfig cfg;
+    Error err;
+    small_config(&cfg, mixers);
+    Model m;
+    make_model_from(&m, &cfg, 1, T);
+    int32_t tok[20];
+    for (size_t i = 0; i < T; i++) tok[i] = (int32_t)((i * 7 + 1) % V);
+    float ref32[20 * 13], refq[20 * 13], logits[13];
+    model_forward(&m, tok, NULL, 1, T, NULL);
+    memcpy(ref32, m.logits, sizeof ref32);
+    assert_int_equal(model_set_weights(&m, f, &err), 0);
+    assert_true(m.decode.n > 0);
+    model_forward(&m, tok, NULL, 1, T, NULL);
+    memcpy(refq, m.logits, sizeof refq);
+    ModelState st;
+    assert_int_equal(model_state_init(&m, &st, &err), 0);
+    double step_gap = 0.0, cost = 0.0;
+    for (size_t t = 0; t < T; t++) {
+        model_step(&m, &st, tok[t], logits);
+        fold_gap(&step_gap, logits, refq + t * V, V);
+        fold_gap(&cost, refq + t * V, ref32 + t * V, V);
+    }
+    if (step_gap > 1e-5) fail_msg("%s %s: the step's logits differ from the forward's by %.3e", mixers, weights_format_name(f), step_gap);
+    if (cost > bound) fail_msg("%s %s: logits %.3e from fp32's, above the bound %.0e", mixers, weights_format_name(f), cost, bound);
+    if (cost == 0.0) fail_msg("%s %s: the weights did not change", mixers, weights_format_name(f));
+    model_state_free(&st);
+    model_free(&m);
+}
+
+static void test_weights_formats(void **s) {
+    (void)s;
+    check_weights_format("attention,grassmann", WEIGHTS_BF16, 1.5e-2); /* measured 7.0e-3 */
+    check_weights_format("attention,grassmann", WEIGHTS_INT8, 5e-2);   /* 2.2e-2 */
+    check_weights_format("gla", WEIGHTS_BF16, 4e-2);                   /* 1.9e-2 */
+    check_weights_format("gla", WEIGHTS_INT8, 0.2);                    /* 9.3e-2: the recurrence compounds it */
+}
 
 /* A sliding window of 3 of 20 positions: the sampling caches become a ring
  * of 3 slots and still give forward's logits; the config writes
@@ -1036,6 +1083,7 @@ int main(void) {
         cmocka_unit_test(test_step_rope_hybrid),
         cmocka_unit_test(test_step_gla),
         cmocka_unit_test(test_step_gla_alone),
+        cmocka_unit_test(test_weights_formats),
         cmocka_unit_test(test_attention_window_config),
         cmocka_unit_test(test_step_post_hybrid),
         cmocka_unit_test(test_step_recipe),
