@@ -158,6 +158,49 @@ static void test_step_rope_hybrid(void **s) { (void)s; check_step_matches_forwar
 static void test_step_gla(void **s) { (void)s; check_step_matches_forward("gla,attention", POS_ROPE); }
 static void test_step_gla_alone(void **s) { (void)s; check_step_matches_forward("gla", POS_LEARNED); }
 
+/* model_step_batch: three sequences (different tokens) stepped together, from
+ * one prefill copied to all, each the bits a one-sequence state gives it,
+ * at every position (the mixers' step_batch and the batched MLP and head). */
+static void check_step_batch(const char *mixers, const char *window, WeightsFormat f) {
+    size_t T = 20, V = 13, N = 3;
+    ModelConfig cfg;
+    Error err;
+    small_config(&cfg, mixers);
+    if (window) assert_int_equal(config_set_option(&cfg, "attn-window", window, &err), 0);
+    Model m;
+    make_model_from(&m, &cfg, 1, T);
+    assert_int_equal(model_set_weights(&m, f, &err), 0);
+    ModelState batch, one[3];
+    assert_int_equal(model_state_init_batch(&m, &batch, N, &err), 0);
+    int32_t prompt[4] = {1, 5, 2, 7}, tok[3];
+    float logits[3 * 13], alone[13];
+    assert_int_equal(model_prefill(&m, &batch, 0, prompt, 4, logits, &err), 0);
+    for (size_t i = 0; i < N; i++) {
+        assert_int_equal(model_state_init(&m, &one[i], &err), 0);
+        assert_int_equal(model_prefill(&m, &one[i], 0, prompt, 4, alone, &err), 0);
+        if (i) model_state_copy(&m, &batch, 0, i);
+    }
+    for (size_t t = 4; t < T; t++) {
+        for (size_t i = 0; i < N; i++) tok[i] = (int32_t)((t * 5 + i * 3 + 1) % V);
+        model_step_batch(&m, &batch, tok, logits);
+        for (size_t i = 0; i < N; i++) {
+            model_step(&m, &one[i], tok[i], alone);
+            if (memcmp(alone, logits + i * V, sizeof alone))
+                fail_msg("%s %s: sequence %zu at position %zu differs from its step alone", mixers,
+                         weights_format_name(f), i, t);
+        }
+    }
+    for (size_t i = 0; i < N; i++) model_state_free(&one[i]);
+    model_state_free(&batch);
+    model_free(&m);
+}
+
+static void test_step_batch(void **s) {
+    (void)s;
+    check_step_batch("attention,grassmann", NULL, WEIGHTS_FP32);
+    check_step_batch("gla,attention", "3", WEIGHTS_INT8);
+}
+
 /* --weights bf16 and int8 (model_set_weights): the decode step, reading the
  * converted copies on our kernels, gives the logits of the forward over the
  * round-tripped weights (what bin/eval --weights scores) to 1e-5 relative;
@@ -1084,6 +1127,7 @@ int main(void) {
         cmocka_unit_test(test_step_gla),
         cmocka_unit_test(test_step_gla_alone),
         cmocka_unit_test(test_weights_formats),
+        cmocka_unit_test(test_step_batch),
         cmocka_unit_test(test_attention_window_config),
         cmocka_unit_test(test_step_post_hybrid),
         cmocka_unit_test(test_step_recipe),

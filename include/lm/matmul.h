@@ -132,6 +132,11 @@ void decode_weights_round_trip(const DecodeWeights *d);
  * (bf not NULL) matmul_forward's bf16 product instead. */
 void matmul_step(const MatmulBf16 *bf, const DecodeWeights *dec, float *out, const float *in, const float *w, size_t ldw,
                  const float *bias, size_t n, size_t in_dim, size_t out_dim, int accumulate);
+/* The same with the n rows of out and of in ldo and ldi floats apart (each
+ * sequence's rows in its own decoder state). */
+void matmul_step_rows(const MatmulBf16 *bf, const DecodeWeights *dec, float *out, size_t ldo, const float *in, size_t ldi,
+                      const float *w, size_t ldw, const float *bias, size_t n, size_t in_dim, size_t out_dim,
+                      int accumulate);
 
 /* matmul_forward of `rows` rows on the calling thread alone (inside the
  * caller's parallel region); with bf, in is rounded first into scratch[slot]

@@ -166,6 +166,13 @@ typedef struct Mixer {
     size_t (*state_size)(const MixerSpec *spec);
     void (*step)(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state,
                  const float *in_t, float *out_t, size_t t);
+    /* Optional (NULL: the model calls step for each sequence): step for n
+     * sequences at once, all at position t, sequence i's state at state +
+     * i * stride, its x and out at in + i * n_embd and out + i * n_embd;
+     * each sequence's out the bits step gives it alone (the products over
+     * the n rows read each weight once: lm/matmul.h's matmul_step_rows). */
+    void (*step_batch)(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state, size_t stride,
+                       const float *in, float *out, size_t t, size_t n);
     /* Prefill: after forward over one sequence (B = 1) of T <= block_size
      * positions with its activations in acts, writes into state what steps
      * at positions 0 .. T-1 would have left there (KV cache, rolling window,

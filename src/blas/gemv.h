@@ -11,12 +11,12 @@
  *         of a row (llama.cpp's Q8_0): W(r, k) = scale(r, k / 32) q(r, k),
  *         q = round(W / scale), scale = max |W| over the group / 127.
  * Each entry of y is the same sequence of operations whichever rows and
- * vectors are computed with it and on whichever thread: two vector
- * accumulators along k (alternate vectors of LANES entries; q8: a group's
- * sum, then times its scale into them), their sum, its lanes added in
- * order, then the entries past the last whole vector (the last part group)
- * one by one. So a sequence decoded in a batch gets the bits it gets alone,
- * and the levels with FMA differ from each other only in the vector width. */
+ * vectors are computed with it and on whichever thread: one vector
+ * accumulator along k (vectors of LANES entries in order; q8: each group's
+ * sum, then times its scale into it), its lanes added by halves, then the
+ * entries past the last whole vector (the last part group) one by one. So a
+ * sequence decoded in a batch gets the bits it gets alone, and the levels
+ * with FMA differ from each other only in the vector width. */
 #ifndef BLAS_GEMV_H
 #define BLAS_GEMV_H
 

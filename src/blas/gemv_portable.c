@@ -4,4 +4,5 @@
 #define GEMV_LOOPS gemv_loops_portable
 #define GEMV_ISA "portable"
 #define LANES 4
+#define VECS 2
 #include "blas/gemv_kernel.h"

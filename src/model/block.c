@@ -156,6 +156,10 @@ typedef struct MixerPass {
 /* The sampling step of B sequences' mixer, one sequence at a time. */
 static void mixer_steps(const Mixer *mx, const MixerSpec *spec, const MixerRuntime *rt, const float *params,
                         const MixerPass *mp, const float *in, float *out, size_t C) {
+    if (mx->step_batch && mp->B > 1) {
+        mx->step_batch(spec, rt, params, mp->state, mp->stride, in, out, mp->t, mp->B);
+        return;
+    }
     for (size_t b = 0; b < mp->B; b++)
         mx->step(spec, rt, params, mp->state + b * mp->stride, in + b * C, out + b * C, mp->t);
 }

@@ -235,6 +235,20 @@ static GemvWeights step_weights(const DecodeWeights *dec, const float *w, size_t
     return fp32;
 }
 
+void matmul_step_rows(const MatmulBf16 *bf, const DecodeWeights *dec, float *out, size_t ldo, const float *in, size_t ldi,
+                      const float *w, size_t ldw, const float *bias, size_t n, size_t in_dim, size_t out_dim,
+                      int accumulate) {
+    if (bf) { /* bf16 precision: matmul_forward's products, a row at a time */
+        for (size_t i = 0; i < n; i++) {
+            if (accumulate) matmul_add_strided(bf, out + i * ldo, in + i * ldi, w, ldw, 1, in_dim, out_dim);
+            else matmul_forward_strided(bf, out + i * ldo, in + i * ldi, w, ldw, bias, 1, in_dim, out_dim);
+        }
+        return;
+    }
+    GemvArgs a = {n, in_dim, in, ldi, step_weights(dec, w, ldw), accumulate ? NULL : bias, out, ldo, accumulate};
+    gemv(&a, out_dim);
+}
+
 void matmul_step(const MatmulBf16 *bf, const DecodeWeights *dec, float *out, const float *in, const float *w, size_t ldw,
                  const float *bias, size_t n, size_t in_dim, size_t out_dim, int accumulate) {
     if (bf) {
@@ -242,6 +256,5 @@ void matmul_step(const MatmulBf16 *bf, const DecodeWeights *dec, float *out, con
         else matmul_forward_strided(bf, out, in, w, ldw, bias, n, in_dim, out_dim);
         return;
     }
-    GemvArgs a = {n, in_dim, in, in_dim, step_weights(dec, w, ldw), accumulate ? NULL : bias, out, out_dim, accumulate};
-    gemv(&a, out_dim);
+    matmul_step_rows(bf, dec, out, out_dim, in, in_dim, w, ldw, bias, n, in_dim, out_dim, accumulate);
 }
