@@ -90,8 +90,18 @@ static int encode_text(const char *model_path, const char *text_path, TokenFile 
     return rc;
 }
 
+/* With --weights bf16 or int8: the perplexity in fp32 beside the converted weights'. */
+typedef struct WeightsCost {
+    WeightsFormat format;
+    double fp32_loss, fp32_perplexity;
+} WeightsCost;
+
+static double cost_percent(const WeightsCost *w, const EvalReport *e) {
+    return 100.0 * (e->perplexity / w->fp32_perplexity - 1.0);
+}
+
 static void print_json(const char *path, const TokenFile *tf, const Model *m, const Tokenizer *tok,
-                       const EvalReport *e, int word_ppl, const char *ablate) {
+                       const EvalReport *e, int word_ppl, const char *ablate, const WeightsCost *w) {
     const char *unit = tokenizer_unit(tok);
     char *file = NULL;
     sb_append_json_string(&file, path);
@@ -100,6 +110,9 @@ static void print_json(const char *path, const TokenFile *tf, const Model *m, co
            file, tf->n, e->r.scored, e->r.windows, m->cfg.block_size, e->stride, e->r.loss, e->perplexity, unit, e->bits);
     if (strcmp(unit, "byte") != 0 && e->bytes) printf(",\"bytes\":%zu,\"bits_per_byte\":%.6f", e->bytes, e->bits_per_byte);
     if (word_ppl && e->words) printf(",\"words\":%zu,\"word_perplexity\":%.6f", e->words, e->word_perplexity);
+    if (w->format != WEIGHTS_FP32)
+        printf(",\"weights\":\"%s\",\"fp32_loss\":%.6f,\"fp32_perplexity\":%.6f,\"weights_cost_percent\":%.4f",
+               weights_format_name(w->format), w->fp32_loss, w->fp32_perplexity, cost_percent(w, e));
     if (ablate) {
         sb_free(&file);
         sb_append_json_string(&file, ablate);
@@ -108,13 +121,17 @@ static void print_json(const char *path, const TokenFile *tf, const Model *m, co
     sb_free(&file);
 }
 
-static void print_text(const char *path, const Model *m, const Tokenizer *tok, const EvalReport *e, int word_ppl) {
+static void print_text(const char *path, const Model *m, const Tokenizer *tok, const EvalReport *e, int word_ppl,
+                       const WeightsCost *w) {
     const char *unit = tokenizer_unit(tok);
     printf("%s: %zu tokens scored in %zu windows (block %zu, stride %zu)\n"
            "loss %.4f nats | perplexity %.4f | %.4f bits per %s\n",
            path, e->r.scored, e->r.windows, m->cfg.block_size, e->stride, e->r.loss, e->perplexity, e->bits, unit);
     if (strcmp(unit, "byte") != 0 && e->bytes) printf("%.4f bits per byte (%zu bytes of text)\n", e->bits_per_byte, e->bytes);
     if (word_ppl && e->words) printf("word perplexity %.4f (%zu words)\n", e->word_perplexity, e->words);
+    if (w->format != WEIGHTS_FP32)
+        printf("weights %s: perplexity %.4f against %.4f in fp32 (%+.3f%%)\n", weights_format_name(w->format),
+               e->perplexity, w->fp32_perplexity, cost_percent(w, e));
 }
 
 int main(int argc, char **argv) {
@@ -124,6 +141,7 @@ int main(int argc, char **argv) {
     const char *model_path = NULL, *data = NULL, *text_path = NULL, *split = "val", *mask_arg = NULL, *ablate = NULL;
     size_t stride = 0, batch = 0, threads = 0; /* batch 0: eval_batch's default */
     int json = 0, word_ppl = 0;
+    const char *weights = "fp32";
     EvalDetail detail = {0}; /* --by-position, --split-recall, --mask */
     CliOption opts[] = {
         CLI_TEXT("model", 'm', &model_path, "CKPT", "checkpoint from bin/train"),
@@ -145,6 +163,9 @@ int main(int argc, char **argv) {
         CLI_TEXT("ablate-offset", 0, &ablate, "L:D,...",
                  "leave Grassmann layer L's window offset D out of its mean (its\n"
                  "share stays counted): the loss without what that offset brings"),
+        CLI_TEXT("weights", 0, &weights, "W",
+                 "fp32 | bf16 | int8 (per 32 entries of a row, a scale): score\nthe model with its weight matrices "
+                 "converted as bin/sample\n--weights reads them, and say the perplexity in fp32 beside (fp32)"),
         CLI_TEXT("mask", 0, &mask_arg, "FILE",
                  "score only the tokens FILE marks (default: the token file's\nname with .mask for .bin, when that file exists)"),
     };
@@ -162,13 +183,15 @@ int main(int argc, char **argv) {
     if (text_path && (cli_option(opts, n_opts, "split")->given || mask_arg))
         return cli_error(prog, "--split and --mask are for --data: --text scores the whole text");
     if (strcmp(split, "val") && strcmp(split, "test")) return cli_error(prog, "--split must be val or test (got '%s')", split);
+    WeightsCost wc = {.format = WEIGHTS_FP32};
+    Error err;
+    if (weights_format_parse(weights, &wc.format, &err)) return cli_error(prog, "%s", err.msg);
     threads_use(threads);
     quiet = json;
 
     char path[4096], tok_path[4096], mask_path[4096];
     TokenFile tf;
     TokenMask mask = {0};
-    Error err;
     if (text_path) {
         snprintf(path, sizeof path, "%s", text_path);
         if (encode_text(model_path, text_path, &tf, &err)) return cli_error(prog, "%s", err.msg);
@@ -191,18 +214,23 @@ int main(int argc, char **argv) {
     }
     batch = eval_batch(batch, &m.cfg);
     EvalReport e;
+    EvalDetail plain = {.mask = detail.mask}; /* the fp32 pass scores the same tokens, nothing more */
     if ((ablate && mute_offsets(&m, ablate, &err)) ||
         (!text_path && tokens_check_tokenizer(&tf, path, tok_path, &tok, &err)) ||
+        (wc.format != WEIGHTS_FP32 &&
+         (evaluate_token_file(&m, &tok, &tf, stride, batch, progress, &plain, &e, &err) ||
+          (wc.fp32_loss = e.r.loss, wc.fp32_perplexity = e.perplexity, model_set_weights(&m, wc.format, &err)))) ||
         evaluate_token_file(&m, &tok, &tf, stride, batch, progress, &detail, &e, &err)) {
         rc = cli_error(prog, "%s", err.msg);
     } else {
         rc = 0;
-        if (json) print_json(path, &tf, &m, &tok, &e, word_ppl, ablate);
-        else print_text(path, &m, &tok, &e, word_ppl);
+        if (json) print_json(path, &tf, &m, &tok, &e, word_ppl, ablate, &wc);
+        else print_text(path, &m, &tok, &e, word_ppl, &wc);
         eval_detail_print(stdout, &detail, &e.r, mask.marked ? mask_path : NULL, json);
         if (json) printf("}\n");
     }
     eval_detail_free(&detail);
+    eval_detail_free(&plain);
     mask_free(&mask);
     tokenizer_free(&tok);
     model_free(&m);

@@ -24,7 +24,8 @@
 
 static const CliProgram program = {
     .name = "gemm-rate",
-    .usage = "bin/gemm-rate [options] PRODUCT...\nbin/gemm-rate --best-core\nbin/gemm-rate --isa-levels",
+    .usage = "bin/gemm-rate [options] PRODUCT...\nbin/gemm-rate --best-core\nbin/gemm-rate --isa-levels\n"
+             "bin/gemm-rate --read-rate MB",
     .about = "Times single-precision matrix products (row-major, alpha 1, beta 0) as the\n"
              "model makes them: the BLAS library's sgemm (BLIS or OpenBLAS, as built) with\n"
              "the kernels the other programs choose, on\n"
@@ -57,15 +58,56 @@ static const CliProgram program = {
              "orthogonalisation of all of them (lm/optim.h: 5 iterations of 3 products\n"
              "each, the matrices shared among the threads, each on one, as the step does)\n"
              "timed whole, against the same products timed alone through the tiled gemm:\n"
-             "medians of 5 alternating rounds, in GFLOP/s, and their ratio.\n",
+             "medians of 5 alternating rounds, in GFLOP/s, and their ratio.\n"
+             "\n"
+             "--read-rate MB times a plain read of a buffer of MB megabytes (10^6 bytes) on\n"
+             "one thread, the sum of its floats, as a decode step reads its weights: the\n"
+             "best of 9 passes after one untimed, in GB/s (what a matrix-vector product\n"
+             "can reach at that size: from cache below the last level's size, else memory).\n",
     .column = 22,
     .positional = 1,
 };
 
+/* The sum of n floats, 64 at a time into 4 accumulators of 16 lanes (the
+ * loads, not the adds, are the limit), so that nothing is optimised away. */
+static float read_floats(const float *x, size_t n) {
+    float acc[64] = {0};
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64)
+#pragma omp simd
+        for (size_t j = 0; j < 64; j++) acc[j] += x[i + j];
+    float s = 0.0f;
+    for (size_t j = 0; j < 64; j++) s += acc[j];
+    for (; i < n; i++) s += x[i];
+    return s;
+}
+
+/* --read-rate: the best of 9 timed passes over mb megabytes, in GB/s. */
+static int read_rate(const char *prog, size_t mb, int json) {
+    size_t n = mb * 1000000 / sizeof(float);
+    float *x = malloc(n * sizeof *x);
+    if (!x) return cli_error(prog, "out of memory for %zu MB", mb);
+    for (size_t i = 0; i < n; i++) x[i] = (float)(i & 1023);
+    volatile float sink = read_floats(x, n);
+    double best = 0.0;
+    for (int pass = 0; pass < 9; pass++) {
+        double t0 = wall_seconds();
+        sink = read_floats(x, n);
+        double s = wall_seconds() - t0;
+        best = s > 0 && (best == 0.0 || s < best) ? s : best;
+    }
+    (void)sink;
+    free(x);
+    double gbs = (double)n * sizeof(float) / best * 1e-9;
+    if (json) printf("{\"read_mb\":%zu,\"seconds\":%.9g,\"gb_per_s\":%.3f}\n", mb, best, gbs);
+    else printf("read %zu MB: %.3f ms, %.2f GB/s (1 thread, best of 9)\n", mb, best * 1e3, gbs);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     Error setup_err; /* first: it may restart the program with faster kernels */
     if (blas_setup(argc, argv, &setup_err)) return cli_error(program.name, "%s", setup_err.msg);
-    size_t threads = 0, budget_ms = 30;
+    size_t threads = 0, budget_ms = 30, read_mb = 0;
     int json = 0, best_core = 0, bf16 = 0, tile = 0, isa_levels = 0, newton_schulz = 0, first;
     Error err;
     CliOption opts[] = {
@@ -76,6 +118,7 @@ int main(int argc, char **argv) {
         CLI_FLAG("tile", 0, &tile, "compare the attention tile kernel with the library's sgemm, 1 thread (see above)"),
         CLI_FLAG("newton-schulz", 0, &newton_schulz, "time Muon's orthogonalisation of matrices RxC[:COUNT] against its products (see above)"),
         CLI_FLAG("isa-levels", 0, &isa_levels, "print the instruction-set levels of our kernels this CPU runs, lowest first, one a line (LM_MAX_ISA takes each) and exit"),
+        CLI_SIZE("read-rate", 0, &read_mb, 1, 100000, "MB", "time a plain read of MB megabytes on one thread, in GB/s, and exit"),
         CLI_FLAG("best-core", 0, &best_core, "print the fastest kernels of the linked library (a BLIS configuration, an OpenBLAS core) this CPU supports and exit"),
     };
     int rc = cli_parse(&program, opts, sizeof opts / sizeof opts[0], argc, argv, &first);
@@ -87,6 +130,10 @@ int main(int argc, char **argv) {
         for (int level = CPU_ISA_PORTABLE; level < CPU_ISA_COUNT; level++)
             if (cpu_isa_runs((CpuIsa)level)) printf("%s\n", cpu_isa_name((CpuIsa)level));
         return 0;
+    }
+    if (read_mb) {
+        if (first < argc) return cli_error(prog, "--read-rate takes no products (got '%s')", argv[first]);
+        return read_rate(prog, read_mb, json);
     }
     if (best_core) {
         if (first < argc) return cli_error(prog, "--best-core takes no products (got '%s')", argv[first]);

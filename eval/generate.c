@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lm/machine.h"
 #include "lm/utf8.h"
 #include "lm/ds.h"
 
@@ -80,49 +81,86 @@ uint32_t sampler_pick(Sampler *s, const float *logits, float temperature, size_t
     return (uint32_t)s->order[k - 1];
 }
 
-int generate(const Model *m, const Tokenizer *tok, const char *prompt, size_t n_tokens, const SampleOptions *opt,
+/* Sequence seq's state of ids[0 .. n) at positions 0 .. n-1, and its next token's logits. */
+static int prefill(Model *m, ModelState *st, size_t seq, const uint32_t *ids, size_t n, float *logits, Error *err) {
+    int32_t *tokens = lm_calloc(n, sizeof(int32_t), err);
+    if (!tokens) return -1;
+    for (size_t i = 0; i < n; i++) tokens[i] = (int32_t)ids[i];
+    int rc = model_prefill(m, st, seq, tokens, n, logits, err);
+    free(tokens);
+    return rc;
+}
+
+/* One sample being decoded: its tokens (the prompt's first), its draws, and
+ * its text: what is out (streamed) or kept (a batch), and the bytes not yet
+ * on a character boundary. */
+typedef struct Sample {
+    uint32_t *ids;
+    Rng rng;
+    char *text;
+} Sample;
+
+int generate(Model *m, const Tokenizer *tok, const char *prompt, size_t n_tokens, const SampleOptions *opt,
              TextSink out, void *ctx, Error *err) {
-    size_t V = m->cfg.vocab_size, Tm = m->cfg.block_size;
-    uint32_t *ids = NULL;
-    tokenizer_encode(tok, prompt, strlen(prompt), &ids);
-    if (arrlenu(ids) == 0) arrput(ids, 0u);
+    size_t V = m->cfg.vocab_size, Tm = m->cfg.block_size, N = opt->n_samples ? opt->n_samples : 1;
+    uint32_t *prompt_ids = NULL;
+    tokenizer_encode(tok, prompt, strlen(prompt), &prompt_ids);
+    if (arrlenu(prompt_ids) == 0) arrput(prompt_ids, 0u);
+    size_t from = arrlenu(prompt_ids) > Tm ? arrlenu(prompt_ids) - Tm : 0, P = arrlenu(prompt_ids) - from;
     ModelState st = {0};
     Sampler s = {0};
-    float *logits = lm_calloc(V, sizeof(float), err);
-    if (!logits || model_state_init(m, &st, err) || sampler_init(&s, V, err)) {
-        model_state_free(&st);
-        free(logits);
-        arrfree(ids);
-        return -1;
+    float *logits = lm_calloc(N * V, sizeof(float), err);
+    int32_t *next = logits ? lm_calloc(N, sizeof(int32_t), err) : NULL;
+    Sample *smp = next ? lm_calloc(N, sizeof(Sample), err) : NULL;
+    int rc = !smp || model_state_init_batch(m, &st, N, err) || sampler_init(&s, V, err) ? -1 : 0;
+    for (size_t i = 0; i < N && !rc; i++) {
+        memcpy(arraddnptr(smp[i].ids, P), prompt_ids + from, P * sizeof(uint32_t));
+        rng_seed(&smp[i].rng, opt->seed + i); /* sample i: what --seed seed + i gives alone */
     }
-    Rng rng;
-    rng_seed(&rng, opt->seed);
-    size_t from = arrlenu(ids) > Tm ? arrlenu(ids) - Tm : 0;
-    for (size_t i = from; i < arrlenu(ids); i++) model_step(m, &st, (int32_t)ids[i], logits);
-    char *pending = NULL; /* decoded bytes not yet on a character boundary */
-    for (size_t i = 0; i < n_tokens; i++) {
-        uint32_t next = sampler_pick(&s, logits, opt->temperature, opt->top_k, &rng);
-        size_t len;
-        const char *bytes = tokenizer_token(tok, next, &len);
-        if (len) memcpy(arraddnptr(pending, len), bytes, len);
-        size_t ready = utf8_complete_prefix((const unsigned char *)pending, arrlenu(pending));
-        if (ready) {
-            out(ctx, pending, ready);
-            arrdeln(pending, 0, ready);
-        }
-        arrput(ids, next);
-        if (st.t == Tm) {
-            model_state_reset(&st);
-            for (size_t j = arrlenu(ids) - Tm / 2; j < arrlenu(ids); j++) model_step(m, &st, (int32_t)ids[j], logits);
-        } else {
-            model_step(m, &st, (int32_t)next, logits);
-        }
+    /* One prefill of the prompt for every sample. */
+    double t0 = wall_seconds();
+    if (!rc) rc = prefill(m, &st, 0, smp[0].ids, P, logits, err);
+    double t1 = wall_seconds();
+    size_t refills = 0;
+    for (size_t i = 1; i < N && !rc; i++) {
+        model_state_copy(m, &st, 0, i);
+        memcpy(logits + i * V, logits, V * sizeof(float));
     }
-    if (arrlenu(pending)) out(ctx, pending, arrlenu(pending)); /* none at all with --tokens 0: pending is NULL */
-    arrfree(pending);
+    for (size_t k = 0; k < n_tokens && !rc; k++) {
+        for (size_t i = 0; i < N; i++) {
+            Sample *x = &smp[i];
+            uint32_t id = sampler_pick(&s, logits + i * V, opt->temperature, opt->top_k, &x->rng);
+            size_t len;
+            const char *bytes = tokenizer_token(tok, id, &len);
+            if (len) memcpy(arraddnptr(x->text, len), bytes, len);
+            size_t ready = N == 1 ? utf8_complete_prefix((const unsigned char *)x->text, arrlenu(x->text)) : 0;
+            if (ready) { /* one sample streams as it goes */
+                out(ctx, 0, x->text, ready);
+                arrdeln(x->text, 0, ready);
+            }
+            arrput(x->ids, id);
+            next[i] = (int32_t)id;
+        }
+        if (st.t == Tm && ++refills) /* the context is full: every sample restarts from its last half block */
+            for (size_t i = 0; i < N && !rc; i++)
+                rc = prefill(m, &st, i, smp[i].ids + arrlenu(smp[i].ids) - Tm / 2, Tm / 2, logits + i * V, err);
+        else
+            model_step_batch(m, &st, next, logits);
+    }
+    if (opt->timing)
+        *opt->timing = (GenerateTiming){.prefill_tokens = P, .steps = n_tokens, .refills = refills,
+                                        .prefill_seconds = t1 - t0, .decode_seconds = wall_seconds() - t1};
+    for (size_t i = 0; smp && i < N; i++) {
+        if (!rc && arrlenu(smp[i].text)) out(ctx, i, smp[i].text, arrlenu(smp[i].text));
+        else if (!rc && N > 1) out(ctx, i, "", 0); /* every sample of a batch gets its piece */
+        arrfree(smp[i].text);
+        arrfree(smp[i].ids);
+    }
+    free(smp);
+    free(next);
     sampler_free(&s);
     model_state_free(&st);
     free(logits);
-    arrfree(ids);
-    return 0;
+    arrfree(prompt_ids);
+    return rc;
 }

@@ -1,6 +1,8 @@
-/* Generation: a prompt continued one token at a time with the model's
- * incremental decoder (model_step: a KV cache for attention, a rolling window
- * of reduced vectors for Grassmann layers), each token drawn by the sampler. */
+/* Generation: a prompt read in one batched forward (model_prefill), then
+ * continued one token at a time with the model's incremental decoder
+ * (model_step: a KV cache for attention, a rolling window of reduced vectors
+ * for Grassmann layers, a recurrent state for gla), each token drawn by the
+ * sampler. */
 #ifndef LM_GENERATE_H
 #define LM_GENERATE_H
 
@@ -15,8 +17,17 @@
 typedef struct SampleOptions {
     float temperature; /* softmax temperature; 0 = greedy (the first largest logit) */
     size_t top_k;      /* draw among the top_k largest logits; 0 = all */
-    uint64_t seed;
+    uint64_t seed;     /* sample i draws from an Rng seeded with seed + i */
+    size_t n_samples;  /* samples decoded together from the one prompt (0 = 1) */
+    struct GenerateTiming *timing; /* NULL, or where generate says how long its parts took */
 } SampleOptions;
+
+/* Where a generation's time went (wall seconds): the prompt's prefill, and
+ * the steps (each decoding every sample) with the refills among them. */
+typedef struct GenerateTiming {
+    size_t prefill_tokens, steps, refills;
+    double prefill_seconds, decode_seconds;
+} GenerateTiming;
 
 /* The sampler's scratch, for a vocabulary of V. */
 typedef struct Sampler {
@@ -32,17 +43,25 @@ void sampler_free(Sampler *s);
  * first among equal logits), found in O(V log top_k). */
 uint32_t sampler_pick(Sampler *s, const float *logits, float temperature, size_t top_k, Rng *rng);
 
-/* Receives the generated text as it comes, in pieces that end on UTF-8
- * character boundaries (a token may end inside a character the next one
- * completes); the last piece carries whatever is left. */
-typedef void (*TextSink)(void *ctx, const char *text, size_t len);
+/* Receives the generated text of sample `sample`. One sample streams: its
+ * text in pieces as it comes, each ending on a UTF-8 character boundary (a
+ * token may end inside a character the next one completes), the last piece
+ * whatever is left. A batch of samples is kept until all are done, then
+ * each sample's whole text in one piece (possibly empty), in order. */
+typedef void (*TextSink)(void *ctx, size_t sample, const char *text, size_t len);
 
 /* Continues `prompt` (its last block_size tokens; a prompt that encodes to
- * nothing starts from token 0) with n_tokens tokens, handing their text to
- * `out`. When the context is full it restarts from its last half: positions
- * are absolute, so the decoder's state must be rebuilt, which costs
- * block_size / 2 steps once per block_size / 2 new tokens. */
-int generate(const Model *m, const Tokenizer *tok, const char *prompt, size_t n_tokens, const SampleOptions *opt,
+ * nothing starts from token 0) with n_tokens tokens in each of
+ * opt->n_samples samples, handing their text to `out`. The prompt goes
+ * through one batched forward (model_prefill), whose state every sample
+ * starts from; then each step decodes every sample at once
+ * (model_step_batch), sample i drawing with an Rng seeded with seed + i, so
+ * that it is the text a single sample with that seed gives, bit for bit.
+ * When the context is full each sample restarts from its last half:
+ * positions are absolute, so its state is rebuilt by a prefill of
+ * block_size / 2 tokens once per block_size / 2 new tokens. m's activations
+ * are overwritten (and allocated for one sequence). */
+int generate(Model *m, const Tokenizer *tok, const char *prompt, size_t n_tokens, const SampleOptions *opt,
              TextSink out, void *ctx, Error *err);
 
 #endif

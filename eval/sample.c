@@ -1,6 +1,8 @@
-/* bin/sample: generates text from a checkpoint, one token at a time, with
- * the model's incremental decoder (KV cache for attention, a rolling window of
- * reduced vectors for Grassmann). */
+/* bin/sample: generates text from a checkpoint: the prompt in one batched
+ * forward, then one token at a time with the model's incremental decoder (KV
+ * cache for attention, a rolling window of reduced vectors for Grassmann, a
+ * recurrent state for gla), N samples at once with --num-samples, the
+ * weights read in fp32, bf16 or int8 (--weights). */
 #include <stdio.h>
 
 #include "lm/files.h"
@@ -18,16 +20,33 @@ static const CliProgram program = {
     .column = 25,
 };
 
-/* One sequence's activations bound the decoder's state; the logits and the sampler's arrays are ours. */
+/* One sequence's activations (the prefill's); each sample's decoder state
+ * (its mixers' states and one position's buffers, 14 C + 2) and logits, and
+ * the sampler's arrays, are ours. */
 static ReadingNeeds needs(const ModelConfig *cfg, const void *ctx) {
-    (void)ctx;
-    return (ReadingNeeds){1, cfg->vocab_size * (2 * sizeof(float) + sizeof(size_t)), "the logits and the sampler's arrays",
-                          NULL};
+    size_t n = *(const size_t *)ctx, state = 14 * cfg->n_embd + 2;
+    for (size_t l = 0; l < cfg->n_layer; l++) {
+        MixerSpec spec = model_mixer_spec(cfg, l);
+        state += cfg->mixers[l]->state_size(&spec);
+    }
+    return (ReadingNeeds){1, n * (state + cfg->vocab_size) * sizeof(float) + cfg->vocab_size * (sizeof(float) + sizeof(size_t)),
+                          "the samples' decoder states and logits, the sampler's arrays", NULL};
 }
 
-static void print_text(void *ctx, const char *text, size_t len) {
-    fwrite(text, 1, len, ctx);
-    fflush(ctx);
+/* Where the text goes: one sample streams after the prompt (printed
+ * first); each sample of a batch is printed whole, the prompt before it and
+ * a line "--- sample I" (from 1) before that. */
+typedef struct Printer {
+    FILE *f;
+    const char *prompt;
+    size_t n_samples;
+} Printer;
+
+static void print_text(void *ctx, size_t sample, const char *text, size_t len) {
+    Printer *p = ctx;
+    if (p->n_samples > 1) fprintf(p->f, "%s--- sample %zu\n%s", sample ? "\n" : "", sample + 1, p->prompt);
+    fwrite(text, 1, len, p->f);
+    fflush(p->f);
 }
 
 int main(int argc, char **argv) {
@@ -35,7 +54,10 @@ int main(int argc, char **argv) {
     if (blas_setup(argc, argv, &setup_err)) return cli_error(program.name, "%s", setup_err.msg);
     cleanup_on_signals(program.name); /* temporaries and locks go with a signal (lm/files.h) */
     const char *model_path = NULL, *prompt = "\n";
-    size_t n_tokens = 500, seed = 1337, threads = 1;
+    size_t n_tokens = 500, seed = 1337, threads = 1, n_samples = 1;
+    const char *weights = "fp32";
+    int timing = 0;
+    GenerateTiming times;
     SampleOptions so = {.temperature = 0.8f};
     CliOption opts[] = {
         CLI_TEXT("model", 'm', &model_path, "CKPT", "checkpoint from bin/train"),
@@ -43,7 +65,12 @@ int main(int argc, char **argv) {
         CLI_SIZE("tokens", 'n', &n_tokens, 0, 100000000, "N", "tokens to generate (default 500)"),
         CLI_FLOAT("temperature", 0, &so.temperature, 0, 100, "T", "softmax temperature, 0 = greedy (default 0.8)"),
         CLI_SIZE("top-k", 0, &so.top_k, 0, 1u << 24, "K", "sample among the K most likely tokens, 0 = all (default 0)"),
-        CLI_SIZE("seed", 0, &seed, 0, 1e18, "S", "random seed (default 1337)"),
+        CLI_SIZE("seed", 0, &seed, 0, 1e18, "S", "random seed (default 1337); sample i (from 0) draws\nwith seed S + i"),
+        CLI_SIZE("num-samples", 0, &n_samples, 1, 4096, "N",
+                 "N samples of the prompt decoded together, each the text\n--seed S + i gives alone (default 1)"),
+        CLI_TEXT("weights", 0, &weights, "W",
+                 "fp32 | bf16 | int8 (per 32 entries of a row, a scale):\nthe weights the decoder reads, converted at load (fp32)"),
+        CLI_FLAG("timing", 0, &timing, "print the prefill's and the decode's tokens/s to stderr"),
         CLI_SIZE("threads", 0, &threads, 0, 1024, "N",
                  "OpenMP/OpenBLAS threads (default 1: one token at a time\nis too small to share)"),
     };
@@ -52,14 +79,30 @@ int main(int argc, char **argv) {
     if (!model_path) return cli_error(program.name, "--model is required (see --help)");
     threads_use(threads);
     so.seed = seed;
+    so.n_samples = n_samples;
+    so.timing = timing ? &times : NULL;
+    WeightsFormat format;
+    Error err;
+    if (weights_format_parse(weights, &format, &err)) return cli_error(program.name, "%s", err.msg);
 
     Model m;
     Tokenizer tok;
-    Error err;
-    if (model_open_checked(model_path, needs, NULL, &m, &tok, &err)) return cli_error(program.name, "%s", err.msg);
-    fputs(prompt, stdout);
-    if (generate(&m, &tok, prompt, n_tokens, &so, print_text, stdout, &err)) rc = cli_error(program.name, "%s", err.msg);
+    if (model_open_checked(model_path, needs, &n_samples, &m, &tok, &err)) return cli_error(program.name, "%s", err.msg);
+    if (model_set_weights(&m, format, &err)) {
+        tokenizer_free(&tok);
+        model_free(&m);
+        return cli_error(program.name, "%s", err.msg);
+    }
+    if (n_samples == 1) fputs(prompt, stdout);
+    Printer printer = {stdout, prompt, n_samples};
+    if (generate(&m, &tok, prompt, n_tokens, &so, print_text, &printer, &err)) rc = cli_error(program.name, "%s", err.msg);
     else fputc('\n', stdout);
+    if (timing && rc == CLI_CONTINUE)
+        fprintf(stderr, "prefill %zu tokens %.2f ms (%.0f tokens/s); decode %zu steps x %zu samples %.2f ms "
+                        "(%.1f tokens/s, %zu refills); weights %s\n",
+                times.prefill_tokens, 1e3 * times.prefill_seconds, times.prefill_tokens / times.prefill_seconds,
+                times.steps, n_samples, 1e3 * times.decode_seconds,
+                times.steps * n_samples / (times.decode_seconds > 0 ? times.decode_seconds : 1e-9), times.refills, weights);
     tokenizer_free(&tok);
     model_free(&m);
     return rc == CLI_CONTINUE ? 0 : rc;

@@ -11,7 +11,12 @@ runs (the per-round arithmetic, the skipped full attention at T = 16384, the
 1.25x check); and end to end for gla with PyTorch (--quick: 8 runs of 16384
 tokens a step, about a minute on 2 cores; the window's rows are the same code
 path, checked by the made-up runs), where it checks that
-every row and ratio is there and is a number, not what the numbers are. Run from the repository root after make:
+every row and ratio is there and is a number, not what the numbers are. The
+generate section: its PyTorch KV-cache loop (harness/bench/torch_generate.py)
+equal to torch_ref's model, attention and Grassmann; its rows, GB/s and
+ratios from made-up bin/sample, read-rate and PyTorch runs (a few ms; its
+end-to-end run takes a minute, more than the tests' budget).
+Run from the repository root after make:
 /usr/bin/python3 -m tests.bench_test"""
 import contextlib
 import io
@@ -23,7 +28,9 @@ import unittest
 import torch
 
 from harness import torch_ref
+from harness.bench import generate as bench_generate
 from harness.bench import mixers as bench_mixers
+from harness.bench import torch_generate
 from harness.bench import torch_mixers
 from harness.bench.layouts import layouts
 from harness.bench.main import cpu_has_bf16, parse_precisions
@@ -298,6 +305,102 @@ class MixersSection(unittest.TestCase):
         self.assertIn("gla: n/a", shown)
         self.assertIn("PyTorch not measured: PyTorch run failed: no torch", shown)
         self.assertEqual(res[0]["torch_unavailable"], "PyTorch run failed: no torch")
+
+
+class GenerateSection(unittest.TestCase):
+    """The generate section: its PyTorch decoding loop is the model, and its arithmetic on made-up runs."""
+
+    def test_torch_loop_is_the_model(self):
+        for mixer in ("attention", "grassmann"):
+            cfg = {"n_embd": 16, "n_head": 4, "vocab_size": 11, "block_size": 24, "pos": "learned",
+                   "mixers": [mixer, mixer], "grassmann_rank": 4, "grassmann_windows": [1, 2, 4]}
+            W = torch_ref.init_weights(cfg, seed=3)
+            with torch.no_grad():
+                for w in W.values():
+                    w.add_(0.3 * torch.randn(w.shape, generator=torch.Generator().manual_seed(5)))
+            prompt = torch.tensor([1, 4, 2, 9, 0])
+            _, times, logits = torch_generate.decode(W, cfg, prompt, 8)
+            self.assertEqual(len(times), 8)
+            tokens = torch.cat([prompt, logits[len(prompt) - 1:-1].argmax(1)])
+            with torch.no_grad():
+                ref = torch_ref.model_logits(W, cfg, tokens[None])[0]
+            self.assertLess(float((logits - ref).abs().max()), 1e-4, mixer)
+
+    def run_section(self, step_ms, torch_ms, quick=True):
+        """section_generate with bin/train, bin/sample, bin/gemm-rate and PyTorch replaced: step_ms(model,
+        mixer, context, weights, samples) is bin/sample's ms per step, torch_ms(context) PyTorch's (None:
+        it failed); prefill 2 ms a token of prompt; the read rate 20 GB/s."""
+        ctx = Context()
+        ctx.quick, ctx.rounds, ctx.threads, ctx.mixers, ctx.torch_missing, ctx.tmp = quick, 2, 1, \
+            ["attention", "grassmann", "gla"], None, "/nonexistent"
+        calls = []
+        matrices = [{"rows": 1000, "cols": 1000}] * 3  # 3M weights: 12 MB in fp32
+
+        def fake_model(ctx_, model, mixer):
+            return f"{model}-{mixer}.ckpt", {"matrices": matrices, "config": {"n_embd": 256, "n_layer": 4}}
+
+        def fake_sample(ctx_, ckpt, n_prompt, tokens, weights, samples):
+            model, mixer = ckpt[:-5].split("-")
+            calls.append((model, mixer, n_prompt, weights, samples))
+            return {"prefill_tokens": n_prompt, "prefill_ms": 2.0 * n_prompt, "steps": tokens,
+                    "step_ms": step_ms(model, mixer, n_prompt, weights, samples)}
+
+        def fake_torch(ctx_, config, n_prompt, steps):
+            ms = torch_ms(n_prompt)
+            if ms is None:
+                ctx_.torch_missing = "PyTorch run failed: no torch"
+                return None
+            return {"prefill_ms": 4.0 * n_prompt, "step_ms": ms, "blas": "OpenBLAS"}
+
+        saved = (bench_generate.make_model, bench_generate.c_sample, bench_generate.read_rate,
+                 bench_generate.torch_decode)
+        bench_generate.make_model, bench_generate.c_sample = fake_model, fake_sample
+        bench_generate.read_rate, bench_generate.torch_decode = (lambda ctx_, mb: 20.0), fake_torch
+        try:
+            with contextlib.redirect_stderr(io.StringIO()):
+                res = bench_generate.section_generate(ctx)
+        finally:
+            (bench_generate.make_model, bench_generate.c_sample, bench_generate.read_rate,
+             bench_generate.torch_decode) = saved
+        with contextlib.redirect_stdout(io.StringIO()) as shown:
+            bench_generate.print_generate(ctx, res)
+        return res, calls, shown.getvalue()
+
+    def test_rows_and_ratios(self):
+        # fp32 1 ms a step, bf16 0.5, int8 0.25; 8 samples take 2x one sample's step; PyTorch 3 ms.
+        fmt_ms = {"fp32": 1.0, "bf16": 0.5, "int8": 0.25}
+        res, calls, shown = self.run_section(lambda m, mx, L, w, n: fmt_ms[w] * (2.0 if n > 1 else 1.0),
+                                             lambda L: 3.0)
+        self.assertEqual(res["left_out"], ["gla"])
+        self.assertEqual(res["read_rate"], {"l3": {"mb": 12.0, "gb_per_s": 20.0}})
+        self.assertEqual([(r["mixer"], r["context"]) for r in res["rows"]],
+                         [(m, L) for m in ("attention", "grassmann") for L in (128, 4032)])
+        self.assertEqual(len(calls), 2 * 2 * (2 * 3 + 2))  # rounds x mixers x (contexts x formats + batch)
+        for r in res["rows"]:
+            self.assertAlmostEqual(r["prefill_tokens_per_s"], 500.0)
+            self.assertAlmostEqual(r["fp32"]["tokens_per_s"], 1000.0)
+            self.assertAlmostEqual(r["int8"]["tokens_per_s"], 4000.0)
+            self.assertAlmostEqual(r["int8_over_fp32"], 4.0)
+            self.assertAlmostEqual(r["c_over_torch"], 3.0)
+            self.assertAlmostEqual(r["torch_tokens_per_s"], 1000.0 / 3)
+            # 12 MB of fp32 weights (+ attention's K/V cache at the mean context) in 1 ms
+            kv = 2 * (r["context"] + 32) * 256 * 4 * 4 if r["mixer"] == "attention" else 0
+            self.assertAlmostEqual(r["fp32"]["gb_per_s"], (12e6 + kv) / 1e-3 * 1e-9)
+            self.assertAlmostEqual(r["fp32"]["read_share"], r["fp32"]["gb_per_s"] / 20.0)
+            self.assertAlmostEqual(r["int8"]["gb_per_s"], (3e6 * 1.125 + kv) / 0.25e-3 * 1e-9)
+        for b in res["batch"]:
+            self.assertEqual(b["n"], bench_generate.N_SAMPLES)
+            self.assertAlmostEqual(b["fp32"]["tokens_per_s"], 8 * 1000.0 / 2)
+            self.assertAlmostEqual(b["fp32"]["over_batch1"], 4.0)
+        self.assertIn("read rate at the fp32 weights' 12 MB: 20.0 GB/s", shown)
+        self.assertIn("left out: gla", shown)
+
+    def test_torch_missing(self):
+        res, _, shown = self.run_section(lambda m, mx, L, w, n: 1.0, lambda L: None)
+        for r in res["rows"]:
+            self.assertIsNone(r["c_over_torch"])
+            self.assertIsNone(r["torch_tokens_per_s"])
+        self.assertIn("PyTorch: not measured (PyTorch run failed: no torch)", shown)
 
 
 class Options(unittest.TestCase):

@@ -214,6 +214,27 @@ expect_ok "eval json" $B/eval --model "$tmp/good.ckpt" --data "$tmp/a/val.bin" -
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["perplexity"] > 1' "$tmp/out" && ok || bad "eval --json is not valid JSON"
 expect_ok "sample" $B/sample --model "$tmp/good.ckpt" --prompt "The whale" --tokens 40 --top-k 5
 [ "$(head -c 9 "$tmp/out")" = "The whale" ] && ok || bad "sample did not echo its prompt"
+# --num-samples: 3 samples decoded together (40 tokens: refills of the 16-position
+# context on the way), each the text --seed S + i gives alone, byte for byte.
+for w in fp32 int8; do
+    expect_ok "sample --num-samples 3 --weights $w" $B/sample --model "$tmp/good.ckpt" --prompt "The whale" --tokens 40 \
+        --num-samples 3 --seed 7 --weights $w --timing
+    cp "$tmp/out" "$tmp/batch"
+    grep -q "prefill 9 tokens .* decode 40 steps x 3 samples .* weights $w" "$tmp/err" && ok || bad "sample --timing: $(cat "$tmp/err")"
+    for i in 0 1 2; do
+        $B/sample --model "$tmp/good.ckpt" --prompt "The whale" --tokens 40 --seed $((7 + i)) --weights $w >"$tmp/alone$i"
+    done
+    python3 - "$tmp" <<'PY' && ok || bad "sample --num-samples 3 --weights $w: a sample differs from its seed's alone"
+import sys
+t = sys.argv[1]
+parts = open(f"{t}/batch").read().split("--- sample ")[1:]
+assert len(parts) == 3
+for i, p in enumerate(parts):
+    head, body = p.split("\n", 1)
+    assert head == str(i + 1) and body == open(f"{t}/alone{i}").read(), i
+PY
+done
+expect_error "sample bad weights" "must be fp32, bf16 or int8" $B/sample --model "$tmp/good.ckpt" --weights int4
 
 # resume == uninterrupted, digit for digit, with and without dropout
 for drop in 0 0.1; do

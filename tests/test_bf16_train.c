@@ -243,7 +243,7 @@ static void run_mixer(const Mixer *mx, ModelConfig cfg, size_t B, size_t T, int 
     float *din32 = zeros(N * C), *din16 = zeros(N * C), *g32 = zeros(np), *g16 = zeros(np);
     Bf b;
     bf_make(&b, params, np, N * 4 * C, mx->bf16_words ? mx->bf16_words(&spec, B, T) : 0);
-    MixerRuntime fp32 = {NULL, NULL}, bf16 = {NULL, &b.bf};
+    MixerRuntime fp32 = {NULL, NULL, NULL}, bf16 = {NULL, &b.bf, NULL};
     mx->forward(&spec, &fp32, params, acts, out32, in, B, T);
     mx->forward(&spec, &bf16, params, acts16, out16, in, B, T);
     mx->backward(&spec, &fp32, params, g32, acts, in, dout, din32, B, T);
@@ -295,7 +295,7 @@ static void test_attention_by_tiles(void **state) {
     float *params = rand_tensor(np, 0.2f, 21);
     Bf b;
     bf_make(&b, params, np, BY_TILES_T * 4 * cfg.n_embd, attention_mixer.bf16_words(&spec, 1, BY_TILES_T));
-    check_by_tiles_bitwise(params, (MixerRuntime){NULL, &b.bf});
+    check_by_tiles_bitwise(params, (MixerRuntime){NULL, &b.bf, NULL});
     bf_free(&b);
     free(params);
 }

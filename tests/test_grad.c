@@ -182,7 +182,7 @@ static double mix_obj(void *p) {
 /* rope: the cos/sin table with rope positions, else NULL. */
 static void run_mixer(const Mixer *mx, ModelConfig cfg, const float *rope, size_t B, size_t T, float pscale) {
     MixerSpec spec = model_mixer_spec(&cfg, 0);
-    MixCtx c = {mx, spec, {rope, NULL}, B, T, mixer_param_count(mx, &spec), NULL, NULL, NULL, NULL, NULL};
+    MixCtx c = {mx, spec, {rope, NULL, NULL}, B, T, mixer_param_count(mx, &spec), NULL, NULL, NULL, NULL, NULL};
     size_t C = cfg.n_embd, N = B * T;
     c.params = rand_tensor(c.np, pscale, 8);
     c.acts = zeros(mx->act_size(&spec, B, T));
@@ -271,7 +271,7 @@ static void test_gla_step(void **s) {
     config_defaults(&cfg);
     cfg.n_embd = 8, cfg.n_head = 2, cfg.block_size = 40, cfg.vocab_size = 5;
     MixerSpec spec = model_mixer_spec(&cfg, 0);
-    MixerRuntime rt = {NULL, NULL};
+    MixerRuntime rt = {NULL, NULL, NULL};
     size_t T = 37, C = cfg.n_embd;
     float *params = rand_tensor(mixer_param_count(&gla_mixer, &spec), 0.3f, 5), *in = rand_tensor(T * C, 1.0f, 6);
     float *acts = zeros(gla_mixer.act_size(&spec, 1, T)), *out = zeros(T * C), *state = rand_tensor(gla_mixer.state_size(&spec), 1.0f, 7);
@@ -311,7 +311,7 @@ static void test_attention_backward_by_tiles(void **s) {
     ModelConfig cfg = by_tiles_config();
     MixerSpec spec = model_mixer_spec(&cfg, 0);
     float *params = rand_tensor(mixer_param_count(&attention_mixer, &spec), 0.5f, 8);
-    check_by_tiles_bitwise(params, (MixerRuntime){NULL, NULL});
+    check_by_tiles_bitwise(params, (MixerRuntime){NULL, NULL, NULL});
     run_attention_by_tiles(cfg);
     free(params);
 }

@@ -1,8 +1,12 @@
-/* Unit tests of the attention tiles' small products (src/blas/tile_gemm.c) against a double-precision reference. */
+/* Unit tests of the attention tiles' small products (src/blas/tile_gemm.c)
+ * and the decode step's matrix-vector kernels (src/blas/gemv.c) against a
+ * double-precision reference, at the level LM_MAX_ISA leaves. */
 #include "testutil.h"
 
+#include "blas/gemv.h"
 #include "blas/kernel_check.h"
 #include "blas/tile_gemm.h"
+#include "lm/threads.h"
 
 /* One product C = alpha op(A) B + beta C at the given shape, with A as given
  * (transposed = A stored k x m) and rows padded (ld > width), against
@@ -73,7 +77,106 @@ static void test_transpose(void **state) {
         }
 }
 
+/* ---- the decode step's matrix-vector kernels -------------------------------- */
+
+/* W (rows x K, row stride ld = K + 3) in format f: its fp32 entries, converted. */
+typedef struct GemvCase {
+    float *w;
+    uint16_t *h;
+    int8_t *q;
+    float *scale;
+    GemvWeights gw;
+} GemvCase;
+
+static GemvCase gemv_case(GemvFormat f, size_t rows, size_t K, uint64_t seed) {
+    GemvCase c = {0};
+    size_t ld = K + 3, groups = (K + GEMV_GROUP - 1) / GEMV_GROUP;
+    c.w = rand_tensor(rows * ld, 1.0f, seed);
+    c.gw = (GemvWeights){.format = f, .f = c.w, .ld = ld};
+    if (f == GEMV_BF16) {
+        c.h = malloc(rows * K * sizeof *c.h);
+        gemv_to_bf16(c.h, c.w, ld, rows, K);
+        c.gw = (GemvWeights){.format = f, .h = c.h, .ld = K};
+    } else if (f == GEMV_Q8) {
+        c.q = malloc(rows * K), c.scale = malloc(rows * groups * sizeof(float));
+        gemv_to_q8(c.q, c.scale, c.w, ld, rows, K);
+        c.gw = (GemvWeights){.format = f, .q = c.q, .scale = c.scale, .ld = K, .lds = groups};
+    }
+    return c;
+}
+
+static void gemv_case_free(GemvCase *c) { free(c->w), free(c->h), free(c->q), free(c->scale); }
+
+/* N vectors times W in format f, with and without a bias and added to y:
+ * each entry within 2e-6 of the double product of the entries the kernel
+ * reads (gemv_weight), relative to sum |x W|; bf16 and q8 against fp32
+ * within the conversion's own bound (sum |x| |W - W'| with |W - W'| at
+ * most 2^-8 |W| for bf16, scale / 2 for q8); every vector the bits it gets
+ * alone; the rows split anywhere the same bits; the whole on the threads too. */
+static void check_gemv(GemvFormat f, size_t N, size_t rows, size_t K, uint64_t seed) {
+    GemvCase c = gemv_case(f, rows, K, seed);
+    size_t ldx = K + 1, ldy = rows + 2;
+    float *x = rand_tensor(N * ldx, 1.0f, seed + 1), *bias = rand_tensor(rows, 1.0f, seed + 2);
+    float *y = malloc(N * ldy * sizeof *y), *one = malloc(ldy * sizeof *one), *split = malloc(N * ldy * sizeof *split);
+    for (int acc = 0; acc < 3; acc++) { /* 0: no bias, 1: bias, 2: accumulate onto y = bias */
+        for (size_t i = 0; i < N * ldy; i++) y[i] = acc == 2 ? bias[i % ldy < rows ? i % ldy : 0] : NAN;
+        GemvArgs a = {N, K, x, ldx, c.gw, acc == 1 ? bias : NULL, y, ldy, acc == 2};
+        memcpy(split, y, N * ldy * sizeof *y);
+        gemv_loops()->rows[f](&a, 0, rows);
+        for (size_t n = 0; n < N; n++)
+            for (size_t r = 0; r < rows; r++) {
+                double want = acc ? bias[r] : 0.0, mag = acc ? fabs(bias[r]) : 0.0, full = want, conv = 0.0;
+                for (size_t k = 0; k < K; k++) {
+                    double xv = x[n * ldx + k], wv = gemv_weight(&c.gw, r, k), w32 = c.w[r * (K + 3) + k];
+                    want += xv * wv, mag += fabs(xv * wv), full += xv * w32;
+                    conv += fabs(xv) * (f == GEMV_Q8 ? c.scale[r * c.gw.lds + k / GEMV_GROUP] / 2 : fabs(w32) / 256);
+                }
+                double got = y[n * ldy + r];
+                if (!(fabs(got - want) <= 2e-6 * mag + 1e-30))
+                    fail_msg("gemv %s format %d %zux%zux%zu row %zu: %.8g, want %.8g", gemv_loops()->isa, (int)f, N, rows, K,
+                             r, got, want);
+                if (f != GEMV_F32 && !(fabs(got - full) <= 1.001 * conv + 2e-6 * mag))
+                    fail_msg("gemv format %d row %zu: %.8g is %.3g from fp32's %.8g (bound %.3g)", (int)f, r, got,
+                             fabs(got - full), full, conv);
+            }
+        for (size_t n = 0; n < N; n++) { /* alone: the same bits */
+            for (size_t i = 0; i < ldy; i++) one[i] = acc == 2 ? bias[i < rows ? i : 0] : NAN;
+            GemvArgs a1 = a;
+            a1.N = 1, a1.x = x + n * ldx, a1.y = one;
+            gemv_loops()->rows[f](&a1, 0, rows);
+            assert_memory_equal(one, y + n * ldy, rows * sizeof(float));
+        }
+        GemvArgs as = a; /* the rows in runs of 1, 2, 3, ... */
+        as.y = split;
+        for (size_t r0 = 0, len = 1; r0 < rows; r0 += len, len++)
+            gemv_loops()->rows[f](&as, r0, r0 + len < rows ? r0 + len : rows);
+        for (size_t n = 0; n < N; n++) assert_memory_equal(split + n * ldy, y + n * ldy, rows * sizeof(float));
+        if (acc == 2) continue;
+        memset(split, 0, N * ldy * sizeof *split);
+        gemv(&as, rows); /* the dispatch, threads and all */
+        for (size_t n = 0; n < N; n++) assert_memory_equal(split + n * ldy, y + n * ldy, rows * sizeof(float));
+    }
+    gemv_case_free(&c);
+    free(x), free(bias), free(y), free(one), free(split);
+}
+
+/* Every path: blocks of 4 rows and single rows, K across whole vectors
+ * (pairs and one), the scalar tail, whole and part q8 groups; one vector
+ * and a batch; a matrix large enough for the threads to share. */
+static void test_gemv(void **state) {
+    (void)state;
+    static const size_t Ns[] = {1, 3}, rowss[] = {1, 5, 67}, Ks[] = {1, 7, 32, 45, 100, 256};
+    uint64_t seed = 11;
+    for (int f = GEMV_F32; f <= GEMV_Q8; f++)
+        for (size_t a = 0; a < 2; a++)
+            for (size_t b = 0; b < 3; b++)
+                for (size_t c = 0; c < 6; c++) check_gemv((GemvFormat)f, Ns[a], rowss[b], Ks[c], seed += 3);
+    threads_use(2);
+    for (int f = GEMV_F32; f <= GEMV_Q8; f++) check_gemv((GemvFormat)f, 2, 600, 256, seed += 3);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_shapes), cmocka_unit_test(test_transpose)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_shapes), cmocka_unit_test(test_transpose),
+                                       cmocka_unit_test(test_gemv)};
     return cmocka_run_group_tests_name("tile_gemm", tests, NULL, NULL);
 }

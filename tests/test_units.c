@@ -85,9 +85,18 @@ static void test_causality_grassmann(void **s) { (void)s; check_causality("grass
 
 /* ---- incremental decoding equals the full forward ----------------------------- */
 
+/* The relative gap of logits (V) to ref's, folded into *worst. */
+static void fold_gap(double *worst, const float *logits, const float *ref, size_t V) {
+    for (size_t v = 0; v < V; v++) {
+        double d = fabs((double)logits[v] - ref[v]) / (1.0 + fabs(ref[v]));
+        *worst = d > *worst ? d : *worst;
+    }
+}
+
 /* The largest difference, relative to 1 + |logit|, between cfg's model's
- * incremental logits and its full forward's over 20 positions; *biggest:
- * the largest |logit| of the steps. */
+ * incremental logits and its full forward's over 20 positions, stepping
+ * from position 0 and after a prefill (model_prefill) of the first 1, 10
+ * and 20 positions; *biggest: the largest |logit| of the steps. */
 static double step_forward_gap(const ModelConfig *cfg, double *biggest) {
     size_t T = 20, V = 13;
     Model m;
@@ -103,10 +112,21 @@ static double step_forward_gap(const ModelConfig *cfg, double *biggest) {
     *biggest = 0.0;
     for (size_t t = 0; t < T; t++) {
         model_step(&m, &st, tok[t], logits);
-        for (size_t v = 0; v < V; v++) {
-            double d = fabs((double)logits[v] - m.logits[t * V + v]) / (1.0 + fabs(m.logits[t * V + v]));
-            worst = d > worst ? d : worst;
-            *biggest = fabs(logits[v]) > *biggest ? fabs(logits[v]) : *biggest;
+        fold_gap(&worst, logits, m.logits + t * V, V);
+        for (size_t v = 0; v < V; v++) *biggest = fabs(logits[v]) > *biggest ? fabs(logits[v]) : *biggest;
+    }
+    float ref[20 * 13];
+    memcpy(ref, m.logits, sizeof ref);
+    const size_t prefills[] = {1, 10, 20};
+    for (size_t i = 0; i < 3; i++) {
+        size_t k = prefills[i];
+        model_state_reset(&st);
+        assert_int_equal(model_prefill(&m, &st, 0, tok, k, logits, &err), 0);
+        assert_int_equal(st.t, k);
+        fold_gap(&worst, logits, ref + (k - 1) * V, V);
+        for (size_t t = k; t < T; t++) {
+            model_step(&m, &st, tok[t], logits);
+            fold_gap(&worst, logits, ref + t * V, V);
         }
     }
     model_state_free(&st);
@@ -136,6 +156,97 @@ static void test_step_hybrid(void **s) { (void)s; check_step_matches_forward("at
 static void test_step_rope(void **s) { (void)s; check_step_matches_forward("attention", POS_ROPE); }
 static void test_step_rope_hybrid(void **s) { (void)s; check_step_matches_forward("grassmann,attention", POS_ROPE); }
 static void test_step_gla(void **s) { (void)s; check_step_matches_forward("gla,attention", POS_ROPE); }
+static void test_step_gla_alone(void **s) { (void)s; check_step_matches_forward("gla", POS_LEARNED); }
+
+/* model_step_batch: three sequences (different tokens) stepped together, from
+ * one prefill copied to all, each the bits a one-sequence state gives it,
+ * at every position (the mixers' step_batch and the batched MLP and head). */
+static void check_step_batch(const char *mixers, const char *window, WeightsFormat f) {
+    size_t T = 20, V = 13, N = 3;
+    ModelConfig cfg;
+    Error err;
+    small_config(&cfg, mixers);
+    if (window) assert_int_equal(config_set_option(&cfg, "attn-window", window, &err), 0);
+    Model m;
+    make_model_from(&m, &cfg, 1, T);
+    assert_int_equal(model_set_weights(&m, f, &err), 0);
+    ModelState batch, one[3];
+    assert_int_equal(model_state_init_batch(&m, &batch, N, &err), 0);
+    int32_t prompt[4] = {1, 5, 2, 7}, tok[3];
+    float logits[3 * 13], alone[13];
+    assert_int_equal(model_prefill(&m, &batch, 0, prompt, 4, logits, &err), 0);
+    for (size_t i = 0; i < N; i++) {
+        assert_int_equal(model_state_init(&m, &one[i], &err), 0);
+        assert_int_equal(model_prefill(&m, &one[i], 0, prompt, 4, alone, &err), 0);
+        if (i) model_state_copy(&m, &batch, 0, i);
+    }
+    for (size_t t = 4; t < T; t++) {
+        for (size_t i = 0; i < N; i++) tok[i] = (int32_t)((t * 5 + i * 3 + 1) % V);
+        model_step_batch(&m, &batch, tok, logits);
+        for (size_t i = 0; i < N; i++) {
+            model_step(&m, &one[i], tok[i], alone);
+            if (memcmp(alone, logits + i * V, sizeof alone))
+                fail_msg("%s %s: sequence %zu at position %zu differs from its step alone", mixers,
+                         weights_format_name(f), i, t);
+        }
+    }
+    for (size_t i = 0; i < N; i++) model_state_free(&one[i]);
+    model_state_free(&batch);
+    model_free(&m);
+}
+
+static void test_step_batch(void **s) {
+    (void)s;
+    check_step_batch("attention,grassmann", NULL, WEIGHTS_FP32);
+    check_step_batch("gla,attention", "3", WEIGHTS_INT8);
+}
+
+/* --weights bf16 and int8 (model_set_weights): the decode step, reading the
+ * converted copies on our kernels, gives the logits of the forward over the
+ * round-tripped weights (what bin/eval --weights scores) to 1e-5 relative;
+ * and those are within the stated bound of the fp32 model's, relative to
+ * 1 + |logit| (the bounds, about twice what the test model measures, are at
+ * test_weights_formats: bf16 rounds each weight to 8 bits of mantissa, int8
+ * to within max|w| / 254 of its group of 32, coarser for the small ones),
+ * on a model whose weights are 10x the init's and so whose logits are large. */
+static void check_weights_format(const char *mixers, WeightsFormat f, double bound) {
+    size_t T = 20, V = 13;
+    ModelConfig cfg;
+    Error err;
+    small_config(&cfg, mixers);
+    Model m;
+    make_model_from(&m, &cfg, 1, T);
+    int32_t tok[20];
+    for (size_t i = 0; i < T; i++) tok[i] = (int32_t)((i * 7 + 1) % V);
+    float ref32[20 * 13], refq[20 * 13], logits[13];
+    model_forward(&m, tok, NULL, 1, T, NULL);
+    memcpy(ref32, m.logits, sizeof ref32);
+    assert_int_equal(model_set_weights(&m, f, &err), 0);
+    assert_true(m.decode.n > 0);
+    model_forward(&m, tok, NULL, 1, T, NULL);
+    memcpy(refq, m.logits, sizeof refq);
+    ModelState st;
+    assert_int_equal(model_state_init(&m, &st, &err), 0);
+    double step_gap = 0.0, cost = 0.0;
+    for (size_t t = 0; t < T; t++) {
+        model_step(&m, &st, tok[t], logits);
+        fold_gap(&step_gap, logits, refq + t * V, V);
+        fold_gap(&cost, refq + t * V, ref32 + t * V, V);
+    }
+    if (step_gap > 1e-5) fail_msg("%s %s: the step's logits differ from the forward's by %.3e", mixers, weights_format_name(f), step_gap);
+    if (cost > bound) fail_msg("%s %s: logits %.3e from fp32's, above the bound %.0e", mixers, weights_format_name(f), cost, bound);
+    if (cost == 0.0) fail_msg("%s %s: the weights did not change", mixers, weights_format_name(f));
+    model_state_free(&st);
+    model_free(&m);
+}
+
+static void test_weights_formats(void **s) {
+    (void)s;
+    check_weights_format("attention,grassmann", WEIGHTS_BF16, 1.5e-2); /* measured 7.0e-3 */
+    check_weights_format("attention,grassmann", WEIGHTS_INT8, 5e-2);   /* 2.2e-2 */
+    check_weights_format("gla", WEIGHTS_BF16, 4e-2);                   /* 1.9e-2 */
+    check_weights_format("gla", WEIGHTS_INT8, 0.2);                    /* 9.3e-2: the recurrence compounds it */
+}
 
 /* A sliding window of 3 of 20 positions: the sampling caches become a ring
  * of 3 slots and still give forward's logits; the config writes
@@ -1014,6 +1125,9 @@ int main(void) {
         cmocka_unit_test(test_step_rope),
         cmocka_unit_test(test_step_rope_hybrid),
         cmocka_unit_test(test_step_gla),
+        cmocka_unit_test(test_step_gla_alone),
+        cmocka_unit_test(test_weights_formats),
+        cmocka_unit_test(test_step_batch),
         cmocka_unit_test(test_attention_window_config),
         cmocka_unit_test(test_step_post_hybrid),
         cmocka_unit_test(test_step_recipe),

@@ -9,6 +9,7 @@ import tempfile
 import time
 
 from harness.bench.blas import BLAS_CONFIGS, WIDTHS, print_blas, section_blas
+from harness.bench.generate import print_generate, section_generate
 from harness.bench.kernel import KERNEL_VARIABLE, LIBRARY_NAME, library_of, print_kernel, section_kernel
 from harness.bench.layouts import LAYOUT_CONFIGS, print_layouts, section_layouts
 from harness.bench.load import print_load, section_load
@@ -20,7 +21,7 @@ from harness.bench.train import (cpu_isa_levels, level_env, parse_isa, torch_isa
                                  section_train)
 from harness.common import BIN, PYTHON, ROOT, cpu_model, die, kill_children, token_header
 
-SECTIONS = ("train", "mixers", "kernel", "blas", "load", "mpi", "scaling", "layouts")
+SECTIONS = ("train", "mixers", "kernel", "blas", "load", "mpi", "scaling", "layouts", "generate")
 # What runs when --sections is not given: these, and the last two as well when
 # --threads lists more than one count.
 DEFAULT_SECTIONS = ("train", "mixers", "kernel", "blas", "load", "mpi")
@@ -50,8 +51,11 @@ def parse_args():
                                         "kernel check), load (the thread tuner), mpi (2 ranks against 1 rank "
                                         "and against 2 threads), scaling (tokens/s, speed-up, efficiency and MFU "
                                         "per thread count, and bin/train's default threads against the best), "
-                                        "layouts (ranks x threads for each core count). By default the first "
-                                        "five; scaling and layouts too when --threads lists more than one count.")
+                                        "layouts (ranks x threads for each core count), generate (bin/sample's "
+                                        "prefill and decode against context length, fp32, bf16 and int8 "
+                                        "weights, batch 1 and N, against a PyTorch KV-cache loop and the "
+                                        "machine's read rate). By default the first six; scaling and layouts "
+                                        "too when --threads lists more than one count; generate when asked.")
     ap.add_argument("--quick", action="store_true", help="fewer steps and one round (a few minutes)")
     ap.add_argument("--threads", metavar="N[,N...]",
                     help="thread counts: one N for C and PyTorch in every section (default: all cores); a comma "
@@ -259,8 +263,8 @@ def print_report(ctx, out):
 
 SECTION_RUNS = {"train": section_train, "mixers": section_mixers, "kernel": section_kernel, "blas": section_blas,
                 "load": section_load,
-               "mpi": section_mpi, "scaling": section_scaling, "layouts": section_layouts}
+               "mpi": section_mpi, "scaling": section_scaling, "layouts": section_layouts, "generate": section_generate}
 SECTION_PRINTS = {"train": (print_speed, print_flops, print_memory, print_profile, print_inference),
                   "mixers": (print_mixers,), "kernel": (print_kernel,), "blas": (print_blas,), "load": (print_load,),
                   "mpi": (print_mpi,),
-                  "scaling": (print_scaling,), "layouts": (print_layouts,)}
+                  "scaling": (print_scaling,), "layouts": (print_layouts,), "generate": (print_generate,)}

@@ -92,6 +92,52 @@ void matmul_backward_strided(const MatmulBf16 *bf, float *din, float din_beta, f
 void matmul_forward_then(float *out, const float *in, const float *w, const float *bias, size_t n, size_t in_dim,
                          size_t out_dim, TileEpilogue epilogue, void *ctx);
 
+/* ---- the decode step's products --------------------------------------------
+ *
+ * The weights a decode step reads, converted at load (bin/sample and
+ * bin/eval --weights): each product weight matrix of the model (rows x
+ * cols, fp32 at w inside the parameters) beside its copy in bf16 or int8
+ * with one scale per group of 32 entries of a row (blas/gemv.h). */
+typedef enum { WEIGHTS_FP32, WEIGHTS_BF16, WEIGHTS_INT8 } WeightsFormat;
+
+typedef struct DecodeTensor {
+    const float *w;
+    size_t rows, cols;
+    uint16_t *h;   /* WEIGHTS_BF16: rows x cols */
+    int8_t *q;     /* WEIGHTS_INT8: rows x cols, and ... */
+    float *scale;  /* ... rows x ceil(cols / 32) scales */
+} DecodeTensor;
+
+typedef struct DecodeWeights {
+    WeightsFormat format;
+    DecodeTensor *t;
+    size_t n;
+} DecodeWeights;
+
+/* "fp32", "bf16", "int8". */
+const char *weights_format_name(WeightsFormat f);
+int weights_format_parse(const char *name, WeightsFormat *f, Error *err);
+/* Adds the converted copy of w (rows x cols, contiguous) to d; -1 with err when out of memory. */
+int decode_weights_add(DecodeWeights *d, const float *w, size_t rows, size_t cols, Error *err);
+void decode_weights_free(DecodeWeights *d);
+/* The fp32 values the converted copy stands for, written over w itself (for
+ * evaluating a model at the precision it decodes in: bin/eval --weights). */
+void decode_weights_round_trip(const DecodeWeights *d);
+
+/* The decode step's product, for few rows n (the sequences decoded at once):
+ * out (n, out_dim) = in . w^T + bias (or, accumulate, out += in . w^T), w's
+ * rows ldw apart, on our matrix-vector kernels (blas/gemv.h), reading w's
+ * converted copy in dec where it has one (NULL: fp32 as it is), and the
+ * rows shared among the threads on a large matrix. Under bf16 precision
+ * (bf not NULL) matmul_forward's bf16 product instead. */
+void matmul_step(const MatmulBf16 *bf, const DecodeWeights *dec, float *out, const float *in, const float *w, size_t ldw,
+                 const float *bias, size_t n, size_t in_dim, size_t out_dim, int accumulate);
+/* The same with the n rows of out and of in ldo and ldi floats apart (each
+ * sequence's rows in its own decoder state). */
+void matmul_step_rows(const MatmulBf16 *bf, const DecodeWeights *dec, float *out, size_t ldo, const float *in, size_t ldi,
+                      const float *w, size_t ldw, const float *bias, size_t n, size_t in_dim, size_t out_dim,
+                      int accumulate);
+
 /* matmul_forward of `rows` rows on the calling thread alone (inside the
  * caller's parallel region); with bf, in is rounded first into scratch[slot]
  * at entry `at` (rows x in_dim entries: the caller's share of the slot;

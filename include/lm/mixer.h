@@ -32,6 +32,7 @@
 #include "lm/error.h"
 
 struct MatmulBf16;
+struct DecodeWeights;
 
 typedef enum { INIT_NORMAL, INIT_RESIDUAL, INIT_ZERO, INIT_ONE } InitKind;
 
@@ -114,6 +115,9 @@ typedef struct MixerOption {
 typedef struct MixerRuntime {
     const float *rope;             /* with rope: (block_size, hs/2, 2) cos, sin (src/nn/rope.h); else NULL */
     const struct MatmulBf16 *bf16; /* bf16 products' weights and scratch (lm/matmul.h); NULL: fp32 */
+    /* The weights' converted copies the step's products read (lm/matmul.h's
+     * matmul_step, bin/sample --weights); NULL: fp32. */
+    const struct DecodeWeights *decode;
 } MixerRuntime;
 
 typedef struct TensorSpec {
@@ -162,6 +166,20 @@ typedef struct Mixer {
     size_t (*state_size)(const MixerSpec *spec);
     void (*step)(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state,
                  const float *in_t, float *out_t, size_t t);
+    /* Optional (NULL: the model calls step for each sequence): step for n
+     * sequences at once, all at position t, sequence i's state at state +
+     * i * stride, its x and out at in + i * n_embd and out + i * n_embd;
+     * each sequence's out the bits step gives it alone (the products over
+     * the n rows read each weight once: lm/matmul.h's matmul_step_rows). */
+    void (*step_batch)(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state, size_t stride,
+                       const float *in, float *out, size_t t, size_t n);
+    /* Prefill: after forward over one sequence (B = 1) of T <= block_size
+     * positions with its activations in acts, writes into state what steps
+     * at positions 0 .. T-1 would have left there (KV cache, rolling window,
+     * recurrent state), so that the next step is at position T. Its logits
+     * then equal the incremental path's to rounding (the batched products
+     * add in another order). */
+    void (*fill_state)(const MixerSpec *spec, const float *acts, size_t T, float *state);
     /* Training FLOPs per token of the mixing itself at block size T, beyond
      * its weight matrices (which the model counts alike for every mixer:
      * model_flops), for model FLOP utilisation: forward and backward. */

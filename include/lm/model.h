@@ -82,6 +82,9 @@ typedef struct Model {
      * handed it (MixerRuntime). */
     MatmulBf16 *bf16;
     float *rope_table;             /* (block_size, hs/2, 2) rope cos, sin (src/nn/rope.h), or NULL; handed to every mixer call */
+    /* The product weights' converted copies the decode step reads
+     * (model_set_weights); format WEIGHTS_FP32 (all zero): none. */
+    DecodeWeights decode;
 
     /* Activation arena, for up to B_max x T_max tokens: n_acts floats. */
     size_t B_max, T_max, n_acts;
@@ -164,6 +167,13 @@ int model_set_precision(Model *m, Precision p, Error *err);
  * results of the passes since are undefined), else 0. Ask after a forward or
  * backward pass before using what it computed. */
 int model_bf16_failed(const Model *m, Error *err);
+/* The format the decode step reads the product weights in (lm/matmul.h's
+ * matmul_step): bf16 or int8 copies of every weight matrix the products
+ * multiply by, converted now; and the fp32 weights themselves replaced by
+ * the values the copies stand for, so that the batched forward (prefill,
+ * evaluation) computes the same model. WEIGHTS_FP32 changes nothing.
+ * Once per model: the fp32 weights are not kept. */
+int model_set_weights(Model *m, WeightsFormat f, Error *err);
 /* Rounds params into params_h (nothing in fp32): after anything changes the
  * weights (the trainer calls it after every optimizer step; a checkpoint loaded before
  * model_set_precision needs nothing). The same for any thread count. */
@@ -218,16 +228,39 @@ void model_zero_grads(Model *m);
 void model_backward_accumulate(Model *m, float loss_scale, const PassOptions *opt);
 
 /* Incremental decoding: feed one token at a time, positions 0, 1, ... up to
- * block_size - 1; each step writes the logits (V) for the next token. */
+ * block_size - 1; each step writes the logits (V) for the next token. A
+ * state may hold n_seq sequences decoded together, all at position t:
+ * layer l's state of sequence i at mixer_state[l] + i * stride[l]. */
 typedef struct ModelState {
     float *mixer_state[MAX_LAYERS];
+    size_t stride[MAX_LAYERS];
     float *buf;
-    size_t t;
+    size_t t, n_seq;
 } ModelState;
 
+/* One sequence (model_state_init) or n_seq of them. */
 int model_state_init(const Model *m, ModelState *s, Error *err);
+int model_state_init_batch(const Model *m, ModelState *s, size_t n_seq, Error *err);
 void model_state_reset(ModelState *s);
 void model_state_free(ModelState *s);
+/* Sequence `to`'s state becomes a copy of sequence `from`'s (one prompt's
+ * prefill for every sample). */
+void model_state_copy(const Model *m, ModelState *s, size_t from, size_t to);
+/* One step of a one-sequence state. */
 void model_step(const Model *m, ModelState *s, int32_t token, float *logits);
+/* One step of every sequence: tokens (n_seq), logits (n_seq, V). The
+ * products by the MLP's and the head's weights take all the sequences at
+ * once (matrix by matrix: the weights read once); each mixer steps them one
+ * by one. Sequence i's logits are the bits a one-sequence state would give
+ * (blas/gemv.h: an entry's operations do not depend on its batch). */
+void model_step_batch(const Model *m, ModelState *s, const int32_t *tokens, float *logits);
+/* Sequence seq's incremental state of tokens (T, 1 <= T <= block_size) at positions
+ * 0 .. T-1 from one batched forward (B = 1: products matrix by matrix, at
+ * the gemm rate) rather than T steps: each mixer fills its state from the
+ * forward's activations (Mixer.fill_state), s->t becomes T and logits (V)
+ * are the last position's (the head runs there alone). Equal to T steps to
+ * rounding. Overwrites the activations; allocates them for 1 x T when they
+ * are smaller. Returns 0, or -1 with err set. */
+int model_prefill(Model *m, ModelState *s, size_t seq, const int32_t *tokens, size_t T, float *logits, Error *err);
 
 #endif

@@ -21,7 +21,7 @@ static int ask_mixer(LayerInspection *L, const Model *m, size_t l, const float *
                      Error *err) {
     const Mixer *mx = m->mixers[l];
     MixerSpec spec = model_mixer_spec(&m->cfg, l);
-    MixerRuntime rt = {m->rope_table, m->bf16};
+    MixerRuntime rt = {m->rope_table, m->bf16, NULL}; /* inspection runs forward alone, in fp32 or bf16 */
     memset(L, 0, sizeof *L);
     int rc = mx->inspect ? mx->inspect(&spec, &rt, m->params + m->layer[l].mixer, x, T, what, L, err) : 0;
     L->mixer = mx->name;

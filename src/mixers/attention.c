@@ -384,27 +384,51 @@ static size_t attention_state_size(const MixerSpec *spec) {
     return 2 * cache_slots(spec) * spec->n_embd + 4 * spec->n_embd + cache_slots(spec);
 }
 
-static void attention_step(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state,
-                           const float *in_t, float *out_t, size_t t) {
+/* Sampling steps of n sequences at position t (Mixer.step_batch): the
+ * projections over the n rows at once, each sequence's attention over its
+ * own cache between them. */
+static void attention_step_batch(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state,
+                                 size_t stride, const float *in, float *out, size_t t, size_t n) {
     size_t C = spec->n_embd, H = spec->n_head, hs = C / H, slots = cache_slots(spec);
     float scale = 1.0f / sqrtf((float)hs);
     AttnParams p = attn_params(params, C);
-    float *kc = state, *vc = kc + slots * C, *qkv = vc + slots * C, *row = qkv + 3 * C, *y = row + slots;
-    matmul_forward(rt->bf16, qkv, in_t, p.qkv_w, p.qkv_b, 1, C, 3 * C);
-    if (spec->rope) rope_forward(qkv, rt->rope, 1, 1, t, C, hs); /* the cache holds rotated keys */
-    attn_qk_norm(spec, qkv, NULL, 1);
-    /* Position t's slot: t itself, or with a window a ring whose slots hold
-     * the last `slots` positions (in ring order: the softmax and its sum
-     * do not care which key comes first). */
-    size_t at = t % slots, n = t + 1 < slots ? t + 1 : slots;
-    memcpy(kc + at * C, qkv + C, C * sizeof(float));
-    memcpy(vc + at * C, qkv + 2 * C, C * sizeof(float));
-    for (size_t h = 0; h < H; h++) {
-        gemm(0, 1, 1, n, hs, scale, qkv + h * hs, C, kc + h * hs, C, 0.0f, row, n);
-        softmax(row, row, n);
-        gemm(0, 0, 1, hs, n, 1.0f, row, n, vc + h * hs, C, 0.0f, y + h * hs, C);
+    size_t qkv_at = 2 * slots * C, y_at = qkv_at + 3 * C + slots; /* each state's scratch: qkv, row, y */
+    matmul_step_rows(rt->bf16, rt->decode, state + qkv_at, stride, in, C, p.qkv_w, C, p.qkv_b, n, C, 3 * C, 0);
+    for (size_t i = 0; i < n; i++) {
+        float *kc = state + i * stride, *vc = kc + slots * C, *qkv = kc + qkv_at, *row = qkv + 3 * C, *y = kc + y_at;
+        if (spec->rope) rope_forward(qkv, rt->rope, 1, 1, t, C, hs); /* the cache holds rotated keys */
+        attn_qk_norm(spec, qkv, NULL, 1);
+        /* Position t's slot: t itself, or with a window a ring whose slots hold
+         * the last `slots` positions (in ring order: the softmax and its sum
+         * do not care which key comes first). */
+        size_t at = t % slots, keys = t + 1 < slots ? t + 1 : slots;
+        memcpy(kc + at * C, qkv + C, C * sizeof(float));
+        memcpy(vc + at * C, qkv + 2 * C, C * sizeof(float));
+        for (size_t h = 0; h < H; h++) {
+            gemm(0, 1, 1, keys, hs, scale, qkv + h * hs, C, kc + h * hs, C, 0.0f, row, keys);
+            softmax(row, row, keys);
+            gemm(0, 0, 1, hs, keys, 1.0f, row, keys, vc + h * hs, C, 0.0f, y + h * hs, C);
+        }
     }
-    matmul_forward(rt->bf16, out_t, y, p.proj_w, p.proj_b, 1, C, C);
+    matmul_step_rows(rt->bf16, rt->decode, out, C, state + y_at, stride, p.proj_w, C, p.proj_b, n, C, C, 0);
+}
+
+static void attention_step(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state,
+                           const float *in_t, float *out_t, size_t t) {
+    attention_step_batch(spec, rt, params, state, attention_state_size(spec), in_t, out_t, t, 1);
+}
+
+/* The caches from forward's qkv (rotated, normalised keys, as step keeps
+ * them): the last cache_slots positions of the T, each in its ring slot. */
+static void attention_fill_state(const MixerSpec *spec, const float *acts, size_t T, float *state) {
+    size_t C = spec->n_embd, slots = cache_slots(spec), from = T > slots ? T - slots : 0;
+    AttnActs a;
+    attn_layout((float *)acts, spec, 1, T, &a);
+    float *kc = state, *vc = kc + slots * C;
+    for (size_t t = from; t < T; t++) {
+        memcpy(kc + (t % slots) * C, a.qkv + t * 3 * C + C, C * sizeof(float));
+        memcpy(vc + (t % slots) * C, a.qkv + t * 3 * C + 2 * C, C * sizeof(float));
+    }
 }
 
 /* A causal token meets (T + 1) / 2 keys on average, with a window W < T
@@ -447,6 +471,8 @@ const Mixer attention_mixer = {
     .backward = attention_backward,
     .state_size = attention_state_size,
     .step = attention_step,
+    .step_batch = attention_step_batch,
+    .fill_state = attention_fill_state,
     .flops = attention_flops,
     .bf16_words = attention_bf16_words,
     .inspect = attention_inspect,

@@ -335,18 +335,39 @@ static size_t gla_state_size(const MixerSpec *spec) {
     return C * (C / H) + 4 * C + 2 * H;
 }
 
+/* Sampling steps of n sequences at position t (Mixer.step_batch): the
+ * projections over the n rows at once, each sequence's recurrence between. */
+static void gla_step_batch(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state,
+                           size_t stride, const float *in, float *out, size_t t, size_t n) {
+    size_t C = spec->n_embd, H = spec->n_head, hs = C / H, qkv_at = C * hs, o_at = qkv_at + 3 * C + H;
+    GlaParams p = gla_params(params, C, H);
+    matmul_step_rows(rt->bf16, rt->decode, state + qkv_at, stride, in, C, p.qkv_w, C, p.qkv_b, n, C, 3 * C, 0);
+    for (size_t i = 0; i < n; i++) {
+        float *S = state + i * stride, *qkv = S + qkv_at, *gamma = qkv + 3 * C, *o = gamma + H, *rstd = o + C;
+        if (t == 0) memset(S, 0, C * hs * sizeof(float)); /* a new sequence */
+        decays(gamma, &p, in + i * C, 1, C, H);
+        for (size_t h = 0; h < H; h++)
+            state_step(S + h * hs * hs, qkv + h * hs, qkv + C + h * hs, qkv + 2 * C + h * hs, gamma[h], o + h * hs, hs);
+        rmsnorm_heads_forward(o, rstd, 1, C, H, hs);
+    }
+    matmul_step_rows(rt->bf16, rt->decode, out, C, state + o_at, stride, p.proj_w, C, p.proj_b, n, C, C, 0);
+}
+
 static void gla_step(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state,
                      const float *in_t, float *out_t, size_t t) {
+    gla_step_batch(spec, rt, params, state, gla_state_size(spec), in_t, out_t, t, 1);
+}
+
+/* Each head's state at T: where forward's chunks left it, in the head's ChunkRoom. */
+static void gla_fill_state(const MixerSpec *spec, const float *acts, size_t T, float *state) {
     size_t C = spec->n_embd, H = spec->n_head, hs = C / H;
-    GlaParams p = gla_params(params, C, H);
-    float *S = state, *qkv = S + C * hs, *gamma = qkv + 3 * C, *o = gamma + H, *rstd = o + C;
-    if (t == 0) memset(S, 0, C * hs * sizeof(float)); /* a new sequence */
-    matmul_forward(rt->bf16, qkv, in_t, p.qkv_w, p.qkv_b, 1, C, 3 * C);
-    decays(gamma, &p, in_t, 1, C, H);
-    for (size_t h = 0; h < H; h++)
-        state_step(S + h * hs * hs, qkv + h * hs, qkv + C + h * hs, qkv + 2 * C + h * hs, gamma[h], o + h * hs, hs);
-    rmsnorm_heads_forward(o, rstd, 1, C, H, hs);
-    matmul_forward(rt->bf16, out_t, o, p.proj_w, p.proj_b, 1, C, C);
+    GlaActs a;
+    gla_layout((float *)acts, 1, T, C, H, &a);
+    for (size_t h = 0; h < H; h++) {
+        ChunkRoom c;
+        chunk_room(a.scratch + h * scratch_per_head(hs), hs, &c);
+        memcpy(state + h * hs * hs, c.S, hs * hs * sizeof(float));
+    }
 }
 
 /* Per token and head, in multiply-adds: forward's chunk products, L hs
@@ -368,5 +389,7 @@ const Mixer gla_mixer = {
     .backward = gla_backward,
     .state_size = gla_state_size,
     .step = gla_step,
+    .step_batch = gla_step_batch,
+    .fill_state = gla_fill_state,
     .flops = gla_flops,
 };

@@ -161,17 +161,26 @@ static size_t min_window(const MixerSpec *spec) {
 static const float *gate_w_x(GrParams p) { return p.gate_w; }
 static const float *gate_w_g(GrParams p, size_t C) { return p.gate_w + C; }
 
+/* out = in . w^T (+ bias; or added to out), w's rows ldw apart: the batched
+ * forward's product, or the sampling step's (step: lm/matmul.h's matmul_step). */
+static void gr_product(const MixerRuntime *rt, int step, float *out, const float *in, const float *w, size_t ldw,
+                       const float *bias, size_t N, size_t in_dim, size_t out_dim, int accumulate) {
+    if (step) matmul_step(rt->bf16, rt->decode, out, in, w, ldw, bias, N, in_dim, out_dim, accumulate);
+    else if (accumulate) matmul_add_strided(rt->bf16, out, in, w, ldw, N, in_dim, out_dim);
+    else matmul_forward_strided(rt->bf16, out, in, w, ldw, bias, N, in_dim, out_dim);
+}
+
 /* From qbar to the output, for N rows whose positions are t0, t0+1, ... mod T:
- * shared by the batched forward and the one-position sampling step. */
+ * shared by the batched forward and the one-position sampling step (step). */
 static void gr_tail_forward(const MixerSpec *spec, const MixerRuntime *rt, GrParams p, GrActs a, float *out, const float *x,
-                            size_t N, size_t T, size_t t0) {
+                            size_t N, size_t T, size_t t0, int step) {
     size_t C = spec->n_embd, P = n_features(spec), dmin = min_window(spec);
-    matmul_forward(rt->bf16, a.g, a.qbar, p.plu_w, p.plu_b, N, P, C);
+    gr_product(rt, step, a.g, a.qbar, p.plu_w, P, p.plu_b, N, P, C, 0);
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++)
         if ((t0 + n) % T < dmin) memset(a.g + n * C, 0, C * sizeof(float)); /* no offset fits: g = 0 */
-    matmul_forward_strided(rt->bf16, a.a, x, gate_w_x(p), 2 * C, p.gate_b, N, C, C);
-    matmul_add_strided(rt->bf16, a.a, a.g, gate_w_g(p, C), 2 * C, N, C, C);
+    gr_product(rt, step, a.a, x, gate_w_x(p), 2 * C, p.gate_b, N, C, C, 0);
+    gr_product(rt, step, a.a, a.g, gate_w_g(p, C), 2 * C, NULL, N, C, C, 1);
     grassmann_gate_forward(a.m, a.a, x, a.g, N * C);
     layernorm_forward(out, a.mean, a.rstd, a.m, p.ln_w, p.ln_b, N, C);
 }
@@ -183,7 +192,7 @@ static void grassmann_forward(const MixerSpec *spec, const MixerRuntime *rt, con
     GrActs a = gr_acts(acts, spec, N);
     matmul_forward(rt->bf16, a.z, in, p.red_w, p.red_b, N, C, r);
     grassmann_mix_forward(grassmann_layer(spec)->pair, a.qbar, a.z, grassmann_layer(spec)->windows, grassmann_layer(spec)->n_windows, spec->muted, B, T, r, GRASSMANN_EPS);
-    gr_tail_forward(spec, rt, p, a, out, in, N, T, 0);
+    gr_tail_forward(spec, rt, p, a, out, in, N, T, 0, 0);
 }
 
 static void grassmann_backward(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *dparams,
@@ -228,14 +237,21 @@ static void grassmann_step(const MixerSpec *spec, const MixerRuntime *rt, const 
     float *ring = state;
     GrActs a = gr_acts(state + R * r, spec, 1);
     float *zt = ring + (t % R) * r;
-    matmul_forward(rt->bf16, zt, in_t, p.red_w, p.red_b, 1, C, r);
+    matmul_step(rt->bf16, rt->decode, zt, in_t, p.red_w, C, p.red_b, 1, C, r, 0);
     const float *past[GRASSMANN_MAX_WINDOWS];
     for (size_t k = 0; k < grassmann_layer(spec)->n_windows; k++)
         past[k] = grassmann_layer(spec)->windows[k] <= t ? ring + ((t - grassmann_layer(spec)->windows[k]) % R) * r : NULL;
     map_loops(spec)->mix_row(a.qbar, zt, past, grassmann_layer(spec)->windows, grassmann_layer(spec)->n_windows, spec->muted, t,
                                GRASSMANN_EPS, r);
     /* One row at position t: "T" is taken past any t so that t0 = t is used as is. */
-    gr_tail_forward(spec, rt, p, a, out_t, in_t, 1, (size_t)-1, t);
+    gr_tail_forward(spec, rt, p, a, out_t, in_t, 1, (size_t)-1, t, 1);
+}
+
+/* The ring from forward's z: the last ring_len positions of the T, each in its slot. */
+static void grassmann_fill_state(const MixerSpec *spec, const float *acts, size_t T, float *state) {
+    size_t r = grassmann_layer(spec)->rank, R = ring_len(spec), from = T > R ? T - R : 0;
+    GrActs a = gr_acts((float *)acts, spec, T);
+    for (size_t t = from; t < T; t++) memcpy(state + (t % R) * r, a.z + t * r, r * sizeof(float));
 }
 
 /* Forward: one wedge of P coordinates at 2 FLOPs each and, per offset, three
@@ -487,6 +503,7 @@ const Mixer grassmann_mixer = {
     .backward = grassmann_backward,
     .state_size = grassmann_state_size,
     .step = grassmann_step,
+    .fill_state = grassmann_fill_state,
     .flops = grassmann_flops,
     .inspect = grassmann_inspect,
 };

@@ -18,7 +18,9 @@
 #include "lm/rng.h"
 
 /* What every mixer call of m is handed besides its spec. */
-static MixerRuntime mixer_runtime(const Model *m) { return (MixerRuntime){m->rope_table, m->bf16}; }
+static MixerRuntime mixer_runtime(const Model *m) {
+    return (MixerRuntime){m->rope_table, m->bf16, m->decode.format == WEIGHTS_FP32 ? NULL : &m->decode};
+}
 
 static MlpParams mlp_params(const Model *m, const float *p, const LayerOffsets *lo) {
     return (MlpParams){p + lo->fc_w, p + lo->fc_b, p + lo->proj_w, p + lo->proj_b,
@@ -143,12 +145,24 @@ void model_head_forward(const Model *m, float *logits, float *ln, float *mean, f
 /* ---- forward ------------------------------------------------------------------ */
 
 /* How a block's mixer runs: over B sequences of T with its activations in
- * acts, or (state not NULL) one sampling position t with its state. */
+ * acts, or (state not NULL) one sampling position t of B sequences (T = 1),
+ * sequence b's state at state + b * stride. */
 typedef struct MixerPass {
     size_t B, T;
     float *acts, *state;
-    size_t t;
+    size_t t, stride;
 } MixerPass;
+
+/* The sampling step of B sequences' mixer, one sequence at a time. */
+static void mixer_steps(const Mixer *mx, const MixerSpec *spec, const MixerRuntime *rt, const float *params,
+                        const MixerPass *mp, const float *in, float *out, size_t C) {
+    if (mx->step_batch && mp->B > 1) {
+        mx->step_batch(spec, rt, params, mp->state, mp->stride, in, out, mp->t, mp->B);
+        return;
+    }
+    for (size_t b = 0; b < mp->B; b++)
+        mx->step(spec, rt, params, mp->state + b * mp->stride, in + b * C, out + b * C, mp->t);
+}
 
 /* The branch's dropout, in place, with the mask drawn from the step's key
  * and the branch's site (nothing when dropout is off). */
@@ -176,11 +190,14 @@ static void block_forward(const Model *m, size_t l, const BlockPlan *bp, const L
     spec.muted = m->muted[l];
     size_t N = mp->B * mp->T;
     PROFILED(pr, mx->name, PASS_FORWARD,
-             mp->state ? mx->step(&spec, rt, P + lo->mixer, mp->state, bp->mix.in, bp->mix.out, mp->t)
+             mp->state ? mixer_steps(mx, &spec, rt, P + lo->mixer, mp, bp->mix.in, bp->mix.out, m->cfg.n_embd)
                        : mx->forward(&spec, rt, P + lo->mixer, mp->acts, bp->mix.out, bp->mix.in, mp->B, mp->T));
     branch_sum_forward(m, &bp->mix, N, dropout, pr);
-    PROFILED(pr, "mlp", PASS_FORWARD,
-             mlp_forward(m->bf16, bp->mlp.out, L->fc, L->act, bp->mlp.in, mlp_params(m, P, lo), N, m->cfg.n_embd));
+    if (mp->state)
+        mlp_step(m->bf16, rt->decode, bp->mlp.out, L->fc, L->act, bp->mlp.in, mlp_params(m, P, lo), N, m->cfg.n_embd);
+    else
+        PROFILED(pr, "mlp", PASS_FORWARD,
+                 mlp_forward(m->bf16, bp->mlp.out, L->fc, L->act, bp->mlp.in, mlp_params(m, P, lo), N, m->cfg.n_embd));
     branch_sum_forward(m, &bp->mlp, N, dropout, pr);
 }
 
@@ -202,7 +219,7 @@ void model_forward(Model *m, const int32_t *inputs, const int32_t *targets, size
     for (size_t l = 0; l < c->n_layer; l++) {
         BlockPlan bp = block_plan(m, l, &m->la[l], l + 1 < c->n_layer ? &m->la[l + 1] : &fin);
         if (l == 0 && c->norm == NORM_PRE) PROFILED(pr, "layernorm", F, ln_forward(m, &bp.mix.ln, N));
-        MixerPass mp = {B, T, m->la[l].mixer, NULL, 0};
+        MixerPass mp = {B, T, m->la[l].mixer, NULL, 0, 0};
         block_forward(m, l, &bp, &m->la[l], &mp, &rt, m->dropout_on, pr);
     }
     LnSlot lnf = final_ln(m, &fin);
@@ -377,28 +394,32 @@ void model_backward_accumulate(Model *m, float loss_scale, const PassOptions *op
 
 /* ---- incremental decoding ------------------------------------------------ */
 
-/* One position's buffers: x, ln, mix, mid, ln2, mlp (C each), fc, act (4C
- * each), mean and rstd. */
+/* One position's buffers per sequence: x, ln, mix, mid, ln2, mlp (C each),
+ * fc, act (4C each), mean and rstd. */
 #define STEP_BUF(C) (6 * (C) + 8 * (C) + 2)
 
-int model_state_init(const Model *m, ModelState *s, Error *err) {
+int model_state_init_batch(const Model *m, ModelState *s, size_t n_seq, Error *err) {
     memset(s, 0, sizeof *s);
     const ModelConfig *c = &m->cfg;
-    size_t total = STEP_BUF(c->n_embd), size[MAX_LAYERS];
+    if (n_seq == 0) return err_set(err, "no sequences to decode");
+    size_t total = n_seq * STEP_BUF(c->n_embd);
     for (size_t l = 0; l < c->n_layer; l++) {
         MixerSpec spec = model_mixer_spec(c, l);
-        size[l] = m->mixers[l]->state_size(&spec);
-        total += size[l];
+        s->stride[l] = m->mixers[l]->state_size(&spec);
+        total += n_seq * s->stride[l];
     }
     s->buf = lm_calloc(total, sizeof(float), err);
     if (!s->buf) return -1;
-    float *cur = s->buf + STEP_BUF(c->n_embd);
+    s->n_seq = n_seq;
+    float *cur = s->buf + n_seq * STEP_BUF(c->n_embd);
     for (size_t l = 0; l < c->n_layer; l++) {
         s->mixer_state[l] = cur;
-        cur += size[l];
+        cur += n_seq * s->stride[l];
     }
     return 0;
 }
+
+int model_state_init(const Model *m, ModelState *s, Error *err) { return model_state_init_batch(m, s, 1, err); }
 
 void model_state_reset(ModelState *s) { s->t = 0; }
 
@@ -407,26 +428,59 @@ void model_state_free(ModelState *s) {
     memset(s, 0, sizeof *s);
 }
 
-void model_step(const Model *m, ModelState *s, int32_t token, float *logits) {
+void model_state_copy(const Model *m, ModelState *s, size_t from, size_t to) {
+    for (size_t l = 0; l < m->cfg.n_layer; l++)
+        memcpy(s->mixer_state[l] + to * s->stride[l], s->mixer_state[l] + from * s->stride[l],
+               s->stride[l] * sizeof(float));
+}
+
+void model_step_batch(const Model *m, ModelState *s, const int32_t *tokens, float *logits) {
     const ModelConfig *c = &m->cfg;
-    size_t C = c->n_embd, t = s->t;
+    size_t C = c->n_embd, t = s->t, N = s->n_seq;
     MixerRuntime rt = mixer_runtime(m);
-    /* One set of buffers for every layer: each block reads x (the stream)
-     * and leaves the next layer's x there; the LayerNorms share mean and rstd. */
-    float *x = s->buf, *ln = x + C, *mix = ln + C, *mid = mix + C, *ln2 = mid + C, *mlp = ln2 + C;
-    float *fc = mlp + C, *act = fc + 4 * C, *mean = act + 4 * C, *rstd = mean + 1;
+    /* One set of buffers (N rows each) for every layer: each block reads x
+     * (the stream) and leaves the next layer's x there; the LayerNorms share
+     * mean and rstd. */
+    float *x = s->buf, *ln = x + N * C, *mix = ln + N * C, *mid = mix + N * C, *ln2 = mid + N * C, *mlp = ln2 + N * C;
+    float *fc = mlp + N * C, *act = fc + N * 4 * C, *mean = act + N * 4 * C, *rstd = mean + N;
     LayerActs L = {.resid = x, .ln1 = ln, .ln1_mean = mean, .ln1_rstd = rstd, .mix = mix, .resid_mid = mid,
                    .ln2 = ln2, .ln2_mean = mean, .ln2_rstd = rstd, .fc = fc, .act = act, .mlp = mlp};
-    const float *pos = positions(m), *e = m->params + m->wte + (size_t)token * C;
-    for (size_t i = 0; i < C; i++) x[i] = e[i] + (pos ? pos[t * C + i] : 0.0f);
+    const float *pos = positions(m);
+    for (size_t n = 0; n < N; n++) {
+        const float *e = m->params + m->wte + (size_t)tokens[n] * C;
+        for (size_t i = 0; i < C; i++) x[n * C + i] = e[i] + (pos ? pos[t * C + i] : 0.0f);
+    }
     for (size_t l = 0; l < c->n_layer; l++) {
         BlockPlan bp = block_plan(m, l, &L, &L);
-        if (l == 0 && c->norm == NORM_PRE) ln_forward(m, &bp.mix.ln, 1);
-        MixerPass mp = {1, 1, NULL, s->mixer_state[l], t};
+        if (l == 0 && c->norm == NORM_PRE) ln_forward(m, &bp.mix.ln, N);
+        MixerPass mp = {N, 1, NULL, s->mixer_state[l], t, s->stride[l]};
         block_forward(m, l, &bp, &L, &mp, &rt, 0, NULL);
     }
     LnSlot lnf = final_ln(m, &L);
-    if (c->norm == NORM_POST) ln_forward(m, &lnf, 1);
-    head_forward(m, logits, ln, 1);
+    if (c->norm == NORM_POST) ln_forward(m, &lnf, N);
+    matmul_step(m->bf16, rt.decode, logits, ln, m->params + m->head, C, NULL, N, C, c->vocab_size, 0);
+    if (c->logit_softcap > 0.0f) softcap_forward(logits, N * c->vocab_size, c->logit_softcap);
     s->t++;
+}
+
+void model_step(const Model *m, ModelState *s, int32_t token, float *logits) { model_step_batch(m, s, &token, logits); }
+
+int model_prefill(Model *m, ModelState *s, size_t seq, const int32_t *tokens, size_t T, float *logits, Error *err) {
+    const ModelConfig *c = &m->cfg;
+    if (T == 0 || T > c->block_size)
+        return err_set(err, "a prefill of %zu tokens does not fit the model (block_size %zu)", T, c->block_size);
+    if ((m->B_max < 1 || m->T_max < T) && model_alloc_acts(m, 1, T, err)) return -1;
+    /* Every target ignored but the last: the head runs at the last position alone. */
+    int32_t *targets = lm_calloc(T, sizeof(int32_t), err);
+    if (!targets) return -1;
+    for (size_t i = 0; i + 1 < T; i++) targets[i] = LOSS_IGNORE;
+    model_forward(m, tokens, targets, 1, T, NULL);
+    free(targets);
+    memcpy(logits, m->logits, c->vocab_size * sizeof(float));
+    for (size_t l = 0; l < c->n_layer; l++) {
+        MixerSpec spec = model_mixer_spec(c, l);
+        m->mixers[l]->fill_state(&spec, m->la[l].mixer, T, s->mixer_state[l] + seq * s->stride[l]);
+    }
+    s->t = T;
+    return model_bf16_failed(m, err);
 }

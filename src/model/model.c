@@ -369,7 +369,26 @@ void model_round_weights(Model *m) {
     if (m->bf16) bf16_from_floats_parallel(m->n_params, m->params, (uint16_t *)m->bf16->params_h);
 }
 
+int model_set_weights(Model *m, WeightsFormat f, Error *err) {
+    decode_weights_free(&m->decode);
+    m->decode.format = f;
+    if (f == WEIGHTS_FP32) return 0;
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        const ParamTensor *t = &m->tensors[i];
+        if (!model_is_product_weight(m, t)) continue;
+        if (decode_weights_add(&m->decode, m->params + t->offset, t->rows, t->cols, err)) {
+            decode_weights_free(&m->decode);
+            m->decode.format = WEIGHTS_FP32;
+            return -1;
+        }
+    }
+    decode_weights_round_trip(&m->decode);
+    model_round_weights(m);
+    return 0;
+}
+
 void model_free(Model *m) {
+    decode_weights_free(&m->decode);
     bf16_free(m);
     free(m->tensors);
     free(m->params);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas/gemv.h"
 #include "lm/bf16.h"
 #include "lm/ops.h"
 
@@ -151,4 +152,109 @@ void matmul_backward_strided(const MatmulBf16 *bf, float *din, float din_beta, f
 void matmul_backward(const MatmulBf16 *bf, float *din, float din_beta, float *dw, float *dbias, const float *dout,
                      const float *in, const float *w, size_t n, size_t in_dim, size_t out_dim) {
     matmul_backward_strided(bf, din, din_beta, dw, in_dim, dbias, dout, in, w, n, in_dim, out_dim);
+}
+
+/* ---- the decode step's products ------------------------------------------------ */
+
+static const char *const WEIGHTS_NAMES[] = {"fp32", "bf16", "int8"};
+
+const char *weights_format_name(WeightsFormat f) { return WEIGHTS_NAMES[f]; }
+
+int weights_format_parse(const char *name, WeightsFormat *f, Error *err) {
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(name, WEIGHTS_NAMES[i])) {
+            *f = (WeightsFormat)i;
+            return 0;
+        }
+    return err_set(err, "--weights must be fp32, bf16 or int8 (got '%s')", name);
+}
+
+static size_t q8_groups(size_t cols) { return (cols + GEMV_GROUP - 1) / GEMV_GROUP; }
+
+int decode_weights_add(DecodeWeights *d, const float *w, size_t rows, size_t cols, Error *err) {
+    if (d->format == WEIGHTS_FP32) return 0;
+    DecodeTensor *grown = realloc(d->t, (d->n + 1) * sizeof *grown);
+    if (!grown) return err_set(err, "out of memory");
+    d->t = grown;
+    DecodeTensor *t = &d->t[d->n];
+    *t = (DecodeTensor){.w = w, .rows = rows, .cols = cols};
+    if (d->format == WEIGHTS_BF16) {
+        if (!(t->h = lm_calloc(rows * cols, sizeof(uint16_t), err))) return -1;
+        gemv_to_bf16(t->h, w, cols, rows, cols);
+    } else {
+        t->q = lm_calloc(rows * cols, 1, err);
+        t->scale = t->q ? lm_calloc(rows * q8_groups(cols), sizeof(float), err) : NULL;
+        if (!t->scale) {
+            free(t->q);
+            return -1;
+        }
+        gemv_to_q8(t->q, t->scale, w, cols, rows, cols);
+    }
+    d->n++;
+    return 0;
+}
+
+void decode_weights_free(DecodeWeights *d) {
+    for (size_t i = 0; i < d->n; i++) free(d->t[i].h), free(d->t[i].q), free(d->t[i].scale);
+    free(d->t);
+    d->t = NULL;
+    d->n = 0;
+}
+
+/* The converted copy of t as the kernels read it, from row r0 and column c0
+ * (c0 a multiple of the group for int8). */
+static GemvWeights tensor_weights(const DecodeTensor *t, WeightsFormat f, size_t r0, size_t c0) {
+    if (f == WEIGHTS_BF16) return (GemvWeights){.format = GEMV_BF16, .h = t->h + r0 * t->cols + c0, .ld = t->cols};
+    size_t groups = q8_groups(t->cols);
+    return (GemvWeights){.format = GEMV_Q8, .q = t->q + r0 * t->cols + c0, .ld = t->cols,
+                         .scale = t->scale + r0 * groups + c0 / GEMV_GROUP, .lds = groups};
+}
+
+void decode_weights_round_trip(const DecodeWeights *d) {
+    for (size_t i = 0; i < d->n; i++) {
+        const DecodeTensor *t = &d->t[i];
+        GemvWeights gw = tensor_weights(t, d->format, 0, 0);
+        float *w = (float *)t->w;
+        for (size_t r = 0; r < t->rows; r++)
+            for (size_t c = 0; c < t->cols; c++) w[r * t->cols + c] = gemv_weight(&gw, r, c);
+    }
+}
+
+/* w's place in dec: its converted copy, or fp32 where it has none (or, in
+ * int8, a column block that starts inside a group). */
+static GemvWeights step_weights(const DecodeWeights *dec, const float *w, size_t ldw) {
+    GemvWeights fp32 = {.format = GEMV_F32, .f = w, .ld = ldw};
+    if (!dec) return fp32;
+    for (size_t i = 0; i < dec->n; i++) {
+        const DecodeTensor *t = &dec->t[i];
+        if (w < t->w || w >= t->w + t->rows * t->cols) continue;
+        size_t at = (size_t)(w - t->w), r0 = at / t->cols, c0 = at % t->cols;
+        if (ldw != t->cols || (dec->format == WEIGHTS_INT8 && c0 % GEMV_GROUP)) return fp32;
+        return tensor_weights(t, dec->format, r0, c0);
+    }
+    return fp32;
+}
+
+void matmul_step_rows(const MatmulBf16 *bf, const DecodeWeights *dec, float *out, size_t ldo, const float *in, size_t ldi,
+                      const float *w, size_t ldw, const float *bias, size_t n, size_t in_dim, size_t out_dim,
+                      int accumulate) {
+    if (bf) { /* bf16 precision: matmul_forward's products, a row at a time */
+        for (size_t i = 0; i < n; i++) {
+            if (accumulate) matmul_add_strided(bf, out + i * ldo, in + i * ldi, w, ldw, 1, in_dim, out_dim);
+            else matmul_forward_strided(bf, out + i * ldo, in + i * ldi, w, ldw, bias, 1, in_dim, out_dim);
+        }
+        return;
+    }
+    GemvArgs a = {n, in_dim, in, ldi, step_weights(dec, w, ldw), accumulate ? NULL : bias, out, ldo, accumulate};
+    gemv(&a, out_dim);
+}
+
+void matmul_step(const MatmulBf16 *bf, const DecodeWeights *dec, float *out, const float *in, const float *w, size_t ldw,
+                 const float *bias, size_t n, size_t in_dim, size_t out_dim, int accumulate) {
+    if (bf) {
+        if (accumulate) matmul_add_strided(bf, out, in, w, ldw, n, in_dim, out_dim);
+        else matmul_forward_strided(bf, out, in, w, ldw, bias, n, in_dim, out_dim);
+        return;
+    }
+    matmul_step_rows(bf, dec, out, out_dim, in, in_dim, w, ldw, bias, n, in_dim, out_dim, accumulate);
 }

@@ -10,6 +10,16 @@
  * between. Only the weight gradients, which sum over all rows, are separate
  * products. */
 
+/* a = the MLP's activation of f, n entries. */
+static void activation(const VecLoops *loops, MlpAct act, float *a, const float *f, size_t n) {
+    if (act == MLP_RELU2) { /* ReLU² is one compare and a product: plain C the compiler vectorises */
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) a[i] = f[i] > 0.0f ? f[i] * f[i] : 0.0f;
+    } else {
+        loops->gelu(a, f, n);
+    }
+}
+
 void mlp_forward(const MatmulBf16 *bf, float *out, float *fc, float *act, const float *in, MlpParams p, size_t N,
                  size_t C) {
     size_t rows_per, blocks = gemm_row_blocks(N, &rows_per), H = 4 * C;
@@ -20,14 +30,17 @@ void mlp_forward(const MatmulBf16 *bf, float *out, float *fc, float *act, const 
         float *f = fc + r0 * H, *a = act + r0 * H;
         /* with bf16 each block rounds its rows into its share of the scratch slots */
         matmul_rows(bf, 0, r0 * C, f, in + r0 * C, p.fc_w, p.fc_b, rows, C, H);
-        if (p.act == MLP_RELU2) { /* ReLU² is one compare and a product: plain C the compiler vectorises */
-#pragma omp simd
-            for (size_t i = 0; i < rows * H; i++) a[i] = f[i] > 0.0f ? f[i] * f[i] : 0.0f;
-        } else {
-            loops->gelu(a, f, rows * H);
-        }
+        activation(loops, p.act, a, f, rows * H);
         matmul_rows(bf, 1, r0 * H, out + r0 * C, a, p.proj_w, p.proj_b, rows, H, C);
     }
+}
+
+void mlp_step(const MatmulBf16 *bf, const DecodeWeights *dec, float *out, float *fc, float *act, const float *in,
+              MlpParams p, size_t N, size_t C) {
+    size_t H = 4 * C;
+    matmul_step(bf, dec, fc, in, p.fc_w, C, p.fc_b, N, C, H, 0);
+    activation(vec_loops(), p.act, act, fc, N * H);
+    matmul_step(bf, dec, out, act, p.proj_w, H, p.proj_b, N, H, C, 0);
 }
 
 void mlp_backward(const MatmulBf16 *bf, float *din, MlpGrads g, float *dfc, const float *dout, const float *in, const float *fc,

@@ -23,6 +23,10 @@ typedef struct MlpGrads {
 
 /* bf: how the products run (NULL: fp32; lm/matmul.h). */
 void mlp_forward(const MatmulBf16 *bf, float *out, float *fc, float *act, const float *in, MlpParams p, size_t N, size_t C);
+/* mlp_forward for the few rows of a decode step (the sequences decoded at
+ * once), on matmul_step's products: the weights read in dec's format. */
+void mlp_step(const MatmulBf16 *bf, const DecodeWeights *dec, float *out, float *fc, float *act, const float *in,
+              MlpParams p, size_t N, size_t C);
 /* din is written, the parameter gradients accumulate; dfc (N, 4C) is scratch. */
 void mlp_backward(const MatmulBf16 *bf, float *din, MlpGrads g, float *dfc, const float *dout, const float *in, const float *fc,
                   const float *act, MlpParams p, size_t N, size_t C);

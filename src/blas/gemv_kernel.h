@@ -1,0 +1,181 @@
+/* The decode step's matrix-vector kernels (blas/gemv.h) as a template: each
+ * file that includes it compiles it for one instruction-set level with that
+ * level's compiler flags (the Makefile's), after defining
+ *   GEMV_LOOPS  the name of the level's table (gemv_loops_portable, _avx2, _avx512, _neon);
+ *   GEMV_ISA    the level's name;
+ *   LANES       floats per vector: 4 (SSE, NEON), 8 (AVX2), 16 (AVX-512);
+ *   VECS        the vectors of x a register block takes (with ROWS = 4 rows:
+ *               4 x VECS accumulators; AVX-512 and NEON 4, AVX2 and SSE 2);
+ *   LOAD_Q8     optionally, the level's load of LANES int8 entries as floats
+ *               (GCC turns the generic one's conversion into scalar code).
+ * A register block is up to 4 rows by up to VECS vectors of x, one vector
+ * accumulator each, along all of k: each weight vector loaded once serves
+ * the block's vectors, each vector of x its rows (a batch of sequences reads
+ * the weights once). Every (row, vector) entry is the same sequence of
+ * operations whatever the block's shape (blas/gemv.h): the block's code is
+ * one inline function whose loops over rows and vectors unroll for each
+ * shape, with nothing shared between entries but the loads. */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "blas/gemv.h"
+
+typedef float vec __attribute__((vector_size(LANES * sizeof(float))));
+typedef uint16_t hvec __attribute__((vector_size(LANES * sizeof(uint16_t))));
+typedef uint32_t uvec __attribute__((vector_size(LANES * sizeof(uint32_t))));
+typedef int8_t bvec __attribute__((vector_size(LANES)));
+typedef int32_t ivec __attribute__((vector_size(LANES * sizeof(int32_t))));
+
+#define ROWS 4
+#define MAXV VECS
+#define LOAD(v, p) memcpy(&(v), (p), sizeof(vec))
+
+/* LANES entries of a row from p as fp32 vectors, in each format. */
+#define LOAD_F32(v, p) LOAD(v, p)
+#define LOAD_BF16(v, p)                                   \
+    do {                                                  \
+        hvec h_;                                          \
+        memcpy(&h_, (p), sizeof h_);                      \
+        uvec u_ = __builtin_convertvector(h_, uvec) << 16; \
+        memcpy(&(v), &u_, sizeof(vec));                   \
+    } while (0)
+#ifndef LOAD_Q8
+#define LOAD_Q8(v, p)                                           \
+    do {                                                        \
+        bvec b_;                                                \
+        memcpy(&b_, (p), sizeof b_);                            \
+        (v) = __builtin_convertvector(__builtin_convertvector(b_, ivec), vec); \
+    } while (0)
+#endif
+
+/* The sum of a vector's lanes by halves (a fixed tree: 16 -> 8 -> 4 -> 2 -> 1),
+ * the same for every entry; four dependent adds rather than fifteen. */
+static inline float lanes_sum(vec s) {
+    float a[LANES];
+    memcpy(a, &s, sizeof a);
+    for (int w = LANES / 2; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++) a[l] += a[l + w];
+    return a[0];
+}
+
+static inline float bf16_value(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* out[r * MAXV + v] = sum_k x_v[k] W(row r, k) for r < R, v < NV, the
+ * weights fp32 or bf16 (w of type T, LOADER its vector load, VALUE its
+ * scalar); x_v = x + v * ldx. */
+#define DOT_BLOCK(NAME, T, LOADER, VALUE)                                                                        \
+    static inline __attribute__((always_inline)) void NAME(const int R, const int NV, const T *w, size_t ld,     \
+                                                            const float *x, size_t ldx, size_t K, float *out) { \
+        vec acc[ROWS][MAXV];                                                                                    \
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)                                                     \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[r][v] = (vec){0};                          \
+        size_t k = 0;                                                                                           \
+        for (; k + LANES <= K; k += LANES) {                                                                    \
+            vec xv[MAXV];                                                                                       \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) LOAD(xv[v], x + (size_t)v * ldx + k);          \
+            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                                               \
+                vec wv;                                                                                         \
+                LOADER(wv, w + (size_t)r * ld + k);                                                             \
+                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[r][v] += wv * xv[v];                   \
+            }                                                                                                   \
+        }                                                                                                       \
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)                                                     \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                                              \
+                float t = lanes_sum(acc[r][v]);                                                                 \
+                for (size_t j = k; j < K; j++) t += VALUE(w[(size_t)r * ld + j]) * x[(size_t)v * ldx + j];      \
+                out[r * MAXV + v] = t;                                                                          \
+            }                                                                                                   \
+    }
+
+#define F32_VALUE(v) (v)
+DOT_BLOCK(dot_block_f32, float, LOAD_F32, F32_VALUE)
+DOT_BLOCK(dot_block_bf16, uint16_t, LOAD_BF16, bf16_value)
+
+/* The same for q8: per whole group, its sum over GEMV_GROUP / LANES vectors
+ * (from 0, in order), times its scale into the entry's accumulator; a last
+ * part group one entry at a time, times its scale. */
+static inline __attribute__((always_inline)) void dot_block_q8(const int R, const int NV, const int8_t *q, size_t ld,
+                                                               const float *scale, size_t lds, const float *x,
+                                                               size_t ldx, size_t K, float *out) {
+    enum { PER = GEMV_GROUP / LANES };
+    vec acc[ROWS][MAXV];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) acc[r][v] = (vec){0};
+    size_t g = 0;
+    for (; (g + 1) * GEMV_GROUP <= K; g++) {
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            vec wv[PER];
+#pragma GCC unroll 8
+            for (int j = 0; j < PER; j++) LOAD_Q8(wv[j], q + (size_t)r * ld + g * GEMV_GROUP + (size_t)j * LANES);
+            float sc = scale[(size_t)r * lds + g];
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) {
+                vec sum = (vec){0};
+#pragma GCC unroll 8
+                for (int j = 0; j < PER; j++) {
+                    vec xv;
+                    LOAD(xv, x + (size_t)v * ldx + g * GEMV_GROUP + (size_t)j * LANES);
+                    sum += wv[j] * xv;
+                }
+                acc[r][v] += sc * sum;
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) {
+            float t = lanes_sum(acc[r][v]);
+            if (g * GEMV_GROUP < K) {
+                float sum = 0.0f;
+                for (size_t j = g * GEMV_GROUP; j < K; j++) sum += (float)q[(size_t)r * ld + j] * x[(size_t)v * ldx + j];
+                t += scale[(size_t)r * lds + g] * sum;
+            }
+            out[r * MAXV + v] = t;
+        }
+}
+
+/* The block of rows r .. r + R and vectors n .. n + NV (R, NV constant: the
+ * loops unroll, the format's branch folds), into y. */
+static inline __attribute__((always_inline)) void block(const int R, const int NV, const GemvFormat f, const GemvArgs *a,
+                                                        size_t r, size_t n) {
+    float out[ROWS * MAXV];
+    const float *x = a->x + n * a->ldx;
+    if (f == GEMV_F32) dot_block_f32(R, NV, a->w.f + r * a->w.ld, a->w.ld, x, a->ldx, a->K, out);
+    else if (f == GEMV_BF16) dot_block_bf16(R, NV, a->w.h + r * a->w.ld, a->w.ld, x, a->ldx, a->K, out);
+    else dot_block_q8(R, NV, a->w.q + r * a->w.ld, a->w.ld, a->w.scale + r * a->w.lds, a->w.lds, x, a->ldx, a->K, out);
+    for (int v = 0; v < NV; v++) {
+        float *y = a->y + (n + (size_t)v) * a->ldy + r;
+        for (int i = 0; i < R; i++)
+            y[i] = (a->accumulate ? y[i] : a->bias ? a->bias[r + (size_t)i] : 0.0f) + out[i * MAXV + v];
+    }
+}
+
+/* Rows r .. r + R for every vector: VECS at a time, then the rest one by one. */
+static inline __attribute__((always_inline)) void rows_block(const int R, const GemvFormat f, const GemvArgs *a, size_t r) {
+    size_t n = 0;
+    for (; n + VECS <= a->N; n += VECS) block(R, VECS, f, a, r, n);
+    for (; n < a->N; n++) block(R, 1, f, a, r, n);
+}
+
+/* Rows r0 .. r1: four at a time, then one. */
+static inline __attribute__((always_inline)) void rows_all(const GemvFormat f, const GemvArgs *a, size_t r0, size_t r1) {
+    size_t r = r0;
+    for (; r + ROWS <= r1; r += ROWS) rows_block(ROWS, f, a, r);
+    for (; r < r1; r++) rows_block(1, f, a, r);
+}
+
+static void rows_f32(const GemvArgs *a, size_t r0, size_t r1) { rows_all(GEMV_F32, a, r0, r1); }
+static void rows_bf16(const GemvArgs *a, size_t r0, size_t r1) { rows_all(GEMV_BF16, a, r0, r1); }
+static void rows_q8(const GemvArgs *a, size_t r0, size_t r1) { rows_all(GEMV_Q8, a, r0, r1); }
+
+const GemvLoops GEMV_LOOPS = {GEMV_ISA, {rows_f32, rows_bf16, rows_q8}};
