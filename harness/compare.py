@@ -53,7 +53,7 @@ import statistics
 import time
 
 from harness.archs import MAX_RANK, PAIRS, SYNTAX, closest_rank, label, parse_archs
-from harness.common import BIN, ROOT, command_line, die, gnuplot, gnuplot_string, need_gnuplot, out_dir, run_ok
+from harness.common import BIN, ROOT, command_line, die, gnuplot, gnuplot_string, need_gnuplot, out_dir, run_ok, take_config
 from harness.report_page import chart, markdown_sections, write_page
 from harness.results import MIXERS, Int, Name, Num, Text, read_train_log
 from harness.stats import welch_p
@@ -597,6 +597,7 @@ def main():
                     help="the matrix products of every training run (bin/train --precision; fp32). Evaluation "
                          "(bin/eval) is fp32 either way")
     ap.add_argument("--keep-checkpoints", action="store_true")
+    take_config(ap)
     a = ap.parse_args()
     budgets = [parse_budget(b) for b in (a.budget or ["tokens:768000", "seconds:40"])]
     check_options(a)

@@ -42,7 +42,7 @@ import time
 from array import array
 from collections import Counter
 
-from harness.common import (BIN, ROOT, command_line, die, gnuplot, gnuplot_string, layer_windows, need_gnuplot, out_dir,
+from harness.common import (BIN, take_config, ROOT, command_line, die, gnuplot, gnuplot_string, layer_windows, need_gnuplot, out_dir,
                             run_ok, token_header)
 from harness.archs import PAIRS
 from harness.compare import (COLORS, CSV_COLUMNS, CSV_RUN, ONE_SEED, count_params, fmt, fmt_p, layers_text, mean_spread,
@@ -768,6 +768,7 @@ def main():
                          "all at the defaults, about 4 times the hour of the three. Commands for each question: "
                          "docs/compare.md, the controls' commands")
     ap.add_argument("--report-only", action="store_true", help="rewrite paper.md and paper.json from OUT/pre and OUT/post")
+    take_config(ap)
     a = ap.parse_args()
     controls = [c for c in a.controls.split(",") if c]
     if any(c not in CONTROLS for c in controls):

@@ -33,7 +33,7 @@ import os
 import sys
 import time
 
-from harness.common import (BIN, ROOT, command_line, die, gnuplot, gnuplot_series, gnuplot_string, need_gnuplot, out_dir,
+from harness.common import (BIN, take_config, ROOT, command_line, die, gnuplot, gnuplot_series, gnuplot_string, need_gnuplot, out_dir,
                             probe_train_command as train_command, run_ok)
 from harness.archs import PAIRS, SYNTAX, label, parse_archs
 from harness.compare import count_params, run, size_archs
@@ -129,6 +129,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=0, help="architectures trained at once; 0 = one per core, at most all")
     ap.add_argument("--report-only", action="store_true",
                     help="train nothing: rebuild probe.md and the plot from OUT/probe.json (e.g. of a stopped sweep)")
+    take_config(ap)
     a = ap.parse_args()
     tasks = [t for t in a.tasks.split(",") if t]
     if not tasks or any(t not in ("mqar", "copy") for t in tasks):

@@ -20,7 +20,7 @@ import tempfile
 import unittest
 
 from harness.archs import Arch, closest_rank, grassmann_layer_params, pair_features, parse_archs
-from harness.common import BIN, command_line
+from harness.common import BIN, command_line, take_config
 from harness.compare import (ABLATION, ONE_SEED, Harness, count_params, difference, precision_text, size_archs,
                              train_takes)
 from harness.report_page import chart, markdown_sections, write_page
@@ -114,6 +114,33 @@ class Commands(unittest.TestCase):
                            text=True)
         self.assertEqual(p.returncode, 2)
         self.assertIn("--precision", p.stderr)
+
+
+class ExperimentFile(unittest.TestCase):
+    def parser(self):
+        ap = argparse.ArgumentParser(prog="compare_test")
+        ap.add_argument("--n-layer", type=int, default=4)
+        ap.add_argument("--lr", type=float, default=1e-3)
+        ap.add_argument("--out", default="runs/compare")
+        return ap
+
+    def test_keys_become_defaults(self):
+        """bin/train's experiment file: the keys the harness takes become its defaults, the command line
+        wins, bin/train's --out (a checkpoint) and per-run keys are not taken."""
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "exp.json")
+            with open(path, "w") as f:
+                json.dump({"n-layer": 2, "lr": 0.002, "mixer": "gla", "out": "x.ckpt", "dropout": None}, f)
+            ap = self.parser()
+            with contextlib.redirect_stdout(io.StringIO()) as said:
+                take_config(ap, ["--config", path, "--lr", "0.003"])
+            a = ap.parse_args(["--config", path, "--lr", "0.003"])
+            self.assertEqual((a.n_layer, a.lr, a.out), (2, 0.003, "runs/compare"))
+            self.assertIn("not used here: mixer, out", said.getvalue())
+            with open(path, "w") as f:
+                f.write("[1, 2]")
+            self.assertIn("not a JSON object", refusal(lambda: take_config(self.parser(), ["--config", path])))
+            self.assertIn("--config", refusal(lambda: take_config(self.parser(), ["--config", path + ".missing"])))
 
 
 def refusal(call):
