@@ -23,6 +23,7 @@
 #include "lm/byte.h"
 #include "tok/char.h"
 #include "lm/tokenizer.h"
+#include "train/eta.h"
 
 static void small_config(ModelConfig *cfg, const char *mixers) {
     Error err;
@@ -858,6 +859,23 @@ static void test_overfit_grassmann(void **s) { (void)s; overfit("grassmann"); }
 
 /* ---- configuration errors ------------------------------------------------------- */
 
+/* bin/train's ETA paces over the last ETA_WINDOW progress intervals: one slow
+ * interval moves it by its share, and drops out after ETA_WINDOW more. */
+static void test_eta_window(void **state) {
+    (void)state;
+    EtaWindow w = {0};
+    assert_true(eta_wall_per_step(&w) == 0.0 && eta_wall_per_train(&w) == 1.0);
+    for (int i = 0; i < ETA_WINDOW; i++) eta_window_add(&w, 10, 1.0, 0.8); /* 0.1 s a step, 80% training */
+    assert_true(fabs(eta_wall_per_step(&w) - 0.1) < 1e-12);
+    assert_true(fabs(eta_wall_per_train(&w) - 1.25) < 1e-12);
+    eta_window_add(&w, 10, 9.0, 8.0); /* one interval 9x slower (the machine busy): not the whole run's pace */
+    assert_true(fabs(eta_wall_per_step(&w) - (7 * 1.0 + 9.0) / (8 * 10)) < 1e-12);
+    for (int i = 0; i < ETA_WINDOW - 1; i++) eta_window_add(&w, 10, 1.0, 0.8);
+    assert_true(fabs(eta_wall_per_step(&w) - (7 * 1.0 + 9.0) / (8 * 10)) < 1e-12); /* still in the window */
+    eta_window_add(&w, 10, 1.0, 0.8);
+    assert_true(fabs(eta_wall_per_step(&w) - 0.1) < 1e-12); /* gone */
+}
+
 static void test_config_errors(void **s) {
     (void)s;
     ModelConfig cfg;
@@ -1036,6 +1054,7 @@ int main(void) {
         cmocka_unit_test(test_overfit_attention),
         cmocka_unit_test(test_overfit_grassmann),
         cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_eta_window),
     };
     return cmocka_run_group_tests_name("units", tests, NULL, NULL);
 }
