@@ -362,10 +362,14 @@ def write_page_html(a, archs, budgets, runs, unit, md):
                            "band": band, "dash": kind == "seconds"})
     charts.append(chart("by_position", f"Validation loss by position in the window (mean and range over {a.seeds} seeds)",
                         "position (tokens of context before the target)", f"loss (nats per {unit})", series, xlog=True))
-    keys = ["steps", "tokens", "train_seconds", "tok_s", "val_loss", "val_ppl", "test_ppl", "recall_loss", "other_loss"]
-    table = {"kind": "table", "id": "runs", "columns": ["architecture", "budget", "seed"] + keys,
+    # compare.csv's columns, named and rounded for reading (the CSV keeps every digit)
+    cols = [("steps", "steps", "{:,}"), ("tokens", "tokens", "{:,}"), ("train_seconds", "train seconds", "{:,.1f}"),
+            ("tok_s", "tokens/s", "{:,.0f}"), ("val_loss", "val loss", "{:.4f}"), ("val_ppl", "val ppl", "{:,.2f}"),
+            ("test_ppl", "test ppl", "{:,.2f}"), ("recall_loss", "recall-token loss", "{:.4f}"),
+            ("other_loss", "other-token loss", "{:.4f}")]
+    table = {"kind": "table", "id": "runs", "columns": ["architecture", "budget", "seed"] + [c[1] for c in cols],
              "rows": [[next(x["label"] for x in archs if x["name"] == r["arch"]), r["budget"], r["seed"]] +
-                      [f"{r[k]:.4f}" if isinstance(r[k], float) else r[k] for k in keys] for r in runs]}
+                      [f.format(r[k]) for k, _, f in cols] for r in runs]}
     sections = markdown_sections(md)
     sections += [{"kind": "heading", "level": 2, "text": "Curves"}] + charts + [
         {"kind": "heading", "level": 2, "text": "Every run"}, table]
