@@ -214,6 +214,16 @@ expect_ok "eval json" $B/eval --model "$tmp/good.ckpt" --data "$tmp/a/val.bin" -
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["perplexity"] > 1' "$tmp/out" && ok || bad "eval --json is not valid JSON"
 expect_ok "sample" $B/sample --model "$tmp/good.ckpt" --prompt "The whale" --tokens 40 --top-k 5
 [ "$(head -c 9 "$tmp/out")" = "The whale" ] && ok || bad "sample did not echo its prompt"
+# the prompt from a text file, newline and all, through the model's tokenizer: the same as given inline
+printf 'The whale,\nthe' >"$tmp/prompt.txt"
+expect_ok "sample --prompt-file" $B/sample --model "$tmp/good.ckpt" --prompt-file "$tmp/prompt.txt" --tokens 20 --seed 4
+cp "$tmp/out" "$tmp/from_file.out"
+expect_ok "sample the same prompt inline" $B/sample --model "$tmp/good.ckpt" --prompt "$(printf 'The whale,\nthe')" --tokens 20 --seed 4
+cmp -s "$tmp/out" "$tmp/from_file.out" && [ "$(head -c 14 "$tmp/out")" = "$(printf 'The whale,\nthe')" ] && ok \
+    || bad "sample --prompt-file differs from the same prompt inline"
+expect_error "sample --prompt and --prompt-file" "cannot be used together" \
+    $B/sample --model "$tmp/good.ckpt" --prompt x --prompt-file "$tmp/prompt.txt"
+expect_error "sample --prompt-file missing" "cannot open" $B/sample --model "$tmp/good.ckpt" --prompt-file "$tmp/none.txt"
 
 # resume == uninterrupted, digit for digit, with and without dropout
 for drop in 0 0.1; do
