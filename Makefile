@@ -150,11 +150,20 @@ release-test: release
 # $$ORIGIN/../lib, so nothing else on that machine (its Python, say) sees
 # them. Built without MPI (Open MPI loads plugins from its own install), so
 # the packed programs run as one process. scripts/pack.sh says how to use it.
+# Its objects are the release's but src/runtime/dist.o (the only file MPI
+# changes: the pack is built without it): where make release has built
+# them, they are copied in (with their times, so only what a source changed
+# since is compiled again) rather than compiled a second time.
 PACK ?= .portable
+PACK_OUT := build-pack$(BLAS_SUFFIX)
+RELEASE_OUT := build-release$(BLAS_SUFFIX)
 pack:
-	$(MAKE) BUILD=build-pack BIN=build-pack$(BLAS_SUFFIX)/bin OPT="$(RELEASE_OPT)" MPI=0 PACKED=1 all tests
-	bash tests/portable_check.sh build-pack$(BLAS_SUFFIX)
-	bash scripts/pack.sh build-pack$(BLAS_SUFFIX) $(PACK)
+	@if [ -d $(RELEASE_OUT)/src ]; then mkdir -p $(PACK_OUT) && cd $(RELEASE_OUT) && \
+	  find . \( -name '*.o' -o -name inspect_page.c \) ! -path ./src/runtime/dist.o -exec cp -pu --parents -t ../$(PACK_OUT) {} + && \
+	  echo "pack: the release's objects from $(RELEASE_OUT)/ (all but src/runtime/dist.o, built without MPI)"; fi
+	$(MAKE) BUILD=build-pack BIN=$(PACK_OUT)/bin OPT="$(RELEASE_OPT)" MPI=0 PACKED=1 all tests
+	bash tests/portable_check.sh $(PACK_OUT)
+	bash scripts/pack.sh $(PACK_OUT) $(PACK)
 ifeq ($(PACKED),1)
 LDFLAGS += -Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN/../lib'
 endif
@@ -205,17 +214,29 @@ endif
 # Unit tests and gradient checks (cmocka), then the programs from outside:
 # bad input, resume, checkpoints, and parity with PyTorch autograd.
 # At every instruction-set level of our kernels this CPU runs (lm/cpu.h:
-# LM_MAX_ISA caps the level; bin/gemm-rate --isa-levels lists them).
+# LM_MAX_ISA caps the level; bin/gemm-rate --isa-levels lists them), but
+# UNIT_ONE_LEVEL, the tests that run no line of a level's files nor anything
+# the cap changes (a coverage build at every level: docs/testing.md), which
+# run at the best level alone. UNIT_LEVELS=best runs every test at the best
+# level only: for a build whose levels' objects are another build's (CI's
+# BLIS build: the same files with the same flags, tested at every level in
+# the OpenBLAS build). Each test's seconds follow its line.
+UNIT_ONE_LEVEL := test_bpe test_budget test_hf_import test_probe_tasks test_safetensors test_signals
+UNIT_LEVELS ?= all
 unit-test: $(TESTS) $(BIN)/gemm-rate
-	@for isa in $$($(BIN)/gemm-rate --isa-levels); do for t in $(TESTS); do \
-	  echo "== $$t (LM_MAX_ISA=$$isa)"; LM_MAX_ISA=$$isa OMP_NUM_THREADS=2 $$t || exit 1; done; done
+	@levels=$$($(BIN)/gemm-rate --isa-levels); best=$$(echo "$$levels" | tail -1); \
+	[ "$(UNIT_LEVELS)" = best ] && levels=$$best; \
+	for isa in $$levels; do for t in $(TESTS); do \
+	  case " $(UNIT_ONE_LEVEL) " in *" $${t##*/} "*) [ $$isa = $$best ] || continue ;; esac; \
+	  echo "== $$t (LM_MAX_ISA=$$isa)"; t0=$$(date +%s); LM_MAX_ISA=$$isa OMP_NUM_THREADS=2 $$t || exit 1; \
+	  echo "== $$t (LM_MAX_ISA=$$isa): $$(( $$(date +%s) - t0 )) s"; done; done
 	@echo "== $(OUT)/test_bf16 as on a CPU without AVX512_BF16 (LM_TEST_CPU_HIDE: the conversion's AVX-512F path)"
 	@LM_TEST_CPU_HIDE=avx512bf16 OMP_NUM_THREADS=2 $(OUT)/test_bf16
 
 test: unit-test $(PROGRAMS)
 	/usr/bin/python3 tests/house.py
 	$(MAKE) release
-	bash tests/pack_test.sh
+	+bash tests/pack_test.sh
 	/usr/bin/python3 -m tests.doc_links
 	/usr/bin/python3 -m tests.docs_options
 	bash tests/cli_test.sh
@@ -235,8 +256,9 @@ test: unit-test $(PROGRAMS)
 	bash tests/tokenizer_from_test.sh
 	bash tests/bpe_agreement.sh
 	bash tests/gpt2_tokenizer.sh
-	@for isa in $$($(BIN)/gemm-rate --isa-levels); do echo "== tests.parity (LM_MAX_ISA=$$isa)"; \
-	  LM_MAX_ISA=$$isa /usr/bin/python3 -m tests.parity || exit 1; done
+	@levels=$$($(BIN)/gemm-rate --isa-levels); best=$$(echo "$$levels" | tail -1); for isa in $$levels; do \
+	  paths=$$([ $$isa = $$best ] || echo --kernel-paths); echo "== tests.parity $$paths (LM_MAX_ISA=$$isa)"; \
+	  LM_MAX_ISA=$$isa /usr/bin/python3 -m tests.parity $$paths || exit 1; done
 	/usr/bin/python3 -m tests.gpt2_convert
 	bash tests/loss_mask_test.sh
 	bash tests/probe_test.sh
@@ -316,10 +338,12 @@ asan:
 # zero errors and no definitely lost bytes (VALGRIND_ARGS=--quick: the
 # programs only). Built for AVX2 (valgrind does not know AVX-512), and the
 # script pins BLIS to its AVX2 kernels too: a BLIS build, whatever BLAS says
-# (the memcheck is of our code, not of the library).
+# (the memcheck is of our code, not of the library). --quick builds only the
+# programs it runs.
+VG_TESTS := $(if $(filter --quick,$(VALGRIND_ARGS)),,build-vg/test_units build-vg/test_blas build-vg/test_tile_gemm build-vg/test_inspect)
 valgrind:
-	$(MAKE) BLAS=blis BUILD=build-vg BIN=bin-vg OPT="-O1 -g -march=x86-64-v3" build-vg/test_units build-vg/test_blas build-vg/test_tile_gemm \
-	        build-vg/test_inspect bin-vg/prepare bin-vg/train bin-vg/eval bin-vg/sample
+	$(MAKE) BLAS=blis BUILD=build-vg BIN=bin-vg OPT="-O1 -g -march=x86-64-v3" $(VG_TESTS) \
+	        bin-vg/prepare bin-vg/train bin-vg/eval bin-vg/sample
 	bash tests/valgrind_test.sh $(VALGRIND_ARGS)
 
 # libFuzzer (clang) harnesses of the loaders, each seeded with tests/fuzz/seeds/<name>/.

@@ -69,15 +69,30 @@ static void print_written(const char *dir, const Inspection *in, double seconds)
            gates ? " gates.png," : "", seconds);
 }
 
+/* --prompt-file: the file's bytes as the prompt, raw text as the model's
+ * tokenizer takes it (newlines and all). NULL with one line in err if it
+ * cannot be read or holds a NUL byte (a prompt is text). */
+static char *prompt_from_file(const char *path, Error *err) {
+    size_t len;
+    char *text = read_file(path, &len, err);
+    if (text && memchr(text, 0, len)) {
+        free(text);
+        err_set(err, "--prompt-file '%s' holds a NUL byte: not a text", path);
+        return NULL;
+    }
+    return text;
+}
+
 int main(int argc, char **argv) {
     Error setup_err; /* first: it may restart the program with faster kernels */
     if (blas_setup(argc, argv, &setup_err)) return cli_error(program.name, "%s", setup_err.msg);
     cleanup_on_signals(program.name); /* temporaries and locks go with a signal (lm/files.h) */
-    const char *model_path = NULL, *prompt = NULL, *out_dir = NULL;
+    const char *model_path = NULL, *prompt = NULL, *out_dir = NULL, *prompt_path = NULL;
     size_t ind_len = INDUCTION_DEFAULT, ind_seqs = 8, seed = 1337, threads = 0;
     CliOption opts[] = {
         CLI_TEXT("model", 'm', &model_path, "CKPT", "checkpoint from bin/train"),
         CLI_TEXT("prompt", 'p', &prompt, "TEXT", "1 to block_size tokens, every character in the model's vocabulary"),
+        CLI_TEXT("prompt-file", 0, &prompt_path, "FILE", "the prompt from a text file, as it stands (newlines too),\nthrough the model's own tokenizer"),
         CLI_TEXT("out", 'o', &out_dir, "DIR", "output directory (created if missing)"),
         CLI_SIZE("induction-length", 0, &ind_len, 0, 1u << 20, "N",
                  "random tokens per copy for the induction test\n(default block_size / 2 up to 128; at most block_size / 2)"),
@@ -89,20 +104,29 @@ int main(int argc, char **argv) {
     if (rc != CLI_CONTINUE) return rc;
     const char *prog = program.name;
     if (!model_path) return cli_error(prog, "--model is required (see --help)");
-    if (!prompt) return cli_error(prog, "--prompt is required (see --help)");
+    if (prompt && prompt_path) return cli_error(prog, "--prompt and --prompt-file cannot be used together");
+    if (!prompt && !prompt_path) return cli_error(prog, "--prompt is required (or --prompt-file; see --help)");
     if (!out_dir) return cli_error(prog, "--out is required (see --help)");
     Error out_err;
     NamedPath model_input = {"--model", model_path};
     if (output_check(out_dir, "--out", OUTPUT_DIR, &model_input, 1, &out_err)) return cli_error(prog, "%s", out_err.msg);
-    if (!*prompt) return cli_error(prog, "the prompt is empty");
     if (ind_seqs == 0) return cli_error(prog, "--induction-seqs must be at least 1");
+    char *file_prompt = NULL;
+    if (prompt_path && !(prompt = file_prompt = prompt_from_file(prompt_path, &out_err))) return cli_error(prog, "%s", out_err.msg);
+    if (!*prompt) {
+        free(file_prompt);
+        return cli_error(prog, "the prompt is empty");
+    }
     threads_use(threads);
 
     Model m;
     Tokenizer tok;
     Error err;
     InspectArgs args = {strlen(prompt), ind_len, ind_seqs};
-    if (model_open_checked(model_path, needs, &args, &m, &tok, &err)) return cli_error(prog, "%s", err.msg);
+    if (model_open_checked(model_path, needs, &args, &m, &tok, &err)) {
+        free(file_prompt);
+        return cli_error(prog, "%s", err.msg);
+    }
     size_t Tm = m.cfg.block_size, T;
     ind_len = induction_length(ind_len, &m.cfg);
     int32_t *tokens = NULL;
@@ -125,5 +149,6 @@ int main(int argc, char **argv) {
     free(tokens);
     tokenizer_free(&tok);
     model_free(&m);
+    free(file_prompt);
     return rc;
 }

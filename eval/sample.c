@@ -4,6 +4,8 @@
  * recurrent state for gla), N samples at once with --num-samples, the
  * weights read in fp32, bf16 or int8 (--weights). */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "lm/files.h"
 #include "lm/blas_setup.h"
@@ -49,11 +51,25 @@ static void print_text(void *ctx, size_t sample, const char *text, size_t len) {
     fflush(p->f);
 }
 
+/* --prompt-file: the file's bytes as the prompt, raw text as the model's
+ * tokenizer takes it (newlines and all). NULL with one line in err if it
+ * cannot be read or holds a NUL byte (a prompt is text). */
+static char *prompt_from_file(const char *path, Error *err) {
+    size_t len;
+    char *text = read_file(path, &len, err);
+    if (text && memchr(text, 0, len)) {
+        free(text);
+        err_set(err, "--prompt-file '%s' holds a NUL byte: not a text", path);
+        return NULL;
+    }
+    return text;
+}
+
 int main(int argc, char **argv) {
     Error setup_err; /* first: it may restart the program with faster kernels */
     if (blas_setup(argc, argv, &setup_err)) return cli_error(program.name, "%s", setup_err.msg);
     cleanup_on_signals(program.name); /* temporaries and locks go with a signal (lm/files.h) */
-    const char *model_path = NULL, *prompt = "\n";
+    const char *model_path = NULL, *prompt = NULL, *prompt_path = NULL;
     size_t n_tokens = 500, seed = 1337, threads = 1, n_samples = 1;
     const char *weights = "fp32";
     int timing = 0;
@@ -62,6 +78,7 @@ int main(int argc, char **argv) {
     CliOption opts[] = {
         CLI_TEXT("model", 'm', &model_path, "CKPT", "checkpoint from bin/train"),
         CLI_TEXT("prompt", 'p', &prompt, "TEXT", "text to continue (default: a newline)"),
+        CLI_TEXT("prompt-file", 0, &prompt_path, "FILE", "the prompt from a text file, as it stands (newlines too),\nthrough the model's own tokenizer"),
         CLI_SIZE("tokens", 'n', &n_tokens, 0, 100000000, "N", "tokens to generate (default 500)"),
         CLI_FLOAT("temperature", 0, &so.temperature, 0, 100, "T", "softmax temperature, 0 = greedy (default 0.8)"),
         CLI_SIZE("top-k", 0, &so.top_k, 0, 1u << 24, "K", "sample among the K most likely tokens, 0 = all (default 0)"),
@@ -77,20 +94,31 @@ int main(int argc, char **argv) {
     int rc = cli_parse(&program, opts, sizeof opts / sizeof opts[0], argc, argv, NULL);
     if (rc != CLI_CONTINUE) return rc;
     if (!model_path) return cli_error(program.name, "--model is required (see --help)");
+    if (prompt && prompt_path) return cli_error(program.name, "--prompt and --prompt-file cannot be used together");
+    WeightsFormat format;
+    Error err;
+    if (weights_format_parse(weights, &format, &err)) return cli_error(program.name, "%s", err.msg);
+    char *file_prompt = NULL;
+    Error file_err;
+    if (prompt_path && !(file_prompt = prompt_from_file(prompt_path, &file_err)))
+        return cli_error(program.name, "%s", file_err.msg);
+    if (file_prompt) prompt = file_prompt;
+    if (!prompt) prompt = "\n";
     threads_use(threads);
     so.seed = seed;
     so.n_samples = n_samples;
     so.timing = timing ? &times : NULL;
-    WeightsFormat format;
-    Error err;
-    if (weights_format_parse(weights, &format, &err)) return cli_error(program.name, "%s", err.msg);
 
     Model m;
     Tokenizer tok;
-    if (model_open_checked(model_path, needs, &n_samples, &m, &tok, &err)) return cli_error(program.name, "%s", err.msg);
+    if (model_open_checked(model_path, needs, &n_samples, &m, &tok, &err)) {
+        free(file_prompt);
+        return cli_error(program.name, "%s", err.msg);
+    }
     if (model_set_weights(&m, format, &err)) {
         tokenizer_free(&tok);
         model_free(&m);
+        free(file_prompt);
         return cli_error(program.name, "%s", err.msg);
     }
     if (n_samples == 1) fputs(prompt, stdout);
@@ -105,5 +133,6 @@ int main(int argc, char **argv) {
                 times.steps * n_samples / (times.decode_seconds > 0 ? times.decode_seconds : 1e-9), times.refills, weights);
     tokenizer_free(&tok);
     model_free(&m);
+    free(file_prompt);
     return rc == CLI_CONTINUE ? 0 : rc;
 }

@@ -14,6 +14,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -186,6 +187,75 @@ def run_ok(cmd, env=None, capture=True, cwd=None, status=1):
         name = os.path.basename(cmd[0])
         die(f"{name} failed: {r.why()}" if capture else f"{name} failed (exit {r.status}): {' '.join(cmd)}", status)
     return r
+
+
+def duration(seconds):
+    """'42s', '3m07s', '2h05m': as bin/train prints its ETA."""
+    s = max(0, int(round(seconds)))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+# A sweep run inside another (harness.paper runs harness.compare once per
+# recipe): "DONE TOTAL START", the runs before this one's, the whole sweep's
+# count and its start (epoch seconds), so that the inner one counts and times
+# the whole sweep.
+SWEEP_ENV = "HARNESS_SWEEP"
+
+
+class Sweep:
+    """A sweep's progress: "run k of N", the time since it began and an ETA for
+    the whole sweep (the runs left at the mean time of those done so far).
+    Within an outer sweep (SWEEP_ENV) it counts and times that one. Safe to use
+    from several threads (harness.probe's concurrent runs)."""
+
+    def __init__(self, total):
+        self.before, self.total, self.start = 0, total, time.time()
+        outer = os.environ.get(SWEEP_ENV, "").split()
+        if len(outer) == 3:
+            with contextlib.suppress(ValueError):
+                self.before, self.total, self.start = int(outer[0]), int(outer[1]), float(outer[2])
+        self.started = self.finished = 0
+        self.lock = threading.Lock()
+
+    def env(self):
+        """The environment of an inner sweep (a harness run as a program) that starts now."""
+        return dict(os.environ, **{SWEEP_ENV: f"{self.before + self.finished} {self.total} {self.start}"})
+
+    def status(self, done):
+        elapsed = time.time() - self.start
+        eta = (f"ETA {duration(elapsed / done * (self.total - done))}" if 0 < done < self.total else
+               "ETA after the first run" if done == 0 else "done")
+        return f"{duration(elapsed)} elapsed, {eta}"
+
+    def begin(self):
+        """'run k of N, 1m20s elapsed, ETA 5m10s' for the run starting now (sequential sweeps)."""
+        with self.lock:
+            self.started += 1
+            k = self.before + self.started
+            return f"run {k} of {self.total}, {self.status(k - 1)}"
+
+    def end(self):
+        """'3 of 12 runs done, 1m20s elapsed, ETA 5m10s' for a run just finished (concurrent sweeps)."""
+        with self.lock:
+            self.finished += 1
+            k = self.before + self.finished
+            return f"{k} of {self.total} runs done, {self.status(k)}"
+
+    def add_done(self, n):
+        """n more runs finished (by an inner sweep)."""
+        with self.lock:
+            self.finished += n
+
+
+def fit_warmup(warmup, steps):
+    """The warm-up for a run of `steps` steps: warmup where it fits, else a
+    tenth of the steps (at least 1), so that the learning rate reaches its
+    peak (bin/train warns of a warm-up longer than the run)."""
+    return warmup if warmup <= steps else max(1, steps // 10)
 
 
 def kill_children():

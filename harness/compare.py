@@ -53,7 +53,8 @@ import statistics
 import time
 
 from harness.archs import MAX_RANK, PAIRS, SYNTAX, closest_rank, label, parse_archs
-from harness.common import BIN, ROOT, command_line, die, gnuplot, gnuplot_string, need_gnuplot, out_dir, run_ok, take_config
+from harness.common import (BIN, ROOT, Sweep, command_line, die, duration, fit_warmup, gnuplot, gnuplot_string,
+                            need_gnuplot, out_dir, run_ok, take_config)
 from harness.report_page import chart, markdown_sections, write_page
 from harness.results import MIXERS, Int, Name, Num, Text, read_train_log
 from harness.stats import welch_p
@@ -251,19 +252,31 @@ class Harness:
             self.shared += ["--recipe", a.recipe]
         # after the recipe, so that they win (bin/train: the last one given); an ablation variant's come later still
         self.shared += shlex.split(getattr(a, "train_args", None) or "")
+        self.scaled = a.warmup_scaled = {}  # budget -> the warm-up its runs got, where --warmup-iters did not fit
 
-    def train_args(self, arch, seed, ckpt, log, eval_interval):
+    def train_args(self, arch, seed, ckpt, log, eval_interval, warmup=None):
         """bin/train's command for one run, but its budget: every run in --precision's products."""
         a = self.a
+        warmup = a.warmup_iters if warmup is None else warmup
         args = [os.path.join(BIN, "train"), "--data", a.data, "--out", ckpt, "--log", log] + self.shared + [
             "--mixer", ",".join(arch["mixers"]), "--batch-size", str(a.batch_size), "--lr", str(a.lr), "--min-lr", str(a.min_lr),
-            "--warmup-iters", str(a.warmup_iters), "--seed", str(seed), "--eval-interval", str(eval_interval),
+            "--warmup-iters", str(warmup), "--seed", str(seed), "--eval-interval", str(eval_interval),
             "--eval-iters", str(a.eval_iters), "--log-interval", "1000000", "--threads", str(a.threads),
             "--precision", a.precision]
         if arch["rank"]:
             args += ["--grassmann-rank", str(arch["rank"])]
         # the architecture's own options (harness/archs.py), then an ablation variant's, after --recipe
         return args + arch.get("args", []) + arch.get("extra", [])
+
+    def warmup(self, steps, budget):
+        """The warm-up of a run of `steps` steps (fit_warmup), said once per budget where it is scaled."""
+        w = fit_warmup(self.a.warmup_iters, steps)
+        if w != self.a.warmup_iters and budget not in self.scaled:
+            print(f"compare: --warmup-iters {self.a.warmup_iters} exceeds the {steps} steps of a {budget} run: "
+                  f"its runs warm up over {w} (a tenth of their steps)", flush=True)
+        if w != self.a.warmup_iters:
+            self.scaled[budget] = w
+        return w
 
     def train(self, arch, budget, seed, tag):
         a = self.a
@@ -272,14 +285,16 @@ class Harness:
             os.remove(log)
         kind, value = budget
         tokens_per_step = a.batch_size * a.block_size
+        warmup = a.warmup_iters
         if kind == "tokens":
             steps = max(1, value // tokens_per_step)
             limit = ["--max-iters", str(steps)]
             eval_interval = max(1, steps // a.curve_points)
+            warmup = self.warmup(steps, f"{kind}:{value}")
         else:
             limit = ["--max-iters", "100000000", "--max-seconds", str(value)]
             eval_interval = a.seconds_eval_interval
-        args = self.train_args(arch, seed, ckpt, log, eval_interval) + limit
+        args = self.train_args(arch, seed, ckpt, log, eval_interval, warmup) + limit
         t0 = time.time()
         run(args, live=getattr(a, "jobs", 1) == 1)  # several at once: their progress lines would interleave
         wall = time.time() - t0
@@ -348,17 +363,29 @@ def write_page_html(a, archs, budgets, runs, unit, md):
                            "band": band, "dash": kind == "seconds"})
     charts.append(chart("by_position", f"Validation loss by position in the window (mean and range over {a.seeds} seeds)",
                         "position (tokens of context before the target)", f"loss (nats per {unit})", series, xlog=True))
-    keys = ["steps", "tokens", "train_seconds", "tok_s", "val_loss", "val_ppl", "test_ppl", "recall_loss", "other_loss"]
-    table = {"kind": "table", "id": "runs", "columns": ["architecture", "budget", "seed"] + keys,
+    # compare.csv's columns, named and rounded for reading (the CSV keeps every digit)
+    cols = [("steps", "steps", "{:,}"), ("tokens", "tokens", "{:,}"), ("train_seconds", "train seconds", "{:,.1f}"),
+            ("tok_s", "tokens/s", "{:,.0f}"), ("val_loss", "val loss", "{:.4f}"), ("val_ppl", "val ppl", "{:,.2f}"),
+            ("test_ppl", "test ppl", "{:,.2f}"), ("recall_loss", "recall-token loss", "{:.4f}"),
+            ("other_loss", "other-token loss", "{:.4f}")]
+    table = {"kind": "table", "id": "runs", "columns": ["architecture", "budget", "seed"] + [c[1] for c in cols],
              "rows": [[next(x["label"] for x in archs if x["name"] == r["arch"]), r["budget"], r["seed"]] +
-                      [f"{r[k]:.4f}" if isinstance(r[k], float) else r[k] for k in keys] for r in runs]}
+                      [f.format(r[k]) for k, _, f in cols] for r in runs]}
     sections = markdown_sections(md)
     sections += [{"kind": "heading", "level": 2, "text": "Curves"}] + charts + [
         {"kind": "heading", "level": 2, "text": "Every run"}, table]
     write_page(os.path.join(a.out, "compare.html"), md[0].lstrip("# "), sections)
 
 
+def warmup_text(a):
+    """'100 warm-up steps', and the budgets whose runs were too short for them."""
+    scaled = getattr(a, "warmup_scaled", None) or {}
+    return f"{a.warmup_iters} warm-up steps" + (
+        " (" + ", ".join(f"{w} in the {b} runs" for b, w in scaled.items()) + ": a tenth of their steps)" if scaled else "")
+
+
 def write_plots(a, archs, budgets, runs, unit):
+    """The plots (PNG, through gnuplot); returns their file names."""
     out = a.out
     colors = COLORS
     head = "set terminal pngcairo size 900,560 font ',11'\nset grid\nset key top right\n"
@@ -436,6 +463,7 @@ def write_plots(a, archs, budgets, runs, unit):
             "set xtics font ',9'\n"
             f"plot {gnuplot_string(path)} using 2:3:4:xtic(1) title 'recall tokens' lc rgb '#2ca02c', "
             f"'' using 5:6:7 title 'other tokens' lc rgb '#7f7f7f'\n")
+    return [p[0] for p in plots] + ["loss_by_position.png", "recall_split.png"]
 
 
 def ablate(a, h, archs, budgets):
@@ -446,13 +474,15 @@ def ablate(a, h, archs, budgets):
                 for v, extra in ABLATION for arch in archs]
     seeds = [a.seed + k for k in range(a.seeds)]
     runs, t_all = [], time.time()
+    sweep = Sweep(len(budgets) * len(seeds) * len(variants))
     for kind, value in budgets:
         for seed in seeds:
             for v in variants:
                 tag = f"{v['name']}_{kind}_{seed}".replace(",", "-").replace("^", "")
+                print(f"== {sweep.begin()}: {v['base']}, {v['variant']}, {kind}:{value}, seed {seed}", flush=True)
                 r = h.train(v, (kind, value), seed, tag)
                 r.update(base=v["base"], variant=v["variant"])
-                print(f"== {v['base']}, {v['variant']}, {kind}:{value}, seed {seed}: {r['steps']} steps, "
+                print(f"   {r['steps']} steps, "
                       f"{r['tokens']:,} tokens in {r['train_seconds']:.1f} s; val loss {r['val_loss']:.4f}", flush=True)
                 runs.append(r)
     total = time.time() - t_all
@@ -520,7 +550,7 @@ def ablation_report(a, archs, budgets, runs, seeds, total):
            f"{a.batch_size}, {a.norm}-norm{', then ' + a.train_args if a.train_args else ''}; "
            f"{precision_text(a.precision)}; lr {a.lr} -> {a.min_lr} cosine (AdamW's; under Muon its matrices take "
            f"bin/train's --muon-lr on the same schedule), "
-           f"{a.warmup_iters} warm-up steps; Grassmann windows {a.grassmann_windows}" +
+           f"{warmup_text(a)}; Grassmann windows {a.grassmann_windows}" +
            "".join(f"; {x['label']} {x['params']:,} parameters under the modern recipe" for x in archs) +
            f". {len(runs)} runs took {total / 60:.1f} minutes of wall time.",
            f"Command: `{command_line('harness.compare')}`"]
@@ -626,14 +656,17 @@ def main():
     seeds = [a.seed + k for k in range(a.seeds)]
     plan = [(kind, value, seed, arch) for kind, value in budgets for seed in seeds for arch in archs]
     t_all = time.time()
+    sweep = Sweep(len(plan))
 
     def train_one(job):
         kind, value, seed, arch = job
         tag = f"{arch['name']}_{kind}_{seed}".replace(",", "-")
-        print(f"== {arch['label']}, {kind}:{value}, seed {seed}", flush=True)
+        said = f"{sweep.begin()}: " if a.jobs == 1 else ""  # side by side, the count is of runs done
+        print(f"== {said}{arch['label']}, {kind}:{value}, seed {seed}", flush=True)
         r = h.train(arch, (kind, value), seed, tag)
+        done = "" if a.jobs == 1 else f" ({sweep.end()})"
         print(f"   {arch['label']}, seed {seed}: {r['steps']} steps, {r['tokens']:,} tokens in "
-              f"{r['train_seconds']:.1f} s ({r['tok_s']:.0f} tok/s); val loss {r['val_loss']:.4f}", flush=True)
+              f"{r['train_seconds']:.1f} s ({r['tok_s']:.0f} tok/s); val loss {r['val_loss']:.4f}{done}", flush=True)
         return r
 
     if a.jobs == 1:
@@ -708,12 +741,13 @@ def main():
     md += ["", f"Model: n_layer {a.n_layer}, n_head {a.n_head}, n_embd {a.n_embd}, block {a.block_size}, batch "
                f"{a.batch_size}, {a.norm}-norm{', --recipe ' + a.recipe if a.recipe else ''}"
                f"{', then ' + a.train_args if a.train_args else ''}; {precision_text(a.precision)}; lr {a.lr} -> {a.min_lr} cosine (over the steps, or over the seconds under a time "
-               f"budget), {a.warmup_iters} warm-up steps; Grassmann windows {a.grassmann_windows}. Val and test: "
+               f"budget), {warmup_text(a)}; Grassmann windows {a.grassmann_windows}. Val and test: "
                f"every token scored once (bin/eval). Recall tokens: {a.recall_n}-grams seen earlier in their "
                f"window ({100 * rows[0]['recall_frac']:.1f}% of val tokens). Train seconds count training steps only; "
                f"the whole comparison took {total / 60:.1f} minutes of wall time.",
            f"Command: `{cmd.strip()}`", "",
-           "![val loss vs tokens](val_loss_tokens.png) ![val loss vs seconds](val_loss_seconds.png)",
+           " ".join((["![val loss vs tokens](val_loss_tokens.png)"] if any(k == "tokens" for k, _ in budgets) else []) +
+                    (["![val loss vs seconds](val_loss_seconds.png)"] if any(k == "seconds" for k, _ in budgets) else [])),
            "![loss by position](loss_by_position.png) ![recall split](recall_split.png)"]
     with open(os.path.join(a.out, "compare.md"), "w") as f:
         f.write("\n".join(md) + "\n")
@@ -728,10 +762,11 @@ def main():
             w.writerow([f"{r[k]:.6f}" if isinstance(r[k], float) else r[k] for k in keys] +
                        [",".join(arch["mixers"]), arch["rank"] or "", a.precision] +
                        ["" if r[k] is None else f"{r[k]:.6f}" for k in per_text] + csv_options(arch))
-    write_plots(a, archs, budgets, runs, unit)
+    plots = write_plots(a, archs, budgets, runs, unit)
     write_page_html(a, archs, budgets, runs, unit, md)
     print("\n" + "\n".join(md[:len(reading) + 16]))
-    print(f"\nwrote {os.path.join(a.out, 'compare.md')}, compare.csv, 4 plots and compare.html ({total / 60:.1f} min)")
+    print(f"\nwrote {os.path.join(a.out, 'compare.md')}, compare.csv, {len(plots)} plots ({', '.join(plots)}) and "
+          f"compare.html ({total / 60:.1f} min)")
 
 
 if __name__ == "__main__":

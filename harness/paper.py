@@ -42,8 +42,8 @@ import time
 from array import array
 from collections import Counter
 
-from harness.common import (BIN, take_config, ROOT, command_line, die, gnuplot, gnuplot_string, layer_windows, need_gnuplot, out_dir,
-                            run_ok, token_header)
+from harness.common import (BIN, ROOT, Sweep, command_line, die, gnuplot, gnuplot_string, layer_windows, need_gnuplot,
+                            out_dir, run_ok, take_config, token_header)
 from harness.archs import PAIRS
 from harness.compare import (COLORS, CSV_COLUMNS, CSV_RUN, ONE_SEED, count_params, fmt, fmt_p, layers_text, mean_spread,
                              train_takes)
@@ -815,11 +815,15 @@ def main():
                 for p, n in counts.items()) + "; rank-matched variants for: " + (", ".join(matched) or "none"),
                 flush=True)
         archs = archs_for(cfg["n_layer"], controls, window, matched)
-        for norm in norms:
+        # one sweep over every recipe's comparison: each harness.compare counts and times its runs in it
+        per_recipe = len(archs) * a.seeds
+        sweep = Sweep(len(norms) * per_recipe)
+        for k, norm in enumerate(norms):
             cmd = compare_command(a, norm, data, archs)
-            print(f"paper: {recipe_label(norm)}: {shlex.join(cmd[1:])}", flush=True)
-            if subprocess.run(cmd, cwd=ROOT).returncode != 0:
+            print(f"paper: recipe {k + 1} of {len(norms)}, {recipe_label(norm)}: {shlex.join(cmd[1:])}", flush=True)
+            if subprocess.run(cmd, cwd=ROOT, env=sweep.env()).returncode != 0:
                 die(f"the {recipe_label(norm)} comparison failed (its output is above)")
+            sweep.add_done(per_recipe)
             with open(os.path.join(a.out, norm, SETTINGS), "w") as f:
                 json.dump({"lr": a.lr, "warmup_iters": a.warmup_iters}, f)
             if a.ablation_tokens:

@@ -33,8 +33,8 @@ import os
 import sys
 import time
 
-from harness.common import (BIN, take_config, ROOT, command_line, die, gnuplot, gnuplot_series, gnuplot_string, need_gnuplot, out_dir,
-                            probe_train_command as train_command, run_ok)
+from harness.common import (BIN, ROOT, Sweep, command_line, die, fit_warmup, gnuplot, gnuplot_series, gnuplot_string,
+                            need_gnuplot, out_dir, probe_train_command as train_command, run_ok, take_config)
 from harness.archs import PAIRS, SYNTAX, label, parse_archs
 from harness.compare import count_params, run, size_archs
 from harness.results import Int, ListOf, Name, Num, Obj, Text, load_json
@@ -175,13 +175,21 @@ def main():
         run(gen)
         return data
 
+    widths = ints(a.n_embds, "--n-embds")
+    sweep = Sweep(len(settings) * len(widths) * len(archs) * a.seeds)
+    scaled = set()
     for task, L, p in settings:
         data = generate(task, L, p)
         staged = task == "mqar" and 0 < a.curriculum_pairs < p
         first_data = generate(task, L, a.curriculum_pairs) if staged else None
         steps = iters_at[L] if task == "mqar" else a.copy_max_iters
         stage_steps = stage_at.get(L) if staged else None
-        for width in ints(a.n_embds, "--n-embds"):
+        warmup = fit_warmup(a.warmup_iters, steps)
+        if warmup != a.warmup_iters and steps not in scaled:
+            scaled.add(steps)
+            print(f"probe: --warmup-iters {a.warmup_iters} exceeds the {steps} steps of the {task} runs: they warm up "
+                  f"over {warmup} (a tenth of their steps)", flush=True)
+        for width in widths:
             shape = ["--n-layer", str(a.n_layer), "--n-head", str(a.n_head), "--n-embd", str(width),
                      "--block-size", str(L), "--grassmann-windows", a.grassmann_windows]
             runs = []
@@ -199,7 +207,7 @@ def main():
             def train_and_score(i, arch, pos, shared, n, seed):
                 name, mixers, rank = arch["name"], arch["mixers"], arch["rank"]
                 ckpt = os.path.join(a.out, f"model_{i}.ckpt")  # one per concurrent run
-                args = train_command(ckpt, mixers, L, a.batch_tokens, steps, a.lr, a.min_lr, a.warmup_iters, seed,
+                args = train_command(ckpt, mixers, L, a.batch_tokens, steps, a.lr, a.min_lr, warmup, seed,
                                      threads, shared, rank)
                 t0 = time.time()
                 if staged:  # the first stage stops at stage_steps; the second resumes it on the full task
@@ -221,7 +229,7 @@ def main():
                        "grassmann_pair": arch["pair"] or ("wedge" if "grassmann" in mixers else None),
                        "attn_window": arch["window"]}
                 print(f"probe: {task} L={L} {'pairs' if task == 'mqar' else 'gap'}={p} {name} n_embd={width} "
-                      f"seed={seed}: accuracy {row['accuracy']:.3f} ({secs:.0f} s)", flush=True)
+                      f"seed={seed}: accuracy {row['accuracy']:.3f} ({secs:.0f} s); {sweep.end()}", flush=True)
                 return row
 
             # The runs of a setting are independent: `jobs` of them at a time, each on its own threads.

@@ -147,7 +147,22 @@ async function inspectPage(dir) {
     s: +td.dataset.stage, t: +td.dataset.pos,
     k: Array.from(td.querySelectorAll(".lt")).map((x) => [+x.dataset.id, +x.dataset.p, x.firstChild.textContent]),
   })));
-  check(cells.length === Math.min(T, 16) * (J.n_layer + 1), `${what}: the lens shows ${cells.length} cells`);
+  const shownLens = +(await page.textContent("#lens-count"));
+  check(shownLens >= 1 && shownLens <= Math.min(T, 16) && cells.length === shownLens * (J.n_layer + 1),
+        `${what}: the lens shows ${cells.length} cells for ${shownLens} positions`);
+  // ... within the page's width: the table never runs off its right edge, nor the page off the window's
+  const fit = await page.evaluate(() => ({ lens: document.getElementById("lens").getBoundingClientRect().right,
+    box: document.getElementById("lens-wrap").getBoundingClientRect().right,
+    page: document.documentElement.scrollWidth, win: window.innerWidth }));
+  check(fit.lens <= fit.box + 0.5 && fit.page <= fit.win, `${what}: the lens runs off the page (${JSON.stringify(fit)})`);
+  // No word of heads where there are none (a Grassmann model): nothing to select
+  const text = await page.evaluate(() => document.body.innerText);
+  if (!attn.length) check(!/\bheads\b|selected head/.test(text), `${what}: no attention layer, yet the page speaks of heads`);
+  else {
+    check(text.includes(`${J.n_head} heads per attention layer`), `${what}: the summary does not count the heads per attention layer`);
+    const bar = await page.$eval("#pattern-bar", (c) => +c.dataset.vmax);
+    check(bar === 1, `${what}: no colour bar from 0 to 1 beside the attention map`);
+  }
   let lensBad = 0;
   const labelOf = (id) => {
     for (const t of J.tokens) if (t.id === id) return t.label;
@@ -169,6 +184,16 @@ async function inspectPage(dir) {
   const gr = J.layers.filter((L) => L.gate_mean).length;
   const heats = await page.locator("#grassmann canvas.heat").count();
   check(heats === (gr ? 1 + gr : 0), `${what}: ${heats} Grassmann heatmaps for ${gr} layers`);
+  if (gr) {
+    // every heatmap with a colour bar and token labels (these prompts fit); the offsets of every layer on one scale
+    const maps = await page.$$eval("#grassmann canvas.heat", (cs) => cs.map((c) => [+c.dataset.vmax, +c.dataset.labels]));
+    const bars = await page.$$eval("#grassmann canvas.colour-bar", (cs) => cs.map((c) => +c.dataset.vmax));
+    const want = Math.max(...J.layers.filter((L) => L.gate_mean).flatMap((L) => L.offset_position_norm.flat().map((v) => v || 0)));
+    check(maps[0][0] === 1 && maps.slice(1).every((m) => Math.abs(m[0] - want) <= 1e-4 + 1e-3 * want),
+          `${what}: the gate not on 0-1 or the offsets not on one scale (${maps.map((m) => m[0])}, largest ${want})`);
+    check(maps.every((m) => m[1] === T), `${what}: heatmaps without token labels (${maps.map((m) => m[1])})`);
+    check(bars.length === maps.length && bars.every((b, i) => b === maps[i][0]), `${what}: colour bars ${bars} for the heatmaps' scales`);
+  }
   const name = path.basename(dir);
   await shot(page, null, `inspect_${name}_page`);
   await shot(page, "#tokens", `inspect_${name}_tokens`);
@@ -213,6 +238,12 @@ async function reportPage(file) {
              : fs.existsSync(path.join(dir, "ckpt")) ? 1 : folders(dir);
   const shown = await page.locator("table[data-table='runs'] tbody tr").count();
   check(shown === runs, `${what}: ${shown} runs in the page, ${runs} beside it`);
+  // ... with column names for reading (no compare.csv key_names) and numbers rounded (no 11587.5030)
+  const heads = await page.$$eval("table[data-table='runs'] th", (t) => t.map((x) => x.textContent));
+  const nums = await page.$$eval("table[data-table='runs'] tbody td", (t) => t.map((x) => x.textContent));
+  check(heads.every((h) => !h.includes("_")), `${what}: raw column names in the runs table: ${heads.join(" | ")}`);
+  const raw = (v) => /[0-9]{4}\.[0-9]{3}|\.[0-9]{5}/.test(v);
+  check(!nums.some(raw), `${what}: numbers not rounded: ${nums.filter(raw).slice(0, 3)}`);
   // Zoom: dragging across the first chart narrows its x axis; double-click restores it.
   const sel = `[data-chart='${charts[0].id}'] svg`;
   const d0 = await page.locator(`${sel} path.series`).first().getAttribute("d");

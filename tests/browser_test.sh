@@ -33,6 +33,9 @@ quiet "$B"/train --data "$tmp/a" --out "$tmp/g.ckpt" "${SMALL[@]}" --mixer grass
 PROMPT="The whale </script> & the sea! Line 7"
 quiet "$B"/inspect --model "$tmp/a.ckpt" --prompt "$PROMPT" --out "$tmp/attention" --induction-length 8 --threads 2
 quiet "$B"/inspect --model "$tmp/g.ckpt" --prompt "$PROMPT" --out "$tmp/hybrid" --induction-length 8 --threads 2
+# Grassmann alone: a page with no attention heads at all
+quiet "$B"/train --data "$tmp/a" --out "$tmp/gg.ckpt" "${SMALL[@]}" --max-iters 4 --mixer grassmann --grassmann-rank 6 --grassmann-windows 1,2,4
+quiet "$B"/inspect --model "$tmp/gg.ckpt" --prompt "$PROMPT" --out "$tmp/grassmann" --threads 2
 
 # make compare at its smallest: two architectures, two seeds, both budgets.
 quiet /usr/bin/python3 -m harness.compare --data "$tmp/a" --out "$tmp/compare" --archs "attention grassmann" \
@@ -61,5 +64,5 @@ quiet /usr/bin/python3 -m harness.runs_page "$tmp/runs/a" "$tmp/runs/b" --out "$
 
 SHOTS=${BROWSER_SHOTS:--}
 [ "$SHOTS" = - ] || mkdir -p "$SHOTS"
-node tests/browser_test.mjs "$NPM_DIR/node_modules" "$CHROMIUM" "$SHOTS" inspect "$tmp/attention" "$tmp/hybrid" \
+node tests/browser_test.mjs "$NPM_DIR/node_modules" "$CHROMIUM" "$SHOTS" inspect "$tmp/attention" "$tmp/hybrid" "$tmp/grassmann" \
     report "$tmp/compare/compare.html" "$tmp/paper/paper.html" "$tmp/runs/a/run.html" "$tmp/runs/runs.html"

@@ -235,6 +235,16 @@ for i, p in enumerate(parts):
 PY
 done
 expect_error "sample bad weights" "must be fp32, bf16 or int8" $B/sample --model "$tmp/good.ckpt" --weights int4
+# the prompt from a text file, newline and all, through the model's tokenizer: the same as given inline
+printf 'The whale,\nthe' >"$tmp/prompt.txt"
+expect_ok "sample --prompt-file" $B/sample --model "$tmp/good.ckpt" --prompt-file "$tmp/prompt.txt" --tokens 20 --seed 4
+cp "$tmp/out" "$tmp/from_file.out"
+expect_ok "sample the same prompt inline" $B/sample --model "$tmp/good.ckpt" --prompt "$(printf 'The whale,\nthe')" --tokens 20 --seed 4
+cmp -s "$tmp/out" "$tmp/from_file.out" && [ "$(head -c 14 "$tmp/out")" = "$(printf 'The whale,\nthe')" ] && ok \
+    || bad "sample --prompt-file differs from the same prompt inline"
+expect_error "sample --prompt and --prompt-file" "cannot be used together" \
+    $B/sample --model "$tmp/good.ckpt" --prompt x --prompt-file "$tmp/prompt.txt"
+expect_error "sample --prompt-file missing" "cannot open" $B/sample --model "$tmp/good.ckpt" --prompt-file "$tmp/none.txt"
 
 # resume == uninterrupted, digit for digit, with and without dropout
 for drop in 0 0.1; do

@@ -18,9 +18,10 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import unittest.mock
 
 from harness.archs import Arch, closest_rank, grassmann_layer_params, pair_features, parse_archs
-from harness.common import BIN, command_line, take_config
+from harness.common import BIN, SWEEP_ENV, Sweep, command_line, duration, fit_warmup, take_config
 from harness.compare import (ABLATION, ONE_SEED, Harness, count_params, difference, precision_text, size_archs,
                              train_takes)
 from harness.report_page import chart, markdown_sections, write_page
@@ -155,6 +156,26 @@ def refusal(call):
             assert len(lines) == 1, lines
             return lines[0]
     raise AssertionError(f"{call} was not refused")
+
+
+class Progress(unittest.TestCase):
+    def test_sweep(self):
+        """run k of N with elapsed and ETA; an inner sweep (make paper's compare per recipe) counts and times
+        the outer one; the warm-up fits a short run; durations as bin/train prints them."""
+        with unittest.mock.patch.dict(os.environ, {SWEEP_ENV: ""}):
+            s = Sweep(3)
+            self.assertRegex(s.begin(), r"^run 1 of 3, 0s elapsed, ETA after the first run$")
+            s.start -= 60  # the first run took a minute: two left
+            self.assertRegex(s.begin(), r"^run 2 of 3, 1m00s elapsed, ETA 2m00s$")
+        outer = Sweep(12)
+        outer.start -= 600
+        outer.add_done(6)  # the first recipe's 6 runs, 10 minutes
+        with unittest.mock.patch.dict(os.environ, outer.env()):
+            inner = Sweep(6)
+            self.assertEqual(inner.begin(), "run 7 of 12, 10m00s elapsed, ETA 10m00s")
+            self.assertEqual(inner.end(), "7 of 12 runs done, 10m00s elapsed, ETA 7m09s")
+        self.assertEqual([fit_warmup(100, 10), fit_warmup(100, 100), fit_warmup(5, 3), fit_warmup(2, 640)], [1, 100, 1, 2])
+        self.assertEqual([duration(9.4), duration(69), duration(7500)], ["9s", "1m09s", "2h05m"])
 
 
 class Archs(unittest.TestCase):
@@ -328,10 +349,22 @@ class Families(unittest.TestCase):
             p = subprocess.run([sys.executable, "-m", "harness.compare", "--data", data, "--out", out, "--archs", archs,
                                 "--budget", "tokens:640", "--seeds", "2", "--n-layer", "2", "--n-head", "2",
                                 "--n-embd", "32", "--block-size", "16", "--batch-size", "4", "--threads", "1",
-                                "--curve-points", "2", "--eval-iters", "2", "--warmup-iters", "2",
-                                "--grassmann-windows", "1,2", "--keep-checkpoints", "--jobs", "2"],
-                               capture_output=True, text=True)  # --jobs 2: the pool keeps the plan's order
+                                "--curve-points", "2", "--eval-iters", "2", "--warmup-iters", "100",
+                                "--grassmann-windows", "1,2", "--keep-checkpoints"], capture_output=True, text=True)
             self.assertEqual(p.returncode, 0, p.stderr[-2000:] + p.stdout[-2000:])
+            # progress over the whole sweep: run k of 12, the time so far and an ETA from the second run on
+            starts = [l for l in p.stdout.splitlines() if l.startswith("== run ")]
+            self.assertEqual([l.split(",")[0] for l in starts], [f"== run {k} of 12" for k in range(1, 13)])
+            self.assertIn("elapsed, ETA after the first run: attention, tokens:640, seed 1337", starts[0])
+            self.assertRegex(starts[1], r"^== run 2 of 12, [0-9]+(s|m[0-9]{2}s) elapsed, ETA [0-9]+(s|m[0-9]{2}s): ")
+            # a warm-up longer than the 10-step runs: said once and scaled, never bin/train's warning per run
+            scaled = [l for l in p.stdout.splitlines() if "--warmup-iters 100 exceeds" in l]
+            self.assertEqual(scaled, ["compare: --warmup-iters 100 exceeds the 10 steps of a tokens:640 run: its runs "
+                                      "warm up over 1 (a tenth of their steps)"])
+            self.assertNotIn("warning", p.stderr)
+            # the plots it wrote, counted (a token budget alone: no seconds plot)
+            self.assertIn("3 plots (val_loss_tokens.png, loss_by_position.png, recall_split.png)", p.stdout)
+            self.assertFalse(os.path.exists(os.path.join(out, "val_loss_seconds.png")))
             with open(os.path.join(out, "compare.md")) as f:
                 md = f.read().splitlines()
             table = {l.split("|")[1].strip(): [c.strip() for c in l.split("|")[2:-1]] for l in md
@@ -354,7 +387,36 @@ class Families(unittest.TestCase):
             for name, window in (("attention", None), ("swa", 4), ("g-swa", 4), ("grassmann", None)):
                 _, meta = read_safetensors(os.path.join(out, f"{name}_tokens_1337.ckpt"))
                 self.assertEqual(json.loads(meta["config"]).get("attn_window"), window, name)
+            # a kept model opens in bin/inspect
+            insp = subprocess.run([os.path.join(BIN, "inspect"), "--model", os.path.join(out, "g-swa_tokens_1338.ckpt"),
+                                   "--prompt", "line 3 of the", "--out", os.path.join(tmp, "insp")],
+                                  capture_output=True, text=True)
+            self.assertEqual(insp.returncode, 0, insp.stderr)
+            self.assertTrue(os.path.exists(os.path.join(tmp, "insp", "inspect.html")))
 
+
+@unittest.skipUnless(shutil.which("gnuplot") and os.path.exists(os.path.join(BIN, "train")), "needs make and gnuplot")
+class Jobs(unittest.TestCase):
+    def test_runs_side_by_side(self):
+        """--jobs 2: four runs two at a time, each counted as it ends, the report in the plan's order and
+        its numbers those of the same runs one at a time."""
+        with tempfile.TemporaryDirectory(prefix="lm-compare-") as tmp:
+            data = tiny_data(tmp)
+            csvs = []
+            for jobs in ("1", "2"):
+                out = os.path.join(tmp, "out" + jobs)
+                p = subprocess.run([sys.executable, "-m", "harness.compare", "--data", data, "--out", out, "--archs",
+                                    "attention grassmann", "--budget", "tokens:640", "--seeds", "2", "--n-layer", "1",
+                                    "--n-head", "2", "--n-embd", "32", "--block-size", "16", "--batch-size", "4",
+                                    "--threads", "1", "--curve-points", "2", "--eval-iters", "2", "--warmup-iters", "2",
+                                    "--grassmann-windows", "1,2", "--jobs", jobs], capture_output=True, text=True)
+                self.assertEqual(p.returncode, 0, p.stderr[-2000:] + p.stdout[-2000:])
+                with open(os.path.join(out, "compare.csv")) as f:
+                    csvs.append([(r["arch"], r["seed"], r["val_loss"]) for r in csv.DictReader(f)])
+            self.assertIn("(4 of 4 runs done, ", p.stdout)
+            self.assertEqual(csvs[1], csvs[0])
+            self.assertEqual([(a, s) for a, s, _ in csvs[1]],
+                             [("attention", "1337"), ("grassmann", "1337"), ("attention", "1338"), ("grassmann", "1338")])
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

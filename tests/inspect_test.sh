@@ -32,6 +32,12 @@ expect_ok "inspect again" $B/inspect --model "$tmp/g.ckpt" --prompt "the whale" 
 cmp -s "$tmp/o/g/inspect.json" "$tmp/o/g2/inspect.json" && cmp -s "$tmp/o/g/gates.png" "$tmp/o/g2/gates.png" \
     && cmp -s "$tmp/o/g/inspect.html" "$tmp/o/g2/inspect.html" && ok \
     || bad "inspect: two runs differ"
+# The prompt from a file, through the model's tokenizer: the same inspection as given inline.
+printf 'the whale' >"$tmp/prompt.txt"
+expect_ok "inspect --prompt-file" $B/inspect --model "$tmp/g.ckpt" --prompt-file "$tmp/prompt.txt" --out "$tmp/o/g3" --induction-length 4
+cmp -s "$tmp/o/g/inspect.json" "$tmp/o/g3/inspect.json" && ok || bad "inspect --prompt-file differs from --prompt"
+expect_error "inspect --prompt and --prompt-file" "cannot be used together" \
+    $B/inspect --model "$tmp/g.ckpt" --prompt x --prompt-file "$tmp/prompt.txt" --out "$tmp/o/g4"
 
 # A byte-level model: a prompt that is not UTF-8 still gives valid JSON.
 expect_ok "prepare byte" $B/prepare --input "$tmp/a.txt" --out "$tmp/abyte" --tokenizer byte

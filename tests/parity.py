@@ -14,6 +14,14 @@ float64 (it rounds less: its products' outputs and the attention scores stay
 fp32, autocast's are bf16).
 
 Run from the project root after `make`: /usr/bin/python3 -m tests.parity
+
+--kernel-paths runs KERNEL_PATHS alone: make test runs every model at the
+best level our kernels run at and these at the levels below, where only the
+kernels (lm/cpu.h's levels: the files *_portable.c, *_avx2.c, *_avx512.c)
+differ. Run at LM_MAX_ISA=portable on a coverage build (gcc --coverage), they
+execute every line of the levels' files that the whole set does, with each
+mixer, its tiles and windows, every pair map, the soft cap, gla's chunks and
+two trained models (AdamW's loop); docs/testing.md.
 """
 import json
 import os
@@ -130,7 +138,17 @@ def bf16_absent():
     return None
 
 
+# The models --kernel-paths runs (see the docstring).
+KERNEL_PATHS = ("hybrid attention,grassmann, rope", "attention, 5 tiles of 64, window 40", "grassmann, outer pair map",
+                "hybrid g,a, sum pair map, rope", "attention, rmsnorm relu2 qk-norm softcap", "gla, 3 chunks",
+                "hybrid a,g post-norm, modern recipe", "hybrid g,a post-norm, trained", "gla, modern recipe, trained")
+
+
 def main():
+    if sys.argv[1:] not in ([], ["--kernel-paths"]):
+        print("usage: python3 -m tests.parity [--kernel-paths]", file=sys.stderr)
+        return 2
+    kernel_paths = sys.argv[1:] == ["--kernel-paths"]
     torch.manual_seed(0)
     text = ("It is not down in any map; true places never are. " * 3 +
             "Call me Ishmael. Some years ago, never mind how long precisely, "
@@ -215,6 +233,10 @@ def main():
     ] if not bf16_absent() else []
     if not bf16:
         print(f"parity: {bf16_absent()}: the bf16 comparisons are left to the levels that run them")
+    names = [n for n, _ in configs + trained]
+    assert all(n in names for n in KERNEL_PATHS), [n for n in KERNEL_PATHS if n not in names]
+    if kernel_paths:
+        print(f"parity: --kernel-paths: {len(KERNEL_PATHS)} of the {len(names)} models (and bf16's where it runs)")
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "text.txt"), "w") as f:
@@ -233,6 +255,8 @@ def main():
             else:
                 failed += 1
         for i, (name, extra) in enumerate(configs + trained):
+            if kernel_paths and name not in KERNEL_PATHS:
+                continue
             dump = os.path.join(tmp, f"dump{i}.safetensors")
             train = [os.path.join(BIN, "train"), "--data", os.path.join(tmp, "data"), "--seed", str(7 + i)] + base + extra
             if i >= len(configs):

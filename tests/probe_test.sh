@@ -9,6 +9,11 @@ cd "$(dirname "$0")/.."
 TOY=(--mqar-seq-lens 16 --pairs 4 --symbols 8 --mqar-iters 30 --copy-max-iters 10 --train-seqs 100 --val-seqs 10 --copy-seq-len 32
      --copy-gaps 4 --copy-segment 4 --grassmann-windows 1,2,4,8 --threads 1 --out "$tmp/p")
 expect_ok "probe, staged" python3 -m harness.probe "${TOY[@]}" --curriculum-pairs 2 --curriculum-steps 20
+# progress over the sweep as each run ends; the default warm-up (30) scaled to the 10-step copy runs, said once
+grep -q "; 4 of 4 runs done, [0-9ms]* elapsed, done$" "$tmp/out" && [ "$(grep -c " runs done, " "$tmp/out")" = 4 ] && ok \
+    || bad "probe: no 'k of 4 runs done' per run: $(grep '^probe:' "$tmp/out" | head -c 600)"
+[ "$(grep -c "probe: --warmup-iters 30 exceeds the 10 steps of the copy runs: they warm up over 1" "$tmp/out")" = 1 ] \
+    && ! grep -q "warning: --warmup-iters" "$tmp/err" && ok || bad "probe: the copy runs' warm-up not scaled once: $(head -c 400 "$tmp/err")"
 if /usr/bin/python3 - "$tmp/p" <<'PY'
 import json, os, sys
 out = sys.argv[1]

@@ -23,6 +23,7 @@
 #include "lm/byte.h"
 #include "tok/char.h"
 #include "lm/tokenizer.h"
+#include "train/eta.h"
 
 static void small_config(ModelConfig *cfg, const char *mixers) {
     Error err;
@@ -64,17 +65,18 @@ static void check_causality(const char *mixers) {
     model_forward(&m, a, NULL, 1, T, NULL);
     float *ref = malloc(T * V * sizeof(float));
     memcpy(ref, m.logits, T * V * sizeof(float));
-    for (size_t t = 0; t + 1 < T; t++) {
-        for (size_t k = t + 1; k < T; k++) {
-            memcpy(b, a, sizeof a);
-            b[k] = (a[k] + 1 + (int32_t)(k % (V - 1))) % (int32_t)V; /* never a no-op */
-            model_forward(&m, b, NULL, 1, T, NULL);
-            for (size_t i = 0; i <= t * V + V - 1; i++)
-                if (m.logits[i] != ref[i]) fail_msg("%s: changing position %zu changed logits at position %zu", mixers, k, i / V);
-            int changed = 0;
-            for (size_t i = k * V; i < (k + 1) * V; i++) changed |= m.logits[i] != ref[i];
-            if (!changed) fail_msg("%s: changing position %zu changed nothing at %zu", mixers, k, k);
-        }
+    /* Each later position k changed once: no logit at a position before k
+     * moves (every t < k at once: one forward per k, not per pair t < k),
+     * and position k's do. */
+    for (size_t k = 1; k < T; k++) {
+        memcpy(b, a, sizeof a);
+        b[k] = (a[k] + 1 + (int32_t)(k % (V - 1))) % (int32_t)V; /* never a no-op */
+        model_forward(&m, b, NULL, 1, T, NULL);
+        for (size_t i = 0; i < k * V; i++)
+            if (m.logits[i] != ref[i]) fail_msg("%s: changing position %zu changed logits at position %zu", mixers, k, i / V);
+        int changed = 0;
+        for (size_t i = k * V; i < (k + 1) * V; i++) changed |= m.logits[i] != ref[i];
+        if (!changed) fail_msg("%s: changing position %zu changed nothing at %zu", mixers, k, k);
     }
     free(ref);
     model_free(&m);
@@ -969,6 +971,23 @@ static void test_overfit_grassmann(void **s) { (void)s; overfit("grassmann"); }
 
 /* ---- configuration errors ------------------------------------------------------- */
 
+/* bin/train's ETA paces over the last ETA_WINDOW progress intervals: one slow
+ * interval moves it by its share, and drops out after ETA_WINDOW more. */
+static void test_eta_window(void **state) {
+    (void)state;
+    EtaWindow w = {0};
+    assert_true(eta_wall_per_step(&w) == 0.0 && eta_wall_per_train(&w) == 1.0);
+    for (int i = 0; i < ETA_WINDOW; i++) eta_window_add(&w, 10, 1.0, 0.8); /* 0.1 s a step, 80% training */
+    assert_true(fabs(eta_wall_per_step(&w) - 0.1) < 1e-12);
+    assert_true(fabs(eta_wall_per_train(&w) - 1.25) < 1e-12);
+    eta_window_add(&w, 10, 9.0, 8.0); /* one interval 9x slower (the machine busy): not the whole run's pace */
+    assert_true(fabs(eta_wall_per_step(&w) - (7 * 1.0 + 9.0) / (8 * 10)) < 1e-12);
+    for (int i = 0; i < ETA_WINDOW - 1; i++) eta_window_add(&w, 10, 1.0, 0.8);
+    assert_true(fabs(eta_wall_per_step(&w) - (7 * 1.0 + 9.0) / (8 * 10)) < 1e-12); /* still in the window */
+    eta_window_add(&w, 10, 1.0, 0.8);
+    assert_true(fabs(eta_wall_per_step(&w) - 0.1) < 1e-12); /* gone */
+}
+
 static void test_config_errors(void **s) {
     (void)s;
     ModelConfig cfg;
@@ -1150,6 +1169,7 @@ int main(void) {
         cmocka_unit_test(test_overfit_attention),
         cmocka_unit_test(test_overfit_grassmann),
         cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_eta_window),
     };
     return cmocka_run_group_tests_name("units", tests, NULL, NULL);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lm/cli.h"
+#include "eta.h"
 #include "run_dir.h"
 #include "say.h"
 #include "trainer.h"
@@ -27,6 +28,7 @@ typedef struct Pace {
     double t_last;    /* when the last progress line was printed */
     double step_secs; /* training steps since then, validation not counted */
     double wait_secs; /* waiting for the all-reduce since then */
+    EtaWindow eta;    /* the last progress intervals: the ETA's pace */
     int signalled;
 } Pace;
 
@@ -91,17 +93,18 @@ static int validate(TrainLoop *L, ValLoss *val, Error *err) {
 }
 
 /* The progress line after step `done`, with the ETA: the steps left at the
- * recent pace, or with --max-seconds the time budget left, whichever ends
- * first; and a note when the tuner has stepped down or the all-reduce kept
- * this rank waiting. */
+ * pace of the last few progress intervals (eta.h), or with --max-seconds the
+ * time budget left, whichever ends first; and a note when the tuner has
+ * stepped down or the all-reduce kept this rank waiting. */
 static void progress_line(TrainLoop *L, Pace *p, size_t done, size_t threads, const StepStats *st) {
     const RunOptions *o = &L->r->o;
     const Dist *dist = L->r->dist;
-    double n = (double)(done - p->last_logged), per = p->step_secs / n, wall = (cli_now() - p->t_last) / n;
+    double n = (double)(done - p->last_logged), per = p->step_secs / n;
     char eta[32], busy[64] = "";
-    double left = wall * (double)(o->stop_at - done);
+    eta_window_add(&p->eta, n, cli_now() - p->t_last, p->step_secs);
+    double left = eta_wall_per_step(&p->eta) * (double)(o->stop_at - done);
     if (o->max_seconds > 0 && per > 0.0) {
-        double budget = (o->max_seconds - L->train_clock) * (wall / per); /* validation's share too */
+        double budget = (o->max_seconds - L->train_clock) * eta_wall_per_train(&p->eta); /* validation's share too */
         left = budget < left ? (budget > 0.0 ? budget : 0.0) : left;
     }
     cli_duration(left, eta, sizeof eta);
@@ -194,7 +197,7 @@ int train_loop_run(TrainLoop *L, const char *prog) {
     Run *r = L->r;
     Error err;
     int rc = 0;
-    Pace p = {r->start_step, 0.0, 0.0, 0.0, 0};
+    Pace p = {.last_logged = r->start_step};
     L->t_start = p.t_last = cli_now();
     /* Validation is measured after a step, so a log row's val_loss belongs to
      * its step and token count: the untrained model first, then every
