@@ -69,20 +69,6 @@ static void print_written(const char *dir, const Inspection *in, double seconds)
            gates ? " gates.png," : "", seconds);
 }
 
-/* --prompt-file: the file's bytes as the prompt, raw text as the model's
- * tokenizer takes it (newlines and all). NULL with one line in err if it
- * cannot be read or holds a NUL byte (a prompt is text). */
-static char *prompt_from_file(const char *path, Error *err) {
-    size_t len;
-    char *text = read_file(path, &len, err);
-    if (text && memchr(text, 0, len)) {
-        free(text);
-        err_set(err, "--prompt-file '%s' holds a NUL byte: not a text", path);
-        return NULL;
-    }
-    return text;
-}
-
 int main(int argc, char **argv) {
     Error setup_err; /* first: it may restart the program with faster kernels */
     if (blas_setup(argc, argv, &setup_err)) return cli_error(program.name, "%s", setup_err.msg);
@@ -112,7 +98,7 @@ int main(int argc, char **argv) {
     if (output_check(out_dir, "--out", OUTPUT_DIR, &model_input, 1, &out_err)) return cli_error(prog, "%s", out_err.msg);
     if (ind_seqs == 0) return cli_error(prog, "--induction-seqs must be at least 1");
     char *file_prompt = NULL;
-    if (prompt_path && !(prompt = file_prompt = prompt_from_file(prompt_path, &out_err))) return cli_error(prog, "%s", out_err.msg);
+    if (prompt_path && !(prompt = file_prompt = read_text_file(prompt_path, "--prompt-file", &out_err))) return cli_error(prog, "%s", out_err.msg);
     if (!*prompt) {
         free(file_prompt);
         return cli_error(prog, "the prompt is empty");

@@ -51,20 +51,6 @@ static void print_text(void *ctx, size_t sample, const char *text, size_t len) {
     fflush(p->f);
 }
 
-/* --prompt-file: the file's bytes as the prompt, raw text as the model's
- * tokenizer takes it (newlines and all). NULL with one line in err if it
- * cannot be read or holds a NUL byte (a prompt is text). */
-static char *prompt_from_file(const char *path, Error *err) {
-    size_t len;
-    char *text = read_file(path, &len, err);
-    if (text && memchr(text, 0, len)) {
-        free(text);
-        err_set(err, "--prompt-file '%s' holds a NUL byte: not a text", path);
-        return NULL;
-    }
-    return text;
-}
-
 int main(int argc, char **argv) {
     Error setup_err; /* first: it may restart the program with faster kernels */
     if (blas_setup(argc, argv, &setup_err)) return cli_error(program.name, "%s", setup_err.msg);
@@ -100,7 +86,7 @@ int main(int argc, char **argv) {
     if (weights_format_parse(weights, &format, &err)) return cli_error(program.name, "%s", err.msg);
     char *file_prompt = NULL;
     Error file_err;
-    if (prompt_path && !(file_prompt = prompt_from_file(prompt_path, &file_err)))
+    if (prompt_path && !(file_prompt = read_text_file(prompt_path, "--prompt-file", &file_err)))
         return cli_error(program.name, "%s", file_err.msg);
     if (file_prompt) prompt = file_prompt;
     if (!prompt) prompt = "\n";

@@ -30,6 +30,10 @@ int input_refusal(const char *path, unsigned mode, Error *err);
 
 /* Reads a whole file into a malloc'd buffer (NUL-terminated for text use). */
 char *read_file(const char *path, size_t *len, Error *err);
+/* A text file whole (a prompt from a file: raw text as a tokenizer takes it,
+ * newlines and all); NULL with one line in err if it cannot be read or
+ * holds a NUL byte, which no text does. what: the option that named it. */
+char *read_text_file(const char *path, const char *what, Error *err);
 /* The first min(max, size) bytes of a file (NUL-terminated); *file_size
  * gets its whole size (if not NULL). */
 char *read_file_head(const char *path, size_t max, size_t *len, size_t *file_size, Error *err);

@@ -89,6 +89,17 @@ char *read_file_head(const char *path, size_t max, size_t *len, size_t *file_siz
 
 char *read_file(const char *path, size_t *len, Error *err) { return read_file_head(path, SIZE_MAX, len, NULL, err); }
 
+char *read_text_file(const char *path, const char *what, Error *err) {
+    size_t len;
+    char *text = read_file(path, &len, err);
+    if (text && memchr(text, 0, len)) {
+        free(text);
+        err_set(err, "%s '%s' holds a NUL byte: not a text", what, path);
+        return NULL;
+    }
+    return text;
+}
+
 int path_format(char *buf, size_t size, Error *err, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
