@@ -357,6 +357,9 @@ FUZZ_FLAGS   := -std=c11 -g -O1 -fopenmp -D_DEFAULT_SOURCE -D_GNU_SOURCE -DFUZZI
 FUZZ_OBJ     := $(LIB_SRC:%.c=build-fuzz$(BLAS_SUFFIX)/%.o)
 FUZZ_OBJ     += build-fuzz$(BLAS_SUFFIX)/$(PAGE_C:.c=.o)
 FUZZERS      := $(patsubst tests/fuzz/%.c,build-fuzz$(BLAS_SUFFIX)/%,$(wildcard tests/fuzz/fuzz_*.c))
+# The level files take their level's flags here too (the gemv kernels' intrinsics need them).
+build-fuzz$(BLAS_SUFFIX)/%_avx2.o: FUZZ_FLAGS += $(ISA_FLAGS_avx2)
+build-fuzz$(BLAS_SUFFIX)/%_avx512.o: FUZZ_FLAGS += $(ISA_FLAGS_avx512)
 build-fuzz$(BLAS_SUFFIX)/%.o: %.c $(LIB_HDR) | build-fuzz$(BLAS_SUFFIX)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
