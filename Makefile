@@ -343,7 +343,7 @@ asan:
 VG_TESTS := $(if $(filter --quick,$(VALGRIND_ARGS)),,build-vg/test_units build-vg/test_blas build-vg/test_tile_gemm build-vg/test_inspect)
 valgrind:
 	$(MAKE) BLAS=blis BUILD=build-vg BIN=bin-vg OPT="-O1 -g -march=x86-64-v3" $(VG_TESTS) \
-	        bin-vg/prepare bin-vg/train bin-vg/eval bin-vg/sample
+	        bin-vg/prepare bin-vg/train bin-vg/eval bin-vg/sample bin-vg/info
 	bash tests/valgrind_test.sh $(VALGRIND_ARGS)
 
 # libFuzzer (clang) harnesses of the loaders, each seeded with tests/fuzz/seeds/<name>/.
