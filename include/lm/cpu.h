@@ -47,8 +47,31 @@ void cpu_features_detect(CpuFeatures *cpu);
 typedef enum CpuIsa { CPU_ISA_PORTABLE, CPU_ISA_AVX2, CPU_ISA_AVX512, CPU_ISA_NEON, CPU_ISA_COUNT } CpuIsa;
 
 /* The level our kernels run at: the CPU's best, capped by LM_MAX_ISA (a
- * cap cpu_isa_check refuses counts as absent here). */
+ * cap cpu_isa_check refuses counts as absent here). Found at the first call
+ * and kept: the kernels' choosers ask for it on every call, and CPUID is a
+ * trap to the hypervisor in a virtual machine. */
 CpuIsa cpu_isa(void);
+
+/* A module's kernels for every level, as an array indexed by CpuIsa, for
+ * cpu_isa() to pick from: NAME_portable, NAME_avx2 and NAME_avx512 on
+ * x86-64, NAME_neon on ARM64, the portable one for the levels the
+ * architecture lacks (cpu_isa() never names those). E.g.
+ *   static const VecLoops *const by_level[CPU_ISA_COUNT] = CPU_ISA_BY_LEVEL(vec_loops);
+ *   return by_level[cpu_isa()];
+ * so that a module lists its levels once, by its kernels' names. */
+#if defined(__x86_64__)
+#define CPU_ISA_BY_LEVEL(name)                                                                      \
+    {[CPU_ISA_PORTABLE] = &name##_portable, [CPU_ISA_AVX2] = &name##_avx2, [CPU_ISA_AVX512] = &name##_avx512, \
+     [CPU_ISA_NEON] = &name##_portable}
+#elif defined(__aarch64__)
+#define CPU_ISA_BY_LEVEL(name)                                                                          \
+    {[CPU_ISA_PORTABLE] = &name##_portable, [CPU_ISA_AVX2] = &name##_portable, [CPU_ISA_AVX512] = &name##_portable, \
+     [CPU_ISA_NEON] = &name##_neon}
+#else
+#define CPU_ISA_BY_LEVEL(name)                                                                              \
+    {[CPU_ISA_PORTABLE] = &name##_portable, [CPU_ISA_AVX2] = &name##_portable, [CPU_ISA_AVX512] = &name##_portable, \
+     [CPU_ISA_NEON] = &name##_portable}
+#endif
 
 /* The CPU's best level, without the cap. */
 CpuIsa cpu_isa_hardware(void);

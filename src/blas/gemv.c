@@ -3,31 +3,15 @@
 #include "blas/gemv.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <string.h>
 
 #include "lm/bf16.h"
 #include "lm/cpu.h"
 #include "lm/threads.h"
 
-static const GemvLoops *chosen = &gemv_loops_portable;
-static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
-
-static void choose(void) {
-#if defined(__x86_64__)
-    switch (cpu_isa()) {
-    case CPU_ISA_AVX512: chosen = &gemv_loops_avx512; break;
-    case CPU_ISA_AVX2: chosen = &gemv_loops_avx2; break;
-    default: chosen = &gemv_loops_portable; break;
-    }
-#elif defined(__aarch64__)
-    chosen = cpu_isa() == CPU_ISA_NEON ? &gemv_loops_neon : &gemv_loops_portable;
-#endif
-}
-
 const GemvLoops *gemv_loops(void) {
-    pthread_once(&chosen_once, choose);
-    return chosen;
+    static const GemvLoops *const by_level[CPU_ISA_COUNT] = CPU_ISA_BY_LEVEL(gemv_loops);
+    return by_level[cpu_isa()];
 }
 
 /* Below this many weight entries one thread reads the matrix before a team

@@ -107,20 +107,9 @@ static size_t grassmann_act_size(const MixerSpec *spec, size_t B, size_t T) {
 
 /* ---- the mixing (mixers/grassmann_kernel.h, at this run's level) ---- */
 
-/* The set of cpu_isa()'s level (read once by cpu_isa, so this is cheap per call). */
 const GrassmannLoops *grassmann_loops(void) {
-#if defined(__x86_64__)
-    static const GrassmannLoops *const by_level[CPU_ISA_COUNT] = {
-        [CPU_ISA_PORTABLE] = &grassmann_loops_portable, [CPU_ISA_AVX2] = &grassmann_loops_avx2,
-        [CPU_ISA_AVX512] = &grassmann_loops_avx512};
-#elif defined(__aarch64__)
-    static const GrassmannLoops *const by_level[CPU_ISA_COUNT] = {[CPU_ISA_PORTABLE] = &grassmann_loops_portable,
-                                                                  [CPU_ISA_NEON] = &grassmann_loops_neon};
-#else
-    static const GrassmannLoops *const by_level[CPU_ISA_COUNT] = {[CPU_ISA_PORTABLE] = &grassmann_loops_portable};
-#endif
-    const GrassmannLoops *set = by_level[cpu_isa()];
-    return set ? set : &grassmann_loops_portable;
+    static const GrassmannLoops *const by_level[CPU_ISA_COUNT] = CPU_ISA_BY_LEVEL(grassmann_loops);
+    return by_level[cpu_isa()];
 }
 
 void grassmann_wedge(float *p, const float *a, const float *b, size_t r) { grassmann_loops()->wedge(p, a, b, r); }

@@ -157,10 +157,18 @@ CpuIsa cpu_isa_hardware(void) {
     return level_of(&cpu);
 }
 
-CpuIsa cpu_isa(void) {
+static CpuIsa isa_in_use;
+static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
+
+static void find_isa(void) {
     CpuFeatures cpu;
     cpu_features_detect(&cpu);
-    return level_of(&cpu);
+    isa_in_use = level_of(&cpu);
+}
+
+CpuIsa cpu_isa(void) {
+    pthread_once(&isa_once, find_isa);
+    return isa_in_use;
 }
 
 const char *cpu_isa_name(CpuIsa isa) { return (size_t)isa < N_ISA ? isa_names[isa] : "?"; }
