@@ -1,5 +1,5 @@
 /* Unit tests of the attention tiles' small products (src/blas/tile_gemm.c)
- * and the decode step's matrix-vector kernels (src/blas/gemv.c) against a
+ * and the decode step's matrix-vector and attention kernels (src/blas/gemv.c) against a
  * double-precision reference, at the level LM_MAX_ISA leaves. */
 #include "testutil.h"
 
@@ -175,8 +175,53 @@ static void test_gemv(void **state) {
     for (int f = GEMV_F32; f <= GEMV_Q8; f++) check_gemv((GemvFormat)f, 2, 600, 256, seed += 3);
 }
 
+/* The attention step's kernels against double sums: key_scores over n keys
+ * (whole tiles, several at once and one, the last tile part empty) with
+ * hs channels, relative to scale sum |q k|; value_sum over n rows with hs
+ * columns (blocks of 4 vectors, single vectors, the scalar tail), relative
+ * to sum |p v|. Each entry's sum is in a fixed order, so a score does not
+ * depend on how many keys come with it (the first n0 of n are checked
+ * bitwise against a run over n0). */
+static void check_attention_step(size_t n, size_t hs, uint64_t seed) {
+    const GemvLoops *L = gemv_loops();
+    size_t tiles = (n + GEMV_KEY_TILE - 1) / GEMV_KEY_TILE, ldv = hs + 5;
+    float *q = rand_tensor(hs, 1.0f, seed), *kt = rand_tensor(tiles * hs * GEMV_KEY_TILE, 1.0f, seed + 1);
+    float *p = rand_tensor(n, 1.0f, seed + 2), *v = rand_tensor(n * ldv, 1.0f, seed + 3);
+    float *s = calloc(tiles * GEMV_KEY_TILE, sizeof *s), *s0 = calloc(tiles * GEMV_KEY_TILE, sizeof *s0);
+    float *y = calloc(hs, sizeof *y), scale = 0.125f;
+    L->key_scores(s, q, kt, hs, n, scale);
+    for (size_t j = 0; j < n; j++) {
+        double want = 0.0, mag = 0.0;
+        for (size_t d = 0; d < hs; d++) {
+            double k = kt[j / GEMV_KEY_TILE * hs * GEMV_KEY_TILE + d * GEMV_KEY_TILE + j % GEMV_KEY_TILE];
+            want += (double)q[d] * k, mag += fabs((double)q[d] * k);
+        }
+        if (!(fabs(s[j] - scale * want) <= 2e-6 * scale * mag + 1e-30))
+            fail_msg("key_scores %s n %zu hs %zu key %zu: %.8g, want %.8g", L->isa, n, hs, j, s[j], scale * want);
+    }
+    size_t n0 = n / 2 ? n / 2 : 1;
+    L->key_scores(s0, q, kt, hs, n0, scale);
+    assert_memory_equal(s0, s, n0 * sizeof(float));
+    L->value_sum(y, p, v, ldv, n, hs);
+    for (size_t d = 0; d < hs; d++) {
+        double want = 0.0, mag = 0.0;
+        for (size_t j = 0; j < n; j++) want += (double)p[j] * v[j * ldv + d], mag += fabs((double)p[j] * v[j * ldv + d]);
+        if (!(fabs(y[d] - want) <= 2e-6 * mag + 1e-30))
+            fail_msg("value_sum %s n %zu hs %zu column %zu: %.8g, want %.8g", L->isa, n, hs, d, y[d], want);
+    }
+    free(q), free(kt), free(p), free(v), free(s), free(s0), free(y);
+}
+
+static void test_attention_step(void **state) {
+    (void)state;
+    static const size_t ns[] = {1, 15, 16, 17, 64, 100, 1000}, hss[] = {1, 5, 16, 64, 75, 128};
+    uint64_t seed = 101;
+    for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
+        for (size_t b = 0; b < sizeof hss / sizeof hss[0]; b++) check_attention_step(ns[a], hss[b], seed += 4);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_shapes), cmocka_unit_test(test_transpose),
-                                       cmocka_unit_test(test_gemv)};
+                                       cmocka_unit_test(test_gemv), cmocka_unit_test(test_attention_step)};
     return cmocka_run_group_tests_name("tile_gemm", tests, NULL, NULL);
 }

@@ -51,9 +51,22 @@ typedef struct GemvArgs {
     int accumulate;
 } GemvArgs;
 
+/* Keys per tile of the attention step's key cache (below). */
+#define GEMV_KEY_TILE 16
+
 typedef struct GemvLoops {
     const char *isa;
     void (*rows[3])(const GemvArgs *a, size_t r0, size_t r1); /* by GemvFormat */
+    /* The attention step over one head's caches (mixers/attention.c). Its
+     * keys are kept in tiles of GEMV_KEY_TILE keys, a tile hs rows of
+     * GEMV_KEY_TILE floats (one row per channel, the keys along it), so
+     * that a tile's scores are vector multiply-adds down its rows, with no
+     * sums across lanes:
+     *   s[j] = scale * sum_{d < hs} q[d] kt[(j / 16) hs 16 + 16 d + j % 16]
+     * for every j of the ceil(n / 16) tiles, the channels in order. */
+    void (*key_scores)(float *s, const float *q, const float *kt, size_t hs, size_t n, float scale);
+    /* y[d] = sum_{j < n} p[j] v[j * ldv + d] for d < hs, the rows in order. */
+    void (*value_sum)(float *y, const float *p, const float *v, size_t ldv, size_t n, size_t hs);
 } GemvLoops;
 
 /* Each level's set, for the tests that compare them. */

@@ -174,8 +174,79 @@ static inline __attribute__((always_inline)) void rows_all(const GemvFormat f, c
     for (; r < r1; r++) rows_block(1, f, a, r);
 }
 
+/* ---- the attention step (blas/gemv.h's key_scores and value_sum) ---- */
+
+enum { TILE_VECS = GEMV_KEY_TILE / LANES };
+/* Tiles at once: four vector accumulators' worth (AVX-512 4 tiles, AVX2 2, 4-wide 1). */
+#define MAX_TILES (4 / TILE_VECS > 0 ? 4 / TILE_VECS : 1)
+
+/* The scores of NT tiles from kt: one accumulator per vector of a tile's row. */
+static inline __attribute__((always_inline)) void key_tiles(const int NT, float *s, const float *q, const float *kt,
+                                                            size_t hs, float scale) {
+    vec acc[MAX_TILES][TILE_VECS];
+#pragma GCC unroll 4
+    for (int i = 0; i < NT; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < TILE_VECS; v++) acc[i][v] = (vec){0};
+    for (size_t d = 0; d < hs; d++) {
+        vec qd = (vec){0} + q[d];
+#pragma GCC unroll 4
+        for (int i = 0; i < NT; i++)
+#pragma GCC unroll 4
+            for (int v = 0; v < TILE_VECS; v++) {
+                vec k;
+                LOAD(k, kt + ((size_t)i * hs + d) * GEMV_KEY_TILE + (size_t)v * LANES);
+                acc[i][v] += qd * k;
+            }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < NT; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < TILE_VECS; v++) {
+            vec out = acc[i][v] * scale;
+            memcpy(s + (size_t)i * GEMV_KEY_TILE + (size_t)v * LANES, &out, sizeof out);
+        }
+}
+
+static void key_scores(float *s, const float *q, const float *kt, size_t hs, size_t n, float scale) {
+    size_t tiles = (n + GEMV_KEY_TILE - 1) / GEMV_KEY_TILE, t = 0, tile = hs * GEMV_KEY_TILE;
+    for (; t + MAX_TILES <= tiles; t += MAX_TILES)
+        key_tiles(MAX_TILES, s + t * GEMV_KEY_TILE, q, kt + t * tile, hs, scale);
+    for (; t < tiles; t++) key_tiles(1, s + t * GEMV_KEY_TILE, q, kt + t * tile, hs, scale);
+}
+
+/* y[0 .. NV vectors) = sum_j p[j] v[j * ldv ..]: one accumulator per vector, the rows in order. */
+static inline __attribute__((always_inline)) void value_cols(const int NV, float *y, const float *p, const float *v,
+                                                             size_t ldv, size_t n) {
+    vec acc[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < NV; i++) acc[i] = (vec){0};
+    for (size_t j = 0; j < n; j++) {
+        vec pj = (vec){0} + p[j];
+#pragma GCC unroll 4
+        for (int i = 0; i < NV; i++) {
+            vec x;
+            LOAD(x, v + j * ldv + (size_t)i * LANES);
+            acc[i] += pj * x;
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < NV; i++) memcpy(y + (size_t)i * LANES, &acc[i], sizeof(vec));
+}
+
+static void value_sum(float *y, const float *p, const float *v, size_t ldv, size_t n, size_t hs) {
+    size_t d = 0;
+    for (; d + 4 * LANES <= hs; d += 4 * LANES) value_cols(4, y + d, p, v + d, ldv, n);
+    for (; d + LANES <= hs; d += LANES) value_cols(1, y + d, p, v + d, ldv, n);
+    for (; d < hs; d++) {
+        float t = 0.0f;
+        for (size_t j = 0; j < n; j++) t += p[j] * v[j * ldv + d];
+        y[d] = t;
+    }
+}
+
 static void rows_f32(const GemvArgs *a, size_t r0, size_t r1) { rows_all(GEMV_F32, a, r0, r1); }
 static void rows_bf16(const GemvArgs *a, size_t r0, size_t r1) { rows_all(GEMV_BF16, a, r0, r1); }
 static void rows_q8(const GemvArgs *a, size_t r0, size_t r1) { rows_all(GEMV_Q8, a, r0, r1); }
 
-const GemvLoops GEMV_LOOPS = {GEMV_ISA, {rows_f32, rows_bf16, rows_q8}};
+const GemvLoops GEMV_LOOPS = {GEMV_ISA, {rows_f32, rows_bf16, rows_q8}, key_scores, value_sum};

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "blas/gemv.h"
 #include "blas/tile_gemm.h"
 #include "lm/matmul.h"
 #include "lm/ops.h"
@@ -378,36 +379,73 @@ static size_t cache_slots(const MixerSpec *spec) {
     return w && w < spec->block_size ? w : spec->block_size;
 }
 
-/* Sampling state: K and V caches (cache_slots, C) each, then scratch for
- * one position's qkv (3C), attention row (cache_slots) and y (C). */
+/* The sampling state of one sequence (slots = cache_slots, rounded up to
+ * whole key tiles in `tiled`):
+ *   keys   (H, tiled / 16, hs, 16): each head's keys in the tiles the
+ *          decode kernels read (blas/gemv.h's key_scores), so that a step
+ *          streams them with no sums across lanes;
+ *   values (slots, C), as the forward's qkv holds them;
+ *   then scratch for one position's qkv (3C), each head's scores (H, tiled)
+ *   and y (C). */
+typedef struct StepState {
+    float *keys, *values, *qkv, *scores, *y;
+    size_t slots, tiled;
+} StepState;
+
+static StepState step_state(const MixerSpec *spec, float *state) {
+    size_t C = spec->n_embd, slots = cache_slots(spec);
+    size_t tiled = (slots + GEMV_KEY_TILE - 1) / GEMV_KEY_TILE * GEMV_KEY_TILE;
+    StepState s = {.keys = state, .slots = slots, .tiled = tiled};
+    s.values = s.keys + tiled * C;
+    s.qkv = s.values + slots * C;
+    s.scores = s.qkv + 3 * C;
+    s.y = s.scores + spec->n_head * tiled;
+    return s;
+}
+
 static size_t attention_state_size(const MixerSpec *spec) {
-    return 2 * cache_slots(spec) * spec->n_embd + 4 * spec->n_embd + cache_slots(spec);
+    StepState s = step_state(spec, NULL);
+    return (size_t)(s.y - s.keys) + spec->n_embd;
+}
+
+/* Position t's key k (C) and value v (C) into their cache slot: t itself,
+ * or with a window the ring's slot, whose slots hold the last `slots`
+ * positions (in ring order: the softmax and its sum do not care which key
+ * comes first). */
+static void cache_put(const MixerSpec *spec, const StepState *s, size_t t, const float *k, const float *v) {
+    size_t C = spec->n_embd, H = spec->n_head, hs = C / H, at = t % s->slots;
+    float *tile = s->keys + at / GEMV_KEY_TILE * hs * GEMV_KEY_TILE + at % GEMV_KEY_TILE;
+    for (size_t h = 0; h < H; h++)
+        for (size_t d = 0; d < hs; d++) tile[h * s->tiled * hs + d * GEMV_KEY_TILE] = k[h * hs + d];
+    memcpy(s->values + at * C, v, C * sizeof(float));
 }
 
 /* Sampling steps of n sequences at position t (Mixer.step_batch): the
  * projections over the n rows at once, each sequence's attention over its
- * own cache between them. */
+ * own caches between them, its heads shared among the threads when the
+ * caches are large enough to share. */
 static void attention_step_batch(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state,
                                  size_t stride, const float *in, float *out, size_t t, size_t n) {
-    size_t C = spec->n_embd, H = spec->n_head, hs = C / H, slots = cache_slots(spec);
+    size_t C = spec->n_embd, H = spec->n_head, hs = C / H;
     float scale = 1.0f / sqrtf((float)hs);
     AttnParams p = attn_params(params, C);
-    size_t qkv_at = 2 * slots * C, y_at = qkv_at + 3 * C + slots; /* each state's scratch: qkv, row, y */
+    StepState s0 = step_state(spec, state);
+    size_t qkv_at = (size_t)(s0.qkv - state), y_at = (size_t)(s0.y - state);
+    size_t keys = t + 1 < s0.slots ? t + 1 : s0.slots;
+    const GemvLoops *loops = gemv_loops();
+    int threads = keys * C >= (1u << 17) ? threads_width() : 1;
     matmul_step_rows(rt->bf16, rt->decode, state + qkv_at, stride, in, C, p.qkv_w, C, p.qkv_b, n, C, 3 * C, 0);
     for (size_t i = 0; i < n; i++) {
-        float *kc = state + i * stride, *vc = kc + slots * C, *qkv = kc + qkv_at, *row = qkv + 3 * C, *y = kc + y_at;
-        if (spec->rope) rope_forward(qkv, rt->rope, 1, 1, t, C, hs); /* the cache holds rotated keys */
-        attn_qk_norm(spec, qkv, NULL, 1);
-        /* Position t's slot: t itself, or with a window a ring whose slots hold
-         * the last `slots` positions (in ring order: the softmax and its sum
-         * do not care which key comes first). */
-        size_t at = t % slots, keys = t + 1 < slots ? t + 1 : slots;
-        memcpy(kc + at * C, qkv + C, C * sizeof(float));
-        memcpy(vc + at * C, qkv + 2 * C, C * sizeof(float));
+        StepState s = step_state(spec, state + i * stride);
+        if (spec->rope) rope_forward(s.qkv, rt->rope, 1, 1, t, C, hs); /* the cache holds rotated keys */
+        attn_qk_norm(spec, s.qkv, NULL, 1);
+        cache_put(spec, &s, t, s.qkv + C, s.qkv + 2 * C);
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
         for (size_t h = 0; h < H; h++) {
-            gemm(0, 1, 1, keys, hs, scale, qkv + h * hs, C, kc + h * hs, C, 0.0f, row, keys);
+            float *row = s.scores + h * s.tiled;
+            loops->key_scores(row, s.qkv + h * hs, s.keys + h * s.tiled * hs, hs, keys, scale);
             softmax(row, row, keys);
-            gemm(0, 0, 1, hs, keys, 1.0f, row, keys, vc + h * hs, C, 0.0f, y + h * hs, C);
+            loops->value_sum(s.y + h * hs, row, s.values + h * hs, C, keys, hs);
         }
     }
     matmul_step_rows(rt->bf16, rt->decode, out, C, state + y_at, stride, p.proj_w, C, p.proj_b, n, C, C, 0);
@@ -419,16 +457,14 @@ static void attention_step(const MixerSpec *spec, const MixerRuntime *rt, const 
 }
 
 /* The caches from forward's qkv (rotated, normalised keys, as step keeps
- * them): the last cache_slots positions of the T, each in its ring slot. */
+ * them): the last cache_slots positions of the T, each in its slot. */
 static void attention_fill_state(const MixerSpec *spec, const float *acts, size_t T, float *state) {
-    size_t C = spec->n_embd, slots = cache_slots(spec), from = T > slots ? T - slots : 0;
+    size_t C = spec->n_embd;
+    StepState s = step_state(spec, state);
     AttnActs a;
     attn_layout((float *)acts, spec, 1, T, &a);
-    float *kc = state, *vc = kc + slots * C;
-    for (size_t t = from; t < T; t++) {
-        memcpy(kc + (t % slots) * C, a.qkv + t * 3 * C + C, C * sizeof(float));
-        memcpy(vc + (t % slots) * C, a.qkv + t * 3 * C + 2 * C, C * sizeof(float));
-    }
+    for (size_t t = T > s.slots ? T - s.slots : 0; t < T; t++)
+        cache_put(spec, &s, t, a.qkv + t * 3 * C + C, a.qkv + t * 3 * C + 2 * C);
 }
 
 /* A causal token meets (T + 1) / 2 keys on average, with a window W < T
