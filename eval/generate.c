@@ -81,12 +81,13 @@ uint32_t sampler_pick(Sampler *s, const float *logits, float temperature, size_t
     return (uint32_t)s->order[k - 1];
 }
 
-/* Sequence seq's state of ids[0 .. n) at positions 0 .. n-1, and its next token's logits. */
-static int prefill(Model *m, ModelState *st, size_t seq, const uint32_t *ids, size_t n, float *logits, Error *err) {
+/* Sequences seq .. seq + n_seq - 1's state of ids[0 .. n) at positions 0 .. n-1, and the next token's logits. */
+static int prefill(Model *m, ModelState *st, size_t seq, size_t n_seq, const uint32_t *ids, size_t n, float *logits,
+                   Error *err) {
     int32_t *tokens = lm_calloc(n, sizeof(int32_t), err);
     if (!tokens) return -1;
     for (size_t i = 0; i < n; i++) tokens[i] = (int32_t)ids[i];
-    int rc = model_prefill(m, st, seq, tokens, n, logits, err);
+    int rc = model_prefill(m, st, seq, n_seq, tokens, n, logits, err);
     free(tokens);
     return rc;
 }
@@ -119,13 +120,10 @@ int generate(Model *m, const Tokenizer *tok, const char *prompt, size_t n_tokens
     }
     /* One prefill of the prompt for every sample. */
     double t0 = wall_seconds();
-    if (!rc) rc = prefill(m, &st, 0, smp[0].ids, P, logits, err);
+    if (!rc) rc = prefill(m, &st, 0, N, smp[0].ids, P, logits, err);
+    for (size_t i = 1; i < N && !rc; i++) memcpy(logits + i * V, logits, V * sizeof(float));
     double t1 = wall_seconds();
     size_t refills = 0;
-    for (size_t i = 1; i < N && !rc; i++) {
-        model_state_copy(m, &st, 0, i);
-        memcpy(logits + i * V, logits, V * sizeof(float));
-    }
     for (size_t k = 0; k < n_tokens && !rc; k++) {
         for (size_t i = 0; i < N; i++) {
             Sample *x = &smp[i];
@@ -143,7 +141,7 @@ int generate(Model *m, const Tokenizer *tok, const char *prompt, size_t n_tokens
         }
         if (st.t == Tm && ++refills) /* the context is full: every sample restarts from its last half block */
             for (size_t i = 0; i < N && !rc; i++)
-                rc = prefill(m, &st, i, smp[i].ids + arrlenu(smp[i].ids) - Tm / 2, Tm / 2, logits + i * V, err);
+                rc = prefill(m, &st, i, 1, smp[i].ids + arrlenu(smp[i].ids) - Tm / 2, Tm / 2, logits + i * V, err);
         else
             model_step_batch(m, &st, next, logits);
     }

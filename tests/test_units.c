@@ -123,7 +123,7 @@ static double step_forward_gap(const ModelConfig *cfg, double *biggest) {
     for (size_t i = 0; i < 3; i++) {
         size_t k = prefills[i];
         model_state_reset(&st);
-        assert_int_equal(model_prefill(&m, &st, 0, tok, k, logits, &err), 0);
+        assert_int_equal(model_prefill(&m, &st, 0, 1, tok, k, logits, &err), 0);
         assert_int_equal(st.t, k);
         fold_gap(&worst, logits, ref + (k - 1) * V, V);
         for (size_t t = k; t < T; t++) {
@@ -161,7 +161,7 @@ static void test_step_gla(void **s) { (void)s; check_step_matches_forward("gla,a
 static void test_step_gla_alone(void **s) { (void)s; check_step_matches_forward("gla", POS_LEARNED); }
 
 /* model_step_batch: three sequences (different tokens) stepped together, from
- * one prefill copied to all, each the bits a one-sequence state gives it,
+ * one prefill into all, each the bits a one-sequence state gives it,
  * at every position (the mixers' step_batch and the batched MLP and head). */
 static void check_step_batch(const char *mixers, const char *window, WeightsFormat f) {
     size_t T = 20, V = 13, N = 3;
@@ -176,11 +176,10 @@ static void check_step_batch(const char *mixers, const char *window, WeightsForm
     assert_int_equal(model_state_init_batch(&m, &batch, N, &err), 0);
     int32_t prompt[4] = {1, 5, 2, 7}, tok[3];
     float logits[3 * 13], alone[13];
-    assert_int_equal(model_prefill(&m, &batch, 0, prompt, 4, logits, &err), 0);
+    assert_int_equal(model_prefill(&m, &batch, 0, N, prompt, 4, logits, &err), 0);
     for (size_t i = 0; i < N; i++) {
         assert_int_equal(model_state_init(&m, &one[i], &err), 0);
-        assert_int_equal(model_prefill(&m, &one[i], 0, prompt, 4, alone, &err), 0);
-        if (i) model_state_copy(&m, &batch, 0, i);
+        assert_int_equal(model_prefill(&m, &one[i], 0, 1, prompt, 4, alone, &err), 0);
     }
     for (size_t t = 4; t < T; t++) {
         for (size_t i = 0; i < N; i++) tok[i] = (int32_t)((t * 5 + i * 3 + 1) % V);

@@ -243,9 +243,6 @@ int model_state_init(const Model *m, ModelState *s, Error *err);
 int model_state_init_batch(const Model *m, ModelState *s, size_t n_seq, Error *err);
 void model_state_reset(ModelState *s);
 void model_state_free(ModelState *s);
-/* Sequence `to`'s state becomes a copy of sequence `from`'s (one prompt's
- * prefill for every sample). */
-void model_state_copy(const Model *m, ModelState *s, size_t from, size_t to);
 /* One step of a one-sequence state. */
 void model_step(const Model *m, ModelState *s, int32_t token, float *logits);
 /* One step of every sequence: tokens (n_seq), logits (n_seq, V). The
@@ -254,13 +251,16 @@ void model_step(const Model *m, ModelState *s, int32_t token, float *logits);
  * by one. Sequence i's logits are the bits a one-sequence state would give
  * (blas/gemv.h: an entry's operations do not depend on its batch). */
 void model_step_batch(const Model *m, ModelState *s, const int32_t *tokens, float *logits);
-/* Sequence seq's incremental state of tokens (T, 1 <= T <= block_size) at positions
- * 0 .. T-1 from one batched forward (B = 1: products matrix by matrix, at
- * the gemm rate) rather than T steps: each mixer fills its state from the
- * forward's activations (Mixer.fill_state), s->t becomes T and logits (V)
- * are the last position's (the head runs there alone). Equal to T steps to
+/* Sequences seq .. seq + n_seq - 1's incremental state of tokens (T,
+ * 1 <= T <= block_size) at positions 0 .. T-1 from one batched forward
+ * (B = 1: products matrix by matrix, at the gemm rate) rather than T steps:
+ * each mixer fills each sequence's state from the forward's activations
+ * (Mixer.fill_state: one prompt for N samples is read once, and each state
+ * gets only what T positions fill), s->t becomes T and logits (V) are the
+ * last position's (the head runs there alone). Equal to T steps to
  * rounding. Overwrites the activations; allocates them for 1 x T when they
  * are smaller. Returns 0, or -1 with err set. */
-int model_prefill(Model *m, ModelState *s, size_t seq, const int32_t *tokens, size_t T, float *logits, Error *err);
+int model_prefill(Model *m, ModelState *s, size_t seq, size_t n_seq, const int32_t *tokens, size_t T, float *logits,
+                  Error *err);
 
 #endif

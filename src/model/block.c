@@ -408,7 +408,7 @@ int model_state_init_batch(const Model *m, ModelState *s, size_t n_seq, Error *e
         s->stride[l] = m->mixers[l]->state_size(&spec);
         total += n_seq * s->stride[l];
     }
-    s->buf = lm_calloc(total, sizeof(float), err);
+    s->buf = lm_calloc_large(total, sizeof(float), err);
     if (!s->buf) return -1;
     s->n_seq = n_seq;
     float *cur = s->buf + n_seq * STEP_BUF(c->n_embd);
@@ -426,12 +426,6 @@ void model_state_reset(ModelState *s) { s->t = 0; }
 void model_state_free(ModelState *s) {
     free(s->buf);
     memset(s, 0, sizeof *s);
-}
-
-void model_state_copy(const Model *m, ModelState *s, size_t from, size_t to) {
-    for (size_t l = 0; l < m->cfg.n_layer; l++)
-        memcpy(s->mixer_state[l] + to * s->stride[l], s->mixer_state[l] + from * s->stride[l],
-               s->stride[l] * sizeof(float));
 }
 
 void model_step_batch(const Model *m, ModelState *s, const int32_t *tokens, float *logits) {
@@ -465,7 +459,8 @@ void model_step_batch(const Model *m, ModelState *s, const int32_t *tokens, floa
 
 void model_step(const Model *m, ModelState *s, int32_t token, float *logits) { model_step_batch(m, s, &token, logits); }
 
-int model_prefill(Model *m, ModelState *s, size_t seq, const int32_t *tokens, size_t T, float *logits, Error *err) {
+int model_prefill(Model *m, ModelState *s, size_t seq, size_t n_seq, const int32_t *tokens, size_t T, float *logits,
+                  Error *err) {
     const ModelConfig *c = &m->cfg;
     if (T == 0 || T > c->block_size)
         return err_set(err, "a prefill of %zu tokens does not fit the model (block_size %zu)", T, c->block_size);
@@ -479,7 +474,8 @@ int model_prefill(Model *m, ModelState *s, size_t seq, const int32_t *tokens, si
     memcpy(logits, m->logits, c->vocab_size * sizeof(float));
     for (size_t l = 0; l < c->n_layer; l++) {
         MixerSpec spec = model_mixer_spec(c, l);
-        m->mixers[l]->fill_state(&spec, m->la[l].mixer, T, s->mixer_state[l] + seq * s->stride[l]);
+        for (size_t i = seq; i < seq + n_seq; i++)
+            m->mixers[l]->fill_state(&spec, m->la[l].mixer, T, s->mixer_state[l] + i * s->stride[l]);
     }
     s->t = T;
     return model_bf16_failed(m, err);

@@ -276,7 +276,7 @@ int model_alloc_acts(Model *m, size_t B, size_t T, Error *err) {
     free(m->head_targets);
     m->targets = m->head_rows = m->head_targets = NULL;
     size_t n = layout_acts(m, NULL, B, T);
-    m->acts = lm_calloc(n, sizeof(float), err);
+    m->acts = lm_calloc_large(n, sizeof(float), err);
     m->inputs = m->acts ? lm_calloc(B * T, sizeof(int32_t), err) : NULL;
     m->targets = m->inputs ? lm_calloc(B * T, sizeof(int32_t), err) : NULL;
     m->head_rows = m->targets ? lm_calloc(B * T, sizeof(int32_t), err) : NULL;
