@@ -200,6 +200,7 @@ static void test_step_batch(void **s) {
     (void)s;
     check_step_batch("attention,grassmann", NULL, WEIGHTS_FP32);
     check_step_batch("gla,attention", "3", WEIGHTS_INT8);
+    check_step_batch("grassmann,gla", NULL, WEIGHTS_BF16);
 }
 
 /* --weights bf16 and int8 (model_set_weights): the decode step, reading the

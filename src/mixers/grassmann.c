@@ -1,12 +1,9 @@
 #include "mixers/grassmann.h"
 #include "mixers/grassmann_loops.h"
 
-#include <stdio.h>
 #include <string.h>
 
-#include "runtime/registry.h"
 #include "lm/cpu.h"
-#include "lm/json.h"
 #include "lm/options.h"
 #include "nn/layernorm.h"
 #include "lm/matmul.h"
@@ -150,26 +147,17 @@ static size_t min_window(const MixerSpec *spec) {
 static const float *gate_w_x(GrParams p) { return p.gate_w; }
 static const float *gate_w_g(GrParams p, size_t C) { return p.gate_w + C; }
 
-/* out = in . w^T (+ bias; or added to out), w's rows ldw apart: the batched
- * forward's product, or the sampling step's (step: lm/matmul.h's matmul_step). */
-static void gr_product(const MixerRuntime *rt, int step, float *out, const float *in, const float *w, size_t ldw,
-                       const float *bias, size_t N, size_t in_dim, size_t out_dim, int accumulate) {
-    if (step) matmul_step(rt->bf16, rt->decode, out, in, w, ldw, bias, N, in_dim, out_dim, accumulate);
-    else if (accumulate) matmul_add_strided(rt->bf16, out, in, w, ldw, N, in_dim, out_dim);
-    else matmul_forward_strided(rt->bf16, out, in, w, ldw, bias, N, in_dim, out_dim);
-}
-
-/* From qbar to the output, for N rows whose positions are t0, t0+1, ... mod T:
- * shared by the batched forward and the one-position sampling step (step). */
+/* From qbar to the output, for the N = B T rows of the batched forward. The
+ * sampling step (grassmann_step_batch) takes the same path a row at a time. */
 static void gr_tail_forward(const MixerSpec *spec, const MixerRuntime *rt, GrParams p, GrActs a, float *out, const float *x,
-                            size_t N, size_t T, size_t t0, int step) {
+                            size_t N, size_t T) {
     size_t C = spec->n_embd, P = n_features(spec), dmin = min_window(spec);
-    gr_product(rt, step, a.g, a.qbar, p.plu_w, P, p.plu_b, N, P, C, 0);
+    matmul_forward_strided(rt->bf16, a.g, a.qbar, p.plu_w, P, p.plu_b, N, P, C);
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++)
-        if ((t0 + n) % T < dmin) memset(a.g + n * C, 0, C * sizeof(float)); /* no offset fits: g = 0 */
-    gr_product(rt, step, a.a, x, gate_w_x(p), 2 * C, p.gate_b, N, C, C, 0);
-    gr_product(rt, step, a.a, a.g, gate_w_g(p, C), 2 * C, NULL, N, C, C, 1);
+        if (n % T < dmin) memset(a.g + n * C, 0, C * sizeof(float)); /* no offset fits: g = 0 */
+    matmul_forward_strided(rt->bf16, a.a, x, gate_w_x(p), 2 * C, p.gate_b, N, C, C);
+    matmul_add_strided(rt->bf16, a.a, a.g, gate_w_g(p, C), 2 * C, N, C, C);
     grassmann_gate_forward(a.m, a.a, x, a.g, N * C);
     layernorm_forward(out, a.mean, a.rstd, a.m, p.ln_w, p.ln_b, N, C);
 }
@@ -181,7 +169,7 @@ static void grassmann_forward(const MixerSpec *spec, const MixerRuntime *rt, con
     GrActs a = gr_acts(acts, spec, N);
     matmul_forward(rt->bf16, a.z, in, p.red_w, p.red_b, N, C, r);
     grassmann_mix_forward(grassmann_layer(spec)->pair, a.qbar, a.z, grassmann_layer(spec)->windows, grassmann_layer(spec)->n_windows, spec->muted, B, T, r, GRASSMANN_EPS);
-    gr_tail_forward(spec, rt, p, a, out, in, N, T, 0, 0);
+    gr_tail_forward(spec, rt, p, a, out, in, N, T);
 }
 
 static void grassmann_backward(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *dparams,
@@ -219,21 +207,43 @@ static size_t grassmann_state_size(const MixerSpec *spec) {
     return ring_len(spec) * grassmann_layer(spec)->rank + grassmann_act_size(spec, 1, 1);
 }
 
+/* Sampling steps of n sequences at position t (Mixer.step_batch): the
+ * forward's path for one row of each, sequence i's state at state + i *
+ * stride. Each product takes the n rows at once (the weights read once, each
+ * row's result its own: blas/gemv.h); the mixing, gate and LayerNorm go
+ * sequence by sequence. */
+static void grassmann_step_batch(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state,
+                                 size_t stride, const float *in, float *out, size_t t, size_t n) {
+    const GrassmannLayer *gl = grassmann_layer(spec);
+    size_t C = spec->n_embd, r = gl->rank, R = ring_len(spec), P = n_features(spec);
+    GrParams p = gr_params(params, spec);
+    GrActs a = gr_acts(state + R * r, spec, 1); /* sequence 0's; sequence i's are i * stride on */
+    const float *past[GRASSMANN_MAX_WINDOWS];
+    for (size_t k = 0; k < gl->n_windows; k++) past[k] = NULL;
+    const DecodeWeights *dec = rt->decode;
+    matmul_step_rows(rt->bf16, dec, state + (t % R) * r, stride, in, C, p.red_w, C, p.red_b, n, C, r, 0);
+    for (size_t i = 0; i < n; i++) {
+        float *ring = state + i * stride;
+        for (size_t k = 0; k < gl->n_windows; k++)
+            past[k] = gl->windows[k] <= t ? ring + ((t - gl->windows[k]) % R) * r : NULL;
+        map_loops(spec)->mix_row(a.qbar + i * stride, ring + (t % R) * r, past, gl->windows, gl->n_windows,
+                                 spec->muted, t, GRASSMANN_EPS, r);
+    }
+    matmul_step_rows(rt->bf16, dec, a.g, stride, a.qbar, stride, p.plu_w, P, p.plu_b, n, P, C, 0);
+    if (t < min_window(spec)) /* no offset fits: g = 0 */
+        for (size_t i = 0; i < n; i++) memset(a.g + i * stride, 0, C * sizeof(float));
+    matmul_step_rows(rt->bf16, dec, a.a, stride, in, C, gate_w_x(p), 2 * C, p.gate_b, n, C, C, 0);
+    matmul_step_rows(rt->bf16, dec, a.a, stride, a.g, stride, gate_w_g(p, C), 2 * C, NULL, n, C, C, 1);
+    for (size_t i = 0; i < n; i++) {
+        size_t at = i * stride;
+        grassmann_gate_forward(a.m + at, a.a + at, in + i * C, a.g + at, C);
+        layernorm_forward(out + i * C, a.mean + at, a.rstd + at, a.m + at, p.ln_w, p.ln_b, 1, C);
+    }
+}
+
 static void grassmann_step(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state,
                            const float *in_t, float *out_t, size_t t) {
-    size_t C = spec->n_embd, r = grassmann_layer(spec)->rank, R = ring_len(spec);
-    GrParams p = gr_params(params, spec);
-    float *ring = state;
-    GrActs a = gr_acts(state + R * r, spec, 1);
-    float *zt = ring + (t % R) * r;
-    matmul_step(rt->bf16, rt->decode, zt, in_t, p.red_w, C, p.red_b, 1, C, r, 0);
-    const float *past[GRASSMANN_MAX_WINDOWS];
-    for (size_t k = 0; k < grassmann_layer(spec)->n_windows; k++)
-        past[k] = grassmann_layer(spec)->windows[k] <= t ? ring + ((t - grassmann_layer(spec)->windows[k]) % R) * r : NULL;
-    map_loops(spec)->mix_row(a.qbar, zt, past, grassmann_layer(spec)->windows, grassmann_layer(spec)->n_windows, spec->muted, t,
-                               GRASSMANN_EPS, r);
-    /* One row at position t: "T" is taken past any t so that t0 = t is used as is. */
-    gr_tail_forward(spec, rt, p, a, out_t, in_t, 1, (size_t)-1, t, 1);
+    grassmann_step_batch(spec, rt, params, state, grassmann_state_size(spec), in_t, out_t, t, 1);
 }
 
 /* The ring from forward's z: the last ring_len positions of the T, each in its slot. */
@@ -262,213 +272,6 @@ static double grassmann_flops(const MixerSpec *spec, size_t T) {
 _Static_assert(sizeof(GrassmannSettings) <= MIXER_SETTINGS_BYTES, "the settings fit the config's block");
 _Static_assert(sizeof(GrassmannLayer) <= MIXER_LAYER_BYTES, "a layer's settings fit its spec");
 
-/* The largest window offset a list may name: the config's largest block. */
-#define MAX_OFFSET 16384
-
-
-size_t grassmann_layer_windows(const GrassmannSettings *g, size_t l, size_t *out) {
-    uint32_t mask = g->layer_windows[l];
-    size_t n = 0;
-    for (size_t k = 0; k < g->n_windows; k++)
-        if (!mask || mask >> k & 1u) out[n++] = g->windows[k];
-    return n;
-}
-
-/* Parses one comma list of offsets into out (at most GRASSMANN_MAX_WINDOWS). */
-static int parse_window_list(const char *list, const char *spec, size_t *out, size_t *n_out, Error *err) {
-    size_t n = 0;
-    char num[32];
-    for (const char *s = list; s;) {
-        if (list_next_item(&s, num, sizeof num, ',')) return err_set(err, "bad grassmann window list '%s'", spec);
-        if (n == GRASSMANN_MAX_WINDOWS)
-            return err_set(err, "grassmann window list has more than %d offsets", GRASSMANN_MAX_WINDOWS);
-        if (parse_size(num, MAX_OFFSET, &out[n], "grassmann window offset", err)) return -1;
-        if (out[n] == 0) return err_set(err, "grassmann window offset must be positive (got 0)");
-        for (size_t k = 0; k < n; k++)
-            if (out[k] == out[n]) return err_set(err, "grassmann window list '%s' lists %zu twice", list, out[n]);
-        n++;
-    }
-    *n_out = n;
-    return 0;
-}
-
-int grassmann_set_windows(GrassmannSettings *g, size_t n_layer, const char *spec, Error *err) {
-    if (!*spec) return err_set(err, "grassmann window list is empty");
-    if (!strchr(spec, ';')) {
-        memset(g->layer_windows, 0, sizeof g->layer_windows);
-        return parse_window_list(spec, spec, g->windows, &g->n_windows, err);
-    }
-    /* A schedule: the union of the layers' offsets in order of first use,
-     * and each layer's selection of it. */
-    size_t n_layers = 0, n_union = 0, all[GRASSMANN_MAX_WINDOWS];
-    uint32_t masks[MIXER_MAX_LAYERS];
-    char list[512];
-    for (const char *s = spec; s;) {
-        if (list_next_item(&s, list, sizeof list, ';')) return err_set(err, "bad grassmann window schedule '%s'", spec);
-        if (n_layers == n_layer || n_layers == MIXER_MAX_LAYERS)
-            return err_set(err, "grassmann window schedule '%s' has more than n_layer (%zu) lists", spec, n_layer);
-        size_t mine[GRASSMANN_MAX_WINDOWS], n;
-        if (parse_window_list(list, spec, mine, &n, err)) return -1;
-        uint32_t mask = 0;
-        for (size_t i = 0; i < n; i++) {
-            size_t k = 0;
-            while (k < n_union && all[k] != mine[i]) k++;
-            if (k == n_union) {
-                if (n_union == GRASSMANN_MAX_WINDOWS)
-                    return err_set(err, "grassmann window schedule uses more than %d distinct offsets",
-                                   GRASSMANN_MAX_WINDOWS);
-                all[n_union++] = mine[i];
-            }
-            mask |= 1u << k;
-        }
-        masks[n_layers++] = mask;
-    }
-    if (n_layers != n_layer)
-        return err_set(err, "grassmann window schedule '%s' has %zu lists but n_layer is %zu", spec, n_layers, n_layer);
-    /* A layer that uses every offset, in order, is stored as 0 (all), so
-     * one list repeated for every layer reads back as that one list. */
-    memset(g->layer_windows, 0, sizeof g->layer_windows);
-    uint32_t full = n_union == 32 ? 0xffffffffu : (1u << n_union) - 1u;
-    for (size_t l = 0; l < n_layers; l++) g->layer_windows[l] = masks[l] == full ? 0 : masks[l];
-    memcpy(g->windows, all, n_union * sizeof all[0]);
-    g->n_windows = n_union;
-    return 0;
-}
-
-static int windows_uniform(const GrassmannSettings *g, size_t n_layer) {
-    for (size_t l = 0; l < n_layer; l++)
-        if (g->layer_windows[l]) return 0;
-    return 1;
-}
-
-static void append_offsets(char *buf, size_t len, const size_t *windows, size_t n) {
-    for (size_t w = 0; w < n; w++) snprintf(buf + strlen(buf), len - strlen(buf), "%s%zu", w ? "," : "", windows[w]);
-}
-
-const char *grassmann_window_list(const GrassmannSettings *g, size_t n_layer, char *buf, size_t len) {
-    buf[0] = '\0';
-    if (windows_uniform(g, n_layer)) {
-        append_offsets(buf, len, g->windows, g->n_windows);
-        return buf;
-    }
-    for (size_t l = 0; l < n_layer; l++) {
-        size_t windows[GRASSMANN_MAX_WINDOWS], n = grassmann_layer_windows(g, l, windows);
-        if (l) snprintf(buf + strlen(buf), len - strlen(buf), ";");
-        append_offsets(buf, len, windows, n);
-    }
-    return buf;
-}
-
-static int windows_set(void *settings, size_t n_layer, const char *text, Error *err) {
-    return grassmann_set_windows(settings, n_layer, text, err);
-}
-
-static const char *windows_get(const void *settings, size_t n_layer, char *buf, size_t len) {
-    return grassmann_window_list(settings, n_layer, buf, len);
-}
-
-/* "grassmann_windows": one list for every layer, or a schedule: one list per layer. */
-static void windows_to_json(const void *settings, size_t n_layer, char **sb) {
-    const GrassmannSettings *g = settings;
-    int uniform = windows_uniform(g, n_layer);
-    sb_appendf(sb, "[");
-    for (size_t l = 0; l < (uniform ? 1 : n_layer); l++) {
-        size_t windows[GRASSMANN_MAX_WINDOWS], n = grassmann_layer_windows(g, l, windows);
-        sb_appendf(sb, "%s%s", l ? "," : "", uniform ? "" : "[");
-        for (size_t w = 0; w < n; w++) sb_appendf(sb, "%s%zu", w ? "," : "", windows[w]);
-        if (!uniform) sb_appendf(sb, "]");
-    }
-    sb_appendf(sb, "]");
-}
-
-/* A list of offsets, or one such list per layer (a schedule), rebuilt
- * through grassmann_set_windows's own form. */
-static int windows_from_json(void *settings, size_t n_layer, const struct json_t *windows, Error *err) {
-    const char *bad = "config: 'grassmann_windows' must be a list of offsets or one list per layer";
-    if (!json_is_array(windows) || json_array_size(windows) == 0 ||
-        json_array_size(windows) > MIXER_MAX_LAYERS * GRASSMANN_MAX_WINDOWS)
-        return err_set(err, "%s", bad);
-    int schedule = json_is_array(json_array_get(windows, 0));
-    char *spec = NULL;
-    size_t n = json_array_size(windows), off;
-    for (size_t i = 0; i < n; i++) {
-        const json_t *item = json_array_get(windows, i);
-        if (schedule != json_is_array(item)) goto fail;
-        if (i) sb_appendf(&spec, "%s", schedule ? ";" : ",");
-        for (size_t w = 0; w < (schedule ? json_array_size(item) : 1); w++) {
-            if (json_size(schedule ? json_array_get(item, w) : item, MAX_OFFSET, &off)) goto fail;
-            sb_appendf(&spec, "%s%zu", w ? "," : "", off);
-        }
-    }
-    /* A one-layer schedule has no ';': it is that layer's list. */
-    int rc = grassmann_set_windows(settings, n_layer, spec ? spec : "", err);
-    sb_free(&spec);
-    return rc;
-fail:
-    sb_free(&spec);
-    return err_set(err, "%s", bad);
-}
-
-static const char *const PAIR_NAMES[GRASSMANN_PAIR_COUNT] = {"wedge", "outer", "sum"};
-
-static int pair_set(void *settings, size_t n_layer, const char *text, Error *err) {
-    (void)n_layer;
-    for (size_t k = 0; k < GRASSMANN_PAIR_COUNT; k++)
-        if (!strcmp(text, PAIR_NAMES[k])) {
-            ((GrassmannSettings *)settings)->pair = (GrassmannPair)k;
-            return 0;
-        }
-    return err_set(err, "grassmann pair map must be wedge, outer or sum (got '%s')", text);
-}
-
-static const char *pair_get(const void *settings, size_t n_layer, char *buf, size_t len) {
-    (void)n_layer;
-    snprintf(buf, len, "%s", PAIR_NAMES[((const GrassmannSettings *)settings)->pair]);
-    return buf;
-}
-
-static void pair_to_json(const void *settings, size_t n_layer, char **sb) {
-    (void)n_layer;
-    sb_appendf(sb, "\"%s\"", PAIR_NAMES[((const GrassmannSettings *)settings)->pair]);
-}
-
-static int pair_from_json(void *settings, size_t n_layer, const struct json_t *value, Error *err) {
-    if (!json_is_string(value)) return err_set(err, "config: 'grassmann_pair' must be \"wedge\", \"outer\" or \"sum\"");
-    return pair_set(settings, n_layer, json_string_value(value), err);
-}
-
-static const MixerOption grassmann_options[] = {
-    {.name = "grassmann-rank", .json_key = "grassmann_rank", .kind = MIXER_OPT_SIZE, .value = "N",
-     .help = "Grassmann reduced rank r (32)", .offset = offsetof(GrassmannSettings, rank), .lo = 0, .hi = 1024,
-     .def = 32},
-    {.name = "grassmann-windows", .json_key = "grassmann_windows", .kind = MIXER_OPT_TEXT, .value = "L",
-     .help = "Grassmann window offsets for every layer (1,2,4,8,12,16),\nor one list per layer separated by ';'\n"
-             "(\"1;1;2;2;4;4\")",
-     .def_text = "1,2,4,8,12,16", .set = windows_set, .get = windows_get, .to_json = windows_to_json,
-     .from_json = windows_from_json},
-    {.name = "grassmann-pair", .json_key = "grassmann_pair", .kind = MIXER_OPT_TEXT, .value = "MAP",
-     .help = "the map of each pair (z_t, z_t-d), a control for the geometry (wedge):\n"
-             "wedge (the normalised Plücker coordinates, r(r-1)/2 features),\n"
-             "outer (the normalised outer product, r^2), sum (z_t + z_t-d, r)",
-     .def_text = "wedge", .omit_default = 1, .set = pair_set, .get = pair_get, .to_json = pair_to_json,
-     .from_json = pair_from_json},
-};
-
-static void grassmann_layer_spec(const void *settings, size_t l, MixerSpec *spec) {
-    const GrassmannSettings *g = settings;
-    GrassmannLayer *gl = (GrassmannLayer *)(void *)spec->own.bytes;
-    gl->rank = g->rank;
-    gl->pair = g->pair;
-    gl->n_windows = grassmann_layer_windows(g, l, gl->windows);
-}
-
-static void grassmann_describe(const void *settings, size_t n_layer, char *buf, size_t len) {
-    const GrassmannSettings *g = settings;
-    char windows[1024];
-    snprintf(buf, len, "grassmann r %zu, windows %s%s%s", g->rank, grassmann_window_list(settings, n_layer, windows, sizeof windows),
-             g->pair == GRASSMANN_PAIR_WEDGE ? "" : ", pair map ", g->pair == GRASSMANN_PAIR_WEDGE ? "" : PAIR_NAMES[g->pair]);
-}
-
 /* Bit k of MixerSpec.muted: windows[k]'s term is left out of the mean (its
  * share of 1/count stays). */
 static int grassmann_mute_offset(const MixerSpec *spec, size_t layer, size_t offset, Error *err) {
@@ -481,7 +284,7 @@ static int grassmann_mute_offset(const MixerSpec *spec, size_t layer, size_t off
 const Mixer grassmann_mixer = {
     .name = "grassmann",
     .options = grassmann_options,
-    .n_options = sizeof grassmann_options / sizeof grassmann_options[0],
+    .n_options = GRASSMANN_N_OPTIONS,
     .layer_spec = grassmann_layer_spec,
     .describe = grassmann_describe,
     .mute_offset = grassmann_mute_offset,
@@ -492,6 +295,7 @@ const Mixer grassmann_mixer = {
     .backward = grassmann_backward,
     .state_size = grassmann_state_size,
     .step = grassmann_step,
+    .step_batch = grassmann_step_batch,
     .fill_state = grassmann_fill_state,
     .flops = grassmann_flops,
     .inspect = grassmann_inspect,

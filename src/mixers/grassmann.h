@@ -74,6 +74,13 @@ static inline const GrassmannLayer *grassmann_layer(const MixerSpec *spec) {
 int grassmann_set_windows(GrassmannSettings *g, size_t n_layer, const char *spec, Error *err);
 /* The windows as grassmann_set_windows takes them ("1,2,4" or "1;1;2;2"), in buf. */
 const char *grassmann_window_list(const GrassmannSettings *g, size_t n_layer, char *buf, size_t len);
+
+/* The mixer's options and what a layer's spec and the start-up line take of
+ * them (mixers/grassmann_settings.c; the Mixer itself is grassmann.c's). */
+#define GRASSMANN_N_OPTIONS 3
+extern const MixerOption grassmann_options[GRASSMANN_N_OPTIONS];
+void grassmann_layer_spec(const void *settings, size_t l, MixerSpec *spec);
+void grassmann_describe(const void *settings, size_t n_layer, char *buf, size_t len);
 /* Layer l's own window offsets into out (room for GRASSMANN_MAX_WINDOWS); returns how many. */
 size_t grassmann_layer_windows(const GrassmannSettings *g, size_t l, size_t *out);
 
