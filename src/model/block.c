@@ -408,7 +408,7 @@ int model_state_init_batch(const Model *m, ModelState *s, size_t n_seq, Error *e
         s->stride[l] = m->mixers[l]->state_size(&spec);
         total += n_seq * s->stride[l];
     }
-    s->buf = lm_calloc_large(total, sizeof(float), err);
+    s->buf = lm_calloc(total, sizeof(float), err);
     if (!s->buf) return -1;
     s->n_seq = n_seq;
     float *cur = s->buf + n_seq * STEP_BUF(c->n_embd);
