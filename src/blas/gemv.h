@@ -12,11 +12,12 @@
  *         q = round(W / scale), scale = max |W| over the group / 127.
  * Each entry of y is the same sequence of operations whichever rows and
  * vectors are computed with it and on whichever thread: one vector
- * accumulator along k (vectors of LANES entries in order; q8: each group's
- * sum, then times its scale into it), its lanes added by halves, then the
- * entries past the last whole vector (the last part group) one by one. So a
- * sequence decoded in a batch gets the bits it gets alone, and the levels
- * with FMA differ from each other only in the vector width. */
+ * accumulator along k (vectors of LANES entries in order, the last one
+ * padded with zeros; q8: each group's sum, then times its scale into it),
+ * then its lanes added by halves (a register block's accumulators folded
+ * together, each sum the same adds). So a sequence decoded in a batch gets
+ * the bits it gets alone, and the levels with FMA differ from each other
+ * only in the vector width. */
 #ifndef BLAS_GEMV_H
 #define BLAS_GEMV_H
 

@@ -59,89 +59,188 @@ static inline float lanes_sum(vec s) {
     return a[0];
 }
 
-static inline float bf16_value(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
+/* The same sums for up to LANES accumulators at once (a[LANES], the unused
+ * ones zero): at each level of the tree two vectors fold into one, the
+ * halves of each accumulator's part added across them (two shuffles and an
+ * add), so LANES sums take LANES - 1 folds instead of LANES reductions.
+ * Each sum is lanes_sum's, bit for bit: the same pairs added in the same
+ * order, whatever the other accumulators are. The sums come out in
+ * bit-reversed order of the accumulators (FOLD_LANE). */
+#if LANES == 4
+static const int FOLD_LANE[4] = {0, 2, 1, 3};
+static inline __attribute__((always_inline)) vec fold(const int w, vec x, vec y) {
+    if (w == 2) return __builtin_shufflevector(x, y, 0, 1, 4, 5) + __builtin_shufflevector(x, y, 2, 3, 6, 7);
+    return __builtin_shufflevector(x, y, 0, 4, 2, 6) + __builtin_shufflevector(x, y, 1, 5, 3, 7);
+}
+#elif LANES == 8
+static const int FOLD_LANE[8] = {0, 4, 2, 6, 1, 5, 3, 7};
+static inline __attribute__((always_inline)) vec fold(const int w, vec x, vec y) {
+    if (w == 4)
+        return __builtin_shufflevector(x, y, 0, 1, 2, 3, 8, 9, 10, 11) +
+               __builtin_shufflevector(x, y, 4, 5, 6, 7, 12, 13, 14, 15);
+    if (w == 2)
+        return __builtin_shufflevector(x, y, 0, 1, 8, 9, 4, 5, 12, 13) +
+               __builtin_shufflevector(x, y, 2, 3, 10, 11, 6, 7, 14, 15);
+    return __builtin_shufflevector(x, y, 0, 8, 2, 10, 4, 12, 6, 14) +
+           __builtin_shufflevector(x, y, 1, 9, 3, 11, 5, 13, 7, 15);
+}
+#elif LANES == 16
+static const int FOLD_LANE[16] = {0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15};
+static inline __attribute__((always_inline)) vec fold(const int w, vec x, vec y) {
+    if (w == 8)
+        return __builtin_shufflevector(x, y, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+               __builtin_shufflevector(x, y, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+    if (w == 4)
+        return __builtin_shufflevector(x, y, 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27) +
+               __builtin_shufflevector(x, y, 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
+    if (w == 2)
+        return __builtin_shufflevector(x, y, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29) +
+               __builtin_shufflevector(x, y, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+    return __builtin_shufflevector(x, y, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30) +
+           __builtin_shufflevector(x, y, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
+}
+#else
+#error "LANES must be 4, 8 or 16"
+#endif
+
+static inline __attribute__((always_inline)) void lanes_sums(vec a[LANES], float sums[LANES]) {
+    int n = LANES;
+#pragma GCC unroll 4
+    for (int w = LANES / 2; w >= 1; w /= 2, n /= 2)
+#pragma GCC unroll 8
+        for (int k = 0; k < n / 2; k++) a[k] = fold(w, a[2 * k], a[2 * k + 1]);
+    float f[LANES];
+    memcpy(f, &a[0], sizeof f);
+#pragma GCC unroll 16
+    for (int j = 0; j < LANES; j++) sums[FOLD_LANE[j]] = f[j];
 }
 
+/* The lanes' sums of the block's R x NV accumulators (acc[r][v] into
+ * sums[r * NV + v]): LANES at a time through lanes_sums, a lone one by lanes_sum. */
+static inline __attribute__((always_inline)) void block_sums(const int R, const int NV, vec acc[][VECS], float *sums) {
+    if (R * NV == 1) {
+        sums[0] = lanes_sum(acc[0][0]);
+        return;
+    }
+#pragma GCC unroll 4
+    for (int g = 0; g * LANES < R * NV; g++) {
+        vec part[LANES];
+        float f[LANES];
+#pragma GCC unroll 16
+        for (int s = 0; s < LANES; s++) {
+            int e = g * LANES + s;
+            part[s] = e < R * NV ? acc[e / NV][e % NV] : (vec){0};
+        }
+        lanes_sums(part, f);
+#pragma GCC unroll 16
+        for (int s = 0; s < LANES; s++)
+            if (g * LANES + s < R * NV) sums[g * LANES + s] = f[s];
+    }
+}
+
+/* One step along k of a register block: LANES entries of each row (w, row
+ * stride ld, of type T, LOADER its vector load) times those of each vector
+ * (x, stride ldx) into acc. */
+#define DOT_STEP(T, LOADER)                                                                                       \
+    static inline __attribute__((always_inline)) void dot_step_##T(const int R, const int NV, vec acc[][VECS],    \
+                                                                    const T *w, size_t ld, const float *x,        \
+                                                                    size_t ldx) {                                 \
+        vec xv[MAXV];                                                                                            \
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) LOAD(xv[v], x + (size_t)v * ldx);                   \
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                                                    \
+            vec wv;                                                                                              \
+            LOADER(wv, w + (size_t)r * ld);                                                                      \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[r][v] += wv * xv[v];                        \
+        }                                                                                                        \
+    }
+DOT_STEP(float, LOAD_F32)
+DOT_STEP(uint16_t, LOAD_BF16)
+
 /* out[r * MAXV + v] = sum_k x_v[k] W(row r, k) for r < R, v < NV, the
- * weights fp32 or bf16 (w of type T, LOADER its vector load, VALUE its
- * scalar); x_v = x + v * ldx. */
-#define DOT_BLOCK(NAME, T, LOADER, VALUE)                                                                        \
+ * weights fp32 or bf16 (w of type T); x_v = x + v * ldx. The entries past
+ * the last whole vector are one more step over copies padded with zeros,
+ * so every entry is vector operations only (then its lanes' sum), the same
+ * whichever block it is in: scalar code after the sum would let the
+ * compiler fuse a product into an add for one block shape and not another. */
+#define DOT_BLOCK(NAME, T)                                                                                       \
     static inline __attribute__((always_inline)) void NAME(const int R, const int NV, const T *w, size_t ld,     \
                                                             const float *x, size_t ldx, size_t K, float *out) { \
         vec acc[ROWS][MAXV];                                                                                    \
         _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)                                                     \
             _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[r][v] = (vec){0};                          \
         size_t k = 0;                                                                                           \
-        for (; k + LANES <= K; k += LANES) {                                                                    \
-            vec xv[MAXV];                                                                                       \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) LOAD(xv[v], x + (size_t)v * ldx + k);          \
-            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                                               \
-                vec wv;                                                                                         \
-                LOADER(wv, w + (size_t)r * ld + k);                                                             \
-                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[r][v] += wv * xv[v];                   \
-            }                                                                                                   \
+        for (; k + LANES <= K; k += LANES) dot_step_##T(R, NV, acc, w + k, ld, x + k, ldx);                      \
+        if (k < K) {                                                                                            \
+            T wp[ROWS][LANES];                                                                                  \
+            float xp[MAXV][LANES];                                                                              \
+            memset(wp, 0, sizeof wp), memset(xp, 0, sizeof xp);                                                 \
+            for (int r = 0; r < R; r++) memcpy(wp[r], w + (size_t)r * ld + k, (K - k) * sizeof(T));             \
+            for (int v = 0; v < NV; v++) memcpy(xp[v], x + (size_t)v * ldx + k, (K - k) * sizeof(float));       \
+            dot_step_##T(R, NV, acc, &wp[0][0], LANES, &xp[0][0], LANES);                                       \
         }                                                                                                       \
+        float sums[ROWS * MAXV];                                                                                \
+        block_sums(R, NV, acc, sums);                                                                           \
         _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)                                                     \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                                              \
-                float t = lanes_sum(acc[r][v]);                                                                 \
-                for (size_t j = k; j < K; j++) t += VALUE(w[(size_t)r * ld + j]) * x[(size_t)v * ldx + j];      \
-                out[r * MAXV + v] = t;                                                                          \
-            }                                                                                                   \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) out[r * MAXV + v] = sums[r * NV + v];         \
     }
 
-#define F32_VALUE(v) (v)
-DOT_BLOCK(dot_block_f32, float, LOAD_F32, F32_VALUE)
-DOT_BLOCK(dot_block_bf16, uint16_t, LOAD_BF16, bf16_value)
+DOT_BLOCK(dot_block_f32, float)
+DOT_BLOCK(dot_block_bf16, uint16_t)
 
-/* The same for q8: per whole group, its sum over GEMV_GROUP / LANES vectors
- * (from 0, in order), times its scale into the entry's accumulator; a last
- * part group one entry at a time, times its scale. */
+/* One q8 group of a register block: per row its GEMV_GROUP / LANES vectors,
+ * per vector of x their products' sum (from 0, in order), times the row's
+ * scale into the entry's accumulator. */
+static inline __attribute__((always_inline)) void q8_group(const int R, const int NV, vec acc[][VECS], const int8_t *q,
+                                                           size_t ld, const float *scale, size_t lds, const float *x,
+                                                           size_t ldx) {
+    enum { PER = GEMV_GROUP / LANES };
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) {
+        vec wv[PER];
+#pragma GCC unroll 8
+        for (int j = 0; j < PER; j++) LOAD_Q8(wv[j], q + (size_t)r * ld + (size_t)j * LANES);
+        float sc = scale[(size_t)r * lds];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) {
+            vec sum = (vec){0};
+#pragma GCC unroll 8
+            for (int j = 0; j < PER; j++) {
+                vec xv;
+                LOAD(xv, x + (size_t)v * ldx + (size_t)j * LANES);
+                sum += wv[j] * xv;
+            }
+            acc[r][v] += sc * sum;
+        }
+    }
+}
+
+/* The same for q8, group by group; a last part group over copies padded with zeros. */
 static inline __attribute__((always_inline)) void dot_block_q8(const int R, const int NV, const int8_t *q, size_t ld,
                                                                const float *scale, size_t lds, const float *x,
                                                                size_t ldx, size_t K, float *out) {
-    enum { PER = GEMV_GROUP / LANES };
     vec acc[ROWS][MAXV];
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++) acc[r][v] = (vec){0};
     size_t g = 0;
-    for (; (g + 1) * GEMV_GROUP <= K; g++) {
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) {
-            vec wv[PER];
-#pragma GCC unroll 8
-            for (int j = 0; j < PER; j++) LOAD_Q8(wv[j], q + (size_t)r * ld + g * GEMV_GROUP + (size_t)j * LANES);
-            float sc = scale[(size_t)r * lds + g];
-#pragma GCC unroll 4
-            for (int v = 0; v < NV; v++) {
-                vec sum = (vec){0};
-#pragma GCC unroll 8
-                for (int j = 0; j < PER; j++) {
-                    vec xv;
-                    LOAD(xv, x + (size_t)v * ldx + g * GEMV_GROUP + (size_t)j * LANES);
-                    sum += wv[j] * xv;
-                }
-                acc[r][v] += sc * sum;
-            }
-        }
+    for (; (g + 1) * GEMV_GROUP <= K; g++)
+        q8_group(R, NV, acc, q + g * GEMV_GROUP, ld, scale + g, lds, x + g * GEMV_GROUP, ldx);
+    if (g * GEMV_GROUP < K) {
+        size_t k = g * GEMV_GROUP;
+        int8_t qp[ROWS][GEMV_GROUP];
+        float xp[MAXV][GEMV_GROUP];
+        memset(qp, 0, sizeof qp), memset(xp, 0, sizeof xp);
+        for (int r = 0; r < R; r++) memcpy(qp[r], q + (size_t)r * ld + k, K - k);
+        for (int v = 0; v < NV; v++) memcpy(xp[v], x + (size_t)v * ldx + k, (K - k) * sizeof(float));
+        q8_group(R, NV, acc, &qp[0][0], GEMV_GROUP, scale + g, lds, &xp[0][0], GEMV_GROUP);
     }
+    float sums[ROWS * MAXV];
+    block_sums(R, NV, acc, sums);
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) {
-            float t = lanes_sum(acc[r][v]);
-            if (g * GEMV_GROUP < K) {
-                float sum = 0.0f;
-                for (size_t j = g * GEMV_GROUP; j < K; j++) sum += (float)q[(size_t)r * ld + j] * x[(size_t)v * ldx + j];
-                t += scale[(size_t)r * lds + g] * sum;
-            }
-            out[r * MAXV + v] = t;
-        }
+        for (int v = 0; v < NV; v++) out[r * MAXV + v] = sums[r * NV + v];
 }
 
 /* The block of rows r .. r + R and vectors n .. n + NV (R, NV constant: the
