@@ -295,13 +295,15 @@ def gnuplot(script):
         die(f"gnuplot failed: {p.stderr.strip()}")
 
 
-def gnuplot_series(path, points, index, title):
+def gnuplot_series(path, points, index, title, style=""):
     """Writes the (x, y) points to the data file `path` and returns the plot
-    clause that draws them as the index-th line (its point type), titled."""
+    clause that draws them as the index-th line (its point type), titled;
+    style adds gnuplot's line options (a colour, a dash type)."""
     with open(path, "w") as f:
         for x, y in points:
             f.write(f"{x} {y}\n")
-    return f"{gnuplot_string(path)} using 1:2 with linespoints lw 2 pt {7 + index} title {gnuplot_string(title)}"
+    return (f"{gnuplot_string(path)} using 1:2 with linespoints lw 2 pt {7 + index}{' ' + style if style else ''} "
+            f"title {gnuplot_string(title)}")
 
 
 # ---- what the programs write -----------------------------------------------------

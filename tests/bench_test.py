@@ -15,14 +15,17 @@ every row and ratio is there and is a number, not what the numbers are. The
 generate section: its PyTorch KV-cache loop (harness/bench/torch_generate.py)
 equal to torch_ref's model, attention and Grassmann; its rows, GB/s and
 ratios from made-up bin/sample, read-rate and PyTorch runs (a few ms; its
-end-to-end run takes a minute, more than the tests' budget).
+end-to-end run takes a minute, more than the tests' budget), and --plot's
+PNG drawn from them (gnuplot).
 Run from the repository root after make:
 /usr/bin/python3 -m tests.bench_test"""
 import contextlib
 import io
 import json
+import os
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import torch
@@ -402,6 +405,34 @@ class GenerateSection(unittest.TestCase):
             self.assertIsNone(r["torch_tokens_per_s"])
         self.assertIn("PyTorch: not measured (PyTorch run failed: no torch)", shown)
 
+    def test_plot(self):
+        """--plot on made-up runs of both models: a line per model, mixer and format, PyTorch's dashed,
+        and the PNG the one file written."""
+        res, _, _ = self.run_section(lambda m, mx, L, w, n: {"fp32": 1.0, "bf16": 0.5, "int8": 0.25}[w],
+                                     lambda L: 3.0, quick=False)
+        ctx = Context()
+        ctx.threads, ctx.rounds = 1, 2
+        scripts = []
+        real_gnuplot = bench_generate.gnuplot
+        bench_generate.gnuplot = lambda script: (scripts.append(script), real_gnuplot(script))
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                path = os.path.join(tmp, "decode.png")
+                bench_generate.plot_generate(ctx, res, path)
+                self.assertEqual(os.listdir(tmp), ["decode.png"])
+                with open(path, "rb") as f:
+                    self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+                self.assertGreater(os.path.getsize(path), 1000)
+        finally:
+            bench_generate.gnuplot = real_gnuplot
+        lines = scripts[0].split("using 1:2")[1:]
+        groups = [(m, mx) for m in ("l3", "gpt2") for mx in ("attention", "grassmann")]
+        self.assertEqual(len(lines), len(groups) * (len(bench_generate.FORMATS) + 1))
+        for m, mx in groups:
+            for w in bench_generate.FORMATS + ("PyTorch",):
+                line = next(ln for ln in lines if f"'{m} {mx} {w}'" in ln)
+                self.assertEqual("dt 2" in line, w == "PyTorch", line)
+
 
 class Options(unittest.TestCase):
     def test_bad_options(self):
@@ -409,7 +440,9 @@ class Options(unittest.TestCase):
                            (["--sections", "scaling,nope"], "--sections"), (["--torch-python", "/nonexistent"],
                                                                              "--torch-python"),
                            (["--precision", "fp32,fp16"], "--precision"), (["--isa", "sse"], "--isa"),
-                           (["--isa", "native,native"], "--isa")):
+                           (["--isa", "native,native"], "--isa"), (["--plot", "decode.png"], "--plot"),
+                           (["--sections", "generate", "--plot", "/nonexistent/decode.png"], "--plot"),
+                           (["--sections", "generate", "--mixers", "gla", "--plot", "decode.png"], "--plot")):
             p = subprocess.run(BENCH + args, capture_output=True, text=True)
             self.assertEqual(p.returncode, 2, args)
             self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)

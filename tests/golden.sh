@@ -66,8 +66,10 @@ run_all() {
         for p in prepare train eval sample inspect probegen convert gemm-rate; do $B/$p --help; done
     } >"$o/stdout" 2>"$o/stderr"
 }
-run_all "$old" "$work/old"
-run_all "$new" "$work/new"
+# Each side in the same folder, then moved aside: a checkpoint keeps its data's
+# absolute path, and a checksum over it.
+run_all "$old" "$work/run"; mv "$work/run" "$work/old"
+run_all "$new" "$work/run"; mv "$work/run" "$work/new"
 # Timings, rates and the folder differ between runs, not behaviour.
 mask() {
     case "$1" in *.csv) cut -d, -f1-7 "$1"; return ;; esac  # ms_per_step, elapsed_s and the tuner's threads vary

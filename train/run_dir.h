@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #include "lm/error.h"
-#include "run.h"
+#include "run_options.h"
 
 /* The folder's file names. */
 #define RUN_DIR_CKPT "ckpt"

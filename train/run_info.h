@@ -11,7 +11,7 @@
 #include "lm/checkpoint.h"
 #include "lm/error.h"
 #include "lm/files.h"
-#include "run.h"
+#include "run_options.h"
 
 typedef struct RunInfo {
     char path[PATH_BUF];  /* as given: a checkpoint or a run folder */

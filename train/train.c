@@ -4,8 +4,9 @@
  * logging and checkpoints (atomic), Ctrl-C that saves, exact resume, and new
  * runs from a checkpoint's weights (--init: fine-tuning); one
  * process, or a job of several under mpirun (lm/dist.h), where rank 0
- * prints, logs and checkpoints for all. The run's set-up is train/run.h, its
- * step train/trainer.h; this file parses, loops and prints. */
+ * prints, logs and checkpoints for all. The run's options are
+ * train/run_options.h, its set-up train/run.h, its step train/trainer.h;
+ * this file parses, loops and prints. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -49,7 +50,7 @@ typedef struct Actions {
 } Actions;
 
 /* bin/train's option table: the program's own rows, the mixers' text
- * options among them, then one per run option (run.h's rows), whose
+ * options among them, then one per run option (run_options.h's rows), whose
  * "given" bits tell resume which ones the command line set. Kept after
  * parsing: --print-config and the run folder's config.json are written
  * from it. */

@@ -17,7 +17,9 @@ instead of the tables (scaling: {threads, rows, default_threads}, layouts:
 {rows, fastest}, rows with named fields; train: one row per config, mixer and
 precision, with bf16_over_fp32 and torch_bf16_over_fp32 on bf16 rows, the
 row's GEMM rate under sgemm, and eval and sample null on all but the first
-precision's).
+precision's). --plot FILE draws the generate section's decode tokens/s against
+context length into FILE (PNG, gnuplot; refused without that section in
+--sections) and says "wrote FILE" after the report.
 
 One module per section (train, mixers, kernel, blas, load, mpi, scaling,
 layouts), each with its printer; shared.py holds what they share, main.py

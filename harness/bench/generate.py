@@ -25,15 +25,22 @@ At the shortest context also --num-samples N_SAMPLES (fp32 and int8): every
 sample's tokens per second together, and that over batch 1's.
 
 Numbers are medians over the rounds (each round runs everything once); the
-ratios are medians of the same round's ratios."""
+ratios are medians of the same round's ratios.
+
+--plot FILE draws the decode's tokens/s against the context into FILE (PNG,
+through gnuplot, log scales): a line per model, mixer and weight format (a
+colour per model and mixer, a point type per format), and PyTorch's dashed in
+its model and mixer's colour."""
 import json
 import os
 import re
 import shutil
+import tempfile
 
 from harness.bench.shared import c_train, fmt, med, plural, progress, table
 from harness.bench.train import torch_env
-from harness.common import BIN, ROOT, run, run_ok
+from harness.common import BIN, ROOT, gnuplot, gnuplot_series, gnuplot_string, run, run_ok
+from harness.compare import COLORS
 
 GEN_MODELS = {
     "l3": {"n_layer": 4, "n_head": 4, "n_embd": 256, "block": 4096, "batch": 1},
@@ -49,6 +56,9 @@ FORMAT_BYTES = {"fp32": 4.0, "bf16": 2.0, "int8": 1.0 + 4.0 / 32}
 PROMPT_TEXT = ("call me ishmael. some years ago, never mind how long precisely, having little or no money in my "
                "purse, and nothing particular to interest me on shore, i thought i would sail about a little and "
                "see the watery part of the world. ")
+# --plot's point type of each line (gnuplot_series's index: pngcairo's point type 7 + index): a filled
+# circle, triangle and diamond for the formats, an open triangle for PyTorch.
+PLOT_POINTS = {"fp32": 0, "bf16": 2, "int8": 6, "PyTorch": 3}
 TIMING = re.compile(r"prefill (\d+) tokens ([\d.]+) ms .*decode (\d+) steps x (\d+) samples ([\d.]+) ms")
 
 
@@ -211,3 +221,27 @@ def print_generate(ctx, res):
         print(f"  left out: {', '.join(res['left_out'])} (the section decodes attention and grassmann)")
     if res["torch_unavailable"]:
         print(f"  PyTorch: not measured ({res['torch_unavailable']})")
+
+
+def plot_generate(ctx, res, path):
+    """--plot: the decode's tokens/s against the context, into the PNG path alone (the lines' data
+    files live in a temporary folder)."""
+    groups = list(dict.fromkeys((r["model"], r["mixer"]) for r in res["rows"]))
+    parts = []
+    with tempfile.TemporaryDirectory(prefix="lm-bench-plot-") as tmp:
+        for g, (model, mixer) in enumerate(groups):
+            rows = [r for r in res["rows"] if (r["model"], r["mixer"]) == (model, mixer)]
+            color = f"lc rgb '{COLORS[g % len(COLORS)]}'"
+            lines = [(w, [(r["context"], r[w]["tokens_per_s"]) for r in rows], color) for w in FORMATS]
+            lines.append(("PyTorch", [(r["context"], r["torch_tokens_per_s"]) for r in rows if r["torch_tokens_per_s"]],
+                          color + " dt 2"))
+            for name, points, style in lines:
+                if points:
+                    parts.append(gnuplot_series(os.path.join(tmp, f"decode_{g}_{name}.dat"), points,
+                                                PLOT_POINTS[name], f"{model} {mixer} {name}", style))
+        title = (f"bin/sample's decode against context ({plural(ctx.threads, 'thread')}, greedy; medians over "
+                 f"{plural(ctx.rounds, 'round')})")
+        gnuplot("set terminal pngcairo size 1000,560 font ',11'\nset grid\nset key outside right top\n"
+                f"set output {gnuplot_string(path)}\nset title {gnuplot_string(title)}\n"
+                "set logscale xy\nset xlabel 'context (tokens of prompt)'\nset ylabel 'decode tokens/s'\n"
+                "plot " + ", \\\n     ".join(parts) + "\n")

@@ -9,7 +9,7 @@ import tempfile
 import time
 
 from harness.bench.blas import BLAS_CONFIGS, WIDTHS, print_blas, section_blas
-from harness.bench.generate import print_generate, section_generate
+from harness.bench.generate import GEN_MIXERS, plot_generate, print_generate, section_generate
 from harness.bench.kernel import KERNEL_VARIABLE, LIBRARY_NAME, library_of, print_kernel, section_kernel
 from harness.bench.layouts import LAYOUT_CONFIGS, print_layouts, section_layouts
 from harness.bench.load import print_load, section_load
@@ -19,7 +19,7 @@ from harness.bench.scaling import default_thread_list, parse_threads, print_scal
 from harness.bench.shared import CONFIGS, DEFAULT_MIXERS, MIXERS, PRECISIONS, STEPS, T0, WINDOW, Context, plural, progress
 from harness.bench.train import (cpu_isa_levels, level_env, parse_isa, torch_isa, print_flops, print_inference, print_memory, print_profile, print_speed,
                                  section_train)
-from harness.common import BIN, PYTHON, ROOT, cpu_model, die, kill_children, token_header
+from harness.common import BIN, PYTHON, ROOT, cpu_model, die, kill_children, need_gnuplot, token_header
 
 SECTIONS = ("train", "mixers", "kernel", "blas", "load", "mpi", "scaling", "layouts", "generate")
 # What runs when --sections is not given: these, and the last two as well when
@@ -86,6 +86,9 @@ def parse_args():
                          "in one table with an --isa column; the other sections run at the first. A level this "
                          "CPU lacks is refused before anything runs")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    ap.add_argument("--plot", metavar="FILE",
+                    help="the generate section's decode tokens/s against context length as a PNG (gnuplot), a "
+                         "line per model, mixer and weight format, PyTorch's dashed")
     a = ap.parse_args()
     a.isa_levels = parse_isa(a.isa, cpu_isa_levels()) if a.isa is not None else None
     a.isa_core, a.isa_cores = None, {}
@@ -115,7 +118,26 @@ def parse_args():
         die("--rounds must be positive")
     if not a.no_torch and not (os.path.isfile(a.torch_python) and os.access(a.torch_python, os.X_OK)):
         die(f"--torch-python '{a.torch_python}' is not an executable file")
+    if a.plot is not None:
+        check_plot(a)
     return a
+
+
+def check_plot(a):
+    """--plot FILE, before any run: the generate section asked for, with a mixer it decodes, gnuplot
+    there, and FILE a name gnuplot can take in a folder that exists."""
+    if "generate" not in a.sections:
+        die("--plot draws the generate section: add generate to --sections")
+    if not set(a.mixers) & set(GEN_MIXERS):
+        die(f"--plot: the generate section decodes {' and '.join(GEN_MIXERS)}, and --mixers has neither")
+    if not a.plot or any(not c.isprintable() for c in a.plot):
+        die(f"--plot must be a file name without control characters (got {a.plot!r})")
+    if os.path.isdir(a.plot):
+        die(f"--plot '{a.plot}' is a folder: give a file name")
+    folder = os.path.dirname(a.plot) or "."
+    if not os.path.isdir(folder):
+        die(f"--plot '{a.plot}': there is no folder '{folder}'")
+    need_gnuplot()
 
 
 def cpu_has_bf16():
@@ -230,8 +252,12 @@ def main():
     out["seconds"] = time.monotonic() - T0
     if a.json:
         print(json.dumps(out, indent=1))
-        return
-    print_report(ctx, out)
+    else:
+        print_report(ctx, out)
+    # After the report, so that a plot that fails loses none of the run's numbers.
+    if a.plot:
+        plot_generate(ctx, out["generate"], a.plot)
+        print(f"wrote {a.plot}", file=sys.stderr if a.json else sys.stdout)
 
 
 def print_report(ctx, out):

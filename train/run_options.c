@@ -1,0 +1,284 @@
+/* bin/train's options, their defaults and their checkpoint form (see train/run_options.h). */
+#include "run_options.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lm/json.h"
+
+#define SZ(field) 0, offsetof(RunOptions, field)
+#define FL(field) 1, offsetof(RunOptions, field)
+/* The model's sizes; then (run_option_rows) each mixer's rows. */
+static const RunOption model_rows[] = {
+    {"n-layer", SZ(cfg.n_layer), 1, MAX_LAYERS, RUN_ARCH, "transformer blocks (4)", NULL},
+    {"n-head", SZ(cfg.n_head), 1, MAX_HEADS, RUN_ARCH, "attention heads (4)", NULL},
+    {"n-embd", SZ(cfg.n_embd), 1, MAX_EMBD, RUN_ARCH, "embedding width C (128)", NULL},
+    {"block-size", SZ(cfg.block_size), 2, MAX_BLOCK, RUN_ARCH, "context length T (64)", NULL},
+    {"dropout", FL(cfg.dropout), 0, 0.95, RUN_ARCH, "dropout on the residual branches (0)", NULL},
+};
+
+/* The recipe's switches and the run's own; then (run_option_rows) each optimizer's rows. */
+static const RunOption run_rows[] = {
+    {"qk-norm", SZ(cfg.qk_norm), 0, 1, RUN_ARCH, "1: RMSNorm (no gain) of each attention head's q and k (0)", NULL},
+    {"untied-head", SZ(cfg.untied_head), 0, 1, RUN_ARCH, "1: an LM head of its own (lm_head), not wte (0)", NULL},
+    {"zero-init", SZ(cfg.zero_init), 0, 1, RUN_ARCH,
+     "1: the output projections (attention's, gla's, the MLP's, an\nuntied head) start at zero; Grassmann has none (0)", NULL},
+    {"logit-softcap", FL(cfg.logit_softcap), 0, 1e4, RUN_ARCH, "cap the logits at X: X tanh(z / X); 0 = off (0)", NULL},
+    {"batch-size", SZ(batch_size), 1, 65536, RUN_KEPT, "sequences per micro-batch B (12)", NULL},
+    {"grad-accum", SZ(grad_accum), 1, 4096, RUN_KEPT, "micro-batches per optimizer step (1)", NULL},
+    {"max-iters", SZ(max_iters), 1, MAX_STEPS, RUN_KEPT, "optimizer steps; defines the schedule (2000)", NULL},
+    {"stop-at", SZ(stop_at), 1, MAX_STEPS, RUN_ONCE, "stop after this step with a checkpoint (max-iters)", NULL},
+    {"lr", FL(lr), 0, 10, RUN_KEPT, "peak learning rate (1e-3)", NULL},
+    {"min-lr", FL(min_lr), 0, 10, RUN_KEPT, "final learning rate of the cosine decay (1e-4)", NULL},
+    {"warmup-iters", SZ(warmup_iters), 0, 100000000, RUN_KEPT, "linear warm-up steps (100)", NULL},
+    {"weight-decay", FL(weight_decay), 0, 10, RUN_KEPT, "AdamW decoupled weight decay, matrices only (0.1)", NULL},
+    {"grad-clip", FL(grad_clip), 0, 1e6, RUN_KEPT, "global gradient-norm clip, 0 = off (1.0)", NULL},
+    {"beta1", FL(beta1), 0, 0.999999, RUN_KEPT, "AdamW beta1 (0.9)", NULL},
+    {"beta2", FL(beta2), 0, 0.999999, RUN_KEPT, "AdamW beta2 (0.99)", NULL},
+    {"adam-eps", FL(eps), 1e-30, 1, RUN_KEPT, "AdamW epsilon (1e-8)", NULL},
+    {"eval-interval", SZ(eval_interval), 0, 100000000, RUN_KEPT,
+     "validate at step 0, every N steps and at the end; 0 = start and end (250)", NULL},
+    {"eval-iters", SZ(eval_iters), 1, 100000, RUN_KEPT, "validation batches per estimate (20)", NULL},
+    {"log-interval", SZ(log_interval), 1, 100000000, RUN_KEPT, "progress line every N steps (10)", NULL},
+    {"ckpt-interval", SZ(ckpt_interval), 0, 100000000, RUN_KEPT, "checkpoint every N steps, 0 = only at the end (0)", NULL},
+    {"keep-checkpoints", SZ(keep_ckpts), 0, 1, RUN_KEPT,
+     "1: keep each --ckpt-interval checkpoint too, as DIR/step-N.ckpt\nin a run folder, else as CKPT.step-N (0)", NULL},
+    {"seed", SZ(seed), 0, 1e18, RUN_KEPT, "seed for weights, batches and dropout (1337)", NULL},
+    {"threads", SZ(threads), 0, 1024, RUN_ONCE, "threads, fixed; 0 = up to all cores, fewer while that is faster (0)", NULL},
+    {"max-seconds", FL(max_seconds), 0, 1e7, RUN_ONCE,
+     "stop after X seconds of training steps (validation not counted); the cosine then follows the elapsed time, "
+     "not the step; 0 = off (0)", NULL},
+    {"window-align", SZ(window_align), 0, 100000000, RUN_KEPT,
+     "training and validation windows start only at multiples of N; 0 = anywhere (0)", NULL},
+};
+
+#define N_ROWS(a) (sizeof(a) / sizeof(a)[0])
+#define MAX_ROWS 128
+
+const RunOption *run_option_rows(size_t *n) {
+    static RunOption rows[MAX_ROWS];
+    static size_t count;
+    if (!count) {
+        for (size_t i = 0; i < N_ROWS(model_rows); i++) rows[count++] = model_rows[i];
+        for (size_t i = 0; i < mixer_count(); i++) { /* in the config: they fix the model */
+            const Mixer *mx = mixer_at(i);
+            size_t base = offsetof(RunOptions, cfg.mixer_settings) + i * sizeof(MixerSettings);
+            for (size_t k = 0; k < mx->n_options && count < MAX_ROWS; k++) {
+                const MixerOption *opt = &mx->options[k];
+                if (opt->kind == MIXER_OPT_TEXT) continue;
+                rows[count++] = (RunOption){opt->name, opt->kind == MIXER_OPT_FLOAT, base + opt->offset, opt->lo,
+                                            opt->hi, RUN_ARCH, opt->help, NULL};
+            }
+        }
+        for (size_t i = 0; i < N_ROWS(run_rows) && count < MAX_ROWS; i++) rows[count++] = run_rows[i];
+        for (size_t i = 0; i < optimizer_count(); i++) {
+            const Optimizer *opt = optimizer_at(i);
+            size_t base = offsetof(RunOptions, optim_settings) + i * sizeof(OptimizerSettings);
+            for (size_t k = 0; k < opt->n_options && count < MAX_ROWS; k++) {
+                const OptimOption *r = &opt->options[k];
+                rows[count++] = (RunOption){r->name, r->is_float, base + r->offset, r->lo, r->hi, RUN_KEPT, r->help, opt};
+            }
+        }
+    }
+    *n = count;
+    return rows;
+}
+
+size_t run_mixer_texts(const MixerOption **rows) {
+    size_t n = 0;
+    for (size_t i = 0; i < mixer_count(); i++) {
+        const Mixer *mx = mixer_at(i);
+        for (size_t k = 0; k < mx->n_options && n < RUN_MAX_MIXER_TEXTS; k++)
+            if (mx->options[k].kind == MIXER_OPT_TEXT) rows[n++] = &mx->options[k];
+    }
+    return n;
+}
+
+static void set_number(void *p, int is_float, double x) {
+    if (is_float) *(float *)p = (float)x;
+    else *(size_t *)p = (size_t)x;
+}
+
+void run_options_defaults(RunOptions *o) {
+    memset(o, 0, sizeof *o);
+    config_defaults(&o->cfg);
+    o->batch_size = 12;
+    o->grad_accum = 1;
+    o->max_iters = 2000;
+    o->lr = 1e-3f;
+    o->min_lr = 1e-4f;
+    o->warmup_iters = 100;
+    o->weight_decay = 0.1f;
+    o->grad_clip = 1.0f;
+    o->beta1 = 0.9f;
+    o->beta2 = 0.99f;
+    o->eps = 1e-8f;
+    o->optimizer = optimizer_at(0); /* the registry's first: adamw */
+    for (size_t i = 0; i < optimizer_count(); i++) { /* every optimizer's own, at their defaults */
+        const Optimizer *opt = optimizer_at(i);
+        for (size_t k = 0; k < opt->n_options; k++)
+            set_number(o->optim_settings[i].bytes + opt->options[k].offset, opt->options[k].is_float,
+                       opt->options[k].def);
+    }
+    o->eval_interval = 250;
+    o->eval_iters = 20;
+    o->log_interval = 10;
+    o->seed = 1337;
+}
+
+int run_option_given(const RunOptions *o, size_t i) { return (o->given >> i) & 1; }
+
+int run_option_given_named(const RunOptions *o, const char *name) {
+    size_t n;
+    const RunOption *rows = run_option_rows(&n);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(rows[i].name, name) == 0) return run_option_given(o, i);
+    return 0;
+}
+
+char *run_options_json(const RunOptions *o, size_t ranks) {
+    char *sb = NULL;
+    sb_appendf(&sb, "{");
+    int first = 1, default_optimizer = o->optimizer == optimizer_at(0);
+    size_t n;
+    const RunOption *rows = run_option_rows(&n);
+    for (size_t i = 0; i < n; i++) {
+        const RunOption *r = &rows[i];
+        if (r->role != RUN_KEPT || (r->optimizer && r->optimizer != o->optimizer)) continue;
+        const void *p = (const char *)o + r->offset;
+        if (r->is_float) sb_appendf(&sb, "%s\"%s\":%.9g", first ? "" : ",", r->name, *(const float *)p);
+        else sb_appendf(&sb, "%s\"%s\":%zu", first ? "" : ",", r->name,
+                        *(const size_t *)p * (r->offset == offsetof(RunOptions, grad_accum) ? ranks : 1));
+        first = 0;
+    }
+    /* fp32 is the absence of the key: fp32 checkpoints are what they were before bf16. */
+    if (o->precision != PRECISION_FP32) sb_appendf(&sb, ",\"precision\":\"%s\"", precision_name(o->precision));
+    /* adamw (the default) is the absence of the key, as fp32 is: AdamW checkpoints are what they were before Muon. */
+    if (!default_optimizer) sb_appendf(&sb, ",\"optimizer\":\"%s\"", o->optimizer->name);
+    if (o->no_loss_mask) sb_appendf(&sb, ",\"no_loss_mask\":1");
+    if (o->data_hash[0]) {
+        sb_appendf(&sb, ",\"data\":");
+        sb_append_json_string(&sb, o->data_real);
+        sb_appendf(&sb, ",\"data_hash\":\"%s\"", o->data_hash);
+    }
+    sb_appendf(&sb, "}");
+    char *out = strdup(sb);
+    sb_free(&sb);
+    return out;
+}
+
+char *run_state_json(const RunOptions *o, const RunProgress *p, size_t ranks) {
+    char *options = run_options_json(o, ranks), *sb = NULL, num[3][JSON_NUMBER_MAX];
+    if (!options) return NULL;
+    options[strlen(options) - 1] = '\0'; /* its closing brace */
+    sb_appendf(&sb, "%s,\"progress\":{\"tokens\":%zu,\"val_loss\":%s,\"best_val_loss\":%s,\"best_step\":%s}}", options,
+               p->tokens, json_number(num[0], "%.9g", p->val_loss), json_number(num[1], "%.9g", p->best_val_loss),
+               isnan(p->best_val_loss) ? "null" : (snprintf(num[2], sizeof num[2], "%zu", p->best_step), num[2]));
+    free(options);
+    char *out = strdup(sb);
+    sb_free(&sb);
+    return out;
+}
+
+int run_progress_from_json(const char *json, RunProgress *p) {
+    *p = (RunProgress){0, NAN, NAN, 0};
+    Error err;
+    json_t *root = json ? json_parse(json, strlen(json), &err) : NULL;
+    const json_t *g = root ? json_object_get(root, "progress") : NULL;
+    if (!json_is_object(g)) {
+        if (root) json_decref(root);
+        return 0;
+    }
+    const json_t *v;
+    size_t n;
+    if ((v = json_object_get(g, "tokens")) && json_size(v, SIZE_MAX, &n) == 0) p->tokens = n;
+    if ((v = json_object_get(g, "val_loss")) && json_is_number(v)) p->val_loss = (float)json_number_value(v);
+    if ((v = json_object_get(g, "best_val_loss")) && json_is_number(v)) p->best_val_loss = (float)json_number_value(v);
+    if ((v = json_object_get(g, "best_step")) && json_size(v, SIZE_MAX, &n) == 0) p->best_step = n;
+    json_decref(root);
+    return 1;
+}
+
+/* The checkpoint's optimizer (absent: adamw); a different one given is refused. */
+static int kept_optimizer(RunOptions *o, const json_t *v, Error *err) {
+    const Optimizer *have = v ? (json_is_string(v) ? optimizer_find(json_string_value(v)) : NULL)
+                              : optimizer_at(0);
+    if (!have) return err_set(err, "its run options hold a bad 'optimizer'");
+    if (o->optimizer_given && o->optimizer != have)
+        return err_set(err, "--optimizer %s differs from the run's %s: a resumed run keeps its optimizer",
+                       o->optimizer->name, have->name);
+    o->optimizer = have;
+    return 0;
+}
+
+int run_check_optimizer_options(const RunOptions *o, Error *err) {
+    size_t n;
+    const RunOption *rows = run_option_rows(&n);
+    for (size_t i = 0; i < n; i++) {
+        const RunOption *r = &rows[i];
+        if (r->optimizer && r->optimizer != o->optimizer && run_option_given(o, i))
+            return err_set(err, "--%s is %s's, and this run's optimizer is %s: give --optimizer %s, or leave "
+                                "--%s out", r->name, r->optimizer->title, o->optimizer->name, r->optimizer->name,
+                           r->name);
+    }
+    return 0;
+}
+
+int run_options_from_json(RunOptions *o, const char *json, size_t ranks, Error *err) {
+    json_t *root = json_parse(json, strlen(json), err);
+    if (!root) return -1;
+    int rc = 0;
+    size_t n;
+    const RunOption *rows = run_option_rows(&n);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const RunOption *r = &rows[i];
+        if (r->role != RUN_KEPT || run_option_given(o, i)) continue; /* the command line wins */
+        const json_t *v = json_object_get(root, r->name);
+        if (!v) continue;
+        void *p = (char *)o + r->offset;
+        int job_wide = r->offset == offsetof(RunOptions, grad_accum);
+        double x = json_number_value(v), hi = r->hi * (job_wide ? (double)ranks : 1.0);
+        if (!(r->is_float ? json_is_number(v) : json_is_integer(v)) || x < r->lo || x > hi) {
+            rc = err_set(err, "its run options hold a bad '%s'", r->name);
+            break;
+        }
+        if (r->is_float) *(float *)p = (float)x;
+        else *(size_t *)p = (size_t)json_integer_value(v);
+        if (job_wide) { /* the job's: shared over this job's ranks */
+            if (o->grad_accum % ranks)
+                rc = err_set(err, "its steps take %zu micro-batches, which %zu ranks cannot share evenly: "
+                                  "run on a divisor of %zu ranks, or give --grad-accum",
+                             o->grad_accum, ranks, o->grad_accum);
+            else
+                o->grad_accum /= ranks;
+        }
+    }
+    const json_t *pv = json_object_get(root, "precision");
+    Precision have = PRECISION_FP32;
+    if (rc == 0 && pv && (!json_is_string(pv) || precision_parse(json_string_value(pv), &have)))
+        rc = err_set(err, "its run options hold a bad 'precision'");
+    else if (rc == 0 && o->precision_given && o->precision != have)
+        rc = err_set(err, "--precision %s differs from the run's %s: a resumed run keeps its precision",
+                     precision_name(o->precision), precision_name(have));
+    else if (rc == 0)
+        o->precision = have;
+    if (rc == 0) rc = kept_optimizer(o, json_object_get(root, "optimizer"), err);
+    if (rc == 0) rc = run_check_optimizer_options(o, err);
+    const json_t *mask = json_object_get(root, "no_loss_mask"), *hash = json_object_get(root, "data_hash"),
+                 *data = json_object_get(root, "data");
+    if (rc == 0 && mask && !json_is_integer(mask)) rc = err_set(err, "its run options hold a bad 'no_loss_mask'");
+    else if (rc == 0 && mask) o->no_loss_mask |= json_integer_value(mask) != 0;
+    /* Its own corpus, changed since: refused. Another directory given with
+     * --data is a choice (a curriculum's next stage), as any option given. */
+    int its_own = !json_is_string(data) || strcmp(json_string_value(data), o->data_real) == 0;
+    if (rc == 0 && hash && !json_is_string(hash)) rc = err_set(err, "its run options hold a bad 'data_hash'");
+    else if (rc == 0 && hash && its_own && o->data_hash[0] && strcmp(json_string_value(hash), o->data_hash) != 0)
+        rc = err_set(err, "its data '%s' has changed since (data hash %s, it was %s): a resumed run continues on the "
+                          "corpus it was trained on (to go on with other data, give that with --data DIR elsewhere)",
+                     o->data, o->data_hash, json_string_value(hash));
+    json_decref(root);
+    return rc;
+}

@@ -1,0 +1,126 @@
+/* bin/train's options: the numeric ones as one table with their bounds,
+ * help and role (which of them a checkpoint remembers, which fix the
+ * model), the run's defaults, which were given on the command line, and
+ * their JSON form inside checkpoints, written and read back (the resumed
+ * run's options, refused where they contradict the checkpoint's).
+ *
+ * The run's set-up from them is train/run.h. */
+#ifndef LM_RUN_OPTIONS_H
+#define LM_RUN_OPTIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lm/config.h"
+#include "lm/error.h"
+#include "lm/files.h"
+#include "lm/optim.h"
+
+#define RUN_MAX_MIXER_TEXTS 8
+
+typedef struct RunOptions {
+    const char *data, *out, *resume, *init, *log, *dump; /* paths; resume, init, log and dump may be NULL */
+    /* A run folder (train/run_dir.h): --run DIR, or the folder --resume
+     * named; NULL: none. Its files' paths below; log_twin is the log again
+     * as JSON lines (NULL: none). */
+    const char *run, *log_twin;
+    char run_ckpt[PATH_BUF], run_log[PATH_BUF], run_jsonl[PATH_BUF], run_best[PATH_BUF];
+    const char *mixer, *pos, *norm;               /* as given on the command line (NULL: the default) */
+    const char *norm_type, *mlp_act, *recipe;     /* likewise (--recipe: its options are in argv already) */
+    const char *precision_given;                  /* --precision as given (NULL: not given) */
+    const char *optimizer_given;                  /* --optimizer as given (NULL: not given) */
+    /* kept in the checkpoint's run options ("optimizer", absent: adamw) */
+    const Optimizer *optimizer;
+    Precision precision; /* the products': kept in the checkpoint's run options ("precision", absent: fp32) */
+    size_t batch_size, grad_accum, max_iters, stop_at, warmup_iters, eval_interval, eval_iters;
+    size_t log_interval, ckpt_interval, seed, threads;
+    size_t keep_ckpts;   /* 1: each --ckpt-interval checkpoint is kept under its step too */
+    size_t window_align; /* probes: data of fixed-length sequences */
+    float max_seconds;   /* equal-time comparisons */
+    float lr, min_lr, weight_decay, grad_clip, beta1, beta2, eps;
+    /* Each registered optimizer's own settings, by its place in the
+     * registry (optimizer_index): its rows of run options write them. */
+    OptimizerSettings optim_settings[MAX_OPTIMIZERS];
+    /* The mixers' text options as given (NULL: the default), in the order
+     * of run_mixer_texts (--grassmann-windows). */
+    const char *mixer_text[RUN_MAX_MIXER_TEXTS];
+    ModelConfig cfg;
+    uint64_t given;      /* bit i: row i of run_option_rows was given on the command line */
+    int no_loss_mask;    /* every target learned, masks or not: kept in the checkpoint ("no_loss_mask", absent: 0) */
+    /* The corpus, kept in the checkpoint so that --resume alone continues on
+     * it: its absolute path and dataset_hash (set by run_open). */
+    char data_real[PATH_BUF], data_hash[17];
+    char *data_owned;    /* data, when it came from --resume's checkpoint (malloc'd; the caller frees it) */
+} RunOptions;
+
+/* Where a run stands besides its step, kept in its checkpoints (the
+ * "progress" object of the run options' JSON) for bin/info and for the
+ * best checkpoint across resumes: the tokens trained on, the last
+ * validation loss and the best one with its step (NaN: none yet). */
+typedef struct RunProgress {
+    size_t tokens;
+    float val_loss, best_val_loss;
+    size_t best_step;
+} RunProgress;
+
+/* What a numeric option is to a checkpoint. */
+typedef enum {
+    RUN_ONCE = 0, /* this invocation only (threads, stop-at, time budget) */
+    RUN_KEPT = 1, /* stored in the checkpoint; --resume takes it unless given again */
+    RUN_ARCH = 2, /* fixes the model: with --resume it must equal the checkpoint's */
+} RunOptionRole;
+
+/* One numeric option: the command line's row and the checkpoint's JSON key. */
+typedef struct RunOption {
+    const char *name;
+    int is_float; /* a float, else a size_t */
+    size_t offset; /* into RunOptions */
+    double lo, hi;
+    RunOptionRole role;
+    const char *help;
+    /* An optimizer's own row (RUN_KEPT), stored only by a run with that
+     * optimizer (every other run's checkpoint is as it was without it); NULL: every run's. */
+    const struct Optimizer *optimizer;
+} RunOption;
+
+/* bin/train's numeric options, at most 64 (RunOptions.given): the model's
+ * sizes, each registered mixer's number rows (RUN_ARCH, in the config),
+ * the recipe's switches, the run's own, then each registered optimizer's
+ * rows (lm/optim.h); n of them. */
+const RunOption *run_option_rows(size_t *n);
+
+/* The mixers' text options (Grassmann's window list), in registry order,
+ * into rows (room for RUN_MAX_MIXER_TEXTS); returns how many. */
+size_t run_mixer_texts(const MixerOption **rows);
+
+/* bin/train's defaults (the model's from config_defaults). */
+void run_options_defaults(RunOptions *o);
+/* Whether row i of run_option_rows was given on the command line; or the
+ * row named name (0: no row has that name). */
+int run_option_given(const RunOptions *o, size_t i);
+int run_option_given_named(const RunOptions *o, const char *name);
+/* The run's options as JSON, stored in checkpoints so --resume needs none:
+ * the kept numbers, the precision and optimizer, --no-loss-mask, and the
+ * corpus (its absolute path and hash). grad-accum is stored for the whole
+ * job (per rank x ranks), so that the checkpoint resumes on any number of
+ * ranks that divides it. */
+char *run_options_json(const RunOptions *o, size_t ranks);
+/* What a checkpoint keeps of its run: run_options_json with the
+ * "progress" object added. */
+char *run_state_json(const RunOptions *o, const RunProgress *p, size_t ranks);
+/* The progress in a checkpoint's run options (json may be NULL); returns 1
+ * when it had one, else 0 with *p empty (no tokens, NaN losses). */
+int run_progress_from_json(const char *json, RunProgress *p);
+/* An optimizer's own option given (--muon-lr, ...) to a run whose optimizer
+ * is another would change nothing: refused rather than ignored. */
+int run_check_optimizer_options(const RunOptions *o, Error *err);
+/* Takes the RUN_KEPT options (the optimizers' too) from a checkpoint's JSON, except
+ * those given on the command line; a checkpoint is input too: its values keep
+ * the command line's bounds. The precision is the checkpoint's (absent: fp32),
+ * and so is the optimizer (absent: adamw): a --precision or --optimizer given
+ * that differs is refused, since a resumed run continues the one that wrote
+ * the checkpoint exactly; so is its own corpus (o->data_real the path it
+ * names) whose hash (o->data_hash, when set) has changed since. */
+int run_options_from_json(RunOptions *o, const char *json, size_t ranks, Error *err);
+
+#endif
