@@ -247,8 +247,9 @@ void model_state_free(ModelState *s);
 void model_step(const Model *m, ModelState *s, int32_t token, float *logits);
 /* One step of every sequence: tokens (n_seq), logits (n_seq, V). The
  * products by the MLP's and the head's weights take all the sequences at
- * once (matrix by matrix: the weights read once); each mixer steps them one
- * by one. Sequence i's logits are the bits a one-sequence state would give
+ * once (matrix by matrix: the weights read once), and so do the mixers'
+ * own with a step_batch (each mixer here has one; one without would step
+ * the sequences one by one). Sequence i's logits are the bits a one-sequence state would give
  * (blas/gemv.h: an entry's operations do not depend on its batch). */
 void model_step_batch(const Model *m, ModelState *s, const int32_t *tokens, float *logits);
 /* Sequences seq .. seq + n_seq - 1's incremental state of tokens (T,
