@@ -14,9 +14,6 @@ const GemvLoops *gemv_loops(void) {
     return by_level[cpu_isa()];
 }
 
-/* Below this many weight entries one thread reads the matrix before a team
- * of them would start (a 256 x 256 matrix is 64K entries: 256 KB in fp32). */
-#define GEMV_SHARED_ENTRIES (1u << 17)
 
 void gemv(const GemvArgs *a, size_t rows) {
     void (*run)(const GemvArgs *, size_t, size_t) = gemv_loops()->rows[a->w.format];

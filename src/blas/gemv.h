@@ -80,8 +80,13 @@ extern const GemvLoops gemv_loops_neon;
 /* The set for this run's level (cpu_isa()). */
 const GemvLoops *gemv_loops(void);
 
+/* Below this many entries read (weights, or a step's key and value cache)
+ * one thread is done before a team of them would start (a 256 x 256 matrix
+ * is 64K entries: 256 KB in fp32). */
+#define GEMV_SHARED_ENTRIES (1u << 17)
+
 /* All `rows` rows, at this run's level, the rows split among the threads
- * (lm/threads.h's width) when the matrix is large enough to share. */
+ * (lm/threads.h's width) when the matrix has GEMV_SHARED_ENTRIES or more. */
 void gemv(const GemvArgs *a, size_t rows);
 
 /* Conversions at load: `rows` rows of K fp32 entries (row stride ld) into

@@ -38,6 +38,19 @@ typedef struct AttnParams {
 
 AttnParams attn_params(const float *params, size_t C);
 
+/* The forward's qkv (B, T, 3C) in its activations acts (rotated and
+ * normalised q and k, as the step's caches keep them). */
+const float *attn_forward_qkv(const float *acts, const MixerSpec *spec, size_t B, size_t T);
+
+/* The sampling step (mixers/attention_step.c): Mixer's state_size, step,
+ * step_batch and fill_state. */
+size_t attention_state_size(const MixerSpec *spec);
+void attention_step(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state,
+                    const float *in_t, float *out_t, size_t t);
+void attention_step_batch(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state,
+                          size_t stride, const float *in, float *out, size_t t, size_t n);
+void attention_fill_state(const MixerSpec *spec, const float *acts, size_t T, float *state);
+
 /* qk-norm (nothing without it): q and k of N qkv rows (3C each) per head
  * normalised in place; rstd (N, 2H) kept for backward, or NULL. */
 void attn_qk_norm(const MixerSpec *spec, float *qkv, float *rstd, size_t N);
