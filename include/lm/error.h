@@ -17,10 +17,12 @@ int err_set(Error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3
 
 /* calloc that reports failure through err instead of aborting. */
 void *lm_calloc(size_t count, size_t size, Error *err);
-/* lm_calloc for a large buffer that will be touched all over (activations,
- * the sampling caches): the kernel is asked to back it with transparent huge
- * pages (madvise; THP's "madvise" mode is the usual default), so that its
- * first touch takes one fault per 2 MB instead of one per 4 KB. Freed with free(). */
+/* lm_calloc for a large buffer that will be touched all over (the
+ * activations): the kernel is asked to back it with transparent huge pages
+ * (madvise; THP's "madvise" mode is the usual default), so that its first
+ * touch takes one fault per 2 MB instead of one per 4 KB. Not for a buffer
+ * touched sparsely (the sampling caches): each touch would zero 2 MB.
+ * Freed with free(). */
 void *lm_calloc_large(size_t count, size_t size, Error *err);
 
 #endif

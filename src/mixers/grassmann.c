@@ -219,7 +219,6 @@ static void grassmann_step_batch(const MixerSpec *spec, const MixerRuntime *rt, 
     GrParams p = gr_params(params, spec);
     GrActs a = gr_acts(state + R * r, spec, 1); /* sequence 0's; sequence i's are i * stride on */
     const float *past[GRASSMANN_MAX_WINDOWS];
-    for (size_t k = 0; k < gl->n_windows; k++) past[k] = NULL;
     const DecodeWeights *dec = rt->decode;
     matmul_step_rows(rt->bf16, dec, state + (t % R) * r, stride, in, C, p.red_w, C, p.red_b, n, C, r, 0);
     for (size_t i = 0; i < n; i++) {
