@@ -9,11 +9,8 @@ import json
 import os
 import shlex
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -126,67 +123,9 @@ def cpu_model():
     return "unknown"
 
 
-# ---- running programs ------------------------------------------------------------
+# ---- running programs: harness/procs.py (process groups, signals, partial files) -------
 
-_children = set()  # pids of running children, killed by kill_children() if the harness is stopped
-
-
-class Result:
-    """A finished command: exit status, stdout, stderr, peak RSS of its process
-    tree in MiB, wall seconds."""
-
-    def __init__(self, cmd, status, out, err, rss_mib, seconds):
-        self.cmd, self.status, self.out, self.err, self.rss_mib, self.seconds = cmd, status, out, err, rss_mib, seconds
-
-    def why(self):
-        """The last line it printed (its error), or its exit status."""
-        lines = (self.err.strip() or self.out.strip()).splitlines()
-        return lines[-1] if lines else f"exit status {self.status}"
-
-    def json(self):
-        """Its stdout as JSON (a program run with --json); dies if it is not."""
-        try:
-            return json.loads(self.out)
-        except ValueError:
-            first = self.out.strip().splitlines()[:1]
-            die(f"{os.path.basename(self.cmd[0])} printed no JSON"
-                + (f" (its output begins '{first[0][:120]}')" if first else ""), 1)
-
-
-def run(cmd, env=None, capture=True, cwd=None):
-    """Runs cmd to completion and returns its Result. stdout and stderr go to
-    temporary files (no pipe to fill up); with capture=False stdout goes to
-    /dev/null and stderr to ours, so that a program's errors are seen as they
-    come. The peak RSS is ru_maxrss from wait4: the process and every
-    descendant it waited for (bin/train's kernel probe; a restart by exec
-    keeps the pid). Safe to call from several threads at once."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.monotonic()
-        try:
-            p = subprocess.Popen(cmd, stdout=out if capture else subprocess.DEVNULL, stderr=err if capture else None,
-                                 env=env, cwd=cwd)
-        except OSError as e:
-            die(f"cannot run {cmd[0]}: {e.strerror}", 1)
-        _children.add(p.pid)
-        _, status, usage = os.wait4(p.pid, 0)  # if interrupted, the pid stays in _children and is killed
-        _children.discard(p.pid)
-        p.returncode = os.waitstatus_to_exitcode(status)
-        seconds = time.monotonic() - start
-        out.seek(0)
-        err.seek(0)
-        return Result(cmd, p.returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
-                      usage.ru_maxrss / 1024.0, seconds)
-
-
-def run_ok(cmd, env=None, capture=True, cwd=None, status=1):
-    """run(), dying with one line (and exit status `status`) if cmd fails:
-    its last line of output, or with capture=False (where its errors were
-    already shown) its exit status and the command."""
-    r = run(cmd, env, capture, cwd)
-    if r.status != 0:
-        name = os.path.basename(cmd[0])
-        die(f"{name} failed: {r.why()}" if capture else f"{name} failed (exit {r.status}): {' '.join(cmd)}", status)
-    return r
+from harness.procs import Result, guarded, kill_children, partial, run, run_ok  # noqa: E402,F401 (shared from here)
 
 
 def duration(seconds):
@@ -258,15 +197,6 @@ def fit_warmup(warmup, steps):
     return warmup if warmup <= steps else max(1, steps // 10)
 
 
-def kill_children():
-    """Kills every program run() started that is still running."""
-    for pid in list(_children):
-        with contextlib.suppress(ProcessLookupError, ChildProcessError):
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        _children.discard(pid)
-
-
 def need_gnuplot():
     """Dies with one line if gnuplot (the plots of compare and probe) is missing."""
     if not shutil.which("gnuplot"):
@@ -289,10 +219,10 @@ def gnuplot_string(text):
 
 
 def gnuplot(script):
-    """Runs a gnuplot script; dies with gnuplot's complaint if it fails."""
-    p = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
-    if p.returncode != 0:
-        die(f"gnuplot failed: {p.stderr.strip()}")
+    """Runs a gnuplot script (a child as run() starts them); dies with gnuplot's complaint if it fails."""
+    r = run(["gnuplot"], stdin=script.encode("utf-8"))
+    if r.status != 0:
+        die(f"gnuplot failed: {r.err.strip()}")
 
 
 def gnuplot_series(path, points, index, title, style=""):

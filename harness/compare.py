@@ -53,8 +53,8 @@ import statistics
 import time
 
 from harness.archs import MAX_RANK, PAIRS, SYNTAX, closest_rank, label, parse_archs
-from harness.common import (BIN, ROOT, Sweep, command_line, die, duration, fit_warmup, gnuplot, gnuplot_string,
-                            need_gnuplot, out_dir, run_ok, take_config)
+from harness.common import (BIN, ROOT, Sweep, command_line, die, duration, fit_warmup, gnuplot, gnuplot_string, guarded,
+                            need_gnuplot, out_dir, partial, run_ok, take_config)
 from harness.report_page import chart, markdown_sections, write_page
 from harness.results import MIXERS, Int, Name, Num, Text, read_train_log
 from harness.stats import welch_p
@@ -85,6 +85,22 @@ ABLATION = [
     ("no Muon (AdamW)", ["--optimizer", "adamw"]),
     ("gpt2", ["--recipe", "gpt2"]),
 ]
+
+
+def stem(tag):
+    """The file-name stem of a run (OUT/STEM.ckpt, OUT/STEM.csv): its tag with ',' and '^' left out."""
+    return tag.replace(",", "-").replace("^", "")
+
+
+def check_stems(tags, what="--archs"):
+    """Dies with one line, before any run, where two runs' tags have one file-name stem (`attention,gla`
+    and `attention-gla=attention,gla`): the second would overwrite the first, or wait on its lock."""
+    seen = {}
+    for tag in tags:
+        other = seen.setdefault(stem(tag), tag)
+        if other != tag:
+            die(f"{what}: the runs '{other}' and '{tag}' would write the same files ({stem(tag)}.ckpt, .csv): "
+                "name one otherwise (NAME=...)")
 
 
 def run(cmd, live=False):
@@ -278,6 +294,16 @@ class Harness:
             self.scaled[budget] = w
         return w
 
+    def train_run(self, args, ckpt, log):
+        """Trains one run and scores its checkpoint (bin/eval on val and test): (its log's rows, the
+        scores of each split)."""
+        a = self.a
+        run(args, live=getattr(a, "jobs", 1) == 1)  # several at once: their progress lines would interleave
+        ev = {split: run_ok([os.path.join(BIN, "eval"), "--model", ckpt, "--data", a.data, "--split", split, "--json",
+                             "--word-ppl", "--by-position", "--split-recall", str(a.recall_n), "--threads",
+                             str(a.threads)], status=2).json() for split in ("val", "test")}
+        return read_train_log(log), ev
+
     def train(self, arch, budget, seed, tag):
         a = self.a
         ckpt, log = os.path.join(a.out, f"{tag}.ckpt"), os.path.join(a.out, f"{tag}.csv")
@@ -296,9 +322,9 @@ class Harness:
             eval_interval = a.seconds_eval_interval
         args = self.train_args(arch, seed, ckpt, log, eval_interval, warmup) + limit
         t0 = time.time()
-        run(args, live=getattr(a, "jobs", 1) == 1)  # several at once: their progress lines would interleave
+        with partial(ckpt, log):  # a stopped sweep removes the runs it stopped: compare has no resume
+            steps_rows, ev = self.train_run(args, ckpt, log)
         wall = time.time() - t0
-        steps_rows = read_train_log(log)
         clock, curve = 0.0, []
         for r in steps_rows:
             if r["ms_per_step"] is not None:
@@ -306,11 +332,6 @@ class Harness:
             if r["val_loss"] is not None:
                 curve.append((int(r["tokens"]), clock, r["val_loss"]))
         train_rows = [r for r in steps_rows if r["ms_per_step"] is not None]
-        ev = {}
-        for split in ("val", "test"):
-            ev[split] = run_ok([os.path.join(BIN, "eval"), "--model", ckpt, "--data", a.data, "--split", split,
-                                "--json", "--word-ppl", "--by-position", "--split-recall", str(a.recall_n),
-                                "--threads", str(a.threads)], status=2).json()
         if not a.keep_checkpoints:
             os.remove(ckpt)
         return {"arch": arch["name"], "budget": f"{kind}:{value}", "seed": seed, "params": arch["params"],
@@ -466,19 +487,25 @@ def write_plots(a, archs, budgets, runs, unit):
     return [p[0] for p in plots] + ["loss_by_position.png", "recall_split.png"]
 
 
+def ablation_name(name, variant, extra):
+    """A variant's run name: the architecture's, then the switch's option and value ('attention-qk-norm-0';
+    'attention-modern' for the whole recipe), one per switch."""
+    return f"{name}-" + ("-".join(x.lstrip("-") for x in extra) if extra else variant)
+
+
 def ablate(a, h, archs, budgets):
     """--ablate: every architecture under every ABLATION variant, budgets and seeds interleaved as in the
     comparison (a busy machine slows every variant alike); ablation.md and ablation.csv."""
-    variants = [dict(arch, base=arch["name"], variant=v, extra=extra,
-                     name=f"{arch['name']}-{v.split(' ')[0]}{'-' + extra[1] if extra else ''}")
+    variants = [dict(arch, base=arch["name"], variant=v, extra=extra, name=ablation_name(arch["name"], v, extra))
                 for v, extra in ABLATION for arch in archs]
     seeds = [a.seed + k for k in range(a.seeds)]
+    check_stems([f"{v['name']}_{kind}_{seed}" for kind, _ in budgets for seed in seeds for v in variants])
     runs, t_all = [], time.time()
     sweep = Sweep(len(budgets) * len(seeds) * len(variants))
     for kind, value in budgets:
         for seed in seeds:
             for v in variants:
-                tag = f"{v['name']}_{kind}_{seed}".replace(",", "-").replace("^", "")
+                tag = stem(f"{v['name']}_{kind}_{seed}")
                 print(f"== {sweep.begin()}: {v['base']}, {v['variant']}, {kind}:{value}, seed {seed}", flush=True)
                 r = h.train(v, (kind, value), seed, tag)
                 r.update(base=v["base"], variant=v["variant"])
@@ -643,6 +670,12 @@ def main():
         a.recipe = "modern"
     if not a.ablate:
         need_gnuplot()
+    kinds = [kind for kind, _ in budgets]
+    if len(set(kinds)) != len(kinds):
+        die(f"--budget: two {next(k for k in kinds if kinds.count(k) > 1)} budgets would write the same runs' files "
+            "(ARCH_KIND_SEED): give one budget of each kind")
+    seeds = [a.seed + k for k in range(a.seeds)]
+    check_stems([f"{x.name}_{kind}_{seed}" for kind, _ in budgets for seed in seeds for x in specs])
     out_dir(a.out)
     h = Harness(a)
 
@@ -653,14 +686,13 @@ def main():
     print(f"compare: every run trains with {precision_text(a.precision)}", flush=True)
     if a.ablate:
         return ablate(a, h, archs, budgets)
-    seeds = [a.seed + k for k in range(a.seeds)]
     plan = [(kind, value, seed, arch) for kind, value in budgets for seed in seeds for arch in archs]
     t_all = time.time()
     sweep = Sweep(len(plan))
 
     def train_one(job):
         kind, value, seed, arch = job
-        tag = f"{arch['name']}_{kind}_{seed}".replace(",", "-")
+        tag = stem(f"{arch['name']}_{kind}_{seed}")
         said = f"{sweep.begin()}: " if a.jobs == 1 else ""  # side by side, the count is of runs done
         print(f"== {said}{arch['label']}, {kind}:{value}, seed {seed}", flush=True)
         r = h.train(arch, (kind, value), seed, tag)
@@ -770,4 +802,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    guarded(main)

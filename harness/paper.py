@@ -36,14 +36,13 @@ import math
 import os
 import shlex
 import statistics
-import subprocess
 import sys
 import time
 from array import array
 from collections import Counter
 
-from harness.common import (BIN, ROOT, Sweep, command_line, die, gnuplot, gnuplot_string, layer_windows, need_gnuplot,
-                            out_dir, run_ok, take_config, token_header)
+from harness.common import (BIN, ROOT, Sweep, command_line, die, gnuplot, gnuplot_string, guarded, layer_windows,
+                            need_gnuplot, out_dir, run, run_ok, take_config, token_header)
 from harness.archs import PAIRS
 from harness.compare import (COLORS, CSV_COLUMNS, CSV_RUN, ONE_SEED, count_params, fmt, fmt_p, layers_text, mean_spread,
                              train_takes)
@@ -83,8 +82,8 @@ def line_styles_caption(rows):
 
 def train_has_recipe():
     """Whether bin/train takes --recipe (the modern recipe's column needs it)."""
-    r = subprocess.run([os.path.join(BIN, "train"), "--help"], capture_output=True, text=True)
-    return "--recipe" in r.stdout + r.stderr
+    r = run([os.path.join(BIN, "train"), "--help"])
+    return "--recipe" in r.out + r.err
 
 
 def archs_for(n_layer, controls=(), window=17, matched=()):
@@ -230,6 +229,7 @@ def diverged(curve):
 # Per byte and per word of the scored text (bin/eval --word-ppl): comparable across tokenizers.
 PER_TEXT = ("val_bpb", "val_word_ppl", "test_bpb", "test_word_ppl")
 SETTINGS = "paper_settings.json"  # beside each norm's compare.csv: the lr and warm-up its runs had
+
 SETTINGS_SCHEMA = Obj({"lr": Num(0, lo_open=True, optional=True), "warmup_iters": Int(0, optional=True)}, closed=True)
 
 
@@ -821,7 +821,8 @@ def main():
         for k, norm in enumerate(norms):
             cmd = compare_command(a, norm, data, archs)
             print(f"paper: recipe {k + 1} of {len(norms)}, {recipe_label(norm)}: {shlex.join(cmd[1:])}", flush=True)
-            if subprocess.run(cmd, cwd=ROOT, env=sweep.env()).returncode != 0:
+            # its runs' progress as they come; stopping paper stops it, and it its runs (harness/procs.py)
+            if run(cmd, env=sweep.env(), capture=False, cwd=ROOT, show=True).status != 0:
                 die(f"the {recipe_label(norm)} comparison failed (its output is above)")
             sweep.add_done(per_recipe)
             with open(os.path.join(a.out, norm, SETTINGS), "w") as f:
@@ -847,4 +848,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    guarded(main)

@@ -34,7 +34,8 @@ import sys
 import time
 
 from harness.common import (BIN, ROOT, Sweep, command_line, die, fit_warmup, gnuplot, gnuplot_series, gnuplot_string,
-                            need_gnuplot, out_dir, probe_train_command as train_command, run_ok, take_config)
+                            guarded, need_gnuplot, out_dir, partial, probe_train_command as train_command, run_ok,
+                            take_config)
 from harness.archs import PAIRS, SYNTAX, label, parse_archs
 from harness.compare import count_params, run, size_archs
 from harness.results import Int, ListOf, Name, Num, Obj, Text, load_json
@@ -210,14 +211,15 @@ def main():
                 args = train_command(ckpt, mixers, L, a.batch_tokens, steps, a.lr, a.min_lr, warmup, seed,
                                      threads, shared, rank)
                 t0 = time.time()
-                if staged:  # the first stage stops at stage_steps; the second resumes it on the full task
-                    run(args + ["--data", first_data, "--stop-at", str(stage_steps)], live=True)
-                    run(args + ["--data", data, "--resume", ckpt], live=True)
-                else:
-                    run(args + ["--data", data], live=True)
-                secs = time.time() - t0
-                ev = run_ok([os.path.join(BIN, "eval"), "--model", ckpt, "--data", data, "--json",
-                             "--threads", str(threads)], status=2).json()
+                with partial(ckpt):  # a stopped sweep removes the checkpoints of the runs it stopped
+                    if staged:  # the first stage stops at stage_steps; the second resumes it on the full task
+                        run(args + ["--data", first_data, "--stop-at", str(stage_steps)], live=True)
+                        run(args + ["--data", data, "--resume", ckpt], live=True)
+                    else:
+                        run(args + ["--data", data], live=True)
+                    secs = time.time() - t0
+                    ev = run_ok([os.path.join(BIN, "eval"), "--model", ckpt, "--data", data, "--json",
+                                 "--threads", str(threads)], status=2).json()
                 os.remove(ckpt)
                 distance = None if task == "mqar" else a.copy_segment + p + 1
                 row = {"arch": name, "task": task, "seq_len": L, ("pairs" if task == "mqar" else "gap"): p,
@@ -285,4 +287,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    guarded(main)

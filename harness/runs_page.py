@@ -14,7 +14,7 @@ import os
 import re
 import sys
 
-from harness.common import BIN, die, printable, run, run_ok
+from harness.common import BIN, die, guarded, printable, run, run_ok
 from harness.compare import COLORS
 from harness.report_page import chart, write_page
 from harness.results import Invalid, read_train_log
@@ -138,4 +138,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main))

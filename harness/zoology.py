@@ -43,8 +43,8 @@ import sys
 import time
 
 from harness.archs import FAMILIES, PAIRS, SYNTAX, label, parse_archs
-from harness.common import (BIN, ROOT, command_line, die, gnuplot, gnuplot_series, gnuplot_string, layer_windows,
-                            need_gnuplot, out_dir, probe_train_command as train_command, run_ok)
+from harness.common import (BIN, ROOT, command_line, die, gnuplot, gnuplot_series, gnuplot_string, guarded,
+                            layer_windows, need_gnuplot, out_dir, partial, probe_train_command as train_command, run_ok)
 from harness.compare import COLORS, count_params, fmt_p, run, size_archs
 from harness.report_page import chart, markdown_sections, write_page
 from harness.results import Int, ListOf, Name, Num, Obj, Text, load_json
@@ -329,10 +329,11 @@ def main(argv=None):
         args = train_command(ckpt, r["mixers"], r["L"], a.batch_tokens, a.steps, r["lr"], r["lr"] / 10, warmup,
                              r["seed"], threads, r["shape"] + ["--pos", r["pos"]], r["rank"])
         start = time.time()
-        run(args + ["--data", r["data"]], live=True)
-        secs = time.time() - start
-        ev = run_ok([os.path.join(BIN, "eval"), "--model", ckpt, "--data", r["data"], "--json", "--threads",
-                     str(threads)], status=2).json()
+        with partial(ckpt):  # a stopped sweep removes the checkpoints of the runs it stopped
+            run(args + ["--data", r["data"]], live=True)
+            secs = time.time() - start
+            ev = run_ok([os.path.join(BIN, "eval"), "--model", ckpt, "--data", r["data"], "--json", "--threads",
+                         str(threads)], status=2).json()
         os.remove(ckpt)
         row = {"arch": r["arch"], "seq_len": r["L"], "pairs": r["pairs"], "n_embd": r["width"], "lr": r["lr"],
                "seed": r["seed"], "accuracy": round(ev["accuracy"], 6), "answer_loss": round(ev["loss"], 6),
@@ -358,4 +359,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    guarded(main)
