@@ -19,6 +19,8 @@ root as a module, e.g. `python3 -m harness.compare`:
   common.py       what they share: paths, running a program, dying with one line, reading its output
   procs.py        the programs a harness runs: each in a process group of its own, stopped with it
                   (SIGINT, SIGTERM, SIGHUP forwarded, waited for, partial files removed)
+  files.py        what a harness writes (the C programs' output rule: a temporary, then a rename;
+                  never through a link, never a FIFO, device or folder) and how it opens what it reads
 
 Nothing here is imported by the C build; tests/ imports torch_ref,
 safetensors_np and common as `from harness.x import ...`."""

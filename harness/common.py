@@ -218,20 +218,29 @@ def gnuplot_string(text):
     return "(" + " . \"'\" . ".join(f"'{piece}'" for piece in text.split("'")) + ")"
 
 
-def gnuplot(script):
-    """Runs a gnuplot script (a child as run() starts them); dies with gnuplot's complaint if it fails."""
-    r = run(["gnuplot"], stdin=script.encode("utf-8"))
-    if r.status != 0:
-        die(f"gnuplot failed: {r.err.strip()}")
+def gnuplot(script, output=None):
+    """Runs a gnuplot script (a child as run() starts them); dies with gnuplot's complaint if it fails.
+    output: the file its `set output {gnuplot_string(output)}` names, which gnuplot then writes as its
+    temporary, renamed over it once written (harness/files.py: a link there is never written through,
+    a FIFO or a folder never replaced)."""
+    from harness.files import output_path
+    with output_path(output) if output else contextlib.nullcontext() as tmp:
+        if output:
+            named = f"set output {gnuplot_string(output)}\n"
+            if named not in script:
+                raise ValueError(f"the gnuplot script does not set output {output!r}")
+            script = script.replace(named, f"set output {gnuplot_string(tmp)}\n")
+        r = run(["gnuplot"], stdin=script.encode("utf-8"))
+        if r.status != 0:
+            die(f"gnuplot failed: {r.err.strip()}")
 
 
 def gnuplot_series(path, points, index, title, style=""):
     """Writes the (x, y) points to the data file `path` and returns the plot
     clause that draws them as the index-th line (its point type), titled;
     style adds gnuplot's line options (a colour, a dash type)."""
-    with open(path, "w") as f:
-        for x, y in points:
-            f.write(f"{x} {y}\n")
+    from harness.files import write_output
+    write_output(path, "".join(f"{x} {y}\n" for x, y in points))
     return (f"{gnuplot_string(path)} using 1:2 with linespoints lw 2 pt {7 + index}{' ' + style if style else ''} "
             f"title {gnuplot_string(title)}")
 
@@ -248,11 +257,8 @@ def layer_windows(spec, n_layer):
 def token_header(path):
     """The 32-byte header of a token file (bin/prepare): {raw, width, vocab,
     count}; dies if path is not a token file."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(32)
-    except OSError as e:
-        die(f"cannot read '{path}': {e.strerror}")
+    from harness.files import read_input
+    head = read_input(path, 32, f"'{path}'", head=True)  # a FIFO or a device is refused, never waited on
     if len(head) < 32 or head[:8] != b"LMTOKENS":
         die(f"'{path}' is not a token file (run make data)")
     head = {"raw": head, "width": int.from_bytes(head[12:16], "little"),

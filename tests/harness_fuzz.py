@@ -109,7 +109,7 @@ def mutated_csv(draw, columns, rows):
     return how, data
 
 
-def check_script(script):
+def check_script(script, output=None):
     """What harness.common.gnuplot gets: nothing in it may run a command."""
     for line in script.splitlines():
         assert not line.lstrip().startswith("!"), line

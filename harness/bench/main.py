@@ -19,6 +19,7 @@ from harness.bench.shared import CONFIGS, DEFAULT_MIXERS, MIXERS, PRECISIONS, ST
 from harness.bench.train import (cpu_isa_levels, level_env, parse_isa, torch_isa, print_flops, print_inference, print_memory, print_profile, print_speed,
                                  section_train)
 from harness.common import BIN, PYTHON, ROOT, cpu_model, die, kill_children, need_gnuplot, token_header
+from harness.files import output_check
 from harness.procs import children_end_first
 
 SECTIONS = ("train", "mixers", "kernel", "blas", "load", "mpi", "scaling", "layouts", "generate")
@@ -130,13 +131,9 @@ def check_plot(a):
         die("--plot draws the generate section: add generate to --sections")
     if not set(a.mixers) & set(GEN_MIXERS):
         die(f"--plot: the generate section decodes {' and '.join(GEN_MIXERS)}, and --mixers has neither")
-    if not a.plot or any(not c.isprintable() for c in a.plot):
-        die(f"--plot must be a file name without control characters (got {a.plot!r})")
-    if os.path.isdir(a.plot):
-        die(f"--plot '{a.plot}' is a folder: give a file name")
-    folder = os.path.dirname(a.plot) or "."
-    if not os.path.isdir(folder):
-        die(f"--plot '{a.plot}': there is no folder '{folder}'")
+    # a file or a new path in a folder that is there, never a folder, FIFO or device, never written
+    # through a link (harness/files.py)
+    output_check(a.plot, "--plot")
     need_gnuplot()
 
 
