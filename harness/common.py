@@ -3,9 +3,7 @@ running a program (its output, exit status, peak memory, time), failing with
 one clear line, the output directory, strings for gnuplot that it cannot run,
 and reading what the programs write (--json output, token file headers; the
 results files and bin/train's log: harness/results.py)."""
-import argparse
 import contextlib
-import json
 import os
 import shlex
 import shutil
@@ -49,46 +47,11 @@ def die(msg, status=2):
     sys.exit(status)
 
 
-# bin/train's experiment-file keys a harness does not take as its own, though it has an option of
-# that name: bin/train's --out is a checkpoint, a harness's a folder.
-CONFIG_NOT_TAKEN = ("out", "log", "run", "resume", "config", "print-config")
-
-
 def take_config(ap, argv=None):
-    """--config FILE: bin/train's experiment file (JSON, its options by their long names) read into
-    the harness's defaults, so that a sweep trains the file's model. The keys this harness has an
-    option for become that option's default (the command line still wins); the others (the mixer,
-    the budget: the harness sets those per run) are named once as not used. Dies with one line on
-    a file that is missing or not a JSON object."""
-    ap.add_argument("--config", metavar="FILE",
-                    help="bin/train's experiment file (JSON): its keys that are options here become their "
-                         "defaults; options given win")
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--config")
-    path = pre.parse_known_args(argv)[0].config
-    if not path:
-        return
-    try:
-        with open(path) as f:
-            cfg = json.load(f)
-    except (OSError, ValueError) as e:
-        die(f"--config '{path}': {e}")
-    if not isinstance(cfg, dict):
-        die(f"--config '{path}': not a JSON object of options")
-    dests = {x.dest for x in ap._actions}
-    used, unused = {}, []
-    for key, value in cfg.items():
-        dest = key.replace("-", "_")
-        if value is None or value is False:
-            continue  # bin/train's reading: the option at its default
-        if key in CONFIG_NOT_TAKEN or dest not in dests:
-            unused.append(key)
-        else:
-            used[dest] = value if isinstance(value, (bool, str)) else str(value)  # argparse converts strings
-    ap.set_defaults(**used)
-    print(f"{ap.prog}: --config {path}: " + (", ".join(f"--{k.replace('_', '-')} {v}" for k, v in used.items())
-                                            or "no option of this harness") +
-          (f"; not used here: {', '.join(unused)}" if unused else ""), flush=True)
+    """--config FILE: bin/train's experiment file read into the harness's defaults, every value through
+    its option's type and choice checks (harness/config.py)."""
+    from harness.config import take_config as take
+    take(ap, argv)
 
 
 def out_dir(path, what="--out"):
