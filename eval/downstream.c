@@ -1,9 +1,10 @@
 /* Scoring the items of a downstream task: each choice of each item is one
  * sequence, start token + context + continuation, of which the
  * continuation's tokens are scored. The sequences go through the
- * evaluation forward (evaluate_rows) `batch` at a time, longest first, each
+ * evaluation forward (evaluate_rows) a batch at a time, longest first, each
  * batch as long as its longest sequence, so that short sentences cost
- * their own length and not the block's. */
+ * their own length and not the block's; by default a batch holds as many
+ * as the tokens of a batch of blocks allow. */
 #include "downstream.h"
 
 #include <math.h>
@@ -123,7 +124,7 @@ static void progress(int show, size_t done, size_t total) {
  * (and a cloze its greedy flag). */
 static int run(Model *m, const Seq *seqs, size_t n_seqs, const int32_t *pool, uint32_t pad, size_t batch,
                int show, DsResult *r, Error *err) {
-    size_t T = m->cfg.block_size;
+    size_t T = n_seqs ? seqs[0].len - 1 : 1; /* the longest: they are sorted */
     int32_t *in = malloc(batch * T * sizeof *in), *tg = malloc(batch * T * sizeof *tg);
     uint8_t *hit = malloc(batch * T);
     int rc = -1;
@@ -219,8 +220,8 @@ static void categories(DsResult *r) {
     free(idx);
 }
 
-int ds_score(Model *m, const Tokenizer *tok, const DsTask *t, size_t batch, int show_progress, DsResult *r,
-             Error *err) {
+int ds_score(Model *m, const Tokenizer *tok, const DsTask *t, size_t batch, size_t tokens, int show_progress,
+             DsResult *r, Error *err) {
     memset(r, 0, sizeof *r);
     r->task = t;
     r->skip_why = skip_reason(t->kind);
@@ -237,6 +238,12 @@ int ds_score(Model *m, const Tokenizer *tok, const DsTask *t, size_t batch, int 
         if ((size_t)pool[i] >= m->cfg.vocab_size)
             rc = err_set(err, "token id %d is outside the model's vocabulary of %zu", pool[i], m->cfg.vocab_size);
     if (n_seqs) qsort(seqs, n_seqs, sizeof *seqs, longer_first); /* qsort's base may not be NULL, even for none */
+    if (batch == 0) { /* as many of the longest as `tokens` hold, and no more than there are */
+        size_t longest = n_seqs ? seqs[0].len - 1 : 1;
+        batch = tokens / longest < 1 ? 1 : tokens / longest;
+        if (batch > DS_MAX_BATCH) batch = DS_MAX_BATCH;
+        if (batch > n_seqs && n_seqs) batch = n_seqs;
+    }
     if (rc == 0) rc = run(m, seqs, n_seqs, pool, start, batch, show_progress, r, err);
     arrfree(seqs);
     arrfree(pool);

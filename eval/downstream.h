@@ -104,12 +104,15 @@ typedef struct DsResult {
  * <|endoftext|> when it has one, else its newline token. -1 with one line
  * when it has neither. *name: how to say it ("a newline"), *text: its text. */
 int ds_start_token(const Tokenizer *tok, uint32_t *id, const char **name, const char **text, Error *err);
-/* Scores every item of t: sequences `batch` at a time (at most the
- * model's block each), through the evaluation forward (activations for
- * batch x block_size allocated). show_progress: a count on stderr when it
- * is a terminal. On error too, r is ds_result_free's to free. */
-int ds_score(Model *m, const Tokenizer *tok, const DsTask *t, size_t batch, int show_progress, DsResult *r,
-             Error *err);
+/* Scores every item of t through the evaluation forward: `batch`
+ * sequences at a time, or with batch 0 as many (up to DS_MAX_BATCH) as
+ * `tokens` hold at the longest sequence's length; activations are
+ * allocated for that many of the longest (at most the block).
+ * show_progress: a count on stderr when it is a terminal. On error too, r
+ * is ds_result_free's to free. */
+#define DS_MAX_BATCH 256
+int ds_score(Model *m, const Tokenizer *tok, const DsTask *t, size_t batch, size_t tokens, int show_progress,
+             DsResult *r, Error *err);
 void ds_result_free(DsResult *r);
 
 /* The report of a result: text lines, or one JSON member ("pairs":{...},

@@ -145,7 +145,9 @@ static ReadingNeeds task_needs(const ModelConfig *cfg, const void *ctx) {
 
 /* --pairs, --cloze, --choice: each file read (all checked before the model
  * loads), then scored by the model as --ablate-offset and --weights leave
- * it, and reported in the order of the options' table. */
+ * it, and reported in the order of the options' table. Without
+ * --batch-size, each forward holds as many sequences as the tokens of the
+ * default batch of windows (what the memory check counted). */
 static int run_tasks(const char *prog, const char *model_path, const char *const paths[N_TASKS], size_t batch,
                      const char *ablate, WeightsFormat weights, int json, int items) {
     DsTask tasks[N_TASKS] = {0};
@@ -157,7 +159,7 @@ static int run_tasks(const char *prog, const char *model_path, const char *const
     Tokenizer tok;
     if (rc == 0 && model_open_checked(model_path, task_needs, &batch, &m, &tok, &err)) rc = cli_error(prog, "%s", err.msg);
     else if (rc == 0) {
-        batch = eval_batch(batch, &m.cfg);
+        size_t tokens = eval_batch(0, &m.cfg) * m.cfg.block_size;
         if ((ablate && mute_offsets(&m, ablate, &err)) || model_set_weights(&m, weights, &err))
             rc = cli_error(prog, "%s", err.msg);
         if (json && rc == 0) {
@@ -169,7 +171,7 @@ static int run_tasks(const char *prog, const char *model_path, const char *const
         for (int k = 0; k < N_TASKS && rc == 0; k++) {
             DsResult r;
             if (!paths[k]) continue;
-            if (ds_score(&m, &tok, &tasks[k], batch, !json, &r, &err)) rc = cli_error(prog, "%s", err.msg);
+            if (ds_score(&m, &tok, &tasks[k], batch, tokens, !json, &r, &err)) rc = cli_error(prog, "%s", err.msg);
             else if (json) printf(","), ds_print_json(stdout, &r, items);
             else ds_print_text(stdout, &r, items);
             ds_result_free(&r);
@@ -201,7 +203,8 @@ int main(int argc, char **argv) {
         CLI_SIZE("stride", 0, &stride, 0, 1u << 20, "S",
                  "slide windows by S tokens so every scored token after the\nfirst window has at least block_size - S of context\n"
                  "(default block_size: disjoint windows)"),
-        CLI_SIZE("batch-size", 0, &batch, 0, 4096, "B", "windows per forward pass (default 16, fewer when\nthat is more than 4096 tokens)"),
+        CLI_SIZE("batch-size", 0, &batch, 0, 4096, "B",
+                 "windows (a task's sequences) per forward pass (default 16,\nfewer when that is more than 4096 tokens)"),
         CLI_SIZE("threads", 0, &threads, 0, 1024, "N", "OpenMP/OpenBLAS threads (default: all cores)"),
         CLI_FLAG("word-ppl", 0, &word_ppl, "also perplexity per whitespace-separated word"),
         CLI_FLAG("json", 0, &json, "print one JSON object instead of text"),
