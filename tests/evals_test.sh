@@ -104,9 +104,17 @@ for task in ("pairs", "cloze", "choice"):
     check(t["correct"] == sum(right) and abs(t["accuracy"] - sum(right) / len(right)) < 1e-6,
           f"{task} accuracy {t['accuracy']} against {sum(right)}/{len(right)}")
     check(wilson_ok(t["correct"], t["scored"], t["interval"]), f"{task} interval {t['interval']}")
+    rows = [json.loads(x) for x in open(t["file"])] if task != "cloze" else []
     for key, cats in t["by"].items():
-        check(sum(c["scored"] for c in cats) <= t["scored"], f"{task} by {key}")
+        want = {}
+        for it in scored:
+            name = rows[it["line"] - 1].get(key)
+            if name is not None:
+                n, c = want.get(name, (0, 0))
+                want[name] = (n + 1, c + it["correct"])
+        check([c["name"] for c in cats] == sorted(want), f"{task} {key} names {[c['name'] for c in cats]}")
         for c in cats:
+            check((c["scored"], c["correct"]) == want[c["name"]], f"{task} {key} {c['name']} counts")
             check(wilson_ok(c["correct"], c["scored"], c["interval"]), f"{task} {key} {c['name']} interval")
 for k in known:
     lhs, want = k.split("=")
