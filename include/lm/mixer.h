@@ -108,6 +108,17 @@ typedef struct MixerOption {
     const char *(*get)(const void *settings, size_t n_layer, char *buf, size_t len);
     void (*to_json)(const void *settings, size_t n_layer, char **sb);
     int (*from_json)(void *settings, size_t n_layer, const struct json_t *value, Error *err);
+    /* What the harnesses make of it (bin/info --mixers, harness/registry.py):
+     * arch_key, its key in an architecture ("window" in
+     * swa=attention:window=17; NULL: given for every architecture only, as
+     * bin/train's option); size_knob, 1 for the one option of the mixer that
+     * sizes its layer, which a size match (match=) varies to bring the
+     * parameter count to another architecture's (Grassmann's rank);
+     * family, what a model whose layers set this option to anything but its
+     * default is called ("sliding-window attention"; NULL: the mixer's name). */
+    const char *arch_key;
+    int size_knob;
+    const char *family;
 } MixerOption;
 
 /* What a mixer's passes read besides its spec and parameters: run-time
@@ -135,6 +146,8 @@ typedef enum { MIXER_INSPECT_ALL, MIXER_INSPECT_MAPS } MixerInspectWhat;
 
 typedef struct Mixer {
     const char *name;
+    /* What it is, in one line (bin/info --mixers): "causal multi-head softmax attention". */
+    const char *about;
     /* Its settings (none: NULL, 0): the rows, in the order of bin/train's
      * --help and of the config JSON. */
     const MixerOption *options;

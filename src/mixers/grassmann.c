@@ -282,6 +282,7 @@ static int grassmann_mute_offset(const MixerSpec *spec, size_t layer, size_t off
 
 const Mixer grassmann_mixer = {
     .name = "grassmann",
+    .about = "causal Grassmann mixing (arXiv 2512.19428): pairs of reduced vectors at fixed offsets, gated",
     .options = grassmann_options,
     .n_options = GRASSMANN_N_OPTIONS,
     .layer_spec = grassmann_layer_spec,
