@@ -15,13 +15,20 @@
  * config names each layer's mixer by its registry entry; nothing else in
  * the model or the programs knows one mixer from another.
  *
+ * The registry is the one source of what the mixers are: bin/info --mixers
+ * describes every entry (its about line, its options, and at a model its
+ * tensors, parameters, state_size and FLOPs), to people and, as JSON, to the
+ * harnesses, which keep no list or formula of their own.
+ *
  * Adding a mixer: write src/mixers/<name>.c (and <name>.h) exporting a
- * `const Mixer`, and list it in the registry in src/mixers/mixer.c, the one
- * place that names the implementations. No other file changes: bin/train's
- * --mixer takes its name, its option rows join bin/train's options, and its
- * settings are written to and read from the checkpoint's config by their
- * keys. Its inspection (bin/inspect), if it has one, goes beside it in
- * src/mixers/<name>_inspect.c. See src/mixers/README.md. */
+ * `const Mixer`, list it in the registry in src/mixers/mixer.c, the one
+ * place that names the implementations, and write its PyTorch reference,
+ * harness/mixers/<name>.py. No other file changes: bin/train's --mixer takes
+ * its name, its option rows join bin/train's options, its settings are
+ * written to and read from the checkpoint's config by their keys, and the
+ * harnesses take it from bin/info --mixers. Its inspection (bin/inspect), if
+ * it has one, goes beside it in src/mixers/<name>_inspect.c. See
+ * src/mixers/README.md. */
 #ifndef LM_MIXER_H
 #define LM_MIXER_H
 
@@ -221,7 +228,7 @@ const Mixer *mixer_find(const char *name);
 size_t mixer_count(void);
 const Mixer *mixer_at(size_t i);
 size_t mixer_index(const Mixer *mx);
-/* "attention, grassmann" for messages. */
+/* The registered names, "attention, grassmann, ...", for messages. */
 const char *mixer_names(void);
 size_t mixer_param_count(const Mixer *mx, const MixerSpec *spec);
 
