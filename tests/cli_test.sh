@@ -64,6 +64,8 @@ expect_error "info --mixers bad value" "at least 2" $B/info --mixers --mixer gra
 expect_error "info --mixers options and a checkpoint" "--n-embd: the model comes from" $B/info --mixers "$tmp/good.ckpt" --n-embd 32
 expect_error "info --mixers bad stdin" "invalid JSON" $B/info --mixers - <<<"{not json"
 expect_error "info --mixers with --list" "at most one" $B/info --mixers --list "$tmp"
+expect_error "info, a model option without --mixers" "--n-layer describes the model of --mixers" \
+    $B/info "$tmp/good.ckpt" --n-layer 3
 
 # prepare: files
 : >"$tmp/empty.txt"

@@ -39,6 +39,8 @@ int main(int argc, char **argv) {
     if (mixers.wanted && (list || first < argc - 1))
         return cli_error(program.name, "--mixers takes at most one checkpoint, run folder or - (see --help)");
     if (mixers.wanted) return info_mixers_print(&mixers, opts, program.name, first < argc ? argv[first] : NULL, json);
+    if (info_mixers_given(&mixers, opts))
+        return cli_error(program.name, "--%s describes the model of --mixers (see --help)", info_mixers_given(&mixers, opts));
     int by = run_sort_parse(sort);
     if (by < 0) return cli_error(program.name, "--sort must be val, name or step (got '%s')", sort);
     if (list ? first != argc : first != argc - 1)

@@ -231,6 +231,12 @@ static char *read_stdin(Error *err) {
     return buf;
 }
 
+const char *info_mixers_given(const InfoMixers *im, const CliOption *opts) {
+    for (size_t i = im->first; i < im->first + im->n; i++)
+        if (opts[i].given) return opts[i].name;
+    return NULL;
+}
+
 /* The model: from source (a checkpoint, a run folder, "-") or the options. */
 static int model_config(InfoMixers *im, const CliOption *opts, const char *source, ModelConfig *cfg, Error *err) {
     if (!source) {
@@ -239,10 +245,9 @@ static int model_config(InfoMixers *im, const CliOption *opts, const char *sourc
         *cfg = im->o.cfg;
         return 0;
     }
-    for (size_t i = im->first; i < im->first + im->n; i++)
-        if (opts[i].given)
-            return err_set(err, "--%s: the model comes from '%s': give model options or a model, not both", opts[i].name,
-                           source);
+    const char *given = info_mixers_given(im, opts);
+    if (given)
+        return err_set(err, "--%s: the model comes from '%s': give model options or a model, not both", given, source);
     int rc;
     if (strcmp(source, "-") == 0) {
         char *text = read_stdin(err);

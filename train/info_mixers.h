@@ -33,6 +33,10 @@ typedef struct InfoMixers {
  * first; returns how many (at most INFO_MIXERS_ROWS). */
 size_t info_mixers_rows(InfoMixers *im, CliOption *rows, size_t first);
 
+/* The first of the model's options given on the command line (its name),
+ * or NULL: they describe --mixers' model, and nothing else reads them. */
+const char *info_mixers_given(const InfoMixers *im, const CliOption *opts);
+
 /* bin/info --mixers after parsing opts (bin/info's table): the model from
  * source (a checkpoint, a run folder, "-": a config JSON on standard
  * input) or, NULL, from the model options; printed as text or one JSON

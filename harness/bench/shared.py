@@ -1,5 +1,6 @@
 """What every section uses: the configurations, the steps per kind of run, progress lines,
 what bin/train --json says, one bin/train run (c_train), and the table printer."""
+import functools
 import os
 import sys
 import time
@@ -7,8 +8,8 @@ import time
 from harness import registry
 from harness.archs import parse_archs
 from harness.common import BIN, die, run_ok
-from harness.experiments import PATH as DEFAULTS, default
 from harness.common import median as med
+from harness.experiments import PATH as DEFAULTS, default
 from harness.results import read_train_log
 
 CONFIGS = {
@@ -36,9 +37,9 @@ def progress(msg):
 
 # The bench's mixers: architectures of one mixer in every layer, each a registered mixer (at its
 # options' defaults) or one named in experiments/defaults.json's bench.mixers with options of its own
-# (experiments/README.md says why each is there). The train,
-# scaling and other sections run bench.default_mixers unless --mixers says otherwise; the mixers section
-# runs every one of bench.mixers.
+# (experiments/README.md says why each is there). The train, scaling and other sections run
+# bench.default_mixers unless --mixers says otherwise; the mixers section runs every one of bench.mixers.
+@functools.lru_cache(maxsize=1)
 def bench_archs():
     """{name: archs.Arch} of experiments/defaults.json's bench.mixers, in order."""
     return {a.name: a for a in parse_archs(" ".join(default("bench", "mixers")), 1, f"{DEFAULTS} bench.mixers")}
