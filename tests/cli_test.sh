@@ -189,7 +189,7 @@ expect_error "resume pair map change" "--grassmann-pair sum differs from the che
     --out "$tmp/pair.ckpt" --resume "$tmp/pair.ckpt" --grassmann-pair sum
 expect_ok "sample outer pair map" $B/sample --model "$tmp/pair.ckpt" --tokens 20 --seed 3
 expect_ok "inspect outer pair map" $B/inspect --model "$tmp/pair.ckpt" --prompt "The whale, the" --out "$tmp/insp-pair"
-grep -q "offset contribution norms" "$tmp/out" && ! grep -q "Plücker residual" "$tmp/out" && ok \
+grep -q "^  offset_norms: " "$tmp/out" && ! grep -q "plucker_residual" "$tmp/out" && ok \
     || bad "inspect of an outer map: offsets missing or a Plücker residual reported"
 expect_ok "sample post-norm" $B/sample --model "$tmp/post.ckpt" --tokens 20 --seed 3
 expect_ok "inspect post-norm" $B/inspect --model "$tmp/post.ckpt" --prompt "The whale, the" --out "$tmp/insp-post"

@@ -10,8 +10,9 @@
  * (MixerSettings, a struct of the mixer's own inside), its rows of options
  * (MixerOption: bin/train's option, bounds, default, help and the config
  * JSON's key), what each layer takes from them (layer_spec, into
- * MixerSpec.own), its part of bin/train's start-up line (describe) and what
- * bin/inspect reports of a layer (the inspect hook's LayerInspection). The
+ * MixerSpec.own), its part of bin/train's start-up line (describe), what
+ * bin/inspect shows of a layer (the inspect hook's exhibits,
+ * lm/inspection.h). The
  * config names each layer's mixer by its registry entry; nothing else in
  * the model or the programs knows one mixer from another.
  *
@@ -192,12 +193,14 @@ typedef struct Mixer {
     /* Optional (NULL: the layer is inspected only through what the model sees
      * of every layer: logit lens, the attribution of its whole output, no
      * induction scores). Looks at the layer on one sequence x (T, C), its
-     * input as forward gets it, and fills `out` (lm/inspection.h)
-     * with what it measures, in arrays it allocates (freed by
-     * layer_inspection_free, also after a failure); the maps must be the
-     * ones forward uses (with rope positions q and k rotated as it does).
-     * Recomputed from params and x: forward keeps no T x T map. Returns 0,
-     * or -1 with err set (out of memory). */
+     * input as forward gets it, and adds to `out` what it shows, as
+     * exhibits (lm/inspection.h's exhibit_add: maps, series, tables,
+     * scalars), and the parts of its output at T - 1 for the attribution;
+     * freed by layer_inspection_free, also after a failure. Maps must be
+     * the ones forward uses (with rope positions q and k rotated as it
+     * does). Recomputed from params and x: forward keeps no T x T map. With
+     * MIXER_INSPECT_MAPS only the maps exhibits are read. Returns 0, or -1
+     * with err set (out of memory). */
     int (*inspect)(const MixerSpec *spec, const MixerRuntime *rt, const float *params, const float *x, size_t T,
                    MixerInspectWhat what, LayerInspection *out, Error *err);
 } Mixer;
