@@ -25,11 +25,20 @@ grep -q "^layer 1 attention: attn, attention weight" "$tmp/out" && grep -q "top 
 /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['layers'])==2 and len(d['tokens'])==14" \
     "$tmp/o/a/inspect.json" && ok || bad "inspect attention: inspect.json"
 expect_ok "inspect hybrid" $B/inspect --model "$tmp/g.ckpt" --prompt "the whale" --out "$tmp/o/g" --induction-length 4
-for f in gates.png offset_norms.png; do [ -s "$tmp/o/g/$f" ] && ok || bad "inspect hybrid: $f missing"; done
-grep -q "^  gates: Grassmann gate .*; mean 0\.[0-9]" "$tmp/out" && ok || bad "inspect hybrid: summary: $(cat "$tmp/out")"
-if /usr/bin/python3 - "$tmp/o/g/inspect.json" <<'PY'; then ok; else bad "inspect hybrid: Grassmann's exhibits in inspect.json"; fi
+for f in gates.png offset_norms.png decay.png state_norm.png; do [ -s "$tmp/o/g/$f" ] && ok || bad "inspect hybrid: $f missing"; done
+grep -q "^  gates: Grassmann gate .*; mean 0\.[0-9]" "$tmp/out" && grep -q "^  decay: each head's decay .*; means H0 0\.[0-9]*, H1 0\." "$tmp/out" \
+    && grep -q "^  state_norm: " "$tmp/out" && ok || bad "inspect hybrid: summary: $(cat "$tmp/out")"
+# gla's exhibits in the JSON: each head's decay in (0, 1) and its state's norm, along the prompt.
+if /usr/bin/python3 - "$tmp/o/g/inspect.json" <<'PY'; then ok; else bad "inspect hybrid: gla's exhibits in inspect.json"; fi
 import json, sys
 d = json.load(open(sys.argv[1]))
+T = len(d["tokens"])
+gla = d["layers"][2]
+assert gla["mixer"] == "gla", gla["mixer"]
+ex = {e["name"]: e for e in gla["exhibits"]}
+assert ex["decay"]["kind"] == "series" and ex["decay"]["rows"] == ["H0", "H1"] and ex["decay"]["scale"] == [0, 1], ex["decay"]
+assert all(len(r) == T and all(0 < v < 1 for v in r) for r in ex["decay"]["values"])
+assert ex["state_norm"]["kind"] == "series" and all(len(r) == T and all(v > 0 for v in r) for r in ex["state_norm"]["values"])
 gr = {e["name"]: e for e in d["layers"][1]["exhibits"]}
 assert gr["offset_norms"]["rows"] == ["d=1", "d=2", "d=4"] and gr["plucker_residual"]["kind"] == "scalar", gr
 assert gr["offset_norms"]["values"][2][:4] == [None] * 4  # offset 4 fits from position 4

@@ -422,8 +422,8 @@ static void test_grassmann_layer(void **s) {
 }
 
 /* Direct attribution: the parts add up to the predicted logit; each layer's
- * shares (attention's heads and output bias) add up to the layer's mixer
- * part. The logit lens's last stage is the model's own
+ * shares (attention's and gla's heads and output bias) add up to the
+ * layer's mixer part. The logit lens's last stage is the model's own
  * prediction. */
 static void test_attribution_and_lens(void **s) {
     (void)s;
@@ -455,12 +455,64 @@ static void test_attribution_and_lens(void **s) {
         layer = p->value;
         total += p->value;
     }
-    assert_int_equal(groups, 2); /* both attention layers */
+    assert_int_equal(groups, 3); /* both attention layers and the gla layer */
     assert_float_equal(total, in.predicted_logit, 1e-4 * (1 + fabs(in.predicted_logit)));
     const uint32_t *last = in.lens_top + ((in.n_layer * T) + (T - 1)) * LENS_TOP;
     assert_int_equal(last[0], in.predicted);
     assert_true(in.lens_prob[((in.n_layer * T) + (T - 1)) * LENS_TOP] >=
                 in.lens_prob[((in.n_layer * T) + (T - 1)) * LENS_TOP + 1]);
+    inspect_free(&in);
+    model_free(&m);
+}
+
+/* A gla layer's exhibits: each head's decay along the prompt and its
+ * state's norm. With the decay's projection zeroed each head's decay is its
+ * starting rate, 1 - 2^-(3 + 5h / (H - 1)), at every position; the state
+ * norm follows S_t = gamma_t S_{t-1} + k_t v_t^T, here recomputed in
+ * double from the layer's input. No maps: NaN induction scores. */
+static void test_gla_exhibits(void **s) {
+    (void)s;
+    Model m;
+    Error err;
+    size_t T = 10, H = 2, C = 16, hs = 8;
+    make_model(&m, "gla,attention", 9, 16, 2, H, C, 0.3f);
+    memset(tensor(&m, "h.0.gla.decay.weight"), 0, H * C * sizeof(float));
+    int32_t tokens[10] = {1, 2, 3, 4, 5, 6, 7, 8, 1, 5}, seqs[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    Inspection in;
+    assert_int_equal(inspect_run(&in, &m, tokens, T, &err), 0);
+    assert_null(in.maps[0]);
+    const Exhibit *decay = exhibit(&in, 0, "decay"), *norm = exhibit(&in, 0, "state_norm");
+    assert_int_equal(decay->kind, EXHIBIT_SERIES);
+    assert_int_equal(norm->kind, EXHIBIT_SERIES);
+    assert_int_equal(decay->rows, H);
+    assert_int_equal(decay->cols, T);
+    assert_string_equal(decay->row_names[1], "H1");
+    assert_true(decay->lo == 0.0f && decay->hi == 1.0f);
+    const float *x = model_mixer_input(&m, 0), *w = tensor(&m, "h.0.gla.qkv.weight"), *b = tensor(&m, "h.0.gla.qkv.bias");
+    for (size_t h = 0; h < H; h++) {
+        double want = 1.0 - exp2(-(3.0 + 5.0 * (double)h / (double)(H - 1))), S[64] = {0};
+        for (size_t t = 0; t < T; t++) {
+            assert_float_equal(decay->values[h * T + t], want, 1e-6);
+            double k[8], v[8], n2 = 0.0;
+            for (size_t d = 0; d < hs; d++) {
+                k[d] = b[C + h * hs + d], v[d] = b[2 * C + h * hs + d];
+                for (size_t c = 0; c < C; c++) {
+                    k[d] += (double)w[(C + h * hs + d) * C + c] * x[t * C + c];
+                    v[d] += (double)w[(2 * C + h * hs + d) * C + c] * x[t * C + c];
+                }
+            }
+            for (size_t i = 0; i < hs; i++)
+                for (size_t j = 0; j < hs; j++) {
+                    S[i * hs + j] = decay->values[h * T + t] * S[i * hs + j] + k[i] * v[j];
+                    n2 += S[i * hs + j] * S[i * hs + j];
+                }
+            assert_float_equal(norm->values[h * T + t], sqrt(n2), 1e-5 * (1 + sqrt(n2)));
+        }
+    }
+    Induction ind;
+    assert_int_equal(inspect_induction_on(&ind, &m, seqs, 4, 2, &err), 0);
+    assert_true(isnan(ind.score[0]) && isnan(ind.score[1]) && isfinite(ind.score[2]));
+    induction_free(&ind);
     inspect_free(&in);
     model_free(&m);
 }
@@ -951,6 +1003,7 @@ int main(void) {
         cmocka_unit_test(test_plucker_residual),
         cmocka_unit_test(test_grassmann_layer),
         cmocka_unit_test(test_attribution_and_lens),
+        cmocka_unit_test(test_gla_exhibits),
         cmocka_unit_test(test_mixer_without_hook),
         cmocka_unit_test(test_induction_circuit),
         cmocka_unit_test(test_induction_random),
