@@ -12,7 +12,7 @@
  * JSON's key), what each layer takes from them (layer_spec, into
  * MixerSpec.own), its part of bin/train's start-up line (describe), what
  * bin/inspect shows of a layer (the inspect hook's exhibits,
- * lm/inspection.h). The
+ * lm/inspection.h) and the parts bin/eval --ablate can leave out. The
  * config names each layer's mixer by its registry entry; nothing else in
  * the model or the programs knows one mixer from another.
  *
@@ -43,6 +43,7 @@ typedef enum { INIT_NORMAL, INIT_RESIDUAL, INIT_ZERO, INIT_ONE } InitKind;
 #define MIXER_SETTINGS_BYTES 1024  /* a mixer's settings block, at most */
 #define MIXER_LAYER_BYTES 512      /* a layer's own part of its spec, at most */
 #define MIXER_MAX_LAYERS 64        /* the layers a settings block provides for (the config's MAX_LAYERS) */
+#define MIXER_MAX_PARTS 32         /* parts a layer can leave out: the bits of MixerSpec.muted */
 
 /* A mixer's settings for the whole model, as the mixer defines them: the
  * config keeps one block per registered mixer (ModelConfig.mixer_settings),
@@ -65,10 +66,10 @@ typedef struct MixerSpec {
     size_t block_size, n_embd, n_head;
     int rope;              /* rotary positions: attention rotates q and k (src/nn/rope.h) */
     int qk_norm;           /* attention: q and k per head RMSNorm'd (no gain) before the scores */
-    /* Bit k: the layer's k-th part (the mixer's mute_offset says which) is
-     * left out, to measure what it contributes (bin/eval --ablate-offset).
-     * Forward and step honour it; backward need not, so a model with muted
-     * parts is for evaluation only. 0 in training. */
+    /* Bit k: the layer's k-th part (Mixer.parts names it) is left out, to
+     * measure what it contributes (bin/eval --ablate). Forward and step
+     * honour it; backward need not, so a model with muted parts is for
+     * evaluation only. 0 in training. */
     uint32_t muted;
     /* The layer's own settings, a struct of the mixer's (layer_spec). */
     union {
@@ -146,10 +147,11 @@ typedef struct Mixer {
     /* Optional: its part of bin/train's start-up line, when a layer has this
      * mixer ("grassmann r 32, windows 1,2,4"), into buf. */
     void (*describe)(const void *settings, size_t n_layer, char *buf, size_t len);
-    /* Optional (NULL: nothing to mute): the bit of MixerSpec.muted that
-     * leaves offset `offset` of this layer (number `layer`, for messages)
-     * out; -1 with err when it has none such. */
-    int (*mute_offset)(const MixerSpec *spec, size_t layer, size_t offset, Error *err);
+    /* Optional (NULL: nothing to leave out): names the layer's parts that
+     * bin/eval --ablate can leave out ("head0", "offset4"), part k being
+     * bit k of MixerSpec.muted; writes at most MIXER_MAX_PARTS names and
+     * returns how many. */
+    size_t (*parts)(const MixerSpec *spec, char (*names)[MIXER_PART_NAME]);
     /* Rejects configurations this mixer cannot run. */
     int (*validate)(const MixerSpec *spec, Error *err);
     /* Fills `out` with the layer's tensors (names relative to "h.{l}.") and

@@ -6,6 +6,7 @@
 
 #include "blas/tile_gemm.h"
 #include "lm/matmul.h"
+#include "mixers/head_parts.h"
 #include "nn/rmsnorm.h"
 
 GlaParams gla_params(const float *p, size_t C, size_t H) {
@@ -212,6 +213,7 @@ static void gla_forward(const MixerSpec *spec, const MixerRuntime *rt, const flo
         }
     }
     rmsnorm_heads_forward(a.y, a.rstd, N, C, H, hs);
+    mute_heads(a.y, N, C, hs, spec->muted); /* bin/eval --ablate's heads */
     matmul_forward(rt->bf16, out, a.y, p.proj_w, p.proj_b, N, C, C);
 }
 
@@ -346,6 +348,7 @@ static void gla_step_batch(const MixerSpec *spec, const MixerRuntime *rt, const 
             gla_state_step(S + h * hs * hs, qkv + h * hs, qkv + C + h * hs, qkv + 2 * C + h * hs, gamma[h], o + h * hs,
                            hs);
         rmsnorm_heads_forward(o, rstd, 1, C, H, hs);
+        mute_heads(o, 1, C, hs, spec->muted);
     }
     matmul_step_rows(rt->bf16, rt->decode, out, C, state + o_at, stride, p.proj_w, C, p.proj_b, n, C, C, 0);
 }
@@ -379,6 +382,7 @@ static double gla_flops(const MixerSpec *spec, size_t T) {
 
 const Mixer gla_mixer = {
     .name = "gla",
+    .parts = head_parts,
     .validate = gla_validate,
     .tensors = gla_tensors,
     .act_size = gla_act_size,

@@ -22,7 +22,8 @@
  * Forward and backward take a chunk of GLA_CHUNK positions at a time in
  * its chunk-parallel form (small products on tile_product; gla.c), the
  * chunks in order per (b, h) and the (b, h) in parallel: O(T (L + hs) hs)
- * per head. Sampling steps the recurrence itself. */
+ * per head. Sampling steps the recurrence itself. bin/eval --ablate's parts
+ * are its heads ("head0" ...). */
 #ifndef LM_GLA_H
 #define LM_GLA_H
 
