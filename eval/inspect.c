@@ -19,11 +19,11 @@ static const CliProgram program = {
     .name = "inspect",
     .usage = "bin/inspect --model CKPT --prompt TEXT --out DIR [options]",
     .about = "Shows what each layer of a model does with a prompt: what its mixer shows of\n"
-             "it (maps per head, such as attention's, as PNGs, with each map's entropy, its\n"
-             "weight on the diagonal and on the previous token and an induction score;\n"
-             "series along the prompt, such as gates or decays, one PNG per name; tables\n"
-             "and single numbers), the logit lens (lens.txt) and the direct attribution of\n"
-             "the last prediction (PNG); every head at a glance (heads.png, heads.txt).\n"
+             "it (a map per head as PNGs, with each map's entropy, its weight on the\n"
+             "diagonal and on the previous token and an induction score; series along the\n"
+             "prompt, one PNG per name; tables and single numbers), the logit lens\n"
+             "(lens.txt) and the direct attribution of the last prediction (PNG); every\n"
+             "head at a glance (heads.png, heads.txt).\n"
              "Everything also goes to DIR/inspect.json and, as one page to open in a\n"
              "browser (hover a head, a token), DIR/inspect.html; a summary is printed (per\n"
              "layer, and the heads that stand out, past 32 heads).\n",

@@ -195,7 +195,7 @@ static int attribution_picture(const char *dir, const Inspection *in, const Toke
         int kept = !pick || !in->parts[i].share;
         for (size_t k = 0; pick && !kept && k < PICTURE_SHARES; k++) kept = keep[k] == i;
         if (!kept) continue;
-        /* a share of a mixer's output (a head, the attention bias): below its line */
+        /* a share of a mixer's output (a head, an output bias): below its line */
         snprintf(indented[m], sizeof indented[m], "%s%s", in->parts[i].share ? "    " : "", in->parts[i].name);
         pl[m] = indented[m];
         pv[m++] = in->parts[i].value;

@@ -5,14 +5,14 @@
  * (lm/inspection.h: maps, series, tables, scalars) recomputed from the
  * layer's weights and input; around them, whatever the mixer:
  *
- *   every map of a layer's maps exhibit (attention's heads): its mean row
+ *   every map of a layer's first maps exhibit (a map per head): its mean row
  *     entropy, its weight on the diagonal and on the previous position,
  *     and an induction score on repeated random tokens;
  *   every layer: the logit lens (top-3 next tokens of the residual stream
  *     through LN_f and the head) and the direct attribution of the last
  *     position's predicted logit to each mixer and MLP, and to the parts
- *     of a mixer's output its hook gives (attention: each head and the
- *     output bias). A layer without maps scores NaN for induction. */
+ *     of a mixer's output its hook gives (each head and an output bias,
+ *     say). A layer without maps scores NaN for induction. */
 #ifndef LM_INSPECT_H
 #define LM_INSPECT_H
 
@@ -75,7 +75,7 @@ void inspect_free(Inspection *in);
  * repeats when n < V), each repeated twice. Per head, the mean attention from
  * each position i of the second copy to position i - n + 1, just after the
  * first occurrence of its token, on the layer's first maps exhibit; NaN for
- * layers without maps (Grassmann, gla). */
+ * layers without maps. */
 typedef struct Induction {
     size_t n, n_seq, n_layer, n_head;
     double *score;               /* (n_layer, n_head) */
