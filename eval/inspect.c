@@ -129,7 +129,7 @@ int main(int argc, char **argv) {
              inspect_write(out_dir, &in, &ind, &tok, prompt, &err))
         rc = cli_error(prog, "%s", err.msg);
     else {
-        inspect_print(stdout, &in, &ind, &m, &tok);
+        inspect_print(stdout, &in, &ind, &tok);
         print_written(out_dir, &in, cli_now() - t0);
         rc = 0;
     }

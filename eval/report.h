@@ -41,7 +41,7 @@ int inspect_write(const char *dir, const Inspection *in, const Induction *ind, c
                   const char *prompt, Error *err);
 /* A summary on f: per head for models of at most 32 heads; beyond, per layer
  * (means over its heads) and the heads that stand out on each measure. */
-void inspect_print(FILE *f, const Inspection *in, const Induction *ind, const Model *m, const Tokenizer *tok);
+void inspect_print(FILE *f, const Inspection *in, const Induction *ind, const Tokenizer *tok);
 
 /* ---- between the report's files ---- */
 

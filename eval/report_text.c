@@ -185,9 +185,8 @@ static void ranked_heads(char **sb, const Inspection *in, const double *v, size_
         sb_appendf(sb, " L%zu H%zu %.3f", best[i] / in->n_head, best[i] % in->n_head, v[best[i]]);
 }
 
-void inspect_print(FILE *f, const Inspection *in, const Induction *ind, const Model *m, const Tokenizer *tok) {
+void inspect_print(FILE *f, const Inspection *in, const Induction *ind, const Tokenizer *tok) {
     size_t T = in->T, n_heads = 0;
-    (void)m;
     for (size_t l = 0; l < in->n_layer; l++) n_heads += in->maps[l] ? in->maps[l]->rows : 0;
     int per_head = n_heads <= SUMMARY_HEADS;
     char lab[TOKEN_LABEL_MAX], *sb = NULL;

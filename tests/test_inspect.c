@@ -85,10 +85,10 @@ static json_t *read_inspect_json(const char *dir) {
 }
 
 /* What inspect_print says (free it). */
-static char *printed_summary(const Inspection *in, const Induction *ind, const Model *m, const Tokenizer *tok) {
+static char *printed_summary(const Inspection *in, const Induction *ind, const Tokenizer *tok) {
     FILE *f = tmpfile();
     assert_non_null(f);
-    inspect_print(f, in, ind, m, tok);
+    inspect_print(f, in, ind, tok);
     long len = ftell(f);
     char *text = calloc((size_t)len + 1, 1);
     assert_non_null(text);
@@ -583,7 +583,7 @@ static void test_mixer_without_hook(void **s) {
     assert_string_equal(json_string_value(json_object_get(layer1, "mixer")), "stub");
     assert_int_equal(json_array_size(json_object_get(layer1, "exhibits")), 0);
     json_decref(j);
-    char *said = printed_summary(&in, &ind, &m, &tok);
+    char *said = printed_summary(&in, &ind, &tok);
     assert_true(has_line(said, "layer 1 stub: no measurements"));
     free(said);
     const char *files[] = {"attn_L0_H0.png", "attn_L0_H1.png", "attn_L0.png", "heads.png", "heads.txt",
@@ -860,7 +860,7 @@ static void test_long_prompt_many_heads(void **s) {
     for (const char *c = heads; (c = strstr(c, "\n  H")); c++) lines++;
     assert_int_equal(lines, 4 * L * H); /* the maps' statistics, and each of attention's three tables */
     free(heads);
-    char *said = printed_summary(&in, &ind, &m, &tok);
+    char *said = printed_summary(&in, &ind, &tok);
     assert_true(has_line(said, "maps: 36 heads; per layer"));
     assert_true(has_line(said, "  L2 qk_form (means of 12 rows): similarity_logit_corr"));
     assert_true(has_line(said, "most weight on the previous token: L"));
