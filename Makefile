@@ -267,6 +267,9 @@ test: unit-test $(PROGRAMS)
 	/usr/bin/python3 -m tests.compare_test
 	/usr/bin/python3 -m tests.archs_test
 	/usr/bin/python3 -m tests.harness_harden_test
+	/usr/bin/python3 -m tests.harness_config_test
+	/usr/bin/python3 -m tests.harness_outputs_test
+	/usr/bin/python3 -m tests.harness_stop_test
 	/usr/bin/python3 -m tests.harness_fuzz
 	bash tests/browser_test.sh
 

@@ -21,6 +21,11 @@ root as a module, e.g. `python3 -m harness.compare`:
   torch_ref.py    the PyTorch reference model around the mixers' references (also used by tests/parity.py)
   safetensors_np.py  reads checkpoints and gradient dumps into numpy (also used by tests/)
   common.py       what they share: paths, running a program, dying with one line, reading its output
+  procs.py        the programs a harness runs: each in a process group of its own, stopped with it
+                  (SIGINT, SIGTERM, SIGHUP forwarded, waited for, partial files removed)
+  files.py        what a harness writes (the C programs' output rule: a temporary, then a rename;
+                  never through a link, never a FIFO, device or folder) and how it opens what it reads
+  config.py       --config: bin/train's experiment file through the options' own type and choice checks
 
 Nothing here is imported by the C build; tests/ imports torch_ref,
 safetensors_np and common as `from harness.x import ...`. No mixer is named

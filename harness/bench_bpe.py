@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 import time
 
-from harness.common import BIN, ROOT, cpu_model, die, median, run_ok
+from harness.common import BIN, ROOT, cpu_model, die, guarded, median, run_ok
 
 MOBY = os.path.join(ROOT, "data/cache/moby-dick.txt")
 NPM = os.path.join(os.environ.get("TMPDIR", "/tmp"), "lm-bpe-agreement-npm/node_modules")
@@ -189,4 +189,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    guarded(main)

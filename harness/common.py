@@ -3,17 +3,12 @@ running a program (its output, exit status, peak memory, time), failing with
 one clear line, the output directory, strings for gnuplot that it cannot run,
 and reading what the programs write (--json output, token file headers; the
 results files and bin/train's log: harness/results.py)."""
-import argparse
 import contextlib
-import json
 import os
 import shlex
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -52,46 +47,11 @@ def die(msg, status=2):
     sys.exit(status)
 
 
-# bin/train's experiment-file keys a harness does not take as its own, though it has an option of
-# that name: bin/train's --out is a checkpoint, a harness's a folder.
-CONFIG_NOT_TAKEN = ("out", "log", "run", "resume", "config", "print-config")
-
-
 def take_config(ap, argv=None):
-    """--config FILE: bin/train's experiment file (JSON, its options by their long names) read into
-    the harness's defaults, so that a sweep trains the file's model. The keys this harness has an
-    option for become that option's default (the command line still wins); the others (the mixer,
-    the budget: the harness sets those per run) are named once as not used. Dies with one line on
-    a file that is missing or not a JSON object."""
-    ap.add_argument("--config", metavar="FILE",
-                    help="bin/train's experiment file (JSON): its keys that are options here become their "
-                         "defaults; options given win")
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--config")
-    path = pre.parse_known_args(argv)[0].config
-    if not path:
-        return
-    try:
-        with open(path) as f:
-            cfg = json.load(f)
-    except (OSError, ValueError) as e:
-        die(f"--config '{path}': {e}")
-    if not isinstance(cfg, dict):
-        die(f"--config '{path}': not a JSON object of options")
-    dests = {x.dest for x in ap._actions}
-    used, unused = {}, []
-    for key, value in cfg.items():
-        dest = key.replace("-", "_")
-        if value is None or value is False:
-            continue  # bin/train's reading: the option at its default
-        if key in CONFIG_NOT_TAKEN or dest not in dests:
-            unused.append(key)
-        else:
-            used[dest] = value if isinstance(value, (bool, str)) else str(value)  # argparse converts strings
-    ap.set_defaults(**used)
-    print(f"{ap.prog}: --config {path}: " + (", ".join(f"--{k.replace('_', '-')} {v}" for k, v in used.items())
-                                            or "no option of this harness") +
-          (f"; not used here: {', '.join(unused)}" if unused else ""), flush=True)
+    """--config FILE: bin/train's experiment file read into the harness's defaults, every value through
+    its option's type and choice checks (harness/config.py)."""
+    from harness.config import take_config as take
+    take(ap, argv)
 
 
 def out_dir(path, what="--out"):
@@ -126,67 +86,9 @@ def cpu_model():
     return "unknown"
 
 
-# ---- running programs ------------------------------------------------------------
+# ---- running programs: harness/procs.py (process groups, signals, partial files) -------
 
-_children = set()  # pids of running children, killed by kill_children() if the harness is stopped
-
-
-class Result:
-    """A finished command: exit status, stdout, stderr, peak RSS of its process
-    tree in MiB, wall seconds."""
-
-    def __init__(self, cmd, status, out, err, rss_mib, seconds):
-        self.cmd, self.status, self.out, self.err, self.rss_mib, self.seconds = cmd, status, out, err, rss_mib, seconds
-
-    def why(self):
-        """The last line it printed (its error), or its exit status."""
-        lines = (self.err.strip() or self.out.strip()).splitlines()
-        return lines[-1] if lines else f"exit status {self.status}"
-
-    def json(self):
-        """Its stdout as JSON (a program run with --json); dies if it is not."""
-        try:
-            return json.loads(self.out)
-        except ValueError:
-            first = self.out.strip().splitlines()[:1]
-            die(f"{os.path.basename(self.cmd[0])} printed no JSON"
-                + (f" (its output begins '{first[0][:120]}')" if first else ""), 1)
-
-
-def run(cmd, env=None, capture=True, cwd=None):
-    """Runs cmd to completion and returns its Result. stdout and stderr go to
-    temporary files (no pipe to fill up); with capture=False stdout goes to
-    /dev/null and stderr to ours, so that a program's errors are seen as they
-    come. The peak RSS is ru_maxrss from wait4: the process and every
-    descendant it waited for (bin/train's kernel probe; a restart by exec
-    keeps the pid). Safe to call from several threads at once."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.monotonic()
-        try:
-            p = subprocess.Popen(cmd, stdout=out if capture else subprocess.DEVNULL, stderr=err if capture else None,
-                                 env=env, cwd=cwd)
-        except OSError as e:
-            die(f"cannot run {cmd[0]}: {e.strerror}", 1)
-        _children.add(p.pid)
-        _, status, usage = os.wait4(p.pid, 0)  # if interrupted, the pid stays in _children and is killed
-        _children.discard(p.pid)
-        p.returncode = os.waitstatus_to_exitcode(status)
-        seconds = time.monotonic() - start
-        out.seek(0)
-        err.seek(0)
-        return Result(cmd, p.returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
-                      usage.ru_maxrss / 1024.0, seconds)
-
-
-def run_ok(cmd, env=None, capture=True, cwd=None, status=1):
-    """run(), dying with one line (and exit status `status`) if cmd fails:
-    its last line of output, or with capture=False (where its errors were
-    already shown) its exit status and the command."""
-    r = run(cmd, env, capture, cwd)
-    if r.status != 0:
-        name = os.path.basename(cmd[0])
-        die(f"{name} failed: {r.why()}" if capture else f"{name} failed (exit {r.status}): {' '.join(cmd)}", status)
-    return r
+from harness.procs import Result, guarded, kill_children, partial, run, run_ok  # noqa: E402,F401 (shared from here)
 
 
 def duration(seconds):
@@ -258,15 +160,6 @@ def fit_warmup(warmup, steps):
     return warmup if warmup <= steps else max(1, steps // 10)
 
 
-def kill_children():
-    """Kills every program run() started that is still running."""
-    for pid in list(_children):
-        with contextlib.suppress(ProcessLookupError, ChildProcessError):
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        _children.discard(pid)
-
-
 def need_gnuplot():
     """Dies with one line if gnuplot (the plots of compare and probe) is missing."""
     if not shutil.which("gnuplot"):
@@ -288,20 +181,29 @@ def gnuplot_string(text):
     return "(" + " . \"'\" . ".join(f"'{piece}'" for piece in text.split("'")) + ")"
 
 
-def gnuplot(script):
-    """Runs a gnuplot script; dies with gnuplot's complaint if it fails."""
-    p = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
-    if p.returncode != 0:
-        die(f"gnuplot failed: {p.stderr.strip()}")
+def gnuplot(script, output=None):
+    """Runs a gnuplot script (a child as run() starts them); dies with gnuplot's complaint if it fails.
+    output: the file its `set output {gnuplot_string(output)}` names, which gnuplot then writes as its
+    temporary, renamed over it once written (harness/files.py: a link there is never written through,
+    a FIFO or a folder never replaced)."""
+    from harness.files import output_path
+    with output_path(output) if output else contextlib.nullcontext() as tmp:
+        if output:
+            named = f"set output {gnuplot_string(output)}\n"
+            if named not in script:
+                raise ValueError(f"the gnuplot script does not set output {output!r}")
+            script = script.replace(named, f"set output {gnuplot_string(tmp)}\n")
+        r = run(["gnuplot"], stdin=script.encode("utf-8"))
+        if r.status != 0:
+            die(f"gnuplot failed: {r.err.strip()}")
 
 
 def gnuplot_series(path, points, index, title, style=""):
     """Writes the (x, y) points to the data file `path` and returns the plot
     clause that draws them as the index-th line (its point type), titled;
     style adds gnuplot's line options (a colour, a dash type)."""
-    with open(path, "w") as f:
-        for x, y in points:
-            f.write(f"{x} {y}\n")
+    from harness.files import write_output
+    write_output(path, "".join(f"{x} {y}\n" for x, y in points))
     return (f"{gnuplot_string(path)} using 1:2 with linespoints lw 2 pt {7 + index}{' ' + style if style else ''} "
             f"title {gnuplot_string(title)}")
 
@@ -311,11 +213,8 @@ def gnuplot_series(path, points, index, title, style=""):
 def token_header(path):
     """The 32-byte header of a token file (bin/prepare): {raw, width, vocab,
     count}; dies if path is not a token file."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(32)
-    except OSError as e:
-        die(f"cannot read '{path}': {e.strerror}")
+    from harness.files import read_input
+    head = read_input(path, 32, f"'{path}'", head=True)  # a FIFO or a device is refused, never waited on
     if len(head) < 32 or head[:8] != b"LMTOKENS":
         die(f"'{path}' is not a token file (run make data)")
     head = {"raw": head, "width": int.from_bytes(head[12:16], "little"),

@@ -54,8 +54,9 @@ import time
 
 from harness import registry
 from harness.archs import closest_size, lowest_size, parse_archs, syntax
-from harness.common import (BIN, ROOT, Sweep, command_line, die, duration, fit_warmup, gnuplot, gnuplot_string,
-                            need_gnuplot, out_dir, run_ok, take_config)
+from harness.common import (BIN, ROOT, Sweep, command_line, die, duration, fit_warmup, gnuplot, gnuplot_string, guarded,
+                            need_gnuplot, out_dir, partial, run_ok, take_config)
+from harness.files import check_outputs, output_text
 from harness.report_page import chart, markdown_sections, write_page
 from harness.experiments import default
 from harness.results import Int, Mixers, Name, Num, Text, arch_option_fields, read_train_log
@@ -90,6 +91,29 @@ ABLATION = [
     ("no Muon (AdamW)", ["--optimizer", "adamw"]),
     ("gpt2", ["--recipe", "gpt2"]),
 ]
+
+
+# What compare writes in --out (harness/files.py checks each one there before any work): its reports,
+# plots and their data, and each run's checkpoint and log (bin/train writes those, by its own rule).
+OUTPUTS = ("compare.md", "compare.csv", "compare.html", "ablation.md", "ablation.csv", "*.png", "*.dat", "*.ckpt",
+           "*.csv")
+DATA_FILES = ("train.bin", "val.bin", "test.bin", "tokenizer.txt", "tokenizer.json")
+
+
+def stem(tag):
+    """The file-name stem of a run (OUT/STEM.ckpt, OUT/STEM.csv): its tag with ',' and '^' left out."""
+    return tag.replace(",", "-").replace("^", "")
+
+
+def check_stems(tags, what="--archs"):
+    """Dies with one line, before any run, where two runs' tags have one file-name stem (`M,N` and
+    `M-N=M,N`): the second would overwrite the first, or wait on its lock."""
+    seen = {}
+    for tag in tags:
+        other = seen.setdefault(stem(tag), tag)
+        if other != tag:
+            die(f"{what}: the runs '{other}' and '{tag}' would write the same files ({stem(tag)}.ckpt, .csv): "
+                "name one otherwise (NAME=...)")
 
 
 def run(cmd, live=False):
@@ -286,6 +310,16 @@ class Harness:
             self.scaled[budget] = w
         return w
 
+    def train_run(self, args, ckpt, log):
+        """Trains one run and scores its checkpoint (bin/eval on val and test): (its log's rows, the
+        scores of each split)."""
+        a = self.a
+        run(args, live=getattr(a, "jobs", 1) == 1)  # several at once: their progress lines would interleave
+        ev = {split: run_ok([os.path.join(BIN, "eval"), "--model", ckpt, "--data", a.data, "--split", split, "--json",
+                             "--word-ppl", "--by-position", "--split-recall", str(a.recall_n), "--threads",
+                             str(a.threads)], status=2).json() for split in ("val", "test")}
+        return read_train_log(log), ev
+
     def train(self, arch, budget, seed, tag):
         a = self.a
         ckpt, log = os.path.join(a.out, f"{tag}.ckpt"), os.path.join(a.out, f"{tag}.csv")
@@ -304,9 +338,9 @@ class Harness:
             eval_interval = a.seconds_eval_interval
         args = self.train_args(arch, seed, ckpt, log, eval_interval, warmup) + limit
         t0 = time.time()
-        run(args, live=getattr(a, "jobs", 1) == 1)  # several at once: their progress lines would interleave
+        with partial(ckpt, log):  # a stopped sweep removes the runs it stopped: compare has no resume
+            steps_rows, ev = self.train_run(args, ckpt, log)
         wall = time.time() - t0
-        steps_rows = read_train_log(log)
         clock, curve = 0.0, []
         for r in steps_rows:
             if r["ms_per_step"] is not None:
@@ -314,11 +348,6 @@ class Harness:
             if r["val_loss"] is not None:
                 curve.append((int(r["tokens"]), clock, r["val_loss"]))
         train_rows = [r for r in steps_rows if r["ms_per_step"] is not None]
-        ev = {}
-        for split in ("val", "test"):
-            ev[split] = run_ok([os.path.join(BIN, "eval"), "--model", ckpt, "--data", a.data, "--split", split,
-                                "--json", "--word-ppl", "--by-position", "--split-recall", str(a.recall_n),
-                                "--threads", str(a.threads)], status=2).json()
         if not a.keep_checkpoints:
             os.remove(ckpt)
         return {"arch": arch["name"], "budget": f"{kind}:{value}", "seed": seed, "params": arch["params"],
@@ -406,7 +435,7 @@ def write_plots(a, archs, budgets, runs, unit):
         for i, arch in enumerate(archs):
             rs = [r for r in runs if r["arch"] == arch["name"] and r["budget"] == b]
             path = os.path.join(out, f"curve_tokens_{i}.dat")
-            with open(path, "w") as f:
+            with output_text(path) as f:
                 for k in range(min(len(r["curve"]) for r in rs)):
                     vals = [r["curve"][k][2] for r in rs]
                     f.write(f"{rs[0]['curve'][k][0]} {statistics.fmean(vals)} {min(vals)} {max(vals)}\n")
@@ -425,7 +454,7 @@ def write_plots(a, archs, budgets, runs, unit):
             c = colors[i % len(colors)]
             for j, r in enumerate(r for r in runs if r["arch"] == arch["name"] and r["budget"] == b):
                 path = os.path.join(out, f"curve_seconds_{i}_{j}.dat")
-                with open(path, "w") as f:
+                with output_text(path) as f:
                     f.writelines(f"{s} {v}\n" for _, s, v in r["curve"])
                 title = f"title {gnuplot_string(arch['label'])}" if j == 0 else "notitle"
                 parts.append(f"{gnuplot_string(path)} using 1:2 with linespoints lw 1.5 pt 7 ps 0.4 lc rgb '{c}' {title}")
@@ -434,14 +463,14 @@ def write_plots(a, archs, budgets, runs, unit):
     for name, xlabel, extra, title, parts in plots:
         gnuplot(head + extra + f"set output {gnuplot_string(os.path.join(out, name))}\nset title {gnuplot_string(title)}\n"
                 f"set xlabel '{xlabel}'\nset ylabel {gnuplot_string(f'validation loss (nats per {unit})')}\n"
-                f"plot " + ", \\\n     ".join(parts) + "\n")
+                f"plot " + ", \\\n     ".join(parts) + "\n", output=os.path.join(out, name))
     # Loss by position in the window (val, mean over seeds), every budget.
     parts = []
     for bi, (kind, value) in enumerate(budgets):
         for i, arch in enumerate(archs):
             rs = [r for r in runs if r["arch"] == arch["name"] and r["budget"] == f"{kind}:{value}"]
             path = os.path.join(out, f"by_position_{bi}_{i}.dat")
-            with open(path, "w") as f:
+            with output_text(path) as f:
                 for t in range(len(rs[0]["by_position"])):
                     vals = [r["by_position"][t] for r in rs if r["by_position"][t] is not None]
                     if vals:
@@ -453,10 +482,11 @@ def write_plots(a, archs, budgets, runs, unit):
             f"set title 'Validation loss by position in the window (mean over {a.seeds} seeds)'\n"
             f"set xlabel 'position (tokens of context before the target)'\n"
             f"set ylabel {gnuplot_string(f'loss (nats per {unit})')}\n"
-            "set logscale x 2\nset xrange [1:*]\nplot " + ", \\\n     ".join(parts) + "\n")
+            "set logscale x 2\nset xrange [1:*]\nplot " + ", \\\n     ".join(parts) + "\n",
+            output=os.path.join(out, "loss_by_position.png"))
     # Recall vs other tokens: grouped bars with the seed range.
     path = os.path.join(out, "recall_split.dat")
-    with open(path, "w") as f:
+    with output_text(path) as f:
         for kind, value in budgets:
             for arch in archs:
                 rs = [r for r in runs if r["arch"] == arch["name"] and r["budget"] == f"{kind}:{value}"]
@@ -470,23 +500,29 @@ def write_plots(a, archs, budgets, runs, unit):
             "set style histogram errorbars gap 2 lw 1\nset style fill solid 0.6 border -1\nset yrange [0:*]\n"
             "set xtics font ',9'\n"
             f"plot {gnuplot_string(path)} using 2:3:4:xtic(1) title 'recall tokens' lc rgb '#2ca02c', "
-            f"'' using 5:6:7 title 'other tokens' lc rgb '#7f7f7f'\n")
+            f"'' using 5:6:7 title 'other tokens' lc rgb '#7f7f7f'\n", output=os.path.join(out, "recall_split.png"))
     return [p[0] for p in plots] + ["loss_by_position.png", "recall_split.png"]
+
+
+def ablation_name(name, variant, extra):
+    """A variant's run name: the architecture's, then the switch's option and value ('NAME-qk-norm-0';
+    'NAME-modern' for the whole recipe), one per switch."""
+    return f"{name}-" + ("-".join(x.lstrip("-") for x in extra) if extra else variant)
 
 
 def ablate(a, h, archs, budgets):
     """--ablate: every architecture under every ABLATION variant, budgets and seeds interleaved as in the
     comparison (a busy machine slows every variant alike); ablation.md and ablation.csv."""
-    variants = [dict(arch, base=arch["name"], variant=v, extra=extra,
-                     name=f"{arch['name']}-{v.split(' ')[0]}{'-' + extra[1] if extra else ''}")
+    variants = [dict(arch, base=arch["name"], variant=v, extra=extra, name=ablation_name(arch["name"], v, extra))
                 for v, extra in ABLATION for arch in archs]
     seeds = [a.seed + k for k in range(a.seeds)]
+    check_stems([f"{v['name']}_{kind}_{seed}" for kind, _ in budgets for seed in seeds for v in variants])
     runs, t_all = [], time.time()
     sweep = Sweep(len(budgets) * len(seeds) * len(variants))
     for kind, value in budgets:
         for seed in seeds:
             for v in variants:
-                tag = f"{v['name']}_{kind}_{seed}".replace(",", "-").replace("^", "")
+                tag = stem(f"{v['name']}_{kind}_{seed}")
                 print(f"== {sweep.begin()}: {v['base']}, {v['variant']}, {kind}:{value}, seed {seed}", flush=True)
                 r = h.train(v, (kind, value), seed, tag)
                 r.update(base=v["base"], variant=v["variant"])
@@ -495,7 +531,7 @@ def ablate(a, h, archs, budgets):
                 runs.append(r)
     total = time.time() - t_all
     md = ablation_report(a, archs, budgets, runs, seeds, total)
-    with open(os.path.join(a.out, "ablation.csv"), "w", newline="") as f:
+    with output_text(os.path.join(a.out, "ablation.csv")) as f:
         w = csv.writer(f)
         keys = ["base", "variant", "budget", "seed", "steps", "tokens", "train_seconds", "val_loss", "test_loss"]
         w.writerow(keys)
@@ -562,7 +598,7 @@ def ablation_report(a, archs, budgets, runs, seeds, total):
            "".join(f"; {x['label']} {x['params']:,} parameters under the modern recipe" for x in archs) +
            f". {len(runs)} runs took {total / 60:.1f} minutes of wall time.",
            f"Command: `{command_line('harness.compare')}`"]
-    with open(os.path.join(a.out, "ablation.md"), "w") as f:
+    with output_text(os.path.join(a.out, "ablation.md")) as f:
         f.write("\n".join(md) + "\n")
     return md
 
@@ -653,7 +689,14 @@ def main():
         a.recipe = "modern"
     if not a.ablate:
         need_gnuplot()
+    kinds = [kind for kind, _ in budgets]
+    if len(set(kinds)) != len(kinds):
+        die(f"--budget: two {next(k for k in kinds if kinds.count(k) > 1)} budgets would write the same runs' files "
+            "(ARCH_KIND_SEED): give one budget of each kind")
+    seeds = [a.seed + k for k in range(a.seeds)]
+    check_stems([f"{x.name}_{kind}_{seed}" for kind, _ in budgets for seed in seeds for x in specs])
     out_dir(a.out)
+    check_outputs(a.out, OUTPUTS, inputs=[("the data's", os.path.join(a.data, f)) for f in DATA_FILES])
     h = Harness(a)
 
     check_train_takes(specs)
@@ -663,14 +706,13 @@ def main():
     print(f"compare: every run trains with {precision_text(a.precision)}", flush=True)
     if a.ablate:
         return ablate(a, h, archs, budgets)
-    seeds = [a.seed + k for k in range(a.seeds)]
     plan = [(kind, value, seed, arch) for kind, value in budgets for seed in seeds for arch in archs]
     t_all = time.time()
     sweep = Sweep(len(plan))
 
     def train_one(job):
         kind, value, seed, arch = job
-        tag = f"{arch['name']}_{kind}_{seed}".replace(",", "-")
+        tag = stem(f"{arch['name']}_{kind}_{seed}")
         said = f"{sweep.begin()}: " if a.jobs == 1 else ""  # side by side, the count is of runs done
         print(f"== {said}{arch['label']}, {kind}:{value}, seed {seed}", flush=True)
         r = h.train(arch, (kind, value), seed, tag)
@@ -759,9 +801,9 @@ def main():
            " ".join((["![val loss vs tokens](val_loss_tokens.png)"] if any(k == "tokens" for k, _ in budgets) else []) +
                     (["![val loss vs seconds](val_loss_seconds.png)"] if any(k == "seconds" for k, _ in budgets) else [])),
            "![loss by position](loss_by_position.png) ![recall split](recall_split.png)"]
-    with open(os.path.join(a.out, "compare.md"), "w") as f:
+    with output_text(os.path.join(a.out, "compare.md")) as f:
         f.write("\n".join(md) + "\n")
-    with open(os.path.join(a.out, "compare.csv"), "w", newline="") as f:
+    with output_text(os.path.join(a.out, "compare.csv")) as f:
         w = csv.writer(f)
         keys = ["arch", "budget", "seed", "params", "steps", "tokens", "train_seconds", "wall", "tok_s", "val_loss",
                 "val_ppl", "test_loss", "test_ppl", "recall_loss", "other_loss", "recall_tokens", "other_tokens"]
@@ -780,4 +822,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    guarded(main)

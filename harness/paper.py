@@ -36,14 +36,14 @@ import math
 import os
 import shlex
 import statistics
-import subprocess
 import sys
 import time
 from array import array
 from collections import Counter
 
-from harness.common import (BIN, ROOT, Sweep, command_line, die, gnuplot, gnuplot_string, need_gnuplot, out_dir,
-                            run_ok, take_config, token_header)
+from harness.common import (BIN, ROOT, Sweep, command_line, die, gnuplot, gnuplot_string, guarded, need_gnuplot,
+                            out_dir, run, run_ok, take_config, token_header)
+from harness.files import check_outputs, output_text, read_input, write_output
 from harness.compare import (COLORS, CSV_RUN, ONE_SEED, count_params, csv_columns, fmt, fmt_p, layers_text,
                              mean_spread, train_takes)
 from harness.report_page import chart, markdown_sections, write_page
@@ -92,8 +92,8 @@ def line_styles_caption(rows):
 
 def train_has_recipe():
     """Whether bin/train takes --recipe (the modern recipe's column needs it)."""
-    r = subprocess.run([os.path.join(BIN, "train"), "--help"], capture_output=True, text=True)
-    return "--recipe" in r.stdout + r.stderr
+    r = run([os.path.join(BIN, "train"), "--help"])
+    return "--recipe" in r.out + r.err
 
 
 def archs_for(n_layer, controls=(), window=17, matched=()):
@@ -193,9 +193,7 @@ def read_token_file(path):
     """A token file (bin/prepare) as an array, and its vocabulary size."""
     head = token_header(path)
     tokens = array("H" if head["width"] == 2 else "I")
-    with open(path, "rb") as f:
-        f.seek(32)
-        body = f.read(head["count"] * head["width"])
+    body = read_input(path, 32 + head["count"] * head["width"], f"'{path}'", head=True)[32:]
     if len(body) != head["count"] * head["width"]:
         die(f"'{path}' is shorter than the {head['count']:,} tokens its header claims")
     tokens.frombytes(body)
@@ -239,6 +237,8 @@ def diverged(curve):
 # Per byte and per word of the scored text (bin/eval --word-ppl): comparable across tokenizers.
 PER_TEXT = ("val_bpb", "val_word_ppl", "test_bpb", "test_word_ppl")
 SETTINGS = "paper_settings.json"  # beside each norm's compare.csv: the lr and warm-up its runs had
+# What paper writes in --out (each recipe's compare.* and runs are harness.compare's, in OUT/RECIPE).
+OUTPUTS = ("paper.md", "paper.json", "paper.html", "paper_val_loss.png", "paper_*.dat", "val_head.bin")
 SETTINGS_SCHEMA = Obj({"lr": Num(0, lo_open=True, optional=True), "warmup_iters": Int(0, optional=True)}, closed=True)
 
 
@@ -434,11 +434,8 @@ def head_file(data, out, tokens):
     src, dst = os.path.join(data, "val.bin"), os.path.join(out, "val_head.bin")
     head = token_header(src)
     n = min(tokens, head["count"])
-    with open(src, "rb") as f:
-        f.seek(32)
-        body = f.read(n * head["width"])
-    with open(dst, "wb") as f:
-        f.write(head["raw"][:24] + n.to_bytes(8, "little") + body)
+    body = read_input(src, 32 + n * head["width"], f"'{src}'", head=True)[32:]
+    write_output(dst, head["raw"][:24] + n.to_bytes(8, "little") + body)
     return dst, n
 
 
@@ -460,7 +457,7 @@ def ablate(out, norm, name, seed, kind, mixers, windows, val_head, tokens, threa
             delta[f"{layer}:{d}"] = score(["--ablate-offset", f"{layer}:{d}"]) - plain
             print(f"paper: {recipe_label(norm)} {name} seed {seed}: without layer {layer}'s offset {d}: "
                   f"{delta[f'{layer}:{d}']:+.4f} nats", flush=True)
-    with open(ablation_path(out, norm, name, seed), "w") as f:
+    with output_text(ablation_path(out, norm, name, seed)) as f:
         json.dump({"tokens": tokens, "plain_loss": plain, "delta": delta}, f, indent=1)
 
 
@@ -529,7 +526,7 @@ def write_plot(out, archs, rows, unigram):
             if not runs:
                 continue
             path = os.path.join(out, f"paper_{norm}_{name}.dat")
-            with open(path, "w") as f:
+            with output_text(path) as f:
                 for k in range(min(map(len, runs))):
                     f.write(f"{runs[0][k][0]} {sum(p[k][1] for p in runs) / len(runs)}\n")
             parts.append(f"{gnuplot_string(path)} using 1:2 with linespoints lw 2 pt 7 ps 0.5{LINE_STYLES[norm][1]} "
@@ -546,7 +543,7 @@ def write_plot(out, archs, rows, unigram):
             f"set output {gnuplot_string(png)}\n"
             f"set title {gnuplot_string(title)}\n"
             "set xlabel 'training tokens'\nset format x '%.1s%c'\nset ylabel 'validation loss (nats per token)'\n"
-            "set yrange [*:7.5]\nplot " + ", \\\n     ".join(parts) + "\n")
+            "set yrange [*:7.5]\nplot " + ", \\\n     ".join(parts) + "\n", output=png)
     return png
 
 
@@ -703,9 +700,9 @@ def report(a, archs, rows, minutes, data_label, unigram=None, plot=None, ablatio
                f"[pre/compare.md](pre/compare.md) and [post/compare.md](post/compare.md). "
                + (f"Training and scoring took {minutes:.0f} minutes of wall time." if minutes else ""),
            f"Command: `{command_line('harness.paper')}`"]
-    with open(os.path.join(a.out, "paper.md"), "w") as f:
+    with output_text(os.path.join(a.out, "paper.md")) as f:
         f.write("\n".join(md) + "\n")
-    with open(os.path.join(a.out, "paper.json"), "w") as f:
+    with output_text(os.path.join(a.out, "paper.json")) as f:
         json.dump([dict({k: r[k] for k in ("arch", "norm", "seed", "tokens", "val_ppl", "test_ppl", "params", "name",
                                            "grassmann_rank", "grassmann_pair", "attn_window", "train_seconds",
                                            "val_loss") + PER_TEXT},
@@ -801,6 +798,9 @@ def main():
         die("--controls pair needs a bin/train with --grassmann-pair (this one has none)")
     need_gnuplot()
     out_dir(a.out)
+    check_outputs(a.out, OUTPUTS)  # before any work: each file paper writes, where it is there already
+    for norm in NORMS:
+        check_outputs(os.path.join(a.out, norm), (SETTINGS, "ablation_*.json"))
     cfg = TABLES[a.table]
     window = attention_window(layer_windows(cfg["windows"], cfg["n_layer"]))
     data, data_label = a.data, os.path.relpath(a.data, ROOT)
@@ -830,10 +830,11 @@ def main():
         for k, norm in enumerate(norms):
             cmd = compare_command(a, norm, data, archs)
             print(f"paper: recipe {k + 1} of {len(norms)}, {recipe_label(norm)}: {shlex.join(cmd[1:])}", flush=True)
-            if subprocess.run(cmd, cwd=ROOT, env=sweep.env()).returncode != 0:
+            # its runs' progress as they come; stopping paper stops it, and it its runs (harness/procs.py)
+            if run(cmd, env=sweep.env(), capture=False, cwd=ROOT, show=True).status != 0:
                 die(f"the {recipe_label(norm)} comparison failed (its output is above)")
             sweep.add_done(per_recipe)
-            with open(os.path.join(a.out, norm, SETTINGS), "w") as f:
+            with output_text(os.path.join(a.out, norm, SETTINGS)) as f:
                 json.dump({"lr": a.lr, "warmup_iters": a.warmup_iters}, f)
             if a.ablation_tokens:
                 val_head, n = head_file(data, a.out, a.ablation_tokens)
@@ -856,4 +857,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    guarded(main)

@@ -34,9 +34,11 @@ import sys
 import time
 
 from harness.common import (BIN, ROOT, Sweep, command_line, die, fit_warmup, gnuplot, gnuplot_series, gnuplot_string,
-                            need_gnuplot, out_dir, probe_train_command as train_command, run_ok, take_config)
+                            guarded, need_gnuplot, out_dir, partial, probe_train_command as train_command, run_ok,
+                            take_config)
 from harness import registry
 from harness.archs import parse_archs, syntax
+from harness.files import check_outputs, output_text
 from harness.compare import count_params, run, size_archs
 from harness.experiments import default
 from harness.results import Int, ListOf, Name, Num, Obj, Text, arch_option_fields, load_json
@@ -69,6 +71,11 @@ def positions(pos, mixers):
     if pos != "auto":
         return pos
     return default("probe", "positions").get(mixers[0], "learned") if len(set(mixers)) == 1 else "learned"
+
+
+# What probe writes in --out: its report, plot and data, and the checkpoints of the runs in flight
+# (bin/train writes those by its own rule).
+OUTPUTS = ("probe.json", "probe.md", "probe_accuracy.png", "acc_*.dat", "model_*.ckpt")
 
 
 def read_rows(out):
@@ -170,6 +177,7 @@ def main():
     registry.check_options(a, ["--n-layer", str(a.n_layer), "--n-head", str(a.n_head)])
     need_gnuplot()
     out_dir(a.out)
+    check_outputs(a.out, OUTPUTS)  # before any work: each file probe writes, where it is there already
     jobs = a.jobs or min(len(archs) * a.seeds, os.cpu_count() or 1)
     threads = a.threads or max(1, (os.cpu_count() or 1) // jobs)
 
@@ -227,14 +235,15 @@ def main():
                 args = train_command(ckpt, mixers, L, a.batch_tokens, steps, a.lr, a.min_lr, warmup, seed,
                                      threads, shared, size_args(arch))
                 t0 = time.time()
-                if staged:  # the first stage stops at stage_steps; the second resumes it on the full task
-                    run(args + ["--data", first_data, "--stop-at", str(stage_steps)], live=True)
-                    run(args + ["--data", data, "--resume", ckpt], live=True)
-                else:
-                    run(args + ["--data", data], live=True)
-                secs = time.time() - t0
-                ev = run_ok([os.path.join(BIN, "eval"), "--model", ckpt, "--data", data, "--json",
-                             "--threads", str(threads)], status=2).json()
+                with partial(ckpt):  # a stopped sweep removes the checkpoints of the runs it stopped
+                    if staged:  # the first stage stops at stage_steps; the second resumes it on the full task
+                        run(args + ["--data", first_data, "--stop-at", str(stage_steps)], live=True)
+                        run(args + ["--data", data, "--resume", ckpt], live=True)
+                    else:
+                        run(args + ["--data", data], live=True)
+                    secs = time.time() - t0
+                    ev = run_ok([os.path.join(BIN, "eval"), "--model", ckpt, "--data", data, "--json",
+                                 "--threads", str(threads)], status=2).json()
                 os.remove(ckpt)
                 distance = None if task == "mqar" else a.copy_segment + p + 1
                 row = {"arch": name, "task": task, "seq_len": L, ("pairs" if task == "mqar" else "gap"): p,
@@ -250,7 +259,7 @@ def main():
             # The runs of a setting are independent: `jobs` of them at a time, each on its own threads.
             with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
                 rows += list(pool.map(lambda job: train_and_score(job[0], *job[1]), enumerate(runs)))
-            with open(os.path.join(a.out, "probe.json"), "w") as f:  # after every setting: a partial sweep is kept
+            with output_text(os.path.join(a.out, "probe.json")) as f:  # after every setting: a partial sweep is kept
                 json.dump(rows, f, indent=1)
     total = time.time() - t_all
     cmd = command_line("harness.probe")
@@ -273,7 +282,7 @@ def main():
                f"{a.val_seqs} scored; {a.symbols} symbols (chance 1/{a.symbols}); MQAR queries {a.queries}. "
                + (f"Rebuilt from probe.json ({len(rows)} runs, {sum(r['train_seconds'] for r in rows) / 60:.1f} minutes "
                   "of training)." if a.report_only else f"Took {total / 60:.1f} minutes."), f"Command: `{cmd.strip()}`", "", "![probe accuracy](probe_accuracy.png)"]
-    with open(os.path.join(a.out, "probe.md"), "w") as f:
+    with output_text(os.path.join(a.out, "probe.md")) as f:
         f.write("\n".join(md) + "\n")
     # Accuracy against sequence length (MQAR) and against distance (copy), one line per architecture.
     parts, plots = [], []
@@ -294,10 +303,10 @@ def main():
               f"set output {gnuplot_string(os.path.join(a.out, 'probe_accuracy.png'))}\n"
               f"set multiplot layout 1,{len(plots)}\nset grid\nset yrange [0:1.05]\nset ylabel 'answer accuracy'\n"
               "set key bottom left\n" + "".join(plots) + "unset multiplot\n")
-    gnuplot(script)
+    gnuplot(script, output=os.path.join(a.out, "probe_accuracy.png"))
     print("\n".join(md))
     print(f"\nwrote {os.path.join(a.out, 'probe.md')}, probe.json and probe_accuracy.png ({total / 60:.1f} min)")
 
 
 if __name__ == "__main__":
-    main()
+    guarded(main)

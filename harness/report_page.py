@@ -8,6 +8,8 @@ import math
 import os
 import re
 
+from harness.files import write_output
+
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report_page.html")
 MARK = "@REPORT_DATA@"
 
@@ -60,10 +62,10 @@ def chart(chart_id, title, xlabel, ylabel, series, note=None, xlog=False, ymax=N
 
 
 def write_page(path, title, sections):
-    """Writes the page; '<' in the data is escaped so no string can close the script tag."""
+    """Writes the page (through its temporary: harness/files.py); '<' in the data is escaped so no
+    string can close the script tag."""
     with open(TEMPLATE, encoding="utf-8") as f:
         template = f.read()
     data = json.dumps({"title": title, "sections": sections}, separators=(",", ":"), allow_nan=False)
     data = data.replace("<", "\\u003c")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(template.replace(MARK, data, 1))
+    write_output(path, template.replace(MARK, data, 1), "the page")

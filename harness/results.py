@@ -13,12 +13,11 @@ import csv
 import io
 import json
 import math
-import os
 import re
-import stat
 
 from harness import registry
 from harness.common import die
+from harness.files import read_input
 
 MAX_BYTES = 256 << 20  # a results file is kilobytes; this stops a planted huge one before it is read
 MAX_INT = 1 << 63      # what bin/train's counters hold
@@ -285,23 +284,9 @@ class MapOf(Field):
 # ---- reading the files -------------------------------------------------------------
 
 def read_text(path):
-    """A results file's text: a regular file (not a directory, FIFO or device, which open() would
-    take or block on), not past MAX_BYTES, UTF-8."""
-    try:
-        st = os.stat(path)
-    except OSError as e:
-        die(f"cannot read {path}: {e.strerror}")
-    if stat.S_ISDIR(st.st_mode):
-        die(f"{path} is a directory, not a results file")
-    if not stat.S_ISREG(st.st_mode):
-        die(f"{path} is not a regular file")
-    if st.st_size > MAX_BYTES:
-        die(f"{path} is {st.st_size:,} bytes, more than a results file's {MAX_BYTES:,}")
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
-    except OSError as e:
-        die(f"cannot read {path}: {e.strerror}")
+    """A results file's text: a regular file opened without blocking (not a directory, FIFO or
+    device), not past MAX_BYTES (harness/files.py's read_input), UTF-8."""
+    data = read_input(path, MAX_BYTES)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:

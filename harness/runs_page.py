@@ -9,13 +9,13 @@ colour per run, written to --out.
   python3 -m harness.runs_page runs/a runs/b --out compare.html"""
 import argparse
 import glob
-import json
 import os
 import re
 import sys
 
-from harness.common import BIN, die, printable, run, run_ok
+from harness.common import BIN, die, guarded, printable, run, run_ok
 from harness.compare import COLORS
+from harness.files import output_check
 from harness.report_page import chart, write_page
 from harness.results import Invalid, read_train_log
 
@@ -24,8 +24,11 @@ def read_run(path, bin_dir):
     """bin/info's JSON and text for the run folder, and its log's rows."""
     if not os.path.isdir(path):
         die(f"'{path}' is not a run folder (bin/train --run DIR makes one)")
-    info = json.loads(run_ok([os.path.join(bin_dir, "info"), path, "--json"], status=2).out)
-    text = run_ok([os.path.join(bin_dir, "info"), path], status=2).out
+    folder = path if not path.startswith("-") else os.path.join(".", path)  # never read as an option
+    info = run_ok([os.path.join(bin_dir, "info"), folder, "--json"], status=2).json()
+    if not isinstance(info, dict):
+        die(f"bin/info --json of '{path}' printed no JSON object")
+    text = run_ok([os.path.join(bin_dir, "info"), folder], status=2).out
     log = os.path.join(path, "log.csv")
     try:
         rows = read_train_log(log) if os.path.exists(log) else []
@@ -129,8 +132,9 @@ def main():
     if len(a.runs) > 1 and not a.out:
         die("several runs: give the page to write with --out FILE")
     out = a.out or os.path.join(a.runs[0], "run.html")
-    if os.path.isdir(out):
-        die(f"--out '{out}' is a folder: give a file name")
+    # Before any work: a file or a new path, never through a link, never a FIFO, device or folder,
+    # never one of the runs' own files (harness/files.py).
+    output_check(out, "--out" if a.out else "the page", run_folders=[r for r in a.runs if os.path.isdir(r)])
     runs = [read_run(p, a.bin) for p in a.runs]
     title, sections = page(runs, a.bin, a.sample_tokens, a.prompt)
     write_page(out, title, sections)
@@ -138,4 +142,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main))

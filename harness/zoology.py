@@ -41,8 +41,9 @@ import time
 
 from harness import registry
 from harness.archs import parse_archs, syntax
-from harness.common import (BIN, ROOT, command_line, die, gnuplot, gnuplot_series, gnuplot_string, need_gnuplot,
-                            out_dir, probe_train_command as train_command, run_ok)
+from harness.common import (BIN, ROOT, command_line, die, gnuplot, gnuplot_series, gnuplot_string, guarded,
+                            need_gnuplot, out_dir, partial, probe_train_command as train_command, run_ok)
+from harness.files import check_outputs, output_text
 from harness.compare import COLORS, count_params, fmt_p, run, size_archs
 from harness.experiments import default
 from harness.probe import positions, size_args
@@ -54,6 +55,11 @@ from harness.stats import welch_p
 LRS = "1e-4,4.6416e-4,2.1544e-3,1e-2"
 QUICK = {"cells": "64:4", "widths": "64", "lrs": "2.1544e-3,1e-2", "steps": 8000, "train_seqs": 100000,
          "val_seqs": 500}
+
+
+# What the sweep writes in --out: its report, page, plot and data, and the checkpoints of the runs in
+# flight (bin/train writes those by its own rule).
+OUTPUTS = ("zoology.json", "zoology.md", "zoology.html", "zoology_accuracy.png", "zoology_*.dat", "model_*.ckpt")
 
 
 def parse_cells(text):
@@ -182,7 +188,7 @@ def write_report(a, archs, rows, minutes, kept=0):
                                   if minutes else "Rebuilt from zoology.json."),
            f"Command: `{command_line('harness.probe', ['--zoology'] + a.argv)}`", "",
            "![accuracy against state size](zoology_accuracy.png)"]
-    with open(os.path.join(a.out, "zoology.md"), "w") as f:
+    with output_text(os.path.join(a.out, "zoology.md")) as f:
         f.write("\n".join(md) + "\n")
     cells = sorted({(r["seq_len"], r["pairs"]) for r in best})
     plots, charts = [], []
@@ -205,7 +211,8 @@ def write_report(a, archs, rows, minutes, kept=0):
     gnuplot(f"set terminal pngcairo size {360 * len(cells) + 140},420 font ',10'\n"
             f"set output {gnuplot_string(os.path.join(a.out, 'zoology_accuracy.png'))}\nset multiplot layout 1,{len(cells)}\n"
             "set grid\nset logscale x 2\nset yrange [0:1.05]\nset xlabel 'state size (floats, all layers)'\n"
-            "set ylabel 'MQAR accuracy (best lr)'\nset key top left\nset offsets graph 0.08, graph 0.08, 0, 0\n" + "".join(plots) + "unset multiplot\n")
+            "set ylabel 'MQAR accuracy (best lr)'\nset key top left\nset offsets graph 0.08, graph 0.08, 0, 0\n" + "".join(plots) + "unset multiplot\n",
+            output=os.path.join(a.out, "zoology_accuracy.png"))
     return md
 
 
@@ -284,6 +291,7 @@ def main(argv=None):
     registry.check_options(a, ["--n-layer", str(a.n_layer), "--n-head", str(a.n_head)])
     need_gnuplot()
     out_dir(a.out)
+    check_outputs(a.out, OUTPUTS)  # before any work: each file the sweep writes, where it is there already
     warmup = a.warmup_iters or max(1, a.steps // 10)
     t0, rows = time.time(), []
     settings = {"vocab": a.vocab, "steps": a.steps, "batch_tokens": a.batch_tokens, "warmup_iters": warmup,
@@ -334,10 +342,11 @@ def main(argv=None):
         args = train_command(ckpt, r["mixers"], r["L"], a.batch_tokens, a.steps, r["lr"], r["lr"] / 10, warmup,
                              r["seed"], threads, r["shape"] + ["--pos", r["pos"]], r["size"])
         start = time.time()
-        run(args + ["--data", r["data"]], live=True)
-        secs = time.time() - start
-        ev = run_ok([os.path.join(BIN, "eval"), "--model", ckpt, "--data", r["data"], "--json", "--threads",
-                     str(threads)], status=2).json()
+        with partial(ckpt):  # a stopped sweep removes the checkpoints of the runs it stopped
+            run(args + ["--data", r["data"]], live=True)
+            secs = time.time() - start
+            ev = run_ok([os.path.join(BIN, "eval"), "--model", ckpt, "--data", r["data"], "--json", "--threads",
+                         str(threads)], status=2).json()
         os.remove(ckpt)
         row = {"arch": r["arch"], "seq_len": r["L"], "pairs": r["pairs"], "n_embd": r["width"], "lr": r["lr"],
                "seed": r["seed"], "accuracy": round(ev["accuracy"], 6), "answer_loss": round(ev["loss"], 6),
@@ -351,7 +360,7 @@ def main(argv=None):
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         for row in pool.map(lambda ir: train_and_score(*ir), enumerate(runs)):
             rows.append(row)
-            with open(os.path.join(a.out, "zoology.json"), "w") as f:  # after every run: a stopped sweep keeps them
+            with output_text(os.path.join(a.out, "zoology.json")) as f:  # after every run: a stopped sweep keeps them
                 json.dump(rows, f, indent=1)
     if not rows:
         die("no runs to report")
@@ -361,4 +370,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    guarded(main)

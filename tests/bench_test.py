@@ -437,7 +437,7 @@ class GenerateSection(unittest.TestCase):
         ctx.threads, ctx.rounds = 1, 2
         scripts = []
         real_gnuplot = bench_generate.gnuplot
-        bench_generate.gnuplot = lambda script: (scripts.append(script), real_gnuplot(script))
+        bench_generate.gnuplot = lambda script, output=None: (scripts.append(script), real_gnuplot(script, output))
         try:
             with tempfile.TemporaryDirectory() as tmp:
                 path = os.path.join(tmp, "decode.png")

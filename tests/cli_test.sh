@@ -193,19 +193,35 @@ grep -q "steps 2..4 of 4" "$tmp/out" && ok || bad "resume --mixer grassmann did 
 expect_error "resume grassmann as a hybrid" "--mixer grassmann,attention differs from the checkpoint's grassmann,grassmann" \
     $B/train --data "$tmp/a" --out "$tmp/gr.ckpt" --resume "$tmp/gr.ckpt" --mixer grassmann,attention
 
-# bin/eval --ablate-offset: leaving nothing out is the plain eval to the digit; leaving an
-# offset out moves the loss; a layer or offset the model lacks is one line.
+# bin/eval --ablate LAYER:PART: leaving nothing out is the plain eval to the digit; leaving an
+# offset or a head out moves the loss; --ablate-offset L:D is --ablate L:offsetD, bit for bit;
+# a layer or part the model lacks is one line naming the layer's parts.
 $B/eval --model "$tmp/gr.ckpt" --data "$tmp/a" --json >"$tmp/plain.json" 2>/dev/null
 $B/eval --model "$tmp/gr.ckpt" --data "$tmp/a" --json --ablate-offset "" >"$tmp/none.json" 2>/dev/null
 $B/eval --model "$tmp/gr.ckpt" --data "$tmp/a" --json --ablate-offset 1:2 >"$tmp/abl.json" 2>/dev/null
+$B/eval --model "$tmp/gr.ckpt" --data "$tmp/a" --json --ablate 1:offset2 >"$tmp/part.json" 2>/dev/null
 loss() { sed -n 's/.*"loss":\([0-9.]*\).*/\1/p' "$1"; }
 if [ -n "$(loss "$tmp/plain.json")" ] && [ "$(loss "$tmp/plain.json")" = "$(loss "$tmp/none.json")" ] \
-    && [ "$(loss "$tmp/plain.json")" != "$(loss "$tmp/abl.json")" ] && grep -q '"ablated_offsets":"1:2"' "$tmp/abl.json"; then ok
-else bad "--ablate-offset: plain $(loss "$tmp/plain.json"), nothing left out $(loss "$tmp/none.json"), offset 2 of layer 1 $(loss "$tmp/abl.json")"; fi
-expect_error "ablate an offset the layer lacks" "Grassmann layer 0 has no window offset 4" \
+    && [ "$(loss "$tmp/plain.json")" != "$(loss "$tmp/abl.json")" ] && grep -q '"ablated_offsets":"1:2"' "$tmp/abl.json" \
+    && [ "$(loss "$tmp/abl.json")" = "$(loss "$tmp/part.json")" ] && grep -q '"ablated":"1:offset2"' "$tmp/part.json"; then ok
+else bad "--ablate: plain $(loss "$tmp/plain.json"), nothing left out $(loss "$tmp/none.json"), offset 2 of layer 1 $(loss "$tmp/abl.json"), as a part $(loss "$tmp/part.json")"; fi
+# A head of attention (good.ckpt) and of gla: each moves the loss.
+$B/eval --model "$tmp/good.ckpt" --data "$tmp/a" --json >"$tmp/aplain.json" 2>/dev/null
+$B/eval --model "$tmp/good.ckpt" --data "$tmp/a" --json --ablate 0:head1,1:head0 >"$tmp/ahead.json" 2>/dev/null
+[ -n "$(loss "$tmp/ahead.json")" ] && [ "$(loss "$tmp/aplain.json")" != "$(loss "$tmp/ahead.json")" ] && ok \
+    || bad "--ablate attention heads: plain $(loss "$tmp/aplain.json"), without two heads $(loss "$tmp/ahead.json")"
+expect_ok "train gla" $B/train --data "$tmp/a" --out "$tmp/gla.ckpt" "${SMALL[@]}" --max-iters 2 --mixer gla
+$B/eval --model "$tmp/gla.ckpt" --data "$tmp/a" --json >"$tmp/gplain.json" 2>/dev/null
+$B/eval --model "$tmp/gla.ckpt" --data "$tmp/a" --json --ablate 1:head1 >"$tmp/ghead.json" 2>/dev/null
+[ -n "$(loss "$tmp/ghead.json")" ] && [ "$(loss "$tmp/gplain.json")" != "$(loss "$tmp/ghead.json")" ] && ok \
+    || bad "--ablate gla head: plain $(loss "$tmp/gplain.json"), without head 1 of layer 1 $(loss "$tmp/ghead.json")"
+expect_error "ablate a part the layer lacks" "^eval: error: layer 0 \(grassmann\) has no part 'offset4'; its parts: offset1, offset2\$" \
     $B/eval --model "$tmp/gr.ckpt" --data "$tmp/a" --ablate-offset 0:4
+expect_error "ablate a head the layer lacks" "layer 0 \(attention\) has no part 'head7'; its parts: head0, head1" \
+    $B/eval --model "$tmp/good.ckpt" --data "$tmp/a" --ablate 0:head7
 expect_error "ablate a layer the model lacks" "layer 2 does not exist" $B/eval --model "$tmp/gr.ckpt" --data "$tmp/a" --ablate-offset 2:1
-expect_error "ablate, bad list" "LAYER:OFFSET pairs" $B/eval --model "$tmp/gr.ckpt" --data "$tmp/a" --ablate-offset 1-2
+expect_error "ablate-offset, bad list" "LAYER:OFFSET pairs" $B/eval --model "$tmp/gr.ckpt" --data "$tmp/a" --ablate-offset 1-2
+expect_error "ablate, bad list" "LAYER:PART pairs" $B/eval --model "$tmp/gr.ckpt" --data "$tmp/a" --ablate 1
 # --norm post and per-layer window schedules (issue 19): every program follows the checkpoint
 expect_error "train bad norm" "--norm must be pre or post \\(got 'side'\\)" $B/train --data "$tmp/a" --out "$tmp/x.ckpt" "${SMALL[@]}" --norm side
 expect_error "train short window schedule" "has 2 lists but n_layer is 3" $B/train --data "$tmp/a" --out "$tmp/x.ckpt" "${SMALL[@]}" \
@@ -233,7 +249,7 @@ expect_error "resume pair map change" "--grassmann-pair sum differs from the che
     --out "$tmp/pair.ckpt" --resume "$tmp/pair.ckpt" --grassmann-pair sum
 expect_ok "sample outer pair map" $B/sample --model "$tmp/pair.ckpt" --tokens 20 --seed 3
 expect_ok "inspect outer pair map" $B/inspect --model "$tmp/pair.ckpt" --prompt "The whale, the" --out "$tmp/insp-pair"
-grep -q "offset contribution norms" "$tmp/out" && ! grep -q "Plücker residual" "$tmp/out" && ok \
+grep -q "^  offset_norms: " "$tmp/out" && ! grep -q "plucker_residual" "$tmp/out" && ok \
     || bad "inspect of an outer map: offsets missing or a Plücker residual reported"
 expect_ok "sample post-norm" $B/sample --model "$tmp/post.ckpt" --tokens 20 --seed 3
 expect_ok "inspect post-norm" $B/inspect --model "$tmp/post.ckpt" --prompt "The whale, the" --out "$tmp/insp-post"

@@ -1,7 +1,9 @@
 """The harnesses' readers of results files, fuzzed with Hypothesis (Debian's
 python3-hypothesis): compare.csv, paper_settings.json, a training log and an
 ablation file as harness.paper --report-only reads them, zoology.json
-(--report-only and --resume's check of its settings) and probe.json. Each
+(--report-only and --resume's check of its settings), probe.json, and an
+experiment file as harness.compare, harness.paper and harness.probe read it
+(--config: each value through its option's type and choices). Each
 input is a good file mutated (a value replaced by any JSON value or CSV
 cell, a key or a column dropped, a key added, a run repeated, bytes spliced
 in, or something else entirely); the harness then reads it and writes its
@@ -30,8 +32,10 @@ from unittest import mock
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "lm-hypothesis"))
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402 (after its setting)
 
-from harness import paper, probe, zoology
+from harness import compare, paper, probe, zoology
+from harness.config import is_switch
 from harness.results import name_problem, read_train_log
+from tests.harness_config_test import parsed
 from tests.harness_harden_test import PAPER_COLUMNS, paper_rows, probe_rows, zoology_rows
 
 # Strings that have broken a reader somewhere, or should be refused by one.
@@ -109,7 +113,7 @@ def mutated_csv(draw, columns, rows):
     return how, data
 
 
-def check_script(script):
+def check_script(script, output=None):
     """What harness.common.gnuplot gets: nothing in it may run a command."""
     for line in script.splitlines():
         assert not line.lstrip().startswith("!"), line
@@ -180,6 +184,40 @@ def run_paper_log(out):
     return run_paper(out)
 
 
+def options_kept(ap, options):
+    """An accepted --config keeps what the command line promises: a switch is a bool, a number its
+    option's type, a value one of its choices, a repeated option a list of strings."""
+    for action in ap._actions:
+        v = getattr(options, action.dest, None)
+        if v is None or action.dest == "help":
+            continue
+        if is_switch(action):
+            assert isinstance(v, bool), (action.dest, v)
+        elif isinstance(action, argparse._AppendAction):
+            assert isinstance(v, list) and all(isinstance(x, str) for x in v), (action.dest, v)
+        else:
+            assert type(v) is (action.type or str), (action.dest, v)
+            assert action.choices is None or v in action.choices, (action.dest, v)
+
+
+def run_config(out):
+    """An experiment file read by each harness that takes --config, as its main() parses its options."""
+    path = os.path.join(out, "c.json")
+    became = []
+    for module in (compare, paper, probe):
+        became.append(outcome(lambda: parsed(module, ["--config", path], parser=True)))
+        if became[-1] == "accepted":
+            options_kept(*outcome.value)
+    return "refused" if "refused" in became else "accepted"
+
+
+# A run folder's config.json and the harnesses' own keys (a budget, architectures, a switch as 0).
+GOOD_CONFIG = {"n-layer": 2, "n-head": 2, "n-embd": 32, "block-size": 16, "batch-size": 4, "lr": 0.001,
+               "min-lr": 0.0001, "warmup-iters": 2, "dropout": 0.0, "seed": 7, "keep-checkpoints": 0,
+               "mixer": "attention", "out": "x.ckpt", "norm": "pre", "precision": "fp32", "budget": "tokens:1000",
+               "archs": "attention grassmann", "table": 1, "norms": "pre", "tasks": "mqar", "report-only": False,
+               "train-args": "--zero-init 0", "qk-norm": True, "threads": 1}
+
 GOOD_LOG = [{"step": 0, "tokens": 0, "train_loss": "", "val_loss": 9.0, "ms_per_step": ""}] + [
     {"step": i, "tokens": 100 * i, "train_loss": 6.0 - i, "val_loss": 6.5 - i, "ms_per_step": 10.0} for i in (1, 2)]
 GOOD_ABLATION = {"tokens": 4096, "plain_loss": 5.25, "delta": {"0:1": 0.5, "0:2": 0.01, "1:1": 0.2}}
@@ -194,6 +232,7 @@ TARGETS = {
     "ablation json": ("pre/ablation_grassmann_1337.json", lambda d: mutated_json(d, GOOD_ABLATION), run_paper),
     "zoology.json": ("zoology.json", lambda d: mutated_json(d, zoology_rows()), run_zoology),
     "probe.json": ("probe.json", lambda d: mutated_json(d, probe_rows()), run_probe),
+    "--config": ("c.json", lambda d: mutated_json(d, GOOD_CONFIG), run_config),
 }
 
 
@@ -235,8 +274,12 @@ def fuzz_test(name, examples, derandomize):
 # The values every field of a good file is set to in turn (make test): the edges of the schemas.
 EDGE_CELLS = ["", "0", "-1", "-0", "1.5", "nan", "inf", "1e999", "x", "'", "../x", "99999999999999999999"]
 EDGE_JSON = [None, True, 0, -1, -0.0, 1.5, 2 ** 64, "", "x", "1", "../x", [], {}, [1], {"a": 1}]
+# --config's edges: an option of each kind (a switch, an integer, a number, choices, a list, a string,
+# a key no harness takes), not all of them.
+EDGE_KEYS = {"--config": ("keep-checkpoints", "report-only", "n-layer", "lr", "norm", "table", "budget", "archs",
+                          "mixer")}
 GOOD_JSON = {"paper_settings.json": {"lr": 0.001, "warmup_iters": 100}, "ablation json": GOOD_ABLATION,
-             "zoology.json": zoology_rows(), "probe.json": probe_rows()}
+             "zoology.json": zoology_rows(), "probe.json": probe_rows(), "--config": GOOD_CONFIG}
 
 
 def csv_bytes(columns, rows):
@@ -259,7 +302,7 @@ def every_edge():
                 yield name, "edge", csv_bytes(columns, changed)
     for name, good in GOOD_JSON.items():
         for path in range(len(dict_nodes(good))):
-            for key in sorted(dict_nodes(good)[path]):
+            for key in sorted(set(dict_nodes(good)[path]) & set(EDGE_KEYS.get(name, dict_nodes(good)[path]))):
                 for v in EDGE_JSON:
                     doc = copy.deepcopy(good)
                     dict_nodes(doc)[path][key] = v

@@ -253,4 +253,4 @@ def plot_generate(ctx, res, path):
         gnuplot("set terminal pngcairo size 1000,560 font ',11'\nset grid\nset key outside right top\n"
                 f"set output {gnuplot_string(path)}\nset title {gnuplot_string(title)}\n"
                 "set logscale xy\nset xlabel 'context (tokens of prompt)'\nset ylabel 'decode tokens/s'\n"
-                "plot " + ", \\\n     ".join(parts) + "\n")
+                "plot " + ", \\\n     ".join(parts) + "\n", output=path)

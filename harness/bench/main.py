@@ -3,7 +3,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -21,6 +20,8 @@ from harness.bench.shared import (CONFIGS, PRECISIONS, STEPS, T0, Context, bench
 from harness.bench.train import (cpu_isa_levels, level_env, parse_isa, torch_isa, print_flops, print_inference, print_memory, print_profile, print_speed,
                                  section_train)
 from harness.common import BIN, PYTHON, ROOT, cpu_model, die, kill_children, need_gnuplot, token_header
+from harness.files import output_check
+from harness.procs import children_end_first
 
 SECTIONS = ("train", "mixers", "kernel", "blas", "load", "mpi", "scaling", "layouts", "generate")
 # What runs when --sections is not given: these, and the last two as well when
@@ -130,13 +131,9 @@ def check_plot(a):
     can take in a folder that exists."""
     if "generate" not in a.sections:
         die("--plot draws the generate section: add generate to --sections")
-    if not a.plot or any(not c.isprintable() for c in a.plot):
-        die(f"--plot must be a file name without control characters (got {a.plot!r})")
-    if os.path.isdir(a.plot):
-        die(f"--plot '{a.plot}' is a folder: give a file name")
-    folder = os.path.dirname(a.plot) or "."
-    if not os.path.isdir(folder):
-        die(f"--plot '{a.plot}': there is no folder '{folder}'")
+    # a file or a new path in a folder that is there, never a folder, FIFO or device, never written
+    # through a link (harness/files.py)
+    output_check(a.plot, "--plot")
     need_gnuplot()
 
 
@@ -222,10 +219,10 @@ def make_context(a, tmp):
 
 def main():
     a = parse_args()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     out = {}
     try:
-        with tempfile.TemporaryDirectory(prefix="lm-bench-") as tmp:
+        # a stop waits for the programs running in tmp before tmp is removed (harness/procs.py)
+        with tempfile.TemporaryDirectory(prefix="lm-bench-") as tmp, children_end_first():
             ctx = make_context(a, tmp)
             out["machine"] = {"cpu": cpu_model(), "cores": os.cpu_count(), "threads": ctx.threads,
                               "thread_list": ctx.thread_list, "torch_python": ctx.torch_python,
@@ -244,11 +241,8 @@ def main():
                 if s in a.sections:
                     out[s] = SECTION_RUNS[s](ctx)
             out["machine"]["torch_unavailable"] = ctx.torch_missing
-    except KeyboardInterrupt:
-        kill_children()
-        die("interrupted", 130)
     finally:
-        kill_children()
+        kill_children()  # a failure on the way leaves none running (a stop waits for them: harness/procs.py)
     out["seconds"] = time.monotonic() - T0
     if a.json:
         print(json.dumps(out, indent=1))

@@ -10,8 +10,9 @@
  * (MixerSettings, a struct of the mixer's own inside), its rows of options
  * (MixerOption: bin/train's option, bounds, default, help and the config
  * JSON's key), what each layer takes from them (layer_spec, into
- * MixerSpec.own), its part of bin/train's start-up line (describe) and what
- * bin/inspect reports of a layer (the inspect hook's LayerInspection). The
+ * MixerSpec.own), its part of bin/train's start-up line (describe), what
+ * bin/inspect shows of a layer (the inspect hook's exhibits,
+ * lm/inspection.h) and the parts bin/eval --ablate can leave out. The
  * config names each layer's mixer by its registry entry; nothing else in
  * the model or the programs knows one mixer from another.
  *
@@ -49,6 +50,7 @@ typedef enum { INIT_NORMAL, INIT_RESIDUAL, INIT_ZERO, INIT_ONE } InitKind;
 #define MIXER_SETTINGS_BYTES 1024  /* a mixer's settings block, at most */
 #define MIXER_LAYER_BYTES 512      /* a layer's own part of its spec, at most */
 #define MIXER_MAX_LAYERS 64        /* the layers a settings block provides for (the config's MAX_LAYERS) */
+#define MIXER_MAX_PARTS 32         /* parts a layer can leave out: the bits of MixerSpec.muted */
 
 /* A mixer's settings for the whole model, as the mixer defines them: the
  * config keeps one block per registered mixer (ModelConfig.mixer_settings),
@@ -71,10 +73,10 @@ typedef struct MixerSpec {
     size_t block_size, n_embd, n_head;
     int rope;              /* rotary positions: attention rotates q and k (src/nn/rope.h) */
     int qk_norm;           /* attention: q and k per head RMSNorm'd (no gain) before the scores */
-    /* Bit k: the layer's k-th part (the mixer's mute_offset says which) is
-     * left out, to measure what it contributes (bin/eval --ablate-offset).
-     * Forward and step honour it; backward need not, so a model with muted
-     * parts is for evaluation only. 0 in training. */
+    /* Bit k: the layer's k-th part (Mixer.parts names it) is left out, to
+     * measure what it contributes (bin/eval --ablate). Forward and step
+     * honour it; backward need not, so a model with muted parts is for
+     * evaluation only. 0 in training. */
     uint32_t muted;
     /* The layer's own settings, a struct of the mixer's (layer_spec). */
     union {
@@ -165,10 +167,11 @@ typedef struct Mixer {
     /* Optional: its part of bin/train's start-up line, when a layer has this
      * mixer ("grassmann r 32, windows 1,2,4"), into buf. */
     void (*describe)(const void *settings, size_t n_layer, char *buf, size_t len);
-    /* Optional (NULL: nothing to mute): the bit of MixerSpec.muted that
-     * leaves offset `offset` of this layer (number `layer`, for messages)
-     * out; -1 with err when it has none such. */
-    int (*mute_offset)(const MixerSpec *spec, size_t layer, size_t offset, Error *err);
+    /* Optional (NULL: nothing to leave out): names the layer's parts that
+     * bin/eval --ablate can leave out ("head0", "offset4"), part k being
+     * bit k of MixerSpec.muted; writes at most MIXER_MAX_PARTS names and
+     * returns how many. */
+    size_t (*parts)(const MixerSpec *spec, char (*names)[MIXER_PART_NAME]);
     /* Rejects configurations this mixer cannot run. */
     int (*validate)(const MixerSpec *spec, Error *err);
     /* Fills `out` with the layer's tensors (names relative to "h.{l}.") and
@@ -212,12 +215,14 @@ typedef struct Mixer {
     /* Optional (NULL: the layer is inspected only through what the model sees
      * of every layer: logit lens, the attribution of its whole output, no
      * induction scores). Looks at the layer on one sequence x (T, C), its
-     * input as forward gets it, and fills `out` (lm/inspection.h)
-     * with what it measures, in arrays it allocates (freed by
-     * layer_inspection_free, also after a failure); the maps must be the
-     * ones forward uses (with rope positions q and k rotated as it does).
-     * Recomputed from params and x: forward keeps no T x T map. Returns 0,
-     * or -1 with err set (out of memory). */
+     * input as forward gets it, and adds to `out` what it shows, as
+     * exhibits (lm/inspection.h's exhibit_add: maps, series, tables,
+     * scalars), and the parts of its output at T - 1 for the attribution;
+     * freed by layer_inspection_free, also after a failure. Maps must be
+     * the ones forward uses (with rope positions q and k rotated as it
+     * does). Recomputed from params and x: forward keeps no T x T map. With
+     * MIXER_INSPECT_MAPS only the maps exhibits are read. Returns 0, or -1
+     * with err set (out of memory). */
     int (*inspect)(const MixerSpec *spec, const MixerRuntime *rt, const float *params, const float *x, size_t T,
                    MixerInspectWhat what, LayerInspection *out, Error *err);
 } Mixer;

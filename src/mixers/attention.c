@@ -10,6 +10,7 @@
 #include "lm/ops.h"
 #include "lm/threads.h"
 #include "mixers/attention_tiles.h"
+#include "mixers/head_parts.h"
 #include "nn/rmsnorm.h"
 #include "nn/rope.h"
 
@@ -256,6 +257,7 @@ static void attention_forward(const MixerSpec *spec, const MixerRuntime *rt, con
         flash_forward_tile(a.y + (b * T + i0) * C + h * hs, C, a.lse + bh * T + i0, st, ts, k_a, qt_b, v_b, i0, nq,
                            hs, scale, window);
     }
+    mute_heads(a.y, B * T, C, hs, spec->muted); /* bin/eval --ablate's heads */
     matmul_forward(rt->bf16, out, a.y, p.proj_w, p.proj_b, B * T, C, C);
 }
 
@@ -412,6 +414,7 @@ const Mixer attention_mixer = {
     .n_options = sizeof attention_options / sizeof attention_options[0],
     .layer_spec = attention_layer_spec,
     .describe = attention_describe,
+    .parts = head_parts,
     .validate = attention_validate,
     .tensors = attention_tensors,
     .act_size = attention_act_size,

@@ -1,6 +1,7 @@
 #include "mixers/grassmann.h"
 #include "mixers/grassmann_loops.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "lm/cpu.h"
@@ -270,14 +271,14 @@ static double grassmann_flops(const MixerSpec *spec, size_t T) {
 
 _Static_assert(sizeof(GrassmannSettings) <= MIXER_SETTINGS_BYTES, "the settings fit the config's block");
 _Static_assert(sizeof(GrassmannLayer) <= MIXER_LAYER_BYTES, "a layer's settings fit its spec");
+_Static_assert(GRASSMANN_MAX_WINDOWS <= MIXER_MAX_PARTS, "an offset is a part: a bit of MixerSpec.muted");
 
-/* Bit k of MixerSpec.muted: windows[k]'s term is left out of the mean (its
- * share of 1/count stays). */
-static int grassmann_mute_offset(const MixerSpec *spec, size_t layer, size_t offset, Error *err) {
+/* Mixer.parts: "offset<d>" for each window offset d, bit k windows[k]: its
+ * term is left out of the mean (its share of 1/count stays). */
+static size_t grassmann_parts(const MixerSpec *spec, char (*names)[MIXER_PART_NAME]) {
     const GrassmannLayer *gl = grassmann_layer(spec);
-    for (size_t k = 0; k < gl->n_windows; k++)
-        if (gl->windows[k] == offset) return (int)k;
-    return err_set(err, "Grassmann layer %zu has no window offset %zu", layer, offset);
+    for (size_t k = 0; k < gl->n_windows; k++) snprintf(names[k], MIXER_PART_NAME, "offset%zu", gl->windows[k]);
+    return gl->n_windows;
 }
 
 const Mixer grassmann_mixer = {
@@ -287,7 +288,7 @@ const Mixer grassmann_mixer = {
     .n_options = GRASSMANN_N_OPTIONS,
     .layer_spec = grassmann_layer_spec,
     .describe = grassmann_describe,
-    .mute_offset = grassmann_mute_offset,
+    .parts = grassmann_parts,
     .validate = grassmann_validate,
     .tensors = grassmann_tensors,
     .act_size = grassmann_act_size,
