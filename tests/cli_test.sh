@@ -23,6 +23,50 @@ for p in prepare train info eval sample; do
     if $B/$p --help | grep -q "usage: bin/$p"; then ok; else bad "$p --help"; fi
 done
 
+# bin/info --mixers: the registry described at a model. Its JSON names every registered mixer, each
+# one's tensors add up to its parameters, the model's count is bin/train --count-params's, a window
+# bounds attention's state, and a checkpoint (or its config JSON on stdin) gives the same description.
+vocab=$(/usr/bin/python3 -c "import struct,sys; print(struct.unpack('<Q', open(sys.argv[1],'rb').read()[16:24])[0])" "$tmp/a/train.bin")
+mix=(--mixer grassmann,attention --grassmann-rank 6 --grassmann-windows 1,3)
+expect_ok "info --mixers" $B/info --mixers "${SMALL[@]:0:8}" "${mix[@]}"
+grep -q "^gla: " "$tmp/out" && grep -q "layer 1, attention: " "$tmp/out" && ok || bad "info --mixers text: $(head -c 300 "$tmp/out")"
+$B/info --mixers --json "${SMALL[@]:0:8}" "${mix[@]}" --vocab-size "$vocab" >"$tmp/mixers.json"
+for b in 16 32; do  # the state at two block sizes, with a window of 5 and without
+    $B/info --mixers --json "${SMALL[@]:0:6}" --block-size $b --mixer attention --attn-window 5 >"$tmp/window$b.json"
+    $B/info --mixers --json "${SMALL[@]:0:6}" --block-size $b --mixer attention >"$tmp/full$b.json"
+done
+count=$($B/train --data "$tmp/a" --count-params "${SMALL[@]:0:8}" "${mix[@]}")
+if /usr/bin/python3 - "$tmp/mixers.json" "$tmp"/window{16,32}.json "$tmp"/full{16,32}.json "$count" <<'PY'; then ok; else bad "info --mixers --json"; fi
+import json, sys
+d, (w16, w32, f16, f32) = json.load(open(sys.argv[1])), [json.load(open(p))["layers"][0]["state_floats"] for p in sys.argv[2:6]]
+names = [m["name"] for m in d["mixers"]]
+assert {"attention", "grassmann", "gla"} <= set(names), names
+for m in d["mixers"] + d["layers"]:
+    size = lambda t: t["shape"][0] * (t["shape"][1] if len(t["shape"]) > 1 else 1)
+    assert sum(size(t) for t in m["tensors"]) == m["params"] > 0, m
+    f = m["flops_per_token"]
+    assert f["total"] == f["mixing"] + f["weights"] and f["weights"] > 0, m
+assert [l["mixer"] for l in d["layers"]] == ["grassmann", "attention"]
+assert d["model"]["params"] == int(sys.argv[6]), (d["model"]["params"], sys.argv[6])
+knob = [o for m in d["mixers"] for o in m["options"] if o["size_knob"]]
+assert [(o["name"], o["arch_key"], o["json_key"]) for o in knob] == [("grassmann-rank", "rank", "grassmann_rank")], knob
+w = next(o for m in d["mixers"] for o in m["options"] if o["arch_key"] == "window")
+assert w["family"] == "sliding-window attention" and w["min"] == 0 and w["default"] == 0, w
+assert w16 == w32 < f16 < f32, (w16, w32, f16, f32)  # the window's cache is its own size, the full one grows with T
+assert all(m["about"] for m in d["mixers"])
+PY
+$B/info --mixers --json "$tmp/good.ckpt" >"$tmp/ckpt.json" && $B/info --json "$tmp/good.ckpt" |
+    /usr/bin/python3 -c "import json,sys; print(json.dumps(json.load(sys.stdin)['model']))" |
+    $B/info --mixers --json - >"$tmp/stdin.json" && cmp -s "$tmp/ckpt.json" "$tmp/stdin.json" &&
+    grep -q '"layers"' "$tmp/ckpt.json" && ok || bad "info --mixers CKPT and - differ"
+expect_error "info --mixers unknown mixer" "unknown mixer 'nope'" $B/info --mixers --mixer nope
+expect_error "info --mixers bad value" "at least 2" $B/info --mixers --mixer grassmann --grassmann-rank 1
+expect_error "info --mixers options and a checkpoint" "--n-embd: the model comes from" $B/info --mixers "$tmp/good.ckpt" --n-embd 32
+expect_error "info --mixers bad stdin" "invalid JSON" $B/info --mixers - <<<"{not json"
+expect_error "info --mixers with --list" "at most one" $B/info --mixers --list "$tmp"
+expect_error "info, a model option without --mixers" "--n-layer describes the model of --mixers" \
+    $B/info "$tmp/good.ckpt" --n-layer 3
+
 # prepare: files
 : >"$tmp/empty.txt"
 expect_error "prepare missing" "cannot open" $B/prepare --input "$tmp/nope.txt" --out "$tmp/x"

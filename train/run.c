@@ -11,6 +11,7 @@
 #include "lm/checkpoint.h"
 #include "lm/files.h"
 #include "lm/machine.h"
+#include "model_options.h"
 #include "run_log.h"
 
 int run_resume_defaults(RunOptions *o, Error *err) {
@@ -169,20 +170,8 @@ static int init_from(Run *r, Error *err) {
 static int create(Run *r, int count_only, Error *err) {
     RunOptions *o = &r->o;
     o->cfg.vocab_size = r->ds.tok.vocab_size;
-    if (o->pos && pos_parse(o->pos, &o->cfg.pos))
-        return err_set(err, "--pos must be learned, sinusoidal or rope (got '%s')", o->pos);
-    if (o->norm && norm_parse(o->norm, &o->cfg.norm))
-        return err_set(err, "--norm must be pre or post (got '%s')", o->norm);
-    if (o->norm_type && norm_type_parse(o->norm_type, &o->cfg.norm_type))
-        return err_set(err, "--norm-type must be layernorm or rmsnorm (got '%s')", o->norm_type);
-    if (o->mlp_act && mlp_act_parse(o->mlp_act, &o->cfg.mlp_act))
-        return err_set(err, "--mlp-act must be gelu or relu2 (got '%s')", o->mlp_act);
     /* The config is the same on every rank; the memory may not be. */
-    int bad_config = o->mixer && config_set_mixers(&o->cfg, o->mixer, err);
-    const MixerOption *texts[RUN_MAX_MIXER_TEXTS];
-    for (size_t j = 0, n = run_mixer_texts(texts); j < n && !bad_config; j++)
-        bad_config = o->mixer_text[j] && config_set_option(&o->cfg, texts[j]->name, o->mixer_text[j], err);
-    bad_config = bad_config || model_check_config(&o->cfg, err);
+    int bad_config = model_config_from_options(o, err) != 0;
     int failed = bad_config || (!count_only && run_check_memory(&o->cfg, o, 0, err)) ||
                  model_init(&r->model, &o->cfg, o->seed, err);
     if (dist_agree(r->dist, failed, err)) return -1;

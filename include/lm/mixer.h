@@ -16,13 +16,20 @@
  * config names each layer's mixer by its registry entry; nothing else in
  * the model or the programs knows one mixer from another.
  *
+ * The registry is the one source of what the mixers are: bin/info --mixers
+ * describes every entry (its about line, its options, and at a model its
+ * tensors, parameters, state_size and FLOPs), to people and, as JSON, to the
+ * harnesses, which keep no list or formula of their own.
+ *
  * Adding a mixer: write src/mixers/<name>.c (and <name>.h) exporting a
- * `const Mixer`, and list it in the registry in src/mixers/mixer.c, the one
- * place that names the implementations. No other file changes: bin/train's
- * --mixer takes its name, its option rows join bin/train's options, and its
- * settings are written to and read from the checkpoint's config by their
- * keys. Its inspection (bin/inspect), if it has one, goes beside it in
- * src/mixers/<name>_inspect.c. See src/mixers/README.md. */
+ * `const Mixer`, list it in the registry in src/mixers/mixer.c, the one
+ * place that names the implementations, and write its PyTorch reference,
+ * harness/mixers/<name>.py. No other file changes: bin/train's --mixer takes
+ * its name, its option rows join bin/train's options, its settings are
+ * written to and read from the checkpoint's config by their keys, and the
+ * harnesses take it from bin/info --mixers. Its inspection (bin/inspect), if
+ * it has one, goes beside it in src/mixers/<name>_inspect.c. See
+ * src/mixers/README.md. */
 #ifndef LM_MIXER_H
 #define LM_MIXER_H
 
@@ -110,6 +117,17 @@ typedef struct MixerOption {
     const char *(*get)(const void *settings, size_t n_layer, char *buf, size_t len);
     void (*to_json)(const void *settings, size_t n_layer, char **sb);
     int (*from_json)(void *settings, size_t n_layer, const struct json_t *value, Error *err);
+    /* What the harnesses make of it (bin/info --mixers, harness/registry.py):
+     * arch_key, its key in an architecture ("window" in
+     * swa=attention:window=17; NULL: given for every architecture only, as
+     * bin/train's option); size_knob, 1 for the one option of the mixer that
+     * sizes its layer, which a size match (match=) varies to bring the
+     * parameter count to another architecture's (Grassmann's rank);
+     * family, what a model whose layers set this option to anything but its
+     * default is called ("sliding-window attention"; NULL: the mixer's name). */
+    const char *arch_key;
+    int size_knob;
+    const char *family;
 } MixerOption;
 
 /* What a mixer's passes read besides its spec and parameters: run-time
@@ -137,6 +155,8 @@ typedef enum { MIXER_INSPECT_ALL, MIXER_INSPECT_MAPS } MixerInspectWhat;
 
 typedef struct Mixer {
     const char *name;
+    /* What it is, in one line (bin/info --mixers): "causal multi-head softmax attention". */
+    const char *about;
     /* Its settings (none: NULL, 0): the rows, in the order of bin/train's
      * --help and of the config JSON. */
     const MixerOption *options;
@@ -213,7 +233,7 @@ const Mixer *mixer_find(const char *name);
 size_t mixer_count(void);
 const Mixer *mixer_at(size_t i);
 size_t mixer_index(const Mixer *mx);
-/* "attention, grassmann" for messages. */
+/* The registered names, "attention, grassmann, ...", for messages. */
 const char *mixer_names(void);
 size_t mixer_param_count(const Mixer *mx, const MixerSpec *spec);
 

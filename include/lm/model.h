@@ -6,7 +6,7 @@
  *
  *   h0 = wte[tokens] + pos                       (B, T, C); rope: h0 = wte[tokens]
  *   for each layer l, pre-norm (default):
- *     h = h + dropout(mixer_l(LN1(h)))           mixer: attention | grassmann
+ *     h = h + dropout(mixer_l(LN1(h)))           mixer: any of the registry's (lm/mixer.h)
  *     h = h + dropout(MLP(LN2(h)))
  *   or post-norm (--norm post):
  *     h = LN1(h + dropout(mixer_l(h)))

@@ -391,7 +391,8 @@ static double attention_flops(const MixerSpec *spec, size_t T) {
 static const MixerOption attention_options[] = {
     {.name = "attn-window", .json_key = "attn_window", .kind = MIXER_OPT_SIZE, .value = "N",
      .help = "attention sees the last N positions only (a sliding window,\ncost flat in the block size); 0 = all (0)",
-     .offset = offsetof(AttentionSettings, window), .lo = 0, .hi = 16384, .def = 0, .omit_default = 1},
+     .offset = offsetof(AttentionSettings, window), .lo = 0, .hi = 16384, .def = 0, .omit_default = 1,
+     .arch_key = "window", .family = "sliding-window attention"},
 };
 
 static void attention_layer_spec(const void *settings, size_t l, MixerSpec *spec) {
@@ -408,6 +409,7 @@ static void attention_describe(const void *settings, size_t n_layer, char *buf, 
 
 const Mixer attention_mixer = {
     .name = "attention",
+    .about = "causal multi-head softmax attention, over the whole block or a sliding window",
     .options = attention_options,
     .n_options = sizeof attention_options / sizeof attention_options[0],
     .layer_spec = attention_layer_spec,

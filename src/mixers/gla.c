@@ -382,6 +382,7 @@ static double gla_flops(const MixerSpec *spec, size_t T) {
 
 const Mixer gla_mixer = {
     .name = "gla",
+    .about = "gated linear attention with a per-head scalar decay: a recurrent state of C^2 / heads floats",
     .parts = head_parts,
     .validate = gla_validate,
     .tensors = gla_tensors,

@@ -283,6 +283,7 @@ static size_t grassmann_parts(const MixerSpec *spec, char (*names)[MIXER_PART_NA
 
 const Mixer grassmann_mixer = {
     .name = "grassmann",
+    .about = "causal Grassmann mixing (arXiv 2512.19428): pairs of reduced vectors at fixed offsets, gated",
     .options = grassmann_options,
     .n_options = GRASSMANN_N_OPTIONS,
     .layer_spec = grassmann_layer_spec,
