@@ -4,8 +4,11 @@
  * where the value goes and one or more lines of help.
  *
  * Errors are one line on stderr ("<prog>: error: ...", lm/cli.h) and exit
- * status 2: an unknown option, a missing value, a value that is not a
- * number or is out of the row's bounds, or a stray argument. */
+ * status 2: an unknown option, an abbreviated one (getopt_long takes a
+ * unique prefix; options are written in full, so that the pre-scans of
+ * cli_arg_value, which match whole names, read the command line as the
+ * parse does), a missing value, a value that is not a number or is out of
+ * the row's bounds, or a stray argument. */
 #ifndef LM_CLI_OPTIONS_H
 #define LM_CLI_OPTIONS_H
 
