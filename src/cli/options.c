@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "lm/cli.h"
 
@@ -192,6 +193,12 @@ int cli_parse(const CliProgram *p, CliOption *opts, size_t n, int argc, char **a
         if (typed && abbreviated(typed, c == HELP_ROW ? "help" : o->name)) {
             rc = cli_error(p->name, "option '--%.*s' is short for --%s: write options in full (see --help)",
                            (int)strcspn(typed + 2, "="), typed + 2, c == HELP_ROW ? "help" : o->name);
+            break;
+        }
+        struct stat st; /* bin/info * in a folder holding a run named --help */
+        if (typed && p->positional && lstat(typed, &st) == 0) {
+            rc = cli_error(p->name, "'%s' is an option, and a file or folder here too: write ./%s for the file or "
+                                    "folder (or put -- before it)", typed, typed);
             break;
         }
         for (size_t i = 0; !o && c != '?' && c != ':' && i < n; i++)
