@@ -165,6 +165,39 @@ static int init_from(Run *r, Error *err) {
     return model_alloc_training(m, err);
 }
 
+/* Whether an option's text (config_option_text's) is its default. */
+static int at_default(const MixerOption *opt, const char *text) {
+    if (opt->kind == MIXER_OPT_TEXT) return opt->def_text && strcmp(text, opt->def_text) == 0;
+    return strtod(text, NULL) == opt->def;
+}
+
+/* A new model's mixers' options: one kept only where a layer uses it
+ * (MixerOption.omit_default: --attn-window, --grassmann-pair), set for a
+ * model with no layer of its mixer, would be stored and change nothing;
+ * and a window longer than the block is the whole block. Both refused. */
+static int check_mixer_options(const ModelConfig *cfg, Error *err) {
+    char text[1024], mixers[256];
+    for (size_t i = 0; i < mixer_count(); i++) {
+        const Mixer *mx = mixer_at(i);
+        int used = 0;
+        for (size_t l = 0; l < cfg->n_layer; l++) used |= cfg->mixers[l] == mx;
+        for (size_t k = 0; k < mx->n_options && !used; k++) {
+            const MixerOption *opt = &mx->options[k];
+            if (!opt->omit_default || at_default(opt, config_option_text(cfg, opt->name, text, sizeof text))) continue;
+            return err_set(err, "--%s %s is for %s layers, and this model has none (--mixer %s): leave it out",
+                           opt->name, text, mx->name, config_mixer_list(cfg, mixers, sizeof mixers));
+        }
+    }
+    /* The one option that counts positions (attention's sliding window). */
+    size_t window = config_find_option("attn-window", NULL)
+                        ? strtoul(config_option_text(cfg, "attn-window", text, sizeof text), NULL, 10) : 0;
+    if (window > cfg->block_size)
+        return err_set(err, "--attn-window %zu is longer than the block (--block-size %zu): every position would see "
+                            "its whole context; leave it out (0: all of it) or give at most %zu", window,
+                       cfg->block_size, cfg->block_size);
+    return 0;
+}
+
 /* A new model from the options. */
 static int create(Run *r, int count_only, Error *err) {
     RunOptions *o = &r->o;
@@ -182,7 +215,7 @@ static int create(Run *r, int count_only, Error *err) {
     const MixerOption *texts[RUN_MAX_MIXER_TEXTS];
     for (size_t j = 0, n = run_mixer_texts(texts); j < n && !bad_config; j++)
         bad_config = o->mixer_text[j] && config_set_option(&o->cfg, texts[j]->name, o->mixer_text[j], err);
-    bad_config = bad_config || model_check_config(&o->cfg, err);
+    bad_config = bad_config || model_check_config(&o->cfg, err) || check_mixer_options(&o->cfg, err);
     int failed = bad_config || (!count_only && run_check_memory(&o->cfg, o, 0, err)) ||
                  model_init(&r->model, &o->cfg, o->seed, err);
     if (dist_agree(r->dist, failed, err)) return -1;
