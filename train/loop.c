@@ -47,10 +47,14 @@ int train_loop_open(TrainLoop *L, Run *r, int profile, Error *err) {
     L->loss = NAN, L->val_loss = NAN;
     const RunOptions *o = &r->o;
     Dist *dist = r->dist;
-    int append = r->start_step > 0;
-    if (dist->rank == 0 && o->log && append) L->elapsed0 = run_log_last_elapsed(o->log);
-    if (dist_agree(dist, dist->rank == 0 && ((o->log && run_log_open(&L->log, o->log, append, err)) ||
-                                             (o->log_twin && run_log_open(&L->twin, o->log_twin, append, err))), err))
+    /* A resumed run's rows go on from its checkpoint's step (a run resumed
+     * at step 0 measures step 0 again: none are kept). */
+    int resume = r->start_step > 0;
+    double twin_elapsed;
+    if (dist_agree(dist, dist->rank == 0 &&
+                             ((o->log && run_log_open(&L->log, o->log, resume, r->start_step, &L->elapsed0, err)) ||
+                              (o->log_twin && run_log_open(&L->twin, o->log_twin, resume, r->start_step, &twin_elapsed,
+                                                           err))), err))
         return -1;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
