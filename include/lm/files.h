@@ -125,7 +125,7 @@ typedef struct OutputLock {
 int output_lock(const char *path, OutputLock *lock, Error *err);
 void output_unlock(OutputLock *lock);
 
-/* The paths removed if SIGINT, SIGTERM or SIGPIPE ends the process (a
+/* The paths removed if SIGINT, SIGTERM, SIGHUP, SIGQUIT or SIGPIPE ends the process (a
  * fixed table of 16: temporaries and locks; is_dir: a flat folder, removed
  * with its files). temp_create, temp_dir_create and output_lock add theirs,
  * commits and unlocks drop them. */
@@ -136,5 +136,9 @@ void cleanup_drop(const char *path);
  * SIGXFSZ ignored, so a write past a file-size limit fails (EFBIG) and is
  * reported, not a silent death. */
 void cleanup_on_signals(const char *prog);
+/* sigaction(sig, sa) as every handler of ours installs it: a SIGHUP that
+ * nohup ignores stays ignored. */
+struct sigaction;
+void cleanup_catch(int sig, const struct sigaction *sa);
 
 #endif

@@ -80,8 +80,9 @@ static void on_fatal_signal(int sig) {
      * every Unix tool; the others get one line. */
     if (sig != SIGPIPE) {
         put_err(cleanup_prog);
-        put_err(sig == SIGINT ? ": stopped (SIGINT): nothing half-written is kept\n"
-                              : ": stopped (SIGTERM): nothing half-written is kept\n");
+        put_err(sig == SIGINT ? ": stopped (SIGINT)" : sig == SIGTERM ? ": stopped (SIGTERM)"
+                : sig == SIGHUP ? ": stopped (SIGHUP)" : ": stopped (SIGQUIT)");
+        put_err(": nothing half-written is kept\n");
     }
     for (int i = 0; i < CLEANUP_SLOTS; i++) {
         if (!cleanup[i].used) continue;
@@ -93,15 +94,22 @@ static void on_fatal_signal(int sig) {
     raise(sig);
 }
 
+void cleanup_catch(int sig, const struct sigaction *sa) {
+    struct sigaction old;
+    /* nohup's SIGHUP, ignored, stays ignored: the run outlives its terminal. */
+    if (sig == SIGHUP && sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler == SIG_IGN) return;
+    sigaction(sig, sa, NULL);
+}
+
 void cleanup_on_signals(const char *prog) {
     cleanup_prog = prog;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_fatal_signal;
     sigfillset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGPIPE, &sa, NULL);
+    /* SIGHUP: the terminal or the ssh connection closed; SIGQUIT: Ctrl-\\. */
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) cleanup_catch(sigs[i], &sa);
     /* Past a file-size limit a write fails (EFBIG), the writer reports it in
      * one line and removes its temporary: not a silent death. */
     signal(SIGXFSZ, SIG_IGN);
