@@ -96,7 +96,7 @@ LIB      := $(OUT)/liblm.a
 PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/info $(BIN)/eval $(BIN)/sample $(BIN)/inspect $(BIN)/probegen $(BIN)/gemm-rate $(BIN)/convert
 TESTS    := $(patsubst tests/%.c,$(OUT)/%,$(wildcard tests/test_*.c))
 
-.PHONY: FORCE all tests release release-test pack test unit-test arm64-test bench demo data data-large compare probe clean asan deps fuzz fuzz-harness fuzz-seeds valgrind
+.PHONY: FORCE all tests release release-test pack test unit-test arm64-test bench demo data data-large compare probe clean asan deps fuzz fuzz-harness fuzz-info fuzz-seeds valgrind
 all: $(PROGRAMS)
 
 $(OUT)/%.o: %.c $(LIB_HDR) | $(OUT)
@@ -252,6 +252,7 @@ test: unit-test $(PROGRAMS)
 	bash tests/limits_test.sh
 	bash tests/harden_test.sh
 	bash tests/outputs_test.sh
+	bash tests/runs_harden_test.sh
 	bash tests/bpe_cli_test.sh
 	bash tests/tokenizer_from_test.sh
 	bash tests/bpe_agreement.sh
@@ -271,6 +272,7 @@ test: unit-test $(PROGRAMS)
 	/usr/bin/python3 -m tests.harness_outputs_test
 	/usr/bin/python3 -m tests.harness_stop_test
 	/usr/bin/python3 -m tests.harness_fuzz
+	/usr/bin/python3 -m tests.info_fuzz
 	bash tests/browser_test.sh
 
 # The other BLAS library's programs too (bin-blis or bin-openblas), for the
@@ -333,6 +335,7 @@ asan:
 	BIN=bin-asan bash tests/limits_test.sh
 	BIN=bin-asan bash tests/harden_test.sh
 	BIN=bin-asan bash tests/outputs_test.sh
+	BIN=bin-asan bash tests/runs_harden_test.sh
 	BIN=bin-asan bash tests/bpe_cli_test.sh
 	BIN=bin-asan bash tests/tokenizer_from_test.sh
 	BIN=bin-asan bash tests/loss_mask_test.sh
@@ -353,7 +356,8 @@ valgrind:
 # libFuzzer (clang) harnesses of the loaders, each seeded with tests/fuzz/seeds/<name>/.
 # make fuzz FUZZ_SECONDS=N runs each for N seconds; new inputs go to runs/fuzz/<name>/,
 # crashes to runs/fuzz/crash-*, and the run stops at the first. Then the harnesses' readers
-# (fuzz-harness, below) for FUZZ_SECONDS in all.
+# (fuzz-harness, below) for FUZZ_SECONDS in all, and bin/info's reader of checkpoint headers and run
+# folders (fuzz-info) for FUZZ_SECONDS.
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_FLAGS   := -std=c11 -g -O1 -fopenmp -D_DEFAULT_SOURCE -D_GNU_SOURCE -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION \
@@ -384,11 +388,17 @@ fuzz: $(FUZZERS)
 	    || { tail -40 runs/fuzz/$$n.log; exit 1; }; \
 	  grep -E "^stat::(number_of_executed_units|peak_rss_mb)|cov:" runs/fuzz/$$n.log | tail -3; done
 	@$(MAKE) --no-print-directory fuzz-harness
+	@$(MAKE) --no-print-directory fuzz-info
 
 # The harnesses' readers of results files (compare.csv, zoology.json, probe.json, ...) under
 # Hypothesis: random inputs for FUZZ_SECONDS in all, shared by the readers (no clang needed).
 fuzz-harness:
 	/usr/bin/python3 -m tests.harness_fuzz --seconds $(FUZZ_SECONDS)
+
+# bin/info on run folders made from a good one, their checkpoint's header and config.json drawn by
+# Hypothesis: one line and exit 2, or text without control bytes and JSON that parses.
+fuzz-info: $(BIN)/prepare $(BIN)/train $(BIN)/info
+	/usr/bin/python3 -m tests.info_fuzz --seconds $(FUZZ_SECONDS)
 
 # Remakes the seed inputs from a tiny model trained by the programs.
 fuzz-seeds: $(PROGRAMS)

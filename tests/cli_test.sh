@@ -154,6 +154,14 @@ expect_error "a mistyped option, its nearest name" "unknown option '--mixr': did
 expect_error "a shared prefix, the names it starts" "unknown option '--n': could be --norm, .*--n-layer and 2 more" \
     $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --n 2
 expect_error "a mistyped option of eval" "did you mean --model\?" $B/eval --modle "$tmp/o.ckpt"
+# A unique prefix is refused, naming the option: getopt would take --conf for --config
+# while the pre-scan for --config (and --recipe) matches whole names, and train the defaults.
+echo '{"lr": 0.01}' >"$tmp/c5.json"
+expect_error "--conf for --config" "'--conf' is short for --config: write options in full" \
+    $B/train --conf "$tmp/c5.json" --data "$tmp/a" --out "$tmp/o.ckpt"
+expect_error "--rec for --recipe" "'--rec' is short for --recipe" $B/train --rec=modern --data "$tmp/a" --out "$tmp/o.ckpt"
+expect_error "--js for --json, bin/info" "'--js' is short for --json" $B/info --js "$tmp/o.ckpt"
+expect_error "--mod for --model, bin/sample" "'--mod' is short for --model" $B/sample --mod "$tmp/o.ckpt"
 expect_error "stray argument" "unexpected argument" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" extra
 expect_error "bad pos" "learned, sinusoidal or rope" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --pos alibi
 expect_error "unknown mixer" "unknown mixer" $B/train --data "$tmp/a" --out "$tmp/o.ckpt" --mixer mamba

@@ -25,6 +25,7 @@
 #include "loop.h"
 #include "model_options.h"
 #include "recipe.h"
+#include "run_config.h"
 #include "run.h"
 #include "run_dir.h"
 #include "say.h"
@@ -61,9 +62,6 @@ typedef struct Table {
     char mixer_help[MODEL_MIXER_HELP];
     CliArgs args; /* with --config FILE's options: the values point into them (cli_args_free at the end) */
 } Table;
-
-/* The rows of --print-config's file that are this invocation's, not the run's. */
-static const char *const not_config[] = {"config", "print-config", NULL};
 
 static int build_table(Table *t, RunOptions *o, Actions *a) {
     CliOption own[] = {
@@ -143,50 +141,6 @@ static int parse(int argc, char **argv, RunOptions *o, Actions *a, Table *t) {
     rc = cli_parse(&program, t->opts, t->n, full_argc, full_argv, NULL);
     if (full_argv != t->args.argv) free(full_argv);
     for (size_t i = 0; i < t->n_run; i++) o->given |= (uint64_t)t->opts[t->first_run + i].given << i;
-    return rc;
-}
-
-/* The rows an experiment file leaves out: `base`'s, and the other
- * optimizers' own (given, they are refused: run_check_optimizer_options),
- * into skip (room for 64 + the base's and the NULL). */
-static void config_skips(const RunOptions *o, const char *const *base, const char **skip) {
-    size_t k = 0, n;
-    while (base[k]) skip[k] = base[k], k++;
-    const Optimizer *mine = o->optimizer_given ? optimizer_find(o->optimizer_given) : optimizer_at(0);
-    const RunOption *rows = run_option_rows(&n);
-    for (size_t i = 0; i < n && k < 64; i++)
-        if (rows[i].optimizer && rows[i].optimizer != mine) skip[k++] = rows[i].name;
-    skip[k] = NULL;
-}
-
-/* --print-config: the options as an experiment file on stdout. */
-static int print_config(const Table *t, const RunOptions *o) {
-    Error err;
-    const char *skip[80];
-    config_skips(o, not_config, skip);
-    char *text = cli_config_json(t->opts, t->n, skip, NULL, &err);
-    if (!text) return cli_error(program.name, "%s", err.msg);
-    fputs(text, stdout);
-    free(text);
-    return fflush(stdout) == 0 ? 0 : cli_error(program.name, "cannot write the configuration: %s", strerror(errno));
-}
-
-/* A run folder's config.json: this invocation's options as an experiment
- * file, less what is this invocation's (--resume) or the folder's own
- * (--out, --log); a resumed run's file keeps its values but for the
- * options given again. */
-static int write_run_config(const Table *t, const RunOptions *o, Error *err) {
-    static const char *const own[] = {"config", "print-config", "resume", "out", "log", NULL};
-    const char *skip[80];
-    config_skips(o, own, skip);
-    char path[PATH_BUF], *old = NULL;
-    if (path_format(path, sizeof path, err, "%s/%s", o->run, RUN_DIR_CONFIG)) return -1;
-    Error read_err;
-    if (o->resume) old = read_file(path, NULL, &read_err); /* none (a run from before config.json): written anew */
-    char *text = cli_config_json(t->opts, t->n, skip, old, err);
-    free(old);
-    int rc = text ? write_text_in(o->run, RUN_DIR_CONFIG, text, err) : -1;
-    free(text);
     return rc;
 }
 
@@ -401,7 +355,7 @@ int main(int argc, char **argv) {
     run_options_defaults(&o);
     int rc = dist_check_args(&dist, argc, argv, &err) ? cli_error(prog, "%s", err.msg) /* every rank parses the same */
                                                       : parse(argc, argv, &o, &a, &table);
-    if (rc == CLI_CONTINUE && a.print_config) rc = print_config(&table, &o);
+    if (rc == CLI_CONTINUE && a.print_config) rc = run_config_print(table.opts, table.n, &o, (size_t)dist.size, prog);
     if (rc == CLI_CONTINUE && (run_dir_setup(&o, &err) || run_resume_defaults(&o, &err))) rc = cli_error(prog, "%s", err.msg);
     o.no_loss_mask = a.no_loss_mask;
     if (rc == CLI_CONTINUE) rc = check(&o, &a, &dist);
@@ -414,7 +368,8 @@ int main(int argc, char **argv) {
         else if (!a.count_only && r.o.precision == PRECISION_BF16 && check_bf16(&r, &err)) rc = cli_error(prog, "%s", err.msg);
         else if (a.count_only) printf("%zu\n", r.model.n_params), rc = 0;
         else if (o.dump) rc = dump_grads(&r, &err) ? cli_error(prog, "%s", err.msg) : 0;
-        else if (dist.rank == 0 && o.run && write_run_config(&table, &o, &err)) rc = cli_error(prog, "%s", err.msg);
+        else if (dist.rank == 0 && o.run && run_config_write(table.opts, table.n, &o, &r.o, prog, &err))
+            rc = cli_error(prog, "%s", err.msg);
         else {
             warn_short_run(&r.o, &dist);
             rc = train(&r, &a);
