@@ -83,7 +83,7 @@ static inline float *buf_garbage(size_t n, uint64_t seed) {
     float *p = buf_new(n);
     Rng r;
     rng_seed(&r, seed);
-    for (size_t i = 0; i < n; i++) p[i] = 1e4f * rng_normal(&r);
+    for (size_t i = 0; i < n; i++) p[i] = 1e4f * (2.0f * rng_uniform(&r) - 1.0f);
     return p;
 }
 
@@ -96,16 +96,9 @@ static inline int buf_intact(const float *p, size_t n) {
     return 1;
 }
 
-/* The guards of up to four buffers (NULL: none), after the passes of `name`. */
-static inline void check_guards(Report *r, const char *name, const float *a, size_t na, const float *b, size_t nb,
-                                const float *c, size_t nc, const float *d, size_t nd) {
-    const float *bufs[4] = {a, b, c, d};
-    const size_t lens[4] = {na, nb, nc, nd};
-    for (int i = 0; i < 4; i++)
-        if (bufs[i])
-            check(r, buf_intact(bufs[i], lens[i]), "guards", "%s wrote outside a buffer of %zu floats (%s)", name,
-                  lens[i], i == 0 ? "acts or state" : "an output");
-}
+/* Buffer buf's guards (n floats), after the passes of `pass`. */
+#define CHECK_GUARD(r, pass, buf, n) \
+    check(r, buf_intact(buf, n), "guards", "%s wrote outside %s (%zu floats)", pass, #buf, (size_t)(n))
 
 /* ---- small measures ------------------------------------------------------------------- */
 
@@ -197,10 +190,10 @@ static inline void layer_make(Layer *L, const Mixer *mx, const Mixer *registered
 static inline void layer_free(Layer *L) { free(L->rope), free(L->params), free(L->x), free(L->w); }
 
 /* One sequence x (T, C) stepped from position t0 (a new sequence at 0) to
- * T - 1 with state, out at t into out + t * C. */
+ * t1 - 1 with state, out at t into out + t * C. */
 static inline void step_sequence(const Layer *L, const MixerRuntime *rt, const float *params, float *state,
-                                 const float *x, float *out, size_t t0) {
-    for (size_t t = t0; t < T; t++) L->mx->step(&L->spec, rt, params, state, x + t * L->C, out + t * L->C, t);
+                                 const float *x, float *out, size_t t0, size_t t1) {
+    for (size_t t = t0; t < t1; t++) L->mx->step(&L->spec, rt, params, state, x + t * L->C, out + t * L->C, t);
 }
 
 /* ---- bf16 training products for a layer alone ------------------------------------------------ */

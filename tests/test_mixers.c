@@ -73,19 +73,19 @@ static double grad_objective(void *p) {
 
 static void check_gradients(Report *r, Layer *L) {
     size_t N = B * T * L->C, np = L->np;
-    float *acts = buf_garbage(L->na, 1), *out = buf_garbage(N, 2), *din = buf_garbage(N, 3);
-    float *dp = buf_new(np), *d0 = rand_tensor(np, 1.0f, 4), *g = zeros(np);
+    float *acts = buf_garbage(L->na, 1), *out = buf_garbage(N, 2), *din = buf_garbage(N, 3), *din2 = buf_garbage(N, 4);
+    float *dp = buf_new(np), *d0 = rand_tensor(np, 1.0f, 5), *g = zeros(np);
     float *params = malloc(np * sizeof(float));
     memcpy(params, L->params, np * sizeof(float));
     GradCtx c = {L, params, acts, out};
-    /* From zero, then from d0: backward adds its gradient to what dparams held. */
-    memset(dp, 0, np * sizeof(float));
+    /* From zero, then from d0: backward adds its gradient to what dparams
+     * held; din, garbage before each, is written. */
     grad_objective(&c);
     L->mx->backward(&L->spec, &L->rt, params, dp, acts, L->x, L->w, din, B, T);
     memcpy(g, dp, np * sizeof(float));
     memcpy(dp, d0, np * sizeof(float));
     grad_objective(&c);
-    L->mx->backward(&L->spec, &L->rt, params, dp, acts, L->x, L->w, din, B, T);
+    L->mx->backward(&L->spec, &L->rt, params, dp, acts, L->x, L->w, din2, B, T);
     double worst = 0.0, big = 0.0;
     for (size_t i = 0; i < np; i++) {
         double d = fabs((double)dp[i] - d0[i] - g[i]);
@@ -93,7 +93,14 @@ static void check_gradients(Report *r, Layer *L) {
         big = fabs(g[i]) > big ? fabs(g[i]) : big;
     }
     check(r, worst <= 1e-5 * (1.0 + big), "gradient", "backward does not add into dparams: off by %.3e", worst);
-    check_guards(r, "gradient", acts, L->na, out, N, din, N, dp, np);
+    size_t at = first_difference(din, din2, N);
+    check(r, at == N, "gradient", "din[%zu] depends on what din held: %.9g, then %.9g", at,
+          at < N ? (double)din[at] : 0.0, at < N ? (double)din2[at] : 0.0);
+    CHECK_GUARD(r, "gradient", acts, L->na);
+    CHECK_GUARD(r, "gradient", out, N);
+    CHECK_GUARD(r, "gradient", din, N);
+    CHECK_GUARD(r, "gradient", dp, np);
+    CHECK_GUARD(r, "gradient", din2, N);
     double e = fd_rel_error(grad_objective, &c, L->x, din, N, 64, FD_H, "input");
     check(r, e <= FD_TOL && l1(din, N) > 0.0, "gradient", "input: relative error %.3e (tol %.0e), |din|_1 %.3e",
           e, FD_TOL, l1(din, N));
@@ -107,7 +114,7 @@ static void check_gradients(Report *r, Layer *L) {
               specs[i].name, e, FD_TOL, l1(g + off, n));
         off += n;
     }
-    buf_free(acts), buf_free(out), buf_free(din), buf_free(dp);
+    buf_free(acts), buf_free(out), buf_free(din), buf_free(din2), buf_free(dp);
     free(d0), free(g), free(params);
 }
 
@@ -132,7 +139,7 @@ static void check_causality(Report *r, const Layer *L) {
     check(r, !leak_from, "causality", "changing x at position %zu changed out at position %zu", leak_from, leak_at);
     check(r, !dead, "causality", "changing x at position %zu left out there unchanged", dead);
     check(r, !across, "causality", "changing sequence 0 at position %zu changed sequence 1", across);
-    check_guards(r, "causality", acts, L->na, NULL, 0, NULL, 0, NULL, 0);
+    CHECK_GUARD(r, "causality", acts, L->na);
     buf_free(acts), free(ref), free(out), free(x), free(pert);
 }
 
@@ -155,11 +162,13 @@ static void check_step(Report *r, const Layer *L) {
     size_t C = L->C, N = B * T * C, ns = L->ns;
     float *acts = buf_garbage(L->na, 7), *ref = zeros(N), *got = buf_new(N), *state = buf_garbage(B * ns, 8);
     mx->forward(&L->spec, &L->rt, L->params, acts, ref, L->x, B, T);
-    for (size_t b = 0; b < B; b++) step_sequence(L, &L->rt, L->params, state + b * ns, L->x + b * T * C, got + b * T * C, 0);
+    for (size_t b = 0; b < B; b++)
+        step_sequence(L, &L->rt, L->params, state + b * ns, L->x + b * T * C, got + b * T * C, 0, T);
     double gap = rel_gap(got, ref, N);
     if (getenv("VERBOSE")) printf("  %s step: %.3e from forward\n", mx->name, gap);
     check(r, gap <= STEP_TOL, "step", "step differs from forward by %.3e (tol %.0e)", gap, STEP_TOL);
-    check_guards(r, "step", state, B * ns, got, N, NULL, 0, NULL, 0);
+    CHECK_GUARD(r, "step", state, B * ns);
+    CHECK_GUARD(r, "step", got, N);
     if (mx->step_batch) {
         float *batch = buf_new(N), *state_b = buf_garbage(B * ns, 9), *in = malloc(B * C * sizeof(float));
         float *out = malloc(B * C * sizeof(float));
@@ -171,7 +180,7 @@ static void check_step(Report *r, const Layer *L) {
         size_t at = first_difference(batch, got, N);
         check(r, at == N, "step_batch", "sequence %zu at position %zu: %.9g, its step alone %.9g", at / (T * C),
               at / C % T, at < N ? (double)batch[at] : 0.0, at < N ? (double)got[at] : 0.0);
-        check_guards(r, "step_batch", state_b, B * ns, NULL, 0, NULL, 0, NULL, 0);
+        CHECK_GUARD(r, "step_batch", state_b, B * ns);
         buf_free(batch), buf_free(state_b), free(in), free(out);
     }
     static const size_t prefills[] = {1, 16, T - 1};
@@ -180,11 +189,12 @@ static void check_step(Report *r, const Layer *L) {
         float *acts1 = buf_garbage(na1, 10 + i), *out1 = zeros(T0 * C), *st = buf_garbage(ns, 20 + i);
         mx->forward(&L->spec, &L->rt, L->params, acts1, out1, L->x, 1, T0);
         mx->fill_state(&L->spec, acts1, T0, st);
-        step_sequence(L, &L->rt, L->params, st, L->x, got, T0);
+        step_sequence(L, &L->rt, L->params, st, L->x, got, T0, T);
         gap = rel_gap(got + T0 * C, ref + T0 * C, (T - T0) * C);
         check(r, gap <= STEP_TOL, "prefill", "fill_state after %zu positions, then step: %.3e from forward (tol %.0e)",
               T0, gap, STEP_TOL);
-        check_guards(r, "prefill", acts1, na1, st, ns, NULL, 0, NULL, 0);
+        CHECK_GUARD(r, "prefill", acts1, na1);
+        CHECK_GUARD(r, "prefill", st, ns);
         buf_free(acts1), free(out1), buf_free(st);
     }
     buf_free(acts), free(ref), buf_free(got), buf_free(state);
@@ -196,8 +206,12 @@ typedef struct {
     float *out, *dp, *din, *steps;
 } Results;
 
-/* Forward, backward and steps of both sequences on `threads` threads, into
- * guarded buffers (checked: the threads may write where one does not). */
+/* Forward, backward and the first THREAD_STEPS steps of both sequences on
+ * `threads` threads, into guarded buffers (checked: the threads may write
+ * where one does not). Not every step: a step of a layer this small enters
+ * parallel regions with too little work to share, and on a loaded machine
+ * each costs a time slice. */
+#define THREAD_STEPS 8
 static Results run_at(Report *r, const Layer *L, int threads) {
     size_t N = B * T * L->C;
     Results res = {buf_new(N), buf_new(L->np), buf_new(N), buf_new(N)};
@@ -205,10 +219,15 @@ static Results run_at(Report *r, const Layer *L, int threads) {
     float *acts = buf_garbage(L->na, 30), *state = buf_garbage(B * L->ns, 31);
     L->mx->forward(&L->spec, &L->rt, L->params, acts, res.out, L->x, B, T);
     L->mx->backward(&L->spec, &L->rt, L->params, res.dp, acts, L->x, L->w, res.din, B, T);
-    check_guards(r, "forward and backward on 2 threads", acts, L->na, res.out, N, res.dp, L->np, res.din, N);
+    CHECK_GUARD(r, "forward and backward (threads)", acts, L->na);
+    CHECK_GUARD(r, "forward and backward (threads)", res.out, N);
+    CHECK_GUARD(r, "forward and backward (threads)", res.dp, L->np);
+    CHECK_GUARD(r, "forward and backward (threads)", res.din, N);
     for (size_t b = 0; b < B; b++)
-        step_sequence(L, &L->rt, L->params, state + b * L->ns, L->x + b * T * L->C, res.steps + b * T * L->C, 0);
-    check_guards(r, "step on 2 threads", state, B * L->ns, res.steps, N, NULL, 0, NULL, 0);
+        step_sequence(L, &L->rt, L->params, state + b * L->ns, L->x + b * T * L->C, res.steps + b * T * L->C, 0,
+                      THREAD_STEPS);
+    CHECK_GUARD(r, "step (threads)", state, B * L->ns);
+    CHECK_GUARD(r, "step (threads)", res.steps, N);
     omp_set_num_threads(1);
     buf_free(acts), buf_free(state);
     return res;
@@ -250,7 +269,7 @@ static void check_decode(Report *r, const Layer *L, WeightsFormat f, double boun
     L->mx->forward(&L->spec, &rt, L->params, acts, ref, L->x, B, T);
     L->mx->forward(&L->spec, &rt, pq, acts, refq, L->x, B, T);
     rt.decode = &dec;
-    for (size_t b = 0; b < B; b++) step_sequence(L, &rt, pq, state, L->x + b * T * L->C, got + b * T * L->C, 0);
+    for (size_t b = 0; b < B; b++) step_sequence(L, &rt, pq, state, L->x + b * T * L->C, got + b * T * L->C, 0, T);
     double gap = rel_gap(got, refq, N), cost = rel_gap(refq, ref, N);
     if (getenv("VERBOSE")) printf("  %s %s: %.3e from fp32 (bound %.1e)\n", L->mx->name, check_name, cost, bound);
     if (dec.n) {
