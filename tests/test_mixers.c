@@ -11,7 +11,8 @@
  * by its shape (a matrix N(0, 1 / cols), a vector N(0, 0.3^2), a gain
  * 1 + N(0, 0.3^2)), so that every path carries signal of order 1.
  *
- * The checks (mixer_contract.h: the buffers and the layer):
+ * The checks (those of the entry's tensors, options and hooks in
+ * mixer_contract.h, with the buffers and the layer):
  *   tensors   at least one, sizes adding up to mixer_param_count, names
  *             unique, all starting with one prefix of the mixer's ("attn.")
  *             that is none of the block's own (ln1, ln2, mlp) and no other
@@ -21,8 +22,8 @@
  *   gradient  backward against central differences of sum(out * w), of the
  *             input and of every tensor, entries sampled over rows and
  *             columns (fd_stride), none identically zero; backward
- *             accumulates into dparams and overwrites din (both start as
- *             garbage);
+ *             accumulates into dparams, and writes din whatever it held
+ *             (two backwards over different garbage: the same bits);
  *   causality changing x at position k leaves out at every t < k unchanged,
  *             bit for bit, and changes out at k; the other sequence of the
  *             batch unchanged, bit for bit;
@@ -31,8 +32,9 @@
  *             has one) gives each sequence the bits of its step alone;
  *             fill_state after forward over 1, 16 and 36 positions, then
  *             step, gives forward's out to STEP_TOL;
- *   threads   forward, backward, step (and step_batch) on 1 and 2 threads:
- *             the same bits (the width fixed at 2, as a run fixes it);
+ *   threads   forward, backward and the first 8 steps on 1 and 2 threads:
+ *             the same bits (the width fixed at 2, as a run fixes it); the
+ *             other checks run on one thread, which this shows is no loss;
  *   decode    the step over weights converted to bf16 and to int8 (every
  *             matrix, as bin/sample --weights converts them) gives the
  *             forward over their round-tripped values to STEP_TOL, and that
@@ -48,6 +50,8 @@
  *             below a fifth of where it started;
  *   hooks     inspect, when present, succeeds on a sequence; flops is
  *             finite and not negative.
+ * Then gradient, causality and step again on the layer with the recipe's
+ * switches a spec carries (rotary positions, qk-norm).
  * The suite tests itself: two broken copies of the registry's first mixer
  * (one whose forward reads x at t + 1, one whose step differs from its
  * forward by 1e-3) must fail the checks that catch them. */
