@@ -241,8 +241,9 @@ static inline void name_prefix(const char *name, char *prefix, size_t len) {
 static inline void check_tensors(Report *r, const Layer *L) {
     TensorSpec specs[MIXER_MAX_TENSORS];
     size_t n = L->mx->tensors(&L->spec, specs), total = 0;
-    check(r, n >= 1 && n <= MIXER_MAX_TENSORS, "tensors", "%zu tensors (1 to %d)", n, MIXER_MAX_TENSORS);
-    if (n < 1 || n > MIXER_MAX_TENSORS) return;
+    check(r, n <= MIXER_MAX_TENSORS && (n > 0 || L->np == 0), "tensors", "%zu tensors (at most %d), %zu parameters", n,
+          MIXER_MAX_TENSORS, L->np);
+    if (n == 0 || n > MIXER_MAX_TENSORS) return; /* none: nothing to name */
     char prefix[TENSOR_NAME_MAX], p[TENSOR_NAME_MAX];
     name_prefix(specs[0].name, prefix, sizeof prefix);
     int named = prefix[0] != '\0', unique = 1, sized = 1;
