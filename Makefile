@@ -355,7 +355,8 @@ asan:
 # script pins BLIS to its AVX2 kernels too: a BLIS build, whatever BLAS says
 # (the memcheck is of our code, not of the library). --quick builds only the
 # programs it runs.
-VG_TESTS := $(if $(filter --quick,$(VALGRIND_ARGS)),,build-vg/test_units build-vg/test_blas build-vg/test_tile_gemm build-vg/test_inspect)
+VG_TESTS := $(if $(filter --quick,$(VALGRIND_ARGS)),,build-vg/test_units build-vg/test_blas build-vg/test_tile_gemm build-vg/test_inspect \
+              build-vg/test_mixers)
 valgrind:
 	$(MAKE) BLAS=blis BUILD=build-vg BIN=bin-vg OPT="-O1 -g -march=x86-64-v3" $(VG_TESTS) \
 	        bin-vg/prepare bin-vg/train bin-vg/eval bin-vg/sample bin-vg/info
