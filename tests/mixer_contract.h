@@ -115,6 +115,16 @@ static inline double rel_norm(const float *a, const float *b, size_t n) {
     return s > 0.0 ? sqrt(d / s) : sqrt(d);
 }
 
+/* The largest |a - b| / (1 + |b|) over n entries. */
+static inline double rel_gap(const float *a, const float *b, size_t n) {
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]) / (1.0 + fabs(b[i]));
+        worst = d > worst || d != d ? d : worst;
+    }
+    return worst;
+}
+
 /* The first entry where a and b differ in their bits, or n. */
 static inline size_t first_difference(const float *a, const float *b, size_t n) {
     for (size_t i = 0; i < n; i++)

@@ -151,16 +151,6 @@ static void check_causality(Report *r, const Layer *L) {
 
 /* ---- step, step_batch, fill_state ------------------------------------------------------ */
 
-/* The largest |a - b| / (1 + |b|) over n entries. */
-static double rel_gap(const float *a, const float *b, size_t n) {
-    double worst = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - b[i]) / (1.0 + fabs(b[i]));
-        worst = d > worst || d != d ? d : worst;
-    }
-    return worst;
-}
-
 #define STEP_TOL 1e-4
 
 static void check_step(Report *r, const Layer *L) {
