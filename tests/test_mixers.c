@@ -12,7 +12,7 @@
  * 1 + N(0, 0.3^2)), so that every path carries signal of order 1.
  *
  * The checks (those of the entry's tensors, options and hooks in
- * mixer_contract.h, with the buffers and the layer):
+ * mixer_entry_checks.h; the buffers and the layer in mixer_contract.h):
  *   tensors   sizes adding up to mixer_param_count, names
  *             unique, all starting with one prefix of the mixer's ("attn.")
  *             that is none of the block's own (ln1, ln2, mlp) and no other
@@ -48,8 +48,11 @@
  *   overfit   from one draw of its weights, 60 Adam steps on a batch of
  *             2 x 37 drive the squared error to another draw's outputs
  *             below a fifth of where it started;
- *   hooks     inspect, when present, succeeds on a sequence; flops is
- *             finite and not negative.
+ *   hooks     inspect, when present: both kinds of call succeed, exhibits
+ *             named and captioned, maps causal distributions per head,
+ *             series T long, the attribution's parts adding up to out at
+ *             T - 1; parts, when present: each part left out changes
+ *             forward, and step honours it; flops finite, not negative.
  * Then gradient, causality and step again on the layer with the recipe's
  * switches a spec carries (rotary positions, qk-norm), for a mixer whose
  * forward they change.
@@ -57,6 +60,7 @@
  * (one whose forward reads x at t + 1, one whose step differs from its
  * forward by 1e-3) must fail the checks that catch them. */
 #include "mixer_contract.h"
+#include "mixer_entry_checks.h"
 
 /* ---- gradients ------------------------------------------------------------------- */
 
@@ -150,8 +154,6 @@ static void check_causality(Report *r, const Layer *L) {
 }
 
 /* ---- step, step_batch, fill_state ------------------------------------------------------ */
-
-#define STEP_TOL 1e-4
 
 static void check_step(Report *r, const Layer *L) {
     const Mixer *mx = L->mx;
