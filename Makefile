@@ -2,6 +2,7 @@
 #   make            build the programs into bin/
 #   make demo       the main job: deps, build, corpus, train, eval, sample
 #   make test       every test (unit, gradient checks, CLI, PyTorch parity)
+#   make test-mixers the contract suite: every registered mixer's checks, at every level
 #   make bench      throughput and memory benchmarks (BENCH_ARGS=--quick ...)
 #   make data       fetch and prepare the default corpus (Moby Dick)
 #   make data-large fetch and prepare a word-level corpus (State of the Union addresses, BPE 8192)
@@ -96,7 +97,7 @@ LIB      := $(OUT)/liblm.a
 PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/info $(BIN)/eval $(BIN)/sample $(BIN)/inspect $(BIN)/probegen $(BIN)/gemm-rate $(BIN)/convert
 TESTS    := $(patsubst tests/%.c,$(OUT)/%,$(wildcard tests/test_*.c))
 
-.PHONY: FORCE all tests release release-test pack test unit-test arm64-test bench demo data data-large compare probe clean asan deps fuzz fuzz-harness fuzz-info fuzz-seeds valgrind
+.PHONY: FORCE all tests release release-test pack test unit-test test-mixers arm64-test bench demo data data-large compare probe clean asan deps fuzz fuzz-harness fuzz-info fuzz-seeds valgrind
 all: $(PROGRAMS)
 
 $(OUT)/%.o: %.c $(LIB_HDR) | $(OUT)
@@ -233,6 +234,13 @@ unit-test: $(TESTS) $(BIN)/gemm-rate
 	@echo "== $(OUT)/test_bf16 as on a CPU without AVX512_BF16 (LM_TEST_CPU_HIDE: the conversion's AVX-512F path)"
 	@LM_TEST_CPU_HIDE=avx512bf16 OMP_NUM_THREADS=2 $(OUT)/test_bf16
 
+# The contract suite alone (tests/test_mixers.c, also among unit-test's):
+# each mixer of the registry checked through the Mixer interface, at every
+# level this CPU runs; one line per mixer and level.
+test-mixers: $(OUT)/test_mixers $(BIN)/gemm-rate
+	@for isa in $$($(BIN)/gemm-rate --isa-levels); do echo "== $(OUT)/test_mixers (LM_MAX_ISA=$$isa)"; \
+	  LM_MAX_ISA=$$isa OMP_NUM_THREADS=2 $(OUT)/test_mixers || exit 1; done
+
 test: unit-test $(PROGRAMS)
 	/usr/bin/python3 tests/house.py
 	$(MAKE) release
@@ -347,7 +355,8 @@ asan:
 # script pins BLIS to its AVX2 kernels too: a BLIS build, whatever BLAS says
 # (the memcheck is of our code, not of the library). --quick builds only the
 # programs it runs.
-VG_TESTS := $(if $(filter --quick,$(VALGRIND_ARGS)),,build-vg/test_units build-vg/test_blas build-vg/test_tile_gemm build-vg/test_inspect)
+VG_TESTS := $(if $(filter --quick,$(VALGRIND_ARGS)),,build-vg/test_units build-vg/test_blas build-vg/test_tile_gemm build-vg/test_inspect \
+              build-vg/test_mixers)
 valgrind:
 	$(MAKE) BLAS=blis BUILD=build-vg BIN=bin-vg OPT="-O1 -g -march=x86-64-v3" $(VG_TESTS) \
 	        bin-vg/prepare bin-vg/train bin-vg/eval bin-vg/sample bin-vg/info

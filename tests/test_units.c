@@ -1,4 +1,4 @@
-/* Unit tests: causality, optimizer and schedule, tokenizer, corpus splits,
+/* Unit tests: optimizer and schedule, tokenizer, corpus splits,
  * checkpoints, evaluation, learning, the Plücker relations and incremental
  * decoding. */
 #include "testutil.h"
@@ -53,37 +53,6 @@ static void make_model(Model *m, const char *mixers, size_t B, size_t T) {
     small_config(&cfg, mixers);
     make_model_from(m, &cfg, B, T);
 }
-
-/* ---- causality --------------------------------------------------------------- */
-
-static void check_causality(const char *mixers) {
-    size_t T = 16, V = 13;
-    Model m;
-    make_model(&m, mixers, 1, T);
-    int32_t a[16], b[16];
-    for (size_t i = 0; i < T; i++) a[i] = b[i] = (int32_t)((i * 5 + 2) % V);
-    model_forward(&m, a, NULL, 1, T, NULL);
-    float *ref = malloc(T * V * sizeof(float));
-    memcpy(ref, m.logits, T * V * sizeof(float));
-    /* Each later position k changed once: no logit at a position before k
-     * moves (every t < k at once: one forward per k, not per pair t < k),
-     * and position k's do. */
-    for (size_t k = 1; k < T; k++) {
-        memcpy(b, a, sizeof a);
-        b[k] = (a[k] + 1 + (int32_t)(k % (V - 1))) % (int32_t)V; /* never a no-op */
-        model_forward(&m, b, NULL, 1, T, NULL);
-        for (size_t i = 0; i < k * V; i++)
-            if (m.logits[i] != ref[i]) fail_msg("%s: changing position %zu changed logits at position %zu", mixers, k, i / V);
-        int changed = 0;
-        for (size_t i = k * V; i < (k + 1) * V; i++) changed |= m.logits[i] != ref[i];
-        if (!changed) fail_msg("%s: changing position %zu changed nothing at %zu", mixers, k, k);
-    }
-    free(ref);
-    model_free(&m);
-}
-
-static void test_causality_attention(void **s) { (void)s; check_causality("attention"); }
-static void test_causality_grassmann(void **s) { (void)s; check_causality("grassmann"); }
 
 /* ---- incremental decoding equals the full forward ----------------------------- */
 
@@ -1186,8 +1155,6 @@ int main(void) {
         cmocka_unit_test(test_sampler_top_k),
         cmocka_unit_test(test_json_within_length),
         cmocka_unit_test(test_json_string_out),
-        cmocka_unit_test(test_causality_attention),
-        cmocka_unit_test(test_causality_grassmann),
         cmocka_unit_test(test_step_attention),
         cmocka_unit_test(test_step_grassmann),
         cmocka_unit_test(test_step_hybrid),

@@ -148,6 +148,22 @@ typedef struct TensorSpec {
     int output;  /* the layer's output projection (a matrix): zero with the config's zero_init */
 } TensorSpec;
 
+/* What a mixer's lower-precision paths may cost, which the contract suite
+ * (tests/test_mixers.c, make test-mixers) holds it to on its test layer
+ * (the suite's head comment: sizes, weights and inputs). Each is the worst
+ * the suite measured there with a margin, the measurements stated in a
+ * comment beside the mixer's entry; a bound left 0 fails the suite, whose
+ * VERBOSE=1 output prints what it measures. */
+typedef struct MixerBounds {
+    /* step over weights converted for decoding (bin/sample --weights bf16,
+     * int8) against fp32: the largest |out - out32| / (1 + |out32|). */
+    double decode_bf16, decode_int8;
+    /* Training products in bf16 (--precision bf16) against fp32:
+     * ||y - y32||_2 / ||y32||_2 of forward's out, and of backward's din
+     * and each tensor's gradient. */
+    double train_bf16_forward, train_bf16_backward;
+} MixerBounds;
+
 /* What the inspect hook computes: everything, or only the maps (many
  * sequences, for induction scores: nothing else is read, so nothing else
  * need be paid for). */
@@ -225,6 +241,8 @@ typedef struct Mixer {
      * with err set (out of memory). */
     int (*inspect)(const MixerSpec *spec, const MixerRuntime *rt, const float *params, const float *x, size_t T,
                    MixerInspectWhat what, LayerInspection *out, Error *err);
+    /* Its lower-precision paths' bounds (MixerBounds). */
+    MixerBounds bounds;
 } Mixer;
 
 const Mixer *mixer_find(const char *name);
