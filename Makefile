@@ -2,6 +2,7 @@
 #   make            build the programs into bin/
 #   make demo       the main job: deps, build, corpus, train, eval, sample
 #   make test       every test (unit, gradient checks, CLI, PyTorch parity)
+#   make test-mixers the contract suite: every registered mixer's checks, at every level
 #   make bench      throughput and memory benchmarks (BENCH_ARGS=--quick ...)
 #   make data       fetch and prepare the default corpus (Moby Dick)
 #   make data-large fetch and prepare a word-level corpus (State of the Union addresses, BPE 8192)
@@ -96,7 +97,7 @@ LIB      := $(OUT)/liblm.a
 PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/info $(BIN)/eval $(BIN)/sample $(BIN)/inspect $(BIN)/probegen $(BIN)/gemm-rate $(BIN)/convert
 TESTS    := $(patsubst tests/%.c,$(OUT)/%,$(wildcard tests/test_*.c))
 
-.PHONY: FORCE all tests release release-test pack test unit-test arm64-test bench demo data data-large compare probe clean asan deps fuzz fuzz-harness fuzz-seeds valgrind
+.PHONY: FORCE all tests release release-test pack test unit-test test-mixers arm64-test bench demo data data-large compare probe clean asan deps fuzz fuzz-harness fuzz-info fuzz-seeds valgrind
 all: $(PROGRAMS)
 
 $(OUT)/%.o: %.c $(LIB_HDR) | $(OUT)
@@ -233,6 +234,13 @@ unit-test: $(TESTS) $(BIN)/gemm-rate
 	@echo "== $(OUT)/test_bf16 as on a CPU without AVX512_BF16 (LM_TEST_CPU_HIDE: the conversion's AVX-512F path)"
 	@LM_TEST_CPU_HIDE=avx512bf16 OMP_NUM_THREADS=2 $(OUT)/test_bf16
 
+# The contract suite alone (tests/test_mixers.c, also among unit-test's):
+# each mixer of the registry checked through the Mixer interface, at every
+# level this CPU runs; one line per mixer and level.
+test-mixers: $(OUT)/test_mixers $(BIN)/gemm-rate
+	@for isa in $$($(BIN)/gemm-rate --isa-levels); do echo "== $(OUT)/test_mixers (LM_MAX_ISA=$$isa)"; \
+	  LM_MAX_ISA=$$isa OMP_NUM_THREADS=2 $(OUT)/test_mixers || exit 1; done
+
 test: unit-test $(PROGRAMS)
 	/usr/bin/python3 tests/house.py
 	$(MAKE) release
@@ -252,6 +260,7 @@ test: unit-test $(PROGRAMS)
 	bash tests/limits_test.sh
 	bash tests/harden_test.sh
 	bash tests/outputs_test.sh
+	bash tests/runs_harden_test.sh
 	bash tests/bpe_cli_test.sh
 	bash tests/tokenizer_from_test.sh
 	bash tests/bpe_agreement.sh
@@ -266,11 +275,13 @@ test: unit-test $(PROGRAMS)
 	/usr/bin/python3 -m tests.bench_test
 	/usr/bin/python3 -m tests.paper_test
 	/usr/bin/python3 -m tests.compare_test
+	/usr/bin/python3 -m tests.archs_test
 	/usr/bin/python3 -m tests.harness_harden_test
 	/usr/bin/python3 -m tests.harness_config_test
 	/usr/bin/python3 -m tests.harness_outputs_test
 	/usr/bin/python3 -m tests.harness_stop_test
 	/usr/bin/python3 -m tests.harness_fuzz
+	/usr/bin/python3 -m tests.info_fuzz
 	bash tests/browser_test.sh
 
 # The other BLAS library's programs too (bin-blis or bin-openblas), for the
@@ -333,6 +344,7 @@ asan:
 	BIN=bin-asan bash tests/limits_test.sh
 	BIN=bin-asan bash tests/harden_test.sh
 	BIN=bin-asan bash tests/outputs_test.sh
+	BIN=bin-asan bash tests/runs_harden_test.sh
 	BIN=bin-asan bash tests/bpe_cli_test.sh
 	BIN=bin-asan bash tests/tokenizer_from_test.sh
 	BIN=bin-asan bash tests/loss_mask_test.sh
@@ -345,7 +357,8 @@ asan:
 # script pins BLIS to its AVX2 kernels too: a BLIS build, whatever BLAS says
 # (the memcheck is of our code, not of the library). --quick builds only the
 # programs it runs.
-VG_TESTS := $(if $(filter --quick,$(VALGRIND_ARGS)),,build-vg/test_units build-vg/test_blas build-vg/test_tile_gemm build-vg/test_inspect)
+VG_TESTS := $(if $(filter --quick,$(VALGRIND_ARGS)),,build-vg/test_units build-vg/test_blas build-vg/test_tile_gemm build-vg/test_inspect \
+              build-vg/test_mixers)
 valgrind:
 	$(MAKE) BLAS=blis BUILD=build-vg BIN=bin-vg OPT="-O1 -g -march=x86-64-v3" $(VG_TESTS) \
 	        bin-vg/prepare bin-vg/train bin-vg/eval bin-vg/sample bin-vg/info
@@ -354,7 +367,8 @@ valgrind:
 # libFuzzer (clang) harnesses of the loaders, each seeded with tests/fuzz/seeds/<name>/.
 # make fuzz FUZZ_SECONDS=N runs each for N seconds; new inputs go to runs/fuzz/<name>/,
 # crashes to runs/fuzz/crash-*, and the run stops at the first. Then the harnesses' readers
-# (fuzz-harness, below) for FUZZ_SECONDS in all.
+# (fuzz-harness, below) for FUZZ_SECONDS in all, and bin/info's reader of checkpoint headers and run
+# folders (fuzz-info) for FUZZ_SECONDS.
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_FLAGS   := -std=c11 -g -O1 -fopenmp -D_DEFAULT_SOURCE -D_GNU_SOURCE -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION \
@@ -385,11 +399,17 @@ fuzz: $(FUZZERS)
 	    || { tail -40 runs/fuzz/$$n.log; exit 1; }; \
 	  grep -E "^stat::(number_of_executed_units|peak_rss_mb)|cov:" runs/fuzz/$$n.log | tail -3; done
 	@$(MAKE) --no-print-directory fuzz-harness
+	@$(MAKE) --no-print-directory fuzz-info
 
 # The harnesses' readers of results files (compare.csv, zoology.json, probe.json, ...) under
 # Hypothesis: random inputs for FUZZ_SECONDS in all, shared by the readers (no clang needed).
 fuzz-harness:
 	/usr/bin/python3 -m tests.harness_fuzz --seconds $(FUZZ_SECONDS)
+
+# bin/info on run folders made from a good one, their checkpoint's header and config.json drawn by
+# Hypothesis: one line and exit 2, or text without control bytes and JSON that parses.
+fuzz-info: $(BIN)/prepare $(BIN)/train $(BIN)/info
+	/usr/bin/python3 -m tests.info_fuzz --seconds $(FUZZ_SECONDS)
 
 # Remakes the seed inputs from a tiny model trained by the programs.
 fuzz-seeds: $(PROGRAMS)

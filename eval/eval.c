@@ -31,22 +31,28 @@ static const CliProgram program = {
     .column = 24,
 };
 
-/* --ablate-offset "L:D[,L:D...]": mutes Grassmann layer L's window offset D
- * (model_mute_offset) for each pair; a one-line reason in err otherwise. */
-static int mute_offsets(Model *m, const char *list, Error *err) {
+/* --ablate "L:PART[,L:PART...]": leaves part PART of layer L out
+ * (model_ablate) for each pair; with offsets (--ablate-offset "L:D,..."),
+ * the part is "offsetD", Grassmann's window offset D. A one-line reason
+ * in err otherwise. */
+static int ablate_parts(Model *m, const char *list, int offsets, Error *err) {
     for (const char *at = list; *at;) {
-        char *end;
-        unsigned long long layer = strtoull(at, &end, 10), offset;
+        char *end, part[MIXER_PART_NAME];
+        unsigned long long layer = strtoull(at, &end, 10);
         if (end == at || *end != ':') goto bad;
         at = end + 1;
-        offset = strtoull(at, &end, 10);
-        if (end == at || (*end && *end != ',')) goto bad;
-        if (model_mute_offset(m, (size_t)layer, (size_t)offset, err)) return -1;
-        at = *end ? end + 1 : end;
+        size_t len = strcspn(at, ",");
+        if (len == 0 || len >= sizeof part - 6) goto bad;
+        snprintf(part, sizeof part, "%s%.*s", offsets ? "offset" : "", (int)len, at);
+        if (offsets && strspn(at, "0123456789") != len) goto bad;
+        if (model_ablate(m, (size_t)layer, part, err)) return -1;
+        at += len + (at[len] == ',');
     }
     return 0;
 bad:
-    return err_set(err, "--ablate-offset takes LAYER:OFFSET pairs separated by commas (got '%s')", list);
+    return err_set(err, offsets ? "--ablate-offset takes LAYER:OFFSET pairs separated by commas (got '%s')"
+                                : "--ablate takes LAYER:PART pairs separated by commas (got '%s')",
+                   list);
 }
 
 static int quiet = 0;
@@ -105,7 +111,7 @@ static double cost_percent(const WeightsCost *w, const EvalReport *e) {
 }
 
 static void print_json(const char *path, const TokenFile *tf, const Model *m, const Tokenizer *tok,
-                       const EvalReport *e, int word_ppl, const char *ablate, const WeightsCost *w) {
+                       const EvalReport *e, int word_ppl, const char *const ablate[2], const WeightsCost *w) {
     const char *unit = tokenizer_unit(tok);
     char *file = NULL;
     sb_append_json_string(&file, path);
@@ -117,11 +123,13 @@ static void print_json(const char *path, const TokenFile *tf, const Model *m, co
     if (w->format != WEIGHTS_FP32)
         printf(",\"weights\":\"%s\",\"fp32_loss\":%.6f,\"fp32_perplexity\":%.6f,\"weights_cost_percent\":%.4f",
                weights_format_name(w->format), w->fp32_loss, w->fp32_perplexity, cost_percent(w, e));
-    if (ablate) {
-        sb_free(&file);
-        sb_append_json_string(&file, ablate);
-        printf(",\"ablated_offsets\":%s", file);
-    }
+    const char *keys[2] = {"ablated", "ablated_offsets"};
+    for (int k = 0; k < 2; k++)
+        if (ablate[k]) {
+            sb_free(&file);
+            sb_append_json_string(&file, ablate[k]);
+            printf(",\"%s\":%s", keys[k], file);
+        }
     sb_free(&file);
 }
 
@@ -144,12 +152,12 @@ static ReadingNeeds task_needs(const ModelConfig *cfg, const void *ctx) {
 }
 
 /* --pairs, --cloze, --choice: each file read (all checked before the model
- * loads), then scored by the model as --ablate-offset and --weights leave
- * it, and reported in the order of the options' table. Without
+ * loads), then scored by the model as --ablate, --ablate-offset and
+ * --weights leave it, and reported in the order of the options' table. Without
  * --batch-size, each forward holds as many sequences as the tokens of the
  * default batch of windows (what the memory check counted). */
 static int run_tasks(const char *prog, const char *model_path, const char *const paths[N_TASKS], size_t batch,
-                     const char *ablate, WeightsFormat weights, int json, int items) {
+                     const char *const ablate[2], WeightsFormat weights, int json, int items) {
     DsTask tasks[N_TASKS] = {0};
     Error err;
     int rc = 0;
@@ -160,13 +168,21 @@ static int run_tasks(const char *prog, const char *model_path, const char *const
     if (rc == 0 && model_open_checked(model_path, task_needs, &batch, &m, &tok, &err)) rc = cli_error(prog, "%s", err.msg);
     else if (rc == 0) {
         size_t tokens = eval_batch(0, &m.cfg) * m.cfg.block_size;
-        if ((ablate && mute_offsets(&m, ablate, &err)) || model_set_weights(&m, weights, &err))
+        if ((ablate[0] && ablate_parts(&m, ablate[0], 0, &err)) || (ablate[1] && ablate_parts(&m, ablate[1], 1, &err)) ||
+            model_set_weights(&m, weights, &err))
             rc = cli_error(prog, "%s", err.msg);
         if (json && rc == 0) {
-            char *name = NULL;
-            sb_append_json_string(&name, model_path);
-            printf("{\"model\":%s", name);
-            sb_free(&name);
+            char *s = NULL;
+            sb_appendf(&s, "{\"model\":");
+            sb_append_json_string(&s, model_path);
+            const char *keys[2] = {"ablated", "ablated_offsets"};
+            for (int k = 0; k < 2; k++)
+                if (ablate[k]) {
+                    sb_appendf(&s, ",\"%s\":", keys[k]);
+                    sb_append_json_string(&s, ablate[k]);
+                }
+            fputs(s, stdout);
+            sb_free(&s);
         }
         for (int k = 0; k < N_TASKS && rc == 0; k++) {
             DsResult r;
@@ -188,7 +204,8 @@ int main(int argc, char **argv) {
     Error setup_err; /* first: it may restart the program with faster kernels */
     if (blas_setup(argc, argv, &setup_err)) return cli_error(program.name, "%s", setup_err.msg);
     cleanup_on_signals(program.name); /* temporaries and locks go with a signal (lm/files.h) */
-    const char *model_path = NULL, *data = NULL, *text_path = NULL, *split = "val", *mask_arg = NULL, *ablate = NULL;
+    const char *model_path = NULL, *data = NULL, *text_path = NULL, *split = "val", *mask_arg = NULL;
+    const char *ablate[2] = {NULL, NULL}; /* --ablate, --ablate-offset */
     size_t stride = 0, batch = 0, threads = 0; /* batch 0: eval_batch's default */
     int json = 0, word_ppl = 0, items = 0;
     const char *task_paths[N_TASKS] = {0}; /* --pairs, --cloze, --choice */
@@ -212,9 +229,10 @@ int main(int argc, char **argv) {
         CLI_SIZE("split-recall", 0, &detail.recall_n, 0, 1u << 16, "N",
                  "also the loss on tokens that complete an N-gram seen earlier in\n"
                  "their window (recallable from context) and on all others"),
-        CLI_TEXT("ablate-offset", 0, &ablate, "L:D,...",
-                 "leave Grassmann layer L's window offset D out of its mean (its\n"
-                 "share stays counted): the loss without what that offset brings"),
+        CLI_TEXT("ablate", 0, &ablate[0], "L:PART,...",
+                 "leave part PART of layer L out, for the loss without what it\nbrings: a head (head0 ...) or "
+                 "a window offset (offset4 ...),\nas the layer's mixer names its parts (a wrong name lists them)"),
+        CLI_TEXT("ablate-offset", 0, &ablate[1], "L:D,...", "the same as --ablate L:offsetD"),
         CLI_TEXT("weights", 0, &weights, "W",
                  "fp32 | bf16 | int8 (per 32 entries of a row, a scale): score\nthe model with its weight matrices "
                  "converted as bin/sample\n--weights reads them, and say the perplexity in fp32 beside (fp32)"),
@@ -284,7 +302,7 @@ int main(int argc, char **argv) {
     batch = eval_batch(batch, &m.cfg);
     EvalReport e;
     EvalDetail plain = {.mask = detail.mask}; /* the fp32 pass scores the same tokens, nothing more */
-    if ((ablate && mute_offsets(&m, ablate, &err)) ||
+    if ((ablate[0] && ablate_parts(&m, ablate[0], 0, &err)) || (ablate[1] && ablate_parts(&m, ablate[1], 1, &err)) ||
         (!text_path && tokens_check_tokenizer(&tf, path, tok_path, &tok, &err)) ||
         (wc.format != WEIGHTS_FP32 &&
          (evaluate_token_file(&m, &tok, &tf, stride, batch, progress, &plain, &e, &err) ||

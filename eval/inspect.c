@@ -1,6 +1,6 @@
 /* bin/inspect: what each layer of a trained model does with a prompt --
- * attention maps, projection geometry, induction heads, Grassmann gates,
- * logit lens and direct attribution -- as PNGs, a table, JSON and a summary. */
+ * what its mixer shows (maps, series, tables), induction heads, logit lens
+ * and direct attribution -- as PNGs, tables, JSON, a page and a summary. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,19 +13,20 @@
 #include "report.h"
 #include "lm/checkpoint.h"
 #include "lm/threads.h"
+#include "lm/json.h"
 
 static const CliProgram program = {
     .name = "inspect",
     .usage = "bin/inspect --model CKPT --prompt TEXT --out DIR [options]",
-    .about = "Shows what each layer of a model does with a prompt: per attention head the\n"
-             "attention map (PNG), its entropy, diagonal and previous-token weight, the\n"
-             "correlation of raw similarity with attention logits, the spectrum of W_q W_k^T\n"
-             "and an induction score; per Grassmann layer the gate along the prompt (PNG),\n"
-             "each offset's contribution and the Plücker residual; the logit lens (lens.txt)\n"
-             "and the direct attribution of the last prediction (PNG); every head at a\n"
-             "glance (heads.png, heads.txt). Everything also goes to DIR/inspect.json and,\n"
-             "as one page to open in a browser (hover a head, a token), DIR/inspect.html; a\n"
-             "summary is printed (per layer, and the heads that stand out, past 32 heads).\n",
+    .about = "Shows what each layer of a model does with a prompt: what its mixer shows of\n"
+             "it (a map per head as PNGs, with each map's entropy, its weight on the\n"
+             "diagonal and on the previous token and an induction score; series along the\n"
+             "prompt, one PNG per name; tables and single numbers), the logit lens\n"
+             "(lens.txt) and the direct attribution of the last prediction (PNG); every\n"
+             "head at a glance (heads.png, heads.txt).\n"
+             "Everything also goes to DIR/inspect.json and, as one page to open in a\n"
+             "browser (hover a head, a token), DIR/inspect.html; a summary is printed (per\n"
+             "layer, and the heads that stand out, past 32 heads).\n",
     .column = 28,
 };
 
@@ -44,29 +45,31 @@ typedef struct InspectArgs {
 } InspectArgs;
 
 /* The induction batch (its sequences of 2 x length tokens, as whole blocks),
- * and for the prompt (at most one token per byte) every head's attention map
- * and the logit lens. */
+ * and for the prompt (at most one token per byte) a map per head of every
+ * layer and the logit lens. */
 static ReadingNeeds needs(const ModelConfig *cfg, const void *ctx) {
     const InspectArgs *a = ctx;
     size_t T = a->prompt_bytes < cfg->block_size ? a->prompt_bytes : cfg->block_size;
     size_t ind_tokens = a->ind_seqs * 2 * induction_length(a->ind_len, cfg);
     size_t blocks = (ind_tokens + cfg->block_size - 1) / cfg->block_size;
     size_t maps = (cfg->n_layer * cfg->n_head * T * T + T * (cfg->n_embd + cfg->vocab_size)) * sizeof(float);
-    return (ReadingNeeds){blocks > 1 ? blocks : 1, maps, "attention maps and the logit lens",
+    return (ReadingNeeds){blocks > 1 ? blocks : 1, maps, "maps and the logit lens",
                           "use fewer --induction-seqs or a shorter --induction-length"};
 }
 
-/* The files bin/inspect wrote, by what the layers measured. */
+/* The files bin/inspect wrote, by what the layers showed. */
 static void print_written(const char *dir, const Inspection *in, double seconds) {
-    int maps = 0, gates = 0;
-    for (size_t l = 0; l < in->n_layer; l++) {
-        maps |= in->layer[l].probs != NULL;
-        gates |= in->layer[l].gate_mean != NULL;
-    }
-    printf("wrote %s:%s%s attribution.png, lens.txt, tokens.txt, inspect.json; all of it in inspect.html, for a browser (%.1f s)\n", dir,
-           maps ? " attention maps attn_L<layer>_H<head>.png and attn_L<layer>.png, every head in heads.png and heads.txt,"
-                : "",
-           gates ? " gates.png," : "", seconds);
+    char *sb = NULL;
+    const char *names[REPORT_NAMES_MAX];
+    size_t n = report_names(in, EXHIBIT_MAPS, names, REPORT_NAMES_MAX);
+    for (size_t i = 0; i < n; i++) sb_appendf(&sb, " maps %s_L<layer>_H<head>.png and %s_L<layer>.png,", names[i], names[i]);
+    if (report_any_maps(in)) sb_appendf(&sb, " every head in heads.png,");
+    if (report_any_maps(in) || report_any(in, EXHIBIT_TABLE)) sb_appendf(&sb, " heads.txt,");
+    n = report_names(in, EXHIBIT_SERIES, names, REPORT_NAMES_MAX);
+    for (size_t i = 0; i < n; i++) sb_appendf(&sb, " %s.png,", names[i]);
+    printf("wrote %s:%s attribution.png, lens.txt, tokens.txt, inspect.json; all of it in inspect.html, for a browser (%.1f s)\n",
+           dir, sb ? sb : "", seconds);
+    sb_free(&sb);
 }
 
 int main(int argc, char **argv) {
@@ -126,7 +129,7 @@ int main(int argc, char **argv) {
              inspect_write(out_dir, &in, &ind, &tok, prompt, &err))
         rc = cli_error(prog, "%s", err.msg);
     else {
-        inspect_print(stdout, &in, &ind, &m, &tok);
+        inspect_print(stdout, &in, &ind, &tok);
         print_written(out_dir, &in, cli_now() - t0);
         rc = 0;
     }

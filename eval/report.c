@@ -3,6 +3,8 @@
  * printed summary report_text.c's, the JSON report_json.c's, the page for a
  * browser report_html.c's, and what they
  * share report_parts.c's.
+ * Every file draws a layer's exhibits (lm/inspection.h) by their kind, never
+ * by the mixer that showed them.
  * Sized to stay readable up to GPT-2 small's 12 x 12 heads, 50,257 BPE tokens
  * and prompts of its 1,024-token block: long maps are pooled, a layer's heads
  * drawn in a grid, every head also as one cell of heads.png, the largest head
@@ -42,15 +44,9 @@ int inspect_write(const char *dir, const Inspection *in, const Induction *ind, c
         rc = write_text_in(dir, "tokens.txt", text, err);
         sb_free(&text);
     }
-    if (!rc && report_any_maps(in)) {
-        char *text = NULL;
-        sb_appendf(&text, "# every attention head on the prompt (%zu tokens); induction: on %s\n", T,
-                   ind ? "repeated random tokens" : "(not measured)");
-        for (size_t l = 0; l < in->n_layer; l++)
-            if (in->layer[l].probs) report_head_lines(&text, in, ind, l);
-        rc = write_text_in(dir, "heads.txt", text, err);
-        sb_free(&text);
-    }
+    char *heads = rc ? NULL : report_heads_text(in, ind);
+    if (heads) rc = write_text_in(dir, "heads.txt", heads, err);
+    sb_free(&heads);
     if (!rc) {
         char *json = report_json(in, ind, tok, prompt);
         rc = write_text_in(dir, "inspect.json", json, err);

@@ -9,7 +9,8 @@
  * map's rows (GPT-2 small's shape, random weights, 1,020 tokens: a page of
  * 9.3 MB against stb's 14.6), for about 3 s of CPU. Thumbnails are the maps
  * max-pooled to at most
- * INSPECT_MAP_CELLS a side, as the PNGs draw them. */
+ * INSPECT_MAP_CELLS a side, as the PNGs draw them. Every other exhibit
+ * travels as inspect.json has it (report_exhibit_json). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -68,43 +69,19 @@ static void label(char **sb, const Tokenizer *tok, uint32_t id) {
     sb_append_json_string(sb, lab);
 }
 
-/* n numbers, from d (doubles) or else f (floats), as a JSON array. */
-static void numbers(char **sb, const double *d, const float *f, size_t n, const char *fmt) {
-    sb_appendf(sb, "[");
-    for (size_t i = 0; i < n; i++) {
-        if (i) sb_appendf(sb, ",");
-        num(sb, fmt, d ? d[i] : f[i]);
-    }
-    sb_appendf(sb, "]");
-}
-
-/* A layer's heads: measures, spectra, thumbnails and maps. */
-static int attention_layer(char **sb, const LayerInspection *li, const Induction *ind, size_t l, size_t H, size_t T) {
-    sb_appendf(sb, ",\"heads\":[");
-    for (size_t h = 0; h < H; h++) {
-        const HeadStats *s = &li->heads[h];
-        const double v[] = {s->entropy, s->diagonal, s->previous, s->similarity_corr, s->sv_max, s->sv_min,
-                            s->effective_rank, s->antisym_share, ind ? ind->score[l * H + h] : NAN};
-        const char *names[] = {"entropy", "diagonal", "previous", "similarity_logit_corr", "sv_max", "sv_min",
-                               "effective_rank", "antisymmetric_share", "induction"};
-        sb_appendf(sb, "%s{", h ? "," : "");
-        for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
-            sb_appendf(sb, "%s\"%s\":", k ? "," : "", names[k]);
-            num(sb, "%.5g", v[k]);
-        }
-        sb_appendf(sb, ",\"singular_values\":");
-        numbers(sb, li->singular_values + h * li->d_head, NULL, li->d_head, "%.5g");
-        sb_appendf(sb, ",\"qk_cosines\":");
-        numbers(sb, li->qk_cosines + h * li->d_head, NULL, li->d_head, "%.5g");
-        sb_appendf(sb, "}");
-    }
+/* A layer's maps exhibit: what bin/inspect measured of each map, the
+ * thumbnails and the maps. */
+static int maps_exhibit(char **sb, const Inspection *in, const Induction *ind, size_t l, const Exhibit *e) {
+    size_t H = e->rows, T = in->T;
+    report_exhibit_head_json(sb, e);
+    if (e == in->maps[l]) report_map_stats_json(sb, in, ind, l);
     /* Thumbnails: blocks of b x b positions max-pooled, as the PNGs. */
     size_t b = (T + INSPECT_MAP_CELLS - 1) / INSPECT_MAP_CELLS, P = (T + b - 1) / b, tri = T * (T + 1) / 2;
     uint8_t *thumbs = calloc(H * P * P, 1), *tris = malloc(H * tri);
     char **packed = calloc(H, sizeof *packed);
     int rc = thumbs && tris && packed ? 0 : -1;
     for (size_t h = 0; !rc && h < H; h++) {
-        const float *p = li->probs + h * T * T;
+        const float *p = e->values + h * T * T;
         for (size_t i = 0; i < T; i++)
             for (size_t j = 0; j <= i; j++) {
                 uint8_t q = quantise(p[i * T + j]), *cell = &thumbs[(h * P + i / b) * P + j / b];
@@ -112,7 +89,7 @@ static int attention_layer(char **sb, const LayerInspection *li, const Induction
                 if (q > *cell) *cell = q;
             }
     }
-    sb_appendf(sb, "],\"thumb_size\":%zu,\"thumbs\":", P);
+    sb_appendf(sb, ",\"thumb_size\":%zu,\"thumbs\":", P);
     if (!rc) rc = append_packed(sb, thumbs, H * P * P);
     /* The heads' maps compressed in parallel: the page's biggest cost to write. */
     int failed = 0;
@@ -121,30 +98,12 @@ static int attention_layer(char **sb, const LayerInspection *li, const Induction
     rc |= failed;
     sb_appendf(sb, ",\"maps\":[");
     for (size_t h = 0; !rc && h < H; h++) sb_appendf(sb, "%s%s", h ? "," : "", packed[h]);
-    sb_appendf(sb, "]");
+    sb_appendf(sb, "]}");
     for (size_t h = 0; packed && h < H; h++) sb_free(&packed[h]);
     free(packed);
     free(thumbs);
     free(tris);
     return rc;
-}
-
-static void gates_layer(char **sb, const LayerInspection *li, size_t T) {
-    sb_appendf(sb, ",\"gate_mean\":");
-    numbers(sb, NULL, li->gate_mean, T, "%.4g");
-    sb_appendf(sb, ",\"offsets\":[");
-    for (size_t k = 0; k < li->n_offsets; k++) {
-        sb_appendf(sb, "%s{\"offset\":%zu,\"contribution_norm\":", k ? "," : "", li->offsets[k]);
-        num(sb, "%.5g", li->offset_norm[k]);
-        sb_appendf(sb, "}");
-    }
-    sb_appendf(sb, "],\"offset_position_norm\":[");
-    for (size_t k = 0; k < li->n_offsets; k++) {
-        if (k) sb_appendf(sb, ",");
-        numbers(sb, NULL, li->offset_position_norm + k * T, T, "%.4g");
-    }
-    sb_appendf(sb, "],\"plucker_residual\":");
-    num(sb, "%.3g", li->plucker_residual);
 }
 
 /* The page's data as JSON; NULL when out of memory. */
@@ -161,10 +120,14 @@ static char *page_data(const Inspection *in, const Induction *ind, const Tokeniz
     int rc = 0;
     for (size_t l = 0; l < in->n_layer && !rc; l++) {
         const LayerInspection *li = &in->layer[l];
-        sb_appendf(&sb, "%s{\"layer\":%zu,\"mixer\":\"%s\"", l ? "," : "", l, li->mixer);
-        if (li->probs && li->heads) rc = attention_layer(&sb, li, ind, l, H, T);
-        if (li->gate_mean) gates_layer(&sb, li, T);
-        sb_appendf(&sb, "}");
+        sb_appendf(&sb, "%s{\"layer\":%zu,\"mixer\":\"%s\",\"exhibits\":[", l ? "," : "", l, li->mixer);
+        for (size_t i = 0; i < li->n_exhibits && !rc; i++) {
+            const Exhibit *e = &li->exhibits[i];
+            sb_appendf(&sb, "%s", i ? "," : "");
+            if (e->kind == EXHIBIT_MAPS) rc = maps_exhibit(&sb, in, ind, l, e);
+            else report_exhibit_json(&sb, e);
+        }
+        sb_appendf(&sb, "]}");
     }
     /* The lens as flat arrays (stage, position, rank), labels once each in vocab. */
     sb_appendf(&sb, "],\"lens\":{\"k\":%d,\"stages\":[\"embedding\"", LENS_TOP);

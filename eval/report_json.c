@@ -1,6 +1,7 @@
-/* bin/inspect's inspect.json: every measure of the prompt, each head's map
- * (in full up to INSPECT_JSON_MAPS positions, beyond that each row's
- * strongest keys), the lens and the attribution. */
+/* bin/inspect's inspect.json: every exhibit of every layer by its kind
+ * (each head's map in full up to INSPECT_JSON_MAPS positions, beyond that
+ * each row's strongest keys), the maps' statistics, the lens and the
+ * attribution. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -59,12 +60,12 @@ static void json_label(char **sb, const Tokenizer *tok, uint32_t id) {
     sb_append_json_string(sb, lab);
 }
 
-/* A head's map: every row in full, or for a long prompt each row's
- * strongest JSON_TOP_KEYS keys as [key, weight] pairs. */
+/* A head's map as a JSON array: every row in full, or for a long prompt
+ * each row's strongest JSON_TOP_KEYS keys as [key, weight] pairs. */
 static void json_map(char **sb, const float *p, size_t T) {
     int full = T <= INSPECT_JSON_MAPS;
-    sb_appendf(sb, full ? ", \"attention\": [" : ", \"attention_top\": [");
     double *row = full ? NULL : malloc(T * sizeof *row);
+    sb_appendf(sb, "[");
     for (size_t i = 0; i < T; i++) {
         sb_appendf(sb, "%s[", i ? ", " : "");
         if (full) {
@@ -79,6 +80,59 @@ static void json_map(char **sb, const float *p, size_t T) {
     }
     sb_appendf(sb, "]");
     free(row);
+}
+
+void report_exhibit_head_json(char **sb, const Exhibit *e) {
+    sb_appendf(sb, "{\"name\": ");
+    sb_append_json_string(sb, e->name);
+    sb_appendf(sb, ", \"kind\": \"%s\", \"caption\": ", exhibit_kind_name(e->kind));
+    sb_append_json_string(sb, e->caption);
+    for (size_t r = 0; e->kind != EXHIBIT_SCALAR && r < e->rows; r++) {
+        sb_appendf(sb, "%s", r ? ", " : ", \"rows\": [");
+        sb_append_json_string(sb, e->row_names[r]);
+    }
+    sb_appendf(sb, "%s, \"scale\": [", e->kind == EXHIBIT_SCALAR ? "" : e->rows ? "]" : ", \"rows\": []");
+    json_num(sb, e->lo);
+    sb_appendf(sb, ", ");
+    json_num(sb, e->hi);
+    sb_appendf(sb, "]");
+}
+
+void report_exhibit_json(char **sb, const Exhibit *e) {
+    report_exhibit_head_json(sb, e);
+    if (e->kind == EXHIBIT_SCALAR) {
+        json_field(sb, "value", e->values[0]);
+    } else {
+        if (e->kind == EXHIBIT_TABLE) {
+            sb_appendf(sb, ", \"columns\": ");
+            for (size_t c = 0; e->col_names && c < e->cols; c++) {
+                sb_appendf(sb, "%s", c ? ", " : "[");
+                sb_append_json_string(sb, e->col_names[c]);
+            }
+            sb_appendf(sb, "%s", !e->col_names ? "null" : e->cols ? "]" : "[]");
+        }
+        sb_appendf(sb, ", \"values\": [");
+        for (size_t r = 0; r < e->rows; r++) {
+            sb_appendf(sb, "%s", r ? ", " : "");
+            json_numbers(sb, NULL, NULL, e->values + r * e->cols, e->cols);
+        }
+        sb_appendf(sb, "]");
+    }
+    sb_appendf(sb, "}");
+}
+
+void report_map_stats_json(char **sb, const Inspection *in, const Induction *ind, size_t l) {
+    sb_appendf(sb, ", \"stats\": [");
+    for (size_t h = 0; h < in->maps[l]->rows; h++) {
+        const MapStats *s = &in->map_stats[l][h];
+        sb_appendf(sb, "%s{\"entropy\": ", h ? ", " : "");
+        json_num(sb, s->entropy);
+        json_field(sb, "diagonal", s->diagonal);
+        json_field(sb, "previous", s->previous);
+        json_field(sb, "induction", report_head_measure(in, ind, l, h, HM_INDUCTION));
+        sb_appendf(sb, "}");
+    }
+    sb_appendf(sb, "]");
 }
 
 char *report_json(const Inspection *in, const Induction *ind, const Tokenizer *tok,
@@ -104,51 +158,28 @@ char *report_json(const Inspection *in, const Induction *ind, const Tokenizer *t
         json_label(&sb, tok, (uint32_t)in->tokens[t]);
         sb_appendf(&sb, "}");
     }
-    sb_appendf(&sb, "], \"n_layer\": %zu, \"n_head\": %zu, \"attention_maps\": \"%s\", \"layers\": [", in->n_layer, H,
+    sb_appendf(&sb, "], \"n_layer\": %zu, \"n_head\": %zu, \"maps\": \"%s\", \"layers\": [", in->n_layer, H,
                T <= INSPECT_JSON_MAPS ? "full" : "top keys");
     for (size_t l = 0; l < in->n_layer; l++) {
         const LayerInspection *li = &in->layer[l];
-        sb_appendf(&sb, "%s{\"layer\": %zu, \"mixer\": \"%s\"", l ? ", " : "", l, li->mixer);
-        if (li->probs) {
-            sb_appendf(&sb, ", \"heads\": [");
-            for (size_t h = 0; h < H; h++) {
-                const HeadStats *s = &li->heads[h];
-                sb_appendf(&sb, "%s{\"head\": %zu, \"entropy\": ", h ? ", " : "", h);
-                json_num(&sb, s->entropy);
-                json_field(&sb, "diagonal", s->diagonal);
-                json_field(&sb, "previous", s->previous);
-                json_field(&sb, "similarity_logit_corr", s->similarity_corr);
-                json_field(&sb, "sv_max", s->sv_max);
-                json_field(&sb, "sv_min", s->sv_min);
-                json_field(&sb, "effective_rank", s->effective_rank);
-                json_field(&sb, "antisymmetric_share", s->antisym_share);
-                json_field(&sb, "identity_distance", s->identity_dist);
-                json_field(&sb, "induction", ind ? ind->score[l * H + h] : NAN);
-                json_numbers(&sb, "singular_values", li->singular_values + h * li->d_head, NULL, li->d_head);
-                json_numbers(&sb, "qk_cosines", li->qk_cosines + h * li->d_head, NULL, li->d_head);
-                json_map(&sb, li->probs + h * T * T, T);
-                sb_appendf(&sb, "}");
+        sb_appendf(&sb, "%s{\"layer\": %zu, \"mixer\": \"%s\", \"exhibits\": [", l ? ", " : "", l, li->mixer);
+        for (size_t i = 0; i < li->n_exhibits; i++) {
+            const Exhibit *e = &li->exhibits[i];
+            sb_appendf(&sb, "%s", i ? ", " : "");
+            if (e->kind != EXHIBIT_MAPS) {
+                report_exhibit_json(&sb, e);
+                continue;
             }
-            sb_appendf(&sb, "]");
+            report_exhibit_head_json(&sb, e);
+            if (e == in->maps[l]) report_map_stats_json(&sb, in, ind, l);
+            sb_appendf(&sb, T <= INSPECT_JSON_MAPS ? ", \"maps\": [" : ", \"maps_top\": [");
+            for (size_t h = 0; h < e->rows; h++) {
+                sb_appendf(&sb, "%s", h ? ", " : "");
+                json_map(&sb, e->values + h * T * T, T);
+            }
+            sb_appendf(&sb, "]}");
         }
-        if (li->gate_mean) {
-            sb_appendf(&sb, ", \"gate_mean\": [");
-            for (size_t t = 0; t < T; t++) sb_appendf(&sb, "%s%.5g", t ? ", " : "", li->gate_mean[t]);
-            sb_appendf(&sb, "], \"offsets\": [");
-            for (size_t k = 0; k < li->n_offsets; k++) {
-                sb_appendf(&sb, "%s{\"offset\": %zu, \"contribution_norm\": ", k ? ", " : "", li->offsets[k]);
-                json_num(&sb, li->offset_norm[k]);
-                sb_appendf(&sb, "}");
-            }
-            sb_appendf(&sb, "], \"offset_position_norm\": [");
-            for (size_t k = 0; k < li->n_offsets; k++) {
-                sb_appendf(&sb, "%s", k ? ", " : "");
-                json_numbers(&sb, NULL, NULL, li->offset_position_norm + k * T, T);
-            }
-            sb_appendf(&sb, "], \"plucker_residual\": ");
-            json_num(&sb, li->plucker_residual);
-        }
-        sb_appendf(&sb, "}");
+        sb_appendf(&sb, "]}");
     }
     sb_appendf(&sb, "], \"logit_lens\": [");
     for (size_t s = 0; s <= in->n_layer; s++) {

@@ -66,16 +66,12 @@ size_t report_top_k(const double *v, size_t n, size_t k, int absolute, size_t *o
 }
 
 double report_head_measure(const Inspection *in, const Induction *ind, size_t l, size_t h, HeadMeasure which) {
-    const LayerInspection *li = &in->layer[l];
-    if (!li->probs) return NAN;
-    const HeadStats *s = &li->heads[h];
+    const MapStats *s = in->map_stats[l];
+    if (!s || h >= in->maps[l]->rows) return NAN;
     switch (which) {
-    case HM_ENTROPY: return s->entropy;
-    case HM_DIAGONAL: return s->diagonal;
-    case HM_PREVIOUS: return s->previous;
-    case HM_CORR: return s->similarity_corr;
-    case HM_RANK: return s->effective_rank;
-    case HM_ANTISYM: return s->antisym_share;
+    case HM_ENTROPY: return s[h].entropy;
+    case HM_DIAGONAL: return s[h].diagonal;
+    case HM_PREVIOUS: return s[h].previous;
     case HM_INDUCTION: return ind ? ind->score[l * in->n_head + h] : NAN;
     }
     return NAN;
@@ -91,6 +87,58 @@ double *report_head_measures(const Inspection *in, const Induction *ind, HeadMea
 
 int report_any_maps(const Inspection *in) {
     for (size_t l = 0; l < in->n_layer; l++)
-        if (in->layer[l].probs) return 1;
+        if (in->maps[l]) return 1;
     return 0;
+}
+
+int report_any(const Inspection *in, ExhibitKind kind) {
+    for (size_t l = 0; l < in->n_layer; l++)
+        if (layer_exhibit_of(&in->layer[l], kind)) return 1;
+    return 0;
+}
+
+size_t report_names(const Inspection *in, ExhibitKind kind, const char **names, size_t max) {
+    size_t n = 0;
+    for (size_t l = 0; l < in->n_layer; l++)
+        for (size_t i = 0; i < in->layer[l].n_exhibits; i++) {
+            const Exhibit *e = &in->layer[l].exhibits[i];
+            size_t k = 0;
+            while (k < n && strcmp(names[k], e->name)) k++;
+            if (e->kind == kind && k == n && n < max) names[n++] = e->name;
+        }
+    return n;
+}
+
+const Exhibit *report_exhibit(const Inspection *in, size_t l, ExhibitKind kind, const char *name) {
+    for (size_t i = 0; i < in->layer[l].n_exhibits; i++)
+        if (in->layer[l].exhibits[i].kind == kind && strcmp(in->layer[l].exhibits[i].name, name) == 0)
+            return &in->layer[l].exhibits[i];
+    return NULL;
+}
+
+void report_scale(const Inspection *in, ExhibitKind kind, const char *name, float *lo, float *hi) {
+    float least = INFINITY, most = -INFINITY, given_lo = INFINITY, given_hi = -INFINITY;
+    for (size_t l = 0; l < in->n_layer; l++) {
+        const Exhibit *e = report_exhibit(in, l, kind, name);
+        if (!e) continue;
+        if (!isnan(e->lo)) given_lo = e->lo < given_lo ? e->lo : given_lo;
+        if (!isnan(e->hi)) given_hi = e->hi > given_hi ? e->hi : given_hi;
+        for (size_t i = 0; i < exhibit_size(e); i++) {
+            float v = e->values[i];
+            if (isnan(v)) continue;
+            least = v < least ? v : least;
+            most = v > most ? v : most;
+        }
+    }
+    *lo = isfinite(given_lo) ? given_lo : isfinite(least) ? least : 0.0f;
+    *hi = isfinite(given_hi) ? given_hi : isfinite(most) ? most : 1.0f;
+    if (!(*hi > *lo)) *hi = *lo + 1.0f; /* a constant: any scale shows it */
+}
+
+double report_row_mean(const Exhibit *e, size_t r) {
+    double sum = 0.0;
+    size_t n = 0;
+    for (size_t t = 0; t < e->cols; t++)
+        if (!isnan(e->values[r * e->cols + t])) sum += e->values[r * e->cols + t], n++;
+    return n ? sum / (double)n : NAN;
 }

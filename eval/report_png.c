@@ -1,7 +1,7 @@
-/* bin/inspect's pictures: each layer's attention maps (long prompts
- * max-pooled in blocks, a layer's heads in a grid), every head's measures at
- * a glance (heads.png), the Grassmann gates and the attribution of the
- * predicted token. */
+/* bin/inspect's pictures: each layer's maps (long prompts max-pooled in
+ * blocks, a layer's heads in a grid), every map's statistics at a glance
+ * (heads.png), every series along the prompt (a picture per name, a row
+ * per layer's row) and the attribution of the predicted token. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -83,15 +83,16 @@ static void map_labels_free(MapLabels *ml) {
     *ml = (MapLabels){0};
 }
 
-/* The maps of layer l: attn_L<l>_H<h>.png for each head, and attn_L<l>.png
- * with all its heads, side by side for up to 4 of them, else in a grid of
- * smaller panels. pooled: room for H maps of the grid's cells. */
+/* The maps of layer l: <name>_L<l>_H<h>.png for each head, and
+ * <name>_L<l>.png with all its heads, side by side for up to 4 of them,
+ * else in a grid of smaller panels. pooled: room for H maps of the grid's
+ * cells. */
 static int layer_maps(const char *dir, const Inspection *in, const Tokenizer *tok, size_t l, float *pooled,
                       Error *err) {
-    const LayerInspection *li = &in->layer[l];
-    size_t T = in->T, H = in->n_head;
+    const Exhibit *e = in->maps[l];
+    size_t T = in->T, H = e->rows;
     MapGrid g = map_grid(T);
-    char path[4200], title[200], pool_note[64] = "", (*names)[16] = lm_calloc(H, sizeof *names, err);
+    char path[4200], title[400], pool_note[64] = "", (*names)[16] = lm_calloc(H, sizeof *names, err);
     const float **panels = names ? lm_calloc(H, sizeof *panels, err) : NULL;
     const char **panel_titles = panels ? lm_calloc(H, sizeof *panel_titles, err) : NULL;
     if (!panel_titles) {
@@ -100,14 +101,16 @@ static int layer_maps(const char *dir, const Inspection *in, const Tokenizer *to
         return -1;
     }
     if (g.block > 1) snprintf(pool_note, sizeof pool_note, " (largest weight of each %zu x %zu block)", g.block, g.block);
-    HeatmapSpec spec = {.causal = 1, .vmin = 0.0f, .vmax = 1.0f};
+    float lo, hi;
+    report_scale(in, EXHIBIT_MAPS, e->name, &lo, &hi);
+    HeatmapSpec spec = {.causal = 1, .vmin = lo, .vmax = hi};
     MapLabels ml = {0};
     int rc = map_labels(&ml, in, tok, g, heatmap_layout(g.n, g.n, 1, &spec).cell, err);
     for (size_t h = 0; h < H && !rc; h++) {
-        const HeadStats *s = &li->heads[h];
+        const MapStats *s = &in->map_stats[l][h];
         float *p = pooled + h * g.n * g.n;
-        if (g.block > 1) pool_map(p, li->probs + h * T * T, T, g);
-        else memcpy(p, li->probs + h * T * T, T * T * sizeof(float));
+        if (g.block > 1) pool_map(p, e->values + h * T * T, T, g);
+        else memcpy(p, e->values + h * T * T, T * T * sizeof(float));
         panels[h] = p;
         snprintf(names[h], sizeof names[h], "head %zu", h);
         panel_titles[h] = names[h];
@@ -116,7 +119,7 @@ static int layer_maps(const char *dir, const Inspection *in, const Tokenizer *to
         spec.title = title;
         spec.row_labels = ml.row_ptr;
         spec.col_labels = ml.col_ptr;
-        snprintf(path, sizeof path, "%s/attn_L%zu_H%zu.png", dir, l, h);
+        snprintf(path, sizeof path, "%s/%s_L%zu_H%zu.png", dir, e->name, l, h);
         const float *one = p;
         rc = png_heatmap(path, &one, 1, g.n, g.n, &spec, err);
     }
@@ -124,15 +127,15 @@ static int layer_maps(const char *dir, const Inspection *in, const Tokenizer *to
     if (!rc) {
         /* Many heads: a grid of panels of at most ~240 px, labelled only where cells have room. */
         size_t columns = H <= 4 ? H : (size_t)ceil(sqrt((double)H));
-        HeatmapSpec all = {.panel_titles = panel_titles, .causal = 1, .vmin = 0.0f, .vmax = 1.0f, .columns = columns};
+        HeatmapSpec all = {.panel_titles = panel_titles, .causal = 1, .vmin = lo, .vmax = hi, .columns = columns};
         if (H > 4) all.cell = 240 / g.n < 2 ? 2 : (240 / g.n > 16 ? 16 : 240 / g.n);
-        snprintf(title, sizeof title, "layer %zu attention (rows: query, columns: key)%s", l, pool_note);
+        snprintf(title, sizeof title, "layer %zu: %s%s", l, e->caption, pool_note);
         all.title = title;
         size_t cell = heatmap_layout(g.n, g.n, H, &all).cell;
         rc = cell >= 8 ? map_labels(&ml, in, tok, g, cell, err) : 0;
         all.row_labels = ml.row_ptr;
         all.col_labels = ml.col_ptr;
-        snprintf(path, sizeof path, "%s/attn_L%zu.png", dir, l);
+        snprintf(path, sizeof path, "%s/%s_L%zu.png", dir, e->name, l);
         if (!rc) rc = png_heatmap(path, panels, H, g.n, g.n, &all, err);
         map_labels_free(&ml);
     }
@@ -142,8 +145,9 @@ static int layer_maps(const char *dir, const Inspection *in, const Tokenizer *to
     return rc;
 }
 
-/* heads.png: every head as one cell, layers down and heads across: the weight
- * on the previous token, on its own position, and the induction score. */
+/* heads.png: every head (map) as one cell, layers down and heads across: the
+ * weight on the previous token, on its own position, and the induction
+ * score; a layer without maps grey. */
 static int heads_picture(const char *dir, const Inspection *in, const Induction *ind, Error *err) {
     size_t L = in->n_layer, H = in->n_head;
     static const HeadMeasure which[3] = {HM_PREVIOUS, HM_DIAGONAL, HM_INDUCTION};
@@ -191,7 +195,7 @@ static int attribution_picture(const char *dir, const Inspection *in, const Toke
         int kept = !pick || !in->parts[i].share;
         for (size_t k = 0; pick && !kept && k < PICTURE_SHARES; k++) kept = keep[k] == i;
         if (!kept) continue;
-        /* a share of a mixer's output (a head, the attention bias): below its line */
+        /* a share of a mixer's output (a head, an output bias): below its line */
         snprintf(indented[m], sizeof indented[m], "%s%s", in->parts[i].share ? "    " : "", in->parts[i].name);
         pl[m] = indented[m];
         pv[m++] = in->parts[i].value;
@@ -213,33 +217,41 @@ static int attribution_picture(const char *dir, const Inspection *in, const Toke
     return rc;
 }
 
-/* gates.png: each Grassmann layer's mean gate along the prompt. */
-static int gates_picture(const char *dir, const Inspection *in, const Tokenizer *tok, Error *err) {
+/* <name>.png: every layer's series of that name along the prompt, a row per
+ * layer ("L<l>") or per row of it ("L<l> <row>"), on one scale. */
+static int series_picture(const char *dir, const Inspection *in, const Tokenizer *tok, const char *name, Error *err) {
     size_t T = in->T, n = 0;
-    for (size_t l = 0; l < in->n_layer; l++) n += in->layer[l].gate_mean != NULL;
-    if (!n) return 0;
+    const char *caption = "";
+    for (size_t l = 0; l < in->n_layer; l++) {
+        const Exhibit *e = report_exhibit(in, l, EXHIBIT_SERIES, name);
+        n += e ? e->rows : 0;
+        caption = e ? e->caption : caption;
+    }
     float *strip = lm_calloc(n * T, sizeof(float), err);
-    char(*names)[8] = strip ? lm_calloc(n, sizeof *names, err) : NULL;
+    char(*names)[EXHIBIT_LABEL + 8] = strip ? lm_calloc(n, sizeof *names, err) : NULL;
     char(*labels)[TOKEN_LABEL_MAX] = names ? lm_calloc(T, sizeof *labels, err) : NULL;
     const char **lp = labels ? lm_calloc(n + T, sizeof *lp, err) : NULL;
     int rc = lp ? 0 : -1;
     for (size_t l = 0, r = 0; !rc && l < in->n_layer; l++) {
-        if (!in->layer[l].gate_mean) continue;
-        memcpy(strip + r * T, in->layer[l].gate_mean, T * sizeof(float));
-        snprintf(names[r], sizeof names[r], "L%zu", l);
-        lp[r] = names[r];
-        r++;
+        const Exhibit *e = report_exhibit(in, l, EXHIBIT_SERIES, name);
+        for (size_t k = 0; e && k < e->rows; k++, r++) {
+            memcpy(strip + r * T, e->values + k * T, T * sizeof(float));
+            if (e->rows == 1) snprintf(names[r], sizeof names[r], "L%zu", l);
+            else snprintf(names[r], sizeof names[r], "L%zu %s", l, e->row_names[k]);
+            lp[r] = names[r];
+        }
     }
     for (size_t t = 0; !rc && t < T; t++) {
         token_label(tok, (uint32_t)in->tokens[t], 1, labels[t], sizeof labels[t]);
         lp[n + t] = labels[t];
     }
     if (!rc) {
-        HeatmapSpec spec = {"Grassmann gate a, mean over channels (1: keep x, 0: take g)", NULL, lp, lp + n, 0, 0.0f,
-                            1.0f, 0, 0};
+        float lo, hi;
+        report_scale(in, EXHIBIT_SERIES, name, &lo, &hi);
+        HeatmapSpec spec = {caption, NULL, lp, lp + n, 0, lo, hi, 0, 0};
         const float *p = strip;
         char path[4200];
-        snprintf(path, sizeof path, "%s/gates.png", dir);
+        snprintf(path, sizeof path, "%s/%s.png", dir, name);
         rc = png_heatmap(path, &p, 1, n, T, &spec, err);
     }
     free(strip);
@@ -255,10 +267,12 @@ int report_pictures(const char *dir, const Inspection *in, const Induction *ind,
     float *pooled = report_any_maps(in) ? lm_calloc(H * g.n * g.n, sizeof(float), err) : NULL;
     int rc = report_any_maps(in) && !pooled ? -1 : 0;
     for (size_t l = 0; l < in->n_layer && !rc; l++)
-        if (in->layer[l].probs) rc = layer_maps(dir, in, tok, l, pooled, err);
+        if (in->maps[l]) rc = layer_maps(dir, in, tok, l, pooled, err);
     free(pooled);
     if (!rc && report_any_maps(in)) rc = heads_picture(dir, in, ind, err);
-    if (!rc) rc = gates_picture(dir, in, tok, err);
+    const char *names[REPORT_NAMES_MAX];
+    size_t n = report_names(in, EXHIBIT_SERIES, names, REPORT_NAMES_MAX);
+    for (size_t i = 0; i < n && !rc; i++) rc = series_picture(dir, in, tok, names[i], err);
     if (!rc) rc = attribution_picture(dir, in, tok, err);
     return rc;
 }

@@ -70,35 +70,108 @@ char *report_lens_table(const Inspection *in, const Tokenizer *tok) {
     return sb;
 }
 
-/* Layer l's heads, a line each (the summary of small models, and heads.txt). */
-void report_head_lines(char **sb, const Inspection *in, const Induction *ind, size_t l) {
-    const LayerInspection *li = &in->layer[l];
-    sb_appendf(sb, "layer %zu %s\n  head  entropy  diag   prev   r(cos,logit)  sv_max  sv_min  eff_rank  antisym  "
-                   "induction\n", l, li->mixer);
-    for (size_t h = 0; h < in->n_head; h++) {
-        const HeadStats *s = &li->heads[h];
-        sb_appendf(sb, "  H%-3zu  %7.3f  %5.3f  %5.3f  %12.3f  %6.3f  %6.4f  %8.2f  %7.3f  %9.3f\n", h, s->entropy,
-                   s->diagonal, s->previous, s->similarity_corr, s->sv_max, s->sv_min, s->effective_rank,
-                   s->antisym_share, ind ? ind->score[l * in->n_head + h] : NAN);
+/* Layer l's maps, a line each with bin/inspect's statistics of them (the
+ * summary of small models, and heads.txt). */
+static void map_lines(char **sb, const Inspection *in, const Induction *ind, size_t l) {
+    const Exhibit *e = in->maps[l];
+    sb_appendf(sb, "layer %zu %s: %s, %s\n  map   entropy  diag   prev   induction\n", l, in->layer[l].mixer, e->name,
+               e->caption);
+    for (size_t h = 0; h < e->rows; h++) {
+        const MapStats *s = &in->map_stats[l][h];
+        sb_appendf(sb, "  %-4s  %7.3f  %5.3f  %5.3f  %9.3f\n", e->row_names[h], s->entropy, s->diagonal, s->previous,
+                   ind ? ind->score[l * in->n_head + h] : NAN);
     }
 }
 
-/* One line per layer: its heads' means, and its strongest induction head. */
-static void layer_means(char **sb, const Inspection *in, const Induction *ind) {
-    static const HeadMeasure shown[] = {HM_ENTROPY, HM_DIAGONAL, HM_PREVIOUS, HM_CORR, HM_RANK, HM_ANTISYM};
-    size_t H = in->n_head;
-    sb_appendf(sb, "  layer  entropy  diag   prev   r(cos,logit)  eff_rank  antisym  induction (best head)\n");
+/* A table in full: its caption, a header of its columns (or their
+ * indices) and a line per row. */
+static void table_lines(char **sb, const Exhibit *e, const char *indent) {
+    sb_appendf(sb, "%s%s: %s\n%s  row ", indent, e->name, e->caption, indent);
+    size_t *width = calloc(e->cols ? e->cols : 1, sizeof *width);
+    for (size_t c = 0; width && c < e->cols; c++) {
+        char index[24];
+        snprintf(index, sizeof index, "%zu", c);
+        const char *name = e->col_names ? e->col_names[c] : index;
+        width[c] = strlen(name) > 9 ? strlen(name) : 9;
+        sb_appendf(sb, "  %*s", (int)width[c], name);
+    }
+    sb_appendf(sb, "\n");
+    for (size_t r = 0; width && r < e->rows; r++) {
+        sb_appendf(sb, "%s  %-4s", indent, e->row_names[r]);
+        for (size_t c = 0; c < e->cols; c++) sb_appendf(sb, "  %*.4g", (int)width[c], e->values[r * e->cols + c]);
+        sb_appendf(sb, "\n");
+    }
+    free(width);
+}
+
+/* A table with named columns: its means over the rows, on one line. */
+static void table_means(char **sb, const Exhibit *e, const char *indent) {
+    sb_appendf(sb, "%s%s (means of %zu rows):", indent, e->name, e->rows);
+    for (size_t c = 0; c < e->cols; c++) {
+        double sum = 0.0;
+        for (size_t r = 0; r < e->rows; r++) sum += e->values[r * e->cols + c];
+        sb_appendf(sb, " %s %.3g", e->col_names[c], sum / (double)e->rows);
+    }
+    sb_appendf(sb, "\n");
+}
+
+/* An exhibit other than maps, for the summary: a series as its means over
+ * the prompt, a scalar as it is, a table with named columns in full (or,
+ * with `many` rows, its means); a sequence table is only pointed at. */
+static void exhibit_brief(char **sb, const Exhibit *e, const char *indent, int many) {
+    switch (e->kind) {
+    case EXHIBIT_SERIES:
+        sb_appendf(sb, "%s%s: %s; mean%s", indent, e->name, e->caption, e->rows > 1 ? "s" : "");
+        for (size_t r = 0; r < e->rows; r++) {
+            if (e->rows > 1) sb_appendf(sb, "%s %s", r ? "," : "", e->row_names[r]);
+            sb_appendf(sb, " %.3f", report_row_mean(e, r));
+        }
+        sb_appendf(sb, "\n");
+        break;
+    case EXHIBIT_SCALAR: sb_appendf(sb, "%s%s: %s; %.3g\n", indent, e->name, e->caption, e->values[0]); break;
+    case EXHIBIT_TABLE:
+        if (!e->col_names)
+            sb_appendf(sb, "%s%s: %s; %zu rows of %zu, in heads.txt, inspect.json and inspect.html\n", indent, e->name,
+                       e->caption, e->rows, e->cols);
+        else if (many) table_means(sb, e, indent);
+        else table_lines(sb, e, indent);
+        break;
+    case EXHIBIT_MAPS: break;
+    }
+}
+
+char *report_heads_text(const Inspection *in, const Induction *ind) {
+    if (!report_any_maps(in) && !report_any(in, EXHIBIT_TABLE)) return NULL;
+    char *sb = NULL;
+    sb_appendf(&sb, "# every map's statistics and every table of each layer, on the prompt (%zu tokens); induction: on %s\n",
+               in->T, ind ? "repeated random tokens" : "(not measured)");
     for (size_t l = 0; l < in->n_layer; l++) {
-        if (!in->layer[l].probs) continue;
-        double mean[6] = {0}, best = -INFINITY;
-        size_t best_h = 0;
+        const LayerInspection *li = &in->layer[l];
+        if (in->maps[l]) map_lines(&sb, in, ind, l);
+        for (size_t i = 0; i < li->n_exhibits; i++)
+            if (li->exhibits[i].kind == EXHIBIT_TABLE) {
+                sb_appendf(&sb, "layer %zu %s: ", l, li->mixer);
+                table_lines(&sb, &li->exhibits[i], "");
+            }
+    }
+    return sb;
+}
+
+/* One line per layer with maps: the means of its maps' statistics, and its
+ * strongest induction head. */
+static void layer_means(char **sb, const Inspection *in, const Induction *ind) {
+    static const HeadMeasure shown[] = {HM_ENTROPY, HM_DIAGONAL, HM_PREVIOUS};
+    sb_appendf(sb, "  layer  entropy  diag   prev   induction (best head)\n");
+    for (size_t l = 0; l < in->n_layer; l++) {
+        if (!in->maps[l]) continue;
+        size_t H = in->maps[l]->rows, best_h = 0;
+        double mean[3] = {0}, best = -INFINITY;
         for (size_t h = 0; h < H; h++) {
-            for (size_t i = 0; i < 6; i++) mean[i] += report_head_measure(in, ind, l, h, shown[i]) / (double)H;
+            for (size_t i = 0; i < 3; i++) mean[i] += report_head_measure(in, ind, l, h, shown[i]) / (double)H;
             double x = report_head_measure(in, ind, l, h, HM_INDUCTION);
             if (x > best) best = x, best_h = h;
         }
-        sb_appendf(sb, "  L%-4zu  %7.3f  %5.3f  %5.3f  %12.3f  %8.2f  %7.3f", l, mean[0], mean[1], mean[2], mean[3],
-                   mean[4], mean[5]);
+        sb_appendf(sb, "  L%-4zu  %7.3f  %5.3f  %5.3f", l, mean[0], mean[1], mean[2]);
         if (isfinite(best)) sb_appendf(sb, "  %9.3f (H%zu)", best, best_h);
         sb_appendf(sb, "\n");
     }
@@ -112,32 +185,30 @@ static void ranked_heads(char **sb, const Inspection *in, const double *v, size_
         sb_appendf(sb, " L%zu H%zu %.3f", best[i] / in->n_head, best[i] % in->n_head, v[best[i]]);
 }
 
-void inspect_print(FILE *f, const Inspection *in, const Induction *ind, const Model *m, const Tokenizer *tok) {
-    size_t H = in->n_head, T = in->T, n_heads = 0;
-    for (size_t l = 0; l < in->n_layer; l++) n_heads += in->layer[l].probs ? H : 0;
+void inspect_print(FILE *f, const Inspection *in, const Induction *ind, const Tokenizer *tok) {
+    size_t T = in->T, n_heads = 0;
+    for (size_t l = 0; l < in->n_layer; l++) n_heads += in->maps[l] ? in->maps[l]->rows : 0;
     int per_head = n_heads <= SUMMARY_HEADS;
     char lab[TOKEN_LABEL_MAX], *sb = NULL;
     token_label(tok, in->predicted, 0, lab, sizeof lab);
     sb_appendf(&sb, "prompt: %zu tokens | predicted next token '%s' (logit %.3f)\n", T, lab, in->predicted_logit);
-    if (m->cfg.pos == POS_ROPE)
-        sb_appendf(&sb, "rope positions: the maps include the rotation; sv_*, eff_rank and antisym are of W_q^T W_k "
-                        "without it\n");
-    if (!per_head)
-        sb_appendf(&sb, "attention: %zu heads; per layer, means over its heads (every head in heads.txt)\n", n_heads);
-    if (!per_head) layer_means(&sb, in, ind);
+    if (!per_head) {
+        sb_appendf(&sb, "maps: %zu heads; per layer, means over its heads (every head in heads.txt)\n", n_heads);
+        layer_means(&sb, in, ind);
+    }
     for (size_t l = 0; l < in->n_layer; l++) {
         const LayerInspection *li = &in->layer[l];
-        if (li->probs && per_head) report_head_lines(&sb, in, ind, l);
-        if (li->gate_mean) {
-            double g = 0.0;
-            for (size_t t = 0; t < T; t++) g += li->gate_mean[t];
-            sb_appendf(&sb, "layer %zu %s: mean gate %.3f | offset contribution norms", l, li->mixer, g / (double)T);
-            for (size_t k = 0; k < li->n_offsets; k++) sb_appendf(&sb, " d=%zu: %.3f", li->offsets[k], li->offset_norm[k]);
-            if (isfinite(li->plucker_residual)) sb_appendf(&sb, " | max Plücker residual %.2e", li->plucker_residual);
-            sb_appendf(&sb, "\n");
-        }
-        if (!li->probs && !li->gate_mean)
+        if (li->n_exhibits == 0) {
             sb_appendf(&sb, "layer %zu %s: no measurements of its own (logit lens and attribution only)\n", l, li->mixer);
+            continue;
+        }
+        if (in->maps[l] && per_head) map_lines(&sb, in, ind, l);
+        else if (per_head) sb_appendf(&sb, "layer %zu %s\n", l, li->mixer);
+        for (size_t i = 0; i < li->n_exhibits; i++) {
+            char indent[32];
+            snprintf(indent, sizeof indent, per_head ? "  " : "  L%zu ", l);
+            exhibit_brief(&sb, &li->exhibits[i], indent, !per_head);
+        }
     }
     size_t k = per_head ? 3 : 10;
     if (!per_head) {
@@ -157,8 +228,8 @@ void inspect_print(FILE *f, const Inspection *in, const Induction *ind, const Mo
                    ind->n, ind->n_seq, ind->loss_first, ind->loss_second);
         double *score = report_head_measures(in, ind, HM_INDUCTION);
         size_t best = 0;
-        if (!score || report_top_k(score, in->n_layer * H, 1, 0, &best) == 0) {
-            sb_appendf(&sb, "; no attention heads\n");
+        if (!score || report_top_k(score, in->n_layer * in->n_head, 1, 0, &best) == 0) {
+            sb_appendf(&sb, "; no maps\n");
         } else {
             sb_appendf(&sb, "; top heads (a uniform head scores %.3f):", ind->uniform);
             ranked_heads(&sb, in, score, k);

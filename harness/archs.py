@@ -5,67 +5,93 @@ and, optionally, mixer options of its own.
 An architecture is written [NAME=]MIXERS[:KEY=VALUE]..., architectures
 separated by spaces:
 
-  MIXERS   a mixer for every layer (attention, grassmann, gla) or one per
-           layer joined by commas (attention,grassmann,grassmann,grassmann)
-  pair=K   wedge | outer | sum: the Grassmann pair features (bin/train
-           --grassmann-pair; wedge, the Pluecker coordinates, by default)
-  rank=N   the Grassmann rank r, 2 to 1024 (bin/train --grassmann-rank)
-  match=A  the Grassmann rank whose parameter count is closest to that of
-           the architecture named A, given earlier in the list
-  window=N attention sees the last N positions, itself included (bin/train
-           --attn-window; 0 = all of them)
+  MIXERS   a registered mixer for every layer (bin/info --mixers lists them)
+           or one per layer joined by commas
+  KEY=V    a mixer option of the architecture's own, by the key the registry
+           gives it (bin/info --mixers: "architectures KEY="), for every
+           layer whose mixer has that option; checked as bin/train checks it
+  match=A  the value of the architecture's size knob (the option the
+           registry marks as sizing the layer) whose parameter count is
+           closest to that of the architecture named A, given earlier in
+           the list
 
-`swa=attention:window=17`, `outer=grassmann:pair=outer:rank=32`,
-`outer-m=grassmann:pair=outer:match=grassmann`. An architecture with options
-must be named: its name becomes part of file names and plots, so it may hold
-only [A-Za-z0-9._-] (harness.results.name_problem). An option that no layer of
-the architecture has (pair= without a Grassmann layer, window= without
-attention) is refused, as is anything else wrong, with one line (common.die).
+docs/compare.md has examples. An architecture with options must be named:
+its name becomes part of file names and plots, so it may hold only
+[A-Za-z0-9._-] (harness.results.name_problem). A key that no layer of the
+architecture has is refused, as is anything else wrong, with one line
+(common.die). Nothing here names a mixer: what an architecture may say comes
+from the registry (harness/registry.py).
 """
+from harness import registry
 from harness.common import die
-from harness.results import MIXERS, name_problem
+from harness.results import name_problem
 
-PAIRS = ("wedge", "outer", "sum")  # bin/train --grassmann-pair
-FAMILIES = ("attention", "sliding-window attention", "gla", "grassmann", "hybrid")  # Arch.family
-MAX_RANK = 1024    # bin/train's GRASSMANN_MAX_RANK
-MAX_WINDOW = 16384  # bin/train --attn-window's largest
 
-# Written into each harness's --help.
-SYNTAX = ("each [NAME=]MIXERS[:KEY=VALUE]...: MIXERS a mixer (attention, grassmann, gla) or one per layer joined by "
-          "commas; KEY pair=wedge|outer|sum (Grassmann pair features), rank=N (Grassmann rank), match=NAME (the "
-          "Grassmann rank whose parameter count is closest to the earlier architecture NAME's), window=N (attention "
-          "sees the last N positions, itself included; 0 = all). An architecture with options needs a NAME "
-          "(letters, digits, '.', '_', '-'): 'attention swa=attention:window=17 outer=grassmann:pair=outer'")
+def syntax():
+    """The syntax as each harness's --help says it, with the registry's keys."""
+    keys = ", ".join(sorted({f"{o['arch_key']}={o['value']} ({o['mixer']}: --{o['name']})"
+                             for o in registry.arch_options()}))
+    return ("each [NAME=]MIXERS[:KEY=VALUE]...: MIXERS a mixer (" + ", ".join(registry.names()) + ") or one per "
+            "layer joined by commas; KEY one of a mixer's options, " + keys + ", or match=NAME (the size whose "
+            "parameter count is closest to the earlier architecture NAME's). An architecture with options needs a "
+            "NAME (letters, digits, '.', '_', '-'); examples in docs/compare.md")
 
 
 class Arch:
-    """One architecture: name, mixers (one per layer), and its own options (None where not given):
-    pair, rank, match (another architecture's name), window."""
+    """One architecture: name, mixers (one per layer), its own options ({arch key: value as given}) and
+    match (another architecture's name, or None)."""
 
-    def __init__(self, name, mixers, pair=None, rank=None, match=None, window=None):
+    def __init__(self, name, mixers, options=None, match=None):
         self.name, self.mixers = name, list(mixers)
-        self.pair, self.rank, self.match, self.window = pair, rank, match, window
+        self.options, self.match = dict(options or {}), match
+
+    def option(self, key):
+        """The registry's row of one of its keys (its first layer's mixer that has it)."""
+        return next(o for m in self.mixers for o in registry.arch_options([m]) if o["arch_key"] == key)
+
+    def knob(self):
+        """The option that sizes it (registry.size_knob), or None."""
+        return registry.size_knob(self.mixers)
+
+    def size(self):
+        """Its size knob's value as given (KEY=N), or None."""
+        k = self.knob()
+        return int(self.options[k["arch_key"]]) if k and k["arch_key"] in self.options else None
 
     def train_args(self):
-        """bin/train's options for this architecture's own settings, but its rank (which the harness
-        resolves: given, matched or its default)."""
+        """bin/train's options for its own options, but its size (which the harness resolves: given,
+        matched or the default)."""
         args = []
-        if self.pair is not None:
-            args += ["--grassmann-pair", self.pair]
-        if self.window is not None:
-            args += ["--attn-window", str(self.window)]
+        for key, value in self.options.items():
+            o = self.option(key)
+            if not o["size_knob"]:
+                args += ["--" + o["name"], value]
         return args
 
+    def columns(self, size=None):
+        """{JSON key: value} of every architecture option its mixers have: its own, the size (resolved:
+        `size`), else the default; what the results files record of it."""
+        out = {}
+        for o in registry.arch_options(self.mixers):
+            v = size if o["size_knob"] else self.options.get(o["arch_key"])
+            v = o["default"] if v is None else v
+            out.setdefault(o["json_key"], v if o["kind"] == "text" else int(v) if o["kind"] == "size" else float(v))
+        return out
+
     def options_text(self):
-        """'pair=outer:window=17': the options as given (rank and match included), '' without any."""
-        return ":".join(f"{k}={v}" for k, v in (("pair", self.pair), ("rank", self.rank), ("match", self.match),
-                                                 ("window", self.window)) if v is not None)
+        """'pair=outer:window=17': the options as given (match included), '' without any."""
+        return ":".join([f"{k}={v}" for k, v in self.options.items()] +
+                        ([f"match={self.match}"] if self.match else []))
 
     def family(self):
-        """What kind of mixer the architecture is made of: attention, sliding-window attention, gla,
-        grassmann, or hybrid (more than one kind)."""
-        kinds = {"sliding-window attention" if m == "attention" and self.window else m for m in self.mixers}
-        return kinds.pop() if len(kinds) == 1 else "hybrid"
+        """What the architecture is made of: its mixer, or what the registry calls a model that sets one
+        of its options (not to its default), or registry.HYBRID for more than one."""
+        kinds = set()
+        for m in self.mixers:
+            named = [o["family"] for o in registry.arch_options([m]) if o["family"] and o["arch_key"] in self.options
+                     and not registry.same_value(o, self.options[o["arch_key"]], None)]
+            kinds.add(named[0] if named else m)
+        return kinds.pop() if len(kinds) == 1 else registry.HYBRID
 
     def __eq__(self, other):
         return isinstance(other, Arch) and vars(self) == vars(other)
@@ -74,24 +100,27 @@ class Arch:
         return f"Arch({self.name!r}, {self.mixers!r}{', ' + self.options_text() if self.options_text() else ''})"
 
 
-def label(name, rank=None, pair=None, window=None):
-    """How the reports name an architecture's runs: 'outer-m (r=22, outer)', 'swa (window 17)' (the wedge,
-    the default pair kind, unsaid)."""
-    parts = ([f"r={rank}"] if rank else []) + ([pair] if pair not in (None, "wedge") else []) + (
-        [f"window {window}"] if window else [])
-    return name + (f" ({', '.join(parts)})" if parts else "")
-
-
-def _number(key, value, lo, hi, item, what):
-    if not (value.isascii() and value.isdigit()) or not lo <= int(value) <= hi:
-        die(f"{what}: '{item}': {key}= must be a whole number from {lo} to {hi} (got '{value}')")
-    return int(value)
+def _value(option, value, item, what):
+    """A number option's value checked against its bounds (text: bin/info checks it)."""
+    key, kind = option["arch_key"], option["kind"]
+    if kind == "text":
+        return value
+    whole = value.isascii() and value.isdigit()
+    if kind == "size" and not whole:
+        die(f"{what}: '{item}': {key}= must be a whole number (got '{value}')")
+    try:
+        number = float(value)
+    except ValueError:
+        die(f"{what}: '{item}': {key}= must be a number (got '{value}')")
+    if not option["min"] <= number <= option["max"]:
+        die(f"{what}: '{item}': {key}= must be from {option['min']} to {option['max']} (got '{value}')")
+    return value
 
 
 def parse_archs(text, n_layer, what="--archs"):
-    """'attention h=grassmann swa=attention:window=17' -> [Arch]. A name becomes part of the runs' file
+    """'M h=M,N,N,N s=M:KEY=V' -> [Arch], M and N registered mixers. A name becomes part of the runs' file
     names under --out and of the plots: name_problem says which it may be. Dies with one line on
-    anything it cannot take."""
+    anything it cannot take, a value bin/train would refuse included (bin/info checks each)."""
     archs = []
     for item in text.split():
         head, *options = item.split(":")
@@ -99,8 +128,7 @@ def parse_archs(text, n_layer, what="--archs"):
         if named and name_problem(name):
             die(f"{what}: the name {name!r} {name_problem(name)}")
         mixers = spec.split(",")
-        if any(m not in MIXERS for m in mixers):
-            die(f"{what}: '{item}' names a mixer other than {', '.join(MIXERS[:-1])} or {MIXERS[-1]}")
+        registry.check_names(mixers, f"{what}: '{item}'")
         if len(mixers) == 1:
             mixers = mixers * n_layer
         if len(mixers) != n_layer:
@@ -108,30 +136,32 @@ def parse_archs(text, n_layer, what="--archs"):
         if options and not named:
             die(f"{what}: '{item}' has options, so it needs a name (NAME={item}; letters, digits, '.', '_', '-')")
         arch = Arch(name or spec, mixers)
+        keys = sorted({o["arch_key"] for o in registry.arch_options()} | {"match"})
         for option in options:
             key, eq, value = option.partition("=")
-            if not eq or key not in ("pair", "rank", "match", "window"):
-                die(f"{what}: '{item}': '{option}' is not one of pair=, rank=, match=, window=")
-            if getattr(arch, key) is not None:
+            if not eq or key not in keys:
+                die(f"{what}: '{item}': '{option}' is not one of {', '.join(k + '=' for k in keys)}")
+            if key in arch.options or (key == "match" and arch.match is not None):
                 die(f"{what}: '{item}' gives {key}= twice")
-            if key in ("pair", "rank", "match") and "grassmann" not in mixers:
-                die(f"{what}: '{item}' has no Grassmann layer for {key}= to set")
-            if key == "window" and "attention" not in mixers:
-                die(f"{what}: '{item}' has no attention layer for window= to set")
-            if key == "pair":
-                if value not in PAIRS:
-                    die(f"{what}: '{item}': pair= must be {', '.join(PAIRS)} (got '{value}')")
-                arch.pair = value
-            elif key == "rank":
-                arch.rank = _number(key, value, 2, MAX_RANK, item, what)
-            elif key == "window":
-                arch.window = _number(key, value, 0, MAX_WINDOW, item, what)
-            else:
+            if key == "match":
                 if value not in [a.name for a in archs]:
                     die(f"{what}: '{item}': match= must name an architecture given before it (got '{value}')")
+                if arch.knob() is None:
+                    die(f"{what}: '{item}' has no layer whose mixer has a size for match= to choose")
                 arch.match = value
-        if arch.rank is not None and arch.match is not None:
-            die(f"{what}: '{item}' gives both rank= and match=: one sets the rank, the other chooses it")
+                continue
+            if not any(o["arch_key"] == key for o in registry.arch_options(mixers)):
+                owners = sorted({o["mixer"] for o in registry.arch_options() if o["arch_key"] == key})
+                die(f"{what}: '{item}' has no {' or '.join(owners)} layer for {key}= to set")
+            arch.options[key] = _value(arch.option(key), value, item, what)
+        knob = arch.knob()
+        if knob and knob["arch_key"] in arch.options and arch.match is not None:
+            die(f"{what}: '{item}' gives both {knob['arch_key']}= and match=: one sets the size, the other chooses it")
+        why = registry.refusal(["--n-layer", n_layer, "--mixer", ",".join(mixers)] + arch.train_args() +
+                               (["--" + knob["name"], arch.options[knob["arch_key"]]]
+                                if knob and knob["arch_key"] in arch.options else []))
+        if why:
+            die(f"{what}: '{item}': {why}")
         archs.append(arch)
     if not archs:
         die(f"{what} is empty")
@@ -141,23 +171,9 @@ def parse_archs(text, n_layer, what="--archs"):
     return archs
 
 
-# ---- Grassmann parameters, by pair kind ---------------------------------------------
-
-def pair_features(r, pair="wedge"):
-    """The features a Grassmann layer of rank r computes from each (z_t, z_{t-d}): the Pluecker
-    coordinates (wedge, r(r-1)/2), the normalised outer product (outer, r^2), or the sum (sum, r)."""
-    return {"wedge": r * (r - 1) // 2, "outer": r * r, "sum": r}[pair]
-
-
-def grassmann_layer_params(C, r, pair="wedge"):
-    """A Grassmann layer's parameters at width C and rank r: W_red (r C + r), the feature projection
-    (C F + C, F = pair_features), the gate (2 C C + C) and the LayerNorm (2 C)."""
-    return r * C + r + C * pair_features(r, pair) + C + 2 * C * C + C + 2 * C
-
-
-def closest_rank(size, target, lo=2, hi=256):
-    """The rank in [lo, hi] whose size(rank) is closest to target, by bisection (size grows with the
-    rank; each size asked once). Returns (rank, size(rank))."""
+def closest_size(size, target, lo, hi):
+    """The value in [lo, hi] whose size(value) is closest to target, by bisection (size grows with the
+    value; each size asked once). Returns (value, size(value))."""
     seen = {}
 
     def count(r):
@@ -170,3 +186,12 @@ def closest_rank(size, target, lo=2, hi=256):
         lo, hi = (mid, hi) if count(mid) <= target else (lo, mid)
     best = min((lo, hi), key=lambda r: (abs(count(r) - target), r))
     return best, count(best)
+
+
+def lowest_size(knob, args):
+    """The smallest value of the size knob that bin/info takes for the model of bin/train's options
+    `args` (its bounds may allow values its checks refuse), within its bounds."""
+    for v in range(int(knob["min"]), int(knob["max"]) + 1):
+        if registry.refusal(list(args) + ["--" + knob["name"], v]) is None:
+            return v
+    die(f"no value of --{knob['name']} makes a model of {' '.join(map(str, args))}")

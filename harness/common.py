@@ -210,13 +210,6 @@ def gnuplot_series(path, points, index, title, style=""):
 
 # ---- what the programs write -----------------------------------------------------
 
-def layer_windows(spec, n_layer):
-    """Each layer's Grassmann window offsets from a --grassmann-windows value:
-    '1,2,4' for every layer, or 'a;b;...' one list per layer."""
-    per = [[int(x) for x in part.split(",") if x] for part in spec.split(";")]
-    return per * n_layer if len(per) == 1 else per
-
-
 def token_header(path):
     """The 32-byte header of a token file (bin/prepare): {raw, width, vocab,
     count}; dies if path is not a token file."""
@@ -231,13 +224,14 @@ def token_header(path):
     return head
 
 
-def probe_train_command(ckpt, mixers, L, batch_tokens, steps, lr, min_lr, warmup, seed, threads, shared, rank):
+def probe_train_command(ckpt, mixers, L, batch_tokens, steps, lr, min_lr, warmup, seed, threads, shared, extra=()):
     """bin/train's command for one recall-probe run (make probe, and its
     --zoology protocol) of sequences of length L: every window one sequence,
     batch_tokens / L of them per step, no weight decay, no validation during
-    training (bin/eval scores the answers after)."""
+    training (bin/eval scores the answers after); extra: bin/train options
+    after the rest (the architecture's size)."""
     args = [os.path.join(BIN, "train"), "--out", ckpt, "--mixer", ",".join(mixers), "--window-align", str(L),
             "--batch-size", str(max(1, batch_tokens // L)), "--max-iters", str(steps), "--lr", str(lr),
             "--min-lr", str(min_lr), "--warmup-iters", str(warmup), "--weight-decay", "0", "--eval-interval", "0",
             "--eval-iters", "2", "--log-interval", "1000000", "--seed", str(seed), "--threads", str(threads)] + shared
-    return args + (["--grassmann-rank", str(rank)] if rank else [])
+    return args + list(extra)

@@ -2,17 +2,17 @@
 the same budgets, several seeds each, and where their losses differ.
 Run from the repository root: python3 -m harness.compare [options] (--help).
 
---archs lists the architectures, separated by spaces: each is a mixer
-(`attention`, `grassmann`, `gla`) or a per-layer list of them joined by commas
-(`grassmann,grassmann,grassmann,attention`), optionally named with NAME=
-(`hybrid=grassmann,grassmann,grassmann,attention`), and optionally followed by
-options of its own, `:pair=wedge|outer|sum`, `:rank=N`, `:match=NAME`,
-`:window=N` (harness/archs.py: `swa=attention:window=17`,
-`outer-m=grassmann:pair=outer:match=grassmann`). Every architecture that has a
-Grassmann layer and no rank of its own is size-matched to the first one (or to
-match='s) by its reduced rank r (bisection on the exact `bin/train
---count-params`, r up to n_embd); the counts are reported, with Welch's p of
-every architecture's val loss against the first's.
+--archs lists the architectures, separated by spaces: each is a registered
+mixer (bin/info --mixers) or a per-layer list of them joined by commas,
+optionally named with NAME=, and optionally followed by mixer options of its
+own, `:KEY=VALUE` by the keys the registry gives them, and `:match=NAME`
+(harness/archs.py; examples in docs/compare.md); by default
+experiments/defaults.json's. Every architecture whose mixers have a size knob
+(the option the registry marks as sizing the layer) and that gives none of
+its own is size-matched to the first one (or to match='s) by that knob
+(bisection on the exact `bin/train --count-params`, up to n_embd); the counts
+are reported, with Welch's p of every architecture's val loss against the
+first's.
 
 --budget tokens:N trains for N tokens (N / (batch * block) steps, the cosine
 schedule over them); --budget seconds:S for S seconds of training steps
@@ -29,7 +29,7 @@ recipe's switches instead of architectures alone: every architecture of
 one switch (ABLATION below), and with GPT-2's, at every budget and seed;
 ablation.md then says per switch what taking it out costs each
 architecture, and whether it closes or widens the gap between the first
-architecture and each other one. The Grassmann rank is matched once, under
+architecture and each other one. The sizes are matched once, under
 --recipe, and kept for every variant, so that a variant changes only its
 switch.
 
@@ -52,23 +52,28 @@ import shlex
 import statistics
 import time
 
-from harness.archs import MAX_RANK, PAIRS, SYNTAX, closest_rank, label, parse_archs
+from harness import registry
+from harness.archs import closest_size, lowest_size, parse_archs, syntax
 from harness.common import (BIN, ROOT, Sweep, command_line, die, duration, fit_warmup, gnuplot, gnuplot_string, guarded,
                             need_gnuplot, out_dir, partial, run_ok, take_config)
 from harness.files import check_outputs, output_text
 from harness.report_page import chart, markdown_sections, write_page
-from harness.results import MIXERS, Int, Name, Num, Text, read_train_log
+from harness.experiments import default
+from harness.results import Int, Mixers, Name, Num, Text, arch_option_fields, read_train_log
 from harness.stats import welch_p
 
-# compare.csv as its readers (harness.paper) check it: the columns they use, one row per run.
-CSV_COLUMNS = {"arch": Name(), "budget": Text(r"(tokens|seconds):[0-9][0-9.eE+-]*"), "seed": Int(0),
-               "params": Int(1), "tokens": Int(0), "train_seconds": Num(0), "tok_s": Num(0, lo_open=True),
-               "val_loss": Num(0), "val_ppl": Num(0, lo_open=True), "test_ppl": Num(0, lo_open=True),
-               "mixers": Text(rf"({'|'.join(MIXERS)})(,({'|'.join(MIXERS)}))*", max_len=4000),
-               "grassmann_rank": Int(1, optional=True),
-               # an architecture's own options (harness/archs.py); files written before them have neither column
-               "grassmann_pair": Text(choices=PAIRS, optional=True), "attn_window": Int(0, optional=True),
-               **{k: Num(0, lo_open=True, optional=True) for k in ("val_bpb", "val_word_ppl", "test_bpb", "test_word_ppl")}}
+
+def csv_columns():
+    """compare.csv as its readers (harness.paper) check it: the columns they use, one row per run; an
+    architecture's options by their JSON keys (the registry's; a file written before an option has none
+    of its column)."""
+    return {"arch": Name(), "budget": Text(r"(tokens|seconds):[0-9][0-9.eE+-]*"), "seed": Int(0),
+            "params": Int(1), "tokens": Int(0), "train_seconds": Num(0), "tok_s": Num(0, lo_open=True),
+            "val_loss": Num(0), "val_ppl": Num(0, lo_open=True), "test_ppl": Num(0, lo_open=True),
+            "mixers": Mixers(), **arch_option_fields(),
+            **{k: Num(0, lo_open=True, optional=True) for k in ("val_bpb", "val_word_ppl", "test_bpb", "test_word_ppl")}}
+
+
 CSV_RUN = ("arch", "budget", "seed")  # what names a run: no two rows may agree on it
 
 # --ablate's variants: the modern recipe less one switch each (bin/train's
@@ -101,8 +106,8 @@ def stem(tag):
 
 
 def check_stems(tags, what="--archs"):
-    """Dies with one line, before any run, where two runs' tags have one file-name stem (`attention,gla`
-    and `attention-gla=attention,gla`): the second would overwrite the first, or wait on its lock."""
+    """Dies with one line, before any run, where two runs' tags have one file-name stem (`M,N` and
+    `M-N=M,N`): the second would overwrite the first, or wait on its lock."""
     seen = {}
     for tag in tags:
         other = seen.setdefault(stem(tag), tag)
@@ -128,57 +133,61 @@ def parse_budget(text):
     return (kind, int(v) if kind == "tokens" else v)
 
 
-def count_params(data, shared, mixers, rank=None):
-    """Exact parameter count from bin/train --count-params (shared: the model options)."""
-    args = shared + ["--mixer", ",".join(mixers)] + (["--grassmann-rank", str(rank)] if rank else [])
+def count_params(data, shared, mixers, knob=None, size=None):
+    """Exact parameter count from bin/train --count-params (shared: the model options), with the size
+    knob `knob` (a registry option) at `size` where given."""
+    args = shared + ["--mixer", ",".join(mixers)] + (["--" + knob["name"], str(size)] if knob and size else [])
     return int(run([os.path.join(BIN, "train"), "--data", data, "--count-params"] + args).strip())
 
 
-def rank_limit(n_embd):
-    """The largest rank a match searches: n_embd (z = W_red x spans at most n_embd dimensions, so a larger
-    rank adds parameters and nothing the layer can express), within bin/train's limit."""
-    return max(2, min(MAX_RANK, n_embd))
+def size_limit(knob, n_embd):
+    """The largest size a match searches: n_embd (a size knob is a dimension of the layer's own, within
+    its width: a larger one adds parameters and nothing the layer can express), within its bounds."""
+    return max(int(knob["min"]), min(int(knob["max"]), n_embd))
 
 
-def match_rank(data, shared, mixers, target, hi=256):
-    """(rank, count): the Grassmann rank in [2, hi] whose exact count is closest to target (counts grow
-    with r), by bisection (archs.closest_rank); (None, count) for a model without Grassmann layers."""
-    if "grassmann" not in mixers:
-        return None, count_params(data, shared, mixers)
-    return closest_rank(lambda r: count_params(data, shared, mixers, r), target, 2, hi)
+def match_size(data, shared, mixers, knob, target, hi):
+    """(size, count): the value of the size knob from its lowest bin/train takes to hi whose exact count is
+    closest to target (counts grow with it), by bisection (archs.closest_size)."""
+    lo = lowest_size(knob, shared + ["--mixer", ",".join(mixers)])
+    return closest_size(lambda v: count_params(data, shared, mixers, knob, v), target, lo, max(lo, hi))
 
 
-def size_archs(specs, data, shared, n_embd, rank=0, say=None):
-    """Each architecture (archs.Arch) with its Grassmann rank and exact parameter count (bin/train
-    --count-params, with the architecture's own options), as the dicts the harness trains: name,
-    mixers, rank, params, args (its bin/train options but the rank), pair, window, matched (the name
-    whose count its rank was matched to, or None), capped (the match stopped at rank_limit), label.
-    The rank: the architecture's rank=; else the one whose count is closest to match='s; else `rank`
-    (--grassmann-rank) where given, or 32 for the first architecture; else matched to the first.
-    say(text): told each architecture's count as it is found."""
+def size_archs(specs, data, shared, n_embd, fixed=None, say=None):
+    """Each architecture (archs.Arch) with its size and exact parameter count (bin/train --count-params,
+    with the architecture's own options), as the dicts the harness trains: name, mixers, knob (the
+    registry's option that sizes it, or None), size, params, args (its bin/train options but the size),
+    options (its own, as given), columns (what the results files record of its options), matched (the
+    name whose count its size was matched to, or None), capped (the match stopped at size_limit), family,
+    label. The size: the architecture's own; else the one whose count is closest to match='s; else
+    fixed[knob's name] (the harness's option for the knob) where given, or the knob's default for the first
+    architecture; else matched to the first. say(text): told each architecture's count as it is found."""
     out = []
     for spec in specs:
         own = shared + spec.train_args()
-        matched, capped, hi = None, False, rank_limit(n_embd)
-        if "grassmann" not in spec.mixers:
-            r, n = None, count_params(data, own, spec.mixers)
-        elif spec.rank or spec.match is None and (not out or rank):
-            r = spec.rank or rank or 32
-            n = count_params(data, own, spec.mixers, r)
+        knob, matched, capped = spec.knob(), None, False
+        given = (fixed or {}).get(knob["name"]) if knob else None
+        if knob is None:
+            size, n = None, count_params(data, own, spec.mixers)
+        elif spec.size() or spec.match is None and (not out or given):
+            size = spec.size() or given or int(knob["default"])
+            n = count_params(data, own, spec.mixers, knob, size)
         else:
+            hi = size_limit(knob, n_embd)
             matched = spec.match or out[0]["name"]
             target = next(x["params"] for x in out if x["name"] == matched)
-            r, n = match_rank(data, own, spec.mixers, target, hi)
-            capped = r == hi and n < target
-        out.append({"name": spec.name, "mixers": spec.mixers, "rank": r, "params": n, "args": spec.train_args(),
-                    "pair": spec.pair, "window": spec.window, "matched": matched, "capped": capped,
-                    "family": spec.family(), "label": label(spec.name, r, spec.pair, spec.window)})
+            size, n = match_size(data, own, spec.mixers, knob, target, hi)
+            capped = size == hi and n < target
+        columns = spec.columns(size)
+        out.append({"name": spec.name, "mixers": spec.mixers, "knob": knob, "size": size, "params": n,
+                    "args": spec.train_args(), "options": spec.options, "columns": columns, "matched": matched,
+                    "capped": capped, "family": spec.family(), "label": registry.label(spec.name, columns)})
         if say:
             ref = out[0]
             gap = 100.0 * (n - ref["params"]) / ref["params"]
             say(f"{out[-1]['label']}: {n:,} parameters ({gap:+.2f}% vs {ref['label']})"
-                + (f"; rank matched to {matched}'s {target:,}" + (f", capped at n_embd {hi}" if capped else "")
-                   if matched and matched != ref["name"] else ""))
+                + (f"; {knob['arch_key']} matched to {matched}'s {target:,}" +
+                   (f", capped at n_embd {hi}" if capped else "") if matched and matched != ref["name"] else ""))
             if abs(gap) > 5:
                 say(f"warning: {out[-1]['label']} differs in size from {ref['label']} by {gap:+.1f}%")
     return out
@@ -191,7 +200,7 @@ def train_help():
 
 
 def train_takes(option):
-    """Whether bin/train --help lists `option` (a newer option, such as --grassmann-pair)."""
+    """Whether bin/train --help lists `option` (a newer option: one of a mixer's, say)."""
     return option in train_help()
 
 
@@ -205,31 +214,30 @@ def check_train_takes(specs, what="--archs"):
 
 
 def csv_options(arch):
-    """compare.csv's grassmann_pair and attn_window cells of an architecture: its pair kind where it has a
-    Grassmann layer (wedge unless given), its attention window where given; else empty."""
-    pair = arch.get("pair") or ("wedge" if "grassmann" in arch["mixers"] else "")
-    window = arch.get("window")
-    return [pair, "" if window is None else window]
+    """compare.csv's cells of an architecture's options (csv_columns: every option an architecture may
+    give, by its JSON key): the architecture's value where its mixers have the option, else empty."""
+    return ["" if arch["columns"].get(o["json_key"]) is None else arch["columns"][o["json_key"]]
+            for o in registry.arch_options()]
 
 
 def layers_text(mixers):
-    """'attention x 4' for one mixer in every layer, else the per-layer list."""
+    """'MIXER x 4' for one mixer in every layer, else the per-layer list."""
     return f"{mixers[0]} x {len(mixers)}" if len(set(mixers)) == 1 else ",".join(mixers)
 
 
 def arch_table(archs):
-    """The report's table of the architectures: their layers, own options, rank (and what it was matched to)
+    """The report's table of the architectures: their layers, own options, size (and what it was matched to)
     and exact parameter count beside the first's."""
     ref = archs[0]["params"]
     md = ["## Architectures", "",
-          "| architecture | family | layers | options | Grassmann rank | parameters | vs " + archs[0]["name"] + " |",
+          "| architecture | family | layers | options | size | parameters | vs " + archs[0]["name"] + " |",
           "|---|---|---|---|---|---|---|"]
     for x in archs:
-        rank = "-" if not x["rank"] else str(x["rank"]) + (
+        size = "-" if not x.get("size") else f"{x['knob']['arch_key']} {x['size']}" + (
             f" (matched to {x['matched']}{', capped at n_embd' if x.get('capped') else ''})" if x.get("matched") else "")
-        opts = ", ".join(f"{k} {v}" for k, v in (("pair", x.get("pair")), ("window", x.get("window"))) if v is not None)
-        md.append(f"| {x['name']} | {x.get('family', '-')} | {layers_text(x['mixers'])} | {opts or '-'} | {rank} "
-                  f"| {x['params']:,} | {100.0 * (x['params'] - ref) / ref:+.2f}% |")
+        own = [f"{k} {v}" for k, v in x.get("options", {}).items() if not x["knob"] or k != x["knob"]["arch_key"]]
+        md.append(f"| {x['name']} | {x.get('family', '-')} | {layers_text(x['mixers'])} | {', '.join(own) or '-'} "
+                  f"| {size} | {x['params']:,} | {100.0 * (x['params'] - ref) / ref:+.2f}% |")
     return md
 
 
@@ -270,8 +278,8 @@ class Harness:
     def __init__(self, a):
         self.a = a
         self.shared = ["--n-layer", str(a.n_layer), "--n-head", str(a.n_head), "--n-embd", str(a.n_embd),
-                       "--block-size", str(a.block_size), "--dropout", str(a.dropout),
-                       "--grassmann-windows", a.grassmann_windows, "--norm", a.norm]
+                       "--block-size", str(a.block_size), "--dropout", str(a.dropout), "--norm", a.norm]
+        self.shared += registry.given_args(a)  # the mixers' options given, but the size knobs (per architecture)
         if getattr(a, "recipe", None):
             self.shared += ["--recipe", a.recipe]
         # after the recipe, so that they win (bin/train: the last one given); an ablation variant's come later still
@@ -287,8 +295,8 @@ class Harness:
             "--warmup-iters", str(warmup), "--seed", str(seed), "--eval-interval", str(eval_interval),
             "--eval-iters", str(a.eval_iters), "--log-interval", "1000000", "--threads", str(a.threads),
             "--precision", a.precision]
-        if arch["rank"]:
-            args += ["--grassmann-rank", str(arch["rank"])]
+        if arch.get("size"):
+            args += ["--" + arch["knob"]["name"], str(arch["size"])]
         # the architecture's own options (harness/archs.py), then an ablation variant's, after --recipe
         return args + arch.get("args", []) + arch.get("extra", [])
 
@@ -497,8 +505,8 @@ def write_plots(a, archs, budgets, runs, unit):
 
 
 def ablation_name(name, variant, extra):
-    """A variant's run name: the architecture's, then the switch's option and value ('attention-qk-norm-0';
-    'attention-modern' for the whole recipe), one per switch."""
+    """A variant's run name: the architecture's, then the switch's option and value ('NAME-qk-norm-0';
+    'NAME-modern' for the whole recipe), one per switch."""
     return f"{name}-" + ("-".join(x.lstrip("-") for x in extra) if extra else variant)
 
 
@@ -586,7 +594,7 @@ def ablation_report(a, archs, budgets, runs, seeds, total):
            f"{a.batch_size}, {a.norm}-norm{', then ' + a.train_args if a.train_args else ''}; "
            f"{precision_text(a.precision)}; lr {a.lr} -> {a.min_lr} cosine (AdamW's; under Muon its matrices take "
            f"bin/train's --muon-lr on the same schedule), "
-           f"{warmup_text(a)}; Grassmann windows {a.grassmann_windows}" +
+           f"{warmup_text(a)}; mixer options {registry.settings_text(a)}" +
            "".join(f"; {x['label']} {x['params']:,} parameters under the modern recipe" for x in archs) +
            f". {len(runs)} runs took {total / 60:.1f} minutes of wall time.",
            f"Command: `{command_line('harness.compare')}`"]
@@ -601,7 +609,7 @@ def check_options(a):
                  "seconds_eval_interval", "eval_iters", "recall_n", "jobs"):
         if getattr(a, name) < 1:
             die(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(a, name)})")
-    for name in ("threads", "grassmann_rank", "warmup_iters"):
+    for name in ("threads", "warmup_iters"):
         if getattr(a, name) < 0:
             die(f"--{name.replace('_', '-')} must not be negative (got {getattr(a, name)})")
     for name in ("lr", "min_lr"):
@@ -621,11 +629,12 @@ def main():
                                              "several seeds, with the loss split by position and by recall.")
     ap.add_argument("--data", default=os.path.join(ROOT, "data/moby"), help="prepared data directory (default data/moby)")
     ap.add_argument("--out", default=os.path.join(ROOT, "runs/compare"), help="output directory (default runs/compare)")
-    ap.add_argument("--archs", default="attention grassmann",
-                    help="space-separated architectures, " + SYNTAX + ". The first is the size reference: an "
-                         "architecture with a Grassmann layer and no rank= or match= takes --grassmann-rank, or the "
-                         "rank matched to the first's parameter count; every count is printed and reported "
-                         "(default 'attention grassmann')")
+    archs = default("compare", "archs")
+    ap.add_argument("--archs", default=archs,
+                    help="space-separated architectures, " + syntax() + ". The first is the size reference: an "
+                         "architecture with a size knob (bin/info --mixers) and no size or match= of its own takes "
+                         "the knob's option given here, or the size matched to the first's parameter count; every "
+                         f"count is printed and reported (default '{archs}': experiments/defaults.json)")
     ap.add_argument("--budget", action="append", default=None,
                     help="tokens:N or seconds:S; repeat for several (default tokens:768000 and seconds:40)")
     ap.add_argument("--seeds", type=int, default=3, help="seeds per architecture and budget (default 3)")
@@ -644,9 +653,6 @@ def main():
                     "under a time budget (100)")
     ap.add_argument("--eval-iters", type=int, default=10)
     ap.add_argument("--recall-n", type=int, default=4, help="n of the recall split (bin/eval --split-recall; 4)")
-    ap.add_argument("--grassmann-rank", type=int, default=0, help="0 = choose r to match the first architecture")
-    ap.add_argument("--grassmann-windows", default="1,2,4,8,12,16",
-                    help="offsets for every layer, or one list per layer separated by ';' (1;1;2;2)")
     ap.add_argument("--norm", default="pre", choices=("pre", "post"), help="LayerNorm placement (bin/train --norm; pre)")
     ap.add_argument("--recipe", choices=("gpt2", "modern"), default=None,
                     help="bin/train --recipe for every run (default: none, bin/train's defaults: gpt2)")
@@ -663,10 +669,14 @@ def main():
                     help="the matrix products of every training run (bin/train --precision; fp32). Evaluation "
                          "(bin/eval) is fp32 either way")
     ap.add_argument("--keep-checkpoints", action="store_true")
+    registry.add_options(ap, knob_help="every architecture's that gives no size or match= of its own (0, or "
+                                       "not given: matched to the first)")
     take_config(ap)
     a = ap.parse_args()
     budgets = [parse_budget(b) for b in (a.budget or ["tokens:768000", "seconds:40"])]
     check_options(a)
+    registry.check_options(a, ["--n-layer", str(a.n_layer), "--n-head", str(a.n_head), "--n-embd", str(a.n_embd),
+                               "--block-size", str(a.block_size)])
     if a.jobs > 1 and a.threads == 0:
         a.threads = max(1, (os.cpu_count() or 1) // a.jobs)
     specs = parse_archs(a.archs, a.n_layer)
@@ -690,7 +700,7 @@ def main():
     h = Harness(a)
 
     check_train_takes(specs)
-    archs = size_archs(specs, a.data, h.shared, a.n_embd, a.grassmann_rank,
+    archs = size_archs(specs, a.data, h.shared, a.n_embd, registry.fixed_sizes(a),
                        say=lambda text: print(f"compare: {text}", flush=True))
 
     print(f"compare: every run trains with {precision_text(a.precision)}", flush=True)
@@ -783,7 +793,7 @@ def main():
     md += ["", f"Model: n_layer {a.n_layer}, n_head {a.n_head}, n_embd {a.n_embd}, block {a.block_size}, batch "
                f"{a.batch_size}, {a.norm}-norm{', --recipe ' + a.recipe if a.recipe else ''}"
                f"{', then ' + a.train_args if a.train_args else ''}; {precision_text(a.precision)}; lr {a.lr} -> {a.min_lr} cosine (over the steps, or over the seconds under a time "
-               f"budget), {warmup_text(a)}; Grassmann windows {a.grassmann_windows}. Val and test: "
+               f"budget), {warmup_text(a)}; mixer options {registry.settings_text(a)}. Val and test: "
                f"every token scored once (bin/eval). Recall tokens: {a.recall_n}-grams seen earlier in their "
                f"window ({100 * rows[0]['recall_frac']:.1f}% of val tokens). Train seconds count training steps only; "
                f"the whole comparison took {total / 60:.1f} minutes of wall time.",
@@ -798,11 +808,11 @@ def main():
         keys = ["arch", "budget", "seed", "params", "steps", "tokens", "train_seconds", "wall", "tok_s", "val_loss",
                 "val_ppl", "test_loss", "test_ppl", "recall_loss", "other_loss", "recall_tokens", "other_tokens"]
         per_text = ["val_bpb", "val_word_ppl", "test_bpb", "test_word_ppl"]
-        w.writerow(keys + ["mixers", "grassmann_rank", "precision"] + per_text + ["grassmann_pair", "attn_window"])
+        w.writerow(keys + ["mixers", "precision"] + per_text + [o["json_key"] for o in registry.arch_options()])
         for r in runs:
             arch = next(x for x in archs if x["name"] == r["arch"])
             w.writerow([f"{r[k]:.6f}" if isinstance(r[k], float) else r[k] for k in keys] +
-                       [",".join(arch["mixers"]), arch["rank"] or "", a.precision] +
+                       [",".join(arch["mixers"]), a.precision] +
                        ["" if r[k] is None else f"{r[k]:.6f}" for k in per_text] + csv_options(arch))
     plots = write_plots(a, archs, budgets, runs, unit)
     write_page_html(a, archs, budgets, runs, unit, md)

@@ -41,12 +41,11 @@ import time
 from array import array
 from collections import Counter
 
-from harness.common import (BIN, ROOT, Sweep, command_line, die, gnuplot, gnuplot_string, guarded, layer_windows,
-                            need_gnuplot, out_dir, run, run_ok, take_config, token_header)
+from harness.common import (BIN, ROOT, Sweep, command_line, die, gnuplot, gnuplot_string, guarded, need_gnuplot,
+                            out_dir, run, run_ok, take_config, token_header)
 from harness.files import check_outputs, output_text, read_input, write_output
-from harness.archs import PAIRS
-from harness.compare import (COLORS, CSV_COLUMNS, CSV_RUN, ONE_SEED, count_params, fmt, fmt_p, layers_text, mean_spread,
-                             train_takes)
+from harness.compare import (COLORS, CSV_RUN, ONE_SEED, count_params, csv_columns, fmt, fmt_p, layers_text,
+                             mean_spread, train_takes)
 from harness.report_page import chart, markdown_sections, write_page
 from harness.results import Int, MapOf, Num, Obj, load_csv, load_json, read_train_log
 from harness.stats import welch_p
@@ -65,6 +64,16 @@ TABLES = {
 # with --recipe; pre and post are GPT-2's blocks with the LayerNorm before or after.
 RECIPES = {"pre": ["--norm", "pre"], "post": ["--norm", "post"], "modern": ["--norm", "pre", "--recipe", "modern"]}
 NORMS = tuple(RECIPES)
+# The paper's own experiment names its mixers: the Grassmann layer's pair maps (bin/train --grassmann-pair)
+# are the pair control's architectures.
+PAIRS = ("wedge", "outer", "sum")
+
+
+def layer_windows(spec, n_layer):
+    """Each layer's Grassmann window offsets from a --grassmann-windows value:
+    '1,2,4' for every layer, or 'a;b;...' one list per layer."""
+    per = [[int(x) for x in part.split(",") if x] for part in spec.split(";")]
+    return per * n_layer if len(per) == 1 else per
 
 
 def recipe_label(recipe):
@@ -138,8 +147,8 @@ def pair_counts(a, data, norm):
     cfg = TABLES[a.table]
     shared = ["--n-layer", str(cfg["n_layer"]), "--n-head", str(a.n_head), "--n-embd", "256", "--block-size",
               str(cfg["block_size"]), "--grassmann-windows", cfg["windows"]] + RECIPES[norm] + shlex.split(a.train_args)
-    return {pair: count_params(data, shared + ["--grassmann-pair", pair], ["grassmann"] * cfg["n_layer"], 32)
-            for pair in PAIRS}
+    return {pair: count_params(data, shared + ["--grassmann-pair", pair, "--grassmann-rank", "32"],
+                               ["grassmann"] * cfg["n_layer"]) for pair in PAIRS}
 
 
 def matched_pairs(counts):
@@ -235,7 +244,7 @@ SETTINGS_SCHEMA = Obj({"lr": Num(0, lo_open=True, optional=True), "warmup_iters"
 
 def read_runs(out, norm, archs, a):
     """The runs of one norm's compare report (compare.csv, checked against
-    harness.compare's CSV_COLUMNS; its architectures this table's), with the
+    harness.compare's csv_columns; its architectures this table's), with the
     lr and warm-up they trained with (OUT/NORM/paper_settings.json; else this
     command's) and their training logs where they are there."""
     path = os.path.join(out, norm, "compare.csv")
@@ -247,7 +256,7 @@ def read_runs(out, norm, archs, a):
         settings.update({k: v for k, v in given.items() if v is not None})
     mixers = {name: spec for name, spec in archs}
     rows = []
-    for r in load_csv(path, CSV_COLUMNS, unique=CSV_RUN):
+    for r in load_csv(path, csv_columns(), unique=CSV_RUN):
         if r["arch"] not in mixers:
             die(f"{path}: architecture '{r['arch']}' is not one of {', '.join(mixers)}")
         log = os.path.join(out, norm, f"{r['arch']}_{r['budget'].split(':')[0]}_{r['seed']}.csv")

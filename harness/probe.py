@@ -17,8 +17,8 @@ model's most likely next token.
         swept over --copy-gaps at --copy-seq-len (the distance is
         segment + gap + 1).
 
-Architectures as in harness/compare.py (--archs, size-matched to the first by the
-Grassmann rank). Writes OUT/probe.json (a list of rows {arch, task, seq_len,
+Architectures as in harness/compare.py (--archs, size-matched to the first by
+their size knob; by default experiments/defaults.json's). Writes OUT/probe.json (a list of rows {arch, task, seq_len,
 pairs or gap, n_embd, seed, accuracy, ...}), OUT/probe.md and
 OUT/probe_accuracy.png.
 
@@ -36,26 +36,41 @@ import time
 from harness.common import (BIN, ROOT, Sweep, command_line, die, fit_warmup, gnuplot, gnuplot_series, gnuplot_string,
                             guarded, need_gnuplot, out_dir, partial, probe_train_command as train_command, run_ok,
                             take_config)
+from harness import registry
+from harness.archs import parse_archs, syntax
 from harness.files import check_outputs, output_text
-from harness.archs import PAIRS, SYNTAX, label, parse_archs
 from harness.compare import count_params, run, size_archs
-from harness.results import Int, ListOf, Name, Num, Obj, Text, load_json
+from harness.experiments import default
+from harness.results import Int, ListOf, Name, Num, Obj, Text, arch_option_fields, load_json
 
-# probe.json as --report-only reads it back: a list of runs as train_and_score writes them, MQAR
-# runs with their pairs, copy runs with their gap and distance, no run twice.
-RUNS = ListOf(Obj({"arch": Name(), "task": Text(choices=("mqar", "copy")), "seq_len": Int(1),
-                   "pairs": Int(1, optional=True), "gap": Int(0, optional=True), "n_embd": Int(1), "seed": Int(0),
-                   "accuracy": Num(0, 1), "answer_loss": Num(0), "answers": Int(0), "params": Int(1),
-                   "grassmann_rank": Int(1, optional=True),
-                   "pos": Text(choices=("learned", "sinusoidal", "rope"), optional=True),
-                   "distance": Int(1, optional=True), "steps": Int(1), "train_seconds": Num(0),
-                   "curriculum": Obj({"pairs": Int(1), "steps": Int(1)}, optional=True),
-                   # an architecture's own options (harness/archs.py); older files have neither
-                   "grassmann_pair": Text(choices=PAIRS, optional=True), "attn_window": Int(0, optional=True)},
-                  rule=lambda r: ("an MQAR run must give its pairs" if r["task"] == "mqar" and r["pairs"] is None else
-                                  "a copy run must give its gap and distance"
-                                  if r["task"] == "copy" and (r["gap"] is None or r["distance"] is None) else None)),
-              unique=("arch", "task", "seq_len", "pairs", "gap", "n_embd", "seed"))
+def runs_schema():
+    """probe.json as --report-only reads it back: a list of runs as train_and_score writes them, MQAR
+    runs with their pairs, copy runs with their gap and distance, no run twice; an architecture's
+    options by their JSON keys (the registry's; older files have none)."""
+    return ListOf(Obj({"arch": Name(), "task": Text(choices=("mqar", "copy")), "seq_len": Int(1),
+                       "pairs": Int(1, optional=True), "gap": Int(0, optional=True), "n_embd": Int(1), "seed": Int(0),
+                       "accuracy": Num(0, 1), "answer_loss": Num(0), "answers": Int(0), "params": Int(1),
+                       "pos": Text(choices=("learned", "sinusoidal", "rope"), optional=True),
+                       "distance": Int(1, optional=True), "steps": Int(1), "train_seconds": Num(0),
+                       "curriculum": Obj({"pairs": Int(1), "steps": Int(1)}, optional=True), **arch_option_fields()},
+                      rule=lambda r: ("an MQAR run must give its pairs" if r["task"] == "mqar" and r["pairs"] is None else
+                                      "a copy run must give its gap and distance"
+                                      if r["task"] == "copy" and (r["gap"] is None or r["distance"] is None) else None)),
+                  unique=("arch", "task", "seq_len", "pairs", "gap", "n_embd", "seed"))
+
+
+def size_args(arch):
+    """bin/train's option for an architecture's size (harness.compare.size_archs), or none."""
+    return ["--" + arch["knob"]["name"], str(arch["size"])] if arch["size"] else []
+
+
+def positions(pos, mixers):
+    """--pos for an architecture of these layers' mixers: pos as given, or with auto the positions
+    experiments/defaults.json gives a model whose every layer has one mixer (probe.positions), else
+    learned."""
+    if pos != "auto":
+        return pos
+    return default("probe", "positions").get(mixers[0], "learned") if len(set(mixers)) == 1 else "learned"
 
 
 # What probe writes in --out: its report, plot and data, and the checkpoints of the runs in flight
@@ -64,8 +79,8 @@ OUTPUTS = ("probe.json", "probe.md", "probe_accuracy.png", "acc_*.dat", "model_*
 
 
 def read_rows(out):
-    """The runs of OUT/probe.json, checked (RUNS); dies with one line if they are not."""
-    return load_json(os.path.join(out, "probe.json"), RUNS)
+    """The runs of OUT/probe.json, checked (runs_schema); dies with one line if they are not."""
+    return load_json(os.path.join(out, "probe.json"), runs_schema())
 
 
 def ints(text, what):
@@ -87,9 +102,10 @@ def main():
     ap.add_argument("--zoology", action="store_true",
                     help="MQAR under the Zoology paper's protocol instead (its options: --zoology --help)")
     ap.add_argument("--out", default=os.path.join(ROOT, "runs/probe"))
-    ap.add_argument("--archs", default="attention grassmann",
-                    help="space-separated architectures, " + SYNTAX + "; size-matched to the first as in make "
-                         "compare (default 'attention grassmann')")
+    archs = default("probe", "archs")
+    ap.add_argument("--archs", default=archs,
+                    help="space-separated architectures, " + syntax() + "; size-matched to the first as in make "
+                         f"compare (default '{archs}': experiments/defaults.json)")
     ap.add_argument("--tasks", default="mqar,copy")
     ap.add_argument("--mqar-seq-lens", default="64,128,256")
     ap.add_argument("--pairs", type=int, default=16)
@@ -103,11 +119,11 @@ def main():
     ap.add_argument("--n-embds", default="64", help="model widths, comma list (default 64)")
     ap.add_argument("--n-layer", type=int, default=2)
     ap.add_argument("--n-head", type=int, default=2)
-    # auto: each architecture with the positions it learns these tasks with (README, "make probe"):
-    # rope for pure attention (its MQAR lookup formed with rope and not with learned positions),
-    # learned for anything with a Grassmann layer (with no position table it did not even copy at
-    # distance 9). Sinusoidal ones (entries of size ~1) drown the token embeddings (init 0.02).
-    ap.add_argument("--pos", default="auto", help="auto | learned | sinusoidal | rope (auto)")
+    # auto: each architecture with the positions it learns these tasks with (README, "make probe";
+    # experiments/defaults.json's probe.positions, learned for the rest). Sinusoidal ones (entries of
+    # size ~1) drown the token embeddings (init 0.02).
+    ap.add_argument("--pos", default="auto", help="auto | learned | sinusoidal | rope (auto: the positions "
+                    "experiments/defaults.json gives an architecture's one mixer, else learned)")
     # Longer sequences need more steps before the lookup forms (README, "make probe"): at 2,048 tokens per
     # step, length 128 learned 16 pairs in 8,000 steps and 256 in 12,000, where 4,000 were not enough.
     ap.add_argument("--mqar-iters", default="4000,8000,12000",
@@ -131,11 +147,12 @@ def main():
     ap.add_argument("--curriculum-steps", type=int, default=0, help="steps of the first stage (default: 2/3 of the run's --mqar-iters)")
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--seed", type=int, default=1337)
-    ap.add_argument("--grassmann-windows", default="1,2,4,8,12,16")
     ap.add_argument("--threads", type=int, default=0, help="threads per run; 0 = the cores / --jobs")
     ap.add_argument("--jobs", type=int, default=0, help="architectures trained at once; 0 = one per core, at most all")
     ap.add_argument("--report-only", action="store_true",
                     help="train nothing: rebuild probe.md and the plot from OUT/probe.json (e.g. of a stopped sweep)")
+    registry.add_options(ap, knob_help="every architecture's that gives no size or match= of its own (0, or not "
+                                       "given: matched to the first)")
     take_config(ap)
     a = ap.parse_args()
     tasks = [t for t in a.tasks.split(",") if t]
@@ -157,6 +174,7 @@ def main():
         die(f"--curriculum-steps must be below --mqar-iters ({a.mqar_iters})")
 
     archs = parse_archs(a.archs, a.n_layer)
+    registry.check_options(a, ["--n-layer", str(a.n_layer), "--n-head", str(a.n_head)])
     need_gnuplot()
     out_dir(a.out)
     check_outputs(a.out, OUTPUTS)  # before any work: each file probe writes, where it is there already
@@ -169,7 +187,7 @@ def main():
         settings += [("mqar", L, a.pairs) for L in mqar_lens]
     if "copy" in tasks:
         settings += [("copy", a.copy_seq_len, g) for g in ints(a.copy_gaps, "--copy-gaps")]
-    rows, t_all, ranks = [], time.time(), {}
+    rows, t_all, sized = [], time.time(), {}
     if a.report_only:
         rows = read_rows(a.out)
         settings = []
@@ -199,24 +217,23 @@ def main():
                   f"over {warmup} (a tenth of their steps)", flush=True)
         for width in widths:
             shape = ["--n-layer", str(a.n_layer), "--n-head", str(a.n_head), "--n-embd", str(width),
-                     "--block-size", str(L), "--grassmann-windows", a.grassmann_windows]
+                     "--block-size", str(L)] + registry.given_args(a)
             runs = []
-            # The ranks are matched with learned positions for every model, so that they match at any
+            # The sizes are matched with learned positions for every model, so that they match at any
             # length and the position table (absent with rope) does not enter the match: once per width.
-            if width not in ranks:
-                ranks[width] = size_archs(archs, data, shape + ["--pos", "learned"], width)
-            for arch in ranks[width]:
-                name, mixers, rank = arch["name"], arch["mixers"], arch["rank"]
-                pos = a.pos if a.pos != "auto" else ("rope" if set(mixers) == {"attention"} else "learned")
+            if width not in sized:
+                sized[width] = size_archs(archs, data, shape + ["--pos", "learned"], width, registry.fixed_sizes(a))
+            for arch in sized[width]:
+                pos = positions(a.pos, arch["mixers"])
                 shared = shape + arch["args"] + ["--pos", pos]
-                n = count_params(data, shared, mixers, rank)
+                n = count_params(data, shared, arch["mixers"], arch["knob"], arch["size"])
                 runs += [(arch, pos, shared, n, seed) for seed in range(a.seed, a.seed + a.seeds)]
 
             def train_and_score(i, arch, pos, shared, n, seed):
-                name, mixers, rank = arch["name"], arch["mixers"], arch["rank"]
+                name, mixers = arch["name"], arch["mixers"]
                 ckpt = os.path.join(a.out, f"model_{i}.ckpt")  # one per concurrent run
                 args = train_command(ckpt, mixers, L, a.batch_tokens, steps, a.lr, a.min_lr, warmup, seed,
-                                     threads, shared, rank)
+                                     threads, shared, size_args(arch))
                 t0 = time.time()
                 with partial(ckpt):  # a stopped sweep removes the checkpoints of the runs it stopped
                     if staged:  # the first stage stops at stage_steps; the second resumes it on the full task
@@ -232,11 +249,9 @@ def main():
                 row = {"arch": name, "task": task, "seq_len": L, ("pairs" if task == "mqar" else "gap"): p,
                        "n_embd": width, "seed": seed, "accuracy": round(ev["accuracy"], 6),
                        "answer_loss": round(ev["loss"], 6), "answers": ev["scored"], "params": n,
-                       "grassmann_rank": rank, "pos": pos, "distance": distance, "steps": steps,
-                       "train_seconds": round(secs, 1),
+                       "pos": pos, "distance": distance, "steps": steps, "train_seconds": round(secs, 1),
                        "curriculum": {"pairs": a.curriculum_pairs, "steps": stage_steps} if staged else None,
-                       "grassmann_pair": arch["pair"] or ("wedge" if "grassmann" in mixers else None),
-                       "attn_window": arch["window"]}
+                       **arch["columns"]}
                 print(f"probe: {task} L={L} {'pairs' if task == 'mqar' else 'gap'}={p} {name} n_embd={width} "
                       f"seed={seed}: accuracy {row['accuracy']:.3f} ({secs:.0f} s); {sweep.end()}", flush=True)
                 return row
@@ -254,7 +269,7 @@ def main():
     for r in rows:
         pg = r.get("pairs", r.get("gap"))
         dist = r["distance"] if r["distance"] is not None else f"up to {r['seq_len'] - 2}"
-        name = label(r["arch"], r["grassmann_rank"], r.get("grassmann_pair"), r.get("attn_window"))
+        name = registry.label(r["arch"], r)
         md.append(f"| {r['task']} | {r['seq_len']} | {pg} | {dist} | {name} | {r.get('pos', a.pos)} | {r['n_embd']} | {r['params']:,} "
                   f"| {r['seed']} | {r['accuracy']:.3f} | {r['answer_loss']:.3f} |")
     stages = [r["curriculum"] for r in rows if r.get("curriculum")]

@@ -15,13 +15,13 @@ import json
 import math
 import re
 
+from harness import registry
 from harness.common import die
 from harness.files import read_input
 
 MAX_BYTES = 256 << 20  # a results file is kilobytes; this stops a planted huge one before it is read
 MAX_INT = 1 << 63      # what bin/train's counters hold
 NAME_CHARS = re.compile(r"[A-Za-z0-9._-]+")
-MIXERS = ("attention", "grassmann", "gla")  # the names in src/mixers/mixer.c's registry
 
 
 class Invalid(ValueError):
@@ -40,7 +40,7 @@ def name_problem(name):
     commas (an architecture given without NAME=) is its own name."""
     if not isinstance(name, str) or not name:
         return "is empty"
-    if all(m in MIXERS for m in name.split(",")):
+    if all(m in registry.names() for m in name.split(",")):
         return None
     if not NAME_CHARS.fullmatch(name):
         return "may hold only letters, digits, '.', '_' and '-'"
@@ -161,6 +161,52 @@ class Name(Text):
         if why:
             raise Invalid(f"{shown(value)} {why}")
         return value
+
+
+class Mixers(Text):
+    """A comma list of registered mixers, one per layer (compare.csv's "mixers")."""
+
+    def __init__(self, optional=False):
+        super().__init__(r"[a-z0-9_]+(,[a-z0-9_]+)*", max_len=4000, optional=optional)
+
+    def check(self, value):
+        value = super().check(value)
+        unknown = [m for m in value.split(",") if m not in registry.names()]
+        if unknown:
+            raise Invalid(f"names {shown(unknown[0])}, which is not a registered mixer (bin/info --mixers)")
+        return value
+
+
+class OptionText(Text):
+    """A mixer's text option's value (registry), as bin/train takes it: bin/info checks it."""
+
+    def __init__(self, option, optional=False):
+        super().__init__(optional=optional)
+        self.option = option
+
+    def check(self, value):
+        value = super().check(value)
+        why = registry.refusal(["--" + self.option["name"], value])
+        if why:
+            raise Invalid(f"is not a value of bin/train --{self.option['name']}: {why}")
+        return value
+
+
+def arch_option_fields():
+    """{JSON key: field} of every option an architecture may give (harness/registry.py): what the results
+    files record of an architecture's own options, each optional (files written before an option have
+    none of it)."""
+    fields = {}
+    for o in registry.arch_options():
+        fields[o["json_key"]] = (OptionText(o, optional=True) if o["kind"] == "text" else
+                                 Int(o["min"], o["max"], optional=True) if o["kind"] == "size" else
+                                 Num(o["min"], o["max"], optional=True))
+    return fields
+
+
+def family_field():
+    """An architecture's family, as registry.families() names them (older files have none)."""
+    return Text(choices=registry.families(), optional=True)
 
 
 def within(what, fn, *args):

@@ -6,8 +6,10 @@ its rate on the same schedule; linear warm-up + cosine to min-lr,
 global-norm clipping, random windows of train.bin -- then scores every token
 of val.bin once in block_size windows, as bin/eval does. For checking that the
 C trainer reaches the loss a PyTorch implementation of the same model reaches.
+--mixer: a registered mixer with a PyTorch reference (harness/mixers/; by
+default the registry's first), at its options' defaults.
 
-usage: /usr/bin/python3 -m harness.torch_train --data DIR [--mixer attention|grassmann] [--n-layer 4 --n-head 4
+usage: /usr/bin/python3 -m harness.torch_train --data DIR [--mixer M] [--n-layer 4 --n-head 4
        --n-embd 128 --block-size 64 --batch-size 12 --max-iters 2000 --lr 1e-3 --min-lr 1e-4
        --warmup-iters 100 --seed 1337 --threads 2 --optimizer adamw|muon --muon-lr 0.02 --muon-momentum 0.95]"""
 import argparse
@@ -17,6 +19,7 @@ import time
 
 import torch
 
+from harness import registry
 from harness.torch_muon import Muon, muon_takes
 from harness.torch_ref import init_weights, model_loss, read_tokens
 
@@ -52,7 +55,7 @@ def evaluate(W, cfg, toks, B=16):
 def main():
     ap = argparse.ArgumentParser(prog="/usr/bin/python3 -m harness.torch_train")
     ap.add_argument("--data", required=True)
-    ap.add_argument("--mixer", default="attention")
+    ap.add_argument("--mixer", default=None, help="a registered mixer (default: the registry's first)")
     for name, val in [("n-layer", 4), ("n-head", 4), ("n-embd", 128), ("block-size", 64), ("batch-size", 12),
                       ("max-iters", 2000), ("warmup-iters", 100), ("seed", 1337), ("threads", 2)]:
         ap.add_argument("--" + name, type=int, default=val)
@@ -65,14 +68,19 @@ def main():
     torch.manual_seed(a.seed)
     train, vocab = read_tokens(os.path.join(a.data, "train.bin"))
     val, _ = read_tokens(os.path.join(a.data, "val.bin"))
-    cfg = {"vocab_size": vocab, "block_size": a.block_size, "n_layer": a.n_layer, "n_head": a.n_head,
-           "n_embd": a.n_embd, "mixers": [a.mixer] * a.n_layer, "pos": "learned", "grassmann_rank": 32,
-           "grassmann_windows": [1, 2, 4, 8, 12, 16], "dropout": 0.0}
+    # The model bin/train builds from the same options, every mixer's settings at their defaults.
+    described = registry.describe(["--vocab-size", vocab, "--block-size", a.block_size, "--n-layer", a.n_layer,
+                                   "--n-head", a.n_head, "--n-embd", a.n_embd, "--mixer", a.mixer or registry.names()[0]],
+                                  what="--mixer")
+    cfg = {k: v for k, v in described["model"].items() if k != "params"}
     W = init_weights(cfg, seed=a.seed)
-    # The residual-writing projections start smaller, as in the C init.
+    # The residual-writing projections start smaller, as in the C init: each mixer's that the registry
+    # marks so, and the MLP's.
+    residual = {f"h.{l}.{t['name']}" for l, layer in enumerate(described["layers"]) for t in layer["tensors"]
+                if t["init"] == "residual"}
     with torch.no_grad():
         for k, w in W.items():
-            if k.endswith("attn.proj.weight") or k.endswith("mlp.proj.weight"):
+            if k in residual or k.endswith("mlp.proj.weight"):
                 w.mul_(1 / math.sqrt(2 * a.n_layer))
     hidden = [w for k, w in W.items() if a.optimizer == "muon" and muon_takes(k, w.shape)]
     decay = [w for k, w in W.items() if w.dim() == 2 and not any(w is h for h in hidden)]

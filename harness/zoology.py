@@ -10,23 +10,20 @@ in (64, 4), (128, 8), (256, 16), every key queried once at a power-law
 distance (bin/probegen --task zoology), 2 layers of width 64, 128, 256 and
 512, and a 4-point learning-rate sweep (1e-4 to 1e-2, log-spaced) of which
 the best is kept for each architecture, cell and width. Each architecture is
-size-matched to the first as in make probe (the Grassmann rank).
+size-matched to the first as in make probe (its size knob).
 
-State size: the floats a layer keeps between tokens when it generates, summed
-over the layers: attention keeps the keys and values of every earlier
-position, 2 T C at length T; sliding-window attention (an architecture with
-window=W, harness/archs.py) those of its last W positions only, 2 min(W, T) C;
-a Grassmann layer keeps the reduced vectors z = W_red x of its last max(D)
-positions, max(D) r (its output at t needs z_{t-d} for d in D, nothing more,
-whatever its pair kind); gated linear attention (--archs "... gla") keeps one
-hs x hs matrix per head, C hs. The MLPs keep nothing. The four families side
-by side: --archs "attention swa=attention:window=17 gla grassmann".
+State size: the floats a model keeps per sequence when it generates, summed
+over the layers, as the registry gives them at the cell's length and the
+width (bin/info --mixers: each layer's Mixer.state_size, its key and value
+cache, its window's, or its recurrent state, with its step's scratch); the
+MLPs keep nothing. Any architecture of registered mixers has its point on
+the axis; the four families of docs/compare.md side by side are one --archs.
 
 --quick is the cut for a 2-core machine: the (64, 4) cell, width 64, the
 sweep's two largest learning rates, 8000 steps each over 100,000 training
 sequences (fewer sequences are memorised: at 20,000 the answer loss falls on
 the training set and not on the scored one; fewer steps stop before
-attention has formed the lookup: 3000 steps of the four rates left it at
+the first architecture has formed the lookup: 3000 steps of the four rates left it at
 0.2, under the 0.25 of answering with any of the sequence's own values). Writes OUT/zoology.json (every run),
 OUT/zoology.md (the best learning rate per cell and width, with its family,
 seeds and Welch's p against the first architecture), OUT/zoology_accuracy.png
@@ -42,13 +39,16 @@ import os
 import sys
 import time
 
-from harness.archs import FAMILIES, PAIRS, SYNTAX, label, parse_archs
+from harness import registry
+from harness.archs import parse_archs, syntax
 from harness.common import (BIN, ROOT, command_line, die, gnuplot, gnuplot_series, gnuplot_string, guarded,
-                            layer_windows, need_gnuplot, out_dir, partial, probe_train_command as train_command, run_ok)
+                            need_gnuplot, out_dir, partial, probe_train_command as train_command, run_ok)
 from harness.files import check_outputs, output_text
 from harness.compare import COLORS, count_params, fmt_p, run, size_archs
+from harness.experiments import default
+from harness.probe import positions, size_args
 from harness.report_page import chart, markdown_sections, write_page
-from harness.results import Int, ListOf, Name, Num, Obj, Text, load_json
+from harness.results import Int, ListOf, Name, Num, Obj, Text, arch_option_fields, family_field, load_json
 from harness.stats import welch_p
 
 # The paper's learning rates: numpy.logspace(-4, -2, 4).
@@ -83,20 +83,12 @@ def numbers(text, what, kind=int):
     return xs
 
 
-def state_floats(mixers, width, seq_len, rank, windows, n_head, attn_window=None):
-    """The floats the layers keep between generated tokens (see the module's comment):
-    attention its keys and values (of the last attn_window positions only, where it has
-    a window), Grassmann its last max(offset) reduced vectors, gated linear attention its
-    state, n_head matrices of (width / n_head)^2."""
-    total = 0
-    for layer, mixer in enumerate(mixers):
-        if mixer == "attention":
-            total += 2 * min(attn_window or seq_len, seq_len) * width
-        elif mixer == "gla":
-            total += width * (width // n_head)
-        else:
-            total += max(windows[layer]) * rank
-    return total
+def state_floats(shape, arch):
+    """The floats the model keeps per sequence when it generates (see the module's comment): the
+    registry's state of each of its layers (bin/info --mixers at bin/train's model options `shape`, the
+    architecture's layers, own options and size), summed."""
+    size = ["--" + arch["knob"]["name"], str(arch["size"])] if arch["size"] else []
+    return registry.state_floats(shape + ["--mixer", ",".join(arch["mixers"])] + arch["args"] + size)
 
 
 def best_rows(rows):
@@ -120,40 +112,49 @@ def run_key(row):
     return row["arch"], row["seq_len"], row["pairs"], row["n_embd"], row["lr"], row["seed"]
 
 
-# zoology.json as read back (--report-only, --resume): a list of runs as train_and_score writes them,
-# each with the settings of its sweep, no run twice.
-SETTINGS = Obj({"vocab": Int(1), "steps": Int(1), "batch_tokens": Int(1), "warmup_iters": Int(0),
-                "train_seqs": Int(1), "val_seqs": Int(1), "n_layer": Int(1), "n_head": Int(1),
-                "grassmann_windows": Text(r"[0-9,;]+"), "data_seed": Int(0)}, optional=True)
-RUNS = ListOf(Obj({"arch": Name(), "seq_len": Int(1), "pairs": Int(1), "n_embd": Int(1), "lr": Num(0, lo_open=True),
-                   "seed": Int(0), "accuracy": Num(0, 1), "answer_loss": Num(0), "answers": Int(0), "params": Int(1),
-                   "grassmann_rank": Int(1, optional=True), "state_floats": Int(1),
-                   "pos": Text(choices=("learned", "sinusoidal", "rope"), optional=True), "steps": Int(1),
-                   "train_seconds": Num(0), "settings": SETTINGS,
-                   # an architecture's own options and its family (harness/archs.py); older files have none
-                   "family": Text(choices=FAMILIES, optional=True), "grassmann_pair": Text(choices=PAIRS, optional=True),
-                   "attn_window": Int(0, optional=True)}),
-              unique=("arch", "seq_len", "pairs", "n_embd", "lr", "seed"))
+def runs_schema():
+    """zoology.json as read back (--report-only, --resume): a list of runs as train_and_score writes
+    them, each with the settings of its sweep (the mixers' options given among them, by their bin/train
+    names), no run twice; an architecture's options by their JSON keys and its family (the registry's;
+    older files have none)."""
+    settings = Obj({"vocab": Int(1), "steps": Int(1), "batch_tokens": Int(1), "warmup_iters": Int(0),
+                    "train_seqs": Int(1), "val_seqs": Int(1), "n_layer": Int(1), "n_head": Int(1), "data_seed": Int(0),
+                    **{o["json_key"]: Text(optional=True) for o in registry.options()}}, optional=True)
+    return ListOf(Obj({"arch": Name(), "seq_len": Int(1), "pairs": Int(1), "n_embd": Int(1),
+                       "lr": Num(0, lo_open=True), "seed": Int(0), "accuracy": Num(0, 1), "answer_loss": Num(0),
+                       "answers": Int(0), "params": Int(1), "state_floats": Int(1),
+                       "pos": Text(choices=("learned", "sinusoidal", "rope"), optional=True), "steps": Int(1),
+                       "train_seconds": Num(0), "settings": settings, "family": family_field(),
+                       **arch_option_fields()}),
+                  unique=("arch", "seq_len", "pairs", "n_embd", "lr", "seed"))
 
 
 def read_rows(out):
-    """The runs of OUT/zoology.json, checked (RUNS); dies with one line if they are not."""
-    return load_json(os.path.join(out, "zoology.json"), RUNS)
+    """The runs of OUT/zoology.json, checked (runs_schema); dies with one line if they are not."""
+    return load_json(os.path.join(out, "zoology.json"), runs_schema())
 
 
 def check_settings(rows, settings, out):
     """--resume adds runs to a sweep only under the settings its runs were
     trained with: a best learning rate chosen across settings would compare
-    unlike runs."""
+    unlike runs. A mixer option that either does not record is at its
+    default."""
     for r in rows:
         old = r.get("settings")
         if old is None:
             die(f"{os.path.join(out, 'zoology.json')} records no settings for its runs, so they cannot be resumed: "
                 "give another --out")
-        for k, v in settings.items():
-            if old.get(k) != v:
-                die(f"{os.path.join(out, 'zoology.json')} was trained with {k} {old.get(k)}, and this run asks for "
-                    f"{v}: give the same settings to --resume, or another --out")
+        differs = [(k, old.get(k), v) for k, v in settings.items() if k not in mixer_keys() and old.get(k) != v]
+        differs += [(o["json_key"], old.get(o["json_key"]), settings.get(o["json_key"])) for o in registry.options()
+                    if not registry.same_value(o, old.get(o["json_key"]), settings.get(o["json_key"]))]
+        for k, had, want in differs[:1]:
+            die(f"{os.path.join(out, 'zoology.json')} was trained with {k} {had}, and this run asks for "
+                f"{want}: give the same settings to --resume, or another --out")
+
+
+def mixer_keys():
+    """The settings' keys that are mixer options (their JSON keys)."""
+    return {o["json_key"] for o in registry.options()}
 
 
 def write_report(a, archs, rows, minutes, kept=0):
@@ -165,12 +166,12 @@ def write_report(a, archs, rows, minutes, kept=0):
           f"model's most likely next token (chance {2 / a.vocab:.2g} for a value guessed from the vocabulary's second "
           f"half, 1/pairs for one guessed among the sequence's own), the mean over the seeds at that rate; p: Welch's "
           f"two-sided t-test of equal mean accuracy against {first} in the same cell and width, over the seeds "
-          "(n/a below 2 seeds each). State: the floats the layers keep between generated tokens (attention 2 T C a "
-          "layer, sliding-window attention 2 min(W, T) C, gla C^2 / heads, Grassmann max(offset) r).", "",
+          "(n/a below 2 seeds each). State: the floats the layers keep per sequence when the model generates "
+          "(bin/info --mixers: each layer's state at the cell's length, its step's scratch included).", "",
           "| seq_len | pairs | architecture | n_embd | parameters | state (floats) | best lr | accuracy | "
           f"accuracy at each lr | family | seeds | p vs {first} |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in best:
-        name = label(r["arch"], r["grassmann_rank"], r.get("grassmann_pair"), r.get("attn_window"))
+        name = registry.label(r["arch"], r)
         each = ", ".join(f"{lr}: {acc:.3f}" for lr, acc in r["lr_accuracy"].items())
         base = next((x for x in best if x["arch"] == first and x["seq_len"] == r["seq_len"] and
                      x["n_embd"] == r["n_embd"]), None)
@@ -229,28 +230,29 @@ def plotted(archs, best):
 
 def check_archs(rows, archs, out):
     """--resume adds runs of an architecture only where the runs of its name had its options: the same
-    name with another window or pair kind is another model."""
+    name with another window or pair kind is another model (a value not recorded: the default)."""
     for x in archs:
-        want = {"attn_window": x.window, "grassmann_pair": x.pair or ("wedge" if "grassmann" in x.mixers else None)}
+        want = x.columns()
         for r in rows:
             if r["arch"] != x.name:
                 continue
-            had = {"attn_window": r.get("attn_window"),
-                   "grassmann_pair": r.get("grassmann_pair") or ("wedge" if r.get("grassmann_rank") else None)}
-            if had != want:
-                key = next(k for k in want if had[k] != want[k])
-                die(f"{os.path.join(out, 'zoology.json')} has runs of '{x.name}' with {key} {had[key]}, and --archs "
-                    f"gives it {want[key]}: name it otherwise, or give another --out")
+            for o in registry.arch_options(x.mixers):
+                k = o["json_key"]
+                if not o["size_knob"] and not registry.same_value(o, r.get(k), want[k]):
+                    die(f"{os.path.join(out, 'zoology.json')} has runs of '{x.name}' with {k} "
+                        f"{o['default'] if r.get(k) is None else r[k]}, and --archs gives it {want[k]}: name it "
+                        "otherwise, or give another --out")
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m harness.probe --zoology",
                                  description="MQAR under the Zoology protocol: accuracy against state size.")
     ap.add_argument("--out", default=os.path.join(ROOT, "runs/zoology"))
-    ap.add_argument("--archs", default="attention grassmann",
-                    help="space-separated architectures, " + SYNTAX + "; size-matched to the first as in make "
-                         "compare. The four families: --archs 'attention swa=attention:window=17 gla grassmann' "
-                         "(twice the default's runs: each architecture costs as much as attention's)")
+    archs = default("zoology", "archs")
+    ap.add_argument("--archs", default=archs,
+                    help="space-separated architectures, " + syntax() + "; size-matched to the first as in make "
+                         f"compare (default '{archs}': experiments/defaults.json; docs/compare.md: the four "
+                         "families)")
     ap.add_argument("--cells", default="64:4,128:8,256:16", help="LENGTH:PAIRS list (64:4,128:8,256:16)")
     ap.add_argument("--widths", default="64,128,256,512", help="n_embd list (64,128,256,512)")
     ap.add_argument("--lrs", default=LRS, help=f"learning rates swept, the best kept ({LRS})")
@@ -261,9 +263,9 @@ def main(argv=None):
     ap.add_argument("--train-seqs", type=int, default=100000, help="training sequences (100000, as the paper)")
     ap.add_argument("--val-seqs", type=int, default=3000, help="scored sequences (3000, as the paper)")
     ap.add_argument("--n-layer", type=int, default=2)
-    ap.add_argument("--n-head", type=int, default=1, help="attention heads (1, as the paper)")
-    ap.add_argument("--pos", default="auto", help="as make probe's --pos (auto: rope for attention, else learned)")
-    ap.add_argument("--grassmann-windows", default="1,2,4,8,12,16")
+    ap.add_argument("--n-head", type=int, default=1, help="heads (1, as the paper)")
+    ap.add_argument("--pos", default="auto", help="as make probe's --pos (auto: experiments/defaults.json's "
+                    "positions for an architecture's one mixer, else learned)")
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--seed", type=int, default=1337)
     ap.add_argument("--threads", type=int, default=0, help="threads per run; 0 = the cores / --jobs")
@@ -273,6 +275,8 @@ def main(argv=None):
     ap.add_argument("--report-only", action="store_true", help="rebuild zoology.md and the plot from OUT/zoology.json")
     ap.add_argument("--resume", action="store_true",
                     help="keep OUT/zoology.json's runs and train only those missing (the same settings only)")
+    registry.add_options(ap, knob_help="every architecture's that gives no size or match= of its own (0, or not "
+                                       "given: matched to the first)")
     argv = sys.argv[1:] if argv is None else argv
     if "--quick" in argv:
         ap.set_defaults(**QUICK)
@@ -284,15 +288,16 @@ def main(argv=None):
     if min(a.steps, a.batch_tokens, a.train_seqs, a.val_seqs, a.seeds, a.vocab) < 1 or min(a.jobs, a.threads) < 0:
         die("--steps, --batch-tokens, --train-seqs, --val-seqs, --seeds and --vocab must be positive")
     archs = parse_archs(a.archs, a.n_layer)
+    registry.check_options(a, ["--n-layer", str(a.n_layer), "--n-head", str(a.n_head)])
     need_gnuplot()
     out_dir(a.out)
     check_outputs(a.out, OUTPUTS)  # before any work: each file the sweep writes, where it is there already
-    windows = layer_windows(a.grassmann_windows, a.n_layer)
     warmup = a.warmup_iters or max(1, a.steps // 10)
     t0, rows = time.time(), []
     settings = {"vocab": a.vocab, "steps": a.steps, "batch_tokens": a.batch_tokens, "warmup_iters": warmup,
                 "train_seqs": a.train_seqs, "val_seqs": a.val_seqs, "n_layer": a.n_layer, "n_head": a.n_head,
-                "grassmann_windows": a.grassmann_windows, "data_seed": a.seed}
+                "data_seed": a.seed, **{o["json_key"]: v for o in registry.options()
+                                        for v in [registry.given(a).get(o["name"])] if v is not None}}
     if a.report_only or (a.resume and os.path.exists(os.path.join(a.out, "zoology.json"))):
         rows = read_rows(a.out)
     if a.report_only:
@@ -309,22 +314,22 @@ def main(argv=None):
              "--seed", str(a.seed)])
         for width in widths:
             shape = ["--n-layer", str(a.n_layer), "--n-head", str(a.n_head), "--n-embd", str(width),
-                     "--block-size", str(L), "--grassmann-windows", a.grassmann_windows]
-            # The ranks are matched with learned positions for every model (as make probe's), so that the
+                     "--block-size", str(L)] + registry.given_args(a)
+            # The sizes are matched with learned positions for every model (as make probe's), so that the
             # position table (absent with rope) does not enter the match: harness.compare.size_archs.
-            for arch in size_archs(archs, data, shape + ["--pos", "learned"], width):
-                name, mixers, rank = arch["name"], arch["mixers"], arch["rank"]
-                pos = a.pos if a.pos != "auto" else ("rope" if set(mixers) == {"attention"} else "learned")
+            for arch in size_archs(archs, data, shape + ["--pos", "learned"], width, registry.fixed_sizes(a)):
+                name, mixers = arch["name"], arch["mixers"]
+                pos = positions(a.pos, mixers)
                 own = shape + arch["args"] + ["--pos", pos]
-                n = count_params(data, own, mixers, rank)
-                state = state_floats(mixers, width, L, rank, windows, a.n_head, arch["window"])
+                n = count_params(data, own, mixers, arch["knob"], arch["size"])
+                state = state_floats(shape + ["--pos", pos], arch)
                 for lr in lrs:
                     for seed in range(a.seed, a.seed + a.seeds):
                         if any(run_key(r) == (name, L, pairs, width, lr, seed) for r in rows):
                             continue  # --resume: this run is in zoology.json already
-                        runs.append(dict(arch=name, mixers=mixers, pos=pos, shape=own[:-2], rank=rank, params=n,
-                                         state=state, lr=lr, seed=seed, L=L, pairs=pairs, width=width, data=data,
-                                         pair=arch["pair"], window=arch["window"], family=arch["family"]))
+                        runs.append(dict(arch=name, mixers=mixers, pos=pos, shape=own[:-2], size=size_args(arch),
+                                         params=n, state=state, lr=lr, seed=seed, L=L, pairs=pairs, width=width,
+                                         data=data, columns=arch["columns"], family=arch["family"]))
     kept = len(rows) if a.resume else 0
     if a.resume:
         print(f"zoology: {len(rows)} runs kept from {os.path.join(a.out, 'zoology.json')}, {len(runs)} to train",
@@ -335,7 +340,7 @@ def main(argv=None):
     def train_and_score(i, r):
         ckpt = os.path.join(a.out, f"model_{i}.ckpt")
         args = train_command(ckpt, r["mixers"], r["L"], a.batch_tokens, a.steps, r["lr"], r["lr"] / 10, warmup,
-                             r["seed"], threads, r["shape"] + ["--pos", r["pos"]], r["rank"])
+                             r["seed"], threads, r["shape"] + ["--pos", r["pos"]], r["size"])
         start = time.time()
         with partial(ckpt):  # a stopped sweep removes the checkpoints of the runs it stopped
             run(args + ["--data", r["data"]], live=True)
@@ -345,11 +350,9 @@ def main(argv=None):
         os.remove(ckpt)
         row = {"arch": r["arch"], "seq_len": r["L"], "pairs": r["pairs"], "n_embd": r["width"], "lr": r["lr"],
                "seed": r["seed"], "accuracy": round(ev["accuracy"], 6), "answer_loss": round(ev["loss"], 6),
-               "answers": ev["scored"], "params": r["params"], "grassmann_rank": r["rank"],
-               "state_floats": r["state"], "pos": r["pos"], "steps": a.steps, "train_seconds": round(secs, 1),
-               "settings": settings, "family": r["family"],
-               "grassmann_pair": r["pair"] or ("wedge" if "grassmann" in r["mixers"] else None),
-               "attn_window": r["window"]}
+               "answers": ev["scored"], "params": r["params"], "state_floats": r["state"], "pos": r["pos"],
+               "steps": a.steps, "train_seconds": round(secs, 1), "settings": settings, "family": r["family"],
+               **r["columns"]}
         print(f"zoology: L={r['L']} pairs={r['pairs']} {r['arch']} n_embd={r['width']} lr={r['lr']:g} "
               f"seed={r['seed']}: accuracy {row['accuracy']:.3f} ({secs:.0f} s)", flush=True)
         return row

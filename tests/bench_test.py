@@ -4,16 +4,18 @@ bf16's memory), one-line errors for bad options, the train section in fp32
 and bf16 (baby, attention, 2 rounds, where the CPU has AVX512_BF16), and
 the scaling and layouts sections end to end at the smallest size (baby,
 attention, 1 and 2 threads, no PyTorch, --quick: about half a minute), read
-through --json. The mixers section: its PyTorch versions of the sliding
-window and gla (harness/bench/torch_mixers.py) equal to harness/torch_ref.py's
-naive ones, forward and gradients, in float64; its rows and ratios from made-up
+through --json. The mixers section: the chunked PyTorch forms it times (the
+sliding window's and gla's, in their references harness/mixers/NAME.py) equal
+to the references' naive ones, forward and gradients, in float64; its rows
+and ratios from made-up
 runs (the per-round arithmetic, the skipped full attention at T = 16384, the
 1.25x check); and end to end for gla with PyTorch (--quick: 8 runs of 16384
 tokens a step, about a minute on 2 cores; the window's rows are the same code
 path, checked by the made-up runs), where it checks that
 every row and ratio is there and is a number, not what the numbers are. The
-generate section: its PyTorch KV-cache loop (harness/bench/torch_generate.py)
-equal to torch_ref's model, attention and Grassmann; its rows, GB/s and
+generate section: its PyTorch decoding loop (harness/bench/torch_generate.py,
+each layer's cache its reference's) equal to torch_ref's model, attention
+(with and without a window) and Grassmann; its rows, GB/s and
 ratios from made-up bin/sample, read-rate and PyTorch runs (a few ms; its
 end-to-end run takes a minute, more than the tests' budget), and --plot's
 PNG drawn from them (gnuplot).
@@ -30,17 +32,22 @@ import unittest
 
 import torch
 
-from harness import torch_ref
+from harness import registry, torch_ref
 from harness.bench import generate as bench_generate
 from harness.bench import mixers as bench_mixers
 from harness.bench import torch_generate
 from harness.bench import torch_mixers
+from harness.mixers import attention as ref_attention
+from harness.mixers import gla as ref_gla
 from harness.bench.layouts import layouts
 from harness.bench.main import cpu_has_bf16, parse_precisions
 from harness.bench.mixers import FLAT_LIMIT, MIXER_LENGTHS, MIXER_TOKENS, print_mixers, section_mixers
 from harness.bench.scaling import default_thread_list, parse_threads, scaling
-from harness.bench.shared import memory_count, profile_parts, train_args
-from harness.bench.shared import MIXERS, STEPS, WINDOW, Context
+from harness.bench.shared import bench_archs, memory_count, profile_parts, train_args
+from harness.bench.shared import STEPS, Context
+
+MIXERS = list(bench_archs())  # experiments/defaults.json's bench.mixers: attention, grassmann, window, gla
+WINDOW = 64  # the window's
 from harness.bench.train import (cpu_isa_levels, level_env, parse_isa, pin_openblas_core, precision_ratio,
                                  print_speed, utilisation)
 
@@ -178,33 +185,33 @@ class TorchMixers(unittest.TestCase):
         for T, window, block in ((64, 16, None), (50, 8, None), (37, 5, 16), (33, 1, None), (20, 64, None)):
             with self.subTest(T=T, window=window, block=block):
                 W, h = self.weights(T, "attention")
-                self.check(lambda: torch_ref.attention(W, "h.0.", h, 4, window=window),
-                           lambda: torch_mixers.attention_layer(W, "h.0.", h, 4, window, block), W, h)
+                self.check(lambda: ref_attention.attention(W, "h.0.", h, 4, window=window),
+                           lambda: ref_attention.window_layer(W, "h.0.", h, 4, window, block), W, h)
 
     def test_gla(self):
         for T, chunk in ((64, 16), (50, 16), (7, 16), (40, 1)):
             with self.subTest(T=T, chunk=chunk):
                 W, h = self.weights(T, "gla")
-                self.check(lambda: torch_ref.gla(W, "h.0.", h, 4),
-                           lambda: torch_mixers.gla_layer(W, "h.0.", h, 4, chunk), W, h)
+                self.check(lambda: ref_gla.gla(W, "h.0.", h, 4),
+                           lambda: ref_gla.gla_layer(W, "h.0.", h, 4, chunk), W, h)
 
     def test_gla_fast_decay(self):
         """Decays near 0 (the decay projection's bias at -30): every exponent stays <= 0, nothing overflows."""
         W, h = self.weights(48, "gla")
         with torch.no_grad():
             W["h.0.gla.decay.bias"].fill_(-30.0)
-        self.check(lambda: torch_ref.gla(W, "h.0.", h, 4), lambda: torch_mixers.gla_layer(W, "h.0.", h, 4, 16), W, h)
+        self.check(lambda: ref_gla.gla(W, "h.0.", h, 4), lambda: ref_gla.gla_layer(W, "h.0.", h, 4, 16), W, h)
 
     def test_bench_config(self):
         """The program's layers for bin/train --json configs: the window's and gla's chunked versions; a
         mixer without one here (full attention, Grassmann) is refused."""
-        cfg = {"mixers": ["attention", "gla"], "n_head": 4, "attn_window": WINDOW}
+        cfg = {"mixers": ["attention", "gla"], "n_head": 4, "attn_window": WINDOW, "pos": "learned"}
         self.assertIn(f"query blocks of {WINDOW}", torch_mixers.mixer_layer(cfg, 0)[1])
         self.assertIn("chunk-parallel", torch_mixers.mixer_layer(cfg, 1)[1])
         with self.assertRaises(ValueError):
-            torch_mixers.mixer_layer({"mixers": ["attention"], "n_head": 4}, 0)
+            torch_mixers.mixer_layer({"mixers": ["attention"], "n_head": 4, "pos": "learned"}, 0)
         with self.assertRaises(ValueError):
-            torch_mixers.mixer_layer({"mixers": ["grassmann"], "n_head": 4}, 0)
+            torch_mixers.mixer_layer({"mixers": ["grassmann"], "n_head": 4, "pos": "learned"}, 0)
 
 
 class MixersSection(unittest.TestCase):
@@ -238,6 +245,8 @@ class MixersSection(unittest.TestCase):
                     "round": rnd, "T": T, "mixer": mixer}
 
         def fake_t(ctx_, c, steps, warmup):
+            if c["mixer"] in ("attention", "grassmann"):  # as torch_mixer where the reference has no chunked form
+                return {"none": "no chunked PyTorch form"}
             if t_ms(c["T"], c["mixer"], c["round"]) is None:  # as torch_mixer when PyTorch fails
                 ctx_.torch_missing = "PyTorch run failed: no torch"
                 return None
@@ -283,7 +292,7 @@ class MixersSection(unittest.TestCase):
             self.assertEqual(r["c_over_torch"], 4.0 if torch_row else None)  # median of 3x and 5x
             self.assertEqual(r["c_faster"], True if torch_row else None)
             self.assertEqual(r["torch_mixer_us_per_token"] is not None, torch_row)
-            self.assertEqual(r["attn_window"], WINDOW if r["mixer"] == "window" else None)
+            self.assertEqual(r["options"], {"attn_window": WINDOW} if r["mixer"] == "window" else {})
         self.assertAlmostEqual(by[("attention", 4096)]["over_t256"], 16.0)
         self.assertIsNone(by[("attention", 4096)]["within_flat_limit"])  # grows with T: no check
         self.assertAlmostEqual(by[("window", 4096)]["over_t256"], 1.25)  # median of 1.5 and 1.0
@@ -291,7 +300,7 @@ class MixersSection(unittest.TestCase):
         self.assertEqual(by[("gla", 16384)]["over_t256"], 1.0)
         self.assertEqual(by[("gla", 16384)]["flat_limit"], FLAT_LIMIT)
         self.assertIn("attention, T = 16384: not run above T = 4096", shown)
-        self.assertIn("window 64: C faster at every T (4.00x to 4.00x)", shown)
+        self.assertIn("window (window 64): C faster at every T (4.00x to 4.00x)", shown)
         check = {line.split()[0]: line for line in shown.splitlines() if line.startswith("  ") and
                  line.split()[0] in MIXERS}
         self.assertTrue(check["gla"].rstrip().endswith("yes"))
@@ -314,9 +323,10 @@ class GenerateSection(unittest.TestCase):
     """The generate section: its PyTorch decoding loop is the model, and its arithmetic on made-up runs."""
 
     def test_torch_loop_is_the_model(self):
-        for mixer in ("attention", "grassmann"):
+        for mixer, window in (("attention", 0), ("attention", 5), ("grassmann", 0)):
             cfg = {"n_embd": 16, "n_head": 4, "vocab_size": 11, "block_size": 24, "pos": "learned",
-                   "mixers": [mixer, mixer], "grassmann_rank": 4, "grassmann_windows": [1, 2, 4]}
+                   "mixers": [mixer, mixer], "grassmann_rank": 4, "grassmann_windows": [1, 2, 4],
+                   "attn_window": window}
             W = torch_ref.init_weights(cfg, seed=3)
             with torch.no_grad():
                 for w in W.values():
@@ -327,7 +337,10 @@ class GenerateSection(unittest.TestCase):
             tokens = torch.cat([prompt, logits[len(prompt) - 1:-1].argmax(1)])
             with torch.no_grad():
                 ref = torch_ref.model_logits(W, cfg, tokens[None])[0]
-            self.assertLess(float((logits - ref).abs().max()), 1e-4, mixer)
+            self.assertLess(float((logits - ref).abs().max()), 1e-4, (mixer, window))
+        cfg = dict(cfg, mixers=["gla", "gla"])  # gla's reference has no decoding cache: said, not invented
+        with self.assertRaisesRegex(ValueError, "no PyTorch decoding loop for mixer 'gla'"):
+            torch_generate.decode(torch_ref.init_weights(cfg), cfg, prompt, 2)
 
     def run_section(self, step_ms, torch_ms, quick=True):
         """section_generate with bin/train, bin/sample, bin/gemm-rate and PyTorch replaced: step_ms(model,
@@ -340,7 +353,8 @@ class GenerateSection(unittest.TestCase):
         matrices = [{"rows": 1000, "cols": 1000}] * 3  # 3M weights: 12 MB in fp32
 
         def fake_model(ctx_, model, mixer):
-            return f"{model}-{mixer}.ckpt", {"matrices": matrices, "config": {"n_embd": 256, "n_layer": 4}}
+            config = registry.describe(["--mixer", mixer, "--n-layer", 4, "--n-embd", 256, "--block-size", 4096])["model"]
+            return f"{model}-{mixer}.ckpt", {"matrices": matrices, "config": config}
 
         def fake_sample(ctx_, ckpt, n_prompt, tokens, weights, samples):
             model, mixer = ckpt[:-5].split("-")
@@ -349,6 +363,8 @@ class GenerateSection(unittest.TestCase):
                     "step_ms": step_ms(model, mixer, n_prompt, weights, samples)}
 
         def fake_torch(ctx_, config, n_prompt, steps):
+            if "gla" in config["mixers"]:  # as torch_decode where a reference has no decoding cache
+                return {"none": "no PyTorch decoding loop for mixer 'gla'"}
             ms = torch_ms(n_prompt)
             if ms is None:
                 ctx_.torch_missing = "PyTorch run failed: no torch"
@@ -374,29 +390,36 @@ class GenerateSection(unittest.TestCase):
         fmt_ms = {"fp32": 1.0, "bf16": 0.5, "int8": 0.25}
         res, calls, shown = self.run_section(lambda m, mx, L, w, n: fmt_ms[w] * (2.0 if n > 1 else 1.0),
                                              lambda L: 3.0)
-        self.assertEqual(res["left_out"], ["gla"])
+        self.assertEqual(res["torch_none"], {"gla": "no PyTorch decoding loop for mixer 'gla'"})
         self.assertEqual(res["read_rate"], {"l3": {"mb": 12.0, "gb_per_s": 20.0}})
         self.assertEqual([(r["mixer"], r["context"]) for r in res["rows"]],
-                         [(m, L) for m in ("attention", "grassmann") for L in (128, 4032)])
-        self.assertEqual(len(calls), 2 * 2 * (2 * 3 + 2))  # rounds x mixers x (contexts x formats + batch)
-        for r in res["rows"]:
+                         [(m, L) for m in ("attention", "grassmann", "gla") for L in (128, 4032)])
+        self.assertEqual(len(calls), 2 * 3 * (2 * 3 + 2))  # rounds x mixers x (contexts x formats + batch)
+        for r in [r for r in res["rows"] if r["mixer"] == "gla"]:
+            self.assertIsNone(r["c_over_torch"])
+        for r in [r for r in res["rows"] if r["mixer"] != "gla"]:
             self.assertAlmostEqual(r["prefill_tokens_per_s"], 500.0)
             self.assertAlmostEqual(r["fp32"]["tokens_per_s"], 1000.0)
             self.assertAlmostEqual(r["int8"]["tokens_per_s"], 4000.0)
             self.assertAlmostEqual(r["int8_over_fp32"], 4.0)
             self.assertAlmostEqual(r["c_over_torch"], 3.0)
             self.assertAlmostEqual(r["torch_tokens_per_s"], 1000.0 / 3)
-            # 12 MB of fp32 weights (+ attention's K/V cache at the mean context) in 1 ms
-            kv = 2 * (r["context"] + 32) * 256 * 4 * 4 if r["mixer"] == "attention" else 0
-            self.assertAlmostEqual(r["fp32"]["gb_per_s"], (12e6 + kv) / 1e-3 * 1e-9)
+            # 12 MB of fp32 weights and the layers' state at the mean context (the registry's: attention's K/V
+            # cache and its step's scratch, 4 layers) in 1 ms
+            state = bench_generate.state_bytes({"config": registry.describe(
+                ["--mixer", r["mixer"], "--n-layer", 4, "--n-embd", 256, "--block-size", 4096])["model"]},
+                r["context"] + 32)
+            kv = 2 * (r["context"] + 32) * 256 * 4 * 4
+            self.assertTrue(kv <= state < 1.1 * kv if r["mixer"] == "attention" else state < 0.1 * kv, (r, state))
+            self.assertAlmostEqual(r["fp32"]["gb_per_s"], (12e6 + state) / 1e-3 * 1e-9)
             self.assertAlmostEqual(r["fp32"]["read_share"], r["fp32"]["gb_per_s"] / 20.0)
-            self.assertAlmostEqual(r["int8"]["gb_per_s"], (3e6 * 1.125 + kv) / 0.25e-3 * 1e-9)
+            self.assertAlmostEqual(r["int8"]["gb_per_s"], (3e6 * 1.125 + state) / 0.25e-3 * 1e-9)
         for b in res["batch"]:
             self.assertEqual(b["n"], bench_generate.N_SAMPLES)
             self.assertAlmostEqual(b["fp32"]["tokens_per_s"], 8 * 1000.0 / 2)
             self.assertAlmostEqual(b["fp32"]["over_batch1"], 4.0)
         self.assertIn("read rate at the fp32 weights' 12 MB: 20.0 GB/s", shown)
-        self.assertIn("left out: gla", shown)
+        self.assertIn("PyTorch: no decoding loop of gla: no PyTorch decoding loop for mixer 'gla'", shown)
 
     def test_torch_missing(self):
         res, _, shown = self.run_section(lambda m, mx, L, w, n: 1.0, lambda L: None)
@@ -426,10 +449,10 @@ class GenerateSection(unittest.TestCase):
         finally:
             bench_generate.gnuplot = real_gnuplot
         lines = scripts[0].split("using 1:2")[1:]
-        groups = [(m, mx) for m in ("l3", "gpt2") for mx in ("attention", "grassmann")]
-        self.assertEqual(len(lines), len(groups) * (len(bench_generate.FORMATS) + 1))
+        groups = [(m, mx) for m in ("l3", "gpt2") for mx in ("attention", "grassmann", "gla")]
+        self.assertEqual(len(lines), len(groups) * (len(bench_generate.FORMATS) + 1) - 2)  # gla: no PyTorch line
         for m, mx in groups:
-            for w in bench_generate.FORMATS + ("PyTorch",):
+            for w in bench_generate.FORMATS + (("PyTorch",) if mx != "gla" else ()):
                 line = next(ln for ln in lines if f"'{m} {mx} {w}'" in ln)
                 self.assertEqual("dt 2" in line, w == "PyTorch", line)
 
@@ -441,8 +464,7 @@ class Options(unittest.TestCase):
                                                                              "--torch-python"),
                            (["--precision", "fp32,fp16"], "--precision"), (["--isa", "sse"], "--isa"),
                            (["--isa", "native,native"], "--isa"), (["--plot", "decode.png"], "--plot"),
-                           (["--sections", "generate", "--plot", "/nonexistent/decode.png"], "--plot"),
-                           (["--sections", "generate", "--mixers", "gla", "--plot", "decode.png"], "--plot")):
+                           (["--sections", "generate", "--plot", "/nonexistent/decode.png"], "--plot")):
             p = subprocess.run(BENCH + args, capture_output=True, text=True)
             self.assertEqual(p.returncode, 2, args)
             self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
@@ -542,7 +564,7 @@ class EndToEnd(unittest.TestCase):
             self.assertEqual(r["flat_limit"], FLAT_LIMIT)
             self.assertEqual(r["torch_threads"], out["machine"]["threads"])
             self.assertIn("kernel", r["torch_blas"])
-        self.assertEqual([r["attn_window"] for r in rows], [None] * len(MIXER_LENGTHS))  # gla has no window
+        self.assertEqual([r["options"] for r in rows], [{}] * len(MIXER_LENGTHS))  # gla has no options of its own
         self.assertEqual([r["over_t256"] for r in rows if r["T"] == 256], [1.0])
 
     def test_scaling_and_layouts(self):

@@ -84,13 +84,15 @@ async function inspectPage(dir) {
   // The tokens as labelled.
   const labels = await page.$$eval("#tokens .tok", (s) => s.map((x) => x.textContent));
   check(JSON.stringify(labels) === JSON.stringify(J.tokens.map((t) => t.label)), `${what}: token labels differ`);
-  // One panel per head of each attention layer.
-  const attn = J.layers.filter((L) => L.heads);
+  // One panel per head of each layer with maps (its first maps exhibit).
+  const mapsOf = (L) => L.exhibits.find((e) => e.kind === "maps");
+  const attn = J.layers.filter(mapsOf);
   const panels = await page.locator("canvas.head-panel").count();
   check(panels === attn.length * J.n_head, `${what}: ${panels} head panels, not ${attn.length} x ${J.n_head}`);
   // Clicking head (l, h) shows its map: every cell as the JSON's weight, to the 8-bit step.
-  for (const L of attn) for (const hd of L.heads) {
-    const l = L.layer, h = hd.head;
+  for (const L of attn) for (let h = 0; h < mapsOf(L).rows.length; h++) {
+    const l = L.layer, M = mapsOf(L);
+    const hd = { attention: M.maps ? M.maps[h] : null, attention_top: M.maps_top ? M.maps_top[h] : null };
     await page.click(`canvas.head-panel[data-layer='${l}'][data-head='${h}']`);
     await page.waitForSelector(`#pattern[data-head='${l},${h}']`);
     const m = await page.evaluate(() => Array.from(window.lmInspect.state.pattern));
@@ -115,6 +117,10 @@ async function inspectPage(dir) {
     }, [T, [[0, 0, 1], [T - 1, 0, hd.attention ? hd.attention[T - 1][0] : m[(T - 1) * T / 2] / 255],
             [T - 1, T - 1, hd.attention ? hd.attention[T - 1][T - 1] : m[(T - 1) * T / 2 + T - 1] / 255]]]);
     check(drawn.every((d) => d <= 2), `${what}: head (${l}, ${h}): pixels not the weights' colours (${drawn})`);
+    // beside it, the head's row of each table its layer shows: bars for a sequence, numbers for named columns
+    const tables = L.exhibits.filter((e) => e.kind === "table" && e.rows.includes(M.rows[h])).map((e) => e.name);
+    const shown = await page.$$eval("#head-rows [data-table]", (x) => x.map((e) => e.dataset.table));
+    check(JSON.stringify(shown) === JSON.stringify(tables), `${what}: head (${l}, ${h}) shows tables ${shown}, not ${tables}`);
     // unlock again, so the next click locks the next head
     await page.click(`canvas.head-panel[data-layer='${l}'][data-head='${h}']`);
   }
@@ -122,12 +128,11 @@ async function inspectPage(dir) {
     // Sorting by previous-token weight puts the largest first; clicking a row selects its head.
     await page.click("#heads-table th[data-col='2']");
     const prev = await page.$$eval("#heads-table tbody tr", (rs) => rs.map((r) => [+r.dataset.layer, +r.dataset.head]));
-    const want = attn.flatMap((L) => L.heads.map((h) => [L.layer, h.head, h.previous]))
+    const previous = (l, h) => mapsOf(J.layers[l]).stats[h].previous;
+    const want = attn.flatMap((L) => mapsOf(L).stats.map((st, h) => [L.layer, h, st.previous]))
       .sort((a, b) => b[2] - a[2]).map((x) => [x[0], x[1]]);
-    check(prev.length === want.length && prev.every((r, i) => {
-      const a = J.layers[r[0]].heads[r[1]].previous, b = J.layers[want[i][0]].heads[want[i][1]].previous;
-      return Math.abs(a - b) < 1e-6;
-    }), `${what}: heads table not sorted by previous-token weight`);
+    check(prev.length === want.length && prev.every((r, i) => Math.abs(previous(r[0], r[1]) - previous(want[i][0], want[i][1])) < 1e-6),
+          `${what}: heads table not sorted by previous-token weight`);
     await page.click("#heads-table tbody tr:nth-child(1)");
     await page.waitForSelector(`#pattern[data-head='${prev[0][0]},${prev[0][1]}']`);
     // Hovering a token colours where it looks (its row) and who looks at it (its column).
@@ -159,7 +164,7 @@ async function inspectPage(dir) {
   const text = await page.evaluate(() => document.body.innerText);
   if (!attn.length) check(!/\bheads\b|selected head/.test(text), `${what}: no attention layer, yet the page speaks of heads`);
   else {
-    check(text.includes(`${J.n_head} heads per attention layer`), `${what}: the summary does not count the heads per attention layer`);
+    check(text.includes(`${J.n_head} heads per layer with maps`), `${what}: the summary does not count the heads per layer with maps`);
     const bar = await page.$eval("#pattern-bar", (c) => +c.dataset.vmax);
     check(bar === 1, `${what}: no colour bar from 0 to 1 beside the attention map`);
   }
@@ -180,20 +185,33 @@ async function inspectPage(dir) {
   // The attribution: one bar per part.
   const bars = await page.locator("#attribution .bar-row").count();
   check(bars === J.attribution.parts.length, `${what}: ${bars} attribution bars, not ${J.attribution.parts.length}`);
-  // Grassmann layers: a heatmap of the gates, and one of the offsets per layer.
-  const gr = J.layers.filter((L) => L.gate_mean).length;
-  const heats = await page.locator("#grassmann canvas.heat").count();
-  check(heats === (gr ? 1 + gr : 0), `${what}: ${heats} Grassmann heatmaps for ${gr} layers`);
-  if (gr) {
-    // every heatmap with a colour bar and token labels (these prompts fit); the offsets of every layer on one scale
-    const maps = await page.$$eval("#grassmann canvas.heat", (cs) => cs.map((c) => [+c.dataset.vmax, +c.dataset.labels]));
-    const bars = await page.$$eval("#grassmann canvas.colour-bar", (cs) => cs.map((c) => +c.dataset.vmax));
-    const want = Math.max(...J.layers.filter((L) => L.gate_mean).flatMap((L) => L.offset_position_norm.flat().map((v) => v || 0)));
-    check(maps[0][0] === 1 && maps.slice(1).every((m) => Math.abs(m[0] - want) <= 1e-4 + 1e-3 * want),
-          `${what}: the gate not on 0-1 or the offsets not on one scale (${maps.map((m) => m[0])}, largest ${want})`);
-    check(maps.every((m) => m[1] === T), `${what}: heatmaps without token labels (${maps.map((m) => m[1])})`);
-    check(bars.length === maps.length && bars.every((b, i) => b === maps[i][0]), `${what}: colour bars ${bars} for the heatmaps' scales`);
+  // Series along the prompt: a heatmap per name, a row per layer's row, on the
+  // name's one scale (its exhibits' given ends, else their values' least and largest).
+  const exhibits = (kind) => J.layers.flatMap((L) => L.exhibits.filter((e) => e.kind === kind));
+  const seriesNames = [...new Set(exhibits("series").map((e) => e.name))];
+  const heats = await page.$$eval("#series canvas.heat", (cs) => cs.map((c) => ({
+    name: c.dataset.name, rows: +c.dataset.rows, lo: +c.dataset.vmin, hi: +c.dataset.vmax, labels: +c.dataset.labels })));
+  check(JSON.stringify(heats.map((h) => h.name)) === JSON.stringify(seriesNames),
+        `${what}: series heatmaps ${heats.map((h) => h.name)}, not ${seriesNames}`);
+  for (const h of heats) {
+    const ex = exhibits("series").filter((e) => e.name === h.name), vals = ex.flatMap((e) => e.values.flat()).filter((v) => v !== null);
+    const given = (i) => ex.map((e) => e.scale[i]).filter((v) => v !== null);
+    const lo = given(0).length ? Math.min(...given(0)) : Math.min(...vals), hi = given(1).length ? Math.max(...given(1)) : Math.max(...vals);
+    const rows = ex.reduce((n, e) => n + e.rows.length, 0), near = (a, b) => Math.abs(a - b) <= 1e-4 + 1e-3 * Math.abs(b);
+    check(h.rows === rows && near(h.lo, lo) && near(h.hi, hi) && h.labels === T,
+          `${what}: series ${h.name}: ${h.rows} rows on ${h.lo}..${h.hi} (labels ${h.labels}), not ${rows} on ${lo}..${hi}`);
   }
+  const scaleBars = await page.$$eval("#series canvas.colour-bar", (cs) => cs.map((c) => [+c.dataset.vmin, +c.dataset.vmax]));
+  check(scaleBars.length === heats.length && scaleBars.every((b, i) => b[0] === heats[i].lo && b[1] === heats[i].hi),
+        `${what}: colour bars ${scaleBars} for the series' scales`);
+  // Tables: one per name, a row per layer's row; the single numbers in one more.
+  for (const name of [...new Set(exhibits("table").map((e) => e.name))]) {
+    const rows = exhibits("table").filter((e) => e.name === name).reduce((n, e) => n + e.rows.length, 0);
+    const got = await page.locator(`#tables table[data-table='${name}'] tbody tr`).count();
+    check(got === rows, `${what}: table ${name} has ${got} rows, not ${rows}`);
+  }
+  const scalars = await page.locator("#tables table[data-table='scalars'] tbody tr").count();
+  check(scalars === exhibits("scalar").length, `${what}: ${scalars} single numbers, not ${exhibits("scalar").length}`);
   const name = path.basename(dir);
   await shot(page, null, `inspect_${name}_page`);
   await shot(page, "#tokens", `inspect_${name}_tokens`);
@@ -201,7 +219,8 @@ async function inspectPage(dir) {
   if (attn.length) await shot(page, "#heads-wrap", `inspect_${name}_table`);
   await shot(page, "#lens", `inspect_${name}_lens`);
   await shot(page, "#attribution", `inspect_${name}_attribution`);
-  if (gr) await shot(page, "#grassmann-section", `inspect_${name}_grassmann`);
+  if (seriesNames.length) await shot(page, "#series-section", `inspect_${name}_series`);
+  if (exhibits("table").length || exhibits("scalar").length) await shot(page, "#tables-section", `inspect_${name}_tables`);
   clean(what + " (after the clicks)", o);
   await page.close();
 }

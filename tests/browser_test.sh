@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The HTML pages in a real browser: bin/inspect's inspect.html (a Transformer
-# and a hybrid with Grassmann layers), make compare's compare.html, make
-# paper's paper.html, a run folder's run.html and two runs overlaid
-# (harness/runs_page.py), each loaded from file:// by Debian's chromium, headless,
-# through playwright-core (npm, installed into a scratch folder outside the
-# repository: tests/npm_lib.sh); tests/browser_test.mjs checks them. Where
-# chromium, node or npm is missing it says so and counts as not run (exit 0;
-# make deps installs chromium). BROWSER_SHOTS=DIR keeps a screenshot of each view.
+# The HTML pages in a real browser: bin/inspect's inspect.html (a Transformer,
+# a hybrid of Grassmann, attention and gla layers, and Grassmann alone), make
+# compare's compare.html, make paper's paper.html, a run folder's run.html and
+# two runs overlaid (harness/runs_page.py), each loaded from file:// by
+# Debian's chromium, headless, through playwright-core (npm, installed into a
+# scratch folder outside the repository: tests/npm_lib.sh);
+# tests/browser_test.mjs checks them. Where chromium, node or npm is missing
+# it says so and counts as not run (exit 0; make deps installs chromium).
+# BROWSER_SHOTS=DIR keeps a screenshot of each view.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${BIN:-bin}
@@ -29,7 +30,8 @@ for i in $(seq 1 60); do echo "The whale, the whale! Line $i of a small corpus <
 quiet "$B"/prepare --input "$tmp/a.txt" --out "$tmp/a" --val-fraction 0.1 --test-fraction 0.1
 SMALL=(--n-layer 2 --n-head 4 --n-embd 32 --block-size 48 --batch-size 4 --eval-iters 1 --max-iters 20 --warmup-iters 2 --threads 2)
 quiet "$B"/train --data "$tmp/a" --out "$tmp/a.ckpt" "${SMALL[@]}"
-quiet "$B"/train --data "$tmp/a" --out "$tmp/g.ckpt" "${SMALL[@]}" --mixer grassmann,attention --grassmann-rank 6 --grassmann-windows 1,2,4
+quiet "$B"/train --data "$tmp/a" --out "$tmp/g.ckpt" "${SMALL[@]}" --n-layer 3 --mixer grassmann,attention,gla --grassmann-rank 6 \
+    --grassmann-windows 1,2,4
 PROMPT="The whale </script> & the sea! Line 7"
 quiet "$B"/inspect --model "$tmp/a.ckpt" --prompt "$PROMPT" --out "$tmp/attention" --induction-length 8 --threads 2
 quiet "$B"/inspect --model "$tmp/g.ckpt" --prompt "$PROMPT" --out "$tmp/hybrid" --induction-length 8 --threads 2

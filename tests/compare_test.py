@@ -1,12 +1,11 @@
 """make compare's --precision: every bin/train command carries it, and a
 tiny bf16 comparison (1 layer, 1 seed, one token budget, where the CPU has
 AVX512_BF16 and gnuplot is installed: a few seconds) says bf16 in its report
-and its CSV. The architectures' syntax (harness/archs.py: options of their
-own, refused in one line), the rank matched by parameter count (against
-brute force, the pair kinds' layer counts, and bin/train's own counts), and
+and its CSV; the mixers' options given to the harness go to every run; and
 a tiny comparison of the four families and a hybrid whose report has their
-counts and p-values. Run from the repository root after make:
-/usr/bin/python3 -m tests.compare_test"""
+counts and p-values. The architectures themselves (syntax, sizes, state, a
+new mixer through the registry alone): tests/archs_test.py. Run from the
+repository root after make: /usr/bin/python3 -m tests.compare_test"""
 import argparse
 import contextlib
 import csv
@@ -20,15 +19,13 @@ import tempfile
 import unittest
 import unittest.mock
 
-from harness.archs import Arch, closest_rank, grassmann_layer_params, pair_features, parse_archs
+from harness import registry
 from harness.common import BIN, SWEEP_ENV, Sweep, command_line, duration, fit_warmup, take_config
-from harness.compare import (ABLATION, ONE_SEED, Harness, count_params, difference, precision_text, size_archs,
-                             train_takes)
+from harness.compare import ABLATION, ONE_SEED, Harness, difference, precision_text
 from harness.report_page import chart, markdown_sections, write_page
 from harness.safetensors_np import read_safetensors
-from harness.zoology import state_floats
 
-ARCH = {"name": "attention", "mixers": ["attention"], "rank": None}
+ARCH = {"name": "attention", "mixers": ["attention"], "size": None}
 
 
 def tiny_data(tmp):
@@ -51,6 +48,20 @@ def options(precision, recipe=None):
     return argparse.Namespace(n_layer=1, n_head=2, n_embd=32, block_size=16, dropout=0.0, grassmann_windows="1,2",
                               norm="pre", data="d", batch_size=4, lr=1e-3, min_lr=1e-4, warmup_iters=2,
                               eval_iters=2, threads=1, precision=precision, recipe=recipe)
+
+
+class MixerOptions(unittest.TestCase):
+    def test_given_ones_go_to_every_run(self):
+        """The mixers' options given to the harness (one for each of the registry's) go to every run's
+        bin/train, the size knob's not (it is per architecture)."""
+        o = options("fp32")
+        o.grassmann_rank = "12"
+        args = Harness(o).train_args(ARCH, 7, "c.ckpt", "c.csv", 5)
+        self.assertEqual(args[args.index("--grassmann-windows") + 1], "1,2")
+        self.assertNotIn("--grassmann-rank", args)
+        self.assertEqual(registry.fixed_sizes(o), {"grassmann-rank": 12})
+        o.grassmann_rank = "0"  # 0: matched, as not given
+        self.assertEqual(registry.fixed_sizes(o), {})
 
 
 class Commands(unittest.TestCase):
@@ -178,121 +189,6 @@ class Progress(unittest.TestCase):
         self.assertEqual([duration(9.4), duration(69), duration(7500)], ["9s", "1m09s", "2h05m"])
 
 
-class Archs(unittest.TestCase):
-    def test_options(self):
-        archs = parse_archs("attention swa=attention:window=17 outer=grassmann:pair=outer:rank=24 "
-                            "sum-m=grassmann:pair=sum:match=outer hyb=attention,grassmann:window=0", 2)
-        self.assertEqual(archs[0], Arch("attention", ["attention"] * 2))
-        self.assertEqual((archs[1].window, archs[1].train_args()), (17, ["--attn-window", "17"]))
-        self.assertEqual((archs[2].pair, archs[2].rank, archs[2].match), ("outer", 24, None))
-        self.assertEqual(archs[2].train_args(), ["--grassmann-pair", "outer"])  # the rank: the harness's to pass
-        self.assertEqual((archs[3].pair, archs[3].rank, archs[3].match), ("sum", None, "outer"))
-        self.assertEqual((archs[4].mixers, archs[4].window), (["attention", "grassmann"], 0))
-        self.assertEqual([a.family() for a in archs],
-                         ["attention", "sliding-window attention", "grassmann", "grassmann", "hybrid"])
-        self.assertEqual(parse_archs("gla", 3)[0].family(), "gla")
-        self.assertEqual(archs[3].options_text(), "pair=sum:match=outer")
-
-    def test_refused_in_one_line(self):
-        for spec, says in (("attention:window=17", "needs a name"),
-                           ("g=grassmann:pair=cross", "pair= must be wedge, outer, sum"),
-                           ("g=grassmann:rank=1", "rank= must be a whole number from 2 to 1024"),
-                           ("g=grassmann:rank=2x", "rank= must be a whole number"),
-                           ("g=grassmann:rank=１２", "rank= must be a whole number"),
-                           ("s=attention:window=-1", "window= must be a whole number from 0"),
-                           ("a=attention:pair=outer", "no Grassmann layer for pair="),
-                           ("g=grassmann:window=4", "no attention layer for window="),
-                           ("g=grassmann:match=h h=grassmann", "match= must name an architecture given before it"),
-                           ("g=grassmann:match=g", "match= must name an architecture given before it"),
-                           ("a=attention g=grassmann:rank=4:match=a", "both rank= and match="),
-                           ("g=grassmann:rank=4:rank=8", "gives rank= twice"),
-                           ("g=grassmann:size=4", "'size=4' is not one of pair=, rank=, match=, window="),
-                           ("g=grassmann:outer", "'outer' is not one of"),
-                           ("a:b=attention", "names a mixer other than"),
-                           ("x'y=grassmann:pair=sum", "may hold only letters"),
-                           ("s=attention:window=4 s=attention", "the same name")):
-            line = refusal(lambda: parse_archs(spec, 1))
-            self.assertIn(says, line, spec)
-            self.assertTrue(line.startswith("compare_test: error: --archs"), line)
-
-    def test_pair_features(self):
-        self.assertEqual([pair_features(32, p) for p in ("wedge", "outer", "sum")], [496, 1024, 32])
-        # the brief's count: r C + r + C F + C + 2 C C + C + 2 C
-        self.assertEqual(grassmann_layer_params(256, 32), 32 * 256 + 32 + 256 * 496 + 256 + 2 * 256 * 256 + 256 + 512)
-
-    def test_closest_rank(self):
-        # the rank of outer and of sum whose layer count is closest to wedge's at the paper's r = 32, n_embd 256
-        target = grassmann_layer_params(256, 32, "wedge")
-        outer = closest_rank(lambda r: grassmann_layer_params(256, r, "outer"), target, 2, 256)
-        self.assertEqual(outer, (22, grassmann_layer_params(256, 22, "outer")))  # 22: 5,642 short; 23: 6,135 over
-        # sum would need r = 264 > n_embd: the search stops at its hi
-        self.assertEqual(closest_rank(lambda r: grassmann_layer_params(256, r, "sum"), target, 2, 256)[0], 256)
-        self.assertEqual(closest_rank(lambda r: grassmann_layer_params(256, r, "sum"), target, 2, 1024)[0], 264)
-        for C in (32, 64, 100, 128):  # against brute force
-            for pair in ("wedge", "outer", "sum"):
-                for ref in (4, 16, 31):
-                    size = lambda r: grassmann_layer_params(C, r, pair)
-                    want = grassmann_layer_params(C, ref, "wedge")
-                    brute = min(range(2, C + 1), key=lambda r: (abs(size(r) - want), r))
-                    self.assertEqual(closest_rank(size, want, 2, C)[0], brute, (C, pair, ref))
-        asked = []
-        closest_rank(lambda r: asked.append(r) or r, 100, 2, 256)
-        self.assertEqual(len(asked), len(set(asked)))  # each count asked once (each is a bin/train run)
-
-    def test_state_floats(self):
-        """make probe --zoology's state sizes: sliding-window attention keeps its window's keys and values."""
-        w = [[1, 2, 4, 8, 12, 16]] * 2
-        full = state_floats(["attention"] * 2, 64, 256, None, w, 1)
-        self.assertEqual(full, 2 * 2 * 256 * 64)
-        self.assertEqual(state_floats(["attention"] * 2, 64, 256, None, w, 1, 17), 2 * 2 * 17 * 64)
-        self.assertEqual(state_floats(["attention"] * 2, 64, 256, None, w, 1, 0), full)  # 0: no window
-        self.assertEqual(state_floats(["attention"] * 2, 64, 256, None, w, 1, 512), full)  # past T: all of it
-        self.assertEqual(state_floats(["attention", "grassmann"], 64, 256, 15, w, 1, 17), 2 * 17 * 64 + 16 * 15)
-        self.assertEqual(state_floats(["gla", "gla"], 64, 256, None, w, 4), 2 * 64 * 16)
-
-
-@unittest.skipUnless(os.path.exists(os.path.join(BIN, "train")), "needs make (bin/train)")
-class Counts(unittest.TestCase):
-    """The layer count and the matching against bin/train --count-params (tiny data)."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="lm-counts-")
-        cls.data = tiny_data(cls.tmp)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp)
-
-    def shared(self, n_embd=32):
-        return ["--n-layer", "2", "--n-head", "2", "--n-embd", str(n_embd), "--block-size", "16",
-                "--grassmann-windows", "1,2"]
-
-    def test_layer_count_is_bin_train_s(self):
-        pairs = ("wedge", "outer", "sum") if train_takes("--grassmann-pair") else ("wedge",)
-        for pair in pairs:
-            extra = ["--grassmann-pair", pair] if pair != "wedge" else []
-            n = lambda r: count_params(self.data, self.shared() + extra, ["grassmann"] * 2, r)
-            self.assertEqual(n(8) - n(4), 2 * (grassmann_layer_params(32, 8, pair) - grassmann_layer_params(32, 4, pair)),
-                             pair)
-
-    def test_size_archs(self):
-        said = []
-        archs = size_archs(parse_archs("a=attention,attention g=grassmann:rank=6 h=attention,grassmann:match=g "
-                                       "m=grassmann big=grassmann:rank=60 c=grassmann:match=big", 2),
-                           self.data, self.shared(), 32, say=said.append)
-        by = {x["name"]: x for x in archs}
-        self.assertEqual((by["a"]["rank"], by["g"]["rank"]), (None, 6))
-        # h's rank: its count closest to g's, among every rank up to n_embd (brute force over bin/train's counts)
-        counts = {r: count_params(self.data, self.shared(), ["attention", "grassmann"], r) for r in range(2, 33)}
-        want = min(counts, key=lambda r: (abs(counts[r] - by["g"]["params"]), r))
-        self.assertEqual((by["h"]["rank"], by["h"]["params"], by["h"]["matched"]), (want, counts[want], "g"))
-        self.assertEqual(by["m"]["matched"], "a")  # no rank of its own: matched to the first
-        self.assertEqual((by["c"]["rank"], by["c"]["capped"]), (32, True))  # 60 is out of reach below n_embd 32
-        self.assertTrue(any("rank matched to big's" in t and "capped at n_embd 32" in t for t in said), said)
-        self.assertEqual(by["h"]["label"], "h (r=%d)" % want)
-
-
 class Page(unittest.TestCase):
     def test_markdown_sections(self):
         md = ["# Title", "", "## Reading", "", "- **a** point", "text", "", "| x | y |", "|---|---:|", "| 1 | 2 |",
@@ -371,7 +267,7 @@ class Families(unittest.TestCase):
                      if l.startswith("| ") and len(l.split("|")) == 9}
             self.assertEqual(table["swa"][:3], ["sliding-window attention", "attention x 2", "window 4"])
             self.assertEqual(table["gla"][:2], ["gla", "gla x 2"])
-            self.assertRegex(table["grassmann"][3], r"^[0-9]+ \(matched to attention\)$")
+            self.assertRegex(table["grassmann"][3], r"^rank [0-9]+ \(matched to attention\)$")
             self.assertEqual(table["g-swa"][:3], ["hybrid", "attention,grassmann", "window 4"])
             results = [l for l in md if l.startswith("| tokens:640 |")]
             self.assertEqual(len(results), 6)
@@ -381,8 +277,8 @@ class Families(unittest.TestCase):
             with open(os.path.join(out, "compare.csv")) as f:
                 rows = list(csv.DictReader(f))
             self.assertEqual({(r["arch"], r["attn_window"], r["grassmann_pair"]) for r in rows},
-                             {("attention", "", ""), ("swa", "4", ""), ("gla", "", ""), ("grassmann", "", "wedge"),
-                              ("attn-gla", "", ""), ("g-swa", "4", "wedge")})
+                             {("attention", "0", ""), ("swa", "4", ""), ("gla", "", ""), ("grassmann", "", "wedge"),
+                              ("attn-gla", "0", ""), ("g-swa", "4", "wedge")})
             # each run was trained with its own options: the checkpoints' configs say so
             for name, window in (("attention", None), ("swa", 4), ("g-swa", 4), ("grassmann", None)):
                 _, meta = read_safetensors(os.path.join(out, f"{name}_tokens_1337.ckpt"))

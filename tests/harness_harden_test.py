@@ -269,7 +269,8 @@ class Readers(Hostile):
         self.paper("arch-path", changed(0, arch="../x"), text="'arch'")
         self.paper("arch-other", changed(0, arch="other"), text="is not one of")
         self.paper("mixers", changed(0, mixers="attention;rm"), text="'mixers'")
-        self.paper("pair", changed(1, grassmann_pair="cross"), text="'grassmann_pair' must be one of wedge, outer, sum")
+        self.paper("pair", changed(1, grassmann_pair="cross"),
+                   text="'grassmann_pair' is not a value of bin/train --grassmann-pair: grassmann pair map must be")
         self.paper("window", changed(0, attn_window="-1"), text="'attn_window' must be in [0,")
         out = self.fresh("no-column")
         os.makedirs(os.path.join(out, "pre"))
@@ -328,8 +329,9 @@ class Readers(Hostile):
         self.zoology("arch", changed(arch="a'b"), "'arch'")
         self.zoology("lr", changed(lr=-1), "'lr' must be above 0")
         self.zoology("state", changed(state_floats=0), "'state_floats'")
-        self.zoology("family", changed(family="transformer"), "'family' must be one of attention, sliding-window")
-        self.zoology("pair", changed(grassmann_pair="'!touch PWNED"), "'grassmann_pair' must be one of")
+        self.zoology("family", changed(family="transformer"),
+                     "'family' must be one of attention, grassmann, gla, sliding-window attention, hybrid")
+        self.zoology("pair", changed(grassmann_pair="'!touch PWNED"), "'grassmann_pair' is not a value of bin/train")
         self.zoology("window", changed(attn_window=1.5), "'attn_window' must be an integer")
         self.zoology("dup", zoology_rows() + zoology_rows()[:1], "repeats a run")
         self.zoology("not-list", {"runs": []}, "must be a list")

@@ -8,10 +8,16 @@
   whose src/ folder implements them. Nothing in src/ or include/ includes a
   program folder's header.
 - Every folder of the house says in a README.md what lives there.
+- The harnesses name no mixer: no registered mixer's name (bin/info
+  --mixers --json) appears as a word in harness/, in code, strings or
+  comments, but in the mixers' own PyTorch references (harness/mixers/NAME.py)
+  and in the files of KNOWN_MIXER_NAMES, each with why.
 Prints one line per broken rule and the counts; exits 1 if any broke.
 """
+import json
 import os
 import re
+import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -23,6 +29,12 @@ LM_WING = {"hf": "hf"}
 # Arrows that run back up, each with why it is still there. Empty is the goal.
 KNOWN_BACK_ARROWS = set()
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+BIN = os.path.join(ROOT, os.environ.get("BIN", "bin"))
+# Files of harness/ that may name mixers, each with why. Empty is the goal.
+KNOWN_MIXER_NAMES = {
+    "harness/paper.py": "the Grassmann paper's own experiment: its architectures (the Transformer, the "
+                        "Grassmann model, the hybrid, the controls) are the paper's, and its report is about them",
+}
 
 
 def files(folder, exts=(".c", ".h")):
@@ -52,6 +64,42 @@ def wing_of_include(inc):
         return lm_wing(inc[3:])
     head = inc.split("/")[0]
     return head if head in WINGS and "/" in inc else None
+
+
+def mixer_names():
+    """The registered mixers' names, from bin/info --mixers --json (None, with why, without bin/info)."""
+    try:
+        out = subprocess.run([os.path.join(BIN, "info"), "--mixers", "--json"], capture_output=True, text=True,
+                             timeout=60)
+        return [m["name"] for m in json.loads(out.stdout)["mixers"]], None
+    except (OSError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
+        return None, f"cannot read the mixer registry from {BIN}/info --mixers --json ({e}): run make"
+
+
+def harness_naming_mixers():
+    """Where a registered mixer's name appears in harness/ (a whole word, any case, '_' and '-' as
+    separators: 'Attention', 'grassmann_rank', '--gla-x'), outside the mixers' own references
+    (harness/mixers/NAME.py) and KNOWN_MIXER_NAMES: (lines of what broke, files read)."""
+    names, why = mixer_names()
+    if names is None:
+        return [why], 0
+    broken, n = [], 0
+    for path in files("harness", (".py", ".html", ".json", ".md")):
+        rel = os.path.relpath(path, ROOT)
+        if rel in KNOWN_MIXER_NAMES:
+            continue
+        n += 1
+        if os.path.dirname(rel) == os.path.join("harness", "mixers") and os.path.basename(rel) != "__init__.py":
+            continue  # a mixer's own reference
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        for name in names:
+            word = re.compile(r"(?<![A-Za-z0-9])" + re.escape(name) + r"(?![A-Za-z0-9])", re.I)
+            hits = [i + 1 for i, line in enumerate(lines) if word.search(line)]
+            if hits:
+                broken.append(f"{rel}:{hits[0]}: names the mixer '{name}' ({len(hits)} lines): the harnesses read "
+                              "mixers from the registry (harness/registry.py)")
+    return broken, n
 
 
 def main():
@@ -89,16 +137,18 @@ def main():
                 continue
             if WINGS.index(target) > WINGS.index(wing) and (rel, inc) not in KNOWN_BACK_ARROWS:
                 broken.append(f"{rel}: includes \"{inc}\" ({target}/), above its own wing {wing}/")
-    folders = ["include/lm", "train", "eval", "data", "tests", "src"] + [f"src/{w}" for w in WINGS]
+    folders = ["include/lm", "train", "eval", "data", "tests", "src", "experiments"] + [f"src/{w}" for w in WINGS]
     for d in folders:
         if not os.path.exists(os.path.join(ROOT, d, "README.md")):
             broken.append(f"{d}/: no README.md saying what lives there")
     with open(os.path.join(ROOT, "harness", "__init__.py"), encoding="utf-8") as f:  # Python says it here
         if not f.read().startswith('"""'):
             broken.append("harness/: __init__.py does not open with what lives there")
+    named, n_harness = harness_naming_mixers()
+    broken += named
     for line in broken:
         print("FAIL: house:", line)
-    print(f"house: {checked} includes and {len(folders)} folders checked")
+    print(f"house: {checked} includes, {len(folders)} folders and {n_harness} harness files checked")
     print(f"house: {1 if not broken else 0} passed, {1 if broken else 0} failed")
     return 1 if broken else 0
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# bin/inspect from the outside: it runs on tiny trained models of both
-# architectures and writes what it promises; bad input gives exit status 2
-# and one line on stderr.
+# bin/inspect from the outside: it runs on tiny trained models of every
+# mixer and writes what it promises; bad input gives exit status 2 and one
+# line on stderr.
 set -u
 cd "$(dirname "$0")/.."
 source tests/cli_lib.sh
@@ -10,7 +10,7 @@ for i in $(seq 1 40); do echo "The whale, the whale! Line $i of a small corpus."
 expect_ok "prepare" $B/prepare --input "$tmp/a.txt" --out "$tmp/a"
 SMALL=(--n-layer 2 --n-head 2 --n-embd 16 --block-size 16 --batch-size 4 --eval-iters 1 --log-interval 5 --max-iters 5)
 expect_ok "train attention" $B/train --data "$tmp/a" --out "$tmp/a.ckpt" "${SMALL[@]}"
-expect_ok "train hybrid" $B/train --data "$tmp/a" --out "$tmp/g.ckpt" "${SMALL[@]}" --mixer attention,grassmann \
+expect_ok "train hybrid" $B/train --data "$tmp/a" --out "$tmp/g.ckpt" "${SMALL[@]}" --n-layer 3 --mixer attention,grassmann,gla \
     --grassmann-rank 6 --grassmann-windows 1,2,4
 
 if $B/inspect --help | grep -q "usage: bin/inspect"; then ok; else bad "inspect --help"; fi
@@ -21,12 +21,28 @@ for f in attn_L0_H0.png attn_L0_H1.png attn_L1_H1.png attn_L0.png attn_L1.png at
     [ -s "$tmp/o/a/$f" ] && ok || bad "inspect attention: $f missing"
 done
 [ -e "$tmp/o/a/gates.png" ] && bad "inspect attention: gates.png without Grassmann layers" || ok
-grep -q "^layer 1 attention" "$tmp/out" && grep -q "top heads (a uniform head scores 0\.[0-9]*): L" "$tmp/out" && ok || bad "inspect attention: summary: $(head -c 300 "$tmp/out")"
+grep -q "^layer 1 attention: attn, attention weight" "$tmp/out" && grep -q "top heads (a uniform head scores 0\.[0-9]*): L" "$tmp/out" && ok || bad "inspect attention: summary: $(head -c 300 "$tmp/out")"
 /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['layers'])==2 and len(d['tokens'])==14" \
     "$tmp/o/a/inspect.json" && ok || bad "inspect attention: inspect.json"
 expect_ok "inspect hybrid" $B/inspect --model "$tmp/g.ckpt" --prompt "the whale" --out "$tmp/o/g" --induction-length 4
-[ -s "$tmp/o/g/gates.png" ] && ok || bad "inspect hybrid: gates.png missing"
-grep -q "^layer 1 grassmann: mean gate" "$tmp/out" && ok || bad "inspect hybrid: summary: $(head -c 300 "$tmp/out")"
+for f in gates.png offset_norms.png decay.png state_norm.png; do [ -s "$tmp/o/g/$f" ] && ok || bad "inspect hybrid: $f missing"; done
+grep -q "^  gates: Grassmann gate .*; mean 0\.[0-9]" "$tmp/out" && grep -q "^  decay: each head's decay .*; means H0 0\.[0-9]*, H1 0\." "$tmp/out" \
+    && grep -q "^  state_norm: " "$tmp/out" && ok || bad "inspect hybrid: summary: $(cat "$tmp/out")"
+# gla's exhibits in the JSON: each head's decay in (0, 1) and its state's norm, along the prompt.
+if /usr/bin/python3 - "$tmp/o/g/inspect.json" <<'PY'; then ok; else bad "inspect hybrid: gla's exhibits in inspect.json"; fi
+import json, sys
+d = json.load(open(sys.argv[1]))
+T = len(d["tokens"])
+gla = d["layers"][2]
+assert gla["mixer"] == "gla", gla["mixer"]
+ex = {e["name"]: e for e in gla["exhibits"]}
+assert ex["decay"]["kind"] == "series" and ex["decay"]["rows"] == ["H0", "H1"] and ex["decay"]["scale"] == [0, 1], ex["decay"]
+assert all(len(r) == T and all(0 < v < 1 for v in r) for r in ex["decay"]["values"])
+assert ex["state_norm"]["kind"] == "series" and all(len(r) == T and all(v > 0 for v in r) for r in ex["state_norm"]["values"])
+gr = {e["name"]: e for e in d["layers"][1]["exhibits"]}
+assert gr["offset_norms"]["rows"] == ["d=1", "d=2", "d=4"] and gr["plucker_residual"]["kind"] == "scalar", gr
+assert gr["offset_norms"]["values"][2][:4] == [None] * 4  # offset 4 fits from position 4
+PY
 # Deterministic: the same files twice.
 expect_ok "inspect again" $B/inspect --model "$tmp/g.ckpt" --prompt "the whale" --out "$tmp/o/g2" --induction-length 4
 cmp -s "$tmp/o/g/inspect.json" "$tmp/o/g2/inspect.json" && cmp -s "$tmp/o/g/gates.png" "$tmp/o/g2/gates.png" \
@@ -66,21 +82,24 @@ expect_ok "train bpe" $B/train --data "$tmp/wb" --out "$tmp/wb.ckpt" --n-layer 3
 long=$(for i in $(seq 1 20); do printf "The whale swam past the ship %d. " "$i"; done)
 expect_ok "inspect bpe" $B/inspect --model "$tmp/wb.ckpt" --prompt "$long" --out "$tmp/o/wb" --induction-length 16 --induction-seqs 2
 for f in heads.png heads.txt attn_L2_H11.png attn_L2.png; do [ -s "$tmp/o/wb/$f" ] && ok || bad "inspect bpe: $f missing"; done
-grep -q "^attention: 36 heads; per layer" "$tmp/out" && grep -q "^most weight on the previous token: L" "$tmp/out" \
+grep -q "^maps: 36 heads; per layer" "$tmp/out" && grep -q "^most weight on the previous token: L" "$tmp/out" \
     && ! grep -q "^layer 0 attention" "$tmp/out" && ok || bad "inspect bpe: summary: $(head -c 400 "$tmp/out")"
-[ "$(grep -c "^  H" "$tmp/o/wb/heads.txt")" -eq 36 ] && ok || bad "inspect bpe: heads.txt"
+# heads.txt: the maps' statistics and attention's three tables, a line per head each
+[ "$(grep -c "^  H" "$tmp/o/wb/heads.txt")" -eq 144 ] && ok || bad "inspect bpe: heads.txt"
 grep -q "$(printf '\t\xe2\x90\xa3')" "$tmp/o/wb/tokens.txt" && ok || bad "inspect bpe: no ␣ in tokens.txt"
 if /usr/bin/python3 - "$tmp/o/wb/inspect.json" <<'PY'; then ok; else bad "inspect bpe: inspect.json"; fi
 import json, sys
 d = json.load(open(sys.argv[1]))
 toks = d["tokens"]
-assert len(toks) > 128 and d["attention_maps"] == "top keys", (len(toks), d["attention_maps"])
+assert len(toks) > 128 and d["maps"] == "top keys", (len(toks), d["maps"])
 assert "".join(t["text"] for t in toks) == d["prompt"]
 spaced = [t for t in toks if t["text"].startswith(" ")]
 assert spaced and all(t["label"].startswith("\u2423") for t in spaced), spaced[:3]
-head = d["layers"][1]["heads"][7]
-assert "attention" not in head and len(head["attention_top"]) == len(toks)
-assert all(len(r) == min(i + 1, 3) and all(k <= i for k, _ in r) for i, r in enumerate(head["attention_top"]))
+maps = d["layers"][1]["exhibits"][0]
+assert maps["kind"] == "maps" and "maps" not in maps and len(maps["maps_top"]) == 12 and len(maps["stats"]) == 12
+head = maps["maps_top"][7]
+assert len(head) == len(toks)
+assert all(len(r) == min(i + 1, 3) and all(k <= i for k, _ in r) for i, r in enumerate(head))
 PY
 [ "$(du -k "$tmp/o/wb/inspect.json" | cut -f1)" -lt 4096 ] && ok || bad "inspect bpe: inspect.json over 4 MB"
 

@@ -72,7 +72,7 @@ find "$tmp" -maxdepth 1 -name 'planted.ckpt.tmp.*' -type d -exec rmdir {} +
 refused "--log the resumed checkpoint" "which this run reads" \
     $B/train --data "$tmp/a" --resume "$tmp/good.ckpt" --out "$tmp/b.ckpt" --log "$tmp/good.ckpt"
 refused "--log a checkpoint, fresh run" "not a training log" "${TRAIN[@]}" --out "$tmp/b.ckpt" --log "$tmp/good.ckpt"
-refused "--log the --out" "not a training log|which this run reads" "${TRAIN[@]}" --out "$tmp/good.ckpt" --log "$tmp/good.ckpt"
+refused "--log the --out" "not a training log|which this run reads|is --out too" "${TRAIN[@]}" --out "$tmp/good.ckpt" --log "$tmp/good.ckpt"
 refused "--log the data" "which this run reads" "${TRAIN[@]}" --out "$tmp/b.ckpt" --log "$tmp/a/train.bin"
 for f in train.bin val.bin tokenizer.txt; do
     refused "--out the data's $f" "which this run reads" "${TRAIN[@]}" --out "$tmp/a/$f"

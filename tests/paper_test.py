@@ -16,7 +16,7 @@ import tempfile
 import unittest
 
 from harness.common import BIN
-from harness.archs import grassmann_layer_params, parse_archs
+from harness.archs import parse_archs
 from harness.compare import train_takes
 from harness.paper import (CONTROLS, archs_for, attention_window, compare_command, head_file, matched_pairs, norm_ratios,
                            pair_counts, prepare_wikitext2, ratios, train_has_recipe, unigram_loss)
@@ -115,12 +115,12 @@ class Pieces(unittest.TestCase):
                                                                             "grassmann-sum-m"])
         # every spec is one harness.compare takes, with the options each control is about
         parsed = {x.name: x for x in parse_archs(" ".join(f"{n}={s}" for n, s in every), 6)}
-        self.assertEqual((parsed["grassmann-outer"].pair, parsed["grassmann-outer"].rank), ("outer", None))
-        self.assertEqual((parsed["grassmann-sum-m"].pair, parsed["grassmann-sum-m"].match), ("sum", "grassmann"))
-        self.assertEqual((parsed["swa"].mixers, parsed["swa"].window), (["attention"] * 6, 17))
+        self.assertEqual((parsed["grassmann-outer"].options, parsed["grassmann-outer"].size()), ({"pair": "outer"}, None))
+        self.assertEqual((parsed["grassmann-sum-m"].options, parsed["grassmann-sum-m"].match), ({"pair": "sum"}, "grassmann"))
+        self.assertEqual((parsed["swa"].mixers, parsed["swa"].options), (["attention"] * 6, {"window": "17"}))
         self.assertEqual(parsed["hybrid-gla"].mixers, ["attention"] + ["gla"] * 5)
-        self.assertEqual((parsed["hybrid-swa"].mixers, parsed["hybrid-swa"].window),
-                         (["attention"] + ["grassmann"] * 5, 17))
+        self.assertEqual((parsed["hybrid-swa"].mixers, parsed["hybrid-swa"].options),
+                         (["attention"] + ["grassmann"] * 5, {"window": "17"}))
         # the window that sees what the Grassmann layers see: the largest offset and the position itself
         self.assertEqual(attention_window([[1, 2, 4, 8, 12, 16]] * 6), 17)
         self.assertEqual(attention_window([[1], [1], [2], [2], [16], [16]]), 17)
@@ -138,9 +138,9 @@ class Pieces(unittest.TestCase):
             data = tiny_data(tmp)
             a = argparse.Namespace(table=1, n_head=4, train_args="")
             counts = pair_counts(a, data, "pre")
-            for pair in ("outer", "sum"):
-                self.assertEqual(counts[pair] - counts["wedge"],
-                                 6 * (grassmann_layer_params(256, 32, pair) - grassmann_layer_params(256, 32)), pair)
+            features = {"wedge": 32 * 31 // 2, "outer": 32 * 32, "sum": 32}  # r(r-1)/2, r^2, r at r = 32
+            for pair in ("outer", "sum"):  # the feature projection's C x F weights differ, in each of 6 layers
+                self.assertEqual(counts[pair] - counts["wedge"], 6 * 256 * (features[pair] - features["wedge"]), pair)
             self.assertEqual(matched_pairs(counts), ["outer", "sum"])
 
     def test_compare_command(self):

@@ -13,6 +13,11 @@ the same fp32 weights), which our recipe must match at least as closely to
 float64 (it rounds less: its products' outputs and the attention scores stay
 fp32, autocast's are bf16).
 
+Every mixer of the registry (bin/info --mixers) that has a PyTorch reference
+(harness/mixers/NAME.py) is checked: in the models below, and a model of its
+own where none of them has it; those that have none are named in one line
+and fail nothing.
+
 Run from the project root after `make`: /usr/bin/python3 -m tests.parity
 
 --kernel-paths runs KERNEL_PATHS alone: make test runs every model at the
@@ -31,9 +36,10 @@ import tempfile
 
 import torch
 
+from harness import registry
 from harness.common import BIN
 from harness.safetensors_np import read_safetensors
-from harness.torch_ref import model_loss
+from harness.torch_ref import model_loss, reference
 
 TOL = 1e-4
 
@@ -144,6 +150,32 @@ KERNEL_PATHS = ("hybrid attention,grassmann, rope", "attention, 5 tiles of 64, w
                 "hybrid a,g post-norm, modern recipe", "hybrid g,a post-norm, trained", "gla, modern recipe, trained")
 
 
+def layer_mixers(extra):
+    """The mixers a model of these bin/train options has (the registry's first without --mixer)."""
+    given = extra[extra.index("--mixer") + 1] if "--mixer" in extra else registry.names()[0]
+    return set(given.split(","))
+
+
+def missing_references():
+    """The registered mixers (bin/info --mixers) without a PyTorch reference, said in one line."""
+    missing = [m for m in registry.names() if reference(m) is None]
+    if missing:
+        print(f"parity: no PyTorch reference (harness/mixers/NAME.py) for: {', '.join(missing)}: not checked")
+    return set(missing)
+
+
+def checkable(models, missing):
+    """The models whose every mixer has a PyTorch reference."""
+    return [(n, extra) for n, extra in models if not layer_mixers(extra) & missing]
+
+
+def own_models(models, missing):
+    """A model (bin/train's defaults but --mixer) for each registered mixer with a reference that none of
+    the models has."""
+    covered = set().union(*(layer_mixers(extra) for _, extra in models))
+    return [(f"{m}, from the registry", ["--mixer", m]) for m in registry.names() if m not in missing | covered]
+
+
 def main():
     if sys.argv[1:] not in ([], ["--kernel-paths"]):
         print("usage: python3 -m tests.parity [--kernel-paths]", file=sys.stderr)
@@ -235,6 +267,9 @@ def main():
         print(f"parity: {bf16_absent()}: the bf16 comparisons are left to the levels that run them")
     names = [n for n, _ in configs + trained]
     assert all(n in names for n in KERNEL_PATHS), [n for n in KERNEL_PATHS if n not in names]
+    missing = missing_references()
+    configs, trained, bf16 = checkable(configs, missing), checkable(trained, missing), checkable(bf16, missing)
+    configs += own_models(configs + trained, missing)
     if kernel_paths:
         print(f"parity: --kernel-paths: {len(KERNEL_PATHS)} of the {len(names)} models (and bf16's where it runs)")
     passed = failed = 0

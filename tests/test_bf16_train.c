@@ -1,6 +1,6 @@
 /* Mixed-precision training (issue 20, phase 2): the layers' bf16 products
  * against their fp32 ones, each layer and the whole model, and bf16's
- * independence of the thread count. Skipped (passing) on CPUs without
+ * independence of the thread count. Skipped, saying so, on CPUs without
  * AVX512_BF16, where bin/train refuses --precision bf16 (tests/cli_test.sh).
  *
  * The bounds. u8 = 2^-8: rounding an operand to bf16 moves it by at most
@@ -47,10 +47,10 @@
 #include "lm/matmul.h"
 #include "lm/ops.h"
 
-static int skip_without_bf16(void) {
-    if (bf16_supported()) return 0;
-    printf("  (%s: bf16 training is refused, nothing to test)\n", bf16_unavailable());
-    return 1;
+/* Every test here needs the bf16 products: on a CPU without them each is
+ * skipped (main says why, once). */
+static void skip_without_bf16(void) {
+    if (!bf16_supported()) skip();
 }
 
 /* A MatmulBf16 over one parameter buffer, with scratch slots of `slot`
@@ -118,7 +118,7 @@ static void check_entry(float got, float want, double bound, const char *what, s
  * per-row products, against fp32 within bf16_rounding_bound per entry. */
 static void test_products(void **state) {
     (void)state;
-    if (skip_without_bf16()) return;
+    skip_without_bf16();
     size_t n = 37, in_dim = 48, out_dim = 40, ldw = 2 * in_dim;
     float *params = rand_tensor(out_dim * ldw + out_dim, 0.5f, 1), *w = params, *bias = params + out_dim * ldw;
     float *in = rand_tensor(n * in_dim, 1.0f, 2), *dout = rand_tensor(n * out_dim, 1.0f, 3);
@@ -194,7 +194,7 @@ static void test_products(void **state) {
 
 static void test_mlp(void **state) {
     (void)state;
-    if (skip_without_bf16()) return;
+    skip_without_bf16();
     size_t N = 70, C = 24, H = 4 * C; /* N > a row block, so several blocks run */
     size_t np = H * C + H + C * H + C;
     float *params = rand_tensor(np, 0.2f, 11);
@@ -269,7 +269,7 @@ static void run_mixer(const Mixer *mx, ModelConfig cfg, size_t B, size_t T, int 
 
 static void test_attention(void **state) {
     (void)state;
-    if (skip_without_bf16()) return;
+    skip_without_bf16();
     ModelConfig cfg;
     config_defaults(&cfg);
     cfg.n_embd = 32, cfg.n_head = 4, cfg.block_size = 40, cfg.vocab_size = 5;
@@ -288,7 +288,7 @@ static void test_attention(void **state) {
  * for bit the gradients of one task per head, as fp32 does (test_grad). */
 static void test_attention_by_tiles(void **state) {
     (void)state;
-    if (skip_without_bf16()) return;
+    skip_without_bf16();
     ModelConfig cfg = by_tiles_config();
     MixerSpec spec = model_mixer_spec(&cfg, 0);
     size_t np = mixer_param_count(&attention_mixer, &spec);
@@ -302,7 +302,7 @@ static void test_attention_by_tiles(void **state) {
 
 static void test_grassmann(void **state) {
     (void)state;
-    if (skip_without_bf16()) return;
+    skip_without_bf16();
     ModelConfig cfg;
     config_defaults(&cfg);
     cfg.n_embd = 32, cfg.block_size = 40, cfg.vocab_size = 5;
@@ -356,12 +356,12 @@ static void run_model(const char *mixers, NormKind norm) {
 
 static void test_model_attention(void **state) {
     (void)state;
-    if (skip_without_bf16()) return;
+    skip_without_bf16();
     run_model("attention", NORM_PRE);
 }
 static void test_model_hybrid_post(void **state) {
     (void)state;
-    if (skip_without_bf16()) return;
+    skip_without_bf16();
     run_model("attention,grassmann", NORM_POST);
 }
 
@@ -369,7 +369,7 @@ static void test_model_hybrid_post(void **state) {
  * model set to fp32 again computes exactly as one never set to bf16. */
 static void test_shadow(void **state) {
     (void)state;
-    if (skip_without_bf16()) return;
+    skip_without_bf16();
     Model m, ref;
     tiny_test_model(&m, "grassmann", POS_LEARNED, 0.0f);
     tiny_test_model(&ref, "grassmann", POS_LEARNED, 0.0f);
@@ -396,7 +396,7 @@ static void test_shadow(void **state) {
  * mixers and a batch other than the model's own. */
 static void test_memory_count(void **state) {
     (void)state;
-    if (skip_without_bf16()) return;
+    skip_without_bf16();
     for (int k = 0; k < 2; k++) {
         Model m;
         tiny_test_model_ex(&m, k ? "grassmann" : "attention,grassmann", POS_LEARNED, 0.0f, NORM_PRE, NULL);
@@ -417,7 +417,7 @@ static void test_memory_count(void **state) {
  * the parallel width) run on 1 or 2 threads, rows rounded element-wise. */
 static void test_thread_invariance(void **state) {
     (void)state;
-    if (skip_without_bf16()) return;
+    skip_without_bf16();
     threads_set_width(2);
     float *grads[2];
     float loss[2];
@@ -451,7 +451,7 @@ static void test_thread_invariance(void **state) {
  * setting the precision again starts clean. */
 static void test_failure_reported(void **state) {
     (void)state;
-    if (skip_without_bf16()) return;
+    skip_without_bf16();
     Model m;
     tiny_test_model_ex(&m, "attention,grassmann", POS_LEARNED, 0.0f, NORM_PRE, NULL);
     Error err;
@@ -498,6 +498,7 @@ static void test_failure_reported(void **state) {
 }
 
 int main(void) {
+    if (!bf16_supported()) printf("test_bf16_train: skipped: %s, which bf16 training requires\n", bf16_unavailable());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_products),        cmocka_unit_test(test_mlp),
         cmocka_unit_test(test_attention), cmocka_unit_test(test_attention_by_tiles),       cmocka_unit_test(test_grassmann),

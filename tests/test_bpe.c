@@ -169,6 +169,51 @@ static void test_roundtrip_any_bytes(void **s) {
     tokenizer_free(&tok);
 }
 
+/* The words behind word perplexity (text_units_scored): a word counts where
+ * it starts in the scored text, which begins after token 0 (nothing predicts
+ * token 0). With "the" one token: "the cat sat on the mat" scores 5 words
+ * (the first "the" is token 0's), "thermal cat" 1 (token 0 ends inside
+ * "thermal"), " cat" 1 (token 0 is the space before it), a special token
+ * ends a word; the bytes are every token's but token 0's. */
+static void test_text_units_words(void **s) {
+    (void)s;
+    const char *text[] = {"the the the the"};
+    Bpe b;
+    size_t learned;
+    train_on(&b, "gpt4", text, 1, 2, &learned); /* (t h), (th e) */
+    arrput(b.specials, strdup("<|sep|>"));
+    Tokenizer tok;
+    Error err;
+    assert_int_equal(tokenizer_from_bpe(&tok, &b, &err), 0);
+    uint32_t sep = tok.vocab_size - 1;
+    const struct {
+        const char *text;
+        size_t words;
+    } cases[] = {{"the cat sat on the mat", 5}, {"thermal cat", 1}, {" cat", 1}, {"the", 0}, {"the  \n the\tend ", 2}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        uint32_t *ids = NULL;
+        size_t len = strlen(cases[c].text), first;
+        tokenizer_encode(&tok, cases[c].text, len, &ids);
+        tokenizer_token(&tok, ids[0], &first);
+        assert_int_equal(first, cases[c].text[0] == 't' ? 3 : 1); /* the premise: "the" is one token */
+        TextUnits u = text_units_scored(&tok, ids, arrlenu(ids));
+        if (u.words != cases[c].words)
+            fail_msg("\"%s\": %zu scored words, not %zu", cases[c].text, u.words, cases[c].words);
+        assert_int_equal(u.bytes, len - first);
+        arrfree(ids);
+    }
+    /* "cat" then a separator then "sat": the separator is no text and ends "cat"'s word. */
+    uint32_t *ids = NULL;
+    tokenizer_encode(&tok, "the cat", 7, &ids);
+    arrput(ids, sep);
+    tokenizer_encode(&tok, "sat", 3, &ids);
+    TextUnits u = text_units_scored(&tok, ids, arrlenu(ids));
+    assert_int_equal(u.words, 2);
+    assert_int_equal(u.bytes, 7);
+    arrfree(ids);
+    tokenizer_free(&tok);
+}
+
 typedef struct PieceCtx {
     const Bpe *b;
     uint32_t **ids;
@@ -318,7 +363,7 @@ int main(void) {
         cmocka_unit_test(test_encode_matches_naive),  cmocka_unit_test(test_roundtrip_any_bytes),
         cmocka_unit_test(test_parallel_equals_serial), cmocka_unit_test(test_deterministic_distinct),
         cmocka_unit_test(test_saved_form),            cmocka_unit_test(test_token_file_widths),
-        cmocka_unit_test(test_utf8_complete_prefix),
+        cmocka_unit_test(test_utf8_complete_prefix),  cmocka_unit_test(test_text_units_words),
     };
     return cmocka_run_group_tests_name("bpe", tests, NULL, NULL);
 }

@@ -23,6 +23,40 @@
 
 #define TOL 1e-2
 
+/* ---- the sampling of the checks ------------------------------------------------ */
+
+/* sum(w * x): its gradient is w. */
+typedef struct {
+    const float *w, *x;
+    size_t n;
+} LinCtx;
+
+static double lin_obj(void *p) {
+    LinCtx *c = p;
+    return dot_objective(c->x, c->w, c->n);
+}
+
+/* 24 samples of a 24 x 8 matrix (a tiny model's qkv.weight) meet every
+ * column and rows across the matrix: a gradient wrong in one column alone,
+ * or in the last rows alone, is caught. */
+static void test_fd_sampling(void **s) {
+    (void)s;
+    enum { R = 24, C = 8, N = R * C };
+    float *x = rand_tensor(N, 1.0f, 1), *w = rand_tensor(N, 1.0f, 2), grad[N];
+    LinCtx c = {w, x, N};
+    memcpy(grad, w, sizeof grad);
+    assert_true(fd_rel_error(lin_obj, &c, x, grad, N, 24, 1e-2f, "right") < 1e-3);
+    for (size_t col = 0; col < C; col++) {
+        for (size_t r = 0; r < R; r++) grad[r * C + col] = -w[r * C + col];
+        double e = fd_rel_error(lin_obj, &c, x, grad, N, 24, 1e-2f, "one column wrong");
+        if (!(e > 0.1)) fail_msg("a gradient wrong in column %zu alone passes (relative error %.2e)", col, e);
+        memcpy(grad, w, sizeof grad);
+    }
+    for (size_t i = N - 2 * C; i < N; i++) grad[i] = 0.0f; /* the last two rows */
+    assert_true(fd_rel_error(lin_obj, &c, x, grad, N, 24, 1e-2f, "last rows wrong") > 0.1);
+    free(x), free(w);
+}
+
 /* ---- embedding ----------------------------------------------------------- */
 
 typedef struct {
@@ -878,6 +912,7 @@ static void test_model_recipe_all(void **s) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fd_sampling),
         cmocka_unit_test(test_embedding_learned),
         cmocka_unit_test(test_embedding_sinusoidal),
         cmocka_unit_test(test_layernorm),

@@ -85,10 +85,10 @@ static json_t *read_inspect_json(const char *dir) {
 }
 
 /* What inspect_print says (free it). */
-static char *printed_summary(const Inspection *in, const Induction *ind, const Model *m, const Tokenizer *tok) {
+static char *printed_summary(const Inspection *in, const Induction *ind, const Tokenizer *tok) {
     FILE *f = tmpfile();
     assert_non_null(f);
-    inspect_print(f, in, ind, m, tok);
+    inspect_print(f, in, ind, tok);
     long len = ftell(f);
     char *text = calloc((size_t)len + 1, 1);
     assert_non_null(text);
@@ -103,6 +103,22 @@ static int has_line(const char *text, const char *prefix) {
     for (const char *line = text; line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
         if (strncmp(line, prefix, strlen(prefix)) == 0) return 1;
     return 0;
+}
+
+/* Layer l's exhibit of that name, or the test fails. */
+static const Exhibit *exhibit(const Inspection *in, size_t l, const char *name) {
+    for (size_t i = 0; i < in->layer[l].n_exhibits; i++)
+        if (strcmp(in->layer[l].exhibits[i].name, name) == 0) return &in->layer[l].exhibits[i];
+    fail_msg("layer %zu shows no '%s'", l, name);
+    return NULL;
+}
+
+/* Row r, column `column` of a table exhibit with named columns. */
+static double table_value(const Exhibit *e, size_t r, const char *column) {
+    for (size_t c = 0; c < e->cols; c++)
+        if (strcmp(e->col_names[c], column) == 0) return e->values[r * e->cols + c];
+    fail_msg("table '%s' has no column '%s'", e->name, column);
+    return NAN;
 }
 
 /* Removes the n files from dir, each of which must be there, then dir. */
@@ -131,7 +147,7 @@ static void test_equal_logits_entropy(void **s) {
     double mean_log = 0.0;
     for (size_t h = 0; h < H; h++)
         for (size_t t = 0; t < T; t++) {
-            const float *row = in.layer[0].probs + (h * T + t) * T;
+            const float *row = in.maps[0]->values + (h * T + t) * T;
             double ent = 0.0;
             for (size_t j = 0; j < T; j++) {
                 if (j <= t) assert_float_equal(row[j], 1.0 / (double)(t + 1), 1e-6);
@@ -142,12 +158,12 @@ static void test_equal_logits_entropy(void **s) {
             if (h == 0) mean_log += log((double)(t + 1)) / (double)T;
         }
     for (size_t h = 0; h < H; h++) {
-        assert_float_equal(in.layer[0].heads[h].entropy, mean_log, 1e-5);
+        assert_float_equal(in.map_stats[0][h].entropy, mean_log, 1e-5);
         double diag = 0.0, prev = 0.0;
         for (size_t t = 0; t < T; t++) diag += 1.0 / (double)(t + 1) / (double)T;
         for (size_t t = 1; t < T; t++) prev += 1.0 / (double)(t + 1) / (double)(T - 1);
-        assert_float_equal(in.layer[0].heads[h].diagonal, diag, 1e-6);
-        assert_float_equal(in.layer[0].heads[h].previous, prev, 1e-6);
+        assert_float_equal(in.map_stats[0][h].diagonal, diag, 1e-6);
+        assert_float_equal(in.map_stats[0][h].previous, prev, 1e-6);
     }
     inspect_free(&in);
     model_free(&m);
@@ -169,23 +185,30 @@ static void test_identity_form_correlates(void **s) {
     int32_t tokens[10] = {1, 2, 3, 4, 5, 6, 7, 8, 1, 5};
     Inspection in;
     assert_int_equal(inspect_run(&in, &m, tokens, T, &err), 0);
-    const HeadStats *h = &in.layer[0].heads[0];
-    assert_float_equal(h->similarity_corr, 1.0, 1e-4);
-    assert_float_equal(h->sv_max, 1.0, 1e-9);
-    assert_float_equal(h->sv_min, 1.0, 1e-9);
-    assert_float_equal(h->effective_rank, (double)C, 1e-6);
-    assert_float_equal(h->antisym_share, 0.0, 1e-12);
-    assert_float_equal(h->identity_dist, 0.0, 1e-12);
+    /* The table holds floats: the values to float precision. */
+    const Exhibit *form = exhibit(&in, 0, "qk_form");
+    assert_float_equal(table_value(form, 0, "similarity_logit_corr"), 1.0, 1e-4);
+    assert_float_equal(table_value(form, 0, "sv_max"), 1.0, 1e-6);
+    assert_float_equal(table_value(form, 0, "sv_min"), 1.0, 1e-6);
+    assert_float_equal(table_value(form, 0, "effective_rank"), (double)C, 1e-5);
+    assert_float_equal(table_value(form, 0, "antisymmetric_share"), 0.0, 1e-7);
+    assert_float_equal(table_value(form, 0, "identity_distance"), 0.0, 1e-7);
+    const Exhibit *angles = exhibit(&in, 0, "qk_angles"), *sv = exhibit(&in, 0, "singular_values");
+    assert_int_equal(angles->cols, C);
+    for (size_t i = 0; i < C; i++) { /* the same space read as query and as key: every angle 0 */
+        assert_float_equal(angles->values[i], 0.0, 0.1);
+        assert_float_equal(sv->values[i], 1.0, 1e-6);
+    }
     inspect_free(&in);
     /* A rotation by 90 degrees in each plane: W_q^T W_k antisymmetric, the
      * logits no longer follow similarity (x.Jx = 0 on the diagonal). */
     memset(w + C * C, 0, C * C * sizeof(float));
     for (size_t i = 0; i < C; i += 2) w[(C + i) * C + i + 1] = 1.0f, w[(C + i + 1) * C + i] = -1.0f;
     assert_int_equal(inspect_run(&in, &m, tokens, T, &err), 0);
-    h = &in.layer[0].heads[0];
-    assert_float_equal(h->antisym_share, 1.0, 1e-12);
-    assert_float_equal(h->sv_max, 1.0, 1e-9);
-    assert_true(fabs(h->similarity_corr) < 0.9);
+    form = exhibit(&in, 0, "qk_form");
+    assert_float_equal(table_value(form, 0, "antisymmetric_share"), 1.0, 1e-7);
+    assert_float_equal(table_value(form, 0, "sv_max"), 1.0, 1e-6);
+    assert_true(fabs(table_value(form, 0, "similarity_logit_corr")) < 0.9);
     inspect_free(&in);
     model_free(&m);
 }
@@ -220,7 +243,7 @@ static void test_query_key_angles(void **s) {
     size_t C = 12, H = 3, hs = 4; /* head 0: query rows 0-3, key rows C+0 to C+3 */
     float w[3 * 12 * 12];
     double sv[4], cosines[4];
-    HeadStats st;
+    FormStats st;
     const double expect[3][4] = {{1, 1, 1, 1}, {0, 0, 0, 0}, {1, 1, 0, 0}};
     for (int k = 0; k < 3; k++) {
         memset(w, 0, sizeof w);
@@ -251,7 +274,7 @@ static void test_form_spectrum_matches_full(void **s) {
     float *w = rand_tensor(3 * C * C, 1.0f, 77);
     for (size_t c = 0; c < C; c++) w[(C + 2 * hs + 1) * C + c] = 2.0f * w[(C + 2 * hs) * C + c]; /* head 2: rank 3 */
     for (size_t h = 0; h < H; h++) {
-        HeadStats st;
+        FormStats st;
         double all_sv[4], qk_cos[4];
         bilinear_spectrum(&st, all_sv, qk_cos, w, C, H, h);
         double M[144] = {0}, A[144], sv[12];
@@ -355,7 +378,8 @@ static void test_plucker_residual(void **s) {
     (void)P;
 }
 
-/* A Grassmann layer: gates in (0, 1), finite offset norms, relations exact. */
+/* A Grassmann layer: gates in (0, 1), its offsets' norms by position,
+ * relations exact. */
 static void test_grassmann_layer(void **s) {
     (void)s;
     Model m;
@@ -365,68 +389,130 @@ static void test_grassmann_layer(void **s) {
     int32_t tokens[12] = {1, 2, 3, 4, 5, 6, 7, 8, 1, 5, 3, 3};
     Inspection in;
     assert_int_equal(inspect_run(&in, &m, tokens, T, &err), 0);
-    const LayerInspection *g = &in.layer[1];
-    assert_null(g->probs); /* not an attention layer */
-    assert_string_equal(g->mixer, "grassmann");
-    for (size_t t = 0; t < T; t++) assert_true(g->gate_mean[t] > 0.0f && g->gate_mean[t] < 1.0f);
-    for (size_t k = 0; k < 3; k++) assert_true(isfinite(g->offset_norm[k]) && g->offset_norm[k] > 0);
-    /* Per position: NaN before the offset fits, the mean over the rest is offset_norm. */
+    assert_null(in.maps[1]); /* not an attention layer */
+    assert_null(in.map_stats[1]);
+    assert_string_equal(in.layer[1].mixer, "grassmann");
+    const Exhibit *gate = exhibit(&in, 1, "gates"), *norms = exhibit(&in, 1, "offset_norms");
+    assert_int_equal(gate->kind, EXHIBIT_SERIES);
+    assert_int_equal(gate->rows, 1);
+    assert_int_equal(gate->cols, T);
+    assert_true(gate->lo == 0.0f && gate->hi == 1.0f);
+    for (size_t t = 0; t < T; t++) assert_true(gate->values[t] > 0.0f && gate->values[t] < 1.0f);
+    /* Per position: NaN before the offset fits, positive after. */
     MixerSpec spec = model_mixer_spec(&m.cfg, 1);
     const GrassmannLayer *gl = grassmann_layer(&spec);
-    assert_int_equal(g->n_offsets, gl->n_windows);
+    assert_int_equal(norms->rows, gl->n_windows);
     for (size_t k = 0; k < gl->n_windows; k++) {
         size_t d = gl->windows[k];
-        assert_int_equal(g->offsets[k], d);
-        double sum = 0.0;
+        char name[16];
+        snprintf(name, sizeof name, "d=%zu", d);
+        assert_string_equal(norms->row_names[k], name);
         for (size_t t = 0; t < T; t++) {
-            float v = g->offset_position_norm[k * T + t];
+            float v = norms->values[k * T + t];
             if (t < d) assert_true(isnan(v));
-            else assert_true(v > 0.0f), sum += v;
+            else assert_true(v > 0.0f);
         }
-        assert_float_equal(sum / (double)(T - d), g->offset_norm[k], 1e-5 * g->offset_norm[k]);
+        assert_true(isfinite(report_row_mean(norms, k)) && report_row_mean(norms, k) > 0.0);
     }
-    assert_true(g->plucker_residual < 1e-6);
-    assert_true(g->plucker_residual >= 0.0);
+    const Exhibit *plucker = exhibit(&in, 1, "plucker_residual");
+    assert_int_equal(plucker->kind, EXHIBIT_SCALAR);
+    assert_true(plucker->values[0] < 1e-6f && plucker->values[0] >= 0.0f);
     inspect_free(&in);
     model_free(&m);
 }
 
-/* Direct attribution: the parts add up to the predicted logit; each attention
- * layer's heads and bias add up to the layer's part. The logit lens's last
- * stage is the model's own prediction. */
+/* Direct attribution: the parts add up to the predicted logit; each layer's
+ * shares (attention's and gla's heads and output bias) add up to the
+ * layer's mixer part. The logit lens's last stage is the model's own
+ * prediction. */
 static void test_attribution_and_lens(void **s) {
     (void)s;
     Model m;
     Error err;
     size_t T = 11, H = 2;
-    make_model(&m, "attention,grassmann,attention", 9, 16, 3, H, 16, 0.3f);
+    make_model(&m, "attention,grassmann,gla,attention", 9, 16, 4, H, 16, 0.3f);
     int32_t tokens[11] = {1, 2, 3, 4, 5, 6, 7, 8, 1, 5, 3};
     Inspection in;
     assert_int_equal(inspect_run(&in, &m, tokens, T, &err), 0);
-    double total = 0.0, layer = 0.0, heads = 0.0;
-    int in_heads = 0;
-    for (size_t i = 0; i < arrlenu(in.parts); i++) {
-        const AttributionPart *p = &in.parts[i];
-        int is_head = p->name[0] == 'L' && (strstr(p->name, " H") || strstr(p->name, "attn bias"));
-        assert_int_equal(p->share, is_head); /* the flag the attribution picture indents by */
-        if (is_head) {
-            heads += p->value;
-            in_heads = 1;
+    double total = 0.0, layer = 0.0, shares = 0.0;
+    size_t groups = 0, in_shares = 0;
+    for (size_t i = 0; i <= arrlenu(in.parts); i++) {
+        const AttributionPart *p = i < arrlenu(in.parts) ? &in.parts[i] : NULL;
+        if (p && p->share) { /* "L<l> H<h>" or "L<l> ... bias", after its layer's mixer part */
+            assert_true(p->name[0] == 'L' && (strstr(p->name, " H") || strstr(p->name, " bias")));
+            shares += p->value;
+            in_shares++;
             continue;
         }
-        if (in_heads) { /* a layer's heads ended: they must sum to its mixer part */
-            assert_float_equal(heads, layer, 1e-4 * (1 + fabs(layer)));
-            in_heads = 0;
-            heads = 0.0;
+        if (in_shares) { /* a layer's shares ended: they must sum to its mixer part */
+            assert_int_equal(in_shares, H + 1);
+            assert_float_equal(shares, layer, 1e-4 * (1 + fabs(layer)));
+            groups++;
+            in_shares = 0;
+            shares = 0.0;
         }
-        if (strstr(p->name, "attn")) layer = p->value;
+        if (!p) break;
+        layer = p->value;
         total += p->value;
     }
+    assert_int_equal(groups, 3); /* both attention layers and the gla layer */
     assert_float_equal(total, in.predicted_logit, 1e-4 * (1 + fabs(in.predicted_logit)));
     const uint32_t *last = in.lens_top + ((in.n_layer * T) + (T - 1)) * LENS_TOP;
     assert_int_equal(last[0], in.predicted);
     assert_true(in.lens_prob[((in.n_layer * T) + (T - 1)) * LENS_TOP] >=
                 in.lens_prob[((in.n_layer * T) + (T - 1)) * LENS_TOP + 1]);
+    inspect_free(&in);
+    model_free(&m);
+}
+
+/* A gla layer's exhibits: each head's decay along the prompt and its
+ * state's norm. With the decay's projection zeroed each head's decay is its
+ * starting rate, 1 - 2^-(3 + 5h / (H - 1)), at every position; the state
+ * norm follows S_t = gamma_t S_{t-1} + k_t v_t^T, here recomputed in
+ * double from the layer's input. No maps: NaN induction scores. */
+static void test_gla_exhibits(void **s) {
+    (void)s;
+    Model m;
+    Error err;
+    size_t T = 10, H = 2, C = 16, hs = 8;
+    make_model(&m, "gla,attention", 9, 16, 2, H, C, 0.3f);
+    memset(tensor(&m, "h.0.gla.decay.weight"), 0, H * C * sizeof(float));
+    int32_t tokens[10] = {1, 2, 3, 4, 5, 6, 7, 8, 1, 5}, seqs[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    Inspection in;
+    assert_int_equal(inspect_run(&in, &m, tokens, T, &err), 0);
+    assert_null(in.maps[0]);
+    const Exhibit *decay = exhibit(&in, 0, "decay"), *norm = exhibit(&in, 0, "state_norm");
+    assert_int_equal(decay->kind, EXHIBIT_SERIES);
+    assert_int_equal(norm->kind, EXHIBIT_SERIES);
+    assert_int_equal(decay->rows, H);
+    assert_int_equal(decay->cols, T);
+    assert_string_equal(decay->row_names[1], "H1");
+    assert_true(decay->lo == 0.0f && decay->hi == 1.0f);
+    const float *x = model_mixer_input(&m, 0), *w = tensor(&m, "h.0.gla.qkv.weight"), *b = tensor(&m, "h.0.gla.qkv.bias");
+    for (size_t h = 0; h < H; h++) {
+        double want = 1.0 - exp2(-(3.0 + 5.0 * (double)h / (double)(H - 1))), S[64] = {0};
+        for (size_t t = 0; t < T; t++) {
+            assert_float_equal(decay->values[h * T + t], want, 1e-6);
+            double k[8], v[8], n2 = 0.0;
+            for (size_t d = 0; d < hs; d++) {
+                k[d] = b[C + h * hs + d], v[d] = b[2 * C + h * hs + d];
+                for (size_t c = 0; c < C; c++) {
+                    k[d] += (double)w[(C + h * hs + d) * C + c] * x[t * C + c];
+                    v[d] += (double)w[(2 * C + h * hs + d) * C + c] * x[t * C + c];
+                }
+            }
+            for (size_t i = 0; i < hs; i++)
+                for (size_t j = 0; j < hs; j++) {
+                    S[i * hs + j] = decay->values[h * T + t] * S[i * hs + j] + k[i] * v[j];
+                    n2 += S[i * hs + j] * S[i * hs + j];
+                }
+            assert_float_equal(norm->values[h * T + t], sqrt(n2), 1e-5 * (1 + sqrt(n2)));
+        }
+    }
+    Induction ind;
+    assert_int_equal(inspect_induction_on(&ind, &m, seqs, 4, 2, &err), 0);
+    assert_true(isnan(ind.score[0]) && isnan(ind.score[1]) && isfinite(ind.score[2]));
+    induction_free(&ind);
     inspect_free(&in);
     model_free(&m);
 }
@@ -466,11 +552,10 @@ static void test_mixer_without_hook(void **s) {
     assert_int_equal(inspect_run(&in, &m, tokens, T, &err), 0);
     const LayerInspection *li = &in.layer[1];
     assert_string_equal(li->mixer, "stub");
-    assert_null(li->probs);
-    assert_null(li->heads);
-    assert_null(li->gate_mean);
+    assert_int_equal(li->n_exhibits, 0);
+    assert_null(in.maps[1]);
     assert_int_equal(li->n_parts, 0);
-    assert_non_null(in.layer[0].probs);
+    assert_non_null(in.maps[0]);
     assert_true(part_value(&in, "L1 stub") == whole); /* the same output, attributed the same way */
     assert_true(in.predicted_logit == logit);
     double total = 0.0;
@@ -496,9 +581,9 @@ static void test_mixer_without_hook(void **s) {
     json_t *j = read_inspect_json(dir);
     const json_t *layer1 = json_array_get(json_object_get(j, "layers"), 1);
     assert_string_equal(json_string_value(json_object_get(layer1, "mixer")), "stub");
-    assert_null(json_object_get(layer1, "heads"));
+    assert_int_equal(json_array_size(json_object_get(layer1, "exhibits")), 0);
     json_decref(j);
-    char *said = printed_summary(&in, &ind, &m, &tok);
+    char *said = printed_summary(&in, &ind, &tok);
     assert_true(has_line(said, "layer 1 stub: no measurements"));
     free(said);
     const char *files[] = {"attn_L0_H0.png", "attn_L0_H1.png", "attn_L0.png", "heads.png", "heads.txt",
@@ -568,7 +653,7 @@ static void test_induction_circuit(void **s) {
     Inspection in;
     int32_t tokens[8] = {3, 1, 5, 2, 3, 1, 5, 2};
     assert_int_equal(inspect_run(&in, &m, tokens, 8, &err), 0);
-    assert_true(in.layer[0].heads[0].previous > 0.99);
+    assert_true(in.map_stats[0][0].previous > 0.99);
     inspect_free(&in);
     /* A uniform head (q = 0): score = mean over the second copy of 1/(i + 1). */
     memset(tensor(&m, "h.1.attn.qkv.weight"), 0, IC * IC * sizeof(float));
@@ -737,12 +822,13 @@ static void test_long_prompt_many_heads(void **s) {
     assert_non_null(mkdtemp(dir));
     assert_int_equal(inspect_write(dir, &in, &ind, &tok, "x", &err), 0);
     json_t *j = read_inspect_json(dir);
-    assert_string_equal(json_string_value(json_object_get(j, "attention_maps")), "top keys");
-    const json_t *head = json_array_get(json_object_get(json_array_get(json_object_get(j, "layers"), 2), "heads"), 5);
-    assert_null(json_object_get(head, "attention"));
-    const json_t *rows = json_object_get(head, "attention_top");
+    assert_string_equal(json_string_value(json_object_get(j, "maps")), "top keys");
+    const json_t *maps = json_array_get(json_object_get(json_array_get(json_object_get(j, "layers"), 2), "exhibits"), 0);
+    assert_string_equal(json_string_value(json_object_get(maps, "kind")), "maps");
+    assert_null(json_object_get(maps, "maps"));
+    const json_t *rows = json_array_get(json_object_get(maps, "maps_top"), 5);
     assert_int_equal(json_array_size(rows), T);
-    const float *p = in.layer[2].probs + 5 * T * T;
+    const float *p = in.maps[2]->values + 5 * T * T;
     for (size_t i = 0; i < T; i++) {
         const json_t *row = json_array_get(rows, i);
         assert_int_equal(json_array_size(row), i + 1 < 3 ? i + 1 : 3);
@@ -772,10 +858,11 @@ static void test_long_prompt_many_heads(void **s) {
     size_t len, lines = 0;
     char *heads = read_output(dir, "heads.txt", &len);
     for (const char *c = heads; (c = strstr(c, "\n  H")); c++) lines++;
-    assert_int_equal(lines, L * H);
+    assert_int_equal(lines, 4 * L * H); /* the maps' statistics, and each of attention's three tables */
     free(heads);
-    char *said = printed_summary(&in, &ind, &m, &tok);
-    assert_true(has_line(said, "attention: 36 heads; per layer"));
+    char *said = printed_summary(&in, &ind, &tok);
+    assert_true(has_line(said, "maps: 36 heads; per layer"));
+    assert_true(has_line(said, "  L2 qk_form (means of 12 rows): similarity_logit_corr"));
     assert_true(has_line(said, "most weight on the previous token: L"));
     assert_false(has_line(said, "layer 0 attention"));
     const char *top = strstr(said, "top heads (a uniform head scores");
@@ -827,7 +914,7 @@ static void test_write_outputs(void **s) {
     snprintf(dir, sizeof dir, "%s/new/deeper", base);
     assert_int_equal(inspect_write(dir, &in, &ind, &tok, "abcabcd", &err), 0);
     const char *files[] = {"attn_L0_H0.png", "attn_L0_H1.png", "attn_L0.png", "heads.png", "heads.txt", "gates.png",
-                           "attribution.png", "lens.txt", "tokens.txt", "inspect.json", "inspect.html"};
+                           "offset_norms.png", "attribution.png", "lens.txt", "tokens.txt", "inspect.json", "inspect.html"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++)
         if (!file_exists(dir, files[i])) fail_msg("%s missing", files[i]);
     int w, h, n;
@@ -838,23 +925,52 @@ static void test_write_outputs(void **s) {
     json_t *j = read_inspect_json(dir);
     const json_t *layers = json_object_get(j, "layers");
     assert_int_equal(json_array_size(layers), 2);
-    const json_t *heads = json_object_get(json_array_get(layers, 0), "heads");
-    assert_int_equal(json_array_size(heads), 2);
-    assert_float_equal(json_number_value(json_object_get(json_array_get(heads, 1), "entropy")),
-                       in.layer[0].heads[1].entropy, 1e-5);
-    assert_int_equal(json_array_size(json_object_get(json_array_get(heads, 0), "attention")), T);
-    assert_int_equal(json_array_size(json_object_get(json_array_get(layers, 1), "gate_mean")), T);
+    /* Every exhibit as the layer showed it, in its order, by its kind. */
+    for (size_t l = 0; l < 2; l++) {
+        const json_t *ex = json_object_get(json_array_get(layers, l), "exhibits");
+        assert_int_equal(json_array_size(ex), in.layer[l].n_exhibits);
+        for (size_t i = 0; i < in.layer[l].n_exhibits; i++) {
+            const Exhibit *e = &in.layer[l].exhibits[i];
+            const json_t *o = json_array_get(ex, i);
+            assert_string_equal(json_string_value(json_object_get(o, "name")), e->name);
+            assert_string_equal(json_string_value(json_object_get(o, "kind")), exhibit_kind_name(e->kind));
+            assert_string_equal(json_string_value(json_object_get(o, "caption")), e->caption);
+            if (e->kind == EXHIBIT_SCALAR) {
+                double v = json_number_value(json_object_get(o, "value")); /* written with 6 digits */
+                assert_float_equal(v, e->values[0], 1e-5 * fabs(e->values[0]) + 1e-30);
+                continue;
+            }
+            assert_int_equal(json_array_size(json_object_get(o, "rows")), e->rows);
+            assert_string_equal(json_string_value(json_array_get(json_object_get(o, "rows"), e->rows - 1)),
+                                e->row_names[e->rows - 1]);
+            if (e->kind == EXHIBIT_MAPS) continue;
+            const json_t *values = json_object_get(o, "values");
+            assert_int_equal(json_array_size(values), e->rows);
+            for (size_t r = 0; r < e->rows; r++) {
+                const json_t *row = json_array_get(values, r);
+                assert_int_equal(json_array_size(row), e->cols);
+                for (size_t c = 0; c < e->cols; c++) {
+                    float v = e->values[r * e->cols + c];
+                    if (isnan(v)) assert_true(json_is_null(json_array_get(row, c)));
+                    else assert_float_equal(json_number_value(json_array_get(row, c)), v, 1e-5 * (1 + fabs(v)));
+                }
+            }
+            if (e->kind == EXHIBIT_TABLE && e->col_names)
+                assert_string_equal(json_string_value(json_array_get(json_object_get(o, "columns"), 0)), e->col_names[0]);
+            if (e->kind == EXHIBIT_TABLE && !e->col_names) assert_true(json_is_null(json_object_get(o, "columns")));
+        }
+    }
+    const json_t *maps = json_array_get(json_object_get(json_array_get(layers, 0), "exhibits"), 0);
+    assert_string_equal(json_string_value(json_object_get(maps, "name")), "attn");
+    assert_int_equal(json_array_size(json_object_get(maps, "stats")), 2);
+    assert_float_equal(json_number_value(json_object_get(json_array_get(json_object_get(maps, "stats"), 1), "entropy")),
+                       in.map_stats[0][1].entropy, 1e-5);
+    assert_float_equal(json_number_value(json_object_get(json_array_get(json_object_get(maps, "stats"), 1), "induction")),
+                       ind.score[1], 1e-5);
+    assert_int_equal(json_array_size(json_array_get(json_object_get(maps, "maps"), 0)), T);
     assert_string_equal(json_string_value(json_object_get(j, "prompt")), "abcabcd");
     assert_int_equal(json_array_size(json_object_get(j, "logit_lens")), 3);
     assert_non_null(json_object_get(json_object_get(j, "induction"), "loss_second_copy"));
-    /* Every singular value and query/key angle; each offset's norms by position. */
-    const json_t *cosines = json_object_get(json_array_get(heads, 1), "qk_cosines");
-    assert_int_equal(json_array_size(cosines), in.layer[0].d_head);
-    assert_float_equal(json_number_value(json_array_get(cosines, 0)), in.layer[0].qk_cosines[in.layer[0].d_head], 1e-5);
-    assert_int_equal(json_array_size(json_object_get(json_array_get(heads, 1), "singular_values")), in.layer[0].d_head);
-    const json_t *by_pos = json_object_get(json_array_get(layers, 1), "offset_position_norm");
-    assert_int_equal(json_array_size(by_pos), in.layer[1].n_offsets);
-    assert_int_equal(json_array_size(json_array_get(by_pos, 0)), T);
     json_decref(j);
     /* The page: the template with the data in its script tag, nothing loaded from elsewhere. */
     size_t len;
@@ -888,6 +1004,7 @@ int main(void) {
         cmocka_unit_test(test_plucker_residual),
         cmocka_unit_test(test_grassmann_layer),
         cmocka_unit_test(test_attribution_and_lens),
+        cmocka_unit_test(test_gla_exhibits),
         cmocka_unit_test(test_mixer_without_hook),
         cmocka_unit_test(test_induction_circuit),
         cmocka_unit_test(test_induction_random),

@@ -11,6 +11,7 @@
 
 #include "lm/config.h"
 #include "lm/model.h"
+#include "lm/optim.h"
 #include "lm/threads.h"
 #include "mixers/attention.h"
 
@@ -74,6 +75,34 @@ static inline void check_model_grads(Model *m, Objective f, void *ctx, const cha
         snprintf(what, sizeof what, "%s %s", label, t->name);
         CHECK_GRAD(f, ctx, m->params + t->offset, m->grads + t->offset, t->rows * (t->cols ? t->cols : 1), 24, 1e-2f,
                    2e-2, what);
+    }
+}
+
+/* ---- AdamW's closed form ------------------------------------------------------ */
+
+/* One AdamW step at the 1-based step t from weights p0 and moments m0, v0,
+ * with the gradient m holds (m->grads, times grad_scale: the clipping
+ * factor) at rate lr, decoupled decay on the matrices alone, in double:
+ * every weight and first moment of m must match it (label names the run in
+ * failures). */
+static inline void check_adamw_closed_form(const Model *m, const float *p0, const float *m0, const float *v0,
+                                           const AdamWConfig *a, double lr, double grad_scale, size_t t,
+                                           const char *label) {
+    double c1 = 1.0 - pow(a->beta1, (double)t), c2 = 1.0 - pow(a->beta2, (double)t);
+    for (size_t k = 0; k < m->n_tensors; k++) {
+        const ParamTensor *pt = &m->tensors[k];
+        double decay = pt->cols ? a->weight_decay : 0.0;
+        for (size_t j = 0; j < pt->rows * (pt->cols ? pt->cols : 1); j++) {
+            size_t i = pt->offset + j;
+            double g = (double)m->grads[i] * grad_scale;
+            double mm = a->beta1 * (double)m0[i] + (1.0 - a->beta1) * g;
+            double vv = a->beta2 * (double)v0[i] + (1.0 - a->beta2) * g * g;
+            double p = (double)p0[i] * (1.0 - lr * decay) - lr * (mm / c1) / (sqrt(vv / c2) + a->eps);
+            double m_tol = 1e-6 * (a->beta1 * fabs(m0[i]) + (1.0 - a->beta1) * fabs(g)) + 1e-12;
+            if (!(fabs(m->params[i] - p) <= 1e-6 * fabs(p0[i]) + 1e-4 * lr && fabs(m->m[i] - mm) <= m_tol))
+                fail_msg("%s: %s[%zu] after step %zu: %.9g, AdamW's closed form %.9g (moment %.9g, closed form %.9g)",
+                         label, pt->name, j, t, (double)m->params[i], p, (double)m->m[i], mm);
+        }
     }
 }
 

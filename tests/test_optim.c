@@ -1,5 +1,6 @@
-/* The optimizers (lm/optim.h): Muon's orthogonalisation, which tensors it
- * takes, and that its step does not depend on the thread count. Its update
+/* The optimizers (lm/optim.h): AdamW's step against its closed form, Muon's
+ * orthogonalisation, which tensors it takes, and that its step does not
+ * depend on the thread count. Its update
  * against a PyTorch Muon written from the published algorithm is
  * tests/muon_test.py, which runs this binary with
  *   test_optim --dump FILE
@@ -135,6 +136,30 @@ static void test_muon_threads(void **s) {
     free(two);
 }
 
+/* One AdamW step from a known state (drawn weights, gradients and moments, at
+ * step 5, with decay on and a clipping factor) against its closed form, for
+ * model_adamw_step and the registry's "adamw": matrices decay, vectors
+ * (biases, gains) do not. */
+static void test_adamw_closed_form(void **s) {
+    (void)s;
+    const AdamWConfig adam = {0.9f, 0.99f, 1e-8f, 0.1f};
+    const OptimSettings set = {.adam = adam, .lr_peak = 2e-2f};
+    for (int registry = 0; registry <= 1; registry++) {
+        Model m;
+        tiny_test_model(&m, "attention,grassmann", POS_LEARNED, 0.0f);
+        size_t n = m.n_params;
+        fill_grads(&m, 7);
+        float *m0 = rand_tensor(n, 0.05f, 8), *v0 = rand_tensor(n, 0.05f, 9), *p0 = malloc(n * sizeof(float));
+        for (size_t i = 0; i < n; i++) v0[i] *= v0[i]; /* a second moment: positive */
+        memcpy(p0, m.params, n * sizeof(float)), memcpy(m.m, m0, n * sizeof(float)), memcpy(m.v, v0, n * sizeof(float));
+        if (registry) optimizer_find("adamw")->step(&m, &set, NULL, 0, 2e-2f, 5, 0.7f);
+        else model_adamw_step(&m, &adam, 2e-2f, 5, 0.7f);
+        check_adamw_closed_form(&m, p0, m0, v0, &adam, 2e-2f, 0.7f, 5, registry ? "optimizer adamw" : "model_adamw_step");
+        free(m0), free(v0), free(p0);
+        model_free(&m);
+    }
+}
+
 /* The registry: both by name, and nothing else. */
 static void test_optimizer_registry(void **s) {
     (void)s;
@@ -213,6 +238,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_muon_takes_hidden_matrices),
         cmocka_unit_test(test_muon_threads),
         cmocka_unit_test(test_optimizer_registry),
+        cmocka_unit_test(test_adamw_closed_form),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,4 @@
-/* Unit tests: causality, optimizer and schedule, tokenizer, corpus splits,
+/* Unit tests: optimizer and schedule, tokenizer, corpus splits,
  * checkpoints, evaluation, learning, the Plücker relations and incremental
  * decoding. */
 #include "testutil.h"
@@ -54,37 +54,6 @@ static void make_model(Model *m, const char *mixers, size_t B, size_t T) {
     make_model_from(m, &cfg, B, T);
 }
 
-/* ---- causality --------------------------------------------------------------- */
-
-static void check_causality(const char *mixers) {
-    size_t T = 16, V = 13;
-    Model m;
-    make_model(&m, mixers, 1, T);
-    int32_t a[16], b[16];
-    for (size_t i = 0; i < T; i++) a[i] = b[i] = (int32_t)((i * 5 + 2) % V);
-    model_forward(&m, a, NULL, 1, T, NULL);
-    float *ref = malloc(T * V * sizeof(float));
-    memcpy(ref, m.logits, T * V * sizeof(float));
-    /* Each later position k changed once: no logit at a position before k
-     * moves (every t < k at once: one forward per k, not per pair t < k),
-     * and position k's do. */
-    for (size_t k = 1; k < T; k++) {
-        memcpy(b, a, sizeof a);
-        b[k] = (a[k] + 1 + (int32_t)(k % (V - 1))) % (int32_t)V; /* never a no-op */
-        model_forward(&m, b, NULL, 1, T, NULL);
-        for (size_t i = 0; i < k * V; i++)
-            if (m.logits[i] != ref[i]) fail_msg("%s: changing position %zu changed logits at position %zu", mixers, k, i / V);
-        int changed = 0;
-        for (size_t i = k * V; i < (k + 1) * V; i++) changed |= m.logits[i] != ref[i];
-        if (!changed) fail_msg("%s: changing position %zu changed nothing at %zu", mixers, k, k);
-    }
-    free(ref);
-    model_free(&m);
-}
-
-static void test_causality_attention(void **s) { (void)s; check_causality("attention"); }
-static void test_causality_grassmann(void **s) { (void)s; check_causality("grassmann"); }
-
 /* ---- incremental decoding equals the full forward ----------------------------- */
 
 /* The relative gap of logits (V) to ref's, folded into *worst. */
@@ -99,11 +68,21 @@ static void fold_gap(double *worst, const float *logits, const float *ref, size_
  * incremental logits and its full forward's over 20 positions, stepping
  * from position 0 and after a prefill (model_prefill) of the first 1, 10
  * and 20 positions; *biggest: the largest |logit| of the steps. */
+static double model_step_gap(Model *mp, double *biggest);
+
 static double step_forward_gap(const ModelConfig *cfg, double *biggest) {
-    size_t T = 20, V = 13;
     Model m;
+    make_model_from(&m, cfg, 1, 20);
+    double worst = model_step_gap(&m, biggest);
+    model_free(&m);
+    return worst;
+}
+
+/* step_forward_gap of a model made already (of vocabulary 13, block 20). */
+static double model_step_gap(Model *mp, double *biggest) {
+    size_t T = 20, V = 13;
+    Model m = *mp;
     Error err;
-    make_model_from(&m, cfg, 1, T);
     int32_t tok[20];
     for (size_t i = 0; i < T; i++) tok[i] = (int32_t)((i * 7 + 1) % V);
     model_forward(&m, tok, NULL, 1, T, NULL);
@@ -132,7 +111,7 @@ static double step_forward_gap(const ModelConfig *cfg, double *biggest) {
         }
     }
     model_state_free(&st);
-    model_free(&m);
+    *mp = m;
     return worst;
 }
 
@@ -529,27 +508,67 @@ static void test_grassmann_muted_offset(void **s) {
     free(z);
 }
 
-/* model_mute_offset: only a Grassmann layer's own offsets, and the loss moves. */
-static void test_model_mute_offset(void **s) {
+/* model_ablate: a layer's own parts by the names its mixer gives (attention's
+ * and gla's heads, Grassmann's offsets); a head left out is its columns of
+ * the output projection zeroed; the loss moves, and the incremental step
+ * leaves out what the forward does. */
+static float loss_with_zero_columns(const ModelConfig *cfg, const char *tensor, size_t col0, size_t cols,
+                                    const int32_t *in, const int32_t *tg) {
+    Model m;
+    make_model_from(&m, cfg, 1, 20);
+    const ParamTensor *t = model_find_tensor(&m, tensor);
+    assert_non_null(t);
+    for (size_t r = 0; r < t->rows; r++) memset(m.params + t->offset + r * t->cols + col0, 0, cols * sizeof(float));
+    model_forward(&m, in, tg, 1, 20, NULL);
+    float loss = m.loss;
+    model_free(&m);
+    return loss;
+}
+
+static void test_model_ablate(void **s) {
     (void)s;
     ModelConfig cfg;
     Error err;
-    small_config(&cfg, "attention,grassmann"); /* windows 1, 2, 4, 8 */
+    config_defaults(&cfg);
+    small_config(&cfg, "attention");
+    cfg.n_layer = 3;
+    assert_int_equal(config_set_mixers(&cfg, "attention,grassmann,gla", &err), 0); /* windows 1, 2, 4, 8 */
     Model m;
     make_model_from(&m, &cfg, 1, 20);
     int32_t in[20], tg[20];
     for (int i = 0; i < 20; i++) in[i] = (i * 5) % 13, tg[i] = (i * 7 + 1) % 13;
     model_forward(&m, in, tg, 1, 20, NULL);
     float plain = m.loss;
-    assert_int_equal(model_mute_offset(&m, 0, 1, &err), -1); /* attention */
-    assert_int_equal(model_mute_offset(&m, 1, 3, &err), -1); /* no offset 3 */
-    assert_string_equal(err.msg, "Grassmann layer 1 has no window offset 3");
-    assert_int_equal(model_mute_offset(&m, 2, 1, &err), -1); /* no layer 2 */
+    assert_int_equal(model_ablate(&m, 0, "offset1", &err), -1);
+    assert_string_equal(err.msg, "layer 0 (attention) has no part 'offset1'; its parts: head0, head1");
+    assert_int_equal(model_ablate(&m, 1, "offset3", &err), -1);
+    assert_string_equal(err.msg, "layer 1 (grassmann) has no part 'offset3'; its parts: offset1, offset2, offset4, offset8");
+    assert_int_equal(model_ablate(&m, 2, "head2", &err), -1);
+    assert_string_equal(err.msg, "layer 2 (gla) has no part 'head2'; its parts: head0, head1");
+    assert_int_equal(model_ablate(&m, 3, "head0", &err), -1); /* no layer 3 */
     model_forward(&m, in, tg, 1, 20, NULL);
-    assert_true(m.loss == plain); /* the refused calls muted nothing */
-    assert_int_equal(model_mute_offset(&m, 1, 2, &err), 0);
+    assert_true(m.loss == plain); /* the refused calls left nothing out */
+    /* A head: its columns of the projection zeroed. */
+    const char *proj[2] = {"h.0.attn.proj.weight", "h.2.gla.proj.weight"};
+    for (size_t k = 0; k < 2; k++) {
+        Model a;
+        make_model_from(&a, &cfg, 1, 20);
+        assert_int_equal(model_ablate(&a, 2 * k, "head1", &err), 0);
+        model_forward(&a, in, tg, 1, 20, NULL);
+        float want = loss_with_zero_columns(&cfg, proj[k], 8, 8, in, tg);
+        if (!(a.loss != plain && fabsf(a.loss - want) <= 1e-6f * want))
+            fail_msg("layer %zu without head1: loss %.7f, with its projection columns zero %.7f, plain %.7f", 2 * k,
+                     a.loss, want, plain);
+        model_free(&a);
+    }
+    assert_int_equal(model_ablate(&m, 1, "offset2", &err), 0);
     model_forward(&m, in, tg, 1, 20, NULL);
     assert_true(m.loss != plain);
+    /* Every kind of part left out at once: the step leaves out what the forward does. */
+    assert_int_equal(model_ablate(&m, 0, "head1", &err), 0);
+    assert_int_equal(model_ablate(&m, 2, "head0", &err), 0);
+    double biggest, gap = model_step_gap(&m, &biggest);
+    if (gap > 1e-5) fail_msg("with parts left out, incremental logits differ from the forward by %.3e", gap);
     model_free(&m);
 }
 
@@ -1136,8 +1155,6 @@ int main(void) {
         cmocka_unit_test(test_sampler_top_k),
         cmocka_unit_test(test_json_within_length),
         cmocka_unit_test(test_json_string_out),
-        cmocka_unit_test(test_causality_attention),
-        cmocka_unit_test(test_causality_grassmann),
         cmocka_unit_test(test_step_attention),
         cmocka_unit_test(test_step_grassmann),
         cmocka_unit_test(test_step_hybrid),
@@ -1156,7 +1173,7 @@ int main(void) {
         cmocka_unit_test(test_step_post_schedule),
         cmocka_unit_test(test_plucker_relations),
         cmocka_unit_test(test_grassmann_muted_offset),
-        cmocka_unit_test(test_model_mute_offset),
+        cmocka_unit_test(test_model_ablate),
         cmocka_unit_test(test_adamw_step),
         cmocka_unit_test(test_lr_schedule),
         cmocka_unit_test(test_clip),

@@ -42,16 +42,38 @@ static inline double dot_objective(const float *out, const float *w, size_t n) {
     return s;
 }
 
+static inline size_t gcd_size(size_t a, size_t b) {
+    while (b) {
+        size_t r = a % b;
+        a = b, b = r;
+    }
+    return a;
+}
+
+/* The stride between sampled entries when `samples` of n are checked: at
+ * least n / samples and prime to n, so that entry k * stride mod n, for
+ * k < samples, are distinct and meet every column of a matrix of n entries
+ * (a stride of n / samples that is a multiple of the row length would see
+ * one column alone: 24 samples of a 24 x 8 matrix, column 0 only). */
+static inline size_t fd_stride(size_t n, size_t samples) {
+    if (samples >= n) return 1;
+    size_t stride = n / samples;
+    while (gcd_size(stride, n) != 1) stride++;
+    return stride;
+}
+
 /* Compares an analytic gradient `grad` of `x` (n entries) with central
- * differences of objective(ctx) at up to `samples` entries (all if fewer).
- * Returns the relative error |fd - grad| / max(|fd|, |grad|) over the
- * sampled entries, as vectors. */
+ * differences of objective(ctx) at up to `samples` entries (all if fewer),
+ * spread over rows and columns alike (fd_stride). Returns the relative
+ * error |fd - grad| / max(|fd|, |grad|) over the sampled entries, as
+ * vectors. */
 typedef double (*Objective)(void *ctx);
 static inline double fd_rel_error(Objective f, void *ctx, float *x, const float *grad, size_t n, size_t samples,
                                   float h, const char *what) {
     double num = 0.0, den_fd = 0.0, den_an = 0.0;
-    size_t step = n > samples ? n / samples : 1;
-    for (size_t i = 0; i < n; i += step) {
+    size_t stride = fd_stride(n, samples), count = samples < n ? samples : n;
+    for (size_t k = 0; k < count; k++) {
+        size_t i = k * stride % n;
         float orig = x[i];
         x[i] = orig + h;
         double up = f(ctx);

@@ -24,13 +24,15 @@ vg() {
     if [ $rc -eq 0 ]; then pass=$((pass + 1)); echo "ok   $name ($((SECONDS - t0)) s)"
     else fail=$((fail + 1)); echo "FAIL $name: exit $rc"; grep -E "^==[0-9]+==|error" "$tmp/err" | head -30; fi
 }
-# Unit tests: test_units, test_blas, test_tile_gemm and test_inspect took 14, 4, 0.4 and 0.1
-# minutes here under valgrind (a shared 2-core machine), so --quick (CI)
-# runs only the programs. test_grad and test_threads (finite differences over
+# Unit tests: test_units, test_blas, test_tile_gemm, test_inspect and test_mixers took 14, 4,
+# 0.4, 0.1 and 8 (1.5 CPU-minutes, at load 9) minutes here under valgrind (a shared 2-core
+# machine), so --quick (CI) runs only the programs. test_grad and test_threads (finite differences over
 # whole models, many training steps) would take far longer; the same code runs
 # under AddressSanitizer in make asan.
 if [ "${1:-}" != --quick ]; then
-    for t in build-vg/test_units build-vg/test_blas build-vg/test_tile_gemm build-vg/test_inspect; do vg "$(basename "$t")" "$t"; done
+    for t in build-vg/test_units build-vg/test_blas build-vg/test_tile_gemm build-vg/test_inspect build-vg/test_mixers; do
+        vg "$(basename "$t")" "$t"
+    done
 fi
 for i in $(seq 1 40); do echo "Call me Ishmael, line $i of a small corpus."; done >"$tmp/a.txt"
 vg prepare bin-vg/prepare --input "$tmp/a.txt" --out "$tmp/d"

@@ -2,31 +2,45 @@
  * the runs of a folder listed; this file parses and prints. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lm/cli.h"
 #include "lm/options.h"
+#include "info_mixers.h"
 #include "run_info.h"
 
 static const CliProgram program = {
     .name = "info",
-    .usage = "bin/info CKPT_OR_RUN [--json]\nbin/info --list DIR [--sort val|name|step] [--json]",
+    .usage = "bin/info CKPT_OR_RUN [--json]\nbin/info --list DIR [--sort val|name|step] [--json]\n"
+             "bin/info --mixers [CKPT_OR_RUN | - | model options] [--json]",
     .about = "Shows what a checkpoint or a run folder (bin/train --run) holds: the step, tokens seen,\n"
              "the last and best validation loss, the model and recipe, the optimizer, the tokenizer,\n"
-             "the data and its hash, the run's options; or lists the run folders in DIR, one line each.\n",
-    .column = 22,
+             "the data and its hash, the run's options; or lists the run folders in DIR, one line each;\n"
+             "or describes the registered mixers (--mixers).\n",
+    .column = 29,
     .positional = 1,
 };
 
 int main(int argc, char **argv) {
     const char *list = NULL, *sort = "val";
     int json = 0, first;
-    CliOption opts[] = {
+    CliOption own[] = {
         CLI_FLAG("json", 0, &json, "one JSON object (with --list, a JSON array of them)"),
         CLI_TEXT("list", 0, &list, "DIR", "one line per run folder in DIR"),
         CLI_TEXT("sort", 0, &sort, "KEY", "with --list: val (the best validation loss, lowest first),\nname or step (most first) (val)"),
     };
-    int rc = cli_parse(&program, opts, sizeof opts / sizeof opts[0], argc, argv, &first);
+    enum { N_OWN = sizeof own / sizeof own[0] };
+    static CliOption opts[N_OWN + INFO_MIXERS_ROWS]; /* then --mixers and the model's options (info_mixers.h) */
+    static InfoMixers mixers;
+    memcpy(opts, own, sizeof own);
+    size_t n = N_OWN + info_mixers_rows(&mixers, opts + N_OWN, N_OWN);
+    int rc = cli_parse(&program, opts, n, argc, argv, &first);
     if (rc != CLI_CONTINUE) return rc;
+    if (mixers.wanted && (list || first < argc - 1))
+        return cli_error(program.name, "--mixers takes at most one checkpoint, run folder or - (see --help)");
+    if (mixers.wanted) return info_mixers_print(&mixers, opts, program.name, first < argc ? argv[first] : NULL, json);
+    if (info_mixers_given(&mixers, opts))
+        return cli_error(program.name, "--%s describes the model of --mixers (see --help)", info_mixers_given(&mixers, opts));
     int by = run_sort_parse(sort);
     if (by < 0) return cli_error(program.name, "--sort must be val, name or step (got '%s')", sort);
     if (list ? first != argc : first != argc - 1)

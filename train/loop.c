@@ -16,7 +16,17 @@ static volatile sig_atomic_t interrupted = 0;
 static void on_signal(int sig) {
     (void)sig;
     interrupted = 1;
+    /* A closed terminal or ssh connection (SIGHUP) takes the reader of a
+     * pipe (| tee) with it: what is left to print then fails with EPIPE
+     * instead of killing the run before its checkpoint. */
+    signal(SIGPIPE, SIG_IGN);
 }
+
+/* The signals that stop the run after its step, with a checkpoint: Ctrl-C,
+ * kill, a closed terminal or ssh connection, Ctrl-\, and the reader of its
+ * output gone (| head, or | tee gone with the terminal a moment before the
+ * SIGHUP comes). */
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
 
 /* The pace since the last progress line, and whether the ranks agreed to
  * stop on a signal. That is decided by one collective after each step and
@@ -39,6 +49,31 @@ static int stop_unsaved(const char *prog, const Dist *dist, const char *msg) {
     return 1;
 }
 
+/* The last checkpoint this run saved (any of them: each holds the whole
+ * state), or the one it resumed: what a failure leaves to go on from. */
+static void saved(TrainLoop *L, const char *path, size_t step) {
+    snprintf(L->last_good, sizeof L->last_good, "%s", path);
+    L->last_good_step = step;
+}
+
+/* A failed write of best.ckpt or a kept step-N.ckpt (why): the run stops,
+ * saving its own checkpoint at step `done` first unless it is saved
+ * already (out_saved); else one line that it could not, and which file
+ * holds the last good state. Returns the exit status, 2. */
+static int stop_saving(TrainLoop *L, const char *prog, size_t done, int out_saved, const char *why) {
+    Run *r = L->r;
+    const RunOptions *o = &r->o;
+    Error err;
+    if (out_saved || run_save(r, o->out, done, &err) == 0)
+        return cli_error(prog, "%s; the run stopped at step %zu, its checkpoint saved to %s (continue with --resume %s)",
+                         why, done, o->out, o->run ? o->run : o->out);
+    if (!L->last_good[0])
+        return cli_error(prog, "%s; nor could the run's checkpoint be saved (%s): no checkpoint of this run was saved",
+                         why, err.msg);
+    return cli_error(prog, "%s; nor could the run's checkpoint be saved (%s): the last good state is %s, at step %zu",
+                     why, err.msg, L->last_good, L->last_good_step);
+}
+
 int train_loop_open(TrainLoop *L, Run *r, int profile, Error *err) {
     memset(L, 0, sizeof *L);
     L->r = r;
@@ -46,17 +81,21 @@ int train_loop_open(TrainLoop *L, Run *r, int profile, Error *err) {
     L->step = r->start_step;
     L->loss = NAN, L->val_loss = NAN;
     const RunOptions *o = &r->o;
+    if (o->resume) saved(L, o->resume, r->start_step);
     Dist *dist = r->dist;
-    int append = r->start_step > 0;
-    if (dist->rank == 0 && o->log && append) L->elapsed0 = run_log_last_elapsed(o->log);
-    if (dist_agree(dist, dist->rank == 0 && ((o->log && run_log_open(&L->log, o->log, append, err)) ||
-                                             (o->log_twin && run_log_open(&L->twin, o->log_twin, append, err))), err))
+    /* A resumed run's rows go on from its checkpoint's step (a run resumed
+     * at step 0 measures step 0 again: none are kept). */
+    int resume = r->start_step > 0;
+    double twin_elapsed;
+    if (dist_agree(dist, dist->rank == 0 &&
+                             ((o->log && run_log_open(&L->log, o->log, resume, r->start_step, &L->elapsed0, err)) ||
+                              (o->log_twin && run_log_open(&L->twin, o->log_twin, resume, r->start_step, &twin_elapsed,
+                                                           err))), err))
         return -1;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++) cleanup_catch(stop_signals[i], &sa);
     thread_tuner_init(&L->tuner, threads_max(), o->threads == 0 && dist->size == 1); /* ranks wait for the slowest: fixed */
     L->tokens_per_step = o->batch_size * o->cfg.block_size * o->grad_accum * (size_t)dist->size;
     return 0;
@@ -82,9 +121,17 @@ static int validated(TrainLoop *L, size_t done, float loss, Error *err) {
     RunProgress *p = &r->progress;
     L->val_loss = p->val_loss = loss;
     if (!isnan(p->best_val_loss) && !(loss < p->best_val_loss)) return 0;
+    RunProgress before = *p;
     p->best_val_loss = loss;
     p->best_step = done;
-    return r->o.run ? run_save(r, r->o.run_best, done, err) : 0;
+    if (!r->o.run) return 0;
+    if (run_save(r, r->o.run_best, done, err)) {
+        *p = before; /* the best is still the one best.ckpt holds */
+        p->val_loss = loss;
+        return -1;
+    }
+    saved(L, r->o.run_best, done);
+    return 0;
 }
 
 static int validate(TrainLoop *L, ValLoss *val, Error *err) {
@@ -152,15 +199,16 @@ static int one_step(TrainLoop *L, Pace *p, const char *prog, int *rc) {
     log_row(L, done, L->loss, val, st.lr, st.grad_norm, ms, (double)threads);
     if (done % o->log_interval == 0 || done == o->stop_at || time_up) progress_line(L, p, done, threads, &st);
     if (!isnan(val.loss)) {
-        if (validated(L, done, val.loss, &err)) return *rc = cli_error(prog, "%s", err.msg), -1;
+        if (validated(L, done, val.loss, &err)) return *rc = stop_saving(L, prog, done, 0, err.msg), -1;
         say("step %5zu | val loss %.4f | %.4f bits per byte%s\n", done, val.loss, val.bits_per_byte,
             done == o->max_iters || time_up ? " (final)" : "");
     }
     if (o->ckpt_interval && done % o->ckpt_interval == 0 && done < o->stop_at) {
         char kept[PATH_BUF];
-        if (run_save(r, o->out, done, &err) ||
-            (o->keep_ckpts && (run_dir_numbered(o, done, kept, sizeof kept, &err) || run_save(r, kept, done, &err))))
-            return *rc = cli_error(prog, "%s", err.msg), -1;
+        if (run_save(r, o->out, done, &err)) return *rc = cli_error(prog, "%s", err.msg), -1;
+        saved(L, o->out, done);
+        if (o->keep_ckpts && (run_dir_numbered(o, done, kept, sizeof kept, &err) || run_save(r, kept, done, &err)))
+            return *rc = stop_saving(L, prog, done, 1, err.msg), -1;
     }
     const RunLog *broken = L->log.failed ? &L->log : &L->twin;
     if (dist_any(dist, broken->failed != 0)) { /* rank 0 could not write a log: stop, keep the last checkpoint */
@@ -209,7 +257,7 @@ int train_loop_run(TrainLoop *L, const char *prog) {
         } else {
             say("step %5d | val loss %.4f | %.4f bits per byte\n", 0, val.loss, val.bits_per_byte);
             log_row(L, 0, NAN, val, NAN, NAN, NAN, NAN);
-            if (validated(L, 0, val.loss, &err)) rc = cli_error(prog, "%s", err.msg);
+            if (validated(L, 0, val.loss, &err)) rc = stop_saving(L, prog, 0, 0, err.msg);
         }
     }
     while (rc == 0 && L->step < r->o.stop_at) {

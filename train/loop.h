@@ -1,9 +1,11 @@
 /* bin/train's loop over its steps: each step (trainer.h), validation at
  * step 0, on its interval and at the end, the log (run_log.h), progress
  * lines with the ETA, checkpoints on their interval and at the end, the
- * thread tuner, the --max-seconds budget, and SIGINT / SIGTERM, which stop
- * every rank after the same step with a checkpoint. A failure stops it
- * without saving: the last good checkpoint is kept. */
+ * thread tuner, the --max-seconds budget, and SIGINT / SIGTERM / SIGHUP /
+ * SIGQUIT / SIGPIPE, which stop every rank after the same step with a
+ * checkpoint. A
+ * failure stops it without saving: the last good checkpoint is kept; one
+ * of the best or a kept checkpoint saves the run's own first. */
 #ifndef LM_TRAIN_LOOP_H
 #define LM_TRAIN_LOOP_H
 
@@ -28,6 +30,8 @@ typedef struct TrainLoop {
     double elapsed0;       /* the log's elapsed_s when this invocation started: a resumed run's clock goes on */
     double train_clock;    /* every training step's seconds, validation not counted: --max-seconds' clock */
     float loss, val_loss;  /* the last step's training loss; the last validation loss (NaN: none yet) */
+    char last_good[PATH_BUF]; /* the last checkpoint saved (or resumed; "": none), for a failure's message */
+    size_t last_good_step;
 } TrainLoop;
 
 /* Opens the log (rank 0), installs the signal handlers and the thread tuner. */

@@ -11,6 +11,8 @@
 #include "lm/checkpoint.h"
 #include "lm/files.h"
 #include "lm/machine.h"
+#include "model_options.h"
+#include "run_dir.h"
 #include "run_log.h"
 
 int run_resume_defaults(RunOptions *o, Error *err) {
@@ -165,24 +167,45 @@ static int init_from(Run *r, Error *err) {
     return model_alloc_training(m, err);
 }
 
+/* Whether an option's text (config_option_text's) is its default. */
+static int at_default(const MixerOption *opt, const char *text) {
+    if (opt->kind == MIXER_OPT_TEXT) return opt->def_text && strcmp(text, opt->def_text) == 0;
+    return strtod(text, NULL) == opt->def;
+}
+
+/* A new model's mixers' options: one kept only where a layer uses it
+ * (MixerOption.omit_default: --attn-window, --grassmann-pair), set for a
+ * model with no layer of its mixer, would be stored and change nothing;
+ * and a window longer than the block is the whole block. Both refused. */
+static int check_mixer_options(const ModelConfig *cfg, Error *err) {
+    char text[1024], mixers[256];
+    for (size_t i = 0; i < mixer_count(); i++) {
+        const Mixer *mx = mixer_at(i);
+        int used = 0;
+        for (size_t l = 0; l < cfg->n_layer; l++) used |= cfg->mixers[l] == mx;
+        for (size_t k = 0; k < mx->n_options && !used; k++) {
+            const MixerOption *opt = &mx->options[k];
+            if (!opt->omit_default || at_default(opt, config_option_text(cfg, opt->name, text, sizeof text))) continue;
+            return err_set(err, "--%s %s is for %s layers, and this model has none (--mixer %s): leave it out",
+                           opt->name, text, mx->name, config_mixer_list(cfg, mixers, sizeof mixers));
+        }
+    }
+    /* The one option that counts positions (attention's sliding window). */
+    size_t window = config_find_option("attn-window", NULL)
+                        ? strtoul(config_option_text(cfg, "attn-window", text, sizeof text), NULL, 10) : 0;
+    if (window > cfg->block_size)
+        return err_set(err, "--attn-window %zu is longer than the block (--block-size %zu): every position would see "
+                            "its whole context; leave it out (0: all of it) or give at most %zu", window,
+                       cfg->block_size, cfg->block_size);
+    return 0;
+}
+
 /* A new model from the options. */
 static int create(Run *r, int count_only, Error *err) {
     RunOptions *o = &r->o;
     o->cfg.vocab_size = r->ds.tok.vocab_size;
-    if (o->pos && pos_parse(o->pos, &o->cfg.pos))
-        return err_set(err, "--pos must be learned, sinusoidal or rope (got '%s')", o->pos);
-    if (o->norm && norm_parse(o->norm, &o->cfg.norm))
-        return err_set(err, "--norm must be pre or post (got '%s')", o->norm);
-    if (o->norm_type && norm_type_parse(o->norm_type, &o->cfg.norm_type))
-        return err_set(err, "--norm-type must be layernorm or rmsnorm (got '%s')", o->norm_type);
-    if (o->mlp_act && mlp_act_parse(o->mlp_act, &o->cfg.mlp_act))
-        return err_set(err, "--mlp-act must be gelu or relu2 (got '%s')", o->mlp_act);
     /* The config is the same on every rank; the memory may not be. */
-    int bad_config = o->mixer && config_set_mixers(&o->cfg, o->mixer, err);
-    const MixerOption *texts[RUN_MAX_MIXER_TEXTS];
-    for (size_t j = 0, n = run_mixer_texts(texts); j < n && !bad_config; j++)
-        bad_config = o->mixer_text[j] && config_set_option(&o->cfg, texts[j]->name, o->mixer_text[j], err);
-    bad_config = bad_config || model_check_config(&o->cfg, err);
+    int bad_config = model_config_from_options(o, err) != 0 || check_mixer_options(&o->cfg, err) != 0;
     int failed = bad_config || (!count_only && run_check_memory(&o->cfg, o, 0, err)) ||
                  model_init(&r->model, &o->cfg, o->seed, err);
     if (dist_agree(r->dist, failed, err)) return -1;
@@ -225,6 +248,16 @@ static int prepare_steps(Run *r, Error *err) {
     return 0;
 }
 
+/* A run folder's files are its run's alone: --out and --log of a run
+ * outside it are refused there (a run continues its folder with --resume
+ * DIR). */
+static int outside_runs(const RunOptions *o, const char *path, const char *what, Error *err) {
+    char dir[PATH_BUF];
+    if (o->run || !run_dir_holding(path, dir, sizeof dir)) return 0;
+    return err_set(err, "%s '%s' is in the run folder '%s', whose files its own run writes: give a path elsewhere "
+                        "(continue that run with --resume %s)", what, path, dir, dir);
+}
+
 /* Every file the run writes (--out, --dump-grads, --log) against the one
  * rule of lm/files.h, before any work: none of them a device, folder or
  * one of the run's inputs; --out may be --resume's or --init's checkpoint
@@ -245,26 +278,45 @@ static int check_outputs(const RunOptions *o, Error *err) {
     inputs[n++] = (NamedPath){"--resume", o->resume};
     inputs[n++] = (NamedPath){"--init", o->init};
     if (o->dump) return output_check(o->dump, "--dump-grads", OUTPUT_FILE, inputs, n, err);
-    if (output_check(o->out, "--out", OUTPUT_FILE, inputs, n_data, err)) return -1;
+    if (output_check(o->out, "--out", OUTPUT_FILE, inputs, n_data, err) || outside_runs(o, o->out, "--out", err))
+        return -1;
     if (!o->log) return 0;
+    if (output_same_path(o->log, o->out))
+        return err_set(err, "--log '%s' is --out too: the checkpoint would replace the log; give another path", o->log);
+    if (outside_runs(o, o->log, "--log", err)) return -1;
     inputs[n++] = (NamedPath){"--out", o->out};
     if (output_check(o->log, "--log", OUTPUT_FILE, inputs, n, err) || run_log_check(o->log, err)) return -1;
     return o->log_twin && (output_check(o->log_twin, "the run's JSON log", OUTPUT_FILE, inputs, n, err) ||
                            run_log_check(o->log_twin, err)) ? -1 : 0;
 }
 
+/* What killed runs left: the temporaries of every file the run writes (in
+ * a run folder, of every file in it); how many were removed. */
+static int remove_left_temporaries(const RunOptions *o, Error *err) {
+    if (o->run) return remove_dead_temporaries_like(o->run, "", err);
+    char dir[PATH_BUF], numbered[PATH_BUF];
+    const char *slash = strrchr(o->out, '/'), *base = slash ? slash + 1 : o->out;
+    if (path_format(dir, sizeof dir, err, "%.*s", slash ? (int)(slash - o->out) + 1 : 1, slash ? o->out : ".") ||
+        path_format(numbered, sizeof numbered, err, "%s.step-", base))
+        return 0;
+    int n = remove_dead_temporaries(o->out, err) + remove_dead_temporaries_like(dir, numbered, err);
+    return n + (o->log ? remove_dead_temporaries(o->log, err) : 0);
+}
+
 int run_claim_output(const RunOptions *o, Dist *dist, const char *prog, OutputLock *lock, Error *err) {
     lock->fd = -1;
-    int failed = dist->rank == 0 && ((o->run && dirs_create(o->run, err)) || check_outputs(o, err) != 0);
+    /* The marker last: a folder the checks refuse is not made a run's. */
+    int failed = dist->rank == 0 && ((o->run && dirs_create(o->run, err)) || check_outputs(o, err) != 0 ||
+                                     (o->run && run_dir_mark(o->run, err)));
     if (dist_agree(dist, failed, err)) return -1;
     if (o->dump) return 0;
     failed = dist->rank == 0 && output_lock(o->out, lock, err) != 0;
     if (dist_agree(dist, failed, err)) return -1;
     if (dist->rank != 0) return 0;
-    int removed = remove_dead_temporaries(o->out, err);
+    int removed = remove_left_temporaries(o, err);
     if (removed > 0)
         fprintf(stderr, "%s: removed %d temporar%s of %s left by runs that were killed\n", prog, removed,
-                removed == 1 ? "y" : "ies", o->out);
+                removed == 1 ? "y" : "ies", o->run ? o->run : o->out);
     return 0;
 }
 

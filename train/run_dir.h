@@ -1,9 +1,13 @@
 /* A run as a folder (bin/train --run DIR): its checkpoint (ckpt), the best
  * one by validation loss (best.ckpt), numbered ones on request
  * (step-N.ckpt, --keep-checkpoints 1), the log as CSV and JSON lines
- * (log.csv, log.jsonl), and the options as an experiment file
- * (config.json, bin/train --print-config's format). --resume DIR continues
- * it; bin/info reads it back (lm/runinfo.h). */
+ * (log.csv, log.jsonl), the options as an experiment file (config.json,
+ * bin/train --print-config's format), and the marker that says the folder
+ * is a run's (.lm-run): bin/train writes only into a folder that is new,
+ * empty or marked. --resume DIR continues it; bin/info reads it back
+ * (train/run_info.h). The folder is one unit, under one lock (ckpt's):
+ * its other checkpoints are never continued in place, and nothing from
+ * outside the run writes into it. */
 #ifndef LM_RUN_DIR_H
 #define LM_RUN_DIR_H
 
@@ -18,11 +22,25 @@
 #define RUN_DIR_LOG "log.csv"
 #define RUN_DIR_JSONL "log.jsonl"
 #define RUN_DIR_CONFIG "config.json"
+#define RUN_DIR_MARK ".lm-run"
 
-/* Before anything reads a checkpoint: --resume naming a folder continues
- * the run in it (o->run = the folder, o->resume = its checkpoint); with a
- * run folder, --out and --log are its files (given too: refused), and a new
- * run (--run) refuses a folder that holds one already. */
+/* Whether dir is a run folder: it holds the marker, or (made before the
+ * marker) ckpt, config.json and log.csv, as every run folder does from its
+ * first step. */
+int run_dir_is_run(const char *dir);
+/* Whether the file at path is in a run folder, whose path (as written:
+ * runs/a of runs/a/ckpt) goes into dir. */
+int run_dir_holding(const char *path, char *dir, size_t size);
+/* Writes the marker into the run folder dir, unless it is there. */
+int run_dir_mark(const char *dir, Error *err);
+/* Before anything reads a checkpoint: --resume naming a run folder, or its
+ * ckpt with nothing else said of where the run goes, continues the run in
+ * it (o->run = the folder, o->resume = its checkpoint; best.ckpt when a
+ * kill came before its first); --resume of another file in a run folder
+ * (best.ckpt, step-N.ckpt) without --out is refused: never continued in
+ * place. With a run folder, --out and --log are its files (given too:
+ * refused); a new run (--run) refuses a folder that holds a run already,
+ * or that is not empty and not a run's. */
 int run_dir_setup(RunOptions *o, Error *err);
 /* Where the checkpoint of `step` is kept (--keep-checkpoints 1): DIR/step-N.ckpt
  * in a run folder, else CKPT.step-N beside --out. */

@@ -22,14 +22,25 @@ typedef struct RunInfo {
     CkptHeader h;
     RunProgress progress; /* NaN losses: none kept (a checkpoint older than the progress, or not bin/train's) */
     size_t max_iters;     /* 0: not kept */
-    char *config;         /* the run folder's config.json, or NULL */
+    char *config;         /* the run folder's config.json, or NULL (none, or not read: config_note) */
+    char config_note[64]; /* why config.json was not read ("" when it was, or is not there) */
+    char error[512];      /* --list: why this run folder could not be read ("": it was; nothing else is set) */
 } RunInfo;
 
-/* Reads path: a run folder (its ckpt, best.ckpt and config.json) or a checkpoint. */
+/* The most of a config.json bin/info reads: an experiment file is a few KiB. */
+#define RUN_INFO_CONFIG_MAX (1 << 20)
+
+/* Reads path: a run folder (its ckpt, best.ckpt and config.json, up to
+ * RUN_INFO_CONFIG_MAX bytes) or a checkpoint. */
 int run_info_read(const char *path, RunInfo *info, Error *err);
 void run_info_free(RunInfo *info);
+/* As text, every string from a file or a folder's name with its control
+ * bytes escaped (lm/cli.h's cli_escaped). */
 void run_info_print(FILE *f, const RunInfo *info);
-/* One JSON object (malloc'd; NULL when out of memory). */
+/* One JSON object (malloc'd; NULL when out of memory), built from the
+ * values read (the checkpoint's run options and config.json parsed, as
+ * objects, or null), never from their text: whatever a header or a
+ * config.json holds, the output is one valid object with these keys. */
 char *run_info_json(const RunInfo *info);
 
 typedef enum { RUN_SORT_VAL, RUN_SORT_NAME, RUN_SORT_STEP } RunSort;
@@ -38,10 +49,11 @@ int run_sort_parse(const char *name);
 /* The run folders directly in dir (the folders holding a ckpt), sorted:
  * by best validation loss (none last), name or step (most first); *infos
  * malloc'd (run_infos_free). A folder whose checkpoint cannot be read is
- * an error naming it. */
+ * listed with its error (RunInfo.error), after the others. */
 int run_info_list(const char *dir, RunSort sort, RunInfo **infos, size_t *n, Error *err);
 void run_infos_free(RunInfo *infos, size_t n);
-/* The listing's header line and one line per run. */
+/* The listing's header line and one line per run, names escaped (a
+ * newline in one never breaks a line). */
 void run_info_list_print(FILE *f, const RunInfo *infos, size_t n);
 
 #endif

@@ -6,9 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lm/files.h"
 #include "lm/json.h"
 
 /* A log's first line begins with one of these (CSV's header, a JSON line). */
@@ -29,25 +31,87 @@ int run_log_check(const char *path, Error *err) {
                         "(give another path, or remove it)", path);
 }
 
-int run_log_open(RunLog *log, const char *path, int append, Error *err) {
+/* The step of a row of ours, a CSV row ("12,3072,...") or a JSON line
+ * ({"step":12,...}); -1 for anything else (the header, a line a kill cut). */
+static long long row_step(const char *line, int jsonl) {
+    const char *at = line;
+    if (jsonl) {
+        if (strncmp(line, log_starts[1], strlen(log_starts[1])) != 0) return -1;
+        at += strlen(log_starts[1]);
+    }
+    char *end;
+    if (*at < '0' || *at > '9') return -1;
+    errno = 0;
+    long long step = strtoll(at, &end, 10);
+    return errno || *end != ',' ? -1 : step;
+}
+
+/* The elapsed_s of a row: a JSON line's "elapsed_s", a CSV row's 9th cell. */
+static double row_elapsed(const char *line, int jsonl) {
+    double v = 0.0;
+    if (jsonl) {
+        const char *at = strstr(line, "\"elapsed_s\":");
+        if (at) v = strtod(at + 12, NULL);
+    } else {
+        const char *cell = line;
+        for (int i = 0; i < 8 && cell; i++) cell = (cell = strchr(cell, ',')) ? cell + 1 : NULL;
+        if (cell) v = strtod(cell, NULL);
+    }
+    return isfinite(v) && v > 0.0 ? v : 0.0;
+}
+
+/* Copies the rows of the log at path up to step `through` into f; -1 with
+ * err when it cannot be read. A missing log has none. */
+static int copy_rows(const char *path, int jsonl, size_t through, FILE *f, double *elapsed, Error *err) {
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) return 0;
+    struct stat st;
+    FILE *old = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? fdopen(fd, "rb") : NULL;
+    if (!old) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        return err_set(err, "cannot open log '%s': %s", path, fd >= 0 ? "not a regular file" : strerror(e));
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    while ((n = getline(&line, &cap, old)) > 0) {
+        long long step = line[n - 1] == '\n' ? row_step(line, jsonl) : -1;
+        if (step < 0 || (unsigned long long)step > through) continue; /* the header, a cut line, a row past it */
+        fputs(line, f);
+        *elapsed = row_elapsed(line, jsonl);
+    }
+    int bad = ferror(old);
+    free(line);
+    fclose(old);
+    return bad ? err_set(err, "cannot read log '%s': %s", path, strerror(errno)) : 0;
+}
+
+int run_log_open(RunLog *log, const char *path, int resume, size_t through, double *elapsed, Error *err) {
     size_t n = strlen(path);
     log->jsonl = n > 6 && strcmp(path + n - 6, ".jsonl") == 0;
     log->path = path;
     log->failed = 0;
     log->f = NULL;
-    /* Never through a link, never waiting on a FIFO; a regular file only. */
-    int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0666);
-    struct stat st = {0};
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || fcntl(fd, F_SETFL, append ? O_APPEND : 0) != 0 ||
-        !(log->f = fdopen(fd, append ? "a" : "w"))) {
-        int e = errno;
-        if (fd >= 0) close(fd);
-        return err_set(err, "cannot open log '%s': %s", path, fd >= 0 && !S_ISREG(st.st_mode) ? "not a regular file"
-                                                                                              : strerror(e));
+    *elapsed = 0.0;
+    struct stat st;
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return err_set(err, "cannot open log '%s': %s", path,
+                       S_ISLNK(st.st_mode) ? "it is a symbolic link (never written through)" : "not a regular file");
+    /* A new file, renamed over the old one: never through a link, never
+     * into another name of the same file (a copy made with cp -al). */
+    char tmp[PATH_BUF];
+    FILE *f = temp_create(path, tmp, sizeof tmp, err);
+    if (!f) return -1;
+    if (!log->jsonl)
+        fprintf(f, "step,tokens,train_loss,val_loss,val_bits_per_byte,lr,grad_norm,ms_per_step,elapsed_s,threads\n");
+    if ((resume && copy_rows(path, log->jsonl, through, f, elapsed, err)) || temp_publish(f, tmp, path, err)) {
+        fclose(f);
+        unlink(tmp);
+        cleanup_drop(tmp);
+        return -1;
     }
-    if (append) fseek(log->f, 0, SEEK_END);
-    if (!log->jsonl && ftell(log->f) == 0)
-        fprintf(log->f, "step,tokens,train_loss,val_loss,val_bits_per_byte,lr,grad_norm,ms_per_step,elapsed_s,threads\n");
+    log->f = f;
     return 0;
 }
 
@@ -75,30 +139,6 @@ void run_log_row(RunLog *log, size_t step, size_t tokens, float loss, ValLoss va
     fputs(log->jsonl ? "}\n" : "\n", log->f);
     /* A failed write (a full disk) is remembered: the run stops. */
     if ((fflush(log->f) != 0 || ferror(log->f)) && !log->failed) log->failed = errno ? errno : EIO;
-}
-
-double run_log_last_elapsed(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0.0;
-    char buf[4096];
-    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    size_t n = size > 0 && fseek(f, size > (long)sizeof buf - 1 ? size - (long)sizeof buf + 1 : 0, SEEK_SET) == 0
-                   ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    fclose(f);
-    buf[n] = '\0';
-    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) buf[--n] = '\0';
-    char *line = strrchr(buf, '\n');
-    line = line ? line + 1 : buf;
-    double v = 0.0;
-    if (*line == '{') { /* a JSON line: its "elapsed_s" */
-        const char *at = strstr(line, "\"elapsed_s\":");
-        if (at) v = strtod(at + 12, NULL);
-    } else { /* a CSV row: its 9th cell */
-        const char *cell = line;
-        for (int i = 0; i < 8 && cell; i++) cell = (cell = strchr(cell, ',')) ? cell + 1 : NULL;
-        if (cell) v = strtod(cell, NULL);
-    }
-    return isfinite(v) && v > 0.0 ? v : 0.0;
 }
 
 void run_log_close(RunLog *log) {

@@ -1,7 +1,8 @@
 /* The per-step log of a training run (bin/train --log): CSV, or JSON lines
  * when the name ends in .jsonl; one row per step with its loss, learning
  * rate, gradient norm, time and thread count, and the validation loss on
- * the steps that measured one. A resumed run appends to it. */
+ * the steps that measured one. A resumed run goes on from its checkpoint's
+ * row. */
 #ifndef LM_RUN_LOG_H
 #define LM_RUN_LOG_H
 
@@ -22,15 +23,16 @@ typedef struct RunLog {
  * header or a JSON line of this format); else -1: a run never appends to
  * or truncates another file (a checkpoint) given as --log. */
 int run_log_check(const char *path, Error *err);
-/* Opens the log (append: a resumed run's, to its end), a regular file only,
- * never through a link. */
-int run_log_open(RunLog *log, const char *path, int append, Error *err);
+/* Opens the log as a new file renamed over path (never written through a
+ * link, nor into a name it shares with another file: a run folder copied
+ * with cp -al): a new run's, or with resume the rows of the log at path
+ * up to step `through`, the resumed checkpoint's (rows past it, which a
+ * failure or a kill after that checkpoint left, would be written twice),
+ * *elapsed the last one's elapsed_s (0: none). */
+int run_log_open(RunLog *log, const char *path, int resume, size_t through, double *elapsed, Error *err);
 /* A value a row does not have is NaN: an empty CSV field, or null. */
 void run_log_row(RunLog *log, size_t step, size_t tokens, float loss, ValLoss val, float lr, float norm, double ms,
                  double elapsed, double threads);
-/* The elapsed_s of a log's last row (0 when it has none): a resumed run's
- * clock goes on from it. */
-double run_log_last_elapsed(const char *path);
 void run_log_close(RunLog *log);
 
 #endif

@@ -25,6 +25,7 @@ typedef struct RunOptions {
      * as JSON lines (NULL: none). */
     const char *run, *log_twin;
     char run_ckpt[PATH_BUF], run_log[PATH_BUF], run_jsonl[PATH_BUF], run_best[PATH_BUF];
+    char run_dir[PATH_BUF]; /* the folder --resume DIR/ckpt named */
     const char *mixer, *pos, *norm;               /* as given on the command line (NULL: the default) */
     const char *norm_type, *mlp_act, *recipe;     /* likewise (--recipe: its options are in argv already) */
     const char *precision_given;                  /* --precision as given (NULL: not given) */

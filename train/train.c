@@ -23,7 +23,9 @@
 #include "lm/checkpoint.h"
 #include "lm/files.h"
 #include "loop.h"
+#include "model_options.h"
 #include "recipe.h"
+#include "run_config.h"
 #include "run.h"
 #include "run_dir.h"
 #include "say.h"
@@ -57,20 +59,11 @@ typedef struct Actions {
 typedef struct Table {
     CliOption opts[64 + RUN_MAX_MIXER_TEXTS + 64];
     size_t n, first_run, n_run;
-    char mixer_help[256];
+    char mixer_help[MODEL_MIXER_HELP];
     CliArgs args; /* with --config FILE's options: the values point into them (cli_args_free at the end) */
 } Table;
 
-/* The rows of --print-config's file that are this invocation's, not the run's. */
-static const char *const not_config[] = {"config", "print-config", NULL};
-
 static int build_table(Table *t, RunOptions *o, Actions *a) {
-    char *mixer_help = t->mixer_help;
-    mixer_help[0] = '\0';
-    for (size_t i = 0; i < mixer_count(); i++)
-        snprintf(mixer_help + strlen(mixer_help), sizeof t->mixer_help - strlen(mixer_help), "%s | ", mixer_at(i)->name);
-    snprintf(mixer_help + strlen(mixer_help), sizeof t->mixer_help - strlen(mixer_help),
-             "a comma list, one per layer (%s)", mixer_at(0)->name);
     CliOption own[] = {
         CLI_TEXT("config", 0, &a->config, "FILE",
                  "an experiment file: a JSON object of these options by their long\n"
@@ -93,18 +86,13 @@ static int build_table(Table *t, RunOptions *o, Actions *a) {
                  "start a new run from CKPT's weights (fine-tuning): its model and\n"
                  "tokenizer, fresh AdamW moments, step 0, and this command's run\n"
                  "options; model options given must equal CKPT's (--dropout may differ)"),
-        CLI_TEXT("mixer", 0, &o->mixer, "M", mixer_help),
-        CLI_TEXT("pos", 0, &o->pos, "P", "learned | sinusoidal | rope positions (learned)"),
-        CLI_TEXT("norm", 0, &o->norm, "N", "pre | post: LayerNorm before each branch (GPT-2) or\nafter each residual sum (the paper's; pre)"),
-        CLI_TEXT("norm-type", 0, &o->norm_type, "N", "layernorm | rmsnorm: every block norm and LN_f (layernorm)"),
-        CLI_TEXT("mlp-act", 0, &o->mlp_act, "A", "gelu | relu2: the MLP's activation, relu2 = max(x, 0)^2 (gelu)"),
-        CLI_TEXT("recipe", 0, &o->recipe, "R",
-                 "gpt2 | modern: a preset of the architecture options and the\n"
-                 "optimizer, as if given first (options given win); modern =\n"
-                 "--pos rope --norm-type rmsnorm --mlp-act relu2 --qk-norm 1\n"
-                 "--untied-head 1 --zero-init 1 --logit-softcap 15\n"
-                 "--optimizer muon; gpt2 = the defaults (gpt2)"),
     };
+    const CliOption recipe = CLI_TEXT("recipe", 0, &o->recipe, "R",
+                                      "gpt2 | modern: a preset of the architecture options and the\n"
+                                      "optimizer, as if given first (options given win); modern =\n"
+                                      "--pos rope --norm-type rmsnorm --mlp-act relu2 --qk-norm 1\n"
+                                      "--untied-head 1 --zero-init 1 --logit-softcap 15\n"
+                                      "--optimizer muon; gpt2 = the defaults (gpt2)");
     CliOption own_rest[] = {
         CLI_TEXT("precision", 0, &o->precision_given, "P",
                  "fp32 | bf16: the matrix products in fp32, or with bf16 inputs\nand fp32 accumulation (CPUs with AVX512_BF16;\nweights, gradients, optimizer, LayerNorm, softmax and\nloss stay fp32); a resumed run keeps its own (fp32)"),
@@ -122,24 +110,19 @@ static int build_table(Table *t, RunOptions *o, Actions *a) {
                  "(by default only the targets they mark are in the loss)"),
     };
     enum { N_OWN = sizeof own / sizeof own[0], N_REST = sizeof own_rest / sizeof own_rest[0] };
-    const MixerOption *texts[RUN_MAX_MIXER_TEXTS];
-    size_t n_texts = run_mixer_texts(texts), n_run_options;
-    const RunOption *run_options = run_option_rows(&n_run_options);
+    size_t n_run_options;
+    run_option_rows(&n_run_options);
     if (n_run_options > 64) return cli_error(program.name, "internal: %zu run options, room for 64", n_run_options);
     memcpy(t->opts, own, sizeof own);
     size_t n = N_OWN;
-    for (size_t j = 0; j < n_texts; j++)
-        t->opts[n++] = (CliOption)CLI_TEXT(texts[j]->name, 0, &o->mixer_text[j], texts[j]->value, texts[j]->help);
+    n += model_text_rows(o, t->opts + n, t->mixer_help); /* the model's, shared with bin/info --mixers */
+    t->opts[n++] = recipe;
+    n += model_mixer_text_rows(o, t->opts + n);
     memcpy(t->opts + n, own_rest, sizeof own_rest);
     n += N_REST;
     t->first_run = n;
     t->n_run = n_run_options;
-    for (size_t i = 0; i < n_run_options; i++) {
-        const RunOption *r = &run_options[i];
-        void *dst = (char *)o + r->offset;
-        t->opts[n++] = r->is_float ? (CliOption)CLI_FLOAT(r->name, 0, dst, r->lo, r->hi, "X", r->help)
-                                   : (CliOption)CLI_SIZE(r->name, 0, dst, r->lo, r->hi, "N", r->help);
-    }
+    for (size_t i = 0; i < n_run_options; i++) t->opts[n++] = run_option_cli_row(o, i);
     t->n = n;
     return CLI_CONTINUE;
 }
@@ -158,50 +141,6 @@ static int parse(int argc, char **argv, RunOptions *o, Actions *a, Table *t) {
     rc = cli_parse(&program, t->opts, t->n, full_argc, full_argv, NULL);
     if (full_argv != t->args.argv) free(full_argv);
     for (size_t i = 0; i < t->n_run; i++) o->given |= (uint64_t)t->opts[t->first_run + i].given << i;
-    return rc;
-}
-
-/* The rows an experiment file leaves out: `base`'s, and the other
- * optimizers' own (given, they are refused: run_check_optimizer_options),
- * into skip (room for 64 + the base's and the NULL). */
-static void config_skips(const RunOptions *o, const char *const *base, const char **skip) {
-    size_t k = 0, n;
-    while (base[k]) skip[k] = base[k], k++;
-    const Optimizer *mine = o->optimizer_given ? optimizer_find(o->optimizer_given) : optimizer_at(0);
-    const RunOption *rows = run_option_rows(&n);
-    for (size_t i = 0; i < n && k < 64; i++)
-        if (rows[i].optimizer && rows[i].optimizer != mine) skip[k++] = rows[i].name;
-    skip[k] = NULL;
-}
-
-/* --print-config: the options as an experiment file on stdout. */
-static int print_config(const Table *t, const RunOptions *o) {
-    Error err;
-    const char *skip[80];
-    config_skips(o, not_config, skip);
-    char *text = cli_config_json(t->opts, t->n, skip, NULL, &err);
-    if (!text) return cli_error(program.name, "%s", err.msg);
-    fputs(text, stdout);
-    free(text);
-    return fflush(stdout) == 0 ? 0 : cli_error(program.name, "cannot write the configuration: %s", strerror(errno));
-}
-
-/* A run folder's config.json: this invocation's options as an experiment
- * file, less what is this invocation's (--resume) or the folder's own
- * (--out, --log); a resumed run's file keeps its values but for the
- * options given again. */
-static int write_run_config(const Table *t, const RunOptions *o, Error *err) {
-    static const char *const own[] = {"config", "print-config", "resume", "out", "log", NULL};
-    const char *skip[80];
-    config_skips(o, own, skip);
-    char path[PATH_BUF], *old = NULL;
-    if (path_format(path, sizeof path, err, "%s/%s", o->run, RUN_DIR_CONFIG)) return -1;
-    Error read_err;
-    if (o->resume) old = read_file(path, NULL, &read_err); /* none (a run from before config.json): written anew */
-    char *text = cli_config_json(t->opts, t->n, skip, old, err);
-    free(old);
-    int rc = text ? write_text_in(o->run, RUN_DIR_CONFIG, text, err) : -1;
-    free(text);
     return rc;
 }
 
@@ -416,7 +355,7 @@ int main(int argc, char **argv) {
     run_options_defaults(&o);
     int rc = dist_check_args(&dist, argc, argv, &err) ? cli_error(prog, "%s", err.msg) /* every rank parses the same */
                                                       : parse(argc, argv, &o, &a, &table);
-    if (rc == CLI_CONTINUE && a.print_config) rc = print_config(&table, &o);
+    if (rc == CLI_CONTINUE && a.print_config) rc = run_config_print(table.opts, table.n, &o, (size_t)dist.size, prog);
     if (rc == CLI_CONTINUE && (run_dir_setup(&o, &err) || run_resume_defaults(&o, &err))) rc = cli_error(prog, "%s", err.msg);
     o.no_loss_mask = a.no_loss_mask;
     if (rc == CLI_CONTINUE) rc = check(&o, &a, &dist);
@@ -429,7 +368,8 @@ int main(int argc, char **argv) {
         else if (!a.count_only && r.o.precision == PRECISION_BF16 && check_bf16(&r, &err)) rc = cli_error(prog, "%s", err.msg);
         else if (a.count_only) printf("%zu\n", r.model.n_params), rc = 0;
         else if (o.dump) rc = dump_grads(&r, &err) ? cli_error(prog, "%s", err.msg) : 0;
-        else if (dist.rank == 0 && o.run && write_run_config(&table, &o, &err)) rc = cli_error(prog, "%s", err.msg);
+        else if (dist.rank == 0 && o.run && run_config_write(table.opts, table.n, &o, &r.o, prog, &err))
+            rc = cli_error(prog, "%s", err.msg);
         else {
             warn_short_run(&r.o, &dist);
             rc = train(&r, &a);

@@ -22,9 +22,11 @@ context length into FILE (PNG, gnuplot; refused without that section in
 --sections) and says "wrote FILE" after the report.
 
 One module per section (train, mixers, kernel, blas, load, mpi, scaling,
-layouts), each with its printer; shared.py holds what they share, main.py
-the options and the report, torch_mixers.py the PyTorch sliding-window
-attention and gla (chunked) that the mixers section times against C's.
---mixers: of attention, grassmann, window (attention with --attn-window 64)
-and gla; by default the mixers section runs all four, the others the first
-two."""
+layouts, generate), each with its printer; shared.py holds what they share,
+main.py the options and the report, torch_mixers.py the PyTorch side of the
+mixers section (the chunked forms the mixers' references offer),
+torch_generate.py that of the generate section (their decoding caches).
+--mixers: of experiments/defaults.json's bench.mixers (registered mixers, and
+architectures of one with options of their own) and every registered mixer;
+by default the mixers section runs all of bench.mixers, the others
+bench.default_mixers."""

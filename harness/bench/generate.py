@@ -5,21 +5,22 @@ not depend on the weights' values): "l3", n_layer 4, n_head 4, n_embd 256,
 block 4096, whose ~13 MB of fp32 weights sit in a server's last-level cache,
 and "gpt2", GPT-2 small's 12 x 12 x 768 at block 1024 (~85M weights over the
 data's vocabulary: ~340 MB in fp32, past a 300 MB cache); --quick runs l3
-alone. For each of its mixers (attention and Grassmann; others are left out
-with a line saying so) and each context length (l3: 128, 1024 and 4032
+alone. For each of its mixers and each context length (l3: 128, 1024 and 4032
 tokens of prompt; gpt2: 128 and 960; --quick the first and last), bin/sample
 --timing (the section's threads, greedy) reads a prompt of that length and
 decodes DECODE[model] tokens after it:
 
 - prefill tokens/s: the prompt's batched forward (bin/sample's prefill);
 - decode tokens/s with the weights in fp32, bf16 and int8 (--weights);
-- GB/s: the bytes one step reads (its weight matrices in the format, and for
-  attention its K/V cache at the context) over the step's time, and that as a
+- GB/s: the bytes one step reads (its weight matrices in the format, and its
+  layers' state at the context: bin/info --mixers's state floats per sequence,
+  a key and value cache's, a recurrent state's) over the step's time, and that as a
   share of the machine's read rate at the fp32 weights' size (bin/gemm-rate
   --read-rate, one thread, measured in the same round);
-- PyTorch: harness/bench/torch_generate.py's KV-cache loop of the same model
-  (same config, its own random weights) on the same threads, fp32, its
-  decode tokens/s and C's over it (C/PT > 1: C is faster).
+- PyTorch: harness/bench/torch_generate.py's decoding loop of the same model
+  (same config, its own random weights; each layer's cache its reference's,
+  harness/mixers/NAME.py, where it has one, else n/a) on the same threads,
+  fp32, its decode tokens/s and C's over it (C/PT > 1: C is faster).
 
 At the shortest context also --num-samples N_SAMPLES (fp32 and int8): every
 sample's tokens per second together, and that over batch 1's.
@@ -37,7 +38,8 @@ import re
 import shutil
 import tempfile
 
-from harness.bench.shared import c_train, fmt, med, plural, progress, table
+from harness import registry
+from harness.bench.shared import c_train, fmt, label, med, plural, progress, table
 from harness.bench.train import torch_env
 from harness.common import BIN, ROOT, gnuplot, gnuplot_series, gnuplot_string, run, run_ok
 from harness.compare import COLORS
@@ -48,7 +50,7 @@ GEN_MODELS = {
 }
 CONTEXTS = {"l3": (128, 1024, 4032), "gpt2": (128, 960)}
 DECODE = {"l3": 64, "gpt2": 16}
-GEN_MIXERS = ("attention", "grassmann")
+NO_LOOP = 3  # harness/bench/torch_generate.py's exit status where a layer's reference has no Cache
 FORMATS = ("fp32", "bf16", "int8")
 N_SAMPLES = 8
 # Bytes a weight takes in each format: int8 adds a 4-byte scale per 32 weights.
@@ -103,12 +105,15 @@ def read_rate(ctx, mb):
 
 
 def torch_decode(ctx, config, n_prompt, steps):
-    """harness/bench/torch_generate.py on the model's config: prefill ms and the median ms per step, or None
-    (ctx.torch_missing set) on failure or with --no-torch."""
+    """harness/bench/torch_generate.py on the model's config: prefill ms and the median ms per step, or
+    {"none": why} where a layer's reference has no decoding cache, or None (ctx.torch_missing set) on
+    failure or with --no-torch."""
     if ctx.torch_missing:
         return None
     r = run([ctx.torch_python, "-m", "harness.bench.torch_generate", json.dumps(config), str(n_prompt), str(steps),
              str(ctx.threads)], torch_env(), cwd=ROOT)
+    if r.status == NO_LOOP:
+        return {"none": r.why()}
     if r.status != 0:
         ctx.torch_missing = f"PyTorch run failed: {r.why()}"
         return None
@@ -121,15 +126,15 @@ def weight_entries(report):
     return sum(m["rows"] * m["cols"] for m in report["matrices"])
 
 
-def state_bytes(report, mixer, context):
-    """What a step reads of its decoder state at the context: attention's K/V caches (fp32)."""
-    cfg = report["config"]
-    return 2 * context * cfg["n_embd"] * 4 * cfg["n_layer"] if mixer == "attention" else 0
+def state_bytes(report, context):
+    """What a step reads of its decoder state at the context: its layers' state floats per sequence (fp32)
+    with the block at the context (bin/info --mixers: a key and value cache then holds the context)."""
+    cfg = dict(report["config"], block_size=max(2, min(context, report["config"]["block_size"])))
+    return 4 * sum(layer["state_floats"] for layer in registry.describe(config=cfg)["layers"])
 
 
 def section_generate(ctx):
-    mixers = [m for m in ctx.mixers if m in GEN_MIXERS]
-    left_out = [m for m in ctx.mixers if m not in GEN_MIXERS]
+    mixers, no_loop = list(ctx.mixers), {}  # no_loop: mixer -> why PyTorch has no decoding loop of it
     built = {}
     for model in models(ctx):
         for mixer in mixers:
@@ -145,7 +150,11 @@ def section_generate(ctx):
                 K = DECODE[model]
                 for L in contexts(ctx, model):
                     row = {w: c_sample(ctx, ckpt, L, K, w, 1) for w in FORMATS}
-                    row["torch"] = torch_decode(ctx, report["config"], row["fp32"]["prefill_tokens"], K)
+                    t = torch_decode(ctx, report["config"], row["fp32"]["prefill_tokens"], K) \
+                        if mixer not in no_loop else None
+                    if t and "none" in t:
+                        no_loop[mixer], t = t["none"], None
+                    row["torch"] = t
                     runs.setdefault((model, mixer, L), []).append(row)
                     t = row["torch"]
                     progress(f"generate round {rnd + 1}/{ctx.rounds} {model} {mixer} context {L}: "
@@ -154,7 +163,7 @@ def section_generate(ctx):
                 L = contexts(ctx, model)[0]
                 b = {w: c_sample(ctx, ckpt, L, K, w, N_SAMPLES) for w in ("fp32", "int8")}
                 batch_runs.setdefault((model, mixer), []).append(b)
-    out = {"rows": [], "batch": [], "read_rate": {}, "left_out": left_out, "n_samples": N_SAMPLES}
+    out = {"rows": [], "batch": [], "read_rate": {}, "torch_none": no_loop, "n_samples": N_SAMPLES}
     for model in models(ctx):
         rate = med([r for r in rates.get(model, []) if r])
         out["read_rate"][model] = {"mb": weight_entries(built[(model, mixers[0])][1]) * 4e-6 if mixers else None,
@@ -169,10 +178,10 @@ def section_generate(ctx):
                        "weights_mb": {w: entries * FORMAT_BYTES[w] * 1e-6 for w in FORMATS},
                        "prefill_tokens_per_s": med([r["fp32"]["prefill_tokens"] * 1e3 / r["fp32"]["prefill_ms"]
                                                     for r in rs])}
-                ctx_tokens = row["context"] + DECODE[model] // 2  # the steps' mean context
+                state = state_bytes(report, row["context"] + DECODE[model] // 2)  # at the steps' mean context
                 for w in FORMATS:
                     step_ms = med([r[w]["step_ms"] for r in rs])
-                    gbs = (entries * FORMAT_BYTES[w] + state_bytes(report, mixer, ctx_tokens)) / (step_ms * 1e-3) * 1e-9
+                    gbs = (entries * FORMAT_BYTES[w] + state) / (step_ms * 1e-3) * 1e-9
                     row[w] = {"tokens_per_s": 1e3 / step_ms, "gb_per_s": gbs,
                               "read_share": gbs / rate if rate else None}
                 ts = [r["torch"] for r in rs if r["torch"]]
@@ -201,7 +210,7 @@ def print_generate(ctx, res):
               f"{fmt(r['gb_per_s'], '.1f')} GB/s (bin/gemm-rate --read-rate, 1 thread)")
     rows = []
     for r in res["rows"]:
-        rows.append([r["model"], r["mixer"], r["context"], fmt(r["prefill_tokens_per_s"], ".0f"),
+        rows.append([r["model"], label(r["mixer"]), r["context"], fmt(r["prefill_tokens_per_s"], ".0f"),
                      fmt(r["torch_prefill_tokens_per_s"], ".0f")]
                     + [fmt(r[w]["tokens_per_s"], ".0f") for w in FORMATS]
                     + [fmt(r["fp32"]["gb_per_s"], ".1f"),
@@ -211,14 +220,14 @@ def print_generate(ctx, res):
     table(["model", "mixer", "context", "prefill", "PT prefill", "fp32", "bf16", "int8", "fp32 GB/s", "of read",
            "int8/fp32", "PyTorch", "C/PT"], rows)
     print(f"  (decode columns: tokens/s decoding {', '.join(str(DECODE[m]) for m in GEN_MODELS)} tokens after the "
-          "context; GB/s: the weight matrices and K/V cache a step reads over its time)")
-    brows = [[b["model"], b["mixer"], b["context"], b["n"], fmt(b["fp32"]["tokens_per_s"], ".0f"),
+          "context; GB/s: the weight matrices and the layers' state a step reads over its time)")
+    brows = [[b["model"], label(b["mixer"]), b["context"], b["n"], fmt(b["fp32"]["tokens_per_s"], ".0f"),
               fmt(b["fp32"]["over_batch1"], ".2f", "x"), fmt(b["int8"]["tokens_per_s"], ".0f"),
               fmt(b["int8"]["over_batch1"], ".2f", "x")] for b in res["batch"]]
     print(f"\n  --num-samples {res['n_samples']}: every sample's tokens/s together, and over batch 1's")
     table(["model", "mixer", "context", "N", "fp32", "over 1", "int8", "over 1"], brows)
-    if res["left_out"]:
-        print(f"  left out: {', '.join(res['left_out'])} (the section decodes attention and grassmann)")
+    for mixer, why in res["torch_none"].items():
+        print(f"  PyTorch: no decoding loop of {label(mixer)}: {why}")
     if res["torch_unavailable"]:
         print(f"  PyTorch: not measured ({res['torch_unavailable']})")
 
@@ -238,7 +247,7 @@ def plot_generate(ctx, res, path):
             for name, points, style in lines:
                 if points:
                     parts.append(gnuplot_series(os.path.join(tmp, f"decode_{g}_{name}.dat"), points,
-                                                PLOT_POINTS[name], f"{model} {mixer} {name}", style))
+                                                PLOT_POINTS[name], f"{model} {label(mixer)} {name}", style))
         title = (f"bin/sample's decode against context ({plural(ctx.threads, 'thread')}, greedy; medians over "
                  f"{plural(ctx.rounds, 'round')})")
         gnuplot("set terminal pngcairo size 1000,560 font ',11'\nset grid\nset key outside right top\n"

@@ -1,6 +1,7 @@
 """The kernel section of make bench.
 
-Default kernel choice: baby attention with the environment as it is against
+Default kernel choice: baby, the reference mixer (experiments/defaults.json's
+bench.reference), with the environment as it is against
 <VAR>=<the best kernel for this CPU> (from bin/gemm-rate --best-core; VAR is
 BLIS_ARCH_TYPE or OPENBLAS_CORETYPE, the variable of the library bin/ was
 built with), alternating; ratio of tokens/s. When the default run selected its
@@ -9,7 +10,7 @@ too (<VAR>=<it>)."""
 import os
 import re
 
-from harness.bench.shared import CONFIGS, c_train, fmt, med, plural, progress, table
+from harness.bench.shared import CONFIGS, c_train, fmt, med, plural, progress, reference, table
 from harness.common import BIN, run_ok
 
 # The variable that selects each library's kernels (src/blas/backends/).
@@ -43,14 +44,14 @@ def section_kernel(ctx):
     runs = {"default": [], "forced": [], "library": []}
     library = None
     for rnd in range(ctx.rounds):
-        d = c_train(ctx, cfg, "attention", steps, warmup, ctx.threads, profile=False)
-        f = c_train(ctx, cfg, "attention", steps, warmup, ctx.threads, env=dict(os.environ, **{var: best}),
+        d = c_train(ctx, cfg, reference(), steps, warmup, ctx.threads, profile=False)
+        f = c_train(ctx, cfg, reference(), steps, warmup, ctx.threads, env=dict(os.environ, **{var: best}),
                     profile=False)
         runs["default"].append(d), runs["forced"].append(f)
         m = re.search(r"selected: the library chose (\w+)", d["blas"] or "")
         library = library or (m and m.group(1))
         if library:
-            runs["library"].append(c_train(ctx, cfg, "attention", steps, warmup, ctx.threads,
+            runs["library"].append(c_train(ctx, cfg, reference(), steps, warmup, ctx.threads,
                                            env=dict(os.environ, **{var: library}), profile=False))
         progress(f"kernel round {rnd + 1}/{ctx.rounds}: " + ", ".join(
             f"{k} {v[-1]['kernel']} {v[-1]['ms']:.1f} ms/step" for k, v in runs.items() if v))
@@ -68,7 +69,7 @@ def section_kernel(ctx):
 
 
 def print_kernel(ctx, res):
-    print(f"\n== Default {LIBRARY_NAME.get(ctx.library, 'BLAS')} kernel choice (baby, attention) ==")
+    print(f"\n== Default {LIBRARY_NAME.get(ctx.library, 'BLAS')} kernel choice (baby, {reference()}) ==")
     if "skipped" in res:
         print(f"  skipped: {res['skipped']}")
         return

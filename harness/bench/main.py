@@ -8,14 +8,15 @@ import tempfile
 import time
 
 from harness.bench.blas import BLAS_CONFIGS, WIDTHS, print_blas, section_blas
-from harness.bench.generate import GEN_MIXERS, plot_generate, print_generate, section_generate
+from harness.bench.generate import plot_generate, print_generate, section_generate
 from harness.bench.kernel import KERNEL_VARIABLE, LIBRARY_NAME, library_of, print_kernel, section_kernel
 from harness.bench.layouts import LAYOUT_CONFIGS, print_layouts, section_layouts
 from harness.bench.load import print_load, section_load
 from harness.bench.mixers import print_mixers, section_mixers
 from harness.bench.mpi import print_mpi, section_mpi
 from harness.bench.scaling import default_thread_list, parse_threads, print_scaling, section_scaling
-from harness.bench.shared import CONFIGS, DEFAULT_MIXERS, MIXERS, PRECISIONS, STEPS, T0, WINDOW, Context, plural, progress
+from harness.bench.shared import (CONFIGS, PRECISIONS, STEPS, T0, Context, bench_archs, bench_mixers, default_mixers, label,
+                                  plural, progress)
 from harness.bench.train import (cpu_isa_levels, level_env, parse_isa, torch_isa, print_flops, print_inference, print_memory, print_profile, print_speed,
                                  section_train)
 from harness.common import BIN, PYTHON, ROOT, cpu_model, die, kill_children, need_gnuplot, token_header
@@ -64,8 +65,9 @@ def parse_args():
                          "default: 1, 2, 4, ... and the core count)")
     ap.add_argument("--rounds", type=int, help="alternating rounds (default 3, 1 with --quick)")
     ap.add_argument("--configs", help="of baby, medium, long (default all; layouts: medium; blas: baby)")
-    ap.add_argument("--mixers", help="of " + ", ".join(MIXERS) + f" (window: attention with --attn-window {WINDOW}; "
-                    "default: the mixers section all four, the other sections " + " and ".join(DEFAULT_MIXERS) + ")")
+    ap.add_argument("--mixers", help="of " + ", ".join(label(m) for m in bench_mixers()) + " (experiments/defaults.json's "
+                    "bench.mixers, then every registered mixer; default: the mixers section " +
+                    ", ".join(bench_archs()) + ", the other sections " + " and ".join(default_mixers()) + ")")
     ap.add_argument("--sections", help="of " + ", ".join(SECTIONS) + " (default: see below)")
     ap.add_argument("--no-torch", action="store_true", help="do not run PyTorch (its columns then say n/a)")
     ap.add_argument("--torch-python", metavar="PATH", default=sys.executable or PYTHON,
@@ -110,8 +112,8 @@ def parse_args():
     a.blas_configs = comma_list("--configs", a.configs, CONFIGS) if a.configs else list(BLAS_CONFIGS)
     a.configs = comma_list("--configs", a.configs, CONFIGS) if a.configs else list(CONFIGS)
     # The mixers section's mixers and every other section's: the list given, else all of them and the defaults.
-    a.section_mixers = comma_list("--mixers", a.mixers, MIXERS) if a.mixers else list(MIXERS)
-    a.mixers = comma_list("--mixers", a.mixers, MIXERS) if a.mixers else list(DEFAULT_MIXERS)
+    a.section_mixers = comma_list("--mixers", a.mixers, bench_mixers()) if a.mixers else list(bench_archs())
+    a.mixers = comma_list("--mixers", a.mixers, bench_mixers()) if a.mixers else default_mixers()
     multi = a.threads is not None and len(a.thread_list) > 1
     a.sections = comma_list("--sections", a.sections, SECTIONS) if a.sections else \
         [s for s in SECTIONS if s in DEFAULT_SECTIONS or multi]
@@ -125,12 +127,10 @@ def parse_args():
 
 
 def check_plot(a):
-    """--plot FILE, before any run: the generate section asked for, with a mixer it decodes, gnuplot
-    there, and FILE a name gnuplot can take in a folder that exists."""
+    """--plot FILE, before any run: the generate section asked for, gnuplot there, and FILE a name gnuplot
+    can take in a folder that exists."""
     if "generate" not in a.sections:
         die("--plot draws the generate section: add generate to --sections")
-    if not set(a.mixers) & set(GEN_MIXERS):
-        die(f"--plot: the generate section decodes {' and '.join(GEN_MIXERS)}, and --mixers has neither")
     # a file or a new path in a folder that is there, never a folder, FIFO or device, never written
     # through a link (harness/files.py)
     output_check(a.plot, "--plot")

@@ -6,7 +6,7 @@ and the all-reduce wait (--profile) per step."""
 import os
 import shutil
 
-from harness.bench.shared import CONFIGS, c_train, fmt, med, plural, progress, table
+from harness.bench.shared import CONFIGS, c_train, fmt, med, plural, progress, reference, table
 
 NO_MPIRUN = "mpirun not found (Debian openmpi-bin)"
 
@@ -29,7 +29,7 @@ MPI_CASES = (("1 rank x 1 thread", 1, 1), ("2 ranks x 1 thread", 2, 1), ("1 rank
 
 
 def section_mpi(ctx):
-    """Data-parallel scaling on the medium config (attention): 1 rank x 1
+    """Data-parallel scaling on the medium config (the reference mixer): 1 rank x 1
     thread, 2 ranks x 1 thread (mpirun), 1 rank x 2 threads, alternating;
     tokens/s (2 ranks take twice the tokens a step) and, for 2 ranks, the
     all-reduce wait (its --profile row) as a share of the step."""
@@ -43,7 +43,7 @@ def section_mpi(ctx):
     for rnd in range(ctx.rounds):
         for label, ranks, threads in MPI_CASES:
             launcher = mpi_launcher(mpirun, ranks, threads) if ranks > 1 else []
-            c = c_train(ctx, cfg, "attention", steps, warmup, threads, env=env, launcher=launcher)
+            c = c_train(ctx, cfg, reference(), steps, warmup, threads, env=env, launcher=launcher)
             tps = ranks * cfg["batch"] * cfg["block"] * 1e3 / c["ms"]
             wait = (c["profile"] or {}).get("allreduce", {}).get("total")
             runs.setdefault(label, []).append({"tokens_per_s": tps, "ms": c["ms"], "wait_ms": wait})
@@ -63,7 +63,7 @@ def section_mpi(ctx):
 
 def print_mpi(ctx, res):
     steps, warmup = ctx.steps["mpi"]
-    print(f"\n== Data-parallel training (medium, attention; {steps} steps, {warmup} dropped, "
+    print(f"\n== Data-parallel training (medium, {reference()}; {steps} steps, {warmup} dropped, "
           f"median of {plural(ctx.rounds, 'alternating round')}) ==")
     if "skipped" in res:
         print(f"  skipped: {res['skipped']}")

@@ -1,11 +1,15 @@
 """What every section uses: the configurations, the steps per kind of run, progress lines,
 what bin/train --json says, one bin/train run (c_train), and the table printer."""
+import functools
 import os
 import sys
 import time
 
+from harness import registry
+from harness.archs import parse_archs
 from harness.common import BIN, die, run_ok
 from harness.common import median as med
+from harness.experiments import PATH as DEFAULTS, default
 from harness.results import read_train_log
 
 CONFIGS = {
@@ -13,17 +17,7 @@ CONFIGS = {
     "medium": {"n_layer": 6, "n_head": 6, "n_embd": 384, "block": 256, "batch": 8},
     "long": {"n_layer": 2, "n_head": 4, "n_embd": 128, "block": 4096, "batch": 1},
 }
-# The bench's mixers: bin/train's, and window, attention with a sliding window
-# of WINDOW positions (bin/train --attn-window). 64 is the default: four times
-# the Grassmann layer's largest offset (16), and under the 128 up to which a
-# 128-query tile meets at most two key tiles (docs/design.md). The train,
-# scaling and other sections run DEFAULT_MIXERS unless --mixers says
-# otherwise; the mixers section runs them all.
-MIXERS = ("attention", "grassmann", "window", "gla")
-DEFAULT_MIXERS = ("attention", "grassmann")
-WINDOW = 64
 PRECISIONS = ("fp32", "bf16")
-RANK, WINDOWS = 32, (1, 2, 4, 8, 12, 16)
 PARTS = ("embedding", "layernorm", "mixer", "residual", "mlp", "head", "optimizer", "other")
 
 # (steps, warm-up steps dropped) per kind of run; --quick uses the second table.
@@ -41,16 +35,61 @@ def progress(msg):
     print(f"bench [{time.monotonic() - T0:5.0f}s] {msg}", file=sys.stderr, flush=True)
 
 
+# The bench's mixers: architectures of one mixer in every layer, each a registered mixer (at its
+# options' defaults) or one named in experiments/defaults.json's bench.mixers with options of its own
+# (experiments/README.md says why each is there). The train, scaling and other sections run
+# bench.default_mixers unless --mixers says otherwise; the mixers section runs every one of bench.mixers.
+@functools.lru_cache(maxsize=1)
+def bench_archs():
+    """{name: archs.Arch} of experiments/defaults.json's bench.mixers, in order."""
+    return {a.name: a for a in parse_archs(" ".join(default("bench", "mixers")), 1, f"{DEFAULTS} bench.mixers")}
+
+
+def bench_mixers():
+    """The names --mixers takes: bench.mixers', then every other registered mixer."""
+    return list(bench_archs()) + [m for m in registry.names() if m not in bench_archs()]
+
+
+def default_mixers():
+    return list(default("bench", "default_mixers"))
+
+
+def reference():
+    """The one mixer of the kernel and mpi sections (experiments/defaults.json's bench.reference)."""
+    return default("bench", "reference")
+
+
+def bench_arch(mixer):
+    """The architecture of a bench mixer (archs.Arch)."""
+    return bench_archs().get(mixer) or parse_archs(mixer, 1, "--mixers")[0]
+
+
 def c_mixer(mixer):
     """The bin/train mixer (and its --profile row's name) of a bench mixer."""
-    return "attention" if mixer == "window" else mixer
+    return bench_arch(mixer).mixers[0]
+
+
+def label(mixer):
+    """How the tables name a bench mixer: its name, and its own options ('window (window 64)')."""
+    a = bench_arch(mixer)
+    return registry.label(a.name, a.columns()) if a.options else a.name
+
+
+def model_args(cfg, mixer):
+    """bin/train's model options (bin/info --mixers takes them too) of a bench mixer at a configuration."""
+    a = bench_arch(mixer)
+    return ["--mixer", a.mixers[0]] + a.train_args() + ["--n-layer", str(cfg["n_layer"]), "--n-head", str(cfg["n_head"]),
+            "--n-embd", str(cfg["n_embd"]), "--block-size", str(cfg["block"])]
 
 
 def train_args(cfg, mixer):
-    window = ["--attn-window", str(WINDOW)] if mixer == "window" else []
-    return ["--mixer", c_mixer(mixer)] + window + ["--n-layer", str(cfg["n_layer"]), "--n-head", str(cfg["n_head"]),
-            "--n-embd", str(cfg["n_embd"]), "--block-size", str(cfg["block"]), "--batch-size", str(cfg["batch"]),
-            "--grassmann-rank", str(RANK), "--grassmann-windows", ",".join(map(str, WINDOWS))]
+    return model_args(cfg, mixer) + ["--batch-size", str(cfg["batch"])]
+
+
+def own_options(mixer):
+    """{JSON key: value} of a bench mixer's own options (the window's attn_window)."""
+    a = bench_arch(mixer)
+    return {a.option(k)["json_key"]: int(v) if a.option(k)["kind"] == "size" else v for k, v in a.options.items()}
 
 
 def gemm_products(report):
@@ -71,7 +110,7 @@ def gemm_products(report):
 
 def memory_count(report):
     """bin/train's own count in MiB: weights, state (gradients and AdamW moments), activations, bf16 (the
-    bf16 weights, operand scratch and packed attention heads of --precision bf16; 0 in fp32), total."""
+    bf16 weights, operand scratch and packed heads of --precision bf16; 0 in fp32), total."""
     m = report.get("memory_mib")
     if not m:
         return None

@@ -1,6 +1,7 @@
 """The train section of make bench.
 
-For each configuration (baby, medium, long) and mixer (attention, grassmann):
+For each configuration (baby, medium, long) and mixer (--mixers; by default
+experiments/defaults.json's bench.default_mixers):
 R rounds, each one bin/train run (--threads N, so its adaptive thread tuner is
 off; --profile) followed by one PyTorch run of the same model, batch, AdamW
 and clipping (harness/bench_torch.py, torch.set_num_threads(N)) and one
@@ -9,8 +10,8 @@ steps (bin/train's --log CSV, column ms_per_step); the PyTorch/C ratio is
 taken per round, so that machine noise hits both alike, and its median
 reported. FLOPs per token (bin/train's flops_per_token: dense 6 x the sum of
 rows x cols over the weight matrices, the tied head included, the embeddings,
-biases and LayerNorms not; mixing per layer attention 6 C (T+1), Grassmann 3
-(2P + 8 r |D|)) times tokens/s gives the achieved GFLOP/s; divided by
+biases and LayerNorms not; mixing per layer the mixer's own, Mixer.flops, as
+bin/info --mixers gives it) times tokens/s gives the achieved GFLOP/s; divided by
 bin/gemm-rate's FLOP-weighted sgemm rate at the model's own products
 (gemm_products: those of bin/train's matrices; same threads, same kernel; the
 best of the rounds, as other load only ever lowers it) it gives the MFU.
@@ -384,7 +385,7 @@ def print_flops(ctx, res):
             fmt(r["torch"] and r["torch"]["gflops"]),
             fmt(r["torch"] and r["torch"]["mfu"] and 100 * r["torch"]["mfu"], ".0f", "%")] for r in res])
     print("  FLOPs/token: dense 6 x sum(rows x cols) of the weight matrices (LM head included, embeddings, biases,\n"
-          "  LayerNorms not counted) + mixing per layer: attention 6C(T+1), Grassmann 3(2P + 8r|D|), P = r(r-1)/2.\n"
+          "  LayerNorms not counted) + mixing per layer: the mixer's own (bin/info --mixers: Mixer.flops).\n"
           "  sgemm: bin/gemm-rate over one step's products at the model's shapes (forward NT, backward NN and TN),\n"
           "  total FLOPs / total time, the best of the rounds; bf16 rows: bin/gemm-rate --bf16 at the same products\n"
           "  (oneDNN, bf16 inputs, fp32 accumulation; TN at C += A B). MFU = achieved GFLOP/s / the row's rate.")
@@ -405,7 +406,7 @@ def print_memory(ctx, res):
             fmt(r["torch"] and r["torch"]["rss_over_theory"], ".2f", "x"),
             fmt(r["torch"] and r["torch"]["base_rss_mib"])] for r in res])
     print("  theory: bin/train's own count (weights + gradients and AdamW moments + activation arena + with bf16 the\n"
-          "  bf16 weights, operand scratch and packed attention heads). PT base:\n"
+          "  bf16 weights, operand scratch and packed heads). PT base:\n"
           "  PyTorch's peak after importing torch and reading the data, before the model (part of PT peak).")
 
 
@@ -415,7 +416,7 @@ def print_profile(ctx, res):
     table(header + list(PARTS) + ["step ms"],
           [key(r) + [prof_cell(r["profile"], p) for p in PARTS]
            + [fmt(r["profile"] and r["profile"]["step"])] for r in res])
-    print("  mixer: the attention or Grassmann layers (forward + backward); optimizer: clipping and AdamW.")
+    print("  mixer: the mixer layers (forward + backward); optimizer: clipping and AdamW.")
 
 
 def print_inference(ctx, res):

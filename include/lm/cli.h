@@ -15,6 +15,9 @@ int cli_error(const char *prog, const char *fmt, ...) __attribute__((format(prin
  * control characters (ESC, BEL, C1) and bytes that are not UTF-8 written as
  * \xNN, newlines as spaces. cli_error shows every message so. */
 void cli_printable(const char *s, char *out, size_t size);
+/* The same with newlines escaped too (\x0a): a name from a file or a
+ * folder, shown in one line of a listing. */
+void cli_escaped(const char *s, char *out, size_t size);
 /* Quiet: cli_error prints nothing (the ranks of a job other than rank 0,
  * which reports for all of them). */
 void cli_set_quiet(int quiet);

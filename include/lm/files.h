@@ -45,6 +45,9 @@ int temp_path(char *buf, size_t size, const char *path, Error *err);
 /* Removes the temporaries of path (regular files named as temp_path names
  * them) whose process is gone: what a killed run left. Returns how many. */
 int remove_dead_temporaries(const char *path, Error *err);
+/* The same for every file in dir whose name starts with prefix ("": every
+ * file in it): the temporaries of a run folder's files, or of CKPT.step-N. */
+int remove_dead_temporaries_like(const char *dir, const char *prefix, Error *err);
 
 /* The two halves of an atomic write, for a writer that streams: temp_create
  * creates path's temporary (its name into tmp) new, never through a link
@@ -54,6 +57,10 @@ int remove_dead_temporaries(const char *path, Error *err);
  * closing f either way. */
 FILE *temp_create(const char *path, char *tmp, size_t size, Error *err);
 int temp_commit(FILE *f, const char *tmp, const char *path, int failed, Error *err);
+/* temp_commit's rename for a writer that goes on writing: f (flushed and
+ * synced) becomes path, and stays open, now writing path's file; on failure
+ * the temporary is removed and f left for the caller to close. */
+int temp_publish(FILE *f, const char *tmp, const char *path, Error *err);
 /* path's temporary as a new directory (mkdir: never through a link), for a
  * directory written whole and then renamed into place. */
 int temp_dir_create(const char *path, char *tmp, size_t size, Error *err);
@@ -97,6 +104,9 @@ typedef struct NamedPath {
  * with one line naming `what` (the option: "--out") and why. */
 int output_check(const char *path, const char *what, OutputKind kind, const NamedPath *inputs, size_t n_inputs,
                  Error *err);
+/* Whether a and b name one file, there or not yet: the same file, or the
+ * same name in the same folder (--log X --out X, both new). */
+int output_same_path(const char *a, const char *b);
 /* 0 when nothing is at path, or a regular file (or a link to one): what a
  * rename may replace; -1 with the refusal for anything else. temp_create
  * and temp_commit ask it, so no writer replaces a device or a folder. */
@@ -115,7 +125,7 @@ typedef struct OutputLock {
 int output_lock(const char *path, OutputLock *lock, Error *err);
 void output_unlock(OutputLock *lock);
 
-/* The paths removed if SIGINT, SIGTERM or SIGPIPE ends the process (a
+/* The paths removed if SIGINT, SIGTERM, SIGHUP, SIGQUIT or SIGPIPE ends the process (a
  * fixed table of 16: temporaries and locks; is_dir: a flat folder, removed
  * with its files). temp_create, temp_dir_create and output_lock add theirs,
  * commits and unlocks drop them. */
@@ -126,5 +136,9 @@ void cleanup_drop(const char *path);
  * SIGXFSZ ignored, so a write past a file-size limit fails (EFBIG) and is
  * reported, not a silent death. */
 void cleanup_on_signals(const char *prog);
+/* sigaction(sig, sa) as every handler of ours installs it: a SIGHUP that
+ * nohup ignores stays ignored. */
+struct sigaction;
+void cleanup_catch(int sig, const struct sigaction *sa);
 
 #endif

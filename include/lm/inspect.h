@@ -1,25 +1,18 @@
 /* Looking inside a trained model (bin/inspect): what each layer does with a
  * prompt, computed from the model's public weights and one evaluation
- * forward pass. The training path is untouched. Each layer's own
- * measurements come from its mixer's inspect hook (lm/mixer.h,
- * lm/inspection.h), which recomputes them from the layer's weights
- * and input:
+ * forward pass. The training path is untouched. What a layer shows of its
+ * own comes from its mixer's inspect hook (lm/mixer.h), as exhibits
+ * (lm/inspection.h: maps, series, tables, scalars) recomputed from the
+ * layer's weights and input; around them, whatever the mixer:
  *
- *   attention layers: the (H, T, T) causal attention maps (recomputed from
- *     q and k: the flash-attention forward keeps no T x T matrix); per head
- *     the mean row entropy, the weight on the diagonal and on the previous
- *     token; the projection geometry (correlation of cos(x_i, x_j) with
- *     q_i.k_j / sqrt(d_head) over causal pairs; the spectrum of the bilinear
- *     form W_q^T W_k); induction scores on repeated random tokens.
- *   Grassmann layers: the gate averaged over channels per position, the
- *     norm of each offset's contribution to g, and the largest Plücker-relation
- *     residual of the un-normalised coordinates.
- *   every layer, whatever its mixer: the logit lens (top-3 next tokens of the
- *     residual stream through LN_f and the tied head) and the direct
- *     attribution of the last position's predicted logit to each mixer and
- *     MLP, and to the parts of a mixer's output its hook gives (attention:
- *     each head and the output bias). A layer without maps scores NaN for
- *     induction. */
+ *   every map of a layer's first maps exhibit (a map per head): its mean row
+ *     entropy, its weight on the diagonal and on the previous position,
+ *     and an induction score on repeated random tokens;
+ *   every layer: the logit lens (top-3 next tokens of the residual stream
+ *     through LN_f and the head) and the direct attribution of the last
+ *     position's predicted logit to each mixer and MLP, and to the parts
+ *     of a mixer's output its hook gives (each head and an output bias,
+ *     say). A layer without maps scores NaN for induction. */
 #ifndef LM_INSPECT_H
 #define LM_INSPECT_H
 
@@ -43,10 +36,22 @@ typedef struct AttributionPart {
     int share;      /* 1: a share of the layer's mixer part, listed after it ("L0 H1", "L0 attn bias") */
 } AttributionPart;
 
+/* One map's statistics (bin/inspect's own, for the maps of any mixer). */
+typedef struct MapStats {
+    double entropy;   /* mean over rows of -sum p log p (nats) */
+    double diagonal;  /* mean over rows of p[t][t] */
+    double previous;  /* mean over rows t >= 1 of p[t][t-1] (NaN when T = 1) */
+} MapStats;
+/* Those of a (T, T) causal map. */
+void map_stats(MapStats *s, const float *map, size_t T);
+
 typedef struct Inspection {
     size_t T, n_layer, n_head, vocab;
     int32_t *tokens;             /* T */
-    LayerInspection layer[MAX_LAYERS]; /* what each layer's mixer measured (lm/inspection.h) */
+    LayerInspection layer[MAX_LAYERS]; /* what each layer's mixer showed (lm/inspection.h) */
+    /* Each layer's first maps exhibit (layer_exhibit_of), its maps' statistics: NULL for a layer without maps. */
+    const Exhibit *maps[MAX_LAYERS];
+    MapStats *map_stats[MAX_LAYERS];
     /* logit lens: stage 0 is the embedding, stage l+1 the stream after layer l */
     uint32_t *lens_top;          /* (n_layer + 1, T, LENS_TOP) token ids */
     char lens_head[64];          /* what the lens reads the stream through after ln_f, for reports */
@@ -69,7 +74,8 @@ void inspect_free(Inspection *in);
 /* Induction heads: n_seq random sequences of n tokens (ids 1..V-1, without
  * repeats when n < V), each repeated twice. Per head, the mean attention from
  * each position i of the second copy to position i - n + 1, just after the
- * first occurrence of its token; NaN for layers without maps (Grassmann). */
+ * first occurrence of its token, on the layer's first maps exhibit; NaN for
+ * layers without maps. */
 typedef struct Induction {
     size_t n, n_seq, n_layer, n_head;
     double *score;               /* (n_layer, n_head) */

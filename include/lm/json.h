@@ -26,6 +26,8 @@ void sb_appendf(char **sb, const char *fmt, ...) __attribute__((format(printf, 2
 /* s as a JSON string literal. Bytes that are not well-formed UTF-8 become
  * U+FFFD, so the text stays valid JSON whatever s holds. */
 void sb_append_json_string(char **sb, const char *s);
+/* s as a jansson string, those bytes likewise replaced (NULL: out of memory). */
+json_t *json_string_lossy(const char *s);
 void sb_free(char **sb);
 
 /* v as a JSON number printed with fmt ("%.6f"), or null where JSON has no

@@ -10,18 +10,26 @@
  * (MixerSettings, a struct of the mixer's own inside), its rows of options
  * (MixerOption: bin/train's option, bounds, default, help and the config
  * JSON's key), what each layer takes from them (layer_spec, into
- * MixerSpec.own), its part of bin/train's start-up line (describe) and what
- * bin/inspect reports of a layer (the inspect hook's LayerInspection). The
+ * MixerSpec.own), its part of bin/train's start-up line (describe), what
+ * bin/inspect shows of a layer (the inspect hook's exhibits,
+ * lm/inspection.h) and the parts bin/eval --ablate can leave out. The
  * config names each layer's mixer by its registry entry; nothing else in
  * the model or the programs knows one mixer from another.
  *
+ * The registry is the one source of what the mixers are: bin/info --mixers
+ * describes every entry (its about line, its options, and at a model its
+ * tensors, parameters, state_size and FLOPs), to people and, as JSON, to the
+ * harnesses, which keep no list or formula of their own.
+ *
  * Adding a mixer: write src/mixers/<name>.c (and <name>.h) exporting a
- * `const Mixer`, and list it in the registry in src/mixers/mixer.c, the one
- * place that names the implementations. No other file changes: bin/train's
- * --mixer takes its name, its option rows join bin/train's options, and its
- * settings are written to and read from the checkpoint's config by their
- * keys. Its inspection (bin/inspect), if it has one, goes beside it in
- * src/mixers/<name>_inspect.c. See src/mixers/README.md. */
+ * `const Mixer`, list it in the registry in src/mixers/mixer.c, the one
+ * place that names the implementations, and write its PyTorch reference,
+ * harness/mixers/<name>.py. No other file changes: bin/train's --mixer takes
+ * its name, its option rows join bin/train's options, its settings are
+ * written to and read from the checkpoint's config by their keys, and the
+ * harnesses take it from bin/info --mixers. Its inspection (bin/inspect), if
+ * it has one, goes beside it in src/mixers/<name>_inspect.c. See
+ * src/mixers/README.md. */
 #ifndef LM_MIXER_H
 #define LM_MIXER_H
 
@@ -42,6 +50,7 @@ typedef enum { INIT_NORMAL, INIT_RESIDUAL, INIT_ZERO, INIT_ONE } InitKind;
 #define MIXER_SETTINGS_BYTES 1024  /* a mixer's settings block, at most */
 #define MIXER_LAYER_BYTES 512      /* a layer's own part of its spec, at most */
 #define MIXER_MAX_LAYERS 64        /* the layers a settings block provides for (the config's MAX_LAYERS) */
+#define MIXER_MAX_PARTS 32         /* parts a layer can leave out: the bits of MixerSpec.muted */
 
 /* A mixer's settings for the whole model, as the mixer defines them: the
  * config keeps one block per registered mixer (ModelConfig.mixer_settings),
@@ -64,10 +73,10 @@ typedef struct MixerSpec {
     size_t block_size, n_embd, n_head;
     int rope;              /* rotary positions: attention rotates q and k (src/nn/rope.h) */
     int qk_norm;           /* attention: q and k per head RMSNorm'd (no gain) before the scores */
-    /* Bit k: the layer's k-th part (the mixer's mute_offset says which) is
-     * left out, to measure what it contributes (bin/eval --ablate-offset).
-     * Forward and step honour it; backward need not, so a model with muted
-     * parts is for evaluation only. 0 in training. */
+    /* Bit k: the layer's k-th part (Mixer.parts names it) is left out, to
+     * measure what it contributes (bin/eval --ablate). Forward and step
+     * honour it; backward need not, so a model with muted parts is for
+     * evaluation only. 0 in training. */
     uint32_t muted;
     /* The layer's own settings, a struct of the mixer's (layer_spec). */
     union {
@@ -108,6 +117,17 @@ typedef struct MixerOption {
     const char *(*get)(const void *settings, size_t n_layer, char *buf, size_t len);
     void (*to_json)(const void *settings, size_t n_layer, char **sb);
     int (*from_json)(void *settings, size_t n_layer, const struct json_t *value, Error *err);
+    /* What the harnesses make of it (bin/info --mixers, harness/registry.py):
+     * arch_key, its key in an architecture ("window" in
+     * swa=attention:window=17; NULL: given for every architecture only, as
+     * bin/train's option); size_knob, 1 for the one option of the mixer that
+     * sizes its layer, which a size match (match=) varies to bring the
+     * parameter count to another architecture's (Grassmann's rank);
+     * family, what a model whose layers set this option to anything but its
+     * default is called ("sliding-window attention"; NULL: the mixer's name). */
+    const char *arch_key;
+    int size_knob;
+    const char *family;
 } MixerOption;
 
 /* What a mixer's passes read besides its spec and parameters: run-time
@@ -128,6 +148,22 @@ typedef struct TensorSpec {
     int output;  /* the layer's output projection (a matrix): zero with the config's zero_init */
 } TensorSpec;
 
+/* What a mixer's lower-precision paths may cost, which the contract suite
+ * (tests/test_mixers.c, make test-mixers) holds it to on its test layer
+ * (the suite's head comment: sizes, weights and inputs). Each is the worst
+ * the suite measured there with a margin, the measurements stated in a
+ * comment beside the mixer's entry; a bound left 0 fails the suite, whose
+ * VERBOSE=1 output prints what it measures. */
+typedef struct MixerBounds {
+    /* step over weights converted for decoding (bin/sample --weights bf16,
+     * int8) against fp32: the largest |out - out32| / (1 + |out32|). */
+    double decode_bf16, decode_int8;
+    /* Training products in bf16 (--precision bf16) against fp32:
+     * ||y - y32||_2 / ||y32||_2 of forward's out, and of backward's din
+     * and each tensor's gradient. */
+    double train_bf16_forward, train_bf16_backward;
+} MixerBounds;
+
 /* What the inspect hook computes: everything, or only the maps (many
  * sequences, for induction scores: nothing else is read, so nothing else
  * need be paid for). */
@@ -135,6 +171,8 @@ typedef enum { MIXER_INSPECT_ALL, MIXER_INSPECT_MAPS } MixerInspectWhat;
 
 typedef struct Mixer {
     const char *name;
+    /* What it is, in one line (bin/info --mixers): "causal multi-head softmax attention". */
+    const char *about;
     /* Its settings (none: NULL, 0): the rows, in the order of bin/train's
      * --help and of the config JSON. */
     const MixerOption *options;
@@ -145,10 +183,11 @@ typedef struct Mixer {
     /* Optional: its part of bin/train's start-up line, when a layer has this
      * mixer ("grassmann r 32, windows 1,2,4"), into buf. */
     void (*describe)(const void *settings, size_t n_layer, char *buf, size_t len);
-    /* Optional (NULL: nothing to mute): the bit of MixerSpec.muted that
-     * leaves offset `offset` of this layer (number `layer`, for messages)
-     * out; -1 with err when it has none such. */
-    int (*mute_offset)(const MixerSpec *spec, size_t layer, size_t offset, Error *err);
+    /* Optional (NULL: nothing to leave out): names the layer's parts that
+     * bin/eval --ablate can leave out ("head0", "offset4"), part k being
+     * bit k of MixerSpec.muted; writes at most MIXER_MAX_PARTS names and
+     * returns how many. */
+    size_t (*parts)(const MixerSpec *spec, char (*names)[MIXER_PART_NAME]);
     /* Rejects configurations this mixer cannot run. */
     int (*validate)(const MixerSpec *spec, Error *err);
     /* Fills `out` with the layer's tensors (names relative to "h.{l}.") and
@@ -192,14 +231,18 @@ typedef struct Mixer {
     /* Optional (NULL: the layer is inspected only through what the model sees
      * of every layer: logit lens, the attribution of its whole output, no
      * induction scores). Looks at the layer on one sequence x (T, C), its
-     * input as forward gets it, and fills `out` (lm/inspection.h)
-     * with what it measures, in arrays it allocates (freed by
-     * layer_inspection_free, also after a failure); the maps must be the
-     * ones forward uses (with rope positions q and k rotated as it does).
-     * Recomputed from params and x: forward keeps no T x T map. Returns 0,
-     * or -1 with err set (out of memory). */
+     * input as forward gets it, and adds to `out` what it shows, as
+     * exhibits (lm/inspection.h's exhibit_add: maps, series, tables,
+     * scalars), and the parts of its output at T - 1 for the attribution;
+     * freed by layer_inspection_free, also after a failure. Maps must be
+     * the ones forward uses (with rope positions q and k rotated as it
+     * does). Recomputed from params and x: forward keeps no T x T map. With
+     * MIXER_INSPECT_MAPS only the maps exhibits are read. Returns 0, or -1
+     * with err set (out of memory). */
     int (*inspect)(const MixerSpec *spec, const MixerRuntime *rt, const float *params, const float *x, size_t T,
                    MixerInspectWhat what, LayerInspection *out, Error *err);
+    /* Its lower-precision paths' bounds (MixerBounds). */
+    MixerBounds bounds;
 } Mixer;
 
 const Mixer *mixer_find(const char *name);
@@ -208,7 +251,7 @@ const Mixer *mixer_find(const char *name);
 size_t mixer_count(void);
 const Mixer *mixer_at(size_t i);
 size_t mixer_index(const Mixer *mx);
-/* "attention, grassmann" for messages. */
+/* The registered names, "attention, grassmann, ...", for messages. */
 const char *mixer_names(void);
 size_t mixer_param_count(const Mixer *mx, const MixerSpec *spec);
 

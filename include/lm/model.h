@@ -6,7 +6,7 @@
  *
  *   h0 = wte[tokens] + pos                       (B, T, C); rope: h0 = wte[tokens]
  *   for each layer l, pre-norm (default):
- *     h = h + dropout(mixer_l(LN1(h)))           mixer: attention | grassmann
+ *     h = h + dropout(mixer_l(LN1(h)))           mixer: any of the registry's (lm/mixer.h)
  *     h = h + dropout(MLP(LN2(h)))
  *   or post-norm (--norm post):
  *     h = LN1(h + dropout(mixer_l(h)))
@@ -90,7 +90,7 @@ typedef struct Model {
     size_t B_max, T_max, n_acts;
     float *acts;
     LayerActs la[MAX_LAYERS];
-    uint32_t muted[MAX_LAYERS]; /* each layer's MixerSpec.muted: 0 but in evaluation (model_mute_offset) */
+    uint32_t muted[MAX_LAYERS]; /* each layer's MixerSpec.muted: 0 but in evaluation (model_ablate) */
     float *resid_out, *lnf, *lnf_mean, *lnf_rstd, *losses;
     /* (N, V); model_backward turns them into d(loss)/d(logits) in place. After
      * a forward whose targets ignore some positions (a loss mask, the context
@@ -179,11 +179,11 @@ int model_set_weights(Model *m, WeightsFormat f, Error *err);
  * model_set_precision needs nothing). The same for any thread count. */
 void model_round_weights(Model *m);
 void model_free(Model *m);
-/* Leaves layer `layer`'s window offset `offset` out (a Grassmann layer: of
- * its mean) from now on (MixerSpec.muted, through the mixer's mute_offset),
- * to measure what it contributes: for evaluation only (backward ignores
- * it). An error if the layer's mixer has no such offset. */
-int model_mute_offset(Model *m, size_t layer, size_t offset, Error *err);
+/* Leaves part `part` of layer `layer` out from now on ("head1",
+ * "offset4": the names its mixer's parts gives; MixerSpec.muted), to
+ * measure what it contributes: for evaluation only (backward ignores it).
+ * An error naming the layer's parts if it has no such part. */
+int model_ablate(Model *m, size_t layer, const char *part, Error *err);
 
 const ParamTensor *model_find_tensor(const Model *m, const char *name);
 

@@ -4,8 +4,11 @@
  * where the value goes and one or more lines of help.
  *
  * Errors are one line on stderr ("<prog>: error: ...", lm/cli.h) and exit
- * status 2: an unknown option, a missing value, a value that is not a
- * number or is out of the row's bounds, or a stray argument. */
+ * status 2: an unknown option, an abbreviated one (getopt_long takes a
+ * unique prefix; options are written in full, so that the pre-scans of
+ * cli_arg_value, which match whole names, read the command line as the
+ * parse does), a missing value, a value that is not a number or is out of
+ * the row's bounds, or a stray argument. */
 #ifndef LM_CLI_OPTIONS_H
 #define LM_CLI_OPTIONS_H
 
@@ -108,7 +111,9 @@ void cli_args_free(CliArgs *a);
  * 0 for "the maximum", is null). Rows named in skip (NULL-terminated) and
  * OPT_CALL rows (no value to show) are left out. With base (an experiment
  * file's text, or NULL), the rows not given on the command line keep
- * base's value where it has one: a resumed run's file, updated. */
+ * base's value where it has one that the row takes (a string for a text,
+ * a number within the bounds for a number, a boolean for a switch; else
+ * the row's own): a resumed run's file, updated. */
 char *cli_config_json(const CliOption *opts, size_t n, const char *const *skip, const char *base, Error *err);
 
 /* ---- values ----------------------------------------------------------------- */

@@ -26,12 +26,13 @@ int cli_error(const char *prog, const char *fmt, ...) {
     return EXIT_BAD_INPUT;
 }
 
-void cli_printable(const char *s, char *out, size_t size) {
+/* s into out with control bytes as \xNN; newlines as spaces (a message) or escaped too. */
+static void printable(const char *s, char *out, size_t size, int newline_as_space) {
     size_t n = strlen(s), o = 0;
     for (size_t i = 0; i < n && o + 5 < size;) {
         uint32_t cp;
         size_t len = utf8_decode((const unsigned char *)s + i, n - i, &cp);
-        if (s[i] == '\n') { /* one line, always */
+        if (s[i] == '\n' && newline_as_space) { /* one line, always */
             out[o++] = ' ';
             i++;
         } else if (len == 0 || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
@@ -46,6 +47,10 @@ void cli_printable(const char *s, char *out, size_t size) {
     }
     out[o] = '\0';
 }
+
+void cli_printable(const char *s, char *out, size_t size) { printable(s, out, size, 1); }
+
+void cli_escaped(const char *s, char *out, size_t size) { printable(s, out, size, 0); }
 
 double cli_now(void) { return wall_seconds(); }
 

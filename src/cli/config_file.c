@@ -132,6 +132,24 @@ static void row_value(char **sb, const CliOption *o) {
     }
 }
 
+/* Whether v is a value the row takes from an experiment file (null: not
+ * given): a file's value that is not is never carried over. */
+static int value_fits(const CliOption *o, const json_t *v) {
+    if (json_is_null(v)) return 1;
+    switch (o->kind) {
+    case OPT_FLAG: return json_is_boolean(v);
+    case OPT_TEXT: return json_is_string(v) || json_is_number(v);
+    case OPT_SIZE: {
+        size_t x;
+        return json_size(v, (size_t)o->hi, &x) == 0 && (double)x >= o->lo;
+    }
+    case OPT_FLOAT: return json_is_number(v) && json_number_value(v) >= o->lo && json_number_value(v) <= o->hi;
+    case OPT_CALL:
+    case OPT_HEADING: break;
+    }
+    return 0;
+}
+
 char *cli_config_json(const CliOption *opts, size_t n, const char *const *skip, const char *base, Error *err) {
     json_t *old = NULL;
     if (base && !(old = json_parse(base, strlen(base), err))) return NULL;
@@ -145,6 +163,7 @@ char *cli_config_json(const CliOption *opts, size_t n, const char *const *skip, 
         sb_append_json_string(&sb, o->name);
         sb_appendf(&sb, ": ");
         const json_t *kept = old && !o->given ? json_object_get(old, o->name) : NULL;
+        if (kept && !value_fits(o, kept)) kept = NULL; /* "n-layer": "abc": the row's own value instead */
         char *dumped = kept && !json_is_real(kept) ? json_dumps(kept, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
         char num[64];
         if (kept && json_is_real(kept)) shortest(num, sizeof num, json_real_value(kept)), sb_appendf(&sb, "%s", num);

@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "lm/cli.h"
 
@@ -141,6 +142,25 @@ void cli_suggest(char *out, size_t size, const CliOption *opts, size_t n, const 
     else if (!prefixed && best) snprintf(out, size, ": did you mean --%s?", best);
 }
 
+/* The argument getopt_long just took as a long option ("--name" or
+ * "--name=value"), when it took one: its last element, or the one before
+ * when the value was the next argument. */
+static const char *long_typed(int argc, char **argv, int is_long) {
+    if (!is_long || optind < 1 || optind > argc) return NULL;
+    const char *a = argv[optind - 1];
+    if (optarg && optarg == a && optind >= 2) a = argv[optind - 2]; /* "--name value" */
+    return strncmp(a, "--", 2) == 0 ? a : NULL;
+}
+
+/* Whether typed ("--conf" or "--conf=x") is a shortening of name: getopt
+ * takes unique prefixes, which the pre-scans for --config and --recipe
+ * (cli_arg_value: whole names) would not see, so a prefix is refused, in
+ * every program alike. */
+static int abbreviated(const char *typed, const char *name) {
+    size_t len = strcspn(typed + 2, "=");
+    return len != strlen(name) || strncmp(typed + 2, name, len) != 0;
+}
+
 int cli_parse(const CliProgram *p, CliOption *opts, size_t n, int argc, char **argv, int *first) {
     struct option *longs = calloc(n + 2, sizeof *longs);
     char *shorts = calloc(2 * n + 4, 1);
@@ -169,6 +189,18 @@ int cli_parse(const CliProgram *p, CliOption *opts, size_t n, int argc, char **a
     while (rc == CLI_CONTINUE && (c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
         CliOption *o = NULL;
         if (c >= ROW_BASE) o = &opts[c - ROW_BASE];
+        const char *typed = long_typed(argc, argv, c >= HELP_ROW);
+        if (typed && abbreviated(typed, c == HELP_ROW ? "help" : o->name)) {
+            rc = cli_error(p->name, "option '--%.*s' is short for --%s: write options in full (see --help)",
+                           (int)strcspn(typed + 2, "="), typed + 2, c == HELP_ROW ? "help" : o->name);
+            break;
+        }
+        struct stat st; /* bin/info * in a folder holding a run named --help */
+        if (typed && p->positional && lstat(typed, &st) == 0) {
+            rc = cli_error(p->name, "'%s' is an option, and a file or folder here too: write ./%s for the file or "
+                                    "folder (or put -- before it)", typed, typed);
+            break;
+        }
         for (size_t i = 0; !o && c != '?' && c != ':' && i < n; i++)
             if (opts[i].kind != OPT_HEADING && opts[i].letter == c) o = &opts[i];
         if (c == HELP_ROW || c == 'h') {

@@ -1,7 +1,8 @@
 /* bin/inspect's measurements: one evaluation forward pass, then what each
- * layer's mixer measures (its inspect hook), the logit lens, the direct
- * attribution of the last prediction, and induction scores on repeated
- * random tokens. No mixer is named here: a layer is what its hook says. */
+ * layer's mixer shows (its inspect hook's exhibits), the statistics of
+ * every map, the logit lens, the direct attribution of the last
+ * prediction, and induction scores on repeated random tokens. No mixer is
+ * named here: a layer is what its hook shows. */
 #include "lm/inspect.h"
 
 #include <math.h>
@@ -27,6 +28,33 @@ static int ask_mixer(LayerInspection *L, const Model *m, size_t l, const float *
     L->mixer = mx->name;
     if (!L->label) L->label = mx->name;
     return rc;
+}
+
+void map_stats(MapStats *s, const float *map, size_t T) {
+    double ent = 0.0, diag = 0.0, prev = 0.0;
+    for (size_t i = 0; i < T; i++) {
+        const float *p = map + i * T;
+        for (size_t j = 0; j <= i; j++)
+            if (p[j] > 0.0f) ent -= (double)p[j] * log((double)p[j]);
+        diag += p[i];
+        if (i > 0) prev += p[i - 1];
+    }
+    s->entropy = ent / (double)T;
+    s->diagonal = diag / (double)T;
+    s->previous = T > 1 ? prev / (double)(T - 1) : NAN;
+}
+
+/* The maps of layer l (its first maps exhibit), and their statistics. */
+static int layer_map_stats(Inspection *in, size_t l, Error *err) {
+    const Exhibit *e = layer_exhibit_of(&in->layer[l], EXHIBIT_MAPS);
+    if (!e) return 0;
+    if (e->rows != in->n_head || e->cols != in->T)
+        return err_set(err, "layer %zu's maps '%s' are %zu of %zu x %zu: a map per head (%zu) of the prompt's %zu tokens",
+                       l, e->name, e->rows, e->cols, e->cols, in->n_head, in->T);
+    in->maps[l] = e;
+    if (!(in->map_stats[l] = lm_calloc(e->rows, sizeof(MapStats), err))) return -1;
+    for (size_t h = 0; h < e->rows; h++) map_stats(&in->map_stats[l][h], e->values + h * in->T * in->T, in->T);
+    return 0;
 }
 
 /* Direct attribution: what `part` (C) adds to token v's logit (before any
@@ -155,7 +183,8 @@ int inspect_run(Inspection *in, Model *m, const int32_t *tokens, size_t T, Error
     for (size_t l = 0; l < L; l++) {
         LayerInspection *li = &in->layer[l];
         char name[32];
-        if (ask_mixer(li, m, l, model_mixer_input(m, l), T, MIXER_INSPECT_ALL, err)) goto fail;
+        if (ask_mixer(li, m, l, model_mixer_input(m, l), T, MIXER_INSPECT_ALL, err) || layer_map_stats(in, l, err))
+            goto fail;
         snprintf(name, sizeof name, "L%zu %s", l, li->label);
         add_part(in, name, attribute(m, m->la[l].mix + (T - 1) * C, T - 1, in->predicted), 0);
         for (size_t i = 0; i < li->n_parts; i++) {
@@ -179,7 +208,10 @@ fail:
 }
 
 void inspect_free(Inspection *in) {
-    for (size_t l = 0; l < MAX_LAYERS; l++) layer_inspection_free(&in->layer[l]);
+    for (size_t l = 0; l < MAX_LAYERS; l++) {
+        layer_inspection_free(&in->layer[l]);
+        free(in->map_stats[l]);
+    }
     free(in->tokens);
     free(in->lens_top);
     free(in->lens_prob);
@@ -225,13 +257,14 @@ int inspect_induction_on(Induction *out, Model *m, const int32_t *seqs, size_t n
             /* Only the maps, sequence by sequence; a layer without them: NaN. */
             LayerInspection li;
             rc = ask_mixer(&li, m, l, model_mixer_input(m, l) + b * T * C, T, MIXER_INSPECT_MAPS, err);
-            int maps = !rc && li.probs;
+            const Exhibit *e = rc ? NULL : layer_exhibit_of(&li, EXHIBIT_MAPS);
+            int maps = e && e->rows == H && e->cols == T;
             for (size_t h = 0; h < H; h++) {
                 if (!maps) {
                     out->score[l * H + h] = NAN;
                     continue;
                 }
-                const float *probs = li.probs + h * T * T;
+                const float *probs = e->values + h * T * T;
                 double s = 0.0;
                 for (size_t i = n; i < T; i++) s += probs[i * T + (i - n + 1)];
                 out->score[l * H + h] += s / (double)n / (double)n_seq;

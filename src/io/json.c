@@ -40,7 +40,7 @@ void sb_appendf(char **sb, const char *fmt, ...) {
     va_end(ap);
 }
 
-void sb_append_json_string(char **sb, const char *s) {
+json_t *json_string_lossy(const char *s) {
     /* jansson refuses strings that are not UTF-8: replace those bytes first. */
     char *valid = NULL;
     const unsigned char *p = (const unsigned char *)s;
@@ -54,12 +54,17 @@ void sb_append_json_string(char **sb, const char *s) {
         left -= n ? n : 1;
     }
     json_t *str = json_stringn(valid ? valid : "", arrlenu(valid));
+    arrfree(valid);
+    return str;
+}
+
+void sb_append_json_string(char **sb, const char *s) {
+    json_t *str = json_string_lossy(s);
     char *quoted = str ? json_dumps(str, JSON_ENCODE_ANY) : NULL;
     /* Only out of memory gets here without text: null keeps the JSON valid. */
     sb_appendf(sb, "%s", quoted ? quoted : "null");
     free(quoted);
     json_decref(str);
-    arrfree(valid);
 }
 
 void sb_free(char **sb) {

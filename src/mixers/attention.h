@@ -65,26 +65,34 @@ int attention_backward_by_tiles(size_t B, size_t T, size_t H, size_t hs, size_t 
 
 /* ---- inspection (src/mixers/attention_inspect.c) ---- */
 
-/* The Mixer's inspect hook: the (H, T, T) maps recomputed from q and k; per
- * head the map statistics and the projection geometry; as parts, each
- * head's share of the output at T - 1 ("H<h>") and the output bias
- * ("attn bias"). */
+/* The Mixer's inspect hook. Its exhibits: "attn", the (H, T, T) maps
+ * recomputed from q and k; "qk_form", each head's form statistics (a
+ * table of FormStats and its r(cos, logit)); "singular_values" and
+ * "qk_angles", each head's spectrum and principal angles (tables of
+ * d_head columns). As parts, each head's share of the output at T - 1
+ * ("H<h>") and the output bias ("attn bias"). */
 int attention_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float *params, const float *x, size_t T,
                       MixerInspectWhat what, LayerInspection *out, Error *err);
 /* probs (T, T) of head h from qkv (T, 3C) rows as attention.c lays them out. */
 void attention_probs(float *probs, const float *qkv, size_t T, size_t C, size_t H, size_t h, size_t window);
-/* entropy, diagonal, previous of a (T, T) causal map. */
-void attention_map_stats(HeadStats *s, const float *probs, size_t T);
 /* cos (T, T): the cosine of rows i and j of x (T, C), the LN1 output (0 for
  * a zero row); the same for every head of a layer. */
 int input_cosines(float *cos, const float *x, size_t T, size_t C, Error *err);
-/* similarity_corr of a head: Pearson's r of cos and its scaled logits
- * (T, T, before the softmax) over the causal pairs j <= i. */
+/* Pearson's r of cos and a head's scaled logits (T, T, before the softmax)
+ * over the causal pairs j <= i (NaN if undefined). */
 double similarity_logit_corr(const float *cos, const float *scores, size_t T);
-/* sv_max .. identity_dist of head h from qkv.weight (3C, C); sv (d_head, or
- * NULL): every singular value of W_q^T W_k, decreasing; qk_cos (d_head, or
- * NULL): the cosines of the principal angles between the query and key
- * spaces, decreasing. */
-void bilinear_spectrum(HeadStats *s, double *sv, double *qk_cos, const float *qkv_w, size_t C, size_t H, size_t h);
+
+/* A head's bilinear form M = W_q^T W_k (C x C, rank <= d_head). */
+typedef struct FormStats {
+    double sv_max, sv_min;   /* largest and d_head-th largest singular value */
+    double effective_rank;   /* exp(entropy of the normalised singular values) */
+    double antisym_share;    /* |A|_F^2 / |M|_F^2, A the antisymmetric part of M */
+    double identity_dist;    /* |M - (tr M / C) I|_F / |M|_F */
+} FormStats;
+/* FormStats of head h from qkv.weight (3C, C); sv (d_head, or NULL): every
+ * singular value of W_q^T W_k, decreasing; qk_cos (d_head, or NULL): the
+ * cosines of the principal angles between the query and key spaces,
+ * decreasing. */
+void bilinear_spectrum(FormStats *s, double *sv, double *qk_cos, const float *qkv_w, size_t C, size_t H, size_t h);
 
 #endif

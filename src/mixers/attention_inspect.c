@@ -47,20 +47,6 @@ void attention_probs(float *probs, const float *qkv, size_t T, size_t C, size_t 
     causal_softmax(probs, T, window);
 }
 
-void attention_map_stats(HeadStats *s, const float *probs, size_t T) {
-    double ent = 0.0, diag = 0.0, prev = 0.0;
-    for (size_t i = 0; i < T; i++) {
-        const float *p = probs + i * T;
-        for (size_t j = 0; j <= i; j++)
-            if (p[j] > 0.0f) ent -= (double)p[j] * log((double)p[j]);
-        diag += p[i];
-        if (i > 0) prev += p[i - 1];
-    }
-    s->entropy = ent / (double)T;
-    s->diagonal = diag / (double)T;
-    s->previous = T > 1 ? prev / (double)(T - 1) : NAN;
-}
-
 int input_cosines(float *cos, const float *x, size_t T, size_t C, Error *err) {
     float *unit = lm_calloc(T * C, sizeof(float), err);
     if (!unit) return -1;
@@ -158,7 +144,7 @@ static void form_singular_values(double *sv, double *qk_cos, const float *wq, co
     free(R);
 }
 
-void bilinear_spectrum(HeadStats *s, double *sv_out, double *qk_cos, const float *qkv_w, size_t C, size_t H,
+void bilinear_spectrum(FormStats *s, double *sv_out, double *qk_cos, const float *qkv_w, size_t C, size_t H,
                        size_t h) {
     size_t hs = C / H;
     const float *wq = qkv_w + h * hs * C, *wk = qkv_w + (C + h * hs) * C;
@@ -204,10 +190,11 @@ void bilinear_spectrum(HeadStats *s, double *sv_out, double *qk_cos, const float
 
 /* Each head's share of the output at the last row n: proj_w[:, head] y_h,
  * with y_h = sum_j p[n][j] v_j; then the output bias. y: room for hs. */
-static void head_parts(LayerInspection *L, AttnParams p, const float *qkv, size_t T, size_t C, size_t H, float *y) {
+static void head_shares(LayerInspection *L, AttnParams p, const float *probs, const float *qkv, size_t T, size_t C,
+                       size_t H, float *y) {
     size_t hs = C / H, n = T - 1;
     for (size_t h = 0; h < H; h++) {
-        const float *pr = L->probs + (h * T + n) * T;
+        const float *pr = probs + (h * T + n) * T;
         float *out = L->part_out + h * C;
         for (size_t d = 0; d < hs; d++) {
             double s = 0.0;
@@ -225,26 +212,79 @@ static void head_parts(LayerInspection *L, AttnParams p, const float *qkv, size_
     snprintf(L->part_name[H], sizeof L->part_name[H], "attn bias");
 }
 
+/* The exhibits beside the maps: each head's form statistics, its singular
+ * values and its query-key angles (tables, a row per head). */
+static const char *const form_columns[] = {"similarity_logit_corr", "sv_max", "sv_min", "effective_rank",
+                                           "antisymmetric_share", "identity_distance"};
+#define FORM_COLUMNS (sizeof form_columns / sizeof form_columns[0])
+
+static int form_exhibits(LayerInspection *L, const MixerSpec *spec, AttnParams p, const double *corr, Error *err) {
+    size_t C = spec->n_embd, H = spec->n_head, hs = C / H;
+    char caption[EXHIBIT_CAPTION];
+    snprintf(caption, sizeof caption,
+             "each head's query-key form W_q^T W_k: r(cos, logit) over causal pairs, singular values, effective "
+             "rank, antisymmetric share, distance from a multiple of I%s",
+             spec->rope ? " (rope positions: the maps include the rotation, the form does not)" : "");
+    Exhibit *form = exhibit_add(L, EXHIBIT_TABLE, "qk_form", caption, H, FORM_COLUMNS, form_columns, err);
+    Exhibit *sv = form ? exhibit_add(L, EXHIBIT_TABLE, "singular_values",
+                                     "singular values of each head's W_q^T W_k, largest first", H, hs, NULL, err)
+                       : NULL;
+    Exhibit *ang = sv ? exhibit_add(L, EXHIBIT_TABLE, "qk_angles",
+                                    "principal angles between each head's query and key spaces, degrees, smallest "
+                                    "first (0: a direction read as both, 90: apart)",
+                                    H, hs, NULL, err)
+                      : NULL;
+    double *svd = ang ? lm_calloc(2 * H * hs, sizeof(double), err) : NULL, *cosd = svd ? svd + H * hs : NULL;
+    FormStats *st = svd ? lm_calloc(H, sizeof(FormStats), err) : NULL;
+    if (!st) {
+        free(svd);
+        return -1;
+    }
+    sv->lo = ang->lo = 0.0f;
+    ang->hi = 90.0f;
+    exhibit_name_rows(form, "H");
+    exhibit_name_rows(sv, "H");
+    exhibit_name_rows(ang, "H");
+    /* The weights' geometry, a head per thread: each is serial and alone. */
+#pragma omp parallel for schedule(dynamic, 1)
+    for (size_t h = 0; h < H; h++) bilinear_spectrum(&st[h], svd + h * hs, cosd + h * hs, p.qkv_w, C, H, h);
+    for (size_t h = 0; h < H; h++) {
+        const double row[FORM_COLUMNS] = {corr[h], st[h].sv_max, st[h].sv_min, st[h].effective_rank,
+                                          st[h].antisym_share, st[h].identity_dist};
+        for (size_t k = 0; k < FORM_COLUMNS; k++) form->values[h * FORM_COLUMNS + k] = (float)row[k];
+        for (size_t i = 0; i < hs; i++) {
+            sv->values[h * hs + i] = (float)svd[h * hs + i];
+            double c = cosd[h * hs + i];
+            ang->values[h * hs + i] = isnan(c) ? NAN : (float)(acos(c < 1.0 ? c : 1.0) * 180.0 / M_PI);
+        }
+    }
+    free(svd);
+    free(st);
+    return 0;
+}
+
 int attention_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float *params, const float *x, size_t T,
                       MixerInspectWhat what, LayerInspection *L, Error *err) {
     size_t C = spec->n_embd, H = spec->n_head, hs = C / H;
     int all = what == MIXER_INSPECT_ALL;
     AttnParams p = attn_params(params, C);
     L->label = "attn";
+    Exhibit *maps = exhibit_add(L, EXHIBIT_MAPS, "attn", "attention weight (rows: query position, columns: key position)",
+                                H, T, NULL, err);
+    if (!maps) return -1;
+    maps->lo = 0.0f;
+    maps->hi = 1.0f;
     float *qkv = lm_calloc(T * 3 * C + hs, sizeof(float), err); /* then y of one head */
     float *cos = qkv && all ? lm_calloc(T * T, sizeof(float), err) : NULL;
-    L->probs = qkv && (cos || !all) ? lm_calloc(H * T * T, sizeof(float), err) : NULL;
-    if (all && L->probs) {
-        L->heads = lm_calloc(H, sizeof(HeadStats), err);
-        L->d_head = hs;
-        L->singular_values = L->heads ? lm_calloc(H * hs, sizeof(double), err) : NULL;
-        L->qk_cosines = L->singular_values ? lm_calloc(H * hs, sizeof(double), err) : NULL;
-        L->part_name = L->qk_cosines ? lm_calloc(H + 1, sizeof *L->part_name, err) : NULL;
+    double *corr = cos ? lm_calloc(H, sizeof(double), err) : NULL;
+    if (all && corr) {
+        L->part_name = lm_calloc(H + 1, sizeof *L->part_name, err);
         L->part_out = L->part_name ? lm_calloc((H + 1) * C, sizeof(float), err) : NULL;
     }
-    if (!L->probs || (all && !L->part_out) || (all && input_cosines(cos, x, T, C, err))) {
+    if (!qkv || (all && !L->part_out) || (all && input_cosines(cos, x, T, C, err))) {
         free(qkv);
         free(cos);
+        free(corr);
         return -1;
     }
     /* q and k as the layer has them, rotated by position with rope, normalised with qk-norm. */
@@ -252,21 +292,19 @@ int attention_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float
     if (spec->rope) rope_forward(qkv, rt->rope, 1, T, 0, C, hs);
     attn_qk_norm(spec, qkv, NULL, T);
     for (size_t h = 0; h < H; h++) {
-        float *map = L->probs + h * T * T;
+        float *map = maps->values + h * T * T;
         attention_scores(map, qkv, T, C, H, h);
-        if (all) L->heads[h].similarity_corr = similarity_logit_corr(cos, map, T);
+        if (all) corr[h] = similarity_logit_corr(cos, map, T);
         causal_softmax(map, T, attention_window(spec));
-        if (all) attention_map_stats(&L->heads[h], map, T);
     }
+    int rc = 0;
     if (all) {
-        /* The weights' geometry, a head per thread: each is serial and alone. */
-#pragma omp parallel for schedule(dynamic, 1)
-        for (size_t h = 0; h < H; h++)
-            bilinear_spectrum(&L->heads[h], L->singular_values + h * hs, L->qk_cosines + h * hs, p.qkv_w, C, H, h);
         L->n_parts = H + 1;
-        head_parts(L, p, qkv, T, C, H, qkv + T * 3 * C);
+        head_shares(L, p, maps->values, qkv, T, C, H, qkv + T * 3 * C);
+        rc = form_exhibits(L, spec, p, corr, err);
     }
     free(qkv);
     free(cos);
-    return 0;
+    free(corr);
+    return rc;
 }

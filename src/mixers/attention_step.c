@@ -11,6 +11,7 @@
 #include "lm/matmul.h"
 #include "lm/ops.h"
 #include "lm/threads.h"
+#include "mixers/head_parts.h"
 #include "nn/rope.h"
 
 /* The positions the sampling caches hold: block_size, or with a window a
@@ -88,6 +89,7 @@ void attention_step_batch(const MixerSpec *spec, const MixerRuntime *rt, const f
             softmax(row, row, keys);
             loops->value_sum(s.y + h * hs, row, s.values + h * hs, C, keys, hs);
         }
+        mute_heads(s.y, 1, C, hs, spec->muted); /* bin/eval --ablate's heads */
     }
     matmul_step_rows(rt->bf16, rt->decode, out, C, state + y_at, stride, p.proj_w, C, p.proj_b, n, C, C, 0);
 }

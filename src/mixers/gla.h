@@ -22,7 +22,8 @@
  * Forward and backward take a chunk of GLA_CHUNK positions at a time in
  * its chunk-parallel form (small products on tile_product; gla.c), the
  * chunks in order per (b, h) and the (b, h) in parallel: O(T (L + hs) hs)
- * per head. Sampling steps the recurrence itself. */
+ * per head. Sampling steps the recurrence itself. bin/eval --ablate's parts
+ * are its heads ("head0" ...). */
 #ifndef LM_GLA_H
 #define LM_GLA_H
 
@@ -33,5 +34,25 @@
 #define GLA_CHUNK 32
 
 extern const Mixer gla_mixer;
+
+/* ---- what gla.c shares with its inspection (gla_inspect.c) ---- */
+
+/* The layer's parameters (params, in the order above) as pointers. */
+typedef struct GlaParams {
+    const float *qkv_w, *qkv_b, *decay_w, *decay_b, *proj_w, *proj_b;
+} GlaParams;
+GlaParams gla_params(const float *params, size_t C, size_t H);
+/* gamma (N, H): each head's decay at each of the N rows of in (N, C). */
+void gla_decays(float *gamma, const GlaParams *p, const float *in, size_t N, size_t C, size_t H);
+/* One position of one head's recurrence: S = g S + k v^T, then o = S^T q
+ * (S: hs x hs, row i the key dimension). */
+void gla_state_step(float *S, const float *q, const float *k, const float *v, float g, float *o, size_t hs);
+
+/* The Mixer's inspect hook: its exhibits "decay", each head's gamma_t
+ * along the prompt, and "state_norm", each head's |S_t|_F after position
+ * t (series, a row per head); as parts, each head's share of the output
+ * at T - 1 ("H<h>") and the output bias ("gla bias"). No maps. */
+int gla_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float *params, const float *x, size_t T,
+                MixerInspectWhat what, LayerInspection *out, Error *err);
 
 #endif

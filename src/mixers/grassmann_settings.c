@@ -190,7 +190,7 @@ static int pair_from_json(void *settings, size_t n_layer, const struct json_t *v
 const MixerOption grassmann_options[GRASSMANN_N_OPTIONS] = {
     {.name = "grassmann-rank", .json_key = "grassmann_rank", .kind = MIXER_OPT_SIZE, .value = "N",
      .help = "Grassmann reduced rank r (32)", .offset = offsetof(GrassmannSettings, rank), .lo = 0, .hi = 1024,
-     .def = 32},
+     .def = 32, .arch_key = "rank", .size_knob = 1},
     {.name = "grassmann-windows", .json_key = "grassmann_windows", .kind = MIXER_OPT_TEXT, .value = "L",
      .help = "Grassmann window offsets for every layer (1,2,4,8,12,16),\nor one list per layer separated by ';'\n"
              "(\"1;1;2;2;4;4\")",
@@ -201,7 +201,7 @@ const MixerOption grassmann_options[GRASSMANN_N_OPTIONS] = {
              "wedge (the normalised Plücker coordinates, r(r-1)/2 features),\n"
              "outer (the normalised outer product, r^2), sum (z_t + z_t-d, r)",
      .def_text = "wedge", .omit_default = 1, .set = pair_set, .get = pair_get, .to_json = pair_to_json,
-     .from_json = pair_from_json},
+     .from_json = pair_from_json, .arch_key = "pair"},
 };
 
 void grassmann_layer_spec(const void *settings, size_t l, MixerSpec *spec) {

@@ -19,16 +19,21 @@ MixerSpec model_mixer_spec(const ModelConfig *cfg, size_t l) {
     return spec;
 }
 
-int model_mute_offset(Model *m, size_t layer, size_t offset, Error *err) {
+int model_ablate(Model *m, size_t layer, const char *part, Error *err) {
     if (layer >= m->cfg.n_layer) return err_set(err, "layer %zu does not exist (the model has %zu)", layer, m->cfg.n_layer);
     const Mixer *mx = m->cfg.mixers[layer];
-    if (!mx->mute_offset)
-        return err_set(err, "layer %zu is %s, which has no window offsets to leave out", layer, mx->name);
     MixerSpec spec = model_mixer_spec(&m->cfg, layer);
-    int k = mx->mute_offset(&spec, layer, offset, err);
-    if (k < 0) return -1;
-    m->muted[layer] |= 1u << k;
-    return 0;
+    char names[MIXER_MAX_PARTS][MIXER_PART_NAME], list[MIXER_MAX_PARTS * (MIXER_PART_NAME + 2)] = "";
+    size_t n = mx->parts ? mx->parts(&spec, names) : 0;
+    if (n == 0) return err_set(err, "layer %zu (%s) has no parts to leave out", layer, mx->name);
+    for (size_t k = 0; k < n; k++) {
+        if (strcmp(names[k], part) == 0) {
+            m->muted[layer] |= 1u << k;
+            return 0;
+        }
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "", names[k]);
+    }
+    return err_set(err, "layer %zu (%s) has no part '%s'; its parts: %s", layer, mx->name, part, list);
 }
 
 /* Layer l's mixer: the registry's entry its config names. */

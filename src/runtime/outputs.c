@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,8 +80,9 @@ static void on_fatal_signal(int sig) {
      * every Unix tool; the others get one line. */
     if (sig != SIGPIPE) {
         put_err(cleanup_prog);
-        put_err(sig == SIGINT ? ": stopped (SIGINT): nothing half-written is kept\n"
-                              : ": stopped (SIGTERM): nothing half-written is kept\n");
+        put_err(sig == SIGINT ? ": stopped (SIGINT)" : sig == SIGTERM ? ": stopped (SIGTERM)"
+                : sig == SIGHUP ? ": stopped (SIGHUP)" : ": stopped (SIGQUIT)");
+        put_err(": nothing half-written is kept\n");
     }
     for (int i = 0; i < CLEANUP_SLOTS; i++) {
         if (!cleanup[i].used) continue;
@@ -92,15 +94,22 @@ static void on_fatal_signal(int sig) {
     raise(sig);
 }
 
+void cleanup_catch(int sig, const struct sigaction *sa) {
+    struct sigaction old;
+    /* nohup's SIGHUP, ignored, stays ignored: the run outlives its terminal. */
+    if (sig == SIGHUP && sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler == SIG_IGN) return;
+    sigaction(sig, sa, NULL);
+}
+
 void cleanup_on_signals(const char *prog) {
     cleanup_prog = prog;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_fatal_signal;
     sigfillset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGPIPE, &sa, NULL);
+    /* SIGHUP: the terminal or the ssh connection closed; SIGQUIT: Ctrl-\\. */
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) cleanup_catch(sigs[i], &sa);
     /* Past a file-size limit a write fails (EFBIG), the writer reports it in
      * one line and removes its temporary: not a silent death. */
     signal(SIGXFSZ, SIG_IGN);
@@ -209,6 +218,25 @@ int temp_commit(FILE *f, const char *tmp, const char *path, int failed, Error *e
     return 0;
 }
 
+int temp_publish(FILE *f, const char *tmp, const char *path, Error *err) {
+    int saved = fflush(f) != 0 || fsync(fileno(f)) != 0 ? (errno ? errno : EIO) : 0;
+    if (!saved && output_replaceable(path, "the output", err)) {
+        unlink(tmp);
+        cleanup_drop(tmp);
+        return -1;
+    }
+    if (saved || rename(tmp, path) != 0) {
+        err_set(err, "cannot write '%s': %s (the previous file, if any, is unchanged)", path,
+                strerror(saved ? saved : errno));
+        unlink(tmp);
+        cleanup_drop(tmp);
+        return -1;
+    }
+    cleanup_drop(tmp);
+    if (fsync_parent_dir(path) != 0) return err_set(err, "cannot sync the directory of '%s': %s", path, strerror(errno));
+    return 0;
+}
+
 int write_file_atomic(const char *path, const void *data, size_t len, Error *err) {
     char tmp[PATH_BUF];
     FILE *f = temp_create(path, tmp, sizeof tmp, err);
@@ -217,30 +245,48 @@ int write_file_atomic(const char *path, const void *data, size_t len, Error *err
     return temp_commit(f, tmp, path, fwrite(data, 1, len, f) != len, err);
 }
 
-int remove_dead_temporaries(const char *path, Error *err) {
-    char dir[PATH_BUF];
-    const char *base;
-    if (split_path(path, dir, sizeof dir, &base, err)) return -1;
+/* Whether name is prefix...TEMP_INFIX PID (whole: exactly prefix TEMP_INFIX
+ * PID) and PID's process is gone; not our own. */
+static int dead_temporary(const char *name, const char *prefix, int whole) {
+    size_t plen = strlen(prefix);
+    if (strncmp(name, prefix, plen) != 0) return 0;
+    const char *infix = whole ? name + plen : NULL;
+    for (const char *at = name + plen; !whole && (at = strstr(at, TEMP_INFIX)); at++) infix = at; /* the last */
+    if (!infix || strncmp(infix, TEMP_INFIX, strlen(TEMP_INFIX)) != 0) return 0;
+    const char *digits = infix + strlen(TEMP_INFIX);
+    char *end;
+    errno = 0;
+    long pid = strtol(digits, &end, 10);
+    if (!isdigit((unsigned char)*digits) || *end || errno || pid <= 0 || pid == (long)getpid()) return 0;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH; /* alive, or not ours to judge: kept */
+}
+
+/* The dead temporaries in dir of the files named prefix (whole) or
+ * starting with it; how many were removed. */
+static int remove_dead_in(const char *dir, const char *prefix, int whole, Error *err) {
     DIR *d = opendir(dir);
     if (!d) return 0; /* no directory yet: nothing left in it */
-    size_t blen = strlen(base), infix = strlen(TEMP_INFIX);
     int removed = 0;
     for (struct dirent *e; (e = readdir(d));) {
-        const char *name = e->d_name;
-        if (strncmp(name, base, blen) != 0 || strncmp(name + blen, TEMP_INFIX, infix) != 0) continue;
-        const char *digits = name + blen + infix;
-        char *end;
-        errno = 0;
-        long pid = strtol(digits, &end, 10);
-        if (!isdigit((unsigned char)*digits) || *end || errno || pid <= 0 || pid == (long)getpid()) continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to judge */
+        if (!dead_temporary(e->d_name, prefix, whole)) continue;
         char full[PATH_BUF];
-        if (path_format(full, sizeof full, err, "%s/%s", dir, name)) continue;
+        if (path_format(full, sizeof full, err, "%s/%s", dir, e->d_name)) continue;
         struct stat st;
         if (lstat(full, &st) == 0 && S_ISREG(st.st_mode) && unlink(full) == 0) removed++;
     }
     closedir(d);
     return removed;
+}
+
+int remove_dead_temporaries(const char *path, Error *err) {
+    char dir[PATH_BUF];
+    const char *base;
+    if (split_path(path, dir, sizeof dir, &base, err)) return -1;
+    return remove_dead_in(dir, base, 1, err);
+}
+
+int remove_dead_temporaries_like(const char *dir, const char *prefix, Error *err) {
+    return remove_dead_in(dir, prefix, 0, err);
 }
 
 int write_text_in(const char *dir, const char *name, const char *text, Error *err) {
@@ -266,6 +312,15 @@ int output_replaceable(const char *path, const char *what, Error *err) {
 static int same_file(const char *a, const char *b) {
     struct stat sa, sb;
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+int output_same_path(const char *a, const char *b) {
+    if (same_file(a, b)) return 1;
+    char da[PATH_BUF], db[PATH_BUF], ra[PATH_MAX], rb[PATH_MAX];
+    const char *ba, *bb;
+    Error ignored;
+    if (split_path(a, da, sizeof da, &ba, &ignored) || split_path(b, db, sizeof db, &bb, &ignored)) return 0;
+    return strcmp(ba, bb) == 0 && realpath(da, ra) && realpath(db, rb) && strcmp(ra, rb) == 0;
 }
 
 int output_check(const char *path, const char *what, OutputKind kind, const NamedPath *inputs, size_t n_inputs,

@@ -1,0 +1,75 @@
+/* A gla layer seen from outside (its Mixer's inspect hook, for
+ * bin/inspect): how fast each head forgets along the prompt, how much its
+ * state holds, and each head's share of the output. Recomputed from the
+ * layer's weights and input by stepping the recurrence itself (the
+ * sampling step's, not forward's chunks): O(T C hs), no T x T map. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lm/matmul.h"
+#include "mixers/gla.h"
+#include "nn/rmsnorm.h"
+
+/* Each head's share of the output at the last position: proj_w[:, head] y_h,
+ * y the heads' outputs normalised as forward does (y: C); then the bias. */
+static void head_shares(LayerInspection *L, const GlaParams *p, const float *y, size_t C, size_t H) {
+    size_t hs = C / H;
+    for (size_t h = 0; h < H; h++) {
+        float *out = L->part_out + h * C;
+        for (size_t c = 0; c < C; c++) {
+            double s = 0.0;
+            for (size_t d = 0; d < hs; d++) s += (double)p->proj_w[c * C + h * hs + d] * y[h * hs + d];
+            out[c] = (float)s;
+        }
+        snprintf(L->part_name[h], sizeof L->part_name[h], "H%zu", h);
+    }
+    memcpy(L->part_out + H * C, p->proj_b, C * sizeof(float));
+    snprintf(L->part_name[H], sizeof L->part_name[H], "gla bias");
+}
+
+int gla_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float *params, const float *x, size_t T,
+                MixerInspectWhat what, LayerInspection *L, Error *err) {
+    size_t C = spec->n_embd, H = spec->n_head, hs = C / H;
+    (void)rt; /* no rope here, and the inspection's own products are fp32 */
+    L->label = "gla";
+    if (what == MIXER_INSPECT_MAPS) return 0; /* no maps */
+    GlaParams p = gla_params(params, C, H);
+    Exhibit *decay = exhibit_add(L, EXHIBIT_SERIES, "decay",
+                                 "each head's decay gamma_t at each position (1: keeps its state, 0: forgets it)", H, T,
+                                 NULL, err);
+    Exhibit *norm = decay ? exhibit_add(L, EXHIBIT_SERIES, "state_norm",
+                                        "the norm |S_t|_F of each head's state after each position", H, T, NULL, err)
+                          : NULL;
+    float *qkv = norm ? lm_calloc(T * 3 * C + T * H + hs * hs + C + H, sizeof(float), err) : NULL;
+    L->part_name = qkv ? lm_calloc(H + 1, sizeof *L->part_name, err) : NULL;
+    L->part_out = L->part_name ? lm_calloc((H + 1) * C, sizeof(float), err) : NULL;
+    if (!L->part_out) {
+        free(qkv);
+        return -1;
+    }
+    float *gamma = qkv + T * 3 * C, *S = gamma + T * H, *y = S + hs * hs, *rstd = y + C;
+    decay->lo = norm->lo = 0.0f;
+    decay->hi = 1.0f;
+    exhibit_name_rows(decay, "H");
+    exhibit_name_rows(norm, "H");
+    matmul_forward(NULL, qkv, x, p.qkv_w, p.qkv_b, T, C, 3 * C);
+    gla_decays(gamma, &p, x, T, C, H);
+    for (size_t h = 0; h < H; h++) {
+        memset(S, 0, hs * hs * sizeof(float));
+        for (size_t t = 0; t < T; t++) {
+            const float *row = qkv + t * 3 * C + h * hs;
+            gla_state_step(S, row, row + C, row + 2 * C, gamma[t * H + h], y + h * hs, hs);
+            double n2 = 0.0;
+            for (size_t i = 0; i < hs * hs; i++) n2 += (double)S[i] * S[i];
+            decay->values[h * T + t] = gamma[t * H + h];
+            norm->values[h * T + t] = (float)sqrt(n2);
+        }
+    }
+    rmsnorm_heads_forward(y, rstd, 1, C, H, hs); /* y: o at T - 1, as forward normalises it */
+    L->n_parts = H + 1;
+    head_shares(L, &p, y, C, H);
+    free(qkv);
+    return 0;
+}
