@@ -168,6 +168,16 @@ for task in ("pairs", "cloze", "choice"):
 PY
 then ok; else bad "log-probabilities against --text, or at batch size 1"; fi
 
+# --ablate scores the model without that part, and says so.
+expect_ok "ablated" $B/eval --model "$tmp/char.ckpt" --pairs "$tmp/k1/pairs.jsonl" --ablate 0:head0 --json --items
+if /usr/bin/python3 - "$tmp/char.json" "$tmp/out" <<'PY'
+import json, sys
+whole, ablated = (json.load(open(p)) for p in sys.argv[1:])
+assert ablated["ablated"] == "0:head0" and "ablated" not in whole
+assert whole["pairs"]["per_item"][0]["logprob"] != ablated["pairs"]["per_item"][0]["logprob"]
+PY
+then ok; else bad "--ablate with --pairs"; fi
+
 # Nothing that fits the block: reported as such (null in JSON), not an error.
 tail -n 1 "$tmp/k1/pairs.jsonl" >"$tmp/long.jsonl"
 expect_ok "only a long pair" $B/eval --model "$tmp/char.ckpt" --pairs "$tmp/long.jsonl" --json
