@@ -110,6 +110,16 @@ static double cost_percent(const WeightsCost *w, const EvalReport *e) {
     return 100.0 * (e->perplexity / w->fp32_perplexity - 1.0);
 }
 
+/* ",\"ablated\":...,\"ablated_offsets\":..." for the lists given. */
+static void json_ablated(char **sb, const char *const ablate[2]) {
+    const char *keys[2] = {"ablated", "ablated_offsets"};
+    for (int k = 0; k < 2; k++)
+        if (ablate[k]) {
+            sb_appendf(sb, ",\"%s\":", keys[k]);
+            sb_append_json_string(sb, ablate[k]);
+        }
+}
+
 static void print_json(const char *path, const TokenFile *tf, const Model *m, const Tokenizer *tok,
                        const EvalReport *e, int word_ppl, const char *const ablate[2], const WeightsCost *w) {
     const char *unit = tokenizer_unit(tok);
@@ -123,13 +133,9 @@ static void print_json(const char *path, const TokenFile *tf, const Model *m, co
     if (w->format != WEIGHTS_FP32)
         printf(",\"weights\":\"%s\",\"fp32_loss\":%.6f,\"fp32_perplexity\":%.6f,\"weights_cost_percent\":%.4f",
                weights_format_name(w->format), w->fp32_loss, w->fp32_perplexity, cost_percent(w, e));
-    const char *keys[2] = {"ablated", "ablated_offsets"};
-    for (int k = 0; k < 2; k++)
-        if (ablate[k]) {
-            sb_free(&file);
-            sb_append_json_string(&file, ablate[k]);
-            printf(",\"%s\":%s", keys[k], file);
-        }
+    sb_free(&file);
+    json_ablated(&file, ablate);
+    if (file) fputs(file, stdout);
     sb_free(&file);
 }
 
@@ -171,28 +177,25 @@ static int run_tasks(const char *prog, const char *model_path, const char *const
         if ((ablate[0] && ablate_parts(&m, ablate[0], 0, &err)) || (ablate[1] && ablate_parts(&m, ablate[1], 1, &err)) ||
             model_set_weights(&m, weights, &err))
             rc = cli_error(prog, "%s", err.msg);
+        DsResult results[N_TASKS] = {0}; /* all scored before any is printed: an error prints none */
+        for (int k = 0; k < N_TASKS && rc == 0; k++)
+            if (paths[k] && ds_score(&m, &tok, &tasks[k], batch, tokens, !json, &results[k], &err))
+                rc = cli_error(prog, "%s", err.msg);
         if (json && rc == 0) {
             char *s = NULL;
             sb_appendf(&s, "{\"model\":");
             sb_append_json_string(&s, model_path);
-            const char *keys[2] = {"ablated", "ablated_offsets"};
-            for (int k = 0; k < 2; k++)
-                if (ablate[k]) {
-                    sb_appendf(&s, ",\"%s\":", keys[k]);
-                    sb_append_json_string(&s, ablate[k]);
-                }
+            json_ablated(&s, ablate);
             fputs(s, stdout);
             sb_free(&s);
         }
         for (int k = 0; k < N_TASKS && rc == 0; k++) {
-            DsResult r;
             if (!paths[k]) continue;
-            if (ds_score(&m, &tok, &tasks[k], batch, tokens, !json, &r, &err)) rc = cli_error(prog, "%s", err.msg);
-            else if (json) printf(","), ds_print_json(stdout, &r, items);
-            else ds_print_text(stdout, &r, items);
-            ds_result_free(&r);
+            if (json) printf(","), ds_print_json(stdout, &results[k], items);
+            else ds_print_text(stdout, &results[k], items);
         }
         if (json && rc == 0) printf("}\n");
+        for (int k = 0; k < N_TASKS; k++) ds_result_free(&results[k]);
         tokenizer_free(&tok);
         model_free(&m);
     }
