@@ -270,6 +270,7 @@ test: unit-test $(PROGRAMS)
 	  LM_MAX_ISA=$$isa /usr/bin/python3 -m tests.parity $$paths || exit 1; done
 	/usr/bin/python3 -m tests.gpt2_convert
 	bash tests/loss_mask_test.sh
+	bash tests/evals_test.sh
 	bash tests/probe_test.sh
 	/usr/bin/python3 -m tests.bench_test
 	/usr/bin/python3 -m tests.paper_test
@@ -347,6 +348,7 @@ asan:
 	BIN=bin-asan bash tests/bpe_cli_test.sh
 	BIN=bin-asan bash tests/tokenizer_from_test.sh
 	BIN=bin-asan bash tests/loss_mask_test.sh
+	BIN=bin-asan bash tests/evals_test.sh
 	BIN=bin-asan /usr/bin/python3 -m tests.gpt2_convert
 
 # Valgrind memcheck: the unit tests and a short train, eval and sample, with
