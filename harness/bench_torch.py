@@ -11,7 +11,6 @@ PRECISION bf16 runs the forward under torch.autocast("cpu", dtype=torch.bfloat16
 (PyTorch's bf16 mixed precision); fp32 (the default) without it.
 Usage: /usr/bin/python3 -m harness.bench_torch CONFIG_JSON DATA_DIR BATCH STEPS THREADS [PRECISION]"""
 import contextlib
-import ctypes
 import json
 import os
 import resource
@@ -20,24 +19,8 @@ import time
 
 import torch
 
+from harness.bench.shared import loaded_openblas
 from harness.torch_ref import init_weights, model_loss, read_tokens
-
-
-def loaded_openblas():
-    """'OpenBLAS 0.3.21, kernel Cooperlake' for the OpenBLAS mapped into this
-    process (PyTorch reaches it through libblas.so.3), or a note saying none."""
-    with open("/proc/self/maps") as f:
-        paths = {line.split()[-1] for line in f if ".so" in line and "blas" in line.rsplit("/", 1)[-1]}
-    for path in sorted(paths):
-        try:
-            lib = ctypes.CDLL(path)
-            lib.openblas_get_corename.restype = ctypes.c_char_p
-            lib.openblas_get_config.restype = ctypes.c_char_p
-        except (OSError, AttributeError):
-            continue
-        version = " ".join(lib.openblas_get_config().decode().split()[:2])
-        return f"{version}, kernel {lib.openblas_get_corename().decode()}"
-    return "no OpenBLAS loaded (PyTorch uses another BLAS)"
 
 
 def main(cfg_json, data, batch, steps, threads, precision="fp32"):

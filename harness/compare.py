@@ -57,7 +57,7 @@ from harness.archs import closest_size, lowest_size, parse_archs, syntax
 from harness.common import (BIN, ROOT, Sweep, command_line, die, duration, fit_warmup, gnuplot, gnuplot_string, guarded,
                             need_gnuplot, out_dir, partial, run_ok, take_config)
 from harness.files import check_outputs, output_text
-from harness.report_page import chart, markdown_sections, write_page
+from harness.report_page import COLORS, chart, markdown_sections, write_page
 from harness.experiments import default
 from harness.results import Int, Mixers, Name, Num, Text, arch_option_fields, read_train_log
 from harness.stats import welch_p
@@ -364,9 +364,6 @@ class Harness:
                 **{f"{split}_{short}": ev[split].get(key) for split in ("val", "test")
                    for short, key in (("bpb", "bits_per_byte"), ("word_ppl", "word_perplexity"))},
                 "unit": next(k for k in ev["val"] if k.startswith("bits_per_")).split("_")[-1]}
-
-
-COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
 
 
 def write_page_html(a, archs, budgets, runs, unit, md):

@@ -10,6 +10,8 @@ import re
 
 from harness.files import write_output
 
+# The colours runs are drawn in, on the pages and in the plots: one per architecture, in turn.
+COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report_page.html")
 MARK = "@REPORT_DATA@"
 

@@ -14,9 +14,8 @@ import re
 import sys
 
 from harness.common import BIN, die, guarded, printable, run, run_ok
-from harness.compare import COLORS
 from harness.files import output_check
-from harness.report_page import chart, write_page
+from harness.report_page import COLORS, chart, write_page
 from harness.results import Invalid, read_train_log
 
 

@@ -42,7 +42,7 @@ from harness import registry
 from harness.bench.shared import c_train, fmt, label, med, plural, progress, table
 from harness.bench.train import torch_env
 from harness.common import BIN, ROOT, gnuplot, gnuplot_series, gnuplot_string, run, run_ok
-from harness.compare import COLORS
+from harness.report_page import COLORS
 
 GEN_MODELS = {
     "l3": {"n_layer": 4, "n_head": 4, "n_embd": 256, "block": 4096, "batch": 1},

@@ -1,5 +1,7 @@
 """What every section uses: the configurations, the steps per kind of run, progress lines,
-what bin/train --json says, one bin/train run (c_train), and the table printer."""
+what bin/train --json says, one bin/train run (c_train), the table printer, and which OpenBLAS the
+PyTorch side (bench_torch.py, torch_mixers.py, torch_generate.py) runs on."""
+import ctypes
 import functools
 import os
 import sys
@@ -181,3 +183,21 @@ def table(header, rows):
 
 class Context:
     """What every measurement needs: paths, threads, steps, rounds, vocabulary."""
+
+
+def loaded_openblas():
+    """'OpenBLAS 0.3.21, kernel Cooperlake' for the OpenBLAS mapped into this
+    process (PyTorch reaches it through libblas.so.3), or a note saying none."""
+    with open("/proc/self/maps") as f:
+        paths = {line.split()[-1] for line in f if ".so" in line and "blas" in line.rsplit("/", 1)[-1]}
+    for path in sorted(paths):
+        try:
+            lib = ctypes.CDLL(path)
+            lib.openblas_get_corename.restype = ctypes.c_char_p
+            lib.openblas_get_config.restype = ctypes.c_char_p
+        except (OSError, AttributeError):
+            continue
+        version = " ".join(lib.openblas_get_config().decode().split()[:2])
+        return f"{version}, kernel {lib.openblas_get_corename().decode()}"
+    return "no OpenBLAS loaded (PyTorch uses another BLAS)"
+

@@ -28,7 +28,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from harness.bench_torch import loaded_openblas
+from harness.bench.shared import loaded_openblas
 from harness.torch_ref import init_weights, layer_reference, sinusoidal
 
 EPS = 1e-5

@@ -18,7 +18,7 @@ import time
 
 import torch
 
-from harness.bench_torch import loaded_openblas
+from harness.bench.shared import loaded_openblas
 from harness.torch_ref import init_weights, layer_reference
 
 NO_FORM = 3
