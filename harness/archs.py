@@ -19,11 +19,15 @@ docs/compare.md has examples. An architecture with options must be named:
 its name becomes part of file names and plots, so it may hold only
 [A-Za-z0-9._-] (harness.results.name_problem). A key that no layer of the
 architecture has is refused, as is anything else wrong, with one line
-(common.die). Nothing here names a mixer: what an architecture may say comes
+(common.die). size_archs gives each its size and exact parameter count
+(bin/train --count-params), matched to the first's. Nothing here names a mixer: what an architecture may say comes
 from the registry (harness/registry.py).
 """
+import functools
+import os
+
 from harness import registry
-from harness.common import die
+from harness.common import BIN, die, output_of, run_ok
 from harness.results import name_problem
 
 
@@ -195,3 +199,84 @@ def lowest_size(knob, args):
         if registry.refusal(list(args) + ["--" + knob["name"], v]) is None:
             return v
     die(f"no value of --{knob['name']} makes a model of {' '.join(map(str, args))}")
+
+
+def count_params(data, shared, mixers, knob=None, size=None):
+    """Exact parameter count from bin/train --count-params (shared: the model options), with the size
+    knob `knob` (a registry option) at `size` where given."""
+    args = shared + ["--mixer", ",".join(mixers)] + (["--" + knob["name"], str(size)] if knob and size else [])
+    return int(output_of([os.path.join(BIN, "train"), "--data", data, "--count-params"] + args).strip())
+
+
+def size_limit(knob, n_embd):
+    """The largest size a match searches: n_embd (a size knob is a dimension of the layer's own, within
+    its width: a larger one adds parameters and nothing the layer can express), within its bounds."""
+    return max(int(knob["min"]), min(int(knob["max"]), n_embd))
+
+
+def match_size(data, shared, mixers, knob, target, hi):
+    """(size, count): the value of the size knob from its lowest bin/train takes to hi whose exact count is
+    closest to target (counts grow with it), by bisection (archs.closest_size)."""
+    lo = lowest_size(knob, shared + ["--mixer", ",".join(mixers)])
+    return closest_size(lambda v: count_params(data, shared, mixers, knob, v), target, lo, max(lo, hi))
+
+
+def size_archs(specs, data, shared, n_embd, fixed=None, say=None):
+    """Each architecture (archs.Arch) with its size and exact parameter count (bin/train --count-params,
+    with the architecture's own options), as the dicts the harness trains: name, mixers, knob (the
+    registry's option that sizes it, or None), size, params, args (its bin/train options but the size),
+    options (its own, as given), columns (what the results files record of its options), matched (the
+    name whose count its size was matched to, or None), capped (the match stopped at size_limit), family,
+    label. The size: the architecture's own; else the one whose count is closest to match='s; else
+    fixed[knob's name] (the harness's option for the knob) where given, or the knob's default for the first
+    architecture; else matched to the first. say(text): told each architecture's count as it is found."""
+    out = []
+    for spec in specs:
+        own = shared + spec.train_args()
+        knob, matched, capped = spec.knob(), None, False
+        given = (fixed or {}).get(knob["name"]) if knob else None
+        if knob is None:
+            size, n = None, count_params(data, own, spec.mixers)
+        elif spec.size() or spec.match is None and (not out or given):
+            size = spec.size() or given or int(knob["default"])
+            n = count_params(data, own, spec.mixers, knob, size)
+        else:
+            hi = size_limit(knob, n_embd)
+            matched = spec.match or out[0]["name"]
+            target = next(x["params"] for x in out if x["name"] == matched)
+            size, n = match_size(data, own, spec.mixers, knob, target, hi)
+            capped = size == hi and n < target
+        columns = spec.columns(size)
+        out.append({"name": spec.name, "mixers": spec.mixers, "knob": knob, "size": size, "params": n,
+                    "args": spec.train_args(), "options": spec.options, "columns": columns, "matched": matched,
+                    "capped": capped, "family": spec.family(), "label": registry.label(spec.name, columns)})
+        if say:
+            ref = out[0]
+            gap = 100.0 * (n - ref["params"]) / ref["params"]
+            say(f"{out[-1]['label']}: {n:,} parameters ({gap:+.2f}% vs {ref['label']})"
+                + (f"; {knob['arch_key']} matched to {matched}'s {target:,}" +
+                   (f", capped at n_embd {hi}" if capped else "") if matched and matched != ref["name"] else ""))
+            if abs(gap) > 5:
+                say(f"warning: {out[-1]['label']} differs in size from {ref['label']} by {gap:+.1f}%")
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def train_help():
+    r = run_ok([os.path.join(BIN, "train"), "--help"], status=2)
+    return r.out + r.err
+
+
+def train_takes(option):
+    """Whether bin/train --help lists `option` (a newer option: one of a mixer's, say)."""
+    return option in train_help()
+
+
+def check_train_takes(specs, what="--archs"):
+    """Dies with one line, before any work, where an architecture's option needs a bin/train option this
+    bin/train has not."""
+    for spec in specs:
+        for flag in spec.train_args()[::2]:
+            if not train_takes(flag):
+                die(f"{what}: '{spec.name}' needs bin/train {flag}, which this bin/train has not (merge main and make)")
+

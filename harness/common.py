@@ -91,6 +91,12 @@ def cpu_model():
 from harness.procs import Result, guarded, kill_children, partial, run, run_ok  # noqa: E402,F401 (shared from here)
 
 
+def output_of(cmd, live=False):
+    """A program's stdout; exit 2 with its error if it fails. live: its stdout
+    is not kept and its stderr goes to ours as it comes."""
+    return run_ok(cmd, capture=not live, status=2).out
+
+
 def duration(seconds):
     """'42s', '3m07s', '2h05m': as bin/train prints its ETA."""
     s = max(0, int(round(seconds)))
@@ -222,16 +228,3 @@ def token_header(path):
     if head["width"] not in (2, 4) or not 0 < head["vocab"] <= 1 << 32:
         die(f"'{path}' is not a token file (token width {head['width']}, vocabulary {head['vocab']})")
     return head
-
-
-def probe_train_command(ckpt, mixers, L, batch_tokens, steps, lr, min_lr, warmup, seed, threads, shared, extra=()):
-    """bin/train's command for one recall-probe run (make probe, and its
-    --zoology protocol) of sequences of length L: every window one sequence,
-    batch_tokens / L of them per step, no weight decay, no validation during
-    training (bin/eval scores the answers after); extra: bin/train options
-    after the rest (the architecture's size)."""
-    args = [os.path.join(BIN, "train"), "--out", ckpt, "--mixer", ",".join(mixers), "--window-align", str(L),
-            "--batch-size", str(max(1, batch_tokens // L)), "--max-iters", str(steps), "--lr", str(lr),
-            "--min-lr", str(min_lr), "--warmup-iters", str(warmup), "--weight-decay", "0", "--eval-interval", "0",
-            "--eval-iters", "2", "--log-interval", "1000000", "--seed", str(seed), "--threads", str(threads)] + shared
-    return args + list(extra)

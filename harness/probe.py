@@ -17,7 +17,7 @@ model's most likely next token.
         swept over --copy-gaps at --copy-seq-len (the distance is
         segment + gap + 1).
 
-Architectures as in harness/compare.py (--archs, size-matched to the first by
+Architectures as make compare takes them (harness/archs.py: --archs, size-matched to the first by
 their size knob; by default experiments/defaults.json's). Writes OUT/probe.json (a list of rows {arch, task, seq_len,
 pairs or gap, n_embd, seed, accuracy, ...}), OUT/probe.md and
 OUT/probe_accuracy.png.
@@ -33,44 +33,14 @@ import os
 import sys
 import time
 
-from harness.common import (BIN, ROOT, Sweep, command_line, die, fit_warmup, gnuplot, gnuplot_series, gnuplot_string,
-                            guarded, need_gnuplot, out_dir, partial, probe_train_command as train_command, run_ok,
-                            take_config)
 from harness import registry
-from harness.archs import parse_archs, syntax
-from harness.files import check_outputs, output_text
-from harness.compare import count_params, run, size_archs
+from harness.archs import count_params, parse_archs, size_archs, syntax
+from harness.common import (BIN, ROOT, Sweep, die, fit_warmup, guarded, need_gnuplot, out_dir, output_of, partial,
+                            run_ok, take_config)
 from harness.experiments import default
-from harness.results import Int, ListOf, Name, Num, Obj, Text, arch_option_fields, load_json
-
-def runs_schema():
-    """probe.json as --report-only reads it back: a list of runs as train_and_score writes them, MQAR
-    runs with their pairs, copy runs with their gap and distance, no run twice; an architecture's
-    options by their JSON keys (the registry's; older files have none)."""
-    return ListOf(Obj({"arch": Name(), "task": Text(choices=("mqar", "copy")), "seq_len": Int(1),
-                       "pairs": Int(1, optional=True), "gap": Int(0, optional=True), "n_embd": Int(1), "seed": Int(0),
-                       "accuracy": Num(0, 1), "answer_loss": Num(0), "answers": Int(0), "params": Int(1),
-                       "pos": Text(choices=("learned", "sinusoidal", "rope"), optional=True),
-                       "distance": Int(1, optional=True), "steps": Int(1), "train_seconds": Num(0),
-                       "curriculum": Obj({"pairs": Int(1), "steps": Int(1)}, optional=True), **arch_option_fields()},
-                      rule=lambda r: ("an MQAR run must give its pairs" if r["task"] == "mqar" and r["pairs"] is None else
-                                      "a copy run must give its gap and distance"
-                                      if r["task"] == "copy" and (r["gap"] is None or r["distance"] is None) else None)),
-                  unique=("arch", "task", "seq_len", "pairs", "gap", "n_embd", "seed"))
-
-
-def size_args(arch):
-    """bin/train's option for an architecture's size (harness.compare.size_archs), or none."""
-    return ["--" + arch["knob"]["name"], str(arch["size"])] if arch["size"] else []
-
-
-def positions(pos, mixers):
-    """--pos for an architecture of these layers' mixers: pos as given, or with auto the positions
-    experiments/defaults.json gives a model whose every layer has one mixer (probe.positions), else
-    learned."""
-    if pos != "auto":
-        return pos
-    return default("probe", "positions").get(mixers[0], "learned") if len(set(mixers)) == 1 else "learned"
+from harness.files import check_outputs, output_text
+from harness.lib.probe_report import read_rows, write_report
+from harness.lib.recall import positions, size_args, train_command
 
 
 # What probe writes in --out: its report, plot and data, and the checkpoints of the runs in flight
@@ -78,9 +48,12 @@ def positions(pos, mixers):
 OUTPUTS = ("probe.json", "probe.md", "probe_accuracy.png", "acc_*.dat", "model_*.ckpt")
 
 
-def read_rows(out):
-    """The runs of OUT/probe.json, checked (runs_schema); dies with one line if they are not."""
-    return load_json(os.path.join(out, "probe.json"), runs_schema())
+def zoology(argv):
+    """--zoology: the Zoology protocol's program (harness/zoology.py) in place of this one, with argv."""
+    path = os.environ.get("PYTHONPATH")
+    env = dict(os.environ, PYTHONPATH=ROOT + (os.pathsep + path if path else ""))  # harness found from any folder
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "harness.zoology"] + argv, env)
 
 
 def ints(text, what):
@@ -93,10 +66,10 @@ def ints(text, what):
     return xs
 
 
+
 def main():
-    if "--zoology" in sys.argv[1:]:  # the Zoology protocol: its own options (harness/zoology.py)
-        from harness import zoology
-        return zoology.main([x for x in sys.argv[1:] if x != "--zoology"])
+    if "--zoology" in sys.argv[1:]:  # the Zoology protocol: its own program, with its own options
+        return zoology([x for x in sys.argv[1:] if x != "--zoology"])
     ap = argparse.ArgumentParser(prog="python3 -m harness.probe",
                                  description="MQAR and copy probes: recall accuracy by distance, per architecture.")
     ap.add_argument("--zoology", action="store_true",
@@ -198,7 +171,7 @@ def main():
                str(a.symbols), "--train-seqs", str(a.train_seqs), "--val-seqs", str(a.val_seqs), "--seed", str(a.seed)]
         gen += ["--pairs", str(p), "--queries", a.queries] if task == "mqar" else \
             ["--segment", str(a.copy_segment), "--gap", str(p)]
-        run(gen)
+        output_of(gen)
         return data
 
     widths = ints(a.n_embds, "--n-embds")
@@ -237,10 +210,10 @@ def main():
                 t0 = time.time()
                 with partial(ckpt):  # a stopped sweep removes the checkpoints of the runs it stopped
                     if staged:  # the first stage stops at stage_steps; the second resumes it on the full task
-                        run(args + ["--data", first_data, "--stop-at", str(stage_steps)], live=True)
-                        run(args + ["--data", data, "--resume", ckpt], live=True)
+                        output_of(args + ["--data", first_data, "--stop-at", str(stage_steps)], live=True)
+                        output_of(args + ["--data", data, "--resume", ckpt], live=True)
                     else:
-                        run(args + ["--data", data], live=True)
+                        output_of(args + ["--data", data], live=True)
                     secs = time.time() - t0
                     ev = run_ok([os.path.join(BIN, "eval"), "--model", ckpt, "--data", data, "--json",
                                  "--threads", str(threads)], status=2).json()
@@ -262,48 +235,7 @@ def main():
             with output_text(os.path.join(a.out, "probe.json")) as f:  # after every setting: a partial sweep is kept
                 json.dump(rows, f, indent=1)
     total = time.time() - t_all
-    cmd = command_line("harness.probe")
-    md = ["# Recall probes", "",
-          "| task | seq_len | pairs / gap | distance | architecture | positions | n_embd | parameters | seed | accuracy | answer loss |",
-          "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        pg = r.get("pairs", r.get("gap"))
-        dist = r["distance"] if r["distance"] is not None else f"up to {r['seq_len'] - 2}"
-        name = registry.label(r["arch"], r)
-        md.append(f"| {r['task']} | {r['seq_len']} | {pg} | {dist} | {name} | {r.get('pos', a.pos)} | {r['n_embd']} | {r['params']:,} "
-                  f"| {r['seed']} | {r['accuracy']:.3f} | {r['answer_loss']:.3f} |")
-    stages = [r["curriculum"] for r in rows if r.get("curriculum")]
-    stage_list = sorted({c["steps"] for c in stages})
-    md += ["", f"Model: {a.n_layer} layers, {a.n_head} heads, positions {a.pos}; {a.mqar_iters} steps (MQAR, by "
-               f"length) and {a.copy_max_iters} (copy) of "
-               f"{a.batch_tokens} tokens (batch-tokens / seq_len sequences), lr {a.lr} -> {a.min_lr}"
-               + (f"; MQAR staged: the first {' / '.join(str(n) for n in stage_list)} steps (by length) on "
-                  f"{stages[0]['pairs']} pairs, the rest on the row's pairs" if stages else "") + f"; {a.train_seqs} training sequences, "
-               f"{a.val_seqs} scored; {a.symbols} symbols (chance 1/{a.symbols}); MQAR queries {a.queries}. "
-               + (f"Rebuilt from probe.json ({len(rows)} runs, {sum(r['train_seconds'] for r in rows) / 60:.1f} minutes "
-                  "of training)." if a.report_only else f"Took {total / 60:.1f} minutes."), f"Command: `{cmd.strip()}`", "", "![probe accuracy](probe_accuracy.png)"]
-    with output_text(os.path.join(a.out, "probe.md")) as f:
-        f.write("\n".join(md) + "\n")
-    # Accuracy against sequence length (MQAR) and against distance (copy), one line per architecture.
-    parts, plots = [], []
-    for ti, task in enumerate(t for t in ("mqar", "copy") if t in tasks and any(r["task"] == t for r in rows)):
-        for ai, name in enumerate(dict.fromkeys([x.name for x in archs] + [r["arch"] for r in rows])):
-            points = [(r["seq_len"] if task == "mqar" else r["distance"], r["accuracy"])
-                      for r in rows if r["task"] == task and r["arch"] == name]
-            if not points:
-                continue
-            parts.append(gnuplot_series(os.path.join(a.out, f"acc_{task}_{ai}.dat"), points, ai, name))
-        xl = "sequence length (MQAR, queries up to L-2 tokens after their key)" if task == "mqar" else \
-             "distance from the segment to its copy (tokens)"
-        plots.append(f"set title {gnuplot_string(task)}\nset xlabel {gnuplot_string(xl)}\nplot " + ", ".join(parts) + "\n")
-        parts = []
-    if not plots:
-        die("no runs to report")
-    script = (f"set terminal pngcairo size 1000,450 font ',10'\n"
-              f"set output {gnuplot_string(os.path.join(a.out, 'probe_accuracy.png'))}\n"
-              f"set multiplot layout 1,{len(plots)}\nset grid\nset yrange [0:1.05]\nset ylabel 'answer accuracy'\n"
-              "set key bottom left\n" + "".join(plots) + "unset multiplot\n")
-    gnuplot(script, output=os.path.join(a.out, "probe_accuracy.png"))
+    md = write_report(a, rows, tasks, archs, total)
     print("\n".join(md))
     print(f"\nwrote {os.path.join(a.out, 'probe.md')}, probe.json and probe_accuracy.png ({total / 60:.1f} min)")
 

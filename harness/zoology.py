@@ -40,19 +40,18 @@ import sys
 import time
 
 from harness import registry
-from harness.archs import parse_archs, syntax
-from harness.common import (BIN, ROOT, command_line, die, gnuplot, gnuplot_series, gnuplot_string, guarded,
-                            need_gnuplot, out_dir, partial, probe_train_command as train_command, run_ok)
-from harness.files import check_outputs, output_text
-from harness.compare import COLORS, count_params, fmt_p, run, size_archs
+from harness.archs import count_params, parse_archs, size_archs, syntax
+from harness.common import BIN, ROOT, die, guarded, need_gnuplot, out_dir, output_of, partial, run_ok
 from harness.experiments import default
-from harness.probe import positions, size_args
-from harness.report_page import chart, markdown_sections, write_page
-from harness.results import Int, ListOf, Name, Num, Obj, Text, arch_option_fields, family_field, load_json
-from harness.stats import welch_p
+from harness.files import check_outputs, output_text
+from harness.lib.recall import positions, size_args, train_command
+from harness.lib.zoology_report import check_archs, check_settings, read_rows, run_key, state_floats, write_report
+
 
 # The paper's learning rates: numpy.logspace(-4, -2, 4).
 LRS = "1e-4,4.6416e-4,2.1544e-3,1e-2"
+
+
 QUICK = {"cells": "64:4", "widths": "64", "lrs": "2.1544e-3,1e-2", "steps": 8000, "train_seqs": 100000,
          "val_seqs": 500}
 
@@ -82,166 +81,6 @@ def numbers(text, what, kind=int):
         die(f"{what} must be a comma list of positive numbers (got '{text}')")
     return xs
 
-
-def state_floats(shape, arch):
-    """The floats the model keeps per sequence when it generates (see the module's comment): the
-    registry's state of each of its layers (bin/info --mixers at bin/train's model options `shape`, the
-    architecture's layers, own options and size), summed."""
-    size = ["--" + arch["knob"]["name"], str(arch["size"])] if arch["size"] else []
-    return registry.state_floats(shape + ["--mixer", ",".join(arch["mixers"])] + arch["args"] + size)
-
-
-def best_rows(rows):
-    """The best learning rate of each (arch, seq_len, n_embd): the highest mean
-    accuracy over seeds, ties to the lower mean answer loss."""
-    groups = {}
-    for r in rows:
-        groups.setdefault((r["arch"], r["seq_len"], r["n_embd"]), {}).setdefault(r["lr"], []).append(r)
-    best = []
-    for key, by_lr in groups.items():
-        mean = lambda rs, k: sum(r[k] for r in rs) / len(rs)
-        lr, rs = max(by_lr.items(), key=lambda kv: (mean(kv[1], "accuracy"), -mean(kv[1], "answer_loss")))
-        best.append(dict(rs[0], accuracy=mean(rs, "accuracy"), answer_loss=mean(rs, "answer_loss"), seeds=len(rs),
-                         accuracies=[r["accuracy"] for r in rs],
-                         lr_accuracy={f"{l:g}": round(mean(v, "accuracy"), 4) for l, v in sorted(by_lr.items())}))
-    return sorted(best, key=lambda r: (r["seq_len"], r["arch"], r["n_embd"]))
-
-
-def run_key(row):
-    """What names one run of a sweep whose settings are fixed."""
-    return row["arch"], row["seq_len"], row["pairs"], row["n_embd"], row["lr"], row["seed"]
-
-
-def runs_schema():
-    """zoology.json as read back (--report-only, --resume): a list of runs as train_and_score writes
-    them, each with the settings of its sweep (the mixers' options given among them, by their bin/train
-    names), no run twice; an architecture's options by their JSON keys and its family (the registry's;
-    older files have none)."""
-    settings = Obj({"vocab": Int(1), "steps": Int(1), "batch_tokens": Int(1), "warmup_iters": Int(0),
-                    "train_seqs": Int(1), "val_seqs": Int(1), "n_layer": Int(1), "n_head": Int(1), "data_seed": Int(0),
-                    **{o["json_key"]: Text(optional=True) for o in registry.options()}}, optional=True)
-    return ListOf(Obj({"arch": Name(), "seq_len": Int(1), "pairs": Int(1), "n_embd": Int(1),
-                       "lr": Num(0, lo_open=True), "seed": Int(0), "accuracy": Num(0, 1), "answer_loss": Num(0),
-                       "answers": Int(0), "params": Int(1), "state_floats": Int(1),
-                       "pos": Text(choices=("learned", "sinusoidal", "rope"), optional=True), "steps": Int(1),
-                       "train_seconds": Num(0), "settings": settings, "family": family_field(),
-                       **arch_option_fields()}),
-                  unique=("arch", "seq_len", "pairs", "n_embd", "lr", "seed"))
-
-
-def read_rows(out):
-    """The runs of OUT/zoology.json, checked (runs_schema); dies with one line if they are not."""
-    return load_json(os.path.join(out, "zoology.json"), runs_schema())
-
-
-def check_settings(rows, settings, out):
-    """--resume adds runs to a sweep only under the settings its runs were
-    trained with: a best learning rate chosen across settings would compare
-    unlike runs. A mixer option that either does not record is at its
-    default."""
-    for r in rows:
-        old = r.get("settings")
-        if old is None:
-            die(f"{os.path.join(out, 'zoology.json')} records no settings for its runs, so they cannot be resumed: "
-                "give another --out")
-        differs = [(k, old.get(k), v) for k, v in settings.items() if k not in mixer_keys() and old.get(k) != v]
-        differs += [(o["json_key"], old.get(o["json_key"]), settings.get(o["json_key"])) for o in registry.options()
-                    if not registry.same_value(o, old.get(o["json_key"]), settings.get(o["json_key"]))]
-        for k, had, want in differs[:1]:
-            die(f"{os.path.join(out, 'zoology.json')} was trained with {k} {had}, and this run asks for "
-                f"{want}: give the same settings to --resume, or another --out")
-
-
-def mixer_keys():
-    """The settings' keys that are mixer options (their JSON keys)."""
-    return {o["json_key"] for o in registry.options()}
-
-
-def write_report(a, archs, rows, minutes, kept=0):
-    best = best_rows(rows)
-    names = plotted(archs, best)
-    first = names[0][0]
-    md = ["# MQAR, the Zoology protocol", "",
-          "Best learning rate per architecture, cell and width; accuracy = the share of answers that are the "
-          f"model's most likely next token (chance {2 / a.vocab:.2g} for a value guessed from the vocabulary's second "
-          f"half, 1/pairs for one guessed among the sequence's own), the mean over the seeds at that rate; p: Welch's "
-          f"two-sided t-test of equal mean accuracy against {first} in the same cell and width, over the seeds "
-          "(n/a below 2 seeds each). State: the floats the layers keep per sequence when the model generates "
-          "(bin/info --mixers: each layer's state at the cell's length, its step's scratch included).", "",
-          "| seq_len | pairs | architecture | n_embd | parameters | state (floats) | best lr | accuracy | "
-          f"accuracy at each lr | family | seeds | p vs {first} |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in best:
-        name = registry.label(r["arch"], r)
-        each = ", ".join(f"{lr}: {acc:.3f}" for lr, acc in r["lr_accuracy"].items())
-        base = next((x for x in best if x["arch"] == first and x["seq_len"] == r["seq_len"] and
-                     x["n_embd"] == r["n_embd"]), None)
-        p = "-" if r["arch"] == first or base is None else fmt_p(welch_p(r["accuracies"], base["accuracies"]))
-        md.append(f"| {r['seq_len']} | {r['pairs']} | {name} | {r['n_embd']} | {r['params']:,} | {r['state_floats']:,} "
-                  f"| {r['lr']:g} | {r['accuracy']:.3f} | {each} | {dict(names).get(r['arch']) or '-'} | {r['seeds']} "
-                  f"| {p} |")
-    steps = sorted({r["steps"] for r in rows})
-    md += ["", f"Model: {a.n_layer} layers, {a.n_head} head(s), an MLP in every block (the paper's sweep has none), "
-               f"positions {a.pos}; {'/'.join(map(str, steps))} steps of {a.batch_tokens} tokens, cosine to a tenth "
-               f"of each lr after {a.warmup_iters or 'a tenth of the steps as'} warm-up; vocabulary {a.vocab}; "
-               f"{a.train_seqs} training sequences, {a.val_seqs} scored. The paper trains 64 epochs of 100,000 "
-               f"sequences. " + (f"Took {minutes:.1f} minutes" + (f", after {kept} runs kept by --resume." if kept else ".")
-                                  if minutes else "Rebuilt from zoology.json."),
-           f"Command: `{command_line('harness.probe', ['--zoology'] + a.argv)}`", "",
-           "![accuracy against state size](zoology_accuracy.png)"]
-    with output_text(os.path.join(a.out, "zoology.md")) as f:
-        f.write("\n".join(md) + "\n")
-    cells = sorted({(r["seq_len"], r["pairs"]) for r in best})
-    plots, charts = [], []
-    for ci, (L, p) in enumerate(cells):
-        parts, series = [], []
-        for ai, (name, family) in enumerate(names):
-            points = sorted((r["state_floats"], r["accuracy"]) for r in best if r["arch"] == name and r["seq_len"] == L)
-            if not points:
-                continue
-            title = name + (f" ({family})" if family and family != name else "")
-            parts.append(gnuplot_series(os.path.join(a.out, f"zoology_{ci}_{ai}.dat"), points, ai, title))
-            series.append({"name": title, "color": COLORS[ai % len(COLORS)], "points": [list(x) for x in points]})
-        plots.append(f"set title {gnuplot_string(f'seq len {L}, {p} pairs')}\nplot " + ", ".join(parts) + "\n")
-        charts.append(chart(f"cell_{L}_{p}", f"MQAR accuracy against state size: seq len {L}, {p} pairs",
-                            "state size (floats, all layers; log scale)", "MQAR accuracy (best lr)", series, xlog=True,
-                            ymax=1.05, note="A point per width; drag to zoom, double-click to zoom out, click a legend "
-                                            "entry to hide its line."))
-    write_page(os.path.join(a.out, "zoology.html"), md[0].lstrip("# "),
-               markdown_sections(md) + [{"kind": "heading", "level": 2, "text": "Accuracy against state size"}] + charts)
-    gnuplot(f"set terminal pngcairo size {360 * len(cells) + 140},420 font ',10'\n"
-            f"set output {gnuplot_string(os.path.join(a.out, 'zoology_accuracy.png'))}\nset multiplot layout 1,{len(cells)}\n"
-            "set grid\nset logscale x 2\nset yrange [0:1.05]\nset xlabel 'state size (floats, all layers)'\n"
-            "set ylabel 'MQAR accuracy (best lr)'\nset key top left\nset offsets graph 0.08, graph 0.08, 0, 0\n" + "".join(plots) + "unset multiplot\n",
-            output=os.path.join(a.out, "zoology_accuracy.png"))
-    return md
-
-
-def plotted(archs, best):
-    """[(name, family)] of the architectures that have runs: --archs' order, then any other the runs have
-    (a --report-only of a sweep trained with other --archs); the family as the runs recorded it, else as
-    --archs gives it, else None (a zoology.json from before families)."""
-    names = [x.name for x in archs] + sorted({r["arch"] for r in best} - {x.name for x in archs})
-    given = {x.name: x.family() for x in archs}
-    family = {}
-    for r in best:
-        family.setdefault(r["arch"], r.get("family") or given.get(r["arch"]))
-    return [(n, family[n]) for n in names if n in family]
-
-
-def check_archs(rows, archs, out):
-    """--resume adds runs of an architecture only where the runs of its name had its options: the same
-    name with another window or pair kind is another model (a value not recorded: the default)."""
-    for x in archs:
-        want = x.columns()
-        for r in rows:
-            if r["arch"] != x.name:
-                continue
-            for o in registry.arch_options(x.mixers):
-                k = o["json_key"]
-                if not o["size_knob"] and not registry.same_value(o, r.get(k), want[k]):
-                    die(f"{os.path.join(out, 'zoology.json')} has runs of '{x.name}' with {k} "
-                        f"{o['default'] if r.get(k) is None else r[k]}, and --archs gives it {want[k]}: name it "
-                        "otherwise, or give another --out")
 
 
 def main(argv=None):
@@ -309,14 +148,14 @@ def main(argv=None):
     for L, pairs in cells:
         data = os.path.join(a.out, "data", f"zoology_{L}_{pairs}")
         os.makedirs(os.path.dirname(data), exist_ok=True)
-        run([os.path.join(BIN, "probegen"), "--task", "zoology", "--out", data, "--seq-len", str(L), "--pairs",
-             str(pairs), "--vocab", str(a.vocab), "--train-seqs", str(a.train_seqs), "--val-seqs", str(a.val_seqs),
-             "--seed", str(a.seed)])
+        output_of([os.path.join(BIN, "probegen"), "--task", "zoology", "--out", data, "--seq-len", str(L),
+                   "--pairs", str(pairs), "--vocab", str(a.vocab), "--train-seqs", str(a.train_seqs), "--val-seqs",
+                   str(a.val_seqs), "--seed", str(a.seed)])
         for width in widths:
             shape = ["--n-layer", str(a.n_layer), "--n-head", str(a.n_head), "--n-embd", str(width),
                      "--block-size", str(L)] + registry.given_args(a)
             # The sizes are matched with learned positions for every model (as make probe's), so that the
-            # position table (absent with rope) does not enter the match: harness.compare.size_archs.
+            # position table (absent with rope) does not enter the match: harness.archs.size_archs.
             for arch in size_archs(archs, data, shape + ["--pos", "learned"], width, registry.fixed_sizes(a)):
                 name, mixers = arch["name"], arch["mixers"]
                 pos = positions(a.pos, mixers)
@@ -343,7 +182,7 @@ def main(argv=None):
                              r["seed"], threads, r["shape"] + ["--pos", r["pos"]], r["size"])
         start = time.time()
         with partial(ckpt):  # a stopped sweep removes the checkpoints of the runs it stopped
-            run(args + ["--data", r["data"]], live=True)
+            output_of(args + ["--data", r["data"]], live=True)
             secs = time.time() - start
             ev = run_ok([os.path.join(BIN, "eval"), "--model", ckpt, "--data", r["data"], "--json", "--threads",
                          str(threads)], status=2).json()

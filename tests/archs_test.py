@@ -18,9 +18,10 @@ import unittest.mock
 from harness import registry
 from harness.archs import Arch, closest_size, parse_archs
 from harness.common import BIN
-from harness.compare import count_params, csv_columns, size_archs, train_takes
+from harness.archs import count_params, size_archs, train_takes
+from harness.lib.compare.runs import csv_columns
 from harness.results import Invalid
-from harness.zoology import runs_schema, state_floats
+from harness.lib.zoology_report import runs_schema, state_floats
 from tests.compare_test import refusal, tiny_data
 
 

@@ -21,7 +21,9 @@ import unittest.mock
 
 from harness import registry
 from harness.common import BIN, SWEEP_ENV, Sweep, command_line, duration, fit_warmup, take_config
-from harness.compare import ABLATION, ONE_SEED, Harness, difference, precision_text
+from harness.lib.compare.ablation import ABLATION
+from harness.lib.compare.runs import Harness
+from harness.lib.summary import ONE_SEED, difference, precision_text
 from harness.report_page import chart, markdown_sections, write_page
 from harness.safetensors_np import read_safetensors
 

@@ -33,6 +33,8 @@ os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gett
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402 (after its setting)
 
 from harness import compare, paper, probe, zoology
+from harness.lib import probe_report, zoology_report
+from harness.lib.paper import report as paper_report, runs as paper_runs, setup as paper_setup
 from harness.config import is_switch
 from harness.results import name_problem, read_train_log
 from tests.harness_config_test import parsed
@@ -141,7 +143,7 @@ def run_paper(out):
     """harness.paper --report-only on the pre-norm column, after its reader alone, whose accepted rows
     must keep compare.csv's schema."""
     args = argparse.Namespace(lr=1e-3, warmup_iters=100)
-    if outcome(lambda: paper.read_runs(out, "pre", paper.archs_for(6), args)) == "accepted":
+    if outcome(lambda: paper_runs.read_runs(out, "pre", paper_setup.archs_for(6), args)) == "accepted":
         rows = outcome.value
         assert len({(r["name"], r["seed"]) for r in rows}) == len(rows), rows
         for r in rows:
@@ -150,29 +152,29 @@ def run_paper(out):
                 assert math.isfinite(r[k]) and r[k] > 0, r
             assert r["lr"] > 0 and isinstance(r["warmup_iters"], int), r
     argv = ["paper", "--out", out, "--report-only", "--data", out, "--norms", "pre"]
-    with mock.patch.object(sys, "argv", argv), mock.patch.object(paper, "gnuplot", check_script):
+    with mock.patch.object(sys, "argv", argv), mock.patch.object(paper_report, "gnuplot", check_script):
         return outcome(paper.main)
 
 
 def run_zoology(out):
     """harness.probe --zoology --report-only, after its reader and --resume's check of the settings."""
-    if outcome(lambda: zoology.read_rows(out)) == "accepted":
+    if outcome(lambda: zoology_report.read_rows(out)) == "accepted":
         rows = outcome.value
         for r in rows:
             assert 0 <= r["accuracy"] <= 1 and name_problem(r["arch"]) is None and r["state_floats"] > 0, r
-        outcome(lambda: zoology.check_settings(rows, zoology_rows()[0]["settings"], out))
-    with mock.patch.object(zoology, "gnuplot", check_script):
+        outcome(lambda: zoology_report.check_settings(rows, zoology_rows()[0]["settings"], out))
+    with mock.patch.object(zoology_report, "gnuplot", check_script):
         return outcome(lambda: zoology.main(["--out", out, "--report-only"]))
 
 
 def run_probe(out):
     """harness.probe --report-only, after its reader."""
-    if outcome(lambda: probe.read_rows(out)) == "accepted":
+    if outcome(lambda: probe_report.read_rows(out)) == "accepted":
         for r in outcome.value:
             assert 0 <= r["accuracy"] <= 1 and (r["task"] == "mqar") == (r["pairs"] is not None), r
             assert r["task"] == "mqar" or r["distance"] is not None, r
     argv = ["probe", "--out", out, "--report-only"]
-    with mock.patch.object(sys, "argv", argv), mock.patch.object(probe, "gnuplot", check_script):
+    with mock.patch.object(sys, "argv", argv), mock.patch.object(probe_report, "gnuplot", check_script):
         return outcome(probe.main)
 
 

@@ -17,7 +17,7 @@ import tempfile
 import unittest
 
 from harness.common import BIN, ROOT, gnuplot_string
-from harness.compare import parse_archs
+from harness.archs import parse_archs
 from harness.results import Invalid, Num, name_problem
 from tests.compare_test import tiny_data
 

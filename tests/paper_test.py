@@ -17,9 +17,12 @@ import unittest
 
 from harness.common import BIN
 from harness.archs import parse_archs
-from harness.compare import train_takes
-from harness.paper import (CONTROLS, archs_for, attention_window, compare_command, head_file, matched_pairs, norm_ratios,
-                           pair_counts, prepare_wikitext2, ratios, train_has_recipe, unigram_loss)
+from harness.archs import train_takes
+from harness.lib.paper.ablation import head_file
+from harness.lib.paper.runs import norm_ratios, ratios
+from harness.lib.paper.setup import (CONTROLS, archs_for, attention_window, compare_command, matched_pairs, pair_counts,
+                                     prepare_wikitext2)
+from harness.lib.trained import read_token_file, unigram_loss
 from harness.stats import betainc, t_two_sided, welch_p
 
 PAPER = [sys.executable, "-m", "harness.paper"]
@@ -271,7 +274,6 @@ class Report(unittest.TestCase):
             token_file(os.path.join(tmp, "val.bin"), list(range(50)), 60)
             path, n = head_file(tmp, tmp, 20)
             self.assertEqual(n, 20)
-            from harness.paper import read_token_file
             tokens, vocab = read_token_file(path)
             self.assertEqual((list(tokens), vocab), (list(range(20)), 60))
             self.assertEqual(head_file(tmp, tmp, 500)[1], 50)  # no more than there is
@@ -433,7 +435,7 @@ class Errors(unittest.TestCase):
             self.expect(["--out", tmp, "--recipes", "pre,fancy"], "--recipes must list pre, post and/or modern")
             self.expect(["--out", tmp, "--ablation-tokens", "-1"], "--ablation-tokens must not be negative")
             self.expect(["--out", tmp, "--controls", "pair,wedge"], "--controls must list pair, window, hybrid")
-            if not train_has_recipe():  # the modern column needs bin/train --recipe
+            if not train_takes("--recipe"):  # the modern column needs bin/train --recipe
                 self.expect(["--out", tmp, "--recipes", "pre,modern"], "--recipes modern needs a bin/train with --recipe")
             else:  # it passes that check and stops at the missing data instead
                 self.expect(["--out", tmp, "--recipes", "pre,modern", "--data", os.path.join(tmp, "none")],
