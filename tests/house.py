@@ -12,8 +12,13 @@
   --mixers --json) appears as a word in harness/, in code, strings or
   comments, but in the mixers' own PyTorch references (harness/mixers/NAME.py)
   and in the files of KNOWN_MIXER_NAMES, each with why.
+- The harness is programs and a library: no harness program (a module run
+  as `python3 -m harness.NAME`: one with an `if __name__ == "__main__"`
+  guard, or a package's __main__.py) imports another program, and every
+  harness file is under 450 lines.
 Prints one line per broken rule and the counts; exits 1 if any broke.
 """
+import ast
 import json
 import os
 import re
@@ -101,6 +106,58 @@ def harness_naming_mixers():
     return broken, n
 
 
+MAX_LINES = 450  # the house's limit on a file
+
+
+def harness_modules():
+    """{module name: path} of every Python file in harness/ ('harness.compare', 'harness.bench.main')."""
+    found = {}
+    for path in files("harness", (".py",)):
+        parts = os.path.relpath(path, ROOT)[:-3].split(os.sep)
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def is_program(path):
+    """Whether a harness file is a program: run as python3 -m, not imported."""
+    if os.path.basename(path) == "__main__.py":
+        return True
+    with open(path, encoding="utf-8") as f:
+        return re.search(r'^if __name__ == "__main__":', f.read(), re.M) is not None
+
+
+def imported(path, modules):
+    """The harness modules a file imports, anywhere in it (a function's own import too)."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found |= {f"{node.module}.{a.name}" for a in node.names}
+    return {m for m in found if m in modules}
+
+
+def harness_house():
+    """Programs that import programs, and harness files over MAX_LINES: (lines of what broke, files read)."""
+    modules = harness_modules()
+    programs = {m for m, path in modules.items() if is_program(path)}
+    broken = []
+    for m in sorted(programs):
+        for other in sorted(imported(modules[m], modules) & programs - {m}):
+            broken.append(f"{os.path.relpath(modules[m], ROOT)}: imports the program {other}: what programs "
+                          "share lives in the library (harness/lib/)")
+    every = list(files("harness", (".py", ".html", ".json", ".md", ".sh")))
+    for path in every:
+        with open(path, encoding="utf-8") as f:
+            n = sum(1 for _ in f)
+        if n > MAX_LINES:
+            broken.append(f"{os.path.relpath(path, ROOT)}: {n} lines, over the house's {MAX_LINES}")
+    return broken, len(every)
+
+
 def main():
     broken, checked = [], 0
     for d in PROGRAM_DIRS:
@@ -145,6 +202,7 @@ def main():
             broken.append("harness/: __init__.py does not open with what lives there")
     named, n_harness = harness_naming_mixers()
     broken += named
+    broken += harness_house()[0]
     for line in broken:
         print("FAIL: house:", line)
     print(f"house: {checked} includes, {len(folders)} folders and {n_harness} harness files checked")
