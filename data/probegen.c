@@ -25,7 +25,8 @@ static const CliProgram program = {
              "        of the sequence (the answers marked)\n"
              "  zoology: MQAR as the Zoology paper draws it: p pairs of distinct keys (ids\n"
              "        1..V/2-1) and values (V/2..V-1), then each key queried once at a\n"
-             "        power-law distance (a = 0.01), its value after it (marked)\n"
+             "        power-law distance (a = 0.01), its value after it (marked); every other\n"
+             "        position a random token of the whole vocabulary (--fill zero: id 0)\n"
              "  copy: a random segment, a gap, a marker, the segment again (the repeat marked)\n",
     .column = 24,
 };
@@ -48,7 +49,7 @@ static int probe_tokenizer(Tokenizer *tok, size_t vocab, Error *err) {
 
 int main(int argc, char **argv) {
     cleanup_on_signals(program.name); /* temporaries and locks go with a signal (lm/files.h) */
-    const char *task = NULL, *out = NULL, *queries = "rounds";
+    const char *task = NULL, *out = NULL, *queries = "rounds", *fill = NULL;
     ProbeSpec spec = {.seq_len = 256, .symbols = 64, .pairs = 16};
     size_t train_seqs = 4000, val_seqs = 200, seed = 1337;
     spec.vocab = 8192;
@@ -69,6 +70,10 @@ int main(int argc, char **argv) {
                  "a round can be guessed by elimination) or random (each query\n"
                  "an independent draw) (rounds)"),
         CLI_SIZE("vocab", 0, &spec.vocab, 0, 1u << 15, "V", "zoology: the vocabulary, keys and values (8192, as Zoology)"),
+        CLI_TEXT("fill", 0, &fill, "F",
+                 "zoology: what the positions outside the pairs and the queries\n"
+                 "hold: random (a token of the whole vocabulary, as Zoology's\n"
+                 "generator) or zero (id 0) (random)"),
         CLI_SIZE("train-seqs", 0, &train_seqs, 0, 1u << 24, "N", "training sequences (4000)"),
         CLI_SIZE("val-seqs", 0, &val_seqs, 0, 1u << 24, "N", "validation sequences (200)"),
         CLI_SIZE("seed", 0, &seed, 0, 1e18, "N", "(1337)"),
@@ -87,6 +92,10 @@ int main(int argc, char **argv) {
     if (strcmp(queries, "rounds") == 0) spec.queries = PROBE_QUERIES_ROUNDS;
     else if (strcmp(queries, "random") == 0) spec.queries = PROBE_QUERIES_RANDOM;
     else return cli_error(prog, "--queries must be rounds or random (got '%s')", queries);
+    if (fill && spec.task != PROBE_ZOOLOGY) return cli_error(prog, "--fill is the zoology task's (mqar and copy fill with id 0)");
+    if (!fill || strcmp(fill, "random") == 0) spec.fill = spec.task == PROBE_ZOOLOGY ? PROBE_FILL_RANDOM : PROBE_FILL_ZERO;
+    else if (strcmp(fill, "zero") == 0) spec.fill = PROBE_FILL_ZERO;
+    else return cli_error(prog, "--fill must be random or zero (got '%s')", fill);
     if (train_seqs == 0 || val_seqs == 0) return cli_error(prog, "--train-seqs and --val-seqs must be positive");
     if (!cli_option(opts, n_opts, "segment")->given)
         spec.segment = spec.seq_len > spec.gap + 1 ? (spec.seq_len - 1 - spec.gap) / 2 : 0;
@@ -101,7 +110,8 @@ int main(int argc, char **argv) {
                  probe_write_split(out, "val", &spec, val_seqs, seed ^ 0x76616cULL, &err);
     tokenizer_free(&tok);
     if (failed) return cli_error(prog, "%s", err.msg);
-    printf("%s: %s, %zu + %zu sequences of %zu tokens, gap %zu, %zu marked answers per sequence\n", out, task,
-           train_seqs, val_seqs, spec.seq_len, spec.gap, spec.task == PROBE_COPY ? spec.segment : probe_queries(&spec));
+    printf("%s: %s, %zu + %zu sequences of %zu tokens, gap %zu, %zu marked answers per sequence%s\n", out, task,
+           train_seqs, val_seqs, spec.seq_len, spec.gap, spec.task == PROBE_COPY ? spec.segment : probe_queries(&spec),
+           spec.task != PROBE_ZOOLOGY ? "" : spec.fill == PROBE_FILL_RANDOM ? ", random filler" : ", filler id 0");
     return 0;
 }

@@ -151,12 +151,55 @@ static void test_zoology_layout(void **s) {
     assert_int_equal(probe_check(&spec, 8, &err), -1);
 }
 
+/* Zoology's random filler (its random_non_queries, on by default): the same
+ * draws as the plain filler's, so the pairs, queries, answers and marks are
+ * the plain sequence's, byte for byte; every position that held id 0 holds a
+ * token drawn from the whole vocabulary (over 300 sequences of a 64-token
+ * vocabulary each of the 64 ids, keys' and values' halves and 0 alike, shows
+ * up, about evenly), and the next sequence starts from the same state only
+ * with the plain filler: the fill's draws come after the sequence's. */
+static void test_zoology_random_fill(void **s) {
+    (void)s;
+    ProbeSpec plain = {.task = PROBE_ZOOLOGY, .seq_len = 64, .pairs = 4, .vocab = 64};
+    ProbeSpec rand_fill = plain;
+    rand_fill.fill = PROBE_FILL_RANDOM;
+    Error err;
+    assert_int_equal(probe_check(&rand_fill, probe_vocab(&rand_fill), &err), 0);
+    size_t count[64] = {0}, fillers = 0;
+    for (int seq = 0; seq < 300; seq++) {
+        Rng a, b;
+        rng_seed(&a, 100 + (uint64_t)seq);
+        rng_seed(&b, 100 + (uint64_t)seq);
+        uint32_t t0[64], t1[64];
+        uint8_t m0[64], m1[64];
+        probe_sequence(&plain, &a, t0, m0);
+        probe_sequence(&rand_fill, &b, t1, m1);
+        assert_memory_equal(m0, m1, 64);
+        for (size_t i = 0; i < 64; i++) {
+            if (t0[i] != PROBE_FILLER) {
+                assert_int_equal(t1[i], t0[i]); /* a stored pair, a query or its answer */
+                continue;
+            }
+            assert_true(i >= 8 && m1[i] == 0); /* never inside the pairs, never an answer */
+            assert_true(t1[i] < 64);
+            count[t1[i]]++;
+            fillers++;
+        }
+    }
+    assert_int_equal(fillers, 300 * (64 - 8 - 8)); /* 4 pairs, 4 queries and their answers */
+    for (size_t id = 0; id < 64; id++) /* 225 expected per id: a uniform draw stays well inside 120..330 */
+        assert_true(count[id] > 120 && count[id] < 330);
+    ProbeSpec copy = {.task = PROBE_COPY, .seq_len = 32, .symbols = 4, .segment = 4, .fill = PROBE_FILL_RANDOM};
+    assert_int_equal(probe_check(&copy, 256, &err), -1); /* mqar and copy keep their filler id 0 */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_copy_layout),
         cmocka_unit_test(test_mqar_layout),
         cmocka_unit_test(test_mqar_random_queries),
         cmocka_unit_test(test_zoology_layout),
+        cmocka_unit_test(test_zoology_random_fill),
     };
     return cmocka_run_group_tests_name("probe_tasks", tests, NULL, NULL);
 }

@@ -12,9 +12,14 @@
  *         k1 v1 ... kp vp, then every key queried once, each query at an even
  *         offset 2g after the pairs with g drawn without replacement from a
  *         power law (weight (g+1)^(a-1), a = 0.01: near queries likelier),
- *         its answer (the value) right after it and marked; filler elsewhere.
- *         Over a `vocab`-token vocabulary (Zoology: 8,192): keys distinct,
- *         from 1 .. V/2-1, values distinct, from V/2 .. V-1.
+ *         its answer (the value) right after it and marked. Over a
+ *         `vocab`-token vocabulary (Zoology: 8,192): keys distinct, from
+ *         1 .. V/2-1, values distinct, from V/2 .. V-1. Every other position
+ *         is filler: with PROBE_FILL_RANDOM (Zoology's random_non_queries,
+ *         its default) a token drawn uniformly from the whole vocabulary,
+ *         0 .. V-1, after the sequence's own draws; with PROBE_FILL_ZERO
+ *         id 0, as this generator wrote it first (the same draws, so the
+ *         two differ at the filler positions alone).
  * Token ids of mqar and copy: 0 filler, 1 the copy marker, keys (and copy
  * symbols) 2 .. 2+K-1, values 2+K .. 2+2K-1, for K = `symbols`. The distance
  * from a stored item to its query grows with the gap. */
@@ -29,6 +34,7 @@
 
 typedef enum { PROBE_MQAR = 0, PROBE_COPY = 1, PROBE_ZOOLOGY = 2 } ProbeTask;
 typedef enum { PROBE_QUERIES_ROUNDS = 0, PROBE_QUERIES_RANDOM = 1 } ProbeQueries;
+typedef enum { PROBE_FILL_ZERO = 0, PROBE_FILL_RANDOM = 1 } ProbeFill;
 
 #define PROBE_FILLER 0u
 #define PROBE_MARK 1u
@@ -45,6 +51,7 @@ typedef struct ProbeSpec {
     size_t gap;     /* filler between the stored part and the queries / the repeat: the distance */
     ProbeQueries queries; /* MQAR: the order of the queries */
     size_t vocab;   /* zoology: the vocabulary the keys and values are drawn from */
+    ProbeFill fill; /* zoology: what the positions outside the pairs and the queries hold */
 } ProbeSpec;
 
 /* MQAR: the number of query-answer pairs after the pairs and the gap

@@ -39,6 +39,7 @@ static int zoology_check(const ProbeSpec *s, size_t vocab, Error *err) {
         return err_set(err, "zoology MQAR needs 4 tokens per pair: %zu pairs need seq_len %zu (got %zu)", s->pairs,
                        4 * s->pairs, s->seq_len);
     if (s->gap) return err_set(err, "zoology MQAR places its queries itself: no --gap");
+    if (s->fill != PROBE_FILL_ZERO && s->fill != PROBE_FILL_RANDOM) return err_set(err, "unknown filler %d", (int)s->fill);
     if (vocab < 4 || s->pairs > vocab / 2 - 1)
         return err_set(err, "%zu distinct keys need a vocabulary of at least %zu (got %zu)", s->pairs,
                        2 * s->pairs + 2, vocab);
@@ -47,6 +48,7 @@ static int zoology_check(const ProbeSpec *s, size_t vocab, Error *err) {
 
 int probe_check(const ProbeSpec *s, size_t vocab, Error *err) {
     if (s->task == PROBE_ZOOLOGY) return zoology_check(s, vocab, err);
+    if (s->fill != PROBE_FILL_ZERO) return err_set(err, "a random filler is the zoology task's: mqar and copy keep id 0");
     if (s->symbols == 0) return err_set(err, "the number of symbols must be positive");
     if (s->task == PROBE_MQAR && s->pairs == 0) return err_set(err, "MQAR needs at least one key-value pair");
     if (s->task == PROBE_COPY && s->segment == 0) return err_set(err, "the copy segment must be at least 1 token");
@@ -78,7 +80,9 @@ static void distinct_draws(Rng *rng, uint32_t *out, size_t n, uint32_t lo, uint3
 
 /* Zoology's MQAR (probe_tasks.h): the pairs, then each key once at slot g,
  * the slots drawn one after another without replacement, each with
- * probability proportional to (g+1)^(a-1) among those left. */
+ * probability proportional to (g+1)^(a-1) among those left; then, with the
+ * random filler, every position still holding id 0 (no key or value is 0)
+ * a token of the whole vocabulary, as Zoology replaces its inputs' zeros. */
 static void zoology_sequence(const ProbeSpec *s, Rng *rng, uint32_t *tokens, uint8_t *marked) {
     size_t p = s->pairs, slots = zoology_slots(s), half = s->vocab / 2;
     uint32_t keys[p], values[p];
@@ -105,6 +109,9 @@ static void zoology_sequence(const ProbeSpec *s, Rng *rng, uint32_t *tokens, uin
         tokens[q + 1] = values[i];
         marked[q + 1] = 1;
     }
+    if (s->fill == PROBE_FILL_RANDOM)
+        for (size_t t = 2 * p; t < s->seq_len; t++)
+            if (tokens[t] == PROBE_FILLER) tokens[t] = (uint32_t)rng_below(rng, s->vocab);
 }
 
 void probe_sequence(const ProbeSpec *s, Rng *rng, uint32_t *tokens, uint8_t *marked) {
