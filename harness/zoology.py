@@ -7,7 +7,10 @@ Run from the repository root: python3 -m harness.probe --zoology [options]
 The protocol, as the paper's Figure 2 sweep sets it: a vocabulary of 8,192
 (keys from its first half, values from its second), (sequence length, pairs)
 in (64, 4), (128, 8), (256, 16), every key queried once at a power-law
-distance (bin/probegen --task zoology), 2 layers of width 64, 128, 256 and
+distance, every other position a random token of the whole vocabulary (the
+generator's random_non_queries, on by default: distractors among the
+queries; --fill zero puts id 0 there instead, an easier task without them,
+and the report says which) (bin/probegen --task zoology), 2 layers of width 64, 128, 256 and
 512, and a 4-point learning-rate sweep (1e-4 to 1e-2, log-spaced) of which
 the best is kept for each architecture, cell and width. Each architecture is
 size-matched to the first as in make probe (its size knob).
@@ -96,6 +99,9 @@ def main(argv=None):
     ap.add_argument("--widths", default="64,128,256,512", help="n_embd list (64,128,256,512)")
     ap.add_argument("--lrs", default=LRS, help=f"learning rates swept, the best kept ({LRS})")
     ap.add_argument("--vocab", type=int, default=8192)
+    ap.add_argument("--fill", default="random", choices=("random", "zero"),
+                    help="the positions outside the pairs and the queries: random, a token of the whole vocabulary as "
+                         "Zoology's generator draws it, or zero, id 0 (no distractors: an easier task) (random)")
     ap.add_argument("--steps", type=int, default=4000, help="training steps per run (4000)")
     ap.add_argument("--batch-tokens", type=int, default=2048, help="tokens per step (2048)")
     ap.add_argument("--warmup-iters", type=int, default=0, help="warm-up steps (default: a tenth of --steps)")
@@ -133,7 +139,7 @@ def main(argv=None):
     check_outputs(a.out, OUTPUTS)  # before any work: each file the sweep writes, where it is there already
     warmup = a.warmup_iters or max(1, a.steps // 10)
     t0, rows = time.time(), []
-    settings = {"vocab": a.vocab, "steps": a.steps, "batch_tokens": a.batch_tokens, "warmup_iters": warmup,
+    settings = {"vocab": a.vocab, "fill": a.fill, "steps": a.steps, "batch_tokens": a.batch_tokens, "warmup_iters": warmup,
                 "train_seqs": a.train_seqs, "val_seqs": a.val_seqs, "n_layer": a.n_layer, "n_head": a.n_head,
                 "data_seed": a.seed, **{o["json_key"]: v for o in registry.options()
                                         for v in [registry.given(a).get(o["name"])] if v is not None}}
@@ -150,7 +156,7 @@ def main(argv=None):
         os.makedirs(os.path.dirname(data), exist_ok=True)
         output_of([os.path.join(BIN, "probegen"), "--task", "zoology", "--out", data, "--seq-len", str(L),
                    "--pairs", str(pairs), "--vocab", str(a.vocab), "--train-seqs", str(a.train_seqs), "--val-seqs",
-                   str(a.val_seqs), "--seed", str(a.seed)])
+                   str(a.val_seqs), "--seed", str(a.seed), "--fill", a.fill])
         for width in widths:
             shape = ["--n-layer", str(a.n_layer), "--n-head", str(a.n_head), "--n-embd", str(width),
                      "--block-size", str(L)] + registry.given_args(a)

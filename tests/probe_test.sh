@@ -98,6 +98,23 @@ for line in best:  # the best lr's accuracy is the highest of the row's
 assert os.path.getsize(os.path.join(out, "zoology_accuracy.png")) > 1000
 PY
 then ok; else bad "zoology.json / zoology.md"; fi
+# Zoology's generator fills every position outside the pairs and the queries with a token of the whole
+# vocabulary (random_non_queries): over the 200 training sequences those positions hold every one of the 64 ids.
+if /usr/bin/python3 - "$tmp/z" <<'PY'
+import os, sys
+out = sys.argv[1]
+data = os.path.join(out, "data", "zoology_16_2")
+raw, mask = open(os.path.join(data, "train.bin"), "rb").read(), open(os.path.join(data, "train.mask"), "rb").read()
+tokens = [int.from_bytes(raw[32 + 2 * i:34 + 2 * i], "little") for i in range((len(raw) - 32) // 2)]
+marked = mask[-len(tokens):]  # one byte per token after the mask's header
+assert set(marked) <= {0, 1} and sum(marked) == 200 * 2, sum(marked)
+fill = [tokens[s + i] for s in range(0, 200 * 16, 16) for i in range(4, 16)
+        if not marked[s + i] and not (i + 1 < 16 and marked[s + i + 1])]  # neither an answer nor its query
+assert len(fill) == 200 * 8, len(fill)
+assert set(fill) == set(range(64)), sorted(set(range(64)) - set(fill))
+assert "a random token of the whole vocabulary (Zoology's random_non_queries" in open(os.path.join(out, "zoology.md")).read()
+PY
+then ok; else bad "the zoology protocol's non-query positions are not drawn from the whole vocabulary"; fi
 expect_error "zoology, bad cells" "--cells must be a comma list" python3 -m harness.probe "${ZOO[@]}" --cells 16-2
 expect_error "zoology, odd length" "even seq_len" python3 -m harness.probe "${ZOO[@]}" --cells 15:2
 expect_ok "zoology, report only" python3 -m harness.probe "${ZOO[@]}" --report-only
@@ -116,6 +133,8 @@ sys.exit(0 if sorted(map(key, a)) == sorted(map(key, b)) else 1)"; then ok
 else bad "--resume trained other than the 4 missing runs"; cat "$tmp/zr.log"; fi
 expect_error "zoology, resume under other settings" "was trained with steps 20, and this run asks for 30" \
     python3 -m harness.probe "${ZR[@]}" --resume --steps 30
+expect_error "zoology, resume with the plain filler" "was trained with fill random, and this run asks for zero" \
+    python3 -m harness.probe "${ZR[@]}" --resume --fill zero
 
 # The four families (attention, sliding-window attention, gla, Grassmann), 2 seeds: each one's state size,
 # its family and p against attention in zoology.md, a line each in the plot and in zoology.html.

@@ -13,6 +13,12 @@ from harness.report_page import COLORS, chart, markdown_sections, write_page
 from harness.results import Int, ListOf, Name, Num, Obj, Text, arch_option_fields, family_field, load_json
 from harness.stats import welch_p
 
+# What the sequences hold outside the pairs and the queries (bin/probegen --fill), as the report says it.
+FILLS = ("random", "zero")
+FILL_TEXT = {"random": "a random token of the whole vocabulary (Zoology's random_non_queries, its default: "
+                       "distractors among the queries)",
+             "zero": "id 0 (--fill zero: no distractors, an easier task than Zoology's)"}
+
 
 def state_floats(shape, arch):
     """The floats the model keeps per sequence when it generates (see the module's comment): the
@@ -48,7 +54,7 @@ def runs_schema():
     them, each with the settings of its sweep (the mixers' options given among them, by their bin/train
     names), no run twice; an architecture's options by their JSON keys and its family (the registry's;
     older files have none)."""
-    settings = Obj({"vocab": Int(1), "steps": Int(1), "batch_tokens": Int(1), "warmup_iters": Int(0),
+    settings = Obj({"vocab": Int(1), "fill": Text(choices=FILLS, optional=True), "steps": Int(1), "batch_tokens": Int(1), "warmup_iters": Int(0),
                     "train_seqs": Int(1), "val_seqs": Int(1), "n_layer": Int(1), "n_head": Int(1), "data_seed": Int(0),
                     **{o["json_key"]: Text(optional=True) for o in registry.options()}}, optional=True)
     return ListOf(Obj({"arch": Name(), "seq_len": Int(1), "pairs": Int(1), "n_embd": Int(1),
@@ -58,6 +64,12 @@ def runs_schema():
                        "train_seconds": Num(0), "settings": settings, "family": family_field(),
                        **arch_option_fields()}),
                   unique=("arch", "seq_len", "pairs", "n_embd", "lr", "seed"))
+
+
+def fill_of(row):
+    """What a run's sequences held outside the pairs and the queries: its settings' fill, and id 0 for a
+    run recorded before the random fill was (the generator's only filler then)."""
+    return (row.get("settings") or {}).get("fill") or "zero"
 
 
 def read_rows(out):
@@ -75,6 +87,7 @@ def check_settings(rows, settings, out):
         if old is None:
             die(f"{os.path.join(out, 'zoology.json')} records no settings for its runs, so they cannot be resumed: "
                 "give another --out")
+        old = dict(old, fill=fill_of(r))
         differs = [(k, old.get(k), v) for k, v in settings.items() if k not in mixer_keys() and old.get(k) != v]
         differs += [(o["json_key"], old.get(o["json_key"]), settings.get(o["json_key"])) for o in registry.options()
                     if not registry.same_value(o, old.get(o["json_key"]), settings.get(o["json_key"]))]
@@ -139,11 +152,13 @@ def write_report(a, archs, rows, minutes, kept=0):
                   f"| {r['lr']:g} | {r['accuracy']:.3f} | {each} | {dict(names).get(r['arch']) or '-'} | {r['seeds']} "
                   f"| {p} |")
     steps = sorted({r["steps"] for r in rows})
+    fills = sorted({fill_of(r) for r in rows})
     md += ["", f"Model: {a.n_layer} layers, {a.n_head} head(s), an MLP in every block (the paper's sweep has none), "
                f"positions {a.pos}; {'/'.join(map(str, steps))} steps of {a.batch_tokens} tokens, cosine to a tenth "
                f"of each lr after {a.warmup_iters or 'a tenth of the steps as'} warm-up; vocabulary {a.vocab}; "
-               f"{a.train_seqs} training sequences, {a.val_seqs} scored. The paper trains 64 epochs of 100,000 "
-               f"sequences. " + (f"Took {minutes:.1f} minutes" + (f", after {kept} runs kept by --resume." if kept else ".")
+               f"{a.train_seqs} training sequences, {a.val_seqs} scored. Outside the pairs and the queries: "
+               + " and ".join(FILL_TEXT[f] for f in fills) + ". The paper trains 64 epochs of 100,000 "
+               "sequences. " + (f"Took {minutes:.1f} minutes" + (f", after {kept} runs kept by --resume." if kept else ".")
                                   if minutes else "Rebuilt from zoology.json."),
            f"Command: `{command_line('harness.probe', ['--zoology'] + a.argv)}`", "",
            "![accuracy against state size](zoology_accuracy.png)"]
