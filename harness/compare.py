@@ -11,8 +11,7 @@ experiments/defaults.json's. Every architecture whose mixers have a size knob
 (the option the registry marks as sizing the layer) and that gives none of
 its own is size-matched to the first one (or to match='s) by that knob
 (bisection on the exact `bin/train --count-params`, up to n_embd); the counts
-are reported, with Welch's p of every architecture's val loss against the
-first's.
+are reported.
 
 --budget tokens:N trains for N tokens (N / (batch * block) steps, the cosine
 schedule over them); --budget seconds:S for S seconds of training steps
@@ -35,27 +34,33 @@ switch.
 
 --precision bf16 passes bin/train --precision bf16 to every training run (bf16
 products, fp32 accumulation; the title, the model line and compare.csv say
-so); scoring stays fp32. Each run is scored on val and test with bin/eval --by-position
---split-recall N. Writes OUT/compare.md (a reading, then the tables),
-compare.csv (one row per run), and plots: val_loss_tokens.png,
-val_loss_seconds.png, loss_by_position.png, recall_split.png; and
-compare.html, all of it in one page for a browser, the curves of every run
-with zoom (harness/report_page.py).
+so); scoring stays fp32. Each run trains into a run folder of its own,
+OUT/ARCH_KIND_SEED (bin/train --run: bin/info --list OUT lists them), and its
+final checkpoint is scored on val and test with bin/eval --by-position
+--split-recall N, and on each --evals NAME=FILE task (minimal pairs, cloze or
+multiple choice, the kind read from FILE's format: harness/lib/evals.py).
+--resume finishes a stopped sweep, --report-only rewrites the reports from
+its runs (harness/lib/runfolders.py). Writes OUT/compare.md (a reading, then
+the tables: every mean with its 95% t interval, p-values and verdicts from 3
+seeds on: harness/lib/summary.py), compare.csv (one row per run), and plots:
+val_loss_tokens.png, val_loss_seconds.png, loss_by_position.png,
+recall_split.png; and compare.html, all of it in one page for a browser, the
+curves of every run with zoom (harness/report_page.py).
 """
 import argparse
-import concurrent.futures
 import os
 import shlex
 import time
 
 from harness import registry
 from harness.archs import check_train_takes, parse_archs, size_archs, syntax
-from harness.common import ROOT, Sweep, die, guarded, need_gnuplot, out_dir, take_config
+from harness.common import ROOT, die, guarded, need_gnuplot, out_dir, take_config
 from harness.experiments import default
 from harness.files import check_outputs
 from harness.lib.compare.ablation import ablate
 from harness.lib.compare.report import write_report
-from harness.lib.compare.runs import DATA_FILES, OUTPUTS, Harness, check_stems, parse_budget, stem
+from harness.lib.compare.runs import DATA_FILES, OUTPUTS, Harness, check_stems, parse_budget, run_plan, stem
+from harness.lib.evals import parse_evals
 from harness.lib.summary import precision_text
 
 
@@ -124,7 +129,17 @@ def main():
     ap.add_argument("--precision", default="fp32", choices=("fp32", "bf16"),
                     help="the matrix products of every training run (bin/train --precision; fp32). Evaluation "
                          "(bin/eval) is fp32 either way")
-    ap.add_argument("--keep-checkpoints", action="store_true")
+    ap.add_argument("--evals", nargs="+", metavar="NAME=FILE", default=None,
+                    help="downstream tasks each run's final checkpoint is scored on beside its perplexity (bin/eval "
+                         "--pairs, --cloze or --choice FILE, the kind read from FILE's format: BLiMP's or HellaSwag's "
+                         "JSON lines, or LAMBADA's plain text); NAME names it in the tables and compare.csv")
+    ap.add_argument("--resume", action="store_true",
+                    help="finish the sweep in --out, started with these options: its scored runs kept, a stopped "
+                         "one continued (bin/train --resume), the rest trained")
+    ap.add_argument("--report-only", action="store_true",
+                    help="train nothing: rewrite the reports from the runs in --out (a sweep of these options)")
+    ap.add_argument("--keep-checkpoints", action="store_true",
+                    help="accepted for older commands: every run's folder keeps its checkpoints")
     registry.add_options(ap, knob_help="every architecture's that gives no size or match= of its own (0, or "
                                        "not given: matched to the first)")
     take_config(ap)
@@ -151,9 +166,12 @@ def main():
             "(ARCH_KIND_SEED): give one budget of each kind")
     seeds = [a.seed + k for k in range(a.seeds)]
     check_stems([f"{x.name}_{kind}_{seed}" for kind, _ in budgets for seed in seeds for x in specs])
+    if a.resume and a.report_only:
+        die("--resume trains what a sweep lacks and --report-only trains nothing: give one")
+    evals = parse_evals(a.evals)
     out_dir(a.out)
     check_outputs(a.out, OUTPUTS, inputs=[("the data's", os.path.join(a.data, f)) for f in DATA_FILES])
-    h = Harness(a)
+    h = Harness(a, evals)
 
     check_train_takes(specs)
     archs = size_archs(specs, a.data, h.shared, a.n_embd, registry.fixed_sizes(a),
@@ -162,31 +180,15 @@ def main():
     print(f"compare: every run trains with {precision_text(a.precision)}", flush=True)
     if a.ablate:
         return ablate(a, h, archs, budgets)
-    plan = [(kind, value, seed, arch) for kind, value in budgets for seed in seeds for arch in archs]
+    plan = [(arch, (kind, value), seed, stem(f"{arch['name']}_{kind}_{seed}"))
+            for kind, value in budgets for seed in seeds for arch in archs]
     t_all = time.time()
-    sweep = Sweep(len(plan))
-
-    def train_one(job):
-        kind, value, seed, arch = job
-        tag = stem(f"{arch['name']}_{kind}_{seed}")
-        said = f"{sweep.begin()}: " if a.jobs == 1 else ""  # side by side, the count is of runs done
-        print(f"== {said}{arch['label']}, {kind}:{value}, seed {seed}", flush=True)
-        r = h.train(arch, (kind, value), seed, tag)
-        done = "" if a.jobs == 1 else f" ({sweep.end()})"
-        print(f"   {arch['label']}, seed {seed}: {r['steps']} steps, {r['tokens']:,} tokens in "
-              f"{r['train_seconds']:.1f} s ({r['tok_s']:.0f} tok/s); val loss {r['val_loss']:.4f}{done}", flush=True)
-        return r
-
-    if a.jobs == 1:
-        runs = [train_one(job) for job in plan]
-    else:  # the runs are independent; the results keep the plan's order
-        with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
-            runs = list(pool.map(train_one, plan))
-    total = time.time() - t_all
-    md, n_reading, plots = write_report(a, archs, budgets, seeds, runs, total)
-    print("\n" + "\n".join(md[:n_reading + 16]))
+    runs = run_plan(h, plan, lambda arch, budget, seed: f"{arch['label']}, {budget[0]}:{budget[1]}, seed {seed}", "compare")
+    total = 0 if a.report_only else time.time() - t_all
+    md, _, plots = write_report(a, archs, budgets, seeds, runs, total, evals)
+    print("\n" + "\n".join(md[:next(i for i, line in enumerate(md) if line.startswith("Model: "))]).rstrip())
     print(f"\nwrote {os.path.join(a.out, 'compare.md')}, compare.csv, {len(plots)} plots ({', '.join(plots)}) and "
-          f"compare.html ({total / 60:.1f} min)")
+          f"compare.html ({total / 60:.1f} min{', reports only' if a.report_only else ''})")
 
 
 if __name__ == "__main__":

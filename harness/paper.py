@@ -39,12 +39,13 @@ import time
 from harness.archs import train_takes
 from harness.common import ROOT, Sweep, die, guarded, need_gnuplot, out_dir, run, take_config
 from harness.files import check_outputs, output_text
-from harness.lib.paper.ablation import ablate, head_file, read_ablations
+from harness.lib.paper.ablation import ablate, ablation_path, head_file, read_ablations
 from harness.lib.paper.report import report, write_plot
 from harness.lib.paper.runs import read_runs
 from harness.lib.paper.setup import (CONTROLS, NORMS, OUTPUTS, PAIRS, RECIPES, SETTINGS, TABLES, archs_for,
                                      attention_window, compare_command, layer_windows, matched_pairs, pair_counts,
                                      prepare_wikitext2, recipe_label, train_tokens)
+from harness.lib.evals import parse_evals
 from harness.lib.trained import unigram_loss
 
 
@@ -84,6 +85,12 @@ def main():
                          "is its share of runs: --controls pair,window,hybrid is 8 more architectures, 44 runs in "
                          "all at the defaults, about 4 times the hour of the three. Commands for each question: "
                          "docs/compare.md, the controls' commands")
+    ap.add_argument("--evals", nargs="+", metavar="NAME=FILE", default=None,
+                    help="downstream tasks every run is scored on beside its perplexity (harness.compare --evals: "
+                         "bin/eval's minimal pairs, cloze or multiple choice, the kind read from FILE's format)")
+    ap.add_argument("--resume", action="store_true",
+                    help="finish a stopped make paper of these options: each recipe's compare --resume (its "
+                         "finished runs kept, a stopped one continued), the ablations it has kept")
     ap.add_argument("--report-only", action="store_true", help="rewrite paper.md and paper.json from OUT/pre and OUT/post")
     take_config(ap)
     a = ap.parse_args()
@@ -102,6 +109,9 @@ def main():
             die(f"--norms must list pre and/or post (got '{a.norms}')")
     if a.ablation_tokens < 0:
         die("--ablation-tokens must not be negative")
+    if a.resume and a.report_only:
+        die("--resume trains what a make paper lacks and --report-only trains nothing: give one")
+    parse_evals(a.evals)  # each FILE's kind, before any work
     for name in ("seeds", "jobs"):
         if getattr(a, name) < 1:
             die(f"--{name} must be at least 1")
@@ -147,7 +157,8 @@ def main():
             sweep.add_done(per_recipe)
             with output_text(os.path.join(a.out, norm, SETTINGS)) as f:
                 json.dump({"lr": a.lr, "warmup_iters": a.warmup_iters}, f)
-            if a.ablation_tokens:
+            if a.ablation_tokens and not (a.resume and os.path.lexists(
+                    ablation_path(a.out, norm, "grassmann", a.seed))):  # --resume keeps a finished ablation
                 val_head, n = head_file(data, a.out, a.ablation_tokens)
                 ablate(a.out, norm, "grassmann", a.seed, a.budget.split(":")[0], ["grassmann"] * cfg["n_layer"],
                        layer_windows(cfg["windows"], cfg["n_layer"]), val_head, n, a.threads)

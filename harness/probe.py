@@ -35,17 +35,18 @@ import time
 
 from harness import registry
 from harness.archs import count_params, parse_archs, size_archs, syntax
-from harness.common import (BIN, ROOT, Sweep, die, fit_warmup, guarded, need_gnuplot, out_dir, output_of, partial,
-                            run_ok, take_config)
+from harness.common import BIN, ROOT, Sweep, die, fit_warmup, guarded, need_gnuplot, out_dir, output_of, take_config
 from harness.experiments import default
 from harness.files import check_outputs, output_text
-from harness.lib.probe_report import read_rows, write_report
-from harness.lib.recall import positions, size_args, train_command
+from harness.lib import runfolders
+from harness.lib.probe_report import read_rows, runs_schema, write_report
+from harness.lib.recall import kept_row, positions, run_name, size_args, train_command
+from harness.lib.recall import train_and_score as recall_run
 
 
-# What probe writes in --out: its report, plot and data, and the checkpoints of the runs in flight
-# (bin/train writes those by its own rule).
-OUTPUTS = ("probe.json", "probe.md", "probe_accuracy.png", "acc_*.dat", "model_*.ckpt")
+# What probe writes in --out: its report, plot and data, and the sweep's record (each run's folder is
+# bin/train's, written by its own rule).
+OUTPUTS = ("probe.json", "probe.md", "probe_accuracy.png", "acc_*.dat", runfolders.PLAN)
 
 
 def zoology(argv):
@@ -124,6 +125,9 @@ def main():
     ap.add_argument("--jobs", type=int, default=0, help="architectures trained at once; 0 = one per core, at most all")
     ap.add_argument("--report-only", action="store_true",
                     help="train nothing: rebuild probe.md and the plot from OUT/probe.json (e.g. of a stopped sweep)")
+    ap.add_argument("--resume", action="store_true",
+                    help="finish the sweep in --out: its scored runs kept, a stopped one continued exactly "
+                         "(bin/train --resume), the rest trained (the options it was started with)")
     registry.add_options(ap, knob_help="every architecture's that gives no size or match= of its own (0, or not "
                                        "given: matched to the first)")
     take_config(ap)
@@ -133,6 +137,8 @@ def main():
         die(f"--tasks must list mqar and/or copy (got '{a.tasks}')")
     if a.seeds < 1 or a.copy_max_iters < 1 or a.batch_tokens < 1 or a.jobs < 0 or a.threads < 0:
         die("--seeds, --copy-max-iters and --batch-tokens must be positive, --jobs and --threads not negative")
+    if a.resume and a.report_only:
+        die("--resume trains what a sweep lacks and --report-only trains nothing: give one")
     if a.curriculum_pairs < 0 or a.curriculum_steps < 0:
         die("--curriculum-pairs and --curriculum-steps must be non-negative")
     mqar_lens = ints(a.mqar_seq_lens, "--mqar-seq-lens")
@@ -164,6 +170,13 @@ def main():
     if a.report_only:
         rows = read_rows(a.out)
         settings = []
+    widths = ints(a.n_embds, "--n-embds")
+    name_of = lambda task, L, p, arch, width, seed: run_name(task, L, ("p" if task == "mqar" else "g") + str(p), arch,
+                                                           f"e{width}", f"s{seed}")
+    if not a.resume:
+        runfolders.check_fresh(a.out, [name_of(t, L, p, x.name, w, s) for t, L, p in settings for w in widths
+                                       for x in archs for s in range(a.seed, a.seed + a.seeds)])
+    record = runfolders.Record(a.out, a.resume)
     def generate(task, L, p):
         data = os.path.join(a.out, "data", f"{task}_{L}_{p}")
         os.makedirs(os.path.dirname(data), exist_ok=True)
@@ -174,7 +187,6 @@ def main():
         output_of(gen)
         return data
 
-    widths = ints(a.n_embds, "--n-embds")
     sweep = Sweep(len(settings) * len(widths) * len(archs) * a.seeds)
     scaled = set()
     for task, L, p in settings:
@@ -202,22 +214,24 @@ def main():
                 n = count_params(data, shared, arch["mixers"], arch["knob"], arch["size"])
                 runs += [(arch, pos, shared, n, seed) for seed in range(a.seed, a.seed + a.seeds)]
 
-            def train_and_score(i, arch, pos, shared, n, seed):
-                name, mixers = arch["name"], arch["mixers"]
-                ckpt = os.path.join(a.out, f"model_{i}.ckpt")  # one per concurrent run
-                args = train_command(ckpt, mixers, L, a.batch_tokens, steps, a.lr, a.min_lr, warmup, seed,
-                                     threads, shared, size_args(arch))
-                t0 = time.time()
-                with partial(ckpt):  # a stopped sweep removes the checkpoints of the runs it stopped
-                    if staged:  # the first stage stops at stage_steps; the second resumes it on the full task
-                        output_of(args + ["--data", first_data, "--stop-at", str(stage_steps)], live=True)
-                        output_of(args + ["--data", data, "--resume", ckpt], live=True)
-                    else:
-                        output_of(args + ["--data", data], live=True)
-                    secs = time.time() - t0
-                    ev = run_ok([os.path.join(BIN, "eval"), "--model", ckpt, "--data", data, "--json",
-                                 "--threads", str(threads)], status=2).json()
-                os.remove(ckpt)
+            commands = {name_of(task, L, p, arch["name"], width, seed):
+                        train_command(arch["mixers"], L, a.batch_tokens, steps, a.lr, a.min_lr, warmup, seed, threads,
+                                      shared, size_args(arch)) for arch, pos, shared, n, seed in runs}
+            record.add({name: runfolders.recorded(args + ["--data", data], None) +
+                        (["--curriculum", first_data, str(stage_steps)] if staged else [])
+                        for name, args in commands.items()})
+
+            def train_and_score(arch, pos, shared, n, seed):
+                name = arch["name"]
+                folder = os.path.join(a.out, name_of(task, L, p, name, width, seed))
+                row = kept_row(folder, runs_schema()) if a.resume else None
+                if row is not None:
+                    print(f"probe: {task} L={L} {'pairs' if task == 'mqar' else 'gap'}={p} {name} n_embd={width} "
+                          f"seed={seed}: kept, finished before (accuracy {row['accuracy']:.3f}); {sweep.end()}",
+                          flush=True)
+                    return row
+                ev, secs = recall_run(folder, commands[os.path.basename(folder)], data, steps, threads, a.resume,
+                                      (first_data, stage_steps) if staged else None)
                 distance = None if task == "mqar" else a.copy_segment + p + 1
                 row = {"arch": name, "task": task, "seq_len": L, ("pairs" if task == "mqar" else "gap"): p,
                        "n_embd": width, "seed": seed, "accuracy": round(ev["accuracy"], 6),
@@ -225,13 +239,14 @@ def main():
                        "pos": pos, "distance": distance, "steps": steps, "train_seconds": round(secs, 1),
                        "curriculum": {"pairs": a.curriculum_pairs, "steps": stage_steps} if staged else None,
                        **arch["columns"]}
+                runfolders.write_scores(folder, {"row": row})
                 print(f"probe: {task} L={L} {'pairs' if task == 'mqar' else 'gap'}={p} {name} n_embd={width} "
                       f"seed={seed}: accuracy {row['accuracy']:.3f} ({secs:.0f} s); {sweep.end()}", flush=True)
                 return row
 
             # The runs of a setting are independent: `jobs` of them at a time, each on its own threads.
             with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-                rows += list(pool.map(lambda job: train_and_score(job[0], *job[1]), enumerate(runs)))
+                rows += list(pool.map(lambda job: train_and_score(*job), runs))
             with output_text(os.path.join(a.out, "probe.json")) as f:  # after every setting: a partial sweep is kept
                 json.dump(rows, f, indent=1)
     total = time.time() - t_all

@@ -327,10 +327,11 @@ def load_json(path, schema):
         die(f"{path}: {e}")
 
 
-def load_csv(path, columns, unique=()):
+def load_csv(path, columns, unique=(), extra=None):
     """The rows of the CSV file at path as dicts of the schema's columns (a dict of name -> Field;
     an optional field's column may be missing), checked; rows that agree on every column of `unique`
-    are refused. Dies with one line at the first problem."""
+    are refused. extra: (a compiled pattern, a Field): the columns whose names match it (whole) are read
+    too, each with that field. Dies with one line at the first problem."""
     text = read_text(path)
     try:
         table = [row for row in csv.reader(io.StringIO(text, newline="")) if row]
@@ -341,6 +342,8 @@ def load_csv(path, columns, unique=()):
     header = table[0]
     if len(set(header)) != len(header):
         die(f"{path}: the header names a column twice")
+    if extra:
+        columns = dict(columns, **{k: extra[1] for k in header if k not in columns and extra[0].fullmatch(k)})
     missing = [k for k, f in columns.items() if not f.optional and k not in header]
     if missing:
         die(f"{path}: has no column '{missing[0]}'")

@@ -60,3 +60,46 @@ def welch_p(xs, ys):
     t = (mx - my) / math.sqrt(vx + vy)
     df = (vx + vy) ** 2 / (vx ** 2 / (nx - 1) + vy ** 2 / (ny - 1))
     return t_two_sided(t, df)
+
+
+def t_critical(df, level=0.95):
+    """The t with P(|T_df| >= t) = 1 - level: the half-width of a `level` interval in standard errors
+    (12.706 at 1 degree of freedom, 4.303 at 2, 1.960 as df grows), by bisection on t_two_sided."""
+    lo, hi = 0.0, 1.0
+    while t_two_sided(hi, df) > 1 - level:
+        hi *= 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if t_two_sided(mid, df) > 1 - level else (lo, mid)
+    return (lo + hi) / 2
+
+
+class Estimate:
+    """The mean of n values (seeds) and what they say of it: sd, their sample standard deviation (None
+    below 2 values); half, the half-width of the 95% interval from Student's t with df = n - 1 degrees
+    of freedom (None below 2 values or without spread); p, the two-sided p of a mean of 0 by the
+    one-sample t-test (None below 2 values or without spread): for paired differences, the paired
+    t-test."""
+
+    def __init__(self, xs):
+        self.values = list(xs)
+        self.n = len(self.values)
+        self.mean = sum(self.values) / self.n if self.n else float("nan")
+        self.df = self.n - 1
+        self.sd = self.half = self.p = None
+        if self.n >= 2:
+            self.sd = math.sqrt(sum((x - self.mean) * (x - self.mean) for x in self.values) / self.df)
+            hi, lo = max(self.values), min(self.values)
+            if hi - lo > 1e-12 * max(1.0, abs(hi), abs(lo)):  # equal values, to round-off: no spread
+                se = self.sd / math.sqrt(self.n)
+                self.half = t_critical(self.df) * se
+                self.p = t_two_sided(self.mean / se, self.df)
+
+    @property
+    def spread(self):
+        """Whether the values differ at all (two at least, not all equal)."""
+        return self.half is not None
+
+    def interval(self):
+        """(lo, hi) of the 95% interval, or None."""
+        return None if self.half is None else (self.mean - self.half, self.mean + self.half)

@@ -29,7 +29,7 @@ the training set and not on the scored one; fewer steps stop before
 the first architecture has formed the lookup: 3000 steps of the four rates left it at
 0.2, under the 0.25 of answering with any of the sequence's own values). Writes OUT/zoology.json (every run),
 OUT/zoology.md (the best learning rate per cell and width, with its family,
-seeds and Welch's p against the first architecture), OUT/zoology_accuracy.png
+seeds and the paired t-test's p against the first architecture from 3 seeds on), OUT/zoology_accuracy.png
 (accuracy against state size, one panel per cell, a line per architecture)
 and OUT/zoology.html (the report and the same plots, with zoom). zoology.json is rewritten after every run, and --resume trains only
 the runs it lacks: the full sweep is many hours on 2 cores, and can be run a
@@ -44,11 +44,14 @@ import time
 
 from harness import registry
 from harness.archs import count_params, parse_archs, size_archs, syntax
-from harness.common import BIN, ROOT, die, guarded, need_gnuplot, out_dir, output_of, partial, run_ok
+from harness.common import BIN, ROOT, die, guarded, need_gnuplot, out_dir, output_of
 from harness.experiments import default
 from harness.files import check_outputs, output_text
-from harness.lib.recall import positions, size_args, train_command
-from harness.lib.zoology_report import check_archs, check_settings, read_rows, run_key, state_floats, write_report
+from harness.lib import runfolders
+from harness.lib.recall import kept_row, positions, run_name, size_args, train_command
+from harness.lib.recall import train_and_score as recall_run
+from harness.lib.zoology_report import (check_archs, check_settings, read_rows, run_key, runs_schema, state_floats,
+                                        write_report)
 
 
 # The paper's learning rates: numpy.logspace(-4, -2, 4).
@@ -59,9 +62,9 @@ QUICK = {"cells": "64:4", "widths": "64", "lrs": "2.1544e-3,1e-2", "steps": 8000
          "val_seqs": 500}
 
 
-# What the sweep writes in --out: its report, page, plot and data, and the checkpoints of the runs in
-# flight (bin/train writes those by its own rule).
-OUTPUTS = ("zoology.json", "zoology.md", "zoology.html", "zoology_accuracy.png", "zoology_*.dat", "model_*.ckpt")
+# What the sweep writes in --out: its report, page, plot and data, and the sweep's record (each run's folder is
+# bin/train's, written by its own rule).
+OUTPUTS = ("zoology.json", "zoology.md", "zoology.html", "zoology_accuracy.png", "zoology_*.dat", runfolders.PLAN)
 
 
 def parse_cells(text):
@@ -172,38 +175,43 @@ def main(argv=None):
                     for seed in range(a.seed, a.seed + a.seeds):
                         if any(run_key(r) == (name, L, pairs, width, lr, seed) for r in rows):
                             continue  # --resume: this run is in zoology.json already
+                        folder = os.path.join(a.out, run_name("zoology", L, f"p{pairs}", name, f"e{width}",
+                                                              f"lr{lr:g}", f"s{seed}"))
                         runs.append(dict(arch=name, mixers=mixers, pos=pos, shape=own[:-2], size=size_args(arch),
                                          params=n, state=state, lr=lr, seed=seed, L=L, pairs=pairs, width=width,
-                                         data=data, columns=arch["columns"], family=arch["family"]))
+                                         data=data, columns=arch["columns"], family=arch["family"], folder=folder))
+    if not a.resume:
+        runfolders.check_fresh(a.out, [os.path.basename(r["folder"]) for r in runs])
+    if a.resume:  # a run scored, but stopped before zoology.json was written, is kept from its folder
+        found = [(r, kept_row(r["folder"], runs_schema())) for r in runs]
+        rows += [row for _, row in found if row is not None]
+        runs = [r for r, row in found if row is None]
     kept = len(rows) if a.resume else 0
     if a.resume:
-        print(f"zoology: {len(rows)} runs kept from {os.path.join(a.out, 'zoology.json')}, {len(runs)} to train",
-              flush=True)
+        print(f"zoology: {len(rows)} runs kept from {os.path.join(a.out, 'zoology.json')} and the runs' folders, "
+              f"{len(runs)} to train", flush=True)
     jobs = a.jobs or min(max(1, len(runs)), os.cpu_count() or 1)
     threads = a.threads or max(1, (os.cpu_count() or 1) // jobs)
+    command = lambda r: train_command(r["mixers"], r["L"], a.batch_tokens, a.steps, r["lr"], r["lr"] / 10, warmup,
+                                      r["seed"], threads, r["shape"] + ["--pos", r["pos"]], r["size"])
+    if runs:
+        runfolders.Record(a.out, a.resume).add({os.path.basename(r["folder"]): runfolders.recorded(
+            command(r) + ["--data", r["data"]], None) for r in runs})
 
-    def train_and_score(i, r):
-        ckpt = os.path.join(a.out, f"model_{i}.ckpt")
-        args = train_command(ckpt, r["mixers"], r["L"], a.batch_tokens, a.steps, r["lr"], r["lr"] / 10, warmup,
-                             r["seed"], threads, r["shape"] + ["--pos", r["pos"]], r["size"])
-        start = time.time()
-        with partial(ckpt):  # a stopped sweep removes the checkpoints of the runs it stopped
-            output_of(args + ["--data", r["data"]], live=True)
-            secs = time.time() - start
-            ev = run_ok([os.path.join(BIN, "eval"), "--model", ckpt, "--data", r["data"], "--json", "--threads",
-                         str(threads)], status=2).json()
-        os.remove(ckpt)
+    def train_and_score(r):
+        ev, secs = recall_run(r["folder"], command(r), r["data"], a.steps, threads, a.resume)
         row = {"arch": r["arch"], "seq_len": r["L"], "pairs": r["pairs"], "n_embd": r["width"], "lr": r["lr"],
                "seed": r["seed"], "accuracy": round(ev["accuracy"], 6), "answer_loss": round(ev["loss"], 6),
                "answers": ev["scored"], "params": r["params"], "state_floats": r["state"], "pos": r["pos"],
                "steps": a.steps, "train_seconds": round(secs, 1), "settings": settings, "family": r["family"],
                **r["columns"]}
+        runfolders.write_scores(r["folder"], {"row": row})
         print(f"zoology: L={r['L']} pairs={r['pairs']} {r['arch']} n_embd={r['width']} lr={r['lr']:g} "
               f"seed={r['seed']}: accuracy {row['accuracy']:.3f} ({secs:.0f} s)", flush=True)
         return row
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        for row in pool.map(lambda ir: train_and_score(*ir), enumerate(runs)):
+        for row in pool.map(train_and_score, runs):
             rows.append(row)
             with output_text(os.path.join(a.out, "zoology.json")) as f:  # after every run: a stopped sweep keeps them
                 json.dump(rows, f, indent=1)

@@ -1,8 +1,8 @@
 """The harnesses stop when told (harness/procs.py): SIGTERM, SIGINT to the whole group (Ctrl-C) or
 SIGHUP (a closed terminal) to harness.compare or harness.paper is forwarded to the programs it runs,
-each in a process group of its own; the harness waits for them, removes the files of the runs it
-stopped, says so in one line and ends by the same signal: no traceback, no child left training, no
-partial checkpoint. `... | head -1` ends it quietly, without a BrokenPipeError; two architectures
+each in a process group of its own; the harness waits for them, says so in one line and ends by the
+same signal: no traceback, no child left training, no temporary or lock left; the stopped run's folder
+keeps the checkpoint bin/train saved, for --resume. `... | head -1` ends it quietly, without a BrokenPipeError; two architectures
 whose runs would share files are refused before any run. Each case trains a toy model on a time
 budget it never reaches, and signals the harness once its bin/train is running.
 Run from the repository root after make: /usr/bin/python3 -m tests.harness_stop_test"""
@@ -127,7 +127,7 @@ class Stop(unittest.TestCase):
         left = {pid: cmd for pid, cmd in below.items() if running(pid)}
         self.assertEqual(left, {}, "programs it ran are still running")
         for folder, _, files in os.walk(out):
-            partial = [f for f in files if re.search(r"\.ckpt|\.tmp\.|\.lock$", f)]
+            partial = [f for f in files if re.search(r"\.tmp\.|\.lock$", f)]
             self.assertEqual(partial, [], f"partial files in {folder}")
 
     def test_sigterm_compare(self):
@@ -136,7 +136,10 @@ class Stop(unittest.TestCase):
         below = self.training(p)
         p.send_signal(signal.SIGTERM)
         self.stopped(p, below, signal.SIGTERM, "compare", out)
-        self.assertEqual(os.listdir(out), [], "the stopped run's log was kept")
+        self.assertEqual(sorted(os.listdir(out)), ["attention_seconds_1337", "sweep.json"])
+        run = os.path.join(out, "attention_seconds_1337")  # the stopped run's folder: its checkpoint, no scores
+        self.assertTrue(os.path.isfile(os.path.join(run, "ckpt")), os.listdir(run))
+        self.assertFalse(os.path.exists(os.path.join(run, "scores.json")))
 
     def test_ctrl_c_to_the_group_compare_jobs_2(self):
         out = os.path.join(self.tmp, "out")

@@ -26,6 +26,27 @@ from harness.lib.trained import read_token_file, unigram_loss
 from harness.stats import betainc, t_two_sided, welch_p
 
 PAPER = [sys.executable, "-m", "harness.paper"]
+T975 = {1: 12.706205, 2: 4.302653}  # Student's t: the 97.5% points at 1 and 2 degrees of freedom (the tables')
+
+
+def t_interval(deltas):
+    """The mean of per-seed differences and the half-width of its 95% t interval, from the formulas."""
+    n = len(deltas)
+    mean = sum(deltas) / n
+    sd = math.sqrt(sum((d - mean) ** 2 for d in deltas) / (n - 1))
+    return mean, T975[n - 1] * sd / math.sqrt(n)
+
+
+def ratio_text(xs, ys):
+    """A paired val-perplexity ratio as paper.md's tables give it, from the perplexities per seed."""
+    mean, half = t_interval([math.log(x / y) for x, y in zip(xs, ys)])
+    return f"{math.exp(mean):.3f} [{math.exp(mean - half):.3f}, {math.exp(mean + half):.3f}]"
+
+
+def mean_text(xs, digits):
+    """A mean over seeds ± the half-width of its 95% t interval, as the tables give it."""
+    mean, half = t_interval(xs)
+    return f"{mean:.{digits}f} ± {half:.{digits}f}"
 KEYS = ["arch", "budget", "seed", "params", "steps", "tokens", "train_seconds", "wall", "tok_s", "val_loss", "val_ppl",
         "test_loss", "test_ppl", "recall_loss", "other_loss", "recall_tokens", "other_tokens", "mixers", "grassmann_rank",
         "val_bpb", "val_word_ppl"]
@@ -34,9 +55,13 @@ KEYS = ["arch", "budget", "seed", "params", "steps", "tokens", "train_seconds", 
 LOG = "step,tokens,train_loss,val_loss,val_bits_per_byte,lr,grad_norm,ms_per_step,elapsed_s,threads\n"
 
 
-def fake_log(out, norm, name, seed, losses):
-    """A run's training log: (train loss, val loss) per step."""
-    with open(os.path.join(out, norm, f"{name}_tokens_{seed}.csv"), "w") as f:
+def fake_log(out, norm, name, seed, losses, folder=True):
+    """A run's training log: (train loss, val loss) per step, in its run folder (OUT/NORM/TAG/log.csv), or
+    with folder=False beside compare.csv (OUT/NORM/TAG.csv: a compare of before run folders)."""
+    path = os.path.join(out, norm, f"{name}_tokens_{seed}", "log.csv") if folder else \
+        os.path.join(out, norm, f"{name}_tokens_{seed}.csv")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
         f.write(LOG + "0,0,,9.0,2.0,,,,0.000,\n")
         for i, (tl, vl) in enumerate(losses, 1):
             f.write(f"{i},{i * 100},{tl},{vl},1.0,0.001,1.0,10.0,{i * 0.01:.3f},2\n")
@@ -156,10 +181,12 @@ class Pieces(unittest.TestCase):
         self.assertEqual(cmd[cmd.index("--recipe") + 1], "modern")
         self.assertGreater(cmd.index("--train-args=--zero-init 0"), cmd.index("--recipe"))
         self.assertEqual(cmd[cmd.index("--out") + 1], os.path.join("o", "modern"))
-        self.assertIn("--keep-checkpoints", cmd)
-        a.train_args, a.ablation_tokens = "", 0
+        self.assertNotIn("--resume", cmd)
+        a.train_args, a.ablation_tokens, a.resume, a.evals = "", 0, True, ["blimp=b.jsonl", "lambada=l.txt"]
         cmd = compare_command(a, "pre", "d", archs_for(6))
-        self.assertFalse([x for x in cmd if x.startswith("--train-args") or x in ("--recipe", "--keep-checkpoints")])
+        self.assertFalse([x for x in cmd if x.startswith("--train-args") or x == "--recipe"])
+        self.assertEqual(cmd[cmd.index("--evals"):cmd.index("--evals") + 3], ["--evals", "blimp=b.jsonl", "lambada=l.txt"])
+        self.assertIn("--resume", cmd)
 
     def test_ratios_are_paired_by_seed(self):
         rows = [{"norm": "pre", "name": "transformer", "seed": 1, "val_ppl": 100.0},
@@ -219,23 +246,27 @@ class Report(unittest.TestCase):
                 self.assertEqual(len(row["arch"].split(",")), 6)
             with open(os.path.join(tmp, "paper.md")) as f:
                 md = f.read()
-            # pre: 1.11 and 1.11 -> the paper's ratio is inside; post: 1.2 and 1.25 -> outside
-            # Welch p from the val losses: pre-norm grassmann ln(220), ln(235.2) against ln(200), ln(210)
-            p = welch_p([math.log(220.0), math.log(235.2)], [math.log(200.0), math.log(210.0)])
-            self.assertIn("**pre-norm**: Grassmann / Transformer val perplexity 1.110 ± 0.010 "
-                          f"(Welch p {p:.2g}); **the paper's 1.11 lies inside", md)
-            self.assertIn("**post-norm**: Grassmann / Transformer val perplexity 1.225 ± 0.025 (Welch p 0.064); "
-                          "**the paper's 1.11 lies outside", md)
-            self.assertIn("hybrid (attention first, then Grassmann) / Transformer: 0.950 ± 0.000 (Welch p 0.28), "
-                          "better than", md)
-            # per byte and per word: the mean over seeds of what compare.csv says
-            bpb = (math.log(220.0) + math.log(235.2)) / math.log(2) / 8
-            self.assertIn(f"| pre-norm | grassmann | 227.6 ± 7.6 | {bpb:.4f} ± ", md)
-            self.assertIn(f"| {(220.0 ** 1.5 + 235.2 ** 1.5) / 2:.1f} ± ", md)
+            # 2 seeds: each ratio with its 95% t interval (1 degree of freedom), and no p-value or verdict.
+            # pre: ln(220/200), ln(235.2/210); post: ln 1.2, ln 1.25: the paper's 1.11 inside both intervals
+            for norm, g, t in (("pre", [220.0, 235.2], [200.0, 210.0]), ("post", [300.0, 300.0], [250.0, 240.0])):
+                mean, half = t_interval([math.log(x / y) for x, y in zip(g, t)])
+                lo, hi = math.exp(mean - half), math.exp(mean + half)
+                self.assertIn(f"**{norm}-norm**: Grassmann / Transformer val perplexity {math.exp(mean):.3f} (95% t "
+                              f"interval {lo:.3f} to {hi:.3f}, 1 degree of freedom): 2 seeds: no p-value and no verdict "
+                              f"(they need 3 seeds at least); **the paper's 1.11 lies inside our 95% interval** "
+                              f"({lo:.3f} to {hi:.3f}).", md)
+            self.assertIn("hybrid (attention first, then Grassmann) / Transformer: 0.950 (the same on all 2 seeds: no "
+                          "spread, so no interval): 2 seeds: no p-value and no verdict", md)
+            self.assertIsNone(re.search(r"\bp (<|[0-9])", md))
+            # per byte and per word: the mean over seeds of what compare.csv says, with its interval
+            bpb = [math.log(x) / math.log(2) / 4 for x in (220.0, 235.2)]
+            self.assertIn(f"| pre-norm | grassmann | {mean_text([220.0, 235.2], 1)} | {mean_text(bpb, 4)} "
+                          f"| {mean_text([220.0 ** 1.5, 235.2 ** 1.5], 1)} | - |", md)
+            self.assertIn("| post-norm | grassmann | 300.0 (same on all 2) |", md)
             by = {(r["norm"], r["name"], r["seed"]): r for r in rows}
             self.assertAlmostEqual(by[("pre", "grassmann", 1338)]["val_word_ppl"], 235.2 ** 1.5, delta=1e-3)
-            self.assertAlmostEqual(by[("pre", "grassmann", 1338)]["welch_p_vs_transformer"], p, places=6)
-            self.assertIsNone(by[("pre", "transformer", 1337)]["welch_p_vs_transformer"])
+            self.assertIsNone(by[("pre", "grassmann", 1338)]["p_vs_transformer"])  # 2 seeds: none
+            self.assertIsNone(by[("pre", "transformer", 1337)]["p_vs_transformer"])
             self.assertIn("| the paper, Table 1", md)
             self.assertNotIn("diverged", md.lower())  # no training logs: nothing said
             # The page: the Markdown's tables, the runs one row each; no curves without logs.
@@ -244,6 +275,33 @@ class Report(unittest.TestCase):
             self.assertEqual(len(runs["rows"]), 12)
             self.assertEqual(sorted(float(r[-2]) for r in runs["rows"]), sorted(r["val_ppl"] for r in rows))
             self.assertFalse([s for s in page["sections"] if s["kind"] == "chart"])
+
+    def test_evals_and_load(self):
+        """compare.csv's --evals columns become paper.md's evaluations table and reading, paper.json's evals;
+        its load columns sit beside tokens/s, which a load above the cores marks not comparable."""
+        with tempfile.TemporaryDirectory() as tmp:
+            fake_compare(tmp, "pre", {"transformer": [200.0, 210.0], "grassmann": [220.0, 231.0],
+                                      "hybrid": [190.0, 199.5]})
+            path = os.path.join(tmp, "pre", "compare.csv")
+            with open(path) as f:
+                table = list(csv.reader(f))
+            with open(path, "w", newline="") as f:
+                w = csv.writer(f)
+                w.writerow(table[0] + ["load", "cores", "eval_blimp_acc", "eval_blimp_scored"])
+                for i, row in enumerate(table[1:]):
+                    w.writerow(row + [3.5 if i == 0 else 1.0, 2, 0.5 + 0.01 * i, 100])
+            r = subprocess.run(PAPER + ["--out", tmp, "--report-only", "--data", tmp], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(tmp, "paper.md")) as f:
+                md = f.read()
+            self.assertIn("## Evaluations", md)
+            self.assertIn(f"| pre-norm | transformer | {mean_text([0.50, 0.51], 3)} |", md)
+            self.assertIn(f"- **blimp**, pre-norm: accuracy transformer {mean_text([0.50, 0.51], 3)}; grassmann ", md)
+            self.assertIn("| pre | transformer | 6,868,992 | 1337 | 1,000 | 1 | 1,000 (not comparable) | 3.5 of 2 |", md)
+            self.assertIn("| pre | transformer | 6,868,992 | 1338 | 1,000 | 1 | 1,000 | 1.0 of 2 |", md)
+            with open(os.path.join(tmp, "paper.json")) as f:
+                rows = {(r["name"], r["seed"]): r for r in json.load(f)}
+            self.assertEqual(rows[("grassmann", 1337)]["evals"]["eval_blimp_acc"], 0.52)
 
     def test_ablation_table(self):
         """The per-window ablation's files (as harness.paper's ablate writes them) become a
@@ -283,15 +341,15 @@ class Report(unittest.TestCase):
             ppl = {"transformer": [200.0], "grassmann": [220.0], "hybrid": [190.0]}
             fake_compare(tmp, "pre", ppl)
             fake_compare(tmp, "post", ppl)
-            for norm in ("pre", "post"):
+            for norm in ("pre", "post"):  # pre's logs in run folders, post's beside compare.csv: both read
                 for name in ppl:
-                    fake_log(tmp, norm, name, 1337, [(6.0, 6.5), (5.0, 5.5)])
+                    fake_log(tmp, norm, name, 1337, [(6.0, 6.5), (5.0, 5.5)], folder=norm == "pre")
             r = subprocess.run(PAPER + ["--out", tmp, "--report-only", "--data", tmp], capture_output=True, text=True)
             self.assertEqual(r.returncode, 0, r.stderr)
             with open(os.path.join(tmp, "paper.md")) as f:
                 md = f.read()
             self.assertIn("**Every run trained** at lr 0.001 with 100 linear warm-up steps", md)
-            self.assertIn("/ Transformer: 0.950 ± 0.000 (Welch p n/a), one seed: no spread to compare against.", md)
+            self.assertIn("/ Transformer: 0.950 (one seed: no interval): one seed: no p-value and no verdict", md)
             self.assertNotIn("by more than the seed spread", md)
             # The page's curves: each run's val losses from its log, post-norm dashed.
             curves = [s for s in page_data(os.path.join(tmp, "paper.html"))["sections"] if s["kind"] == "chart"]
@@ -301,7 +359,7 @@ class Report(unittest.TestCase):
             for s in runs:
                 self.assertEqual(s["points"], [[0, 9.0], [100, 6.5], [200, 5.5]])
                 self.assertEqual(s["dash"], "post-norm" in s["name"])
-            fake_log(tmp, "post", "transformer", 1337, [(6.0, 6.5), ("nan", 8.9)])
+            fake_log(tmp, "post", "transformer", 1337, [(6.0, 6.5), ("nan", 8.9)], folder=False)
             fake_log(tmp, "pre", "grassmann", 1337, [(6.0, 4.5), (5.0, 5.5)])  # back up 1 nat from its lowest
             r = subprocess.run(PAPER + ["--out", tmp, "--report-only", "--data", tmp], capture_output=True, text=True)
             self.assertEqual(r.returncode, 0, r.stderr)
@@ -346,13 +404,16 @@ class Report(unittest.TestCase):
 class Controls(unittest.TestCase):
     def test_report_only(self):
         """Every control's table, from compare reports made up here (read back without --controls: the
-        report has whichever controls have runs), with ratios and p against the wedge, swa and the
-        Transformer; a compare.csv from before the controls (no pair or window columns) beside them."""
+        report has whichever controls have runs), with ratios, their intervals and the paired t-test's p
+        (3 seeds) against the wedge, swa and the Transformer; a compare.csv from before the controls (no pair
+        or window columns) beside them."""
         with tempfile.TemporaryDirectory() as tmp:
-            base = {"transformer": [200.0, 210.0], "grassmann": [220.0, 231.0], "hybrid": [190.0, 199.5]}
-            ctl = {"grassmann-outer": [210.0, 222.0], "grassmann-sum": [260.0, 270.0], "grassmann-outer-m": [230.0, 240.0],
-                   "grassmann-sum-m": [250.0, 262.0], "swa": [205.0, 214.0], "gla": [215.0, 225.0],
-                   "hybrid-gla": [195.0, 205.0], "hybrid-swa": [192.0, 200.0]}
+            base = {"transformer": [200.0, 210.0, 205.0], "grassmann": [220.0, 231.0, 228.0],
+                    "hybrid": [190.0, 199.5, 196.0]}
+            ctl = {"grassmann-outer": [210.0, 222.0, 214.0], "grassmann-sum": [260.0, 270.0, 268.0],
+                   "grassmann-outer-m": [230.0, 240.0, 236.0], "grassmann-sum-m": [250.0, 262.0, 259.0],
+                   "swa": [205.0, 214.0, 212.0], "gla": [215.0, 225.0, 224.0], "hybrid-gla": [195.0, 205.0, 201.0],
+                   "hybrid-swa": [192.0, 200.0, 199.0]}
             fake_compare(tmp, "pre", base)
             fake_controls(tmp, "pre", ctl)
             fake_compare(tmp, "post", base)  # the old columns only: still read
@@ -360,50 +421,61 @@ class Controls(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stderr)
             with open(os.path.join(tmp, "paper.md")) as f:
                 md = f.read()
-            p_vs = lambda name, base_name: welch_p([math.log(x) for x in ctl.get(name, base.get(name))],
-                                                    [math.log(x) for x in ctl.get(base_name, base.get(base_name))])
-            fmt_p = lambda p: f"p {p:.2g}" if p >= 1e-3 else "p < 0.001"
+            ppl = lambda name: ctl.get(name, base.get(name))
 
-            def ratio(name, base_name):  # paired by seed: mean ± half the range
-                rs = [x / y for x, y in zip(ctl.get(name, base.get(name)), ctl.get(base_name, base.get(base_name)))]
-                return f"{sum(rs) / len(rs):.3f} ± {(max(rs) - min(rs)) / 2:.3f}"
-            # 1. the pair kinds: outer / wedge 210/220, 222/231 -> 0.958 ± 0.003; its count +11.8% of the wedge's
+            def p(name, base_name):  # the paired t-test at 2 degrees of freedom: p = 1 - |t| / sqrt(2 + t^2)
+                mean, half = t_interval([math.log(x / y) for x, y in zip(ppl(name), ppl(base_name))])
+                t = mean / (half / T975[2])
+                value = 1 - abs(t) / math.sqrt(2 + t * t)
+                return f"p {value:.2g}" if value >= 1e-3 else "p < 0.001"
+
+            ratio = lambda name, base_name: ratio_text(ppl(name), ppl(base_name))
+
+            def words(name, base_name):
+                mean, half = t_interval([math.log(x / y) for x, y in zip(ppl(name), ppl(base_name))])
+                return (f"{math.exp(mean):.3f} (95% t interval {math.exp(mean - half):.3f} to "
+                        f"{math.exp(mean + half):.3f}, 2 degrees of freedom)")
+            # 1. the pair kinds: outer against the wedge; its count +11.8% of the wedge's
             self.assertIn("## The pair kinds: wedge, outer, sum", md)
-            self.assertEqual(ratio("grassmann-outer", "grassmann"), "0.958 ± 0.003")
-            self.assertIn(f"| pre-norm | grassmann-outer | outer | 32 | 7,680,000 | +11.8% | 216.0 ± 6.0 | 0.958 ± 0.003 "
-                          f"| {fmt_p(p_vs('grassmann-outer', 'grassmann'))} | {ratio('grassmann-outer', 'transformer')} "
-                          f"| {fmt_p(p_vs('grassmann-outer', 'transformer'))} |", md)
+            self.assertIn(f"| pre-norm | grassmann-outer | outer | 32 | 7,680,000 | +11.8% | "
+                          f"{mean_text(ppl('grassmann-outer'), 1)} | {ratio('grassmann-outer', 'grassmann')} "
+                          f"| {p('grassmann-outer', 'grassmann')} | {ratio('grassmann-outer', 'transformer')} "
+                          f"| {p('grassmann-outer', 'transformer')} |", md)
             self.assertIn("| pre-norm | grassmann-sum-m | sum | 256 (capped at n_embd) | 6,850,000 | -0.3% |", md)
             self.assertIn("| pre-norm | grassmann-outer-m | outer | 22 | 6,800,000 | -1.0% |", md)
-            self.assertIn("| pre-norm | grassmann | wedge | 32 | 6,868,992 | +0.0% | 225.5 ± 5.5 | - | - |", md)
-            self.assertIn(f"- **pre-norm**: grassmann-sum / grassmann val perplexity {ratio('grassmann-sum', 'grassmann')} "
-                          f"(Welch {fmt_p(p_vs('grassmann-sum', 'grassmann'))}): worse than the wedge by more than "
-                          "the seed spread.", md)
+            self.assertIn(f"| pre-norm | grassmann | wedge | 32 | 6,868,992 | +0.0% | {mean_text(ppl('grassmann'), 1)} "
+                          "| - | - |", md)
+            self.assertIn(f"- **pre-norm**: grassmann-sum / grassmann val perplexity {words('grassmann-sum', 'grassmann')}: "
+                          f"worse than the wedge: its 95% interval excludes 1 (paired t, {p('grassmann-sum', 'grassmann')}, "
+                          "2 degrees of freedom).", md)
             # 2. Grassmann against sliding-window attention at 17 positions
             self.assertIn("## Grassmann against sliding-window attention at the same window", md)
             self.assertIn("the last 17 positions, the query's own included (`bin/train --attn-window 17`)", md)
-            self.assertIn(f"| pre-norm | grassmann | offsets up to 16 | 6,868,992 | 225.5 ± 5.5 | {ratio('grassmann', 'swa')} "
-                          f"| {fmt_p(p_vs('grassmann', 'swa'))} |", md)
-            self.assertIn(f"- **pre-norm**: grassmann / swa val perplexity {ratio('grassmann', 'swa')} (Welch "
-                          f"{fmt_p(p_vs('grassmann', 'swa'))}): worse than sliding-window attention", md)
+            self.assertIn(f"| pre-norm | grassmann | offsets up to 16 | 6,868,992 | {mean_text(ppl('grassmann'), 1)} "
+                          f"| {ratio('grassmann', 'swa')} | {p('grassmann', 'swa')} |", md)
+            self.assertIn(f"- **pre-norm**: grassmann / swa val perplexity {words('grassmann', 'swa')}: worse than "
+                          f"sliding-window attention: its 95% interval excludes 1 (paired t, {p('grassmann', 'swa')}", md)
             # 4. the hybrids, against the Transformer and the paper's hybrid
             self.assertIn("## The hybrids", md)
             self.assertIn("| pre-norm | hybrid-swa | attention,grassmann,grassmann,grassmann,grassmann,grassmann, "
-                          f"window 17 | 6,866,000 | 196.0 ± 4.0 | {ratio('hybrid-swa', 'transformer')} ", md)
-            self.assertIn(f"| pre-norm | hybrid-gla | attention,gla,gla,gla,gla,gla | 6,848,000 | 200.0 ± 5.0 "
-                          f"| {ratio('hybrid-gla', 'transformer')} | {fmt_p(p_vs('hybrid-gla', 'transformer'))} "
-                          f"| {ratio('hybrid-gla', 'hybrid')} | {fmt_p(p_vs('hybrid-gla', 'hybrid'))} |", md)
+                          f"window 17 | 6,866,000 | {mean_text(ppl('hybrid-swa'), 1)} | {ratio('hybrid-swa', 'transformer')} ",
+                          md)
+            self.assertIn(f"| pre-norm | hybrid-gla | attention,gla,gla,gla,gla,gla | 6,848,000 "
+                          f"| {mean_text(ppl('hybrid-gla'), 1)} | {ratio('hybrid-gla', 'transformer')} "
+                          f"| {p('hybrid-gla', 'transformer')} | {ratio('hybrid-gla', 'hybrid')} "
+                          f"| {p('hybrid-gla', 'hybrid')} |", md)
             # a recipe without the controls has no rows in their tables
             self.assertNotIn("| post-norm | grassmann-outer", md)
             self.assertNotIn("| post-norm | swa", md)
             self.assertNotIn("| post-norm | grassmann | wedge", md)
             with open(os.path.join(tmp, "paper.json")) as f:
                 rows = {(r["norm"], r["name"], r["seed"]): r for r in json.load(f)}
-            self.assertEqual(len(rows), 12 + 16)
+            self.assertEqual(len(rows), 3 * (6 + 8))
             self.assertEqual((rows[("pre", "swa", 1337)]["attn_window"], rows[("pre", "swa", 1337)]["grassmann_pair"]),
                              (17, None))
             self.assertEqual(rows[("pre", "grassmann-sum-m", 1338)]["grassmann_pair"], "sum")
             self.assertIsNone(rows[("post", "grassmann", 1337)]["grassmann_pair"])  # the old file has none
+            self.assertEqual(f"p {rows[('pre', 'gla', 1337)]['p_vs_transformer']:.2g}", p("gla", "transformer"))
 
     def test_no_controls_no_tables(self):
         with tempfile.TemporaryDirectory() as tmp:

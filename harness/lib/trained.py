@@ -1,8 +1,9 @@
 """Whether a run trained: its validation curve (diverged: the training loss
 stopped being a number, or the val loss ended no lower than it began, or
-climbed back), and whether it ended at the loss of a model that knows only
+climbed back), whether it ended at the loss of a model that knows only
 each token's frequency in train (the unigram model: it learned nothing of
-context). make paper's and make compare's reports say which runs did not."""
+context), and whether its loss falls with context along the window. make
+paper's and make compare's reports say which runs did not train."""
 import math
 import os
 import sys
@@ -65,3 +66,13 @@ def diverged(curve):
     0.5 nats above its lowest."""
     first, low, last, nan = curve
     return nan or last != last or last >= first or last > low + 0.5
+
+
+def falls_with_context(by_position):
+    """Whether a model's loss falls with context: its mean loss over the second half of the window's
+    positions is below its loss at the first scored position (position 0: no context). by_position: the
+    loss at each position (None where none was scored). A model for which it does not has learned nothing
+    of its context, and a reading of where its loss sits in the window would be noise."""
+    first = next((x for x in by_position if x is not None), None)
+    late = [x for x in by_position[len(by_position) // 2:] if x is not None]
+    return first is not None and bool(late) and sum(late) / len(late) < first

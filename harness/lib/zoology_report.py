@@ -8,10 +8,9 @@ import os
 from harness import registry
 from harness.common import command_line, die, gnuplot, gnuplot_series, gnuplot_string
 from harness.files import output_text
-from harness.lib.summary import fmt_p
+from harness.lib.summary import MIN_SEEDS, estimate_cell, p_cell, paired
 from harness.report_page import COLORS, chart, markdown_sections, write_page
 from harness.results import Int, ListOf, Name, Num, Obj, Text, arch_option_fields, family_field, load_json
-from harness.stats import welch_p
 
 # What the sequences hold outside the pairs and the queries (bin/probegen --fill), as the report says it.
 FILLS = ("random", "zero")
@@ -39,7 +38,7 @@ def best_rows(rows):
         mean = lambda rs, k: sum(r[k] for r in rs) / len(rs)
         lr, rs = max(by_lr.items(), key=lambda kv: (mean(kv[1], "accuracy"), -mean(kv[1], "answer_loss")))
         best.append(dict(rs[0], accuracy=mean(rs, "accuracy"), answer_loss=mean(rs, "answer_loss"), seeds=len(rs),
-                         accuracies=[r["accuracy"] for r in rs],
+                         accuracies=[r["accuracy"] for r in rs], by_seed=[{"seed": r["seed"], "acc": r["accuracy"]} for r in rs],
                          lr_accuracy={f"{l:g}": round(mean(v, "accuracy"), 4) for l, v in sorted(by_lr.items())}))
     return sorted(best, key=lambda r: (r["seq_len"], r["arch"], r["n_embd"]))
 
@@ -136,9 +135,10 @@ def write_report(a, archs, rows, minutes, kept=0):
     md = ["# MQAR, the Zoology protocol", "",
           "Best learning rate per architecture, cell and width; accuracy = the share of answers that are the "
           f"model's most likely next token (chance {2 / a.vocab:.2g} for a value guessed from the vocabulary's second "
-          f"half, 1/pairs for one guessed among the sequence's own), the mean over the seeds at that rate; p: Welch's "
-          f"two-sided t-test of equal mean accuracy against {first} in the same cell and width, over the seeds "
-          "(n/a below 2 seeds each). State: the floats the layers keep per sequence when the model generates "
+          f"half, 1/pairs for one guessed among the sequence's own), the mean over the seeds at that rate ± the "
+          f"half-width of its 95% interval from Student's t (seeds - 1 degrees of freedom); p: the paired t-test "
+          f"(the same seed draws the same batches) of equal mean accuracy against {first} in the same cell and width, "
+          f"from {MIN_SEEDS} seeds on. State: the floats the layers keep per sequence when the model generates "
           "(bin/info --mixers: each layer's state at the cell's length, its step's scratch included).", "",
           "| seq_len | pairs | architecture | n_embd | parameters | state (floats) | best lr | accuracy | "
           f"accuracy at each lr | family | seeds | p vs {first} |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -147,9 +147,9 @@ def write_report(a, archs, rows, minutes, kept=0):
         each = ", ".join(f"{lr}: {acc:.3f}" for lr, acc in r["lr_accuracy"].items())
         base = next((x for x in best if x["arch"] == first and x["seq_len"] == r["seq_len"] and
                      x["n_embd"] == r["n_embd"]), None)
-        p = "-" if r["arch"] == first or base is None else fmt_p(welch_p(r["accuracies"], base["accuracies"]))
+        p = "-" if r["arch"] == first or base is None else p_cell(paired(r["by_seed"], base["by_seed"], "acc"))
         md.append(f"| {r['seq_len']} | {r['pairs']} | {name} | {r['n_embd']} | {r['params']:,} | {r['state_floats']:,} "
-                  f"| {r['lr']:g} | {r['accuracy']:.3f} | {each} | {dict(names).get(r['arch']) or '-'} | {r['seeds']} "
+                  f"| {r['lr']:g} | {estimate_cell(r['accuracies'], 3)} | {each} | {dict(names).get(r['arch']) or '-'} | {r['seeds']} "
                   f"| {p} |")
     steps = sorted({r["steps"] for r in rows})
     fills = sorted({fill_of(r) for r in rows})

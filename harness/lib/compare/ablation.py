@@ -8,11 +8,12 @@ import os
 import time
 
 from harness import registry
-from harness.common import Sweep, command_line
+from harness.common import command_line
 from harness.files import output_text
 from harness.lib.compare.report import warmup_text
-from harness.lib.compare.runs import check_stems, stem
-from harness.lib.summary import fmt, mean_spread, precision_text
+from harness.lib.compare.runs import check_stems, run_plan, stem
+from harness.lib.summary import MIN_SEEDS, estimate_cell, fmt_p, interval_caption, precision_text
+from harness.stats import Estimate
 
 
 # --ablate's variants: the modern recipe less one switch each (bin/train's
@@ -40,24 +41,20 @@ def ablation_name(name, variant, extra):
 
 def ablate(a, h, archs, budgets):
     """--ablate: every architecture under every ABLATION variant, budgets and seeds interleaved as in the
-    comparison (a busy machine slows every variant alike); ablation.md and ablation.csv."""
-    variants = [dict(arch, base=arch["name"], variant=v, extra=extra, name=ablation_name(arch["name"], v, extra))
-                for v, extra in ABLATION for arch in archs]
+    comparison (a busy machine slows every variant alike), each run a run folder (--resume and
+    --report-only as for the comparison); ablation.md and ablation.csv."""
+    variants = [dict(arch, base=arch["name"], variant=v, extra=extra, name=ablation_name(arch["name"], v, extra),
+                     label=f"{arch['label']}, {v}") for v, extra in ABLATION for arch in archs]
     seeds = [a.seed + k for k in range(a.seeds)]
     check_stems([f"{v['name']}_{kind}_{seed}" for kind, _ in budgets for seed in seeds for v in variants])
-    runs, t_all = [], time.time()
-    sweep = Sweep(len(budgets) * len(seeds) * len(variants))
-    for kind, value in budgets:
-        for seed in seeds:
-            for v in variants:
-                tag = stem(f"{v['name']}_{kind}_{seed}")
-                print(f"== {sweep.begin()}: {v['base']}, {v['variant']}, {kind}:{value}, seed {seed}", flush=True)
-                r = h.train(v, (kind, value), seed, tag)
-                r.update(base=v["base"], variant=v["variant"])
-                print(f"   {r['steps']} steps, "
-                      f"{r['tokens']:,} tokens in {r['train_seconds']:.1f} s; val loss {r['val_loss']:.4f}", flush=True)
-                runs.append(r)
-    total = time.time() - t_all
+    plan = [(v, (kind, value), seed, stem(f"{v['name']}_{kind}_{seed}"))
+            for kind, value in budgets for seed in seeds for v in variants]
+    t_all = time.time()
+    runs = run_plan(h, plan, lambda v, budget, seed: f"{v['base']}, {v['variant']}, {budget[0]}:{budget[1]}, seed {seed}",
+                    "compare")
+    for (v, _, _, _), r in zip(plan, runs):
+        r.update(base=v["base"], variant=v["variant"])
+    total = 0 if a.report_only else time.time() - t_all
     md = ablation_report(a, archs, budgets, runs, seeds, total)
     with output_text(os.path.join(a.out, "ablation.csv")) as f:
         w = csv.writer(f)
@@ -67,6 +64,19 @@ def ablate(a, h, archs, budgets):
             w.writerow([f"{r[k]:.6f}" if isinstance(r[k], float) else r[k] for k in keys])
     print("\n" + "\n".join(md))
     print(f"\nwrote {os.path.join(a.out, 'ablation.md')} and ablation.csv ({total / 60:.1f} min)")
+
+
+def change_cell(change, variant):
+    """ablation.md's cell of how a variant changes the gap between two architectures (paired by seed): the
+    change, and from MIN_SEEDS seeds on whether its interval excludes none."""
+    e = Estimate(change)
+    text = estimate_cell(change, 4)
+    if e.n < MIN_SEEDS or not e.spread:
+        return text
+    if e.p >= 0.05:
+        return f"{text}: no difference shown ({fmt_p(e.p)})"
+    what = "the recipe" if variant == "gpt2" else "the switch"  # without it the gap is larger: it closes it
+    return f"{text}: {what} {'closes' if e.mean > 0 else 'widens'} the gap ({fmt_p(e.p)})"
 
 
 def ablation_report(a, archs, budgets, runs, seeds, total):
@@ -79,11 +89,12 @@ def ablation_report(a, archs, budgets, runs, seeds, total):
 
     bases = [x["name"] for x in archs]
     md = [f"# Ablation of the modern recipe: {', '.join(bases)}", "",
-          f"Each row takes one switch out of `--recipe modern` (or all of them: gpt2). Val loss (nats per "
-          f"{runs[0]['unit']}) is the mean ± spread (half the range) over seeds {', '.join(map(str, seeds))}; "
-          f"Δ is the paired change from the whole modern recipe (positive: without the switch the loss is higher, "
-          f"so the switch helps); a change or gap "
-          f"is called a difference only when it exceeds its spread.", ""]
+          f"Each row takes one switch out of `--recipe modern` (or all of them: gpt2). Val loss in nats per "
+          f"{runs[0]['unit']}, seeds {', '.join(map(str, seeds))}; Δ is the paired change from the whole modern "
+          f"recipe (positive: without the switch the loss is higher, so the switch helps). " +
+          interval_caption(len(seeds)) + (" A change of the gap is called one (the switch closes or widens it) only "
+                                          "where its interval excludes 0 (the paired t-test's p below 0.05)."
+                                          if len(seeds) >= MIN_SEEDS else ""), ""]
     for kind, value in budgets:
         b = f"{kind}:{value}"
         md += [f"## {kind} budget ({value:,}{' s' if kind == 'seconds' else ' tokens'})", ""]
@@ -97,25 +108,14 @@ def ablation_report(a, archs, budgets, runs, seeds, total):
             row = f"| {variant} |"
             for base in bases:
                 cur, mod = losses(base, variant, b), losses(base, "modern", b)
-                m, sp = mean_spread(list(cur.values()))
-                dm, ds = mean_spread([cur[k] - mod[k] for k in cur if k in mod])
-                note = "" if variant == "modern" or len(cur) < 2 or abs(dm) > ds else " (within spread)"
-                row += f" {fmt(m, sp, 4)} | {'' if variant == 'modern' else fmt(dm, ds, 4) + note} |"
+                delta = [cur[k] - mod[k] for k in cur if k in mod]
+                row += f" {estimate_cell(list(cur.values()), 4)} | {'' if variant == 'modern' else estimate_cell(delta, 4)} |"
             for base in bases[1:]:
                 cur0, cur1 = losses(bases[0], variant, b), losses(base, variant, b)
                 mod0, mod1 = losses(bases[0], "modern", b), losses(base, "modern", b)
                 gaps = {k: cur1[k] - cur0[k] for k in cur1 if k in cur0}
-                gm, gs = mean_spread(list(gaps.values()))
                 change = [gaps[k] - (mod1[k] - mod0[k]) for k in gaps if k in mod0 and k in mod1]
-                cm, cs = mean_spread(change)
-                if variant == "modern":
-                    verdict = ""
-                elif len(change) < 2 or abs(cm) <= cs:
-                    verdict = f"{cm:+.4f} ± {cs:.4f}: no difference"
-                else:  # without the switch the gap is larger: the switch closes it
-                    what = "the recipe" if variant == "gpt2" else "the switch"
-                    verdict = f"{cm:+.4f} ± {cs:.4f}: {what} {'closes' if cm > 0 else 'widens'} the gap"
-                row += f" {fmt(gm, gs, 4)} | {verdict} |"
+                row += f" {estimate_cell(list(gaps.values()), 4)} | {'' if variant == 'modern' else change_cell(change, variant)} |"
             md.append(row)
         md.append("")
     md += [f"Model: n_layer {a.n_layer}, n_head {a.n_head}, n_embd {a.n_embd}, block {a.block_size}, batch "
@@ -124,7 +124,8 @@ def ablation_report(a, archs, budgets, runs, seeds, total):
            f"bin/train's --muon-lr on the same schedule), "
            f"{warmup_text(a)}; mixer options {registry.settings_text(a)}" +
            "".join(f"; {x['label']} {x['params']:,} parameters under the modern recipe" for x in archs) +
-           f". {len(runs)} runs took {total / 60:.1f} minutes of wall time.",
+           (f". {len(runs)} runs took {total / 60:.1f} minutes of wall time." if total else
+            f". {len(runs)} runs, rebuilt from their folders (--report-only)."),
            f"Command: `{command_line('harness.compare')}`"]
     with output_text(os.path.join(a.out, "ablation.md")) as f:
         f.write("\n".join(md) + "\n")

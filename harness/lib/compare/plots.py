@@ -58,16 +58,16 @@ def write_plots(a, archs, budgets, runs, unit):
             rs = [r for r in runs if r["arch"] == arch["name"] and r["budget"] == f"{kind}:{value}"]
             path = os.path.join(out, f"by_position_{bi}_{i}.dat")
             with output_text(path) as f:
-                for t in range(len(rs[0]["by_position"])):
+                for t in range(len(rs[0]["by_position"])):  # at t + 1: the log axis keeps position 0 (at 1)
                     vals = [r["by_position"][t] for r in rs if r["by_position"][t] is not None]
                     if vals:
-                        f.write(f"{t} {statistics.fmean(vals)} {min(vals)} {max(vals)}\n")
+                        f.write(f"{t + 1} {statistics.fmean(vals)} {min(vals)} {max(vals)}\n")
             dash = "" if kind == "tokens" else " dt 2"
             parts.append(f"{gnuplot_string(path)} using 1:2 with lines lw 2{dash} lc rgb '{colors[i % len(colors)]}' "
                          f"title {gnuplot_string(arch['label'] + ', ' + kind)}")
     gnuplot(head + f"set output {gnuplot_string(os.path.join(out, 'loss_by_position.png'))}\n"
             f"set title 'Validation loss by position in the window (mean over {a.seeds} seeds)'\n"
-            f"set xlabel 'position (tokens of context before the target)'\n"
+            f"set xlabel 'position + 1 (tokens of context before the target, plus one: position 0 at 1)'\n"
             f"set ylabel {gnuplot_string(f'loss (nats per {unit})')}\n"
             "set logscale x 2\nset xrange [1:*]\nplot " + ", \\\n     ".join(parts) + "\n",
             output=os.path.join(out, "loss_by_position.png"))

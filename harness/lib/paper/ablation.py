@@ -29,8 +29,8 @@ def head_file(data, out, tokens):
 def ablate(out, norm, name, seed, kind, mixers, windows, val_head, tokens, threads):
     """The val loss on val_head with each (Grassmann layer, window offset) left out in turn
     (bin/eval --ablate-offset), beside the plain loss: OUT/NORM/ablation_NAME_SEED.json.
-    Needs the run's checkpoint (harness.compare --keep-checkpoints)."""
-    ckpt = os.path.join(out, norm, f"{name}_{kind}_{seed}.ckpt")  # harness.compare's name for it
+    Reads the run's final checkpoint in its run folder (harness.compare's OUT/NORM/NAME_KIND_SEED)."""
+    ckpt = os.path.join(out, norm, f"{name}_{kind}_{seed}", "ckpt")
     if not os.path.exists(ckpt):
         die(f"no checkpoint {ckpt} to ablate")
     score = lambda extra: run_ok([os.path.join(BIN, "eval"), "--model", ckpt, "--data", val_head, "--json",

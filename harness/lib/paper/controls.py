@@ -3,7 +3,10 @@ Grassmann against sliding-window attention at the same window, and the
 hybrids of the other mixers."""
 from harness.lib.paper.runs import ratio_cell, ratios, reading_line, runs_of
 from harness.lib.paper.setup import N_EMBD, NORMS, recipe_label
-from harness.lib.summary import fmt, layers_text, mean_spread
+from harness.lib.summary import MIN_SEEDS, estimate_cell, layers_text
+
+RATIOS = ("Ratios of val perplexity paired by seed, with the ends of their 95% t interval in brackets; p: the paired "
+          f"t-test of equal mean val loss (from {MIN_SEEDS} seeds on).")
 
 
 def pair_report(rows, archs):
@@ -18,8 +21,7 @@ def pair_report(rows, archs):
           "z_t z_{t-d}^T / (|z_t| |z_{t-d}|) (outer, r^2 features), or the sum z_t + z_{t-d} (sum, r features: a "
           "gated causal convolution of rank r). The features feed a C x F projection, so at equal rank the counts "
           "differ; the -m rows take the rank whose count is closest to the wedge's at rank 32 (searched up to "
-          "n_embd: a larger rank adds parameters, not directions). Equal tokens for every row. Ratios of val "
-          "perplexity paired by seed; p: Welch's t-test of equal mean val loss.", "",
+          "n_embd: a larger rank adds parameters, not directions). Equal tokens for every row. " + RATIOS, "",
           "| recipe | architecture | pair | rank | parameters | vs wedge | val ppl | / wedge | p vs wedge "
           "| / Transformer | p vs Transformer |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     reading = []
@@ -37,7 +39,7 @@ def pair_report(rows, archs):
                 rank = f"{rank} (capped at n_embd)"
             md.append(f"| {recipe_label(norm)} | {name} | {rs[0]['grassmann_pair'] or 'wedge'} "
                       f"| {rank} | {rs[0]['params']:,} | {gap} "
-                      f"| {fmt(*mean_spread([r['val_ppl'] for r in rs]), 1)} | {ratio_cell(rows, norm, name, 'grassmann')} "
+                      f"| {estimate_cell([r['val_ppl'] for r in rs], 1)} | {ratio_cell(rows, norm, name, 'grassmann')} "
                       f"| {ratio_cell(rows, norm, name, 'transformer')} |")
             if name != "grassmann" and ratios(rows, norm, name, "grassmann"):
                 reading.append(reading_line(rows, norm, name, "grassmann", "the wedge"))
@@ -55,8 +57,7 @@ def window_report(rows, archs, window):
           f"exactly the positions a Grassmann layer's output at t reads (z_t and z_(t-d) for its offsets d). "
           f"--attn-window {window - 1} would see one position fewer than the Grassmann layer. So the two differ in "
           f"what they do with the same {window} positions: attention chooses among them by content, Grassmann "
-          f"averages fixed pair features over a few offsets. Ratios of val perplexity paired by seed; p: Welch's "
-          f"t-test of equal mean val loss.", "",
+          f"averages fixed pair features over a few offsets. " + RATIOS, "",
           "| recipe | architecture | sees | parameters | val ppl | / swa | p vs swa | / Transformer | p vs Transformer |",
           "|---|---|---|---|---|---|---|---|---|"]
     reading = []
@@ -71,7 +72,7 @@ def window_report(rows, archs, window):
                     "grassmann": f"offsets up to {window - 1}", "hybrid": "whole block (layer 0), then offsets",
                     "hybrid-swa": f"the last {window} (layer 0), then offsets"}[name]
             md.append(f"| {recipe_label(norm)} | {name} | {sees} | {rs[0]['params']:,} "
-                      f"| {fmt(*mean_spread([r['val_ppl'] for r in rs]), 1)} | {ratio_cell(rows, norm, name, 'swa')} "
+                      f"| {estimate_cell([r['val_ppl'] for r in rs], 1)} | {ratio_cell(rows, norm, name, 'swa')} "
                       f"| {ratio_cell(rows, norm, name, 'transformer')} |")
         if ratios(rows, norm, "grassmann", "swa"):
             reading.append(reading_line(rows, norm, "grassmann", "swa", "sliding-window attention"))
@@ -85,8 +86,7 @@ def hybrid_report(rows, archs):
         return []
     md = ["", "## The hybrids", "",
           "Each mixer beside the Transformer, and the paper's hybrid (attention first, then Grassmann) beside "
-          "those with gla in the rest (hybrid-gla) and with sliding-window attention first (hybrid-swa). Ratios of "
-          "val perplexity paired by seed; p: Welch's t-test of equal mean val loss.", "",
+          "those with gla in the rest (hybrid-gla) and with sliding-window attention first (hybrid-swa). " + RATIOS, "",
           "| recipe | architecture | layers | parameters | val ppl | / Transformer | p vs Transformer | / hybrid "
           "| p vs hybrid |", "|---|---|---|---|---|---|---|---|---|"]
     for norm in NORMS:
@@ -98,6 +98,6 @@ def hybrid_report(rows, archs):
                 layers = layers_text(rs[0]["arch"].split(",")) + (f", window {rs[0]['attn_window']}"
                                                                   if rs[0].get("attn_window") else "")
                 md.append(f"| {recipe_label(norm)} | {name} | {layers} | {rs[0]['params']:,} "
-                          f"| {fmt(*mean_spread([r['val_ppl'] for r in rs]), 1)} "
+                          f"| {estimate_cell([r['val_ppl'] for r in rs], 1)} "
                           f"| {ratio_cell(rows, norm, name, 'transformer')} | {ratio_cell(rows, norm, name, 'hybrid')} |")
     return md

@@ -10,9 +10,11 @@ from harness.common import command_line, gnuplot, gnuplot_string
 from harness.files import output_text
 from harness.lib.paper.ablation import ablation_report
 from harness.lib.paper.controls import hybrid_report, pair_report, window_report
-from harness.lib.paper.runs import PER_TEXT, norm_ratios, ratio_p, ratios
+from harness.lib.paper.runs import PER_TEXT, deltas, ratio_p, runs_of, versus
 from harness.lib.paper.setup import NORMS, PAPER, TABLES, attention_window, layer_windows, recipe_label
-from harness.lib.summary import ONE_SEED, fmt, fmt_p, mean_spread
+from harness.lib.summary import (MIN_SEEDS, estimate_cell, interval_caption, p_cell, ratio_cell, ratio_words,
+                                 safe_exp, verdict)
+from harness.stats import Estimate
 from harness.lib.trained import UNIGRAM_MARGIN, diverged, stuck
 from harness.report_page import COLORS, chart, markdown_sections, write_page
 
@@ -94,31 +96,73 @@ def write_page_html(out, archs, rows, unigram, md):
     write_page(os.path.join(out, "paper.html"), md[0].lstrip("# "), sections)
 
 
+def beside_paper(d, paper_ratio):
+    """Where the paper's Grassmann / Transformer ratio lies against ours (per-seed differences d of val loss):
+    inside or outside our 95% interval, or beside our one value where there is no interval."""
+    e = Estimate(d)
+    if e.half is None:
+        why = "one seed" if e.n == 1 else f"the same on all {e.n} seeds"
+        return f"the paper's {paper_ratio:.2f} beside our {safe_exp(e.mean):.3f} ({why}: no interval to place it in)"
+    lo, hi = safe_exp(e.mean - e.half), safe_exp(e.mean + e.half)
+    if lo <= paper_ratio <= hi:
+        return f"**the paper's {paper_ratio:.2f} lies inside our 95% interval** ({lo:.3f} to {hi:.3f})"
+    return f"**the paper's {paper_ratio:.2f} lies outside our 95% interval** ({lo:.3f} to {hi:.3f})"
+
+
+def eval_names(rows):
+    """The --evals tasks the runs were scored on (compare.csv's eval_NAME_acc columns), in order."""
+    return list(dict.fromkeys(k[5:-4] for r in rows for k in r.get("evals") or {} if k.endswith("_acc")))
+
+
+def eval_reading(rows, archs):
+    """The reading's line per recipe and task: each architecture's accuracy over seeds."""
+    md = []
+    for name in eval_names(rows):
+        key = f"eval_{name}_acc"
+        for norm in NORMS:
+            cells = [f"{n} {estimate_cell([r['evals'].get(key) for r in runs_of(rows, norm, n)], 3)}"
+                     for n, _ in archs if runs_of(rows, norm, n)]
+            if cells:
+                md.append(f"- **{name}**, {recipe_label(norm)}: accuracy " + "; ".join(cells) +
+                          " (the evaluations' table below).")
+    return md
+
+
+def eval_table(rows, archs):
+    """paper.md's table of the --evals tasks (compare --evals): accuracy per recipe and architecture."""
+    names = eval_names(rows)
+    if not names:
+        return []
+    md = ["", "## Evaluations", "",
+          "Each run's final checkpoint scored on the tasks of --evals (bin/eval: minimal pairs, cloze or multiple "
+          "choice; each recipe's compare.md has the kind, the items and the intervals over items). Accuracy over "
+          "seeds as above.", "",
+          "| recipe | architecture | " + " | ".join(f"{n} acc" for n in names) + " |",
+          "|---|---|" + "---|" * len(names)]
+    for norm in NORMS:
+        for n, _ in archs:
+            rs = runs_of(rows, norm, n)
+            if rs:
+                md.append(f"| {recipe_label(norm)} | {n} | " + " | ".join(
+                    estimate_cell([r["evals"].get(f"eval_{e}_acc") for r in rs], 3) for e in names) + " |")
+    return md
+
+
 def report(a, archs, rows, minutes, data_label, unigram=None, plot=None, ablations=None):
     what, paper_t, paper_g, paper_ratio = PAPER[a.table]
     seeds = sorted({r["seed"] for r in rows})
     md = [f"# The Grassmann paper at its own configuration ({what.split(':')[0]})", "", "## Reading", ""]
     for norm in NORMS:
-        g = ratios(rows, norm, "grassmann")
-        h = ratios(rows, norm, "hybrid")
+        g, h = deltas(rows, norm, "grassmann"), deltas(rows, norm, "hybrid")
         if not g:
             if norm in ("pre", "post"):
                 md.append(f"- **{recipe_label(norm)}**: not run.")
             continue
-        gm, gs = mean_spread(g)
-        lo, hi = min(g), max(g)
-        holds = ("**the paper's 1.11 lies inside our seed range**" if lo <= paper_ratio <= hi else
-                 f"**the paper's {paper_ratio:.2f} lies outside our seed range** ({lo:.3f} to {hi:.3f})")
-        line = (f"- **{recipe_label(norm)}**: Grassmann / Transformer val perplexity {fmt(gm, gs)} "
-                f"(Welch {fmt_p(ratio_p(rows, norm, 'grassmann'))}); {holds}.")
+        line = (f"- **{recipe_label(norm)}**: Grassmann / Transformer val perplexity {ratio_words(g)}: "
+                f"{versus(g, 'the Transformer')}; {beside_paper(g, paper_ratio)}.")
         if h:
-            hm, hs = mean_spread(h)
-            side = (ONE_SEED if len(h) < 2 else
-                    "better than the Transformer by more than the seed spread" if hm + hs < 1 else
-                    "worse than the Transformer by more than the seed spread" if hm - hs > 1 else
-                    "level with the Transformer within the seed spread")
-            line += (f" The hybrid (attention first, then Grassmann) / Transformer: {fmt(hm, hs)} "
-                     f"(Welch {fmt_p(ratio_p(rows, norm, 'hybrid'))}), {side}.")
+            line += (f" The hybrid (attention first, then Grassmann) / Transformer: {ratio_words(h)}: "
+                     f"{versus(h, 'the Transformer')}.")
         md.append(line)
     curves = [r for r in rows if r["curve"]]
     bad = [r for r in curves if diverged(r["curve"])]
@@ -148,18 +192,18 @@ def report(a, archs, rows, minutes, data_label, unigram=None, plot=None, ablatio
                                       f"{unigram:.3f}" if unigram is not None else "")
                   + (f"; the post-norm Transformer's from {post_t[0][0]:.2f} to {post_t[0][2]:.2f}." if post_t else "."))
     for name, _ in archs:
-        pr = norm_ratios(rows, name)
-        if pr:
-            m, s = mean_spread(pr)
-            md.append(f"- Post-norm / pre-norm val perplexity, {name}: {fmt(m, s)} "
-                      f"(Welch {fmt_p(ratio_p(rows, 'post', name, name, 'pre'))}).")
+        d = deltas(rows, "post", name, name, "pre")
+        if d:
+            md.append(f"- Post-norm / pre-norm val perplexity, {name}: {ratio_words(d)}: {verdict(d)}.")
+    md += eval_reading(rows, archs)
     budget_tokens = sorted({r["tokens"] for r in rows})
     if plot:
         md += ["", f"![Validation loss against training tokens, {line_styles_caption(rows)}]"
                    f"({os.path.basename(plot)})"]
-    md += ["", f"Ratios are paired by seed (same initial weights' seed, same batches) and given as mean ± spread, "
-               f"the spread being half the range over {len(seeds)} seeds ({', '.join(map(str, seeds))}). Each run "
-               f"trained on {', '.join(f'{t:,}' for t in budget_tokens)} tokens; the paper trains 30 epochs of "
+    md += ["", interval_caption(len(seeds)) + f" Seeds {', '.join(map(str, seeds))}: the same seed gives the same "
+               "initial weights' seed and the same batches to every architecture and recipe, so ratios are paired by "
+               "seed" + (", and p is the paired t-test's of equal mean val loss (two-sided)."
+                         if len(seeds) >= MIN_SEEDS else ".") + f" Each run trained on {', '.join(f'{t:,}' for t in budget_tokens)} tokens; the paper trains 30 epochs of "
                f"Wikitext-2 (about 62M tokens), so absolute perplexities are not comparable with the paper's, and "
                f"ratios are what this measures.", "",
            "## The paper beside ours", "",
@@ -169,28 +213,26 @@ def report(a, archs, rows, minutes, data_label, unigram=None, plot=None, ablatio
     per_text = ["", "## Per token, per byte, per word", "",
                 "Token perplexity depends on the tokenizer; bits per byte and word perplexity (the same nats over "
                 "the bytes, and the whitespace-separated words, of the text the scored tokens stand for: `bin/eval "
-                "--word-ppl`) compare across tokenizers. Mean ± spread over seeds, val split; p: Welch's t-test of "
-                "equal mean val loss against the Transformer under the same recipe (two-sided; n/a below 2 seeds).", "",
+                "--word-ppl`) compare across tokenizers. Over seeds as above, val split; p: the paired t-test of "
+                f"equal mean val loss against the Transformer under the same recipe (from {MIN_SEEDS} seeds on).", "",
                 "| recipe | architecture | val ppl (token) | bits per byte | word ppl | p vs Transformer |",
                 "|---|---|---|---|---|---|"]
     for norm in NORMS:
-        per = {name: mean_spread([r["val_ppl"] for r in rows if r["norm"] == norm and r["name"] == name])
-               for name, _ in archs}
-        if all(v[0] != v[0] for v in per.values()):  # NaN: no runs
+        per = {name: [r["val_ppl"] for r in runs_of(rows, norm, name)] for name, _ in archs}
+        if not any(per.values()):
             continue
-        g, h = mean_spread(ratios(rows, norm, "grassmann")), mean_spread(ratios(rows, norm, "hybrid"))
-        md.append(f"| ours, {data_label} | {norm} | {fmt(*per['transformer'], 1)} | {fmt(*per['grassmann'], 1)} "
-                  f"| {fmt(*per['hybrid'], 1)} | {fmt(*g)} ({fmt_p(ratio_p(rows, norm, 'grassmann'))}) "
-                  f"| {fmt(*h)} ({fmt_p(ratio_p(rows, norm, 'hybrid'))}) |")
+        ratio = lambda name: f"{ratio_cell(deltas(rows, norm, name))} ({p_cell(deltas(rows, norm, name))})"
+        md.append(f"| ours, {data_label} | {norm} | {estimate_cell(per['transformer'], 1)} "
+                  f"| {estimate_cell(per['grassmann'], 1)} | {estimate_cell(per['hybrid'], 1)} | {ratio('grassmann')} "
+                  f"| {ratio('hybrid')} |")
         for name, _ in archs:
-            rs = [r for r in rows if r["norm"] == norm and r["name"] == name]
+            rs = runs_of(rows, norm, name)
             if not rs and name not in ("transformer", "grassmann", "hybrid"):
                 continue  # a control this recipe did not run
-            col = lambda k, d: (fmt(*mean_spread([r[k] for r in rs if r.get(k) is not None]), d)
-                                if any(r.get(k) is not None for r in rs) else "-")
-            p = "-" if name == "transformer" else fmt_p(ratio_p(rows, norm, name))
-            per_text.append(f"| {recipe_label(norm)} | {name} | {col('val_ppl', 1)} | {col('val_bpb', 4)} "
-                            f"| {col('val_word_ppl', 1)} | {p} |")
+            p = "-" if name == "transformer" else p_cell(deltas(rows, norm, name))
+            per_text.append(f"| {recipe_label(norm)} | {name} | {estimate_cell([r['val_ppl'] for r in rs], 1)} "
+                            f"| {estimate_cell([r.get('val_bpb') for r in rs], 4)} "
+                            f"| {estimate_cell([r.get('val_word_ppl') for r in rs], 1)} | {p} |")
     md += per_text
     cfg = TABLES[a.table]
     md += pair_report(rows, archs)
@@ -205,13 +247,17 @@ def report(a, archs, rows, minutes, data_label, unigram=None, plot=None, ablatio
                    f"run) at the median {tok_s:,.0f} tokens/s measured here: about {per_run:.1f} hours per run, "
                    f"{per_run * len(rows):.0f} hours for these {len(rows)} runs: "
                    f"`make paper PAPER_ARGS=\"--budget tokens:{30 * train_tokens}\"`."]
+    md += eval_table(rows, archs)
     md += ablation_report(ablations or {})
     md += ["", "## Runs", "",
-           "| norm | architecture | parameters | seed | tokens | train seconds | tokens/s | val ppl | test ppl |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "| norm | architecture | parameters | seed | tokens | train seconds | tokens/s | load | val ppl | test ppl |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: (r["norm"] != "pre", [n for n, _ in archs].index(r["name"]), r["seed"])):
+        busy = r.get("load") is not None and r.get("cores") and r["load"] > r["cores"]
+        load = "-" if r.get("load") is None else f"{r['load']:.1f} of {r['cores']}"  # compare.csv had none before
         md.append(f"| {r['norm']} | {r['name']} | {r['params']:,} | {r['seed']} | {r['tokens']:,} "
-                  f"| {r['train_seconds']:.0f} | {r['tok_s']:,.0f} | {r['val_ppl']:.2f} | {r['test_ppl']:.2f} |")
+                  f"| {r['train_seconds']:.0f} | {r['tok_s']:,.0f}{' (not comparable)' if busy else ''} | {load} "
+                  f"| {r['val_ppl']:.2f} | {r['test_ppl']:.2f} |")
     md += ["", f"Model: n_layer {cfg['n_layer']}, n_embd 256, n_head {a.n_head}, FFN 1024, block {cfg['block_size']}, "
                f"Grassmann rank 32, windows {cfg['windows']}; batch {a.batch_size}; {setting(rows)[3:]}, then cosine "
                f"decay to a tenth{'; bin/train options after the recipe: ' + a.train_args if a.train_args else ''}. "
@@ -228,7 +274,8 @@ def report(a, archs, rows, minutes, data_label, unigram=None, plot=None, ablatio
                                            "grassmann_rank", "grassmann_pair", "attn_window", "train_seconds",
                                            "val_loss") + PER_TEXT},
                         recipe=r["norm"],
-                        welch_p_vs_transformer=None if r["name"] == "transformer" else ratio_p(rows, r["norm"], r["name"]),
+                        p_vs_transformer=None if r["name"] == "transformer" else ratio_p(rows, r["norm"], r["name"]),
+                        evals=r.get("evals") or {}, load=r.get("load"), cores=r.get("cores"),
                         ablation=(ablations or {}).get((r["norm"], r["name"], r["seed"])),
                         diverged=diverged(r["curve"]) if r["curve"] else None,
                         stuck_at_unigram=stuck(r, unigram) if unigram is not None else None) for r in rows], f, indent=1)

@@ -147,8 +147,7 @@ OUTPUTS = ("paper.md", "paper.json", "paper.html", "paper_val_loss.png", "paper_
 def compare_command(a, norm, data, archs):
     """harness.compare's command for one recipe's column: the paper's
     configuration (--table), this run's seeds and budget, the recipe's options,
-    then --train-args (so that they win), keeping the checkpoints the per-window
-    ablation reads."""
+    then --train-args (so that they win); --evals and --resume passed on."""
     cfg = TABLES[a.table]
     cmd = [sys.executable, "-m", "harness.compare", "--data", data, "--out", os.path.join(a.out, norm),
            "--archs", " ".join(f"{n}={s}" for n, s in archs), "--n-layer", str(cfg["n_layer"]),
@@ -160,6 +159,8 @@ def compare_command(a, norm, data, archs):
            "--jobs", str(a.jobs)] + RECIPES[norm]
     if a.train_args:
         cmd.append(f"--train-args={a.train_args}")  # '=': its value starts with '--'
-    if a.ablation_tokens:
-        cmd.append("--keep-checkpoints")  # the ablation reads them
+    if getattr(a, "evals", None):
+        cmd += ["--evals"] + a.evals
+    if getattr(a, "resume", False):
+        cmd.append("--resume")
     return cmd
