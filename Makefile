@@ -81,6 +81,37 @@ BLAS_STAMP := $(BIN)/.blas-library
 # The test scripts run the programs in $(BIN) (make BLAS=blis BIN=bin-blis test).
 export BIN
 
+# Our own kernels: each a template, src/WING/NAME_kernel.h, compiled once per
+# instruction-set level (lm/cpu.h's levels) into $(OUT)/src/WING/NAME.LEVEL.o
+# with -DLM_LEVEL=LEVEL (src/runtime/level.h) and its level's flags whatever
+# OPT's -march says, and chosen at run time by CPUID (capped by LM_MAX_ISA):
+# so a build runs on any x86-64 its OPT allows (OPT="-O3 -march=x86-64" for
+# a release: every x86-64) and at its best level on each, and any machine
+# tests the levels below its own (make test). The portable level drops AVX
+# (on a native build it keeps the SSE4 the build machine has); AVX2 drops
+# AVX-512, so no EVEX encoding slips in where the build machine has it.
+# On ARM64 the levels are portable and neon: NEON (with its fused
+# multiply-add) is in every ARM64 CPU, so neon needs no flags, and the
+# portable level turns contraction off instead, to keep its separate
+# roundings (the same bits as on x86-64).
+ifeq ($(ARCH),x86_64)
+LEVELS := portable avx2 avx512
+ISA_FLAGS_portable := -mno-avx
+ISA_FLAGS_avx2     := -mavx2 -mfma -mno-avx512f
+ISA_FLAGS_avx512   := -mavx2 -mfma -mavx512f
+else ifeq ($(ARCH),aarch64)
+LEVELS := portable neon
+ISA_FLAGS_portable := -ffp-contract=off
+else
+LEVELS := portable
+endif
+KERNEL_SRC := $(wildcard src/*/*_kernel.h)
+# $(call level_objects,DIR): every template's object at every level under DIR;
+# $(call level_flags,OBJ): what compiles such an object's template at its level.
+level_objects = $(foreach l,$(LEVELS),$(patsubst %_kernel.h,$(1)/%.$(l).o,$(KERNEL_SRC)))
+level_of      = $(patsubst .%,%,$(suffix $(basename $(1))))
+level_flags   = -DLM_LEVEL=$(call level_of,$(1)) $(ISA_FLAGS_$(call level_of,$(1))) -x c
+
 # The library (src/, the public headers in include/lm/) and the programs'
 # application code (train/, eval/, data/: every file there but the programs'
 # own) build into liblm.a; each program is its one file linked against it.
@@ -91,11 +122,12 @@ APP_SRC  := $(filter-out $(PROGRAM_SRC),$(wildcard train/*.c eval/*.c data/*.c))
 LIB_SRC  := $(wildcard src/*/*.c) src/blas/backends/$(BLAS).c $(APP_SRC)
 LIB_HDR  := $(wildcard include/lm/*.h src/*/*.h train/*.h eval/*.h data/*.h)
 PAGE_C   := eval/inspect_page.c
-LIB_OBJ  := $(LIB_SRC:%.c=$(OUT)/%.o) $(OUT)/$(PAGE_C:.c=.o)
+LIB_OBJ  := $(LIB_SRC:%.c=$(OUT)/%.o) $(call level_objects,$(OUT)) $(OUT)/$(PAGE_C:.c=.o)
 LIB      := $(OUT)/liblm.a
 PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/info $(BIN)/eval $(BIN)/sample $(BIN)/inspect $(BIN)/probegen $(BIN)/gemm-rate $(BIN)/convert
 TESTS    := $(patsubst tests/%.c,$(OUT)/%,$(wildcard tests/test_*.c))
 
+.SECONDEXPANSION:
 .PHONY: FORCE all tests release release-test pack test unit-test arm64-test bench demo data data-large compare probe clean asan deps fuzz fuzz-harness fuzz-seeds valgrind
 all: $(PROGRAMS)
 
@@ -103,36 +135,17 @@ $(OUT)/%.o: %.c $(LIB_HDR) | $(OUT)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-# Our own kernels, one file per instruction-set level (lm/cpu.h's levels),
-# each compiled with its level's flags whatever OPT's -march says, and
-# chosen at run time by CPUID (capped by LM_MAX_ISA): so a build runs on any
-# x86-64 its OPT allows (OPT="-O3 -march=x86-64" for a release: every
-# x86-64) and at its best level on each, and any machine tests the levels
-# below its own (make test). The portable level drops AVX (on a native
-# build it keeps the SSE4 the build machine has); AVX2 drops AVX-512, so
-# no EVEX encoding slips in where the build machine has it.
-# On ARM64 the levels are portable and neon: NEON (with its fused
-# multiply-add) is in every ARM64 CPU, so neon needs no flags, and the
-# portable level turns contraction off instead, to keep its separate
-# roundings (the same bits as on x86-64).
-ifeq ($(ARCH),x86_64)
-ISA_FLAGS_portable := -mno-avx
-ISA_FLAGS_avx2     := -mavx2 -mfma -mno-avx512f
-ISA_FLAGS_avx512   := -mavx2 -mfma -mavx512f
-else ifeq ($(ARCH),aarch64)
-ISA_FLAGS_portable := -ffp-contract=off
-endif
-# A level's file is any file of the library named *_portable.c, *_avx2.c or
-# *_avx512.c (src/blas/tile_gemm_*, src/nn/vec_loops_*).
-$(OUT)/%_portable.o: CFLAGS += $(ISA_FLAGS_portable)
-$(OUT)/%_avx2.o: CFLAGS += $(ISA_FLAGS_avx2)
-$(OUT)/%_avx512.o: CFLAGS += $(ISA_FLAGS_avx512)
+# The levels' objects: the template the object's name leads back to
+# (build-openblas/src/blas/gemv.avx2.o: src/blas/gemv_kernel.h).
+$(call level_objects,$(OUT)): $(OUT)/%.o: $$(basename $$*)_kernel.h $(LIB_HDR) | $(OUT)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(call level_flags,$@) -c $< -o $@
 
 # A build for other machines (a release, a packed copy for a bigger machine):
-# every x86-64 runs it, and our kernels (the levels' files above) still run
+# every x86-64 runs it, and our kernels (the levels' objects above) still run
 # at AVX2 or AVX-512 where the CPU has them. Into build-release*/ and
 # bin-release/; tests/portable_check.sh then proves that no object but the
-# levels' files (and the bf16 kernels, each behind its own CPU check) holds
+# levels' objects (and the bf16 kernels, each behind its own CPU check) holds
 # an AVX instruction. release-test runs the release's unit tests at every
 # level this CPU has.
 RELEASE_OPT ?= -O3 -march=x86-64 -mtune=generic
@@ -187,7 +200,6 @@ $(LIB): $(LIB_OBJ)
 # Each program from its file: bin/NAME from train/, eval/ or data/NAME.c
 # (bin/gemm-rate from eval/gemm_rate.c).
 program_src = $(filter %/$(subst -,_,$(notdir $(1))).c,$(PROGRAM_SRC))
-.SECONDEXPANSION:
 $(PROGRAMS): $(BIN)/%: $$(call program_src,%) $(LIB) $(LIB_HDR) $(BLAS_STAMP) | $(BIN)
 	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 
@@ -354,15 +366,16 @@ FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_FLAGS   := -std=c11 -g -O1 -fopenmp -D_DEFAULT_SOURCE -D_GNU_SOURCE -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION \
                 -I. -Iinclude -Isrc -I/usr/include/stb $(BLAS_CFLAGS) $(FEATURE_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined -Wno-pass-failed
-FUZZ_OBJ     := $(LIB_SRC:%.c=build-fuzz$(BLAS_SUFFIX)/%.o)
+FUZZ_OBJ     := $(LIB_SRC:%.c=build-fuzz$(BLAS_SUFFIX)/%.o) $(call level_objects,build-fuzz$(BLAS_SUFFIX))
 FUZZ_OBJ     += build-fuzz$(BLAS_SUFFIX)/$(PAGE_C:.c=.o)
 FUZZERS      := $(patsubst tests/fuzz/%.c,build-fuzz$(BLAS_SUFFIX)/%,$(wildcard tests/fuzz/fuzz_*.c))
-# The level files take their level's flags here too (the gemv kernels' intrinsics need them).
-build-fuzz$(BLAS_SUFFIX)/%_avx2.o: FUZZ_FLAGS += $(ISA_FLAGS_avx2)
-build-fuzz$(BLAS_SUFFIX)/%_avx512.o: FUZZ_FLAGS += $(ISA_FLAGS_avx512)
 build-fuzz$(BLAS_SUFFIX)/%.o: %.c $(LIB_HDR) | build-fuzz$(BLAS_SUFFIX)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+# The levels' objects take their level's flags here too (the gemv kernels' intrinsics need them).
+$(call level_objects,build-fuzz$(BLAS_SUFFIX)): build-fuzz$(BLAS_SUFFIX)/%.o: $$(basename $$*)_kernel.h $(LIB_HDR) | build-fuzz$(BLAS_SUFFIX)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(call level_flags,$@) -fsanitize=fuzzer-no-link -c $< -o $@
 build-fuzz$(BLAS_SUFFIX)/$(PAGE_C): eval/inspect_page.html | build-fuzz$(BLAS_SUFFIX)
 	@mkdir -p $(@D)
 	$(call quote_page,$<,$@)

@@ -8,6 +8,9 @@
   whose src/ folder implements them. Nothing in src/ or include/ includes a
   program folder's header.
 - Every folder of the house says in a README.md what lives there.
+- A kernel is one template per module (src/W/NAME_kernel.h, including
+  runtime/level.h) that the Makefile compiles once per instruction-set
+  level: no source file per level (NAME_avx2.c, ...).
 Prints one line per broken rule and the counts; exits 1 if any broke.
 """
 import os
@@ -23,6 +26,7 @@ LM_WING = {"hf": "hf"}
 # Arrows that run back up, each with why it is still there. Empty is the goal.
 KNOWN_BACK_ARROWS = set()
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+LEVEL_FILE = re.compile(r"_(portable|avx2|avx512|neon)\.c$")
 
 
 def files(folder, exts=(".c", ".h")):
@@ -89,6 +93,12 @@ def main():
                 continue
             if WINGS.index(target) > WINGS.index(wing) and (rel, inc) not in KNOWN_BACK_ARROWS:
                 broken.append(f"{rel}: includes \"{inc}\" ({target}/), above its own wing {wing}/")
+    for path in files("src"):
+        rel = os.path.relpath(path, ROOT)
+        if LEVEL_FILE.search(path):
+            broken.append(f"{rel}: a file per level: the Makefile compiles a module's NAME_kernel.h at each level")
+        if path.endswith("_kernel.h") and "runtime/level.h" not in includes(path):
+            broken.append(f"{rel}: a kernel template that does not include runtime/level.h")
     folders = ["include/lm", "train", "eval", "data", "tests", "src"] + [f"src/{w}" for w in WINGS]
     for d in folders:
         if not os.path.exists(os.path.join(ROOT, d, "README.md")):
