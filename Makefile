@@ -173,9 +173,8 @@ $(call level_objects,$(OUT)): $(OUT)/%.o: $$(basename $$*)_kernel.h $(FLAGS_STAM
 # every x86-64 runs it, and our kernels (the levels' objects above) still run
 # at AVX2 or AVX-512 where the CPU has them. Into build-release*/ and
 # bin-release/; tests/portable_check.sh then proves that no object but the
-# levels' objects (and the bf16 kernels, each behind its own CPU check) holds
-# an AVX instruction. release-test runs the release's unit tests at every
-# level this CPU has.
+# levels' objects holds an AVX instruction. release-test runs the release's
+# unit tests at every level this CPU has.
 RELEASE_OPT ?= -O3 -march=x86-64 -mtune=generic
 RELEASE_VARS = BUILD=build-release BIN=bin-release OPT="$(RELEASE_OPT)"
 release:

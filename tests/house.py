@@ -10,7 +10,8 @@
 - Every folder of the house says in a README.md what lives there.
 - A kernel is one template per module (src/W/NAME_kernel.h, including
   runtime/level.h) that the Makefile compiles once per instruction-set
-  level: no source file per level (NAME_avx2.c, ...).
+  level: no source file per level (NAME_avx2.c, ...), and no target
+  attribute (code for a CPU other than the build's) outside the templates.
 Prints one line per broken rule and the counts; exits 1 if any broke.
 """
 import os
@@ -99,6 +100,9 @@ def main():
             broken.append(f"{rel}: a file per level: the Makefile compiles a module's NAME_kernel.h at each level")
         if path.endswith("_kernel.h") and "runtime/level.h" not in includes(path):
             broken.append(f"{rel}: a kernel template that does not include runtime/level.h")
+        with open(path, encoding="utf-8") as f:
+            if not path.endswith("_kernel.h") and "__attribute__((target(" in f.read():
+                broken.append(f"{rel}: a target attribute outside the kernel templates (src/W/NAME_kernel.h)")
     folders = ["include/lm", "train", "eval", "data", "tests", "src"] + [f"src/{w}" for w in WINGS]
     for d in folders:
         if not os.path.exists(os.path.join(ROOT, d, "README.md")):
