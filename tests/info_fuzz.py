@@ -176,6 +176,17 @@ class Fuzz(unittest.TestCase):
         fuzz_test(self.EXAMPLES, True)()
         self.assertTrue(tally.get(("as is", "accepted")), f"no good folder was shown: {tally}")
 
+    def test_controls_in_kept_text(self):
+        """Controls jansson leaves raw in its ASCII output (DEL), and those it escapes, in a key and a value."""
+        good = Good.make()
+        for control in ("\x7f", "\x1b[31m", "\x9b"):
+            header = json.loads(json.dumps(good.header))
+            meta = header["__metadata__"]
+            train = json.loads(meta["train"])
+            train[control] = control
+            meta["train"] = json.dumps(train)
+            self.assertEqual(check("field JSON", "run", pack(header, good.data), good.config), "accepted")
+
     @classmethod
     def tearDownClass(cls):
         if Good.dir:

@@ -275,7 +275,7 @@ int info_mixers_print(InfoMixers *im, const CliOption *opts, const char *prog, c
     if (!root) return cli_error(prog, "%s", err.msg);
     int rc = 0;
     if (json) {
-        char *text = json_dumps(root, JSON_COMPACT | JSON_ENSURE_ASCII);
+        char *text = json_dumps_ascii(root, 0);
         if (text) printf("%s\n", text);
         else rc = cli_error(prog, "out of memory");
         free(text);

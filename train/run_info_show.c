@@ -135,8 +135,8 @@ char *run_info_json(const RunInfo *info) {
     else if (ok) ok = put(o, "checkpoint", json_string_lossy(info->ckpt)) && run_fields(o, info);
     /* Nine digits: the float each loss and option is, as the checkpoint
      * writes it; ASCII: no byte of a name reaches a terminal as a control
-     * (U+009B is CSI to some). */
-    char *text = ok ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(9)) : NULL;
+     * (U+009B is CSI to some, DEL is one too). */
+    char *text = ok ? json_dumps_ascii(o, JSON_REAL_PRECISION(9)) : NULL;
     if (o) json_decref(o);
     return text;
 }
