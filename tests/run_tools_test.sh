@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The run tools say what they show and refuse what would mislead: bin/eval,
+# bin/sample and bin/inspect read a run folder's best.ckpt (its ckpt when
+# it has none), said in one line.
+set -u
+cd "$(dirname "$0")/.."
+. tests/cli_lib.sh  # B, tmp, ok, bad, expect_error, expect_ok, small_corpora
+
+small_corpora  # a.txt, b.txt, a, b
+TINY=(--n-layer 1 --n-head 2 --n-embd 16 --block-size 16 --batch-size 4 --eval-iters 2 --log-interval 5
+      --warmup-iters 2)
+R=$tmp/runs
+json_ok() {  # NAME FILE PYTHON: FILE holds one JSON value for which PYTHON (on j) is true
+    /usr/bin/python3 -c "import json, sys; j = json.load(open(sys.argv[1])); assert $3, j" "$2" 2>/dev/null && ok \
+        || bad "$1: $(head -c 400 "$2")"
+}
+one_line() {  # NAME PATTERN: stderr ($tmp/err) is exactly one line, matching PATTERN
+    [ "$(wc -l <"$tmp/err")" = 1 ] && grep -qE -e "$2" "$tmp/err" && ok || bad "$1: stderr '$(head -c 400 "$tmp/err")'"
+}
+
+# ---- --model RUN: its best.ckpt, said in one line --------------------------------------
+# Stopped at 5 with validation at 0 and 3: best.ckpt (step 3 or 0) is not ckpt (step 5).
+expect_ok "a run folder" $B/train --data "$tmp/a" "${TINY[@]}" --max-iters 8 --eval-interval 3 --stop-at 5 --run "$R/m"
+best_step=$($B/info "$R/m" --json | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["best_step"])')
+picked="--model $R/m: reading $R/m/best.ckpt \(step $best_step\), the run's lowest validation loss by the estimate over 2 batches; its last checkpoint is $R/m/ckpt"
+expect_ok "bin/sample --model RUN" $B/sample --model "$R/m" --tokens 20 --seed 3
+one_line "bin/sample --model RUN" "^sample: $picked$"
+cp "$tmp/out" "$tmp/sample.run"
+$B/sample --model "$R/m/best.ckpt" --tokens 20 --seed 3 >"$tmp/sample.best" 2>/dev/null
+cmp -s "$tmp/sample.run" "$tmp/sample.best" && ok || bad "bin/sample --model RUN is not its best.ckpt's text"
+expect_ok "bin/eval --model RUN" $B/eval --model "$R/m" --data "$tmp/a" --json
+one_line "bin/eval --model RUN" "^eval: $picked$"
+cp "$tmp/out" "$tmp/eval.run"
+$B/eval --model "$R/m/best.ckpt" --data "$tmp/a" --json >"$tmp/eval.best" 2>/dev/null
+$B/eval --model "$R/m/ckpt" --data "$tmp/a" --json >"$tmp/eval.last" 2>/dev/null
+cmp -s "$tmp/eval.run" "$tmp/eval.best" && ! cmp -s "$tmp/eval.run" "$tmp/eval.last" && ok \
+    || bad "bin/eval --model RUN: not its best.ckpt's loss, or best.ckpt is its ckpt: $(cat "$tmp/eval.run" "$tmp/eval.last")"
+expect_ok "bin/inspect --model RUN" $B/inspect --model "$R/m" --prompt "The whale" --out "$tmp/insp.run"
+one_line "bin/inspect --model RUN" "^inspect: $picked$"
+$B/inspect --model "$R/m/best.ckpt" --prompt "The whale" --out "$tmp/insp.best" >/dev/null 2>&1
+cmp -s <(sed "s#$tmp/insp.run##g; s#$R/m/best.ckpt##g; s#$R/m##g" "$tmp/insp.run/inspect.json") \
+    <(sed "s#$tmp/insp.best##g; s#$R/m/best.ckpt##g" "$tmp/insp.best/inspect.json") && ok \
+    || bad "bin/inspect --model RUN is not its best.ckpt's report"
+cp -r "$R/m" "$R/nobest" && rm "$R/nobest/best.ckpt"
+expect_ok "bin/eval --model RUN without best.ckpt" $B/eval --model "$R/nobest" --data "$tmp/a" --json
+one_line "bin/eval --model RUN without best.ckpt" \
+    "^eval: --model $R/nobest: reading $R/nobest/ckpt \(step 5\), the run's last checkpoint: it has no best.ckpt$"
+cmp -s "$tmp/out" "$tmp/eval.last" && ok || bad "bin/eval --model RUN without best.ckpt: not its ckpt's loss"
+mkdir -p "$tmp/nockpt"
+nockpt="'$tmp/nockpt' is a folder that holds no checkpoint"
+expect_error "bin/sample --model of a folder with no checkpoint" "$nockpt" $B/sample --model "$tmp/nockpt"
+expect_error "bin/eval --model of a folder with no checkpoint" "$nockpt" $B/eval --model "$tmp/nockpt" --data "$tmp/a"
+expect_error "bin/inspect --model of a folder with no checkpoint" "$nockpt" \
+    $B/inspect --model "$tmp/nockpt" --prompt x --out "$tmp/insp.none"
+
+echo "run_tools: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
