@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The run tools say what they show and refuse what would mislead: bin/eval,
 # bin/sample and bin/inspect read a run folder's best.ckpt (its ckpt when
-# it has none), said in one line.
+# it has none), said in one line; a --max-iters or --stop-at that would end
+# a resumed run where it stands is refused, and the run left as it was.
 set -u
 cd "$(dirname "$0")/.."
 . tests/cli_lib.sh  # B, tmp, ok, bad, expect_error, expect_ok, small_corpora
@@ -52,6 +53,28 @@ expect_error "bin/sample --model of a folder with no checkpoint" "$nockpt" $B/sa
 expect_error "bin/eval --model of a folder with no checkpoint" "$nockpt" $B/eval --model "$tmp/nockpt" --data "$tmp/a"
 expect_error "bin/inspect --model of a folder with no checkpoint" "$nockpt" \
     $B/inspect --model "$tmp/nockpt" --prompt x --out "$tmp/insp.none"
+
+# ---- a --max-iters or --stop-at at or below the resumed step: refused ------------------
+cp -r "$R/m" "$tmp/m.copy"
+for at in 3 5; do
+    expect_error "--resume RUN --max-iters $at at step 5" \
+        "^train: error: --max-iters $at is not above step 5, where the run resumes: nothing would be trained" \
+        $B/train --resume "$R/m" --max-iters $at
+    expect_error "--resume RUN --stop-at $at at step 5" \
+        "^train: error: --stop-at $at is not above step 5, where the run resumes: nothing would be trained" \
+        $B/train --resume "$R/m" --stop-at $at
+done
+diff -r "$R/m" "$tmp/m.copy" >/dev/null && ok || bad "a refused --max-iters or --stop-at changed the run folder"
+expect_ok "a checkpoint at step 4 of 4" $B/train --data "$tmp/a" "${TINY[@]}" --max-iters 4 --out "$tmp/done.ckpt"
+cp "$tmp/done.ckpt" "$tmp/done.copy"
+expect_error "--resume CKPT --max-iters 2 at step 4" "--max-iters 2 is not above step 4, where the run resumes" \
+    $B/train --resume "$tmp/done.ckpt" --max-iters 2
+expect_error "--resume CKPT --stop-at 9 of a finished schedule" \
+    "--stop-at: the run's schedule ends at step 4, where it resumes: nothing would be trained \(extend it with a --max-iters above 4\)" \
+    $B/train --resume "$tmp/done.ckpt" --stop-at 9
+cmp -s "$tmp/done.ckpt" "$tmp/done.copy" && ok || bad "a refused --resume rewrote the checkpoint"
+expect_ok "--resume CKPT --max-iters 6 extends it" $B/train --resume "$tmp/done.ckpt" --max-iters 6
+grep -q "steps 4..6 of 6" "$tmp/out" && ok || bad "--max-iters 6 after step 4: $(grep '^train:' "$tmp/out")"
 
 echo "run_tools: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
