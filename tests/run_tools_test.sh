@@ -2,7 +2,8 @@
 # The run tools say what they show and refuse what would mislead: bin/eval,
 # bin/sample and bin/inspect read a run folder's best.ckpt (its ckpt when
 # it has none), said in one line; a --max-iters or --stop-at that would end
-# a resumed run where it stands is refused, and the run left as it was.
+# a resumed run where it stands is refused, and the run left as it was; a
+# run folder's config.json repeats the whole run, however it was stopped.
 set -u
 cd "$(dirname "$0")/.."
 . tests/cli_lib.sh  # B, tmp, ok, bad, expect_error, expect_ok, small_corpora
@@ -75,6 +76,25 @@ expect_error "--resume CKPT --stop-at 9 of a finished schedule" \
 cmp -s "$tmp/done.ckpt" "$tmp/done.copy" && ok || bad "a refused --resume rewrote the checkpoint"
 expect_ok "--resume CKPT --max-iters 6 extends it" $B/train --resume "$tmp/done.ckpt" --max-iters 6
 grep -q "steps 4..6 of 6" "$tmp/out" && ok || bad "--max-iters 6 after step 4: $(grep '^train:' "$tmp/out")"
+
+# ---- config.json: the run's options, not where one invocation stopped ------------------
+expect_ok "a run stopped at 6" $B/train --data "$tmp/a" "${TINY[@]}" --max-iters 12 --eval-interval 4 --stop-at 6 --run "$R/c1"
+json_ok "config.json of a run stopped at 6" "$R/c1/config.json" '"stop-at" not in j and j["max-iters"] == 12'
+/usr/bin/python3 - "$R/c1/config.json" <<'PY'  # as a config.json from before: with the invocation's stop
+import json, sys
+j = json.load(open(sys.argv[1]))
+j["stop-at"] = 6
+json.dump(j, open(sys.argv[1], "w"))
+PY
+expect_ok "resumed to the end" $B/train --resume "$R/c1" --stop-at 9
+expect_ok "resumed to the end" $B/train --resume "$R/c1"
+json_ok "config.json after two resumes" "$R/c1/config.json" '"stop-at" not in j and j["max-iters"] == 12'
+expect_ok "--config RUN/config.json --run NEW" $B/train --config "$R/c1/config.json" --run "$R/c2"
+for f in ckpt best.ckpt; do
+    cmp -s "$R/c1/$f" "$R/c2/$f" && ok || bad "--config of a resumed run's config.json: $f is not the run's"
+done
+cmp -s <(cut -d, -f1-7 "$R/c1/log.csv") <(cut -d, -f1-7 "$R/c2/log.csv") && ok \
+    || bad "--config of a resumed run's config.json: the log is not the run's"
 
 echo "run_tools: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -111,7 +111,8 @@ int run_config_print(CliOption *opts, size_t n, RunOptions *o, size_t ranks, con
 }
 
 int run_config_write(CliOption *opts, size_t n, RunOptions *o, const RunOptions *run, const char *prog, Error *err) {
-    static const char *const own[] = {"config", "print-config", "resume", "out", "log", NULL};
+    /* --stop-at is where one invocation stops, not the run's: kept, the file would repeat only that part. */
+    static const char *const own[] = {"config", "print-config", "resume", "out", "log", "stop-at", NULL};
     char path[PATH_BUF], *old = NULL;
     if (path_format(path, sizeof path, err, "%s/%s", o->run, RUN_DIR_CONFIG)) return -1;
     if (o->resume) {
