@@ -3,7 +3,8 @@
 # bin/sample and bin/inspect read a run folder's best.ckpt (its ckpt when
 # it has none), said in one line; a --max-iters or --stop-at that would end
 # a resumed run where it stands is refused, and the run left as it was; a
-# run folder's config.json repeats the whole run, however it was stopped.
+# run folder's config.json repeats the whole run, however it was stopped;
+# --out and --log into new folders create them.
 set -u
 cd "$(dirname "$0")/.."
 . tests/cli_lib.sh  # B, tmp, ok, bad, expect_error, expect_ok, small_corpora
@@ -95,6 +96,15 @@ for f in ckpt best.ckpt; do
 done
 cmp -s <(cut -d, -f1-7 "$R/c1/log.csv") <(cut -d, -f1-7 "$R/c2/log.csv") && ok \
     || bad "--config of a resumed run's config.json: the log is not the run's"
+
+# ---- --out and --log into a folder that is not there yet: created, as --run's ------------
+expect_ok "--out and --log in new folders" $B/train --data "$tmp/a" "${TINY[@]}" --max-iters 2 \
+    --out "$tmp/new/bpe/model.ckpt" --log "$tmp/newlog/run.csv"
+[ -f "$tmp/new/bpe/model.ckpt" ] && [ -f "$tmp/newlog/run.csv" ] && ok || bad "--out and --log in new folders: $(ls -R "$tmp/new" "$tmp/newlog" 2>&1)"
+expect_ok "--resume of it" $B/train --resume "$tmp/new/bpe/model.ckpt" --max-iters 3 --log "$tmp/newlog/run.csv"
+: >"$tmp/plain"
+expect_error "--out through a file" "^train: error: --out '$tmp/plain/x/model.ckpt': '$tmp/plain' is not a directory$" \
+    $B/train --data "$tmp/a" "${TINY[@]}" --max-iters 2 --out "$tmp/plain/x/model.ckpt"
 
 echo "run_tools: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -324,11 +324,26 @@ static int remove_left_temporaries(const RunOptions *o, Error *err) {
     return n + (o->log ? remove_dead_temporaries(o->log, err) : 0);
 }
 
+/* The folders --out and --log go into, created with their parents as
+ * --run's is (--out runs/bpe/model.ckpt in a new runs/bpe). */
+static int create_folders(const RunOptions *o, Error *err) {
+    const char *paths[] = {o->out, o->log}, *names[] = {"--out", "--log"};
+    for (size_t i = 0; i < 2; i++) {
+        const char *cut = paths[i] ? strrchr(paths[i], '/') : NULL;
+        char dir[PATH_BUF];
+        Error why;
+        if (!cut || cut == paths[i]) continue; /* here, or in / */
+        if (path_format(dir, sizeof dir, err, "%.*s", (int)(cut - paths[i]), paths[i])) return -1;
+        if (dirs_create(dir, &why)) return err_set(err, "%s '%s': %s", names[i], paths[i], why.msg);
+    }
+    return 0;
+}
+
 int run_claim_output(const RunOptions *o, Dist *dist, const char *prog, OutputLock *lock, Error *err) {
     lock->fd = -1;
     /* The marker last: a folder the checks refuse is not made a run's. */
-    int failed = dist->rank == 0 && ((o->run && dirs_create(o->run, err)) || check_outputs(o, err) != 0 ||
-                                     (o->run && run_dir_mark(o->run, err)));
+    int failed = dist->rank == 0 && ((o->run ? dirs_create(o->run, err) : !o->dump && create_folders(o, err)) ||
+                                     check_outputs(o, err) != 0 || (o->run && run_dir_mark(o->run, err)));
     if (dist_agree(dist, failed, err)) return -1;
     if (o->dump) return 0;
     failed = dist->rank == 0 && output_lock(o->out, lock, err) != 0;
