@@ -4,7 +4,9 @@
 # it has none), said in one line; a --max-iters or --stop-at that would end
 # a resumed run where it stands is refused, and the run left as it was; a
 # run folder's config.json repeats the whole run, however it was stopped;
-# --out and --log into new folders create them.
+# --out and --log into new folders create them; every val loss (progress
+# lines, logs, bin/info, the runs page) says whether it is the estimate or
+# the full split, and --best-by full chooses best.ckpt by bin/eval's number.
 set -u
 cd "$(dirname "$0")/.."
 . tests/cli_lib.sh  # B, tmp, ok, bad, expect_error, expect_ok, small_corpora
@@ -105,6 +107,65 @@ expect_ok "--resume of it" $B/train --resume "$tmp/new/bpe/model.ckpt" --max-ite
 : >"$tmp/plain"
 expect_error "--out through a file" "^train: error: --out '$tmp/plain/x/model.ckpt': '$tmp/plain' is not a directory$" \
     $B/train --data "$tmp/a" "${TINY[@]}" --max-iters 2 --out "$tmp/plain/x/model.ckpt"
+
+# ---- every val loss says which it is; --best-by full chooses best.ckpt by the whole split ---------
+vargs=(--data "$tmp/a" "${TINY[@]}" --max-iters 8 --eval-interval 2)
+expect_ok "a run by the estimate" $B/train "${vargs[@]}" --run "$R/est" --stop-at 6
+grep -q "^validation: the estimate over 2 batches of 4 x 16 (128 of val's [0-9]* tokens), at step 0, every 2 steps and at the end; best.ckpt by it" "$tmp/out" \
+    && [ "$(grep -c '| val loss ' "$tmp/out")" = 4 ] \
+    && [ "$(grep -c '| val loss [0-9.]* (the estimate over 2 batches) | [0-9.]* bits per byte' "$tmp/out")" = 4 ] && ok \
+    || bad "the estimate's lines do not say what they are: $(grep -E 'val|validation' "$tmp/out")"
+header=step,tokens,train_loss,val_loss,val_bits_per_byte,lr,grad_norm,ms_per_step,elapsed_s,threads,val_batches,val_full_loss,val_full_bits_per_byte
+[ "$(head -1 "$R/est/log.csv")" = "$header" ] && [ "$(awk -F, 'NR > 1 && $4 != "" {print $11 "/" $12}' "$R/est/log.csv" | sort -u)" = "2/" ] && ok \
+    || bad "log.csv by the estimate: $(head -3 "$R/est/log.csv")"
+expect_ok "bin/info of a run by the estimate" $B/info "$R/est"
+grep -q "^val loss: *last [0-9.]*, best [0-9.]* at step [0-9]* (best.ckpt) | the estimate over 2 batches (bin/eval scores the whole split)$" "$tmp/out" \
+    && ok || bad "bin/info does not say the estimate: $(grep '^val' "$tmp/out")"
+expect_ok "bin/info --json of a run by the estimate" $B/info "$R/est" --json
+json_ok "bin/info --json by the estimate" "$tmp/out" 'j["val_loss_kind"] == "estimate" and j["val_loss_batches"] == 2 and "best_by" not in j["options"]'
+# A log from before the last three columns: its rows get them, empty, when the run goes on.
+cut -d, -f1-10 "$R/est/log.csv" >"$tmp/old.csv" && mv "$tmp/old.csv" "$R/est/log.csv"
+expect_ok "--resume with a log of ten columns" $B/train --resume "$R/est" --json
+[ "$(awk -F, '{print NF}' "$R/est/log.csv" | sort -u)" = 13 ] && [ "$(head -1 "$R/est/log.csv")" = "$header" ] && ok \
+    || bad "an older log resumed: $(awk -F, '{print NF}' "$R/est/log.csv" | sort -u | tr '\n' ' ')"
+json_ok "bin/train --json by the estimate" "$tmp/out" 'j["val_loss_kind"] == "estimate"'
+expect_ok "a run by the full split" $B/train "${vargs[@]}" --run "$R/full" --best-by full --stop-at 6
+grep -q "^validation: the full split ([0-9]* tokens, [0-9]* forwards of 4 x 16) and the estimate over 2 batches" "$tmp/out" \
+    && [ "$(grep -c '| val loss [0-9.]* (the full split) | [0-9.]* bits per byte | the estimate over 2 batches: [0-9.]*$' "$tmp/out")" = 4 ] && ok \
+    || bad "the full split's lines do not say what they are: $(grep -E 'val|validation' "$tmp/out")"
+expect_error "--resume --best-by estimate of a run by the full split" \
+    "--best-by estimate differs from the run's full: a resumed run keeps what chooses its best.ckpt" \
+    $B/train --resume "$R/full" --best-by estimate
+expect_error "--best-by of no kind" "--best-by must be estimate or full \(got 'lowest'\)" $B/train "${vargs[@]}" --run "$R/x" --best-by lowest
+expect_ok "--resume of a run by the full split" $B/train --resume "$R/full" --json
+json_ok "bin/train --json by the full split" "$tmp/out" 'j["val_loss_kind"] == "full"'
+# best.ckpt is the lowest of the log's full-split losses, each bin/eval's number for the weights it had
+/usr/bin/python3 - "$R/full/log.csv" >"$tmp/fullbest" <<'PY'
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["val_full_loss"]]
+assert len(rows) == 5 and all(r["val_loss"] and r["val_batches"] == "2" for r in rows), rows
+best = min(rows, key=lambda r: float(r["val_full_loss"]))
+print(best["step"], best["val_full_loss"], rows[-1]["val_full_loss"])
+PY
+read -r fstep floss flast <"$tmp/fullbest"
+expect_ok "bin/info --json of a run by the full split" $B/info "$R/full" --json
+json_ok "bin/info --json by the full split" "$tmp/out" \
+    "j['val_loss_kind'] == 'full' and j['val_loss_batches'] is None and j['options']['best_by'] == 'full' and j['best_step'] == ${fstep:--1} and abs(j['best_val_loss'] - ${floss:-0}) < 1e-6 and abs(j['val_loss'] - ${flast:-0}) < 1e-6"
+for f in best.ckpt ckpt; do
+    want=$([ $f = ckpt ] && echo "$flast" || echo "$floss")
+    $B/eval --model "$R/full/$f" --data "$tmp/a" --json >"$tmp/out" 2>/dev/null
+    json_ok "bin/eval of $f: the full split's loss" "$tmp/out" "abs(j['loss'] - ${want:-0}) < 1e-5"
+done
+expect_ok "bin/info of a run by the full split" $B/info "$R/full"
+grep -q "^val loss: .* (best.ckpt) | the full split (--best-by full), as bin/eval scores it$" "$tmp/out" && ok \
+    || bad "bin/info does not say the full split: $(grep '^val' "$tmp/out")"
+st_data() {  # a safetensors file's tensors, its header left out
+    /usr/bin/python3 -c 'import struct, sys; b = open(sys.argv[1], "rb").read(); sys.stdout.buffer.write(b[8 + struct.unpack("<Q", b[:8])[0]:])' "$1"
+}
+cmp -s <(st_data "$R/est/ckpt") <(st_data "$R/full/ckpt") && ok || bad "--best-by full changed the weights trained"
+/usr/bin/python3 -m harness.runs_page "$R/full" "$R/est" --sample-tokens 0 --out "$tmp/runs.html" >/dev/null 2>"$tmp/err" \
+    && grep -q '"val loss of"\],"rows":\[\["full",[^]]*"full split"\],\["est",[^]]*"estimate, 2 batches"\]' "$tmp/runs.html" && ok \
+    || bad "the runs page does not say which val loss: $(cat "$tmp/err"; grep -o '"val loss of.\{0,200\}' "$tmp/runs.html")"
 
 echo "run_tools: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -8,6 +8,7 @@
 #include "lm/cli.h"
 #include "lm/json.h"
 #include "lm/model.h"
+#include "lm/run_folder.h"
 #include "run_info.h"
 #include "run_dir.h"
 
@@ -64,6 +65,11 @@ void run_info_print(FILE *f, const RunInfo *info) {
     fprintf(f, ", best ");
     print_loss(f, p->best_val_loss);
     if (!isnan(p->best_val_loss)) fprintf(f, " at step %zu%s", p->best_step, info->has_best ? " (best.ckpt)" : "");
+    char kind[64];
+    RunValKind k = run_val_kind(info->h.train);
+    if (!isnan(p->val_loss) || !isnan(p->best_val_loss))
+        fprintf(f, " | %s%s", run_val_kind_text(k, kind, sizeof kind),
+                k.full ? " (--best-by full), as bin/eval scores it" : " (bin/eval scores the whole split)");
     fprintf(f, "\nmodel:      %zu parameters | n_layer %zu, n_head %zu, n_embd %zu, block %zu, vocab %zu | mixers %s | "
                "pos %s | norm %s\n",
             model_count_params(c), c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size,
@@ -107,6 +113,8 @@ static int run_fields(json_t *o, const RunInfo *info) {
     const ModelConfig *c = &info->h.cfg;
     const RunProgress *p = &info->progress;
     char *config = config_to_json(c), recipe[160];
+    RunValKind kind = run_val_kind(info->h.train);
+    int measured = !isnan(p->val_loss) || !isnan(p->best_val_loss);
     json_t *tok = json_object();
     int ok = tok && put(tok, "kind", json_string_lossy(info->h.tok.kind ? info->h.tok.kind->name : "")) &&
              put(tok, "vocab", json_integer((json_int_t)info->h.tok.vocab_size)) &&
@@ -117,6 +125,9 @@ static int run_fields(json_t *o, const RunInfo *info) {
          put(o, "best_val_loss", number_or_null(p->best_val_loss)) &&
          put(o, "best_step", isnan(p->best_val_loss) ? json_null() : json_integer((json_int_t)p->best_step)) &&
          put(o, "best_checkpoint", json_boolean(info->has_best)) &&
+         put(o, "val_loss_kind", !measured ? json_null() : json_string(kind.full ? "full" : "estimate")) &&
+         put(o, "val_loss_batches", !measured || kind.full || !kind.batches ? json_null()
+                                                                         : json_integer((json_int_t)kind.batches)) &&
          put(o, "params", json_integer((json_int_t)model_count_params(c))) && put(o, "model", object_or_null(config)) &&
          put(o, "recipe", json_string_lossy(config_has_recipe_switch(c) ? config_recipe_list(c, recipe, sizeof recipe)
                                                                           : "gpt2")) &&
