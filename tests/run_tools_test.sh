@@ -6,7 +6,8 @@
 # run folder's config.json repeats the whole run, however it was stopped;
 # --out and --log into new folders create them; every val loss (progress
 # lines, logs, bin/info, the runs page) says whether it is the estimate or
-# the full split, and --best-by full chooses best.ckpt by bin/eval's number.
+# the full split, and --best-by full chooses best.ckpt by bin/eval's number;
+# bin/info --list groups runs by data and tokenizer, --out's checkpoints too.
 set -u
 cd "$(dirname "$0")/.."
 . tests/cli_lib.sh  # B, tmp, ok, bad, expect_error, expect_ok, small_corpora
@@ -166,6 +167,36 @@ cmp -s <(st_data "$R/est/ckpt") <(st_data "$R/full/ckpt") && ok || bad "--best-b
 /usr/bin/python3 -m harness.runs_page "$R/full" "$R/est" --sample-tokens 0 --out "$tmp/runs.html" >/dev/null 2>"$tmp/err" \
     && grep -q '"val loss of"\],"rows":\[\["full",[^]]*"full split"\],\["est",[^]]*"estimate, 2 batches"\]' "$tmp/runs.html" && ok \
     || bad "the runs page does not say which val loss: $(cat "$tmp/err"; grep -o '"val loss of.\{0,200\}' "$tmp/runs.html")"
+
+# ---- bin/info --list: grouped by data and tokenizer; --out's checkpoints listed too ---------------
+expect_ok "prepare a BPE corpus" $B/prepare --input "$tmp/b.txt" --out "$tmp/bpe" --tokenizer bpe --vocab-size 300
+expect_ok "a BPE run" $B/train --data "$tmp/bpe" "${TINY[@]}" --max-iters 4 --run "$R/bp"
+expect_ok "the demo's --out" $B/train --data "$tmp/a" "${TINY[@]}" --max-iters 4 --out "$R/demo/model.ckpt" --log "$R/demo/log.csv"
+cp "$R/demo/model.ckpt" "$R/loose.ckpt"
+expect_ok "bin/info --list" $B/info --list "$R"
+cp "$tmp/out" "$tmp/list.txt"
+/usr/bin/python3 - "$tmp/list.txt" "$tmp/a" "$tmp/bpe" <<'PY' && ok || bad "bin/info --list does not group by data and tokenizer: $(cat "$tmp/list.txt")"
+import os, re, sys
+text, a, bpe = open(sys.argv[1]).read(), os.path.realpath(sys.argv[2]), os.path.realpath(sys.argv[3])
+blocks = [b.splitlines() for b in text.strip().split("\n\n")]
+want = {a: ("char", {"m", "nobest", "c1", "c2", "est", "full", "demo/model.ckpt", "loose.ckpt"}), bpe: ("bpe", {"bp"})}
+seen = {}
+for b in blocks:
+    m = re.match(r"data (.*) \(hash [0-9a-f]{16}\) \| tokenizer (\w+), \d+ tokens \(hash [0-9a-f]{16}\)$", b[0])
+    assert m and b[1].split()[:6] == ["run", "step", "tokens", "best", "val", "last"] and "val from" in b[1], b[:2]
+    rows = [r.split() for r in b[2:]]
+    best = [float(r[3]) for r in rows]
+    assert best == sorted(best), ("not by best val within the group", b)
+    seen[m.group(1)] = (m.group(2), {r[0] for r in rows})
+    for r in rows:
+        assert r[5] == ("full split" if r[0] == "full" else "2 batches").split()[0], r
+assert seen == want, (seen, want)
+PY
+expect_ok "bin/info --list --json" $B/info --list "$R" --json
+json_ok "bin/info --list --json: groups" "$tmp/out" \
+    'len({o["group"] for o in j}) == 2 and [o["group"] for o in j] == sorted([o["group"] for o in j], key=[o["group"] for o in j].index) and all(o["data"]["hash"] == o["group"].split("/")[0] and o["tokenizer"]["hash"] == o["group"].split("/")[1] for o in j) and {o["name"]: o["run"] for o in j if not o["run"]} == {"demo/model.ckpt": False, "loose.ckpt": False}'
+expect_ok "bin/info --list of a folder with a checkpoint alone" $B/info --list "$R/demo"
+grep -q "^model.ckpt " "$tmp/out" && ok || bad "bin/info --list DIR with DIR/model.ckpt: $(cat "$tmp/out")"
 
 echo "run_tools: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
