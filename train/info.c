@@ -28,8 +28,12 @@ int main(int argc, char **argv) {
     CliOption own[] = {
         CLI_FLAG("json", 0, &json, "one JSON object (with --list, a JSON array of them)"),
         CLI_TEXT("list", 0, &list, "DIR",
-                 "one line per run folder in DIR and per checkpoint (*.ckpt) in\nit or in its other folders (bin/train --out's), grouped by\ndata and tokenizer, each group under a line naming them"),
-        CLI_TEXT("sort", 0, &sort, "KEY", "with --list, within each group: val (the best validation\nloss, lowest first), name or step (most first) (val)"),
+                 "one line per run folder in DIR and per checkpoint (*.ckpt) in\n"
+                 "it or in its other folders (bin/train --out's), grouped by\n"
+                 "data and tokenizer, each group under a line naming them"),
+        CLI_TEXT("sort", 0, &sort, "KEY",
+                 "with --list, within each group: val (the best validation\n"
+                 "loss, lowest first), name or step (most first) (val)"),
     };
     enum { N_OWN = sizeof own / sizeof own[0] };
     static CliOption opts[N_OWN + INFO_MIXERS_ROWS]; /* then --mixers and the model's options (info_mixers.h) */

@@ -281,7 +281,8 @@ static void say_validation_plan(const TrainLoop *L) {
         say("validation: the full split (%zu tokens, %zu forwards of %zu x %zu) and %s, %s; the run's val loss and "
             "best.ckpt by the full split\n", n, (windows + B - 1) / B, B, T, est, when);
     else
-        say("validation: %s, %s%s\n", est, when, o->run ? "; best.ckpt by it (--best-by full: by the whole split)" : "");
+        say("validation: %s, %s%s\n", est, when,
+            o->run ? "; best.ckpt by it (--best-by full: by the whole split)" : "");
 }
 
 int train_loop_run(TrainLoop *L, const char *prog) {

@@ -199,7 +199,8 @@ void run_info_list_print(FILE *f, const RunInfo *infos, size_t n) {
         }
         RunValKind kind = run_val_kind(r->h.train);
         if (!isnan(r->progress.best_val_loss) && kind.full) snprintf(of, sizeof of, "full split");
-        else if (!isnan(r->progress.best_val_loss) && kind.batches) snprintf(of, sizeof of, "%zu batch%s", kind.batches, kind.batches == 1 ? "" : "es");
+        else if (!isnan(r->progress.best_val_loss) && kind.batches)
+            snprintf(of, sizeof of, "%zu batch%s", kind.batches, kind.batches == 1 ? "" : "es");
         if (r->max_iters) snprintf(steps, sizeof steps, "%zu/%zu", r->h.step, r->max_iters);
         else snprintf(steps, sizeof steps, "%zu", r->h.step);
         loss_text(best, sizeof best, r->progress.best_val_loss);
