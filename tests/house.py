@@ -16,6 +16,10 @@
   as `python3 -m harness.NAME`: one with an `if __name__ == "__main__"`
   guard, or a package's __main__.py) imports another program, and every
   harness file is under 450 lines.
+- A kernel is one template per module (src/W/NAME_kernel.h, including
+  runtime/level.h) that the Makefile compiles once per instruction-set
+  level: no source file per level (NAME_avx2.c, ...), and no target
+  attribute (code for a CPU other than the build's) outside the templates.
 Prints one line per broken rule and the counts; exits 1 if any broke.
 """
 import ast
@@ -39,6 +43,7 @@ BIN = os.path.join(ROOT, os.environ.get("BIN", "bin"))
 PAPER_WHY = ("the Grassmann paper's own experiment: its architectures (the Transformer, the Grassmann model, the "
              "hybrid, the controls) are the paper's, and its report is about them")
 KNOWN_MIXER_NAMES = {"harness/paper.py": PAPER_WHY, "harness/lib/paper/": PAPER_WHY}
+LEVEL_FILE = re.compile(r"_(portable|avx2|avx512|neon)\.c$")
 
 
 def files(folder, exts=(".c", ".h")):
@@ -193,6 +198,15 @@ def main():
                 continue
             if WINGS.index(target) > WINGS.index(wing) and (rel, inc) not in KNOWN_BACK_ARROWS:
                 broken.append(f"{rel}: includes \"{inc}\" ({target}/), above its own wing {wing}/")
+    for path in files("src"):
+        rel = os.path.relpath(path, ROOT)
+        if LEVEL_FILE.search(path):
+            broken.append(f"{rel}: a file per level: the Makefile compiles a module's NAME_kernel.h at each level")
+        if path.endswith("_kernel.h") and "runtime/level.h" not in includes(path):
+            broken.append(f"{rel}: a kernel template that does not include runtime/level.h")
+        with open(path, encoding="utf-8") as f:
+            if not path.endswith("_kernel.h") and "__attribute__((target(" in f.read():
+                broken.append(f"{rel}: a target attribute outside the kernel templates (src/W/NAME_kernel.h)")
     folders = ["include/lm", "train", "eval", "data", "tests", "src", "experiments"] + [f"src/{w}" for w in WINGS]
     for d in folders:
         if not os.path.exists(os.path.join(ROOT, d, "README.md")):

@@ -1,4 +1,5 @@
-#include "evaluate.h"
+/* Held-out evaluation over a whole token file (see include/lm/evaluate.h). */
+#include "lm/evaluate.h"
 
 #include <math.h>
 #include <stdlib.h>
