@@ -318,6 +318,7 @@ test: unit-test $(PROGRAMS)
 	/usr/bin/python3 -m tests.bench_test
 	/usr/bin/python3 -m tests.paper_test
 	/usr/bin/python3 -m tests.compare_test
+	/usr/bin/python3 -m tests.compare_sweep_test
 	/usr/bin/python3 -m tests.archs_test
 	/usr/bin/python3 -m tests.harness_harden_test
 	/usr/bin/python3 -m tests.harness_config_test
