@@ -89,8 +89,8 @@ def main():
                     help="downstream tasks every run is scored on beside its perplexity (harness.compare --evals: "
                          "bin/eval's minimal pairs, cloze or multiple choice, the kind read from FILE's format)")
     ap.add_argument("--resume", action="store_true",
-                    help="finish a stopped make paper of these options: each recipe's compare --resume (its "
-                         "finished runs kept, a stopped one continued), the ablations it has kept")
+                    help="finish a stopped make paper of these options: each started recipe's compare --resume "
+                         "(its finished runs kept, a stopped one continued), the ablations it has kept")
     ap.add_argument("--report-only", action="store_true", help="rewrite paper.md and paper.json from OUT/pre and OUT/post")
     take_config(ap)
     a = ap.parse_args()

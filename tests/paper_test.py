@@ -183,10 +183,17 @@ class Pieces(unittest.TestCase):
         self.assertEqual(cmd[cmd.index("--out") + 1], os.path.join("o", "modern"))
         self.assertNotIn("--resume", cmd)
         a.train_args, a.ablation_tokens, a.resume, a.evals = "", 0, True, ["blimp=b.jsonl", "lambada=l.txt"]
-        cmd = compare_command(a, "pre", "d", archs_for(6))
-        self.assertFalse([x for x in cmd if x.startswith("--train-args") or x == "--recipe"])
-        self.assertEqual(cmd[cmd.index("--evals"):cmd.index("--evals") + 3], ["--evals", "blimp=b.jsonl", "lambada=l.txt"])
-        self.assertIn("--resume", cmd)
+        with tempfile.TemporaryDirectory() as tmp:
+            a.out = tmp
+            cmd = compare_command(a, "pre", "d", archs_for(6))
+            self.assertFalse([x for x in cmd if x.startswith("--train-args") or x == "--recipe"])
+            self.assertEqual(cmd[cmd.index("--evals"):cmd.index("--evals") + 3],
+                             ["--evals", "blimp=b.jsonl", "lambada=l.txt"])
+            self.assertNotIn("--resume", cmd)  # a recipe whose sweep a stopped make paper had not started
+            os.makedirs(os.path.join(tmp, "pre"))
+            with open(os.path.join(tmp, "pre", "sweep.json"), "w") as f:
+                f.write('{"runs": {"transformer_tokens_1337": ["bin/train"]}}\n')
+            self.assertIn("--resume", compare_command(a, "pre", "d", archs_for(6)))
 
     def test_ratios_are_paired_by_seed(self):
         rows = [{"norm": "pre", "name": "transformer", "seed": 1, "val_ppl": 100.0},

@@ -8,6 +8,7 @@ import sys
 
 from harness.archs import count_params
 from harness.common import BIN, die, run_ok, token_header
+from harness.lib import runfolders
 
 
 # The paper's numbers: (what, transformer val ppl, grassmann val ppl, ratio).
@@ -147,7 +148,9 @@ OUTPUTS = ("paper.md", "paper.json", "paper.html", "paper_val_loss.png", "paper_
 def compare_command(a, norm, data, archs):
     """harness.compare's command for one recipe's column: the paper's
     configuration (--table), this run's seeds and budget, the recipe's options,
-    then --train-args (so that they win); --evals and --resume passed on."""
+    then --train-args (so that they win); --evals passed on, and --resume where the
+    recipe's sweep was started (its OUT/RECIPE/sweep.json: a recipe a stopped make
+    paper had not reached starts afresh)."""
     cfg = TABLES[a.table]
     cmd = [sys.executable, "-m", "harness.compare", "--data", data, "--out", os.path.join(a.out, norm),
            "--archs", " ".join(f"{n}={s}" for n, s in archs), "--n-layer", str(cfg["n_layer"]),
@@ -161,6 +164,6 @@ def compare_command(a, norm, data, archs):
         cmd.append(f"--train-args={a.train_args}")  # '=': its value starts with '--'
     if getattr(a, "evals", None):
         cmd += ["--evals"] + a.evals
-    if getattr(a, "resume", False):
+    if getattr(a, "resume", False) and os.path.lexists(os.path.join(a.out, norm, runfolders.PLAN)):
         cmd.append("--resume")
     return cmd
