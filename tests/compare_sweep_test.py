@@ -198,7 +198,8 @@ class Resume(unittest.TestCase):
         """attention, 2 seeds of 2,000 steps: once straight through, once stopped by SIGINT to harness.compare
         while the second run trains (its folder left with a checkpoint part of the way) and finished with
         --resume (the first run kept, the second continued with bin/train --resume). compare.csv is the same
-        but for TIMING; --report-only rewrites it the same; a second sweep into the same --out is refused."""
+        but for TIMING; --report-only rewrites it the same, and refuses a tampered scores.json in one line; a
+        second sweep into the same --out, or a --resume with other options, is refused."""
         with tempfile.TemporaryDirectory(prefix="lm-compare-resume-") as tmp:
             data = tiny_data(tmp)
             args = ["--data", data, "--archs", "attention", "--budget", "tokens:128000", "--seeds", "2",
@@ -240,6 +241,20 @@ class Resume(unittest.TestCase):
             p = compare(args + ["--out", parts, "--resume", "--lr", "0.002"])
             self.assertEqual(p.returncode, 2, p.stderr)
             self.assertIn("was started with --lr 0.001 (this command: 0.002)", p.stderr)
+            # a run's scores.json is read back as untrusted data: a tampered one is one line, exit 2
+            scores = os.path.join(parts, "attention_tokens_1337", "scores.json")
+            good = json.loads(read(scores))
+            for change, text in ((lambda d: d["val"]["split_recall"].update(recall_tokens=0, other_tokens=0),
+                                  "no token scored"),
+                                 (lambda d: d["val"]["by_position"].update(loss=[1.0]), "1 positions, not the window's 16"),
+                                 (lambda d: d.update(load="high"), "load")):
+                bad = json.loads(json.dumps(good))
+                change(bad)
+                with open(scores, "w") as f:
+                    json.dump(bad, f)
+                p = compare(args + ["--out", parts, "--report-only"])
+                self.assertEqual((p.returncode, len(p.stderr.strip().splitlines())), (2, 1), p.stderr[-2000:])
+                self.assertIn(text, p.stderr)
 
 
 if __name__ == "__main__":

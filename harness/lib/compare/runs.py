@@ -205,6 +205,12 @@ class Harness:
         if not train_rows or clock <= 0:
             die(f"{os.path.join(folder, 'log.csv')}: no training step is logged")
         split_recall = ev["val"]["split_recall"]
+        scores = os.path.join(folder, runfolders.SCORES)
+        if split_recall["recall_tokens"] + split_recall["other_tokens"] < 1:
+            die(f"{scores}: val: split_recall: no token scored (recall_tokens + other_tokens is 0)")
+        if len(ev["val"]["by_position"]["loss"]) != self.a.block_size:
+            die(f"{scores}: val: by_position: {len(ev['val']['by_position']['loss'])} positions, not the window's "
+                f"{self.a.block_size}")
         return {"arch": arch["name"], "budget": f"{kind}:{value}", "seed": seed, "params": arch["params"],
                 "steps": int(train_rows[-1]["step"]), "tokens": int(train_rows[-1]["tokens"]),
                 "train_seconds": clock, "wall": ev["wall"], "tok_s": int(train_rows[-1]["tokens"]) / clock,
