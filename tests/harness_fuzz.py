@@ -1,6 +1,7 @@
 """The harnesses' readers of results files, fuzzed with Hypothesis (Debian's
 python3-hypothesis): compare.csv, paper_settings.json, a training log and an
-ablation file as harness.paper --report-only reads them, zoology.json
+ablation file as harness.paper --report-only reads them, a sweep's run's
+scores.json as harness.compare --report-only reads it, zoology.json
 (--report-only and --resume's check of its settings), probe.json, and an
 experiment file as harness.compare, harness.paper and harness.probe read it
 (--config: each value through its option's type and choices). Each
@@ -15,6 +16,7 @@ start with gnuplot's '!' or hold a backquote or system(.
 /usr/bin/python3 -m tests.harness_fuzz             a fixed set of inputs (make test)
 /usr/bin/python3 -m tests.harness_fuzz --seconds N random inputs for about N seconds in all (make fuzz)"""
 import argparse
+import atexit
 import contextlib
 import copy
 import csv
@@ -22,6 +24,8 @@ import io
 import json
 import math
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,10 +37,13 @@ os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gett
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402 (after its setting)
 
 from harness import compare, paper, probe, zoology
+from harness.archs import size_archs
 from harness.lib import probe_report, zoology_report
+from harness.lib.compare import plots as compare_plots
 from harness.lib.paper import report as paper_report, runs as paper_runs, setup as paper_setup
 from harness.config import is_switch
 from harness.results import name_problem, read_train_log
+from tests.compare_test import tiny_data
 from tests.harness_config_test import parsed
 from tests.harness_harden_test import PAPER_COLUMNS, paper_rows, probe_rows, zoology_rows
 
@@ -178,6 +185,46 @@ def run_probe(out):
         return outcome(probe.main)
 
 
+# A finished one-run compare sweep (tiny: trained once per process), whose scores.json is fuzzed: the sweep's
+# command, its files but the checkpoints, and its architecture as sized (so that no input trains or sizes).
+SWEEP = {}
+SWEEP_RUN = "attention_tokens_1337"
+
+
+def compare_sweep():
+    if not SWEEP:
+        base = tempfile.mkdtemp(prefix="lm-harness-fuzz-sweep-")
+        atexit.register(shutil.rmtree, base, True)
+        data, out = tiny_data(base), os.path.join(base, "out")
+        args = ["--data", data, "--archs", "attention", "--budget", "tokens:640", "--seeds", "1", "--n-layer", "1",
+                "--n-head", "2", "--n-embd", "16", "--block-size", "16", "--batch-size", "4", "--threads", "1",
+                "--eval-iters", "2", "--warmup-iters", "2", "--curve-points", "2"]
+        subprocess.run([sys.executable, "-m", "harness.compare", "--out", out] + args, check=True, capture_output=True)
+        sized = []
+        with mock.patch.object(compare, "size_archs", lambda *x, **k: sized.append(size_archs(*x, **k)) or sized[-1]):
+            run_compare_report(out, args)
+        with open(os.path.join(out, SWEEP_RUN, "scores.json")) as f:
+            SWEEP.update(base=base, out=out, args=args, archs=sized[0], scores=json.load(f))
+    return SWEEP
+
+
+def run_compare_report(out, args):
+    argv = ["compare", "--out", out, "--report-only"] + args
+    with mock.patch.object(sys, "argv", argv), mock.patch.object(compare_plots, "gnuplot", check_script):
+        return outcome(compare.main)
+
+
+def run_scores(out):
+    """harness.compare --report-only of the sweep, the run's scores.json fuzzed (the sizing taken as done)."""
+    sweep = compare_sweep()
+    os.makedirs(os.path.join(out, SWEEP_RUN), exist_ok=True)
+    shutil.copy(os.path.join(sweep["out"], "sweep.json"), out)
+    shutil.copy(os.path.join(sweep["out"], SWEEP_RUN, "log.csv"), os.path.join(out, SWEEP_RUN))
+    with mock.patch.object(compare, "size_archs", lambda *x, **k: copy.deepcopy(sweep["archs"])), \
+            mock.patch.object(compare, "check_train_takes", lambda *x: None):
+        return run_compare_report(out, sweep["args"])
+
+
 def run_paper_log(out):
     path = os.path.join(out, "pre", "transformer_tokens_1337.csv")
     if outcome(lambda: read_train_log(path)) == "accepted":
@@ -235,6 +282,7 @@ TARGETS = {
     "zoology.json": ("zoology.json", lambda d: mutated_json(d, zoology_rows()), run_zoology),
     "probe.json": ("probe.json", lambda d: mutated_json(d, probe_rows()), run_probe),
     "--config": ("c.json", lambda d: mutated_json(d, GOOD_CONFIG), run_config),
+    "scores.json": (f"{SWEEP_RUN}/scores.json", lambda d: mutated_json(d, compare_sweep()["scores"]), run_scores),
 }
 
 
@@ -279,9 +327,11 @@ EDGE_JSON = [None, True, 0, -1, -0.0, 1.5, 2 ** 64, "", "x", "1", "../x", [], {}
 # --config's edges: an option of each kind (a switch, an integer, a number, choices, a list, a string,
 # a key no harness takes), not all of them.
 EDGE_KEYS = {"--config": ("keep-checkpoints", "report-only", "n-layer", "lr", "norm", "table", "budget", "archs",
-                          "mixer")}
+                          "mixer"),
+             "scores.json": ("loss", "recall_tokens", "recall_loss", "load", "cores")}
 GOOD_JSON = {"paper_settings.json": {"lr": 0.001, "warmup_iters": 100}, "ablation json": GOOD_ABLATION,
-             "zoology.json": zoology_rows(), "probe.json": probe_rows(), "--config": GOOD_CONFIG}
+             "zoology.json": zoology_rows(), "probe.json": probe_rows(), "--config": GOOD_CONFIG,
+             "scores.json": None}  # the sweep's, made when first read (every_edge)
 
 
 def csv_bytes(columns, rows):
@@ -303,6 +353,7 @@ def every_edge():
                 changed[-1][col] = v
                 yield name, "edge", csv_bytes(columns, changed)
     for name, good in GOOD_JSON.items():
+        good = compare_sweep()["scores"] if good is None else good
         for path in range(len(dict_nodes(good))):
             for key in sorted(set(dict_nodes(good)[path]) & set(EDGE_KEYS.get(name, dict_nodes(good)[path]))):
                 for v in EDGE_JSON:

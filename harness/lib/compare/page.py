@@ -46,7 +46,7 @@ def write_page_html(a, archs, budgets, runs, unit, md):
             ("other_loss", "other-token loss", "{:.4f}")]
     table = {"kind": "table", "id": "runs", "columns": ["architecture", "budget", "seed"] + [c[1] for c in cols],
              "rows": [[next(x["label"] for x in archs if x["name"] == r["arch"]), r["budget"], r["seed"]] +
-                      [f.format(r[k]) for k, _, f in cols] for r in runs]}
+                      ["-" if r[k] is None else f.format(r[k]) for k, _, f in cols] for r in runs]}  # None: none scored
     sections = markdown_sections(md)
     sections += [{"kind": "heading", "level": 2, "text": "Curves"}] + charts + [
         {"kind": "heading", "level": 2, "text": "Every run"}, table]

@@ -8,6 +8,13 @@ from harness.files import output_text
 from harness.report_page import COLORS
 
 
+def bar(rs, key):
+    """A bar's mean, lowest and highest over the runs of key; NaN (no bar: gnuplot's undefined) where none of
+    them scored such a token (a window too short for any recall token, say)."""
+    xs = [r[key] for r in rs if r[key] is not None]
+    return f"{statistics.fmean(xs)} {min(xs)} {max(xs)}" if xs else "NaN NaN NaN"
+
+
 def write_plots(a, archs, budgets, runs, unit):
     """The plots (PNG, through gnuplot); returns their file names."""
     out = a.out
@@ -77,10 +84,7 @@ def write_plots(a, archs, budgets, runs, unit):
         for kind, value in budgets:
             for arch in archs:
                 rs = [r for r in runs if r["arch"] == arch["name"] and r["budget"] == f"{kind}:{value}"]
-                rec = [r["recall_loss"] for r in rs]
-                oth = [r["other_loss"] for r in rs]
-                f.write(f"\"{arch['label']}\\n{kind}\" {statistics.fmean(rec)} {min(rec)} {max(rec)} "
-                        f"{statistics.fmean(oth)} {min(oth)} {max(oth)}\n")
+                f.write(f"\"{arch['label']}\\n{kind}\" {bar(rs, 'recall_loss')} {bar(rs, 'other_loss')}\n")
     gnuplot(head + f"set output {gnuplot_string(os.path.join(out, 'recall_split.png'))}\n"
             f"set title 'Val loss on tokens completing a {a.recall_n}-gram seen earlier in the window, vs all others'\n"
             f"set ylabel {gnuplot_string(f'loss (nats per {unit})')}\nset style data histogram\n"
