@@ -172,7 +172,8 @@ class Writers(Scratch):
             self.assertIn(text, err)
         with open(ckpt, "rb") as f:
             self.assertEqual(f.read(), weights, "the run's checkpoint was replaced")
-        self.assertEqual(sorted(os.listdir(run)), ["best.ckpt", "ckpt", "config.json", "log.csv", "log.jsonl", "run.html"])
+        self.assertEqual(sorted(os.listdir(run)), [".lm-run", "best.ckpt", "ckpt", "config.json", "log.csv", "log.jsonl",
+                                                   "run.html"])
 
     def test_compare_folder(self):
         """A planted link in compare's folder is replaced, a FIFO or a folder where a file goes refused
