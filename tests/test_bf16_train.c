@@ -254,7 +254,7 @@ static void run_mixer(const Mixer *mx, ModelConfig cfg, size_t B, size_t T, int 
     snprintf(what, sizeof what, "%s din", mx->name);
     check_normwise(din16, din32, N * C, P_bwd, what);
     TensorSpec specs[MIXER_MAX_TENSORS];
-    size_t ns = mx->tensors(&spec, specs), off = 0;
+    size_t ns = mixer_tensors(mx, &spec, specs), off = 0;
     for (size_t i = 0; i < ns; i++) {
         size_t n = specs[i].rows * (specs[i].cols ? specs[i].cols : 1);
         snprintf(what, sizeof what, "%s d %s", mx->name, specs[i].name);

@@ -93,7 +93,7 @@ static void build_layout(Model *m) {
         add_norm(m, name, C, &lo->ln1_w, &lo->ln1_b);
         TensorSpec specs[MIXER_MAX_TENSORS];
         MixerSpec spec = model_mixer_spec(c, l);
-        size_t ns = config_mixer(c, l)->tensors(&spec, specs);
+        size_t ns = mixer_tensors(config_mixer(c, l), &spec, specs);
         lo->mixer = m->n_params;
         for (size_t i = 0; i < ns; i++)
             LAYER_TENSOR(specs[i].name, specs[i].rows, specs[i].cols,
