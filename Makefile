@@ -303,6 +303,7 @@ test: unit-test $(PROGRAMS)
 	bash tests/harden_test.sh
 	bash tests/outputs_test.sh
 	bash tests/runs_harden_test.sh
+	bash tests/run_tools_test.sh
 	bash tests/bpe_cli_test.sh
 	bash tests/tokenizer_from_test.sh
 	bash tests/bpe_agreement.sh
@@ -387,6 +388,7 @@ asan:
 	BIN=bin-asan bash tests/harden_test.sh
 	BIN=bin-asan bash tests/outputs_test.sh
 	BIN=bin-asan bash tests/runs_harden_test.sh
+	BIN=bin-asan bash tests/run_tools_test.sh
 	BIN=bin-asan bash tests/bpe_cli_test.sh
 	BIN=bin-asan bash tests/tokenizer_from_test.sh
 	BIN=bin-asan bash tests/loss_mask_test.sh

@@ -10,6 +10,7 @@
 #include "lm/files.h"
 #include "lm/blas_setup.h"
 #include "lm/cli.h"
+#include "lm/run_folder.h"
 #include "lm/options.h"
 #include "lm/token_mask.h"
 #include "lm/tokens.h"
@@ -215,7 +216,8 @@ int main(int argc, char **argv) {
     const char *weights = "fp32";
     EvalDetail detail = {0}; /* --by-position, --split-recall, --mask */
     CliOption opts[] = {
-        CLI_TEXT("model", 'm', &model_path, "CKPT", "checkpoint from bin/train"),
+        CLI_TEXT("model", 'm', &model_path, "CKPT",
+                 "checkpoint from bin/train, or a run folder (bin/train --run):\nits best.ckpt (its ckpt when it has none), said on stderr"),
         CLI_TEXT("data", 'd', &data, "DIR|FILE", "a prepared directory (uses --split) or a token file"),
         CLI_TEXT("text", 0, &text_path, "FILE",
                  "instead of --data: a text file, encoded in memory by the\nmodel's own tokenizer (nothing is written)"),
@@ -275,6 +277,10 @@ int main(int argc, char **argv) {
     WeightsCost wc = {.format = WEIGHTS_FP32};
     Error err;
     if (weights_format_parse(weights, &wc.format, &err)) return cli_error(prog, "%s", err.msg);
+    char ckpt[PATH_BUF], note[2 * PATH_BUF];
+    if (run_folder_model(model_path, ckpt, sizeof ckpt, note, sizeof note, &err) < 0) return cli_error(prog, "%s", err.msg);
+    if (*note) cli_note(prog, "%s", note);
+    model_path = ckpt;
     threads_use(threads);
     quiet = json;
     if (tasks) return run_tasks(prog, model_path, task_paths, batch, ablate, wc.format, json, items);

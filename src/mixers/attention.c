@@ -417,6 +417,7 @@ const Mixer attention_mixer = {
     .forward = attention_forward,
     .backward = attention_backward,
     .state_size = attention_state_size,
+    .memory_size = attention_memory_size,
     .step = attention_step,
     .step_batch = attention_step_batch,
     .fill_state = attention_fill_state,

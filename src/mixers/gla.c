@@ -320,6 +320,9 @@ static void gla_backward(const MixerSpec *spec, const MixerRuntime *rt, const fl
 
 /* Sampling state: S for every head (H hs^2 = C hs), then scratch for one
  * position's qkv (3C), gamma (H), o (C) and its rstd (H). */
+/* Mixer.memory_size: each head's hs x hs state. */
+static size_t gla_memory_size(const MixerSpec *spec) { return spec->n_embd * (spec->n_embd / spec->n_head); }
+
 static size_t gla_state_size(const MixerSpec *spec) {
     size_t C = spec->n_embd, H = spec->n_head;
     return C * (C / H) + 4 * C + 2 * H;
@@ -382,6 +385,7 @@ const Mixer gla_mixer = {
     .forward = gla_forward,
     .backward = gla_backward,
     .state_size = gla_state_size,
+    .memory_size = gla_memory_size,
     .step = gla_step,
     .step_batch = gla_step_batch,
     .fill_state = gla_fill_state,

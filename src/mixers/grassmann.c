@@ -195,6 +195,13 @@ static size_t ring_len(const MixerSpec *spec) {
     return m + 1;
 }
 
+/* Mixer.memory_size: the reduced vectors z of the last max(offset)
+ * positions that a step pairs with its own (the ring keeps one more slot,
+ * for the position being stepped). */
+static size_t grassmann_memory_size(const MixerSpec *spec) {
+    return (ring_len(spec) - 1) * grassmann_layer(spec)->rank;
+}
+
 static size_t grassmann_state_size(const MixerSpec *spec) {
     return ring_len(spec) * grassmann_layer(spec)->rank + grassmann_act_size(spec, 1, 1);
 }
@@ -286,6 +293,7 @@ const Mixer grassmann_mixer = {
     .forward = grassmann_forward,
     .backward = grassmann_backward,
     .state_size = grassmann_state_size,
+    .memory_size = grassmann_memory_size,
     .step = grassmann_step,
     .step_batch = grassmann_step_batch,
     .fill_state = grassmann_fill_state,
