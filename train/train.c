@@ -84,7 +84,7 @@ static int build_table(Table *t, RunOptions *o, Actions *a) {
                  "come from CKPT (run options given here win)"),
         CLI_TEXT("init", 0, &o->init, "CKPT",
                  "start a new run from CKPT's weights (fine-tuning): its model and\n"
-                 "tokenizer, fresh AdamW moments, step 0, and this command's run\n"
+                 "tokenizer, a fresh optimizer state, step 0, and this command's run\n"
                  "options; model options given must equal CKPT's (--dropout may differ)"),
     };
     const CliOption recipe = CLI_TEXT("recipe", 0, &o->recipe, "R",
@@ -207,7 +207,7 @@ static void print_start(const Run *r, const ThreadTuner *tuner, size_t start_thr
            r->ds.train.n, r->ds.val.n, o->batch_size, o->cfg.block_size, o->grad_accum, r->start_step, o->stop_at,
            o->max_iters, width, how);
     if (o->init)
-        say("init: the weights of %s; a new run: fresh AdamW moments, step 0, this run's schedule\n", o->init);
+        say("init: the weights of %s; a new run: a fresh optimizer state, step 0, this run's schedule\n", o->init);
     say("blas: %s | %zu threads | isa %s\n", blas_describe(), width, cpu_isa_describe());
     if (o->precision == PRECISION_BF16)
         say("precision: bf16 products, fp32 accumulation | %s, %s | checked at the model's shapes: worst %.2f of "
