@@ -216,8 +216,8 @@ static int one_step(TrainLoop *L, Pace *p, const char *prog, int *rc) {
     StepStats st;
     int profiled = L->profile && L->step > r->start_step;
     size_t threads = thread_tuner_begin(&L->tuner);
-    int failed = train_step(model, &r->ds.train, &r->data_rng, &r->hyper, dist, profiled ? &L->prof : NULL, L->step,
-                            L->train_clock, r->inputs, r->targets, &st, &err);
+    int failed = train_step(model, &r->optim, &r->ds.train, &r->data_rng, &r->hyper, dist, profiled ? &L->prof : NULL,
+                            L->step, L->train_clock, r->inputs, r->targets, &st, &err);
     thread_tuner_record(&L->tuner, cli_now() - t0);
     if (failed) return *rc = stop_unsaved(prog, dist, err.msg), -1;
     p->wait_secs += dist->wait_seconds;
