@@ -183,6 +183,23 @@ expect_error "resume missing" "cannot open" $B/train --data "$tmp/a" --out "$tmp
 expect_error "resume flipped byte" "checksum" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" --resume "$tmp/flip.ckpt"
 expect_error "resume truncated" "corrupt|not a safetensors" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" --resume "$tmp/cut.ckpt"
 expect_error "resume text file" "not a safetensors|corrupt" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" --resume "$tmp/a.txt"
+# The checksum's kinds: a new checkpoint holds XXH3's; the older kind, FNV-1a, still loads (the same file
+# with only its checksum made again, byte for byte what the older writer wrote) and samples the same text,
+# a flipped byte refused under either; a kind no reader knows is named.
+[ "$(head -c 45 "$tmp/good.ckpt" | tail -c 20)" = '"checksum":"xxh3-64:' ] && ok || bad "a new checkpoint's checksum is not XXH3's"
+/usr/bin/python3 -m tests.ckpt_forge fnv1a "$tmp/good.ckpt" "$tmp/fnv.ckpt"
+expect_ok "sample an FNV-1a checkpoint" $B/sample --model "$tmp/fnv.ckpt" --tokens 20 --seed 3
+cp "$tmp/out" "$tmp/fnv.out"
+expect_ok "sample an XXH3 checkpoint" $B/sample --model "$tmp/good.ckpt" --tokens 20 --seed 3
+cmp -s "$tmp/out" "$tmp/fnv.out" && ok || bad "the FNV-1a checkpoint samples other text than the XXH3 one"
+for c in good fnv; do
+    cp "$tmp/$c.ckpt" "$tmp/$c-flip.ckpt"
+    printf '\x55' | dd of="$tmp/$c-flip.ckpt" bs=1 seek=$(( $(stat -c %s "$tmp/good.ckpt") - 100 )) conv=notrunc status=none
+    expect_error "sample $c flipped byte" "checksum mismatch" $B/sample --model "$tmp/$c-flip.ckpt" --tokens 2
+done
+LC_ALL=C sed 's/"checksum":"xxh3-64:/"checksum":"xxh9-64:/' "$tmp/good.ckpt" >"$tmp/kind.ckpt"
+expect_error "sample unknown checksum kind" "checksum of a kind this program does not know \('xxh9-64:'\)" \
+    $B/sample --model "$tmp/kind.ckpt" --tokens 2
 expect_error "resume other tokenizer" "tokenizer" $B/train --data "$tmp/b" --out "$tmp/good.ckpt" --resume "$tmp/good.ckpt"
 expect_error "resume arch change" "--n-layer 3 differs from the checkpoint's 2" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" --resume "$tmp/good.ckpt" --n-layer 3
 expect_error "resume mixer change" "--mixer grassmann differs from the checkpoint's attention,attention" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" --resume "$tmp/good.ckpt" --mixer grassmann
