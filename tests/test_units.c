@@ -16,6 +16,8 @@
 #include "lm/config.h"
 #include "eval/evaluate.h"
 #include "eval/generate.h"
+#include "lm/mixer.h"
+#include "nn/loss.h"
 #include "lm/model.h"
 #include "lm/optim.h"
 #include "lm/ds.h"
@@ -113,6 +115,59 @@ static double model_step_gap(Model *mp, double *biggest) {
     model_state_free(&st);
     *mp = m;
     return worst;
+}
+
+/* ---- the inference forward equals the training forward -------------------- */
+
+/* cfg's model run forward over 3 x 20 tokens, first over model_alloc_acts's
+ * buffers and then over model_alloc_infer's shared ones: the same logits,
+ * losses and loss, bit for bit, with every target scored and with a loss
+ * mask (the head at some rows alone); the shared arena smaller. */
+static void check_infer_forward(const ModelConfig *cfg, const char *what) {
+    enum { B = 3, T = 20 };
+    Model m;
+    Error err;
+    make_model_from(&m, cfg, B, T);
+    size_t V = cfg->vocab_size, train_floats = m.n_acts;
+    int32_t in[B * T], tg[B * T];
+    for (size_t i = 0; i < B * T; i++) in[i] = (int32_t)((i * 7 + 3) % V), tg[i] = (int32_t)((i * 5 + 1) % V);
+    static float logits[B * T * 13], losses[B * T];
+    for (int masked = 0; masked < 2; masked++) {
+        if (masked)
+            for (size_t i = 0; i < B * T; i += 3) tg[i] = LOSS_IGNORE;
+        assert_int_equal(model_alloc_acts(&m, B, T, &err), 0);
+        model_forward(&m, in, tg, B, T, NULL);
+        size_t rows = m.head_n;
+        float loss = m.loss;
+        memcpy(logits, m.logits, rows * V * sizeof(float));
+        memcpy(losses, m.losses, sizeof losses);
+        assert_int_equal(model_alloc_infer(&m, B, T, &err), 0);
+        if (m.n_acts >= train_floats) fail_msg("%s: the inference arena (%zu floats) is not smaller", what, m.n_acts);
+        model_forward(&m, in, tg, B, T, NULL);
+        if (m.head_n != rows || memcmp(&m.loss, &loss, sizeof loss) || memcmp(m.logits, logits, rows * V * sizeof(float)) ||
+            memcmp(m.losses, losses, sizeof losses))
+            fail_msg("%s%s: the inference forward's logits or losses differ from the training forward's", what,
+                     masked ? " (masked)" : "");
+    }
+    model_free(&m);
+}
+
+/* Every registered mixer alone and after attention, pre- and post-norm. */
+static void test_infer_forward(void **s) {
+    (void)s;
+    for (size_t i = 0; i < mixer_count(); i++)
+        for (int hybrid = 0; hybrid < 2; hybrid++)
+            for (int post = 0; post < 2; post++) {
+                char mixers[64];
+                snprintf(mixers, sizeof mixers, "%s%s", hybrid ? "attention," : "", mixer_at(i)->name);
+                ModelConfig cfg;
+                small_config(&cfg, mixers);
+                cfg.n_layer = 3;
+                cfg.norm = post ? NORM_POST : NORM_PRE;
+                char what[96];
+                snprintf(what, sizeof what, "%s, %s-norm", mixers, post ? "post" : "pre");
+                check_infer_forward(&cfg, what);
+            }
 }
 
 /* windows: NULL for small_config's, or a --grassmann-windows text. */
@@ -1119,6 +1174,7 @@ int main(void) {
         cmocka_unit_test(test_step_rope_hybrid),
         cmocka_unit_test(test_step_gla),
         cmocka_unit_test(test_step_gla_alone),
+        cmocka_unit_test(test_infer_forward),
         cmocka_unit_test(test_weights_formats),
         cmocka_unit_test(test_step_batch),
         cmocka_unit_test(test_attention_window_config),

@@ -68,8 +68,8 @@ int estimate_loss(Model *m, const TokenFile *tf, const TrainHyper *h, Dist *dist
  * in windows of block_size, batch_size of them a forward (lm/evaluate.h:
  * bin/eval's number for the same weights, with val_mask as bin/eval --mask
  * takes it), and its bits per byte (NaN with a mask); each rank scores it
- * all. The activations are allocated anew at the run's batch (what a step
- * uses). bin/train --best-by full. */
+ * all, through the inference forward's activations; the step's are
+ * allocated again afterwards, as large as before. bin/train --best-by full. */
 int full_val_loss(Model *m, const TokenFile *tf, const TrainHyper *h, Dist *dist, const Tokenizer *tok,
                   ValLoss *out, Error *err);
 

@@ -86,9 +86,13 @@ typedef struct Model {
      * (model_set_weights); format WEIGHTS_FP32 (all zero): none. */
     DecodeWeights decode;
 
-    /* Activation arena, for up to B_max x T_max tokens: n_acts floats. */
+    /* Activation arena, for up to B_max x T_max tokens: n_acts floats.
+     * acts_shared (model_alloc_infer): every layer's la[l] is one set of
+     * buffers, each layer's forward writing over the last's, and nothing
+     * backward reads is kept. */
     size_t B_max, T_max, n_acts;
     float *acts;
+    int acts_shared;
     LayerActs la[MAX_LAYERS];
     uint32_t muted[MAX_LAYERS]; /* each layer's MixerSpec.muted: 0 but in evaluation (model_ablate) */
     float *resid_out, *lnf, *lnf_mean, *lnf_rstd, *losses;
@@ -154,7 +158,17 @@ int model_is_product_weight(const Model *m, const ParamTensor *t);
 /* A second gradient buffer, so that gradient accumulation can compute each
  * micro-batch's gradients apart and then add them (model_backward_accumulate). */
 int model_alloc_grad_accum(Model *m, Error *err);
+/* The activations of a training forward and backward, for up to B x T
+ * tokens: every layer's own buffers, and backward's scratch. */
 int model_alloc_acts(Model *m, size_t B, size_t T, Error *err);
+/* The activations of an inference forward, for up to B x T tokens: one
+ * layer's buffers shared by every layer (the largest mixer's region), the
+ * final LayerNorm's and the head's, and none of backward's, so that a
+ * forward touches a layer's pages once however deep the model. model_forward
+ * then gives the same logits, losses and loss as over model_alloc_acts's
+ * buffers, bit for bit; model_backward is not allowed (inspection, which
+ * reads every layer's activations afterwards, needs model_alloc_acts). */
+int model_alloc_infer(Model *m, size_t B, size_t T, Error *err);
 /* The precision of the model's products. PRECISION_BF16 needs the CPU's
  * AVX512_BF16 (bf16_supported; else -1, with err saying so) and allocates
  * the bf16 weights (n_params x 2 bytes), the scratch for the activations
@@ -210,6 +224,12 @@ typedef struct PassOptions {
     /* Forward: run the head at every position even when the targets ignore
      * some (the unmasked computation, for tests and measurements). */
     int full_head;
+    /* Forward: NULL, or called after layer l's block with its mixer's
+     * activations (la[l].mixer), before a later layer may write over them
+     * (model_alloc_infer's shared buffers): what model_prefill fills the
+     * decoding state from. */
+    void (*layer_done)(void *ctx, size_t layer, const float *mixer_acts);
+    void *layer_done_ctx;
 } PassOptions;
 
 /* inputs, targets (B, T); targets may be NULL (logits only), and a negative
@@ -217,7 +237,8 @@ typedef struct PassOptions {
  * B <= B_max, T <= T_max. */
 void model_forward(Model *m, const int32_t *inputs, const int32_t *targets, size_t B, size_t T,
                    const PassOptions *opt);
-/* Accumulates d(loss * loss_scale)/d params into grads (loss_scale = 1 / grad_accum). */
+/* Accumulates d(loss * loss_scale)/d params into grads (loss_scale = 1 /
+ * grad_accum), after a forward over model_alloc_acts's buffers. */
 void model_backward(Model *m, float loss_scale, const PassOptions *opt);
 void model_zero_grads(Model *m);
 /* model_backward of a micro-batch after the first: its gradients are
@@ -259,8 +280,9 @@ void model_step_batch(const Model *m, ModelState *s, const int32_t *tokens, floa
  * (Mixer.fill_state: one prompt for N samples is read once, and each state
  * gets only what T positions fill), s->t becomes T and logits (V) are the
  * last position's (the head runs there alone). Equal to T steps to
- * rounding. Overwrites the activations; allocates them for 1 x T when they
- * are smaller. Returns 0, or -1 with err set. */
+ * rounding. The forward is the inference forward: it replaces the
+ * activations with model_alloc_infer's for 1 x T unless they are those and
+ * large enough. Returns 0, or -1 with err set. */
 int model_prefill(Model *m, ModelState *s, size_t seq, size_t n_seq, const int32_t *tokens, size_t T, float *logits,
                   Error *err);
 

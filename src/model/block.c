@@ -3,6 +3,7 @@
  * post-norm alike. The layout, memory and precision are model.c's. */
 #include "lm/model.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,6 +222,7 @@ void model_forward(Model *m, const int32_t *inputs, const int32_t *targets, size
         if (l == 0 && c->norm == NORM_PRE) PROFILED(pr, "layernorm", F, ln_forward(m, &bp.mix.ln, N));
         MixerPass mp = {B, T, m->la[l].mixer, NULL, 0, 0};
         block_forward(m, l, &bp, &m->la[l], &mp, &rt, m->dropout_on, pr);
+        if (opt && opt->layer_done) opt->layer_done(opt->layer_done_ctx, l, m->la[l].mixer);
     }
     LnSlot lnf = final_ln(m, &fin);
     if (c->norm == NORM_POST) PROFILED(pr, "layernorm", F, ln_forward(m, &lnf, N));
@@ -336,6 +338,7 @@ static void block_backward(Model *m, size_t l, const BlockPlan *bp, StreamGrad *
 
 /* Accumulates d(loss * loss_scale)/d params into to->G. */
 static void backward(Model *m, float loss_scale, const BackwardTo *to) {
+    assert(!m->acts_shared && "backward after an inference forward: model_alloc_acts, not model_alloc_infer");
     const ModelConfig *c = &m->cfg;
     size_t B = m->B, T = m->T, N = B * T, C = c->n_embd, V = c->vocab_size;
     const float *P = m->params;
@@ -459,24 +462,36 @@ void model_step_batch(const Model *m, ModelState *s, const int32_t *tokens, floa
 
 void model_step(const Model *m, ModelState *s, int32_t token, float *logits) { model_step_batch(m, s, &token, logits); }
 
+/* What a prefill's forward fills: sequences seq .. seq + n_seq - 1 of s,
+ * each layer's as soon as its mixer has run (the next layer writes over
+ * its activations). */
+typedef struct Prefill {
+    const Model *m;
+    ModelState *s;
+    size_t seq, n_seq, T;
+} Prefill;
+
+static void fill_states(void *ctx, size_t l, const float *mixer_acts) {
+    const Prefill *p = ctx;
+    MixerSpec spec = model_mixer_spec(&p->m->cfg, l);
+    for (size_t i = p->seq; i < p->seq + p->n_seq; i++)
+        p->m->mixers[l]->fill_state(&spec, mixer_acts, p->T, p->s->mixer_state[l] + i * p->s->stride[l]);
+}
+
 int model_prefill(Model *m, ModelState *s, size_t seq, size_t n_seq, const int32_t *tokens, size_t T, float *logits,
                   Error *err) {
     const ModelConfig *c = &m->cfg;
     if (T == 0 || T > c->block_size)
         return err_set(err, "a prefill of %zu tokens does not fit the model (block_size %zu)", T, c->block_size);
-    if ((m->B_max < 1 || m->T_max < T) && model_alloc_acts(m, 1, T, err)) return -1;
+    if ((!m->acts_shared || m->B_max < 1 || m->T_max < T) && model_alloc_infer(m, 1, T, err)) return -1;
     /* Every target ignored but the last: the head runs at the last position alone. */
     int32_t *targets = lm_calloc(T, sizeof(int32_t), err);
     if (!targets) return -1;
     for (size_t i = 0; i + 1 < T; i++) targets[i] = LOSS_IGNORE;
-    model_forward(m, tokens, targets, 1, T, NULL);
+    Prefill p = {m, s, seq, n_seq, T};
+    model_forward(m, tokens, targets, 1, T, &(PassOptions){.layer_done = fill_states, .layer_done_ctx = &p});
     free(targets);
     memcpy(logits, m->logits, c->vocab_size * sizeof(float));
-    for (size_t l = 0; l < c->n_layer; l++) {
-        MixerSpec spec = model_mixer_spec(c, l);
-        for (size_t i = seq; i < seq + n_seq; i++)
-            m->mixers[l]->fill_state(&spec, m->la[l].mixer, T, s->mixer_state[l] + i * s->stride[l]);
-    }
     s->t = T;
     return model_bf16_failed(m, err);
 }

@@ -225,20 +225,37 @@ int model_alloc_grad_accum(Model *m, Error *err) {
     return m->grads_micro ? 0 : -1;
 }
 
-/* Carves the arena: with base == NULL it only measures. */
-static size_t layout_acts(Model *m, float *base, size_t B, size_t T) {
+/* The largest mixer region of any layer, for B x T tokens. */
+static size_t largest_mixer_acts(const ModelConfig *c, size_t B, size_t T) {
+    size_t most = 0;
+    for (size_t l = 0; l < c->n_layer; l++) {
+        MixerSpec spec = model_mixer_spec(c, l);
+        size_t n = config_mixer(c, l)->act_size(&spec, B, T);
+        most = n > most ? n : most;
+    }
+    return most;
+}
+
+/* Carves the arena: with base == NULL it only measures. shared: one layer's
+ * buffers for all (inference: nothing kept for backward, no dropout masks,
+ * no backward scratch). */
+static size_t layout_acts(Model *m, float *base, size_t B, size_t T, int shared) {
     const ModelConfig *c = &m->cfg;
     size_t N = B * T, C = c->n_embd, V = c->vocab_size, used = 0;
-    int drop = c->dropout > 0.0f;
+    int drop = c->dropout > 0.0f && !shared, back = !shared;
     for (size_t l = 0; l < c->n_layer; l++) {
         LayerActs *L = &m->la[l];
+        if (shared && l > 0) {
+            *L = m->la[0];
+            continue;
+        }
         TAKE(L->resid, N * C);
         TAKE(L->ln1, N * C);
         TAKE(L->ln1_mean, N);
         TAKE(L->ln1_rstd, N);
         TAKE(L->mix, N * C);
         MixerSpec spec = model_mixer_spec(c, l);
-        TAKE(L->mixer, config_mixer(c, l)->act_size(&spec, B, T));
+        TAKE(L->mixer, shared ? largest_mixer_acts(c, B, T) : config_mixer(c, l)->act_size(&spec, B, T));
         TAKE(L->drop1, drop ? N * C : 0);
         TAKE(L->resid_mid, N * C);
         TAKE(L->ln2, N * C);
@@ -256,21 +273,21 @@ static size_t layout_acts(Model *m, float *base, size_t B, size_t T) {
     TAKE(m->lnf_rows, N * C);
     TAKE(m->logits, N * V); /* and in backward d(loss)/d(logits), in place */
     TAKE(m->losses, N);
-    TAKE(m->dresid, N * C);
+    TAKE(m->dresid, back ? N * C : 0);
     TAKE(m->dbranch, drop ? N * C : 0);
-    TAKE(m->dln, N * C);
-    TAKE(m->dfc, N * 4 * C);
+    TAKE(m->dln, back ? N * C : 0);
+    TAKE(m->dfc, back ? N * 4 * C : 0);
     return used;
 }
 
 size_t model_memory_bytes(const ModelConfig *cfg, size_t B, size_t T, int training, int accum) {
     Model m = {.cfg = *cfg};
     size_t copies = 1 + (training ? 3 : 0) + (training && accum ? 1 : 0);
-    return (model_count_params(cfg) * copies + layout_acts(&m, NULL, B, T)) * sizeof(float) +
+    return (model_count_params(cfg) * copies + layout_acts(&m, NULL, B, T, 0)) * sizeof(float) +
            4 * B * T * sizeof(int32_t);
 }
 
-int model_alloc_acts(Model *m, size_t B, size_t T, Error *err) {
+static int alloc_acts(Model *m, size_t B, size_t T, int shared, Error *err) {
     if (B == 0 || T == 0 || T > m->cfg.block_size)
         return err_set(err, "batch %zu x %zu does not fit the model (block_size %zu)", B, T, m->cfg.block_size);
     free(m->acts);
@@ -279,19 +296,24 @@ int model_alloc_acts(Model *m, size_t B, size_t T, Error *err) {
     free(m->head_rows);
     free(m->head_targets);
     m->targets = m->head_rows = m->head_targets = NULL;
-    size_t n = layout_acts(m, NULL, B, T);
+    size_t n = layout_acts(m, NULL, B, T, shared);
     m->acts = lm_calloc_large(n, sizeof(float), err);
     m->inputs = m->acts ? lm_calloc(B * T, sizeof(int32_t), err) : NULL;
     m->targets = m->inputs ? lm_calloc(B * T, sizeof(int32_t), err) : NULL;
     m->head_rows = m->targets ? lm_calloc(B * T, sizeof(int32_t), err) : NULL;
     m->head_targets = m->head_rows ? lm_calloc(B * T, sizeof(int32_t), err) : NULL;
     if (!m->head_targets) return -1;
-    layout_acts(m, m->acts, B, T);
+    layout_acts(m, m->acts, B, T, shared);
     m->n_acts = n;
+    m->acts_shared = shared;
     m->B_max = B;
     m->T_max = T;
     return m->bf16 ? model_set_precision(m, PRECISION_BF16, err) : 0; /* its scratch too */
 }
+
+int model_alloc_acts(Model *m, size_t B, size_t T, Error *err) { return alloc_acts(m, B, T, 0, err); }
+
+int model_alloc_infer(Model *m, size_t B, size_t T, Error *err) { return alloc_acts(m, B, T, 1, err); }
 
 /* The widest operand of any product, in entries per token: every product
  * multiplies by a weight matrix, and its activation operands (input or
