@@ -1232,51 +1232,8 @@ static void test_json_string_out(void **state) {
     sb_free(&sb);
 }
 
-/* The sampler's top-k: exactly the k largest logits in order, the lower id
- * first among equal ones (what a stable sort of all of them gives), and every
- * draw among them; k = 1 is greedy. */
-static const float *cmp_logits;
-static int stable_desc(const void *a, const void *b) {
-    size_t i = *(const size_t *)a, j = *(const size_t *)b;
-    float x = cmp_logits[i], y = cmp_logits[j];
-    return x > y ? -1 : x < y ? 1 : (i > j) - (i < j);
-}
-
-static void test_sampler_top_k(void **s) {
-    (void)s;
-    Error err;
-    size_t V = 5000;
-    float *z = rand_tensor(V, 2.0f, 41);
-    for (size_t v = 0; v < V; v += 7) z[v] = z[(v * 13) % V]; /* many ties */
-    size_t *ref = malloc(V * sizeof *ref);
-    for (size_t v = 0; v < V; v++) ref[v] = v;
-    cmp_logits = z;
-    qsort(ref, V, sizeof *ref, stable_desc);
-    Sampler sm;
-    assert_int_equal(sampler_init(&sm, V, &err), 0);
-    size_t ks[] = {1, 2, 40, 777, V - 1};
-    Rng rng;
-    rng_seed(&rng, 5);
-    for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) {
-        size_t k = ks[i];
-        for (int draw = 0; draw < 50; draw++) {
-            uint32_t id = sampler_pick(&sm, z, 1.5f, k, &rng);
-            assert_memory_equal(sm.order, ref, k * sizeof *ref);
-            int inside = 0;
-            for (size_t j = 0; j < k; j++) inside |= ref[j] == id;
-            assert_true(inside);
-            if (k == 1) assert_int_equal(id, ref[0]);
-        }
-    }
-    assert_int_equal(sampler_pick(&sm, z, 0.0f, 40, &rng), ref[0]); /* greedy */
-    sampler_free(&sm);
-    free(ref);
-    free(z);
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sampler_top_k),
         cmocka_unit_test(test_json_within_length),
         cmocka_unit_test(test_json_string_out),
         cmocka_unit_test(test_step_attention),
