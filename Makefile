@@ -264,7 +264,7 @@ endif
 # level only: for a build whose levels' objects are another build's (CI's
 # BLIS build: the same files with the same flags, tested at every level in
 # the OpenBLAS build). Each test's seconds follow its line.
-UNIT_ONE_LEVEL := test_bpe test_budget test_hf_import test_probe_tasks test_safetensors test_signals
+UNIT_ONE_LEVEL := test_bpe test_budget test_hf_import test_probe_tasks test_safetensors test_sampler test_signals
 UNIT_LEVELS ?= all
 unit-test: $(TESTS) $(BIN)/gemm-rate
 	@levels=$$($(BIN)/gemm-rate --isa-levels); best=$$(echo "$$levels" | tail -1); \

@@ -1,7 +1,7 @@
-/* Sampling and the generation loop (see eval/generate.h). */
+/* The generation loop and its stop strings (see eval/generate.h). */
 #include "generate.h"
 
-#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,76 +9,21 @@
 #include "lm/utf8.h"
 #include "lm/ds.h"
 
-int sampler_init(Sampler *s, size_t V, Error *err) {
-    s->V = V;
-    s->probs = lm_calloc(V, sizeof(float), err);
-    s->order = s->probs ? lm_calloc(V, sizeof(size_t), err) : NULL;
-    if (s->order) return 0;
-    sampler_free(s);
-    return -1;
-}
-
-void sampler_free(Sampler *s) {
-    free(s->probs);
-    free(s->order);
-    memset(s, 0, sizeof *s);
-}
-
-/* Whether id i ranks before id j: the larger logit, the lower id among equals. */
-static int ranks_before(const float *z, size_t i, size_t j) { return z[i] > z[j] || (z[i] == z[j] && i < j); }
-
-/* Sinks heap[at] in a heap of n ids whose root is the one that ranks last. */
-static void sift_down(size_t *heap, size_t n, size_t at, const float *z) {
-    for (;;) {
-        size_t last = at, l = 2 * at + 1, r = l + 1;
-        if (l < n && ranks_before(z, heap[last], heap[l])) last = l;
-        if (r < n && ranks_before(z, heap[last], heap[r])) last = r;
-        if (last == at) return;
-        size_t t = heap[at];
-        heap[at] = heap[last];
-        heap[last] = t;
-        at = last;
+size_t stop_find(const char *text, size_t len, size_t from, const char *const *stop, size_t n_stop, size_t *hold) {
+    size_t first = SIZE_MAX;
+    *hold = 0;
+    for (size_t k = 0; k < n_stop; k++) {
+        size_t n = strlen(stop[k]);
+        if (n == 0) continue;
+        const char *at = from < len ? memmem(text + from, len - from, stop[k], n) : NULL;
+        if (at && (size_t)(at - text) < first) first = (size_t)(at - text);
+        for (size_t h = n - 1 < len ? n - 1 : len; h > *hold; h--) /* the text's last h bytes begin stop[k] */
+            if (memcmp(text + len - h, stop[k], h) == 0) {
+                *hold = h;
+                break;
+            }
     }
-}
-
-/* The k ids of logits (V) that rank first, in rank order, into order[0..k):
- * O(V log k) through a heap of the best k so far (a sort of all 50,257 of
- * GPT-2's logits for every token would cost more than the token's head). */
-static void top_ids(size_t *order, const float *z, size_t V, size_t k) {
-    for (size_t i = 0; i < k; i++) order[i] = i;
-    for (size_t i = k / 2; i-- > 0;) sift_down(order, k, i, z);
-    for (size_t v = k; v < V; v++)
-        if (ranks_before(z, v, order[0])) {
-            order[0] = v;
-            sift_down(order, k, 0, z);
-        }
-    for (size_t n = k; n > 1; n--) { /* the last-ranked to the back, one at a time */
-        size_t t = order[0];
-        order[0] = order[n - 1];
-        order[n - 1] = t;
-        sift_down(order, n - 1, 0, z);
-    }
-}
-
-uint32_t sampler_pick(Sampler *s, const float *logits, float temperature, size_t top_k, Rng *rng) {
-    size_t V = s->V, best = 0;
-    for (size_t v = 1; v < V; v++) best = logits[v] > logits[best] ? v : best;
-    if (temperature == 0.0f) return (uint32_t)best;
-    size_t k = top_k && top_k < V ? top_k : V;
-    if (k < V) top_ids(s->order, logits, V, k);
-    else
-        for (size_t v = 0; v < V; v++) s->order[v] = v;
-    double sum = 0.0;
-    for (size_t i = 0; i < k; i++) {
-        s->probs[i] = expf((logits[s->order[i]] - logits[best]) / temperature);
-        sum += s->probs[i];
-    }
-    double u = rng_uniform(rng) * sum, acc = 0.0;
-    for (size_t i = 0; i < k; i++) {
-        acc += s->probs[i];
-        if (u < acc) return (uint32_t)s->order[i];
-    }
-    return (uint32_t)s->order[k - 1];
+    return first;
 }
 
 /* Sequences seq .. seq + n_seq - 1's state of ids[0 .. n) at positions 0 .. n-1, and the next token's logits. */
@@ -99,6 +44,8 @@ typedef struct Sample {
     uint32_t *ids;
     Rng rng;
     char *text;
+    size_t scanned; /* text before this holds no stop string's beginning */
+    int stopped;    /* it wrote a stop string: its text is complete */
 } Sample;
 
 int generate(Model *m, const Tokenizer *tok, const char *prompt, size_t n_tokens, const SampleOptions *opt,
@@ -123,22 +70,34 @@ int generate(Model *m, const Tokenizer *tok, const char *prompt, size_t n_tokens
     if (!rc) rc = prefill(m, &st, 0, N, smp[0].ids, P, logits, err);
     for (size_t i = 1; i < N && !rc; i++) memcpy(logits + i * V, logits, V * sizeof(float));
     double t1 = wall_seconds();
-    size_t refills = 0;
-    for (size_t k = 0; k < n_tokens && !rc; k++) {
+    size_t refills = 0, steps = 0, stopped = 0;
+    for (; steps < n_tokens && stopped < N && !rc; steps++) {
         for (size_t i = 0; i < N; i++) {
             Sample *x = &smp[i];
-            uint32_t id = sampler_pick(&s, logits + i * V, opt->temperature, opt->top_k, &x->rng);
-            size_t len;
+            uint32_t id = sampler_pick(&s, logits + i * V, &opt->sampling, x->ids, arrlenu(x->ids), &x->rng);
+            size_t len, hold = 0;
             const char *bytes = tokenizer_token(tok, id, &len);
-            if (len) memcpy(arraddnptr(x->text, len), bytes, len);
-            size_t ready = N == 1 ? utf8_complete_prefix((const unsigned char *)x->text, arrlenu(x->text)) : 0;
-            if (ready) { /* one sample streams as it goes */
+            if (len && !x->stopped) memcpy(arraddnptr(x->text, len), bytes, len);
+            if (opt->n_stop && !x->stopped) {
+                size_t at = stop_find(x->text, arrlenu(x->text), x->scanned, opt->stop, opt->n_stop, &hold);
+                if (at != SIZE_MAX) {
+                    arrsetlen(x->text, at);
+                    x->stopped = 1;
+                    stopped++;
+                    hold = 0;
+                }
+                x->scanned = arrlenu(x->text) - hold;
+            }
+            size_t ready = N == 1 ? utf8_complete_prefix((const unsigned char *)x->text, arrlenu(x->text) - hold) : 0;
+            if (ready) { /* one sample streams as it goes, but for what may begin a stop string */
                 out(ctx, 0, x->text, ready);
                 arrdeln(x->text, 0, ready);
+                x->scanned -= x->scanned < ready ? x->scanned : ready;
             }
             arrput(x->ids, id);
             next[i] = (int32_t)id;
         }
+        if (stopped == N) continue; /* no step for tokens no sample will write */
         if (st.t == Tm && ++refills) /* the context is full: every sample restarts from its last half block */
             for (size_t i = 0; i < N && !rc; i++)
                 rc = prefill(m, &st, i, 1, smp[i].ids + arrlenu(smp[i].ids) - Tm / 2, Tm / 2, logits + i * V, err);
@@ -146,7 +105,7 @@ int generate(Model *m, const Tokenizer *tok, const char *prompt, size_t n_tokens
             model_step_batch(m, &st, next, logits);
     }
     if (opt->timing)
-        *opt->timing = (GenerateTiming){.prefill_tokens = P, .steps = n_tokens, .refills = refills,
+        *opt->timing = (GenerateTiming){.prefill_tokens = P, .steps = steps, .refills = refills,
                                         .prefill_seconds = t1 - t0, .decode_seconds = wall_seconds() - t1};
     for (size_t i = 0; smp && i < N; i++) {
         if (!rc && arrlenu(smp[i].text)) out(ctx, i, smp[i].text, arrlenu(smp[i].text));

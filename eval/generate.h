@@ -2,7 +2,7 @@
  * continued one token at a time with the model's incremental decoder
  * (model_step: a KV cache for attention, a rolling window of reduced vectors
  * for Grassmann layers, a recurrent state for gla), each token drawn by the
- * sampler. */
+ * sampler (eval/sampler.h), each sample ending at a stop string. */
 #ifndef LM_GENERATE_H
 #define LM_GENERATE_H
 
@@ -13,10 +13,12 @@
 #include "lm/error.h"
 #include "lm/rng.h"
 #include "lm/tokenizer.h"
+#include "sampler.h"
 
 typedef struct SampleOptions {
-    float temperature; /* softmax temperature; 0 = greedy (the first largest logit) */
-    size_t top_k;      /* draw among the top_k largest logits; 0 = all */
+    SamplerSettings sampling; /* SAMPLER_DEFAULTS, or the program's */
+    const char *const *stop;  /* n_stop strings: a sample ends where it writes one, which its text leaves out */
+    size_t n_stop;
     uint64_t seed;     /* sample i draws from an Rng seeded with seed + i */
     size_t n_samples;  /* samples decoded together from the one prompt (0 = 1) */
     struct GenerateTiming *timing; /* NULL, or where generate says how long its parts took */
@@ -29,19 +31,12 @@ typedef struct GenerateTiming {
     double prefill_seconds, decode_seconds;
 } GenerateTiming;
 
-/* The sampler's scratch, for a vocabulary of V. */
-typedef struct Sampler {
-    float *probs;
-    size_t *order;
-    size_t V;
-} Sampler;
-
-int sampler_init(Sampler *s, size_t V, Error *err);
-void sampler_free(Sampler *s);
-/* The next token from logits (V): greedy at temperature 0, else a draw from
- * softmax(logits / temperature) over the top_k largest (0: all; the lower id
- * first among equal logits), found in O(V log top_k). */
-uint32_t sampler_pick(Sampler *s, const float *logits, float temperature, size_t top_k, Rng *rng);
+/* Where a stop string first begins in text[0 .. len) among the places
+ * from `from` on: its offset, or SIZE_MAX when none does. *hold gets how
+ * many of the text's last bytes may begin one that the next tokens
+ * complete (the longest end of the text that begins a stop string): a
+ * stream keeps those back, and a later search starts at len - *hold. */
+size_t stop_find(const char *text, size_t len, size_t from, const char *const *stop, size_t n_stop, size_t *hold);
 
 /* Receives the generated text of sample `sample`. One sample streams: its
  * text in pieces as it comes, each ending on a UTF-8 character boundary (a
@@ -56,7 +51,9 @@ typedef void (*TextSink)(void *ctx, size_t sample, const char *text, size_t len)
  * through one batched forward (model_prefill), whose state every sample
  * starts from; then each step decodes every sample at once
  * (model_step_batch), sample i drawing with an Rng seeded with seed + i, so
- * that it is the text a single sample with that seed gives, bit for bit.
+ * that it is the text a single sample with that seed gives, bit for bit
+ * (a stop string ends a sample's text; the others go on, and the steps end
+ * when every sample has stopped).
  * When the context is full each sample restarts from its last half:
  * positions are absolute, so its state is rebuilt by a prefill of
  * block_size / 2 tokens once per block_size / 2 new tokens. m's activations

@@ -32,7 +32,7 @@ static ReadingNeeds needs(const ModelConfig *cfg, const void *ctx) {
         MixerSpec spec = model_mixer_spec(cfg, l);
         state += cfg->mixers[l]->state_size(&spec);
     }
-    return (ReadingNeeds){1, n * (state + cfg->vocab_size) * sizeof(float) + cfg->vocab_size * (sizeof(float) + sizeof(size_t)),
+    return (ReadingNeeds){1, n * (state + cfg->vocab_size) * sizeof(float) + cfg->vocab_size * (2 * sizeof(float) + sizeof(size_t) + 1),
                           "the samples' decoder states and logits, the sampler's arrays", NULL};
 }
 
@@ -52,6 +52,21 @@ static void print_text(void *ctx, size_t sample, const char *text, size_t len) {
     fflush(p->f);
 }
 
+/* The --stop texts, in argv. */
+#define MAX_STOPS 64
+typedef struct StopList {
+    const char *text[MAX_STOPS];
+    size_t n;
+} StopList;
+
+static int add_stop(void *ctx, const char *value, Error *err) {
+    StopList *l = ctx;
+    if (!*value) return err_set(err, "--stop needs a text (an empty one would stop before the first token)");
+    if (l->n == MAX_STOPS) return err_set(err, "more than %d --stop texts", MAX_STOPS);
+    l->text[l->n++] = value;
+    return 0;
+}
+
 int main(int argc, char **argv) {
     Error setup_err; /* first: it may restart the program with faster kernels */
     if (blas_setup(argc, argv, &setup_err)) return cli_error(program.name, "%s", setup_err.msg);
@@ -61,15 +76,26 @@ int main(int argc, char **argv) {
     const char *weights = "fp32";
     int timing = 0;
     GenerateTiming times;
-    SampleOptions so = {.temperature = 0.8f};
+    SampleOptions so = {.sampling = SAMPLER_DEFAULTS};
+    StopList stops = {0};
     CliOption opts[] = {
         CLI_TEXT("model", 'm', &model_path, "CKPT",
                  "checkpoint from bin/train, or a run folder (bin/train --run):\nits best.ckpt (its ckpt when it has none), said on stderr"),
         CLI_TEXT("prompt", 'p', &prompt, "TEXT", "text to continue (default: a newline)"),
         CLI_TEXT("prompt-file", 0, &prompt_path, "FILE", "the prompt from a text file, as it stands (newlines too),\nthrough the model's own tokenizer"),
         CLI_SIZE("tokens", 'n', &n_tokens, 0, 100000000, "N", "tokens to generate (default 500)"),
-        CLI_FLOAT("temperature", 0, &so.temperature, 0, 100, "T", "softmax temperature, 0 = greedy (default 0.8)"),
-        CLI_SIZE("top-k", 0, &so.top_k, 0, 1u << 24, "K", "sample among the K most likely tokens, 0 = all (default 0)"),
+        CLI_FLOAT("temperature", 0, &so.sampling.temperature, 0, 100, "T", "softmax temperature, 0 = greedy (default 0.8)"),
+        CLI_SIZE("top-k", 0, &so.sampling.top_k, 0, 1u << 24, "K", "sample among the K most likely tokens, 0 = all (default 0)"),
+        CLI_FLOAT("top-p", 0, &so.sampling.top_p, 0, 1, "P",
+                  "sample among the fewest most likely tokens whose\nprobabilities add up to P, 1 = all (default 1)"),
+        CLI_FLOAT("min-p", 0, &so.sampling.min_p, 0, 1, "P",
+                  "sample among the tokens at least P times as likely as\nthe most likely, 0 = all (default 0)"),
+        CLI_FLOAT("repeat-penalty", 0, &so.sampling.repeat_penalty, 0.01, 100, "F",
+                  "the logits of the last --repeat-last-n tokens divided by F\n(multiplied when negative), 1 = none (default 1)"),
+        CLI_SIZE("repeat-last-n", 0, &so.sampling.repeat_last_n, 0, 100000000, "N",
+                 "how many of the last tokens (the prompt's too)\n--repeat-penalty looks at, 0 = none (default 64)"),
+        CLI_CALL("stop", 0, add_stop, &stops, "TEXT",
+                 "end the text where it would write TEXT (left out);\nrepeatable, each sample of a batch stopping alone"),
         CLI_SIZE("seed", 0, &seed, 0, 1e18, "S", "random seed (default 1337); sample i (from 0) draws\nwith seed S + i"),
         CLI_SIZE("num-samples", 0, &n_samples, 1, 4096, "N",
                  "N samples of the prompt decoded together, each the text\n--seed S + i gives alone (default 1)"),
@@ -81,6 +107,8 @@ int main(int argc, char **argv) {
     };
     int rc = cli_parse(&program, opts, sizeof opts / sizeof opts[0], argc, argv, NULL);
     if (rc != CLI_CONTINUE) return rc;
+    so.stop = stops.text;
+    so.n_stop = stops.n;
     if (!model_path) return cli_error(program.name, "--model is required (see --help)");
     if (prompt && prompt_path) return cli_error(program.name, "--prompt and --prompt-file cannot be used together");
     WeightsFormat format;

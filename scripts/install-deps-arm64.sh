@@ -4,6 +4,8 @@
 # programs, and the ARM64 libraries as multiarch packages beside the x86-64
 # ones (dpkg --add-architecture arm64). oneDNN and MPI are left out: the
 # ARM64 build goes without them (bf16 and mpirun jobs are refused there).
+# Header-only libraries (stb, xxHash) are scripts/install-deps.sh's: the
+# cross compiler reads /usr/include too.
 # Skips apt entirely when everything is already there.
 set -euo pipefail
 PACKAGES=(

@@ -11,6 +11,7 @@ PACKAGES=(
     libcmocka-dev            # the C test framework
     libpcre2-dev             # BPE pre-tokenization: the GPT-4/GPT-2 split regexes, with PCRE2's JIT
     libjansson-dev           # JSON: safetensors headers, configs (exact 64-bit integers, duplicate keys refused)
+    libxxhash-dev            # XXH3: the checkpoints' checksum at memory speed (header only: compiled in, nothing linked)
     zlib1g-dev               # bin/inspect's page: its maps as zlib streams, which the browser inflates
     libdnnl-dev              # oneDNN: the bf16 matrix products (vdpbf16ps kernels; Debian's OpenBLAS has no sbgemm)
     python3-torch python3-numpy  # the PyTorch parity test

@@ -1,5 +1,6 @@
 """Test helper: writes a hostile variant of a checkpoint, with the checksum
-recomputed so that the reader's own checks are what refuse it.
+recomputed (of the older kind, FNV-1a: tests/ckpt_poison.py) so that the
+reader's own checks are what refuse it.
 Usage: /usr/bin/python3 -m tests.ckpt_forge KIND IN OUT, KIND one of
   huge       the config claims a 64-layer, 8192-wide model; the file is made
              (sparse) as large as its weights, so only memory stops a load
@@ -20,22 +21,20 @@ Usage: /usr/bin/python3 -m tests.ckpt_forge KIND IN OUT, KIND one of
              LayerNorm one)
   extra      one tensor more, named "h.0.extra.weight", that no config claims
   weights-only  the weights alone, as bin/convert writes a model: no optim.m. /
-             optim.v. tensors, step 0, no data position or run options"""
+             optim.v. tensors, step 0, no data position or run options
+  fnv1a      nothing changed but the checksum: the file the older writer,
+             whose checksum was FNV-1a, wrote"""
 import json
 import struct
 import sys
 
-from tests.ckpt_poison import KEY, fnv1a
+from tests.ckpt_poison import sign
 
 
 def pack(header_text, data):
     h = header_text.encode()
     h += b" " * (-(len(h) + 8) % 8)
-    raw = bytearray(struct.pack("<Q", len(h)) + h + data)
-    at = raw.index(KEY) + len(KEY)
-    raw[at:at + 16] = b"0" * 16
-    raw[at:at + 16] = b"%016x" % fnv1a(bytes(raw))
-    return bytes(raw)
+    return bytes(sign(bytearray(struct.pack("<Q", len(h)) + h + data)))
 
 
 def main(kind, src, dst):
@@ -100,6 +99,8 @@ def main(kind, src, dst):
         header[b]["data_offsets"] = list(header[a]["data_offsets"])
         text = json.dumps(header, separators=(",", ":"))
         size = None
+    elif kind == "fnv1a":
+        pass
     elif kind == "trailing":
         data += b"\x01" * 4096
     elif kind == "bighdr":

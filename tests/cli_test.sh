@@ -18,9 +18,15 @@ if [ "$(grep -c "warning: --warmup-iters 100 exceeds the run's 10 steps" "$tmp/e
 expect_ok "train, warm-up within the run" $B/train --data "$tmp/a" --out "$tmp/w.ckpt" "${SMALL[@]}" --max-iters 10 --warmup-iters 10
 if grep -q "warmup" "$tmp/err"; then bad "a warm-up warning for a warm-up that fits: $(head -c 300 "$tmp/err")"; else ok; fi
 
-# --help everywhere
+# --help everywhere; --version everywhere: one line on stdout, nothing else, exit 0
 for p in prepare train info eval sample; do
     if $B/$p --help | grep -q "usage: bin/$p"; then ok; else bad "$p --help"; fi
+done
+for p in prepare train info eval sample inspect probegen gemm-rate convert; do
+    $B/$p --version >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ $rc = 0 ] && [ ! -s "$tmp/err" ] && [ "$(wc -l <"$tmp/out")" = 1 ] && grep -qE "^$p \(lm\) [0-9]+\.[0-9]+\.[0-9]+$" "$tmp/out" \
+        && ok || bad "$p --version: exit $rc, '$(head -c 200 "$tmp/out")' '$(head -c 200 "$tmp/err")'"
 done
 
 # bin/info --mixers: the registry described at a model. Its JSON names every registered mixer, each
@@ -183,6 +189,23 @@ expect_error "resume missing" "cannot open" $B/train --data "$tmp/a" --out "$tmp
 expect_error "resume flipped byte" "checksum" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" --resume "$tmp/flip.ckpt"
 expect_error "resume truncated" "corrupt|not a safetensors" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" --resume "$tmp/cut.ckpt"
 expect_error "resume text file" "not a safetensors|corrupt" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" --resume "$tmp/a.txt"
+# The checksum's kinds: a new checkpoint holds XXH3's; the older kind, FNV-1a, still loads (the same file
+# with only its checksum made again, byte for byte what the older writer wrote) and samples the same text,
+# a flipped byte refused under either; a kind no reader knows is named.
+[ "$(head -c 45 "$tmp/good.ckpt" | tail -c 20)" = '"checksum":"xxh3-64:' ] && ok || bad "a new checkpoint's checksum is not XXH3's"
+/usr/bin/python3 -m tests.ckpt_forge fnv1a "$tmp/good.ckpt" "$tmp/fnv.ckpt"
+expect_ok "sample an FNV-1a checkpoint" $B/sample --model "$tmp/fnv.ckpt" --tokens 20 --seed 3
+cp "$tmp/out" "$tmp/fnv.out"
+expect_ok "sample an XXH3 checkpoint" $B/sample --model "$tmp/good.ckpt" --tokens 20 --seed 3
+cmp -s "$tmp/out" "$tmp/fnv.out" && ok || bad "the FNV-1a checkpoint samples other text than the XXH3 one"
+for c in good fnv; do
+    cp "$tmp/$c.ckpt" "$tmp/$c-flip.ckpt"
+    printf '\x55' | dd of="$tmp/$c-flip.ckpt" bs=1 seek=$(( $(stat -c %s "$tmp/good.ckpt") - 100 )) conv=notrunc status=none
+    expect_error "sample $c flipped byte" "checksum mismatch" $B/sample --model "$tmp/$c-flip.ckpt" --tokens 2
+done
+LC_ALL=C sed 's/"checksum":"xxh3-64:/"checksum":"xxh9-64:/' "$tmp/good.ckpt" >"$tmp/kind.ckpt"
+expect_error "sample unknown checksum kind" "checksum of a kind this program does not know \('xxh9-64:'\)" \
+    $B/sample --model "$tmp/kind.ckpt" --tokens 2
 expect_error "resume other tokenizer" "tokenizer" $B/train --data "$tmp/b" --out "$tmp/good.ckpt" --resume "$tmp/good.ckpt"
 expect_error "resume arch change" "--n-layer 3 differs from the checkpoint's 2" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" --resume "$tmp/good.ckpt" --n-layer 3
 expect_error "resume mixer change" "--mixer grassmann differs from the checkpoint's attention,attention" $B/train --data "$tmp/a" --out "$tmp/good.ckpt" --resume "$tmp/good.ckpt" --mixer grassmann
@@ -313,6 +336,43 @@ cmp -s "$tmp/out" "$tmp/from_file.out" && [ "$(head -c 14 "$tmp/out")" = "$(prin
 expect_error "sample --prompt and --prompt-file" "cannot be used together" \
     $B/sample --model "$tmp/good.ckpt" --prompt x --prompt-file "$tmp/prompt.txt"
 expect_error "sample --prompt-file missing" "cannot open" $B/sample --model "$tmp/good.ckpt" --prompt-file "$tmp/none.txt"
+# Sampling options. The defaults spelled out draw what no option draws; top-p 0 and min-p 1 keep the
+# most likely token alone: greedy; a strong repetition penalty changes greedy text.
+S=(--model "$tmp/good.ckpt" --prompt "The whale" --tokens 60 --seed 5)
+$B/sample "${S[@]}" >"$tmp/plain"
+expect_ok "sample, the defaults spelled out" $B/sample "${S[@]}" --top-p 1 --min-p 0 --repeat-penalty 1 --repeat-last-n 64
+cmp -s "$tmp/out" "$tmp/plain" && ok || bad "sample: the default options spelled out draw other text"
+$B/sample "${S[@]}" --temperature 0 >"$tmp/greedy"
+for o in "--top-p 0" "--min-p 1"; do
+    expect_ok "sample $o" $B/sample "${S[@]}" $o
+    cmp -s "$tmp/out" "$tmp/greedy" && ok || bad "sample $o is not greedy"
+done
+expect_ok "sample --repeat-penalty" $B/sample "${S[@]}" --temperature 0 --repeat-penalty 3
+cmp -s "$tmp/out" "$tmp/greedy" && bad "sample --repeat-penalty 3 changes no greedy token" || ok
+# --stop: the text is the plain text up to the first place either stop string begins (left out); the
+# batch's samples each stop alone, each the text its seed gives alone.
+stop=$(/usr/bin/python3 -c 'import sys; print(open(sys.argv[1]).read()[9:][30:33], end="")' "$tmp/plain")
+expect_ok "sample --stop" $B/sample "${S[@]}" --stop "$stop" --stop "never written"
+/usr/bin/python3 - "$tmp/plain" "$tmp/out" "$stop" <<'PY' && ok || bad "sample --stop '$stop': not the text up to it"
+import sys
+plain, got, stop = open(sys.argv[1]).read()[:-1], open(sys.argv[2]).read(), sys.argv[3]
+assert len(stop) == 3 and got == plain[:plain.index(stop, 9)] + "\n", (plain, got, stop)
+PY
+expect_ok "sample --stop --num-samples 3" $B/sample "${S[@]}" --stop "$stop" --num-samples 3
+cp "$tmp/out" "$tmp/batch"
+for i in 0 1 2; do $B/sample "${S[@]:0:6}" --seed $((5 + i)) --stop "$stop" >"$tmp/alone$i"; done
+/usr/bin/python3 - "$tmp" <<'PY' && ok || bad "sample --stop --num-samples 3: a sample differs from its seed's alone"
+import sys
+t = sys.argv[1]
+parts = open(f"{t}/batch").read().split("--- sample ")[1:]
+assert len(parts) == 3
+for i, p in enumerate(parts):
+    head, body = p.split("\n", 1)
+    assert head == str(i + 1) and body == open(f"{t}/alone{i}").read(), i
+PY
+expect_error "sample --top-p out of range" "--top-p: 1.5 is out of range" $B/sample "${S[@]}" --top-p 1.5
+expect_error "sample --repeat-penalty 0" "--repeat-penalty: 0 is out of range" $B/sample "${S[@]}" --repeat-penalty 0
+expect_error "sample empty --stop" "--stop needs a text" $B/sample "${S[@]}" --stop ""
 
 # resume == uninterrupted, digit for digit, with and without dropout
 for drop in 0 0.1; do

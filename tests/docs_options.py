@@ -38,12 +38,12 @@ HELP_ROW = re.compile(r"^  (?:-\w, |    )--([a-z0-9][a-z0-9-]*)", re.M)
 
 
 def help_options(program):
-    """The long options a program's --help lists (--help itself aside)."""
+    """The long options a program's --help lists (--help and --version, every program's, aside)."""
     path = os.path.join(BIN, program)
     r = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=60)
     if r.returncode != 0:
         sys.exit(f"docs options: {path} --help exited {r.returncode} (run make first): {r.stderr.strip()[:200]}")
-    return set(HELP_ROW.findall(r.stdout)) - {"help"}
+    return set(HELP_ROW.findall(r.stdout)) - {"help", "version"}
 
 
 def attribute(code, section):

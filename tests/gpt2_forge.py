@@ -25,9 +25,9 @@ Usage (from the project root):
   /usr/bin/python3 -m tests.gpt2_forge --out runs/gpt2/model.ckpt \\
       [--data runs/gpt2/data --text data/cache/moby-dick.txt | --tokenizer-of DIR] \\
       [--n-layer 12 --n-head 12 --n-embd 768 --block-size 1024 --merges 50000 --seed 1]
-Without --text the data are random tokens. The checkpoint's checksum is FNV-1a
-over the whole file, byte by byte in Python: about 45 s for the 500 MB of the
-124M model."""
+Without --text the data are random tokens. The checkpoint's checksum is of
+the older kind, FNV-1a over the whole file (the programs read it as they read
+XXH3's), byte by byte in Python: about 45 s for the 500 MB of the 124M model."""
 import argparse
 import json
 import os
@@ -36,7 +36,7 @@ import struct
 
 import numpy as np
 
-from tests.ckpt_poison import KEY, fnv1a
+from tests.ckpt_poison import FNV_KIND, KEY, fnv1a
 
 GPT2_REGEX = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 # Python's re has no \p{..}: letters are [^\W\d_], numbers \d.
@@ -132,7 +132,7 @@ def write_checkpoint(path, cfg, tok_text, rng):
         tensors[name] = {"dtype": "F32", "shape": shape, "data_offsets": [offset, offset + n]}
         offset += n
     tok_hash = "%016x" % fnv1a(tok_text.encode())
-    meta = {"checksum": "fnv1a64:" + "0" * 16, "format": "lm-ckpt 1", "config": json.dumps(cfg, separators=(",", ":")),
+    meta = {"checksum": FNV_KIND.decode() + "0" * 16, "format": "lm-ckpt 1", "config": json.dumps(cfg, separators=(",", ":")),
             "step": "0", "data_rng": "0", "tokenizer": tok_hash, "tokenizer_text": tok_text, "train": "{}"}
     header = json.dumps({"__metadata__": meta, **tensors}, separators=(",", ":")).encode()
     header += b" " * (-(len(header) + 8) % 8)
@@ -152,7 +152,7 @@ def write_checkpoint(path, cfg, tok_text, rng):
             raw = w.tobytes()
             h = fnv1a(raw, h)
             f.write(raw)
-        at = head.index(KEY) + len(KEY)
+        at = head.index(KEY) + len(KEY) + len(FNV_KIND)
         f.seek(at)
         f.write(b"%016x" % h)
     os.replace(tmp, path)

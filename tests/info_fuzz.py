@@ -26,7 +26,7 @@ import unittest
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "lm-hypothesis"))
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402 (after its setting)
 
-from tests.ckpt_poison import KEY, fnv1a
+from tests.ckpt_poison import KEY, sign
 
 BIN = os.environ.get("BIN", "bin")
 KEYS = {"path", "name", "run", "checkpoint", "resumable", "step", "max_iters", "tokens", "val_loss", "best_val_loss",
@@ -48,11 +48,7 @@ def pack(header, data):
     h = json.dumps(header, separators=(",", ":")).encode()
     h += b" " * (-(len(h) + 8) % 8)
     raw = bytearray(struct.pack("<Q", len(h)) + h + data)
-    if KEY in raw:
-        at = raw.index(KEY) + len(KEY)
-        raw[at:at + 16] = b"0" * 16
-        raw[at:at + 16] = b"%016x" % fnv1a(bytes(raw))
-    return bytes(raw)
+    return bytes(sign(raw) if KEY in raw else raw)
 
 
 class Good:

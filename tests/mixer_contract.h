@@ -160,7 +160,7 @@ static inline MixerSpec layer_spec_of(const Mixer *mx, int recipe) {
  * (INIT_ONE) 1 + N(0, 0.3^2), any other vector N(0, 0.3^2). */
 static inline float *layer_weights(const Mixer *mx, const MixerSpec *spec, uint64_t seed) {
     TensorSpec specs[MIXER_MAX_TENSORS];
-    size_t n = mx->tensors(spec, specs), np = mixer_param_count(mx, spec), off = 0;
+    size_t n = mixer_tensors(mx, spec, specs), np = mixer_param_count(mx, spec), off = 0;
     float *p = malloc((np ? np : 1) * sizeof(float));
     Rng r;
     rng_seed(&r, seed);
@@ -226,7 +226,7 @@ typedef struct Bf16Run {
 
 static inline void bf16_run_make(Bf16Run *b, const Layer *L) {
     TensorSpec specs[MIXER_MAX_TENSORS];
-    size_t n = L->mx->tensors(&L->spec, specs), wide = 4 * L->C;
+    size_t n = mixer_tensors(L->mx, &L->spec, specs), wide = 4 * L->C;
     for (size_t i = 0; i < n; i++)
         if (specs[i].cols) wide = specs[i].rows > wide ? specs[i].rows : specs[i].cols > wide ? specs[i].cols : wide;
     size_t slot = B * T * wide, packed = L->mx->bf16_words ? L->mx->bf16_words(&L->spec, B, T) : 0;

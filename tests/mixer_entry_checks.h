@@ -19,7 +19,7 @@ static inline void name_prefix(const char *name, char *prefix, size_t len) {
 
 static inline void check_tensors(Report *r, const Layer *L) {
     TensorSpec specs[MIXER_MAX_TENSORS];
-    size_t n = L->mx->tensors(&L->spec, specs), total = 0;
+    size_t n = mixer_tensors(L->mx, &L->spec, specs), total = 0;
     check(r, n <= MIXER_MAX_TENSORS && (n > 0 || L->np == 0), "tensors", "%zu tensors (at most %d), %zu parameters", n,
           MIXER_MAX_TENSORS, L->np);
     if (n == 0 || n > MIXER_MAX_TENSORS) return; /* none: nothing to name */
@@ -44,7 +44,7 @@ static inline void check_tensors(Report *r, const Layer *L) {
         if (other == L->mx || other == L->registered_as) continue;
         MixerSpec spec = layer_spec_of(other, 0);
         TensorSpec os[MIXER_MAX_TENSORS];
-        if (other->tensors(&spec, os) == 0) continue;
+        if (mixer_tensors(other, &spec, os) == 0) continue;
         name_prefix(os[0].name, p, sizeof p);
         own &= strcmp(prefix, p) != 0;
     }

@@ -123,14 +123,14 @@ expect_ok "run folder, uninterrupted" $B/train "${rargs[@]}" --run "$tmp/runs/fu
 expect_ok "run folder, stopped at 11" $B/train "${rargs[@]}" --run "$tmp/runs/half" --stop-at 11
 (cd "$tmp/elsewhere" && $B/train --resume ../runs/half >"$tmp/out" 2>"$tmp/err") && ok || bad "--resume DIR: $(cat "$tmp/err")"
 grep -q "steps 11..24 of 24" "$tmp/out" && ok || bad "--resume DIR did not continue at step 11: $(grep '^train:' "$tmp/out")"
-for f in ckpt best.ckpt step-000008.ckpt step-000016.ckpt; do
+for f in ckpt best.ckpt step-000008.ckpt step-000016.ckpt step-000024.ckpt; do  # the last step an interval's too
     cmp -s "$tmp/runs/full/$f" "$tmp/runs/half/$f" && ok || bad "--resume DIR: $f differs from the uninterrupted run's"
 done
 for f in log.csv log.jsonl; do  # step, tokens, losses, lr, grad norm: all but the timings
     cmp -s <(cut -d, -f1-7 "$tmp/runs/full/$f") <(cut -d, -f1-7 "$tmp/runs/half/$f") && ok ||
         bad "--resume DIR: $f differs from the uninterrupted run's"
 done
-[ "$(ls "$tmp/runs/full")" = "$(printf '%s\n' best.ckpt ckpt config.json log.csv log.jsonl step-000008.ckpt step-000016.ckpt)" ] &&
+[ "$(ls "$tmp/runs/full")" = "$(printf '%s\n' best.ckpt ckpt config.json log.csv log.jsonl step-000008.ckpt step-000016.ckpt step-000024.ckpt)" ] &&
     ok || bad "the run folder holds $(ls "$tmp/runs/full" | tr '\n' ' ')"
 expect_error "--run on a folder holding a run" "holds a run already: continue it with --resume" \
     $B/train "${rargs[@]}" --run "$tmp/runs/full"

@@ -254,7 +254,7 @@ static void run_mixer(const Mixer *mx, ModelConfig cfg, size_t B, size_t T, int 
     snprintf(what, sizeof what, "%s din", mx->name);
     check_normwise(din16, din32, N * C, P_bwd, what);
     TensorSpec specs[MIXER_MAX_TENSORS];
-    size_t ns = mx->tensors(&spec, specs), off = 0;
+    size_t ns = mixer_tensors(mx, &spec, specs), off = 0;
     for (size_t i = 0; i < ns; i++) {
         size_t n = specs[i].rows * (specs[i].cols ? specs[i].cols : 1);
         snprintf(what, sizeof what, "%s d %s", mx->name, specs[i].name);
@@ -454,6 +454,8 @@ static void test_failure_reported(void **state) {
     skip_without_bf16();
     Model m;
     tiny_test_model_ex(&m, "attention,grassmann", POS_LEARNED, 0.0f, NORM_PRE, NULL);
+    OptimizerState os;
+    test_optim_state(&os, optimizer_at(0), &m);
     Error err;
     assert_int_equal(model_set_precision(&m, PRECISION_BF16, &err), 0);
     uint16_t tokens[300];
@@ -466,7 +468,7 @@ static void test_failure_reported(void **state) {
     rng_seed(&rng, 4);
     StepStats st;
     ValLoss val;
-    assert_int_equal(train_step(&m, &tf, &rng, &h, NULL, NULL, 0, 0.0, in, tg, &st, &err), 0);
+    assert_int_equal(train_step(&m, &os, &tf, &rng, &h, NULL, NULL, 0, 0.0, in, tg, &st, &err), 0);
     assert_int_equal(estimate_loss(&m, &tf, &h, NULL, NULL, in, tg, &val, &err), 0);
     assert_true(isfinite(val.loss));
     assert_int_equal(model_bf16_failed(&m, &err), 0);
@@ -481,7 +483,7 @@ static void test_failure_reported(void **state) {
     float *before = malloc(m.n_params * sizeof *before);
     memcpy(before, m.params, m.n_params * sizeof *before);
     memset(err.msg, 0, sizeof err.msg);
-    assert_int_equal(train_step(&m, &tf, &rng, &h, NULL, NULL, 1, 0.0, in, tg, &st, &err), -1);
+    assert_int_equal(train_step(&m, &os, &tf, &rng, &h, NULL, NULL, 1, 0.0, in, tg, &st, &err), -1);
     assert_string_equal(err.msg, "a bf16 matrix product failed: oneDNN: no bf16 matmul for 7x5x3 (first)");
     assert_memory_equal(m.params, before, m.n_params * sizeof *before);
     memset(err.msg, 0, sizeof err.msg);
@@ -489,11 +491,12 @@ static void test_failure_reported(void **state) {
     assert_non_null(strstr(err.msg, "(first)"));
 
     assert_int_equal(model_set_precision(&m, PRECISION_FP32, &err), 0); /* fp32: nothing to ask */
-    assert_int_equal(train_step(&m, &tf, &rng, &h, NULL, NULL, 1, 0.0, in, tg, &st, &err), 0);
+    assert_int_equal(train_step(&m, &os, &tf, &rng, &h, NULL, NULL, 1, 0.0, in, tg, &st, &err), 0);
     assert_int_equal(model_set_precision(&m, PRECISION_BF16, &err), 0); /* a clean record */
     assert_int_equal(model_bf16_failed(&m, &err), 0);
-    assert_int_equal(train_step(&m, &tf, &rng, &h, NULL, NULL, 2, 0.0, in, tg, &st, &err), 0);
+    assert_int_equal(train_step(&m, &os, &tf, &rng, &h, NULL, NULL, 2, 0.0, in, tg, &st, &err), 0);
     free(before);
+    optim_state_free(&os);
     model_free(&m);
 }
 

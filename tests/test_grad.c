@@ -231,7 +231,7 @@ static void run_mixer(const Mixer *mx, ModelConfig cfg, const float *rope, size_
     CHECK_GRAD(mix_obj, &c, c.in, din, N * C, 400, 1e-2f, TOL, what);
     /* Each tensor separately, so a dropped term in any one of them shows. */
     TensorSpec specs[MIXER_MAX_TENSORS];
-    size_t ns = mx->tensors(&spec, specs), off = 0;
+    size_t ns = mixer_tensors(mx, &spec, specs), off = 0;
     for (size_t i = 0; i < ns; i++) {
         size_t n = specs[i].rows * (specs[i].cols ? specs[i].cols : 1);
         snprintf(what, sizeof what, "%s %s", mx->name, specs[i].name);

@@ -115,7 +115,7 @@ static void check_gradients(Report *r, Layer *L) {
     check(r, e <= FD_TOL && l1(din, N) > 0.0, "gradient", "input: relative error %.3e (tol %.0e), |din|_1 %.3e",
           e, FD_TOL, l1(din, N));
     TensorSpec specs[MIXER_MAX_TENSORS];
-    size_t ns = L->mx->tensors(&L->spec, specs), off = 0;
+    size_t ns = mixer_tensors(L->mx, &L->spec, specs), off = 0;
     for (size_t i = 0; i < ns && off < np; i++) {
         size_t n = specs[i].rows * (specs[i].cols ? specs[i].cols : 1);
         n = n < np - off ? n : np - off;
@@ -257,7 +257,7 @@ static void check_decode(Report *r, const Layer *L, WeightsFormat f, double boun
     memcpy(pq, L->params, np * sizeof(float));
     DecodeWeights dec = {.format = f};
     TensorSpec specs[MIXER_MAX_TENSORS];
-    size_t ns = L->mx->tensors(&L->spec, specs), off = 0;
+    size_t ns = mixer_tensors(L->mx, &L->spec, specs), off = 0;
     Error err;
     for (size_t i = 0; i < ns; i++) {
         if (specs[i].cols) assert_int_equal(decode_weights_add(&dec, pq + off, specs[i].rows, specs[i].cols, &err), 0);
@@ -300,7 +300,7 @@ static void check_bf16_training(Report *r, const Layer *L) {
     double bwd = rel_norm(din16, din32, N), bound_b = L->mx->bounds.train_bf16_backward;
     check(r, bwd <= bound_b, "bf16", "din %.3e from fp32, above the declared bound %.1e", bwd, bound_b);
     TensorSpec specs[MIXER_MAX_TENSORS];
-    size_t ns = L->mx->tensors(&L->spec, specs), off = 0;
+    size_t ns = mixer_tensors(L->mx, &L->spec, specs), off = 0;
     for (size_t i = 0; i < ns; i++) {
         size_t n = specs[i].rows * (specs[i].cols ? specs[i].cols : 1);
         double e = rel_norm(g16 + off, g32 + off, n);

@@ -38,7 +38,7 @@ static inline ModelConfig tiny_test_config(const char *mixers, PosKind pos, floa
 static inline void tiny_test_model_of(Model *m, const ModelConfig *cfg, int all_params) {
     Error err;
     assert_int_equal(model_init(m, cfg, 5, &err), 0);
-    assert_int_equal(model_alloc_training(m, &err), 0);
+    assert_int_equal(model_alloc_grads(m, &err), 0);
     assert_int_equal(model_alloc_acts(m, 2, 8, &err), 0);
     Rng r;
     rng_seed(&r, 77);
@@ -78,16 +78,32 @@ static inline void check_model_grads(Model *m, Objective f, void *ctx, const cha
     }
 }
 
-/* ---- AdamW's closed form ------------------------------------------------------ */
+/* ---- optimizer state and AdamW's closed form ---------------------------------- */
+
+/* opt's state for m, every buffer zero (a new run's). */
+static inline void test_optim_state(OptimizerState *s, const Optimizer *opt, const Model *m) {
+    Error err;
+    ParamView p = params_view(m);
+    assert_int_equal(optim_state_init(s, opt, &p, &err), 0);
+}
+
+/* One step of s's optimizer over m's parameters with AdamW's settings a. */
+static inline void test_optim_step(OptimizerState *s, Model *m, const AdamWConfig *a, float lr, size_t t,
+                                   float grad_scale) {
+    OptimSettings set = {.adam = *a, .lr_peak = lr};
+    ParamView p = params_view(m);
+    optim_step(s, &p, &set, lr, t, grad_scale);
+}
 
 /* One AdamW step at the 1-based step t from weights p0 and moments m0, v0,
  * with the gradient m holds (m->grads, times grad_scale: the clipping
  * factor) at rate lr, decoupled decay on the matrices alone, in double:
- * every weight and first moment of m must match it (label names the run in
+ * every weight of m and every first moment in m1 (laid out as the weights,
+ * as AdamW's state keeps it) must match it (label names the run in
  * failures). */
-static inline void check_adamw_closed_form(const Model *m, const float *p0, const float *m0, const float *v0,
-                                           const AdamWConfig *a, double lr, double grad_scale, size_t t,
-                                           const char *label) {
+static inline void check_adamw_closed_form(const Model *m, const float *m1, const float *p0, const float *m0,
+                                           const float *v0, const AdamWConfig *a, double lr, double grad_scale,
+                                           size_t t, const char *label) {
     double c1 = 1.0 - pow(a->beta1, (double)t), c2 = 1.0 - pow(a->beta2, (double)t);
     for (size_t k = 0; k < m->n_tensors; k++) {
         const ParamTensor *pt = &m->tensors[k];
@@ -99,9 +115,9 @@ static inline void check_adamw_closed_form(const Model *m, const float *p0, cons
             double vv = a->beta2 * (double)v0[i] + (1.0 - a->beta2) * g * g;
             double p = (double)p0[i] * (1.0 - lr * decay) - lr * (mm / c1) / (sqrt(vv / c2) + a->eps);
             double m_tol = 1e-6 * (a->beta1 * fabs(m0[i]) + (1.0 - a->beta1) * fabs(g)) + 1e-12;
-            if (!(fabs(m->params[i] - p) <= 1e-6 * fabs(p0[i]) + 1e-4 * lr && fabs(m->m[i] - mm) <= m_tol))
+            if (!(fabs(m->params[i] - p) <= 1e-6 * fabs(p0[i]) + 1e-4 * lr && fabs(m1[i] - mm) <= m_tol))
                 fail_msg("%s: %s[%zu] after step %zu: %.9g, AdamW's closed form %.9g (moment %.9g, closed form %.9g)",
-                         label, pt->name, j, t, (double)m->params[i], p, (double)m->m[i], mm);
+                         label, pt->name, j, t, (double)m->params[i], p, (double)m1[i], mm);
         }
     }
 }

@@ -21,13 +21,18 @@ static const MuonSettings muon_settings = {0.02f, 0.95f, 0.05f};
 static const OptimSettings settings = {.adam = {0.9f, 0.99f, 1e-8f, 0.1f}, .own = &muon_settings, .lr_peak = 1e-3f};
 static const float grad_scale = 0.7f; /* a clipping factor */
 
-/* The tiny hybrid model (attention, then Grassmann), its Muon scratch (*n floats). */
-static float *muon_model(Model *m, size_t *n) {
+/* The tiny hybrid model (attention, then Grassmann) and its Muon state. */
+static void muon_model(Model *m, OptimizerState *os) {
     tiny_test_model(m, "attention,grassmann", POS_LEARNED, 0.0f);
     const Optimizer *muon = optimizer_find("muon");
     assert_non_null(muon);
-    *n = muon->scratch_floats(m);
-    return calloc(*n + 1, sizeof(float));
+    test_optim_state(os, muon, m);
+}
+
+/* One Muon step (the settings above) at the 1-based step t. */
+static void muon_step(OptimizerState *os, Model *m, float lr, size_t t) {
+    ParamView p = params_view(m);
+    optim_step(os, &p, &settings, lr, t, grad_scale);
 }
 
 /* Gradient k of the run, the same on every call. */
@@ -107,19 +112,18 @@ static void test_muon_takes_hidden_matrices(void **s) {
 /* STEPS Muon steps with `threads` threads at a fixed parallel width: the weights after. */
 static float *muon_run(size_t threads) {
     Model m;
+    OptimizerState os;
     threads_use(threads);
     threads_set_width(2);
-    size_t n_scratch;
-    float *scratch = muon_model(&m, &n_scratch);
-    const Optimizer *muon = optimizer_find("muon");
+    muon_model(&m, &os);
     for (size_t k = 0; k < STEPS; k++) {
         fill_grads(&m, k);
-        muon->step(&m, &settings, scratch, n_scratch, step_lr[k], k + 1, grad_scale);
+        muon_step(&os, &m, step_lr[k], k + 1);
     }
     threads_use(0);
     float *out = malloc(m.n_params * sizeof(float));
     memcpy(out, m.params, m.n_params * sizeof(float));
-    free(scratch);
+    optim_state_free(&os);
     model_free(&m);
     return out;
 }
@@ -137,32 +141,40 @@ static void test_muon_threads(void **s) {
 }
 
 /* One AdamW step from a known state (drawn weights, gradients and moments, at
- * step 5, with decay on and a clipping factor) against its closed form, for
- * model_adamw_step and the registry's "adamw": matrices decay, vectors
- * (biases, gains) do not. */
+ * step 5, with decay on and a clipping factor) against its closed form:
+ * matrices decay, vectors (biases, gains) do not. Its state is its two
+ * moments, each laid out as the weights. */
 static void test_adamw_closed_form(void **s) {
     (void)s;
     const AdamWConfig adam = {0.9f, 0.99f, 1e-8f, 0.1f};
-    const OptimSettings set = {.adam = adam, .lr_peak = 2e-2f};
-    for (int registry = 0; registry <= 1; registry++) {
-        Model m;
-        tiny_test_model(&m, "attention,grassmann", POS_LEARNED, 0.0f);
-        size_t n = m.n_params;
-        fill_grads(&m, 7);
-        float *m0 = rand_tensor(n, 0.05f, 8), *v0 = rand_tensor(n, 0.05f, 9), *p0 = malloc(n * sizeof(float));
-        for (size_t i = 0; i < n; i++) v0[i] *= v0[i]; /* a second moment: positive */
-        memcpy(p0, m.params, n * sizeof(float)), memcpy(m.m, m0, n * sizeof(float)), memcpy(m.v, v0, n * sizeof(float));
-        if (registry) optimizer_find("adamw")->step(&m, &set, NULL, 0, 2e-2f, 5, 0.7f);
-        else model_adamw_step(&m, &adam, 2e-2f, 5, 0.7f);
-        check_adamw_closed_form(&m, p0, m0, v0, &adam, 2e-2f, 0.7f, 5, registry ? "optimizer adamw" : "model_adamw_step");
-        free(m0), free(v0), free(p0);
-        model_free(&m);
+    Model m;
+    OptimizerState os;
+    tiny_test_model(&m, "attention,grassmann", POS_LEARNED, 0.0f);
+    test_optim_state(&os, optimizer_find("adamw"), &m);
+    size_t n = m.n_params;
+    assert_int_equal(os.n_floats, 2 * n);
+    for (size_t i = 0; i < m.n_tensors; i++) {
+        assert_ptr_equal(optim_buffer(&os, i, 0), os.floats + m.tensors[i].offset);
+        assert_ptr_equal(optim_buffer(&os, i, 1), os.floats + n + m.tensors[i].offset);
     }
+    fill_grads(&m, 7);
+    float *m0 = rand_tensor(n, 0.05f, 8), *v0 = rand_tensor(n, 0.05f, 9), *p0 = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) v0[i] *= v0[i]; /* a second moment: positive */
+    memcpy(p0, m.params, n * sizeof(float)), memcpy(os.floats, m0, n * sizeof(float));
+    memcpy(os.floats + n, v0, n * sizeof(float));
+    test_optim_step(&os, &m, &adam, 2e-2f, 5, 0.7f);
+    check_adamw_closed_form(&m, os.floats, p0, m0, v0, &adam, 2e-2f, 0.7f, 5, "optimizer adamw");
+    free(m0), free(v0), free(p0);
+    optim_state_free(&os);
+    model_free(&m);
 }
 
-/* The registry: both by name, and nothing else. */
+/* The registry: both by name, and nothing else; AdamW the first entry,
+ * which is the default. What each keeps: AdamW two buffers of every
+ * tensor, Muon one of each matrix it updates and two of the rest. */
 static void test_optimizer_registry(void **s) {
     (void)s;
+    assert_ptr_equal(optimizer_at(0), optimizer_find("adamw"));
     assert_string_equal(optimizer_find("adamw")->name, "adamw");
     assert_string_equal(optimizer_find("muon")->name, "muon");
     assert_null(optimizer_find("sgd"));
@@ -171,8 +183,12 @@ static void test_optimizer_registry(void **s) {
     config_defaults(&cfg);
     cfg.vocab_size = 65;
     assert_int_equal(optimizer_scratch_bytes(optimizer_find("adamw"), &cfg), 0);
+    size_t n = model_count_params(&cfg), C = cfg.n_embd, L = cfg.n_layer;
+    assert_int_equal(optimizer_state_bytes(optimizer_find("adamw"), &cfg), 2 * n * sizeof(float));
+    /* every layer's hidden matrices: attention's qkv and proj, the MLP's fc and proj */
+    size_t hidden = L * (3 * C * C + C * C + 4 * C * C + 4 * C * C);
+    assert_int_equal(optimizer_state_bytes(optimizer_find("muon"), &cfg), (2 * n - hidden) * sizeof(float));
     /* per thread of the width: the largest hidden matrix's update (the MLP's 4C x C) and its iterations' scratch */
-    size_t C = cfg.n_embd;
     threads_set_width(3);
     assert_int_equal(optimizer_scratch_bytes(optimizer_find("muon"), &cfg),
                      3 * (3 * 4 * C * C + 2 * C * C) * sizeof(float));
@@ -182,9 +198,8 @@ static void test_optimizer_registry(void **s) {
 /* --dump FILE: the fixture of tests/muon_test.py. */
 static int dump(const char *path) {
     Model m;
-    size_t n_scratch;
-    float *scratch = muon_model(&m, &n_scratch);
-    const Optimizer *muon = optimizer_find("muon");
+    OptimizerState os;
+    muon_model(&m, &os);
     size_t nt = m.n_tensors, total = nt * (1 + 2 * STEPS);
     StTensor *ts = calloc(total, sizeof *ts);
     char (*names)[TENSOR_NAME_MAX + 32] = calloc(total, sizeof *names);
@@ -197,7 +212,7 @@ static int dump(const char *path) {
         else if (c % 2 == 1) {
             fill_grads(&m, c / 2);
             memcpy(base, m.grads, m.n_params * sizeof(float));
-            muon->step(&m, &settings, scratch, n_scratch, step_lr[c / 2], c / 2 + 1, grad_scale);
+            muon_step(&os, &m, step_lr[c / 2], c / 2 + 1);
         } else {
             memcpy(base, m.params, m.n_params * sizeof(float));
         }
@@ -225,7 +240,7 @@ static int dump(const char *path) {
     free(copies);
     free(names);
     free(ts);
-    free(scratch);
+    optim_state_free(&os);
     model_free(&m);
     return rc ? 1 : 0;
 }

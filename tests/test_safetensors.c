@@ -1,11 +1,15 @@
-/* Unit tests of safetensors files other programs write (lm/safetensors.h):
- * F16 and BF16 turned into floats exactly, the foreign reader's checks, and
- * the foreign writer's layout (no checksum, the caller's metadata, Conv1D
- * transposition). */
+/* Unit tests of safetensors files (lm/safetensors.h): our checksum's two
+ * kinds; and of the files other programs write: F16 and BF16 turned into
+ * floats exactly, the foreign reader's checks, and the foreign writer's
+ * layout (no checksum, the caller's metadata, Conv1D transposition). */
 #include "testutil.h"
 
 #include "lm/safetensors.h"
 #include "lm/files.h"
+#include "runtime/hash.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 /* Every one of the 65,536 halves against the compiler's own conversion
  * (_Float16: the F16C instruction or libgcc), bit for bit; NaNs stay NaN
@@ -221,8 +225,75 @@ static void test_foreign_writer(void **s) {
     unlink(path);
 }
 
+static void write_bytes(const char *path, const char *raw, size_t len) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(raw, 1, len, f), len);
+    fclose(f);
+}
+
+/* raw (len bytes) with its checksum's kind set to `kind` and its digits
+ * to that hash of the file with them read as '0': XXH3 in one call, or
+ * FNV-1a, as the older writer made them. */
+static void sign(char *raw, size_t len, const char *kind) {
+    char *at = strstr(raw + 8, "\"checksum\":\"") + strlen("\"checksum\":\"");
+    memcpy(at, kind, 8);
+    memset(at + 8, '0', 16);
+    uint64_t h = strcmp(kind, "fnv1a64:") == 0 ? fnv1a(FNV_OFFSET, raw, len) : XXH3_64bits(raw, len);
+    char digits[17];
+    snprintf(digits, sizeof digits, "%016llx", (unsigned long long)h);
+    memcpy(at + 8, digits, 16);
+}
+
+/* Ours carry XXH3's checksum; the older kind, FNV-1a, still loads; a
+ * flipped byte is refused under either; a kind it does not know is named. */
+static void test_checksum_kinds(void **s) {
+    (void)s;
+    char path[] = "/tmp/test_safetensors_XXXXXX";
+    temp_file(path);
+    const float w[6] = {1, 2, 3, 4, 5, 6};
+    StTensor ts[] = {{.name = "w", .dtype = ST_F32, .ndim = 2, .shape = {2, 3}, .data = w}};
+    StMeta meta[] = {{"format", "test"}};
+    Error err;
+    assert_int_equal(st_write(path, ts, 1, meta, 1, &err), 0);
+    size_t len;
+    char *raw = read_file(path, &len, &err), *copy = malloc(len);
+    assert_non_null(raw);
+    assert_non_null(strstr(raw + 8, "{\"__metadata__\":{\"checksum\":\"xxh3-64:"));
+    memcpy(copy, raw, len);
+    sign(copy, len, "xxh3-64:"); /* the writer's digits are XXH3_64bits of the file, digits read as '0' */
+    assert_memory_equal(copy, raw, len);
+    StFile f;
+    float out[6];
+    const size_t shape[2] = {2, 3};
+    const char *kinds[] = {"xxh3-64:", "fnv1a64:"};
+    for (int k = 0; k < 2; k++) {
+        sign(copy, len, kinds[k]);
+        write_bytes(path, copy, len);
+        if (st_open(&f, path, &err)) fail_msg("%s: %s", kinds[k], err.msg);
+        assert_int_equal(st_read(&f, "w", ST_F32, 2, shape, out, &err), 0);
+        assert_memory_equal(out, w, sizeof w);
+        assert_string_equal(st_meta(&f, "format"), "test");
+        st_close(&f);
+        copy[len - 3] ^= 0x10; /* a bit of the data flipped */
+        write_bytes(path, copy, len);
+        assert_int_equal(st_open(&f, path, &err), -1);
+        if (!strstr(err.msg, "checksum mismatch")) fail_msg("%s, a flipped bit: '%s'", kinds[k], err.msg);
+        copy[len - 3] ^= 0x10;
+    }
+    sign(copy, len, "xxh3-64:");
+    memcpy(strstr(copy + 8, "xxh3-64:"), "xxh9-64:", 8); /* a kind no reader knows */
+    write_bytes(path, copy, len);
+    assert_int_equal(st_open(&f, path, &err), -1);
+    if (!strstr(err.msg, "a checksum of a kind this program does not know ('xxh9-64:')")) fail_msg("'%s'", err.msg);
+    free(copy);
+    free(raw);
+    unlink(path);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_checksum_kinds),
         cmocka_unit_test(test_f16_every_value),
         cmocka_unit_test(test_bf16_values),
         cmocka_unit_test(test_foreign_reader),

@@ -4,7 +4,7 @@
  * times and idle cores of a simulated machine, moves to one thread while
  * another process holds a core and back to two when it leaves, without trying
  * two threads blind while no core is idle. */
-#include "testutil.h"
+#include "test_model_util.h"
 
 #include <omp.h>
 
@@ -14,7 +14,7 @@
 #include "lm/threads.h"
 
 /* A model big enough that its products are cut into several tiles. */
-static void train_steps(const char *mixers, size_t threads, Model *m) {
+static void train_steps(const char *mixers, size_t threads, Model *m, OptimizerState *os) {
     ModelConfig cfg;
     Error err;
     config_defaults(&cfg);
@@ -22,7 +22,8 @@ static void train_steps(const char *mixers, size_t threads, Model *m) {
     assert_int_equal(config_set_option(&cfg, "grassmann-rank", "12", &err), 0);
     assert_int_equal(config_set_mixers(&cfg, mixers, &err), 0);
     assert_int_equal(model_init(m, &cfg, 7, &err), 0);
-    assert_int_equal(model_alloc_training(m, &err), 0);
+    assert_int_equal(model_alloc_grads(m, &err), 0);
+    test_optim_state(os, optimizer_at(0), m);
     size_t B = 6, T = 64;
     assert_int_equal(model_alloc_acts(m, B, T, &err), 0);
     int32_t in[6 * 64], tg[6 * 64];
@@ -35,21 +36,24 @@ static void train_steps(const char *mixers, size_t threads, Model *m) {
         model_zero_grads(m);
         model_forward(m, in, tg, B, T, NULL);
         model_backward(m, 1.0f, NULL);
-        model_adamw_step(m, &adam, 1e-3f, step + 1, clip_scale(grad_norm(m->grads, m->n_params), 1.0f));
+        test_optim_step(os, m, &adam, 1e-3f, step + 1, clip_scale(grad_norm(m->grads, m->n_params), 1.0f));
     }
     omp_set_num_threads(2);
 }
 
 static void check_invariance(const char *mixers, size_t width) {
     Model a, b;
+    OptimizerState oa, ob;
     threads_set_width(width);
-    train_steps(mixers, 1, &a);
-    train_steps(mixers, 2, &b);
+    train_steps(mixers, 1, &a, &oa);
+    train_steps(mixers, 2, &b, &ob);
     threads_set_width(0);
     assert_int_equal(a.n_params, b.n_params);
     assert_memory_equal(a.params, b.params, a.n_params * sizeof(float));
     assert_memory_equal(a.grads, b.grads, a.n_params * sizeof(float));
-    assert_memory_equal(a.m, b.m, a.n_params * sizeof(float));
+    assert_int_equal(oa.n_floats, ob.n_floats);
+    assert_memory_equal(oa.floats, ob.floats, oa.n_floats * sizeof(float));
+    optim_state_free(&oa), optim_state_free(&ob);
     model_free(&a);
     model_free(&b);
 }

@@ -35,14 +35,15 @@ static void make_model(Model *m, size_t B) {
 }
 
 /* Two training steps (0 and 1) from zero moments, each against AdamW's
- * closed form at t = step + 1, through opt (NULL: the trainer's default). */
+ * closed form at t = step + 1, through opt. */
 static void check_step_count(const Optimizer *opt, const char *label) {
     Model m;
     make_model(&m, 2);
+    OptimizerState os;
+    test_optim_state(&os, opt, &m);
     uint16_t tokens[N_TOKENS];
     TokenFile tf = token_file(tokens);
     TrainHyper h = hyper(2, 1);
-    h.optimizer = opt;
     size_t n = m.n_params;
     float *p0 = malloc(n * sizeof(float)), *m0 = malloc(n * sizeof(float)), *v0 = malloc(n * sizeof(float));
     int32_t in[16], tg[16];
@@ -50,17 +51,22 @@ static void check_step_count(const Optimizer *opt, const char *label) {
     rng_seed(&rng, 4);
     Error err;
     for (size_t step = 0; step < 2; step++) {
-        memcpy(p0, m.params, n * sizeof(float)), memcpy(m0, m.m, n * sizeof(float)), memcpy(v0, m.v, n * sizeof(float));
+        /* AdamW's state: its two moments, each laid out as the weights */
+        memcpy(p0, m.params, n * sizeof(float)), memcpy(m0, os.floats, n * sizeof(float));
+        memcpy(v0, os.floats + n, n * sizeof(float));
         StepStats st;
-        assert_int_equal(train_step(&m, &tf, &rng, &h, NULL, NULL, step, 0.0, in, tg, &st, &err), 0);
+        assert_int_equal(train_step(&m, &os, &tf, &rng, &h, NULL, NULL, step, 0.0, in, tg, &st, &err), 0);
         assert_float_equal(st.lr, lr_schedule(step, h.warmup_iters, h.max_iters, h.lr, h.min_lr), 0);
-        check_adamw_closed_form(&m, p0, m0, v0, &h.adam, st.lr, clip_scale(st.grad_norm, h.grad_clip), step + 1, label);
+        check_adamw_closed_form(&m, os.floats, p0, m0, v0, &h.adam, st.lr, clip_scale(st.grad_norm, h.grad_clip),
+                                step + 1, label);
     }
     free(p0), free(m0), free(v0);
+    optim_state_free(&os);
     model_free(&m);
 }
 
-static void test_step_count_default(void **s) { (void)s; check_step_count(NULL, "AdamW (the default)"); }
+/* The default is the registry's first entry, and that is AdamW. */
+static void test_step_count_default(void **s) { (void)s; check_step_count(optimizer_at(0), "AdamW (the default)"); }
 static void test_step_count_adamw(void **s) { (void)s; check_step_count(optimizer_find("adamw"), "--optimizer adamw"); }
 
 /* One step of batch 4 against one of two micro-batches of 2, which draw the
@@ -71,8 +77,11 @@ static void test_accumulation_averages(void **s) {
     uint16_t tokens[N_TOKENS];
     TokenFile tf = token_file(tokens);
     Model whole, accum;
+    OptimizerState ow, oa;
     make_model(&whole, 4);
     make_model(&accum, 2);
+    test_optim_state(&ow, optimizer_at(0), &whole);
+    test_optim_state(&oa, optimizer_at(0), &accum);
     TrainHyper hw = hyper(4, 1), ha = hyper(2, 2);
     hw.grad_clip = ha.grad_clip = 0.0f; /* no clipping: the weights follow the gradient's scale too */
     hw.adam.eps = ha.adam.eps = 1.0f;   /* an eps of the gradients' size: Adam's step is not scale-free */
@@ -81,8 +90,8 @@ static void test_accumulation_averages(void **s) {
     rng_seed(&rw, 9), rng_seed(&ra, 9);
     StepStats sw, sa;
     Error err;
-    assert_int_equal(train_step(&whole, &tf, &rw, &hw, NULL, NULL, 0, 0.0, in, tg, &sw, &err), 0);
-    assert_int_equal(train_step(&accum, &tf, &ra, &ha, NULL, NULL, 0, 0.0, in, tg, &sa, &err), 0);
+    assert_int_equal(train_step(&whole, &ow, &tf, &rw, &hw, NULL, NULL, 0, 0.0, in, tg, &sw, &err), 0);
+    assert_int_equal(train_step(&accum, &oa, &tf, &ra, &ha, NULL, NULL, 0, 0.0, in, tg, &sa, &err), 0);
     if (getenv("VERBOSE"))
         printf("  loss %.7f / %.7f, grad_norm %.7f / %.7f\n", sw.loss, sa.loss, sw.grad_norm, sa.grad_norm);
     if (!(fabs(sa.grad_norm - sw.grad_norm) <= 1e-5 * sw.grad_norm))
@@ -93,6 +102,7 @@ static void test_accumulation_averages(void **s) {
         if (!(fabs(accum.params[i] - whole.params[i]) <= 1e-6 * (fabs(whole.params[i]) + 1e-2)))
             fail_msg("weight %zu after a step of 2 micro-batches of 2: %.9g, of one batch of 4: %.9g", i,
                      (double)accum.params[i], (double)whole.params[i]);
+    optim_state_free(&ow), optim_state_free(&oa);
     model_free(&whole), model_free(&accum);
 }
 

@@ -1,7 +1,7 @@
 /* Unit tests: optimizer and schedule, tokenizer, corpus splits,
  * checkpoints, evaluation, learning, the Plücker relations and incremental
  * decoding. */
-#include "testutil.h"
+#include "test_model_util.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -858,21 +858,39 @@ static void test_corpus_explicit_splits(void **s) {
 
 /* ---- checkpoints ----------------------------------------------------------------- */
 
+/* A checkpoint of m with state os, read back into a model and a state of
+ * the optimizer `as` (compared by the caller); 0, or -1 with err. */
+static int load_with_state(const char *path, Model *back, CkptState *got, const Optimizer *as, OptimizerState *os,
+                           Error *err) {
+    CkptFile f;
+    if (ckpt_open(&f, path, err)) return -1;
+    int rc = ckpt_read_model(&f, back, got, 1, err);
+    if (rc == 0) {
+        ParamView p = params_view(back);
+        rc = optim_state_init(os, as, &p, err) || ckpt_read_optim(&f, back, &os->buffers, err) ? -1 : 0;
+        if (rc) optim_state_free(os), ckpt_state_free(got), model_free(back);
+    }
+    ckpt_close(&f);
+    return rc;
+}
+
 static void test_checkpoint_roundtrip_and_corruption(void **s) {
     (void)s;
     Model m, back;
+    OptimizerState os, os_back;
     Error err;
     make_model(&m, "attention,grassmann", 1, 4);
-    assert_int_equal(model_alloc_training(&m, &err), 0);
-    for (size_t i = 0; i < m.n_params; i++) m.m[i] = (float)i * 1e-3f, m.v[i] = (float)i * 1e-6f;
+    assert_int_equal(model_alloc_grads(&m, &err), 0);
+    test_optim_state(&os, optimizer_at(0), &m);
+    for (size_t i = 0; i < os.n_floats; i++) os.floats[i] = (float)i * 1e-3f;
     CkptState st = {.step = 123, .data_rng = 0xdeadbeefcafef00dULL, .tokenizer = "0123456789abcdef"};
     st.train = "{\"lr\":0.001}";
     char path[] = "/tmp/lm-ckpt-XXXXXX";
     int fd = mkstemp(path);
     close(fd);
-    assert_int_equal(ckpt_save(path, &m, &st, &err), 0);
+    assert_int_equal(ckpt_save(path, &m, &os.buffers, &st, &err), 0);
     CkptState got;
-    assert_int_equal(ckpt_load(path, &back, &got, 1, &err), 0);
+    assert_int_equal(load_with_state(path, &back, &got, optimizer_at(0), &os_back, &err), 0);
     assert_int_equal(got.step, 123);
     assert_true(got.data_rng == 0xdeadbeefcafef00dULL);
     assert_string_equal(got.tokenizer, "0123456789abcdef");
@@ -881,9 +899,10 @@ static void test_checkpoint_roundtrip_and_corruption(void **s) {
     assert_int_equal(back.cfg.mixers[1], m.cfg.mixers[1]);
     assert_ptr_equal(back.mixers[1], m.mixers[1]);
     assert_memory_equal(back.params, m.params, m.n_params * sizeof(float));
-    assert_memory_equal(back.m, m.m, m.n_params * sizeof(float));
-    assert_memory_equal(back.v, m.v, m.n_params * sizeof(float));
+    assert_int_equal(os_back.n_floats, os.n_floats);
+    assert_memory_equal(os_back.floats, os.floats, os.n_floats * sizeof(float));
     ckpt_state_free(&got);
+    optim_state_free(&os_back);
     model_free(&back);
 
     /* Flip one bit at many places, header and data alike: every one is caught. */
@@ -894,16 +913,63 @@ static void test_checkpoint_roundtrip_and_corruption(void **s) {
     for (size_t at = 0; at < len; at += step) {
         good[at] ^= 0x10;
         assert_int_equal(write_file_atomic(path, good, len, &err), 0);
-        if (ckpt_load(path, &back, &got, 1, &err) == 0) fail_msg("a flipped bit at byte %zu of %zu went unnoticed", at, len);
+        if (load_with_state(path, &back, &got, optimizer_at(0), &os_back, &err) == 0)
+            fail_msg("a flipped bit at byte %zu of %zu went unnoticed", at, len);
         good[at] ^= 0x10;
     }
     /* Truncated anywhere. */
     for (size_t cut = 0; cut < len; cut += len / 13 + 1) {
         assert_int_equal(write_file_atomic(path, good, cut, &err), 0);
-        assert_int_equal(ckpt_load(path, &back, &got, 1, &err), -1);
+        assert_int_equal(load_with_state(path, &back, &got, optimizer_at(0), &os_back, &err), -1);
     }
     free(good);
     unlink(path);
+    optim_state_free(&os);
+    model_free(&m);
+}
+
+/* Muon keeps one buffer for each matrix it updates (its momentum), AdamW's
+ * two for the rest; its checkpoint is in the format AdamW's is, with the
+ * second buffer of Muon's matrices written as zeros: read back as Muon's
+ * state it is what was written, read as AdamW's the second moments of
+ * Muon's matrices are zero and everything else the same. */
+static void test_checkpoint_muon_state(void **s) {
+    (void)s;
+    Model m, back;
+    OptimizerState os, muon_back, adamw_back;
+    Error err;
+    make_model(&m, "attention,grassmann", 1, 4);
+    const Optimizer *muon = optimizer_find("muon");
+    test_optim_state(&os, muon, &m);
+    size_t muon_floats = 0;
+    for (size_t i = 0; i < m.n_tensors; i++) {
+        const ParamTensor *t = &m.tensors[i];
+        assert_non_null(optim_buffer(&os, i, 0));
+        if (muon_updates(t)) muon_floats += t->rows * t->cols, assert_null(optim_buffer(&os, i, 1));
+        else assert_non_null(optim_buffer(&os, i, 1));
+    }
+    assert_true(muon_floats > 0);
+    assert_int_equal(os.n_floats, 2 * m.n_params - muon_floats);
+    for (size_t i = 0; i < os.n_floats; i++) os.floats[i] = 1.0f + (float)i * 1e-3f;
+    CkptState st = {.step = 7, .tokenizer = "0123456789abcdef", .train = "{}"}, got;
+    char path[] = "/tmp/lm-ckpt-XXXXXX";
+    close(mkstemp(path));
+    assert_int_equal(ckpt_save(path, &m, &os.buffers, &st, &err), 0);
+    assert_int_equal(load_with_state(path, &back, &got, muon, &muon_back, &err), 0);
+    assert_memory_equal(muon_back.floats, os.floats, os.n_floats * sizeof(float));
+    ckpt_state_free(&got), optim_state_free(&muon_back), model_free(&back);
+    assert_int_equal(load_with_state(path, &back, &got, optimizer_at(0), &adamw_back, &err), 0);
+    for (size_t i = 0; i < m.n_tensors; i++) {
+        const ParamTensor *t = &m.tensors[i];
+        size_t n = t->rows * (t->cols ? t->cols : 1);
+        assert_memory_equal(optim_buffer(&adamw_back, i, 0), optim_buffer(&os, i, 0), n * sizeof(float));
+        for (size_t j = 0; j < n && muon_updates(t); j++) assert_true(optim_buffer(&adamw_back, i, 1)[j] == 0.0f);
+        if (!muon_updates(t))
+            assert_memory_equal(optim_buffer(&adamw_back, i, 1), optim_buffer(&os, i, 1), n * sizeof(float));
+    }
+    ckpt_state_free(&got), optim_state_free(&adamw_back), model_free(&back);
+    unlink(path);
+    optim_state_free(&os);
     model_free(&m);
 }
 
@@ -985,8 +1051,10 @@ static double overfit_from(const char *mixers, uint64_t init_seed) {
     cfg.vocab_size = 4;
     assert_int_equal(config_set_option(&cfg, "grassmann-rank", "8", &err), 0);
     Model m;
+    OptimizerState os;
     assert_int_equal(model_init(&m, &cfg, init_seed, &err), 0);
-    assert_int_equal(model_alloc_training(&m, &err), 0);
+    assert_int_equal(model_alloc_grads(&m, &err), 0);
+    test_optim_state(&os, optimizer_at(0), &m);
     enum { B = 4, T = 16, PERIOD = 12, DETERMINED_FROM = 5, N = 400 };
     assert_int_equal(model_alloc_acts(&m, B, T, &err), 0);
     uint32_t text[N];
@@ -1002,8 +1070,8 @@ static double overfit_from(const char *mixers, uint64_t init_seed) {
         model_zero_grads(&m);
         model_forward(&m, in, tg, B, T, NULL);
         model_backward(&m, 1.0f, NULL);
-        model_adamw_step(&m, &ac, lr_schedule(step, 20, 600, 1e-2f, 1e-3f), step + 1,
-                         clip_scale(grad_norm(m.grads, m.n_params), 1.0f));
+        test_optim_step(&os, &m, &ac, lr_schedule(step, 20, 600, 1e-2f, 1e-3f), step + 1,
+                        clip_scale(grad_norm(m.grads, m.n_params), 1.0f));
     }
     double sum = 0.0;
     size_t scored = 0;
@@ -1017,6 +1085,7 @@ static double overfit_from(const char *mixers, uint64_t init_seed) {
         for (size_t b = 0; b < B; b++)
             for (size_t t = DETERMINED_FROM; t < T; t++) sum += m.losses[b * T + t], scored++;
     }
+    optim_state_free(&os);
     model_free(&m);
     return sum / (double)scored;
 }
@@ -1163,51 +1232,8 @@ static void test_json_string_out(void **state) {
     sb_free(&sb);
 }
 
-/* The sampler's top-k: exactly the k largest logits in order, the lower id
- * first among equal ones (what a stable sort of all of them gives), and every
- * draw among them; k = 1 is greedy. */
-static const float *cmp_logits;
-static int stable_desc(const void *a, const void *b) {
-    size_t i = *(const size_t *)a, j = *(const size_t *)b;
-    float x = cmp_logits[i], y = cmp_logits[j];
-    return x > y ? -1 : x < y ? 1 : (i > j) - (i < j);
-}
-
-static void test_sampler_top_k(void **s) {
-    (void)s;
-    Error err;
-    size_t V = 5000;
-    float *z = rand_tensor(V, 2.0f, 41);
-    for (size_t v = 0; v < V; v += 7) z[v] = z[(v * 13) % V]; /* many ties */
-    size_t *ref = malloc(V * sizeof *ref);
-    for (size_t v = 0; v < V; v++) ref[v] = v;
-    cmp_logits = z;
-    qsort(ref, V, sizeof *ref, stable_desc);
-    Sampler sm;
-    assert_int_equal(sampler_init(&sm, V, &err), 0);
-    size_t ks[] = {1, 2, 40, 777, V - 1};
-    Rng rng;
-    rng_seed(&rng, 5);
-    for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) {
-        size_t k = ks[i];
-        for (int draw = 0; draw < 50; draw++) {
-            uint32_t id = sampler_pick(&sm, z, 1.5f, k, &rng);
-            assert_memory_equal(sm.order, ref, k * sizeof *ref);
-            int inside = 0;
-            for (size_t j = 0; j < k; j++) inside |= ref[j] == id;
-            assert_true(inside);
-            if (k == 1) assert_int_equal(id, ref[0]);
-        }
-    }
-    assert_int_equal(sampler_pick(&sm, z, 0.0f, 40, &rng), ref[0]); /* greedy */
-    sampler_free(&sm);
-    free(ref);
-    free(z);
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sampler_top_k),
         cmocka_unit_test(test_json_within_length),
         cmocka_unit_test(test_json_string_out),
         cmocka_unit_test(test_step_attention),
@@ -1237,6 +1263,7 @@ int main(void) {
         cmocka_unit_test(test_token_text_bytes),
         cmocka_unit_test(test_corpus_explicit_splits),
         cmocka_unit_test(test_checkpoint_roundtrip_and_corruption),
+        cmocka_unit_test(test_checkpoint_muon_state),
         cmocka_unit_test(test_eval_uniform_is_vocab_size),
         cmocka_unit_test(test_stride_matches_direct_scoring),
         cmocka_unit_test(test_overfit_attention),

@@ -69,7 +69,7 @@ static json_t *option_json(const MixerOption *opt) {
  * as model_flops does. */
 static void layer_json(json_t *o, const Mixer *mx, const MixerSpec *spec) {
     TensorSpec t[MIXER_MAX_TENSORS];
-    size_t n = mx->tensors(spec, t);
+    size_t n = mixer_tensors(mx, spec, t);
     json_t *tensors = json_array();
     double weights = 0.0;
     for (size_t i = 0; i < n; i++) {

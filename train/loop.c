@@ -74,6 +74,15 @@ static int stop_saving(TrainLoop *L, const char *prog, size_t done, int out_save
                      why, err.msg, L->last_good, L->last_good_step);
 }
 
+/* With --keep-checkpoints 1, the checkpoint of step `done` kept under its
+ * number too (step-N.ckpt in a run folder). */
+static int keep_numbered(TrainLoop *L, size_t done, Error *err) {
+    const RunOptions *o = &L->r->o;
+    char kept[PATH_BUF];
+    if (!o->keep_ckpts) return 0;
+    return run_dir_numbered(o, done, kept, sizeof kept, err) || run_save(L->r, kept, done, err);
+}
+
 int train_loop_open(TrainLoop *L, Run *r, int profile, Error *err) {
     memset(L, 0, sizeof *L);
     L->r = r;
@@ -207,8 +216,8 @@ static int one_step(TrainLoop *L, Pace *p, const char *prog, int *rc) {
     StepStats st;
     int profiled = L->profile && L->step > r->start_step;
     size_t threads = thread_tuner_begin(&L->tuner);
-    int failed = train_step(model, &r->ds.train, &r->data_rng, &r->hyper, dist, profiled ? &L->prof : NULL, L->step,
-                            L->train_clock, r->inputs, r->targets, &st, &err);
+    int failed = train_step(model, &r->optim, &r->ds.train, &r->data_rng, &r->hyper, dist, profiled ? &L->prof : NULL,
+                            L->step, L->train_clock, r->inputs, r->targets, &st, &err);
     thread_tuner_record(&L->tuner, cli_now() - t0);
     if (failed) return *rc = stop_unsaved(prog, dist, err.msg), -1;
     p->wait_secs += dist->wait_seconds;
@@ -231,11 +240,9 @@ static int one_step(TrainLoop *L, Pace *p, const char *prog, int *rc) {
         say_validation(L, done, &val, done == o->max_iters || time_up);
     }
     if (o->ckpt_interval && done % o->ckpt_interval == 0 && done < o->stop_at) {
-        char kept[PATH_BUF];
         if (run_save(r, o->out, done, &err)) return *rc = cli_error(prog, "%s", err.msg), -1;
         saved(L, o->out, done);
-        if (o->keep_ckpts && (run_dir_numbered(o, done, kept, sizeof kept, &err) || run_save(r, kept, done, &err)))
-            return *rc = stop_saving(L, prog, done, 1, err.msg), -1;
+        if (keep_numbered(L, done, &err)) return *rc = stop_saving(L, prog, done, 1, err.msg), -1;
     }
     const RunLog *broken = L->log.failed ? &L->log : &L->twin;
     if (dist_any(dist, broken->failed != 0)) { /* rank 0 could not write a log: stop, keep the last checkpoint */
@@ -248,11 +255,15 @@ static int one_step(TrainLoop *L, Pace *p, const char *prog, int *rc) {
     return p->signalled || time_up;
 }
 
-/* The checkpoint at the end, and the line that says so. */
+/* The checkpoint at the end, and the line that says so; an interval's
+ * step kept under its number too, as every other interval's is. */
 static int finish(TrainLoop *L, const char *prog, int signalled) {
     const RunOptions *o = &L->r->o;
     Error err;
     if (run_save(L->r, o->out, L->step, &err)) return cli_error(prog, "%s", err.msg);
+    if (L->step > L->r->start_step && o->ckpt_interval && L->step % o->ckpt_interval == 0 &&
+        keep_numbered(L, L->step, &err))
+        return stop_saving(L, prog, L->step, 1, err.msg);
     if (signalled) {
         /* The checkpoint holds the data and the options: the log, this invocation's, is all it needs besides. */
         if (o->run)

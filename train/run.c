@@ -86,85 +86,106 @@ int run_check_memory(const ModelConfig *cfg, const RunOptions *o, size_t ckpt_by
     char what[240];
     int bf16 = o->precision == PRECISION_BF16;
     size_t scratch = optimizer_scratch_bytes(o->optimizer, cfg); /* Muon's Newton-Schulz products; AdamW's 0 */
+    size_t state = optimizer_state_bytes(o->optimizer, cfg);
     snprintf(what, sizeof what, "%sweights, gradients, %s and activations for batch %zu x %zu%s",
              ckpt_bytes ? "the checkpoint file, " : "",
              scratch ? "the optimizer's state and scratch" : "AdamW moments", o->batch_size, cfg->block_size,
              bf16 ? ", with the bf16 weights and operands" : "");
     size_t need = ckpt_bytes + model_memory_bytes(cfg, o->batch_size, cfg->block_size, 1, o->grad_accum > 1) +
-                  scratch + (bf16 ? model_bf16_bytes(cfg, o->batch_size, cfg->block_size) : 0);
+                  state + scratch + (bf16 ? model_bf16_bytes(cfg, o->batch_size, cfg->block_size) : 0);
     /* A checkpoint fixes the model: only the batch is the run's to choose. */
     const char *advice = o->resume || o->init ? "use a smaller --batch-size (--grad-accum keeps the tokens per step)"
                                               : "use a smaller model, --batch-size or --block-size";
     return memory_check(need, "this run", what, advice, err);
 }
 
-/* Loads a checkpoint for --resume (with_optim: its AdamW moments too) or
- * --init: the config from the header first (loading reads the whole file) for
- * the memory check, then the model, whose tokenizer must be the data's and
- * whose config the model options given must match. */
-static int load_checkpoint(Run *r, const char *path, int with_optim, CkptState *st, Error *err) {
+/* The run's optimizer state for its model, every buffer zero (a new run's),
+ * and the model's gradients. */
+static int alloc_training(Run *r, Error *err) {
+    ParamView p = params_view(&r->model);
+    return model_alloc_grads(&r->model, err) || optim_state_init(&r->optim, r->o.optimizer, &p, err) ? -1 : 0;
+}
+
+/* Loads a checkpoint for --resume or --init: the config from the header
+ * first (loading reads the whole file) for the memory check, then the model,
+ * whose tokenizer must be the data's and whose config the model options given
+ * must match. For --resume (file not NULL) the checkpoint stays open in
+ * *file, for its optimizer's state once the run's options name the
+ * optimizer (ckpt_close). */
+static int load_checkpoint(Run *r, const char *path, CkptFile *file, CkptState *st, Error *err) {
     RunOptions *o = &r->o;
     ModelConfig cfg;
     size_t file_bytes;
+    CkptFile own;
+    CkptFile *f = file ? file : &own;
     if (ckpt_read_config(path, &cfg, &file_bytes, err) || run_check_memory(&cfg, o, file_bytes, err) ||
-        ckpt_load(path, &r->model, st, with_optim, err))
+        ckpt_open(f, path, err))
         return -1;
+    if (ckpt_read_model(f, &r->model, st, file != NULL, err)) {
+        ckpt_close(f);
+        return -1;
+    }
     int rc = 0;
     if (strcmp(st->tokenizer, r->ds.tok.hash) != 0)
         rc = err_set(err, "checkpoint '%s' was trained with tokenizer %s but '%s' has tokenizer %s", path,
                      st->tokenizer, o->data, r->ds.tok.hash);
-    else if (run_check_model(o, &r->model.cfg, !with_optim, err))
+    else if (run_check_model(o, &r->model.cfg, file == NULL, err))
         rc = -1;
     if (rc) {
         ckpt_state_free(st);
         model_free(&r->model);
     }
+    if (rc || !file) ckpt_close(f);
     return rc;
 }
 
-/* The checkpoint of --resume: the model, the step, the data position and
- * the run's options (those given on the command line win). */
+/* The checkpoint of --resume: the model, the step, the data position, the
+ * run's options (those given on the command line win) and the state of the
+ * optimizer they name. */
 static int resume(Run *r, Error *err) {
     RunOptions *o = &r->o;
     CkptState st;
+    CkptFile file;
     int moments;
     size_t ranks = (size_t)r->dist->size;
     if (ckpt_has_moments(o->resume, &moments, err)) return -1;
     if (!moments)
         return err_set(err, "'%s' holds weights only, no optimizer state to continue: start a new run from it with "
                             "--init %s", o->resume, o->resume);
-    if (load_checkpoint(r, o->resume, 1, &st, err)) return -1;
+    if (load_checkpoint(r, o->resume, &file, &st, err)) return -1;
     int rc = 0;
     if (run_options_from_json(o, st.train, ranks, err)) {
         char why[sizeof err->msg];
         snprintf(why, sizeof why, "%s", err->msg);
         rc = err_set(err, "'%s': %s", o->resume, why);
     }
+    if (rc == 0 && (alloc_training(r, err) || ckpt_read_optim(&file, &r->model, &r->optim.buffers, err))) rc = -1;
+    ckpt_close(&file);
     o->cfg = r->model.cfg;
     r->start_step = st.step;
     if (!run_progress_from_json(st.train, &r->progress)) /* older than the progress it keeps: its tokens from its step */
         r->progress.tokens = st.step * o->batch_size * o->cfg.block_size * o->grad_accum * ranks;
     r->data_rng.state = st.data_rng;
     ckpt_state_free(&st);
-    if (rc) model_free(&r->model);
+    if (rc) model_free(&r->model), optim_state_free(&r->optim);
     return rc;
 }
 
 /* --init: a new run from a checkpoint's weights, its model and tokenizer,
- * with fresh (zero) AdamW moments, step 0, the data stream from the seed and
- * every run option from the command line; --dropout, when given, is the new
- * run's. What the checkpoint's own run stored (moments, step, data position,
- * options) is not read. */
+ * with a fresh (zero) optimizer state, step 0, the data stream from the
+ * seed and every run option from the command line; --dropout, when given,
+ * is the new run's. What the checkpoint's own run stored (optimizer state,
+ * step, data position, options) is not read. */
 static int init_from(Run *r, Error *err) {
     RunOptions *o = &r->o;
     CkptState st;
-    if (load_checkpoint(r, o->init, 0, &st, err)) return -1;
+    if (load_checkpoint(r, o->init, NULL, &st, err)) return -1;
     ckpt_state_free(&st);
     Model *m = &r->model;
     if (run_option_given_named(o, "dropout")) m->cfg.dropout = o->cfg.dropout;
     o->cfg = m->cfg;
     rng_seed(&r->data_rng, o->seed);
-    return model_alloc_training(m, err);
+    return alloc_training(r, err);
 }
 
 /* Whether an option's text (config_option_text's) is its default. */
@@ -209,7 +230,7 @@ static int create(Run *r, int count_only, Error *err) {
     int failed = bad_config || (!count_only && run_check_memory(&o->cfg, o, 0, err)) ||
                  model_init(&r->model, &o->cfg, o->seed, err);
     if (dist_agree(r->dist, failed, err)) return -1;
-    if (dist_agree(r->dist, model_alloc_training(&r->model, err) != 0, err)) return -1;
+    if (dist_agree(r->dist, alloc_training(r, err) != 0, err)) return -1;
     rng_seed(&r->data_rng, o->seed);
     return 0;
 }
@@ -253,17 +274,12 @@ static int prepare_steps(Run *r, Error *err) {
         return -1;
     r->inputs = calloc(B * T, sizeof(int32_t));
     r->targets = calloc(B * T, sizeof(int32_t));
-    size_t scratch = o->optimizer->scratch_floats(&r->model);
-    r->optim_scratch = scratch ? calloc(scratch, sizeof(float)) : NULL;
-    if (dist_agree(dist, !r->inputs || !r->targets || (scratch && !r->optim_scratch) ? err_set(err, "out of memory") : 0,
-                   err))
-        return -1;
+    if (dist_agree(dist, !r->inputs || !r->targets ? err_set(err, "out of memory") : 0, err)) return -1;
     r->hyper = (TrainHyper){.batch_size = B, .grad_accum = o->grad_accum, .max_iters = o->max_iters,
                             .warmup_iters = o->warmup_iters, .eval_iters = o->eval_iters, .lr = o->lr,
                             .min_lr = o->min_lr, .grad_clip = o->grad_clip,
-                            .adam = {o->beta1, o->beta2, o->eps, o->weight_decay}, .optimizer = o->optimizer,
-                            .optim_settings = o->optim_settings[optimizer_index(o->optimizer)].bytes,
-                            .optim_scratch = r->optim_scratch, .optim_scratch_floats = scratch, .seed = o->seed,
+                            .adam = {o->beta1, o->beta2, o->eps, o->weight_decay},
+                            .optim_settings = o->optim_settings[optimizer_index(o->optimizer)].bytes, .seed = o->seed,
                             .window_align = o->window_align, .max_seconds = o->max_seconds,
                             .train_mask = r->masks.train.marked, .val_mask = r->masks.val.marked};
     return 0;
@@ -393,7 +409,7 @@ int run_open(Run *r, const RunOptions *o, Dist *dist, int count_only, Error *err
 void run_close(Run *r) {
     free(r->inputs);
     free(r->targets);
-    free(r->optim_scratch);
+    optim_state_free(&r->optim);
     model_free(&r->model);
     loss_masks_free(&r->masks);
     dataset_free(&r->ds);
@@ -407,7 +423,7 @@ int run_save(Run *r, const char *path, size_t step, Error *err) {
         memcpy(s.tokenizer, r->ds.tok.hash, 17);
         s.tokenizer_text = tokenizer_to_text(&r->ds.tok);
         s.train = run_state_json(&r->o, &r->progress, (size_t)r->dist->size);
-        failed = !s.train ? err_set(err, "out of memory"), 1 : ckpt_save(path, &r->model, &s, err) != 0;
+        failed = !s.train ? err_set(err, "out of memory"), 1 : ckpt_save(path, &r->model, &r->optim.buffers, &s, err) != 0;
         ckpt_state_free(&s);
     }
     return dist_agree(r->dist, failed, err);

@@ -49,7 +49,7 @@ typedef struct Run {
     RunProgress progress; /* at start_step (from the checkpoint when resuming), then as the loop goes */
     Rng data_rng;    /* where the data stream is */
     int32_t *inputs, *targets; /* one micro-batch */
-    float *optim_scratch;      /* the optimizer step's (Optimizer.scratch_floats), or NULL */
+    OptimizerState optim;      /* the optimizer's state and its step's scratch (lm/optim.h) */
     TrainHyper hyper;
     /* With bf16 products: bin/train's start-up check (worst error as a
      * fraction of its bound) and the kernel it ran, for the start-up line. */
@@ -59,8 +59,9 @@ typedef struct Run {
 
 /* Sets the run up on every rank of dist together (a failure on any rank is
  * one line on all): the dataset, the model (new from o; or o->resume with its
- * step, data position and kept options; or a new run from o->init's weights,
- * with fresh AdamW moments, step 0 and this run's options), the loss masks (unless o->no_loss_mask),
+ * step, data position, kept options and optimizer state; or a new run from
+ * o->init's weights, with a fresh optimizer state, step 0 and this run's
+ * options), the loss masks (unless o->no_loss_mask),
  * activations and batch buffers. With count_only it stops after the model's
  * layout (model.n_params), allocating no weights' gradients or activations. */
 /* Before any work: the folders of --out and --log created (with their

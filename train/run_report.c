@@ -15,10 +15,9 @@
 #include "say.h"
 
 /* What the run holds, in MiB: the weights; gradients and the optimizer's
- * state (the two buffers mirroring the weights, and its step's scratch);
- * activations; and what --precision bf16 added (model_set_precision's
- * weights' shadow, operand scratch and packed heads, as model_bf16_bytes
- * counts them; 0 in fp32). */
+ * state (its buffers, and its step's scratch); activations; and what
+ * --precision bf16 added (model_set_precision's weights' shadow, operand
+ * scratch and packed heads, as model_bf16_bytes counts them; 0 in fp32). */
 typedef struct MemoryMib {
     double weights, state, activations, bf16;
 } MemoryMib;
@@ -26,8 +25,8 @@ typedef struct MemoryMib {
 static MemoryMib memory_mib(const Run *r) {
     const Model *m = &r->model;
     const double mib = 1.0 / (1024.0 * 1024.0);
-    double scratch = (double)r->o.optimizer->scratch_floats(m) * 4.0;
-    return (MemoryMib){(double)m->n_params * 4.0 * mib, (3.0 * (double)m->n_params * 4.0 + scratch) * mib,
+    double state = (double)(m->n_params + r->optim.n_floats + r->optim.n_scratch) * 4.0;
+    return (MemoryMib){(double)m->n_params * 4.0 * mib, state * mib,
                        (double)m->n_acts * 4.0 * mib,
                        m->bf16 ? (double)model_bf16_bytes(&m->cfg, m->B_max, m->T_max) * mib : 0.0};
 }
@@ -61,7 +60,7 @@ void run_print_start(const Run *r, const ThreadTuner *tuner, size_t start_thread
            r->ds.train.n, r->ds.val.n, o->batch_size, o->cfg.block_size, o->grad_accum, r->start_step, o->stop_at,
            o->max_iters, width, how);
     if (o->init)
-        say("init: the weights of %s; a new run: fresh AdamW moments, step 0, this run's schedule\n", o->init);
+        say("init: the weights of %s; a new run: a fresh optimizer state, step 0, this run's schedule\n", o->init);
     say("blas: %s | %zu threads | isa %s\n", blas_describe(), width, cpu_isa_describe());
     if (o->precision == PRECISION_BF16)
         say("precision: bf16 products, fp32 accumulation | %s, %s | checked at the model's shapes: worst %.2f of "
@@ -79,14 +78,14 @@ void run_print_start(const Run *r, const ThreadTuner *tuner, size_t start_thread
     char bf16_mem[96] = ""; /* the bf16 weights, the scratch of one product's rounded operands, packed heads */
     if (m->bf16) snprintf(bf16_mem, sizeof bf16_mem, ", bf16 weights and operands %.1f MiB", mem.bf16);
     const Optimizer *opt = o->optimizer;
-    char note[96] = ""; /* Muon's: its matrices keep the second moment's buffer (lm/optim.h), at zero */
     if (opt->describe) { /* an AdamW run's lines are as they were before Muon */
         char line[320];
-        opt->describe(m, o->optim_settings[optimizer_index(opt)].bytes, o->lr, line, sizeof line, note, sizeof note);
+        ParamView params = params_view(m);
+        opt->describe(&params, o->optim_settings[optimizer_index(opt)].bytes, o->lr, line, sizeof line);
         say("%s\n", line);
     }
-    say("memory: weights %.1f MiB, gradients and %s %.1f MiB%s, activations %.1f MiB%s\n", mem.weights,
-        opt->describe ? "optimizer state" : "AdamW moments", mem.state, note, mem.activations, bf16_mem);
+    say("memory: weights %.1f MiB, gradients and %s %.1f MiB, activations %.1f MiB%s\n", mem.weights,
+        opt->describe ? "optimizer state" : "AdamW moments", mem.state, mem.activations, bf16_mem);
     fflush(stdout);
 }
 

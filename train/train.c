@@ -83,7 +83,7 @@ static int build_table(Table *t, RunOptions *o, Actions *a) {
                  "come from CKPT (run options given here win)"),
         CLI_TEXT("init", 0, &o->init, "CKPT",
                  "start a new run from CKPT's weights (fine-tuning): its model and\n"
-                 "tokenizer, fresh AdamW moments, step 0, and this command's run\n"
+                 "tokenizer, a fresh optimizer state, step 0, and this command's run\n"
                  "options; model options given must equal CKPT's (--dropout may differ)"),
     };
     const CliOption recipe = CLI_TEXT("recipe", 0, &o->recipe, "R",

@@ -20,8 +20,9 @@ static int bf16_failed(const Model *m, Dist *dist, Error *err) {
     return dist ? dist_agree(dist, failed, err) : -failed;
 }
 
-int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper *h, Dist *dist, Profile *prof,
-               size_t step, double elapsed, int32_t *inputs, int32_t *targets, StepStats *out, Error *err) {
+int train_step(Model *m, OptimizerState *optim, const TokenFile *train, Rng *data_rng, const TrainHyper *h, Dist *dist,
+               Profile *prof, size_t step, double elapsed, int32_t *inputs, int32_t *targets, StepStats *out,
+               Error *err) {
     size_t B = h->batch_size, T = m->cfg.block_size;
     size_t ranks = dist ? (size_t)dist->size : 1, rank = dist ? (size_t)dist->rank : 0;
     size_t job_accum = h->grad_accum * ranks; /* the job's micro-batches per step */
@@ -62,12 +63,9 @@ int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper
     out->lr = h->max_seconds > 0 ? lr_schedule_timed(step, h->warmup_iters, elapsed, h->max_seconds, h->lr, h->min_lr)
                                  : lr_schedule(step, h->warmup_iters, h->max_iters, h->lr, h->min_lr);
     float scale = clip_scale(out->grad_norm, h->grad_clip);
-    if (h->optimizer) {
-        OptimSettings set = {.adam = h->adam, .own = h->optim_settings, .lr_peak = h->lr};
-        h->optimizer->step(m, &set, h->optim_scratch, h->optim_scratch_floats, out->lr, step + 1, scale);
-    } else {
-        model_adamw_step(m, &h->adam, out->lr, step + 1, scale);
-    }
+    OptimSettings set = {.adam = h->adam, .own = h->optim_settings, .lr_peak = h->lr};
+    ParamView params = params_view(m);
+    optim_step(optim, &params, &set, out->lr, step + 1, scale);
     model_round_weights(m); /* bf16: the products' weights, once per step, whichever the optimizer */
     profile_stop(prof, "optimizer", PASS_FORWARD, t0);
     if (prof) prof->steps++;

@@ -24,12 +24,7 @@ typedef struct TrainHyper {
     double max_seconds;  /* > 0: the schedule follows the elapsed training time (lr_schedule_timed) */
     float lr, min_lr, grad_clip;
     AdamWConfig adam;
-    /* The optimizer (NULL: AdamW), its own settings (OptimSettings.own),
-     * and the scratch of its step (Optimizer.scratch_floats floats). */
-    const Optimizer *optimizer;
-    const void *optim_settings;
-    float *optim_scratch;
-    size_t optim_scratch_floats;
+    const void *optim_settings; /* the optimizer's own (OptimSettings.own) */
     uint64_t seed;
     /* Loss masks (lm/loss_mask.h), one byte per token of the training and
      * validation files; NULL: every target counts. */
@@ -42,7 +37,8 @@ typedef struct StepStats {
     float grad_norm; /* before clipping */
 } StepStats;
 
-/* Step `step` (0-based). inputs/targets: scratch of batch_size * block_size.
+/* Step `step` (0-based) of the model with its optimizer's state optim (the
+ * optimizer is the state's). inputs/targets: scratch of batch_size * block_size.
  * dist: the job (NULL: one process); prof: NULL, or where the step's
  * time goes, per part (bin/train --profile); grad_accum is per rank, so the step
  * takes grad_accum * ranks micro-batches from the stream, and every rank
@@ -50,8 +46,9 @@ typedef struct StepStats {
  * one (used only with max_seconds). A non-finite loss or gradient, or a bf16
  * product that failed (model_bf16_failed) on any rank, returns -1 before the
  * weights change. */
-int train_step(Model *m, const TokenFile *train, Rng *data_rng, const TrainHyper *h, Dist *dist, Profile *prof,
-               size_t step, double elapsed, int32_t *inputs, int32_t *targets, StepStats *out, Error *err);
+int train_step(Model *m, OptimizerState *optim, const TokenFile *train, Rng *data_rng, const TrainHyper *h, Dist *dist,
+               Profile *prof, size_t step, double elapsed, int32_t *inputs, int32_t *targets, StepStats *out,
+               Error *err);
 
 /* Mean loss over eval_iters batches drawn from a fixed seed: the same batches
  * every time, so successive estimates along a run are comparable. Shared out

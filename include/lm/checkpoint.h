@@ -1,9 +1,11 @@
 /* Checkpoints and gradient dumps: what this project stores in safetensors
  * files (lm/safetensors.h).
  *
- * A checkpoint holds every weight under its name in docs/design.md, the AdamW
- * moments as optim.m.<name> / optim.v.<name>, and metadata: format, config
- * (JSON), step, data_rng, tokenizer (hash), tokenizer_text and train (the run's options, JSON). */
+ * A checkpoint holds every weight under its name in docs/design.md, the
+ * optimizer's state as optim.m.<name> / optim.v.<name> (two buffers of each
+ * weight's shape: AdamW's moments, which the format was made for; Muon's
+ * momentum in m), and metadata: format, config (JSON), step, data_rng,
+ * tokenizer (hash), tokenizer_text and train (the run's options, JSON). */
 #ifndef LM_CHECKPOINT_H
 #define LM_CHECKPOINT_H
 
@@ -24,21 +26,57 @@ typedef struct CkptState {
 } CkptState;
 
 void ckpt_state_free(CkptState *s);
-int ckpt_save(const char *path, const Model *m, const CkptState *s, Error *err);
-/* A checkpoint of weights and tokenizer alone: step 0, no AdamW moments, no
+
+/* An optimizer's state as a checkpoint stores it (lm/optim.h's
+ * OptimizerState holds its buffers so): for each of the model's tensors,
+ * n_names buffers of the tensor's shape, buffer k named names[k] (in the
+ * file optim.<name>.<tensor>, "m" and "v": the format's two); buf[i *
+ * n_names + k] is tensor i's buffer k, or NULL where the optimizer keeps
+ * none. The format gives every tensor both buffers, as AdamW keeps them: so
+ * that checkpoints written before an optimizer kept fewer (Muon's matrices
+ * have no second moment) still load, and new ones are byte for byte what
+ * they were, a buffer not kept is written as zeros (what the buffer it
+ * replaced always held) and on reading checked like the others and dropped. */
+typedef struct OptimBuffers {
+    size_t n_names;
+    const char *const *names;
+    float *const *buf;
+} OptimBuffers;
+
+/* The checkpoint of model m, with the optimizer's state optim (NULL:
+ * weights only), and s. */
+int ckpt_save(const char *path, const Model *m, const OptimBuffers *optim, const CkptState *s, Error *err);
+/* A checkpoint of weights and tokenizer alone: step 0, no optimizer state, no
  * run options (a model converted from elsewhere: every program reads it, and
  * bin/train starts a run from its weights with --init, not --resume). */
 int ckpt_save_model(const char *path, const Model *m, const Tokenizer *tok, Error *err);
-/* Builds the model from the checkpoint's config and loads its weights; with
- * with_optim also the AdamW moments (allocating gradients and moments): a
- * checkpoint of weights alone is then refused in one line naming --init. */
-int ckpt_load(const char *path, Model *m, CkptState *s, int with_optim, Error *err);
+/* Builds the model from the checkpoint's config and loads its weights (the
+ * optimizer's state, if it holds one, is not read). */
+int ckpt_load(const char *path, Model *m, CkptState *s, Error *err);
+
+/* A checkpoint read whole and checked (ckpt_open), for loading in two
+ * parts: the model (ckpt_read_model), then, once the optimizer is known
+ * (a resumed run's is in its run options, s->train) and its state allocated
+ * for the model (lm/optim.h's optim_state_init), that state
+ * (ckpt_read_optim). ckpt_close frees it. */
+typedef struct CkptFile {
+    StFile st;
+    const char *path; /* the caller's, for messages */
+} CkptFile;
+int ckpt_open(CkptFile *f, const char *path, Error *err);
+/* ckpt_load's work on an open checkpoint; with with_optim its file must be
+ * large enough for the optimizer's state too. */
+int ckpt_read_model(CkptFile *f, Model *m, CkptState *s, int with_optim, Error *err);
+/* The optimizer's state into o's buffers, for the model that
+ * ckpt_read_model read: a checkpoint of weights alone is refused. */
+int ckpt_read_optim(CkptFile *f, const Model *m, const OptimBuffers *o, Error *err);
+void ckpt_close(CkptFile *f);
 
 /* The config in a checkpoint's header, reading only the header (no
  * checksum: that needs the whole file), and the file's size: for a memory
  * estimate before loading. */
 int ckpt_read_config(const char *path, ModelConfig *cfg, size_t *file_bytes, Error *err);
-/* Whether the checkpoint holds the AdamW moments, from its header alone:
+/* Whether the checkpoint holds optimizer state, from its header alone:
  * bin/train writes them; a model that only has weights (bin/convert's) can
  * start a new run (bin/train --init) but not continue one. */
 int ckpt_has_moments(const char *path, int *has, Error *err);

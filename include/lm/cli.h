@@ -6,6 +6,10 @@
 
 #include <stddef.h>
 
+/* What every program's --version prints after its name: raised when a
+ * file format or an option's meaning changes. */
+#define LM_VERSION "0.1.0"
+
 /* Exit status for bad input: usage errors, unreadable or invalid files. */
 #define EXIT_BAD_INPUT 2
 

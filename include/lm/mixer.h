@@ -148,6 +148,36 @@ typedef struct TensorSpec {
     int output;  /* the layer's output projection (a matrix): zero with the config's zero_init */
 } TensorSpec;
 
+/* ---- a layer's tensors, declared once ----------------------------------------
+ *
+ * A mixer declares its tensors once, in storage order, in its `layout`
+ * member: a function of the layer's spec that names each tensor with
+ * MIXER_TENSOR (llm.c's ParameterTensors, as one list):
+ *   MIXER_TENSOR(L, GlaParams, qkv_w, "gla.qkv.weight", 3 * C, C, INIT_NORMAL, 0);
+ * the mixer's own struct of pointers and its field (a `const float *`)
+ * that points at the tensor, its name, rows, cols (0: a vector), its
+ * initialisation and whether it is the layer's output projection
+ * (TensorSpec.output). From that one declaration mixer_tensors lists the
+ * tensors (the model's layout, bin/info --mixers) and mixer_params points
+ * the struct's fields into a layer's parameters, or its gradients: no
+ * mixer writes an offset. */
+typedef struct MixerLayout MixerLayout; /* the walk (src/mixers/layout.c): only passed on */
+typedef void (*MixerLayoutFn)(const MixerSpec *spec, MixerLayout *L);
+
+/* One tensor of the declaration: its field at byte `field` of the struct of pointers. */
+void mixer_layout_add(MixerLayout *L, size_t field, const char *name, size_t rows, size_t cols, InitKind init,
+                      int output);
+#define MIXER_TENSOR(L, Params, field, name, rows, cols, init, output)                                              \
+    do {                                                                                                           \
+        _Static_assert(_Generic(((Params *)0)->field, const float *: 1, default: 0), #field " is a const float *"); \
+        mixer_layout_add((L), offsetof(Params, field), (name), (rows), (cols), (init), (output));                  \
+    } while (0)
+
+/* The fields of *ptrs (a struct of `size` bytes, all `const float *`)
+ * pointed into params as layout declares the tensors: each at its tensor's
+ * first float; a field it does not declare is NULL. */
+void mixer_params(MixerLayoutFn layout, const MixerSpec *spec, const float *params, void *ptrs, size_t size);
+
 /* What a mixer's lower-precision paths may cost, which the contract suite
  * (tests/test_mixers.c, make test-mixers) holds it to on its test layer
  * (the suite's head comment: sizes, weights and inputs). Each is the worst
@@ -190,9 +220,10 @@ typedef struct Mixer {
     size_t (*parts)(const MixerSpec *spec, char (*names)[MIXER_PART_NAME]);
     /* Rejects configurations this mixer cannot run. */
     int (*validate)(const MixerSpec *spec, Error *err);
-    /* Fills `out` with the layer's tensors (names relative to "h.{l}.") and
-     * returns how many; their sizes add up to the parameter count. */
-    size_t (*tensors)(const MixerSpec *spec, TensorSpec *out);
+    /* Declares the layer's tensors, in storage order (names relative to
+     * "h.{l}."; MIXER_TENSOR above): their sizes add up to its parameter
+     * count, and the mixer finds them with mixer_params. */
+    MixerLayoutFn layout;
     size_t (*act_size)(const MixerSpec *spec, size_t B, size_t T);
     void (*forward)(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *acts,
                     float *out, const float *in, size_t B, size_t T);
@@ -259,6 +290,10 @@ const Mixer *mixer_at(size_t i);
 size_t mixer_index(const Mixer *mx);
 /* The registered names, "attention, grassmann, ...", for messages. */
 const char *mixer_names(void);
+/* The layer's tensors as its layout declares them, into out (room for
+ * MIXER_MAX_TENSORS: a layout that declares more fills that many); returns
+ * how many it declares. */
+size_t mixer_tensors(const Mixer *mx, const MixerSpec *spec, TensorSpec *out);
 size_t mixer_param_count(const Mixer *mx, const MixerSpec *spec);
 
 #endif

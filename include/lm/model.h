@@ -16,9 +16,10 @@
  *          LOSS_IGNORE: a training loss mask, lm/loss_mask.h; the head and
  *          the loss then run at the scored positions alone)
  *
- * Memory: parameters in one float buffer; gradients and the two AdamW
- * moments in buffers of the same layout; activations in one arena sized for
- * (B, T) once. Nothing is allocated inside forward, backward or step. */
+ * Memory: parameters in one float buffer; gradients in a buffer of the same
+ * layout (an optimizer's state is its own: lm/optim.h); activations in one
+ * arena sized for (B, T) once. Nothing is allocated inside forward, backward
+ * or step. */
 #ifndef LM_MODEL_H
 #define LM_MODEL_H
 
@@ -34,7 +35,7 @@
 typedef struct ParamTensor {
     char name[TENSOR_NAME_MAX];
     size_t rows, cols; /* cols == 0: a vector */
-    size_t offset;     /* into params (and grads, m, v) */
+    size_t offset;     /* into params (and grads) */
     InitKind init;
 } ParamTensor;
 
@@ -70,7 +71,7 @@ typedef struct Model {
     size_t wte, wpe, lnf_w, lnf_b; /* wpe only with learned positions; lnf_b only with LayerNorm */
     size_t head;                   /* the head's (V, C): lm_head.weight when untied, else wte */
     LayerOffsets layer[MAX_LAYERS];
-    float *params, *grads, *m, *v; /* grads, m, v: only after model_alloc_training */
+    float *params, *grads;         /* grads: only after model_alloc_grads */
     float *grads_micro;            /* one micro-batch's gradients, for accumulation (model_alloc_grad_accum) */
     float *pos_table;              /* (block_size, C) sinusoidal table, or NULL */
     /* Mixed precision (model_set_precision): NULL in fp32; with
@@ -132,16 +133,18 @@ int model_layout(Model *m, const ModelConfig *cfg, Error *err);
  * (0 if memory ran out). */
 size_t model_count_params(const ModelConfig *cfg);
 /* What a model of this config allocates, in bytes: the weights; with
- * training the gradients and the two AdamW moments (and with accum the
- * second gradient buffer); the activations for (B, T). For checking against
- * the machine's memory before allocating. */
+ * training the gradients (and with accum the second gradient buffer); the
+ * activations for (B, T). For checking against the machine's memory before
+ * allocating (with the optimizer's state: lm/optim.h's
+ * optimizer_state_bytes). */
 size_t model_memory_bytes(const ModelConfig *cfg, size_t B, size_t T, int training, int accum);
 /* The bytes --precision bf16 adds for batch B x T (model_set_precision): the
  * bf16 shadow of the weights, the scratch of one product's two rounded
  * operands and the mixers' packed operands (Mixer.bf16_words); 0 if the
  * layout cannot be counted. */
 size_t model_bf16_bytes(const ModelConfig *cfg, size_t B, size_t T);
-int model_alloc_training(Model *m, Error *err);
+/* The gradients, for training (zero). */
+int model_alloc_grads(Model *m, Error *err);
 
 /* Training FLOPs per token at block size T, counted alike for every mixer:
  * dense = 6 x the sum of rows x cols over the weight matrices a step

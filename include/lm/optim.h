@@ -3,16 +3,17 @@
  * hidden layers' matrices with AdamW for the rest; the learning-rate
  * schedule (linear warm-up, cosine decay to min_lr) and global-norm clipping.
  *
- * An optimizer's state lives in the model's two buffers that mirror the
- * parameters (Model.m, Model.v: allocated by model_alloc_training and stored
- * in checkpoints as optim.m.<name> / optim.v.<name>): AdamW's moments, or
- * for a tensor that Muon updates its momentum buffer in m (v stays zero:
- * the buffers keep the parameters' one layout, so every reader addresses a
- * tensor's state by its offset; bin/train's start-up line names the unused
- * share, and the memory check counts it).
- * What a step needs besides (Muon's Newton-Schulz products) is scratch that
- * the caller allocates once (Optimizer.scratch_floats): nothing is allocated
- * inside a step.
+ * An optimizer steps over a view of the parameters (ParamView: the
+ * tensors, the weights and their gradients; no Model) and keeps a state of
+ * its own, apart from the model: it declares what it keeps per tensor
+ * (buffers of the tensor's shape, named as checkpoints store them: AdamW
+ * its two moments "m" and "v" for every tensor, Muon its momentum "m" for
+ * each matrix it updates and AdamW's two for the rest), and
+ * optim_state_init allocates that (OptimizerState, in one allocation) with
+ * the scratch its step needs (Optimizer.scratch_floats: Muon's
+ * Newton-Schulz products), so nothing is allocated inside a step.
+ * Checkpoints store the state as optim.<name>.<tensor> (lm/checkpoint.h's
+ * OptimBuffers).
  *
  * An optimizer owns its settings besides AdamW's (which every optimizer
  * shares for the tensors it leaves to AdamW): a struct of its own in a block
@@ -31,6 +32,7 @@
 
 #include <stddef.h>
 
+#include "lm/checkpoint.h"
 #include "lm/model.h"
 
 typedef struct AdamWConfig {
@@ -70,27 +72,80 @@ typedef struct OptimSettings {
     float lr_peak;
 } OptimSettings;
 
+/* The parameters an optimizer steps over: the tensors (names, shapes and
+ * offsets), and the weights and gradients they lie in, each one allocation
+ * of n_params floats. A view: it owns nothing. params and grads may be NULL
+ * where only the layout is asked (scratch_floats, describe,
+ * optim_state_init). */
+typedef struct ParamView {
+    const ParamTensor *tensors;
+    size_t n_tensors, n_params;
+    float *params;
+    const float *grads;
+} ParamView;
+
+/* The model's parameters as the optimizer sees them. */
+ParamView params_view(const Model *m);
+
+#define OPTIM_MAX_BUFFERS 2 /* an optimizer's buffers per tensor, at most: the checkpoint format's "m" and "v" */
+
+typedef struct OptimizerState OptimizerState;
+
 typedef struct Optimizer {
     const char *name;
     const char *title; /* in messages: "Muon" */
     /* Its own settings (none: NULL, 0), in the order of bin/train's --help. */
     const OptimOption *options;
     size_t n_options;
-    /* Floats of scratch a step needs for a model of this layout (0: none). */
-    size_t (*scratch_floats)(const Model *m);
+    /* The state it keeps: buffers named state_names[0 .. n_state_names)
+     * (at most OPTIM_MAX_BUFFERS, named as a checkpoint stores them: "m"
+     * and "v"), of which tensor t keeps the first state_buffers(t), each of
+     * t's shape. */
+    const char *const *state_names;
+    size_t n_state_names;
+    size_t (*state_buffers)(const ParamTensor *t);
+    /* Floats of scratch a step needs for parameters of this layout (0: none). */
+    size_t (*scratch_floats)(const ParamView *p);
     /* One update of every parameter from the gradient grads * grad_scale
      * (the clipping factor), at AdamW's scheduled rate lr; t is the 1-based
-     * step count; scratch holds n_scratch floats (scratch_floats asked when
-     * the run began: a step uses no more, and fewer threads if it must).
-     * The result does not depend on the thread count. The bf16 weights are
-     * the caller's to refresh (model_round_weights). */
-    void (*step)(Model *m, const OptimSettings *s, float *scratch, size_t n_scratch, float lr, size_t t,
+     * step count; s is its state (optim_state_init), whose scratch the step
+     * uses (and fewer threads if it must). The result does not depend on the
+     * thread count. The bf16 weights are the caller's to refresh
+     * (model_round_weights). */
+    void (*step)(const ParamView *p, OptimizerState *s, const OptimSettings *set, float lr, size_t t,
                  float grad_scale);
     /* Optional (NULL: an AdamW run's lines): bin/train's start-up line about
      * it (own: its settings; lr: the AdamW peak rate), without the newline,
-     * into line; and a note for the memory line's optimizer state, into note. */
-    void (*describe)(const Model *m, const void *own, float lr, char *line, size_t len, char *note, size_t note_len);
+     * into line. */
+    void (*describe)(const ParamView *p, const void *own, float lr, char *line, size_t len);
 } Optimizer;
+
+/* An optimizer's state for one model, as the optimizer declares it, and
+ * the scratch of its step: allocated by optim_state_init and owned here,
+ * apart from the model. The buffers lie in one allocation, buffer k of
+ * every tensor that keeps one in tensor order, then buffer k + 1 (AdamW's
+ * two moments each mirror the weights' layout). */
+struct OptimizerState {
+    const Optimizer *opt;
+    OptimBuffers buffers; /* tensor i's buffer k, as checkpoints store it (lm/checkpoint.h) */
+    float *floats;        /* the buffers' allocation: n_floats */
+    size_t n_floats;
+    float *scratch;       /* the step's: n_scratch floats (Optimizer.scratch_floats), or NULL */
+    size_t n_scratch;
+};
+
+/* opt's state for the parameters p (their layout: values not read), every
+ * buffer zero (a new run's), and its step's scratch for the parallel width
+ * now (lm/threads.h). Returns 0, or -1 with err set. */
+int optim_state_init(OptimizerState *s, const Optimizer *opt, const ParamView *p, Error *err);
+void optim_state_free(OptimizerState *s);
+/* Tensor i's buffer k of the state (NULL: the tensor keeps none). */
+static inline float *optim_buffer(const OptimizerState *s, size_t i, size_t k) {
+    return s->buffers.buf[i * s->buffers.n_names + k];
+}
+/* One step of the state's optimizer over p (Optimizer.step). */
+void optim_step(OptimizerState *s, const ParamView *p, const OptimSettings *set, float lr, size_t t,
+                float grad_scale);
 
 const Optimizer *optimizer_find(const char *name);
 /* The registry's entries in order (the first is the default: adamw):
@@ -101,8 +156,10 @@ const Optimizer *optimizer_at(size_t i);
 size_t optimizer_index(const Optimizer *opt);
 /* "adamw, muon" for messages. */
 const char *optimizer_names(void);
-/* The bytes of scratch opt's step needs for a model of this config, for the
- * memory check before allocating (0 if the layout cannot be counted). */
+/* The bytes of opt's state (its buffers), and of the scratch its step
+ * needs, for a model of this config: for the memory check before
+ * allocating (0 if the layout cannot be counted). */
+size_t optimizer_state_bytes(const Optimizer *opt, const ModelConfig *cfg);
 size_t optimizer_scratch_bytes(const Optimizer *opt, const ModelConfig *cfg);
 
 /* One AdamW update of n parameters with gradient grads * grad_scale (the
@@ -110,9 +167,6 @@ size_t optimizer_scratch_bytes(const Optimizer *opt, const ModelConfig *cfg);
  * 1-based step count. */
 void adamw_update(float *params, const float *grads, float grad_scale, float *m, float *v, size_t n, float lr,
                   float weight_decay, const AdamWConfig *cfg, size_t t);
-/* adamw_update over every tensor of the model, decaying only matrices (the
- * bf16 weights are the caller's to refresh). */
-void model_adamw_step(Model *model, const AdamWConfig *cfg, float lr, size_t t, float grad_scale);
 
 /* Whether Muon updates tensor t: a matrix of the hidden layers (the mixers'
  * projections and the MLP's, names "h.<l>."); embeddings, the head, gains

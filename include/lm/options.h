@@ -64,7 +64,8 @@ typedef struct CliProgram {
 #define CLI_CONTINUE (-1)
 
 /* Parses argv against opts (n rows). Returns CLI_CONTINUE, 0 after printing
- * --help, or EXIT_BAD_INPUT after printing one line. With p->positional,
+ * --help or --version ("<name> (lm) LM_VERSION", lm/cli.h), or
+ * EXIT_BAD_INPUT after printing one line. With p->positional,
  * *first (if not NULL) gets the index of the first argument that is not an
  * option. */
 int cli_parse(const CliProgram *p, CliOption *opts, size_t n, int argc, char **argv, int *first);

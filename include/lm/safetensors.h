@@ -2,9 +2,11 @@
  *
  * Layout: u64 little-endian header length, JSON header (padded with spaces
  * to 8 bytes), raw little-endian tensor data. Ours (st_write, st_open) hold
- * a "checksum" in the header's __metadata__ ("fnv1a64:" + 16 hex digits)
- * over the whole file with those 16 digits read as '0', so one flipped byte
- * anywhere is detected. Files written by other programs (Hugging Face's
+ * a "checksum" in the header's __metadata__: its kind, "xxh3-64:" (XXH3's
+ * 64-bit hash, what st_write writes) or "fnv1a64:" (64-bit FNV-1a, what
+ * files written before XXH3 hold, still read), then 16 hex digits of that
+ * hash of the whole file with those 16 digits read as '0', so one flipped
+ * byte anywhere is detected. Files written by other programs (Hugging Face's
  * save_pretrained) have none: st_open_foreign reads them, checking every
  * tensor entry instead, and st_to_f32 turns their F32, F16 and BF16 tensors
  * into floats. What the tensors and the other metadata mean is the caller's
@@ -43,8 +45,9 @@ int st_write_foreign(const char *path, const StTensor *tensors, size_t n, const 
                      Error *err);
 
 typedef struct StFile {
-    char *buf;
+    const char *buf; /* the file (st_open, st_open_foreign: mapped) or its head */
     size_t len, data_start;
+    int mapped;
     json_t *header;
 } StFile;
 

@@ -13,6 +13,7 @@
 /* getopt_long's value for row i; clear of every short-option character. */
 #define ROW_BASE 1000
 #define HELP_ROW (ROW_BASE - 1)
+#define VERSION_ROW (ROW_BASE - 2)
 
 int parse_size(const char *s, size_t max, size_t *out, const char *what, Error *err) {
     if (!s || !*s) return err_set(err, "%s: empty value", what);
@@ -162,7 +163,7 @@ static int abbreviated(const char *typed, const char *name) {
 }
 
 int cli_parse(const CliProgram *p, CliOption *opts, size_t n, int argc, char **argv, int *first) {
-    struct option *longs = calloc(n + 2, sizeof *longs);
+    struct option *longs = calloc(n + 3, sizeof *longs);
     char *shorts = calloc(2 * n + 4, 1);
     if (!longs || !shorts) {
         free(longs);
@@ -181,6 +182,7 @@ int cli_parse(const CliProgram *p, CliOption *opts, size_t n, int argc, char **a
         }
     }
     longs[nl++] = (struct option){"help", no_argument, NULL, HELP_ROW};
+    longs[nl++] = (struct option){"version", no_argument, NULL, VERSION_ROW};
     shorts[ns++] = 'h';
     opterr = 0;
     optind = 1;
@@ -189,10 +191,11 @@ int cli_parse(const CliProgram *p, CliOption *opts, size_t n, int argc, char **a
     while (rc == CLI_CONTINUE && (c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
         CliOption *o = NULL;
         if (c >= ROW_BASE) o = &opts[c - ROW_BASE];
-        const char *typed = long_typed(argc, argv, c >= HELP_ROW);
-        if (typed && abbreviated(typed, c == HELP_ROW ? "help" : o->name)) {
+        const char *typed = long_typed(argc, argv, c >= VERSION_ROW);
+        const char *name = c == HELP_ROW ? "help" : c == VERSION_ROW ? "version" : o ? o->name : NULL;
+        if (typed && abbreviated(typed, name)) {
             rc = cli_error(p->name, "option '--%.*s' is short for --%s: write options in full (see --help)",
-                           (int)strcspn(typed + 2, "="), typed + 2, c == HELP_ROW ? "help" : o->name);
+                           (int)strcspn(typed + 2, "="), typed + 2, name);
             break;
         }
         struct stat st; /* bin/info * in a folder holding a run named --help */
@@ -205,6 +208,9 @@ int cli_parse(const CliProgram *p, CliOption *opts, size_t n, int argc, char **a
             if (opts[i].kind != OPT_HEADING && opts[i].letter == c) o = &opts[i];
         if (c == HELP_ROW || c == 'h') {
             cli_help(stdout, p, opts, n);
+            rc = 0;
+        } else if (c == VERSION_ROW) {
+            printf("%s (lm) %s\n", p->name, LM_VERSION);
             rc = 0;
         } else if (c == ':') rc = cli_error(p->name, "option '%s' needs a value (see --help)", argv[optind - 1]);
         else if (!o) {
@@ -248,5 +254,6 @@ void cli_help(FILE *f, const CliProgram *p, const CliOption *opts, size_t n) {
         else help_row(f, p->column, opts[i].letter, opts[i].name, opts[i].value, opts[i].help);
     }
     help_row(f, p->column, 'h', "help", NULL, "this help");
+    help_row(f, p->column, 0, "version", NULL, "the version");
     if (p->after) fputs(p->after, f);
 }

@@ -2,17 +2,29 @@
  * programs' read with every entry checked and their F16 and BF16 tensors turned into floats (see lm/safetensors.h). */
 #include "lm/safetensors.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "lm/files.h"
 #include "runtime/hash.h"
 
-#define CHECKSUM_KEY "\"checksum\":\"fnv1a64:"
+/* xxHash (Debian's libxxhash-dev) compiled into this file: no library to
+ * link, and XXH3 at the build's vector width. */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+/* The checksum's value: a kind of 8 characters, then 16 hex digits of a
+ * 64-bit hash of the whole file with those digits read as '0'. */
+#define CHECKSUM_KEY "\"checksum\":\""
+#define CHECKSUM_KIND 8
 #define CHECKSUM_DIGITS 16
+static const char zero_digits[] = "0000000000000000";
 
 /* The dtypes of the safetensors format whose element size is known, so that
  * an entry's data offsets can be checked against its shape; ours first, in
@@ -36,11 +48,30 @@ static size_t tensor_bytes(const StTensor *t) {
     return n;
 }
 
-static uint64_t file_checksum(const char *buf, size_t len, size_t digits_at) {
+/* FNV-1a: byte after byte, a multiply each. */
+static uint64_t fnv1a_checksum(const char *buf, size_t len, size_t digits_at) {
     uint64_t h = fnv1a(FNV_OFFSET, buf, digits_at);
-    h = fnv1a(h, "0000000000000000", CHECKSUM_DIGITS);
+    h = fnv1a(h, zero_digits, CHECKSUM_DIGITS);
     return fnv1a(h, buf + digits_at + CHECKSUM_DIGITS, len - digits_at - CHECKSUM_DIGITS);
 }
+
+/* XXH3-64 (seed 0), streamed over the same three pieces: 64-byte stripes
+ * in SIMD vectors (SSE2, AVX2, NEON: the build's), at memory speed. */
+static uint64_t xxh3_checksum(const char *buf, size_t len, size_t digits_at) {
+    XXH3_state_t state;
+    XXH3_64bits_reset(&state);
+    XXH3_64bits_update(&state, buf, digits_at);
+    XXH3_64bits_update(&state, zero_digits, CHECKSUM_DIGITS);
+    XXH3_64bits_update(&state, buf + digits_at + CHECKSUM_DIGITS, len - digits_at - CHECKSUM_DIGITS);
+    return XXH3_64bits_digest(&state);
+}
+
+/* The kinds a reader accepts, the writer's first: the older files hold
+ * FNV-1a's, and still load. */
+static const struct {
+    const char *kind;
+    uint64_t (*hash)(const char *buf, size_t len, size_t digits_at);
+} checksums[] = {{"xxh3-64:", xxh3_checksum}, {"fnv1a64:", fnv1a_checksum}};
 
 /* A tensor's bytes at dst: as stored, or transposed (t->transpose: the
  * source is the [shape[1], shape[0]] matrix). Ours are 4-byte elements. */
@@ -62,7 +93,7 @@ static int write_file(const char *path, const StTensor *tensors, size_t n, const
     sb_appendf(&h, "{");
     if (checksum || n_meta) {
         sb_appendf(&h, "\"__metadata__\":{");
-        if (checksum) sb_appendf(&h, CHECKSUM_KEY "0000000000000000\"");
+        if (checksum) sb_appendf(&h, CHECKSUM_KEY "%s%s\"", checksums[0].kind, zero_digits);
         for (size_t i = 0; i < n_meta; i++) {
             if (checksum || i) sb_appendf(&h, ",");
             sb_append_json_string(&h, meta[i].key);
@@ -99,9 +130,9 @@ static int write_file(const char *path, const StTensor *tensors, size_t n, const
         data += tensor_bytes(&tensors[i]);
     }
     if (checksum) {
-        size_t at = (size_t)(strstr(buf + 8, CHECKSUM_KEY) - buf) + strlen(CHECKSUM_KEY);
+        size_t at = (size_t)(strstr(buf + 8, CHECKSUM_KEY) - buf) + strlen(CHECKSUM_KEY) + CHECKSUM_KIND;
         char digits[CHECKSUM_DIGITS + 1];
-        snprintf(digits, sizeof digits, "%016" PRIx64, file_checksum(buf, total, at));
+        snprintf(digits, sizeof digits, "%016" PRIx64, checksums[0].hash(buf, total, at));
         memcpy(buf + at, digits, CHECKSUM_DIGITS);
     }
     int rc = write_file_atomic(path, buf, total, err);
@@ -212,12 +243,25 @@ static int st_parse_header(StFile *f, size_t file_len, const char *path, Error *
     return 0;
 }
 
-/* The whole file into f->buf and its header parsed: what st_open and
- * st_open_foreign check further. */
+/* The whole file mapped into f->buf and its header parsed: what st_open and
+ * st_open_foreign check further. Mapped, its pages filled at once from the
+ * page cache, not copied into memory of our own: the checksum and st_read
+ * read the cache itself (a 1 GB copy costs more than XXH3 over it). Our
+ * writers replace a file by renaming a new one over it, never in place, so
+ * a mapped file does not shrink under its reader. */
 static int read_whole(StFile *f, const char *path, Error *err) {
     memset(f, 0, sizeof *f);
-    f->buf = read_file(path, &f->len, err);
-    if (!f->buf) return -1;
+    int fd = open_input(path, &f->len, err);
+    if (fd < 0) return -1;
+    void *map = f->len ? mmap(NULL, f->len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0) : NULL;
+    int map_errno = errno;
+    close(fd);
+    if (map == MAP_FAILED) {
+        f->len = 0;
+        return err_set(err, "cannot read '%s': %s", path, strerror(map_errno));
+    }
+    f->buf = map;
+    f->mapped = 1;
     if (st_parse_header(f, f->len, path, err)) {
         st_close(f);
         return -1;
@@ -225,24 +269,35 @@ static int read_whole(StFile *f, const char *path, Error *err) {
     return 0;
 }
 
-int st_open(StFile *f, const char *path, Error *err) {
-    if (read_whole(f, path, err)) return -1;
-    char *key = memmem(f->buf + 8, f->data_start - 8, CHECKSUM_KEY, strlen(CHECKSUM_KEY));
+/* The checksum in f's header checked against the file: 0, or -1 with err set. */
+static int check_checksum(const StFile *f, const char *path, Error *err) {
+    const char *key = memmem(f->buf + 8, f->data_start - 8, CHECKSUM_KEY, strlen(CHECKSUM_KEY));
     size_t at = key ? (size_t)(key - f->buf) + strlen(CHECKSUM_KEY) : 0;
     const char *stored = st_meta(f, "checksum");
-    char digits[CHECKSUM_DIGITS + 1];
-    if (!key || !stored || at + CHECKSUM_DIGITS > f->data_start) {
-        st_close(f);
+    if (!key || !stored || at + CHECKSUM_KIND + CHECKSUM_DIGITS > f->data_start)
         return err_set(err, "'%s' is corrupt or not ours: no checksum in its metadata", path);
-    }
-    snprintf(digits, sizeof digits, "%016" PRIx64, file_checksum(f->buf, f->len, at));
-    int checksum_ok = strlen(stored) == 8 + CHECKSUM_DIGITS && memcmp(stored + 8, digits, CHECKSUM_DIGITS) == 0;
+    size_t kind = 0;
+    while (kind < sizeof checksums / sizeof checksums[0] && memcmp(f->buf + at, checksums[kind].kind, CHECKSUM_KIND))
+        kind++;
+    if (kind == sizeof checksums / sizeof checksums[0])
+        return err_set(err, "'%s' has a checksum of a kind this program does not know ('%.*s'): corrupt, or written "
+                            "by a newer version", path, CHECKSUM_KIND, f->buf + at);
+    char value[CHECKSUM_KIND + CHECKSUM_DIGITS + 1];
+    snprintf(value, sizeof value, "%s%016" PRIx64, checksums[kind].kind,
+             checksums[kind].hash(f->buf, f->len, at + CHECKSUM_KIND));
+    int checksum_ok = strcmp(stored, value) == 0;
 #ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
     checksum_ok = 1; /* the fuzzers skip the checksum: the parsing behind it is what they test */
 #endif
-    if (!checksum_ok) {
+    if (!checksum_ok) return err_set(err, "'%s' is corrupt: checksum mismatch (truncated or modified file)", path);
+    return 0;
+}
+
+int st_open(StFile *f, const char *path, Error *err) {
+    if (read_whole(f, path, err)) return -1;
+    if (check_checksum(f, path, err)) {
         st_close(f);
-        return err_set(err, "'%s' is corrupt: checksum mismatch (truncated or modified file)", path);
+        return -1;
     }
     if (check_layout(f->header, f->len - f->data_start, path, err)) {
         st_close(f);
@@ -384,7 +439,8 @@ int st_to_f32(const StInfo *t, const char *name, size_t first, size_t count, flo
 }
 
 void st_close(StFile *f) {
-    free(f->buf);
+    if (f->mapped && f->buf) munmap((void *)f->buf, f->len);
+    else free((void *)f->buf);
     json_decref(f->header);
     memset(f, 0, sizeof *f);
 }

@@ -71,15 +71,6 @@ static size_t tile_floats(size_t B, size_t T, size_t H, size_t hs, size_t tile) 
     return fwd > bwd ? fwd : bwd;
 }
 
-AttnParams attn_params(const float *p, size_t C) {
-    AttnParams a;
-    a.qkv_w = p;
-    a.qkv_b = a.qkv_w + 3 * C * C;
-    a.proj_w = a.qkv_b + 3 * C;
-    a.proj_b = a.proj_w + C * C;
-    return a;
-}
-
 /* With base == NULL it only measures. */
 static size_t attn_layout(float *base, const MixerSpec *spec, size_t B, size_t T, AttnActs *a) {
     size_t N = B * T, C = spec->n_embd, H = spec->n_head, used = 0;
@@ -116,13 +107,19 @@ static int attention_validate(const MixerSpec *spec, Error *err) {
     return 0;
 }
 
-static size_t attention_tensors(const MixerSpec *spec, TensorSpec *out) {
+/* Its tensors, in storage order: the one declaration of its layout (lm/mixer.h's MIXER_TENSOR). */
+static void attention_tensors(const MixerSpec *spec, MixerLayout *L) {
     size_t C = spec->n_embd;
-    out[0] = (TensorSpec){"attn.qkv.weight", 3 * C, C, INIT_NORMAL, 0};
-    out[1] = (TensorSpec){"attn.qkv.bias", 3 * C, 0, INIT_ZERO, 0};
-    out[2] = (TensorSpec){"attn.proj.weight", C, C, INIT_RESIDUAL, 1};
-    out[3] = (TensorSpec){"attn.proj.bias", C, 0, INIT_ZERO, 0};
-    return 4;
+    MIXER_TENSOR(L, AttnParams, qkv_w, "attn.qkv.weight", 3 * C, C, INIT_NORMAL, 0);
+    MIXER_TENSOR(L, AttnParams, qkv_b, "attn.qkv.bias", 3 * C, 0, INIT_ZERO, 0);
+    MIXER_TENSOR(L, AttnParams, proj_w, "attn.proj.weight", C, C, INIT_RESIDUAL, 1);
+    MIXER_TENSOR(L, AttnParams, proj_b, "attn.proj.bias", C, 0, INIT_ZERO, 0);
+}
+
+AttnParams attn_params(const float *params, const MixerSpec *spec) {
+    AttnParams p;
+    mixer_params(attention_tensors, spec, params, &p, sizeof p);
+    return p;
 }
 
 static size_t attention_act_size(const MixerSpec *spec, size_t B, size_t T) {
@@ -211,7 +208,7 @@ static void attention_forward(const MixerSpec *spec, const MixerRuntime *rt, con
     size_t window = attention_window(spec), tile = attn_tile(window);
     size_t C = spec->n_embd, H = spec->n_head, hs = C / H, nt = ceil_div(T, tile), ts = tile_side(T, tile);
     float scale = 1.0f / sqrtf((float)hs);
-    AttnParams p = attn_params(params, C);
+    AttnParams p = attn_params(params, spec);
     AttnActs a;
     attn_layout(acts, spec, B, T, &a);
     matmul_forward(rt->bf16, a.qkv, in, p.qkv_w, p.qkv_b, B * T, C, 3 * C);
@@ -314,8 +311,8 @@ static void attention_backward(const MixerSpec *spec, const MixerRuntime *rt, co
     size_t window = attention_window(spec), tile = attn_tile(window);
     size_t C = spec->n_embd, H = spec->n_head, hs = C / H, ts = tile_side(T, tile), nt = ceil_div(T, tile);
     float scale = 1.0f / sqrtf((float)hs);
-    AttnParams p = attn_params(params, C);
-    AttnParams g = attn_params(dparams, C);
+    AttnParams p = attn_params(params, spec);
+    AttnParams g = attn_params(dparams, spec);
     AttnActs a;
     attn_layout(acts, spec, B, T, &a);
     matmul_backward(rt->bf16, a.dy, 0.0f, (float *)g.proj_w, (float *)g.proj_b, dout, a.y, p.proj_w, B * T, C, C);
@@ -415,7 +412,7 @@ const Mixer attention_mixer = {
     .describe = attention_describe,
     .parts = head_parts,
     .validate = attention_validate,
-    .tensors = attention_tensors,
+    .layout = attention_tensors,
     .act_size = attention_act_size,
     .forward = attention_forward,
     .backward = attention_backward,

@@ -31,12 +31,13 @@ typedef struct AttentionSettings {
 /* A layer's sliding window (mixers/attention_tiles.h); 0: the whole causal past. */
 size_t attention_window(const MixerSpec *spec);
 
-/* The layer's parameters (params, in the order above) as pointers. */
+/* The layer's parameters (params, in the order above) as pointers, from
+ * its layout's one declaration (attention.c's attention_tensors). */
 typedef struct AttnParams {
     const float *qkv_w, *qkv_b, *proj_w, *proj_b;
 } AttnParams;
 
-AttnParams attn_params(const float *params, size_t C);
+AttnParams attn_params(const float *params, const MixerSpec *spec);
 
 /* The forward's qkv (B, T, 3C) in its activations acts (rotated and
  * normalised q and k, as the step's caches keep them). */

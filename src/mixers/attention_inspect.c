@@ -267,7 +267,7 @@ int attention_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float
                       MixerInspectWhat what, LayerInspection *L, Error *err) {
     size_t C = spec->n_embd, H = spec->n_head, hs = C / H;
     int all = what == MIXER_INSPECT_ALL;
-    AttnParams p = attn_params(params, C);
+    AttnParams p = attn_params(params, spec);
     L->label = "attn";
     Exhibit *maps = exhibit_add(L, EXHIBIT_MAPS, "attn", "attention weight (rows: query position, columns: key position)",
                                 H, T, NULL, err);

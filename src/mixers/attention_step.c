@@ -72,7 +72,7 @@ void attention_step_batch(const MixerSpec *spec, const MixerRuntime *rt, const f
                                  size_t stride, const float *in, float *out, size_t t, size_t n) {
     size_t C = spec->n_embd, H = spec->n_head, hs = C / H;
     float scale = 1.0f / sqrtf((float)hs);
-    AttnParams p = attn_params(params, C);
+    AttnParams p = attn_params(params, spec);
     StepState s0 = step_state(spec, state);
     size_t qkv_at = (size_t)(s0.qkv - state), y_at = (size_t)(s0.y - state);
     size_t keys = t + 1 < s0.slots ? t + 1 : s0.slots;

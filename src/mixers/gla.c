@@ -10,17 +10,6 @@
 #include "nn/rmsnorm.h"
 #include "runtime/arena.h"
 
-GlaParams gla_params(const float *p, size_t C, size_t H) {
-    GlaParams g;
-    g.qkv_w = p;
-    g.qkv_b = g.qkv_w + 3 * C * C;
-    g.decay_w = g.qkv_b + 3 * C;
-    g.decay_b = g.decay_w + H * C;
-    g.proj_w = g.decay_b + H;
-    g.proj_b = g.proj_w + C * C;
-    return g;
-}
-
 typedef struct GlaActs {
     float *qkv, *gamma, *y, *rstd, *starts; /* forward, kept for backward */
     float *dqkv, *dy, *dz, *scratch;        /* backward; scratch: a ChunkRoom per (b, h) */
@@ -86,15 +75,21 @@ static int gla_validate(const MixerSpec *spec, Error *err) {
     return 0;
 }
 
-static size_t gla_tensors(const MixerSpec *spec, TensorSpec *out) {
+/* Its tensors, in storage order: the one declaration of its layout (lm/mixer.h's MIXER_TENSOR). */
+static void gla_tensors(const MixerSpec *spec, MixerLayout *L) {
     size_t C = spec->n_embd, H = spec->n_head;
-    out[0] = (TensorSpec){"gla.qkv.weight", 3 * C, C, INIT_NORMAL, 0};
-    out[1] = (TensorSpec){"gla.qkv.bias", 3 * C, 0, INIT_ZERO, 0};
-    out[2] = (TensorSpec){"gla.decay.weight", H, C, INIT_NORMAL, 0};
-    out[3] = (TensorSpec){"gla.decay.bias", H, 0, INIT_ZERO, 0};
-    out[4] = (TensorSpec){"gla.proj.weight", C, C, INIT_RESIDUAL, 1};
-    out[5] = (TensorSpec){"gla.proj.bias", C, 0, INIT_ZERO, 0};
-    return 6;
+    MIXER_TENSOR(L, GlaParams, qkv_w, "gla.qkv.weight", 3 * C, C, INIT_NORMAL, 0);
+    MIXER_TENSOR(L, GlaParams, qkv_b, "gla.qkv.bias", 3 * C, 0, INIT_ZERO, 0);
+    MIXER_TENSOR(L, GlaParams, decay_w, "gla.decay.weight", H, C, INIT_NORMAL, 0);
+    MIXER_TENSOR(L, GlaParams, decay_b, "gla.decay.bias", H, 0, INIT_ZERO, 0);
+    MIXER_TENSOR(L, GlaParams, proj_w, "gla.proj.weight", C, C, INIT_RESIDUAL, 1);
+    MIXER_TENSOR(L, GlaParams, proj_b, "gla.proj.bias", C, 0, INIT_ZERO, 0);
+}
+
+GlaParams gla_params(const float *params, const MixerSpec *spec) {
+    GlaParams p;
+    mixer_params(gla_tensors, spec, params, &p, sizeof p);
+    return p;
 }
 
 static size_t gla_act_size(const MixerSpec *spec, size_t B, size_t T) {
@@ -191,7 +186,7 @@ static void chunk_forward(ChunkRoom *c, float *o, const float *qkv, const float 
 static void gla_forward(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *acts, float *out,
                         const float *in, size_t B, size_t T) {
     size_t C = spec->n_embd, H = spec->n_head, hs = C / H, N = B * T, nc = n_chunks(T);
-    GlaParams p = gla_params(params, C, H);
+    GlaParams p = gla_params(params, spec);
     GlaActs a;
     gla_layout(acts, B, T, C, H, &a);
     matmul_forward(rt->bf16, a.qkv, in, p.qkv_w, p.qkv_b, N, C, 3 * C);
@@ -298,7 +293,7 @@ static void chunk_backward(ChunkRoom *c, float *dqkv, float *dlg, const float *q
 static void gla_backward(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *dparams,
                          float *acts, const float *in, const float *dout, float *din, size_t B, size_t T) {
     size_t C = spec->n_embd, H = spec->n_head, hs = C / H, N = B * T, nc = n_chunks(T);
-    GlaParams p = gla_params(params, C, H), g = gla_params(dparams, C, H);
+    GlaParams p = gla_params(params, spec), g = gla_params(dparams, spec);
     GlaActs a;
     gla_layout(acts, B, T, C, H, &a);
     matmul_backward(rt->bf16, a.dy, 0.0f, (float *)g.proj_w, (float *)g.proj_b, dout, a.y, p.proj_w, N, C, C);
@@ -338,7 +333,7 @@ static size_t gla_state_size(const MixerSpec *spec) {
 static void gla_step_batch(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state,
                            size_t stride, const float *in, float *out, size_t t, size_t n) {
     size_t C = spec->n_embd, H = spec->n_head, hs = C / H, qkv_at = C * hs, o_at = qkv_at + 3 * C + H;
-    GlaParams p = gla_params(params, C, H);
+    GlaParams p = gla_params(params, spec);
     matmul_step_rows(rt->bf16, rt->decode, state + qkv_at, stride, in, C, p.qkv_w, C, p.qkv_b, n, C, 3 * C, 0);
     for (size_t i = 0; i < n; i++) {
         float *S = state + i * stride, *qkv = S + qkv_at, *gamma = qkv + 3 * C, *o = gamma + H, *rstd = o + C;
@@ -385,7 +380,7 @@ const Mixer gla_mixer = {
     .about = "gated linear attention with a per-head scalar decay: a recurrent state of C^2 / heads floats",
     .parts = head_parts,
     .validate = gla_validate,
-    .tensors = gla_tensors,
+    .layout = gla_tensors,
     .act_size = gla_act_size,
     .forward = gla_forward,
     .backward = gla_backward,

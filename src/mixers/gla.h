@@ -37,11 +37,12 @@ extern const Mixer gla_mixer;
 
 /* ---- what gla.c shares with its inspection (gla_inspect.c) ---- */
 
-/* The layer's parameters (params, in the order above) as pointers. */
+/* The layer's parameters (params, in the order above) as pointers, from
+ * its layout's one declaration (gla.c's gla_tensors). */
 typedef struct GlaParams {
     const float *qkv_w, *qkv_b, *decay_w, *decay_b, *proj_w, *proj_b;
 } GlaParams;
-GlaParams gla_params(const float *params, size_t C, size_t H);
+GlaParams gla_params(const float *params, const MixerSpec *spec);
 /* gamma (N, H): each head's decay at each of the N rows of in (N, C). */
 void gla_decays(float *gamma, const GlaParams *p, const float *in, size_t N, size_t C, size_t H);
 /* One position of one head's recurrence: S = g S + k v^T, then o = S^T q

@@ -35,7 +35,7 @@ int gla_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float *para
     (void)rt; /* no rope here, and the inspection's own products are fp32 */
     L->label = "gla";
     if (what == MIXER_INSPECT_MAPS) return 0; /* no maps */
-    GlaParams p = gla_params(params, C, H);
+    GlaParams p = gla_params(params, spec);
     Exhibit *decay = exhibit_add(L, EXHIBIT_SERIES, "decay",
                                  "each head's decay gamma_t at each position (1: keeps its state, 0: forgets it)", H, T,
                                  NULL, err);

@@ -27,20 +27,6 @@ static const GrassmannMapLoops *map_loops(const MixerSpec *spec) { return &grass
 
 static size_t coef_size(const MixerSpec *spec, size_t N) { return N * (grassmann_layer(spec)->n_windows * GRASSMANN_COEF_PER_OFFSET + 1); }
 
-GrParams gr_params(const float *p, const MixerSpec *spec) {
-    size_t C = spec->n_embd, r = grassmann_layer(spec)->rank, P = n_features(spec);
-    GrParams g;
-    g.red_w = p;
-    g.red_b = g.red_w + r * C;
-    g.plu_w = g.red_b + r;
-    g.plu_b = g.plu_w + C * P;
-    g.gate_w = g.plu_b + C;
-    g.gate_b = g.gate_w + 2 * C * C;
-    g.ln_w = g.gate_b + C;
-    g.ln_b = g.ln_w + C;
-    return g;
-}
-
 /* With base == NULL it only measures (the activation size). */
 static size_t gr_layout(float *base, const MixerSpec *spec, size_t N, GrActs *a) {
     size_t C = spec->n_embd, r = grassmann_layer(spec)->rank, P = n_features(spec), used = 0;
@@ -79,22 +65,28 @@ static int grassmann_validate(const MixerSpec *spec, Error *err) {
     return 0;
 }
 
-static size_t grassmann_tensors(const MixerSpec *spec, TensorSpec *out) {
+/* Its tensors, in storage order: the one declaration of its layout (lm/mixer.h's MIXER_TENSOR). */
+static void grassmann_tensors(const MixerSpec *spec, MixerLayout *L) {
     size_t C = spec->n_embd, r = grassmann_layer(spec)->rank, P = n_features(spec);
-    out[0] = (TensorSpec){"grassmann.red.weight", r, C, INIT_NORMAL, 0};
-    out[1] = (TensorSpec){"grassmann.red.bias", r, 0, INIT_ZERO, 0};
-    out[2] = (TensorSpec){"grassmann.plu.weight", C, P, INIT_NORMAL, 0};
-    out[3] = (TensorSpec){"grassmann.plu.bias", C, 0, INIT_ZERO, 0};
-    out[4] = (TensorSpec){"grassmann.gate.weight", C, 2 * C, INIT_NORMAL, 0};
-    out[5] = (TensorSpec){"grassmann.gate.bias", C, 0, INIT_ZERO, 0};
+    MIXER_TENSOR(L, GrParams, red_w, "grassmann.red.weight", r, C, INIT_NORMAL, 0);
+    MIXER_TENSOR(L, GrParams, red_b, "grassmann.red.bias", r, 0, INIT_ZERO, 0);
+    MIXER_TENSOR(L, GrParams, plu_w, "grassmann.plu.weight", C, P, INIT_NORMAL, 0);
+    MIXER_TENSOR(L, GrParams, plu_b, "grassmann.plu.bias", C, 0, INIT_ZERO, 0);
+    MIXER_TENSOR(L, GrParams, gate_w, "grassmann.gate.weight", C, 2 * C, INIT_NORMAL, 0);
+    MIXER_TENSOR(L, GrParams, gate_b, "grassmann.gate.bias", C, 0, INIT_ZERO, 0);
     /* The layer has no output projection, so zero_init leaves it as it is.
      * Its last map onto the stream is this LayerNorm's gain, but a zero gain
      * also zeroes the gradient of every weight before it, and a gain leaves
      * zero only at AdamW's pace: under the modern recipe the layers stayed
      * shut (docs/compare.md, "the zero start"). */
-    out[6] = (TensorSpec){"grassmann.ln.weight", C, 0, INIT_ONE, 0};
-    out[7] = (TensorSpec){"grassmann.ln.bias", C, 0, INIT_ZERO, 0};
-    return 8;
+    MIXER_TENSOR(L, GrParams, ln_w, "grassmann.ln.weight", C, 0, INIT_ONE, 0);
+    MIXER_TENSOR(L, GrParams, ln_b, "grassmann.ln.bias", C, 0, INIT_ZERO, 0);
+}
+
+GrParams gr_params(const float *params, const MixerSpec *spec) {
+    GrParams p;
+    mixer_params(grassmann_tensors, spec, params, &p, sizeof p);
+    return p;
 }
 
 static size_t grassmann_act_size(const MixerSpec *spec, size_t B, size_t T) {
@@ -296,7 +288,7 @@ const Mixer grassmann_mixer = {
     .describe = grassmann_describe,
     .parts = grassmann_parts,
     .validate = grassmann_validate,
-    .tensors = grassmann_tensors,
+    .layout = grassmann_tensors,
     .act_size = grassmann_act_size,
     .forward = grassmann_forward,
     .backward = grassmann_backward,

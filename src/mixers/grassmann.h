@@ -84,7 +84,8 @@ void grassmann_describe(const void *settings, size_t n_layer, char *buf, size_t 
 /* Layer l's own window offsets into out (room for GRASSMANN_MAX_WINDOWS); returns how many. */
 size_t grassmann_layer_windows(const GrassmannSettings *g, size_t l, size_t *out);
 
-/* The layer's parameters (params, in the order above) as pointers. */
+/* The layer's parameters (params, in the order above) as pointers, from
+ * its layout's one declaration (grassmann.c's grassmann_tensors). */
 typedef struct GrParams {
     const float *red_w, *red_b, *plu_w, *plu_b, *gate_w, *gate_b, *ln_w, *ln_b;
 } GrParams;

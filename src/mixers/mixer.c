@@ -26,10 +26,3 @@ const char *mixer_names(void) {
     static char names[256];
     return registry_names(registry, N_MIXERS, names, sizeof names);
 }
-
-size_t mixer_param_count(const Mixer *mx, const MixerSpec *spec) {
-    TensorSpec specs[MIXER_MAX_TENSORS];
-    size_t n = mx->tensors(spec, specs), total = 0;
-    for (size_t i = 0; i < n; i++) total += specs[i].rows * (specs[i].cols ? specs[i].cols : 1);
-    return total;
-}

@@ -1,4 +1,4 @@
-/* Checkpoints: the model, its AdamW moments and the run's state in a safetensors file (see lm/checkpoint.h). */
+/* Checkpoints: the model, its optimizer's state and the run's state in a safetensors file (see lm/checkpoint.h). */
 #include "lm/checkpoint.h"
 
 #include <inttypes.h>
@@ -11,8 +11,9 @@
 
 #define CKPT_FORMAT "lm-ckpt 1"
 
-static StTensor param_tensor(const ParamTensor *pt, const char *name, const float *base) {
-    StTensor t = {.name = name, .dtype = ST_F32, .ndim = pt->cols ? 2 : 1, .shape = {pt->rows, pt->cols}, .data = base + pt->offset};
+/* Tensor pt's shape, named name, its floats at data. */
+static StTensor param_tensor(const ParamTensor *pt, const char *name, const float *data) {
+    StTensor t = {.name = name, .dtype = ST_F32, .ndim = pt->cols ? 2 : 1, .shape = {pt->rows, pt->cols}, .data = data};
     return t;
 }
 
@@ -22,23 +23,34 @@ void ckpt_state_free(CkptState *s) {
     s->train = s->tokenizer_text = NULL;
 }
 
-int ckpt_save(const char *path, const Model *m, const CkptState *s, Error *err) {
-    int with_optim = m->m != NULL;
-    size_t nt = m->n_tensors, total = nt * (with_optim ? 3 : 1);
+/* The largest tensor's floats. */
+static size_t largest_tensor(const Model *m) {
+    size_t most = 0;
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        size_t n = m->tensors[i].rows * (m->tensors[i].cols ? m->tensors[i].cols : 1);
+        most = n > most ? n : most;
+    }
+    return most;
+}
+
+int ckpt_save(const char *path, const Model *m, const OptimBuffers *optim, const CkptState *s, Error *err) {
+    size_t nt = m->n_tensors, nb = optim ? optim->n_names : 0, total = nt * (1 + nb);
     StTensor *ts = lm_calloc(total, sizeof *ts, err);
     char (*names)[TENSOR_NAME_MAX + 16] = ts ? lm_calloc(total, sizeof *names, err) : NULL;
-    if (!names) {
-        free(ts);
+    /* What a buffer the optimizer does not keep is written as (OptimBuffers). */
+    float *zeros = names && nb ? lm_calloc(largest_tensor(m), sizeof(float), err) : NULL;
+    if (!names || (nb && !zeros)) {
+        free(ts), free(names);
         return -1;
     }
     for (size_t i = 0; i < nt; i++) {
         const ParamTensor *pt = &m->tensors[i];
-        ts[i] = param_tensor(pt, pt->name, m->params);
-        if (with_optim) {
-            snprintf(names[nt + i], sizeof names[0], "optim.m.%s", pt->name);
-            snprintf(names[2 * nt + i], sizeof names[0], "optim.v.%s", pt->name);
-            ts[nt + i] = param_tensor(pt, names[nt + i], m->m);
-            ts[2 * nt + i] = param_tensor(pt, names[2 * nt + i], m->v);
+        ts[i] = param_tensor(pt, pt->name, m->params + pt->offset);
+        for (size_t k = 0; k < nb; k++) { /* all of buffer "m", then all of "v": the format's order */
+            size_t at = (1 + k) * nt + i;
+            float *buf = optim->buf[i * nb + k];
+            snprintf(names[at], sizeof names[0], "optim.%s.%s", optim->names[k], pt->name);
+            ts[at] = param_tensor(pt, names[at], buf ? buf : zeros);
         }
     }
     char *config = config_to_json(&m->cfg);
@@ -52,6 +64,7 @@ int ckpt_save(const char *path, const Model *m, const CkptState *s, Error *err) 
     free(config);
     free(names);
     free(ts);
+    free(zeros);
     return rc;
 }
 
@@ -59,7 +72,7 @@ int ckpt_save_model(const char *path, const Model *m, const Tokenizer *tok, Erro
     CkptState s = {.step = 0, .tokenizer_text = tokenizer_to_text(tok)};
     if (!s.tokenizer_text) return err_set(err, "out of memory");
     memcpy(s.tokenizer, tok->hash, sizeof s.tokenizer);
-    int rc = ckpt_save(path, m, &s, err);
+    int rc = ckpt_save(path, m, NULL, &s, err);
     free(s.tokenizer_text);
     return rc;
 }
@@ -165,47 +178,72 @@ static int header_number(const char *value, size_t max, const char *key, const c
     return 0;
 }
 
-int ckpt_load(const char *path, Model *m, CkptState *s, int with_optim, Error *err) {
+int ckpt_open(CkptFile *f, const char *path, Error *err) {
+    f->path = path;
+    return st_open(&f->st, path, err);
+}
+
+void ckpt_close(CkptFile *f) { st_close(&f->st); }
+
+/* err, prefixed with the checkpoint's path. */
+static int in_file(const char *path, Error *err) {
+    Error e2;
+    snprintf(e2.msg, sizeof e2.msg, "'%s': %s", path, err->msg);
+    *err = e2;
+    return -1;
+}
+
+int ckpt_read_model(CkptFile *file, Model *m, CkptState *s, int with_optim, Error *err) {
     memset(s, 0, sizeof *s);
-    StFile f;
-    if (st_open(&f, path, err)) return -1;
-    int rc = -1;
-    const char *step = st_meta(&f, "step"), *rng = st_meta(&f, "data_rng"), *tok = st_meta(&f, "tokenizer");
-    const char *train = st_meta(&f, "train");
+    const StFile *f = &file->st;
+    const char *path = file->path;
+    const char *step = st_meta(f, "step"), *rng = st_meta(f, "data_rng"), *tok = st_meta(f, "tokenizer");
+    const char *train = st_meta(f, "train");
     ModelConfig cfg;
-    if (header_config(&f, f.len, with_optim, path, &cfg, err)) goto done;
-    if (!step || !rng || !tok || strlen(tok) != 16) {
-        err_set(err, "'%s' is not a checkpoint of this program (metadata missing)", path);
-        goto done;
-    }
-    if (model_alloc(m, &cfg, err)) goto done; /* every tensor is read below */
-    if (read_params(&f, m, m->params, "", err)) goto bad;
-    if (check_claimed(&f, m, path, err)) goto free_model;
-    if (with_optim) {
-        if (model_alloc_training(m, err)) goto bad;
-        if (read_params(&f, m, m->m, "optim.m.", err) || read_params(&f, m, m->v, "optim.v.", err)) goto bad;
-    }
+    if (header_config(f, f->len, with_optim, path, &cfg, err)) return -1;
+    if (!step || !rng || !tok || strlen(tok) != 16)
+        return err_set(err, "'%s' is not a checkpoint of this program (metadata missing)", path);
+    if (model_alloc(m, &cfg, err)) return -1; /* every tensor is read below */
     size_t data_rng;
-    if (header_number(step, MAX_STEPS, "step", path, &s->step, err) ||
-        header_number(rng, UINT64_MAX, "data_rng", path, &data_rng, err))
-        goto free_model;
-    s->data_rng = data_rng;
-    memcpy(s->tokenizer, tok, 17);
-    s->train = strdup(train ? train : "{}");
-    const char *tt = st_meta(&f, "tokenizer_text");
-    s->tokenizer_text = tt && *tt ? strdup(tt) : NULL;
-    rc = 0;
-    goto done;
-bad:
-    {
-        Error e2;
-        snprintf(e2.msg, sizeof e2.msg, "'%s': %s", path, err->msg);
-        *err = e2;
+    if (read_params(f, m, m->params, "", err)) in_file(path, err);
+    else if (check_claimed(f, m, path, err) == 0 && header_number(step, MAX_STEPS, "step", path, &s->step, err) == 0 &&
+             header_number(rng, UINT64_MAX, "data_rng", path, &data_rng, err) == 0) {
+        s->data_rng = data_rng;
+        memcpy(s->tokenizer, tok, 17);
+        s->train = strdup(train ? train : "{}");
+        const char *tt = st_meta(f, "tokenizer_text");
+        s->tokenizer_text = tt && *tt ? strdup(tt) : NULL;
+        return 0;
     }
-free_model:
     model_free(m);
-done:
-    st_close(&f);
+    return -1;
+}
+
+int ckpt_read_optim(CkptFile *file, const Model *m, const OptimBuffers *o, Error *err) {
+    /* A buffer the optimizer does not keep is read here and dropped (OptimBuffers). */
+    float *dropped = lm_calloc(largest_tensor(m), sizeof(float), err);
+    if (!dropped) return -1;
+    int rc = 0;
+    for (size_t k = 0; k < o->n_names && rc == 0; k++)
+        for (size_t i = 0; i < m->n_tensors && rc == 0; i++) {
+            const ParamTensor *pt = &m->tensors[i];
+            char name[TENSOR_NAME_MAX + 16];
+            snprintf(name, sizeof name, "optim.%s.%s", o->names[k], pt->name);
+            size_t shape[2] = {pt->rows, pt->cols};
+            float *buf = o->buf[i * o->n_names + k];
+            if (st_read(&file->st, name, ST_F32, pt->cols ? 2 : 1, shape, buf ? buf : dropped, err))
+                rc = in_file(file->path, err);
+        }
+    free(dropped);
+    return rc;
+}
+
+int ckpt_load(const char *path, Model *m, CkptState *s, Error *err) {
+    memset(s, 0, sizeof *s);
+    CkptFile f;
+    if (ckpt_open(&f, path, err)) return -1;
+    int rc = ckpt_read_model(&f, m, s, 0, err);
+    ckpt_close(&f);
     return rc;
 }
 
@@ -224,7 +262,7 @@ static int stored_tokenizer(const char *text, const char *hash, size_t vocab_siz
 
 int model_open(const char *path, Model *m, Tokenizer *tok, Error *err) {
     CkptState st;
-    if (ckpt_load(path, m, &st, 0, err)) return -1;
+    if (ckpt_load(path, m, &st, err)) return -1;
     int rc = stored_tokenizer(st.tokenizer_text, st.tokenizer, m->cfg.vocab_size, path, tok, err);
     ckpt_state_free(&st);
     if (rc) model_free(m);
@@ -302,8 +340,8 @@ int grads_dump(const char *path, const Model *m, Error *err) {
     for (size_t i = 0; i < nt; i++) {
         const ParamTensor *pt = &m->tensors[i];
         snprintf(names[i], sizeof names[0], "grad.%s", pt->name);
-        ts[i] = param_tensor(pt, pt->name, m->params);
-        ts[nt + i] = param_tensor(pt, names[i], m->grads);
+        ts[i] = param_tensor(pt, pt->name, m->params + pt->offset);
+        ts[nt + i] = param_tensor(pt, names[i], m->grads + pt->offset);
     }
     ts[2 * nt] = (StTensor){.name = "inputs", .dtype = ST_I32, .ndim = 2, .shape = {m->B, m->T}, .data = m->inputs};
     ts[2 * nt + 1] = (StTensor){.name = "targets", .dtype = ST_I32, .ndim = 2, .shape = {m->B, m->T}, .data = m->targets};

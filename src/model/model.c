@@ -93,7 +93,7 @@ static void build_layout(Model *m) {
         add_norm(m, name, C, &lo->ln1_w, &lo->ln1_b);
         TensorSpec specs[MIXER_MAX_TENSORS];
         MixerSpec spec = model_mixer_spec(c, l);
-        size_t ns = config_mixer(c, l)->tensors(&spec, specs);
+        size_t ns = mixer_tensors(config_mixer(c, l), &spec, specs);
         lo->mixer = m->n_params;
         for (size_t i = 0; i < ns; i++)
             LAYER_TENSOR(specs[i].name, specs[i].rows, specs[i].cols,
@@ -212,12 +212,9 @@ ModelFlops model_flops(const Model *m, size_t T) {
     return f;
 }
 
-int model_alloc_training(Model *m, Error *err) {
-    if (m->grads) return 0;
-    m->grads = lm_calloc(m->n_params, sizeof(float), err);
-    m->m = m->grads ? lm_calloc(m->n_params, sizeof(float), err) : NULL;
-    m->v = m->m ? lm_calloc(m->n_params, sizeof(float), err) : NULL;
-    return m->v ? 0 : -1;
+int model_alloc_grads(Model *m, Error *err) {
+    if (!m->grads) m->grads = lm_calloc(m->n_params, sizeof(float), err);
+    return m->grads ? 0 : -1;
 }
 
 int model_alloc_grad_accum(Model *m, Error *err) {
@@ -282,7 +279,7 @@ static size_t layout_acts(Model *m, float *base, size_t B, size_t T, int shared)
 
 size_t model_memory_bytes(const ModelConfig *cfg, size_t B, size_t T, int training, int accum) {
     Model m = {.cfg = *cfg};
-    size_t copies = 1 + (training ? 3 : 0) + (training && accum ? 1 : 0);
+    size_t copies = 1 + (training ? 1 : 0) + (training && accum ? 1 : 0);
     return (model_count_params(cfg) * copies + layout_acts(&m, NULL, B, T, 0)) * sizeof(float) +
            4 * B * T * sizeof(int32_t);
 }
@@ -420,8 +417,6 @@ void model_free(Model *m) {
     free(m->params);
     free(m->grads);
     free(m->grads_micro);
-    free(m->m);
-    free(m->v);
     free(m->pos_table);
     free(m->rope_table);
     free(m->acts);

@@ -1,4 +1,5 @@
-/* AdamW on every tensor: decoupled weight decay on the matrices only. */
+/* AdamW on every tensor: decoupled weight decay on the matrices only; its
+ * state the two moments of every tensor. */
 #include "optim/adamw.h"
 
 #include <math.h>
@@ -29,30 +30,40 @@ void adamw_update(float *params, const float *grads, float grad_scale, float *m,
     adamw_span(params, grads, grad_scale, m, v, n, lr, weight_decay, cfg, t);
 }
 
-void model_adamw_step(Model *model, const AdamWConfig *cfg, float lr, size_t t, float grad_scale) {
-#pragma omp parallel
-    for (size_t i = 0; i < model->n_tensors; i++) {
-        const ParamTensor *pt = &model->tensors[i];
-        size_t off = pt->offset, n = pt->rows * (pt->cols ? pt->cols : 1);
-        adamw_span(model->params + off, model->grads + off, grad_scale, model->m + off, model->v + off, n, lr,
-                   pt->cols ? cfg->weight_decay : 0.0f, cfg, t);
-    }
+void adamw_tensor(const ParamView *p, const OptimizerState *s, size_t i, const AdamWConfig *cfg, float lr, size_t t,
+                  float grad_scale) {
+    const ParamTensor *pt = &p->tensors[i];
+    size_t off = pt->offset, n = pt->rows * (pt->cols ? pt->cols : 1);
+    adamw_span(p->params + off, p->grads + off, grad_scale, optim_buffer(s, i, 0), optim_buffer(s, i, 1), n, lr,
+               pt->cols ? cfg->weight_decay : 0.0f, cfg, t);
 }
 
-static size_t adamw_scratch_floats(const Model *m) {
-    (void)m;
+/* Its two moments, "m" and "v", for every tensor. */
+static size_t adamw_state_buffers(const ParamTensor *t) {
+    (void)t;
+    return 2;
+}
+
+static size_t adamw_scratch_floats(const ParamView *p) {
+    (void)p;
     return 0;
 }
 
-static void adamw_step(Model *m, const OptimSettings *s, float *scratch, size_t n_scratch, float lr, size_t t,
+/* Every tensor, decaying only matrices. */
+static void adamw_step(const ParamView *p, OptimizerState *s, const OptimSettings *set, float lr, size_t t,
                        float grad_scale) {
-    (void)scratch, (void)n_scratch;
-    model_adamw_step(m, &s->adam, lr, t, grad_scale);
+#pragma omp parallel
+    for (size_t i = 0; i < p->n_tensors; i++) adamw_tensor(p, s, i, &set->adam, lr, t, grad_scale);
 }
+
+const char *const adamw_state_names[2] = {"m", "v"};
 
 const Optimizer adamw_optimizer = {
     .name = "adamw",
     .title = "AdamW",
+    .state_names = adamw_state_names,
+    .n_state_names = 2,
+    .state_buffers = adamw_state_buffers,
     .scratch_floats = adamw_scratch_floats,
     .step = adamw_step,
 };

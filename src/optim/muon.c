@@ -2,7 +2,7 @@
  * hidden layers' matrices, AdamW on every other tensor.
  *
  * For each matrix W (rows x cols, out x in) with gradient G:
- *   B = momentum * B + G                         momentum buffer (Model.m)
+ *   B = momentum * B + G                         momentum buffer (its state's "m")
  *   U = G + momentum * B                         Nesterov
  *   O = NS5(U / (|U|_F + 1e-7))                  ~ the nearest semi-orthogonal matrix
  *   W = W * (1 - lr * weight_decay) - lr * sqrt(max(1, rows / cols)) * O
@@ -83,10 +83,10 @@ void muon_orthogonalize(float *x, size_t rows, size_t cols, float *scratch) {
 }
 
 /* What one thread needs for the largest matrix: the update, then the iterations' scratch. */
-static size_t thread_scratch(const Model *m) {
+static size_t thread_scratch(const ParamView *p) {
     size_t most = 0;
-    for (size_t i = 0; i < m->n_tensors; i++) {
-        const ParamTensor *t = &m->tensors[i];
+    for (size_t i = 0; i < p->n_tensors; i++) {
+        const ParamTensor *t = &p->tensors[i];
         size_t need = t->rows * t->cols + muon_ns_scratch_floats(t->rows, t->cols);
         if (muon_updates(t) && need > most) most = need;
     }
@@ -94,7 +94,11 @@ static size_t thread_scratch(const Model *m) {
 }
 
 /* A region of it for each thread the run's width allows (lm/threads.h). */
-static size_t muon_scratch_floats(const Model *m) { return threads_width() * thread_scratch(m); }
+static size_t muon_scratch_floats(const ParamView *p) { return threads_width() * thread_scratch(p); }
+
+/* Its state: a matrix it updates keeps the momentum alone ("m"), every
+ * other tensor AdamW's two moments. */
+static size_t muon_state_buffers(const ParamTensor *t) { return muon_updates(t) ? 1 : 2; }
 
 /* The threads of a region: at most one per scratch region. */
 static int region_threads(size_t regions) {
@@ -128,29 +132,24 @@ static void muon_matrix(float *w, const float *g, float grad_scale, float *buf, 
     for (size_t i = 0; i < n; i++) w[i] = w[i] * decay - step * u[i];
 }
 
-static void muon_step(Model *m, const OptimSettings *s, float *scratch, size_t n_scratch, float lr, size_t t,
+static void muon_step(const ParamView *p, OptimizerState *s, const OptimSettings *set, float lr, size_t t,
                       float grad_scale) {
-    const MuonSettings *own = s->own;
-    float muon_lr = s->lr_peak > 0.0f ? own->lr * (lr / s->lr_peak) : 0.0f;
-    size_t per_thread = thread_scratch(m);
+    const MuonSettings *own = set->own;
+    float muon_lr = set->lr_peak > 0.0f ? own->lr * (lr / set->lr_peak) : 0.0f;
+    size_t per_thread = thread_scratch(p);
     if (per_thread == 0) per_thread = 1; /* no hidden matrix: AdamW alone */
-#pragma omp parallel num_threads(region_threads(n_scratch / per_thread))
+#pragma omp parallel num_threads(region_threads(s->n_scratch / per_thread))
     {
-        for (size_t i = 0; i < m->n_tensors; i++) { /* AdamW's share, cut among the threads tensor by tensor */
-            const ParamTensor *pt = &m->tensors[i];
-            if (muon_updates(pt)) continue;
-            size_t off = pt->offset, n = pt->rows * (pt->cols ? pt->cols : 1);
-            adamw_span(m->params + off, m->grads + off, grad_scale, m->m + off, m->v + off, n, lr,
-                       pt->cols ? s->adam.weight_decay : 0.0f, &s->adam, t);
-        }
-        float *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
+        for (size_t i = 0; i < p->n_tensors; i++) /* AdamW's share, cut among the threads tensor by tensor */
+            if (!muon_updates(&p->tensors[i])) adamw_tensor(p, s, i, &set->adam, lr, t, grad_scale);
+        float *mine = s->scratch + (size_t)omp_get_thread_num() * per_thread;
 #pragma omp for schedule(dynamic, 1)
-        for (size_t i = 0; i < m->n_tensors; i++) { /* Muon's: each matrix whole on one thread */
-            const ParamTensor *pt = &m->tensors[i];
+        for (size_t i = 0; i < p->n_tensors; i++) { /* Muon's: each matrix whole on one thread */
+            const ParamTensor *pt = &p->tensors[i];
             size_t off = pt->offset;
             if (muon_updates(pt))
-                muon_matrix(m->params + off, m->grads + off, grad_scale, m->m + off, pt->rows, pt->cols, muon_lr,
-                            own, mine);
+                muon_matrix(p->params + off, p->grads + off, grad_scale, optim_buffer(s, i, 0), pt->rows, pt->cols,
+                            muon_lr, own, mine);
         }
     }
 }
@@ -164,20 +163,16 @@ static const OptimOption muon_options[] = {
      "Muon's decoupled weight decay, times its learning rate (0)"},
 };
 
-/* "optimizer: muon on 8 hidden matrices (...), adamw on the rest (lr 0.001)";
- * the memory line's note: the second moment's buffer its matrices leave at zero. */
-static void muon_describe(const Model *m, const void *settings, float lr, char *line, size_t len, char *note,
-                          size_t note_len) {
+/* "optimizer: muon on 8 hidden matrices (...), adamw on the rest (lr 0.001)". */
+static void muon_describe(const ParamView *p, const void *settings, float lr, char *line, size_t len) {
     const MuonSettings *own = settings;
     size_t mats = 0, floats = 0;
-    for (size_t i = 0; i < m->n_tensors; i++)
-        if (muon_updates(&m->tensors[i])) mats++, floats += m->tensors[i].rows * m->tensors[i].cols;
+    for (size_t i = 0; i < p->n_tensors; i++)
+        if (muon_updates(&p->tensors[i])) mats++, floats += p->tensors[i].rows * p->tensors[i].cols;
     snprintf(line, len,
              "optimizer: muon on %zu hidden matrices (%.1f%% of the weights; lr %g, momentum %g, weight decay %g), "
-             "adamw on the rest (lr %g)", mats, 100.0 * (double)floats / (double)m->n_params, own->lr, own->momentum,
+             "adamw on the rest (lr %g)", mats, 100.0 * (double)floats / (double)p->n_params, own->lr, own->momentum,
              own->weight_decay, lr);
-    snprintf(note, note_len, " (%.1f MiB of it AdamW's second moment, zero for Muon's matrices)",
-             (double)floats * 4.0 / (1024.0 * 1024.0));
 }
 
 const Optimizer muon_optimizer = {
@@ -185,6 +180,9 @@ const Optimizer muon_optimizer = {
     .title = "Muon",
     .options = muon_options,
     .n_options = sizeof muon_options / sizeof muon_options[0],
+    .state_names = adamw_state_names,
+    .n_state_names = 2,
+    .state_buffers = muon_state_buffers,
     .scratch_floats = muon_scratch_floats,
     .step = muon_step,
     .describe = muon_describe,

@@ -4,6 +4,8 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "lm/ops.h"
 #include "optim/adamw.h"
@@ -29,13 +31,76 @@ const char *optimizer_names(void) {
     return registry_names(registry, N_OPTIMIZERS, names, sizeof names);
 }
 
-size_t optimizer_scratch_bytes(const Optimizer *opt, const ModelConfig *cfg) {
+ParamView params_view(const Model *m) {
+    return (ParamView){m->tensors, m->n_tensors, m->n_params, m->params, m->grads};
+}
+
+/* The floats of opt's buffers for these tensors, and (ptrs not NULL) each
+ * tensor's buffer k pointed into base: buffer k of every tensor that keeps
+ * one, then buffer k + 1. */
+static size_t lay_out_state(const Optimizer *opt, const ParamView *p, float *base, float **ptrs) {
+    size_t used = 0, nb = opt->n_state_names;
+    for (size_t k = 0; k < nb; k++)
+        for (size_t i = 0; i < p->n_tensors; i++) {
+            const ParamTensor *t = &p->tensors[i];
+            int kept = k < opt->state_buffers(t);
+            if (ptrs) ptrs[i * nb + k] = kept ? base + used : NULL;
+            if (kept) used += t->rows * (t->cols ? t->cols : 1);
+        }
+    return used;
+}
+
+int optim_state_init(OptimizerState *s, const Optimizer *opt, const ParamView *p, Error *err) {
+    memset(s, 0, sizeof *s);
+    size_t nb = opt->n_state_names, n = lay_out_state(opt, p, NULL, NULL), scratch = opt->scratch_floats(p);
+    float **ptrs = lm_calloc(p->n_tensors * nb + 1, sizeof *ptrs, err);
+    s->floats = ptrs && n ? lm_calloc(n, sizeof(float), err) : NULL;
+    s->scratch = ptrs && (s->floats || !n) && scratch ? lm_calloc(scratch, sizeof(float), err) : NULL;
+    if (!ptrs || (n && !s->floats) || (scratch && !s->scratch)) {
+        free(ptrs), free(s->floats), free(s->scratch);
+        memset(s, 0, sizeof *s);
+        return -1;
+    }
+    lay_out_state(opt, p, s->floats, ptrs);
+    s->opt = opt;
+    s->buffers = (OptimBuffers){nb, opt->state_names, ptrs};
+    s->n_floats = n;
+    s->n_scratch = scratch;
+    return 0;
+}
+
+void optim_state_free(OptimizerState *s) {
+    free((void *)s->buffers.buf);
+    free(s->floats);
+    free(s->scratch);
+    memset(s, 0, sizeof *s);
+}
+
+void optim_step(OptimizerState *s, const ParamView *p, const OptimSettings *set, float lr, size_t t,
+                float grad_scale) {
+    s->opt->step(p, s, set, lr, t, grad_scale);
+}
+
+/* Calls f with the layout of a model of cfg; 0 if it cannot be laid out. */
+static size_t with_layout(const Optimizer *opt, const ModelConfig *cfg, size_t (*f)(const Optimizer *, const ParamView *)) {
     Model m;
     Error err;
     if (model_layout(&m, cfg, &err)) return 0;
-    size_t n = opt->scratch_floats(&m);
+    ParamView p = params_view(&m);
+    size_t n = f(opt, &p);
     model_free(&m);
-    return n * sizeof(float);
+    return n;
+}
+
+static size_t state_floats(const Optimizer *opt, const ParamView *p) { return lay_out_state(opt, p, NULL, NULL); }
+static size_t scratch_floats(const Optimizer *opt, const ParamView *p) { return opt->scratch_floats(p); }
+
+size_t optimizer_state_bytes(const Optimizer *opt, const ModelConfig *cfg) {
+    return with_layout(opt, cfg, state_floats) * sizeof(float);
+}
+
+size_t optimizer_scratch_bytes(const Optimizer *opt, const ModelConfig *cfg) {
+    return with_layout(opt, cfg, scratch_floats) * sizeof(float);
 }
 
 /* Cosine from lr (ratio 0) down to min_lr (ratio >= 1). */

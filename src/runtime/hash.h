@@ -1,4 +1,5 @@
-/* 64-bit FNV-1a: checkpoint checksums, tokenizer identities, the files
+/* 64-bit FNV-1a: the checksums of checkpoints written before XXH3
+ * (src/io/safetensors.c), tokenizer identities, the files
  * every rank of a job must share, and the hash tables of byte strings and
  * n-grams. Not cryptographic: it detects accidents, not forgeries. */
 #ifndef LM_HASH_H

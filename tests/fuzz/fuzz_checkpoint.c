@@ -1,9 +1,11 @@
 /* Fuzzes the checkpoint loader: bin/eval's and bin/sample's model_open
- * (weights and the stored tokenizer) and bin/train --resume's ckpt_load
- * (with the AdamW moments), and ckpt_read_config (the header alone, read
- * before those for the memory estimate). The file's checksum is not checked in fuzzing
+ * (weights and the stored tokenizer) and bin/train --resume's reading
+ * (ckpt_read_model, then ckpt_read_optim: an AdamW run's state), and
+ * ckpt_read_config (the header alone, read before those for the memory
+ * estimate). The file's checksum is not checked in fuzzing
  * builds, so mutations reach the parsing behind it. */
 #include "lm/checkpoint.h"
+#include "lm/optim.h"
 #include "fuzz_input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -21,9 +23,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         model_free(&m);
     }
     CkptState st;
-    if (ckpt_load(path, &m, &st, 1, &err) == 0) {
-        ckpt_state_free(&st);
-        model_free(&m);
+    CkptFile f;
+    if (ckpt_open(&f, path, &err) == 0) {
+        if (ckpt_read_model(&f, &m, &st, 1, &err) == 0) {
+            OptimizerState os;
+            ParamView p = params_view(&m);
+            if (optim_state_init(&os, optimizer_at(0), &p, &err) == 0) {
+                ckpt_read_optim(&f, &m, &os.buffers, &err);
+                optim_state_free(&os);
+            }
+            ckpt_state_free(&st);
+            model_free(&m);
+        }
+        ckpt_close(&f);
     }
     close(fd);
     return 0;

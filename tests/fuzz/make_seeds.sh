@@ -77,6 +77,8 @@ for d in "$tmp"/hf/*/; do
     cp "$d/model.safetensors" "$S/fuzz_safetensors/hf-$name-weights"
     cp "$d/config.json" "$S/fuzz_hf_config/$name-config.json"
 done
+# A checkpoint whose checksum is of the older kind, FNV-1a, which the reader still takes.
+/usr/bin/python3 -m tests.ckpt_forge fnv1a "$S/fuzz_checkpoint/attention-checkpoint" "$S/fuzz_checkpoint/attention-fnv1a"
 # Files the format's rules refuse (two tensors on the same bytes; bytes after
 # the last tensor): ours, with the checksum made to match, and others'.
 for kind in overlap trailing; do
