@@ -180,6 +180,19 @@ class TwoSeeds(unittest.TestCase):
         for what in ("blimp (minimal pairs", "lambada (cloze", "hellaswag (multiple choice"):
             self.assertIn(f"- **{what}", self.md)
 
+    def test_no_recall_token(self):
+        """A window too short to hold a 4-gram twice has no recall token (bin/eval: recall_loss null): the
+        report and page say '-', and the recall-split plot, which would have no bars, is left out."""
+        out = os.path.join(self.tmp, "short")
+        tiny = list(TINY)
+        tiny[tiny.index("--block-size") + 1] = "4"
+        p = compare(["--data", self.data, "--out", out, "--archs", "attention", "--budget", "tokens:640"] + tiny)
+        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+        self.assertIn("2 plots (val_loss_tokens.png, loss_by_position.png)", p.stdout)
+        self.assertFalse(os.path.exists(os.path.join(out, "recall_split.png")))
+        self.assertNotIn("recall_split.png", read(os.path.join(out, "compare.md")))
+        self.assertEqual(read_csv(os.path.join(out, "compare.csv"))[0]["recall_loss"], "")
+
     def test_bad_evals_refused(self):
         bad = os.path.join(self.tmp, "bad.jsonl")
         with open(bad, "w") as f:

@@ -15,6 +15,12 @@ def bar(rs, key):
     return f"{statistics.fmean(xs)} {min(xs)} {max(xs)}" if xs else "NaN NaN NaN"
 
 
+def has_split(runs):
+    """Whether the runs' windows held recall tokens and others (every run scores the same val windows, so
+    all or none of them has each kind): the recall-split plot has bars to draw."""
+    return all(any(r[k] is not None for r in runs) for k in ("recall_loss", "other_loss"))
+
+
 def write_plots(a, archs, budgets, runs, unit):
     """The plots (PNG, through gnuplot); returns their file names."""
     out = a.out
@@ -78,6 +84,8 @@ def write_plots(a, archs, budgets, runs, unit):
             f"set ylabel {gnuplot_string(f'loss (nats per {unit})')}\n"
             "set logscale x 2\nset xrange [1:*]\nplot " + ", \\\n     ".join(parts) + "\n",
             output=os.path.join(out, "loss_by_position.png"))
+    if not has_split(runs):  # a window too short for any recall token: no bars to draw
+        return [p[0] for p in plots] + ["loss_by_position.png"]
     # Recall vs other tokens: grouped bars with the seed range.
     path = os.path.join(out, "recall_split.dat")
     with output_text(path) as f:

@@ -14,7 +14,7 @@ from harness.common import command_line
 from harness.files import output_text
 from harness.lib import evals as eval_tasks
 from harness.lib.compare.page import write_page_html
-from harness.lib.compare.plots import write_plots
+from harness.lib.compare.plots import has_split, write_plots
 from harness.lib.compare.runs import CSV_KEYS, PER_TEXT
 from harness.lib.summary import (MIN_SEEDS, arch_table, estimate_cell, interval_caption, p_cell, paired,
                                  precision_text, ratio_cell, ratio_words, verdict)
@@ -213,7 +213,7 @@ def write_report(a, archs, budgets, seeds, runs, total, evals=()):
         f"Command: `{command_line('harness.compare').strip()}`", "",
         " ".join((["![val loss vs tokens](val_loss_tokens.png)"] if any(k == "tokens" for k, _ in budgets) else []) +
                  (["![val loss vs seconds](val_loss_seconds.png)"] if any(k == "seconds" for k, _ in budgets) else [])),
-        "![loss by position](loss_by_position.png) ![recall split](recall_split.png)"]
+        "![loss by position](loss_by_position.png)" + (" ![recall split](recall_split.png)" if has_split(runs) else "")]
     with output_text(os.path.join(a.out, "compare.md")) as f:
         f.write("\n".join(md) + "\n")
     write_csv(a, archs, runs, evals)
