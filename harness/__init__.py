@@ -33,7 +33,8 @@ The library:
   torch_ref.py    the PyTorch reference model around the mixers' references (also used by tests/parity.py)
   torch_muon.py   a PyTorch Muon written from the algorithm
   safetensors_np.py  reads checkpoints and gradient dumps into numpy (also used by tests/)
-  common.py       what they share: paths, running a program, dying with one line, reading its output
+  base.py         the bottom, importing nothing of the harness: paths, the harness's name, dying with one line
+  common.py       what the programs share: those, running a program, reading its output
   procs.py        the programs a harness runs: each in a process group of its own, stopped with it
                   (SIGINT, SIGTERM, SIGHUP forwarded, waited for, partial files removed)
   files.py        what a harness writes (the C programs' output rule: a temporary, then a rename;

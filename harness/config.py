@@ -12,7 +12,7 @@ regular file of at most MAX_BYTES holding one JSON object."""
 import argparse
 import json
 
-from harness.common import die
+from harness.base import die
 from harness.files import read_input
 
 MAX_BYTES = 1 << 20  # an experiment file is a few hundred bytes

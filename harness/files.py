@@ -21,7 +21,7 @@ import io
 import os
 import stat
 
-from harness import common
+from harness.base import die
 
 TEMP_INFIX = ".tmp."
 # A run folder's own files (bin/train --run, train/run_dir.h): never a page's or a report's path.
@@ -112,7 +112,7 @@ def output_check(path, what, inputs=(), run_folders=()):
     """Dies with one line, before any work, where path may not be written (output_problem)."""
     why = output_problem(path, what, inputs, run_folders)
     if why:
-        common.die(why)
+        die(why)
 
 
 def check_outputs(folder, patterns, what="--out", inputs=()):
@@ -130,7 +130,7 @@ def _create_temp(path, what):
     never followed) and registered as a partial file; (fd, tmp)."""
     why = replace_problem(path, what)
     if why:
-        common.die(why)
+        die(why)
     tmp = temp_path(path)
     with contextlib.suppress(FileNotFoundError, IsADirectoryError):
         if not os.path.isdir(tmp) or os.path.islink(tmp):
@@ -138,7 +138,7 @@ def _create_temp(path, what):
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
     except OSError as e:
-        common.die(f"cannot write {what} '{path}': {e.strerror}")
+        die(f"cannot write {what} '{path}': {e.strerror}")
     return fd, tmp
 
 
@@ -147,11 +147,11 @@ def _commit(tmp, path, what):
     folder: the old file or the new one, whole."""
     why = replace_problem(path, what)
     if why:
-        common.die(why)
+        die(why)
     try:
         os.rename(tmp, path)
     except OSError as e:
-        common.die(f"cannot rename '{tmp}' to '{path}': {e.strerror}")
+        die(f"cannot rename '{tmp}' to '{path}': {e.strerror}")
     with contextlib.suppress(OSError):
         fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY)
         try:
@@ -173,7 +173,7 @@ def write_output(path, data, what="the output"):
                 view = view[os.write(fd, view):]
             os.fsync(fd)
         except OSError as e:
-            common.die(f"cannot write {what} '{path}': {e.strerror} (the previous file, if any, is unchanged)")
+            die(f"cannot write {what} '{path}': {e.strerror} (the previous file, if any, is unchanged)")
         finally:
             os.close(fd)
         _commit(tmp, path, what)
@@ -202,7 +202,7 @@ def output_path(path, what="the output"):
         yield tmp
         st = os.lstat(tmp)
         if not stat.S_ISREG(st.st_mode):
-            common.die(f"cannot write {what} '{path}': its temporary '{tmp}' was replaced by {file_kind(st.st_mode)}")
+            die(f"cannot write {what} '{path}': its temporary '{tmp}' was replaced by {file_kind(st.st_mode)}")
         _commit(tmp, path, what)
     finally:
         with contextlib.suppress(FileNotFoundError):
@@ -218,16 +218,16 @@ def read_input(path, limit, what=None, head=False):
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as e:
-        common.die(f"{name} is not a regular file: give a file" if e.errno == errno.ENXIO else
+        die(f"{name} is not a regular file: give a file" if e.errno == errno.ENXIO else
                    f"cannot read {name}: {e.strerror}")
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
-            common.die(f"{name} is a directory, not a file")
+            die(f"{name} is a directory, not a file")
         if not stat.S_ISREG(st.st_mode):
-            common.die(f"{name} is not a regular file (it is {file_kind(st.st_mode)}): give a file")
+            die(f"{name} is not a regular file (it is {file_kind(st.st_mode)}): give a file")
         if st.st_size > limit and not head:
-            common.die(f"{name} is {st.st_size:,} bytes, more than the {limit:,} it may be")
+            die(f"{name} is {st.st_size:,} bytes, more than the {limit:,} it may be")
         chunks, left = [], limit + 1
         while left > 0:
             chunk = os.read(fd, min(left, 1 << 20))
@@ -239,9 +239,9 @@ def read_input(path, limit, what=None, head=False):
         if head:
             return data[:limit]
         if len(data) > limit:
-            common.die(f"{name} grew past the {limit:,} bytes it may be while it was read")
+            die(f"{name} grew past the {limit:,} bytes it may be while it was read")
         return data
     except OSError as e:
-        common.die(f"cannot read {name}: {e.strerror}")
+        die(f"cannot read {name}: {e.strerror}")
     finally:
         os.close(fd)

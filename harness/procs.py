@@ -18,6 +18,8 @@ import tempfile
 import threading
 import time
 
+from harness.base import die, program_name
+
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 _lock = threading.Lock()
@@ -67,7 +69,6 @@ class Result:
     def json(self):
         """Its stdout as JSON (a program run with --json); dies if it is not."""
         import json
-        from harness.common import die
         try:
             return json.loads(self.out)
         except (ValueError, RecursionError):
@@ -83,7 +84,6 @@ def run(cmd, env=None, capture=True, cwd=None, show=False, stdin=None):
     bytes it reads. The peak RSS is ru_maxrss from wait4: the process and every descendant it waited
     for. Safe to call from several threads at once; once the harness is stopping, raises Stopped
     instead of starting anything, and after a child it stopped."""
-    from harness.common import die
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as given:
         if stdin is not None:
             given.write(stdin)
@@ -126,7 +126,6 @@ def run_ok(cmd, env=None, capture=True, cwd=None, status=1, show=False):
     """run(), dying with one line (and exit status `status`) if cmd fails:
     its last line of output, or with capture=False (where its errors were
     already shown) its exit status and the command."""
-    from harness.common import die
     r = run(cmd, env, capture, cwd, show)
     if r.status != 0:
         name = os.path.basename(cmd[0])
@@ -230,7 +229,6 @@ def children_end_first():
 def _stop(sig):
     """Stops the harness for sig: forwards it (SIGTERM for a broken pipe) to every child, waits for
     each, removes the partial files, says so in one line (not for a broken pipe) and ends by sig."""
-    from harness.common import program_name
     if not _stopping:
         _stopping.append(sig)
         _forward(signal.SIGTERM if sig == signal.SIGPIPE else sig)

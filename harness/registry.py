@@ -8,7 +8,7 @@ layer, what a model that sets it is called), and at a model each layer's
 tensors, parameters, state floats per sequence and FLOPs per token. No
 mixer's name, option or formula is written in harness/ but in the mixer's
 own PyTorch reference (harness/mixers/NAME.py); tests/house.py checks. A
-name the registry does not have is one line and exit 2 (common.die), never
+name the registry does not have is one line and exit 2 (base.die), never
 another mixer's branch.
 
 A model is given as bin/train's model options (describe(args)) or as a
@@ -20,14 +20,14 @@ import json
 import os
 import subprocess
 
-from harness import common
+from harness import base
 
 HYBRID = "hybrid"  # the family of an architecture whose layers are of more than one family
 
 
 def info_command():
     """bin/info's path: read where it is asked for (tests point BIN elsewhere)."""
-    return os.path.join(common.BIN, "info")
+    return os.path.join(base.BIN, "info")
 
 
 @functools.lru_cache(maxsize=None)
@@ -36,14 +36,14 @@ def _describe(args, config_text):
     try:
         p = subprocess.run(cmd, input=config_text, capture_output=True, text=True)
     except OSError as e:
-        common.die(f"cannot run {cmd[0]} (make builds it): {e.strerror}")
+        base.die(f"cannot run {cmd[0]} (make builds it): {e.strerror}")
     if p.returncode != 0:
         lines = p.stderr.strip().splitlines()
         raise ValueError(lines[-1].split("error: ", 1)[-1] if lines else f"bin/info exited {p.returncode}")
     try:
         return json.loads(p.stdout)
     except ValueError:
-        common.die(f"{cmd[0]} --mixers --json printed no JSON: make, then try again")
+        base.die(f"{cmd[0]} --mixers --json printed no JSON: make, then try again")
 
 
 def describe(args=(), config=None, what=None):
@@ -53,7 +53,7 @@ def describe(args=(), config=None, what=None):
     try:
         return _describe(tuple(str(a) for a in args), None if config is None else json.dumps(config, sort_keys=True))
     except ValueError as e:
-        common.die(f"{what}: {e}" if what else str(e))
+        base.die(f"{what}: {e}" if what else str(e))
 
 
 def refusal(args):
@@ -84,7 +84,7 @@ def check_names(mixer_names, what):
     """Dies with one line naming the first name that is not a registered mixer."""
     for m in mixer_names:
         if m not in names():
-            common.die(f"{what}: '{m}' is not a registered mixer (bin/info --mixers: {known_text()})")
+            base.die(f"{what}: '{m}' is not a registered mixer (bin/info --mixers: {known_text()})")
 
 
 def options(of=None):
@@ -176,7 +176,7 @@ def check_options(a, shape):
     with bin/train's shape options `shape`."""
     why = refusal(shape + given_args(a, knob=True))
     if why:
-        common.die(why)
+        base.die(why)
 
 
 def settings_text(a):

@@ -16,7 +16,7 @@ import math
 import re
 
 from harness import registry
-from harness.common import die
+from harness.base import die
 from harness.files import read_input
 
 MAX_BYTES = 256 << 20  # a results file is kilobytes; this stops a planted huge one before it is read

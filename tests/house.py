@@ -145,6 +145,40 @@ def imported(path, modules):
     return {m for m in found if m in modules}
 
 
+def import_circles(graph):
+    """Each circle of imports among the harness's modules (graph: module -> the modules it
+    imports), once, as a line: a circle is a set of modules none of which can be read without
+    the others, and what they share belongs below them (harness/base.py)."""
+    index, low, stack, on, circles, counter = {}, {}, [], set(), [], [0]
+
+    def visit(m):  # Tarjan's strongly connected components
+        index[m] = low[m] = counter[0]
+        counter[0] += 1
+        stack.append(m)
+        on.add(m)
+        for n in sorted(graph.get(m, ())):
+            if n not in index:
+                visit(n)
+                low[m] = min(low[m], low[n])
+            elif n in on:
+                low[m] = min(low[m], index[n])
+        if low[m] == index[m]:
+            part = []
+            while True:
+                n = stack.pop()
+                on.discard(n)
+                part.append(n)
+                if n == m:
+                    break
+            if len(part) > 1:
+                circles.append(sorted(part))
+
+    for m in sorted(graph):
+        if m not in index:
+            visit(m)
+    return [f"harness: a circle of imports: {' -> '.join(c)}: what they share belongs below them" for c in circles]
+
+
 def harness_house():
     """Programs that import programs, and harness files over MAX_LINES: (lines of what broke, files read)."""
     modules = harness_modules()
@@ -154,6 +188,7 @@ def harness_house():
         for other in sorted(imported(modules[m], modules) & programs - {m}):
             broken.append(f"{os.path.relpath(modules[m], ROOT)}: imports the program {other}: what programs "
                           "share lives in the library (harness/lib/)")
+    broken += import_circles({m: imported(path, modules) - {m} for m, path in modules.items()})
     every = list(files("harness", (".py", ".html", ".json", ".md", ".sh")))
     for path in every:
         with open(path, encoding="utf-8") as f:
