@@ -13,29 +13,30 @@ static int quiet = 0;
 
 void cli_set_quiet(int q) { quiet = q; }
 
-int cli_error(const char *prog, const char *fmt, ...) {
-    if (quiet) return EXIT_BAD_INPUT;
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
+/* "PROG: KIND MESSAGE" on stderr, one line, the message's controls escaped. */
+static void print_line(const char *prog, const char *kind, const char *fmt, va_list ap) {
+    char msg[2048];
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     char shown[4 * sizeof msg];
     cli_printable(msg, shown, sizeof shown);
-    fprintf(stderr, "%s: error: %s\n", prog, shown);
+    fprintf(stderr, "%s: %s%s\n", prog, kind, shown);
+}
+
+int cli_error(const char *prog, const char *fmt, ...) {
+    if (quiet) return EXIT_BAD_INPUT;
+    va_list ap;
+    va_start(ap, fmt);
+    print_line(prog, "error: ", fmt, ap);
+    va_end(ap);
     return EXIT_BAD_INPUT;
 }
 
 void cli_note(const char *prog, const char *fmt, ...) {
     if (quiet) return;
-    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    print_line(prog, "", fmt, ap);
     va_end(ap);
-    char shown[4 * sizeof msg];
-    cli_printable(msg, shown, sizeof shown);
-    fprintf(stderr, "%s: %s\n", prog, shown);
 }
 
 /* s into out with control bytes as \xNN; newlines as spaces (a message) or escaped too. */
