@@ -1,0 +1,360 @@
+/* Gated DeltaNet (see mixers/deltanet.h). */
+#include "mixers/deltanet.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "lm/matmul.h"
+#include "mixers/head_decay.h"
+#include "nn/rmsnorm.h"
+
+typedef struct DeltaParams {
+    const float *qkv_w, *qkv_b, *decay_w, *decay_b, *beta_w, *beta_b, *proj_w, *proj_b;
+} DeltaParams;
+
+static DeltaParams delta_params(const float *p, size_t C, size_t H) {
+    DeltaParams d;
+    d.qkv_w = p;
+    d.qkv_b = d.qkv_w + 3 * C * C;
+    d.decay_w = d.qkv_b + 3 * C;
+    d.decay_b = d.decay_w + H * C;
+    d.beta_w = d.decay_b + H;
+    d.beta_b = d.beta_w + H * C;
+    d.proj_w = d.beta_b + H;
+    d.proj_b = d.proj_w + C * C;
+    return d;
+}
+
+/* acts: qkv (B,T,3C) with q and k RMS-normalised in place per head and
+ * their rstd (B,T,2H), alpha and beta (B,T,H), y (B,T,C) the normalised o
+ * and its rstd (B,T,H), the state at the start of every chunk
+ * (B,H,ceil(T/L),hs,hs); backward's dqkv (B,T,3C), dy (B,T,C), dalpha and
+ * dbeta (B,T,H), and a ChunkRoom per (b, h). */
+typedef struct DeltaActs {
+    float *qkv, *qk_rstd, *alpha, *beta, *y, *rstd, *starts; /* forward, kept for backward */
+    float *dqkv, *dy, *dalpha, *dbeta, *scratch;             /* backward; scratch: a ChunkRoom per (b, h) */
+} DeltaActs;
+
+static size_t n_chunks(size_t T) { return (T + DELTANET_CHUNK - 1) / DELTANET_CHUNK; }
+
+/* One (b, h)'s room: the running state S (forward leaves S_T there, for
+ * fill_state; u and w its scratch), a chunk's L + 1 states as backward
+ * recomputes them with each position's u and w (L x hs), the gradient
+ * reaching the state dS (hs x hs), and g, du (hs). */
+typedef struct ChunkRoom {
+    float *S, *states, *u, *w, *dS, *g, *du;
+} ChunkRoom;
+
+static size_t chunk_room(float *base, size_t hs, ChunkRoom *c) {
+    size_t L = DELTANET_CHUNK, used = 0;
+#define TAKE(field, count) (c->field = base ? base + used : NULL, used += (count))
+    TAKE(S, hs * hs);
+    TAKE(states, (L + 1) * hs * hs);
+    TAKE(u, L * hs);
+    TAKE(w, L * hs);
+    TAKE(dS, hs * hs);
+    TAKE(g, hs);
+    TAKE(du, hs);
+#undef TAKE
+    return used;
+}
+
+static size_t room_per_head(size_t hs) { return chunk_room(NULL, hs, &(ChunkRoom){0}); }
+
+/* With base == NULL it only measures. */
+static size_t delta_layout(float *base, size_t B, size_t T, size_t C, size_t H, DeltaActs *a) {
+    size_t N = B * T, hs = C / H, used = 0;
+#define TAKE(field, count) (a->field = base ? base + used : NULL, used += (count))
+    TAKE(qkv, N * 3 * C);
+    TAKE(qk_rstd, N * 2 * H);
+    TAKE(alpha, N * H);
+    TAKE(beta, N * H);
+    TAKE(y, N * C);
+    TAKE(rstd, N * H);
+    TAKE(starts, B * H * n_chunks(T) * hs * hs);
+    TAKE(dqkv, N * 3 * C);
+    TAKE(dy, N * C);
+    TAKE(dalpha, N * H);
+    TAKE(dbeta, N * H);
+    TAKE(scratch, B * H * room_per_head(hs));
+#undef TAKE
+    return used;
+}
+
+static int delta_validate(const MixerSpec *spec, Error *err) {
+    if (spec->n_head == 0) return err_set(err, "n_head must be positive");
+    if (spec->n_embd % spec->n_head != 0)
+        return err_set(err, "n_embd (%zu) must be divisible by n_head (%zu)", spec->n_embd, spec->n_head);
+    return 0;
+}
+
+static size_t delta_tensors(const MixerSpec *spec, TensorSpec *out) {
+    size_t C = spec->n_embd, H = spec->n_head;
+    out[0] = (TensorSpec){"deltanet.qkv.weight", 3 * C, C, INIT_NORMAL, 0};
+    out[1] = (TensorSpec){"deltanet.qkv.bias", 3 * C, 0, INIT_ZERO, 0};
+    out[2] = (TensorSpec){"deltanet.decay.weight", H, C, INIT_NORMAL, 0};
+    out[3] = (TensorSpec){"deltanet.decay.bias", H, 0, INIT_ZERO, 0};
+    out[4] = (TensorSpec){"deltanet.beta.weight", H, C, INIT_NORMAL, 0};
+    out[5] = (TensorSpec){"deltanet.beta.bias", H, 0, INIT_ZERO, 0};
+    out[6] = (TensorSpec){"deltanet.proj.weight", C, C, INIT_RESIDUAL, 1};
+    out[7] = (TensorSpec){"deltanet.proj.bias", C, 0, INIT_ZERO, 0};
+    return 8;
+}
+
+static size_t delta_act_size(const MixerSpec *spec, size_t B, size_t T) {
+    DeltaActs unused;
+    return delta_layout(NULL, B, T, spec->n_embd, spec->n_head, &unused);
+}
+
+static float sigmoid(float z) { return 1.0f / (1.0f + expf(-z)); }
+
+/* alpha, beta (N, H): sigmoid(x . decay_w^T + decay_b + offset) and
+ * sigmoid(x . beta_w^T + beta_b). */
+static void gates(float *alpha, float *beta, const DeltaParams *p, const float *in, size_t N, size_t C, size_t H) {
+    matmul_forward(NULL, alpha, in, p->decay_w, p->decay_b, N, C, H);
+    matmul_forward(NULL, beta, in, p->beta_w, p->beta_b, N, C, H);
+    for (size_t h = 0; h < H; h++) {
+        float offset = head_decay_offset(h, H); /* once per head, not per token */
+        for (size_t n = 0; n < N; n++) {
+            alpha[n * H + h] = sigmoid(alpha[n * H + h] + offset);
+            beta[n * H + h] = sigmoid(beta[n * H + h]);
+        }
+    }
+}
+
+/* One position of one head's recurrence, k the RMS-normalised key (k^ = k c,
+ * c = 1 / sqrt(hs)), ac = alpha c and bc = beta c:
+ *   u = S^T k,  w = v - ac u,  out = alpha S + bc k w^T
+ * which is alpha (I - beta k^ k^^T) S + beta k^ v^T. S is hs x hs, row i the
+ * key dimension; out may be S. */
+static void delta_state(float *out, const float *S, const float *k, const float *v, float alpha, float ac, float bc,
+                        float *u, float *w, size_t hs) {
+    for (size_t j = 0; j < hs; j++) u[j] = 0.0f;
+    for (size_t i = 0; i < hs; i++) {
+        const float ki = k[i], *Si = S + i * hs;
+#pragma omp simd
+        for (size_t j = 0; j < hs; j++) u[j] += ki * Si[j];
+    }
+    for (size_t j = 0; j < hs; j++) w[j] = v[j] - ac * u[j];
+    for (size_t i = 0; i < hs; i++) {
+        const float bk = bc * k[i], *Si = S + i * hs;
+        float *oi = out + i * hs;
+#pragma omp simd
+        for (size_t j = 0; j < hs; j++) oi[j] = alpha * Si[j] + bk * w[j];
+    }
+}
+
+/* o = S^T q. */
+static void readout(float *o, const float *S, const float *q, size_t hs) {
+    for (size_t j = 0; j < hs; j++) o[j] = 0.0f;
+    for (size_t i = 0; i < hs; i++) {
+        const float qi = q[i], *Si = S + i * hs;
+#pragma omp simd
+        for (size_t j = 0; j < hs; j++) o[j] += qi * Si[j];
+    }
+}
+
+static void delta_forward(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *acts, float *out,
+                          const float *in, size_t B, size_t T) {
+    size_t C = spec->n_embd, H = spec->n_head, hs = C / H, N = B * T, nc = n_chunks(T);
+    DeltaParams p = delta_params(params, C, H);
+    DeltaActs a;
+    delta_layout(acts, B, T, C, H, &a);
+    matmul_forward(rt->bf16, a.qkv, in, p.qkv_w, p.qkv_b, N, C, 3 * C);
+    rmsnorm_heads_forward(a.qkv, a.qk_rstd, N, 3 * C, 2 * H, hs); /* q's and k's 2H runs */
+    gates(a.alpha, a.beta, &p, in, N, C, H);
+    const float c = 1.0f / sqrtf((float)hs);
+#pragma omp parallel for schedule(static)
+    for (size_t bh = 0; bh < B * H; bh++) {
+        size_t b = bh / H, h = bh % H;
+        ChunkRoom r;
+        chunk_room(a.scratch + bh * room_per_head(hs), hs, &r);
+        float *starts = a.starts + bh * nc * hs * hs;
+        memset(r.S, 0, hs * hs * sizeof(float));
+        for (size_t t = 0; t < T; t++) {
+            if (t % DELTANET_CHUNK == 0) memcpy(starts + t / DELTANET_CHUNK * hs * hs, r.S, hs * hs * sizeof(float));
+            size_t n = b * T + t;
+            const float *q = a.qkv + n * 3 * C + h * hs, alpha = a.alpha[n * H + h];
+            delta_state(r.S, r.S, q + C, q + 2 * C, alpha, alpha * c, a.beta[n * H + h] * c, r.u, r.w, hs);
+            readout(a.y + n * C + h * hs, r.S, q, hs);
+        }
+    }
+    rmsnorm_heads_forward(a.y, a.rstd, N, C, H, hs);
+    matmul_forward(rt->bf16, out, a.y, p.proj_w, p.proj_b, N, C, C);
+}
+
+/* Backward through one position (delta_state, then readout), from dS, the
+ * gradient reaching S_t from later positions, and do = d o_t; Sp = S_{t-1},
+ * Sc = S_t, u and w as delta_state left them. With D = dS + q do^T (the whole
+ * gradient of S_t) and g = D^T k:
+ *   dq = S_t do              dk = bc D w + S_{t-1} du     dv = dw = bc g
+ *   d alpha = <D, S_{t-1}> - c u . dw                     d beta = c g . w
+ *   du = -ac dw              dS_{t-1} = alpha D + k du^T
+ * (the last two: through u = S_{t-1}^T k). Writes dq, dk, dv (hs each),
+ * *dalpha, *dbeta; leaves dS_{t-1} in dS. */
+typedef struct StepGrads {
+    float *dq, *dk, *dv, *dalpha, *dbeta;
+} StepGrads;
+
+static void delta_state_backward(float *dS, const float *Sp, const float *Sc, const float *q, const float *k,
+                                 const float *u, const float *w, const float *d_o, float alpha, float beta, float c,
+                                 float *g, float *du, StepGrads d, size_t hs) {
+    const float ac = alpha * c, bc = beta * c;
+    float da = 0.0f;
+    for (size_t j = 0; j < hs; j++) g[j] = 0.0f;
+    for (size_t i = 0; i < hs; i++) {
+        const float qi = q[i], ki = k[i], *Spi = Sp + i * hs, *Sci = Sc + i * hs;
+        float *Di = dS + i * hs, dq = 0.0f, dai = 0.0f, dk = 0.0f;
+#pragma omp simd reduction(+ : dq, dai, dk)
+        for (size_t j = 0; j < hs; j++) {
+            float D = Di[j] + qi * d_o[j];
+            Di[j] = D;
+            dq += Sci[j] * d_o[j];
+            dai += D * Spi[j];
+            dk += D * w[j];
+            g[j] += ki * D;
+        }
+        d.dq[i] = dq, d.dk[i] = bc * dk;
+        da += dai;
+    }
+    float gw = 0.0f, udw = 0.0f;
+    for (size_t j = 0; j < hs; j++) {
+        float dw = bc * g[j];
+        d.dv[j] = dw;
+        gw += g[j] * w[j];
+        udw += u[j] * dw;
+        du[j] = -ac * dw;
+    }
+    *d.dalpha = da - c * udw;
+    *d.dbeta = c * gw;
+    for (size_t i = 0; i < hs; i++) {
+        const float ki = k[i], *Spi = Sp + i * hs;
+        float *Di = dS + i * hs, s = 0.0f;
+#pragma omp simd reduction(+ : s)
+        for (size_t j = 0; j < hs; j++) {
+            s += Spi[j] * du[j];
+            Di[j] = alpha * Di[j] + ki * du[j];
+        }
+        d.dk[i] += s;
+    }
+}
+
+static void delta_backward(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *dparams,
+                           float *acts, const float *in, const float *dout, float *din, size_t B, size_t T) {
+    size_t C = spec->n_embd, H = spec->n_head, hs = C / H, N = B * T, nc = n_chunks(T), hs2 = hs * hs;
+    DeltaParams p = delta_params(params, C, H), g = delta_params(dparams, C, H);
+    DeltaActs a;
+    delta_layout(acts, B, T, C, H, &a);
+    matmul_backward(rt->bf16, a.dy, 0.0f, (float *)g.proj_w, (float *)g.proj_b, dout, a.y, p.proj_w, N, C, C);
+    rmsnorm_heads_backward(a.dy, a.y, a.rstd, N, C, H, hs);
+    const float c = 1.0f / sqrtf((float)hs);
+#pragma omp parallel for schedule(static)
+    for (size_t bh = 0; bh < B * H; bh++) {
+        size_t b = bh / H, h = bh % H;
+        ChunkRoom r;
+        chunk_room(a.scratch + bh * room_per_head(hs), hs, &r);
+        memset(r.dS, 0, hs2 * sizeof(float));
+        for (size_t k = nc; k-- > 0;) {
+            size_t t0 = k * DELTANET_CHUNK, L = T - t0 < DELTANET_CHUNK ? T - t0 : DELTANET_CHUNK;
+            /* The chunk's states again, from its kept start, as forward made them. */
+            memcpy(r.states, a.starts + (bh * nc + k) * hs2, hs2 * sizeof(float));
+            for (size_t j = 0; j < L; j++) {
+                size_t n = b * T + t0 + j;
+                const float *q = a.qkv + n * 3 * C + h * hs, alpha = a.alpha[n * H + h];
+                delta_state(r.states + (j + 1) * hs2, r.states + j * hs2, q + C, q + 2 * C, alpha, alpha * c,
+                            a.beta[n * H + h] * c, r.u + j * hs, r.w + j * hs, hs);
+            }
+            for (size_t j = L; j-- > 0;) {
+                size_t n = b * T + t0 + j;
+                const float *q = a.qkv + n * 3 * C + h * hs;
+                float *dq = a.dqkv + n * 3 * C + h * hs;
+                StepGrads d = {dq, dq + C, dq + 2 * C, a.dalpha + n * H + h, a.dbeta + n * H + h};
+                delta_state_backward(r.dS, r.states + j * hs2, r.states + (j + 1) * hs2, q, q + C, r.u + j * hs,
+                                     r.w + j * hs, a.dy + n * C + h * hs, a.alpha[n * H + h], a.beta[n * H + h], c, r.g,
+                                     r.du, d, hs);
+            }
+        }
+    }
+    rmsnorm_heads_backward(a.dqkv, a.qkv, a.qk_rstd, N, 3 * C, 2 * H, hs);
+    /* Through the sigmoids: d z = d gate gate (1 - gate). */
+    for (size_t i = 0; i < N * H; i++) {
+        a.dalpha[i] *= a.alpha[i] * (1.0f - a.alpha[i]);
+        a.dbeta[i] *= a.beta[i] * (1.0f - a.beta[i]);
+    }
+    matmul_backward(rt->bf16, din, 0.0f, (float *)g.qkv_w, (float *)g.qkv_b, a.dqkv, in, p.qkv_w, N, C, 3 * C);
+    matmul_backward(NULL, din, 1.0f, (float *)g.decay_w, (float *)g.decay_b, a.dalpha, in, p.decay_w, N, C, H);
+    matmul_backward(NULL, din, 1.0f, (float *)g.beta_w, (float *)g.beta_b, a.dbeta, in, p.beta_w, N, C, H);
+}
+
+/* Sampling state: S for every head (H hs^2 = C hs), then scratch for one
+ * position's qkv (3C), alpha and beta (H each), o (C), u and w (hs each). */
+static size_t delta_state_size(const MixerSpec *spec) {
+    size_t C = spec->n_embd, H = spec->n_head, hs = C / H;
+    return C * hs + 4 * C + 2 * H + 2 * hs;
+}
+
+/* Sampling steps of n sequences at position t (Mixer.step_batch): the
+ * projections over the n rows at once, each sequence's recurrence between. */
+static void delta_step_batch(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state,
+                             size_t stride, const float *in, float *out, size_t t, size_t n) {
+    size_t C = spec->n_embd, H = spec->n_head, hs = C / H, qkv_at = C * hs, o_at = qkv_at + 3 * C + 2 * H;
+    DeltaParams p = delta_params(params, C, H);
+    const float c = 1.0f / sqrtf((float)hs);
+    matmul_step_rows(rt->bf16, rt->decode, state + qkv_at, stride, in, C, p.qkv_w, C, p.qkv_b, n, C, 3 * C, 0);
+    for (size_t i = 0; i < n; i++) {
+        float *S = state + i * stride, *qkv = S + qkv_at, *alpha = qkv + 3 * C, *beta = alpha + H, *o = beta + H;
+        float *u = o + C, *w = u + hs;
+        if (t == 0) memset(S, 0, C * hs * sizeof(float)); /* a new sequence */
+        rmsnorm_heads_forward(qkv, NULL, 1, 3 * C, 2 * H, hs);
+        gates(alpha, beta, &p, in + i * C, 1, C, H);
+        for (size_t h = 0; h < H; h++) {
+            float *Sh = S + h * hs * hs;
+            const float *q = qkv + h * hs;
+            delta_state(Sh, Sh, q + C, q + 2 * C, alpha[h], alpha[h] * c, beta[h] * c, u, w, hs);
+            readout(o + h * hs, Sh, q, hs);
+        }
+        rmsnorm_heads_forward(o, NULL, 1, C, H, hs);
+    }
+    matmul_step_rows(rt->bf16, rt->decode, out, C, state + o_at, stride, p.proj_w, C, p.proj_b, n, C, C, 0);
+}
+
+static void delta_step(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state,
+                       const float *in_t, float *out_t, size_t t) {
+    delta_step_batch(spec, rt, params, state, delta_state_size(spec), in_t, out_t, t, 1);
+}
+
+/* Each head's state at T: where forward left it, in the head's ChunkRoom. */
+static void delta_fill_state(const MixerSpec *spec, const float *acts, size_t T, float *state) {
+    size_t C = spec->n_embd, H = spec->n_head, hs = C / H;
+    DeltaActs a;
+    delta_layout((float *)acts, 1, T, C, H, &a);
+    for (size_t h = 0; h < H; h++) {
+        ChunkRoom r;
+        chunk_room(a.scratch + h * room_per_head(hs), hs, &r);
+        memcpy(state + h * hs * hs, r.S, hs * hs * sizeof(float));
+    }
+}
+
+/* Per token and head, in multiply-adds over the hs x hs state: forward's
+ * three (u, the update, the readout); backward's nine (the recomputed u and
+ * update, then D, dq, d alpha, dk, g, S_{t-1} du and dS_{t-1}). Over the
+ * heads (H hs = C), 24 C hs FLOPs, whatever T. */
+static double delta_flops(const MixerSpec *spec, size_t T) {
+    (void)T;
+    double C = (double)spec->n_embd, hs = C / (double)spec->n_head;
+    return 24.0 * C * hs;
+}
+
+const Mixer deltanet_mixer = {
+    .name = "deltanet",
+    .validate = delta_validate,
+    .tensors = delta_tensors,
+    .act_size = delta_act_size,
+    .forward = delta_forward,
+    .backward = delta_backward,
+    .state_size = delta_state_size,
+    .step = delta_step,
+    .step_batch = delta_step_batch,
+    .fill_state = delta_fill_state,
+    .flops = delta_flops,
+};

@@ -1,0 +1,48 @@
+/* Gated DeltaNet (Yang, Kautz and Hatamizadeh, "Gated Delta Networks",
+ * ICLR 2025; the delta rule of DeltaNet, Yang et al. 2024): a linear-time
+ * recurrent mixer whose state per head is an associative memory that each
+ * token first decays, then corrects towards v at k (the delta rule), one
+ * implementation of the Mixer interface. Laid out as gla (mixers/gla.h) so
+ * that the two compare fairly: the same projections plus a write strength.
+ *   in, out (B, T, C); H heads of size hs = C / H. For each head, with
+ *   q_t, k_t, v_t its hs columns of the qkv projection of x_t:
+ *     q^_t, k^_t = q_t, k_t scaled to unit length (L2; RMS over the head's
+ *                  hs values, then k over sqrt(hs))
+ *     alpha_t = sigmoid(wa_h . x_t + ba_h + offset_h)   the decay, in (0, 1)
+ *     beta_t  = sigmoid(wb_h . x_t + bb_h)              the write strength, in (0, 1)
+ *     S_t     = alpha_t (I - beta_t k^_t k^_t^T) S_{t-1} + beta_t k^_t v_t^T
+ *                                                     (hs x hs), S_{-1} = 0
+ *     o_t     = S_t^T q^_t
+ *   then each head's o_t scaled to unit root mean square (no gain, so the
+ *   scale of q^ is immaterial), the heads concatenated and projected:
+ *   out = proj(o). With |k^| = 1, I - beta k^ k^^T has eigenvalues 1 - beta
+ *   and 1: S never grows. The state a sequence carries is H hs^2 = C hs
+ *   floats, gla's.
+ *   offset_h is gla's, logit(1 - 2^-(3 + 5 h / (H - 1))) (mixers/head_decay.h):
+ *   the heads start forgetting at rates from 1/8 to 1/256 per token. The
+ *   paper writes alpha
+ *   as Mamba-2's exp(-A softplus(.)); a sigmoid with these offsets is gla's
+ *   decay, so the two mixers differ only by the delta rule and beta.
+ *   The paper's short convolutions, SiLU on q, k and output gate are left
+ *   out for the same reason.
+ *   params, in order: qkv.weight (3C, C) rows q then k then v, head h the
+ *   h-th block of hs rows in each; qkv.bias (3C); decay.weight (H, C);
+ *   decay.bias (H); beta.weight (H, C); beta.bias (H); proj.weight (C, C);
+ *   proj.bias (C): gla's, plus beta's H (C + 1).
+ * Forward steps the recurrence and keeps the state at the start of every
+ * chunk of DELTANET_CHUNK positions; backward recomputes a chunk's states
+ * from its start and runs the state's gradient back through it (deltanet.c
+ * has the formulas). O(T hs^2) per head, forward and backward. */
+#ifndef LM_DELTANET_H
+#define LM_DELTANET_H
+
+#include "lm/mixer.h"
+
+/* Positions per chunk (L): forward keeps B H (T / L) states of hs^2 for
+ * backward, which recomputes L + 1 states of a chunk at a time per (b, h);
+ * L near sqrt(T) keeps the sum least (16 for blocks of 256). */
+#define DELTANET_CHUNK 16
+
+extern const Mixer deltanet_mixer;
+
+#endif
