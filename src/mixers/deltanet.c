@@ -122,35 +122,58 @@ static void gates(float *alpha, float *beta, const DeltaParams *p, const float *
     }
 }
 
-/* One position of one head's recurrence, k the RMS-normalised key (k^ = k c,
- * c = 1 / sqrt(hs)), ac = alpha c and bc = beta c:
- *   u = S^T k,  w = v - ac u,  out = alpha S + bc k w^T
- * which is alpha (I - beta k^ k^^T) S + beta k^ v^T. S is hs x hs, row i the
- * key dimension; out may be S. */
-static void delta_state(float *out, const float *S, const float *k, const float *v, float alpha, float ac, float bc,
-                        float *u, float *w, size_t hs) {
+/* u = S^T k: the state read at a key. */
+static void state_at(float *u, const float *S, const float *k, size_t hs) {
     for (size_t j = 0; j < hs; j++) u[j] = 0.0f;
     for (size_t i = 0; i < hs; i++) {
         const float ki = k[i], *Si = S + i * hs;
 #pragma omp simd
         for (size_t j = 0; j < hs; j++) u[j] += ki * Si[j];
     }
+}
+
+/* One position of one head's recurrence, k the RMS-normalised key (k^ = k c,
+ * c = 1 / sqrt(hs)), ac = alpha c, bc = beta c and u = S^T k:
+ *   w = v - ac u,  S' = alpha S + bc k w^T
+ * which is alpha (I - beta k^ k^^T) S + beta k^ v^T (S is hs x hs, row i the
+ * key dimension). In the same pass over S' (written to out, which may be S):
+ * o = S'^T q, the readout, and un = S'^T kn, the next position's u (kn its
+ * key; un may be u). */
+static void advance(float *out, const float *S, const float *k, const float *v, float alpha, float ac, float bc,
+                    const float *u, float *w, const float *q, float *o, const float *kn, float *un, size_t hs) {
     for (size_t j = 0; j < hs; j++) w[j] = v[j] - ac * u[j];
+    for (size_t j = 0; j < hs; j++) o[j] = 0.0f, un[j] = 0.0f;
     for (size_t i = 0; i < hs; i++) {
-        const float bk = bc * k[i], *Si = S + i * hs;
+        const float bk = bc * k[i], qi = q[i], kni = kn[i], *Si = S + i * hs;
         float *oi = out + i * hs;
 #pragma omp simd
-        for (size_t j = 0; j < hs; j++) oi[j] = alpha * Si[j] + bk * w[j];
+        for (size_t j = 0; j < hs; j++) {
+            float sij = alpha * Si[j] + bk * w[j];
+            oi[j] = sij;
+            o[j] += qi * sij;
+            un[j] += kni * sij;
+        }
     }
 }
 
-/* o = S^T q. */
-static void readout(float *o, const float *S, const float *q, size_t hs) {
-    for (size_t j = 0; j < hs; j++) o[j] = 0.0f;
+/* advance as backward recomputes it: the same S' (into out, not S), and
+ * instead of the readout its gradient's dq = S' do. */
+static void advance_again(float *out, const float *S, const float *k, const float *v, float alpha, float ac, float bc,
+                          const float *u, float *w, const float *d_o, float *dq, const float *kn, float *un,
+                          size_t hs) {
+    for (size_t j = 0; j < hs; j++) w[j] = v[j] - ac * u[j];
+    for (size_t j = 0; j < hs; j++) un[j] = 0.0f;
     for (size_t i = 0; i < hs; i++) {
-        const float qi = q[i], *Si = S + i * hs;
-#pragma omp simd
-        for (size_t j = 0; j < hs; j++) o[j] += qi * Si[j];
+        const float bk = bc * k[i], kni = kn[i], *Si = S + i * hs;
+        float *oi = out + i * hs, d = 0.0f;
+#pragma omp simd reduction(+ : d)
+        for (size_t j = 0; j < hs; j++) {
+            float sij = alpha * Si[j] + bk * w[j];
+            oi[j] = sij;
+            d += sij * d_o[j];
+            un[j] += kni * sij;
+        }
+        dq[i] = d;
     }
 }
 
@@ -171,50 +194,51 @@ static void delta_forward(const MixerSpec *spec, const MixerRuntime *rt, const f
         chunk_room(a.scratch + bh * room_per_head(hs), hs, &r);
         float *starts = a.starts + bh * nc * hs * hs;
         memset(r.S, 0, hs * hs * sizeof(float));
+        memset(r.u, 0, hs * sizeof(float)); /* S_{-1}^T k_0 */
         for (size_t t = 0; t < T; t++) {
             if (t % DELTANET_CHUNK == 0) memcpy(starts + t / DELTANET_CHUNK * hs * hs, r.S, hs * hs * sizeof(float));
             size_t n = b * T + t;
             const float *q = a.qkv + n * 3 * C + h * hs, alpha = a.alpha[n * H + h];
-            delta_state(r.S, r.S, q + C, q + 2 * C, alpha, alpha * c, a.beta[n * H + h] * c, r.u, r.w, hs);
-            readout(a.y + n * C + h * hs, r.S, q, hs);
+            const float *kn = t + 1 < T ? q + 3 * C + C : q + C; /* the last position's next: unused */
+            advance(r.S, r.S, q + C, q + 2 * C, alpha, alpha * c, a.beta[n * H + h] * c, r.u, r.w, q,
+                    a.y + n * C + h * hs, kn, r.u, hs);
         }
     }
     rmsnorm_heads_forward(a.y, a.rstd, N, C, H, hs);
     matmul_forward(rt->bf16, out, a.y, p.proj_w, p.proj_b, N, C, C);
 }
 
-/* Backward through one position (delta_state, then readout), from dS, the
- * gradient reaching S_t from later positions, and do = d o_t; Sp = S_{t-1},
- * Sc = S_t, u and w as delta_state left them. With D = dS + q do^T (the whole
- * gradient of S_t) and g = D^T k:
- *   dq = S_t do              dk = bc D w + S_{t-1} du     dv = dw = bc g
+/* Backward through one position (advance), from dS, the gradient reaching
+ * S_t from later positions, and do = d o_t; Sp = S_{t-1}, u and w as advance
+ * left them (dq = S_t do came with the recomputation). With D = dS + q do^T
+ * (the whole gradient of S_t) and g = D^T k:
+ *   dk = bc D w + S_{t-1} du     dv = dw = bc g
  *   d alpha = <D, S_{t-1}> - c u . dw                     d beta = c g . w
  *   du = -ac dw              dS_{t-1} = alpha D + k du^T
- * (the last two: through u = S_{t-1}^T k). Writes dq, dk, dv (hs each),
+ * (the last two: through u = S_{t-1}^T k). Writes dk, dv (hs each),
  * *dalpha, *dbeta; leaves dS_{t-1} in dS. */
 typedef struct StepGrads {
-    float *dq, *dk, *dv, *dalpha, *dbeta;
+    float *dk, *dv, *dalpha, *dbeta;
 } StepGrads;
 
-static void delta_state_backward(float *dS, const float *Sp, const float *Sc, const float *q, const float *k,
-                                 const float *u, const float *w, const float *d_o, float alpha, float beta, float c,
-                                 float *g, float *du, StepGrads d, size_t hs) {
+static void advance_backward(float *dS, const float *Sp, const float *q, const float *k, const float *u, const float *w,
+                             const float *d_o, float alpha, float beta, float c, float *g, float *du, StepGrads d,
+                             size_t hs) {
     const float ac = alpha * c, bc = beta * c;
     float da = 0.0f;
     for (size_t j = 0; j < hs; j++) g[j] = 0.0f;
     for (size_t i = 0; i < hs; i++) {
-        const float qi = q[i], ki = k[i], *Spi = Sp + i * hs, *Sci = Sc + i * hs;
-        float *Di = dS + i * hs, dq = 0.0f, dai = 0.0f, dk = 0.0f;
-#pragma omp simd reduction(+ : dq, dai, dk)
+        const float qi = q[i], ki = k[i], *Spi = Sp + i * hs;
+        float *Di = dS + i * hs, dai = 0.0f, dk = 0.0f;
+#pragma omp simd reduction(+ : dai, dk)
         for (size_t j = 0; j < hs; j++) {
             float D = Di[j] + qi * d_o[j];
             Di[j] = D;
-            dq += Sci[j] * d_o[j];
             dai += D * Spi[j];
             dk += D * w[j];
             g[j] += ki * D;
         }
-        d.dq[i] = dq, d.dk[i] = bc * dk;
+        d.dk[i] = bc * dk;
         da += dai;
     }
     float gw = 0.0f, udw = 0.0f;
@@ -256,22 +280,26 @@ static void delta_backward(const MixerSpec *spec, const MixerRuntime *rt, const 
         memset(r.dS, 0, hs2 * sizeof(float));
         for (size_t k = nc; k-- > 0;) {
             size_t t0 = k * DELTANET_CHUNK, L = T - t0 < DELTANET_CHUNK ? T - t0 : DELTANET_CHUNK;
+            const float *row0 = a.qkv + (b * T + t0) * 3 * C + h * hs;
             /* The chunk's states again, from its kept start, as forward made them. */
             memcpy(r.states, a.starts + (bh * nc + k) * hs2, hs2 * sizeof(float));
+            state_at(r.u, r.states, row0 + C, hs);
             for (size_t j = 0; j < L; j++) {
                 size_t n = b * T + t0 + j;
-                const float *q = a.qkv + n * 3 * C + h * hs, alpha = a.alpha[n * H + h];
-                delta_state(r.states + (j + 1) * hs2, r.states + j * hs2, q + C, q + 2 * C, alpha, alpha * c,
-                            a.beta[n * H + h] * c, r.u + j * hs, r.w + j * hs, hs);
+                const float *q = row0 + j * 3 * C, alpha = a.alpha[n * H + h];
+                int last = j + 1 == L; /* the next u is the next chunk's to compute */
+                advance_again(r.states + (j + 1) * hs2, r.states + j * hs2, q + C, q + 2 * C, alpha, alpha * c,
+                              a.beta[n * H + h] * c, r.u + j * hs, r.w + j * hs, a.dy + n * C + h * hs,
+                              a.dqkv + n * 3 * C + h * hs, last ? q + C : q + 3 * C + C, last ? r.du : r.u + (j + 1) * hs,
+                              hs);
             }
             for (size_t j = L; j-- > 0;) {
                 size_t n = b * T + t0 + j;
-                const float *q = a.qkv + n * 3 * C + h * hs;
+                const float *q = row0 + j * 3 * C;
                 float *dq = a.dqkv + n * 3 * C + h * hs;
-                StepGrads d = {dq, dq + C, dq + 2 * C, a.dalpha + n * H + h, a.dbeta + n * H + h};
-                delta_state_backward(r.dS, r.states + j * hs2, r.states + (j + 1) * hs2, q, q + C, r.u + j * hs,
-                                     r.w + j * hs, a.dy + n * C + h * hs, a.alpha[n * H + h], a.beta[n * H + h], c, r.g,
-                                     r.du, d, hs);
+                StepGrads d = {dq + C, dq + 2 * C, a.dalpha + n * H + h, a.dbeta + n * H + h};
+                advance_backward(r.dS, r.states + j * hs2, q, q + C, r.u + j * hs, r.w + j * hs, a.dy + n * C + h * hs,
+                                 a.alpha[n * H + h], a.beta[n * H + h], c, r.g, r.du, d, hs);
             }
         }
     }
@@ -310,8 +338,8 @@ static void delta_step_batch(const MixerSpec *spec, const MixerRuntime *rt, cons
         for (size_t h = 0; h < H; h++) {
             float *Sh = S + h * hs * hs;
             const float *q = qkv + h * hs;
-            delta_state(Sh, Sh, q + C, q + 2 * C, alpha[h], alpha[h] * c, beta[h] * c, u, w, hs);
-            readout(o + h * hs, Sh, q, hs);
+            state_at(u, Sh, q + C, hs); /* no next key yet: advance's next u is left unused */
+            advance(Sh, Sh, q + C, q + 2 * C, alpha[h], alpha[h] * c, beta[h] * c, u, w, q, o + h * hs, q + C, u, hs);
         }
         rmsnorm_heads_forward(o, NULL, 1, C, H, hs);
     }
@@ -336,9 +364,9 @@ static void delta_fill_state(const MixerSpec *spec, const float *acts, size_t T,
 }
 
 /* Per token and head, in multiply-adds over the hs x hs state: forward's
- * three (u, the update, the readout); backward's nine (the recomputed u and
- * update, then D, dq, d alpha, dk, g, S_{t-1} du and dS_{t-1}). Over the
- * heads (H hs = C), 24 C hs FLOPs, whatever T. */
+ * three (the update, the readout, the next u); backward's nine (the update,
+ * dq and the next u again, then D, d alpha, dk, g, S_{t-1} du and dS_{t-1}).
+ * Over the heads (H hs = C), 24 C hs FLOPs, whatever T. */
 static double delta_flops(const MixerSpec *spec, size_t T) {
     (void)T;
     double C = (double)spec->n_embd, hs = C / (double)spec->n_head;
