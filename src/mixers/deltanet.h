@@ -6,15 +6,16 @@
  * that the two compare fairly: the same projections plus a write strength.
  *   in, out (B, T, C); H heads of size hs = C / H. For each head, with
  *   q_t, k_t, v_t its hs columns of the qkv projection of x_t:
- *     q^_t, k^_t = q_t, k_t scaled to unit length (L2; RMS over the head's
- *                  hs values, then k over sqrt(hs))
+ *     k^_t    = k_t / |k_t|  (RMSNorm over the head's hs values, eps 1e-6,
+ *               then over sqrt(hs)); q^_t = RMSNorm(q_t), the paper's
+ *               L2-normalised q up to the factor sqrt(hs)
  *     alpha_t = sigmoid(wa_h . x_t + ba_h + offset_h)   the decay, in (0, 1)
  *     beta_t  = sigmoid(wb_h . x_t + bb_h)              the write strength, in (0, 1)
  *     S_t     = alpha_t (I - beta_t k^_t k^_t^T) S_{t-1} + beta_t k^_t v_t^T
  *                                                     (hs x hs), S_{-1} = 0
  *     o_t     = S_t^T q^_t
- *   then each head's o_t scaled to unit root mean square (no gain, so the
- *   scale of q^ is immaterial), the heads concatenated and projected:
+ *   then each head's o_t scaled to unit root mean square (no gain, so that
+ *   factor is immaterial), the heads concatenated and projected:
  *   out = proj(o). With |k^| = 1, I - beta k^ k^^T has eigenvalues 1 - beta
  *   and 1: S never grows. The state a sequence carries is H hs^2 = C hs
  *   floats, gla's.
@@ -23,8 +24,8 @@
  *   paper writes alpha
  *   as Mamba-2's exp(-A softplus(.)); a sigmoid with these offsets is gla's
  *   decay, so the two mixers differ only by the delta rule and beta.
- *   The paper's short convolutions, SiLU on q, k and output gate are left
- *   out for the same reason.
+ *   The paper's short convolutions and SiLU on q, k and v, and its output
+ *   gate, are left out for the same reason.
  *   params, in order: qkv.weight (3C, C) rows q then k then v, head h the
  *   h-th block of hs rows in each; qkv.bias (3C); decay.weight (H, C);
  *   decay.bias (H); beta.weight (H, C); beta.bias (H); proj.weight (C, C);
