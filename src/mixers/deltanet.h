@@ -21,9 +21,9 @@
  *   floats, gla's.
  *   offset_h is gla's, logit(1 - 2^-(3 + 5 h / (H - 1))) (mixers/head_decay.h):
  *   the heads start forgetting at rates from 1/8 to 1/256 per token. The
- *   paper writes alpha
- *   as Mamba-2's exp(-A softplus(.)); a sigmoid with these offsets is gla's
- *   decay, so the two mixers differ only by the delta rule and beta.
+ *   paper writes alpha as Mamba-2's exp(-A softplus(.)); a sigmoid with
+ *   these offsets is gla's decay, so the two mixers differ only by the
+ *   delta rule and beta.
  *   The paper's short convolutions and SiLU on q, k and v, and its output
  *   gate, are left out for the same reason.
  *   params, in order: qkv.weight (3C, C) rows q then k then v, head h the
@@ -33,7 +33,9 @@
  * Forward steps the recurrence and keeps the state at the start of every
  * chunk of DELTANET_CHUNK positions; backward recomputes a chunk's states
  * from its start and runs the state's gradient back through it (deltanet.c
- * has the formulas). O(T hs^2) per head, forward and backward. */
+ * has the formulas). O(T hs^2) per head, forward and backward. Sampling
+ * steps the recurrence. bin/eval --ablate's parts are its heads ("head0"
+ * ...). */
 #ifndef LM_DELTANET_H
 #define LM_DELTANET_H
 
@@ -45,5 +47,31 @@
 #define DELTANET_CHUNK 16
 
 extern const Mixer deltanet_mixer;
+
+/* ---- what deltanet.c shares with its inspection (deltanet_inspect.c) ---- */
+
+/* The layer's parameters (params, in the order above) as pointers. */
+typedef struct DeltaParams {
+    const float *qkv_w, *qkv_b, *decay_w, *decay_b, *beta_w, *beta_b, *proj_w, *proj_b;
+} DeltaParams;
+DeltaParams deltanet_params(const float *params, size_t C, size_t H);
+/* alpha, beta (N, H): each head's decay and write strength at each of the
+ * N rows of in (N, C). */
+void deltanet_gates(float *alpha, float *beta, const DeltaParams *p, const float *in, size_t N, size_t C, size_t H);
+/* One position of one head's recurrence, as the sampling step takes it:
+ * q and k RMS-normalised (RMSNorm without gain: k^ = k / sqrt(hs)), S
+ * (hs x hs, row i the key dimension) advanced in place, o = S^T q. v is
+ * overwritten (with v - alpha S^T k^: the step keeps no scratch beyond
+ * gla's). */
+void deltanet_state_step(float *S, const float *q, const float *k, float *v, float alpha, float beta, float *o,
+                         size_t hs);
+
+/* The Mixer's inspect hook: its exhibits "decay" and "write_strength",
+ * each head's alpha_t and beta_t along the prompt, and "state_norm", each
+ * head's |S_t|_F after position t (series, a row per head); as parts, each
+ * head's share of the output at T - 1 ("H<h>") and the output bias
+ * ("deltanet bias"). No maps. */
+int deltanet_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float *params, const float *x, size_t T,
+                     MixerInspectWhat what, LayerInspection *out, Error *err);
 
 #endif
