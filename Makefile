@@ -46,7 +46,9 @@ ifeq ($(origin ONEDNN),undefined)
 ONEDNN  := $(shell echo 'int main(void) { return dnnl_version()->major < 0; }' | \
              $(CC) -include oneapi/dnnl/dnnl.h -x c - -ldnnl -o /dev/null 2>/dev/null && echo 1 || echo 0)
 endif
-FEATURE_CFLAGS := -DLM_HAVE_MPI=$(MPI) -DLM_HAVE_ONEDNN=$(ONEDNN) $(MPI_CFLAGS)
+# MPI's flags reach src/runtime/dist.c alone (below): the one file that reads them.
+FEATURE_CFLAGS := -DLM_HAVE_ONEDNN=$(ONEDNN)
+MPI_FEATURE_CFLAGS := -DLM_HAVE_MPI=$(MPI) $(MPI_CFLAGS)
 CFLAGS  += $(FEATURE_CFLAGS)
 LDLIBS  += $(if $(filter 1,$(ONEDNN)),-ldnnl) -lpcre2-8 -ljansson -lz -lm $(MPI_LIBS)
 BUILD   ?= build
@@ -82,6 +84,37 @@ BLAS_STAMP := $(BIN)/.blas-library
 # The test scripts run the programs in $(BIN) (make BLAS=blis BIN=bin-blis test).
 export BIN
 
+# Our own kernels: each a template, src/WING/NAME_kernel.h, compiled once per
+# instruction-set level (lm/cpu.h's levels) into $(OUT)/src/WING/NAME.LEVEL.o
+# with -DLM_LEVEL=LEVEL (src/runtime/level.h) and its level's flags whatever
+# OPT's -march says, and chosen at run time by CPUID (capped by LM_MAX_ISA):
+# so a build runs on any x86-64 its OPT allows (OPT="-O3 -march=x86-64" for
+# a release: every x86-64) and at its best level on each, and any machine
+# tests the levels below its own (make test). The portable level drops AVX
+# (on a native build it keeps the SSE4 the build machine has); AVX2 drops
+# AVX-512, so no EVEX encoding slips in where the build machine has it.
+# On ARM64 the levels are portable and neon: NEON (with its fused
+# multiply-add) is in every ARM64 CPU, so neon needs no flags, and the
+# portable level turns contraction off instead, to keep its separate
+# roundings (the same bits as on x86-64).
+ifeq ($(ARCH),x86_64)
+LEVELS := portable avx2 avx512
+ISA_FLAGS_portable := -mno-avx
+ISA_FLAGS_avx2     := -mavx2 -mfma -mno-avx512f
+ISA_FLAGS_avx512   := -mavx2 -mfma -mavx512f
+else ifeq ($(ARCH),aarch64)
+LEVELS := portable neon
+ISA_FLAGS_portable := -ffp-contract=off
+else
+LEVELS := portable
+endif
+KERNEL_SRC := $(wildcard src/*/*_kernel.h)
+# $(call level_objects,DIR): every template's object at every level under DIR;
+# $(call level_flags,OBJ): what compiles such an object's template at its level.
+level_objects = $(foreach l,$(LEVELS),$(patsubst %_kernel.h,$(1)/%.$(l).o,$(KERNEL_SRC)))
+level_of      = $(patsubst .%,%,$(suffix $(basename $(1))))
+level_flags   = -DLM_LEVEL=$(call level_of,$(1)) $(ISA_FLAGS_$(call level_of,$(1))) -x c
+
 # The library (src/, the public headers in include/lm/) and the programs'
 # application code (train/, eval/, data/: every file there but the programs'
 # own) build into liblm.a; each program is its one file linked against it.
@@ -90,52 +123,59 @@ PROGRAM_SRC := train/train.c train/info.c eval/eval.c eval/sample.c eval/inspect
                data/prepare.c data/probegen.c data/convert.c
 APP_SRC  := $(filter-out $(PROGRAM_SRC),$(wildcard train/*.c eval/*.c data/*.c))
 LIB_SRC  := $(wildcard src/*/*.c) src/blas/backends/$(BLAS).c $(APP_SRC)
-LIB_HDR  := $(wildcard include/lm/*.h src/*/*.h train/*.h eval/*.h data/*.h)
 PAGE_C   := eval/inspect_page.c
-LIB_OBJ  := $(LIB_SRC:%.c=$(OUT)/%.o) $(OUT)/$(PAGE_C:.c=.o)
+PROGRAM_OBJ := $(PROGRAM_SRC:%.c=$(OUT)/%.o)
+LIB_OBJ  := $(LIB_SRC:%.c=$(OUT)/%.o) $(call level_objects,$(OUT)) $(OUT)/$(PAGE_C:.c=.o)
 LIB      := $(OUT)/liblm.a
 PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/info $(BIN)/eval $(BIN)/sample $(BIN)/inspect $(BIN)/probegen $(BIN)/gemm-rate $(BIN)/convert
 TESTS    := $(patsubst tests/%.c,$(OUT)/%,$(wildcard tests/test_*.c))
+# What a build directory's objects were compiled with, in a file rewritten
+# only when that changes (another OPT, a build that finds oneDNN where the
+# last found none, another compiler): every object depends on its
+# directory's, so a change of flags rebuilds them all and none is left
+# compiled the old way. Warnings (-W...) change no object and are left
+# out, so -Werror reuses a build. MPI's flags have their own, for dist.o
+# alone (so that make pack, which is built without MPI, reuses the
+# release's other objects).
+STAMP_TEXT = $(strip $(filter-out -W%,$(1)) $(filter -Wa$(comma)% -Wp$(comma)%,$(1)))
+comma   := ,
+FLAGS_STAMP := $(OUT)/.flags
+FLAGS_TEXT  := $(call STAMP_TEXT,$(CC) $(CFLAGS) $(foreach l,$(LEVELS),$(ISA_FLAGS_$(l))))
+MPI_STAMP   := $(OUT)/.flags-mpi
+MPI_TEXT    := $(MPI_FEATURE_CFLAGS)
+write_if_changed = [ "$$(cat $(1) 2>/dev/null)" = '$(subst ','\'',$(2))' ] || printf '%s\n' '$(subst ','\'',$(2))' >$(1)
+# Each object's headers, as the compiler found them (-MMD: a .d beside the
+# object, read below), so that editing a header rebuilds the objects that
+# include it and no others.
+DEPFLAGS := -MMD -MP
 
+.SECONDEXPANSION:
 .PHONY: FORCE all tests release release-test pack test unit-test test-mixers arm64-test bench demo data data-large compare probe clean asan deps fuzz fuzz-harness fuzz-info fuzz-seeds valgrind
 all: $(PROGRAMS)
 
-$(OUT)/%.o: %.c $(LIB_HDR) | $(OUT)
+$(OUT)/%.o: %.c $(FLAGS_STAMP) | $(OUT)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+$(OUT)/src/runtime/dist.o: private CFLAGS += $(MPI_FEATURE_CFLAGS)
+$(OUT)/src/runtime/dist.o: $(MPI_STAMP)
+$(OUT)/tests/%.o: private CFLAGS += -I. -Itests
+$(FLAGS_STAMP): FORCE | $(OUT)
+	@$(call write_if_changed,$@,$(FLAGS_TEXT))
+$(MPI_STAMP): FORCE | $(OUT)
+	@$(call write_if_changed,$@,$(MPI_TEXT))
 
-# Our own kernels, one file per instruction-set level (lm/cpu.h's levels),
-# each compiled with its level's flags whatever OPT's -march says, and
-# chosen at run time by CPUID (capped by LM_MAX_ISA): so a build runs on any
-# x86-64 its OPT allows (OPT="-O3 -march=x86-64" for a release: every
-# x86-64) and at its best level on each, and any machine tests the levels
-# below its own (make test). The portable level drops AVX (on a native
-# build it keeps the SSE4 the build machine has); AVX2 drops AVX-512, so
-# no EVEX encoding slips in where the build machine has it.
-# On ARM64 the levels are portable and neon: NEON (with its fused
-# multiply-add) is in every ARM64 CPU, so neon needs no flags, and the
-# portable level turns contraction off instead, to keep its separate
-# roundings (the same bits as on x86-64).
-ifeq ($(ARCH),x86_64)
-ISA_FLAGS_portable := -mno-avx
-ISA_FLAGS_avx2     := -mavx2 -mfma -mno-avx512f
-ISA_FLAGS_avx512   := -mavx2 -mfma -mavx512f
-else ifeq ($(ARCH),aarch64)
-ISA_FLAGS_portable := -ffp-contract=off
-endif
-# A level's file is any file of the library named *_portable.c, *_avx2.c or
-# *_avx512.c (src/blas/tile_gemm_*, src/nn/vec_loops_*).
-$(OUT)/%_portable.o: CFLAGS += $(ISA_FLAGS_portable)
-$(OUT)/%_avx2.o: CFLAGS += $(ISA_FLAGS_avx2)
-$(OUT)/%_avx512.o: CFLAGS += $(ISA_FLAGS_avx512)
+# The levels' objects: the template the object's name leads back to
+# (build-openblas/src/blas/gemv.avx2.o: src/blas/gemv_kernel.h).
+$(call level_objects,$(OUT)): $(OUT)/%.o: $$(basename $$*)_kernel.h $(FLAGS_STAMP) | $(OUT)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(DEPFLAGS) $(call level_flags,$@) -c $< -o $@
 
 # A build for other machines (a release, a packed copy for a bigger machine):
-# every x86-64 runs it, and our kernels (the levels' files above) still run
+# every x86-64 runs it, and our kernels (the levels' objects above) still run
 # at AVX2 or AVX-512 where the CPU has them. Into build-release*/ and
 # bin-release/; tests/portable_check.sh then proves that no object but the
-# levels' files (and the bf16 kernels, each behind its own CPU check) holds
-# an AVX instruction. release-test runs the release's unit tests at every
-# level this CPU has.
+# levels' objects holds an AVX instruction. release-test runs the release's
+# unit tests at every level this CPU has.
 RELEASE_OPT ?= -O3 -march=x86-64 -mtune=generic
 RELEASE_VARS = BUILD=build-release BIN=bin-release OPT="$(RELEASE_OPT)"
 release:
@@ -153,14 +193,17 @@ release-test: release
 # the packed programs run as one process. scripts/pack.sh says how to use it.
 # Its objects are the release's but src/runtime/dist.o (the only file MPI
 # changes: the pack is built without it): where make release has built
-# them, they are copied in (with their times, so only what a source changed
-# since is compiled again) rather than compiled a second time.
+# them, they are copied in (with their times, and the release's flags and
+# header lists, so only what a source or header changed since is compiled
+# again) rather than compiled a second time.
 PACK ?= .portable
 PACK_OUT := build-pack$(BLAS_SUFFIX)
 RELEASE_OUT := build-release$(BLAS_SUFFIX)
 pack:
 	@if [ -d $(RELEASE_OUT)/src ]; then mkdir -p $(PACK_OUT) && cd $(RELEASE_OUT) && \
-	  find . \( -name '*.o' -o -name inspect_page.c \) ! -path ./src/runtime/dist.o -exec cp -pu --parents -t ../$(PACK_OUT) {} + && \
+	  find . \( -name '*.o' -o -name inspect_page.c -o -name .flags \) ! -path ./src/runtime/dist.o -exec cp -pu --parents -t ../$(PACK_OUT) {} + && \
+	  find . -name '*.d' ! -path ./src/runtime/dist.d | while read -r d; do p=../$(PACK_OUT)/$$d; \
+	    if [ ! -e "$$p" ] || [ "$$d" -nt "$$p" ]; then sed 's|^$(RELEASE_OUT)/|$(PACK_OUT)/|' "$$d" >"$$p" && touch -r "$$d" "$$p"; fi; done && \
 	  echo "pack: the release's objects from $(RELEASE_OUT)/ (all but src/runtime/dist.o, built without MPI)"; fi
 	$(MAKE) BUILD=build-pack BIN=$(PACK_OUT)/bin OPT="$(RELEASE_OPT)" MPI=0 PACKED=1 all tests
 	bash tests/portable_check.sh $(PACK_OUT)
@@ -178,7 +221,7 @@ quote_page = { echo '/* generated from eval/inspect_page.html by the Makefile */
 $(OUT)/$(PAGE_C): eval/inspect_page.html | $(OUT)
 	@mkdir -p $(@D)
 	$(call quote_page,$<,$@)
-$(OUT)/$(PAGE_C:.c=.o): $(OUT)/$(PAGE_C)
+$(OUT)/$(PAGE_C:.c=.o): $(OUT)/$(PAGE_C) $(FLAGS_STAMP)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
@@ -186,10 +229,9 @@ $(LIB): $(LIB_OBJ)
 	ar rcs $@ $^
 
 # Each program from its file: bin/NAME from train/, eval/ or data/NAME.c
-# (bin/gemm-rate from eval/gemm_rate.c).
-program_src = $(filter %/$(subst -,_,$(notdir $(1))).c,$(PROGRAM_SRC))
-.SECONDEXPANSION:
-$(PROGRAMS): $(BIN)/%: $$(call program_src,%) $(LIB) $(LIB_HDR) $(BLAS_STAMP) | $(BIN)
+# (bin/gemm-rate from eval/gemm_rate.c), compiled as the library's are.
+program_obj = $(filter %/$(subst -,_,$(notdir $(1))).o,$(PROGRAM_OBJ))
+$(PROGRAMS): $(BIN)/%: $$(call program_obj,%) $(LIB) $(BLAS_STAMP) | $(BIN)
 	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 
 # Names the library the programs in $(BIN) were linked with; rewritten (so
@@ -198,8 +240,8 @@ $(BLAS_STAMP): FORCE | $(BIN)
 	@[ "$$(cat $@ 2>/dev/null)" = "$(BLAS)" ] || echo "$(BLAS)" >$@
 FORCE:
 
-$(OUT)/test_%: tests/test_%.c $(wildcard tests/*.h) $(LIB) | $(OUT)
-	$(CC) $(CFLAGS) -I. -Itests $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS) -lcmocka
+$(TESTS): $(OUT)/%: $(OUT)/tests/%.o $(LIB) | $(OUT)
+	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS) -lcmocka
 
 $(OUT) $(BIN):
 	mkdir -p $@
@@ -209,7 +251,7 @@ tests: $(TESTS)
 # GCC 12's ARM64 loop vectoriser stops with an internal compiler error
 # (vect_transform_reduction) on this test's reference loops: not ours to vectorise.
 ifeq ($(ARCH),aarch64)
-$(OUT)/test_bf16: CFLAGS += -fno-tree-loop-vectorize
+$(OUT)/tests/test_bf16.o: private CFLAGS += -fno-tree-loop-vectorize
 endif
 
 # Unit tests and gradient checks (cmocka), then the programs from outside:
@@ -261,6 +303,7 @@ test: unit-test $(PROGRAMS)
 	bash tests/harden_test.sh
 	bash tests/outputs_test.sh
 	bash tests/runs_harden_test.sh
+	bash tests/run_tools_test.sh
 	bash tests/bpe_cli_test.sh
 	bash tests/tokenizer_from_test.sh
 	bash tests/bpe_agreement.sh
@@ -270,6 +313,7 @@ test: unit-test $(PROGRAMS)
 	  LM_MAX_ISA=$$isa /usr/bin/python3 -m tests.parity $$paths || exit 1; done
 	/usr/bin/python3 -m tests.gpt2_convert
 	bash tests/loss_mask_test.sh
+	bash tests/evals_test.sh
 	bash tests/probe_test.sh
 	/usr/bin/python3 -m tests.bench_test
 	/usr/bin/python3 -m tests.paper_test
@@ -344,9 +388,11 @@ asan:
 	BIN=bin-asan bash tests/harden_test.sh
 	BIN=bin-asan bash tests/outputs_test.sh
 	BIN=bin-asan bash tests/runs_harden_test.sh
+	BIN=bin-asan bash tests/run_tools_test.sh
 	BIN=bin-asan bash tests/bpe_cli_test.sh
 	BIN=bin-asan bash tests/tokenizer_from_test.sh
 	BIN=bin-asan bash tests/loss_mask_test.sh
+	BIN=bin-asan bash tests/evals_test.sh
 	BIN=bin-asan /usr/bin/python3 -m tests.gpt2_convert
 
 # Valgrind memcheck: the unit tests and a short train, eval and sample, with
@@ -370,26 +416,32 @@ valgrind:
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_FLAGS   := -std=c11 -g -O1 -fopenmp -D_DEFAULT_SOURCE -D_GNU_SOURCE -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION \
-                -I. -Iinclude -Isrc -I/usr/include/stb $(BLAS_CFLAGS) $(FEATURE_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined -Wno-pass-failed
-FUZZ_OBJ     := $(LIB_SRC:%.c=build-fuzz$(BLAS_SUFFIX)/%.o)
+                -I. -Iinclude -Isrc -I/usr/include/stb $(BLAS_CFLAGS) $(FEATURE_CFLAGS) $(MPI_FEATURE_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined -Wno-pass-failed
+FUZZ_OBJ     := $(LIB_SRC:%.c=build-fuzz$(BLAS_SUFFIX)/%.o) $(call level_objects,build-fuzz$(BLAS_SUFFIX))
 FUZZ_OBJ     += build-fuzz$(BLAS_SUFFIX)/$(PAGE_C:.c=.o)
 FUZZERS      := $(patsubst tests/fuzz/%.c,build-fuzz$(BLAS_SUFFIX)/%,$(wildcard tests/fuzz/fuzz_*.c))
-# The level files take their level's flags here too (the gemv kernels' intrinsics need them).
-build-fuzz$(BLAS_SUFFIX)/%_avx2.o: FUZZ_FLAGS += $(ISA_FLAGS_avx2)
-build-fuzz$(BLAS_SUFFIX)/%_avx512.o: FUZZ_FLAGS += $(ISA_FLAGS_avx512)
-build-fuzz$(BLAS_SUFFIX)/%.o: %.c $(LIB_HDR) | build-fuzz$(BLAS_SUFFIX)
+FUZZ_STAMP   := build-fuzz$(BLAS_SUFFIX)/.flags
+$(FUZZ_STAMP): FORCE | build-fuzz$(BLAS_SUFFIX)
+	@$(call write_if_changed,$@,$(call STAMP_TEXT,$(FUZZ_CC) $(FUZZ_FLAGS) $(foreach l,$(LEVELS),$(ISA_FLAGS_$(l)))))
+build-fuzz$(BLAS_SUFFIX)/%.o: %.c $(FUZZ_STAMP) | build-fuzz$(BLAS_SUFFIX)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(DEPFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+# The levels' objects take their level's flags here too (the gemv kernels' intrinsics need them).
+$(call level_objects,build-fuzz$(BLAS_SUFFIX)): build-fuzz$(BLAS_SUFFIX)/%.o: $$(basename $$*)_kernel.h $(FUZZ_STAMP) | build-fuzz$(BLAS_SUFFIX)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(DEPFLAGS) $(call level_flags,$@) -fsanitize=fuzzer-no-link -c $< -o $@
 build-fuzz$(BLAS_SUFFIX)/$(PAGE_C): eval/inspect_page.html | build-fuzz$(BLAS_SUFFIX)
 	@mkdir -p $(@D)
 	$(call quote_page,$<,$@)
-build-fuzz$(BLAS_SUFFIX)/$(PAGE_C:.c=.o): build-fuzz$(BLAS_SUFFIX)/$(PAGE_C)
+build-fuzz$(BLAS_SUFFIX)/$(PAGE_C:.c=.o): build-fuzz$(BLAS_SUFFIX)/$(PAGE_C) $(FUZZ_STAMP)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -c $< -o $@
-build-fuzz$(BLAS_SUFFIX)/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h) $(FUZZ_OBJ) | build-fuzz$(BLAS_SUFFIX)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) -o $@ $(LDLIBS)
+build-fuzz$(BLAS_SUFFIX)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ) | build-fuzz$(BLAS_SUFFIX)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(DEPFLAGS) -MF $@.d -fsanitize=fuzzer $< $(FUZZ_OBJ) -o $@ $(LDLIBS)
 build-fuzz$(BLAS_SUFFIX):
 	mkdir -p $@
 .SECONDARY: $(FUZZ_OBJ)
+# The headers each object (and fuzzer) was compiled against (-MMD).
+-include $(patsubst %.o,%.d,$(LIB_OBJ) $(PROGRAM_OBJ) $(TESTS:$(OUT)/%=$(OUT)/tests/%.o) $(FUZZ_OBJ)) $(FUZZERS:=.d)
 fuzz: $(FUZZERS)
 	@for f in $(FUZZERS); do n=$$(basename $$f); mkdir -p runs/fuzz/$$n; echo "== $$n ($(FUZZ_SECONDS) s)"; \
 	  $$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \

@@ -1,6 +1,6 @@
 /* bin/eval: loss, perplexity and bits per character (or byte) of a model
  * over a whole held-out token file, or a text file through the model's own
- * tokenizer. */
+ * tokenizer; or its accuracy on downstream tasks (downstream.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,20 +10,25 @@
 #include "lm/files.h"
 #include "lm/blas_setup.h"
 #include "lm/cli.h"
+#include "lm/run_folder.h"
 #include "lm/options.h"
 #include "lm/token_mask.h"
 #include "lm/tokens.h"
 #include "lm/json.h"
 #include "lm/checkpoint.h"
+#include "downstream.h"
 #include "evaluate.h"
 #include "lm/threads.h"
 
 static const CliProgram program = {
     .name = "eval",
-    .usage = "bin/eval --model CKPT --data DIR|FILE [options]\nbin/eval --model CKPT --text FILE [options]",
+    .usage = "bin/eval --model CKPT --data DIR|FILE [options]\nbin/eval --model CKPT --text FILE [options]\n"
+             "bin/eval --model CKPT [--pairs FILE] [--cloze FILE] [--choice FILE] [options]",
     .about = "Scores every token of a held-out token file once (or of a text file, encoded\n"
              "in memory by the model's own tokenizer) and reports the loss in nats, the\n"
-             "perplexity, bits per character (char tokenizer) or token, and bits per byte.\n",
+             "perplexity, bits per character (char tokenizer) or token, and bits per byte.\n"
+             "Or scores downstream tasks (--pairs, --cloze, --choice): each one's accuracy\n"
+             "with its 95% interval, its counts and its categories (docs/evals.md).\n",
     .column = 24,
 };
 
@@ -106,6 +111,16 @@ static double cost_percent(const WeightsCost *w, const EvalReport *e) {
     return 100.0 * (e->perplexity / w->fp32_perplexity - 1.0);
 }
 
+/* ",\"ablated\":...,\"ablated_offsets\":..." for the lists given. */
+static void json_ablated(char **sb, const char *const ablate[2]) {
+    const char *keys[2] = {"ablated", "ablated_offsets"};
+    for (int k = 0; k < 2; k++)
+        if (ablate[k]) {
+            sb_appendf(sb, ",\"%s\":", keys[k]);
+            sb_append_json_string(sb, ablate[k]);
+        }
+}
+
 static void print_json(const char *path, const TokenFile *tf, const Model *m, const Tokenizer *tok,
                        const EvalReport *e, int word_ppl, const char *const ablate[2], const WeightsCost *w) {
     const char *unit = tokenizer_unit(tok);
@@ -119,13 +134,9 @@ static void print_json(const char *path, const TokenFile *tf, const Model *m, co
     if (w->format != WEIGHTS_FP32)
         printf(",\"weights\":\"%s\",\"fp32_loss\":%.6f,\"fp32_perplexity\":%.6f,\"weights_cost_percent\":%.4f",
                weights_format_name(w->format), w->fp32_loss, w->fp32_perplexity, cost_percent(w, e));
-    const char *keys[2] = {"ablated", "ablated_offsets"};
-    for (int k = 0; k < 2; k++)
-        if (ablate[k]) {
-            sb_free(&file);
-            sb_append_json_string(&file, ablate[k]);
-            printf(",\"%s\":%s", keys[k], file);
-        }
+    sb_free(&file);
+    json_ablated(&file, ablate);
+    if (file) fputs(file, stdout);
     sb_free(&file);
 }
 
@@ -142,6 +153,57 @@ static void print_text(const char *path, const Model *m, const Tokenizer *tok, c
                e->perplexity, w->fp32_perplexity, cost_percent(w, e));
 }
 
+/* Windows per forward pass, and what bin/eval keeps beside the model. */
+static ReadingNeeds task_needs(const ModelConfig *cfg, const void *ctx) {
+    return (ReadingNeeds){eval_batch(*(const size_t *)ctx, cfg), 0, "", "use a smaller --batch-size"};
+}
+
+/* --pairs, --cloze, --choice: each file read (all checked before the model
+ * loads), then scored by the model as --ablate, --ablate-offset and
+ * --weights leave it, and reported in the order of the options' table. Without
+ * --batch-size, each forward holds as many sequences as the tokens of the
+ * default batch of windows (what the memory check counted). */
+static int run_tasks(const char *prog, const char *model_path, const char *const paths[N_TASKS], size_t batch,
+                     const char *const ablate[2], WeightsFormat weights, int json, int items) {
+    DsTask tasks[N_TASKS] = {0};
+    Error err;
+    int rc = 0;
+    for (int k = 0; k < N_TASKS && rc == 0; k++)
+        if (paths[k] && ds_read((TaskKind)k, paths[k], &tasks[k], &err)) rc = cli_error(prog, "%s", err.msg);
+    Model m;
+    Tokenizer tok;
+    if (rc == 0 && model_open_checked(model_path, task_needs, &batch, &m, &tok, &err)) rc = cli_error(prog, "%s", err.msg);
+    else if (rc == 0) {
+        size_t tokens = eval_batch(0, &m.cfg) * m.cfg.block_size;
+        if ((ablate[0] && ablate_parts(&m, ablate[0], 0, &err)) || (ablate[1] && ablate_parts(&m, ablate[1], 1, &err)) ||
+            model_set_weights(&m, weights, &err))
+            rc = cli_error(prog, "%s", err.msg);
+        DsResult results[N_TASKS] = {0}; /* all scored before any is printed: an error prints none */
+        for (int k = 0; k < N_TASKS && rc == 0; k++)
+            if (paths[k] && ds_score(&m, &tok, &tasks[k], batch, tokens, !json, &results[k], &err))
+                rc = cli_error(prog, "%s", err.msg);
+        if (json && rc == 0) {
+            char *s = NULL;
+            sb_appendf(&s, "{\"model\":");
+            sb_append_json_string(&s, model_path);
+            json_ablated(&s, ablate);
+            fputs(s, stdout);
+            sb_free(&s);
+        }
+        for (int k = 0; k < N_TASKS && rc == 0; k++) {
+            if (!paths[k]) continue;
+            if (json) printf(","), ds_print_json(stdout, &results[k], items);
+            else ds_print_text(stdout, &results[k], items);
+        }
+        if (json && rc == 0) printf("}\n");
+        for (int k = 0; k < N_TASKS; k++) ds_result_free(&results[k]);
+        tokenizer_free(&tok);
+        model_free(&m);
+    }
+    for (int k = 0; k < N_TASKS; k++) ds_task_free(&tasks[k]);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     Error setup_err; /* first: it may restart the program with faster kernels */
     if (blas_setup(argc, argv, &setup_err)) return cli_error(program.name, "%s", setup_err.msg);
@@ -149,11 +211,13 @@ int main(int argc, char **argv) {
     const char *model_path = NULL, *data = NULL, *text_path = NULL, *split = "val", *mask_arg = NULL;
     const char *ablate[2] = {NULL, NULL}; /* --ablate, --ablate-offset */
     size_t stride = 0, batch = 0, threads = 0; /* batch 0: eval_batch's default */
-    int json = 0, word_ppl = 0;
+    int json = 0, word_ppl = 0, items = 0;
+    const char *task_paths[N_TASKS] = {0}; /* --pairs, --cloze, --choice */
     const char *weights = "fp32";
     EvalDetail detail = {0}; /* --by-position, --split-recall, --mask */
     CliOption opts[] = {
-        CLI_TEXT("model", 'm', &model_path, "CKPT", "checkpoint from bin/train"),
+        CLI_TEXT("model", 'm', &model_path, "CKPT",
+                 "checkpoint from bin/train, or a run folder (bin/train --run):\nits best.ckpt (its ckpt when it has none), said on stderr"),
         CLI_TEXT("data", 'd', &data, "DIR|FILE", "a prepared directory (uses --split) or a token file"),
         CLI_TEXT("text", 0, &text_path, "FILE",
                  "instead of --data: a text file, encoded in memory by the\nmodel's own tokenizer (nothing is written)"),
@@ -161,7 +225,8 @@ int main(int argc, char **argv) {
         CLI_SIZE("stride", 0, &stride, 0, 1u << 20, "S",
                  "slide windows by S tokens so every scored token after the\nfirst window has at least block_size - S of context\n"
                  "(default block_size: disjoint windows)"),
-        CLI_SIZE("batch-size", 0, &batch, 0, 4096, "B", "windows per forward pass (default 16, fewer when\nthat is more than 4096 tokens)"),
+        CLI_SIZE("batch-size", 0, &batch, 0, 4096, "B",
+                 "windows (a task's sequences) per forward pass (default 16,\nfewer when that is more than 4096 tokens)"),
         CLI_SIZE("threads", 0, &threads, 0, 1024, "N", "OpenMP/OpenBLAS threads (default: all cores)"),
         CLI_FLAG("word-ppl", 0, &word_ppl, "also perplexity per whitespace-separated word"),
         CLI_FLAG("json", 0, &json, "print one JSON object instead of text"),
@@ -178,6 +243,14 @@ int main(int argc, char **argv) {
                  "converted as bin/sample\n--weights reads them, and say the perplexity in fp32 beside (fp32)"),
         CLI_TEXT("mask", 0, &mask_arg, "FILE",
                  "score only the tokens FILE marks (default: the token file's\nname with .mask for .bin, when that file exists)"),
+        CLI_HEADING("downstream tasks, instead of --data or --text (docs/evals.md):"),
+        CLI_TEXT("pairs", 0, &task_paths[TASK_PAIRS], "FILE",
+                 "minimal pairs, BLiMP's JSON lines: right when the good\nsentence has the higher log-probability"),
+        CLI_TEXT("cloze", 0, &task_paths[TASK_CLOZE], "FILE",
+                 "passages, one a line (LAMBADA's plain text): the last word\npredicted greedily, and its perplexity"),
+        CLI_TEXT("choice", 0, &task_paths[TASK_CHOICE], "FILE",
+                 "multiple choice, HellaSwag's JSON lines: right when the\nlabelled ending is likeliest, summed and per byte"),
+        CLI_FLAG("items", 0, &items, "also each item's log-probabilities and verdict"),
     };
     size_t n_opts = sizeof opts / sizeof opts[0];
     int rc = cli_parse(&program, opts, n_opts, argc, argv, NULL);
@@ -189,15 +262,28 @@ int main(int argc, char **argv) {
     if (cli_option(opts, n_opts, "split-recall")->given && detail.recall_n == 0)
         return cli_error(prog, "--split-recall needs an n-gram length of at least 1");
     if (data && text_path) return cli_error(prog, "--data and --text cannot be used together: a token file, or a text to encode");
-    if (!model_path || !(data || text_path)) return cli_error(prog, "--model and --data (or --text) are required (see --help)");
+    int tasks = task_paths[TASK_PAIRS] || task_paths[TASK_CLOZE] || task_paths[TASK_CHOICE];
+    if (tasks && (data || text_path))
+        return cli_error(prog, "--pairs, --cloze and --choice are instead of --data and --text (run bin/eval twice)");
+    if (tasks && (stride || word_ppl || detail.by_position || detail.recall_n || mask_arg ||
+                  cli_option(opts, n_opts, "split")->given))
+        return cli_error(prog, "--stride, --split, --mask, --word-ppl, --by-position and --split-recall are for --data and --text");
+    if (items && !tasks) return cli_error(prog, "--items is for --pairs, --cloze and --choice");
+    if (!model_path || !(data || text_path || tasks))
+        return cli_error(prog, "--model and --data (or --text, or a task: --pairs, --cloze, --choice) are required (see --help)");
     if (text_path && (cli_option(opts, n_opts, "split")->given || mask_arg))
         return cli_error(prog, "--split and --mask are for --data: --text scores the whole text");
     if (strcmp(split, "val") && strcmp(split, "test")) return cli_error(prog, "--split must be val or test (got '%s')", split);
     WeightsCost wc = {.format = WEIGHTS_FP32};
     Error err;
     if (weights_format_parse(weights, &wc.format, &err)) return cli_error(prog, "%s", err.msg);
+    char ckpt[PATH_BUF], note[2 * PATH_BUF];
+    if (run_folder_model(model_path, ckpt, sizeof ckpt, note, sizeof note, &err) < 0) return cli_error(prog, "%s", err.msg);
+    if (*note) cli_note(prog, "%s", note);
+    model_path = ckpt;
     threads_use(threads);
     quiet = json;
+    if (tasks) return run_tasks(prog, model_path, task_paths, batch, ablate, wc.format, json, items);
 
     char path[4096], tok_path[4096], mask_path[4096];
     TokenFile tf;

@@ -8,6 +8,7 @@
 #include "lm/files.h"
 #include "lm/blas_setup.h"
 #include "lm/cli.h"
+#include "lm/run_folder.h"
 #include "lm/options.h"
 #include "lm/inspect.h"
 #include "report.h"
@@ -79,7 +80,8 @@ int main(int argc, char **argv) {
     const char *model_path = NULL, *prompt = NULL, *out_dir = NULL, *prompt_path = NULL;
     size_t ind_len = INDUCTION_DEFAULT, ind_seqs = 8, seed = 1337, threads = 0;
     CliOption opts[] = {
-        CLI_TEXT("model", 'm', &model_path, "CKPT", "checkpoint from bin/train"),
+        CLI_TEXT("model", 'm', &model_path, "CKPT",
+                 "checkpoint from bin/train, or a run folder (bin/train --run):\nits best.ckpt (its ckpt when it has none), said on stderr"),
         CLI_TEXT("prompt", 'p', &prompt, "TEXT", "1 to block_size tokens, every character in the model's vocabulary"),
         CLI_TEXT("prompt-file", 0, &prompt_path, "FILE", "the prompt from a text file, as it stands (newlines too),\nthrough the model's own tokenizer"),
         CLI_TEXT("out", 'o', &out_dir, "DIR", "output directory (created if missing)"),
@@ -97,6 +99,11 @@ int main(int argc, char **argv) {
     if (!prompt && !prompt_path) return cli_error(prog, "--prompt is required (or --prompt-file; see --help)");
     if (!out_dir) return cli_error(prog, "--out is required (see --help)");
     Error out_err;
+    char ckpt[PATH_BUF], note[2 * PATH_BUF];
+    if (run_folder_model(model_path, ckpt, sizeof ckpt, note, sizeof note, &out_err) < 0)
+        return cli_error(prog, "%s", out_err.msg);
+    if (*note) cli_note(prog, "%s", note);
+    model_path = ckpt;
     NamedPath model_input = {"--model", model_path};
     if (output_check(out_dir, "--out", OUTPUT_DIR, &model_input, 1, &out_err)) return cli_error(prog, "%s", out_err.msg);
     if (ind_seqs == 0) return cli_error(prog, "--induction-seqs must be at least 1");

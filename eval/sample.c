@@ -10,6 +10,7 @@
 #include "lm/files.h"
 #include "lm/blas_setup.h"
 #include "lm/cli.h"
+#include "lm/run_folder.h"
 #include "lm/options.h"
 #include "lm/checkpoint.h"
 #include "generate.h"
@@ -62,7 +63,8 @@ int main(int argc, char **argv) {
     GenerateTiming times;
     SampleOptions so = {.temperature = 0.8f};
     CliOption opts[] = {
-        CLI_TEXT("model", 'm', &model_path, "CKPT", "checkpoint from bin/train"),
+        CLI_TEXT("model", 'm', &model_path, "CKPT",
+                 "checkpoint from bin/train, or a run folder (bin/train --run):\nits best.ckpt (its ckpt when it has none), said on stderr"),
         CLI_TEXT("prompt", 'p', &prompt, "TEXT", "text to continue (default: a newline)"),
         CLI_TEXT("prompt-file", 0, &prompt_path, "FILE", "the prompt from a text file, as it stands (newlines too),\nthrough the model's own tokenizer"),
         CLI_SIZE("tokens", 'n', &n_tokens, 0, 100000000, "N", "tokens to generate (default 500)"),
@@ -83,6 +85,11 @@ int main(int argc, char **argv) {
     if (prompt && prompt_path) return cli_error(program.name, "--prompt and --prompt-file cannot be used together");
     WeightsFormat format;
     Error err;
+    char ckpt[PATH_BUF], note[2 * PATH_BUF];
+    if (run_folder_model(model_path, ckpt, sizeof ckpt, note, sizeof note, &err) < 0)
+        return cli_error(program.name, "%s", err.msg);
+    if (*note) cli_note(program.name, "%s", note);
+    model_path = ckpt;
     if (weights_format_parse(weights, &format, &err)) return cli_error(program.name, "%s", err.msg);
     char *file_prompt = NULL;
     Error file_err;

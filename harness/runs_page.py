@@ -61,7 +61,8 @@ def curves(runs):
     loss = series("train_loss", suffix=", train") + series("val_loss", dash=True, suffix=", validation")
     speed = [{"name": r["name"], "color": COLORS[i % len(COLORS)], "points": tokens_per_second(r["rows"])}
              for i, r in enumerate(runs)]
-    return [chart("loss", "Loss (train: solid; validation: dashed)", "step", "loss", [s for s in loss if s["points"]],
+    return [chart("loss", "Loss (train: solid; validation estimate: dashed)", "step", "loss",
+                  [s for s in loss if s["points"]],
                   note="per-token cross-entropy, nats"),
             chart("lr", "Learning rate", "step", "learning rate", series("lr")),
             chart("grad_norm", "Gradient norm (before clipping)", "step", "norm", series("grad_norm")),
@@ -72,15 +73,23 @@ def loss_cell(v):
     return "-" if v is None else f"{v:.4f}"
 
 
+def loss_kind(info):
+    """What the run's val losses are (bin/info's val_loss_kind): the estimate over its batches, or the full split."""
+    kind = info.get("val_loss_kind")
+    if kind == "estimate" and info.get("val_loss_batches"):
+        return f"estimate, {info['val_loss_batches']} batches"
+    return {"estimate": "estimate", "full": "full split"}.get(kind, "-")
+
+
 def runs_table(runs):
     rows = []
     for r in runs:
         i = r["info"]
         steps = f"{i['step']}" + (f" of {i['max_iters']}" if i.get("max_iters") else "")
         rows.append([r["name"], steps, f"{i['tokens']:,}", loss_cell(i["best_val_loss"]), loss_cell(i["val_loss"]),
-                     f"{i['params']:,}", ",".join(i["model"].get("mixers", [])), i["recipe"]])
+                     f"{i['params']:,}", ",".join(i["model"].get("mixers", [])), i["recipe"], loss_kind(i)])
     return {"kind": "table", "id": "runs", "columns": ["run", "step", "tokens", "best val loss", "last val loss",
-                                                       "parameters", "mixers", "recipe"], "rows": rows}
+                                                       "parameters", "mixers", "recipe", "val loss of"], "rows": rows}
 
 
 def samples(run_info, bin_dir, tokens, prompt):

@@ -123,9 +123,9 @@ class Archs(unittest.TestCase):
             return state_floats(shape, {"mixers": a.mixers, "args": a.train_args(), "knob": knob,
                                         "size": a.size() or (knob and knob["default"])})
         full = state("attention")
-        self.assertGreater(full, 2 * 2 * 256 * 64)  # the keys and values, and the step's scratch
+        self.assertEqual(full, 2 * 2 * 256 * 64)  # two layers' keys and values (the step's scratch not counted)
         self.assertLess(state("attention", T=128), full)
-        self.assertLess(state("w=attention:window=17"), full / 8)
+        self.assertEqual(state("w=attention:window=17"), 2 * 2 * 17 * 64)
         self.assertEqual(state("w=attention:window=17"), state("w=attention:window=17", T=128))
         self.assertEqual(state("w=attention:window=0"), full)  # 0: no window
         self.assertEqual(state("w=attention:window=512"), full)  # past T: all of it

@@ -24,8 +24,8 @@ started=$SECONDS
 # ---- the generated code: the NEON kernels as their comments say ------------------
 # The tile kernel's 5 x 4 block: a loop of 20 fmla, and no innermost loop
 # that moves a vector register to or from the stack (no spills); the
-# attention tiles' online softmax (nn/vec_loops_kernel.h, the neon level's
-# file): fast_expf vectorised (frintm on 4 lanes: the
+# attention tiles' online softmax (nn/vec_loops_kernel.h at the neon level:
+# vec_loops.neon.o): fast_expf vectorised (frintm on 4 lanes: the
 # floor of its range reduction).
 OBJDUMP=${OBJDUMP:-aarch64-linux-gnu-objdump}
 python3 - "$OBJDUMP" "$ARM_OUT" <<'PY' || { echo "arm64_test: the NEON code is not as expected"; exit 1; }
@@ -34,7 +34,7 @@ objdump, out = sys.argv[1:]
 def disassemble(obj):
     text = subprocess.run([objdump, "-d", "--no-show-raw-insn", f"{out}/{obj}"], capture_output=True, text=True, check=True).stdout
     return [(int(m[0], 16), m[1], m[2]) for m in re.findall(r"^[ \t]+([0-9a-f]+):[ \t]+(\S+)[ \t]*(.*)$", text, re.M)]
-code = disassemble("src/blas/tile_gemm_neon.o")
+code = disassemble("src/blas/tile_gemm.neon.o")
 index = {a: i for i, (a, _, _) in enumerate(code)}
 def back_branch(a, op, args):  # the loop's first instruction, or None
     target = re.match(r"([0-9a-f]+) <", args.split(",")[-1].strip())
@@ -51,7 +51,7 @@ for i, (a, op, args) in enumerate(code):
 blocks = [l for l in loops if l[0] >= 8]
 spills = [f for f, stack in blocks if stack]
 print(f"arm64_test: tile_gemm_neon: innermost loops of 8+ fmla {sorted(f for f, _ in blocks)}, spilling vectors {spills}")
-exp = sum(o == "frintm" and ".4s" in g for _, o, g in disassemble("src/nn/vec_loops_neon.o"))
+exp = sum(o == "frintm" and ".4s" in g for _, o, g in disassemble("src/nn/vec_loops.neon.o"))
 print(f"arm64_test: softmax loops: {exp} vector floors (fast_expf)")
 sys.exit(0 if any(f == 20 for f, _ in blocks) and not spills and exp >= 1 else 1)
 PY

@@ -12,6 +12,10 @@
   --mixers --json) appears as a word in harness/, in code, strings or
   comments, but in the mixers' own PyTorch references (harness/mixers/NAME.py)
   and in the files of KNOWN_MIXER_NAMES, each with why.
+- A kernel is one template per module (src/W/NAME_kernel.h, including
+  runtime/level.h) that the Makefile compiles once per instruction-set
+  level: no source file per level (NAME_avx2.c, ...), and no target
+  attribute (code for a CPU other than the build's) outside the templates.
 Prints one line per broken rule and the counts; exits 1 if any broke.
 """
 import json
@@ -35,6 +39,7 @@ KNOWN_MIXER_NAMES = {
     "harness/paper.py": "the Grassmann paper's own experiment: its architectures (the Transformer, the "
                         "Grassmann model, the hybrid, the controls) are the paper's, and its report is about them",
 }
+LEVEL_FILE = re.compile(r"_(portable|avx2|avx512|neon)\.c$")
 
 
 def files(folder, exts=(".c", ".h")):
@@ -137,6 +142,15 @@ def main():
                 continue
             if WINGS.index(target) > WINGS.index(wing) and (rel, inc) not in KNOWN_BACK_ARROWS:
                 broken.append(f"{rel}: includes \"{inc}\" ({target}/), above its own wing {wing}/")
+    for path in files("src"):
+        rel = os.path.relpath(path, ROOT)
+        if LEVEL_FILE.search(path):
+            broken.append(f"{rel}: a file per level: the Makefile compiles a module's NAME_kernel.h at each level")
+        if path.endswith("_kernel.h") and "runtime/level.h" not in includes(path):
+            broken.append(f"{rel}: a kernel template that does not include runtime/level.h")
+        with open(path, encoding="utf-8") as f:
+            if not path.endswith("_kernel.h") and "__attribute__((target(" in f.read():
+                broken.append(f"{rel}: a target attribute outside the kernel templates (src/W/NAME_kernel.h)")
     folders = ["include/lm", "train", "eval", "data", "tests", "src", "experiments"] + [f"src/{w}" for w in WINGS]
     for d in folders:
         if not os.path.exists(os.path.join(ROOT, d, "README.md")):

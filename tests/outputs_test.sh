@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The programs against a hostile user, third pass: what they write. Every
 # output path is held to one rule before any work (lm/files.h): never a
-# device, FIFO, socket or folder, never one of the run's inputs, never a
-# missing folder; --log never appends to or truncates a file that is not a
+# device, FIFO, socket or folder, never one of the run's inputs, never in
+# a folder that is a file; --log never appends to or truncates a file that is not a
 # log; the lock beside a checkpoint is never written through a link, and
 # goes away with the run, refused runs included; a file-size limit is a
 # failed write said in one line, not a silent death that leaves
@@ -55,7 +55,8 @@ done
 mkdir -p "$tmp/somedir"
 refused "--out a folder" "is a directory" "${TRAIN[@]}" --out "$tmp/somedir"
 refused "--out a folder, slash" "names a folder" "${TRAIN[@]}" --out "$tmp/x/"
-refused "--out in a missing folder" "does not exist" "${TRAIN[@]}" --out "$tmp/missing/x.ckpt"
+refused "--out in a folder that is a file" "--out '$tmp/good.ckpt/x.ckpt': '$tmp/good.ckpt' is not a directory" \
+    "${TRAIN[@]}" --out "$tmp/good.ckpt/x.ckpt"
 here=$PWD
 B_ABS=$(cd "$B" && pwd)
 cd "$tmp"

@@ -22,7 +22,7 @@ Run from the project root after `make`: /usr/bin/python3 -m tests.parity
 
 --kernel-paths runs KERNEL_PATHS alone: make test runs every model at the
 best level our kernels run at and these at the levels below, where only the
-kernels (lm/cpu.h's levels: the files *_portable.c, *_avx2.c, *_avx512.c)
+kernels (lm/cpu.h's levels: the templates src/*/*_kernel.h, compiled per level)
 differ. Run at LM_MAX_ISA=portable on a coverage build (gcc --coverage), they
 execute every line of the levels' files that the whole set does, with each
 mixer, its tiles and windows, every pair map, the soft cap, gla's chunks and

@@ -183,9 +183,9 @@ assert j["step"] == 24 and j["tokens"] == 24 * 64 and j["val_loss"] > 0 and j["o
 assert j["data_hash"] if "data_hash" in j else j["options"]["data_hash"]' "$tmp/out" && ok || bad "bin/info --json: $(head -c 400 "$tmp/out")"
 cp -r "$tmp/runs/int" "$tmp/runs/zz"  # a run that stopped early: its val loss is worse
 expect_ok "bin/info --list" $B/info --list "$tmp/runs" --sort name
-[ "$(awk 'NR > 1 {print $1}' "$tmp/out" | tr '\n' ' ')" = "again full half int zz " ] && ok || bad "bin/info --list --sort name: $(cat "$tmp/out")"
+[ "$(awk 'NR > 2 {print $1}' "$tmp/out" | tr '\n' ' ')" = "again full half int zz " ] && ok || bad "bin/info --list --sort name: $(cat "$tmp/out")"
 expect_ok "bin/info --list --sort step" $B/info --list "$tmp/runs" --sort step
-awk 'NR > 1 {split($2, s, "/"); print s[1]}' "$tmp/out" | sort -c -n -r && ok || bad "bin/info --list --sort step: $(cat "$tmp/out")"
+awk 'NR > 2 {split($2, s, "/"); print s[1]}' "$tmp/out" | sort -c -n -r && ok || bad "bin/info --list --sort step: $(cat "$tmp/out")"
 expect_error "bin/info of no run" "is not a run folder: it holds no ckpt" $B/info "$tmp/elsewhere"
 
 echo "resume_test: $pass passed, $fail failed"

@@ -174,7 +174,7 @@ cp -r "$R/t" "$tmp/list/good"
 cp -r "$R/t" "$tmp/list/$(printf 'e\033[2Jvil\nname')"
 mkdir -p "$tmp/list/empty" && : >"$tmp/list/empty/ckpt"
 expect_ok "bin/info --list with an unreadable run" $B/info --list "$tmp/list"
-[ "$(wc -l <"$tmp/out")" = 4 ] && ! grep -q $'\x1b' "$tmp/out" && grep -q '^e\\x1b\[2Jvil\\x0aname ' "$tmp/out" \
+[ "$(wc -l <"$tmp/out")" = 6 ] && ! grep -q $'\x1b' "$tmp/out" && grep -q '^e\\x1b\[2Jvil\\x0aname ' "$tmp/out" \
     && grep -qE '^empty +unreadable: .*ckpt' "$tmp/out" && grep -q '^good ' "$tmp/out" && ok \
     || bad "bin/info --list: $(cat -v "$tmp/out")"
 expect_ok "bin/info --list --json with an unreadable run" $B/info --list "$tmp/list" --json

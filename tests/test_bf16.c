@@ -2,9 +2,11 @@
  * rounding bit by bit, and the tiled oneDNN products against the bounds
  * derived in bf16.h (the exact product of the rounded inputs; the fp32 gemm
  * of the unrounded ones), in every form, with padded rows, beta 0 and 1, and
- * bit-identical for any thread count. The products need AVX512_BF16: on a
- * CPU without it their tests are skipped, saying so; the conversion tests
- * run everywhere. */
+ * bit-identical for any thread count. The oneDNN products need
+ * AVX512_BF16: on a CPU without it their tests are skipped, saying so; the
+ * conversion and the attention tiles' packings and product run at every
+ * level (blas/bf16_loops.h), so their tests run everywhere, on the kernels
+ * of the level in use (make test runs this once per level, LM_MAX_ISA). */
 #include "testutil.h"
 
 #include <float.h>
@@ -12,7 +14,9 @@
 
 #include "lm/bf16.h"
 #include "lm/gemm.h"
+#include "blas/bf16_loops.h"
 #include "blas/tile_gemm.h"
+#include "lm/cpu.h"
 #include "lm/threads.h"
 
 static uint32_t bits_of(float x) {
@@ -538,9 +542,25 @@ static uint32_t pair_word(const float *x, size_t ldx, size_t rows, size_t cols, 
     return lo | hi << 16;
 }
 
+/* The bf16 kernels in use are the level's that cpu_isa() names, or
+ * AVX512_BF16's within avx512 where the CPU has it: so at LM_MAX_ISA=avx2
+ * (or portable) a CPU with AVX512_BF16 runs the C kernels and offers no
+ * bf16 products. */
+static void test_kernels_level(void **state) {
+    (void)state;
+    const Bf16Loops *k = bf16_loops();
+    if (cpu_bf16()) {
+        assert_int_equal(cpu_isa(), CPU_ISA_AVX512);
+        assert_string_equal(k->isa, "avx512bf16");
+    } else {
+        assert_string_equal(k->isa, cpu_isa_name(cpu_isa()));
+        assert_false(bf16_supported());
+    }
+    if (getenv("VERBOSE")) printf("  bf16 kernels: %s\n", k->isa);
+}
+
 static void test_tile_packing(void **state) {
     (void)state;
-    skip_without_bf16();
     static const size_t sizes[][2] = {{1, 1}, {1, 2}, {3, 5}, {16, 32}, {17, 33}, {40, 64}, {129, 10}, {7, 100}};
     enum { GUARD = 40 };
     uint64_t seed = 1200;
@@ -616,15 +636,17 @@ static TileOperand b_operand(int form, size_t k, size_t n, const float *b, size_
  * each entry against the double product of the rounded inputs within
  * bf16_accumulation_bound, the columns past n never written. Then the same
  * products from an origin moved by tile_a_at / tile_b_at (an even number of
- * entries along k, as the attention core's diagonal strips move them). */
+ * entries along k, as the attention core's diagonal strips move them).
+ * The C kernels (every level but avx512bf16) have no register blocks, whose
+ * edges the larger sizes are for: they take the first six. */
 static void test_tile_kernel(void **state) {
     (void)state;
-    skip_without_bf16();
     static const size_t sizes[][3] = {{1, 1, 1}, {1, 7, 3}, {5, 17, 1}, {7, 65, 2}, {37, 29, 61}, {13, 64, 33},
                                       {6, 128, 64}, {128, 128, 64}, {64, 64, 127}, {70, 100, 129}, {16, 112, 400}};
+    size_t n_sizes = cpu_bf16() ? sizeof sizes / sizeof *sizes : 6;
     double worst = 0.0;
     uint64_t seed = 900;
-    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+    for (size_t s = 0; s < n_sizes; s++)
         for (int af = 0; af < A_FORMS; af++)
             for (int bf = 0; bf < B_FORMS; bf++)
                 for (int form = 0; form < 4; form++) {
@@ -686,14 +708,17 @@ static void test_tile_product_fp32(void **state) {
 
 int main(void) {
     have_bf16 = bf16_supported();
-    if (!have_bf16) printf("test_bf16: %s: the product tests are skipped, the conversion tests run\n", bf16_unavailable());
+    if (!have_bf16)
+        printf("test_bf16: %s: the oneDNN product tests are skipped, the conversion and tile tests run\n",
+               bf16_unavailable());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_convert_cases),           cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_rounding_is_nearest_even), cmocka_unit_test(test_against_rounded_reference),
         cmocka_unit_test(test_against_fp32_gemm),       cmocka_unit_test(test_thread_invariance),
         cmocka_unit_test(test_width_invariance),        cmocka_unit_test(test_serial),
         cmocka_unit_test(test_check),                   cmocka_unit_test(test_bias_epilogue),
-        cmocka_unit_test(test_implementation),          cmocka_unit_test(test_tile_packing),
+        cmocka_unit_test(test_implementation),          cmocka_unit_test(test_kernels_level),
+        cmocka_unit_test(test_tile_packing),
         cmocka_unit_test(test_tile_kernel),             cmocka_unit_test(test_tile_product_fp32),
     };
     int rc = cmocka_run_group_tests_name("bf16", tests, NULL, NULL);

@@ -214,6 +214,52 @@ static void test_detect(void **state) {
                blas_best_core(blas_backend_cores(), &c) ? blas_best_core(blas_backend_cores(), &c) : "none");
 }
 
+static void expect_choice(const CpuFeatures *cpu, const char *max_isa, CpuIsa isa, bool bf16) {
+    CpuChoice c = cpu_choose(cpu, max_isa);
+    if (c.isa != isa || c.bf16 != bf16)
+        fail_msg("LM_MAX_ISA=%s: %s%s, want %s%s", max_isa ? max_isa : "(unset)", cpu_isa_name(c.isa),
+                 c.bf16 ? " with bf16" : "", cpu_isa_name(isa), bf16 ? " with bf16" : "");
+}
+
+/* The level and the bf16 capability chosen for a CPU under a cap
+ * (cpu_choose): AVX512_BF16 only within the avx512 level, so that a cap
+ * below it turns bf16 off; a cap the CPU lacks, or one that is no level of
+ * the architecture, counts as none (the programs refuse it at start-up).
+ * Then this run's choice is the chooser's for this CPU and LM_MAX_ISA. */
+static void test_level_choice(void **state) {
+    (void)state;
+#if defined(__x86_64__)
+    CpuFeatures bf16 = cpu_avx512_bf16("GenuineIntel"), avx512 = cpu_avx512("AuthenticAMD");
+    CpuFeatures avx2 = cpu_avx2("AuthenticAMD"), sse = cpu_sse_only(), no_vl = bf16;
+    no_vl.avx512vl = false;
+    expect_choice(&bf16, NULL, CPU_ISA_AVX512, true);
+    expect_choice(&bf16, "", CPU_ISA_AVX512, true);
+    expect_choice(&bf16, "avx512", CPU_ISA_AVX512, true);
+    expect_choice(&bf16, "avx2", CPU_ISA_AVX2, false);
+    expect_choice(&bf16, "portable", CPU_ISA_PORTABLE, false);
+    expect_choice(&bf16, "neon", CPU_ISA_AVX512, true);
+    expect_choice(&bf16, "avx1024", CPU_ISA_AVX512, true);
+    expect_choice(&no_vl, NULL, CPU_ISA_AVX512, false);
+    expect_choice(&avx512, NULL, CPU_ISA_AVX512, false);
+    expect_choice(&avx512, "avx2", CPU_ISA_AVX2, false);
+    expect_choice(&avx2, NULL, CPU_ISA_AVX2, false);
+    expect_choice(&avx2, "avx512", CPU_ISA_AVX2, false);
+    expect_choice(&avx2, "portable", CPU_ISA_PORTABLE, false);
+    expect_choice(&sse, NULL, CPU_ISA_PORTABLE, false);
+#elif defined(__aarch64__)
+    CpuFeatures neon = {.neon = true}, x86 = cpu_avx512_bf16("GenuineIntel");
+    expect_choice(&neon, NULL, CPU_ISA_NEON, false);
+    expect_choice(&neon, "portable", CPU_ISA_PORTABLE, false);
+    expect_choice(&neon, "avx2", CPU_ISA_NEON, false);
+    expect_choice(&x86, NULL, CPU_ISA_PORTABLE, false);
+#endif
+    CpuFeatures here;
+    cpu_features_detect(&here);
+    CpuChoice c = cpu_choose(&here, getenv("LM_MAX_ISA"));
+    assert_int_equal(c.isa, cpu_isa());
+    assert_int_equal(c.bf16, cpu_bf16());
+}
+
 static void test_gemm_error_by_hand(void **state) {
     (void)state;
     /* [1 2; 3 4] [5 6; 7 8] = [19 22; 43 50] */
@@ -344,6 +390,7 @@ int main(void) {
         cmocka_unit_test(test_decisions),        cmocka_unit_test(test_openblas_levels),
         cmocka_unit_test(test_openblas_best_core), cmocka_unit_test(test_openblas_decisions),
         cmocka_unit_test(test_backend),          cmocka_unit_test(test_detect),
+        cmocka_unit_test(test_level_choice),
         cmocka_unit_test(test_gemm_error_by_hand), cmocka_unit_test(test_gemm_error_sgemm),
         cmocka_unit_test(test_probe),            cmocka_unit_test(test_gemm_one_row),
         cmocka_unit_test(test_gemm_one_row_tiles),

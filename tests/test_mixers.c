@@ -24,6 +24,7 @@
  *             columns (fd_stride), none identically zero; backward
  *             accumulates into dparams, and writes din whatever it held
  *             (two backwards over different garbage: the same bits);
+ *   state     memory_size, where the mixer declares it, a part of state_size;
  *   causality changing x at position k leaves out at every t < k unchanged,
  *             bit for bit (and moves out somewhere, or the check saw
  *             nothing); the other sequence of the batch unchanged, bit for bit;
@@ -350,6 +351,11 @@ static void run_checks(Report *r, Layer *L) {
     const MixerBounds *bd = &L->mx->bounds;
     check_tensors(r, L);
     check_options(r, L->registered_as);
+    if (L->mx->memory_size) {
+        size_t memory = L->mx->memory_size(&L->spec), state = L->mx->state_size(&L->spec);
+        check(r, memory > 0 && memory <= state, "state", "memory_size %zu, state_size %zu (it is a part of it)",
+              memory, state);
+    }
     check_gradients(r, L);
     check_causality(r, L);
     check_step(r, L);

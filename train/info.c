@@ -15,7 +15,8 @@ static const CliProgram program = {
              "bin/info --mixers [CKPT_OR_RUN | - | model options] [--json]",
     .about = "Shows what a checkpoint or a run folder (bin/train --run) holds: the step, tokens seen,\n"
              "the last and best validation loss, the model and recipe, the optimizer, the tokenizer,\n"
-             "the data and its hash, the run's options; or lists the run folders in DIR, one line each;\n"
+             "the data and its hash, the run's options; or lists the runs in DIR, one line each, grouped\n"
+             "by data and tokenizer (only their losses compare);\n"
              "or describes the registered mixers (--mixers).\n",
     .column = 29,
     .positional = 1,
@@ -26,8 +27,13 @@ int main(int argc, char **argv) {
     int json = 0, first;
     CliOption own[] = {
         CLI_FLAG("json", 0, &json, "one JSON object (with --list, a JSON array of them)"),
-        CLI_TEXT("list", 0, &list, "DIR", "one line per run folder in DIR"),
-        CLI_TEXT("sort", 0, &sort, "KEY", "with --list: val (the best validation loss, lowest first),\nname or step (most first) (val)"),
+        CLI_TEXT("list", 0, &list, "DIR",
+                 "one line per run folder in DIR and per checkpoint (*.ckpt) in\n"
+                 "it or in its other folders (bin/train --out's), grouped by\n"
+                 "data and tokenizer, each group under a line naming them"),
+        CLI_TEXT("sort", 0, &sort, "KEY",
+                 "with --list, within each group: val (the best validation\n"
+                 "loss, lowest first), name or step (most first) (val)"),
     };
     enum { N_OWN = sizeof own / sizeof own[0] };
     static CliOption opts[N_OWN + INFO_MIXERS_ROWS]; /* then --mixers and the model's options (info_mixers.h) */
@@ -59,7 +65,8 @@ int main(int argc, char **argv) {
         }
         if (json) printf("]\n");
         else if (n) run_info_list_print(stdout, infos, n);
-        else printf("no run folders in %s (a run folder holds a checkpoint named ckpt: bin/train --run)\n", list);
+        else printf("no runs in %s (a run folder holds a checkpoint named ckpt: bin/train --run; a checkpoint of "
+                    "bin/train --out is listed when its name ends in .ckpt)\n", list);
         run_infos_free(infos, n);
         return 0;
     }

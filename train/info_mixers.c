@@ -63,8 +63,10 @@ static json_t *option_json(const MixerOption *opt) {
 }
 
 /* What one layer with mixer mx and spec is: its tensors (names relative to
- * "h.{l}."), parameters, state floats per sequence and training FLOPs per
- * token at T = block_size, its weight matrices counted as model_flops does. */
+ * "h.{l}."), parameters, state floats per sequence (the past it carries,
+ * Mixer.memory_size, and all its sampling step keeps, state_size) and
+ * training FLOPs per token at T = block_size, its weight matrices counted
+ * as model_flops does. */
 static void layer_json(json_t *o, const Mixer *mx, const MixerSpec *spec) {
     TensorSpec t[MIXER_MAX_TENSORS];
     size_t n = mx->tensors(spec, t);
@@ -87,7 +89,9 @@ static void layer_json(json_t *o, const Mixer *mx, const MixerSpec *spec) {
     json_object_set_new(flops, "weights", json_real(weights));
     json_object_set_new(flops, "total", json_real(mixing + weights));
     json_object_set_new(o, "params", json_integer((json_int_t)mixer_param_count(mx, spec)));
-    json_object_set_new(o, "state_floats", json_integer((json_int_t)mx->state_size(spec)));
+    size_t memory = mx->memory_size ? mx->memory_size(spec) : mx->state_size(spec);
+    json_object_set_new(o, "state_floats", json_integer((json_int_t)memory));
+    json_object_set_new(o, "step_floats", json_integer((json_int_t)mx->state_size(spec)));
     json_object_set_new(o, "flops_per_token", flops);
     json_object_set_new(o, "tensors", tensors);
 }
@@ -156,10 +160,12 @@ static size_t get_size(const json_t *o, const char *key) { return (size_t)json_i
 
 /* One layer's numbers, as text. */
 static void print_layer(FILE *f, const json_t *o) {
-    char a[32], b[32];
+    char a[32], b[32], c[32];
     const json_t *flops = json_object_get(o, "flops_per_token");
-    fprintf(f, "%s parameters, %s state floats per sequence, %.3g FLOPs per token (mixing %.3g, weights %.3g):",
+    fprintf(f, "%s parameters, %s state floats per sequence (%s with the step's scratch), %.3g FLOPs per token "
+               "(mixing %.3g, weights %.3g):",
             grouped(get_size(o, "params"), a, sizeof a), grouped(get_size(o, "state_floats"), b, sizeof b),
+            grouped(get_size(o, "step_floats"), c, sizeof c),
             json_real_value(json_object_get(flops, "total")), json_real_value(json_object_get(flops, "mixing")),
             json_real_value(json_object_get(flops, "weights")));
     size_t i;
@@ -269,7 +275,7 @@ int info_mixers_print(InfoMixers *im, const CliOption *opts, const char *prog, c
     if (!root) return cli_error(prog, "%s", err.msg);
     int rc = 0;
     if (json) {
-        char *text = json_dumps(root, JSON_COMPACT | JSON_ENSURE_ASCII);
+        char *text = json_dumps_ascii(root, 0);
         if (text) printf("%s\n", text);
         else rc = cli_error(prog, "out of memory");
         free(text);

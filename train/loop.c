@@ -106,12 +106,37 @@ void train_loop_close(TrainLoop *L) {
     run_log_close(&L->twin);
 }
 
+/* One validation: the estimate, and with --best-by full the whole split
+ * (NaN: not measured). */
+typedef struct Validation {
+    ValLoss est, full;
+} Validation;
+static const Validation no_validation = {{NAN, NAN}, {NAN, NAN}};
+
+/* The loss of v that is the run's: kept in its progress, choosing best.ckpt. */
+static float run_loss(const TrainLoop *L, const Validation *v) {
+    return L->r->o.best_full ? v->full.loss : v->est.loss;
+}
+
 /* A row of both logs, elapsed_s going on from the log's last. */
-static void log_row(TrainLoop *L, size_t step, float loss, ValLoss val, float lr, float norm, double ms, double threads) {
-    double elapsed = L->elapsed0 + (step == 0 ? 0.0 : cli_now() - L->t_start);
-    size_t tokens = L->r->progress.tokens;
-    run_log_row(&L->log, step, tokens, loss, val, lr, norm, ms, elapsed, threads);
-    run_log_row(&L->twin, step, tokens, loss, val, lr, norm, ms, elapsed, threads);
+static void log_row(TrainLoop *L, size_t step, float loss, const Validation *v, float lr, float norm, double ms,
+                    double threads) {
+    LogRow row = {step, L->r->progress.tokens, loss, lr, norm, v->est, isnan(v->est.loss) ? 0 : L->r->o.eval_iters,
+                  v->full, ms, L->elapsed0 + (step == 0 ? 0.0 : cli_now() - L->t_start), threads};
+    run_log_row(&L->log, &row);
+    run_log_row(&L->twin, &row);
+}
+
+/* The validation line after step `done`: the run's loss, saying which it is. */
+static void say_validation(const TrainLoop *L, size_t done, const Validation *v, int final) {
+    const RunOptions *o = &L->r->o;
+    const ValLoss *mine = o->best_full ? &v->full : &v->est;
+    char est[64], bpb[48] = "", other[96] = "";
+    snprintf(est, sizeof est, "the estimate over %zu batch%s", o->eval_iters, o->eval_iters == 1 ? "" : "es");
+    if (!isnan(mine->bits_per_byte)) snprintf(bpb, sizeof bpb, " | %.4f bits per byte", mine->bits_per_byte);
+    if (o->best_full) snprintf(other, sizeof other, " | %s: %.4f", est, v->est.loss);
+    say("step %5zu | val loss %.4f (%s)%s%s%s\n", done, mine->loss, o->best_full ? "the full split" : est, bpb, other,
+        final ? " (final)" : "");
 }
 
 /* A validation loss measured after step `done`: the run's last, and in a
@@ -134,9 +159,12 @@ static int validated(TrainLoop *L, size_t done, float loss, Error *err) {
     return 0;
 }
 
-static int validate(TrainLoop *L, ValLoss *val, Error *err) {
+static int validate(TrainLoop *L, Validation *v, Error *err) {
     Run *r = L->r;
-    return estimate_loss(&r->model, &r->ds.val, &r->hyper, r->dist, &r->ds.tok, r->inputs, r->targets, val, err);
+    *v = no_validation;
+    return estimate_loss(&r->model, &r->ds.val, &r->hyper, r->dist, &r->ds.tok, r->inputs, r->targets, &v->est, err) ||
+           (r->o.best_full && full_val_loss(&r->model, &r->ds.val, &r->hyper, r->dist, &r->ds.tok, &v->full, err))
+               ? -1 : 0;
 }
 
 /* The progress line after step `done`, with the ETA: the steps left at the
@@ -191,17 +219,16 @@ static int one_step(TrainLoop *L, Pace *p, const char *prog, int *rc) {
     int time_up = o->max_seconds > 0 && L->train_clock >= o->max_seconds;
     if (profiled) L->train_secs += now - t0;
     size_t done = L->step + 1;
-    ValLoss val = {NAN, NAN};
+    Validation val = no_validation;
     if (((o->eval_interval && done % o->eval_interval == 0) || done == o->max_iters || time_up) &&
         validate(L, &val, &err))
         return *rc = stop_unsaved(prog, dist, err.msg), -1;
     r->progress.tokens += L->tokens_per_step;
-    log_row(L, done, L->loss, val, st.lr, st.grad_norm, ms, (double)threads);
+    log_row(L, done, L->loss, &val, st.lr, st.grad_norm, ms, (double)threads);
     if (done % o->log_interval == 0 || done == o->stop_at || time_up) progress_line(L, p, done, threads, &st);
-    if (!isnan(val.loss)) {
-        if (validated(L, done, val.loss, &err)) return *rc = stop_saving(L, prog, done, 0, err.msg), -1;
-        say("step %5zu | val loss %.4f | %.4f bits per byte%s\n", done, val.loss, val.bits_per_byte,
-            done == o->max_iters || time_up ? " (final)" : "");
+    if (!isnan(val.est.loss)) {
+        if (validated(L, done, run_loss(L, &val), &err)) return *rc = stop_saving(L, prog, done, 0, err.msg), -1;
+        say_validation(L, done, &val, done == o->max_iters || time_up);
     }
     if (o->ckpt_interval && done % o->ckpt_interval == 0 && done < o->stop_at) {
         char kept[PATH_BUF];
@@ -241,6 +268,23 @@ static int finish(TrainLoop *L, const char *prog, int signalled) {
     return 0;
 }
 
+/* The start-up line of what validation measures, when, and what it costs. */
+static void say_validation_plan(const TrainLoop *L) {
+    const Run *r = L->r;
+    const RunOptions *o = &r->o;
+    size_t B = o->batch_size, T = o->cfg.block_size, n = r->ds.val.n, windows = 1 + (n - 1 - T + T - 1) / T;
+    char when[64] = "at step 0 and at the end", est[160];
+    if (o->eval_interval) snprintf(when, sizeof when, "at step 0, every %zu steps and at the end", o->eval_interval);
+    snprintf(est, sizeof est, "the estimate over %zu batches of %zu x %zu (%zu of val's %zu tokens)", o->eval_iters, B,
+             T, o->eval_iters * B * T, n);
+    if (o->best_full)
+        say("validation: the full split (%zu tokens, %zu forwards of %zu x %zu) and %s, %s; the run's val loss and "
+            "best.ckpt by the full split\n", n, (windows + B - 1) / B, B, T, est, when);
+    else
+        say("validation: %s, %s%s\n", est, when,
+            o->run ? "; best.ckpt by it (--best-by full: by the whole split)" : "");
+}
+
 int train_loop_run(TrainLoop *L, const char *prog) {
     Run *r = L->r;
     Error err;
@@ -250,14 +294,15 @@ int train_loop_run(TrainLoop *L, const char *prog) {
     /* Validation is measured after a step, so a log row's val_loss belongs to
      * its step and token count: the untrained model first, then every
      * eval_interval steps and at the end of the schedule. */
+    say_validation_plan(L);
     if (r->start_step == 0) {
-        ValLoss val;
+        Validation val;
         if (validate(L, &val, &err)) {
             rc = stop_unsaved(prog, r->dist, err.msg);
         } else {
-            say("step %5d | val loss %.4f | %.4f bits per byte\n", 0, val.loss, val.bits_per_byte);
-            log_row(L, 0, NAN, val, NAN, NAN, NAN, NAN);
-            if (validated(L, 0, val.loss, &err)) rc = stop_saving(L, prog, 0, 0, err.msg);
+            say_validation(L, 0, &val, 0);
+            log_row(L, 0, NAN, &val, NAN, NAN, NAN, NAN);
+            if (validated(L, 0, run_loss(L, &val), &err)) rc = stop_saving(L, prog, 0, 0, err.msg);
         }
     }
     while (rc == 0 && L->step < r->o.stop_at) {

@@ -1,5 +1,6 @@
 /* bin/train's loop over its steps: each step (trainer.h), validation at
- * step 0, on its interval and at the end, the log (run_log.h), progress
+ * step 0, on its interval and at the end (the estimate, and with --best-by
+ * full the whole split, which then chooses best.ckpt; each line says which), the log (run_log.h), progress
  * lines with the ETA, checkpoints on their interval and at the end, the
  * thread tuner, the --max-seconds budget, and SIGINT / SIGTERM / SIGHUP /
  * SIGQUIT / SIGPIPE, which stop every rank after the same step with a

@@ -214,6 +214,26 @@ static int create(Run *r, int count_only, Error *err) {
     return 0;
 }
 
+/* A resumed run told to stop where it stands already (a typo: --max-iters
+ * 100 at step 297) would save its checkpoint again and exit 0: a
+ * --max-iters or --stop-at given that ends it at or before `start` is
+ * refused. */
+static int check_stop(const RunOptions *o, size_t start, Error *err) {
+    if (!o->resume || o->stop_at > start) return 0;
+    if (run_option_given_named(o, "max-iters") && o->max_iters <= start)
+        return err_set(err, "--max-iters %zu is not above step %zu, where the run resumes: nothing would be trained "
+                            "(leave it out to keep the run's schedule, or give more than %zu to extend it)",
+                       o->max_iters, start, start);
+    if (run_option_given_named(o, "stop-at") && o->stop_at < o->max_iters)
+        return err_set(err, "--stop-at %zu is not above step %zu, where the run resumes: nothing would be trained "
+                            "(give more than %zu, or leave it out to train to the end of the schedule)",
+                       o->stop_at, start, start);
+    if (run_option_given_named(o, "stop-at"))
+        return err_set(err, "--stop-at: the run's schedule ends at step %zu, where it resumes: nothing would be "
+                            "trained (extend it with a --max-iters above %zu)", o->max_iters, start);
+    return 0;
+}
+
 /* The buffers of a training step, and the schedule's and optimizer's settings. */
 static int prepare_steps(Run *r, Error *err) {
     RunOptions *o = &r->o;
@@ -222,6 +242,7 @@ static int prepare_steps(Run *r, Error *err) {
     /* --stop-at defaults to the end of the schedule */
     if (!run_option_given_named(o, "stop-at")) o->stop_at = o->max_iters;
     if (o->stop_at > o->max_iters) o->stop_at = o->max_iters;
+    if (check_stop(o, r->start_step, err)) return -1;
     if (r->ds.train.n <= T || r->ds.val.n <= T)
         return err_set(err, "'%s' is too small for block_size %zu (train %zu, val %zu tokens)", o->data, T,
                        r->ds.train.n, r->ds.val.n);
@@ -303,11 +324,26 @@ static int remove_left_temporaries(const RunOptions *o, Error *err) {
     return n + (o->log ? remove_dead_temporaries(o->log, err) : 0);
 }
 
+/* The folders --out and --log go into, created with their parents as
+ * --run's is (--out runs/bpe/model.ckpt in a new runs/bpe). */
+static int create_folders(const RunOptions *o, Error *err) {
+    const char *paths[] = {o->out, o->log}, *names[] = {"--out", "--log"};
+    for (size_t i = 0; i < 2; i++) {
+        const char *cut = paths[i] ? strrchr(paths[i], '/') : NULL;
+        char dir[PATH_BUF];
+        Error why;
+        if (!cut || cut == paths[i]) continue; /* here, or in / */
+        if (path_format(dir, sizeof dir, err, "%.*s", (int)(cut - paths[i]), paths[i])) return -1;
+        if (dirs_create(dir, &why)) return err_set(err, "%s '%s': %s", names[i], paths[i], why.msg);
+    }
+    return 0;
+}
+
 int run_claim_output(const RunOptions *o, Dist *dist, const char *prog, OutputLock *lock, Error *err) {
     lock->fd = -1;
     /* The marker last: a folder the checks refuse is not made a run's. */
-    int failed = dist->rank == 0 && ((o->run && dirs_create(o->run, err)) || check_outputs(o, err) != 0 ||
-                                     (o->run && run_dir_mark(o->run, err)));
+    int failed = dist->rank == 0 && ((o->run ? dirs_create(o->run, err) : !o->dump && create_folders(o, err)) ||
+                                     check_outputs(o, err) != 0 || (o->run && run_dir_mark(o->run, err)));
     if (dist_agree(dist, failed, err)) return -1;
     if (o->dump) return 0;
     failed = dist->rank == 0 && output_lock(o->out, lock, err) != 0;

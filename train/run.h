@@ -63,8 +63,9 @@ typedef struct Run {
  * with fresh AdamW moments, step 0 and this run's options), the loss masks (unless o->no_loss_mask),
  * activations and batch buffers. With count_only it stops after the model's
  * layout (model.n_params), allocating no weights' gradients or activations. */
-/* Before any work: every file the run writes (--out, --dump-grads, --log)
- * held to lm/files.h's rule (no device, folder or input of the run; an
+/* Before any work: the folders of --out and --log created (with their
+ * parents, as --run's), then every file the run writes (--out,
+ * --dump-grads, --log) held to lm/files.h's rule (no device, folder or input of the run; an
  * existing --log only if it is a log). Then the output is this run's alone:
  * rank 0 (which writes the checkpoints) holds a lock beside o->out (a
  * second run on it refuses, naming this one's pid) in *lock until

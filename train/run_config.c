@@ -56,6 +56,7 @@ void run_config_take(CliOption *opts, size_t n, RunOptions *o, const RunOptions 
     }
     give_text(opts, n, &o->precision_given, precision_name(run->precision));
     give_text(opts, n, &o->optimizer_given, run->optimizer->name);
+    give_text(opts, n, &o->best_by_given, run->best_full ? "full" : "estimate");
 }
 
 /* The rows an experiment file leaves out: `base`'s, and the other
@@ -79,10 +80,7 @@ static int take_resumed(CliOption *opts, size_t n, RunOptions *o, size_t ranks, 
     run = *o;
     if (run_dir_setup(&run, err) || run_resume_defaults(&run, err)) return -1;
     if (!o->data) o->data = o->data_owned = run.data_owned;
-    if (run.precision_given && precision_parse(run.precision_given, &run.precision))
-        return err_set(err, "--precision must be fp32 or bf16 (got '%s')", run.precision_given);
-    if (run.optimizer_given && !(run.optimizer = optimizer_find(run.optimizer_given)))
-        return err_set(err, "--optimizer must be one of %s (got '%s')", optimizer_names(), run.optimizer_given);
+    if (run_options_parse_texts(&run, err)) return -1;
     CkptHeader h;
     if (ckpt_read_header(run.resume, &h, err)) return -1;
     run.cfg = h.cfg;
@@ -111,7 +109,8 @@ int run_config_print(CliOption *opts, size_t n, RunOptions *o, size_t ranks, con
 }
 
 int run_config_write(CliOption *opts, size_t n, RunOptions *o, const RunOptions *run, const char *prog, Error *err) {
-    static const char *const own[] = {"config", "print-config", "resume", "out", "log", NULL};
+    /* --stop-at is where one invocation stops, not the run's: kept, the file would repeat only that part. */
+    static const char *const own[] = {"config", "print-config", "resume", "out", "log", "stop-at", NULL};
     char path[PATH_BUF], *old = NULL;
     if (path_format(path, sizeof path, err, "%s/%s", o->run, RUN_DIR_CONFIG)) return -1;
     if (o->resume) {

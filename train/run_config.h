@@ -25,10 +25,11 @@ void run_config_take(CliOption *opts, size_t n, RunOptions *o, const RunOptions 
  * checkpoint's header read, on a job of `ranks`). Returns the exit status. */
 int run_config_print(CliOption *opts, size_t n, RunOptions *o, size_t ranks, const char *prog);
 /* A run folder's config.json: o's options as an experiment file, less
- * what is this invocation's (--resume) or the folder's own (--out, --log);
- * a resumed run's (run: as run_open set it up) from its values, the rows
- * of the invocation alone kept from the folder's file where it holds a
- * value they take. A file there that is no experiment file is written
+ * what is this invocation's (--resume, --stop-at) or the folder's own
+ * (--out, --log), so that bin/train --config DIR/config.json --run NEW
+ * repeats the whole run; a resumed run's (run: as run_open set it up)
+ * from its values, the rows of the invocation alone (--threads) kept from
+ * the folder's file where it holds a value they take. A file there that is no experiment file is written
  * anew, with one line on stderr naming it. */
 int run_config_write(CliOption *opts, size_t n, RunOptions *o, const RunOptions *run, const char *prog, Error *err);
 

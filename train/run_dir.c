@@ -8,23 +8,11 @@
 
 #include "lm/files.h"
 
-/* Whether dir/name is a regular file. */
-static int file_in(const char *dir, const char *name) {
+int run_dir_mark(const char *dir, Error *err) {
     char path[PATH_BUF];
     struct stat st;
-    Error err;
-    return path_format(path, sizeof path, &err, "%s/%s", dir, name) == 0 && stat(path, &st) == 0 &&
-           S_ISREG(st.st_mode);
-}
-
-int run_dir_is_run(const char *dir) {
-    if (file_in(dir, RUN_DIR_MARK)) return 1;
-    /* A folder from before the marker: the three files every run folder has from its first step. */
-    return file_in(dir, RUN_DIR_CKPT) && file_in(dir, RUN_DIR_CONFIG) && file_in(dir, RUN_DIR_LOG);
-}
-
-int run_dir_mark(const char *dir, Error *err) {
-    if (file_in(dir, RUN_DIR_MARK)) return 0;
+    if (path_format(path, sizeof path, err, "%s/%s", dir, RUN_DIR_MARK)) return -1;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) return 0;
     return write_text_in(dir, RUN_DIR_MARK, "a run folder of bin/train: bin/train --resume DIR continues it, "
                                             "bin/info DIR shows it\n", err);
 }

@@ -5,7 +5,8 @@
  * bin/train --print-config's format), and the marker that says the folder
  * is a run's (.lm-run): bin/train writes only into a folder that is new,
  * empty or marked. --resume DIR continues it; bin/info reads it back
- * (train/run_info.h). The folder is one unit, under one lock (ckpt's):
+ * (train/run_info.h), and the programs that read a model take its best.ckpt
+ * (lm/run_folder.h). The folder is one unit, under one lock (ckpt's):
  * its other checkpoints are never continued in place, and nothing from
  * outside the run writes into it. */
 #ifndef LM_RUN_DIR_H
@@ -14,20 +15,9 @@
 #include <stddef.h>
 
 #include "lm/error.h"
+#include "lm/run_folder.h" /* the folder's file names, run_dir_is_run */
 #include "run_options.h"
 
-/* The folder's file names. */
-#define RUN_DIR_CKPT "ckpt"
-#define RUN_DIR_BEST "best.ckpt"
-#define RUN_DIR_LOG "log.csv"
-#define RUN_DIR_JSONL "log.jsonl"
-#define RUN_DIR_CONFIG "config.json"
-#define RUN_DIR_MARK ".lm-run"
-
-/* Whether dir is a run folder: it holds the marker, or (made before the
- * marker) ckpt, config.json and log.csv, as every run folder does from its
- * first step. */
-int run_dir_is_run(const char *dir);
 /* Whether the file at path is in a run folder, whose path (as written:
  * runs/a of runs/a/ckpt) goes into dir. */
 int run_dir_holding(const char *path, char *dir, size_t size);

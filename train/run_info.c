@@ -71,9 +71,16 @@ int run_info_read(const char *path, RunInfo *info, Error *err) {
     json_t *train = json_parse(info->h.train, strlen(info->h.train), &json_err);
     if (train) {
         json_size(json_object_get(train, "max-iters"), SIZE_MAX, &info->max_iters);
+        const json_t *data = json_object_get(train, "data"), *hash = json_object_get(train, "data_hash");
+        if (json_is_string(data)) snprintf(info->data, sizeof info->data, "%s", json_string_value(data));
+        if (json_is_string(hash)) snprintf(info->data_hash, sizeof info->data_hash, "%s", json_string_value(hash));
         json_decref(train);
     }
     return 0;
+}
+
+int run_info_same_group(const RunInfo *a, const RunInfo *b) {
+    return strcmp(a->data_hash, b->data_hash) == 0 && strcmp(a->h.tokenizer, b->h.tokenizer) == 0;
 }
 
 void run_info_free(RunInfo *info) {
@@ -93,6 +100,10 @@ static RunSort sort_by;
 static int compare_runs(const void *pa, const void *pb) {
     const RunInfo *a = pa, *b = pb;
     if (!a->error[0] != !b->error[0]) return a->error[0] ? 1 : -1; /* the unreadable last */
+    int by_group = a->error[0] ? 0 : strcmp(a->data, b->data); /* a group's runs together: only theirs compare */
+    if (!by_group) by_group = strcmp(a->data_hash, b->data_hash);
+    if (!by_group) by_group = strcmp(a->h.tokenizer, b->h.tokenizer);
+    if (by_group) return by_group;
     if (sort_by == RUN_SORT_VAL) {
         float x = a->progress.best_val_loss, y = b->progress.best_val_loss;
         if (isnan(x) != isnan(y)) return isnan(x) ? 1 : -1;
@@ -103,13 +114,60 @@ static int compare_runs(const void *pa, const void *pb) {
     return strcmp(a->name, b->name);
 }
 
+/* A listing being made: the runs read so far. */
+typedef struct Listing {
+    RunInfo *infos;
+    size_t n, cap;
+} Listing;
+
+/* Reads path (a run folder, or a checkpoint) into the listing under name;
+ * one that cannot be read is listed with its error. */
+static int list_one(Listing *l, const char *path, const char *name, Error *err) {
+    if (l->n == l->cap) {
+        RunInfo *more = realloc(l->infos, (l->cap = l->cap ? 2 * l->cap : 8) * sizeof *more);
+        if (!more) return err_set(err, "out of memory");
+        l->infos = more;
+    }
+    RunInfo *info = &l->infos[l->n++];
+    Error why;
+    if (run_info_read(path, info, &why)) { /* listed with its error: the others are still shown */
+        memset(info, 0, sizeof *info);
+        snprintf(info->path, sizeof info->path, "%s", path);
+        info->is_run = is_dir(path);
+        info->progress = (RunProgress){0, NAN, NAN, 0};
+        snprintf(info->error, sizeof info->error, "%s", why.msg);
+    }
+    snprintf(info->name, sizeof info->name, "%s", name);
+    return 0;
+}
+
+static int is_ckpt_name(const char *name) {
+    size_t len = strlen(name);
+    return name[0] != '.' && len > 5 && strcmp(name + len - 5, ".ckpt") == 0;
+}
+
+/* The checkpoints (*.ckpt) in the folder DIR/sub, named "sub/NAME". */
+static int list_checkpoints_in(Listing *l, const char *folder, const char *sub, Error *err) {
+    DIR *d = opendir(folder);
+    if (!d) return 0; /* unreadable: nothing of it to list */
+    int rc = 0;
+    for (struct dirent *e; rc == 0 && (e = readdir(d));) {
+        char path[PATH_BUF], name[512];
+        if (!is_ckpt_name(e->d_name)) continue;
+        if (path_format(path, sizeof path, err, "%s/%s", folder, e->d_name)) rc = -1;
+        else if (is_file(path)) snprintf(name, sizeof name, "%s/%s", sub, e->d_name), rc = list_one(l, path, name, err);
+    }
+    closedir(d);
+    return rc;
+}
+
 int run_info_list(const char *dir, RunSort sort, RunInfo **infos, size_t *n, Error *err) {
     *infos = NULL;
     *n = 0;
     DIR *d = opendir(dir);
     if (!d) return err_set(err, "cannot open folder '%s'", dir);
     struct dirent *e;
-    size_t cap = 0;
+    Listing l = {NULL, 0, 0};
     int rc = 0;
     while (rc == 0 && (e = readdir(d))) {
         char sub[PATH_BUF], ckpt[PATH_BUF];
@@ -119,28 +177,13 @@ int run_info_list(const char *dir, RunSort sort, RunInfo **infos, size_t *n, Err
             rc = -1;
             break;
         }
-        if (!is_dir(sub) || !is_file(ckpt)) continue; /* not a run folder */
-        if (*n == cap) {
-            RunInfo *more = realloc(*infos, (cap = cap ? 2 * cap : 8) * sizeof **infos);
-            if (!more) {
-                rc = err_set(err, "out of memory");
-                break;
-            }
-            *infos = more;
-        }
-        RunInfo *info = &(*infos)[*n];
-        Error why;
-        if (run_info_read(sub, info, &why)) { /* listed with its error: the others are still shown */
-            memset(info, 0, sizeof *info);
-            snprintf(info->path, sizeof info->path, "%s", sub);
-            base_name(sub, info->name, sizeof info->name);
-            info->is_run = 1;
-            info->progress = (RunProgress){0, NAN, NAN, 0};
-            snprintf(info->error, sizeof info->error, "%s", why.msg);
-        }
-        (*n)++;
+        if (is_dir(sub) && is_file(ckpt)) rc = list_one(&l, sub, e->d_name, err); /* a run folder */
+        else if (is_dir(sub)) rc = list_checkpoints_in(&l, sub, e->d_name, err); /* bin/train --out's, runs/demo */
+        else if (is_ckpt_name(e->d_name) && is_file(sub)) rc = list_one(&l, sub, e->d_name, err);
     }
     closedir(d);
+    *infos = l.infos;
+    *n = l.n;
     if (rc) {
         run_infos_free(*infos, *n);
         *infos = NULL;

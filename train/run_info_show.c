@@ -8,6 +8,7 @@
 #include "lm/cli.h"
 #include "lm/json.h"
 #include "lm/model.h"
+#include "lm/run_folder.h"
 #include "run_info.h"
 #include "run_dir.h"
 
@@ -64,6 +65,11 @@ void run_info_print(FILE *f, const RunInfo *info) {
     fprintf(f, ", best ");
     print_loss(f, p->best_val_loss);
     if (!isnan(p->best_val_loss)) fprintf(f, " at step %zu%s", p->best_step, info->has_best ? " (best.ckpt)" : "");
+    char kind[64];
+    RunValKind k = run_val_kind(info->h.train);
+    if (!isnan(p->val_loss) || !isnan(p->best_val_loss))
+        fprintf(f, " | %s%s", run_val_kind_text(k, kind, sizeof kind),
+                k.full ? " (--best-by full), as bin/eval scores it" : " (bin/eval scores the whole split)");
     fprintf(f, "\nmodel:      %zu parameters | n_layer %zu, n_head %zu, n_embd %zu, block %zu, vocab %zu | mixers %s | "
                "pos %s | norm %s\n",
             model_count_params(c), c->n_layer, c->n_head, c->n_embd, c->block_size, c->vocab_size,
@@ -107,6 +113,18 @@ static int run_fields(json_t *o, const RunInfo *info) {
     const ModelConfig *c = &info->h.cfg;
     const RunProgress *p = &info->progress;
     char *config = config_to_json(c), recipe[160];
+    RunValKind kind = run_val_kind(info->h.train);
+    int measured = !isnan(p->val_loss) || !isnan(p->best_val_loss);
+    /* The data and tokenizer, by hash: runs of one group compare (bin/info --list groups them). */
+    char group[40];
+    snprintf(group, sizeof group, "%s/%s", info->data_hash[0] ? info->data_hash : "-",
+             info->h.tokenizer[0] ? info->h.tokenizer : "-");
+    json_t *data = info->data_hash[0] ? json_object() : json_null();
+    if (data && json_is_object(data) &&
+        (!put(data, "path", json_string_lossy(info->data)) || !put(data, "hash", json_string_lossy(info->data_hash)))) {
+        json_decref(data);
+        data = NULL;
+    }
     json_t *tok = json_object();
     int ok = tok && put(tok, "kind", json_string_lossy(info->h.tok.kind ? info->h.tok.kind->name : "")) &&
              put(tok, "vocab", json_integer((json_int_t)info->h.tok.vocab_size)) &&
@@ -117,12 +135,17 @@ static int run_fields(json_t *o, const RunInfo *info) {
          put(o, "best_val_loss", number_or_null(p->best_val_loss)) &&
          put(o, "best_step", isnan(p->best_val_loss) ? json_null() : json_integer((json_int_t)p->best_step)) &&
          put(o, "best_checkpoint", json_boolean(info->has_best)) &&
+         put(o, "val_loss_kind", !measured ? json_null() : json_string(kind.full ? "full" : "estimate")) &&
+         put(o, "val_loss_batches", !measured || kind.full || !kind.batches ? json_null()
+                                                                         : json_integer((json_int_t)kind.batches)) &&
          put(o, "params", json_integer((json_int_t)model_count_params(c))) && put(o, "model", object_or_null(config)) &&
          put(o, "recipe", json_string_lossy(config_has_recipe_switch(c) ? config_recipe_list(c, recipe, sizeof recipe)
                                                                           : "gpt2")) &&
-         put(o, "tokenizer", tok) && put(o, "options", object_or_null(info->h.train)) &&
+         put(o, "tokenizer", tok) && put(o, "data", data) && put(o, "group", json_string_lossy(group)) &&
+         put(o, "options", object_or_null(info->h.train)) &&
          put(o, "config", object_or_null(info->config));
     if (!ok && tok && !json_object_get(o, "tokenizer")) json_decref(tok);
+    if (!ok && data && !json_object_get(o, "data")) json_decref(data);
     free(config);
     return ok;
 }
@@ -135,8 +158,8 @@ char *run_info_json(const RunInfo *info) {
     else if (ok) ok = put(o, "checkpoint", json_string_lossy(info->ckpt)) && run_fields(o, info);
     /* Nine digits: the float each loss and option is, as the checkpoint
      * writes it; ASCII: no byte of a name reaches a terminal as a control
-     * (U+009B is CSI to some). */
-    char *text = ok ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(9)) : NULL;
+     * (U+009B is CSI to some, DEL is one too). */
+    char *text = ok ? json_dumps_ascii(o, JSON_REAL_PRECISION(9)) : NULL;
     if (o) json_decref(o);
     return text;
 }
@@ -146,25 +169,44 @@ static void loss_text(char *buf, size_t size, float v) {
     else snprintf(buf, size, "%.4f", v);
 }
 
+/* A group's line: the data and the tokenizer its runs share. */
+static void group_line(FILE *f, const RunInfo *r) {
+    Shown data, tok;
+    fprintf(f, "data %s (hash %s) | tokenizer %s, %zu tokens (hash %s)\n",
+            r->data[0] ? shown(&data, r->data) : "- (not kept)", r->data_hash[0] ? r->data_hash : "-",
+            r->h.tok.kind ? r->h.tok.kind->name : "?", r->h.tok.vocab_size,
+            r->h.tokenizer[0] ? shown(&tok, r->h.tokenizer) : "-");
+}
+
 void run_info_list_print(FILE *f, const RunInfo *infos, size_t n) {
     size_t w = 4;
     Shown name;
     for (size_t i = 0; i < n; i++) w = strlen(shown(&name, infos[i].name)) > w ? strlen(name.s) : w;
-    fprintf(f, "%-*s  %9s  %12s  %9s  %9s  %10s  %s\n", (int)w, "run", "step", "tokens", "best val", "last val",
-            "params", "mixers");
     for (size_t i = 0; i < n; i++) {
         const RunInfo *r = &infos[i];
-        char steps[48], best[32], last[32], mixers[256];
+        char steps[48], best[32], last[32], mixers[256], of[32] = "-";
         Shown why;
         if (r->error[0]) { /* one line, as every run: why it cannot be read */
+            if (i == 0 || !infos[i - 1].error[0]) fprintf(f, "%s", i ? "\n" : "");
             fprintf(f, "%-*s  unreadable: %s\n", (int)w, shown(&name, r->name), shown(&why, r->error));
             continue;
         }
+        if (i == 0 || !run_info_same_group(r, &infos[i - 1])) { /* a new group: only its runs' losses compare */
+            if (i) fputc('\n', f);
+            group_line(f, r);
+            fprintf(f, "%-*s  %9s  %12s  %9s  %9s  %-10s  %10s  %s\n", (int)w, "run", "step", "tokens", "best val",
+                    "last val", "val from", "params", "mixers");
+        }
+        RunValKind kind = run_val_kind(r->h.train);
+        if (!isnan(r->progress.best_val_loss) && kind.full) snprintf(of, sizeof of, "full split");
+        else if (!isnan(r->progress.best_val_loss) && kind.batches)
+            snprintf(of, sizeof of, "%zu batch%s", kind.batches, kind.batches == 1 ? "" : "es");
         if (r->max_iters) snprintf(steps, sizeof steps, "%zu/%zu", r->h.step, r->max_iters);
         else snprintf(steps, sizeof steps, "%zu", r->h.step);
         loss_text(best, sizeof best, r->progress.best_val_loss);
         loss_text(last, sizeof last, r->progress.val_loss);
-        fprintf(f, "%-*s  %9s  %12zu  %9s  %9s  %10zu  %s\n", (int)w, shown(&name, r->name), steps, r->progress.tokens,
-                best, last, model_count_params(&r->h.cfg), config_mixer_list(&r->h.cfg, mixers, sizeof mixers));
+        fprintf(f, "%-*s  %9s  %12zu  %9s  %9s  %-10s  %10zu  %s\n", (int)w, shown(&name, r->name), steps,
+                r->progress.tokens, best, last, of, model_count_params(&r->h.cfg),
+                config_mixer_list(&r->h.cfg, mixers, sizeof mixers));
     }
 }

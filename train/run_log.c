@@ -15,6 +15,15 @@
 
 /* A log's first line begins with one of these (CSV's header, a JSON line). */
 static const char *const log_starts[] = {"step,tokens,", "{\"step\":"};
+/* The columns after step and tokens, in order; the last three came after
+ * the others (a resumed run's older rows get them empty: pad_row). val_loss
+ * is the estimate over val_batches batches; val_full_* the whole split. */
+static const char *const column_names[] = {"train_loss", "val_loss", "val_bits_per_byte", "lr", "grad_norm",
+                                           "ms_per_step", "elapsed_s", "threads", "val_batches", "val_full_loss",
+                                           "val_full_bits_per_byte"};
+static const char *const column_fmts[] = {"%.6f", "%.6f", "%.6f", "%.6g", "%.6g", "%.3f", "%.3f", "%.0f", "%.0f",
+                                          "%.6f", "%.6f"};
+enum { N_COLUMNS = 2 + sizeof column_names / sizeof column_names[0] };
 
 int run_log_check(const char *path, Error *err) {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
@@ -60,6 +69,21 @@ static double row_elapsed(const char *line, int jsonl) {
     return isfinite(v) && v > 0.0 ? v : 0.0;
 }
 
+/* A row of the log (newline included) into f; a CSV row of fewer columns
+ * (a log written before the last ones) with the missing cells empty, so
+ * that every row has the header's. */
+static void pad_row(FILE *f, const char *line, int jsonl) {
+    size_t cells = 1, len = strlen(line);
+    for (const char *c = line; *c; c++) cells += *c == ',';
+    if (jsonl || cells >= N_COLUMNS) {
+        fputs(line, f);
+        return;
+    }
+    fwrite(line, 1, len - 1, f);
+    for (; cells < N_COLUMNS; cells++) fputc(',', f);
+    fputc('\n', f);
+}
+
 /* Copies the rows of the log at path up to step `through` into f; -1 with
  * err when it cannot be read. A missing log has none. */
 static int copy_rows(const char *path, int jsonl, size_t through, FILE *f, double *elapsed, Error *err) {
@@ -78,7 +102,7 @@ static int copy_rows(const char *path, int jsonl, size_t through, FILE *f, doubl
     while ((n = getline(&line, &cap, old)) > 0) {
         long long step = line[n - 1] == '\n' ? row_step(line, jsonl) : -1;
         if (step < 0 || (unsigned long long)step > through) continue; /* the header, a cut line, a row past it */
-        fputs(line, f);
+        pad_row(f, line, jsonl);
         *elapsed = row_elapsed(line, jsonl);
     }
     int bad = ferror(old);
@@ -103,8 +127,11 @@ int run_log_open(RunLog *log, const char *path, int resume, size_t through, doub
     char tmp[PATH_BUF];
     FILE *f = temp_create(path, tmp, sizeof tmp, err);
     if (!f) return -1;
-    if (!log->jsonl)
-        fprintf(f, "step,tokens,train_loss,val_loss,val_bits_per_byte,lr,grad_norm,ms_per_step,elapsed_s,threads\n");
+    if (!log->jsonl) {
+        fputs("step,tokens", f);
+        for (size_t i = 0; i < N_COLUMNS - 2; i++) fprintf(f, ",%s", column_names[i]);
+        fputc('\n', f);
+    }
     if ((resume && copy_rows(path, log->jsonl, through, f, elapsed, err)) || temp_publish(f, tmp, path, err)) {
         fclose(f);
         unlink(tmp);
@@ -122,19 +149,16 @@ static void put_num(FILE *f, const char *fmt, double v, int jsonl) {
     else if (!isnan(v)) fprintf(f, fmt, v);
 }
 
-void run_log_row(RunLog *log, size_t step, size_t tokens, float loss, ValLoss val, float lr, float norm, double ms,
-                 double elapsed, double threads) {
+void run_log_row(RunLog *log, const LogRow *r) {
     if (!log->f) return;
-    static const char *const names[] = {"train_loss", "val_loss", "val_bits_per_byte", "lr", "grad_norm",
-                                        "ms_per_step", "elapsed_s", "threads"};
-    static const char *const fmts[] = {"%.6f", "%.6f", "%.6f", "%.6g", "%.6g", "%.3f", "%.3f", "%.0f"};
-    double vals[] = {loss, val.loss, val.bits_per_byte, lr, norm, ms, elapsed, threads};
-    if (log->jsonl) fprintf(log->f, "{\"step\":%zu,\"tokens\":%zu", step, tokens);
-    else fprintf(log->f, "%zu,%zu", step, tokens);
+    double vals[] = {r->loss, r->val.loss, r->val.bits_per_byte, r->lr, r->norm, r->ms, r->elapsed, r->threads,
+                     r->val_batches ? (double)r->val_batches : NAN, r->full.loss, r->full.bits_per_byte};
+    if (log->jsonl) fprintf(log->f, "{\"step\":%zu,\"tokens\":%zu", r->step, r->tokens);
+    else fprintf(log->f, "%zu,%zu", r->step, r->tokens);
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
-        if (log->jsonl) fprintf(log->f, ",\"%s\":", names[i]);
+        if (log->jsonl) fprintf(log->f, ",\"%s\":", column_names[i]);
         else fputc(',', log->f);
-        put_num(log->f, fmts[i], vals[i], log->jsonl);
+        put_num(log->f, column_fmts[i], vals[i], log->jsonl);
     }
     fputs(log->jsonl ? "}\n" : "\n", log->f);
     /* A failed write (a full disk) is remembered: the run stops. */

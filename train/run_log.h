@@ -1,8 +1,9 @@
 /* The per-step log of a training run (bin/train --log): CSV, or JSON lines
  * when the name ends in .jsonl; one row per step with its loss, learning
- * rate, gradient norm, time and thread count, and the validation loss on
- * the steps that measured one. A resumed run goes on from its checkpoint's
- * row. */
+ * rate, gradient norm, time and thread count, and on the steps that
+ * measured them the validation estimate with its batch count, and the
+ * whole split's loss (bin/train --best-by full). A resumed run goes on from
+ * its checkpoint's row. */
 #ifndef LM_RUN_LOG_H
 #define LM_RUN_LOG_H
 
@@ -30,9 +31,17 @@ int run_log_check(const char *path, Error *err);
  * failure or a kill after that checkpoint left, would be written twice),
  * *elapsed the last one's elapsed_s (0: none). */
 int run_log_open(RunLog *log, const char *path, int resume, size_t through, double *elapsed, Error *err);
-/* A value a row does not have is NaN: an empty CSV field, or null. */
-void run_log_row(RunLog *log, size_t step, size_t tokens, float loss, ValLoss val, float lr, float norm, double ms,
-                 double elapsed, double threads);
+/* One row. A value it does not have is NaN (val_batches 0): an empty CSV
+ * field, or null. */
+typedef struct LogRow {
+    size_t step, tokens;
+    float loss, lr, norm;
+    ValLoss val;        /* the validation estimate after this step */
+    size_t val_batches; /* its batches (--eval-iters) */
+    ValLoss full;       /* the whole validation split after this step */
+    double ms, elapsed, threads;
+} LogRow;
+void run_log_row(RunLog *log, const LogRow *row);
 void run_log_close(RunLog *log);
 
 #endif

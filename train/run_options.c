@@ -102,6 +102,27 @@ static void set_number(void *p, int is_float, double x) {
     else *(size_t *)p = (size_t)x;
 }
 
+size_t run_text_rows(RunOptions *o, CliOption *rows) {
+    rows[0] = (CliOption)CLI_TEXT("best-by", 0, &o->best_by_given, "M",
+                                  "estimate | full: what chooses best.ckpt in a run folder, the\n"
+                                  "validation estimate (--eval-iters batches) or the whole val\n"
+                                  "split, scored at each validation besides the estimate\n"
+                                  "(every token once, as bin/eval; its cost: the split's tokens\n"
+                                  "in forwards of the batch); kept by --resume (estimate)");
+    return RUN_TEXT_ROWS;
+}
+
+int run_options_parse_texts(RunOptions *o, Error *err) {
+    if (o->precision_given && precision_parse(o->precision_given, &o->precision))
+        return err_set(err, "--precision must be fp32 or bf16 (got '%s')", o->precision_given);
+    if (o->optimizer_given && !(o->optimizer = optimizer_find(o->optimizer_given)))
+        return err_set(err, "--optimizer must be one of %s (got '%s')", optimizer_names(), o->optimizer_given);
+    if (o->best_by_given && strcmp(o->best_by_given, "estimate") != 0 && strcmp(o->best_by_given, "full") != 0)
+        return err_set(err, "--best-by must be estimate or full (got '%s')", o->best_by_given);
+    if (o->best_by_given) o->best_full = strcmp(o->best_by_given, "full") == 0;
+    return 0;
+}
+
 void run_options_defaults(RunOptions *o) {
     memset(o, 0, sizeof *o);
     config_defaults(&o->cfg);
@@ -158,6 +179,8 @@ char *run_options_json(const RunOptions *o, size_t ranks) {
     if (o->precision != PRECISION_FP32) sb_appendf(&sb, ",\"precision\":\"%s\"", precision_name(o->precision));
     /* adamw (the default) is the absence of the key, as fp32 is: AdamW checkpoints are what they were before Muon. */
     if (!default_optimizer) sb_appendf(&sb, ",\"optimizer\":\"%s\"", o->optimizer->name);
+    /* The estimate (the default) is the absence of the key: such checkpoints are what they were before --best-by. */
+    if (o->best_full) sb_appendf(&sb, ",\"best_by\":\"full\"");
     if (o->no_loss_mask) sb_appendf(&sb, ",\"no_loss_mask\":1");
     if (o->data_hash[0]) {
         sb_appendf(&sb, ",\"data\":");
@@ -214,6 +237,19 @@ static int kept_optimizer(RunOptions *o, const json_t *v, Error *err) {
     return 0;
 }
 
+/* The checkpoint's --best-by (absent: the estimate): its best loss so far is
+ * of that kind, so another given is refused. */
+static int kept_best_by(RunOptions *o, const json_t *v, Error *err) {
+    if (v && !(json_is_string(v) && strcmp(json_string_value(v), "full") == 0))
+        return err_set(err, "its run options hold a bad 'best_by'");
+    int full = v != NULL;
+    if (o->best_by_given && o->best_full != full)
+        return err_set(err, "--best-by %s differs from the run's %s: a resumed run keeps what chooses its best.ckpt",
+                       o->best_by_given, full ? "full" : "estimate");
+    o->best_full = full;
+    return 0;
+}
+
 int run_check_optimizer_options(const RunOptions *o, Error *err) {
     size_t n;
     const RunOption *rows = run_option_rows(&n);
@@ -266,6 +302,7 @@ int run_options_from_json(RunOptions *o, const char *json, size_t ranks, Error *
     else if (rc == 0)
         o->precision = have;
     if (rc == 0) rc = kept_optimizer(o, json_object_get(root, "optimizer"), err);
+    if (rc == 0) rc = kept_best_by(o, json_object_get(root, "best_by"), err);
     if (rc == 0) rc = run_check_optimizer_options(o, err);
     const json_t *mask = json_object_get(root, "no_loss_mask"), *hash = json_object_get(root, "data_hash"),
                  *data = json_object_get(root, "data");

@@ -15,6 +15,7 @@
 #include "lm/error.h"
 #include "lm/files.h"
 #include "lm/optim.h"
+#include "lm/options.h"
 
 #define RUN_MAX_MIXER_TEXTS 8
 
@@ -30,6 +31,11 @@ typedef struct RunOptions {
     const char *norm_type, *mlp_act, *recipe;     /* likewise (--recipe: its options are in argv already) */
     const char *precision_given;                  /* --precision as given (NULL: not given) */
     const char *optimizer_given;                  /* --optimizer as given (NULL: not given) */
+    const char *best_by_given;                    /* --best-by as given (NULL: not given) */
+    /* --best-by full: each validation scores the whole split too, and that
+     * chooses best.ckpt and is the progress's loss; kept in the checkpoint's
+     * run options ("best_by":"full", absent: the estimate) */
+    int best_full;
     /* kept in the checkpoint's run options ("optimizer", absent: adamw) */
     const Optimizer *optimizer;
     Precision precision; /* the products': kept in the checkpoint's run options ("precision", absent: fp32) */
@@ -94,6 +100,14 @@ const RunOption *run_option_rows(size_t *n);
  * into rows (room for RUN_MAX_MIXER_TEXTS); returns how many. */
 size_t run_mixer_texts(const MixerOption **rows);
 
+/* bin/train's text options of the run (--best-by) as command-line rows
+ * writing into o (room for RUN_TEXT_ROWS); returns how many. */
+#define RUN_TEXT_ROWS 1
+size_t run_text_rows(RunOptions *o, CliOption *rows);
+/* The text options as given (--precision, --optimizer, --best-by) into
+ * their values; one line naming the choices for a value that is none. */
+int run_options_parse_texts(RunOptions *o, Error *err);
+
 /* bin/train's defaults (the model's from config_defaults). */
 void run_options_defaults(RunOptions *o);
 /* Whether row i of run_option_rows was given on the command line; or the
@@ -101,8 +115,8 @@ void run_options_defaults(RunOptions *o);
 int run_option_given(const RunOptions *o, size_t i);
 int run_option_given_named(const RunOptions *o, const char *name);
 /* The run's options as JSON, stored in checkpoints so --resume needs none:
- * the kept numbers, the precision and optimizer, --no-loss-mask, and the
- * corpus (its absolute path and hash). grad-accum is stored for the whole
+ * the kept numbers, the precision and optimizer, --best-by full,
+ * --no-loss-mask, and the corpus (its absolute path and hash). grad-accum is stored for the whole
  * job (per rank x ranks), so that the checkpoint resumes on any number of
  * ranks that divides it. */
 char *run_options_json(const RunOptions *o, size_t ranks);
@@ -120,7 +134,8 @@ int run_check_optimizer_options(const RunOptions *o, Error *err);
  * the command line's bounds. The precision is the checkpoint's (absent: fp32),
  * and so is the optimizer (absent: adamw): a --precision or --optimizer given
  * that differs is refused, since a resumed run continues the one that wrote
- * the checkpoint exactly; so is its own corpus (o->data_real the path it
+ * the checkpoint exactly; so is --best-by (absent: the estimate), whose best
+ * loss so far is of its kind; so is its own corpus (o->data_real the path it
  * names) whose hash (o->data_hash, when set) has changed since. */
 int run_options_from_json(RunOptions *o, const char *json, size_t ranks, Error *err);
 

@@ -57,7 +57,7 @@ typedef struct Actions {
  * parsing: --print-config and the run folder's config.json are written
  * from it. */
 typedef struct Table {
-    CliOption opts[64 + RUN_MAX_MIXER_TEXTS + 64];
+    CliOption opts[64 + RUN_MAX_MIXER_TEXTS + RUN_TEXT_ROWS + 64];
     size_t n, first_run, n_run;
     char mixer_help[MODEL_MIXER_HELP];
     CliArgs args; /* with --config FILE's options: the values point into them (cli_args_free at the end) */
@@ -120,6 +120,7 @@ static int build_table(Table *t, RunOptions *o, Actions *a) {
     n += model_mixer_text_rows(o, t->opts + n);
     memcpy(t->opts + n, own_rest, sizeof own_rest);
     n += N_REST;
+    n += run_text_rows(o, t->opts + n); /* --best-by */
     t->first_run = n;
     t->n_run = n_run_options;
     for (size_t i = 0; i < n_run_options; i++) t->opts[n++] = run_option_cli_row(o, i);
@@ -147,12 +148,9 @@ static int parse(int argc, char **argv, RunOptions *o, Actions *a, Table *t) {
 /* The checks of the command line that need no file. */
 static int check(RunOptions *o, const Actions *a, const Dist *dist) {
     const char *prog = program.name;
-    if (o->precision_given && precision_parse(o->precision_given, &o->precision))
-        return cli_error(prog, "--precision must be fp32 or bf16 (got '%s')", o->precision_given);
-    if (o->optimizer_given && !(o->optimizer = optimizer_find(o->optimizer_given)))
-        return cli_error(prog, "--optimizer must be one of %s (got '%s')", optimizer_names(), o->optimizer_given);
     Error err; /* a resumed run's optimizer is the checkpoint's: run_options_from_json checks it */
-    if (!o->resume && run_check_optimizer_options(o, &err)) return cli_error(prog, "%s", err.msg);
+    if (run_options_parse_texts(o, &err) || (!o->resume && run_check_optimizer_options(o, &err)))
+        return cli_error(prog, "%s", err.msg);
     if (o->precision == PRECISION_BF16 && bf16_require("--precision bf16", &err))
         return cli_error(prog, "%s (use fp32)", err.msg);
     if (!o->data) return cli_error(prog, "--data DIR is required (see --help)");
@@ -289,7 +287,8 @@ static void print_json(const Run *r, size_t threads, size_t step, float loss, fl
     printf("],\"start_step\":%zu,\"step\":%zu,", r->start_step, step);
     char num[JSON_NUMBER_MAX];
     printf("\"train_loss\":%s,", json_number(num, "%.6f", loss));
-    printf("\"val_loss\":%s,", json_number(num, "%.6f", val_loss));
+    printf("\"val_loss\":%s,\"val_loss_kind\":\"%s\",", json_number(num, "%.6f", val_loss),
+           o->best_full ? "full" : "estimate");
     printf("\"seconds\":%.3f,\"profile\":", seconds);
     profile_json(stdout, prof, prof_seconds);
     printf("}\n");

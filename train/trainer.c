@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "lm/batch.h"
+#include "lm/evaluate.h"
 
 /* The model's hook: sum this part of the gradients over the ranks. */
 static void start_bucket(void *dist, float *grads, size_t offset, size_t count) {
@@ -101,5 +102,17 @@ int estimate_loss(Model *m, const TokenFile *tf, const TrainHyper *h, Dist *dist
     }
     double loss = sums[0] / (double)h->eval_iters;
     *out = (ValLoss){(float)loss, tok && sums[1] > 0 ? (float)(sums[2] / log(2.0) / sums[1]) : NAN};
+    return 0;
+}
+
+int full_val_loss(Model *m, const TokenFile *tf, const TrainHyper *h, Dist *dist, const Tokenizer *tok,
+                  ValLoss *out, Error *err) {
+    EvalDetail d = {.mask = h->val_mask};
+    EvalReport e;
+    /* Every rank scores the whole split (the same weights, the same number); a failure on one is one on all. */
+    int failed = evaluate_token_file(m, tok, tf, 0, h->batch_size, NULL, &d, &e, err) != 0;
+    eval_detail_free(&d);
+    if ((dist ? dist_agree(dist, failed, err) : -failed) || bf16_failed(m, dist, err)) return -1;
+    *out = (ValLoss){(float)e.r.loss, (float)e.bits_per_byte};
     return 0;
 }

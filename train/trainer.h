@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "lm/tokens.h"
+#include "lm/tokenizer.h"
 #include "lm/model.h"
 #include "lm/optim.h"
 #include "lm/dist.h"
@@ -63,5 +64,13 @@ typedef struct ValLoss {
 } ValLoss;
 int estimate_loss(Model *m, const TokenFile *tf, const TrainHyper *h, Dist *dist, const Tokenizer *tok,
                   int32_t *inputs, int32_t *targets, ValLoss *out, Error *err);
+/* The loss of the whole split tf, every token after the first scored once
+ * in windows of block_size, batch_size of them a forward (lm/evaluate.h:
+ * bin/eval's number for the same weights, with val_mask as bin/eval --mask
+ * takes it), and its bits per byte (NaN with a mask); each rank scores it
+ * all. The activations are allocated anew at the run's batch (what a step
+ * uses). bin/train --best-by full. */
+int full_val_loss(Model *m, const TokenFile *tf, const TrainHyper *h, Dist *dist, const Tokenizer *tok,
+                  ValLoss *out, Error *err);
 
 #endif

@@ -130,7 +130,7 @@ def state_bytes(report, context):
     """What a step reads of its decoder state at the context: its layers' state floats per sequence (fp32)
     with the block at the context (bin/info --mixers: a key and value cache then holds the context)."""
     cfg = dict(report["config"], block_size=max(2, min(context, report["config"]["block_size"])))
-    return 4 * sum(layer["state_floats"] for layer in registry.describe(config=cfg)["layers"])
+    return 4 * sum(layer["step_floats"] for layer in registry.describe(config=cfg)["layers"])
 
 
 def section_generate(ctx):

@@ -11,6 +11,9 @@
 
 /* Prints "<prog>: error: <message>" on one line to stderr; returns EXIT_BAD_INPUT. */
 int cli_error(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints "<prog>: <message>" on one line to stderr, shown as cli_error
+ * shows it: a notice that is no error (which checkpoint was read). */
+void cli_note(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* s as it may be shown on a terminal, into out (size bytes, cut if need be):
  * control characters (ESC, BEL, C1) and bytes that are not UTF-8 written as
  * \xNN, newlines as spaces. cli_error shows every message so. */

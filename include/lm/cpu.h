@@ -41,9 +41,12 @@ void cpu_features_detect(CpuFeatures *cpu);
  * ONEDNN_MAX_CPU_ISA caps oneDNN's), so that any machine runs and tests the
  * levels below its own. The cap also hides the features above it from
  * cpu_features_detect (LM_MAX_ISA=avx2: no AVX-512, so no bf16 kernels
- * either; portable: no AVX or NEON at all), so that
- * everything that asks the CPU sees the capped one. Read once, at the first
- * call; an empty LM_MAX_ISA counts as unset. */
+ * either; portable: no AVX or NEON at all), so that everything that asks
+ * the CPU sees the capped one. Read once, at the first call; an empty
+ * LM_MAX_ISA counts as unset.
+ * AVX512_BF16 is no level of its own but a capability within avx512's
+ * (cpu_bf16): the bf16 kernels (blas/bf16_loops.h) have a second avx512
+ * table for it, and a cap below avx512 turns it off with the rest. */
 typedef enum CpuIsa { CPU_ISA_PORTABLE, CPU_ISA_AVX2, CPU_ISA_AVX512, CPU_ISA_NEON, CPU_ISA_COUNT } CpuIsa;
 
 /* The level our kernels run at: the CPU's best, capped by LM_MAX_ISA (a
@@ -72,6 +75,21 @@ CpuIsa cpu_isa(void);
     {[CPU_ISA_PORTABLE] = &name##_portable, [CPU_ISA_AVX2] = &name##_portable, [CPU_ISA_AVX512] = &name##_portable, \
      [CPU_ISA_NEON] = &name##_portable}
 #endif
+
+/* Whether the run's kernels use AVX512_BF16 (with AVX512BW and VL): the
+ * level in use is avx512 and the CPU has them. Found with cpu_isa(). */
+bool cpu_bf16(void);
+
+/* What cpu_isa() and cpu_bf16() answer, as a function of what they are
+ * found from: the CPU's features (as detected, before the cap) and
+ * LM_MAX_ISA's value (NULL or "" for none; one that names no level, or a
+ * level this CPU lacks, counts as none, as cpu_isa_check refuses it).
+ * Pure: tests ask it about CPUs and caps other than the machine's. */
+typedef struct CpuChoice {
+    CpuIsa isa;
+    bool bf16;
+} CpuChoice;
+CpuChoice cpu_choose(const CpuFeatures *cpu, const char *max_isa);
 
 /* The CPU's best level, without the cap. */
 CpuIsa cpu_isa_hardware(void);

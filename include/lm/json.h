@@ -29,6 +29,11 @@ void sb_append_json_string(char **sb, const char *s);
 /* s as a jansson string, those bytes likewise replaced (NULL: out of memory). */
 json_t *json_string_lossy(const char *s);
 void sb_free(char **sb);
+/* v as compact JSON text for a terminal: every byte printable ASCII, as
+ * JSON_ENSURE_ASCII gives plus DEL (U+007F), which jansson leaves raw,
+ * written \u007f. flags are added to JSON_COMPACT | JSON_ENSURE_ASCII.
+ * malloc'd; NULL when out of memory. */
+char *json_dumps_ascii(const json_t *v, size_t flags);
 
 /* v as a JSON number printed with fmt ("%.6f"), or null where JSON has no
  * number for it (NaN, infinities). Returns buf or "null". */

@@ -203,6 +203,12 @@ typedef struct Mixer {
      * state; step consumes x at position t (all earlier positions already
      * stepped) and writes out at t, equal to what forward would give. */
     size_t (*state_size)(const MixerSpec *spec);
+    /* Optional (NULL: all of state_size): the floats of that state that carry
+     * the sequence's past as the mixer's maths counts them (a key-value
+     * cache's 2 T C, a recurrence's matrix, the last reduced vectors), not
+     * the step's scratch or its storage's padding: what comparisons of
+     * recurrent state hold equal (Zoology's state axis; bin/info --mixers). */
+    size_t (*memory_size)(const MixerSpec *spec);
     void (*step)(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state,
                  const float *in_t, float *out_t, size_t t);
     /* Optional (NULL: the model calls step for each sequence): step for n

@@ -1,8 +1,8 @@
 /* bf16 conversion and the tiled bf16 products on oneDNN (see lm/bf16.h).
  * oneDNN is optional: the Makefile sets LM_HAVE_ONEDNN to 1 where it finds
  * the library, and a build without it refuses bf16 as a CPU without
- * AVX512_BF16 does (the conversions still run). The AVX-512 paths are
- * x86-64 only. */
+ * AVX512_BF16 does (the conversions still run). The conversion's kernels
+ * are the run's level's (blas/bf16_loops.h). */
 #include "lm/bf16.h"
 
 #include <omp.h>
@@ -11,25 +11,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-
-#include "blas/bf16_lanes.h"
-#endif
 #if LM_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
 #endif
 
+#include "blas/bf16_loops.h"
 #include "lm/cpu.h"
 
-bool bf16_supported(void) {
-#if LM_HAVE_ONEDNN && defined(__x86_64__)
-    CpuFeatures cpu;
-    cpu_features_detect(&cpu);
-    return cpu.avx512bf16 && cpu.avx512f && cpu.avx512bw && cpu.avx512vl;
-#else
-    return false;
+bool bf16_supported(void) { return LM_HAVE_ONEDNN && cpu_bf16(); }
+
+const Bf16Loops *bf16_loops(void) {
+    static const Bf16Loops *const by_level[CPU_ISA_COUNT] = CPU_ISA_BY_LEVEL(bf16_loops);
+#if defined(__x86_64__)
+    if (cpu_bf16()) return &bf16_loops_avx512bf16;
 #endif
+    return by_level[cpu_isa()];
 }
 
 const char *bf16_unavailable(void) {
@@ -44,57 +40,16 @@ int bf16_require(const char *what, Error *err) {
 
 /* ---- conversion ---------------------------------------------------------------
  *
- * The vector paths do bf16_from_float's integer arithmetic 16 lanes at a
- * time (AVX-512F), or on CPUs with AVX512_BF16 convert 32 at a time with
- * vcvtne2ps2bf16 where that gives the same bits (bf16_round_32: all but
- * denormal inputs, which that instruction flushes to zero); both bit for bit
- * the scalar definition. Compiled for AVX-512 whatever -march says, and
- * called only where the CPU has it. */
+ * The level's kernel (blas/bf16_kernel.h): AVX-512F's integer arithmetic 16
+ * lanes at a time, or AVX512_BF16's vcvtne2ps2bf16 32 at a time where that
+ * gives the same bits, else the scalar definition compiled at the level;
+ * all bit for bit bf16_from_float. */
 
 void bf16_from_floats_scalar(size_t n, const float *x, uint16_t *out) {
     for (size_t i = 0; i < n; i++) out[i] = bf16_from_float(x[i]);
 }
 
-#if defined(__x86_64__)
-
-static __mmask16 lanes16(size_t left) { return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u); }
-
-__attribute__((target("avx512f"))) static void from_floats_avx512(size_t n, const float *x, uint16_t *out) {
-    for (size_t i = 0; i < n; i += 16) {
-        __mmask16 lanes = lanes16(n - i);
-        __m512i rounded = _mm512_srli_epi32(bf16_round_top(_mm512_maskz_loadu_epi32(lanes, x + i)), 16);
-        _mm512_mask_cvtepi32_storeu_epi16(out + i, lanes, rounded); /* the low 16 bits of each lane */
-    }
-}
-
-__attribute__((target("avx512bf16,avx512f,avx512bw"))) static void from_floats_bf16(size_t n, const float *x,
-                                                                                   uint16_t *out) {
-    for (size_t i = 0; i < n; i += 32) {
-        size_t left = n - i;
-        __mmask32 halves = left >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << left) - 1u);
-        __m512i h = bf16_round_32(_mm512_maskz_loadu_ps(lanes16(left), x + i),
-                                  _mm512_maskz_loadu_ps(left > 16 ? lanes16(left - 16) : 0, x + i + 16));
-        _mm512_mask_storeu_epi16(out + i, halves, h);
-    }
-}
-
-typedef enum { PATH_UNKNOWN, PATH_SCALAR, PATH_AVX512, PATH_BF16 } ConvertPath;
-static ConvertPath convert_path; /* until the first call, unknown */
-
-void bf16_from_floats(size_t n, const float *x, uint16_t *out) {
-    if (convert_path == PATH_UNKNOWN) {
-        CpuFeatures cpu;
-        cpu_features_detect(&cpu);
-        /* a benign race: every thread stores the same value */
-        convert_path = bf16_supported() ? PATH_BF16 : cpu.avx512f ? PATH_AVX512 : PATH_SCALAR;
-    }
-    if (convert_path == PATH_BF16) from_floats_bf16(n, x, out);
-    else if (convert_path == PATH_AVX512) from_floats_avx512(n, x, out);
-    else bf16_from_floats_scalar(n, x, out);
-}
-#else
-void bf16_from_floats(size_t n, const float *x, uint16_t *out) { bf16_from_floats_scalar(n, x, out); }
-#endif
+void bf16_from_floats(size_t n, const float *x, uint16_t *out) { bf16_loops()->from_floats(n, x, out); }
 
 void bf16_from_floats_parallel(size_t n, const float *x, uint16_t *out) {
     enum { CHUNK = 1 << 14 }; /* 64 KiB of floats: enough to pay for a task */

@@ -1,13 +1,12 @@
-/* The decode step's matrix-vector kernels (blas/gemv.h) as a template: each
- * file that includes it compiles it for one instruction-set level with that
- * level's compiler flags (the Makefile's), after defining
- *   GEMV_LOOPS  the name of the level's table (gemv_loops_portable, _avx2, _avx512, _neon);
- *   GEMV_ISA    the level's name;
+/* The decode step's matrix-vector kernels (blas/gemv.h) as a template,
+ * compiled by the Makefile once per instruction-set level with that level's
+ * flags (runtime/level.h) into the table gemv_loops_LEVEL. Per level:
  *   LANES       floats per vector: 4 (SSE, NEON), 8 (AVX2), 16 (AVX-512);
  *   VECS        the vectors of x a register block takes (with ROWS = 4 rows:
  *               4 x VECS accumulators; AVX-512 and NEON 4, AVX2 and SSE 2);
- *   LOAD_Q8     optionally, the level's load of LANES int8 entries as floats
- *               (GCC turns the generic one's conversion into scalar code).
+ *   LOAD_Q8     the level's load of LANES int8 entries as floats, where it
+ *               has one (GCC turns the generic one's conversion into scalar
+ *               code).
  * A register block is up to 4 rows by up to VECS vectors of x, one vector
  * accumulator each, along all of k: each weight vector loaded once serves
  * the block's vectors, each vector of x its rows (a batch of sequences reads
@@ -20,6 +19,50 @@
 #include <string.h>
 
 #include "blas/gemv.h"
+#include "runtime/level.h"
+
+#if LEVEL_IS(avx512)
+/* AVX-512F: vectors of 16 floats. */
+#define LANES 16
+#define VECS 4
+#include <immintrin.h>
+/* 16 int8 as floats: sign-extended to 32 bits, converted (vpmovsxbd, vcvtdq2ps). */
+#define LOAD_Q8(v, p)                                                                          \
+    do {                                                                                       \
+        __m512 f_ = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p)))); \
+        memcpy(&(v), &f_, sizeof f_);                                                          \
+    } while (0)
+#elif LEVEL_IS(avx2)
+/* AVX2 and FMA: vectors of 8 floats. */
+#define LANES 8
+#define VECS 2
+#include <immintrin.h>
+/* 8 int8 as floats: sign-extended to 32 bits, converted (vpmovsxbd, vcvtdq2ps). */
+#define LOAD_Q8(v, p)                                                                          \
+    do {                                                                                       \
+        __m256 f_ = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p)))); \
+        memcpy(&(v), &f_, sizeof f_);                                                          \
+    } while (0)
+#elif LEVEL_IS(neon)
+/* ARM64 Advanced SIMD (NEON), which every ARM64 CPU has: vectors of 4
+ * floats with fused multiply-adds. */
+#define LANES 4
+#define VECS 4
+#include <arm_neon.h>
+/* 4 int8 as floats: widened to 16, then 32 bits, converted (sxtl, sxtl, scvtf). */
+#define LOAD_Q8(v, p)                                                                          \
+    do {                                                                                       \
+        int8_t b_[8] = {0};                                                                    \
+        memcpy(b_, (p), 4);                                                                    \
+        float32x4_t f_ = vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(vld1_s8(b_)))));         \
+        memcpy(&(v), &f_, sizeof f_);                                                          \
+    } while (0)
+#else
+/* Portable C: vectors of 4 floats, SSE2 on any x86-64 and NEON without
+ * fused multiply-adds on ARM64 (the Makefile's portable flags). */
+#define LANES 4
+#define VECS 2
+#endif
 
 typedef float vec __attribute__((vector_size(LANES * sizeof(float))));
 typedef uint16_t hvec __attribute__((vector_size(LANES * sizeof(uint16_t))));
@@ -362,4 +405,4 @@ static void rows_f32(const GemvArgs *a, size_t r0, size_t r1) { rows_all(GEMV_F3
 static void rows_bf16(const GemvArgs *a, size_t r0, size_t r1) { rows_all(GEMV_BF16, a, r0, r1); }
 static void rows_q8(const GemvArgs *a, size_t r0, size_t r1) { rows_all(GEMV_Q8, a, r0, r1); }
 
-const GemvLoops GEMV_LOOPS = {GEMV_ISA, {rows_f32, rows_bf16, rows_q8}, key_scores, value_sum};
+const GemvLoops LEVEL_NAME(gemv_loops) = {LEVEL_STRING, {rows_f32, rows_bf16, rows_q8}, key_scores, value_sum};

@@ -49,11 +49,12 @@ static inline TileOperand tile_b_at(TileOperand b, size_t p, size_t j) {
 /* C = alpha A B + beta C, as tile_gemm (C m x n, row stride ldc; beta 0 or
  * 1), in the precision of B:
  *   B fp32: tile_gemm's fp32 product (A must be fp32 too);
- *   B packed: bf16, on vdpbf16ps (src/blas/tile_gemm_bf16.c), with A packed
+ *   B packed: bf16, on the level's kernel (blas/bf16_loops.h: vdpbf16ps
+ *     where cpu_bf16(), else C, which only the tests ask for), with A packed
  *     or fp32 (then rounded and packed at this call, and to run on the
- *     vector kernel A needs rs == 1 or cs == 1, else a scalar loop does the
- *     same arithmetic). Each entry is within bf16_accumulation_bound of the
- *     exact product of the rounded inputs. Requires bf16_supported(). B's
+ *     kernel A needs rs == 1 or cs == 1, else a scalar loop does the same
+ *     arithmetic). Each entry is within bf16_accumulation_bound of the
+ *     exact product of the rounded inputs. B's
  *     pair rows are read in whole vectors of 16 words, ignoring the words
  *     past n: each row's words up to n rounded up to 16 must be readable
  *     (the packings below pad their rows so; a column offset into a packed
@@ -69,7 +70,7 @@ void tile_product(size_t m, size_t n, size_t k, float alpha, TileOperand a, Tile
 size_t tile_bf16_padded(size_t n);
 
 /* Packings of X (rows x cols, row stride ldx) into dst in bf16 pairs, for
- * tile_product. Require bf16_supported().
+ * tile_product. On every CPU, as tile_product.
  *   rows:            pairs along each row, word (i, q) = (X(i, 2q), X(i, 2q+1))
  *                    at dst[i * ldd + q], ldd >= ceil(cols / 2) (rows x ldd words):
  *                    A = X is {.w = dst, .rs = ldd, .cs = 1}.

@@ -1,10 +1,11 @@
-/* The attention tiles' fp32 kernel (lm: blas/tile_gemm.h's tile_gemm), as a
- * template: each file that includes it compiles it for one instruction-set
- * level with that level's compiler flags (the Makefile's), after defining
- *   TILE_KERNEL    the function's name (tile_gemm_portable, _avx2, _avx512, _neon);
+/* The attention tiles' fp32 kernel (lm: blas/tile_gemm.h's tile_gemm) and
+ * the transposition, as a template, compiled by the Makefile once per
+ * instruction-set level with that level's flags (runtime/level.h) into
+ * tile_gemm_LEVEL and tile_transpose_LEVEL. Per level (below):
  *   LANES          floats per vector: 4 (SSE, NEON), 8 (AVX2), 16 (AVX-512);
  *   MAX_ROWS, MAX_VECS  the register block: MAX_ROWS rows x MAX_VECS vectors of C;
- *   TILE_TRANSPOSE the level's tile_transpose, if it has one (the end of this file).
+ *   TILE_TRANSPOSE the level's tile_transpose (the end of this file), where it has
+ *                  its own (avx512 runs avx2's).
  * The block is chosen so that its accumulators, a row of B and a broadcast
  * entry of A fit the level's vector registers with none left over for
  * spills: AVX2's 16 ymm hold 6 x 2 accumulators, 2 of B and a broadcast
@@ -16,6 +17,57 @@
  * differs by its separate roundings only. */
 #include <stddef.h>
 #include <string.h>
+
+#include "runtime/level.h"
+
+#if LEVEL_IS(avx512)
+/* AVX-512F: vectors of 16 floats, a register block of 6 rows x 4 vectors
+ * (64 columns), 24 accumulators, 4 of B and a broadcast: 29 of the 32 zmm
+ * registers (6 x 4 ran 10-30% faster on Zen 4 than 4 x 4 or 8 x 2 at
+ * 64-128 wide tiles). Its transposition is AVX2's (tile_gemm.c): the same
+ * 8-float shuffles, tested on any AVX2 CPU. */
+#define LANES 16
+#define MAX_ROWS 6
+#define MAX_VECS 4
+#elif LEVEL_IS(avx2)
+/* AVX2 and FMA (x86-64-v3; compiled without AVX-512 on any build
+ * machine): vectors of 8 floats, a register block of 6 rows x 2 vectors
+ * (16 columns), 12 accumulators, 2 vectors of B and a broadcast: 15 of the
+ * 16 ymm registers, no spills in the loop over k (objdump: no stores to the
+ * stack between the loop's label and its branch). */
+#define LANES 8
+#define MAX_ROWS 6
+#define MAX_VECS 2
+#elif LEVEL_IS(neon)
+/* ARM64 Advanced SIMD (NEON), which every ARM64 CPU has: vectors of 4
+ * floats and fused multiply-adds, a register block of 5 rows x 4 vectors
+ * (16 columns). GCC loads each row's entry of A into a register of its own
+ * and multiplies by its lane (fmla by element), so a step holds 20
+ * accumulators, 4 vectors of B and 5 of A: 29 of the 32 v registers, no
+ * spills in the loop over k (aarch64-linux-gnu-objdump: 4 + 5 loads, 20
+ * fmla, no stack access between the loop's label and its branch).
+ * AVX-512's 6 x 4 needs 34 and spilled two accumulators there. Fused like
+ * avx2 and avx512, and in the same order along k, so its tiles agree with
+ * theirs bit for bit. */
+#define LANES 4
+#define MAX_ROWS 5
+#define MAX_VECS 4
+#else
+/* Portable C: vectors of 4 floats, which GCC lowers to SSE2 on any x86-64
+ * (the Makefile compiles this level without AVX), to NEON on ARM64, to
+ * scalars elsewhere. Without FMA each step takes a product and a sum (on
+ * ARM64, which has fused multiply-adds, the Makefile turns contraction off
+ * for this level), so this level's tiles are the same bits on every
+ * architecture: 4 x 2 accumulators, 2 of B, a broadcast and a product (12
+ * of 16 xmm). */
+#define LANES 4
+#define MAX_ROWS 4
+#define MAX_VECS 2
+#endif
+#define TILE_KERNEL LEVEL_NAME(tile_gemm)
+#if !LEVEL_IS(avx512)
+#define TILE_TRANSPOSE LEVEL_NAME(tile_transpose)
+#endif
 
 typedef float vec __attribute__((vector_size(LANES * sizeof(float))));
 

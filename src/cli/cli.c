@@ -26,6 +26,18 @@ int cli_error(const char *prog, const char *fmt, ...) {
     return EXIT_BAD_INPUT;
 }
 
+void cli_note(const char *prog, const char *fmt, ...) {
+    if (quiet) return;
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    char shown[4 * sizeof msg];
+    cli_printable(msg, shown, sizeof shown);
+    fprintf(stderr, "%s: %s\n", prog, shown);
+}
+
 /* s into out with control bytes as \xNN; newlines as spaces (a message) or escaped too. */
 static void printable(const char *s, char *out, size_t size, int newline_as_space) {
     size_t n = strlen(s), o = 0;

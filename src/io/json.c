@@ -67,6 +67,24 @@ void sb_append_json_string(char **sb, const char *s) {
     json_decref(str);
 }
 
+char *json_dumps_ascii(const json_t *v, size_t flags) {
+    char *text = json_dumps(v, JSON_COMPACT | JSON_ENSURE_ASCII | flags);
+    if (!text) return NULL;
+    size_t dels = 0, len = 0;
+    for (; text[len]; len++) dels += text[len] == 0x7f;
+    if (!dels) return text;
+    /* DEL only appears inside strings: the rest of JSON's syntax is printable. */
+    char *out = malloc(len + 5 * dels + 1), *o = out;
+    if (out)
+        for (const char *t = text; *t; t++) {
+            if (*t == 0x7f) o += sprintf(o, "\\u007f");
+            else *o++ = *t;
+        }
+    if (out) *o = 0;
+    free(text);
+    return out;
+}
+
 void sb_free(char **sb) {
     arrfree(*sb);
     *sb = NULL;

@@ -13,6 +13,7 @@
 #include "mixers/head_parts.h"
 #include "nn/rmsnorm.h"
 #include "nn/rope.h"
+#include "runtime/arena.h"
 
 typedef struct AttnActs {
     float *qkv, *y, *lse;       /* forward: (B,T,3C), (B,T,C), (B,H,T) log-sum-exp of each score row */
@@ -83,16 +84,14 @@ AttnParams attn_params(const float *p, size_t C) {
 static size_t attn_layout(float *base, const MixerSpec *spec, size_t B, size_t T, AttnActs *a) {
     size_t N = B * T, C = spec->n_embd, H = spec->n_head, used = 0;
     int qk_norm = spec->qk_norm;
-#define TAKE(field, count) (a->field = base ? base + used : NULL, used += (count))
-    TAKE(qkv, N * 3 * C);
-    TAKE(y, N * C);
-    TAKE(lse, B * H * T);
-    TAKE(dqkv, N * 3 * C);
-    TAKE(dy, N * C);
-    TAKE(delta, B * H * T);
-    TAKE(tiles, tile_floats(B, T, H, C / H, attn_tile(attention_window(spec))));
-    TAKE(qk_rstd, qk_norm ? N * 2 * H : 0);
-#undef TAKE
+    TAKE(a->qkv, N * 3 * C);
+    TAKE(a->y, N * C);
+    TAKE(a->lse, B * H * T);
+    TAKE(a->dqkv, N * 3 * C);
+    TAKE(a->dy, N * C);
+    TAKE(a->delta, B * H * T);
+    TAKE(a->tiles, tile_floats(B, T, H, C / H, attn_tile(attention_window(spec))));
+    TAKE(a->qk_rstd, qk_norm ? N * 2 * H : 0);
     return used;
 }
 
@@ -421,6 +420,7 @@ const Mixer attention_mixer = {
     .forward = attention_forward,
     .backward = attention_backward,
     .state_size = attention_state_size,
+    .memory_size = attention_memory_size,
     .step = attention_step,
     .step_batch = attention_step_batch,
     .fill_state = attention_fill_state,

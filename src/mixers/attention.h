@@ -45,6 +45,8 @@ const float *attn_forward_qkv(const float *acts, const MixerSpec *spec, size_t B
 /* The sampling step (mixers/attention_step.c): Mixer's state_size, step,
  * step_batch and fill_state. */
 size_t attention_state_size(const MixerSpec *spec);
+/* Mixer.memory_size: the keys and values of the positions the cache keeps. */
+size_t attention_memory_size(const MixerSpec *spec);
 void attention_step(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state,
                     const float *in_t, float *out_t, size_t t);
 void attention_step_batch(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state,

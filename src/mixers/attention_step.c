@@ -45,6 +45,8 @@ static StepState step_state(const MixerSpec *spec, float *state) {
     return s;
 }
 
+size_t attention_memory_size(const MixerSpec *spec) { return 2 * cache_slots(spec) * spec->n_embd; }
+
 size_t attention_state_size(const MixerSpec *spec) {
     StepState s = step_state(spec, NULL);
     return (size_t)(s.y - s.keys) + spec->n_embd;

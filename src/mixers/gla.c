@@ -9,6 +9,7 @@
 #include "mixers/head_decay.h"
 #include "mixers/head_parts.h"
 #include "nn/rmsnorm.h"
+#include "runtime/arena.h"
 
 GlaParams gla_params(const float *p, size_t C, size_t H) {
     GlaParams g;
@@ -38,23 +39,21 @@ typedef struct ChunkRoom {
 
 static size_t chunk_room(float *base, size_t hs, ChunkRoom *c) {
     size_t L = GLA_CHUNK, used = 0;
-#define TAKE(field, count) (c->field = base ? base + used : NULL, used += (count))
-    TAKE(logb, L);
-    TAKE(dlogb, L);
-    TAKE(kt, hs * L);
-    TAKE(vt, hs * L);
-    TAKE(qd, L * hs);
-    TAKE(kd, L * hs);
-    TAKE(m, L * L);
-    TAKE(decay, L * L);
-    TAKE(dm, L * L);
-    TAKE(s0t, hs * hs);
-    TAKE(dst, hs * hs);
-    TAKE(r, L * hs);
-    TAKE(vd, L * hs);
-    TAKE(S, hs * hs);
-    TAKE(dS, hs * hs);
-#undef TAKE
+    TAKE(c->logb, L);
+    TAKE(c->dlogb, L);
+    TAKE(c->kt, hs * L);
+    TAKE(c->vt, hs * L);
+    TAKE(c->qd, L * hs);
+    TAKE(c->kd, L * hs);
+    TAKE(c->m, L * L);
+    TAKE(c->decay, L * L);
+    TAKE(c->dm, L * L);
+    TAKE(c->s0t, hs * hs);
+    TAKE(c->dst, hs * hs);
+    TAKE(c->r, L * hs);
+    TAKE(c->vd, L * hs);
+    TAKE(c->S, hs * hs);
+    TAKE(c->dS, hs * hs);
     return used;
 }
 
@@ -63,17 +62,15 @@ static size_t scratch_per_head(size_t hs) { return chunk_room(NULL, hs, &(ChunkR
 /* With base == NULL it only measures. */
 static size_t gla_layout(float *base, size_t B, size_t T, size_t C, size_t H, GlaActs *a) {
     size_t N = B * T, hs = C / H, used = 0;
-#define TAKE(field, count) (a->field = base ? base + used : NULL, used += (count))
-    TAKE(qkv, N * 3 * C);
-    TAKE(gamma, N * H);
-    TAKE(y, N * C);
-    TAKE(rstd, N * H);
-    TAKE(starts, B * H * n_chunks(T) * hs * hs);
-    TAKE(dqkv, N * 3 * C);
-    TAKE(dy, N * C);
-    TAKE(dz, N * H);
-    TAKE(scratch, B * H * scratch_per_head(hs));
-#undef TAKE
+    TAKE(a->qkv, N * 3 * C);
+    TAKE(a->gamma, N * H);
+    TAKE(a->y, N * C);
+    TAKE(a->rstd, N * H);
+    TAKE(a->starts, B * H * n_chunks(T) * hs * hs);
+    TAKE(a->dqkv, N * 3 * C);
+    TAKE(a->dy, N * C);
+    TAKE(a->dz, N * H);
+    TAKE(a->scratch, B * H * scratch_per_head(hs));
     return used;
 }
 
@@ -323,6 +320,9 @@ static void gla_backward(const MixerSpec *spec, const MixerRuntime *rt, const fl
 
 /* Sampling state: S for every head (H hs^2 = C hs), then scratch for one
  * position's qkv (3C), gamma (H), o (C) and its rstd (H). */
+/* Mixer.memory_size: each head's hs x hs state. */
+static size_t gla_memory_size(const MixerSpec *spec) { return spec->n_embd * (spec->n_embd / spec->n_head); }
+
 static size_t gla_state_size(const MixerSpec *spec) {
     size_t C = spec->n_embd, H = spec->n_head;
     return C * (C / H) + 4 * C + 2 * H;
@@ -385,6 +385,7 @@ const Mixer gla_mixer = {
     .forward = gla_forward,
     .backward = gla_backward,
     .state_size = gla_state_size,
+    .memory_size = gla_memory_size,
     .step = gla_step,
     .step_batch = gla_step_batch,
     .fill_state = gla_fill_state,

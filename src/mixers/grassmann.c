@@ -9,6 +9,7 @@
 #include "nn/layernorm.h"
 #include "lm/matmul.h"
 #include "lm/ops.h"
+#include "runtime/arena.h"
 
 /* Forward keeps z, qbar, g, the gate a, m and the LayerNorm statistics;
  * backward uses the d* regions, u and coef as scratch. */
@@ -43,22 +44,20 @@ GrParams gr_params(const float *p, const MixerSpec *spec) {
 /* With base == NULL it only measures (the activation size). */
 static size_t gr_layout(float *base, const MixerSpec *spec, size_t N, GrActs *a) {
     size_t C = spec->n_embd, r = grassmann_layer(spec)->rank, P = n_features(spec), used = 0;
-#define TAKE(field, count) (a->field = base ? base + used : NULL, used += (count))
-    TAKE(z, N * r);
-    TAKE(qbar, N * P);
-    TAKE(g, N * C);
-    TAKE(a, N * C);
-    TAKE(m, N * C);
-    TAKE(mean, N);
-    TAKE(rstd, N);
-    TAKE(dm, N * C);
-    TAKE(dg, N * C);
-    TAKE(dapre, N * C);
-    TAKE(dqbar, N * P);
-    TAKE(dz, N * r);
-    TAKE(u, N * r);
-    TAKE(coef, coef_size(spec, N));
-#undef TAKE
+    TAKE(a->z, N * r);
+    TAKE(a->qbar, N * P);
+    TAKE(a->g, N * C);
+    TAKE(a->a, N * C);
+    TAKE(a->m, N * C);
+    TAKE(a->mean, N);
+    TAKE(a->rstd, N);
+    TAKE(a->dm, N * C);
+    TAKE(a->dg, N * C);
+    TAKE(a->dapre, N * C);
+    TAKE(a->dqbar, N * P);
+    TAKE(a->dz, N * r);
+    TAKE(a->u, N * r);
+    TAKE(a->coef, coef_size(spec, N));
     return used;
 }
 
@@ -204,6 +203,13 @@ static size_t ring_len(const MixerSpec *spec) {
     return m + 1;
 }
 
+/* Mixer.memory_size: the reduced vectors z of the last max(offset)
+ * positions that a step pairs with its own (the ring keeps one more slot,
+ * for the position being stepped). */
+static size_t grassmann_memory_size(const MixerSpec *spec) {
+    return (ring_len(spec) - 1) * grassmann_layer(spec)->rank;
+}
+
 static size_t grassmann_state_size(const MixerSpec *spec) {
     return ring_len(spec) * grassmann_layer(spec)->rank + grassmann_act_size(spec, 1, 1);
 }
@@ -295,6 +301,7 @@ const Mixer grassmann_mixer = {
     .forward = grassmann_forward,
     .backward = grassmann_backward,
     .state_size = grassmann_state_size,
+    .memory_size = grassmann_memory_size,
     .step = grassmann_step,
     .step_batch = grassmann_step_batch,
     .fill_state = grassmann_fill_state,

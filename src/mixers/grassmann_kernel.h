@@ -1,18 +1,19 @@
-/* The Grassmann mixer's hot loops (mixers/grassmann_loops.h) as a template:
- * each file that includes it compiles it for one instruction-set level with
- * that level's compiler flags (the Makefile's ISA_FLAGS_*), after defining
- *   GRASSMANN_LOOPS  the name of the level's table (grassmann_loops_portable, _avx2, _avx512, _neon);
- *   GRASSMANN_ISA    the level's name ("portable", "avx2", "avx512", "neon").
- * The loops are plain C with `omp simd`, which the compiler vectorises at the
- * file's level. The reductions (the dot products in double, u and v of the
- * backward) add in vector-width order, so levels differ in the last bits;
- * each is the same run to run. */
+/* The Grassmann mixer's hot loops (mixers/grassmann_loops.h) as a template,
+ * compiled by the Makefile once per instruction-set level with that level's
+ * flags (runtime/level.h) into the table grassmann_loops_LEVEL: without AVX
+ * on x86-64 (SSE2) and without fused multiply-adds on ARM64 at the portable
+ * level, AVX2 and FMA, AVX-512F, or ARM64's NEON with its fused
+ * multiply-adds. The loops are plain C with `omp simd`, which the compiler
+ * vectorises at the level. The reductions (the dot products in double, u
+ * and v of the backward) add in vector-width order, so levels differ in the
+ * last bits; each is the same run to run. */
 #include <math.h>
 #include <string.h>
 
 #include "lm/ops.h"
 #include "mixers/grassmann.h"
 #include "mixers/grassmann_loops.h"
+#include "runtime/level.h"
 
 /* ---- the mixing: normalised Plücker coordinates, averaged over offsets ----
  *
@@ -433,8 +434,8 @@ static void gate_backward_loop(float *dx, float *dg, float *dapre, const float *
     }
 }
 
-const GrassmannLoops GRASSMANN_LOOPS = {
-    .isa = GRASSMANN_ISA,
+const GrassmannLoops LEVEL_NAME(grassmann_loops) = {
+    .isa = LEVEL_STRING,
     .wedge = wedge_loop,
     .pair_forward = pair_forward_loop,
     .map = {[GRASSMANN_PAIR_WEDGE] = {mix_row_loop, mix_forward_loop, mix_backward_loop},

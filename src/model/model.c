@@ -10,6 +10,7 @@
 #include "lm/matmul.h"
 #include "nn/rope.h"
 #include "lm/rng.h"
+#include "runtime/arena.h"
 
 MixerSpec model_mixer_spec(const ModelConfig *cfg, size_t l) {
     MixerSpec spec = {.block_size = cfg->block_size, .n_embd = cfg->n_embd, .n_head = cfg->n_head,
@@ -229,7 +230,6 @@ static size_t layout_acts(Model *m, float *base, size_t B, size_t T) {
     const ModelConfig *c = &m->cfg;
     size_t N = B * T, C = c->n_embd, V = c->vocab_size, used = 0;
     int drop = c->dropout > 0.0f;
-#define TAKE(ptr, count) ((ptr) = base ? base + used : NULL, used += (count))
     for (size_t l = 0; l < c->n_layer; l++) {
         LayerActs *L = &m->la[l];
         TAKE(L->resid, N * C);
@@ -260,7 +260,6 @@ static size_t layout_acts(Model *m, float *base, size_t B, size_t T) {
     TAKE(m->dbranch, drop ? N * C : 0);
     TAKE(m->dln, N * C);
     TAKE(m->dfc, N * 4 * C);
-#undef TAKE
     return used;
 }
 

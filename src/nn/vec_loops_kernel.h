@@ -1,18 +1,21 @@
-/* The element-wise hot loops (nn/vec_loops.h) as a template: each file that
- * includes it compiles it for one instruction-set level with that level's
- * compiler flags (the Makefile's ISA_FLAGS_*), after defining
- *   VEC_LOOPS  the name of the level's table (vec_loops_portable, _avx2, _avx512, _neon);
- *   VEC_ISA    the level's name ("portable", "avx2", "avx512", "neon").
- * The loops are plain C with `omp simd`, which the compiler vectorises at the
- * file's level: 4 floats (SSE2, NEON), 8 (AVX2) or 16 (AVX-512). Element-wise
- * results are the same at every level with FMA (the same operations, fused
- * alike); the reductions (LayerNorm's sums) add in vector-width order, so
- * they differ between levels in the last bits, and are the same run to run. */
+/* The element-wise hot loops (nn/vec_loops.h) as a template, compiled by the
+ * Makefile once per instruction-set level with that level's flags
+ * (runtime/level.h) into the table vec_loops_LEVEL. The loops are plain C
+ * with `omp simd`, which the compiler vectorises at the level: 4 floats
+ * (SSE2, NEON), 8 (AVX2) or 16 (AVX-512). The neon level is the portable
+ * one's loops with ARM64's fused multiply-adds: the portable level is
+ * compiled without contraction there (-ffp-contract=off), so that
+ * LM_MAX_ISA=portable runs on ARM64 the arithmetic every other machine's
+ * portable level runs. Element-wise results are the same at every level
+ * with FMA (the same operations, fused alike); the reductions (LayerNorm's
+ * sums) add in vector-width order, so they differ between levels in the
+ * last bits, and are the same run to run. */
 #include <math.h>
 
 #include "lm/ops.h"
 #include "nn/layernorm.h"
 #include "nn/vec_loops.h"
+#include "runtime/level.h"
 
 static void gelu_loop(float *out, const float *in, size_t n) {
 #pragma omp simd
@@ -155,8 +158,8 @@ static void softcap_softmax_grad_loop(float *d, const float *y, float shift, flo
     }
 }
 
-const VecLoops VEC_LOOPS = {
-    .isa = VEC_ISA,
+const VecLoops LEVEL_NAME(vec_loops) = {
+    .isa = LEVEL_STRING,
     .gelu = gelu_loop,
     .gelu_grad_mul = gelu_grad_mul_loop,
     .gelu_grad_add = gelu_grad_add_loop,

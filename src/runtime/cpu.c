@@ -96,16 +96,20 @@ static bool on_this_arch(int isa) {
 #endif
 }
 
-/* LM_MAX_ISA: unset or empty (-1, no cap), a level's index, or N_ISA (names none). */
+/* A cap's value as a level's index: -1 for none (NULL or empty), N_ISA for
+ * a name that is no level. */
+static int parse_cap(const char *cap) {
+    if (!cap || !*cap) return -1;
+    for (size_t i = 0; i < N_ISA; i++)
+        if (strcmp(cap, isa_names[i]) == 0) return (int)i;
+    return (int)N_ISA;
+}
+
+/* LM_MAX_ISA, parsed. */
 static int isa_cap = -1;
 
 static void read_hidden(void) {
-    const char *cap = getenv("LM_MAX_ISA");
-    if (cap && *cap) {
-        isa_cap = (int)N_ISA;
-        for (size_t i = 0; i < N_ISA; i++)
-            if (strcmp(cap, isa_names[i]) == 0) isa_cap = (int)i;
-    }
+    isa_cap = parse_cap(getenv("LM_MAX_ISA"));
     const char *list = getenv("LM_TEST_CPU_HIDE");
     for (const char *p = list; p && *p;) {
         size_t len = strcspn(p, ",");
@@ -137,19 +141,30 @@ static CpuIsa level_of(const CpuFeatures *cpu) {
     return CPU_ISA_PORTABLE;
 }
 
-/* A cap the CPU has (else none: cpu_isa_check refuses it). */
-static int usable_cap(CpuIsa hardware) {
-    return isa_cap >= 0 && isa_cap < (int)N_ISA && on_this_arch(isa_cap) && isa_cap <= (int)hardware ? isa_cap : -1;
-}
-
-void cpu_features_detect(CpuFeatures *cpu) {
-    detect_visible(cpu);
-    int cap = usable_cap(level_of(cpu));
+/* Hides the features above the cap, where the CPU has that level (else the
+ * cap counts as none: cpu_isa_check refuses it). */
+static void apply_cap(CpuFeatures *cpu, int cap) {
+    if (!(cap >= 0 && cap < (int)N_ISA && on_this_arch(cap) && cap <= (int)level_of(cpu))) return;
     if (cap == CPU_ISA_PORTABLE) cpu->avx = cpu->neon = false;
     if (cap == CPU_ISA_PORTABLE || cap == CPU_ISA_AVX2) cpu->avx512f = false;
     if (!cpu->avx) cpu->avx2 = cpu->fma = cpu->avx512f = false;
     if (!cpu->avx512f) cpu->avx512bw = cpu->avx512vl = cpu->avx512dq = cpu->avx512cd = cpu->avx512bf16 = false;
 }
+
+void cpu_features_detect(CpuFeatures *cpu) {
+    detect_visible(cpu);
+    apply_cap(cpu, isa_cap);
+}
+
+/* The level and bf16 for these features under this cap (an index or -1). */
+static CpuChoice choose(const CpuFeatures *cpu, int cap) {
+    CpuFeatures capped = *cpu;
+    apply_cap(&capped, cap);
+    CpuIsa isa = level_of(&capped);
+    return (CpuChoice){isa, isa == CPU_ISA_AVX512 && capped.avx512bf16 && capped.avx512bw && capped.avx512vl};
+}
+
+CpuChoice cpu_choose(const CpuFeatures *cpu, const char *max_isa) { return choose(cpu, parse_cap(max_isa)); }
 
 CpuIsa cpu_isa_hardware(void) {
     CpuFeatures cpu;
@@ -157,18 +172,23 @@ CpuIsa cpu_isa_hardware(void) {
     return level_of(&cpu);
 }
 
-static CpuIsa isa_in_use;
-static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
+static CpuChoice in_use;
+static pthread_once_t choice_once = PTHREAD_ONCE_INIT;
 
-static void find_isa(void) {
+static void find_choice(void) {
     CpuFeatures cpu;
-    cpu_features_detect(&cpu);
-    isa_in_use = level_of(&cpu);
+    detect_visible(&cpu); /* reads LM_MAX_ISA */
+    in_use = choose(&cpu, isa_cap);
 }
 
 CpuIsa cpu_isa(void) {
-    pthread_once(&isa_once, find_isa);
-    return isa_in_use;
+    pthread_once(&choice_once, find_choice);
+    return in_use.isa;
+}
+
+bool cpu_bf16(void) {
+    pthread_once(&choice_once, find_choice);
+    return in_use.bf16;
 }
 
 const char *cpu_isa_name(CpuIsa isa) { return (size_t)isa < N_ISA ? isa_names[isa] : "?"; }

@@ -1,4 +1,5 @@
-#include "evaluate.h"
+/* Held-out evaluation over a whole token file (see include/lm/evaluate.h). */
+#include "lm/evaluate.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -24,6 +25,15 @@ static size_t argmax(const float *x, size_t n) {
     for (size_t i = 1; i < n; i++)
         if (x[i] > x[best]) best = i;
     return best;
+}
+
+void evaluate_rows(Model *m, const int32_t *inputs, const int32_t *targets, size_t B, size_t T, uint8_t *hit) {
+    size_t V = m->cfg.vocab_size, row = 0; /* the head's rows are the scored positions', in order */
+    model_forward(m, inputs, targets, B, T, NULL);
+    for (size_t bt = 0; bt < B * T; bt++) {
+        if (targets[bt] < 0) hit[bt] = 0;
+        else hit[bt] = argmax(m->logits + row++ * V, V) == (size_t)targets[bt];
+    }
 }
 
 int evaluate_tokens(Model *m, const uint32_t *tokens, size_t n, size_t stride, size_t batch,
@@ -53,9 +63,9 @@ int evaluate_tokens_detail(Model *m, const uint32_t *tokens, size_t n, size_t st
     size_t nw = 1 + (n - 1 - T + stride - 1) / stride;
     Window *wins = calloc(nw, sizeof *wins);
     int32_t *in = calloc(batch * T, sizeof(int32_t)), *tg = calloc(batch * T, sizeof(int32_t));
-    uint8_t *recall = recall_n ? calloc(batch * T, 1) : NULL;
+    uint8_t *recall = recall_n ? calloc(batch * T, 1) : NULL, *hit = calloc(batch * T, 1);
     int rc = -1;
-    if (!wins || !in || !tg || (recall_n && !recall)) {
+    if (!wins || !in || !tg || !hit || (recall_n && !recall)) {
         err_set(err, "out of memory planning %zu windows", nw);
         goto done;
     }
@@ -89,8 +99,7 @@ int evaluate_tokens_detail(Model *m, const uint32_t *tokens, size_t n, size_t st
             if (recall_n && recall_mark_window(tokens + wins[w0 + b].start, T, recall_n, recall + b * T, err))
                 goto done;
         }
-        model_forward(m, in, tg, B, T, NULL);
-        size_t row = 0; /* the head's rows are the scored positions', in order */
+        evaluate_rows(m, in, tg, B, T, hit);
         for (size_t b = 0; b < B; b++)
             for (size_t t = wins[w0 + b].first_scored; t < T; t++) {
                 size_t bt = b * T + t;
@@ -98,7 +107,7 @@ int evaluate_tokens_detail(Model *m, const uint32_t *tokens, size_t n, size_t st
                 double loss = m->losses[bt];
                 total += loss;
                 scored++;
-                correct += argmax(m->logits + row++ * V, V) == (size_t)tg[bt];
+                correct += hit[bt];
                 if (d && d->by_position) {
                     d->pos_sum[t] += loss;
                     d->pos_count[t]++;
@@ -129,6 +138,7 @@ done:
     free(in);
     free(tg);
     free(recall);
+    free(hit);
     return rc;
 }
 
