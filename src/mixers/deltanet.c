@@ -8,6 +8,7 @@
 #include "mixers/head_decay.h"
 #include "mixers/head_parts.h"
 #include "nn/rmsnorm.h"
+#include "runtime/arena.h"
 
 DeltaParams deltanet_params(const float *p, size_t C, size_t H) {
     DeltaParams d;
@@ -44,15 +45,13 @@ typedef struct ChunkRoom {
 
 static size_t chunk_room(float *base, size_t hs, ChunkRoom *c) {
     size_t L = DELTANET_CHUNK, used = 0;
-#define TAKE(field, count) (c->field = base ? base + used : NULL, used += (count))
-    TAKE(S, hs * hs);
-    TAKE(states, (L + 1) * hs * hs);
-    TAKE(u, L * hs);
-    TAKE(w, L * hs);
-    TAKE(dS, hs * hs);
-    TAKE(g, hs);
-    TAKE(du, hs);
-#undef TAKE
+    TAKE(c->S, hs * hs);
+    TAKE(c->states, (L + 1) * hs * hs);
+    TAKE(c->u, L * hs);
+    TAKE(c->w, L * hs);
+    TAKE(c->dS, hs * hs);
+    TAKE(c->g, hs);
+    TAKE(c->du, hs);
     return used;
 }
 
@@ -61,20 +60,18 @@ static size_t room_per_head(size_t hs) { return chunk_room(NULL, hs, &(ChunkRoom
 /* With base == NULL it only measures. */
 static size_t delta_layout(float *base, size_t B, size_t T, size_t C, size_t H, DeltaActs *a) {
     size_t N = B * T, hs = C / H, used = 0;
-#define TAKE(field, count) (a->field = base ? base + used : NULL, used += (count))
-    TAKE(qkv, N * 3 * C);
-    TAKE(qk_rstd, N * 2 * H);
-    TAKE(alpha, N * H);
-    TAKE(beta, N * H);
-    TAKE(y, N * C);
-    TAKE(rstd, N * H);
-    TAKE(starts, B * H * n_chunks(T) * hs * hs);
-    TAKE(dqkv, N * 3 * C);
-    TAKE(dy, N * C);
-    TAKE(dalpha, N * H);
-    TAKE(dbeta, N * H);
-    TAKE(scratch, B * H * room_per_head(hs));
-#undef TAKE
+    TAKE(a->qkv, N * 3 * C);
+    TAKE(a->qk_rstd, N * 2 * H);
+    TAKE(a->alpha, N * H);
+    TAKE(a->beta, N * H);
+    TAKE(a->y, N * C);
+    TAKE(a->rstd, N * H);
+    TAKE(a->starts, B * H * n_chunks(T) * hs * hs);
+    TAKE(a->dqkv, N * 3 * C);
+    TAKE(a->dy, N * C);
+    TAKE(a->dalpha, N * H);
+    TAKE(a->dbeta, N * H);
+    TAKE(a->scratch, B * H * room_per_head(hs));
     return used;
 }
 
