@@ -338,6 +338,9 @@ static size_t delta_state_size(const MixerSpec *spec) {
     return C * (C / H) + 4 * C + 2 * H;
 }
 
+/* Mixer.memory_size: each head's hs x hs state S, all that carries the past. */
+static size_t delta_memory_size(const MixerSpec *spec) { return spec->n_embd * (spec->n_embd / spec->n_head); }
+
 /* Sampling steps of n sequences at position t (Mixer.step_batch): the
  * projections over the n rows at once, each sequence's recurrence between. */
 static void delta_step_batch(const MixerSpec *spec, const MixerRuntime *rt, const float *params, float *state,
@@ -397,6 +400,7 @@ const Mixer deltanet_mixer = {
     .forward = delta_forward,
     .backward = delta_backward,
     .state_size = delta_state_size,
+    .memory_size = delta_memory_size,
     .step = delta_step,
     .step_batch = delta_step_batch,
     .fill_state = delta_fill_state,
