@@ -134,6 +134,9 @@ class Archs(unittest.TestCase):
         self.assertEqual(state("h=attention,grassmann:rank=15:window=17"),
                          layer("w=attention:window=17") + layer("g=grassmann:rank=15"))
         self.assertEqual(state("gla", heads=4), state("gla", heads=4, T=64))
+        # the delta rule asks its question at gla's state: each head's hs x hs matrix, no scratch
+        self.assertEqual(state("deltanet", heads=4), 2 * 64 * 16)
+        self.assertEqual(state("deltanet", heads=4), state("gla", heads=4))
         self.assertGreaterEqual(state("gla", heads=4), 2 * 64 * 16)  # its heads' matrices, and scratch
 
 

@@ -239,6 +239,11 @@ def main():
         ("hybrid a,g post-norm, modern recipe", ["--recipe", "modern", "--pos", "learned", "--zero-init", "0", "--mixer",
                                                  "attention,grassmann", "--norm", "post", "--grassmann-rank", "6",
                                                  "--grassmann-windows", "1,2,4", "--logit-softcap", "2"]),
+        # Gated DeltaNet: one chunk of its recurrence, then three (block 40:
+        # chunks of 16, 16 and 8), in a hybrid with rope.
+        ("deltanet", ["--mixer", "deltanet"]),
+        ("deltanet, 3 chunks", ["--mixer", "deltanet", "--block-size", "40", "--batch-size", "2"]),
+        ("hybrid deltanet,attention, rope", ["--mixer", "deltanet,attention", "--pos", "rope"]),
     ]
     # Trained first (60 steps at a high rate), so that LayerNorm gains and
     # biases are no longer 1 and 0: a LayerNorm applied in the wrong place,
@@ -254,6 +259,7 @@ def main():
         ("hybrid g,a, modern recipe, trained", ["--recipe", "modern", "--logit-softcap", "2", "--mixer",
                                                 "grassmann,attention", "--grassmann-rank", "6",
                                                 "--grassmann-windows", "2,4;1"]),
+        ("deltanet, modern recipe, trained", ["--recipe", "modern", "--logit-softcap", "2", "--mixer", "deltanet"]),
     ]
     bf16 = [
         ("bf16 attention", ["--mixer", "attention"]),

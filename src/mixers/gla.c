@@ -6,6 +6,7 @@
 
 #include "blas/tile_gemm.h"
 #include "lm/matmul.h"
+#include "mixers/head_decay.h"
 #include "mixers/head_parts.h"
 #include "nn/rmsnorm.h"
 #include "runtime/arena.h"
@@ -62,12 +63,6 @@ static size_t gla_layout(float *base, size_t B, size_t T, size_t C, size_t H, Gl
     return used;
 }
 
-/* The decay's starting logit for head h of H (mixers/gla.h). */
-static float decay_offset(size_t h, size_t H) {
-    double e = 3.0 + 5.0 * (double)h / (double)(H > 1 ? H - 1 : 1), keep = 1.0 - exp2(-e);
-    return (float)log(keep / (1.0 - keep));
-}
-
 static int gla_validate(const MixerSpec *spec, Error *err) {
     if (spec->n_head == 0) return err_set(err, "n_head must be positive");
     if (spec->n_embd % spec->n_head != 0)
@@ -101,7 +96,7 @@ static size_t gla_act_size(const MixerSpec *spec, size_t B, size_t T) {
 void gla_decays(float *gamma, const GlaParams *p, const float *in, size_t N, size_t C, size_t H) {
     matmul_forward(NULL, gamma, in, p->decay_w, p->decay_b, N, C, H);
     for (size_t h = 0; h < H; h++) {
-        float offset = decay_offset(h, H); /* once per head, not per token */
+        float offset = head_decay_offset(h, H); /* once per head, not per token */
         for (size_t n = 0; n < N; n++) gamma[n * H + h] = 1.0f / (1.0f + expf(-(gamma[n * H + h] + offset)));
     }
 }

@@ -9,9 +9,9 @@
  *   then each head's o_t scaled to unit root mean square (no gain), the heads
  *   concatenated and projected: out = proj(o). The state a sequence carries
  *   is H hs^2 = C hs floats, whatever its length.
- *   offset_h = logit(1 - 2^-(3 + 5 h / (H - 1))): at the start the heads
- *   forget at rates from 1/8 to 1/256 per token (RetNet's spread of decays);
- *   the projection learns to move them per token.
+ *   offset_h = logit(1 - 2^-(3 + 5 h / (H - 1))) (mixers/head_decay.h): at
+ *   the start the heads forget at rates from 1/8 to 1/256 per token
+ *   (RetNet's spread of decays); the projection learns to move them per token.
  *   params, in order: qkv.weight (3C, C) rows q then k then v, head h the
  *   h-th block of hs rows in each; qkv.bias (3C); decay.weight (H, C);
  *   decay.bias (H); proj.weight (C, C); proj.bias (C).

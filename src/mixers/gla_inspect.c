@@ -4,30 +4,13 @@
  * layer's weights and input by stepping the recurrence itself (the
  * sampling step's, not forward's chunks): O(T C hs), no T x T map. */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lm/matmul.h"
 #include "mixers/gla.h"
+#include "mixers/head_parts.h"
 #include "nn/rmsnorm.h"
-
-/* Each head's share of the output at the last position: proj_w[:, head] y_h,
- * y the heads' outputs normalised as forward does (y: C); then the bias. */
-static void head_shares(LayerInspection *L, const GlaParams *p, const float *y, size_t C, size_t H) {
-    size_t hs = C / H;
-    for (size_t h = 0; h < H; h++) {
-        float *out = L->part_out + h * C;
-        for (size_t c = 0; c < C; c++) {
-            double s = 0.0;
-            for (size_t d = 0; d < hs; d++) s += (double)p->proj_w[c * C + h * hs + d] * y[h * hs + d];
-            out[c] = (float)s;
-        }
-        snprintf(L->part_name[h], sizeof L->part_name[h], "H%zu", h);
-    }
-    memcpy(L->part_out + H * C, p->proj_b, C * sizeof(float));
-    snprintf(L->part_name[H], sizeof L->part_name[H], "gla bias");
-}
 
 int gla_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float *params, const float *x, size_t T,
                 MixerInspectWhat what, LayerInspection *L, Error *err) {
@@ -43,12 +26,7 @@ int gla_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float *para
                                         "the norm |S_t|_F of each head's state after each position", H, T, NULL, err)
                           : NULL;
     float *qkv = norm ? lm_calloc(T * 3 * C + T * H + hs * hs + C + H, sizeof(float), err) : NULL;
-    L->part_name = qkv ? lm_calloc(H + 1, sizeof *L->part_name, err) : NULL;
-    L->part_out = L->part_name ? lm_calloc((H + 1) * C, sizeof(float), err) : NULL;
-    if (!L->part_out) {
-        free(qkv);
-        return -1;
-    }
+    if (!qkv) return -1;
     float *gamma = qkv + T * 3 * C, *S = gamma + T * H, *y = S + hs * hs, *rstd = y + C;
     decay->lo = norm->lo = 0.0f;
     decay->hi = 1.0f;
@@ -68,8 +46,7 @@ int gla_inspect(const MixerSpec *spec, const MixerRuntime *rt, const float *para
         }
     }
     rmsnorm_heads_forward(y, rstd, 1, C, H, hs); /* y: o at T - 1, as forward normalises it */
-    L->n_parts = H + 1;
-    head_shares(L, &p, y, C, H);
+    int rc = head_shares(L, p.proj_w, p.proj_b, y, C, H, "gla bias", err);
     free(qkv);
-    return 0;
+    return rc;
 }

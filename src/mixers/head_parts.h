@@ -1,6 +1,7 @@
 /* What mixers whose parts are their heads share for bin/eval --ablate
  * (Mixer.parts, MixerSpec.muted): the parts' names and the heads left out
- * of the output. Attention and gla use it. */
+ * of the output; and for bin/inspect's attribution, each head's share of
+ * the output. Attention and gla use it. */
 #ifndef LM_MIXERS_HEAD_PARTS_H
 #define LM_MIXERS_HEAD_PARTS_H
 
@@ -16,5 +17,12 @@ size_t head_parts(const MixerSpec *spec, char (*names)[MIXER_PART_NAME]);
  * (row stride ld) for every bit h of muted: the head adds nothing to what
  * the output projection reads. */
 void mute_heads(float *y, size_t n, size_t ld, size_t hs, uint32_t muted);
+/* The attribution's parts (LayerInspection.part_name, part_out) of a layer
+ * whose output is y proj_w^T + proj_b, y (C) its H heads' outputs side by
+ * side at the last position: head h's share, proj_w's columns of the head
+ * times y_h, named "H<h>", then the bias, named bias_name ("gla bias").
+ * Allocates them; returns 0, or -1 with err set (out of memory). */
+int head_shares(LayerInspection *L, const float *proj_w, const float *proj_b, const float *y, size_t C, size_t H,
+                const char *bias_name, Error *err);
 
 #endif

@@ -4,13 +4,14 @@
 #include <stddef.h>
 
 #include "mixers/attention.h"
+#include "mixers/deltanet.h"
 #include "mixers/gla.h"
 #include "mixers/grassmann.h"
 #include "runtime/registry.h"
 
 _Static_assert(offsetof(Mixer, name) == 0, "a registry entry starts with its name");
 
-static const void *const registry[] = {&attention_mixer, &grassmann_mixer, &gla_mixer};
+static const void *const registry[] = {&attention_mixer, &grassmann_mixer, &gla_mixer, &deltanet_mixer};
 #define N_MIXERS (sizeof registry / sizeof registry[0])
 _Static_assert(N_MIXERS <= MAX_MIXERS, "a settings block in the config for every mixer");
 
