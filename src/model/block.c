@@ -1,6 +1,7 @@
-/* The passes through the model: forward, backward and the sampling step,
- * every one through the same plan of a block (block_plan), for pre- and
- * post-norm alike. The layout, memory and precision are model.c's. */
+/* The passes through the model: forward and backward, through one plan of
+ * a block (block_plan, model/block.h) for pre- and post-norm alike, which
+ * the sampling step and the prefill (decode.c) share. The layout, memory
+ * and precision are model.c's. */
 #include "lm/model.h"
 
 #include <assert.h>
@@ -17,9 +18,9 @@
 #include "lm/matmul.h"
 #include "lm/ops.h"
 #include "lm/rng.h"
+#include "model/block.h"
 
-/* What every mixer call of m is handed besides its spec. */
-static MixerRuntime mixer_runtime(const Model *m) {
+MixerRuntime block_runtime(const Model *m) {
     return (MixerRuntime){m->rope_table, m->bf16, m->decode.format == WEIGHTS_FP32 ? NULL : &m->decode};
 }
 
@@ -28,8 +29,7 @@ static MlpParams mlp_params(const Model *m, const float *p, const LayerOffsets *
                        m->cfg.mlp_act == MLP_ACT_RELU2 ? MLP_RELU2 : MLP_GELU};
 }
 
-/* What the embedding adds per position: NULL with rope, which adds nothing. */
-static const float *positions(const Model *m) {
+const float *block_positions(const Model *m) {
     return m->cfg.pos == POS_LEARNED ? m->params + m->wpe : m->pos_table;
 }
 
@@ -42,41 +42,9 @@ static void zero_floats(float *x, size_t n) {
         memset(x + c * CHUNK, 0, (n - c * CHUNK < CHUNK ? n - c * CHUNK : CHUNK) * sizeof(float));
 }
 
-/* ---- the block plan -------------------------------------------------------- */
+/* ---- the block plan (model/block.h) ---------------------------------------------- */
 
-/* A LayerNorm (or RMSNorm) in a pass: what it reads and writes, and its gain
- * and bias as offsets into params (and grads); RMSNorm has no bias and leaves
- * mean unwritten. */
-typedef struct LnSlot {
-    const float *in;
-    float *out, *mean, *rstd;
-    size_t w, b;
-} LnSlot;
-
-/* One residual branch of a block, the mixer's or the MLP's, with its own
- * LayerNorm (LN1, LN2):
- *   pre-norm   in = LN(h),  sum = h + dropout(branch(in)), the next h
- *   post-norm  in = h,      sum = h + dropout(branch(in)), the next h = LN(sum)
- * Forward fuses each sum with the LayerNorm that reads it (`next`): post-norm
- * the branch's own; pre-norm the following branch's (after the mixer the
- * MLP's LN2, after the MLP the next layer's LN1, or LN_f after the last). */
-typedef struct Branch {
-    const float *in, *resid; /* the branch's input; h, the stream it adds to */
-    float *out, *mask;       /* its output, dropout applied in place; the dropout mask */
-    float *sum;              /* resid + out */
-    LnSlot ln, next;         /* its own LayerNorm; the one that reads sum */
-    size_t site;             /* its dropout site: 2l the mixer's, 2l + 1 the MLP's */
-} Branch;
-
-typedef struct BlockPlan {
-    Branch mix, mlp;
-} BlockPlan;
-
-/* Layer l's block over the buffers L, the stream going on into next: the
- * next layer's buffers, or after the last layer the final ones (final_acts:
- * resid the stream out, ln1 LN_f's). A sampling step passes its one set of
- * buffers as both. */
-static BlockPlan block_plan(const Model *m, size_t l, LayerActs *L, LayerActs *next) {
+BlockPlan block_plan(const Model *m, size_t l, LayerActs *L, LayerActs *next) {
     const LayerOffsets *lo = &m->layer[l];
     int last = l + 1 == m->cfg.n_layer;
     BlockPlan p;
@@ -103,14 +71,13 @@ static LayerActs final_acts(Model *m) {
     return (LayerActs){.resid = m->resid_out, .ln1 = m->lnf, .ln1_mean = m->lnf_mean, .ln1_rstd = m->lnf_rstd};
 }
 
-/* LN_f, which post-norm applies after the last block (pre-norm's is the last sum's `next`). */
-static LnSlot final_ln(const Model *m, const LayerActs *fin) {
+LnSlot block_final_ln(const Model *m, const LayerActs *fin) {
     return (LnSlot){fin->resid, fin->ln1, fin->ln1_mean, fin->ln1_rstd, m->lnf_w, m->lnf_b};
 }
 
 static int rms(const Model *m) { return m->cfg.norm_type == NORM_TYPE_RMSNORM; }
 
-static void ln_forward(const Model *m, const LnSlot *s, size_t N) {
+void block_ln_forward(const Model *m, const LnSlot *s, size_t N) {
     const float *P = m->params;
     if (rms(m)) rmsnorm_forward(s->out, s->rstd, s->in, P + s->w, N, m->cfg.n_embd);
     else layernorm_forward(s->out, s->mean, s->rstd, s->in, P + s->w, P + s->b, N, m->cfg.n_embd);
@@ -139,20 +106,11 @@ static void head_forward(const Model *m, float *logits, const float *ln, size_t 
 
 void model_head_forward(const Model *m, float *logits, float *ln, float *mean, float *rstd, const float *h, size_t T) {
     LnSlot s = {h, ln, mean, rstd, m->lnf_w, m->lnf_b};
-    ln_forward(m, &s, T);
+    block_ln_forward(m, &s, T);
     head_forward(m, logits, ln, T);
 }
 
 /* ---- forward ------------------------------------------------------------------ */
-
-/* How a block's mixer runs: over B sequences of T with its activations in
- * acts, or (state not NULL) one sampling position t of B sequences (T = 1),
- * sequence b's state at state + b * stride. */
-typedef struct MixerPass {
-    size_t B, T;
-    float *acts, *state;
-    size_t t, stride;
-} MixerPass;
 
 /* The sampling step of B sequences' mixer, one sequence at a time. */
 static void mixer_steps(const Mixer *mx, const MixerSpec *spec, const MixerRuntime *rt, const float *params,
@@ -181,8 +139,7 @@ static void branch_sum_forward(const Model *m, const Branch *br, size_t N, int d
     PROFILED(pr, "layernorm", PASS_FORWARD, residual_ln_forward(m, &br->next, br->sum, br->resid, br->out, N));
 }
 
-/* Layer l's block, forward, as bp plans it (fc and act from L). */
-static void block_forward(const Model *m, size_t l, const BlockPlan *bp, const LayerActs *L, const MixerPass *mp,
+void block_forward(const Model *m, size_t l, const BlockPlan *bp, const LayerActs *L, const MixerPass *mp,
                           const MixerRuntime *rt, int dropout, Profile *pr) {
     const float *P = m->params;
     const LayerOffsets *lo = &m->layer[l];
@@ -209,23 +166,23 @@ void model_forward(Model *m, const int32_t *inputs, const int32_t *targets, size
     const float *P = m->params;
     Profile *pr = opt ? opt->prof : NULL;
     const Pass F = PASS_FORWARD;
-    MixerRuntime rt = mixer_runtime(m);
+    MixerRuntime rt = block_runtime(m);
     m->B = B;
     m->T = T;
     m->dropout_on = opt && opt->dropout_key && c->dropout > 0.0f;
     m->dropout_key = m->dropout_on ? *opt->dropout_key : 0;
     memcpy(m->inputs, inputs, N * sizeof(int32_t));
-    PROFILED(pr, "embedding", F, embedding_forward(m->la[0].resid, inputs, P + m->wte, positions(m), B, T, C));
+    PROFILED(pr, "embedding", F, embedding_forward(m->la[0].resid, inputs, P + m->wte, block_positions(m), B, T, C));
     LayerActs fin = final_acts(m);
     for (size_t l = 0; l < c->n_layer; l++) {
         BlockPlan bp = block_plan(m, l, &m->la[l], l + 1 < c->n_layer ? &m->la[l + 1] : &fin);
-        if (l == 0 && c->norm == NORM_PRE) PROFILED(pr, "layernorm", F, ln_forward(m, &bp.mix.ln, N));
+        if (l == 0 && c->norm == NORM_PRE) PROFILED(pr, "layernorm", F, block_ln_forward(m, &bp.mix.ln, N));
         MixerPass mp = {B, T, m->la[l].mixer, NULL, 0, 0};
         block_forward(m, l, &bp, &m->la[l], &mp, &rt, m->dropout_on, pr);
         if (opt && opt->layer_done) opt->layer_done(opt->layer_done_ctx, l, m->la[l].mixer);
     }
-    LnSlot lnf = final_ln(m, &fin);
-    if (c->norm == NORM_POST) PROFILED(pr, "layernorm", F, ln_forward(m, &lnf, N));
+    LnSlot lnf = block_final_ln(m, &fin);
+    if (c->norm == NORM_POST) PROFILED(pr, "layernorm", F, block_ln_forward(m, &lnf, N));
     double t0 = profile_start(pr);
     /* Under a loss mask the head, and the loss, run at the scored positions
      * alone: their rows of LN_f's output gathered (the rest add nothing). */
@@ -344,7 +301,7 @@ static void backward(Model *m, float loss_scale, const BackwardTo *to) {
     const float *P = m->params;
     float *G = to->G;
     Profile *pr = to->opt ? to->opt->prof : NULL;
-    MixerRuntime rt = mixer_runtime(m);
+    MixerRuntime rt = block_runtime(m);
     StreamGrad g = {m->dresid, m->dln};
     double t0 = profile_start(pr);
     /* The logits become their gradient: nothing reads them after this. */
@@ -367,7 +324,7 @@ static void backward(Model *m, float loss_scale, const BackwardTo *to) {
     zero_floats(g.d, N * C);
     profile_stop(pr, "head", PASS_BACKWARD, t0);
     LayerActs fin = final_acts(m);
-    LnSlot lnf = final_ln(m, &fin);
+    LnSlot lnf = block_final_ln(m, &fin);
     PROFILED(pr, "layernorm", PASS_BACKWARD, ln_backward(m, &lnf, g.d, g.spare, G, N));
     grads_ready(to, m->lnf_w, m->n_params);
     for (size_t l = c->n_layer; l-- > 0;) {
@@ -393,105 +350,4 @@ void model_backward_accumulate(Model *m, float loss_scale, const PassOptions *op
     size_t n = m->n_params;
 #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) sum[i] += micro[i];
-}
-
-/* ---- incremental decoding ------------------------------------------------ */
-
-/* One position's buffers per sequence: x, ln, mix, mid, ln2, mlp (C each),
- * fc, act (4C each), mean and rstd. */
-#define STEP_BUF(C) (6 * (C) + 8 * (C) + 2)
-
-int model_state_init_batch(const Model *m, ModelState *s, size_t n_seq, Error *err) {
-    memset(s, 0, sizeof *s);
-    const ModelConfig *c = &m->cfg;
-    if (n_seq == 0) return err_set(err, "no sequences to decode");
-    size_t total = n_seq * STEP_BUF(c->n_embd);
-    for (size_t l = 0; l < c->n_layer; l++) {
-        MixerSpec spec = model_mixer_spec(c, l);
-        s->stride[l] = m->mixers[l]->state_size(&spec);
-        total += n_seq * s->stride[l];
-    }
-    s->buf = lm_calloc(total, sizeof(float), err);
-    if (!s->buf) return -1;
-    s->n_seq = n_seq;
-    float *cur = s->buf + n_seq * STEP_BUF(c->n_embd);
-    for (size_t l = 0; l < c->n_layer; l++) {
-        s->mixer_state[l] = cur;
-        cur += n_seq * s->stride[l];
-    }
-    return 0;
-}
-
-int model_state_init(const Model *m, ModelState *s, Error *err) { return model_state_init_batch(m, s, 1, err); }
-
-void model_state_reset(ModelState *s) { s->t = 0; }
-
-void model_state_free(ModelState *s) {
-    free(s->buf);
-    memset(s, 0, sizeof *s);
-}
-
-void model_step_batch(const Model *m, ModelState *s, const int32_t *tokens, float *logits) {
-    const ModelConfig *c = &m->cfg;
-    size_t C = c->n_embd, t = s->t, N = s->n_seq;
-    MixerRuntime rt = mixer_runtime(m);
-    /* One set of buffers (N rows each) for every layer: each block reads x
-     * (the stream) and leaves the next layer's x there; the LayerNorms share
-     * mean and rstd. */
-    float *x = s->buf, *ln = x + N * C, *mix = ln + N * C, *mid = mix + N * C, *ln2 = mid + N * C, *mlp = ln2 + N * C;
-    float *fc = mlp + N * C, *act = fc + N * 4 * C, *mean = act + N * 4 * C, *rstd = mean + N;
-    LayerActs L = {.resid = x, .ln1 = ln, .ln1_mean = mean, .ln1_rstd = rstd, .mix = mix, .resid_mid = mid,
-                   .ln2 = ln2, .ln2_mean = mean, .ln2_rstd = rstd, .fc = fc, .act = act, .mlp = mlp};
-    const float *pos = positions(m);
-    for (size_t n = 0; n < N; n++) {
-        const float *e = m->params + m->wte + (size_t)tokens[n] * C;
-        for (size_t i = 0; i < C; i++) x[n * C + i] = e[i] + (pos ? pos[t * C + i] : 0.0f);
-    }
-    for (size_t l = 0; l < c->n_layer; l++) {
-        BlockPlan bp = block_plan(m, l, &L, &L);
-        if (l == 0 && c->norm == NORM_PRE) ln_forward(m, &bp.mix.ln, N);
-        MixerPass mp = {N, 1, NULL, s->mixer_state[l], t, s->stride[l]};
-        block_forward(m, l, &bp, &L, &mp, &rt, 0, NULL);
-    }
-    LnSlot lnf = final_ln(m, &L);
-    if (c->norm == NORM_POST) ln_forward(m, &lnf, N);
-    matmul_step(m->bf16, rt.decode, logits, ln, m->params + m->head, C, NULL, N, C, c->vocab_size, 0);
-    if (c->logit_softcap > 0.0f) softcap_forward(logits, N * c->vocab_size, c->logit_softcap);
-    s->t++;
-}
-
-void model_step(const Model *m, ModelState *s, int32_t token, float *logits) { model_step_batch(m, s, &token, logits); }
-
-/* What a prefill's forward fills: sequences seq .. seq + n_seq - 1 of s,
- * each layer's as soon as its mixer has run (the next layer writes over
- * its activations). */
-typedef struct Prefill {
-    const Model *m;
-    ModelState *s;
-    size_t seq, n_seq, T;
-} Prefill;
-
-static void fill_states(void *ctx, size_t l, const float *mixer_acts) {
-    const Prefill *p = ctx;
-    MixerSpec spec = model_mixer_spec(&p->m->cfg, l);
-    for (size_t i = p->seq; i < p->seq + p->n_seq; i++)
-        p->m->mixers[l]->fill_state(&spec, mixer_acts, p->T, p->s->mixer_state[l] + i * p->s->stride[l]);
-}
-
-int model_prefill(Model *m, ModelState *s, size_t seq, size_t n_seq, const int32_t *tokens, size_t T, float *logits,
-                  Error *err) {
-    const ModelConfig *c = &m->cfg;
-    if (T == 0 || T > c->block_size)
-        return err_set(err, "a prefill of %zu tokens does not fit the model (block_size %zu)", T, c->block_size);
-    if ((!m->acts_shared || m->B_max < 1 || m->T_max < T) && model_alloc_infer(m, 1, T, err)) return -1;
-    /* Every target ignored but the last: the head runs at the last position alone. */
-    int32_t *targets = lm_calloc(T, sizeof(int32_t), err);
-    if (!targets) return -1;
-    for (size_t i = 0; i + 1 < T; i++) targets[i] = LOSS_IGNORE;
-    Prefill p = {m, s, seq, n_seq, T};
-    model_forward(m, tokens, targets, 1, T, &(PassOptions){.layer_done = fill_states, .layer_done_ctx = &p});
-    free(targets);
-    memcpy(logits, m->logits, c->vocab_size * sizeof(float));
-    s->t = T;
-    return model_bf16_failed(m, err);
 }
