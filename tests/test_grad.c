@@ -918,10 +918,8 @@ int main(void) {
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_rmsnorm),
         cmocka_unit_test(test_rmsnorm_heads),
-        /* The window's check before plain attention's: test_grad's two longest cases, the window's
-         * and backward by tiles, then fall in different halves under LM_TEST_SHARD=I/2. */
-        cmocka_unit_test(test_attention_window),
         cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_attention_window),
         cmocka_unit_test(test_gla),
         cmocka_unit_test(test_gla_step),
         cmocka_unit_test(test_attention_tiles), cmocka_unit_test(test_attention_backward_by_tiles),
