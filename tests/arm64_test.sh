@@ -65,23 +65,13 @@ levels=$("$QEMU" "$ARM_BIN/gemm-rate" --isa-levels) || { echo "arm64_test: gemm-
 # (test_grad there would add ~150 s; x86-64 runs it at portable natively).
 # One qemu per core at a time (ARM64_JOBS), the longest first: within the
 # CI's ten minutes, with the build.
-# A job is ISA:TEST or ISA:TEST:I/N, the Ith of N shares of the test's cases
-# (LM_TEST_SHARD, tests/testutil.h): test_grad, four times the next longest,
-# runs as two processes so that it does not hold one core alone to the end.
-job_key() {  # JOB: the name of its log and exit status in $ARM_OUT
-    local rest=${1#*:}
-    case $rest in *:*) echo "${rest%%:*}.${1%%:*}.shard${rest#*:}" | tr / - ;; *) echo "$rest.${1%%:*}" ;; esac
+run_unit() {  # ISA TEST: its log and exit status in $ARM_OUT/TEST.ISA.{log,rc}
+    local isa=$1 t=$ARM_OUT/$2 s=$SECONDS
+    LM_MAX_ISA=$isa "$QEMU" "$t" >"$ARM_OUT/$2.$isa.log" 2>&1
+    echo $? >"$ARM_OUT/$2.$isa.rc"
+    echo "== $t (qemu-aarch64, LM_MAX_ISA=$isa): $(grep -E '^\[  (PASSED|FAILED)' "$ARM_OUT/$2.$isa.log" | tr -s ' ' | tr '\n' ' ')($((SECONDS - s)) s)"
 }
-run_unit() {  # JOB: its log and exit status in $ARM_OUT/KEY.{log,rc}
-    local isa=${1%%:*} rest=${1#*:} key s=$SECONDS
-    local name=${rest%%:*} shard=
-    case $rest in *:*) shard=${rest#*:} ;; esac
-    key=$(job_key "$1")
-    LM_TEST_SHARD=$shard LM_MAX_ISA=$isa "$QEMU" "$ARM_OUT/$name" >"$ARM_OUT/$key.log" 2>&1
-    echo $? >"$ARM_OUT/$key.rc"
-    echo "== $ARM_OUT/$name${shard:+ (cases $shard)} (qemu-aarch64, LM_MAX_ISA=$isa): $(grep -E '^\[  (PASSED|FAILED)' "$ARM_OUT/$key.log" | tr -s ' ' | tr '\n' ' ')($((SECONDS - s)) s)"
-}
-units="neon:test_grad:0/2 neon:test_grad:1/2 neon:test_units neon:test_inspect neon:test_tile_gemm portable:test_tile_gemm"
+units="neon:test_grad neon:test_units neon:test_inspect neon:test_tile_gemm portable:test_tile_gemm"
 for t in "$ARM_OUT"/test_*; do
     name=$(basename "$t")
     case $name in *.log|*.rc|test_threads|test_units|test_inspect|test_tile_gemm|test_grad) ;; *) units="$units neon:$name" ;; esac
@@ -89,14 +79,14 @@ done
 rm -f "$ARM_OUT"/test_*.rc "$ARM_OUT"/test_*.log
 for job in $units; do
     while [ "$(jobs -rp | wc -l)" -ge "${ARM64_JOBS:-$(nproc)}" ]; do wait -n; done
-    run_unit "$job" &
+    run_unit "${job%%:*}" "${job#*:}" &
 done
 wait
 for job in $units; do
-    key=$(job_key "$job")
-    if [ "$(cat "$ARM_OUT/$key.rc" 2>/dev/null)" != 0 ]; then
-        cat "$ARM_OUT/$key.log"
-        echo "arm64_test: $ARM_OUT/$key failed"
+    isa=${job%%:*} name=${job#*:}
+    if [ "$(cat "$ARM_OUT/$name.$isa.rc" 2>/dev/null)" != 0 ]; then
+        cat "$ARM_OUT/$name.$isa.log"
+        echo "arm64_test: $ARM_OUT/$name failed at $isa"
         exit 1
     fi
 done

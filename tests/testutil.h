@@ -27,24 +27,6 @@ static inline float *rand_tensor(size_t n, float scale, uint64_t seed) {
 
 static inline float *zeros(size_t n) { return calloc(n, sizeof(float)); }
 
-/* Runs the group's tests, or with LM_TEST_SHARD=I/N (0 <= I < N) every Nth
- * from the Ith, so that N processes side by side run each test once (the
- * ARM64 suite under qemu, where one slow binary would hold a core alone). */
-static inline int run_tests_sharded(const char *name, const struct CMUnitTest *tests, size_t n) {
-    unsigned shard = 0, shards = 1;
-    const char *env = getenv("LM_TEST_SHARD");
-    if (env && (sscanf(env, "%u/%u", &shard, &shards) != 2 || shards == 0 || shard >= shards)) {
-        fprintf(stderr, "LM_TEST_SHARD must be I/N with 0 <= I < N (got '%s')\n", env);
-        return 2;
-    }
-    struct CMUnitTest *mine = malloc(n * sizeof *mine);
-    size_t k = 0;
-    for (size_t i = shard; i < n; i += shards) mine[k++] = tests[i];
-    int rc = _cmocka_run_group_tests(name, mine, k, NULL, NULL);
-    free(mine);
-    return rc;
-}
-
 /* Makes an empty file from a mkstemp template ("/tmp/name_XXXXXX", changed
  * in place) for a test to write and read back. */
 static inline void temp_file(char *path) {
