@@ -132,7 +132,7 @@ static int run(Model *m, const Seq *seqs, size_t n_seqs, const int32_t *pool, ui
         err_set(err, "out of memory for a batch of %zu x %zu tokens", batch, T);
         goto done;
     }
-    if (model_alloc_infer(m, batch, T, err)) goto done;
+    if (model_alloc_forward(m, batch, T, err)) goto done;
     for (size_t s0 = 0; s0 < n_seqs; s0 += batch) {
         size_t B = n_seqs - s0 < batch ? n_seqs - s0 : batch, Tb = seqs[s0].len - 1;
         for (size_t b = 0; b < B; b++) {

@@ -108,10 +108,8 @@ int full_val_loss(Model *m, const TokenFile *tf, const TrainHyper *h, Dist *dist
     EvalDetail d = {.mask = h->val_mask};
     EvalReport e;
     /* Every rank scores the whole split (the same weights, the same number); a failure on one is one on all.
-     * The evaluation's forward keeps nothing for backward: the step's activations are laid out again after. */
-    size_t B = m->B_max, T = m->T_max;
+     * Its forwards run on the step's activations (batch_size x block_size), which they fit. */
     int failed = evaluate_token_file(m, tok, tf, 0, h->batch_size, NULL, &d, &e, err) != 0;
-    failed = failed || model_alloc_acts(m, B, T, err) != 0;
     eval_detail_free(&d);
     if ((dist ? dist_agree(dist, failed, err) : -failed) || bf16_failed(m, dist, err)) return -1;
     *out = (ValLoss){(float)e.r.loss, (float)e.bits_per_byte};

@@ -65,8 +65,7 @@ int estimate_loss(Model *m, const TokenFile *tf, const TrainHyper *h, Dist *dist
  * in windows of block_size, batch_size of them a forward (lm/evaluate.h:
  * bin/eval's number for the same weights, with val_mask as bin/eval --mask
  * takes it), and its bits per byte (NaN with a mask); each rank scores it
- * all, through the inference forward's activations; the step's are
- * allocated again afterwards, as large as before. bin/train --best-by full. */
+ * all, its forwards on the step's activations. bin/train --best-by full. */
 int full_val_loss(Model *m, const TokenFile *tf, const TrainHyper *h, Dist *dist, const Tokenizer *tok,
                   ValLoss *out, Error *err);
 

@@ -172,6 +172,10 @@ int model_alloc_acts(Model *m, size_t B, size_t T, Error *err);
  * buffers, bit for bit; model_backward is not allowed (inspection, which
  * reads every layer's activations afterwards, needs model_alloc_acts). */
 int model_alloc_infer(Model *m, size_t B, size_t T, Error *err);
+/* Activations a forward of B x T can run on (no backward after it): the
+ * present ones when they are large enough, whichever layout (a training
+ * run's full validation reuses the step's), else model_alloc_infer's. */
+int model_alloc_forward(Model *m, size_t B, size_t T, Error *err);
 /* The precision of the model's products. PRECISION_BF16 needs the CPU's
  * AVX512_BF16 (bf16_supported; else -1, with err saying so) and allocates
  * the bf16 weights (n_params x 2 bytes), the scratch for the activations
@@ -283,9 +287,8 @@ void model_step_batch(const Model *m, ModelState *s, const int32_t *tokens, floa
  * (Mixer.fill_state: one prompt for N samples is read once, and each state
  * gets only what T positions fill), s->t becomes T and logits (V) are the
  * last position's (the head runs there alone). Equal to T steps to
- * rounding. The forward is the inference forward: it replaces the
- * activations with model_alloc_infer's for 1 x T unless they are those and
- * large enough. Returns 0, or -1 with err set. */
+ * rounding. The forward runs on model_alloc_forward's activations for
+ * 1 x T. Returns 0, or -1 with err set. */
 int model_prefill(Model *m, ModelState *s, size_t seq, size_t n_seq, const int32_t *tokens, size_t T, float *logits,
                   Error *err);
 

@@ -95,7 +95,7 @@ int model_prefill(Model *m, ModelState *s, size_t seq, size_t n_seq, const int32
     const ModelConfig *c = &m->cfg;
     if (T == 0 || T > c->block_size)
         return err_set(err, "a prefill of %zu tokens does not fit the model (block_size %zu)", T, c->block_size);
-    if ((!m->acts_shared || m->B_max < 1 || m->T_max < T) && model_alloc_infer(m, 1, T, err)) return -1;
+    if (model_alloc_forward(m, 1, T, err)) return -1;
     /* Every target ignored but the last: the head runs at the last position alone. */
     int32_t *targets = lm_calloc(T, sizeof(int32_t), err);
     if (!targets) return -1;

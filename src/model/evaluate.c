@@ -84,7 +84,7 @@ int evaluate_tokens_detail(Model *m, const uint32_t *tokens, size_t n, size_t st
         wins[w].first_scored = scored_to - wins[w].start; /* target index start+1+j > scored_to */
         scored_to = end;
     }
-    if (model_alloc_infer(m, batch, T, err)) goto done;
+    if (model_alloc_forward(m, batch, T, err)) goto done;
     double total = 0.0, recall_sum = 0.0, other_sum = 0.0;
     size_t scored = 0, correct = 0;
     for (size_t w0 = 0; w0 < nw; w0 += batch) {

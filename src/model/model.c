@@ -312,6 +312,11 @@ int model_alloc_acts(Model *m, size_t B, size_t T, Error *err) { return alloc_ac
 
 int model_alloc_infer(Model *m, size_t B, size_t T, Error *err) { return alloc_acts(m, B, T, 1, err); }
 
+int model_alloc_forward(Model *m, size_t B, size_t T, Error *err) {
+    if (m->acts && m->B_max >= B && m->T_max >= T) return 0;
+    return model_alloc_infer(m, B, T, err);
+}
+
 /* The widest operand of any product, in entries per token: every product
  * multiplies by a weight matrix, and its activation operands (input or
  * output gradient) are as wide as one of the matrix's dimensions. */
