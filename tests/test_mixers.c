@@ -36,10 +36,12 @@
  *   threads   forward, backward and the first 8 steps on 1 and 2 threads:
  *             the same bits (the width fixed at 2, as a run fixes it); the
  *             other checks run on one thread, which this shows is no loss;
- *   decode    the step over weights converted to bf16 and to int8 (every
- *             matrix, as bin/sample --weights converts them) gives the
- *             forward over their round-tripped values to STEP_TOL, and that
- *             is within the mixer's declared bound (Mixer.bounds) of fp32's;
+ *   decode    the step over weights converted to bf16 (every matrix, as
+ *             bin/sample --weights converts them) gives the forward over
+ *             their round-tripped values to STEP_TOL, and that is within
+ *             the mixer's declared bound (Mixer.bounds) of fp32's; the step
+ *             over int8 weights (its activations quantised too) is within
+ *             its bound of fp32's forward;
  *   bf16      on a CPU with AVX512_BF16 (else skipped, saying so): forward
  *             and backward with bf16 products within the declared bounds of
  *             fp32, and not equal to it (the bf16 path ran);
@@ -269,11 +271,18 @@ static void check_decode(Report *r, const Layer *L, WeightsFormat f, double boun
     L->mx->forward(&L->spec, &rt, pq, acts, refq, L->x, B, T);
     rt.decode = &dec;
     for (size_t b = 0; b < B; b++) step_sequence(L, &rt, pq, state, L->x + b * T * L->C, got + b * T * L->C, 0, T);
-    double gap = rel_gap(got, refq, N), cost = rel_gap(refq, ref, N);
-    if (getenv("VERBOSE")) printf("  %s %s: %.3e from fp32 (bound %.1e)\n", L->mx->name, check_name, cost, bound);
+    /* bf16 steps multiply fp32 activations by the rounded weights: the
+     * forward over the round-tripped weights to STEP_TOL, which is the
+     * cost. int8 steps quantise the activations too (blas/gemv_q8_kernel.h),
+     * so their cost is the step's own against the fp32 forward. */
+    double gap = rel_gap(got, refq, N), cost = f == WEIGHTS_INT8 ? rel_gap(got, ref, N) : rel_gap(refq, ref, N);
+    if (getenv("VERBOSE"))
+        printf("  %s %s: %.3e from fp32 (bound %.1e), %.3e from the forward over its weights\n", L->mx->name,
+               check_name, cost, bound, gap);
     if (dec.n) {
-        check(r, gap <= STEP_TOL, check_name, "the step differs from the forward over the same weights by %.3e (tol %.0e)",
-              gap, STEP_TOL);
+        if (f != WEIGHTS_INT8)
+            check(r, gap <= STEP_TOL, check_name,
+                  "the step differs from the forward over the same weights by %.3e (tol %.0e)", gap, STEP_TOL);
         check(r, cost > 0.0, check_name, "the converted weights changed nothing");
         check(r, cost <= bound, check_name, "%.3e from fp32, above the declared bound %.1e (Mixer.bounds)", cost, bound);
     }

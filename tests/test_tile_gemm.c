@@ -109,15 +109,20 @@ static void gemv_case_free(GemvCase *c) { free(c->w), free(c->h), free(c->q), fr
 
 /* N vectors times W in format f, with and without a bias and added to y:
  * each entry within 2e-6 of the double product of the entries the kernel
- * reads (gemv_weight), relative to sum |x W|; bf16 and q8 against fp32
- * within the conversion's own bound (sum |x| |W - W'| with |W - W'| at
- * most 2^-8 |W| for bf16, scale / 2 for q8); every vector the bits it gets
- * alone; the rows split anywhere the same bits; the whole on the threads too. */
+ * reads (gemv_weight; q8 also x as it quantises it, gemv_to_q8, the sum
+ * of its exact group sums), relative to sum |x W|; bf16 and q8 against
+ * fp32 within the conversions' own bound (sum |x| |W - W'| with |W - W'|
+ * at most 2^-8 |W| for bf16, scale / 2 for q8; q8 adds sum |W'| |x - x'|,
+ * |x - x'| at most x's scale / 2); every vector the bits it gets alone; the
+ * rows split anywhere the same bits; the whole on the threads too. */
 static void check_gemv(GemvFormat f, size_t N, size_t rows, size_t K, uint64_t seed) {
     GemvCase c = gemv_case(f, rows, K, seed);
-    size_t ldx = K + 1, ldy = rows + 2;
+    size_t ldx = K + 1, ldy = rows + 2, groups = (K + GEMV_GROUP - 1) / GEMV_GROUP;
     float *x = rand_tensor(N * ldx, 1.0f, seed + 1), *bias = rand_tensor(rows, 1.0f, seed + 2);
     float *y = malloc(N * ldy * sizeof *y), *one = malloc(ldy * sizeof *one), *split = malloc(N * ldy * sizeof *split);
+    int8_t *xq = malloc(N * K);
+    float *xs = malloc(N * groups * sizeof *xs);
+    gemv_to_q8(xq, xs, x, ldx, N, K);
     for (int acc = 0; acc < 3; acc++) { /* 0: no bias, 1: bias, 2: accumulate onto y = bias */
         for (size_t i = 0; i < N * ldy; i++) y[i] = acc == 2 ? bias[i % ldy < rows ? i % ldy : 0] : NAN;
         GemvArgs a = {N, K, x, ldx, c.gw, acc == 1 ? bias : NULL, y, ldy, acc == 2};
@@ -128,8 +133,13 @@ static void check_gemv(GemvFormat f, size_t N, size_t rows, size_t K, uint64_t s
                 double want = acc ? bias[r] : 0.0, mag = acc ? fabs(bias[r]) : 0.0, full = want, conv = 0.0;
                 for (size_t k = 0; k < K; k++) {
                     double xv = x[n * ldx + k], wv = gemv_weight(&c.gw, r, k), w32 = c.w[r * (K + 3) + k];
-                    want += xv * wv, mag += fabs(xv * wv), full += xv * w32;
-                    conv += fabs(xv) * (f == GEMV_Q8 ? c.scale[r * c.gw.lds + k / GEMV_GROUP] / 2 : fabs(w32) / 256);
+                    full += xv * w32;
+                    if (f == GEMV_Q8) {
+                        double xs_k = xs[n * groups + k / GEMV_GROUP];
+                        xv = xs_k * xq[n * K + k];
+                        conv += fabs(x[n * ldx + k]) * c.scale[r * c.gw.lds + k / GEMV_GROUP] / 2 + fabs(wv) * xs_k / 2;
+                    } else conv += fabs(xv) * fabs(w32) / 256;
+                    want += xv * wv, mag += fabs(xv * wv);
                 }
                 double got = y[n * ldy + r];
                 if (!(fabs(got - want) <= 2e-6 * mag + 1e-30))
@@ -157,7 +167,7 @@ static void check_gemv(GemvFormat f, size_t N, size_t rows, size_t K, uint64_t s
         for (size_t n = 0; n < N; n++) assert_memory_equal(split + n * ldy, y + n * ldy, rows * sizeof(float));
     }
     gemv_case_free(&c);
-    free(x), free(bias), free(y), free(one), free(split);
+    free(x), free(bias), free(y), free(one), free(split), free(xq), free(xs);
 }
 
 /* Every path: blocks of 4 rows and single rows, K across whole vectors
@@ -171,6 +181,12 @@ static void test_gemv(void **state) {
         for (size_t a = 0; a < 2; a++)
             for (size_t b = 0; b < 3; b++)
                 for (size_t c = 0; c < 6; c++) check_gemv((GemvFormat)f, Ns[a], rowss[b], Ks[c], seed += 3);
+    /* q8 cuts k into segments where a chunk of vectors' quantised k would
+     * not fit its buffer (32 KiB): a batch of 33 (two chunks, the first's
+     * segments 1,024 long) at k = 2,100 (the last group part), and one
+     * vector at k = 33,000; each vector's bits are still its own alone. */
+    check_gemv(GEMV_Q8, 33, 6, 2100, seed += 3);
+    check_gemv(GEMV_Q8, 1, 5, 33000, seed += 3);
     threads_use(2);
     for (int f = GEMV_F32; f <= GEMV_Q8; f++) check_gemv((GemvFormat)f, 2, 600, 256, seed += 3);
 }

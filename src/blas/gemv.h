@@ -11,13 +11,15 @@
  *         of a row (llama.cpp's Q8_0): W(r, k) = scale(r, k / 32) q(r, k),
  *         q = round(W / scale), scale = max |W| over the group / 127.
  * Each entry of y is the same sequence of operations whichever rows and
- * vectors are computed with it and on whichever thread: one vector
- * accumulator along k (vectors of LANES entries in order, the last one
- * padded with zeros; q8: each group's sum, then times its scale into it),
- * then its lanes added by halves (a register block's accumulators folded
- * together, each sum the same adds). So a sequence decoded in a batch gets
- * the bits it gets alone, and the levels with FMA differ from each other
- * only in the vector width. */
+ * vectors are computed with it and on whichever thread. fp32 and bf16: one
+ * vector accumulator along k (vectors of LANES entries in order, the last
+ * one padded with zeros), then its lanes added by halves (a register
+ * block's accumulators folded together, each sum the same adds); the levels
+ * with FMA differ from each other only in the vector width. q8: in
+ * integers (blas/gemv_q8_kernel.h): x quantised as the weights are, each
+ * group an exact int32 dot product of int8 pairs, added in order as
+ *   y += (scale_w scale_x) sum_group q_w q_x.
+ * So a sequence decoded in a batch gets the bits it gets alone. */
 #ifndef BLAS_GEMV_H
 #define BLAS_GEMV_H
 

@@ -3,10 +3,8 @@
  * flags (runtime/level.h) into the table gemv_loops_LEVEL. Per level:
  *   LANES       floats per vector: 4 (SSE, NEON), 8 (AVX2), 16 (AVX-512);
  *   VECS        the vectors of x a register block takes (with ROWS = 4 rows:
- *               4 x VECS accumulators; AVX-512 and NEON 4, AVX2 and SSE 2);
- *   LOAD_Q8     the level's load of LANES int8 entries as floats, where it
- *               has one (GCC turns the generic one's conversion into scalar
- *               code).
+ *               4 x VECS accumulators; AVX-512 and NEON 4, AVX2 and SSE 2).
+ * The q8 format's rows are products in integers, blas/gemv_q8_kernel.h.
  * A register block is up to 4 rows by up to VECS vectors of x, one vector
  * accumulator each, along all of k: each weight vector loaded once serves
  * the block's vectors, each vector of x its rows (a batch of sequences reads
@@ -25,38 +23,15 @@
 /* AVX-512F: vectors of 16 floats. */
 #define LANES 16
 #define VECS 4
-#include <immintrin.h>
-/* 16 int8 as floats: sign-extended to 32 bits, converted (vpmovsxbd, vcvtdq2ps). */
-#define LOAD_Q8(v, p)                                                                          \
-    do {                                                                                       \
-        __m512 f_ = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p)))); \
-        memcpy(&(v), &f_, sizeof f_);                                                          \
-    } while (0)
 #elif LEVEL_IS(avx2)
 /* AVX2 and FMA: vectors of 8 floats. */
 #define LANES 8
 #define VECS 2
-#include <immintrin.h>
-/* 8 int8 as floats: sign-extended to 32 bits, converted (vpmovsxbd, vcvtdq2ps). */
-#define LOAD_Q8(v, p)                                                                          \
-    do {                                                                                       \
-        __m256 f_ = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p)))); \
-        memcpy(&(v), &f_, sizeof f_);                                                          \
-    } while (0)
 #elif LEVEL_IS(neon)
 /* ARM64 Advanced SIMD (NEON), which every ARM64 CPU has: vectors of 4
  * floats with fused multiply-adds. */
 #define LANES 4
 #define VECS 4
-#include <arm_neon.h>
-/* 4 int8 as floats: widened to 16, then 32 bits, converted (sxtl, sxtl, scvtf). */
-#define LOAD_Q8(v, p)                                                                          \
-    do {                                                                                       \
-        int8_t b_[8] = {0};                                                                    \
-        memcpy(b_, (p), 4);                                                                    \
-        float32x4_t f_ = vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(vld1_s8(b_)))));         \
-        memcpy(&(v), &f_, sizeof f_);                                                          \
-    } while (0)
 #else
 /* Portable C: vectors of 4 floats, SSE2 on any x86-64 and NEON without
  * fused multiply-adds on ARM64 (the Makefile's portable flags). */
@@ -67,8 +42,6 @@
 typedef float vec __attribute__((vector_size(LANES * sizeof(float))));
 typedef uint16_t hvec __attribute__((vector_size(LANES * sizeof(uint16_t))));
 typedef uint32_t uvec __attribute__((vector_size(LANES * sizeof(uint32_t))));
-typedef int8_t bvec __attribute__((vector_size(LANES)));
-typedef int32_t ivec __attribute__((vector_size(LANES * sizeof(int32_t))));
 
 #define ROWS 4
 #define MAXV VECS
@@ -83,14 +56,6 @@ typedef int32_t ivec __attribute__((vector_size(LANES * sizeof(int32_t))));
         uvec u_ = __builtin_convertvector(h_, uvec) << 16; \
         memcpy(&(v), &u_, sizeof(vec));                   \
     } while (0)
-#ifndef LOAD_Q8
-#define LOAD_Q8(v, p)                                           \
-    do {                                                        \
-        bvec b_;                                                \
-        memcpy(&b_, (p), sizeof b_);                            \
-        (v) = __builtin_convertvector(__builtin_convertvector(b_, ivec), vec); \
-    } while (0)
-#endif
 
 /* The sum of a vector's lanes by halves (a fixed tree: 16 -> 8 -> 4 -> 2 -> 1),
  * the same for every entry; four dependent adds rather than fifteen. */
@@ -241,65 +206,6 @@ DOT_STEP(uint16_t, LOAD_BF16)
 DOT_BLOCK(dot_block_f32, float)
 DOT_BLOCK(dot_block_bf16, uint16_t)
 
-/* One q8 group of a register block: per row its GEMV_GROUP / LANES vectors,
- * per vector of x their products' sum (from 0, in order), times the row's
- * scale into the entry's accumulator. */
-static inline __attribute__((always_inline)) void q8_group(const int R, const int NV, vec acc[][VECS], const int8_t *q,
-                                                           size_t ld, const float *scale, size_t lds, const float *x,
-                                                           size_t ldx) {
-    enum { PER = GEMV_GROUP / LANES };
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++) {
-        vec wv[PER];
-#pragma GCC unroll 8
-        for (int j = 0; j < PER; j++) LOAD_Q8(wv[j], q + (size_t)r * ld + (size_t)j * LANES);
-        float sc = scale[(size_t)r * lds];
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) {
-            vec sum = (vec){0};
-#pragma GCC unroll 8
-            for (int j = 0; j < PER; j++) {
-                vec xv;
-                LOAD(xv, x + (size_t)v * ldx + (size_t)j * LANES);
-                sum += wv[j] * xv;
-            }
-            acc[r][v] += sc * sum;
-        }
-    }
-}
-
-/* The same for q8, group by group; a last part group over copies padded with zeros. */
-static inline __attribute__((always_inline)) void dot_block_q8(const int R, const int NV, const int8_t *q, size_t ld,
-                                                               const float *scale, size_t lds, const float *x,
-                                                               size_t ldx, size_t K, float *out) {
-    vec acc[ROWS][MAXV];
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) acc[r][v] = (vec){0};
-    size_t g = 0;
-    for (; (g + 1) * GEMV_GROUP <= K; g++) {
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) PREFETCH_NEXT(q + (size_t)(r + R) * ld + g * GEMV_GROUP);
-        q8_group(R, NV, acc, q + g * GEMV_GROUP, ld, scale + g, lds, x + g * GEMV_GROUP, ldx);
-    }
-    if (g * GEMV_GROUP < K) {
-        size_t k = g * GEMV_GROUP;
-        int8_t qp[ROWS][GEMV_GROUP];
-        float xp[MAXV][GEMV_GROUP];
-        memset(qp, 0, sizeof qp), memset(xp, 0, sizeof xp);
-        for (int r = 0; r < R; r++) memcpy(qp[r], q + (size_t)r * ld + k, K - k);
-        for (int v = 0; v < NV; v++) memcpy(xp[v], x + (size_t)v * ldx + k, (K - k) * sizeof(float));
-        q8_group(R, NV, acc, &qp[0][0], GEMV_GROUP, scale + g, lds, &xp[0][0], GEMV_GROUP);
-    }
-    float sums[ROWS * MAXV];
-    block_sums(R, NV, acc, sums);
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) out[r * MAXV + v] = sums[r * NV + v];
-}
-
 /* The block of rows r .. r + R and vectors n .. n + NV (R, NV constant: the
  * loops unroll, the format's branch folds), into y. */
 static inline __attribute__((always_inline)) void block(const int R, const int NV, const GemvFormat f, const GemvArgs *a,
@@ -307,8 +213,7 @@ static inline __attribute__((always_inline)) void block(const int R, const int N
     float out[ROWS * MAXV];
     const float *x = a->x + n * a->ldx;
     if (f == GEMV_F32) dot_block_f32(R, NV, a->w.f + r * a->w.ld, a->w.ld, x, a->ldx, a->K, out);
-    else if (f == GEMV_BF16) dot_block_bf16(R, NV, a->w.h + r * a->w.ld, a->w.ld, x, a->ldx, a->K, out);
-    else dot_block_q8(R, NV, a->w.q + r * a->w.ld, a->w.ld, a->w.scale + r * a->w.lds, a->w.lds, x, a->ldx, a->K, out);
+    else dot_block_bf16(R, NV, a->w.h + r * a->w.ld, a->w.ld, x, a->ldx, a->K, out);
     for (int v = 0; v < NV; v++) {
         float *y = a->y + (n + (size_t)v) * a->ldy + r;
         for (int i = 0; i < R; i++)
@@ -403,6 +308,6 @@ static void value_sum(float *y, const float *p, const float *v, size_t ldv, size
 
 static void rows_f32(const GemvArgs *a, size_t r0, size_t r1) { rows_all(GEMV_F32, a, r0, r1); }
 static void rows_bf16(const GemvArgs *a, size_t r0, size_t r1) { rows_all(GEMV_BF16, a, r0, r1); }
-static void rows_q8(const GemvArgs *a, size_t r0, size_t r1) { rows_all(GEMV_Q8, a, r0, r1); }
+void LEVEL_NAME(gemv_rows_q8)(const GemvArgs *a, size_t r0, size_t r1); /* blas/gemv_q8_kernel.h */
 
-const GemvLoops LEVEL_NAME(gemv_loops) = {LEVEL_STRING, {rows_f32, rows_bf16, rows_q8}, key_scores, value_sum};
+const GemvLoops LEVEL_NAME(gemv_loops) = {LEVEL_STRING, {rows_f32, rows_bf16, LEVEL_NAME(gemv_rows_q8)}, key_scores, value_sum};

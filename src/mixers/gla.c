@@ -387,9 +387,10 @@ const Mixer gla_mixer = {
     .flops = gla_flops,
     .inspect = gla_inspect,
     /* On the contract suite's test layer (tests/test_mixers.c), at the
-     * portable and AVX2 levels alike: decode bf16 6.6e-2, int8 0.18 from
-     * fp32 (the recurrence compounds the weights' rounding over the 37
-     * positions); the bounds about 2.3 times that. bf16 training: not
+     * portable and AVX2 levels alike: decode bf16 6.6e-2 from fp32, int8
+     * 0.10 with its activations in int8 too, 0.18 with the weights alone
+     * (the recurrence compounds the weights' rounding over the 37
+     * positions); the bounds about 2.3 times the larger. bf16 training: not
      * measured (set on a CPU without AVX512_BF16). Forward as
      * tests/test_bf16_train.c's rule gives it, P 2^-7 K with K = 4 and P =
      * 2 products (qkv, proj; the chunks' products stay fp32). Backward above
