@@ -105,6 +105,7 @@ static int encode_text(const char *model_path, const char *text_path, TokenFile 
 typedef struct WeightsCost {
     WeightsFormat format;
     double fp32_loss, fp32_perplexity;
+    int by_steps; /* --decode: both scored through the decode step */
 } WeightsCost;
 
 static double cost_percent(const WeightsCost *w, const EvalReport *e) {
@@ -134,6 +135,7 @@ static void print_json(const char *path, const TokenFile *tf, const Model *m, co
     if (w->format != WEIGHTS_FP32)
         printf(",\"weights\":\"%s\",\"fp32_loss\":%.6f,\"fp32_perplexity\":%.6f,\"weights_cost_percent\":%.4f",
                weights_format_name(w->format), w->fp32_loss, w->fp32_perplexity, cost_percent(w, e));
+    printf(",\"scored_by\":\"%s\"", w->by_steps ? "decode" : "forward");
     sb_free(&file);
     json_ablated(&file, ablate);
     if (file) fputs(file, stdout);
@@ -151,6 +153,7 @@ static void print_text(const char *path, const Model *m, const Tokenizer *tok, c
     if (w->format != WEIGHTS_FP32)
         printf("weights %s: perplexity %.4f against %.4f in fp32 (%+.3f%%)\n", weights_format_name(w->format),
                e->perplexity, w->fp32_perplexity, cost_percent(w, e));
+    if (w->by_steps) printf("scored through the decode step, a token at a time, as bin/sample decodes\n");
 }
 
 /* Windows per forward pass, and what bin/eval keeps beside the model. */
@@ -241,6 +244,9 @@ int main(int argc, char **argv) {
         CLI_TEXT("weights", 0, &weights, "W",
                  "fp32 | bf16 | int8 (per 32 entries of a row, a scale): score\nthe model with its weight matrices "
                  "converted as bin/sample\n--weights reads them, and say the perplexity in fp32 beside (fp32)"),
+        CLI_FLAG("decode", 0, &detail.by_steps,
+                 "score through bin/sample's decode step, a token at a time,\nnot the forward (slower): with --weights int8, "
+                 "whose steps\nquantise each product's input as well, the perplexity of\nwhat bin/sample decodes"),
         CLI_TEXT("mask", 0, &mask_arg, "FILE",
                  "score only the tokens FILE marks (default: the token file's\nname with .mask for .bin, when that file exists)"),
         CLI_HEADING("downstream tasks, instead of --data or --text (docs/evals.md):"),
@@ -265,16 +271,17 @@ int main(int argc, char **argv) {
     int tasks = task_paths[TASK_PAIRS] || task_paths[TASK_CLOZE] || task_paths[TASK_CHOICE];
     if (tasks && (data || text_path))
         return cli_error(prog, "--pairs, --cloze and --choice are instead of --data and --text (run bin/eval twice)");
-    if (tasks && (stride || word_ppl || detail.by_position || detail.recall_n || mask_arg ||
+    if (tasks && (stride || word_ppl || detail.by_position || detail.recall_n || mask_arg || detail.by_steps ||
                   cli_option(opts, n_opts, "split")->given))
-        return cli_error(prog, "--stride, --split, --mask, --word-ppl, --by-position and --split-recall are for --data and --text");
+        return cli_error(prog, "--stride, --split, --mask, --word-ppl, --by-position, --split-recall and --decode are for "
+                               "--data and --text");
     if (items && !tasks) return cli_error(prog, "--items is for --pairs, --cloze and --choice");
     if (!model_path || !(data || text_path || tasks))
         return cli_error(prog, "--model and --data (or --text, or a task: --pairs, --cloze, --choice) are required (see --help)");
     if (text_path && (cli_option(opts, n_opts, "split")->given || mask_arg))
         return cli_error(prog, "--split and --mask are for --data: --text scores the whole text");
     if (strcmp(split, "val") && strcmp(split, "test")) return cli_error(prog, "--split must be val or test (got '%s')", split);
-    WeightsCost wc = {.format = WEIGHTS_FP32};
+    WeightsCost wc = {.format = WEIGHTS_FP32, .by_steps = detail.by_steps};
     Error err;
     if (weights_format_parse(weights, &wc.format, &err)) return cli_error(prog, "%s", err.msg);
     char ckpt[PATH_BUF], note[2 * PATH_BUF];
@@ -310,7 +317,7 @@ int main(int argc, char **argv) {
     }
     batch = eval_batch(batch, &m.cfg);
     EvalReport e;
-    EvalDetail plain = {.mask = detail.mask}; /* the fp32 pass scores the same tokens, nothing more */
+    EvalDetail plain = {.mask = detail.mask, .by_steps = detail.by_steps}; /* the fp32 pass: the same tokens, the same way */
     if ((ablate[0] && ablate_parts(&m, ablate[0], 0, &err)) || (ablate[1] && ablate_parts(&m, ablate[1], 1, &err)) ||
         (!text_path && tokens_check_tokenizer(&tf, path, tok_path, &tok, &err)) ||
         (wc.format != WEIGHTS_FP32 &&

@@ -303,6 +303,22 @@ expect_ok "eval" $B/eval --model "$tmp/good.ckpt" --data "$tmp/a" --split test
 grep -q perplexity "$tmp/out" && ok || bad "eval printed no perplexity"
 expect_ok "eval json" $B/eval --model "$tmp/good.ckpt" --data "$tmp/a/val.bin" --json --stride 8
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["perplexity"] > 1' "$tmp/out" && ok || bad "eval --json is not valid JSON"
+# --decode: the same windows scored through the decode step, a token at a time; in fp32 the
+# forward's perplexity to float rounding, with int8 weights (whose steps quantise the activations
+# too) a cost against fp32's steps that is said and small
+cp "$tmp/out" "$tmp/forward.json"
+expect_ok "eval --decode" $B/eval --model "$tmp/good.ckpt" --data "$tmp/a/val.bin" --json --stride 8 --decode
+python3 - "$tmp/forward.json" "$tmp/out" <<'PY' && ok || bad "eval --decode: not the forward's perplexity"
+import json, sys
+f, d = (json.load(open(p)) for p in sys.argv[1:])
+assert d["scored_by"] == "decode" and f["scored_by"] == "forward" and d["scored"] == f["scored"], (f, d)
+assert abs(d["loss"] / f["loss"] - 1) < 1e-5, (f["loss"], d["loss"])
+PY
+expect_ok "eval --decode --weights int8" $B/eval --model "$tmp/good.ckpt" --data "$tmp/a/val.bin" --decode --weights int8
+grep -q "scored through the decode step" "$tmp/out" && grep -Eq "weights int8: perplexity .* in fp32 \([+-]0\.[0-9]+%\)" "$tmp/out" \
+    && ok || bad "eval --decode --weights int8: $(cat "$tmp/out")"
+expect_error "eval --decode with a task" "are for --data and --text" $B/eval --model "$tmp/good.ckpt" --decode \
+    --pairs "$tmp/none.jsonl"
 expect_ok "sample" $B/sample --model "$tmp/good.ckpt" --prompt "The whale" --tokens 40 --top-k 5
 [ "$(head -c 9 "$tmp/out")" = "The whale" ] && ok || bad "sample did not echo its prompt"
 # --num-samples: 3 samples decoded together (40 tokens: refills of the 16-position

@@ -28,6 +28,9 @@ typedef struct EvalDetail {
     size_t recall_n;     /* > 0: split scored tokens by whether they complete an n-gram seen earlier in
                             their window (loss_breakdown.h) */
     int by_position;     /* fill pos_sum / pos_count */
+    int by_steps;        /* score through the decode step (model_step_batch), a token at a time as
+                            bin/sample decodes, rather than the forward: the perplexity of what it
+                            samples from (with int8 weights, its integer products) */
     /* out */
     size_t positions;           /* entries of the two arrays: the window length used */
     double *pos_sum;            /* summed loss of the scored targets at each window position */

@@ -7,6 +7,7 @@
 
 #include "lm/loss_breakdown.h"
 #include "lm/text_units.h"
+#include "nn/loss.h"
 
 /* The target of a position whose prediction is not scored: the context
  * before a window's first scored position, or a token the mask leaves out.
@@ -33,6 +34,29 @@ void evaluate_rows(Model *m, const int32_t *inputs, const int32_t *targets, size
     for (size_t bt = 0; bt < B * T; bt++) {
         if (targets[bt] < 0) hit[bt] = 0;
         else hit[bt] = argmax(m->logits + row++ * V, V) == (size_t)targets[bt];
+    }
+}
+
+/* evaluate_rows through the decode step: the B rows stepped together from
+ * position 0 (state holds at least B sequences; the rest step on token 0
+ * and are not read), each scored position's loss into losses[b*T + t] as
+ * the forward's head takes it (crossentropy_forward of its logits), 0
+ * elsewhere. */
+static void rows_by_steps(const Model *m, ModelState *state, float *logits, int32_t *step_tokens, const int32_t *inputs,
+                          const int32_t *targets, size_t B, size_t T, float *losses, uint8_t *hit) {
+    size_t V = m->cfg.vocab_size;
+    model_state_reset(state);
+    memset(step_tokens, 0, state->n_seq * sizeof *step_tokens);
+    for (size_t t = 0; t < T; t++) {
+        for (size_t b = 0; b < B; b++) step_tokens[b] = inputs[b * T + t];
+        model_step_batch(m, state, step_tokens, logits);
+        for (size_t b = 0; b < B; b++) {
+            size_t bt = b * T + t;
+            losses[bt] = 0.0f, hit[bt] = 0;
+            if (targets[bt] < 0) continue;
+            crossentropy_forward(&losses[bt], logits + b * V, &targets[bt], 1, V);
+            hit[bt] = argmax(logits + b * V, V) == (size_t)targets[bt];
+        }
     }
 }
 
@@ -64,10 +88,22 @@ int evaluate_tokens_detail(Model *m, const uint32_t *tokens, size_t n, size_t st
     Window *wins = calloc(nw, sizeof *wins);
     int32_t *in = calloc(batch * T, sizeof(int32_t)), *tg = calloc(batch * T, sizeof(int32_t));
     uint8_t *recall = recall_n ? calloc(batch * T, 1) : NULL, *hit = calloc(batch * T, 1);
-    int rc = -1;
+    int by_steps = d && d->by_steps, rc = -1;
+    ModelState state = {0};
+    float *step_logits = NULL, *step_losses = NULL;
+    int32_t *step_tokens = NULL;
     if (!wins || !in || !tg || !hit || (recall_n && !recall)) {
         err_set(err, "out of memory planning %zu windows", nw);
         goto done;
+    }
+    if (by_steps) {
+        if (model_state_init_batch(m, &state, batch, err)) goto done;
+        step_logits = malloc(batch * V * sizeof(float)), step_losses = malloc(batch * T * sizeof(float));
+        step_tokens = malloc(batch * sizeof(int32_t));
+        if (!step_logits || !step_losses || !step_tokens) {
+            err_set(err, "out of memory for %zu sequences' steps", batch);
+            goto done;
+        }
     }
     if (d && d->by_position) {
         d->pos_sum = calloc(T, sizeof(double));
@@ -84,7 +120,7 @@ int evaluate_tokens_detail(Model *m, const uint32_t *tokens, size_t n, size_t st
         wins[w].first_scored = scored_to - wins[w].start; /* target index start+1+j > scored_to */
         scored_to = end;
     }
-    if (model_alloc_forward(m, batch, T, err)) goto done;
+    if (!by_steps && model_alloc_forward(m, batch, T, err)) goto done;
     double total = 0.0, recall_sum = 0.0, other_sum = 0.0;
     size_t scored = 0, correct = 0;
     for (size_t w0 = 0; w0 < nw; w0 += batch) {
@@ -99,12 +135,14 @@ int evaluate_tokens_detail(Model *m, const uint32_t *tokens, size_t n, size_t st
             if (recall_n && recall_mark_window(tokens + wins[w0 + b].start, T, recall_n, recall + b * T, err))
                 goto done;
         }
-        evaluate_rows(m, in, tg, B, T, hit);
+        if (by_steps) rows_by_steps(m, &state, step_logits, step_tokens, in, tg, B, T, step_losses, hit);
+        else evaluate_rows(m, in, tg, B, T, hit);
+        const float *losses = by_steps ? step_losses : m->losses;
         for (size_t b = 0; b < B; b++)
             for (size_t t = wins[w0 + b].first_scored; t < T; t++) {
                 size_t bt = b * T + t;
                 if (tg[bt] == NOT_SCORED) continue;
-                double loss = m->losses[bt];
+                double loss = losses[bt];
                 total += loss;
                 scored++;
                 correct += hit[bt];
@@ -139,6 +177,8 @@ done:
     free(tg);
     free(recall);
     free(hit);
+    model_state_free(&state);
+    free(step_logits), free(step_losses), free(step_tokens);
     return rc;
 }
 
