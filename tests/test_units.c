@@ -237,11 +237,13 @@ static void test_step_batch(void **s) {
     check_step_batch("grassmann,gla", NULL, WEIGHTS_BF16);
 }
 
-/* --weights bf16 and int8 (model_set_weights): the decode step, reading the
- * converted copies on our kernels, gives the logits of the forward over the
- * round-tripped weights (what bin/eval --weights scores) to 1e-5 relative;
- * and those are within the stated bound of the fp32 model's, relative to
- * 1 + |logit| (the bounds, about twice what the test model measures, are at
+/* --weights bf16 and int8 (model_set_weights): the bf16 decode step, reading
+ * the converted copies on our kernels, gives the logits of the forward over
+ * the round-tripped weights (what bin/eval --weights scores) to 1e-5
+ * relative, and those are within the stated bound of the fp32 model's,
+ * relative to 1 + |logit|; the int8 step, which quantises each product's
+ * input as well (blas/gemv_q8_kernel.h), is itself within its bound of the
+ * fp32 model's (the bounds, about twice what the test model measures, are at
  * test_weights_formats: bf16 rounds each weight to 8 bits of mantissa, int8
  * to within max|w| / 254 of its group of 32, coarser for the small ones),
  * on a model whose weights are 10x the init's and so whose logits are large. */
@@ -267,9 +269,11 @@ static void check_weights_format(const char *mixers, WeightsFormat f, double bou
     for (size_t t = 0; t < T; t++) {
         model_step(&m, &st, tok[t], logits);
         fold_gap(&step_gap, logits, refq + t * V, V);
-        fold_gap(&cost, refq + t * V, ref32 + t * V, V);
+        fold_gap(&cost, f == WEIGHTS_INT8 ? logits : refq + t * V, ref32 + t * V, V);
     }
-    if (step_gap > 1e-5) fail_msg("%s %s: the step's logits differ from the forward's by %.3e", mixers, weights_format_name(f), step_gap);
+    if (getenv("VERBOSE")) printf("  %s %s: %.3e from fp32's logits (bound %.0e)\n", mixers, weights_format_name(f), cost, bound);
+    if (f != WEIGHTS_INT8 && step_gap > 1e-5)
+        fail_msg("%s %s: the step's logits differ from the forward's by %.3e", mixers, weights_format_name(f), step_gap);
     if (cost > bound) fail_msg("%s %s: logits %.3e from fp32's, above the bound %.0e", mixers, weights_format_name(f), cost, bound);
     if (cost == 0.0) fail_msg("%s %s: the weights did not change", mixers, weights_format_name(f));
     model_state_free(&st);
@@ -279,9 +283,11 @@ static void check_weights_format(const char *mixers, WeightsFormat f, double bou
 static void test_weights_formats(void **s) {
     (void)s;
     check_weights_format("attention,grassmann", WEIGHTS_BF16, 1.5e-2); /* measured 7.0e-3 */
-    check_weights_format("attention,grassmann", WEIGHTS_INT8, 5e-2);   /* 2.2e-2 */
+    /* int8: the weights alone (the forward over them) measured 2.2e-2 and
+     * 9.3e-2; with the activations quantised too, as the step does: */
+    check_weights_format("attention,grassmann", WEIGHTS_INT8, 0.1);    /* 4.2e-2 */
     check_weights_format("gla", WEIGHTS_BF16, 4e-2);                   /* 1.9e-2 */
-    check_weights_format("gla", WEIGHTS_INT8, 0.2);                    /* 9.3e-2: the recurrence compounds it */
+    check_weights_format("gla", WEIGHTS_INT8, 0.25);                   /* 0.12: the recurrence compounds it */
 }
 
 /* A sliding window of 3 of 20 positions: the sampling caches become a ring
