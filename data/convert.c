@@ -73,7 +73,7 @@ static int to_hf(const char *ckpt, const char *dir) {
 int main(int argc, char **argv) {
     cleanup_on_signals(program.name); /* temporaries and locks go with a signal (lm/files.h) */
     const char *from = NULL, *to = NULL, *out = NULL;
-    CliOption opts[] = {
+    OptionRow opts[] = {
         CLI_TEXT("from-hf", 0, &from, "DIR", "read a Hugging Face GPT-2 directory"),
         CLI_TEXT("to-hf", 0, &to, "CKPT", "write this checkpoint as a Hugging Face GPT-2 directory"),
         CLI_TEXT("out", 'o', &out, "PATH",

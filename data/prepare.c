@@ -205,7 +205,7 @@ int main(int argc, char **argv) {
     TokenizerRecipe recipe = {.kind = "char", .vocab_size = 4096, .pattern = "gpt4"};
     float val_frac = 0.05f, test_frac = 0.05f;
     Corpus corpus = {0};
-    CliOption opts[] = {
+    OptionRow opts[] = {
         CLI_CALL("input", 'i', add_input, &corpus, "FILE|DIR", "a text file, or a directory of them; repeatable"),
         CLI_CALL("train", 0, add_train, &corpus, "FILE|DIR",
                  "instead of --input: the training text, whole;\nrepeatable (needs --val; no fractions)"),

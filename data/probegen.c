@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
     ProbeSpec spec = {.seq_len = 256, .symbols = 64, .pairs = 16};
     size_t train_seqs = 4000, val_seqs = 200, seed = 1337;
     spec.vocab = 8192;
-    CliOption opts[] = {
+    OptionRow opts[] = {
         CLI_TEXT("task", 0, &task, "T", "mqar, zoology or copy"),
         CLI_TEXT("out", 'o', &out, "DIR", "output directory (created)"),
         CLI_SIZE("seq-len", 0, &spec.seq_len, 0, 1u << 20, "L", "tokens per sequence (256)"),

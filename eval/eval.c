@@ -218,7 +218,7 @@ int main(int argc, char **argv) {
     const char *task_paths[N_TASKS] = {0}; /* --pairs, --cloze, --choice */
     const char *weights = "fp32";
     EvalDetail detail = {0}; /* --by-position, --split-recall, --mask */
-    CliOption opts[] = {
+    OptionRow opts[] = {
         CLI_TEXT("model", 'm', &model_path, "CKPT",
                  "checkpoint from bin/train, or a run folder (bin/train --run):\nits best.ckpt (its ckpt when it has none), said on stderr"),
         CLI_TEXT("data", 'd', &data, "DIR|FILE", "a prepared directory (uses --split) or a token file"),

@@ -110,7 +110,7 @@ int main(int argc, char **argv) {
     size_t threads = 0, budget_ms = 30, read_mb = 0;
     int json = 0, best_core = 0, bf16 = 0, tile = 0, isa_levels = 0, newton_schulz = 0, first;
     Error err;
-    CliOption opts[] = {
+    OptionRow opts[] = {
         CLI_SIZE("threads", 0, &threads, 0, 1024, "N", "OpenMP/OpenBLAS threads (default: all cores)"),
         CLI_SIZE("ms", 0, &budget_ms, 0, 60000, "T", "time spent timing each product, in ms (default 30)"),
         CLI_FLAG("json", 0, &json, "print one JSON object instead of text"),

@@ -79,7 +79,7 @@ int main(int argc, char **argv) {
     cleanup_on_signals(program.name); /* temporaries and locks go with a signal (lm/files.h) */
     const char *model_path = NULL, *prompt = NULL, *out_dir = NULL, *prompt_path = NULL;
     size_t ind_len = INDUCTION_DEFAULT, ind_seqs = 8, seed = 1337, threads = 0;
-    CliOption opts[] = {
+    OptionRow opts[] = {
         CLI_TEXT("model", 'm', &model_path, "CKPT",
                  "checkpoint from bin/train, or a run folder (bin/train --run):\nits best.ckpt (its ckpt when it has none), said on stderr"),
         CLI_TEXT("prompt", 'p', &prompt, "TEXT", "1 to block_size tokens, every character in the model's vocabulary"),

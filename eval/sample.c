@@ -78,7 +78,7 @@ int main(int argc, char **argv) {
     GenerateTiming times;
     SampleOptions so = {.sampling = SAMPLER_DEFAULTS};
     StopList stops = {0};
-    CliOption opts[] = {
+    OptionRow opts[] = {
         CLI_TEXT("model", 'm', &model_path, "CKPT",
                  "checkpoint from bin/train, or a run folder (bin/train --run):\nits best.ckpt (its ckpt when it has none), said on stderr"),
         CLI_TEXT("prompt", 'p', &prompt, "TEXT", "text to continue (default: a newline)"),

@@ -25,7 +25,7 @@ static const CliProgram program = {
 int main(int argc, char **argv) {
     const char *list = NULL, *sort = "val";
     int json = 0, first;
-    CliOption own[] = {
+    OptionRow own[] = {
         CLI_FLAG("json", 0, &json, "one JSON object (with --list, a JSON array of them)"),
         CLI_TEXT("list", 0, &list, "DIR",
                  "one line per run folder in DIR and per checkpoint (*.ckpt) in\n"
@@ -36,7 +36,7 @@ int main(int argc, char **argv) {
                  "loss, lowest first), name or step (most first) (val)"),
     };
     enum { N_OWN = sizeof own / sizeof own[0] };
-    static CliOption opts[N_OWN + INFO_MIXERS_ROWS]; /* then --mixers and the model's options (info_mixers.h) */
+    static OptionRow opts[N_OWN + INFO_MIXERS_ROWS]; /* then --mixers and the model's options (info_mixers.h) */
     static InfoMixers mixers;
     memcpy(opts, own, sizeof own);
     size_t n = N_OWN + info_mixers_rows(&mixers, opts + N_OWN, N_OWN);

@@ -12,18 +12,18 @@
 
 #define STDIN_MAX (1u << 20) /* a config JSON is a few kilobytes */
 
-size_t info_mixers_rows(InfoMixers *im, CliOption *rows, size_t first) {
+size_t info_mixers_rows(InfoMixers *im, OptionRow *rows, size_t first) {
     memset(im, 0, sizeof *im);
     run_options_defaults(&im->o);
     im->vocab = 256;
     size_t n = 0;
-    rows[n++] = (CliOption)CLI_FLAG("mixers", 0, &im->wanted,
+    rows[n++] = (OptionRow)CLI_FLAG("mixers", 0, &im->wanted,
                                     "describe the registered mixers: options, and at the model (given by\n"
                                     "the options below, or CKPT_OR_RUN's, or - for a config JSON on\n"
                                     "standard input) each one's tensors, parameters, state and FLOPs");
-    rows[n++] = (CliOption)CLI_HEADING("with --mixers, the model, as bin/train takes it:");
+    rows[n++] = (OptionRow)CLI_HEADING("with --mixers, the model, as bin/train takes it:");
     im->first = first + n;
-    rows[n++] = (CliOption)CLI_SIZE("vocab-size", 0, &im->vocab, 1, MAX_VOCAB, "N",
+    rows[n++] = (OptionRow)CLI_SIZE("vocab-size", 0, &im->vocab, 1, MAX_VOCAB, "N",
                                     "vocabulary (256; bin/train's comes from its data)");
     n += model_text_rows(&im->o, rows + n, im->mixer_help);
     n += model_mixer_text_rows(&im->o, rows + n);
@@ -237,14 +237,14 @@ static char *read_stdin(Error *err) {
     return buf;
 }
 
-const char *info_mixers_given(const InfoMixers *im, const CliOption *opts) {
+const char *info_mixers_given(const InfoMixers *im, const OptionRow *opts) {
     for (size_t i = im->first; i < im->first + im->n; i++)
         if (opts[i].given) return opts[i].name;
     return NULL;
 }
 
 /* The model: from source (a checkpoint, a run folder, "-") or the options. */
-static int model_config(InfoMixers *im, const CliOption *opts, const char *source, ModelConfig *cfg, Error *err) {
+static int model_config(InfoMixers *im, const OptionRow *opts, const char *source, ModelConfig *cfg, Error *err) {
     if (!source) {
         im->o.cfg.vocab_size = im->vocab;
         if (model_config_from_options(&im->o, err)) return -1;
@@ -267,7 +267,7 @@ static int model_config(InfoMixers *im, const CliOption *opts, const char *sourc
     return rc ? -1 : model_check_config(cfg, err);
 }
 
-int info_mixers_print(InfoMixers *im, const CliOption *opts, const char *prog, const char *source, int json) {
+int info_mixers_print(InfoMixers *im, const OptionRow *opts, const char *prog, const char *source, int json) {
     Error err;
     ModelConfig cfg;
     if (model_config(im, opts, source, &cfg, &err)) return cli_error(prog, "%s", err.msg);

@@ -31,17 +31,17 @@ typedef struct InfoMixers {
 /* --mixers, then the model options (bin/train's: model_options.h; and
  * --vocab-size), into rows, which will be bin/info's table from index
  * first; returns how many (at most INFO_MIXERS_ROWS). */
-size_t info_mixers_rows(InfoMixers *im, CliOption *rows, size_t first);
+size_t info_mixers_rows(InfoMixers *im, OptionRow *rows, size_t first);
 
 /* The first of the model's options given on the command line (its name),
  * or NULL: they describe --mixers' model, and nothing else reads them. */
-const char *info_mixers_given(const InfoMixers *im, const CliOption *opts);
+const char *info_mixers_given(const InfoMixers *im, const OptionRow *opts);
 
 /* bin/info --mixers after parsing opts (bin/info's table): the model from
  * source (a checkpoint, a run folder, "-": a config JSON on standard
  * input) or, NULL, from the model options; printed as text or one JSON
  * object. Returns the exit status (one line on stderr as prog when it
  * fails). */
-int info_mixers_print(InfoMixers *im, const CliOption *opts, const char *prog, const char *source, int json);
+int info_mixers_print(InfoMixers *im, const OptionRow *opts, const char *prog, const char *source, int json);
 
 #endif

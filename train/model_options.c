@@ -6,13 +6,13 @@
 
 #include "lm/model.h"
 
-size_t model_text_rows(RunOptions *o, CliOption *rows, char *help) {
+size_t model_text_rows(RunOptions *o, OptionRow *rows, char *help) {
     help[0] = '\0';
     for (size_t i = 0; i < mixer_count(); i++)
         snprintf(help + strlen(help), MODEL_MIXER_HELP - strlen(help), "%s | ", mixer_at(i)->name);
     snprintf(help + strlen(help), MODEL_MIXER_HELP - strlen(help), "a comma list, one per layer (%s)",
              mixer_at(0)->name);
-    const CliOption own[] = {
+    const OptionRow own[] = {
         CLI_TEXT("mixer", 0, &o->mixer, "M", help),
         CLI_TEXT("pos", 0, &o->pos, "P", "learned | sinusoidal | rope positions (learned)"),
         CLI_TEXT("norm", 0, &o->norm, "N", "pre | post: LayerNorm before each branch (GPT-2) or\nafter each residual sum (the paper's; pre)"),
@@ -23,20 +23,20 @@ size_t model_text_rows(RunOptions *o, CliOption *rows, char *help) {
     return sizeof own / sizeof own[0];
 }
 
-size_t model_mixer_text_rows(RunOptions *o, CliOption *rows) {
+size_t model_mixer_text_rows(RunOptions *o, OptionRow *rows) {
     const MixerOption *texts[RUN_MAX_MIXER_TEXTS];
     size_t n = run_mixer_texts(texts);
     for (size_t j = 0; j < n; j++)
-        rows[j] = (CliOption)CLI_TEXT(texts[j]->name, 0, &o->mixer_text[j], texts[j]->value, texts[j]->help);
+        rows[j] = (OptionRow)CLI_TEXT(texts[j]->name, 0, &o->mixer_text[j], texts[j]->value, texts[j]->help);
     return n;
 }
 
-CliOption run_option_cli_row(RunOptions *o, size_t i) {
+OptionRow run_option_cli_row(RunOptions *o, size_t i) {
     size_t n;
     const RunOption *r = &run_option_rows(&n)[i];
     void *dst = (char *)o + r->offset;
-    return r->is_float ? (CliOption)CLI_FLOAT(r->name, 0, dst, r->lo, r->hi, "X", r->help)
-                       : (CliOption)CLI_SIZE(r->name, 0, dst, r->lo, r->hi, "N", r->help);
+    return r->is_float ? (OptionRow)CLI_FLOAT(r->name, 0, dst, r->lo, r->hi, "X", r->help)
+                       : (OptionRow)CLI_SIZE(r->name, 0, dst, r->lo, r->hi, "N", r->help);
 }
 
 int model_config_from_options(RunOptions *o, Error *err) {

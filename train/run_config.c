@@ -13,22 +13,22 @@
 #include "run.h"
 #include "run_dir.h"
 
-/* The rows whose value lives at dst (a field of the RunOptions the table
+/* The row whose value lives at dst (a field of the RunOptions the table
  * points into), or NULL. */
-static CliOption *row_at(CliOption *opts, size_t n, const void *dst) {
+static OptionRow *row_at(OptionRow *opts, size_t n, const void *dst) {
     for (size_t i = 0; i < n; i++)
-        if (opts[i].kind != OPT_HEADING && opts[i].dst == dst) return &opts[i];
+        if (opts[i].kind != OPT_HEADING && option_at(&opts[i], opts[i].base) == dst) return &opts[i];
     return NULL;
 }
 
 /* *dst = text, its row marked as given. */
-static void give_text(CliOption *opts, size_t n, const char **dst, const char *text) {
-    CliOption *row = row_at(opts, n, dst);
+static void give_text(OptionRow *opts, size_t n, const char **dst, const char *text) {
+    OptionRow *row = row_at(opts, n, dst);
     *dst = text;
     if (row) row->given = 1;
 }
 
-void run_config_take(CliOption *opts, size_t n, RunOptions *o, const RunOptions *run) {
+void run_config_take(OptionRow *opts, size_t n, RunOptions *o, const RunOptions *run) {
     /* The texts live as long as the table's output is being made: one run per process. */
     static char mixers[1024], texts[RUN_MAX_MIXER_TEXTS][1024];
     size_t n_rows;
@@ -37,7 +37,7 @@ void run_config_take(CliOption *opts, size_t n, RunOptions *o, const RunOptions 
         if (rows[i].role == RUN_ONCE) continue;
         void *dst = (char *)o + rows[i].offset;
         memcpy(dst, (const char *)run + rows[i].offset, rows[i].is_float ? sizeof(float) : sizeof(size_t));
-        CliOption *row = row_at(opts, n, dst);
+        OptionRow *row = row_at(opts, n, dst);
         if (row) row->given = 1;
     }
     const ModelConfig *c = &run->cfg;
@@ -75,7 +75,7 @@ static void config_skips(const RunOptions *o, const char *const *base, const cha
 /* --print-config of --resume: the run as its checkpoint's header gives it
  * (the folder's checkpoint for a run folder), the options given winning;
  * --resume, --run, --out and --log stay as given. */
-static int take_resumed(CliOption *opts, size_t n, RunOptions *o, size_t ranks, Error *err) {
+static int take_resumed(OptionRow *opts, size_t n, RunOptions *o, size_t ranks, Error *err) {
     static RunOptions run; /* static: large */
     run = *o;
     if (run_dir_setup(&run, err) || run_resume_defaults(&run, err)) return -1;
@@ -95,7 +95,7 @@ static int take_resumed(CliOption *opts, size_t n, RunOptions *o, size_t ranks, 
     return rc;
 }
 
-int run_config_print(CliOption *opts, size_t n, RunOptions *o, size_t ranks, const char *prog) {
+int run_config_print(OptionRow *opts, size_t n, RunOptions *o, size_t ranks, const char *prog) {
     static const char *const not_config[] = {"config", "print-config", NULL};
     Error err;
     if (o->resume && take_resumed(opts, n, o, ranks, &err)) return cli_error(prog, "%s", err.msg);
@@ -108,7 +108,7 @@ int run_config_print(CliOption *opts, size_t n, RunOptions *o, size_t ranks, con
     return fflush(stdout) == 0 ? 0 : cli_error(prog, "cannot write the configuration: %s", strerror(errno));
 }
 
-int run_config_write(CliOption *opts, size_t n, RunOptions *o, const RunOptions *run, const char *prog, Error *err) {
+int run_config_write(OptionRow *opts, size_t n, RunOptions *o, const RunOptions *run, const char *prog, Error *err) {
     /* --stop-at is where one invocation stops, not the run's: kept, the file would repeat only that part. */
     static const char *const own[] = {"config", "print-config", "resume", "out", "log", "stop-at", NULL};
     char path[PATH_BUF], *old = NULL;

@@ -19,11 +19,11 @@
  * positions, norms, precision and optimizer, each row so set marked as
  * given. The rows of this invocation alone (--threads, --stop-at, ...)
  * stay as they are. */
-void run_config_take(CliOption *opts, size_t n, RunOptions *o, const RunOptions *run);
+void run_config_take(OptionRow *opts, size_t n, RunOptions *o, const RunOptions *run);
 /* --print-config: the options as an experiment file on stdout, but rows
  * named in skip (NULL-terminated); with --resume, the resumed run's (its
  * checkpoint's header read, on a job of `ranks`). Returns the exit status. */
-int run_config_print(CliOption *opts, size_t n, RunOptions *o, size_t ranks, const char *prog);
+int run_config_print(OptionRow *opts, size_t n, RunOptions *o, size_t ranks, const char *prog);
 /* A run folder's config.json: o's options as an experiment file, less
  * what is this invocation's (--resume, --stop-at) or the folder's own
  * (--out, --log), so that bin/train --config DIR/config.json --run NEW
@@ -31,6 +31,6 @@ int run_config_print(CliOption *opts, size_t n, RunOptions *o, size_t ranks, con
  * from its values, the rows of the invocation alone (--threads) kept from
  * the folder's file where it holds a value they take. A file there that is no experiment file is written
  * anew, with one line on stderr naming it. */
-int run_config_write(CliOption *opts, size_t n, RunOptions *o, const RunOptions *run, const char *prog, Error *err);
+int run_config_write(OptionRow *opts, size_t n, RunOptions *o, const RunOptions *run, const char *prog, Error *err);
 
 #endif

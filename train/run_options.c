@@ -102,8 +102,8 @@ static void set_number(void *p, int is_float, double x) {
     else *(size_t *)p = (size_t)x;
 }
 
-size_t run_text_rows(RunOptions *o, CliOption *rows) {
-    rows[0] = (CliOption)CLI_TEXT("best-by", 0, &o->best_by_given, "M",
+size_t run_text_rows(RunOptions *o, OptionRow *rows) {
+    rows[0] = (OptionRow)CLI_TEXT("best-by", 0, &o->best_by_given, "M",
                                   "estimate | full: what chooses best.ckpt in a run folder, the\n"
                                   "validation estimate (--eval-iters batches) or the whole val\n"
                                   "split, scored at each validation besides the estimate\n"

@@ -103,7 +103,7 @@ size_t run_mixer_texts(const MixerOption **rows);
 /* bin/train's text options of the run (--best-by) as command-line rows
  * writing into o (room for RUN_TEXT_ROWS); returns how many. */
 #define RUN_TEXT_ROWS 1
-size_t run_text_rows(RunOptions *o, CliOption *rows);
+size_t run_text_rows(RunOptions *o, OptionRow *rows);
 /* The text options as given (--precision, --optimizer, --best-by) into
  * their values; one line naming the choices for a value that is none. */
 int run_options_parse_texts(RunOptions *o, Error *err);

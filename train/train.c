@@ -56,14 +56,14 @@ typedef struct Actions {
  * parsing: --print-config and the run folder's config.json are written
  * from it. */
 typedef struct Table {
-    CliOption opts[64 + RUN_MAX_MIXER_TEXTS + RUN_TEXT_ROWS + 64];
+    OptionRow opts[64 + RUN_MAX_MIXER_TEXTS + RUN_TEXT_ROWS + 64];
     size_t n, first_run, n_run;
     char mixer_help[MODEL_MIXER_HELP];
     CliArgs args; /* with --config FILE's options: the values point into them (cli_args_free at the end) */
 } Table;
 
 static int build_table(Table *t, RunOptions *o, Actions *a) {
-    CliOption own[] = {
+    OptionRow own[] = {
         CLI_TEXT("config", 0, &a->config, "FILE",
                  "an experiment file: a JSON object of these options by their long\n"
                  "names (\"lr\": 3e-4, \"no-loss-mask\": true); options given here win"),
@@ -86,13 +86,13 @@ static int build_table(Table *t, RunOptions *o, Actions *a) {
                  "tokenizer, a fresh optimizer state, step 0, and this command's run\n"
                  "options; model options given must equal CKPT's (--dropout may differ)"),
     };
-    const CliOption recipe = CLI_TEXT("recipe", 0, &o->recipe, "R",
+    const OptionRow recipe = CLI_TEXT("recipe", 0, &o->recipe, "R",
                                       "gpt2 | modern: a preset of the architecture options and the\n"
                                       "optimizer, as if given first (options given win); modern =\n"
                                       "--pos rope --norm-type rmsnorm --mlp-act relu2 --qk-norm 1\n"
                                       "--untied-head 1 --zero-init 1 --logit-softcap 15\n"
                                       "--optimizer muon; gpt2 = the defaults (gpt2)");
-    CliOption own_rest[] = {
+    OptionRow own_rest[] = {
         CLI_TEXT("precision", 0, &o->precision_given, "P",
                  "fp32 | bf16: the matrix products in fp32, or with bf16 inputs\nand fp32 accumulation (CPUs with AVX512_BF16;\nweights, gradients, optimizer, LayerNorm, softmax and\nloss stay fp32); a resumed run keeps its own (fp32)"),
         CLI_TEXT("optimizer", 0, &o->optimizer_given, "O",

@@ -17,38 +17,56 @@
 
 #include "lm/error.h"
 
+/* What a row's value is, at its place (base + offset, below). */
 typedef enum {
-    OPT_FLAG,    /* no value: *(int *)dst = 1 */
-    OPT_TEXT,    /* *(const char **)dst = the value as given */
-    OPT_SIZE,    /* *(size_t *)dst = a decimal integer in [lo, hi] */
-    OPT_FLOAT,   /* *(float *)dst = a finite number in [lo, hi] */
+    OPT_FLAG,    /* no value: the int = 1 */
+    OPT_TEXT,    /* the const char * = the value as given */
+    OPT_SIZE,    /* the size_t = a decimal integer in [lo, hi] */
+    OPT_FLOAT,   /* the float = a finite number in [lo, hi] */
     OPT_CALL,    /* call(ctx, value, err), in command-line order: repeatable options, lists */
     OPT_HEADING, /* not an option: a line of --help between the rows ("bpe only:") */
 } OptKind;
 
-typedef struct CliOption {
+typedef struct OptionRow {
     const char *name;  /* the long option without "--" (the heading's text for OPT_HEADING) */
     char letter;       /* the short option, or 0 */
     OptKind kind;
-    void *dst;
+    /* Where the value lies: base + offset. A program's own rows name their
+     * variable as base (offset 0); a row declared against a struct holds
+     * the offset into it, and the table that takes it in supplies base
+     * (the struct it fills). */
+    void *base;
+    size_t offset;
     double lo, hi;     /* bounds of OPT_SIZE and OPT_FLOAT values */
     const char *value; /* what the value is called in --help: DIR, N, X (NULL for flags) */
     const char *help;  /* lines separated by '\n'; the default in parentheses, as the programs write it */
     int (*call)(void *ctx, const char *value, Error *err); /* OPT_CALL */
     void *ctx;
     int given;         /* set by cli_parse: the option was on the command line */
-} CliOption;
+} OptionRow;
 
 /* The rows, as a program's table writes them. */
-#define CLI_FLAG(name, letter, dst, help) {(name), (letter), OPT_FLAG, (dst), 0, 0, NULL, (help), NULL, NULL, 0}
-#define CLI_TEXT(name, letter, dst, value, help) {(name), (letter), OPT_TEXT, (dst), 0, 0, (value), (help), NULL, NULL, 0}
-#define CLI_SIZE(name, letter, dst, lo, hi, value, help) \
-    {(name), (letter), OPT_SIZE, (dst), (lo), (hi), (value), (help), NULL, NULL, 0}
-#define CLI_FLOAT(name, letter, dst, lo, hi, value, help) \
-    {(name), (letter), OPT_FLOAT, (dst), (lo), (hi), (value), (help), NULL, NULL, 0}
-#define CLI_CALL(name, letter, call, ctx, value, help) \
-    {(name), (letter), OPT_CALL, NULL, 0, 0, (value), (help), (call), (ctx), 0}
-#define CLI_HEADING(text) {(text), 0, OPT_HEADING, NULL, 0, 0, NULL, NULL, NULL, NULL, 0}
+#define CLI_FLAG(NAME, LETTER, DST, HELP) \
+    {.name = (NAME), .letter = (LETTER), .kind = OPT_FLAG, .base = (DST), .help = (HELP)}
+#define CLI_TEXT(NAME, LETTER, DST, VALUE, HELP) \
+    {.name = (NAME), .letter = (LETTER), .kind = OPT_TEXT, .base = (DST), .value = (VALUE), .help = (HELP)}
+#define CLI_SIZE(NAME, LETTER, DST, LO, HI, VALUE, HELP) \
+    {.name = (NAME), .letter = (LETTER), .kind = OPT_SIZE, .base = (DST), .lo = (LO), .hi = (HI), \
+     .value = (VALUE), .help = (HELP)}
+#define CLI_FLOAT(NAME, LETTER, DST, LO, HI, VALUE, HELP) \
+    {.name = (NAME), .letter = (LETTER), .kind = OPT_FLOAT, .base = (DST), .lo = (LO), .hi = (HI), \
+     .value = (VALUE), .help = (HELP)}
+#define CLI_CALL(NAME, LETTER, CALL, CTX, VALUE, HELP) \
+    {.name = (NAME), .letter = (LETTER), .kind = OPT_CALL, .value = (VALUE), .help = (HELP), .call = (CALL), \
+     .ctx = (CTX)}
+#define CLI_HEADING(TEXT) {.name = (TEXT), .kind = OPT_HEADING}
+
+/* Row r's value in the struct at base (a table's row: at its own base). */
+static inline void *option_at(const OptionRow *r, const void *base) { return (char *)base + r->offset; }
+/* value taken into the struct at base as the command line takes it: a flag
+ * set, text kept, a number parsed within the row's bounds (the message
+ * names "--<name>"), or the row's call. */
+int option_parse(const OptionRow *r, void *base, const char *value, Error *err);
 
 /* What --help says around the option rows. */
 typedef struct CliProgram {
@@ -68,22 +86,22 @@ typedef struct CliProgram {
  * EXIT_BAD_INPUT after printing one line. With p->positional,
  * *first (if not NULL) gets the index of the first argument that is not an
  * option. */
-int cli_parse(const CliProgram *p, CliOption *opts, size_t n, int argc, char **argv, int *first);
-void cli_help(FILE *f, const CliProgram *p, const CliOption *opts, size_t n);
+int cli_parse(const CliProgram *p, OptionRow *opts, size_t n, int argc, char **argv, int *first);
+void cli_help(FILE *f, const CliProgram *p, const OptionRow *opts, size_t n);
 /* The value of --name in argv (its last, up to "--"; "--name=value" or
  * "--name value"), before parsing: the options that change what is parsed
  * (--config, --recipe). NULL when absent; *missing when it ends argv
  * without its value. */
 const char *cli_arg_value(int argc, char **argv, const char *name, int *missing);
 /* The row of a long option, or NULL. */
-CliOption *cli_option(CliOption *opts, size_t n, const char *name);
+OptionRow *cli_option(OptionRow *opts, size_t n, const char *name);
 
 /* What a mistyped option (arg: "--mixr" or "--mixr=x") most likely meant,
  * as the end of its error: the names it is a prefix of, when several
  * (getopt refuses an ambiguous prefix), else the nearest name by edit
  * distance within a third of its length (at least 2), ": did you mean
  * --mixer?"; "" when nothing is near. */
-void cli_suggest(char *out, size_t size, const CliOption *opts, size_t n, const char *arg);
+void cli_suggest(char *out, size_t size, const OptionRow *opts, size_t n, const char *arg);
 
 /* ---- experiment files (src/cli/config_file.c) --------------------------------
  * A JSON object whose keys are the program's long options without "--":
@@ -103,7 +121,7 @@ typedef struct CliArgs {
     char **made; /* the "--name=value" strings (n_made), and argv itself when it is not the caller's */
     size_t n_made;
 } CliArgs;
-int cli_config_args(const CliOption *opts, size_t n, int argc, char **argv, CliArgs *out, Error *err);
+int cli_config_args(const OptionRow *opts, size_t n, int argc, char **argv, CliArgs *out, Error *err);
 void cli_args_free(CliArgs *a);
 /* The options' values as an experiment file (malloc'd, one key a line, in
  * the table's order), which --config reads back to the same values: flags
@@ -115,7 +133,7 @@ void cli_args_free(CliArgs *a);
  * base's value where it has one that the row takes (a string for a text,
  * a number within the bounds for a number, a boolean for a switch; else
  * the row's own): a resumed run's file, updated. */
-char *cli_config_json(const CliOption *opts, size_t n, const char *const *skip, const char *base, Error *err);
+char *cli_config_json(const OptionRow *opts, size_t n, const char *const *skip, const char *base, Error *err);
 
 /* ---- values ----------------------------------------------------------------- */
 

@@ -17,12 +17,12 @@ static void shortest(char *buf, size_t size, double v) {
 }
 
 /* One key of the file as one argument, "--name=value" (NULL: left out), or -1 with err. */
-static int key_arg(const CliOption *opts, size_t n, const char *path, const char *key, const json_t *v, char **arg,
+static int key_arg(const OptionRow *opts, size_t n, const char *path, const char *key, const json_t *v, char **arg,
                    Error *err) {
     *arg = NULL;
     if (strcmp(key, "config") == 0)
         return err_set(err, "'%s': an experiment file names no other (\"config\"): put its options in this one", path);
-    const CliOption *o = cli_option((CliOption *)opts, n, key);
+    const OptionRow *o = cli_option((OptionRow *)opts, n, key);
     if (!o) {
         char typed[80], hint[320];
         snprintf(typed, sizeof typed, "--%s", key);
@@ -51,7 +51,7 @@ void cli_args_free(CliArgs *a) {
     a->n_made = 0;
 }
 
-int cli_config_args(const CliOption *opts, size_t n, int argc, char **argv, CliArgs *out, Error *err) {
+int cli_config_args(const OptionRow *opts, size_t n, int argc, char **argv, CliArgs *out, Error *err) {
     *out = (CliArgs){argc, argv, NULL, 0};
     int missing;
     const char *path = cli_arg_value(argc, argv, "config", &missing);
@@ -99,24 +99,25 @@ static int skipped(const char *const *skip, const char *name) {
 }
 
 /* A row's value as JSON text into sb. */
-static void row_value(char **sb, const CliOption *o) {
+static void row_value(char **sb, const OptionRow *o) {
     char num[64];
+    const void *p = option_at(o, o->base);
     switch (o->kind) {
-    case OPT_FLAG: sb_appendf(sb, "%s", *(const int *)o->dst ? "true" : "false"); break;
+    case OPT_FLAG: sb_appendf(sb, "%s", *(const int *)p ? "true" : "false"); break;
     case OPT_TEXT: {
-        const char *s = *(const char *const *)o->dst;
+        const char *s = *(const char *const *)p;
         if (s) sb_append_json_string(sb, s);
         else sb_appendf(sb, "null");
         break;
     }
     case OPT_SIZE: {
-        size_t v = *(const size_t *)o->dst;
+        size_t v = *(const size_t *)p;
         if ((double)v < o->lo || (double)v > o->hi) sb_appendf(sb, "null");
         else sb_appendf(sb, "%zu", v);
         break;
     }
     case OPT_FLOAT: {
-        float v = *(const float *)o->dst;
+        float v = *(const float *)p;
         if (!(v >= o->lo && v <= o->hi)) sb_appendf(sb, "null");
         else {
             for (int digits = 6; digits <= 9; digits++) { /* the shortest that reads back as the same float */
@@ -134,7 +135,7 @@ static void row_value(char **sb, const CliOption *o) {
 
 /* Whether v is a value the row takes from an experiment file (null: not
  * given): a file's value that is not is never carried over. */
-static int value_fits(const CliOption *o, const json_t *v) {
+static int value_fits(const OptionRow *o, const json_t *v) {
     if (json_is_null(v)) return 1;
     switch (o->kind) {
     case OPT_FLAG: return json_is_boolean(v);
@@ -150,14 +151,14 @@ static int value_fits(const CliOption *o, const json_t *v) {
     return 0;
 }
 
-char *cli_config_json(const CliOption *opts, size_t n, const char *const *skip, const char *base, Error *err) {
+char *cli_config_json(const OptionRow *opts, size_t n, const char *const *skip, const char *base, Error *err) {
     json_t *old = NULL;
     if (base && !(old = json_parse(base, strlen(base), err))) return NULL;
     char *sb = NULL;
     int first = 1;
     sb_appendf(&sb, "{");
     for (size_t i = 0; i < n; i++) {
-        const CliOption *o = &opts[i];
+        const OptionRow *o = &opts[i];
         if (o->kind == OPT_HEADING || o->kind == OPT_CALL || skipped(skip, o->name)) continue;
         sb_appendf(&sb, "%s\n  ", first ? "" : ",");
         sb_append_json_string(&sb, o->name);

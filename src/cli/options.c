@@ -72,26 +72,26 @@ const char *cli_arg_value(int argc, char **argv, const char *name, int *missing)
     return value;
 }
 
-CliOption *cli_option(CliOption *opts, size_t n, const char *name) {
+OptionRow *cli_option(OptionRow *opts, size_t n, const char *name) {
     for (size_t i = 0; i < n; i++)
         if (opts[i].kind != OPT_HEADING && strcmp(opts[i].name, name) == 0) return &opts[i];
     return NULL;
 }
 
-/* Stores one option's value where its row says. */
-static int take(CliOption *o, const char *value, Error *err) {
+int option_parse(const OptionRow *r, void *base, const char *value, Error *err) {
     char what[80];
-    snprintf(what, sizeof what, "--%s", o->name);
-    switch (o->kind) {
-    case OPT_FLAG: *(int *)o->dst = 1; return 0;
-    case OPT_TEXT: *(const char **)o->dst = value; return 0;
-    case OPT_FLOAT: return parse_float(value, o->lo, o->hi, (float *)o->dst, what, err);
-    case OPT_CALL: return o->call(o->ctx, value, err);
+    snprintf(what, sizeof what, "--%s", r->name);
+    void *p = option_at(r, base);
+    switch (r->kind) {
+    case OPT_FLAG: *(int *)p = 1; return 0;
+    case OPT_TEXT: *(const char **)p = value; return 0;
+    case OPT_FLOAT: return parse_float(value, r->lo, r->hi, (float *)p, what, err);
+    case OPT_CALL: return r->call(r->ctx, value, err);
     case OPT_SIZE: {
         size_t v;
-        if (parse_size(value, (size_t)o->hi, &v, what, err)) return -1;
-        if ((double)v < o->lo) return err_set(err, "%s must be at least %g (got %zu)", what, o->lo, v);
-        *(size_t *)o->dst = v;
+        if (parse_size(value, (size_t)r->hi, &v, what, err)) return -1;
+        if ((double)v < r->lo) return err_set(err, "%s must be at least %g (got %zu)", what, r->lo, v);
+        *(size_t *)p = v;
         return 0;
     }
     case OPT_HEADING: break;
@@ -119,7 +119,7 @@ static size_t edit_distance(const char *a, const char *b) {
     return row[lb];
 }
 
-void cli_suggest(char *out, size_t size, const CliOption *opts, size_t n, const char *arg) {
+void cli_suggest(char *out, size_t size, const OptionRow *opts, size_t n, const char *arg) {
     *out = '\0';
     if (strncmp(arg, "--", 2) != 0) return;
     char typed[64];
@@ -162,7 +162,7 @@ static int abbreviated(const char *typed, const char *name) {
     return len != strlen(name) || strncmp(typed + 2, name, len) != 0;
 }
 
-int cli_parse(const CliProgram *p, CliOption *opts, size_t n, int argc, char **argv, int *first) {
+int cli_parse(const CliProgram *p, OptionRow *opts, size_t n, int argc, char **argv, int *first) {
     struct option *longs = calloc(n + 3, sizeof *longs);
     char *shorts = calloc(2 * n + 4, 1);
     if (!longs || !shorts) {
@@ -189,7 +189,7 @@ int cli_parse(const CliProgram *p, CliOption *opts, size_t n, int argc, char **a
     int rc = CLI_CONTINUE, c;
     Error err;
     while (rc == CLI_CONTINUE && (c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
-        CliOption *o = NULL;
+        OptionRow *o = NULL;
         if (c >= ROW_BASE) o = &opts[c - ROW_BASE];
         const char *typed = long_typed(argc, argv, c >= VERSION_ROW);
         const char *name = c == HELP_ROW ? "help" : c == VERSION_ROW ? "version" : o ? o->name : NULL;
@@ -218,7 +218,7 @@ int cli_parse(const CliProgram *p, CliOption *opts, size_t n, int argc, char **a
             cli_suggest(hint, sizeof hint, opts, n, argv[optind - 1]);
             rc = cli_error(p->name, "unknown option '%s'%s (see --help)", argv[optind - 1], hint);
         }
-        else if (take(o, optarg, &err)) rc = cli_error(p->name, "%s", err.msg);
+        else if (option_parse(o, o->base, optarg, &err)) rc = cli_error(p->name, "%s", err.msg);
         else o->given = 1;
     }
     if (rc == CLI_CONTINUE && optind < argc && !p->positional)
@@ -241,7 +241,7 @@ static void help_row(FILE *f, int column, char letter, const char *name, const c
     }
 }
 
-void cli_help(FILE *f, const CliProgram *p, const CliOption *opts, size_t n) {
+void cli_help(FILE *f, const CliProgram *p, const OptionRow *opts, size_t n) {
     for (const char *line = p->usage, *prefix = "usage: "; line; prefix = "       ") {
         const char *end = strchr(line, '\n');
         fprintf(f, "%s%.*s\n", prefix, end ? (int)(end - line) : (int)strlen(line), line);
