@@ -55,10 +55,14 @@ static inline void check_options(Report *r, const Mixer *mx) {
     ModelConfig cfg = layer_config(mx, 0);
     void *settings = config_mixer_settings(&cfg, mx);
     for (size_t k = 0; k < mx->n_options; k++) {
-        const MixerOption *o = &mx->options[k];
-        int named = o->name && o->name[0] && o->json_key && o->json_key[0] && o->help && o->help[0];
-        check(r, named, "options", "row %zu lacks a name, JSON key or help", k);
-        if (o->kind != MIXER_OPT_TEXT) {
+        const OptionRow *o = &mx->options[k];
+        int named = o->name && o->name[0] && o->json_key && o->json_key[0] && o->value && o->value[0] && o->help &&
+                    o->help[0]; /* the value's name: bin/train's --help shows it */
+        check(r, named, "options", "row %zu lacks a name, JSON key, value name or help", k);
+        int setting = o->kind == OPT_SIZE || o->kind == OPT_FLOAT || o->kind == OPT_TEXT;
+        check(r, setting, "options", "row %zu is no setting: a number (OPT_SIZE, OPT_FLOAT) or text", k);
+        if (!setting) continue;
+        if (o->kind != OPT_TEXT) {
             check(r, o->lo <= o->def && o->def <= o->hi, "options", "--%s: default %g outside [%g, %g]",
                   o->name, o->def, o->lo, o->hi);
             continue;

@@ -28,30 +28,30 @@ size_t info_mixers_rows(InfoMixers *im, OptionRow *rows, size_t first) {
     n += model_text_rows(&im->o, rows + n, im->mixer_help);
     n += model_mixer_text_rows(&im->o, rows + n);
     size_t n_run;
-    const RunOption *run = run_option_rows(&n_run);
+    const OptionRow *run = run_option_rows(&n_run);
     for (size_t i = 0; i < n_run; i++)
-        if (run[i].role == RUN_ARCH) rows[n++] = run_option_cli_row(&im->o, i);
+        if (run[i].role == RUN_ARCH) rows[n] = run[i], rows[n++].base = &im->o;
     im->n = first + n - im->first;
     return n;
 }
 
-static const char *const KINDS[] = {[MIXER_OPT_SIZE] = "size", [MIXER_OPT_FLOAT] = "float", [MIXER_OPT_TEXT] = "text"};
+static const char *const KINDS[] = {[OPT_SIZE] = "size", [OPT_FLOAT] = "float", [OPT_TEXT] = "text"};
 static const char *const INITS[] = {[INIT_NORMAL] = "normal", [INIT_RESIDUAL] = "residual", [INIT_ZERO] = "zero",
                                     [INIT_ONE] = "one"};
 
 static json_t *string_or_null(const char *s) { return s ? json_string(s) : json_null(); }
 
-static json_t *option_json(const MixerOption *opt) {
+static json_t *option_json(const OptionRow *opt) {
     json_t *o = json_object();
     json_object_set_new(o, "name", json_string(opt->name));
     json_object_set_new(o, "json_key", json_string(opt->json_key));
     json_object_set_new(o, "kind", json_string(KINDS[opt->kind]));
     json_object_set_new(o, "value", json_string(opt->value));
     json_object_set_new(o, "help", json_string(opt->help));
-    if (opt->kind == MIXER_OPT_TEXT) {
+    if (opt->kind == OPT_TEXT) {
         json_object_set_new(o, "default", json_string(opt->def_text));
     } else {
-        int size = opt->kind == MIXER_OPT_SIZE;
+        int size = opt->kind == OPT_SIZE;
         json_object_set_new(o, "default", size ? json_integer((json_int_t)opt->def) : json_real(opt->def));
         json_object_set_new(o, "min", size ? json_integer((json_int_t)opt->lo) : json_real(opt->lo));
         json_object_set_new(o, "max", size ? json_integer((json_int_t)opt->hi) : json_real(opt->hi));
@@ -189,9 +189,9 @@ static void print_text(FILE *f, const ModelConfig *cfg, const json_t *root) {
         const Mixer *mx = mixer_at(i);
         fprintf(f, "\n%s: %s\n", mx->name, mx->about ? mx->about : "");
         for (size_t k = 0; k < mx->n_options; k++) {
-            const MixerOption *opt = &mx->options[k];
+            const OptionRow *opt = &mx->options[k];
             char bounds[96] = "";
-            if (opt->kind != MIXER_OPT_TEXT) snprintf(bounds, sizeof bounds, ", %g to %g", opt->lo, opt->hi);
+            if (opt->kind != OPT_TEXT) snprintf(bounds, sizeof bounds, ", %g to %g", opt->lo, opt->hi);
             fprintf(f, "  --%s %s (config %s%s", opt->name, opt->value, opt->json_key, bounds);
             if (opt->arch_key) fprintf(f, "; architectures %s=%s", opt->arch_key, opt->size_knob ? ", sizes the layer" : "");
             if (opt->family) fprintf(f, "; set: %s", opt->family);

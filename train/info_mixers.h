@@ -2,7 +2,7 @@
  * harnesses (harness/registry.py reads --json). For each registered mixer
  * its name, what it is in one line (Mixer.about) and its options (bin/train's
  * option, the config JSON's key, kind, bounds, default, help, and what the
- * harnesses make of it: MixerOption.arch_key, size_knob, family); and at a
+ * harnesses make of it: OptionRow.arch_key, size_knob, family); and at a
  * model (bin/train's model options, or a checkpoint's, a run folder's or a
  * config JSON's) its tensors, parameters, state floats per sequence
  * (Mixer.state_size) and training FLOPs per token (Mixer.flops and its

@@ -24,19 +24,10 @@ size_t model_text_rows(RunOptions *o, OptionRow *rows, char *help) {
 }
 
 size_t model_mixer_text_rows(RunOptions *o, OptionRow *rows) {
-    const MixerOption *texts[RUN_MAX_MIXER_TEXTS];
-    size_t n = run_mixer_texts(texts);
-    for (size_t j = 0; j < n; j++)
-        rows[j] = (OptionRow)CLI_TEXT(texts[j]->name, 0, &o->mixer_text[j], texts[j]->value, texts[j]->help);
-    return n;
-}
-
-OptionRow run_option_cli_row(RunOptions *o, size_t i) {
     size_t n;
-    const RunOption *r = &run_option_rows(&n)[i];
-    void *dst = (char *)o + r->offset;
-    return r->is_float ? (OptionRow)CLI_FLOAT(r->name, 0, dst, r->lo, r->hi, "X", r->help)
-                       : (OptionRow)CLI_SIZE(r->name, 0, dst, r->lo, r->hi, "N", r->help);
+    const OptionRow *texts = run_mixer_texts(&n);
+    for (size_t j = 0; j < n; j++) rows[j] = texts[j], rows[j].base = o;
+    return n;
 }
 
 int model_config_from_options(RunOptions *o, Error *err) {
@@ -49,8 +40,9 @@ int model_config_from_options(RunOptions *o, Error *err) {
     if (o->mlp_act && mlp_act_parse(o->mlp_act, &o->cfg.mlp_act))
         return err_set(err, "--mlp-act must be gelu or relu2 (got '%s')", o->mlp_act);
     if (o->mixer && config_set_mixers(&o->cfg, o->mixer, err)) return -1;
-    const MixerOption *texts[RUN_MAX_MIXER_TEXTS];
-    for (size_t j = 0, n = run_mixer_texts(texts); j < n; j++)
-        if (o->mixer_text[j] && config_set_option(&o->cfg, texts[j]->name, o->mixer_text[j], err)) return -1;
+    size_t n;
+    const OptionRow *texts = run_mixer_texts(&n);
+    for (size_t j = 0; j < n; j++)
+        if (o->mixer_text[j] && config_set_option(&o->cfg, texts[j].name, o->mixer_text[j], err)) return -1;
     return model_check_config(&o->cfg, err);
 }

@@ -19,11 +19,9 @@
  * their values into o; --mixer's help is written into help (at least
  * MODEL_MIXER_HELP bytes, kept as long as the rows). Returns how many. */
 size_t model_text_rows(RunOptions *o, OptionRow *rows, char *help);
-/* Each registered mixer's text options (--grassmann-windows) into rows (room
- * for RUN_MAX_MIXER_TEXTS), their values into o->mixer_text. */
+/* Each registered mixer's text options (--grassmann-windows, run_mixer_texts)
+ * into rows (room for RUN_MAX_MIXER_TEXTS), their values into o->mixer_text. */
 size_t model_mixer_text_rows(RunOptions *o, OptionRow *rows);
-/* Row i of run_option_rows as a command-line row writing into o. */
-OptionRow run_option_cli_row(RunOptions *o, size_t i);
 
 /* o->cfg from the model options given (o->cfg.vocab_size set by the
  * caller): the positions, norms and activation, the layers' mixers, the

@@ -37,15 +37,16 @@ int run_resume_defaults(RunOptions *o, Error *err) {
 
 int run_check_model(const RunOptions *o, const ModelConfig *ckpt, int init, Error *err) {
     size_t n_rows;
-    const RunOption *rows = run_option_rows(&n_rows);
+    const OptionRow *rows = run_option_rows(&n_rows);
     for (size_t i = 0; i < n_rows; i++) {
-        const RunOption *r = &rows[i];
+        const OptionRow *r = &rows[i];
         if (r->role != RUN_ARCH || !run_option_given(o, i)) continue;
         if (init && r->offset == offsetof(RunOptions, cfg.dropout)) continue;
-        const void *mine = (const char *)o + r->offset;
-        const void *have = (const char *)ckpt + (r->offset - offsetof(RunOptions, cfg));
-        if (r->is_float ? *(const float *)mine != *(const float *)have : *(const size_t *)mine != *(const size_t *)have) {
-            if (r->is_float)
+        const void *mine = option_at(r, o);
+        const void *have = (const char *)ckpt + (r->offset - offsetof(RunOptions, cfg)); /* RUN_ARCH: in cfg */
+        int is_float = r->kind == OPT_FLOAT;
+        if (is_float ? *(const float *)mine != *(const float *)have : *(const size_t *)mine != *(const size_t *)have) {
+            if (is_float)
                 return err_set(err, "--%s %g differs from the checkpoint's %g: the model comes from the checkpoint",
                                r->name, *(const float *)mine, *(const float *)have);
             return err_set(err, "--%s %zu differs from the checkpoint's %zu: the model comes from the checkpoint", r->name,
@@ -70,9 +71,10 @@ int run_check_model(const RunOptions *o, const ModelConfig *ckpt, int init, Erro
             return err_set(err, "--mixer %s differs from the checkpoint's %s", o->mixer,
                            config_mixer_list(ckpt, have, sizeof have));
     }
-    const MixerOption *texts[RUN_MAX_MIXER_TEXTS];
-    for (size_t j = 0, n = run_mixer_texts(texts); j < n; j++) {
-        const char *text = o->mixer_text[j], *name = texts[j]->name;
+    size_t n_texts;
+    const OptionRow *texts = run_mixer_texts(&n_texts);
+    for (size_t j = 0; j < n_texts; j++) {
+        const char *text = o->mixer_text[j], *name = texts[j].name;
         if (!text) continue;
         if (config_set_option(&mine, name, text, err)) return -1;
         char want[1024], have[1024]; /* compared in the mixer's canonical form (each layer's window offsets) */
@@ -189,13 +191,13 @@ static int init_from(Run *r, Error *err) {
 }
 
 /* Whether an option's text (config_option_text's) is its default. */
-static int at_default(const MixerOption *opt, const char *text) {
-    if (opt->kind == MIXER_OPT_TEXT) return opt->def_text && strcmp(text, opt->def_text) == 0;
+static int at_default(const OptionRow *opt, const char *text) {
+    if (opt->kind == OPT_TEXT) return opt->def_text && strcmp(text, opt->def_text) == 0;
     return strtod(text, NULL) == opt->def;
 }
 
 /* A new model's mixers' options: one kept only where a layer uses it
- * (MixerOption.omit_default: --attn-window, --grassmann-pair), set for a
+ * (OptionRow.omit_default: --attn-window, --grassmann-pair), set for a
  * model with no layer of its mixer, would be stored and change nothing;
  * and a window longer than the block is the whole block. Both refused. */
 static int check_mixer_options(const ModelConfig *cfg, Error *err) {
@@ -205,7 +207,7 @@ static int check_mixer_options(const ModelConfig *cfg, Error *err) {
         int used = 0;
         for (size_t l = 0; l < cfg->n_layer; l++) used |= cfg->mixers[l] == mx;
         for (size_t k = 0; k < mx->n_options && !used; k++) {
-            const MixerOption *opt = &mx->options[k];
+            const OptionRow *opt = &mx->options[k];
             if (!opt->omit_default || at_default(opt, config_option_text(cfg, opt->name, text, sizeof text))) continue;
             return err_set(err, "--%s %s is for %s layers, and this model has none (--mixer %s): leave it out",
                            opt->name, text, mx->name, config_mixer_list(cfg, mixers, sizeof mixers));

@@ -31,12 +31,12 @@ static void give_text(OptionRow *opts, size_t n, const char **dst, const char *t
 void run_config_take(OptionRow *opts, size_t n, RunOptions *o, const RunOptions *run) {
     /* The texts live as long as the table's output is being made: one run per process. */
     static char mixers[1024], texts[RUN_MAX_MIXER_TEXTS][1024];
-    size_t n_rows;
-    const RunOption *rows = run_option_rows(&n_rows);
+    size_t n_rows, n_texts;
+    const OptionRow *rows = run_option_rows(&n_rows);
     for (size_t i = 0; i < n_rows; i++) {
         if (rows[i].role == RUN_ONCE) continue;
-        void *dst = (char *)o + rows[i].offset;
-        memcpy(dst, (const char *)run + rows[i].offset, rows[i].is_float ? sizeof(float) : sizeof(size_t));
+        void *dst = option_at(&rows[i], o); /* copied, not through a double: a seed has 60 bits */
+        memcpy(dst, option_at(&rows[i], run), rows[i].kind == OPT_FLOAT ? sizeof(float) : sizeof(size_t));
         OptionRow *row = row_at(opts, n, dst);
         if (row) row->given = 1;
     }
@@ -46,12 +46,12 @@ void run_config_take(OptionRow *opts, size_t n, RunOptions *o, const RunOptions 
     give_text(opts, n, &o->norm, norm_name(c->norm));
     give_text(opts, n, &o->norm_type, norm_type_name(c->norm_type));
     give_text(opts, n, &o->mlp_act, mlp_act_name(c->mlp_act));
-    const MixerOption *mixer_texts[RUN_MAX_MIXER_TEXTS];
-    for (size_t j = 0, k = run_mixer_texts(mixer_texts); j < k; j++) {
-        const char *now = config_option_text(c, mixer_texts[j]->name, texts[j], sizeof texts[j]);
+    const OptionRow *mixer_texts = run_mixer_texts(&n_texts);
+    for (size_t j = 0; j < n_texts; j++) {
+        const char *now = config_option_text(c, mixer_texts[j].name, texts[j], sizeof texts[j]);
         /* At its default it stays as given (or null): a mixer's option set
          * away from its default is refused where no layer is that mixer's. */
-        if (!mixer_texts[j]->def_text || strcmp(now, mixer_texts[j]->def_text) != 0)
+        if (!mixer_texts[j].def_text || strcmp(now, mixer_texts[j].def_text) != 0)
             give_text(opts, n, &o->mixer_text[j], now);
     }
     give_text(opts, n, &o->precision_given, precision_name(run->precision));
@@ -66,7 +66,7 @@ static void config_skips(const RunOptions *o, const char *const *base, const cha
     size_t k = 0, n;
     while (base[k]) skip[k] = base[k], k++;
     const Optimizer *mine = o->optimizer_given ? optimizer_find(o->optimizer_given) : optimizer_at(0);
-    const RunOption *rows = run_option_rows(&n);
+    const OptionRow *rows = run_option_rows(&n);
     for (size_t i = 0; i < n && k < 64; i++)
         if (rows[i].optimizer && rows[i].optimizer != mine) skip[k++] = rows[i].name;
     skip[k] = NULL;

@@ -9,97 +9,109 @@
 
 #include "lm/json.h"
 
-#define SZ(field) 0, offsetof(RunOptions, field)
-#define FL(field) 1, offsetof(RunOptions, field)
+/* A row of RunOptions' field: a size_t (N) or a float (X). */
+#define SZ(NAME, FIELD, LO, HI, ROLE, HELP) \
+    {.name = (NAME), .kind = OPT_SIZE, .offset = offsetof(RunOptions, FIELD), .lo = (LO), .hi = (HI), .value = "N", \
+     .help = (HELP), .role = (ROLE)}
+#define FL(NAME, FIELD, LO, HI, ROLE, HELP) \
+    {.name = (NAME), .kind = OPT_FLOAT, .offset = offsetof(RunOptions, FIELD), .lo = (LO), .hi = (HI), .value = "X", \
+     .help = (HELP), .role = (ROLE)}
 /* The model's sizes; then (run_option_rows) each mixer's rows. */
-static const RunOption model_rows[] = {
-    {"n-layer", SZ(cfg.n_layer), 1, MAX_LAYERS, RUN_ARCH, "transformer blocks (4)", NULL},
-    {"n-head", SZ(cfg.n_head), 1, MAX_HEADS, RUN_ARCH, "attention heads (4)", NULL},
-    {"n-embd", SZ(cfg.n_embd), 1, MAX_EMBD, RUN_ARCH, "embedding width C (128)", NULL},
-    {"block-size", SZ(cfg.block_size), 2, MAX_BLOCK, RUN_ARCH, "context length T (64)", NULL},
-    {"dropout", FL(cfg.dropout), 0, 0.95, RUN_ARCH, "dropout on the residual branches (0)", NULL},
+static const OptionRow model_rows[] = {
+    SZ("n-layer", cfg.n_layer, 1, MAX_LAYERS, RUN_ARCH, "transformer blocks (4)"),
+    SZ("n-head", cfg.n_head, 1, MAX_HEADS, RUN_ARCH, "attention heads (4)"),
+    SZ("n-embd", cfg.n_embd, 1, MAX_EMBD, RUN_ARCH, "embedding width C (128)"),
+    SZ("block-size", cfg.block_size, 2, MAX_BLOCK, RUN_ARCH, "context length T (64)"),
+    FL("dropout", cfg.dropout, 0, 0.95, RUN_ARCH, "dropout on the residual branches (0)"),
 };
 
 /* The recipe's switches and the run's own; then (run_option_rows) each optimizer's rows. */
-static const RunOption run_rows[] = {
-    {"qk-norm", SZ(cfg.qk_norm), 0, 1, RUN_ARCH, "1: RMSNorm (no gain) of each attention head's q and k (0)", NULL},
-    {"untied-head", SZ(cfg.untied_head), 0, 1, RUN_ARCH, "1: an LM head of its own (lm_head), not wte (0)", NULL},
-    {"zero-init", SZ(cfg.zero_init), 0, 1, RUN_ARCH,
-     "1: the output projections (attention's, gla's, the MLP's, an\nuntied head) start at zero; Grassmann has none (0)", NULL},
-    {"logit-softcap", FL(cfg.logit_softcap), 0, 1e4, RUN_ARCH, "cap the logits at X: X tanh(z / X); 0 = off (0)", NULL},
-    {"batch-size", SZ(batch_size), 1, 65536, RUN_KEPT, "sequences per micro-batch B (12)", NULL},
-    {"grad-accum", SZ(grad_accum), 1, 4096, RUN_KEPT, "micro-batches per optimizer step (1)", NULL},
-    {"max-iters", SZ(max_iters), 1, MAX_STEPS, RUN_KEPT, "optimizer steps; defines the schedule (2000)", NULL},
-    {"stop-at", SZ(stop_at), 1, MAX_STEPS, RUN_ONCE, "stop after this step with a checkpoint (max-iters)", NULL},
-    {"lr", FL(lr), 0, 10, RUN_KEPT, "peak learning rate (1e-3)", NULL},
-    {"min-lr", FL(min_lr), 0, 10, RUN_KEPT, "final learning rate of the cosine decay (1e-4)", NULL},
-    {"warmup-iters", SZ(warmup_iters), 0, 100000000, RUN_KEPT, "linear warm-up steps (100)", NULL},
-    {"weight-decay", FL(weight_decay), 0, 10, RUN_KEPT, "AdamW decoupled weight decay, matrices only (0.1)", NULL},
-    {"grad-clip", FL(grad_clip), 0, 1e6, RUN_KEPT, "global gradient-norm clip, 0 = off (1.0)", NULL},
-    {"beta1", FL(beta1), 0, 0.999999, RUN_KEPT, "AdamW beta1 (0.9)", NULL},
-    {"beta2", FL(beta2), 0, 0.999999, RUN_KEPT, "AdamW beta2 (0.99)", NULL},
-    {"adam-eps", FL(eps), 1e-30, 1, RUN_KEPT, "AdamW epsilon (1e-8)", NULL},
-    {"eval-interval", SZ(eval_interval), 0, 100000000, RUN_KEPT,
-     "validate at step 0, every N steps and at the end; 0 = start and end (250)", NULL},
-    {"eval-iters", SZ(eval_iters), 1, 100000, RUN_KEPT, "validation batches per estimate (20)", NULL},
-    {"log-interval", SZ(log_interval), 1, 100000000, RUN_KEPT, "progress line every N steps (10)", NULL},
-    {"ckpt-interval", SZ(ckpt_interval), 0, 100000000, RUN_KEPT, "checkpoint every N steps, 0 = only at the end (0)", NULL},
-    {"keep-checkpoints", SZ(keep_ckpts), 0, 1, RUN_KEPT,
-     "1: keep each --ckpt-interval checkpoint too, as DIR/step-N.ckpt\nin a run folder, else as CKPT.step-N (0)", NULL},
-    {"seed", SZ(seed), 0, 1e18, RUN_KEPT, "seed for weights, batches and dropout (1337)", NULL},
-    {"threads", SZ(threads), 0, 1024, RUN_ONCE, "threads, fixed; 0 = up to all cores, fewer while that is faster (0)", NULL},
-    {"max-seconds", FL(max_seconds), 0, 1e7, RUN_ONCE,
-     "stop after X seconds of training steps (validation not counted); the cosine then follows the elapsed time, "
-     "not the step; 0 = off (0)", NULL},
-    {"window-align", SZ(window_align), 0, 100000000, RUN_KEPT,
-     "training and validation windows start only at multiples of N; 0 = anywhere (0)", NULL},
+static const OptionRow run_rows[] = {
+    SZ("qk-norm", cfg.qk_norm, 0, 1, RUN_ARCH, "1: RMSNorm (no gain) of each attention head's q and k (0)"),
+    SZ("untied-head", cfg.untied_head, 0, 1, RUN_ARCH, "1: an LM head of its own (lm_head), not wte (0)"),
+    SZ("zero-init", cfg.zero_init, 0, 1, RUN_ARCH,
+       "1: the output projections (attention's, gla's, the MLP's, an\nuntied head) start at zero; Grassmann has none (0)"),
+    FL("logit-softcap", cfg.logit_softcap, 0, 1e4, RUN_ARCH, "cap the logits at X: X tanh(z / X); 0 = off (0)"),
+    SZ("batch-size", batch_size, 1, 65536, RUN_KEPT, "sequences per micro-batch B (12)"),
+    SZ("grad-accum", grad_accum, 1, 4096, RUN_KEPT, "micro-batches per optimizer step (1)"),
+    SZ("max-iters", max_iters, 1, MAX_STEPS, RUN_KEPT, "optimizer steps; defines the schedule (2000)"),
+    SZ("stop-at", stop_at, 1, MAX_STEPS, RUN_ONCE, "stop after this step with a checkpoint (max-iters)"),
+    FL("lr", lr, 0, 10, RUN_KEPT, "peak learning rate (1e-3)"),
+    FL("min-lr", min_lr, 0, 10, RUN_KEPT, "final learning rate of the cosine decay (1e-4)"),
+    SZ("warmup-iters", warmup_iters, 0, 100000000, RUN_KEPT, "linear warm-up steps (100)"),
+    FL("weight-decay", weight_decay, 0, 10, RUN_KEPT, "AdamW decoupled weight decay, matrices only (0.1)"),
+    FL("grad-clip", grad_clip, 0, 1e6, RUN_KEPT, "global gradient-norm clip, 0 = off (1.0)"),
+    FL("beta1", beta1, 0, 0.999999, RUN_KEPT, "AdamW beta1 (0.9)"),
+    FL("beta2", beta2, 0, 0.999999, RUN_KEPT, "AdamW beta2 (0.99)"),
+    FL("adam-eps", eps, 1e-30, 1, RUN_KEPT, "AdamW epsilon (1e-8)"),
+    SZ("eval-interval", eval_interval, 0, 100000000, RUN_KEPT,
+       "validate at step 0, every N steps and at the end; 0 = start and end (250)"),
+    SZ("eval-iters", eval_iters, 1, 100000, RUN_KEPT, "validation batches per estimate (20)"),
+    SZ("log-interval", log_interval, 1, 100000000, RUN_KEPT, "progress line every N steps (10)"),
+    SZ("ckpt-interval", ckpt_interval, 0, 100000000, RUN_KEPT, "checkpoint every N steps, 0 = only at the end (0)"),
+    SZ("keep-checkpoints", keep_ckpts, 0, 1, RUN_KEPT,
+       "1: keep each --ckpt-interval checkpoint too, as DIR/step-N.ckpt\nin a run folder, else as CKPT.step-N (0)"),
+    SZ("seed", seed, 0, 1e18, RUN_KEPT, "seed for weights, batches and dropout (1337)"),
+    SZ("threads", threads, 0, 1024, RUN_ONCE, "threads, fixed; 0 = up to all cores, fewer while that is faster (0)"),
+    FL("max-seconds", max_seconds, 0, 1e7, RUN_ONCE,
+       "stop after X seconds of training steps (validation not counted); the cosine then follows the elapsed time, "
+       "not the step; 0 = off (0)"),
+    SZ("window-align", window_align, 0, 100000000, RUN_KEPT,
+       "training and validation windows start only at multiples of N; 0 = anywhere (0)"),
 };
 
 #define N_ROWS(a) (sizeof(a) / sizeof(a)[0])
 #define MAX_ROWS 128
 
-const RunOption *run_option_rows(size_t *n) {
-    static RunOption rows[MAX_ROWS];
+/* A mixer's or an optimizer's row in bin/train's table: its own, its
+ * offset moved to where its settings lie in RunOptions (at `block`). */
+static OptionRow moved(const OptionRow *own, size_t block, OptionRole role, const Optimizer *optimizer) {
+    OptionRow row = *own;
+    row.offset += block;
+    row.role = role;
+    row.optimizer = optimizer;
+    return row;
+}
+
+const OptionRow *run_option_rows(size_t *n) {
+    static OptionRow rows[MAX_ROWS];
     static size_t count;
     if (!count) {
         for (size_t i = 0; i < N_ROWS(model_rows); i++) rows[count++] = model_rows[i];
         for (size_t i = 0; i < mixer_count(); i++) { /* in the config: they fix the model */
             const Mixer *mx = mixer_at(i);
-            size_t base = offsetof(RunOptions, cfg.mixer_settings) + i * sizeof(MixerSettings);
-            for (size_t k = 0; k < mx->n_options && count < MAX_ROWS; k++) {
-                const MixerOption *opt = &mx->options[k];
-                if (opt->kind == MIXER_OPT_TEXT) continue;
-                rows[count++] = (RunOption){opt->name, opt->kind == MIXER_OPT_FLOAT, base + opt->offset, opt->lo,
-                                            opt->hi, RUN_ARCH, opt->help, NULL};
-            }
+            size_t block = offsetof(RunOptions, cfg.mixer_settings) + i * sizeof(MixerSettings);
+            for (size_t k = 0; k < mx->n_options && count < MAX_ROWS; k++)
+                if (mx->options[k].kind != OPT_TEXT) rows[count++] = moved(&mx->options[k], block, RUN_ARCH, NULL);
         }
         for (size_t i = 0; i < N_ROWS(run_rows) && count < MAX_ROWS; i++) rows[count++] = run_rows[i];
         for (size_t i = 0; i < optimizer_count(); i++) {
             const Optimizer *opt = optimizer_at(i);
-            size_t base = offsetof(RunOptions, optim_settings) + i * sizeof(OptimizerSettings);
-            for (size_t k = 0; k < opt->n_options && count < MAX_ROWS; k++) {
-                const OptimOption *r = &opt->options[k];
-                rows[count++] = (RunOption){r->name, r->is_float, base + r->offset, r->lo, r->hi, RUN_KEPT, r->help, opt};
-            }
+            size_t block = offsetof(RunOptions, optim_settings) + i * sizeof(OptimizerSettings);
+            for (size_t k = 0; k < opt->n_options && count < MAX_ROWS; k++)
+                rows[count++] = moved(&opt->options[k], block, RUN_KEPT, opt);
         }
     }
     *n = count;
     return rows;
 }
 
-size_t run_mixer_texts(const MixerOption **rows) {
-    size_t n = 0;
-    for (size_t i = 0; i < mixer_count(); i++) {
+const OptionRow *run_mixer_texts(size_t *n) {
+    static OptionRow rows[RUN_MAX_MIXER_TEXTS];
+    static size_t count;
+    static int done;
+    for (size_t i = 0; !done && i < mixer_count(); i++) {
         const Mixer *mx = mixer_at(i);
-        for (size_t k = 0; k < mx->n_options && n < RUN_MAX_MIXER_TEXTS; k++)
-            if (mx->options[k].kind == MIXER_OPT_TEXT) rows[n++] = &mx->options[k];
+        for (size_t k = 0; k < mx->n_options && count < RUN_MAX_MIXER_TEXTS; k++) {
+            if (mx->options[k].kind != OPT_TEXT) continue;
+            rows[count] = mx->options[k]; /* its settings are the hooks': in RunOptions, the text as given */
+            rows[count].offset = offsetof(RunOptions, mixer_text) + count * sizeof(const char *);
+            rows[count++].role = RUN_ARCH;
+        }
     }
-    return n;
-}
-
-static void set_number(void *p, int is_float, double x) {
-    if (is_float) *(float *)p = (float)x;
-    else *(size_t *)p = (size_t)x;
+    done = 1;
+    *n = count;
+    return rows;
 }
 
 size_t run_text_rows(RunOptions *o, OptionRow *rows) {
@@ -141,8 +153,7 @@ void run_options_defaults(RunOptions *o) {
     for (size_t i = 0; i < optimizer_count(); i++) { /* every optimizer's own, at their defaults */
         const Optimizer *opt = optimizer_at(i);
         for (size_t k = 0; k < opt->n_options; k++)
-            set_number(o->optim_settings[i].bytes + opt->options[k].offset, opt->options[k].is_float,
-                       opt->options[k].def);
+            option_set_number(&opt->options[k], o->optim_settings[i].bytes, opt->options[k].def);
     }
     o->eval_interval = 250;
     o->eval_iters = 20;
@@ -154,7 +165,7 @@ int run_option_given(const RunOptions *o, size_t i) { return (o->given >> i) & 1
 
 int run_option_given_named(const RunOptions *o, const char *name) {
     size_t n;
-    const RunOption *rows = run_option_rows(&n);
+    const OptionRow *rows = run_option_rows(&n);
     for (size_t i = 0; i < n; i++)
         if (strcmp(rows[i].name, name) == 0) return run_option_given(o, i);
     return 0;
@@ -165,12 +176,12 @@ char *run_options_json(const RunOptions *o, size_t ranks) {
     sb_appendf(&sb, "{");
     int first = 1, default_optimizer = o->optimizer == optimizer_at(0);
     size_t n;
-    const RunOption *rows = run_option_rows(&n);
+    const OptionRow *rows = run_option_rows(&n);
     for (size_t i = 0; i < n; i++) {
-        const RunOption *r = &rows[i];
+        const OptionRow *r = &rows[i];
         if (r->role != RUN_KEPT || (r->optimizer && r->optimizer != o->optimizer)) continue;
-        const void *p = (const char *)o + r->offset;
-        if (r->is_float) sb_appendf(&sb, "%s\"%s\":%.9g", first ? "" : ",", r->name, *(const float *)p);
+        const void *p = option_at(r, o);
+        if (r->kind == OPT_FLOAT) sb_appendf(&sb, "%s\"%s\":%.9g", first ? "" : ",", r->name, *(const float *)p);
         else sb_appendf(&sb, "%s\"%s\":%zu", first ? "" : ",", r->name,
                         *(const size_t *)p * (r->offset == offsetof(RunOptions, grad_accum) ? ranks : 1));
         first = 0;
@@ -252,9 +263,9 @@ static int kept_best_by(RunOptions *o, const json_t *v, Error *err) {
 
 int run_check_optimizer_options(const RunOptions *o, Error *err) {
     size_t n;
-    const RunOption *rows = run_option_rows(&n);
+    const OptionRow *rows = run_option_rows(&n);
     for (size_t i = 0; i < n; i++) {
-        const RunOption *r = &rows[i];
+        const OptionRow *r = &rows[i];
         if (r->optimizer && r->optimizer != o->optimizer && run_option_given(o, i))
             return err_set(err, "--%s is %s's, and this run's optimizer is %s: give --optimizer %s, or leave "
                                 "--%s out", r->name, r->optimizer->title, o->optimizer->name, r->optimizer->name,
@@ -268,20 +279,20 @@ int run_options_from_json(RunOptions *o, const char *json, size_t ranks, Error *
     if (!root) return -1;
     int rc = 0;
     size_t n;
-    const RunOption *rows = run_option_rows(&n);
+    const OptionRow *rows = run_option_rows(&n);
     for (size_t i = 0; i < n && rc == 0; i++) {
-        const RunOption *r = &rows[i];
+        const OptionRow *r = &rows[i];
         if (r->role != RUN_KEPT || run_option_given(o, i)) continue; /* the command line wins */
         const json_t *v = json_object_get(root, r->name);
         if (!v) continue;
-        void *p = (char *)o + r->offset;
+        void *p = option_at(r, o);
         int job_wide = r->offset == offsetof(RunOptions, grad_accum);
         double x = json_number_value(v), hi = r->hi * (job_wide ? (double)ranks : 1.0);
-        if (!(r->is_float ? json_is_number(v) : json_is_integer(v)) || x < r->lo || x > hi) {
+        if (!(r->kind == OPT_FLOAT ? json_is_number(v) : json_is_integer(v)) || x < r->lo || x > hi) {
             rc = err_set(err, "its run options hold a bad '%s'", r->name);
             break;
         }
-        if (r->is_float) *(float *)p = (float)x;
+        if (r->kind == OPT_FLOAT) *(float *)p = (float)x;
         else *(size_t *)p = (size_t)json_integer_value(v);
         if (job_wide) { /* the job's: shared over this job's ranks */
             if (o->grad_accum % ranks)

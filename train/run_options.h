@@ -70,35 +70,21 @@ typedef struct RunProgress {
     size_t best_step;
 } RunProgress;
 
-/* What a numeric option is to a checkpoint. */
-typedef enum {
-    RUN_ONCE = 0, /* this invocation only (threads, stop-at, time budget) */
-    RUN_KEPT = 1, /* stored in the checkpoint; --resume takes it unless given again */
-    RUN_ARCH = 2, /* fixes the model: with --resume it must equal the checkpoint's */
-} RunOptionRole;
-
-/* One numeric option: the command line's row and the checkpoint's JSON key. */
-typedef struct RunOption {
-    const char *name;
-    int is_float; /* a float, else a size_t */
-    size_t offset; /* into RunOptions */
-    double lo, hi;
-    RunOptionRole role;
-    const char *help;
-    /* An optimizer's own row (RUN_KEPT), stored only by a run with that
-     * optimizer (every other run's checkpoint is as it was without it); NULL: every run's. */
-    const struct Optimizer *optimizer;
-} RunOption;
-
-/* bin/train's numeric options, at most 64 (RunOptions.given): the model's
- * sizes, each registered mixer's number rows (RUN_ARCH, in the config),
- * the recipe's switches, the run's own, then each registered optimizer's
- * rows (lm/optim.h); n of them. */
-const RunOption *run_option_rows(size_t *n);
+/* bin/train's numeric options, at most 64 (RunOptions.given), each a row
+ * (lm/options.h) whose offset is into RunOptions and whose role says what
+ * a checkpoint makes of it: the model's sizes, each registered mixer's
+ * number rows (RUN_ARCH, in the config), the recipe's switches, the run's
+ * own, then each registered optimizer's rows (RUN_KEPT, their optimizer
+ * set: lm/optim.h); n of them. A mixer's or an optimizer's row is its own,
+ * its offset moved to where its settings lie in RunOptions. bin/train's
+ * table takes them in with base the RunOptions it fills. */
+const OptionRow *run_option_rows(size_t *n);
 
 /* The mixers' text options (Grassmann's window list), in registry order,
- * into rows (room for RUN_MAX_MIXER_TEXTS); returns how many. */
-size_t run_mixer_texts(const MixerOption **rows);
+ * at most RUN_MAX_MIXER_TEXTS; n of them. Each is its mixer's row with its
+ * offset that of its text as given in RunOptions (mixer_text[j]), which
+ * the mixer's hooks parse into the config (model_config_from_options). */
+const OptionRow *run_mixer_texts(size_t *n);
 
 /* bin/train's text options of the run (--best-by) as command-line rows
  * writing into o (room for RUN_TEXT_ROWS); returns how many. */

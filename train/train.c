@@ -51,7 +51,8 @@ typedef struct Actions {
 } Actions;
 
 /* bin/train's option table: the program's own rows, the mixers' text
- * options among them, then one per run option (run_options.h's rows), whose
+ * options among them, then the run options (run_options.h's rows, the
+ * mixers' and optimizers' own among them, each with base o), whose
  * "given" bits tell resume which ones the command line set. Kept after
  * parsing: --print-config and the run folder's config.json are written
  * from it. */
@@ -110,7 +111,7 @@ static int build_table(Table *t, RunOptions *o, Actions *a) {
     };
     enum { N_OWN = sizeof own / sizeof own[0], N_REST = sizeof own_rest / sizeof own_rest[0] };
     size_t n_run_options;
-    run_option_rows(&n_run_options);
+    const OptionRow *run = run_option_rows(&n_run_options);
     if (n_run_options > 64) return cli_error(program.name, "internal: %zu run options, room for 64", n_run_options);
     memcpy(t->opts, own, sizeof own);
     size_t n = N_OWN;
@@ -122,7 +123,7 @@ static int build_table(Table *t, RunOptions *o, Actions *a) {
     n += run_text_rows(o, t->opts + n); /* --best-by */
     t->first_run = n;
     t->n_run = n_run_options;
-    for (size_t i = 0; i < n_run_options; i++) t->opts[n++] = run_option_cli_row(o, i);
+    for (size_t i = 0; i < n_run_options; i++) t->opts[n] = run[i], t->opts[n++].base = o; /* their offsets: into o */
     t->n = n;
     return CLI_CONTINUE;
 }

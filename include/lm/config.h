@@ -93,7 +93,7 @@ const void *config_mixer_settings_of(const ModelConfig *cfg, const Mixer *mx);
 /* A mixer's option by its bin/train name ("grassmann-rank",
  * "grassmann-windows"), and its mixer in *owner (or NULL); NULL if no
  * registered mixer has it. */
-const MixerOption *config_find_option(const char *name, const Mixer **owner);
+const OptionRow *config_find_option(const char *name, const Mixer **owner);
 /* Sets a mixer's option from text as bin/train takes it ("6", "1,2;4":
  * a list per layer needs cfg->n_layer set); -1 with err for an unknown
  * option or a bad value. */

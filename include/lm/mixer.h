@@ -8,8 +8,8 @@
  *
  * A mixer also owns its settings: a block of the model's config
  * (MixerSettings, a struct of the mixer's own inside), its rows of options
- * (MixerOption: bin/train's option, bounds, default, help and the config
- * JSON's key), what each layer takes from them (layer_spec, into
+ * (OptionRow, lm/options.h: bin/train's option, bounds, default, help and
+ * the config JSON's key), what each layer takes from them (layer_spec, into
  * MixerSpec.own), its part of bin/train's start-up line (describe), what
  * bin/inspect shows of a layer (the inspect hook's exhibits,
  * lm/inspection.h) and the parts bin/eval --ablate can leave out. The
@@ -38,6 +38,7 @@
 
 #include "lm/inspection.h"
 #include "lm/error.h"
+#include "lm/options.h"
 
 struct MatmulBf16;
 struct DecodeWeights;
@@ -85,50 +86,6 @@ typedef struct MixerSpec {
         double align_double;
     } own;
 } MixerSpec;
-
-/* One of a mixer's settings, as bin/train's option and the config JSON's
- * key: a number at `offset` in the mixer's settings struct (a size_t, or a
- * float), or text that the mixer parses itself (set, get, to_json,
- * from_json; a list such as Grassmann's window offsets). */
-typedef enum { MIXER_OPT_SIZE, MIXER_OPT_FLOAT, MIXER_OPT_TEXT } MixerOptionKind;
-
-struct json_t;
-
-typedef struct MixerOption {
-    const char *name;     /* bin/train's option without "--": "grassmann-rank" */
-    const char *json_key; /* the config JSON's key: "grassmann_rank" */
-    MixerOptionKind kind;
-    const char *value;    /* what --help calls the value: "N", "X", "L" */
-    const char *help;     /* lines separated by '\n', the default in parentheses */
-    /* A number: its place in the settings, bounds (bin/train's) and default. */
-    size_t offset;
-    double lo, hi, def;
-    /* A setting written to the config only when it is not its default, so
-     * that the configs (and checkpoints) of models that do not use it are
-     * what they were before the option existed. */
-    int omit_default;
-    /* Text: the default, parsed by set like any value; set parses text
-     * into the settings (n_layer: the model's, for a list per layer);
-     * get writes the settings back in the form set takes (canonical, so
-     * two values compare as text); to_json appends the JSON value,
-     * from_json reads one back into the settings. */
-    const char *def_text;
-    int (*set)(void *settings, size_t n_layer, const char *text, Error *err);
-    const char *(*get)(const void *settings, size_t n_layer, char *buf, size_t len);
-    void (*to_json)(const void *settings, size_t n_layer, char **sb);
-    int (*from_json)(void *settings, size_t n_layer, const struct json_t *value, Error *err);
-    /* What the harnesses make of it (bin/info --mixers, harness/registry.py):
-     * arch_key, its key in an architecture ("window" in
-     * swa=attention:window=17; NULL: given for every architecture only, as
-     * bin/train's option); size_knob, 1 for the one option of the mixer that
-     * sizes its layer, which a size match (match=) varies to bring the
-     * parameter count to another architecture's (Grassmann's rank);
-     * family, what a model whose layers set this option to anything but its
-     * default is called ("sliding-window attention"; NULL: the mixer's name). */
-    const char *arch_key;
-    int size_knob;
-    const char *family;
-} MixerOption;
 
 /* What a mixer's passes read besides its spec and parameters: run-time
  * state that the model owns and hands to every call, never configuration. */
@@ -204,8 +161,12 @@ typedef struct Mixer {
     /* What it is, in one line (bin/info --mixers): "causal multi-head softmax attention". */
     const char *about;
     /* Its settings (none: NULL, 0): the rows, in the order of bin/train's
-     * --help and of the config JSON. */
-    const MixerOption *options;
+     * --help and of the config JSON. Each is a number (OPT_SIZE, OPT_FLOAT)
+     * at `offset` in the mixer's settings struct, with lo, hi and def, or
+     * text that the mixer parses itself (OPT_TEXT: def_text and the hooks
+     * set, get, to_json, from_json); with its json_key, and omit_default,
+     * arch_key, size_knob and family where they apply (lm/options.h). */
+    const OptionRow *options;
     size_t n_options;
     /* Fills spec->own with layer l's own settings from the mixer's
      * settings block (NULL: nothing of its own). */

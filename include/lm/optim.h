@@ -18,9 +18,10 @@
  * An optimizer owns its settings besides AdamW's (which every optimizer
  * shares for the tensors it leaves to AdamW): a struct of its own in a block
  * of bin/train's run options (OptimizerSettings), and its rows of options
- * (OptimOption: bin/train's option, bounds, default, help), which a run with
- * this optimizer keeps in its checkpoint under the option's name. The trainer
- * refreshes the bf16 weights once after any step (model_round_weights).
+ * (OptionRow, lm/options.h: bin/train's option, bounds, default, help),
+ * which a run with this optimizer keeps in its checkpoint under the
+ * option's name. The trainer refreshes the bf16 weights once after any
+ * step (model_round_weights).
  *
  * Adding an optimizer: write src/optim/<name>.c exporting a `const
  * Optimizer`, and list it in the registry in src/optim/optim.c, the one
@@ -34,6 +35,7 @@
 
 #include "lm/checkpoint.h"
 #include "lm/model.h"
+#include "lm/options.h"
 
 typedef struct AdamWConfig {
     float beta1, beta2, eps, weight_decay;
@@ -49,18 +51,6 @@ typedef union OptimizerSettings {
     size_t align_size;
     double align_double;
 } OptimizerSettings;
-
-/* One of an optimizer's own settings: a number at `offset` in its settings
- * struct (a float, or a size_t), bin/train's option `name` within [lo, hi]
- * (default def), kept in the checkpoint's run options under that name by a
- * run with this optimizer (and by no other run). */
-typedef struct OptimOption {
-    const char *name; /* "muon-lr" */
-    int is_float;     /* a float, else a size_t */
-    size_t offset;
-    double lo, hi, def;
-    const char *help; /* bin/train's, the default in parentheses */
-} OptimOption;
 
 /* What a step is told besides the gradients: AdamW's settings, the
  * optimizer's own (own: its settings struct, NULL for none), and the peak
@@ -94,8 +84,13 @@ typedef struct OptimizerState OptimizerState;
 typedef struct Optimizer {
     const char *name;
     const char *title; /* in messages: "Muon" */
-    /* Its own settings (none: NULL, 0), in the order of bin/train's --help. */
-    const OptimOption *options;
+    /* Its own settings (none: NULL, 0), in the order of bin/train's --help:
+     * each a number (OPT_FLOAT or OPT_SIZE) at `offset` in its settings
+     * struct, bin/train's option `name` within [lo, hi] (default def; its
+     * value called `value` in --help: X, N), kept in the checkpoint's run
+     * options under that name by a run with this optimizer (and by no other
+     * run). */
+    const OptionRow *options;
     size_t n_options;
     /* The state it keeps: buffers named state_names[0 .. n_state_names)
      * (at most OPTIM_MAX_BUFFERS, named as a checkpoint stores them: "m"

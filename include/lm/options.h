@@ -1,7 +1,12 @@
-/* One table of options per program: the command line is parsed from it
- * (getopt_long underneath) and --help is generated from it, so the two
- * never disagree. Each row names an option, what kind of value it takes,
- * where the value goes and one or more lines of help.
+/* One row type for every option: a program's command line, bin/train's
+ * run options, each mixer's settings and each optimizer's. A table of rows
+ * is parsed (getopt_long underneath) and --help is generated from it, so
+ * the two never disagree; the same rows are what a mixer's settings are
+ * written to and read from the config JSON by, and what a checkpoint keeps
+ * of a run. Each row names an option, what kind of value it takes, where
+ * the value goes and one or more lines of help; the facets only some
+ * tables use (a checkpoint's role, a JSON key, a mixer's text hooks) are
+ * fields of the same row, left zero elsewhere.
  *
  * Errors are one line on stderr ("<prog>: error: ...", lm/cli.h) and exit
  * status 2: an unknown option, an abbreviated one (getopt_long takes a
@@ -17,24 +22,40 @@
 
 #include "lm/error.h"
 
+struct json_t;
+struct Optimizer;
+
 /* What a row's value is, at its place (base + offset, below). */
 typedef enum {
     OPT_FLAG,    /* no value: the int = 1 */
-    OPT_TEXT,    /* the const char * = the value as given */
+    OPT_TEXT,    /* the const char * = the value as given (a mixer's text setting: what its hooks parse) */
     OPT_SIZE,    /* the size_t = a decimal integer in [lo, hi] */
     OPT_FLOAT,   /* the float = a finite number in [lo, hi] */
     OPT_CALL,    /* call(ctx, value, err), in command-line order: repeatable options, lists */
     OPT_HEADING, /* not an option: a line of --help between the rows ("bpe only:") */
 } OptKind;
 
+/* What a number option is to bin/train's checkpoints (train/run_options.h);
+ * every other table's rows are RUN_ONCE, the zero. */
+typedef enum {
+    RUN_ONCE = 0, /* this invocation only (threads, stop-at, time budget) */
+    RUN_KEPT = 1, /* stored in the checkpoint; --resume takes it unless given again */
+    RUN_ARCH = 2, /* fixes the model: with --resume it must equal the checkpoint's */
+} OptionRole;
+
 typedef struct OptionRow {
     const char *name;  /* the long option without "--" (the heading's text for OPT_HEADING) */
     char letter;       /* the short option, or 0 */
     OptKind kind;
     /* Where the value lies: base + offset. A program's own rows name their
-     * variable as base (offset 0); a row declared against a struct holds
-     * the offset into it, and the table that takes it in supplies base
-     * (the struct it fills). */
+     * variable as base (offset 0). Rows declared against a struct (a
+     * mixer's settings, an optimizer's, bin/train's RunOptions) hold the
+     * offset into it and no base: the table that takes them in supplies
+     * base (the struct it fills), and a row read against any one instance
+     * of its struct is read at option_at(row, that instance). A table
+     * describing a struct that holds another (RunOptions holds each
+     * mixer's settings) takes the inner rows in with their offsets moved
+     * by where the inner struct lies. */
     void *base;
     size_t offset;
     double lo, hi;     /* bounds of OPT_SIZE and OPT_FLOAT values */
@@ -43,6 +64,45 @@ typedef struct OptionRow {
     int (*call)(void *ctx, const char *value, Error *err); /* OPT_CALL */
     void *ctx;
     int given;         /* set by cli_parse: the option was on the command line */
+
+    /* A setting's (a mixer's, an optimizer's): the default of a number. */
+    double def;
+
+    /* bin/train's (train/run_options.h): what a checkpoint makes of it; and
+     * for an optimizer's own row its optimizer, whose runs alone store it
+     * (every other run's checkpoint is as it was without it; NULL: every
+     * run's). */
+    OptionRole role;
+    const struct Optimizer *optimizer;
+
+    /* A mixer's (lm/mixer.h): the config JSON's key ("grassmann_rank"). */
+    const char *json_key;
+    /* A setting written to the config only when it is not its default, so
+     * that the configs (and checkpoints) of models that do not use it are
+     * what they were before the option existed. */
+    int omit_default;
+    /* A mixer's text setting (OPT_TEXT; a list such as Grassmann's window
+     * offsets): the default, parsed by set like any value; set parses text
+     * into the settings (n_layer: the model's, for a list per layer); get
+     * writes the settings back in the form set takes (canonical, so two
+     * values compare as text); to_json appends the JSON value, from_json
+     * reads one back into the settings. */
+    const char *def_text;
+    int (*set)(void *settings, size_t n_layer, const char *text, Error *err);
+    const char *(*get)(const void *settings, size_t n_layer, char *buf, size_t len);
+    void (*to_json)(const void *settings, size_t n_layer, char **sb);
+    int (*from_json)(void *settings, size_t n_layer, const struct json_t *value, Error *err);
+    /* What the harnesses make of a mixer's setting (bin/info --mixers,
+     * harness/registry.py): arch_key, its key in an architecture ("window"
+     * in swa=attention:window=17; NULL: given for every architecture only,
+     * as bin/train's option); size_knob, 1 for the one option of the mixer
+     * that sizes its layer, which a size match (match=) varies to bring the
+     * parameter count to another architecture's (Grassmann's rank); family,
+     * what a model whose layers set this option to anything but its default
+     * is called ("sliding-window attention"; NULL: the mixer's name). */
+    const char *arch_key;
+    int size_knob;
+    const char *family;
 } OptionRow;
 
 /* The rows, as a program's table writes them. */
@@ -63,6 +123,9 @@ typedef struct OptionRow {
 
 /* Row r's value in the struct at base (a table's row: at its own base). */
 static inline void *option_at(const OptionRow *r, const void *base) { return (char *)base + r->offset; }
+/* A number row's value (OPT_SIZE or OPT_FLOAT) in the struct at base, and set to x. */
+double option_number(const OptionRow *r, const void *base);
+void option_set_number(const OptionRow *r, void *base, double x);
 /* value taken into the struct at base as the command line takes it: a flag
  * set, text kept, a number parsed within the row's bounds (the message
  * names "--<name>"), or the row's call. */

@@ -78,6 +78,17 @@ OptionRow *cli_option(OptionRow *opts, size_t n, const char *name) {
     return NULL;
 }
 
+double option_number(const OptionRow *r, const void *base) {
+    const void *p = option_at(r, base);
+    return r->kind == OPT_FLOAT ? (double)*(const float *)p : (double)*(const size_t *)p;
+}
+
+void option_set_number(const OptionRow *r, void *base, double x) {
+    void *p = option_at(r, base);
+    if (r->kind == OPT_FLOAT) *(float *)p = (float)x;
+    else *(size_t *)p = (size_t)x;
+}
+
 int option_parse(const OptionRow *r, void *base, const char *value, Error *err) {
     char what[80];
     snprintf(what, sizeof what, "--%s", r->name);

@@ -384,8 +384,8 @@ static double attention_flops(const MixerSpec *spec, size_t T) {
     return 12.0 * (double)spec->n_embd * keys;
 }
 
-static const MixerOption attention_options[] = {
-    {.name = "attn-window", .json_key = "attn_window", .kind = MIXER_OPT_SIZE, .value = "N",
+static const OptionRow attention_options[] = {
+    {.name = "attn-window", .json_key = "attn_window", .kind = OPT_SIZE, .value = "N",
      .help = "attention sees the last N positions only (a sliding window,\ncost flat in the block size); 0 = all (0)",
      .offset = offsetof(AttentionSettings, window), .lo = 0, .hi = 16384, .def = 0, .omit_default = 1,
      .arch_key = "window", .family = "sliding-window attention"},

@@ -78,7 +78,7 @@ const char *grassmann_window_list(const GrassmannSettings *g, size_t n_layer, ch
 /* The mixer's options and what a layer's spec and the start-up line take of
  * them (mixers/grassmann_settings.c; the Mixer itself is grassmann.c's). */
 #define GRASSMANN_N_OPTIONS 3
-extern const MixerOption grassmann_options[GRASSMANN_N_OPTIONS];
+extern const OptionRow grassmann_options[GRASSMANN_N_OPTIONS];
 void grassmann_layer_spec(const void *settings, size_t l, MixerSpec *spec);
 void grassmann_describe(const void *settings, size_t n_layer, char *buf, size_t len);
 /* Layer l's own window offsets into out (room for GRASSMANN_MAX_WINDOWS); returns how many. */

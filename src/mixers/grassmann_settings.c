@@ -187,16 +187,16 @@ static int pair_from_json(void *settings, size_t n_layer, const struct json_t *v
     return pair_set(settings, n_layer, json_string_value(value), err);
 }
 
-const MixerOption grassmann_options[GRASSMANN_N_OPTIONS] = {
-    {.name = "grassmann-rank", .json_key = "grassmann_rank", .kind = MIXER_OPT_SIZE, .value = "N",
+const OptionRow grassmann_options[GRASSMANN_N_OPTIONS] = {
+    {.name = "grassmann-rank", .json_key = "grassmann_rank", .kind = OPT_SIZE, .value = "N",
      .help = "Grassmann reduced rank r (32)", .offset = offsetof(GrassmannSettings, rank), .lo = 0, .hi = 1024,
      .def = 32, .arch_key = "rank", .size_knob = 1},
-    {.name = "grassmann-windows", .json_key = "grassmann_windows", .kind = MIXER_OPT_TEXT, .value = "L",
+    {.name = "grassmann-windows", .json_key = "grassmann_windows", .kind = OPT_TEXT, .value = "L",
      .help = "Grassmann window offsets for every layer (1,2,4,8,12,16),\nor one list per layer separated by ';'\n"
              "(\"1;1;2;2;4;4\")",
      .def_text = "1,2,4,8,12,16", .set = windows_set, .get = windows_get, .to_json = windows_to_json,
      .from_json = windows_from_json},
-    {.name = "grassmann-pair", .json_key = "grassmann_pair", .kind = MIXER_OPT_TEXT, .value = "MAP",
+    {.name = "grassmann-pair", .json_key = "grassmann_pair", .kind = OPT_TEXT, .value = "MAP",
      .help = "the map of each pair (z_t, z_t-d), a control for the geometry (wedge):\n"
              "wedge (the normalised Plücker coordinates, r(r-1)/2 features),\n"
              "outer (the normalised outer product, r^2), sum (z_t + z_t-d, r)",

@@ -8,18 +8,6 @@
 #include "lm/json.h"
 #include "runtime/registry.h"
 
-/* A number option's value at its place in settings. */
-static double option_number(const MixerOption *opt, const void *settings) {
-    const char *p = (const char *)settings + opt->offset;
-    return opt->kind == MIXER_OPT_FLOAT ? (double)*(const float *)p : (double)*(const size_t *)p;
-}
-
-static void set_option_number(const MixerOption *opt, void *settings, double x) {
-    char *p = (char *)settings + opt->offset;
-    if (opt->kind == MIXER_OPT_FLOAT) *(float *)p = (float)x;
-    else *(size_t *)p = (size_t)x;
-}
-
 void config_defaults(ModelConfig *cfg) {
     memset(cfg, 0, sizeof *cfg);
     cfg->block_size = 64;
@@ -33,9 +21,9 @@ void config_defaults(ModelConfig *cfg) {
         const Mixer *mx = mixer_at(i);
         void *settings = cfg->mixer_settings[i].bytes;
         for (size_t k = 0; k < mx->n_options; k++) {
-            const MixerOption *opt = &mx->options[k];
+            const OptionRow *opt = &mx->options[k];
             Error err;
-            if (opt->kind != MIXER_OPT_TEXT) set_option_number(opt, settings, opt->def);
+            if (opt->kind != OPT_TEXT) option_set_number(opt, settings, opt->def);
             else if (opt->set(settings, cfg->n_layer, opt->def_text, &err)) abort(); /* a default the mixer cannot parse */
         }
     }
@@ -182,7 +170,7 @@ const char *config_mixer_list(const ModelConfig *cfg, char *buf, size_t len) {
     return buf;
 }
 
-const MixerOption *config_find_option(const char *name, const Mixer **owner) {
+const OptionRow *config_find_option(const char *name, const Mixer **owner) {
     for (size_t i = 0; i < mixer_count(); i++) {
         const Mixer *mx = mixer_at(i);
         for (size_t k = 0; k < mx->n_options; k++)
@@ -197,40 +185,28 @@ const MixerOption *config_find_option(const char *name, const Mixer **owner) {
 
 int config_set_option(ModelConfig *cfg, const char *name, const char *value, Error *err) {
     const Mixer *mx;
-    const MixerOption *opt = config_find_option(name, &mx);
+    const OptionRow *opt = config_find_option(name, &mx);
     if (!opt) return err_set(err, "no mixer has an option '%s'", name);
     void *settings = config_mixer_settings(cfg, mx);
-    if (opt->kind == MIXER_OPT_TEXT) return opt->set(settings, cfg->n_layer, value, err);
-    char what[96];
-    snprintf(what, sizeof what, "--%s", name);
-    if (opt->kind == MIXER_OPT_FLOAT) {
-        float x;
-        if (parse_float(value, opt->lo, opt->hi, &x, what, err)) return -1;
-        set_option_number(opt, settings, x);
-        return 0;
-    }
-    size_t x;
-    if (parse_size(value, (size_t)opt->hi, &x, what, err)) return -1;
-    if ((double)x < opt->lo) return err_set(err, "%s must be at least %g (got %zu)", what, opt->lo, x);
-    set_option_number(opt, settings, (double)x);
-    return 0;
+    if (opt->kind == OPT_TEXT) return opt->set(settings, cfg->n_layer, value, err);
+    return option_parse(opt, settings, value, err); /* a number, as the command line takes it */
 }
 
 const char *config_option_text(const ModelConfig *cfg, const char *name, char *buf, size_t len) {
     const Mixer *mx;
-    const MixerOption *opt = config_find_option(name, &mx);
+    const OptionRow *opt = config_find_option(name, &mx);
     buf[0] = '\0';
     if (!opt) return buf;
     const void *settings = config_mixer_settings_of(cfg, mx);
-    if (opt->kind == MIXER_OPT_TEXT) return opt->get(settings, cfg->n_layer, buf, len);
-    if (opt->kind == MIXER_OPT_FLOAT) snprintf(buf, len, "%.9g", option_number(opt, settings));
+    if (opt->kind == OPT_TEXT) return opt->get(settings, cfg->n_layer, buf, len);
+    if (opt->kind == OPT_FLOAT) snprintf(buf, len, "%.9g", option_number(opt, settings));
     else snprintf(buf, len, "%zu", (size_t)option_number(opt, settings));
     return buf;
 }
 
 /* Whether a setting holds its default (text compared in get's canonical form). */
-static int option_is_default(const MixerOption *opt, const void *settings, size_t n_layer) {
-    if (opt->kind != MIXER_OPT_TEXT) return option_number(opt, settings) == opt->def;
+static int option_is_default(const OptionRow *opt, const void *settings, size_t n_layer) {
+    if (opt->kind != OPT_TEXT) return option_number(opt, settings) == opt->def;
     char now[1024];
     return !strcmp(opt->get(settings, n_layer, now, sizeof now), opt->def_text);
 }
@@ -247,11 +223,11 @@ char *config_to_json(const ModelConfig *cfg) {
         const Mixer *mx = mixer_at(i);
         const void *settings = cfg->mixer_settings[i].bytes;
         for (size_t k = 0; k < mx->n_options; k++) {
-            const MixerOption *opt = &mx->options[k];
+            const OptionRow *opt = &mx->options[k];
             if (opt->omit_default && option_is_default(opt, settings, cfg->n_layer)) continue;
             sb_appendf(&sb, ",\"%s\":", opt->json_key);
-            if (opt->kind == MIXER_OPT_TEXT) opt->to_json(settings, cfg->n_layer, &sb);
-            else if (opt->kind == MIXER_OPT_FLOAT) sb_appendf(&sb, "%.9g", option_number(opt, settings));
+            if (opt->kind == OPT_TEXT) opt->to_json(settings, cfg->n_layer, &sb);
+            else if (opt->kind == OPT_FLOAT) sb_appendf(&sb, "%.9g", option_number(opt, settings));
             else sb_appendf(&sb, "%zu", (size_t)option_number(opt, settings));
         }
     }
@@ -283,19 +259,19 @@ static int mixer_settings_from_json(ModelConfig *cfg, const json_t *root, Error 
         const Mixer *mx = mixer_at(i);
         void *settings = cfg->mixer_settings[i].bytes;
         for (size_t k = 0; k < mx->n_options; k++) {
-            const MixerOption *opt = &mx->options[k];
+            const OptionRow *opt = &mx->options[k];
             const json_t *v = json_object_get(root, opt->json_key);
             if (!v) continue;
-            if (opt->kind == MIXER_OPT_TEXT) {
+            if (opt->kind == OPT_TEXT) {
                 if (opt->from_json(settings, cfg->n_layer, v, err)) return -1;
-            } else if (opt->kind == MIXER_OPT_FLOAT) {
+            } else if (opt->kind == OPT_FLOAT) {
                 if (!json_is_number(v)) return err_set(err, "config: '%s' must be a number", opt->json_key);
-                set_option_number(opt, settings, json_number_value(v));
+                option_set_number(opt, settings, json_number_value(v));
             } else {
                 size_t x;
                 if (json_size(v, (size_t)1e15, &x))
                     return err_set(err, "config: '%s' missing or not a non-negative integer", opt->json_key);
-                set_option_number(opt, settings, (double)x);
+                option_set_number(opt, settings, (double)x);
             }
         }
     }

@@ -156,11 +156,13 @@ static void muon_step(const ParamView *p, OptimizerState *s, const OptimSettings
 
 _Static_assert(sizeof(MuonSettings) <= OPTIMIZER_SETTINGS_BYTES, "the settings fit the run options' block");
 
-static const OptimOption muon_options[] = {
-    {"muon-lr", 1, offsetof(MuonSettings, lr), 0, 10, 0.02, "Muon's peak learning rate, on the same schedule as --lr (0.02)"},
-    {"muon-momentum", 1, offsetof(MuonSettings, momentum), 0, 0.999999, 0.95, "Muon's Nesterov momentum (0.95)"},
-    {"muon-weight-decay", 1, offsetof(MuonSettings, weight_decay), 0, 10, 0,
-     "Muon's decoupled weight decay, times its learning rate (0)"},
+static const OptionRow muon_options[] = {
+    {.name = "muon-lr", .kind = OPT_FLOAT, .offset = offsetof(MuonSettings, lr), .lo = 0, .hi = 10, .def = 0.02,
+     .value = "X", .help = "Muon's peak learning rate, on the same schedule as --lr (0.02)"},
+    {.name = "muon-momentum", .kind = OPT_FLOAT, .offset = offsetof(MuonSettings, momentum), .lo = 0, .hi = 0.999999,
+     .def = 0.95, .value = "X", .help = "Muon's Nesterov momentum (0.95)"},
+    {.name = "muon-weight-decay", .kind = OPT_FLOAT, .offset = offsetof(MuonSettings, weight_decay), .lo = 0, .hi = 10,
+     .def = 0, .value = "X", .help = "Muon's decoupled weight decay, times its learning rate (0)"},
 };
 
 /* "optimizer: muon on 8 hidden matrices (...), adamw on the rest (lr 0.001)". */
