@@ -124,7 +124,8 @@ def self_check():
 
 def main():
     files = sys.argv[1:] or sorted(dict.fromkeys(["README.md"] + glob.glob("docs/**/*.md", recursive=True)
-                                                 + glob.glob("*/README.md") + glob.glob("*/*/README.md")))
+                                                 + glob.glob("*/README.md") + glob.glob("*/*/README.md")
+                                                 + glob.glob("*/*/*/README.md")))
     problems = self_check()
     broken, count = check(files)
     for line in problems + broken:

@@ -7,7 +7,8 @@
   of W or of the wings below W in WINGS; include/lm/ headers count as the wing
   whose src/ folder implements them. Nothing in src/ or include/ includes a
   program folder's header.
-- Every folder of the house says in a README.md what lives there.
+- Every folder of the house says in a README.md what lives there: every
+  folder of tests/ too (but the fuzzers' seed inputs, data, not code).
 - The harnesses name no mixer: no registered mixer's name (bin/info
   --mixers --json) appears as a word in harness/, in code, strings or
   comments, but in the mixers' own PyTorch references (harness/mixers/NAME.py)
@@ -43,6 +44,7 @@ BIN = os.path.join(ROOT, os.environ.get("BIN", "bin"))
 PAPER_WHY = ("the Grassmann paper's own experiment: its architectures (the Transformer, the Grassmann model, the "
              "hybrid, the controls) are the paper's, and its report is about them")
 KNOWN_MIXER_NAMES = {"harness/paper.py": PAPER_WHY, "harness/lib/paper/": PAPER_WHY}
+SEEDS = os.path.join("tests", "fuzz", "seeds")  # the fuzzers' seed inputs: data, not code
 LEVEL_FILE = re.compile(r"_(portable|avx2|avx512|neon)\.c$")
 
 
@@ -51,6 +53,17 @@ def files(folder, exts=(".c", ".h")):
         for n in sorted(names):
             if n.endswith(exts):
                 yield os.path.join(dirpath, n)
+
+
+def test_folders():
+    """Every folder under tests/ (relative to ROOT), but the fuzzers' seed inputs and Python's caches."""
+    found = []
+    for dirpath, dirnames, _ in os.walk(os.path.join(ROOT, "tests")):
+        rel = os.path.relpath(dirpath, ROOT)
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and os.path.join(rel, d) != SEEDS)
+        if rel != "tests":
+            found.append(rel)
+    return found
 
 
 def includes(path):
@@ -242,7 +255,7 @@ def main():
         with open(path, encoding="utf-8") as f:
             if not path.endswith("_kernel.h") and "__attribute__((target(" in f.read():
                 broken.append(f"{rel}: a target attribute outside the kernel templates (src/W/NAME_kernel.h)")
-    folders = ["include/lm", "train", "eval", "data", "tests", "src", "experiments"] + [f"src/{w}" for w in WINGS]
+    folders = ["include/lm", "train", "eval", "data", "tests", "src", "experiments"] + [f"src/{w}" for w in WINGS] + test_folders()
     for d in folders:
         if not os.path.exists(os.path.join(ROOT, d, "README.md")):
             broken.append(f"{d}/: no README.md saying what lives there")
