@@ -42,14 +42,14 @@ static inline void tiny_test_model_of(Model *m, const ModelConfig *cfg, int all_
     assert_int_equal(model_alloc_acts(m, 2, 8, &err), 0);
     Rng r;
     rng_seed(&r, 77);
-    for (size_t i = 0; i < m->n_tensors; i++) {
-        const ParamTensor *t = &m->tensors[i];
+    for (size_t i = 0; i < m->weights.n_tensors; i++) {
+        const ParamTensor *t = &m->weights.tensors[i];
         int norm_param = t->init == INIT_ONE || t->init == INIT_ZERO;
         if (norm_param && !all_params) continue;
         int one = t->init == INIT_ONE || strstr(t->name, "ln.weight") || strstr(t->name, "ln1.weight") ||
                   strstr(t->name, "ln2.weight") || strstr(t->name, "ln_f.weight");
         for (size_t j = 0; j < t->rows * (t->cols ? t->cols : 1); j++)
-            m->params[t->offset + j] = (one ? 1.0f : 0.0f) + 0.3f * rng_normal(&r);
+            m->weights.params[t->offset + j] = (one ? 1.0f : 0.0f) + 0.3f * rng_normal(&r);
     }
 }
 
@@ -69,11 +69,11 @@ static inline void check_model_grads(Model *m, Objective f, void *ctx, const cha
     model_zero_grads(m);
     f(ctx);
     model_backward(m, 1.0f, NULL);
-    for (size_t i = 0; i < m->n_tensors; i++) {
-        const ParamTensor *t = &m->tensors[i];
+    for (size_t i = 0; i < m->weights.n_tensors; i++) {
+        const ParamTensor *t = &m->weights.tensors[i];
         char what[160];
         snprintf(what, sizeof what, "%s %s", label, t->name);
-        CHECK_GRAD(f, ctx, m->params + t->offset, m->grads + t->offset, t->rows * (t->cols ? t->cols : 1), 24, 1e-2f,
+        CHECK_GRAD(f, ctx, m->weights.params + t->offset, m->weights.grads + t->offset, t->rows * (t->cols ? t->cols : 1), 24, 1e-2f,
                    2e-2, what);
     }
 }
@@ -96,7 +96,7 @@ static inline void test_optim_step(OptimizerState *s, Model *m, const AdamWConfi
 }
 
 /* One AdamW step at the 1-based step t from weights p0 and moments m0, v0,
- * with the gradient m holds (m->grads, times grad_scale: the clipping
+ * with the gradient m holds (m->weights.grads, times grad_scale: the clipping
  * factor) at rate lr, decoupled decay on the matrices alone, in double:
  * every weight of m and every first moment in m1 (laid out as the weights,
  * as AdamW's state keeps it) must match it (label names the run in
@@ -105,19 +105,19 @@ static inline void check_adamw_closed_form(const Model *m, const float *m1, cons
                                            const float *v0, const AdamWConfig *a, double lr, double grad_scale,
                                            size_t t, const char *label) {
     double c1 = 1.0 - pow(a->beta1, (double)t), c2 = 1.0 - pow(a->beta2, (double)t);
-    for (size_t k = 0; k < m->n_tensors; k++) {
-        const ParamTensor *pt = &m->tensors[k];
+    for (size_t k = 0; k < m->weights.n_tensors; k++) {
+        const ParamTensor *pt = &m->weights.tensors[k];
         double decay = pt->cols ? a->weight_decay : 0.0;
         for (size_t j = 0; j < pt->rows * (pt->cols ? pt->cols : 1); j++) {
             size_t i = pt->offset + j;
-            double g = (double)m->grads[i] * grad_scale;
+            double g = (double)m->weights.grads[i] * grad_scale;
             double mm = a->beta1 * (double)m0[i] + (1.0 - a->beta1) * g;
             double vv = a->beta2 * (double)v0[i] + (1.0 - a->beta2) * g * g;
             double p = (double)p0[i] * (1.0 - lr * decay) - lr * (mm / c1) / (sqrt(vv / c2) + a->eps);
             double m_tol = 1e-6 * (a->beta1 * fabs(m0[i]) + (1.0 - a->beta1) * fabs(g)) + 1e-12;
-            if (!(fabs(m->params[i] - p) <= 1e-6 * fabs(p0[i]) + 1e-4 * lr && fabs(m1[i] - mm) <= m_tol))
+            if (!(fabs(m->weights.params[i] - p) <= 1e-6 * fabs(p0[i]) + 1e-4 * lr && fabs(m1[i] - mm) <= m_tol))
                 fail_msg("%s: %s[%zu] after step %zu: %.9g, AdamW's closed form %.9g (moment %.9g, closed form %.9g)",
-                         label, pt->name, j, t, (double)m->params[i], p, (double)m1[i], mm);
+                         label, pt->name, j, t, (double)m->weights.params[i], p, (double)m1[i], mm);
         }
     }
 }

@@ -47,7 +47,7 @@ typedef struct Ctx {
 static double masked_obj(void *p) {
     Ctx *c = p;
     model_forward(c->m, c->in, c->tg, c->B, c->T, NULL);
-    return c->m->loss;
+    return c->m->run.loss;
 }
 
 /* The whole model with a third of its targets ignored: the loss is the mean
@@ -67,27 +67,27 @@ static void run_masked_model(const char *mixers) {
     double sum = 0.0;
     size_t kept = 0;
     for (size_t i = 0; i < N; i++)
-        if (tg[i] >= 0) sum += m.losses[i], kept++;
+        if (tg[i] >= 0) sum += m.run.losses[i], kept++;
     Ctx c = {&m, in, tg, B, T};
     assert_float_equal(masked_obj(&c), sum / (double)kept, 1e-5);
-    assert_int_equal(m.scored, kept);
+    assert_int_equal(m.run.scored, kept);
     char label[96];
     snprintf(label, sizeof label, "masked model[%s]", mixers);
     check_model_grads(&m, masked_obj, &c, label);
     /* The check above can fail: the masked gradient (and loss) differ from
      * the unmasked ones, so the finite differences did see the mask. */
-    float *g = malloc(m.n_params * sizeof(float));
+    float *g = malloc(m.weights.n_params * sizeof(float));
     model_zero_grads(&m);
     masked_obj(&c);
     model_backward(&m, 1.0f, NULL);
-    memcpy(g, m.grads, m.n_params * sizeof(float));
+    memcpy(g, m.weights.grads, m.weights.n_params * sizeof(float));
     double full_loss;
     model_forward(&m, in, tg_all, B, T, NULL);
-    full_loss = m.loss;
+    full_loss = m.run.loss;
     model_zero_grads(&m);
     model_backward(&m, 1.0f, NULL);
     double differ = 0.0;
-    for (size_t i = 0; i < m.n_params; i++) differ += fabs(g[i] - m.grads[i]);
+    for (size_t i = 0; i < m.weights.n_params; i++) differ += fabs(g[i] - m.weights.grads[i]);
     assert_true(differ > 1e-4); /* the mask does change the gradient */
     assert_true(fabs(full_loss - sum / (double)kept) > 1e-4);
     free(g);
@@ -95,11 +95,11 @@ static void run_masked_model(const char *mixers) {
     int32_t none[N];
     for (size_t i = 0; i < N; i++) none[i] = LOSS_IGNORE;
     model_forward(&m, in, none, B, T, NULL);
-    assert_int_equal(m.scored, 0);
-    assert_true(m.loss == 0.0f);
+    assert_int_equal(m.run.scored, 0);
+    assert_true(m.run.loss == 0.0f);
     model_zero_grads(&m);
     model_backward(&m, 1.0f, NULL);
-    for (size_t i = 0; i < m.n_params; i++) assert_true(m.grads[i] == 0.0f);
+    for (size_t i = 0; i < m.weights.n_params; i++) assert_true(m.weights.grads[i] == 0.0f);
     model_free(&m);
 }
 
@@ -123,32 +123,32 @@ static void compare_gathered_head(ModelConfig cfg, const char *label) {
     }
     PassOptions full = {.full_head = 1};
     model_forward(&m, in, tg, B, T, &full);
-    assert_int_equal(m.head_n, N);
-    float loss = m.loss, losses[N], *logits = malloc(N * V * sizeof(float)), *grads = malloc(m.n_params * sizeof(float));
-    memcpy(losses, m.losses, sizeof losses);
-    memcpy(logits, m.logits, N * V * sizeof(float));
+    assert_int_equal(m.run.head_n, N);
+    float loss = m.run.loss, losses[N], *logits = malloc(N * V * sizeof(float)), *grads = malloc(m.weights.n_params * sizeof(float));
+    memcpy(losses, m.run.losses, sizeof losses);
+    memcpy(logits, m.run.logits, N * V * sizeof(float));
     model_zero_grads(&m);
     model_backward(&m, 1.0f, NULL);
-    memcpy(grads, m.grads, m.n_params * sizeof(float));
+    memcpy(grads, m.weights.grads, m.weights.n_params * sizeof(float));
     model_forward(&m, in, tg, B, T, NULL);
-    assert_int_equal(m.head_n, kept);
-    assert_true(fabsf(m.loss - loss) <= 1e-5f * (1.0f + fabsf(loss)));
+    assert_int_equal(m.run.head_n, kept);
+    assert_true(fabsf(m.run.loss - loss) <= 1e-5f * (1.0f + fabsf(loss)));
     for (size_t n = 0; n < N; n++) {
-        if (tg[n] < 0) assert_true(m.losses[n] == 0.0f);
-        else assert_true(fabsf(m.losses[n] - losses[n]) <= 1e-5f * (1.0f + fabsf(losses[n])));
+        if (tg[n] < 0) assert_true(m.run.losses[n] == 0.0f);
+        else assert_true(fabsf(m.run.losses[n] - losses[n]) <= 1e-5f * (1.0f + fabsf(losses[n])));
     }
     for (size_t k = 0; k < kept; k++) {
-        assert_int_equal(tg[m.head_rows[k]], m.head_targets[k]);
+        assert_int_equal(tg[m.run.head_rows[k]], m.run.head_targets[k]);
         for (size_t v = 0; v < V; v++) {
-            float want = logits[(size_t)m.head_rows[k] * V + v];
-            assert_true(fabsf(m.logits[k * V + v] - want) <= 1e-5f * (1.0f + fabsf(want)));
+            float want = logits[(size_t)m.run.head_rows[k] * V + v];
+            assert_true(fabsf(m.run.logits[k * V + v] - want) <= 1e-5f * (1.0f + fabsf(want)));
         }
     }
     model_zero_grads(&m);
     model_backward(&m, 1.0f, NULL);
     double worst = 0.0, biggest = 0.0;
-    for (size_t i = 0; i < m.n_params; i++) {
-        double d = fabs((double)m.grads[i] - grads[i]);
+    for (size_t i = 0; i < m.weights.n_params; i++) {
+        double d = fabs((double)m.weights.grads[i] - grads[i]);
         worst = d > worst ? d : worst;
         biggest = fabs(grads[i]) > biggest ? fabs(grads[i]) : biggest;
     }

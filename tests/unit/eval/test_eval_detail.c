@@ -20,7 +20,7 @@ static void tiny_model(Model *m, int zero_weights) {
     cfg.vocab_size = V, cfg.block_size = T, cfg.n_layer = 1, cfg.n_head = 2, cfg.n_embd = 8;
     assert_int_equal(config_set_mixers(&cfg, "attention", &err), 0);
     assert_int_equal(model_init(m, &cfg, 5, &err), 0);
-    if (zero_weights) memset(m->params, 0, m->n_params * sizeof(float)); /* logits 0: every loss is ln V */
+    if (zero_weights) memset(m->weights.params, 0, m->weights.n_params * sizeof(float)); /* logits 0: every loss is ln V */
 }
 
 static void check_marks(const uint32_t *win, size_t n, const uint8_t *want) {
@@ -137,7 +137,7 @@ static void test_breakdowns_add_up(void **s) {
         for (size_t t = 0; t < T; t++) in[t] = (int32_t)toks[w * T + t], tg[t] = (int32_t)toks[w * T + t + 1];
         assert_int_equal(model_alloc_acts(&m, 1, T, &err), 0);
         model_forward(&m, in, tg, 1, T, NULL);
-        for (size_t t = 0; t < T; t++) want[t] += m.losses[t] / W;
+        for (size_t t = 0; t < T; t++) want[t] += m.run.losses[t] / W;
     }
     for (size_t t = 0; t < T; t++) assert_float_equal(d.pos_sum[t] / (double)d.pos_count[t], want[t], 1e-5);
     double whole = d.recall_loss * (double)d.recall_count + d.other_loss * (double)d.other_count;

@@ -40,18 +40,18 @@ static void make_model(Model *m, const char *mixers, size_t V, size_t block, siz
     assert_int_equal(model_init(m, &cfg, 42, &err), 0);
     Rng r;
     rng_seed(&r, 7);
-    for (size_t i = 0; weight_scale > 0 && i < m->n_tensors; i++) {
-        const ParamTensor *t = &m->tensors[i];
+    for (size_t i = 0; weight_scale > 0 && i < m->weights.n_tensors; i++) {
+        const ParamTensor *t = &m->weights.tensors[i];
         if (t->init == INIT_NORMAL || t->init == INIT_RESIDUAL)
             for (size_t j = 0; j < t->rows * (t->cols ? t->cols : 1); j++)
-                m->params[t->offset + j] = weight_scale * rng_normal(&r);
+                m->weights.params[t->offset + j] = weight_scale * rng_normal(&r);
     }
 }
 
 static float *tensor(Model *m, const char *name) {
     const ParamTensor *t = model_find_tensor(m, name);
     if (!t) fail_msg("no tensor %s", name);
-    return m->params + t->offset;
+    return m->weights.params + t->offset;
 }
 
 /* A char tokenizer of text and a model over it (mixers, block, L layers of
@@ -612,7 +612,7 @@ enum { IV = 6, IT = 12, TOK = 0, POS = IV, PREV = IV + IT, BAL_TOK = 2 * IV + IT
 
 static void build_induction_model(Model *m) {
     make_model(m, "attention,attention", IV, IT, 2, 1, IC, 0.0f);
-    memset(m->params, 0, m->n_params * sizeof(float));
+    memset(m->weights.params, 0, m->weights.n_params * sizeof(float));
     for (size_t l = 0; l < 2; l++) {
         char name[64];
         snprintf(name, sizeof name, "h.%zu.ln1.weight", l);

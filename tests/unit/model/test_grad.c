@@ -819,7 +819,7 @@ typedef struct {
 static double model_obj(void *p) {
     ModelCtx *c = p;
     model_forward(c->m, c->in, c->tg, c->B, c->T, &(PassOptions){.dropout_key = &c->key});
-    return c->m->loss;
+    return c->m->run.loss;
 }
 
 static void run_model_ex(const char *mixers, PosKind pos, float dropout, NormKind norm, const char *windows) {

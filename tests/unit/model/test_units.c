@@ -43,10 +43,10 @@ static void make_model_from(Model *m, const ModelConfig *cfg, size_t B, size_t T
     /* Larger weights than the init so that mixing is far from negligible. */
     Rng r;
     rng_seed(&r, 9);
-    for (size_t i = 0; i < m->n_tensors; i++) {
-        const ParamTensor *t = &m->tensors[i];
+    for (size_t i = 0; i < m->weights.n_tensors; i++) {
+        const ParamTensor *t = &m->weights.tensors[i];
         if (t->init == INIT_NORMAL || t->init == INIT_RESIDUAL)
-            for (size_t j = 0; j < t->rows * (t->cols ? t->cols : 1); j++) m->params[t->offset + j] = 0.2f * rng_normal(&r);
+            for (size_t j = 0; j < t->rows * (t->cols ? t->cols : 1); j++) m->weights.params[t->offset + j] = 0.2f * rng_normal(&r);
     }
 }
 
@@ -95,11 +95,11 @@ static double model_step_gap(Model *mp, double *biggest) {
     *biggest = 0.0;
     for (size_t t = 0; t < T; t++) {
         model_step(&m, &st, tok[t], logits);
-        fold_gap(&worst, logits, m.logits + t * V, V);
+        fold_gap(&worst, logits, m.run.logits + t * V, V);
         for (size_t v = 0; v < V; v++) *biggest = fabs(logits[v]) > *biggest ? fabs(logits[v]) : *biggest;
     }
     float ref[20 * 13];
-    memcpy(ref, m.logits, sizeof ref);
+    memcpy(ref, m.run.logits, sizeof ref);
     const size_t prefills[] = {1, 10, 20};
     for (size_t i = 0; i < 3; i++) {
         size_t k = prefills[i];
@@ -128,7 +128,7 @@ static void check_infer_forward(const ModelConfig *cfg, const char *what) {
     Model m;
     Error err;
     make_model_from(&m, cfg, B, T);
-    size_t V = cfg->vocab_size, train_floats = m.n_acts;
+    size_t V = cfg->vocab_size, train_floats = m.run.n_acts;
     int32_t in[B * T], tg[B * T];
     for (size_t i = 0; i < B * T; i++) in[i] = (int32_t)((i * 7 + 3) % V), tg[i] = (int32_t)((i * 5 + 1) % V);
     static float logits[B * T * 13], losses[B * T];
@@ -137,15 +137,15 @@ static void check_infer_forward(const ModelConfig *cfg, const char *what) {
             for (size_t i = 0; i < B * T; i += 3) tg[i] = LOSS_IGNORE;
         assert_int_equal(model_alloc_acts(&m, B, T, &err), 0);
         model_forward(&m, in, tg, B, T, NULL);
-        size_t rows = m.head_n;
-        float loss = m.loss;
-        memcpy(logits, m.logits, rows * V * sizeof(float));
-        memcpy(losses, m.losses, sizeof losses);
+        size_t rows = m.run.head_n;
+        float loss = m.run.loss;
+        memcpy(logits, m.run.logits, rows * V * sizeof(float));
+        memcpy(losses, m.run.losses, sizeof losses);
         assert_int_equal(model_alloc_infer(&m, B, T, &err), 0);
-        if (m.n_acts >= train_floats) fail_msg("%s: the inference arena (%zu floats) is not smaller", what, m.n_acts);
+        if (m.run.n_acts >= train_floats) fail_msg("%s: the inference arena (%zu floats) is not smaller", what, m.run.n_acts);
         model_forward(&m, in, tg, B, T, NULL);
-        if (m.head_n != rows || memcmp(&m.loss, &loss, sizeof loss) || memcmp(m.logits, logits, rows * V * sizeof(float)) ||
-            memcmp(m.losses, losses, sizeof losses))
+        if (m.run.head_n != rows || memcmp(&m.run.loss, &loss, sizeof loss) || memcmp(m.run.logits, logits, rows * V * sizeof(float)) ||
+            memcmp(m.run.losses, losses, sizeof losses))
             fail_msg("%s%s: the inference forward's logits or losses differ from the training forward's", what,
                      masked ? " (masked)" : "");
     }
@@ -258,11 +258,11 @@ static void check_weights_format(const char *mixers, WeightsFormat f, double bou
     for (size_t i = 0; i < T; i++) tok[i] = (int32_t)((i * 7 + 1) % V);
     float ref32[20 * 13], refq[20 * 13], logits[13];
     model_forward(&m, tok, NULL, 1, T, NULL);
-    memcpy(ref32, m.logits, sizeof ref32);
+    memcpy(ref32, m.run.logits, sizeof ref32);
     assert_int_equal(model_set_weights(&m, f, &err), 0);
-    assert_true(m.decode.n > 0);
+    assert_true(m.weights.decode.n > 0);
     model_forward(&m, tok, NULL, 1, T, NULL);
-    memcpy(refq, m.logits, sizeof refq);
+    memcpy(refq, m.run.logits, sizeof refq);
     ModelState st;
     assert_int_equal(model_state_init(&m, &st, &err), 0);
     double step_gap = 0.0, cost = 0.0;
@@ -480,16 +480,16 @@ static void test_recipe_config(void **s) {
     cfg.zero_init = 1;
     Model m;
     assert_int_equal(model_init(&m, &cfg, 3, &err), 0);
-    for (size_t i = 0; i < m.n_tensors; i++) {
-        const ParamTensor *t = &m.tensors[i];
+    for (size_t i = 0; i < m.weights.n_tensors; i++) {
+        const ParamTensor *t = &m.weights.tensors[i];
         int zero = 1;
-        for (size_t j = 0; j < t->rows * (t->cols ? t->cols : 1); j++) zero &= m.params[t->offset + j] == 0.0f;
+        for (size_t j = 0; j < t->rows * (t->cols ? t->cols : 1); j++) zero &= m.weights.params[t->offset + j] == 0.0f;
         int output = strstr(t->name, "attn.proj.weight") || strstr(t->name, "mlp.proj.weight") ||
                      !strcmp(t->name, "lm_head.weight");
         /* The Grassmann layer has no output projection; its gain keeps its one. */
         if (strstr(t->name, "grassmann.ln.weight"))
             for (size_t j = 0; j < t->rows; j++)
-                if (m.params[t->offset + j] != 1.0f) fail_msg("zero_init changed %s", t->name);
+                if (m.weights.params[t->offset + j] != 1.0f) fail_msg("zero_init changed %s", t->name);
         int drawn = t->cols && !output;
         if (output && !zero) fail_msg("zero_init left %s non-zero", t->name);
         if (drawn && zero) fail_msg("zero_init zeroed %s", t->name);
@@ -497,7 +497,7 @@ static void test_recipe_config(void **s) {
         assert_null(strstr(t->name, "ln_f.bias"));
     }
     assert_non_null(model_find_tensor(&m, "lm_head.weight"));
-    assert_int_equal(m.head, model_find_tensor(&m, "lm_head.weight")->offset);
+    assert_int_equal(m.weights.head, model_find_tensor(&m, "lm_head.weight")->offset);
     model_free(&m);
 }
 
@@ -579,9 +579,9 @@ static float loss_with_zero_columns(const ModelConfig *cfg, const char *tensor, 
     make_model_from(&m, cfg, 1, 20);
     const ParamTensor *t = model_find_tensor(&m, tensor);
     assert_non_null(t);
-    for (size_t r = 0; r < t->rows; r++) memset(m.params + t->offset + r * t->cols + col0, 0, cols * sizeof(float));
+    for (size_t r = 0; r < t->rows; r++) memset(m.weights.params + t->offset + r * t->cols + col0, 0, cols * sizeof(float));
     model_forward(&m, in, tg, 1, 20, NULL);
-    float loss = m.loss;
+    float loss = m.run.loss;
     model_free(&m);
     return loss;
 }
@@ -599,7 +599,7 @@ static void test_model_ablate(void **s) {
     int32_t in[20], tg[20];
     for (int i = 0; i < 20; i++) in[i] = (i * 5) % 13, tg[i] = (i * 7 + 1) % 13;
     model_forward(&m, in, tg, 1, 20, NULL);
-    float plain = m.loss;
+    float plain = m.run.loss;
     assert_int_equal(model_ablate(&m, 0, "offset1", &err), -1);
     assert_string_equal(err.msg, "layer 0 (attention) has no part 'offset1'; its parts: head0, head1");
     assert_int_equal(model_ablate(&m, 1, "offset3", &err), -1);
@@ -608,7 +608,7 @@ static void test_model_ablate(void **s) {
     assert_string_equal(err.msg, "layer 2 (gla) has no part 'head2'; its parts: head0, head1");
     assert_int_equal(model_ablate(&m, 3, "head0", &err), -1); /* no layer 3 */
     model_forward(&m, in, tg, 1, 20, NULL);
-    assert_true(m.loss == plain); /* the refused calls left nothing out */
+    assert_true(m.run.loss == plain); /* the refused calls left nothing out */
     /* A head: its columns of the projection zeroed. */
     const char *proj[2] = {"h.0.attn.proj.weight", "h.2.gla.proj.weight"};
     for (size_t k = 0; k < 2; k++) {
@@ -617,14 +617,14 @@ static void test_model_ablate(void **s) {
         assert_int_equal(model_ablate(&a, 2 * k, "head1", &err), 0);
         model_forward(&a, in, tg, 1, 20, NULL);
         float want = loss_with_zero_columns(&cfg, proj[k], 8, 8, in, tg);
-        if (!(a.loss != plain && fabsf(a.loss - want) <= 1e-6f * want))
+        if (!(a.run.loss != plain && fabsf(a.run.loss - want) <= 1e-6f * want))
             fail_msg("layer %zu without head1: loss %.7f, with its projection columns zero %.7f, plain %.7f", 2 * k,
-                     a.loss, want, plain);
+                     a.run.loss, want, plain);
         model_free(&a);
     }
     assert_int_equal(model_ablate(&m, 1, "offset2", &err), 0);
     model_forward(&m, in, tg, 1, 20, NULL);
-    assert_true(m.loss != plain);
+    assert_true(m.run.loss != plain);
     /* Every kind of part left out at once: the step leaves out what the forward does. */
     assert_int_equal(model_ablate(&m, 0, "head1", &err), 0);
     assert_int_equal(model_ablate(&m, 2, "head0", &err), 0);
@@ -901,10 +901,10 @@ static void test_checkpoint_roundtrip_and_corruption(void **s) {
     assert_true(got.data_rng == 0xdeadbeefcafef00dULL);
     assert_string_equal(got.tokenizer, "0123456789abcdef");
     assert_string_equal(got.train, "{\"lr\":0.001}");
-    assert_int_equal(back.n_params, m.n_params);
+    assert_int_equal(back.weights.n_params, m.weights.n_params);
     assert_int_equal(back.cfg.mixers[1], m.cfg.mixers[1]);
     assert_ptr_equal(back.mixers[1], m.mixers[1]);
-    assert_memory_equal(back.params, m.params, m.n_params * sizeof(float));
+    assert_memory_equal(back.weights.params, m.weights.params, m.weights.n_params * sizeof(float));
     assert_int_equal(os_back.n_floats, os.n_floats);
     assert_memory_equal(os_back.floats, os.floats, os.n_floats * sizeof(float));
     ckpt_state_free(&got);
@@ -948,14 +948,14 @@ static void test_checkpoint_muon_state(void **s) {
     const Optimizer *muon = optimizer_find("muon");
     test_optim_state(&os, muon, &m);
     size_t muon_floats = 0;
-    for (size_t i = 0; i < m.n_tensors; i++) {
-        const ParamTensor *t = &m.tensors[i];
+    for (size_t i = 0; i < m.weights.n_tensors; i++) {
+        const ParamTensor *t = &m.weights.tensors[i];
         assert_non_null(optim_buffer(&os, i, 0));
         if (muon_updates(t)) muon_floats += t->rows * t->cols, assert_null(optim_buffer(&os, i, 1));
         else assert_non_null(optim_buffer(&os, i, 1));
     }
     assert_true(muon_floats > 0);
-    assert_int_equal(os.n_floats, 2 * m.n_params - muon_floats);
+    assert_int_equal(os.n_floats, 2 * m.weights.n_params - muon_floats);
     for (size_t i = 0; i < os.n_floats; i++) os.floats[i] = 1.0f + (float)i * 1e-3f;
     CkptState st = {.step = 7, .tokenizer = "0123456789abcdef", .train = "{}"}, got;
     char path[] = "/tmp/lm-ckpt-XXXXXX";
@@ -965,8 +965,8 @@ static void test_checkpoint_muon_state(void **s) {
     assert_memory_equal(muon_back.floats, os.floats, os.n_floats * sizeof(float));
     ckpt_state_free(&got), optim_state_free(&muon_back), model_free(&back);
     assert_int_equal(load_with_state(path, &back, &got, optimizer_at(0), &adamw_back, &err), 0);
-    for (size_t i = 0; i < m.n_tensors; i++) {
-        const ParamTensor *t = &m.tensors[i];
+    for (size_t i = 0; i < m.weights.n_tensors; i++) {
+        const ParamTensor *t = &m.weights.tensors[i];
         size_t n = t->rows * (t->cols ? t->cols : 1);
         assert_memory_equal(optim_buffer(&adamw_back, i, 0), optim_buffer(&os, i, 0), n * sizeof(float));
         for (size_t j = 0; j < n && muon_updates(t); j++) assert_true(optim_buffer(&adamw_back, i, 1)[j] == 0.0f);
@@ -986,7 +986,7 @@ static void test_eval_uniform_is_vocab_size(void **s) {
     (void)s;
     Model m;
     make_model(&m, "attention", 1, 20);
-    memset(m.params, 0, m.n_params * sizeof(float)); /* all-zero weights: logits 0, uniform */
+    memset(m.weights.params, 0, m.weights.n_params * sizeof(float)); /* all-zero weights: logits 0, uniform */
     uint32_t toks[301];
     for (size_t i = 0; i < 301; i++) toks[i] = (uint32_t)((i * i + 3) % 13);
     EvalResult r;
@@ -1028,8 +1028,8 @@ static void test_stride_matches_direct_scoring(void **s) {
         for (size_t t = 0; t < 20; t++) in[t] = (int32_t)toks[start + t], tg[t] = (int32_t)toks[start + t + 1];
         model_alloc_acts(&m, 1, 20, &err);
         model_forward(&m, in, tg, 1, 20, NULL);
-        want += m.losses[j - start - 1];
-        const float *z = m.logits + (j - start - 1) * 13;
+        want += m.run.losses[j - start - 1];
+        const float *z = m.run.logits + (j - start - 1) * 13;
         size_t best = 0;
         for (size_t v = 1; v < 13; v++) best = z[v] > z[best] ? v : best;
         correct += best == toks[j];
@@ -1077,7 +1077,7 @@ static double overfit_from(const char *mixers, uint64_t init_seed) {
         model_forward(&m, in, tg, B, T, NULL);
         model_backward(&m, 1.0f, NULL);
         test_optim_step(&os, &m, &ac, lr_schedule(step, 20, 600, 1e-2f, 1e-3f), step + 1,
-                        clip_scale(grad_norm(m.grads, m.n_params), 1.0f));
+                        clip_scale(grad_norm(m.weights.grads, m.weights.n_params), 1.0f));
     }
     double sum = 0.0;
     size_t scored = 0;
@@ -1089,7 +1089,7 @@ static double overfit_from(const char *mixers, uint64_t init_seed) {
             }
         model_forward(&m, in, tg, B, T, NULL);
         for (size_t b = 0; b < B; b++)
-            for (size_t t = DETERMINED_FROM; t < T; t++) sum += m.losses[b * T + t], scored++;
+            for (size_t t = DETERMINED_FROM; t < T; t++) sum += m.run.losses[b * T + t], scored++;
     }
     optim_state_free(&os);
     model_free(&m);

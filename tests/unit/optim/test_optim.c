@@ -37,8 +37,8 @@ static void muon_step(OptimizerState *os, Model *m, float lr, size_t t) {
 
 /* Gradient k of the run, the same on every call. */
 static void fill_grads(Model *m, size_t k) {
-    float *g = rand_tensor(m->n_params, 0.1f, 1000 + k);
-    memcpy(m->grads, g, m->n_params * sizeof(float));
+    float *g = rand_tensor(m->weights.n_params, 0.1f, 1000 + k);
+    memcpy(m->weights.grads, g, m->weights.n_params * sizeof(float));
     free(g);
 }
 
@@ -92,8 +92,8 @@ static void test_muon_takes_hidden_matrices(void **s) {
     Model m;
     tiny_test_model(&m, "attention,grassmann", POS_LEARNED, 0.0f);
     size_t taken = 0;
-    for (size_t i = 0; i < m.n_tensors; i++) {
-        const ParamTensor *t = &m.tensors[i];
+    for (size_t i = 0; i < m.weights.n_tensors; i++) {
+        const ParamTensor *t = &m.weights.tensors[i];
         int hidden_matrix = t->cols && strncmp(t->name, "h.", 2) == 0;
         assert_int_equal(muon_updates(t), hidden_matrix);
         taken += hidden_matrix;
@@ -121,8 +121,8 @@ static float *muon_run(size_t threads) {
         muon_step(&os, &m, step_lr[k], k + 1);
     }
     threads_use(0);
-    float *out = malloc(m.n_params * sizeof(float));
-    memcpy(out, m.params, m.n_params * sizeof(float));
+    float *out = malloc(m.weights.n_params * sizeof(float));
+    memcpy(out, m.weights.params, m.weights.n_params * sizeof(float));
     optim_state_free(&os);
     model_free(&m);
     return out;
@@ -132,7 +132,7 @@ static void test_muon_threads(void **s) {
     (void)s;
     Model m;
     tiny_test_model(&m, "attention,grassmann", POS_LEARNED, 0.0f);
-    size_t n = m.n_params;
+    size_t n = m.weights.n_params;
     model_free(&m);
     float *one = muon_run(1), *two = muon_run(2);
     assert_memory_equal(one, two, n * sizeof(float));
@@ -151,16 +151,16 @@ static void test_adamw_closed_form(void **s) {
     OptimizerState os;
     tiny_test_model(&m, "attention,grassmann", POS_LEARNED, 0.0f);
     test_optim_state(&os, optimizer_find("adamw"), &m);
-    size_t n = m.n_params;
+    size_t n = m.weights.n_params;
     assert_int_equal(os.n_floats, 2 * n);
-    for (size_t i = 0; i < m.n_tensors; i++) {
-        assert_ptr_equal(optim_buffer(&os, i, 0), os.floats + m.tensors[i].offset);
-        assert_ptr_equal(optim_buffer(&os, i, 1), os.floats + n + m.tensors[i].offset);
+    for (size_t i = 0; i < m.weights.n_tensors; i++) {
+        assert_ptr_equal(optim_buffer(&os, i, 0), os.floats + m.weights.tensors[i].offset);
+        assert_ptr_equal(optim_buffer(&os, i, 1), os.floats + n + m.weights.tensors[i].offset);
     }
     fill_grads(&m, 7);
     float *m0 = rand_tensor(n, 0.05f, 8), *v0 = rand_tensor(n, 0.05f, 9), *p0 = malloc(n * sizeof(float));
     for (size_t i = 0; i < n; i++) v0[i] *= v0[i]; /* a second moment: positive */
-    memcpy(p0, m.params, n * sizeof(float)), memcpy(os.floats, m0, n * sizeof(float));
+    memcpy(p0, m.weights.params, n * sizeof(float)), memcpy(os.floats, m0, n * sizeof(float));
     memcpy(os.floats + n, v0, n * sizeof(float));
     test_optim_step(&os, &m, &adam, 2e-2f, 5, 0.7f);
     check_adamw_closed_form(&m, os.floats, p0, m0, v0, &adam, 2e-2f, 0.7f, 5, "optimizer adamw");
@@ -200,24 +200,24 @@ static int dump(const char *path) {
     Model m;
     OptimizerState os;
     muon_model(&m, &os);
-    size_t nt = m.n_tensors, total = nt * (1 + 2 * STEPS);
+    size_t nt = m.weights.n_tensors, total = nt * (1 + 2 * STEPS);
     StTensor *ts = calloc(total, sizeof *ts);
     char (*names)[TENSOR_NAME_MAX + 32] = calloc(total, sizeof *names);
-    float *copies = calloc((1 + 2 * STEPS) * m.n_params, sizeof(float));
+    float *copies = calloc((1 + 2 * STEPS) * m.weights.n_params, sizeof(float));
     size_t at = 0;
     /* copy c of the weights (or gradients) under names "<prefix><name>" */
     for (size_t c = 0; c <= 2 * STEPS; c++) {
-        float *base = copies + c * m.n_params;
-        if (c == 0) memcpy(base, m.params, m.n_params * sizeof(float));
+        float *base = copies + c * m.weights.n_params;
+        if (c == 0) memcpy(base, m.weights.params, m.weights.n_params * sizeof(float));
         else if (c % 2 == 1) {
             fill_grads(&m, c / 2);
-            memcpy(base, m.grads, m.n_params * sizeof(float));
+            memcpy(base, m.weights.grads, m.weights.n_params * sizeof(float));
             muon_step(&os, &m, step_lr[c / 2], c / 2 + 1);
         } else {
-            memcpy(base, m.params, m.n_params * sizeof(float));
+            memcpy(base, m.weights.params, m.weights.n_params * sizeof(float));
         }
         for (size_t i = 0; i < nt; i++) {
-            const ParamTensor *pt = &m.tensors[i];
+            const ParamTensor *pt = &m.weights.tensors[i];
             if (c == 0) snprintf(names[at], sizeof names[0], "before.%s", pt->name);
             else snprintf(names[at], sizeof names[0], "%s.%zu.%s", c % 2 ? "grad" : "after", (c - 1) / 2, pt->name);
             ts[at] = (StTensor){.name = names[at], .dtype = ST_F32, .ndim = pt->cols ? 2 : 1,

@@ -36,7 +36,7 @@ static void train_steps(const char *mixers, size_t threads, Model *m, OptimizerS
         model_zero_grads(m);
         model_forward(m, in, tg, B, T, NULL);
         model_backward(m, 1.0f, NULL);
-        test_optim_step(os, m, &adam, 1e-3f, step + 1, clip_scale(grad_norm(m->grads, m->n_params), 1.0f));
+        test_optim_step(os, m, &adam, 1e-3f, step + 1, clip_scale(grad_norm(m->weights.grads, m->weights.n_params), 1.0f));
     }
     omp_set_num_threads(2);
 }
@@ -48,9 +48,9 @@ static void check_invariance(const char *mixers, size_t width) {
     train_steps(mixers, 1, &a, &oa);
     train_steps(mixers, 2, &b, &ob);
     threads_set_width(0);
-    assert_int_equal(a.n_params, b.n_params);
-    assert_memory_equal(a.params, b.params, a.n_params * sizeof(float));
-    assert_memory_equal(a.grads, b.grads, a.n_params * sizeof(float));
+    assert_int_equal(a.weights.n_params, b.weights.n_params);
+    assert_memory_equal(a.weights.params, b.weights.params, a.weights.n_params * sizeof(float));
+    assert_memory_equal(a.weights.grads, b.weights.grads, a.weights.n_params * sizeof(float));
     assert_int_equal(oa.n_floats, ob.n_floats);
     assert_memory_equal(oa.floats, ob.floats, oa.n_floats * sizeof(float));
     optim_state_free(&oa), optim_state_free(&ob);

@@ -338,18 +338,18 @@ static void run_model(const char *mixers, NormKind norm) {
      * error, about 13 2^-7 K of their size (~1 here: weights 0.3, LayerNorm
      * before the head), and the loss moves by at most max|d logit| (its
      * gradient in the logits has l1 norm <= 2 per position). */
-    double dl = fabs((double)m16.loss - m32.loss);
-    if (getenv("VERBOSE")) printf("  %s loss fp32 %.6f bf16 %.6f\n", mixers, m32.loss, m16.loss);
+    double dl = fabs((double)m16.run.loss - m32.run.loss);
+    if (getenv("VERBOSE")) printf("  %s loss fp32 %.6f bf16 %.6f\n", mixers, m32.run.loss, m16.run.loss);
     assert_true(dl > 0.0);
     assert_true(dl <= 13 * 0x1p-7 * K_ALLOW * 2.0);
     /* Gradients: forward and backward paths, P = 2 x 13 per tensor (loose:
      * what it guards against is a product run on the wrong operand or an
      * unrounded shadow, errors of order 1). */
-    for (size_t i = 0; i < m32.n_tensors; i++) {
-        const ParamTensor *t = &m32.tensors[i];
+    for (size_t i = 0; i < m32.weights.n_tensors; i++) {
+        const ParamTensor *t = &m32.weights.tensors[i];
         char what[160];
         snprintf(what, sizeof what, "%s %s", mixers, t->name);
-        check_normwise(m16.grads + t->offset, m32.grads + t->offset, t->rows * (t->cols ? t->cols : 1), 26, what);
+        check_normwise(m16.weights.grads + t->offset, m32.weights.grads + t->offset, t->rows * (t->cols ? t->cols : 1), 26, what);
     }
     model_free(&m32), model_free(&m16);
 }
@@ -375,18 +375,18 @@ static void test_shadow(void **state) {
     tiny_test_model(&ref, "grassmann", POS_LEARNED, 0.0f);
     Error err;
     assert_int_equal(model_set_precision(&m, PRECISION_BF16, &err), 0);
-    for (size_t i = 0; i < m.n_params; i++) assert_true(m.bf16->params_h[i] == bf16_from_float(m.params[i]));
-    for (size_t i = 0; i < m.n_params; i++) m.params[i] *= 2.0f; /* exact, and so is the way back */
+    for (size_t i = 0; i < m.weights.n_params; i++) assert_true(m.weights.bf16->params_h[i] == bf16_from_float(m.weights.params[i]));
+    for (size_t i = 0; i < m.weights.n_params; i++) m.weights.params[i] *= 2.0f; /* exact, and so is the way back */
     model_round_weights(&m);
-    for (size_t i = 0; i < m.n_params; i++) assert_true(m.bf16->params_h[i] == bf16_from_float(m.params[i]));
-    for (size_t i = 0; i < m.n_params; i++) m.params[i] *= 0.5f;
+    for (size_t i = 0; i < m.weights.n_params; i++) assert_true(m.weights.bf16->params_h[i] == bf16_from_float(m.weights.params[i]));
+    for (size_t i = 0; i < m.weights.n_params; i++) m.weights.params[i] *= 0.5f;
     assert_int_equal(model_set_precision(&m, PRECISION_FP32, &err), 0);
-    assert_null(m.bf16);
+    assert_null(m.weights.bf16);
     int32_t tok[16], tgt[16];
     for (int i = 0; i < 16; i++) tok[i] = (i * 3 + 1) % 11, tgt[i] = (i * 2 + 5) % 11;
     forward_backward(&m, tok, tgt);
     forward_backward(&ref, tok, tgt);
-    assert_memory_equal(m.grads, ref.grads, m.n_params * sizeof(float));
+    assert_memory_equal(m.weights.grads, ref.weights.grads, m.weights.n_params * sizeof(float));
     model_free(&m), model_free(&ref);
 }
 
@@ -403,10 +403,10 @@ static void test_memory_count(void **state) {
         Error err;
         assert_int_equal(model_alloc_acts(&m, 3, 8, &err), 0);
         assert_int_equal(model_set_precision(&m, PRECISION_BF16, &err), 0);
-        size_t allocated = (m.n_params + 2 * m.bf16->scratch_len) * sizeof(uint16_t) +
-                           m.bf16->packed_len * sizeof(uint32_t);
-        assert_true(allocated > m.n_params * sizeof(uint16_t));
-        assert_true(k ? m.bf16->packed_len == 0 && !m.bf16->packed : m.bf16->packed_len > 0 && m.bf16->packed);
+        size_t allocated = (m.weights.n_params + 2 * m.weights.bf16->scratch_len) * sizeof(uint16_t) +
+                           m.weights.bf16->packed_len * sizeof(uint32_t);
+        assert_true(allocated > m.weights.n_params * sizeof(uint16_t));
+        assert_true(k ? m.weights.bf16->packed_len == 0 && !m.weights.bf16->packed : m.weights.bf16->packed_len > 0 && m.weights.bf16->packed);
         assert_int_equal(model_bf16_bytes(&m.cfg, 3, 8), allocated);
         assert_true(model_bf16_bytes(&m.cfg, 6, 8) > allocated); /* the scratch grows with the batch */
         model_free(&m);
@@ -433,10 +433,10 @@ static void test_thread_invariance(void **state) {
         model_zero_grads(&m);
         model_forward(&m, tok, tgt, 4, 8, NULL);
         model_backward(&m, 1.0f, NULL);
-        loss[run] = m.loss;
-        grads[run] = malloc(m.n_params * sizeof(float));
-        memcpy(grads[run], m.grads, m.n_params * sizeof(float));
-        if (run == 1) assert_memory_equal(grads[0], grads[1], m.n_params * sizeof(float));
+        loss[run] = m.run.loss;
+        grads[run] = malloc(m.weights.n_params * sizeof(float));
+        memcpy(grads[run], m.weights.grads, m.weights.n_params * sizeof(float));
+        if (run == 1) assert_memory_equal(grads[0], grads[1], m.weights.n_params * sizeof(float));
         model_free(&m);
     }
     assert_true(loss[0] == loss[1]);
@@ -476,16 +476,16 @@ static void test_failure_reported(void **state) {
     Error first, second;
     err_set(&first, "oneDNN: no bf16 matmul for 7x5x3 (first)");
     err_set(&second, "second");
-    matmul_bf16_record(m.bf16, 0, &second); /* success: nothing recorded */
+    matmul_bf16_record(m.weights.bf16, 0, &second); /* success: nothing recorded */
     assert_int_equal(model_bf16_failed(&m, &err), 0);
-    matmul_bf16_record(m.bf16, -1, &first);
-    matmul_bf16_record(m.bf16, -1, &second);
-    float *before = malloc(m.n_params * sizeof *before);
-    memcpy(before, m.params, m.n_params * sizeof *before);
+    matmul_bf16_record(m.weights.bf16, -1, &first);
+    matmul_bf16_record(m.weights.bf16, -1, &second);
+    float *before = malloc(m.weights.n_params * sizeof *before);
+    memcpy(before, m.weights.params, m.weights.n_params * sizeof *before);
     memset(err.msg, 0, sizeof err.msg);
     assert_int_equal(train_step(&m, &os, &tf, &rng, &h, NULL, NULL, 1, 0.0, in, tg, &st, &err), -1);
     assert_string_equal(err.msg, "a bf16 matrix product failed: oneDNN: no bf16 matmul for 7x5x3 (first)");
-    assert_memory_equal(m.params, before, m.n_params * sizeof *before);
+    assert_memory_equal(m.weights.params, before, m.weights.n_params * sizeof *before);
     memset(err.msg, 0, sizeof err.msg);
     assert_int_equal(estimate_loss(&m, &tf, &h, NULL, NULL, in, tg, &val, &err), -1);
     assert_non_null(strstr(err.msg, "(first)"));

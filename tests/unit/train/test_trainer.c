@@ -44,7 +44,7 @@ static void check_step_count(const Optimizer *opt, const char *label) {
     uint16_t tokens[N_TOKENS];
     TokenFile tf = token_file(tokens);
     TrainHyper h = hyper(2, 1);
-    size_t n = m.n_params;
+    size_t n = m.weights.n_params;
     float *p0 = malloc(n * sizeof(float)), *m0 = malloc(n * sizeof(float)), *v0 = malloc(n * sizeof(float));
     int32_t in[16], tg[16];
     Rng rng;
@@ -52,7 +52,7 @@ static void check_step_count(const Optimizer *opt, const char *label) {
     Error err;
     for (size_t step = 0; step < 2; step++) {
         /* AdamW's state: its two moments, each laid out as the weights */
-        memcpy(p0, m.params, n * sizeof(float)), memcpy(m0, os.floats, n * sizeof(float));
+        memcpy(p0, m.weights.params, n * sizeof(float)), memcpy(m0, os.floats, n * sizeof(float));
         memcpy(v0, os.floats + n, n * sizeof(float));
         StepStats st;
         assert_int_equal(train_step(&m, &os, &tf, &rng, &h, NULL, NULL, step, 0.0, in, tg, &st, &err), 0);
@@ -98,10 +98,10 @@ static void test_accumulation_averages(void **s) {
         fail_msg("grad_norm of 2 micro-batches of 2: %.7g, of one batch of 4: %.7g", sa.grad_norm, sw.grad_norm);
     if (!(fabs(sa.loss - sw.loss) <= 1e-6 * sw.loss))
         fail_msg("loss of 2 micro-batches of 2: %.7g, of one batch of 4: %.7g", sa.loss, sw.loss);
-    for (size_t i = 0; i < whole.n_params; i++)
-        if (!(fabs(accum.params[i] - whole.params[i]) <= 1e-6 * (fabs(whole.params[i]) + 1e-2)))
+    for (size_t i = 0; i < whole.weights.n_params; i++)
+        if (!(fabs(accum.weights.params[i] - whole.weights.params[i]) <= 1e-6 * (fabs(whole.weights.params[i]) + 1e-2)))
             fail_msg("weight %zu after a step of 2 micro-batches of 2: %.9g, of one batch of 4: %.9g", i,
-                     (double)accum.params[i], (double)whole.params[i]);
+                     (double)accum.weights.params[i], (double)whole.weights.params[i]);
     optim_state_free(&ow), optim_state_free(&oa);
     model_free(&whole), model_free(&accum);
 }
