@@ -128,7 +128,11 @@ PROGRAM_OBJ := $(PROGRAM_SRC:%.c=$(OUT)/%.o)
 LIB_OBJ  := $(LIB_SRC:%.c=$(OUT)/%.o) $(call level_objects,$(OUT)) $(OUT)/$(PAGE_C:.c=.o)
 LIB      := $(OUT)/liblm.a
 PROGRAMS := $(BIN)/prepare $(BIN)/train $(BIN)/info $(BIN)/eval $(BIN)/sample $(BIN)/inspect $(BIN)/probegen $(BIN)/gemm-rate $(BIN)/convert
-TESTS    := $(patsubst tests/%.c,$(OUT)/%,$(wildcard tests/test_*.c))
+# The unit tests, tests/unit/LAYER/test_NAME.c, each built into $(OUT)/test_NAME (the
+# binaries flat, whatever folder their source is in).
+TEST_SRC := $(wildcard tests/unit/*/test_*.c)
+TEST_OBJ := $(TEST_SRC:%.c=$(OUT)/%.o)
+TESTS    := $(patsubst %.c,$(OUT)/%,$(notdir $(TEST_SRC)))
 # What a build directory's objects were compiled with, in a file rewritten
 # only when that changes (another OPT, a build that finds oneDNN where the
 # last found none, another compiler): every object depends on its
@@ -158,7 +162,7 @@ $(OUT)/%.o: %.c $(FLAGS_STAMP) | $(OUT)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 $(OUT)/src/runtime/dist.o: private CFLAGS += $(MPI_FEATURE_CFLAGS)
 $(OUT)/src/runtime/dist.o: $(MPI_STAMP)
-$(OUT)/tests/%.o: private CFLAGS += -I. -Itests
+$(OUT)/tests/%.o: private CFLAGS += -I. -Itests/unit
 $(FLAGS_STAMP): FORCE | $(OUT)
 	@$(call write_if_changed,$@,$(FLAGS_TEXT))
 $(MPI_STAMP): FORCE | $(OUT)
@@ -173,14 +177,14 @@ $(call level_objects,$(OUT)): $(OUT)/%.o: $$(basename $$*)_kernel.h $(FLAGS_STAM
 # A build for other machines (a release, a packed copy for a bigger machine):
 # every x86-64 runs it, and our kernels (the levels' objects above) still run
 # at AVX2 or AVX-512 where the CPU has them. Into build-release*/ and
-# bin-release/; tests/portable_check.sh then proves that no object but the
+# bin-release/; tests/builds/portable_check.sh then proves that no object but the
 # levels' objects holds an AVX instruction. release-test runs the release's
 # unit tests at every level this CPU has.
 RELEASE_OPT ?= -O3 -march=x86-64 -mtune=generic
 RELEASE_VARS = BUILD=build-release BIN=bin-release OPT="$(RELEASE_OPT)"
 release:
 	$(MAKE) $(RELEASE_VARS) all
-	bash tests/portable_check.sh build-release$(BLAS_SUFFIX)
+	bash tests/builds/portable_check.sh build-release$(BLAS_SUFFIX)
 release-test: release
 	$(MAKE) $(RELEASE_VARS) unit-test
 
@@ -206,7 +210,7 @@ pack:
 	    if [ ! -e "$$p" ] || [ "$$d" -nt "$$p" ]; then sed 's|^$(RELEASE_OUT)/|$(PACK_OUT)/|' "$$d" >"$$p" && touch -r "$$d" "$$p"; fi; done && \
 	  echo "pack: the release's objects from $(RELEASE_OUT)/ (all but src/runtime/dist.o, built without MPI)"; fi
 	$(MAKE) BUILD=build-pack BIN=$(PACK_OUT)/bin OPT="$(RELEASE_OPT)" MPI=0 PACKED=1 all tests
-	bash tests/portable_check.sh $(PACK_OUT)
+	bash tests/builds/portable_check.sh $(PACK_OUT)
 	bash scripts/pack.sh $(PACK_OUT) $(PACK)
 ifeq ($(PACKED),1)
 LDFLAGS += -Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN/../lib'
@@ -240,7 +244,8 @@ $(BLAS_STAMP): FORCE | $(BIN)
 	@[ "$$(cat $@ 2>/dev/null)" = "$(BLAS)" ] || echo "$(BLAS)" >$@
 FORCE:
 
-$(TESTS): $(OUT)/%: $(OUT)/tests/%.o $(LIB) | $(OUT)
+test_obj = $(filter %/$(1).o,$(TEST_OBJ))
+$(TESTS): $(OUT)/%: $$(call test_obj,%) $(LIB) | $(OUT)
 	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS) -lcmocka
 
 $(OUT) $(BIN):
@@ -251,7 +256,7 @@ tests: $(TESTS)
 # GCC 12's ARM64 loop vectoriser stops with an internal compiler error
 # (vect_transform_reduction) on this test's reference loops: not ours to vectorise.
 ifeq ($(ARCH),aarch64)
-$(OUT)/tests/test_bf16.o: private CFLAGS += -fno-tree-loop-vectorize
+$(OUT)/tests/unit/blas/test_bf16.o: private CFLAGS += -fno-tree-loop-vectorize
 endif
 
 # Unit tests and gradient checks (cmocka), then the programs from outside:
@@ -276,7 +281,7 @@ unit-test: $(TESTS) $(BIN)/gemm-rate
 	@echo "== $(OUT)/test_bf16 as on a CPU without AVX512_BF16 (LM_TEST_CPU_HIDE: the conversion's AVX-512F path)"
 	@LM_TEST_CPU_HIDE=avx512bf16 OMP_NUM_THREADS=2 $(OUT)/test_bf16
 
-# The contract suite alone (tests/test_mixers.c, also among unit-test's):
+# The contract suite alone (tests/unit/mixers/test_mixers.c, also among unit-test's):
 # each mixer of the registry checked through the Mixer interface, at every
 # level this CPU runs; one line per mixer and level.
 test-mixers: $(OUT)/test_mixers $(BIN)/gemm-rate
@@ -284,49 +289,49 @@ test-mixers: $(OUT)/test_mixers $(BIN)/gemm-rate
 	  LM_MAX_ISA=$$isa OMP_NUM_THREADS=2 $(OUT)/test_mixers || exit 1; done
 
 test: unit-test $(PROGRAMS)
-	/usr/bin/python3 tests/house.py
+	/usr/bin/python3 tests/house/house.py
 	$(MAKE) release
-	+bash tests/pack_test.sh
-	/usr/bin/python3 -m tests.doc_links
-	/usr/bin/python3 -m tests.docs_options
-	bash tests/cli_test.sh
-	bash tests/init_test.sh
-	bash tests/resume_test.sh
-	bash tests/rope_test.sh
-	bash tests/recipe_test.sh
-	bash tests/inspect_test.sh
-	bash tests/mpi_test.sh
-	bash tests/muon_cli_test.sh
-	/usr/bin/python3 -m tests.muon_test $(OUT)
-	bash tests/hardstop_test.sh
-	bash tests/limits_test.sh
-	bash tests/harden_test.sh
-	bash tests/outputs_test.sh
-	bash tests/runs_harden_test.sh
-	bash tests/run_tools_test.sh
-	bash tests/bpe_cli_test.sh
-	bash tests/tokenizer_from_test.sh
-	bash tests/bpe_agreement.sh
-	bash tests/gpt2_tokenizer.sh
+	+bash tests/builds/pack_test.sh
+	/usr/bin/python3 -m tests.house.doc_links
+	/usr/bin/python3 -m tests.house.docs_options
+	bash tests/cli/cli_test.sh
+	bash tests/cli/init_test.sh
+	bash tests/cli/resume_test.sh
+	bash tests/cli/rope_test.sh
+	bash tests/cli/recipe_test.sh
+	bash tests/cli/inspect_test.sh
+	bash tests/cli/mpi_test.sh
+	bash tests/cli/muon_cli_test.sh
+	/usr/bin/python3 -m tests.parity.muon_test $(OUT)
+	bash tests/cli/hardstop_test.sh
+	bash tests/cli/limits_test.sh
+	bash tests/cli/harden_test.sh
+	bash tests/cli/outputs_test.sh
+	bash tests/cli/runs_harden_test.sh
+	bash tests/cli/run_tools_test.sh
+	bash tests/cli/bpe_cli_test.sh
+	bash tests/cli/tokenizer_from_test.sh
+	bash tests/js/bpe_agreement.sh
+	bash tests/js/gpt2_tokenizer.sh
 	@levels=$$($(BIN)/gemm-rate --isa-levels); best=$$(echo "$$levels" | tail -1); for isa in $$levels; do \
 	  paths=$$([ $$isa = $$best ] || echo --kernel-paths); echo "== tests.parity $$paths (LM_MAX_ISA=$$isa)"; \
 	  LM_MAX_ISA=$$isa /usr/bin/python3 -m tests.parity $$paths || exit 1; done
-	/usr/bin/python3 -m tests.gpt2_convert
-	bash tests/loss_mask_test.sh
-	bash tests/evals_test.sh
-	bash tests/probe_test.sh
-	/usr/bin/python3 -m tests.bench_test
-	/usr/bin/python3 -m tests.paper_test
-	/usr/bin/python3 -m tests.compare_test
-	/usr/bin/python3 -m tests.compare_sweep_test
-	/usr/bin/python3 -m tests.archs_test
-	/usr/bin/python3 -m tests.harness_harden_test
-	/usr/bin/python3 -m tests.harness_config_test
-	/usr/bin/python3 -m tests.harness_outputs_test
-	/usr/bin/python3 -m tests.harness_stop_test
-	/usr/bin/python3 -m tests.harness_fuzz
-	/usr/bin/python3 -m tests.info_fuzz
-	bash tests/browser_test.sh
+	/usr/bin/python3 -m tests.parity.gpt2_convert
+	bash tests/cli/loss_mask_test.sh
+	bash tests/cli/evals_test.sh
+	bash tests/harness/probe_test.sh
+	/usr/bin/python3 -m tests.harness.bench_test
+	/usr/bin/python3 -m tests.harness.paper_test
+	/usr/bin/python3 -m tests.harness.compare_test
+	/usr/bin/python3 -m tests.harness.compare_sweep_test
+	/usr/bin/python3 -m tests.harness.archs_test
+	/usr/bin/python3 -m tests.harness.harness_harden_test
+	/usr/bin/python3 -m tests.harness.harness_config_test
+	/usr/bin/python3 -m tests.harness.harness_outputs_test
+	/usr/bin/python3 -m tests.harness.harness_stop_test
+	/usr/bin/python3 -m tests.fuzz.harness_fuzz
+	/usr/bin/python3 -m tests.fuzz.info_fuzz
+	bash tests/js/browser_test.sh
 
 # The other BLAS library's programs too (bin-blis or bin-openblas), for the
 # bench's blas section, which compares the two.
@@ -363,11 +368,11 @@ deps:
 # ARM64, cross-compiled with Debian's aarch64 toolchain (scripts/install-deps-arm64.sh)
 # into bin-arm64/ and build-arm64-openblas/, then run under qemu-user: the
 # unit tests at each ARM64 level and a CLI suite, whose training is compared
-# with this machine's build (bin/) (tests/arm64_test.sh).
+# with this machine's build (bin/) (tests/builds/arm64_test.sh).
 ARM64_CC ?= aarch64-linux-gnu-gcc
 arm64-test: $(PROGRAMS)
 	$(MAKE) CC=$(ARM64_CC) BUILD=build-arm64 BIN=bin-arm64 BLAS=openblas all tests
-	BIN=$(BIN) bash tests/arm64_test.sh
+	BIN=$(BIN) bash tests/builds/arm64_test.sh
 
 # Synthetic recall probes, MQAR and copy: runs/probe/probe.md and probe.json.
 probe: $(PROGRAMS)
@@ -376,25 +381,25 @@ probe: $(PROGRAMS)
 asan:
 	$(MAKE) BUILD=build-asan BIN=bin-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
 	        LDFLAGS="-fsanitize=address,undefined" unit-test all
-	BIN=bin-asan bash tests/cli_test.sh
-	BIN=bin-asan bash tests/init_test.sh
-	BIN=bin-asan bash tests/resume_test.sh
-	BIN=bin-asan bash tests/rope_test.sh
-	BIN=bin-asan bash tests/recipe_test.sh
-	BIN=bin-asan bash tests/inspect_test.sh
-	BIN=bin-asan bash tests/mpi_test.sh
-	BIN=bin-asan bash tests/muon_cli_test.sh
-	BIN=bin-asan bash tests/hardstop_test.sh
-	BIN=bin-asan bash tests/limits_test.sh
-	BIN=bin-asan bash tests/harden_test.sh
-	BIN=bin-asan bash tests/outputs_test.sh
-	BIN=bin-asan bash tests/runs_harden_test.sh
-	BIN=bin-asan bash tests/run_tools_test.sh
-	BIN=bin-asan bash tests/bpe_cli_test.sh
-	BIN=bin-asan bash tests/tokenizer_from_test.sh
-	BIN=bin-asan bash tests/loss_mask_test.sh
-	BIN=bin-asan bash tests/evals_test.sh
-	BIN=bin-asan /usr/bin/python3 -m tests.gpt2_convert
+	BIN=bin-asan bash tests/cli/cli_test.sh
+	BIN=bin-asan bash tests/cli/init_test.sh
+	BIN=bin-asan bash tests/cli/resume_test.sh
+	BIN=bin-asan bash tests/cli/rope_test.sh
+	BIN=bin-asan bash tests/cli/recipe_test.sh
+	BIN=bin-asan bash tests/cli/inspect_test.sh
+	BIN=bin-asan bash tests/cli/mpi_test.sh
+	BIN=bin-asan bash tests/cli/muon_cli_test.sh
+	BIN=bin-asan bash tests/cli/hardstop_test.sh
+	BIN=bin-asan bash tests/cli/limits_test.sh
+	BIN=bin-asan bash tests/cli/harden_test.sh
+	BIN=bin-asan bash tests/cli/outputs_test.sh
+	BIN=bin-asan bash tests/cli/runs_harden_test.sh
+	BIN=bin-asan bash tests/cli/run_tools_test.sh
+	BIN=bin-asan bash tests/cli/bpe_cli_test.sh
+	BIN=bin-asan bash tests/cli/tokenizer_from_test.sh
+	BIN=bin-asan bash tests/cli/loss_mask_test.sh
+	BIN=bin-asan bash tests/cli/evals_test.sh
+	BIN=bin-asan /usr/bin/python3 -m tests.parity.gpt2_convert
 
 # Valgrind memcheck: the unit tests and a short train, eval and sample, with
 # zero errors and no definitely lost bytes (VALGRIND_ARGS=--quick: the
@@ -407,7 +412,7 @@ VG_TESTS := $(if $(filter --quick,$(VALGRIND_ARGS)),,build-vg/test_units build-v
 valgrind:
 	$(MAKE) BLAS=blis BUILD=build-vg BIN=bin-vg OPT="-O1 -g -march=x86-64-v3" $(VG_TESTS) \
 	        bin-vg/prepare bin-vg/train bin-vg/eval bin-vg/sample bin-vg/info
-	bash tests/valgrind_test.sh $(VALGRIND_ARGS)
+	bash tests/builds/valgrind_test.sh $(VALGRIND_ARGS)
 
 # libFuzzer (clang) harnesses of the loaders, each seeded with tests/fuzz/seeds/<name>/.
 # make fuzz FUZZ_SECONDS=N runs each for N seconds; new inputs go to runs/fuzz/<name>/,
@@ -442,7 +447,7 @@ build-fuzz$(BLAS_SUFFIX):
 	mkdir -p $@
 .SECONDARY: $(FUZZ_OBJ)
 # The headers each object (and fuzzer) was compiled against (-MMD).
--include $(patsubst %.o,%.d,$(LIB_OBJ) $(PROGRAM_OBJ) $(TESTS:$(OUT)/%=$(OUT)/tests/%.o) $(FUZZ_OBJ)) $(FUZZERS:=.d)
+-include $(patsubst %.o,%.d,$(LIB_OBJ) $(PROGRAM_OBJ) $(TEST_OBJ) $(FUZZ_OBJ)) $(FUZZERS:=.d)
 fuzz: $(FUZZERS)
 	@for f in $(FUZZERS); do n=$$(basename $$f); mkdir -p runs/fuzz/$$n; echo "== $$n ($(FUZZ_SECONDS) s)"; \
 	  $$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
@@ -455,12 +460,12 @@ fuzz: $(FUZZERS)
 # The harnesses' readers of results files (compare.csv, zoology.json, probe.json, ...) under
 # Hypothesis: random inputs for FUZZ_SECONDS in all, shared by the readers (no clang needed).
 fuzz-harness:
-	/usr/bin/python3 -m tests.harness_fuzz --seconds $(FUZZ_SECONDS)
+	/usr/bin/python3 -m tests.fuzz.harness_fuzz --seconds $(FUZZ_SECONDS)
 
 # bin/info on run folders made from a good one, their checkpoint's header and config.json drawn by
 # Hypothesis: one line and exit 2, or text without control bytes and JSON that parses.
 fuzz-info: $(BIN)/prepare $(BIN)/train $(BIN)/info
-	/usr/bin/python3 -m tests.info_fuzz --seconds $(FUZZ_SECONDS)
+	/usr/bin/python3 -m tests.fuzz.info_fuzz --seconds $(FUZZ_SECONDS)
 
 # Remakes the seed inputs from a tiny model trained by the programs.
 fuzz-seeds: $(PROGRAMS)

@@ -31,7 +31,7 @@ static ReadingNeeds export_needs(const ModelConfig *cfg, const void *ctx) {
 static void describe(const Model *m, const Tokenizer *tok) {
     const ModelConfig *c = &m->cfg;
     printf("GPT-2: %zu layers, %zu heads, n_embd %zu, block %zu, vocabulary %zu (%s), %zu parameters", c->n_layer,
-           c->n_head, c->n_embd, c->block_size, c->vocab_size, tok->kind->name, m->n_params);
+           c->n_head, c->n_embd, c->block_size, c->vocab_size, tok->kind->name, m->weights.n_params);
 }
 
 static int from_hf(const char *dir, const char *out) {

@@ -150,7 +150,7 @@ static int run(Model *m, const Seq *seqs, size_t n_seqs, const int32_t *pool, ui
             double nats = 0;
             int greedy = 1;
             for (size_t t = q->len - 1 - q->n_scored; t + 1 < q->len; t++) {
-                nats += m->losses[b * Tb + t];
+                nats += m->run.losses[b * Tb + t];
                 greedy &= hit[b * Tb + t];
             }
             DsScore *s = &r->scores[q->item];

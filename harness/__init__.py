@@ -3,7 +3,7 @@ them, and the PyTorch reference model. Everything runs from the repository
 root as a module, e.g. `python3 -m harness.compare`.
 
 Programs, each run as `python3 -m harness.NAME`: it parses its options,
-calls the library and prints; none imports another (tests/house.py checks).
+calls the library and prints; none imports another (tests/house/house.py checks).
 
   compare.py      make compare: architectures of matched size, seeds, token and time budgets
   probe.py        make probe: MQAR and copy recall probes per architecture
@@ -30,7 +30,7 @@ The library:
   stats.py        Welch's t-test (Student's t through the incomplete beta), standard library only
   report_page.py  the self-contained HTML page of a report (report_page.html), and the colours runs are drawn in
   results.py      the results files and training logs read back as untrusted data, each through a schema
-  torch_ref.py    the PyTorch reference model around the mixers' references (also used by tests/parity.py)
+  torch_ref.py    the PyTorch reference model around the mixers' references (also used by tests/parity/parity.py)
   torch_muon.py   a PyTorch Muon written from the algorithm
   safetensors_np.py  reads checkpoints and gradient dumps into numpy (also used by tests/)
   base.py         the bottom, importing nothing of the harness: paths, the harness's name, dying with one line
@@ -44,4 +44,4 @@ The library:
 Nothing here is imported by the C build; tests/ imports the library as
 `from harness.x import ...`. No mixer is named
 here but in its own reference and make paper's own experiment (harness/paper.py,
-harness/lib/paper/), every file stays under 450 lines (tests/house.py checks)."""
+harness/lib/paper/), every file stays under 450 lines (tests/house/house.py checks)."""

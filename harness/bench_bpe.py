@@ -11,7 +11,7 @@
    tiktoken (encode_ordinary, WASM, one thread) on the same chunks.
 3. Peak RSS of bin/prepare and of 20 training steps on a ~200 MB text (Moby
    Dick copies in the scratch directory).
-Medians of --rounds runs. Needs the npm packages of tests/bpe_agreement.sh
+Medians of --rounds runs. Needs the npm packages of tests/js/bpe_agreement.sh
 (run it first); the parts that need them are skipped with a message if absent.
 Usage: /usr/bin/python3 -m harness.bench_bpe [--rounds 3] [--skip-200mb]"""
 import argparse
@@ -114,7 +114,7 @@ def main():
     args = ap.parse_args()
     have_npm = os.path.isdir(os.path.join(NPM, "tiktoken"))
     if not have_npm:
-        print(f"bench_bpe: no npm packages in {NPM} (run tests/bpe_agreement.sh): HF and tiktoken parts skipped")
+        print(f"bench_bpe: no npm packages in {NPM} (run tests/js/bpe_agreement.sh): HF and tiktoken parts skipped")
     tmp = tempfile.mkdtemp(prefix="bench_bpe_")
     print(f"CPU: {cpu_model()}, "
           f"{os.cpu_count()} cores (shared: timings are noisy); OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'all')}")

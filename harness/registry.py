@@ -7,7 +7,7 @@ architecture gives it, its kind, bounds and default, the one that sizes the
 layer, what a model that sets it is called), and at a model each layer's
 tensors, parameters, state floats per sequence and FLOPs per token. No
 mixer's name, option or formula is written in harness/ but in the mixer's
-own PyTorch reference (harness/mixers/NAME.py); tests/house.py checks. A
+own PyTorch reference (harness/mixers/NAME.py); tests/house/house.py checks. A
 name the registry does not have is one line and exit 2 (base.die), never
 another mixer's branch.
 

@@ -8,7 +8,7 @@ for each matrix W (rows x cols) with gradient G,
     5 times: A = X X^T; X = a X + (b A + c A A) X,  (a, b, c) = (3.4445, -4.7750, 2.0315)
     W = W (1 - lr * weight_decay) - lr * sqrt(max(1, rows / cols)) * X
 
-For tests/muon_test.py (against the C step) and harness/torch_train.py
+For tests/parity/muon_test.py (against the C step) and harness/torch_train.py
 --optimizer muon (the PyTorch model trained with it)."""
 import torch
 

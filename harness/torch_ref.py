@@ -2,7 +2,7 @@
 with torch operations, from a dict of weights named as in docs/design.md: the
 embeddings, the blocks' norms and MLPs and the head here, each layer's mixer
 in its own reference (harness/mixers/NAME.py, found by the mixer's name).
-Used by tests/parity.py (autograd gradients), harness/bench/ (speed, through
+Used by tests/parity/parity.py (autograd gradients), harness/bench/ (speed, through
 harness/bench_torch.py) and harness/torch_train.py (the loss it reaches)."""
 import importlib
 import os

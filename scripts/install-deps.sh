@@ -20,7 +20,7 @@ PACKAGES=(
     libopenmpi-dev openmpi-bin   # data-parallel bin/train over processes and machines (mpirun)
     clang                    # libFuzzer: make fuzz runs the loaders' fuzzers
     valgrind                 # make valgrind: memcheck of the unit tests and the programs
-    chromium                 # make test: the HTML pages in a headless browser (tests/browser_test.sh)
+    chromium                 # make test: the HTML pages in a headless browser (tests/js/browser_test.sh)
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -63,7 +63,7 @@ typedef struct Run {
  * o->init's weights, with a fresh optimizer state, step 0 and this run's
  * options), the loss masks (unless o->no_loss_mask),
  * activations and batch buffers. With count_only it stops after the model's
- * layout (model.n_params), allocating no weights' gradients or activations. */
+ * layout (model.weights.n_params), allocating no weights' gradients or activations. */
 /* Before any work: the folders of --out and --log created (with their
  * parents, as --run's), then every file the run writes (--out,
  * --dump-grads, --log) held to lm/files.h's rule (no device, folder or input of the run; an

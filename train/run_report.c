@@ -25,10 +25,10 @@ typedef struct MemoryMib {
 static MemoryMib memory_mib(const Run *r) {
     const Model *m = &r->model;
     const double mib = 1.0 / (1024.0 * 1024.0);
-    double state = (double)(m->n_params + r->optim.n_floats + r->optim.n_scratch) * 4.0;
-    return (MemoryMib){(double)m->n_params * 4.0 * mib, state * mib,
-                       (double)m->n_acts * 4.0 * mib,
-                       m->bf16 ? (double)model_bf16_bytes(&m->cfg, m->B_max, m->T_max) * mib : 0.0};
+    double state = (double)(m->weights.n_params + r->optim.n_floats + r->optim.n_scratch) * 4.0;
+    return (MemoryMib){(double)m->weights.n_params * 4.0 * mib, state * mib,
+                       (double)m->run.n_acts * 4.0 * mib,
+                       m->weights.bf16 ? (double)model_bf16_bytes(&m->cfg, m->run.B_max, m->run.T_max) * mib : 0.0};
 }
 
 void run_print_start(const Run *r, const ThreadTuner *tuner, size_t start_threads) {
@@ -49,7 +49,7 @@ void run_print_start(const Run *r, const ThreadTuner *tuner, size_t start_thread
     if (config_has_recipe_switch(&o->cfg))
         snprintf(switches, sizeof switches, " | %s", config_recipe_list(&o->cfg, recipe, sizeof recipe));
     say("model: %zu parameters | n_layer %zu, n_head %zu, n_embd %zu, block %zu, vocab %zu | mixers %s | pos %s | norm %s%s%s\n",
-           m->n_params, o->cfg.n_layer, o->cfg.n_head, o->cfg.n_embd, o->cfg.block_size, o->cfg.vocab_size,
+           m->weights.n_params, o->cfg.n_layer, o->cfg.n_head, o->cfg.n_embd, o->cfg.block_size, o->cfg.vocab_size,
            config_mixer_list(&o->cfg, mixers, sizeof mixers), pos_name(o->cfg.pos), norm_name(o->cfg.norm), own,
            switches);
     size_t width = tuner->cand[0];
@@ -73,10 +73,10 @@ void run_print_start(const Run *r, const ThreadTuner *tuner, size_t start_thread
     if (r->dist->size > 1)
         say("mpi: %d ranks (%d on this machine) x %zu threads | micro-batch i of a step on rank i mod %d | "
                "all-reduce of %.1f MiB per step, started layer by layer during backward\n",
-               r->dist->size, r->dist->local_size, width, r->dist->size, (double)m->n_params * 4.0 / (1024.0 * 1024.0));
+               r->dist->size, r->dist->local_size, width, r->dist->size, (double)m->weights.n_params * 4.0 / (1024.0 * 1024.0));
     MemoryMib mem = memory_mib(r);
     char bf16_mem[96] = ""; /* the bf16 weights, the scratch of one product's rounded operands, packed heads */
-    if (m->bf16) snprintf(bf16_mem, sizeof bf16_mem, ", bf16 weights and operands %.1f MiB", mem.bf16);
+    if (m->weights.bf16) snprintf(bf16_mem, sizeof bf16_mem, ", bf16 weights and operands %.1f MiB", mem.bf16);
     const Optimizer *opt = o->optimizer;
     if (opt->describe) { /* an AdamW run's lines are as they were before Muon */
         char line[320];
@@ -93,8 +93,8 @@ int run_check_bf16(Run *r, Error *err) {
     const Model *m = &r->model;
     size_t N = r->o.batch_size * r->o.cfg.block_size, n = 0;
     Bf16Shape shapes[8];
-    for (size_t i = 0; i < m->n_tensors && n < 8; i++) {
-        const ParamTensor *t = &m->tensors[i];
+    for (size_t i = 0; i < m->weights.n_tensors && n < 8; i++) {
+        const ParamTensor *t = &m->weights.tensors[i];
         if (!model_is_product_weight(m, t)) continue;
         Bf16Shape s = {N, t->rows, t->cols};
         int seen = 0;
@@ -118,15 +118,15 @@ void run_print_json(const Run *r, size_t threads, size_t step, float loss, float
     sb_append_json_string(&blas, blas_describe());
     printf("{\"program\":\"train\",\"params\":%zu,\"config\":%s,\"blas\":%s,\"blas_kernel\":\"%s\",\"isa\":\"%s\",\"threads\":%zu,"
            "\"ranks\":%d,\"precision\":\"%s\",\"batch\":%zu,\"block\":%zu,\"grad_accum\":%zu,\"tokens_per_step\":%zu,",
-           m->n_params, config, blas, blas_kernel(), cpu_isa_name(cpu_isa()), threads, r->dist->size, precision_name(o->precision), o->batch_size, o->cfg.block_size,
+           m->weights.n_params, config, blas, blas_kernel(), cpu_isa_name(cpu_isa()), threads, r->dist->size, precision_name(o->precision), o->batch_size, o->cfg.block_size,
            o->grad_accum, o->batch_size * o->cfg.block_size * o->grad_accum * (size_t)r->dist->size);
     printf("\"memory_mib\":{\"weights\":%.6g,\"state\":%.6g,\"activations\":%.6g,\"bf16\":%.6g},",
            mem.weights, mem.state, mem.activations, mem.bf16);
     printf("\"flops_per_token\":{\"dense\":%.17g,\"mixing\":%.17g,\"total\":%.17g},\"matrices\":[", f.dense, f.mixing,
            f.total);
     int first = 1;
-    for (size_t i = 0; i < m->n_tensors; i++) {
-        const ParamTensor *t = &m->tensors[i];
+    for (size_t i = 0; i < m->weights.n_tensors; i++) {
+        const ParamTensor *t = &m->weights.tensors[i];
         if (!model_is_product_weight(m, t)) continue;
         printf("%s{\"name\":\"%s\",\"rows\":%zu,\"cols\":%zu}", first ? "" : ",", t->name, t->rows, t->cols);
         first = 0;

@@ -171,7 +171,7 @@ static int dump_grads(Run *r, Error *err) {
     model_forward(m, r->inputs, r->targets, B, T, NULL);
     model_backward(m, 1.0f, NULL);
     if (model_bf16_failed(m, err) || grads_dump(r->o.dump, m, err)) return -1;
-    say("wrote %s: loss %.6f, %zu parameters, batch %zu x %zu\n", r->o.dump, m->loss, m->n_params, B, T);
+    say("wrote %s: loss %.6f, %zu parameters, batch %zu x %zu\n", r->o.dump, m->run.loss, m->weights.n_params, B, T);
     return 0;
 }
 
@@ -231,7 +231,7 @@ int main(int argc, char **argv) {
         threads_use(threads_per_rank(o.threads, dist.local_size)); /* --threads is per rank */
         if (run_open(&r, &o, &dist, a.count_only, &err)) rc = cli_error(prog, "%s", err.msg);
         else if (!a.count_only && r.o.precision == PRECISION_BF16 && run_check_bf16(&r, &err)) rc = cli_error(prog, "%s", err.msg);
-        else if (a.count_only) printf("%zu\n", r.model.n_params), rc = 0;
+        else if (a.count_only) printf("%zu\n", r.model.weights.n_params), rc = 0;
         else if (o.dump) rc = dump_grads(&r, &err) ? cli_error(prog, "%s", err.msg) : 0;
         else if (dist.rank == 0 && o.run && run_config_write(table.opts, table.n, &o, &r.o, prog, &err))
             rc = cli_error(prog, "%s", err.msg);

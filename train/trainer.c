@@ -15,7 +15,7 @@ static void start_bucket(void *dist, float *grads, size_t offset, size_t count) 
  * (model_bf16_failed): agreed as one, so that every rank stops at the same
  * point. -1 with err. Nothing to ask in fp32. */
 static int bf16_failed(const Model *m, Dist *dist, Error *err) {
-    if (!m->bf16) return 0;
+    if (!m->weights.bf16) return 0;
     int failed = model_bf16_failed(m, err) != 0;
     return dist ? dist_agree(dist, failed, err) : -failed;
 }
@@ -26,7 +26,7 @@ int train_step(Model *m, OptimizerState *optim, const TokenFile *train, Rng *dat
     size_t B = h->batch_size, T = m->cfg.block_size;
     size_t ranks = dist ? (size_t)dist->size : 1, rank = dist ? (size_t)dist->rank : 0;
     size_t job_accum = h->grad_accum * ranks; /* the job's micro-batches per step */
-    if (h->grad_accum > 1 && !m->grads_micro)
+    if (h->grad_accum > 1 && !m->weights.grads_micro)
         return err_set(err, "gradient accumulation needs model_alloc_grad_accum");
     model_zero_grads(m);
     double total = 0.0;
@@ -43,11 +43,12 @@ int train_step(Model *m, OptimizerState *optim, const TokenFile *train, Rng *dat
                             .grads_ready = ranks > 1 && h->grad_accum == 1 ? start_bucket : NULL,
                             .grads_ready_ctx = dist};
         model_forward(m, inputs, targets, B, T, &pass);
-        total += m->loss;
+        total += m->run.loss;
         if (mine++ == 0) model_backward(m, 1.0f / (float)job_accum, &pass);
         else model_backward_accumulate(m, 1.0f / (float)job_accum, &pass);
     }
-    if (ranks > 1 && h->grad_accum > 1) dist_bucket_start(dist, m->grads, 0, m->n_params); /* the accumulated sum */
+    if (ranks > 1 && h->grad_accum > 1) /* the accumulated sum */
+        dist_bucket_start(dist, m->weights.grads, 0, m->weights.n_params);
     if (ranks > 1) {
         double t0 = profile_start(prof);
         if (dist_buckets_wait(dist, err) || dist_sum_doubles(dist, &total, 1, err)) return -1;
@@ -56,7 +57,7 @@ int train_step(Model *m, OptimizerState *optim, const TokenFile *train, Rng *dat
     if (bf16_failed(m, dist, err)) return -1; /* the gradients are undefined: before the weights change */
     out->loss = (float)(total / (double)job_accum);
     double t0 = profile_start(prof);
-    out->grad_norm = grad_norm(m->grads, m->n_params);
+    out->grad_norm = grad_norm(m->weights.grads, m->weights.n_params);
     if (!isfinite(out->loss) || !isfinite(out->grad_norm))
         return err_set(err, "training diverged at step %zu (loss %g, gradient norm %g)", step, out->loss,
                        out->grad_norm);
@@ -86,8 +87,8 @@ int estimate_loss(Model *m, const TokenFile *tf, const TrainHyper *h, Dist *dist
         batch_sample_at(tf, &rng, h->batch_size, T, h->window_align, h->val_mask, inputs, targets, starts);
         if (i % ranks != rank) continue; /* shared out over the ranks */
         model_forward(m, inputs, targets, h->batch_size, T, NULL);
-        sums[0] += m->loss;
-        sums[2] += (double)m->loss * (double)m->scored;
+        sums[0] += m->run.loss;
+        sums[2] += (double)m->run.loss * (double)m->run.scored;
         for (size_t j = 0; tok && j < BT; j++) /* target j is token starts[j / T] + j % T + 1 of the file */
             if (targets[j] >= 0) sums[1] += (double)tokens_token_bytes(tf, tok, starts[j / T] + j % T + 1);
     }

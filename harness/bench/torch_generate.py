@@ -19,7 +19,7 @@ Prints one JSON object: "prefill_ms" (the prompt's forward), "step_ms" (each
 decode step, in order), "blas" (the OpenBLAS library and kernel, as
 harness/bench_torch.py reads it), "threads". Also, with --equal, the largest
 difference between the loop's logits and torch_ref.model_logits's over the
-same tokens (a check that the loop is the model; tests/bench_test.py uses it).
+same tokens (a check that the loop is the model; tests/harness/bench_test.py uses it).
 Usage: /usr/bin/python3 -m harness.bench.torch_generate CONFIG_JSON PROMPT STEPS THREADS [--equal]"""
 import json
 import sys

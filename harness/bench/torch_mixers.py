@@ -3,7 +3,7 @@
 bin/train run's model (its --json "config") in the chunked forms their
 references offer (harness/mixers/NAME.py's chunked(cfg, layer): the way one
 would write the layer to be fast in PyTorch, equal to the reference's
-forward; tests/bench_test.py checks them, forward and gradients, in
+forward; tests/harness/bench_test.py checks them, forward and gradients, in
 float64), timed forward and backward, every layer on its own input of
 BATCH x block tokens with torch.set_num_threads(THREADS), with the weights of
 harness/torch_ref.init_weights. Prints one JSON object: "ms" (per step: the

@@ -1,6 +1,6 @@
 """The library the harness programs share (compare, paper, probe and its
 Zoology protocol): everything they do but parse their options, call it and
-print. No program lives here, and no program imports another (tests/house.py
+print. No program lives here, and no program imports another (tests/house/house.py
 checks).
 
   summary.py         how the reports say their numbers: means with t intervals, ratios, p-values and verdicts

@@ -1,7 +1,7 @@
 """One PyTorch reference per mixer of the C library's registry, one file
 each, found by the mixer's name: harness/mixers/NAME.py for the mixer NAME
 of src/mixers/mixer.c. harness/torch_ref.py builds the model around them,
-tests/parity.py checks every registered mixer that has one against the C
+tests/parity/parity.py checks every registered mixer that has one against the C
 code's gradients (and names those that have none).
 
 A reference exposes

@@ -20,7 +20,7 @@ typedef struct CpuFeatures {
 /* Fills cpu. Test hook: LM_TEST_CPU_HIDE, a comma-separated list of the
  * flags' names above (e.g. "avx512bf16"), makes detection report those
  * absent, as on a CPU without them, so that the paths taken there can be
- * tested here (tests/cli_test.sh: bin/train --precision bf16's refusal).
+ * tested here (tests/cli/cli_test.sh: bin/train --precision bf16's refusal).
  * Hiding avx or avx512f hides what needs it too; names not listed above are
  * ignored. Read once, at the first call. */
 void cpu_features_detect(CpuFeatures *cpu);

@@ -41,7 +41,7 @@ typedef struct EvalDetail {
 
 /* One evaluation forward of B rows of T tokens, inputs and targets (B, T),
  * a negative target not scored: the loss of each scored position in
- * m->losses[b*T + t], and hit[b*T + t] (B*T of them) 1 where the target is
+ * m->run.losses[b*T + t], and hit[b*T + t] (B*T of them) 1 where the target is
  * the logits' first argmax, 0 elsewhere. bin/eval's every score goes
  * through it. Requires B, T within the model's activations. */
 void evaluate_rows(Model *m, const int32_t *inputs, const int32_t *targets, size_t B, size_t T, uint8_t *hit);

@@ -136,7 +136,7 @@ void mixer_layout_add(MixerLayout *L, size_t field, const char *name, size_t row
 void mixer_params(MixerLayoutFn layout, const MixerSpec *spec, const float *params, void *ptrs, size_t size);
 
 /* What a mixer's lower-precision paths may cost, which the contract suite
- * (tests/test_mixers.c, make test-mixers) holds it to on its test layer
+ * (tests/unit/mixers/test_mixers.c, make test-mixers) holds it to on its test layer
  * (the suite's head comment: sizes, weights and inputs). Each is the worst
  * the suite measured there with a margin, the measurements stated in a
  * comment beside the mixer's entry; a bound left 0 fails the suite, whose

@@ -19,7 +19,8 @@
  * Memory: parameters in one float buffer; gradients in a buffer of the same
  * layout (an optimizer's state is its own: lm/optim.h); activations in one
  * arena sized for (B, T) once. Nothing is allocated inside forward, backward
- * or step. */
+ * or step. The struct is split as llama2.c splits its Transformer: config,
+ * weights (ModelWeights) and run state (ModelRunState). */
 #ifndef LM_MODEL_H
 #define LM_MODEL_H
 
@@ -62,9 +63,12 @@ typedef struct LayerActs {
     float *drop2;
 } LayerActs;
 
-typedef struct Model {
-    ModelConfig cfg;
-    const Mixer *mixers[MAX_LAYERS]; /* each layer's, resolved from cfg.mixers */
+/* The weights, as llama2.c's TransformerWeights: the layout of the
+ * parameters (the tensors and where each layer's are) and every buffer of
+ * that layout or derived from it: the parameters, their gradients, and the
+ * copies the products and the decode step read. A checkpoint holds params;
+ * everything else here is made from the config and params. */
+typedef struct ModelWeights {
     ParamTensor *tensors;
     size_t n_tensors;
     size_t n_params;
@@ -73,7 +77,9 @@ typedef struct Model {
     LayerOffsets layer[MAX_LAYERS];
     float *params, *grads;         /* grads: only after model_alloc_grads */
     float *grads_micro;            /* one micro-batch's gradients, for accumulation (model_alloc_grad_accum) */
+    /* Fixed tables of the config, not trained: */
     float *pos_table;              /* (block_size, C) sinusoidal table, or NULL */
+    float *rope_table;             /* (block_size, hs/2, 2) rope cos, sin (src/nn/rope.h), or NULL; handed to every mixer call */
     /* Mixed precision (model_set_precision): NULL in fp32; with
      * PRECISION_BF16 the products run on bf16->params_h, the bf16 rounding
      * of params (refreshed by model_round_weights, which the optimizer step
@@ -82,11 +88,16 @@ typedef struct Model {
      * product (model_bf16_failed), all the model's; every mixer call is
      * handed it (MixerRuntime). */
     MatmulBf16 *bf16;
-    float *rope_table;             /* (block_size, hs/2, 2) rope cos, sin (src/nn/rope.h), or NULL; handed to every mixer call */
     /* The product weights' converted copies the decode step reads
      * (model_set_weights); format WEIGHTS_FP32 (all zero): none. */
     DecodeWeights decode;
+} ModelWeights;
 
+/* The run state, as llama2.c's RunState: the activations of the last
+ * forward and backward's scratch, in one arena sized for (B_max, T_max),
+ * and what the last forward did. Nothing here outlives a step but what
+ * backward reads of its forward. */
+typedef struct ModelRunState {
     /* Activation arena, for up to B_max x T_max tokens: n_acts floats.
      * acts_shared (model_alloc_infer): every layer's la[l] is one set of
      * buffers, each layer's forward writing over the last's, and nothing
@@ -114,6 +125,17 @@ typedef struct Model {
     float loss;    /* mean loss of the last forward with targets, over the targets not ignored */
     size_t scored; /* how many were not (LOSS_IGNORE, src/nn/loss.h) */
     size_t head_n; /* the rows of logits: B*T, or scored when the head ran at those positions alone */
+} ModelRunState;
+
+/* A model, split as llama2.c splits its Transformer: what it is (the
+ * config, and each layer's mixer resolved from it), its weights with their
+ * gradients, and the run state of its passes. An optimizer's state is its
+ * own (lm/optim.h). */
+typedef struct Model {
+    ModelConfig cfg;
+    const Mixer *mixers[MAX_LAYERS]; /* each layer's, resolved from cfg.mixers */
+    ModelWeights weights;
+    ModelRunState run;
 } Model;
 
 /* config_validate, and each layer's mixer's own checks (Mixer.validate). */

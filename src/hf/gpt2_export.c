@@ -91,21 +91,21 @@ static char *tokenizer_config_json(const ModelConfig *c, const Tokenizer *tok) {
  * matrices transposed to Conv1D's [in, out]; no lm_head (tied), as
  * save_pretrained writes it. */
 static int write_weights(const Model *m, const char *path, Error *err) {
-    StTensor *ts = lm_calloc(m->n_tensors, sizeof *ts, err);
-    char (*names)[TENSOR_NAME_MAX + 32] = ts ? lm_calloc(m->n_tensors, sizeof *names, err) : NULL;
+    StTensor *ts = lm_calloc(m->weights.n_tensors, sizeof *ts, err);
+    char (*names)[TENSOR_NAME_MAX + 32] = ts ? lm_calloc(m->weights.n_tensors, sizeof *names, err) : NULL;
     int rc = names ? 0 : -1;
-    for (size_t i = 0; i < m->n_tensors && rc == 0; i++) {
-        const ParamTensor *pt = &m->tensors[i];
+    for (size_t i = 0; i < m->weights.n_tensors && rc == 0; i++) {
+        const ParamTensor *pt = &m->weights.tensors[i];
         int conv1d;
         strcpy(names[i], PREFIX);
         if (hf_name(pt->name, names[i] + strlen(PREFIX), sizeof names[i] - strlen(PREFIX), &conv1d))
             rc = err_set(err, "tensor '%s' has no GPT-2 name", pt->name);
         ts[i] = (StTensor){.name = names[i], .dtype = ST_F32, .ndim = pt->cols ? 2 : 1,
                            .shape = {conv1d ? pt->cols : pt->rows, conv1d ? pt->rows : pt->cols},
-                           .data = m->params + pt->offset, .transpose = conv1d};
+                           .data = m->weights.params + pt->offset, .transpose = conv1d};
     }
     StMeta meta[] = {{"format", "pt"}};
-    if (rc == 0) rc = st_write_foreign(path, ts, m->n_tensors, meta, 1, err);
+    if (rc == 0) rc = st_write_foreign(path, ts, m->weights.n_tensors, meta, 1, err);
     free(names);
     free(ts);
     return rc;

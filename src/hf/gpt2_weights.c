@@ -143,13 +143,13 @@ static int import_init(Import *im, const char *dir, Model *m, Error *err) {
     im->dir = dir;
     im->m = m;
     char name[TENSOR_NAME_MAX + 16];
-    for (size_t i = 0; i < m->n_tensors; i++) {
+    for (size_t i = 0; i < m->weights.n_tensors; i++) {
         int conv1d;
-        if (hf_name(m->tensors[i].name, name, sizeof name, &conv1d))
-            return err_set(err, "tensor '%s' has no GPT-2 name", m->tensors[i].name); /* not for a GPT-2 config */
-        add_slot(im, name, conv1d ? SLOT_CONV1D : SLOT_WEIGHT, &m->tensors[i]);
-        if (conv1d && m->tensors[i].rows * m->tensors[i].cols > im->scratch_len)
-            im->scratch_len = m->tensors[i].rows * m->tensors[i].cols;
+        if (hf_name(m->weights.tensors[i].name, name, sizeof name, &conv1d))
+            return err_set(err, "tensor '%s' has no GPT-2 name", m->weights.tensors[i].name); /* not for a GPT-2 config */
+        add_slot(im, name, conv1d ? SLOT_CONV1D : SLOT_WEIGHT, &m->weights.tensors[i]);
+        if (conv1d && m->weights.tensors[i].rows * m->weights.tensors[i].cols > im->scratch_len)
+            im->scratch_len = m->weights.tensors[i].rows * m->weights.tensors[i].cols;
     }
     for (size_t l = 0; l < m->cfg.n_layer; l++) {
         snprintf(name, sizeof name, "h.%zu.attn.bias", l); /* older files' causal mask, a buffer */
@@ -212,7 +212,7 @@ static int place(Import *im, const StFile *f, const char *path, const char *name
     StInfo t;
     if (expect_shape(im, f, path, name, conv1d ? pt->cols : pt->rows, conv1d ? pt->rows : pt->cols, conv1d, &t, err))
         return -1;
-    float *dst = im->m->params + pt->offset;
+    float *dst = im->m->weights.params + pt->offset;
     if (convert_values(im, &t, path, name, 0, t.count, conv1d ? im->scratch : dst, err)) return -1;
     if (conv1d) tile_transpose(pt->cols, pt->rows, im->scratch, pt->rows, dst, pt->cols); /* [in, out] -> [out, in] */
     for (size_t i = 0; i < t.count; i++)
@@ -227,7 +227,7 @@ static int check_lm_head(Import *im, const StFile *f, const char *path, const ch
     size_t V = m->cfg.vocab_size, C = m->cfg.n_embd;
     StInfo t;
     if (expect_shape(im, f, path, name, V, C, 0, &t, err)) return -1;
-    const float *wte = m->params + m->wte;
+    const float *wte = m->weights.params + m->weights.wte;
     for (size_t first = 0; first < t.count; first += im->scratch_len) {
         size_t n = t.count - first < im->scratch_len ? t.count - first : im->scratch_len;
         if (convert_values(im, &t, path, name, first, n, im->scratch, err)) return -1;

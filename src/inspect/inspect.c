@@ -22,9 +22,9 @@ static int ask_mixer(LayerInspection *L, const Model *m, size_t l, const float *
                      Error *err) {
     const Mixer *mx = m->mixers[l];
     MixerSpec spec = model_mixer_spec(&m->cfg, l);
-    MixerRuntime rt = {m->rope_table, m->bf16, NULL}; /* inspection runs forward alone, in fp32 or bf16 */
+    MixerRuntime rt = {m->weights.rope_table, m->weights.bf16, NULL}; /* inspection runs forward alone, in fp32 or bf16 */
     memset(L, 0, sizeof *L);
-    int rc = mx->inspect ? mx->inspect(&spec, &rt, m->params + m->layer[l].mixer, x, T, what, L, err) : 0;
+    int rc = mx->inspect ? mx->inspect(&spec, &rt, m->weights.params + m->weights.layer[l].mixer, x, T, what, L, err) : 0;
     L->mixer = mx->name;
     if (!L->label) L->label = mx->name;
     return rc;
@@ -62,12 +62,12 @@ static int layer_map_stats(Inspection *in, size_t l, Error *err) {
  * frozen, its centring linear; RMSNorm does not centre) and the head. */
 static double attribute(const Model *m, const float *part, size_t n, uint32_t v) {
     size_t C = m->cfg.n_embd;
-    const float *w = m->params + m->lnf_w, *e = m->params + m->head + (size_t)v * C;
+    const float *w = m->weights.params + m->weights.lnf_w, *e = m->weights.params + m->weights.head + (size_t)v * C;
     double mean = 0.0, s = 0.0;
     for (size_t c = 0; c < C && m->cfg.norm_type == NORM_TYPE_LAYERNORM; c++) mean += part[c];
     mean /= (double)C;
     for (size_t c = 0; c < C; c++) s += (double)e[c] * w[c] * (part[c] - mean);
-    return s * m->lnf_rstd[n];
+    return s * m->run.lnf_rstd[n];
 }
 
 static void add_part(Inspection *in, const char *name, double value, int share) {
@@ -111,7 +111,7 @@ static int logit_lens(Inspection *in, const Model *m, size_t T, Error *err) {
     float *logits = ln + T * C, *mean = logits + T * V, *rstd = mean + T;
     size_t k = V < LENS_TOP ? V : LENS_TOP;
     for (size_t s = 0; s <= L; s++) {
-        const float *h = s < L ? m->la[s].resid : m->resid_out;
+        const float *h = s < L ? m->run.la[s].resid : m->run.resid_out;
         model_head_forward(m, logits, ln, mean, rstd, h, T);
 #pragma omp parallel for schedule(static)
         for (size_t t = 0; t < T; t++)
@@ -170,32 +170,33 @@ int inspect_run(Inspection *in, Model *m, const int32_t *tokens, size_t T, Error
     if (!in->tokens) goto fail;
     memcpy(in->tokens, tokens, T * sizeof(int32_t));
     model_forward(m, tokens, NULL, 1, T, NULL);
-    const float *last = m->logits + (T - 1) * V;
+    const float *last = m->run.logits + (T - 1) * V;
     for (size_t v = 1; v < V; v++) in->predicted = last[v] > last[in->predicted] ? (uint32_t)v : in->predicted;
     in->predicted_logit = last[in->predicted];
     if (cfg->logit_softcap > 0.0f) { /* the parts add up to the logit before the cap: that one */
-        const float *x = m->lnf + (T - 1) * C, *e = m->params + m->head + (size_t)in->predicted * C;
+        const float *x = m->run.lnf + (T - 1) * C, *e = m->weights.params + m->weights.head + (size_t)in->predicted * C;
         double z = 0.0;
         for (size_t c = 0; c < C; c++) z += (double)x[c] * e[c];
         in->predicted_logit = z;
     }
-    add_part(in, "embed", attribute(m, m->la[0].resid + (T - 1) * C, T - 1, in->predicted), 0);
+    add_part(in, "embed", attribute(m, m->run.la[0].resid + (T - 1) * C, T - 1, in->predicted), 0);
     for (size_t l = 0; l < L; l++) {
         LayerInspection *li = &in->layer[l];
         char name[32];
         if (ask_mixer(li, m, l, model_mixer_input(m, l), T, MIXER_INSPECT_ALL, err) || layer_map_stats(in, l, err))
             goto fail;
         snprintf(name, sizeof name, "L%zu %s", l, li->label);
-        add_part(in, name, attribute(m, m->la[l].mix + (T - 1) * C, T - 1, in->predicted), 0);
+        add_part(in, name, attribute(m, m->run.la[l].mix + (T - 1) * C, T - 1, in->predicted), 0);
         for (size_t i = 0; i < li->n_parts; i++) {
             snprintf(name, sizeof name, "L%zu %s", l, li->part_name[i]);
             add_part(in, name, attribute(m, li->part_out + i * C, T - 1, in->predicted), 1);
         }
         snprintf(name, sizeof name, "L%zu mlp", l);
-        add_part(in, name, attribute(m, m->la[l].mlp + (T - 1) * C, T - 1, in->predicted), 0);
+        add_part(in, name, attribute(m, m->run.la[l].mlp + (T - 1) * C, T - 1, in->predicted), 0);
     }
     if (cfg->norm_type == NORM_TYPE_LAYERNORM) { /* RMSNorm has no bias */
-        const float *e = m->params + m->head + (size_t)in->predicted * C, *b = m->params + m->lnf_b;
+        const float *e = m->weights.params + m->weights.head + (size_t)in->predicted * C;
+        const float *b = m->weights.params + m->weights.lnf_b;
         double s = 0.0;
         for (size_t c = 0; c < C; c++) s += (double)e[c] * b[c];
         add_part(in, "ln_f bias", s, 0);
@@ -247,7 +248,7 @@ int inspect_induction_on(Induction *out, Model *m, const int32_t *seqs, size_t n
     model_forward(m, tokens, targets, n_seq, T, NULL);
     double first = 0.0, second = 0.0;
     for (size_t b = 0; b < n_seq; b++)
-        for (size_t t = 0; t + 1 < T; t++) *(t + 1 < n ? &first : &second) += m->losses[b * T + t];
+        for (size_t t = 0; t + 1 < T; t++) *(t + 1 < n ? &first : &second) += m->run.losses[b * T + t];
     out->loss_first = first / (double)(n_seq * (n - 1));
     out->loss_second = second / (double)(n_seq * n);
     for (size_t i = n; i < T; i++) out->uniform += 1.0 / (double)(i + 1) / (double)n;

@@ -424,11 +424,11 @@ const Mixer attention_mixer = {
     .flops = attention_flops,
     .bf16_words = attention_bf16_words,
     .inspect = attention_inspect,
-    /* On the contract suite's test layer (tests/test_mixers.c), at the
+    /* On the contract suite's test layer (tests/unit/mixers/test_mixers.c), at the
      * portable and AVX2 levels alike: decode bf16 4.8e-3 from fp32, int8
      * 1.7e-2 (its weights and activations in int8; the weights alone 1.2e-2);
      * the bounds about three times that. bf16 training as
-     * tests/test_bf16_train.c bounds attention, P 2^-7 K with K = 4 and
+     * tests/unit/train/test_bf16_train.c bounds attention, P 2^-7 K with K = 4 and
      * P = 4 products forward (qkv, the tiles' S and PV, proj), 6 backward;
      * not measured on this layer (set on a CPU without AVX512_BF16; bf16
      * rounding of the weights, input and dout alone, in fp32 products,

@@ -399,13 +399,13 @@ const Mixer deltanet_mixer = {
     .fill_state = delta_fill_state,
     .flops = delta_flops,
     .inspect = deltanet_inspect,
-    /* On the contract suite's test layer (tests/test_mixers.c), at the
+    /* On the contract suite's test layer (tests/unit/mixers/test_mixers.c), at the
      * portable and AVX2 levels alike: decode bf16 6.8e-2 from fp32, int8
      * 9.0e-2 with its activations in int8 too, 0.184 with the weights alone
      * (gla's, to 3%: the same products and a recurrence as long); the
      * bounds 2.5 times the larger. bf16 training: not measured (set on a CPU
      * without AVX512_BF16), chosen as gla's were. Forward as
-     * tests/test_bf16_train.c's rule gives it, P 2^-7 K with K = 4 and P =
+     * tests/unit/train/test_bf16_train.c's rule gives it, P 2^-7 K with K = 4 and P =
      * 2 products (qkv, proj; the gates' products and the recurrence stay
      * fp32). Backward: bf16 rounding of the product weights (qkv, proj),
      * the input and dout alone, in fp32 products, moves din by 5.9e-2

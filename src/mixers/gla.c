@@ -386,13 +386,13 @@ const Mixer gla_mixer = {
     .fill_state = gla_fill_state,
     .flops = gla_flops,
     .inspect = gla_inspect,
-    /* On the contract suite's test layer (tests/test_mixers.c), at the
+    /* On the contract suite's test layer (tests/unit/mixers/test_mixers.c), at the
      * portable and AVX2 levels alike: decode bf16 6.6e-2 from fp32, int8
      * 0.10 with its activations in int8 too, 0.18 with the weights alone
      * (the recurrence compounds the weights' rounding over the 37
      * positions); the bounds about 2.3 times the larger. bf16 training: not
      * measured (set on a CPU without AVX512_BF16). Forward as
-     * tests/test_bf16_train.c's rule gives it, P 2^-7 K with K = 4 and P =
+     * tests/unit/train/test_bf16_train.c's rule gives it, P 2^-7 K with K = 4 and P =
      * 2 products (qkv, proj; the chunks' products stay fp32). Backward above
      * that rule's 0.125: bf16 rounding of the weights, input and dout alone,
      * in fp32 products, already moves the gradients by 7.2e-2 normwise

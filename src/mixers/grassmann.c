@@ -299,11 +299,11 @@ const Mixer grassmann_mixer = {
     .fill_state = grassmann_fill_state,
     .flops = grassmann_flops,
     .inspect = grassmann_inspect,
-    /* On the contract suite's test layer (tests/test_mixers.c), at the
+    /* On the contract suite's test layer (tests/unit/mixers/test_mixers.c), at the
      * portable and AVX2 levels alike: decode bf16 1.7e-3 from fp32, int8
      * 6.7e-3 (its weights and activations in int8; the weights alone
      * 6.4e-3); the bounds three times that. bf16 training as
-     * tests/test_bf16_train.c bounds the layer, P 2^-7 K with K = 4 and
+     * tests/unit/train/test_bf16_train.c bounds the layer, P 2^-7 K with K = 4 and
      * P = 3 products forward (reduce, Plücker projection, gate), 6 backward;
      * not measured on this layer (set on a CPU without AVX512_BF16; bf16
      * rounding of the weights, input and dout alone, in fp32 products,

@@ -26,15 +26,15 @@ void ckpt_state_free(CkptState *s) {
 /* The largest tensor's floats. */
 static size_t largest_tensor(const Model *m) {
     size_t most = 0;
-    for (size_t i = 0; i < m->n_tensors; i++) {
-        size_t n = m->tensors[i].rows * (m->tensors[i].cols ? m->tensors[i].cols : 1);
+    for (size_t i = 0; i < m->weights.n_tensors; i++) {
+        size_t n = m->weights.tensors[i].rows * (m->weights.tensors[i].cols ? m->weights.tensors[i].cols : 1);
         most = n > most ? n : most;
     }
     return most;
 }
 
 int ckpt_save(const char *path, const Model *m, const OptimBuffers *optim, const CkptState *s, Error *err) {
-    size_t nt = m->n_tensors, nb = optim ? optim->n_names : 0, total = nt * (1 + nb);
+    size_t nt = m->weights.n_tensors, nb = optim ? optim->n_names : 0, total = nt * (1 + nb);
     StTensor *ts = lm_calloc(total, sizeof *ts, err);
     char (*names)[TENSOR_NAME_MAX + 16] = ts ? lm_calloc(total, sizeof *names, err) : NULL;
     /* What a buffer the optimizer does not keep is written as (OptimBuffers). */
@@ -44,8 +44,8 @@ int ckpt_save(const char *path, const Model *m, const OptimBuffers *optim, const
         return -1;
     }
     for (size_t i = 0; i < nt; i++) {
-        const ParamTensor *pt = &m->tensors[i];
-        ts[i] = param_tensor(pt, pt->name, m->params + pt->offset);
+        const ParamTensor *pt = &m->weights.tensors[i];
+        ts[i] = param_tensor(pt, pt->name, m->weights.params + pt->offset);
         for (size_t k = 0; k < nb; k++) { /* all of buffer "m", then all of "v": the format's order */
             size_t at = (1 + k) * nt + i;
             float *buf = optim->buf[i * nb + k];
@@ -78,8 +78,8 @@ int ckpt_save_model(const char *path, const Model *m, const Tokenizer *tok, Erro
 }
 
 static int read_params(const StFile *f, const Model *m, float *base, const char *prefix, Error *err) {
-    for (size_t i = 0; i < m->n_tensors; i++) {
-        const ParamTensor *pt = &m->tensors[i];
+    for (size_t i = 0; i < m->weights.n_tensors; i++) {
+        const ParamTensor *pt = &m->weights.tensors[i];
         char name[TENSOR_NAME_MAX + 16];
         snprintf(name, sizeof name, "%s%s", prefix, pt->name);
         size_t shape[2] = {pt->rows, pt->cols};
@@ -99,7 +99,7 @@ static int check_claimed(const StFile *f, const Model *m, const char *path, Erro
     if (!names) return -1;
     size_t moments = 0;
     for (size_t i = 0; i < n_file; i++) moments += strncmp(names[i], "optim.", 6) == 0;
-    size_t claimed = m->n_tensors + (moments ? 2 * m->n_tensors : 0);
+    size_t claimed = m->weights.n_tensors + (moments ? 2 * m->weights.n_tensors : 0);
     int rc = 0;
     if (n_file != claimed) {
         const char *extra = NULL; /* the first name its config does not give */
@@ -107,7 +107,8 @@ static int check_claimed(const StFile *f, const Model *m, const char *path, Erro
             const char *base = names[i];
             if (strncmp(base, "optim.m.", 8) == 0 || strncmp(base, "optim.v.", 8) == 0) base += 8;
             int known = 0;
-            for (size_t t = 0; t < m->n_tensors && !known; t++) known = strcmp(base, m->tensors[t].name) == 0;
+            for (size_t t = 0; t < m->weights.n_tensors && !known; t++)
+                known = strcmp(base, m->weights.tensors[t].name) == 0;
             if (!known) extra = names[i];
         }
         if (extra)
@@ -205,7 +206,7 @@ int ckpt_read_model(CkptFile *file, Model *m, CkptState *s, int with_optim, Erro
         return err_set(err, "'%s' is not a checkpoint of this program (metadata missing)", path);
     if (model_alloc(m, &cfg, err)) return -1; /* every tensor is read below */
     size_t data_rng;
-    if (read_params(f, m, m->params, "", err)) in_file(path, err);
+    if (read_params(f, m, m->weights.params, "", err)) in_file(path, err);
     else if (check_claimed(f, m, path, err) == 0 && header_number(step, MAX_STEPS, "step", path, &s->step, err) == 0 &&
              header_number(rng, UINT64_MAX, "data_rng", path, &data_rng, err) == 0) {
         s->data_rng = data_rng;
@@ -225,8 +226,8 @@ int ckpt_read_optim(CkptFile *file, const Model *m, const OptimBuffers *o, Error
     if (!dropped) return -1;
     int rc = 0;
     for (size_t k = 0; k < o->n_names && rc == 0; k++)
-        for (size_t i = 0; i < m->n_tensors && rc == 0; i++) {
-            const ParamTensor *pt = &m->tensors[i];
+        for (size_t i = 0; i < m->weights.n_tensors && rc == 0; i++) {
+            const ParamTensor *pt = &m->weights.tensors[i];
             char name[TENSOR_NAME_MAX + 16];
             snprintf(name, sizeof name, "optim.%s.%s", o->names[k], pt->name);
             size_t shape[2] = {pt->rows, pt->cols};
@@ -330,7 +331,7 @@ int model_open_checked(const char *path, ReadingNeeds (*needs)(const ModelConfig
 }
 
 int grads_dump(const char *path, const Model *m, Error *err) {
-    size_t nt = m->n_tensors;
+    size_t nt = m->weights.n_tensors;
     StTensor *ts = lm_calloc(2 * nt + 2, sizeof *ts, err);
     char (*names)[TENSOR_NAME_MAX + 16] = ts ? lm_calloc(nt, sizeof *names, err) : NULL;
     if (!names) {
@@ -338,16 +339,17 @@ int grads_dump(const char *path, const Model *m, Error *err) {
         return -1;
     }
     for (size_t i = 0; i < nt; i++) {
-        const ParamTensor *pt = &m->tensors[i];
+        const ParamTensor *pt = &m->weights.tensors[i];
         snprintf(names[i], sizeof names[0], "grad.%s", pt->name);
-        ts[i] = param_tensor(pt, pt->name, m->params + pt->offset);
-        ts[nt + i] = param_tensor(pt, names[i], m->grads + pt->offset);
+        ts[i] = param_tensor(pt, pt->name, m->weights.params + pt->offset);
+        ts[nt + i] = param_tensor(pt, names[i], m->weights.grads + pt->offset);
     }
-    ts[2 * nt] = (StTensor){.name = "inputs", .dtype = ST_I32, .ndim = 2, .shape = {m->B, m->T}, .data = m->inputs};
-    ts[2 * nt + 1] = (StTensor){.name = "targets", .dtype = ST_I32, .ndim = 2, .shape = {m->B, m->T}, .data = m->targets};
+    const ModelRunState *s = &m->run;
+    ts[2 * nt] = (StTensor){.name = "inputs", .dtype = ST_I32, .ndim = 2, .shape = {s->B, s->T}, .data = s->inputs};
+    ts[2 * nt + 1] = (StTensor){.name = "targets", .dtype = ST_I32, .ndim = 2, .shape = {s->B, s->T}, .data = s->targets};
     char *config = config_to_json(&m->cfg);
     char loss[32];
-    snprintf(loss, sizeof loss, "%.9g", m->loss);
+    snprintf(loss, sizeof loss, "%.9g", m->run.loss);
     StMeta meta[] = {{"format", "lm-grads 1"}, {"config", config}, {"loss", loss}};
     int rc = st_write(path, ts, 2 * nt + 2, meta, 3, err);
     free(config);

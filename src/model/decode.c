@@ -56,7 +56,7 @@ void model_step_batch(const Model *m, ModelState *s, const int32_t *tokens, floa
                    .ln2 = ln2, .ln2_mean = mean, .ln2_rstd = rstd, .fc = fc, .act = act, .mlp = mlp};
     const float *pos = block_positions(m);
     for (size_t n = 0; n < N; n++) {
-        const float *e = m->params + m->wte + (size_t)tokens[n] * C;
+        const float *e = m->weights.params + m->weights.wte + (size_t)tokens[n] * C;
         for (size_t i = 0; i < C; i++) x[n * C + i] = e[i] + (pos ? pos[t * C + i] : 0.0f);
     }
     for (size_t l = 0; l < c->n_layer; l++) {
@@ -67,7 +67,8 @@ void model_step_batch(const Model *m, ModelState *s, const int32_t *tokens, floa
     }
     LnSlot lnf = block_final_ln(m, &L);
     if (c->norm == NORM_POST) block_ln_forward(m, &lnf, N);
-    matmul_step(m->bf16, rt.decode, logits, ln, m->params + m->head, C, NULL, N, C, c->vocab_size, 0);
+    matmul_step(m->weights.bf16, rt.decode, logits, ln, m->weights.params + m->weights.head, C, NULL, N, C, c->vocab_size,
+                0);
     if (c->logit_softcap > 0.0f) softcap_forward(logits, N * c->vocab_size, c->logit_softcap);
     s->t++;
 }
@@ -103,7 +104,7 @@ int model_prefill(Model *m, ModelState *s, size_t seq, size_t n_seq, const int32
     Prefill p = {m, s, seq, n_seq, T};
     model_forward(m, tokens, targets, 1, T, &(PassOptions){.layer_done = fill_states, .layer_done_ctx = &p});
     free(targets);
-    memcpy(logits, m->logits, c->vocab_size * sizeof(float));
+    memcpy(logits, m->run.logits, c->vocab_size * sizeof(float));
     s->t = T;
     return model_bf16_failed(m, err);
 }

@@ -33,7 +33,7 @@ void evaluate_rows(Model *m, const int32_t *inputs, const int32_t *targets, size
     model_forward(m, inputs, targets, B, T, NULL);
     for (size_t bt = 0; bt < B * T; bt++) {
         if (targets[bt] < 0) hit[bt] = 0;
-        else hit[bt] = argmax(m->logits + row++ * V, V) == (size_t)targets[bt];
+        else hit[bt] = argmax(m->run.logits + row++ * V, V) == (size_t)targets[bt];
     }
 }
 
@@ -137,7 +137,7 @@ int evaluate_tokens_detail(Model *m, const uint32_t *tokens, size_t n, size_t st
         }
         if (by_steps) rows_by_steps(m, &state, step_logits, step_tokens, in, tg, B, T, step_losses, hit);
         else evaluate_rows(m, in, tg, B, T, hit);
-        const float *losses = by_steps ? step_losses : m->losses;
+        const float *losses = by_steps ? step_losses : m->run.losses;
         for (size_t b = 0; b < B; b++)
             for (size_t t = wins[w0 + b].first_scored; t < T; t++) {
                 size_t bt = b * T + t;

@@ -29,7 +29,7 @@ int model_ablate(Model *m, size_t layer, const char *part, Error *err) {
     if (n == 0) return err_set(err, "layer %zu (%s) has no parts to leave out", layer, mx->name);
     for (size_t k = 0; k < n; k++) {
         if (strcmp(names[k], part) == 0) {
-            m->muted[layer] |= 1u << k;
+            m->run.muted[layer] |= 1u << k;
             return 0;
         }
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "", names[k]);
@@ -53,13 +53,13 @@ int model_check_config(const ModelConfig *cfg, Error *err) {
 
 
 static size_t add_tensor(Model *m, const char *name, size_t rows, size_t cols, InitKind init) {
-    ParamTensor *t = &m->tensors[m->n_tensors++];
+    ParamTensor *t = &m->weights.tensors[m->weights.n_tensors++];
     snprintf(t->name, sizeof t->name, "%s", name);
     t->rows = rows;
     t->cols = cols;
     t->init = init;
-    t->offset = m->n_params;
-    m->n_params += rows * (cols ? cols : 1);
+    t->offset = m->weights.n_params;
+    m->weights.n_params += rows * (cols ? cols : 1);
     return t->offset;
 }
 
@@ -76,17 +76,17 @@ static void add_norm(Model *m, const char *prefix, size_t C, size_t *w, size_t *
 /* A branch's last map onto the stream: zero with zero_init, else init. */
 static InitKind output_init(const ModelConfig *c, InitKind init) { return c->zero_init ? INIT_ZERO : init; }
 
-/* Every tensor in storage order (named as docs/design.md lists them); m->tensors must have room. */
+/* Every tensor in storage order (named as docs/design.md lists them); m->weights.tensors must have room. */
 static void build_layout(Model *m) {
     const ModelConfig *c = &m->cfg;
     size_t C = c->n_embd;
     char name[TENSOR_NAME_MAX + 16];
-    m->n_tensors = 0;
-    m->n_params = 0;
-    m->wte = add_tensor(m, "wte", c->vocab_size, C, INIT_NORMAL);
-    if (c->pos == POS_LEARNED) m->wpe = add_tensor(m, "wpe", c->block_size, C, INIT_NORMAL);
+    m->weights.n_tensors = 0;
+    m->weights.n_params = 0;
+    m->weights.wte = add_tensor(m, "wte", c->vocab_size, C, INIT_NORMAL);
+    if (c->pos == POS_LEARNED) m->weights.wpe = add_tensor(m, "wpe", c->block_size, C, INIT_NORMAL);
     for (size_t l = 0; l < c->n_layer; l++) {
-        LayerOffsets *lo = &m->layer[l];
+        LayerOffsets *lo = &m->weights.layer[l];
 #define LAYER_TENSOR(suffix, r, co, init) \
     (snprintf(name, sizeof name, "h.%zu.%s", l, suffix), add_tensor(m, name, r, co, init))
         snprintf(name, sizeof name, "h.%zu.ln1", l);
@@ -94,7 +94,7 @@ static void build_layout(Model *m) {
         TensorSpec specs[MIXER_MAX_TENSORS];
         MixerSpec spec = model_mixer_spec(c, l);
         size_t ns = mixer_tensors(config_mixer(c, l), &spec, specs);
-        lo->mixer = m->n_params;
+        lo->mixer = m->weights.n_params;
         for (size_t i = 0; i < ns; i++)
             LAYER_TENSOR(specs[i].name, specs[i].rows, specs[i].cols,
                          specs[i].output ? output_init(c, specs[i].init) : specs[i].init);
@@ -106,19 +106,20 @@ static void build_layout(Model *m) {
         lo->proj_b = LAYER_TENSOR("mlp.proj.bias", C, 0, INIT_ZERO);
 #undef LAYER_TENSOR
     }
-    add_norm(m, "ln_f", C, &m->lnf_w, &m->lnf_b);
+    add_norm(m, "ln_f", C, &m->weights.lnf_w, &m->weights.lnf_b);
     /* Last, so that the final part's gradients (PassOptions.grads_ready) are one run. */
-    m->head = c->untied_head ? add_tensor(m, "lm_head.weight", c->vocab_size, C, output_init(c, INIT_NORMAL)) : m->wte;
+    m->weights.head = c->untied_head ? add_tensor(m, "lm_head.weight", c->vocab_size, C, output_init(c, INIT_NORMAL))
+                                     : m->weights.wte;
 }
 
 /* Room for every tensor a model of cfg can have. */
 static size_t tensor_capacity(const ModelConfig *cfg) { return 5 + cfg->n_layer * (8 + MIXER_MAX_TENSORS); }
 
-/* The tensors' layout alone (no weights), for counting; free m->tensors after. */
+/* The tensors' layout alone (no weights), for counting; free m->weights.tensors after. */
 static int layout_only(Model *m, const ModelConfig *cfg) {
     *m = (Model){.cfg = *cfg};
-    m->tensors = calloc(tensor_capacity(cfg), sizeof *m->tensors);
-    if (!m->tensors) return -1;
+    m->weights.tensors = calloc(tensor_capacity(cfg), sizeof *m->weights.tensors);
+    if (!m->weights.tensors) return -1;
     build_layout(m);
     return 0;
 }
@@ -130,8 +131,8 @@ int model_layout(Model *m, const ModelConfig *cfg, Error *err) {
 size_t model_count_params(const ModelConfig *cfg) {
     Model m;
     if (layout_only(&m, cfg)) return 0;
-    free(m.tensors);
-    return m.n_params;
+    free(m.weights.tensors);
+    return m.weights.n_params;
 }
 
 static size_t bf16_slot_entries(const Model *m, size_t B, size_t T);
@@ -142,9 +143,9 @@ size_t model_bf16_bytes(const ModelConfig *cfg, size_t B, size_t T) {
     if (layout_only(&m, cfg)) return 0;
     /* model_set_precision's allocations: the weights' shadow, two scratch
      * slots and the mixers' packed operands */
-    size_t bytes = (m.n_params + 2 * bf16_slot_entries(&m, B, T)) * sizeof(uint16_t) +
+    size_t bytes = (m.weights.n_params + 2 * bf16_slot_entries(&m, B, T)) * sizeof(uint16_t) +
                    bf16_packed_words(cfg, B, T) * sizeof(uint32_t);
-    free(m.tensors);
+    free(m.weights.tensors);
     return bytes;
 }
 
@@ -153,20 +154,21 @@ int model_alloc(Model *m, const ModelConfig *cfg, Error *err) {
     if (model_check_config(cfg, err)) return -1;
     m->cfg = *cfg;
     for (size_t l = 0; l < cfg->n_layer; l++) m->mixers[l] = config_mixer(cfg, l);
-    m->tensors = lm_calloc(tensor_capacity(cfg), sizeof *m->tensors, err);
-    if (!m->tensors) return -1;
+    m->weights.tensors = lm_calloc(tensor_capacity(cfg), sizeof *m->weights.tensors, err);
+    if (!m->weights.tensors) return -1;
     build_layout(m);
-    m->params = lm_calloc(m->n_params, sizeof(float), err);
-    if (m->params && cfg->pos == POS_SINUSOIDAL) {
-        m->pos_table = lm_calloc(cfg->block_size * cfg->n_embd, sizeof(float), err);
-        if (m->pos_table) sinusoidal_table(m->pos_table, cfg->block_size, cfg->n_embd);
+    m->weights.params = lm_calloc(m->weights.n_params, sizeof(float), err);
+    if (m->weights.params && cfg->pos == POS_SINUSOIDAL) {
+        m->weights.pos_table = lm_calloc(cfg->block_size * cfg->n_embd, sizeof(float), err);
+        if (m->weights.pos_table) sinusoidal_table(m->weights.pos_table, cfg->block_size, cfg->n_embd);
     }
-    if (m->params && cfg->pos == POS_ROPE) {
+    if (m->weights.params && cfg->pos == POS_ROPE) {
         size_t hs = cfg->n_embd / cfg->n_head;
-        m->rope_table = lm_calloc(cfg->block_size * hs, sizeof(float), err);
-        if (m->rope_table) rope_table(m->rope_table, cfg->block_size, hs);
+        m->weights.rope_table = lm_calloc(cfg->block_size * hs, sizeof(float), err);
+        if (m->weights.rope_table) rope_table(m->weights.rope_table, cfg->block_size, hs);
     }
-    if (!m->params || (cfg->pos == POS_SINUSOIDAL && !m->pos_table) || (cfg->pos == POS_ROPE && !m->rope_table)) {
+    const ModelWeights *w = &m->weights;
+    if (!w->params || (cfg->pos == POS_SINUSOIDAL && !w->pos_table) || (cfg->pos == POS_ROPE && !w->rope_table)) {
         model_free(m);
         return -1;
     }
@@ -178,9 +180,9 @@ int model_init(Model *m, const ModelConfig *cfg, uint64_t seed, Error *err) {
     Rng rng;
     rng_seed(&rng, seed);
     float resid_std = 0.02f / sqrtf(2.0f * (float)cfg->n_layer);
-    for (size_t i = 0; i < m->n_tensors; i++) {
-        const ParamTensor *t = &m->tensors[i];
-        float *p = m->params + t->offset;
+    for (size_t i = 0; i < m->weights.n_tensors; i++) {
+        const ParamTensor *t = &m->weights.tensors[i];
+        float *p = m->weights.params + t->offset;
         size_t n = t->rows * (t->cols ? t->cols : 1);
         for (size_t j = 0; j < n; j++) {
             switch (t->init) {
@@ -196,14 +198,15 @@ int model_init(Model *m, const ModelConfig *cfg, uint64_t seed, Error *err) {
 
 int model_is_product_weight(const Model *m, const ParamTensor *t) {
     /* wpe is a lookup, and so is wte when the head is a tensor of its own */
-    return t->cols && !(m->cfg.pos == POS_LEARNED && t->offset == m->wpe) && !(m->cfg.untied_head && t->offset == m->wte);
+    return t->cols && !(m->cfg.pos == POS_LEARNED && t->offset == m->weights.wpe) &&
+           !(m->cfg.untied_head && t->offset == m->weights.wte);
 }
 
 ModelFlops model_flops(const Model *m, size_t T) {
     ModelFlops f = {0, 0, 0};
-    for (size_t i = 0; i < m->n_tensors; i++)
-        if (model_is_product_weight(m, &m->tensors[i]))
-            f.dense += 6.0 * (double)m->tensors[i].rows * (double)m->tensors[i].cols;
+    for (size_t i = 0; i < m->weights.n_tensors; i++)
+        if (model_is_product_weight(m, &m->weights.tensors[i]))
+            f.dense += 6.0 * (double)m->weights.tensors[i].rows * (double)m->weights.tensors[i].cols;
     for (size_t l = 0; l < m->cfg.n_layer; l++) {
         MixerSpec spec = model_mixer_spec(&m->cfg, l);
         if (m->mixers[l]->flops) f.mixing += m->mixers[l]->flops(&spec, T);
@@ -213,13 +216,13 @@ ModelFlops model_flops(const Model *m, size_t T) {
 }
 
 int model_alloc_grads(Model *m, Error *err) {
-    if (!m->grads) m->grads = lm_calloc(m->n_params, sizeof(float), err);
-    return m->grads ? 0 : -1;
+    if (!m->weights.grads) m->weights.grads = lm_calloc(m->weights.n_params, sizeof(float), err);
+    return m->weights.grads ? 0 : -1;
 }
 
 int model_alloc_grad_accum(Model *m, Error *err) {
-    if (!m->grads_micro) m->grads_micro = lm_calloc(m->n_params, sizeof(float), err);
-    return m->grads_micro ? 0 : -1;
+    if (!m->weights.grads_micro) m->weights.grads_micro = lm_calloc(m->weights.n_params, sizeof(float), err);
+    return m->weights.grads_micro ? 0 : -1;
 }
 
 /* The largest mixer region of any layer, for B x T tokens. */
@@ -241,9 +244,9 @@ static size_t layout_acts(Model *m, float *base, size_t B, size_t T, int shared)
     size_t N = B * T, C = c->n_embd, V = c->vocab_size, used = 0;
     int drop = c->dropout > 0.0f && !shared, back = !shared;
     for (size_t l = 0; l < c->n_layer; l++) {
-        LayerActs *L = &m->la[l];
+        LayerActs *L = &m->run.la[l];
         if (shared && l > 0) {
-            *L = m->la[0];
+            *L = m->run.la[0];
             continue;
         }
         TAKE(L->resid, N * C);
@@ -263,17 +266,17 @@ static size_t layout_acts(Model *m, float *base, size_t B, size_t T, int shared)
         TAKE(L->mlp, N * C);
         TAKE(L->drop2, drop ? N * C : 0);
     }
-    TAKE(m->resid_out, N * C);
-    TAKE(m->lnf, N * C);
-    TAKE(m->lnf_mean, N);
-    TAKE(m->lnf_rstd, N);
-    TAKE(m->lnf_rows, N * C);
-    TAKE(m->logits, N * V); /* and in backward d(loss)/d(logits), in place */
-    TAKE(m->losses, N);
-    TAKE(m->dresid, back ? N * C : 0);
-    TAKE(m->dbranch, drop ? N * C : 0);
-    TAKE(m->dln, back ? N * C : 0);
-    TAKE(m->dfc, back ? N * 4 * C : 0);
+    TAKE(m->run.resid_out, N * C);
+    TAKE(m->run.lnf, N * C);
+    TAKE(m->run.lnf_mean, N);
+    TAKE(m->run.lnf_rstd, N);
+    TAKE(m->run.lnf_rows, N * C);
+    TAKE(m->run.logits, N * V); /* and in backward d(loss)/d(logits), in place */
+    TAKE(m->run.losses, N);
+    TAKE(m->run.dresid, back ? N * C : 0);
+    TAKE(m->run.dbranch, drop ? N * C : 0);
+    TAKE(m->run.dln, back ? N * C : 0);
+    TAKE(m->run.dfc, back ? N * 4 * C : 0);
     return used;
 }
 
@@ -287,25 +290,25 @@ size_t model_memory_bytes(const ModelConfig *cfg, size_t B, size_t T, int traini
 static int alloc_acts(Model *m, size_t B, size_t T, int shared, Error *err) {
     if (B == 0 || T == 0 || T > m->cfg.block_size)
         return err_set(err, "batch %zu x %zu does not fit the model (block_size %zu)", B, T, m->cfg.block_size);
-    free(m->acts);
-    free(m->inputs);
-    free(m->targets);
-    free(m->head_rows);
-    free(m->head_targets);
-    m->targets = m->head_rows = m->head_targets = NULL;
+    free(m->run.acts);
+    free(m->run.inputs);
+    free(m->run.targets);
+    free(m->run.head_rows);
+    free(m->run.head_targets);
+    m->run.targets = m->run.head_rows = m->run.head_targets = NULL;
     size_t n = layout_acts(m, NULL, B, T, shared);
-    m->acts = lm_calloc_large(n, sizeof(float), err);
-    m->inputs = m->acts ? lm_calloc(B * T, sizeof(int32_t), err) : NULL;
-    m->targets = m->inputs ? lm_calloc(B * T, sizeof(int32_t), err) : NULL;
-    m->head_rows = m->targets ? lm_calloc(B * T, sizeof(int32_t), err) : NULL;
-    m->head_targets = m->head_rows ? lm_calloc(B * T, sizeof(int32_t), err) : NULL;
-    if (!m->head_targets) return -1;
-    layout_acts(m, m->acts, B, T, shared);
-    m->n_acts = n;
-    m->acts_shared = shared;
-    m->B_max = B;
-    m->T_max = T;
-    return m->bf16 ? model_set_precision(m, PRECISION_BF16, err) : 0; /* its scratch too */
+    m->run.acts = lm_calloc_large(n, sizeof(float), err);
+    m->run.inputs = m->run.acts ? lm_calloc(B * T, sizeof(int32_t), err) : NULL;
+    m->run.targets = m->run.inputs ? lm_calloc(B * T, sizeof(int32_t), err) : NULL;
+    m->run.head_rows = m->run.targets ? lm_calloc(B * T, sizeof(int32_t), err) : NULL;
+    m->run.head_targets = m->run.head_rows ? lm_calloc(B * T, sizeof(int32_t), err) : NULL;
+    if (!m->run.head_targets) return -1;
+    layout_acts(m, m->run.acts, B, T, shared);
+    m->run.n_acts = n;
+    m->run.acts_shared = shared;
+    m->run.B_max = B;
+    m->run.T_max = T;
+    return m->weights.bf16 ? model_set_precision(m, PRECISION_BF16, err) : 0; /* its scratch too */
 }
 
 int model_alloc_acts(Model *m, size_t B, size_t T, Error *err) { return alloc_acts(m, B, T, 0, err); }
@@ -313,7 +316,7 @@ int model_alloc_acts(Model *m, size_t B, size_t T, Error *err) { return alloc_ac
 int model_alloc_infer(Model *m, size_t B, size_t T, Error *err) { return alloc_acts(m, B, T, 1, err); }
 
 int model_alloc_forward(Model *m, size_t B, size_t T, Error *err) {
-    if (m->acts && m->B_max >= B && m->T_max >= T) return 0;
+    if (m->run.acts && m->run.B_max >= B && m->run.T_max >= T) return 0;
     return model_alloc_infer(m, B, T, err);
 }
 
@@ -322,8 +325,8 @@ int model_alloc_forward(Model *m, size_t B, size_t T, Error *err) {
  * output gradient) are as wide as one of the matrix's dimensions. */
 static size_t widest_product(const Model *m) {
     size_t w = 0;
-    for (size_t i = 0; i < m->n_tensors; i++) {
-        const ParamTensor *t = &m->tensors[i];
+    for (size_t i = 0; i < m->weights.n_tensors; i++) {
+        const ParamTensor *t = &m->weights.tensors[i];
         if (!t->cols) continue;
         w = t->rows > w ? t->rows : w;
         w = t->cols > w ? t->cols : w;
@@ -357,21 +360,22 @@ typedef struct Bf16State {
 } Bf16State;
 
 static void bf16_free(Model *m) {
-    if (m->bf16) {
-        free((void *)m->bf16->params_h);
-        free(m->bf16->scratch[0]);
-        free(m->bf16->packed);
-        free(m->bf16);
+    if (m->weights.bf16) {
+        free((void *)m->weights.bf16->params_h);
+        free(m->weights.bf16->scratch[0]);
+        free(m->weights.bf16->packed);
+        free(m->weights.bf16);
     }
-    m->bf16 = NULL;
+    m->weights.bf16 = NULL;
 }
 
 int model_set_precision(Model *m, Precision p, Error *err) {
     bf16_free(m);
     if (p == PRECISION_FP32) return 0;
     if (bf16_require("--precision bf16", err)) return -1;
-    size_t slot = bf16_slot_entries(m, m->B_max, m->T_max), packed = bf16_packed_words(&m->cfg, m->B_max, m->T_max);
-    uint16_t *params_h = lm_calloc(m->n_params, sizeof(uint16_t), err);
+    size_t slot = bf16_slot_entries(m, m->run.B_max, m->run.T_max);
+    size_t packed = bf16_packed_words(&m->cfg, m->run.B_max, m->run.T_max);
+    uint16_t *params_h = lm_calloc(m->weights.n_params, sizeof(uint16_t), err);
     uint16_t *scratch = params_h ? lm_calloc(2 * slot, sizeof(uint16_t), err) : NULL;
     uint32_t *words = scratch && packed ? lm_calloc(packed, sizeof(uint32_t), err) : NULL;
     Bf16State *st = scratch && (words || !packed) ? lm_calloc(1, sizeof *st, err) : NULL;
@@ -379,65 +383,66 @@ int model_set_precision(Model *m, Precision p, Error *err) {
         free(params_h), free(scratch), free(words);
         return -1;
     }
-    st->mm = (MatmulBf16){.params = m->params, .params_h = params_h, .n_params = m->n_params,
+    st->mm = (MatmulBf16){.params = m->weights.params, .params_h = params_h, .n_params = m->weights.n_params,
                           .scratch = {scratch, scratch + slot}, .scratch_len = slot,
                           .packed = words, .packed_len = packed, .failure = &st->failure};
-    m->bf16 = &st->mm;
+    m->weights.bf16 = &st->mm;
     model_round_weights(m);
     return 0;
 }
 
 int model_bf16_failed(const Model *m, Error *err) {
-    if (!m->bf16 || !m->bf16->failure->failed) return 0;
-    *err = m->bf16->failure->err;
+    if (!m->weights.bf16 || !m->weights.bf16->failure->failed) return 0;
+    *err = m->weights.bf16->failure->err;
     return -1;
 }
 
 void model_round_weights(Model *m) {
-    if (m->bf16) bf16_from_floats_parallel(m->n_params, m->params, (uint16_t *)m->bf16->params_h);
+    ModelWeights *w = &m->weights;
+    if (w->bf16) bf16_from_floats_parallel(w->n_params, w->params, (uint16_t *)w->bf16->params_h);
 }
 
 int model_set_weights(Model *m, WeightsFormat f, Error *err) {
-    decode_weights_free(&m->decode);
-    m->decode.format = f;
+    decode_weights_free(&m->weights.decode);
+    m->weights.decode.format = f;
     if (f == WEIGHTS_FP32) return 0;
-    for (size_t i = 0; i < m->n_tensors; i++) {
-        const ParamTensor *t = &m->tensors[i];
+    for (size_t i = 0; i < m->weights.n_tensors; i++) {
+        const ParamTensor *t = &m->weights.tensors[i];
         if (!model_is_product_weight(m, t)) continue;
-        if (decode_weights_add(&m->decode, m->params + t->offset, t->rows, t->cols, err)) {
-            decode_weights_free(&m->decode);
-            m->decode.format = WEIGHTS_FP32;
+        if (decode_weights_add(&m->weights.decode, m->weights.params + t->offset, t->rows, t->cols, err)) {
+            decode_weights_free(&m->weights.decode);
+            m->weights.decode.format = WEIGHTS_FP32;
             return -1;
         }
     }
-    decode_weights_round_trip(&m->decode);
+    decode_weights_round_trip(&m->weights.decode);
     model_round_weights(m);
     return 0;
 }
 
 void model_free(Model *m) {
-    decode_weights_free(&m->decode);
+    decode_weights_free(&m->weights.decode);
     bf16_free(m);
-    free(m->tensors);
-    free(m->params);
-    free(m->grads);
-    free(m->grads_micro);
-    free(m->pos_table);
-    free(m->rope_table);
-    free(m->acts);
-    free(m->inputs);
-    free(m->targets);
-    free(m->head_rows);
-    free(m->head_targets);
+    free(m->weights.tensors);
+    free(m->weights.params);
+    free(m->weights.grads);
+    free(m->weights.grads_micro);
+    free(m->weights.pos_table);
+    free(m->weights.rope_table);
+    free(m->run.acts);
+    free(m->run.inputs);
+    free(m->run.targets);
+    free(m->run.head_rows);
+    free(m->run.head_targets);
     memset(m, 0, sizeof *m);
 }
 
 const ParamTensor *model_find_tensor(const Model *m, const char *name) {
-    for (size_t i = 0; i < m->n_tensors; i++)
-        if (strcmp(m->tensors[i].name, name) == 0) return &m->tensors[i];
+    for (size_t i = 0; i < m->weights.n_tensors; i++)
+        if (strcmp(m->weights.tensors[i].name, name) == 0) return &m->weights.tensors[i];
     return NULL;
 }
 
 const float *model_mixer_input(const Model *m, size_t l) {
-    return m->cfg.norm == NORM_POST ? m->la[l].resid : m->la[l].ln1;
+    return m->cfg.norm == NORM_POST ? m->run.la[l].resid : m->run.la[l].ln1;
 }

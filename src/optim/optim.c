@@ -32,7 +32,7 @@ const char *optimizer_names(void) {
 }
 
 ParamView params_view(const Model *m) {
-    return (ParamView){m->tensors, m->n_tensors, m->n_params, m->params, m->grads};
+    return (ParamView){m->weights.tensors, m->weights.n_tensors, m->weights.n_params, m->weights.params, m->weights.grads};
 }
 
 /* The floats of opt's buffers for these tensors, and (ptrs not NULL) each

@@ -2,7 +2,7 @@
  * input is model.safetensors in a directory whose config.json and tokenizer
  * are fixed (a tiny GPT-2: 2 layers, 2 heads, n_embd 4, n_positions 4, the
  * 256 bytes as its vocabulary; the seeds are such models, from
- * tests/gpt2_convert.py --write-fuzz-seeds), so each tensor the header names is
+ * tests/parity/gpt2_convert.py --write-fuzz-seeds), so each tensor the header names is
  * matched, checked, converted and transposed as a real conversion does. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +35,7 @@ static void clean_up(void) {
     rmdir(dir);
 }
 
-/* The directory, once (removed at exit): config.json as tests/gpt2_convert.py writes it at TINY, and
+/* The directory, once (removed at exit): config.json as tests/parity/gpt2_convert.py writes it at TINY, and
  * a byte-level BPE without merges as tokenizer.json (our own export). */
 static int set_up(void) {
     snprintf(dir, sizeof dir, "/tmp/fuzz_hf_gpt2_XXXXXX");

@@ -4,7 +4,7 @@
 # JSON of each mixer, token files and tokenizer files of each kind, and
 # Hugging Face tokenizers (tokenizer.json as we export it and as GPT-2's is
 # laid out, vocab.json + merges.txt joined by a NUL byte); and tiny random
-# GPT-2 directories in Hugging Face's layout (tests/gpt2_convert.py) with
+# GPT-2 directories in Hugging Face's layout (tests/parity/gpt2_convert.py) with
 # bin/convert's export of one: their model.safetensors and config.json. Small
 # enough to keep in the repository. Inputs named regression-* (crashes the
 # fuzzers found, kept so they are tried again) are left as they are.
@@ -68,7 +68,7 @@ PY
 # a saved tokenizer with a byte-order line: GPT-2's layout imported
 $B/prepare --input "$tmp/b.txt" --out "$tmp/order" --tokenizer-from "$S/fuzz_hf_tokenizer/gpt2-tokenizer.json" >/dev/null
 cp "$tmp/order/tokenizer.txt" "$S/fuzz_tokenizer/bpe-byte-order-tokenizer"
-/usr/bin/python3 -m tests.gpt2_convert --write-fuzz-seeds "$tmp/hf"
+/usr/bin/python3 -m tests.parity.gpt2_convert --write-fuzz-seeds "$tmp/hf"
 $B/convert --from-hf "$tmp/hf/f32" --out "$tmp/hf.ckpt" >/dev/null
 $B/convert --to-hf "$tmp/hf.ckpt" --out "$tmp/hf/export" >/dev/null
 for d in "$tmp"/hf/*/; do
@@ -78,11 +78,11 @@ for d in "$tmp"/hf/*/; do
     cp "$d/config.json" "$S/fuzz_hf_config/$name-config.json"
 done
 # A checkpoint whose checksum is of the older kind, FNV-1a, which the reader still takes.
-/usr/bin/python3 -m tests.ckpt_forge fnv1a "$S/fuzz_checkpoint/attention-checkpoint" "$S/fuzz_checkpoint/attention-fnv1a"
+/usr/bin/python3 -m tests.tools.ckpt_forge fnv1a "$S/fuzz_checkpoint/attention-checkpoint" "$S/fuzz_checkpoint/attention-fnv1a"
 # Files the format's rules refuse (two tensors on the same bytes; bytes after
 # the last tensor): ours, with the checksum made to match, and others'.
 for kind in overlap trailing; do
-    /usr/bin/python3 -m tests.ckpt_forge "$kind" "$S/fuzz_checkpoint/attention-checkpoint" "$S/fuzz_checkpoint/attention-$kind"
+    /usr/bin/python3 -m tests.tools.ckpt_forge "$kind" "$S/fuzz_checkpoint/attention-checkpoint" "$S/fuzz_checkpoint/attention-$kind"
     cp "$S/fuzz_checkpoint/attention-$kind" "$S/fuzz_safetensors/"
     /usr/bin/python3 - "$kind" "$S/fuzz_hf_gpt2/f32-weights" "$S/fuzz_hf_gpt2/f32-$kind-weights" <<'PY'
 import json, struct, sys

@@ -1,7 +1,7 @@
 """make paper's library (harness/paper.py parses its options and calls it):
 the Grassmann paper's own experiment (arXiv 2512.19428), so its
 architectures (the Transformer, the Grassmann model, the hybrid, the
-controls) are named here, as tests/house.py records.
+controls) are named here, as tests/house/house.py records.
 
   setup.py     the paper's tables and numbers, the recipes, the architectures and controls, the data, and
                harness.compare's command for one recipe's column
