@@ -3,6 +3,7 @@
 #ifndef LM_TESTUTIL_H
 #define LM_TESTUTIL_H
 
+#include <fnmatch.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,6 +27,36 @@ static inline float *rand_tensor(size_t n, float scale, uint64_t seed) {
 }
 
 static inline float *zeros(size_t n) { return calloc(n, sizeof(float)); }
+
+/* Part of a test program, for running its parts side by side (the ARM64
+ * build under qemu-user does so with its longest, one emulator per core):
+ * LM_TEST_ONLY=P1,P2,... keeps only the tests whose names match one of the
+ * patterns (fnmatch: '*', '?', [...]), and LM_TEST_SKIP=... all but those,
+ * so that ONLY=X and SKIP=X run every test between them. Compacts tests[]
+ * in place and returns how many are left, for _cmocka_run_group_tests. */
+static inline int test_name_in(const char *name, const char *patterns) {
+    char buf[256];
+    for (const char *p = patterns; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len < sizeof buf) {
+            memcpy(buf, p, len);
+            buf[len] = '\0';
+            if (fnmatch(buf, name, 0) == 0) return 1;
+        }
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+static inline size_t test_select(struct CMUnitTest *tests, size_t n) {
+    const char *only = getenv("LM_TEST_ONLY"), *skip = getenv("LM_TEST_SKIP");
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (only && only[0] && !test_name_in(tests[i].name, only)) continue;
+        if (skip && skip[0] && test_name_in(tests[i].name, skip)) continue;
+        tests[kept++] = tests[i];
+    }
+    return kept;
+}
 
 /* Makes an empty file from a mkstemp template ("/tmp/name_XXXXXX", changed
  * in place) for a test to write and read back. */
