@@ -30,7 +30,7 @@ size_t info_mixers_rows(InfoMixers *im, OptionRow *rows, size_t first) {
     size_t n_run;
     const OptionRow *run = run_option_rows(&n_run);
     for (size_t i = 0; i < n_run; i++)
-        if (run[i].role == RUN_ARCH) rows[n] = run[i], rows[n++].base = &im->o;
+        if (run[i].role == RUN_ARCH) rows[n++] = option_row_for(&run[i], &im->o);
     im->n = first + n - im->first;
     return n;
 }

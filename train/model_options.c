@@ -26,7 +26,7 @@ size_t model_text_rows(RunOptions *o, OptionRow *rows, char *help) {
 size_t model_mixer_text_rows(RunOptions *o, OptionRow *rows) {
     size_t n;
     const OptionRow *texts = run_mixer_texts(&n);
-    for (size_t j = 0; j < n; j++) rows[j] = texts[j], rows[j].base = o;
+    for (size_t j = 0; j < n; j++) rows[j] = option_row_for(&texts[j], o);
     return n;
 }
 

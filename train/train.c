@@ -123,7 +123,7 @@ static int build_table(Table *t, RunOptions *o, Actions *a) {
     n += run_text_rows(o, t->opts + n); /* --best-by */
     t->first_run = n;
     t->n_run = n_run_options;
-    for (size_t i = 0; i < n_run_options; i++) t->opts[n] = run[i], t->opts[n++].base = o; /* their offsets: into o */
+    for (size_t i = 0; i < n_run_options; i++) t->opts[n++] = option_row_for(&run[i], o); /* offsets into o */
     t->n = n;
     return CLI_CONTINUE;
 }

@@ -123,6 +123,13 @@ typedef struct OptionRow {
 
 /* Row r's value in the struct at base (a table's row: at its own base). */
 static inline void *option_at(const OptionRow *r, const void *base) { return (char *)base + r->offset; }
+/* A row declared against a struct, as a row of a table that fills the one
+ * at base (bin/train's run rows, with base the RunOptions parsed into). */
+static inline OptionRow option_row_for(const OptionRow *r, void *base) {
+    OptionRow row = *r;
+    row.base = base;
+    return row;
+}
 /* A number row's value (OPT_SIZE or OPT_FLOAT) in the struct at base, and set to x. */
 double option_number(const OptionRow *r, const void *base);
 void option_set_number(const OptionRow *r, void *base, double x);
